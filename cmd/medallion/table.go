@@ -1,0 +1,20 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// newTableCmd groups the table subcommands; each lives in its own table_*.go file.
+func newTableCmd() *cobra.Command {
+	table := &cobra.Command{
+		Use:   "table",
+		Short: "Inspect and maintain any Delta table (ours, Spark's, delta-rs's)",
+	}
+	table.AddCommand(
+		newTableHistoryCmd(),
+		newTableDescribeCmd(),
+		newTableScanCmd(),
+		newTableCheckpointCmd(),
+		newTableVacuumCmd(),
+		newTableOptimizeCmd(),
+	)
+	return table
+}
