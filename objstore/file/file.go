@@ -1,0 +1,455 @@
+// Package file is the embedded default Bucket: objects are plain files under a root directory,
+// one file per key ("a/b/c.json" is ROOT/a/b/c.json), so a lake on disk is readable by any
+// Delta reader pointed at the same folder.
+//
+// Every access goes through an os.Root, so no key, symlink or ".." can reach outside the root.
+// Writes go to a temporary file under ROOT/.objstore-tmp, are fsynced, and are then renamed
+// (Put) or hard-linked (PutIfAbsent) into place, and the parent directory is fsynced.
+//
+// Crash guarantees: after a crash a key holds either its previous content or the new content in
+// full, never a prefix; PutIfAbsent has exactly one winner per key, across processes too, because
+// link(2) refuses to replace an existing name. A crash can leave files in ROOT/.objstore-tmp;
+// they are never listed and New removes the ones older than a day.
+//
+// Limits of a file system compared with S3: a key cannot also be a "directory" of other keys
+// (both "a" and "a/b" cannot exist), and keys whose first segment is ".objstore-tmp" are
+// reserved.
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+)
+
+// tmpDir holds in-flight writes; it sits inside the root so rename and link stay on one file system.
+const tmpDir = ".objstore-tmp"
+
+// staleTmpAge is how old an orphaned temporary file must be before New deletes it: far longer
+// than any single write takes, so a concurrent writer in another process is never disturbed.
+const staleTmpAge = 24 * time.Hour
+
+// maxPlaceAttempts bounds the retries of moving a finished temp file into place when a
+// concurrent Delete prunes the freshly created parent directory.
+const maxPlaceAttempts = 8
+
+// errParentIsObject keeps a blocked parent directory apart from "the key exists" in PutIfAbsent.
+var errParentIsObject = errors.New("a parent of the key is an object")
+
+// Bucket stores objects as files under one root directory. It is safe for concurrent use,
+// also by several processes sharing the directory.
+type Bucket struct {
+	root *os.Root
+	dir  string
+}
+
+var _ objstore.Bucket = (*Bucket)(nil)
+
+// New opens (creating it if needed) the directory root as a bucket.
+func New(root string) (*Bucket, error) {
+	if root == "" {
+		return nil, errors.New("file: empty root directory")
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("file: create root: %w", err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("file: open root: %w", err)
+	}
+	if err := r.MkdirAll(tmpDir, 0o755); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("file: create %s: %w", tmpDir, err)
+	}
+	b := &Bucket{root: r, dir: root}
+	b.removeStaleTemps(time.Now().Add(-staleTmpAge))
+	return b, nil
+}
+
+// Close releases the root directory handle.
+func (b *Bucket) Close() error { return b.root.Close() }
+
+// Root returns the directory the bucket was opened on.
+func (b *Bucket) Root() string { return b.dir }
+
+// removeStaleTemps is best effort: a leftover temp file wastes space but is otherwise harmless.
+func (b *Bucket) removeStaleTemps(before time.Time) {
+	d, err := b.root.Open(tmpDir)
+	if err != nil {
+		return
+	}
+	entries, _ := d.ReadDir(-1)
+	d.Close()
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.ModTime().Before(before) {
+			_ = b.root.Remove(path.Join(tmpDir, e.Name()))
+		}
+	}
+}
+
+func checkKey(key string) error {
+	if err := objstore.ValidateKey(key); err != nil {
+		return err
+	}
+	if key == tmpDir || strings.HasPrefix(key, tmpDir+"/") {
+		return fmt.Errorf("%w: %q is reserved by the file backend", objstore.ErrInvalidKey, key)
+	}
+	return nil
+}
+
+// notFound maps "no such file" and "a parent is a file" to ErrNotFound.
+func notFound(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// openRegular opens key for reading, treating a directory as a missing object.
+func (b *Bucket) openRegular(ctx context.Context, op, key string) (*os.File, fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	f, err := b.root.Open(key)
+	if err != nil {
+		if notFound(err) {
+			return nil, nil, fmt.Errorf("file: %s %s: %w", op, key, objstore.ErrNotFound)
+		}
+		return nil, nil, fmt.Errorf("file: %s %s: %w", op, key, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("file: %s %s: %w", op, key, err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("file: %s %s: %w", op, key, objstore.ErrNotFound)
+	}
+	return f, info, nil
+}
+
+// Get implements objstore.Bucket.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	f, _, err := b.openRegular(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+type rangeReader struct {
+	io.Reader
+	f *os.File
+}
+
+func (r rangeReader) Close() error { return r.f.Close() }
+
+// GetRange implements objstore.Bucket.
+func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("file: get %s: negative offset %d", key, offset)
+	}
+	f, info, err := b.openRegular(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	size := info.Size()
+	if offset > size {
+		offset = size
+	}
+	if length < 0 || offset+length > size {
+		length = size - offset
+	}
+	return rangeReader{Reader: io.NewSectionReader(f, offset, length), f: f}, nil
+}
+
+// Stat implements objstore.Bucket.
+func (b *Bucket) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	f, info, err := b.openRegular(ctx, "stat", key)
+	if err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	f.Close()
+	return objstore.ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()}, nil
+}
+
+// writeTemp copies r into a fresh, fsynced temporary file and returns its root-relative name.
+func (b *Bucket) writeTemp(ctx context.Context, key string, r io.Reader, size int64) (string, error) {
+	var rnd [12]byte
+	_, _ = rand.Read(rnd[:])
+	name := path.Join(tmpDir, hex.EncodeToString(rnd[:]))
+	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("file: put %s: create temp: %w", key, err)
+	}
+	fail := func(err error) (string, error) {
+		f.Close()
+		_ = b.root.Remove(name)
+		return "", fmt.Errorf("file: put %s: %w", key, err)
+	}
+	n, err := io.Copy(f, ctxReader{ctx: ctx, r: r})
+	if err != nil {
+		return fail(err)
+	}
+	if size >= 0 && n != size {
+		return fail(fmt.Errorf("read %d bytes, caller announced %d", n, size))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		_ = b.root.Remove(name)
+		return "", fmt.Errorf("file: put %s: %w", key, err)
+	}
+	return name, nil
+}
+
+// ctxReader stops a long copy when the context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// place moves the finished temp file to key with move (rename or link), creating parent
+// directories; it retries when a concurrent Delete pruned a parent in between.
+func (b *Bucket) place(key, tmp string, move func(oldname, newname string) error) error {
+	parent := path.Dir(key)
+	var err error
+	for range maxPlaceAttempts {
+		if parent != "." {
+			if err = b.root.MkdirAll(parent, 0o755); err != nil {
+				if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+					return fmt.Errorf("%w (%v)", errParentIsObject, err)
+				}
+				return err
+			}
+		}
+		err = move(tmp, key)
+		if err == nil {
+			b.syncDir(parent)
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	return err
+}
+
+// syncDir makes a rename or link durable; failures are ignored because some file systems
+// cannot fsync a directory, and the data itself is already synced.
+func (b *Bucket) syncDir(dir string) {
+	d, err := b.root.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	d.Close()
+}
+
+// Put implements objstore.Bucket.
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	tmp, err := b.writeTemp(ctx, key, r, size)
+	if err != nil {
+		return err
+	}
+	if err := b.place(key, tmp, b.root.Rename); err != nil {
+		_ = b.root.Remove(tmp)
+		if errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+			return fmt.Errorf("file: put %s: the key is a directory of other objects: %w", key, err)
+		}
+		return fmt.Errorf("file: put %s: %w", key, err)
+	}
+	return nil
+}
+
+// PutIfAbsent implements objstore.Bucket with link(2), which fails if the name exists, so the
+// object appears complete or not at all and exactly one writer wins.
+func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	tmp, err := b.writeTemp(ctx, key, r, size)
+	if err != nil {
+		return err
+	}
+	defer b.root.Remove(tmp)
+	err = b.place(key, tmp, b.root.Link)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errParentIsObject):
+		return fmt.Errorf("file: put %s: %w", key, err)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("file: put %s: %w", key, objstore.ErrAlreadyExists)
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EXDEV):
+		return fmt.Errorf("file: put %s: hard links unavailable, cannot put-if-absent safely: %w: %w",
+			key, objstore.ErrNotSupported, err)
+	default:
+		return fmt.Errorf("file: put %s: %w", key, err)
+	}
+}
+
+// Delete implements objstore.Bucket. It also removes parent directories left empty, so a
+// deleted "a/b" does not block a later object "a".
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	info, err := b.root.Lstat(key)
+	if err != nil {
+		if notFound(err) {
+			return nil
+		}
+		return fmt.Errorf("file: delete %s: %w", key, err)
+	}
+	if info.IsDir() {
+		return nil // a directory is not an object
+	}
+	if err := b.root.Remove(key); err != nil && !notFound(err) {
+		return fmt.Errorf("file: delete %s: %w", key, err)
+	}
+	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
+		if b.root.Remove(dir) != nil {
+			break // not empty, or already gone: either way stop pruning
+		}
+	}
+	return nil
+}
+
+// List implements objstore.Bucket. It walks only the directories that can hold matching keys
+// and yields keys in exact byte order: a directory "a" sorts as "a/", so "a-b" comes before
+// "a/b", as on S3.
+func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOptions) iter.Seq2[objstore.ObjectInfo, error] {
+	return func(yield func(objstore.ObjectInfo, error) bool) {
+		if err := objstore.ValidatePrefix(prefix); err != nil {
+			yield(objstore.ObjectInfo{}, err)
+			return
+		}
+		dir, rest := "", prefix
+		if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+			dir, rest = prefix[:i+1], prefix[i+1:]
+		}
+		w := walker{b: b, ctx: ctx, prefix: prefix, startAfter: opts.StartAfter, yield: yield}
+		w.walk(dir, rest)
+	}
+}
+
+type walker struct {
+	b          *Bucket
+	ctx        context.Context
+	prefix     string
+	startAfter string
+	yield      func(objstore.ObjectInfo, error) bool
+}
+
+type entry struct {
+	sortKey string // name, plus "/" for a directory
+	name    string
+	dir     bool
+}
+
+// walk lists dir (a key prefix ending in "/" or empty for the root) and returns false when the
+// consumer stopped or an error was yielded. Only entries whose name starts with filter are kept.
+func (w *walker) walk(dir, filter string) bool {
+	if err := w.ctx.Err(); err != nil {
+		w.yield(objstore.ObjectInfo{}, err)
+		return false
+	}
+	openName := strings.TrimSuffix(dir, "/")
+	if openName == "" {
+		openName = "."
+	}
+	d, err := w.b.root.Open(openName)
+	if err != nil {
+		if notFound(err) {
+			return true
+		}
+		w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", dir, err))
+		return false
+	}
+	dirents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		if notFound(err) || errors.Is(err, syscall.ENOTDIR) {
+			return true
+		}
+		w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", dir, err))
+		return false
+	}
+	entries := make([]entry, 0, len(dirents))
+	for _, de := range dirents {
+		name := de.Name()
+		if !strings.HasPrefix(name, filter) || (dir == "" && name == tmpDir) {
+			continue
+		}
+		switch {
+		case de.IsDir():
+			entries = append(entries, entry{sortKey: name + "/", name: name, dir: true})
+		case de.Type().IsRegular():
+			entries = append(entries, entry{sortKey: name, name: name})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
+	for _, e := range entries {
+		full := dir + e.sortKey
+		if e.dir {
+			// Every key below starts with full: skip the subtree when StartAfter is past all of them.
+			if w.startAfter >= full && !strings.HasPrefix(w.startAfter, full) {
+				continue
+			}
+			if !w.walk(full, "") {
+				return false
+			}
+			continue
+		}
+		if full <= w.startAfter || !strings.HasPrefix(full, w.prefix) {
+			continue
+		}
+		info, err := w.b.root.Lstat(full)
+		if err != nil {
+			if notFound(err) {
+				continue // deleted while listing
+			}
+			w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", full, err))
+			return false
+		}
+		if !w.yield(objstore.ObjectInfo{Key: full, Size: info.Size(), ModTime: info.ModTime()}, nil) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,185 @@
+package file_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/objstoretest"
+)
+
+func newBucket(t testing.TB) *file.Bucket {
+	b, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestAcceptance(t *testing.T) {
+	objstoretest.RunBucketTests(t, objstoretest.Config{
+		New: func(t *testing.T) objstore.Bucket { return newBucket(t) },
+	})
+}
+
+func TestSymlinkCannotEscapeRoot(t *testing.T) {
+	ctx := context.Background()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if data, err := objstore.ReadAll(ctx, b, "link/secret"); err == nil {
+		t.Fatalf("read %q through a symlink leaving the root", data)
+	}
+	if err := objstore.PutBytes(ctx, b, "link/planted", []byte("x")); err == nil {
+		t.Fatal("wrote through a symlink leaving the root")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("file planted outside the root: %v", err)
+	}
+	if err := b.Delete(ctx, "link/secret"); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		t.Logf("Delete through the symlink: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
+		t.Fatalf("Delete removed a file outside the root: %v", err)
+	}
+}
+
+func TestTempFilesInvisibleAndReserved(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// A crash mid-write leaves a temp file behind; it must never show up as an object.
+	if err := os.WriteFile(filepath.Join(root, ".objstore-tmp", "orphan"), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, b, "a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := objstore.ListAll(ctx, b, "", objstore.ListOptions{})
+	if err != nil || len(infos) != 1 || infos[0].Key != "a" {
+		t.Fatalf("List = %+v, %v; want only a", infos, err)
+	}
+	for _, key := range []string{".objstore-tmp/orphan", ".objstore-tmp"} {
+		if _, err := b.Get(ctx, key); !errors.Is(err, objstore.ErrInvalidKey) {
+			t.Errorf("Get(%q) = %v, want ErrInvalidKey", key, err)
+		}
+	}
+	// The same name deeper down is an ordinary key.
+	if err := objstore.PutBytes(ctx, b, "t/.objstore-tmp", []byte("y")); err != nil {
+		t.Errorf("Put(t/.objstore-tmp): %v", err)
+	}
+}
+
+func TestStaleTempsRemovedOnOpen(t *testing.T) {
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	stale := filepath.Join(root, ".objstore-tmp", "stale")
+	fresh := filepath.Join(root, ".objstore-tmp", "fresh")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	b, err = file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale temp file survived: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh temp file (maybe a write in progress) was removed: %v", err)
+	}
+}
+
+func TestNoTempLeftAfterWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_ = objstore.PutBytes(ctx, b, "k", []byte("1"))
+	_ = objstore.PutBytesIfAbsent(ctx, b, "k", []byte("2"))
+	_ = objstore.PutBytesIfAbsent(ctx, b, "j", []byte("3"))
+	_ = objstore.PutBytes(ctx, b, "k/child", []byte("4")) // fails: "k" is an object
+	entries, err := os.ReadDir(filepath.Join(root, ".objstore-tmp"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("temp dir holds %d entries (%v) after the writes finished", len(entries), err)
+	}
+}
+
+func TestKeyDirectoryConflicts(t *testing.T) {
+	ctx := context.Background()
+	b := newBucket(t)
+	if err := objstore.PutBytes(ctx, b, "a/b", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, key, want string
+		err             error
+	}{
+		{"Put over a directory", "a", "directory of other objects", objstore.PutBytes(ctx, b, "a", []byte("y"))},
+		{"PutIfAbsent below an object", "a/b/c", "parent of the key is an object", objstore.PutBytesIfAbsent(ctx, b, "a/b/c", []byte("y"))},
+		{"Put below an object", "a/b/c", "parent of the key is an object", objstore.PutBytes(ctx, b, "a/b/c", []byte("y"))},
+	}
+	for _, tc := range tests {
+		if tc.err == nil || errors.Is(tc.err, objstore.ErrAlreadyExists) {
+			t.Errorf("%s = %v, want a plain error", tc.name, tc.err)
+		} else if msg := tc.err.Error(); !strings.Contains(msg, "put "+tc.key+":") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error %q should name the key and say %q", tc.name, msg, tc.want)
+		}
+	}
+	if got, err := objstore.ReadAll(ctx, b, "a/b"); err != nil || string(got) != "x" {
+		t.Errorf("a/b = %q, %v after the refused writes", got, err)
+	}
+}
+
+func TestFilesAreReadableOnDisk(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := objstore.PutBytesIfAbsent(ctx, b, "_delta_log/00000000000000000000.json", []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "_delta_log", "00000000000000000000.json"))
+	if err != nil || string(got) != "{}\n" {
+		t.Errorf("on disk: %q, %v", got, err)
+	}
+}
