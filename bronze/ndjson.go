@@ -1,0 +1,635 @@
+package bronze
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Kind is the declared type of a column, as the line parser sees it.
+type Kind uint8
+
+// The kinds the NDJSON parser fills. Integer kinds differ only in their range check.
+const (
+	KindString Kind = iota
+	KindLong
+	KindInteger
+	KindShort
+	KindByte
+	KindDouble
+	KindFloat
+	KindBoolean
+	KindTimestamp    // microseconds since the epoch, UTC
+	KindTimestampNTZ // microseconds since the epoch of the wall clock
+	KindDate         // days since the epoch
+)
+
+// Field is one declared column.
+type Field struct {
+	Name string
+	Kind Kind
+}
+
+// Reject reasons: what a person can act on. A line with one of these is not a record at all and
+// goes to the rejects table.
+const (
+	ReasonInvalidJSON = "invalid_json"
+	ReasonNotObject   = "not_an_object"
+	ReasonInvalidUTF8 = "invalid_utf8"
+	ReasonTooLong     = "line_too_long"
+	ReasonTooDeep     = "nested_too_deep"
+	ReasonFuture      = "future"
+)
+
+// LineError says why a line is not a record, and where.
+type LineError struct {
+	Reason string // one of the Reason constants
+	Offset int    // byte offset within the line
+	Detail string
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("%s at byte %d: %s", e.Reason, e.Offset, e.Detail)
+}
+
+// Value is one parsed cell. Which field is meaningful depends on the column's Kind.
+type Value struct {
+	Valid bool // false: null or absent
+	Int   int64
+	Float float64
+	Bool  bool
+	// string bytes: line[strStart:strEnd], or scratch[strStart:strEnd] when inScratch
+	strStart, strEnd int
+	inScratch        bool
+}
+
+// LineParser turns one NDJSON line into typed cells for a declared schema, without allocating
+// per line in the steady state. Keys that are not declared, values of the wrong type and
+// repeated keys are kept verbatim in the rescued-data JSON object, so nothing is lost.
+// A LineParser is not safe for concurrent use; use one per goroutine.
+type LineParser struct {
+	fields  []Field
+	index   map[string]int
+	vals    []Value
+	line    []byte
+	scratch []byte
+	rescued []byte
+	pos     int
+}
+
+// NewLineParser builds a parser for the declared fields. Names must be unique.
+func NewLineParser(fields []Field) (*LineParser, error) {
+	p := &LineParser{fields: fields, index: make(map[string]int, len(fields)), vals: make([]Value, len(fields))}
+	for i, f := range fields {
+		if _, dup := p.index[f.Name]; dup {
+			return nil, fmt.Errorf("bronze: duplicate column %q", f.Name)
+		}
+		if f.Kind > KindDate {
+			return nil, fmt.Errorf("bronze: column %q: unsupported kind %d", f.Name, f.Kind)
+		}
+		p.index[f.Name] = i
+	}
+	return p, nil
+}
+
+// Value returns cell i of the last parsed line.
+func (p *LineParser) Value(i int) *Value { return &p.vals[i] }
+
+// Str returns the string bytes of a KindString cell of the last parsed line. The bytes are
+// valid until the next Parse call.
+func (p *LineParser) Str(i int) []byte {
+	v := &p.vals[i]
+	if v.inScratch {
+		return p.scratch[v.strStart:v.strEnd]
+	}
+	return p.line[v.strStart:v.strEnd]
+}
+
+// Rescued returns the rescued-data JSON object of the last parsed line, or nil when every key
+// fitted the schema. Valid until the next Parse call.
+func (p *LineParser) Rescued() []byte {
+	if len(p.rescued) == 0 {
+		return nil
+	}
+	return p.rescued
+}
+
+// Parse parses one line (without its newline). On a *LineError the line is not a record.
+func (p *LineParser) Parse(line []byte) error {
+	p.line, p.pos = line, 0
+	p.scratch = p.scratch[:0]
+	p.rescued = p.rescued[:0]
+	for i := range p.vals {
+		p.vals[i] = Value{}
+	}
+	p.skipSpace()
+	if p.pos >= len(line) {
+		return p.fail(ReasonNotObject, "empty line")
+	}
+	if line[p.pos] != '{' {
+		if err := p.skipValue(0); err != nil {
+			return err
+		}
+		return p.fail(ReasonNotObject, "a JSON value that is not an object")
+	}
+	p.pos++
+	seen := uint64(0) // bit per field for the first 64 fields; see markSeen
+	var seenMore map[int]bool
+	p.skipSpace()
+	if p.peek() == '}' {
+		p.pos++
+		return p.finish()
+	}
+	for {
+		p.skipSpace()
+		if p.peek() != '"' {
+			return p.fail(ReasonInvalidJSON, "expected a quoted key")
+		}
+		keyStart := p.pos
+		kStart, kEnd, kScratch, err := p.scanString()
+		if err != nil {
+			return err
+		}
+		keyEnd := p.pos
+		p.skipSpace()
+		if p.peek() != ':' {
+			return p.fail(ReasonInvalidJSON, "expected ':' after a key")
+		}
+		p.pos++
+		p.skipSpace()
+		valStart := p.pos
+		var key []byte
+		if kScratch {
+			key = p.scratch[kStart:kEnd]
+		} else {
+			key = line[kStart:kEnd]
+		}
+		idx, declared := p.index[string(key)] // no allocation: the compiler special-cases this
+		fresh := false
+		if declared {
+			if idx < 64 {
+				fresh = seen&(1<<idx) == 0
+				seen |= 1 << idx
+			} else {
+				if seenMore == nil {
+					seenMore = map[int]bool{}
+				}
+				fresh = !seenMore[idx]
+				seenMore[idx] = true
+			}
+		}
+		fitted := false
+		if declared && fresh {
+			fitted, err = p.parseInto(idx)
+			if err != nil {
+				return err
+			}
+		} else if err := p.skipValue(0); err != nil {
+			return err
+		}
+		if !fitted {
+			p.rescue(line[keyStart:keyEnd], line[valStart:p.pos])
+		}
+		p.skipSpace()
+		switch p.peek() {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return p.finish()
+		default:
+			return p.fail(ReasonInvalidJSON, "expected ',' or '}' after a value")
+		}
+	}
+}
+
+func (p *LineParser) finish() error {
+	p.skipSpace()
+	if p.pos != len(p.line) {
+		return p.fail(ReasonInvalidJSON, "trailing data after the object")
+	}
+	if len(p.rescued) > 0 {
+		p.rescued = append(p.rescued, '}')
+	}
+	return nil
+}
+
+func (p *LineParser) rescue(rawKey, rawVal []byte) {
+	if len(p.rescued) == 0 {
+		p.rescued = append(p.rescued, '{')
+	} else {
+		p.rescued = append(p.rescued, ',')
+	}
+	p.rescued = append(p.rescued, rawKey...)
+	p.rescued = append(p.rescued, ':')
+	p.rescued = append(p.rescued, rawVal...)
+}
+
+// parseInto parses the value at pos into cell idx. It reports false (and consumes the value)
+// when the value is valid JSON of the wrong type, so the caller rescues it.
+func (p *LineParser) parseInto(idx int) (bool, error) {
+	v := &p.vals[idx]
+	c := p.peek()
+	if c == 'n' {
+		if err := p.literal("null"); err != nil {
+			return false, err
+		}
+		return true, nil // explicit null fits every column
+	}
+	switch p.fields[idx].Kind {
+	case KindString:
+		if c != '"' {
+			return false, p.skipValue(0)
+		}
+		s, e, scr, err := p.scanString()
+		if err != nil {
+			return false, err
+		}
+		v.Valid, v.strStart, v.strEnd, v.inScratch = true, s, e, scr
+		return true, nil
+	case KindBoolean:
+		switch c {
+		case 't':
+			if err := p.literal("true"); err != nil {
+				return false, err
+			}
+			v.Valid, v.Bool = true, true
+			return true, nil
+		case 'f':
+			if err := p.literal("false"); err != nil {
+				return false, err
+			}
+			v.Valid, v.Bool = true, false
+			return true, nil
+		}
+		return false, p.skipValue(0)
+	case KindLong, KindInteger, KindShort, KindByte:
+		if c != '-' && (c < '0' || c > '9') {
+			return false, p.skipValue(0)
+		}
+		start := p.pos
+		isInt, err := p.scanNumber()
+		if err != nil {
+			return false, err
+		}
+		if !isInt {
+			return false, nil
+		}
+		n, err := strconv.ParseInt(bytesToString(p.line[start:p.pos]), 10, 64)
+		if err != nil || !inRange(p.fields[idx].Kind, n) {
+			return false, nil
+		}
+		v.Valid, v.Int = true, n
+		return true, nil
+	case KindDouble, KindFloat:
+		if c != '-' && (c < '0' || c > '9') {
+			return false, p.skipValue(0)
+		}
+		start := p.pos
+		if _, err := p.scanNumber(); err != nil {
+			return false, err
+		}
+		bits := 64
+		if p.fields[idx].Kind == KindFloat {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(bytesToString(p.line[start:p.pos]), bits)
+		if err != nil || math.IsInf(f, 0) {
+			return false, nil
+		}
+		v.Valid, v.Float = true, f
+		return true, nil
+	case KindTimestamp, KindTimestampNTZ, KindDate:
+		if c != '"' {
+			return false, p.skipValue(0)
+		}
+		s, e, scr, err := p.scanString()
+		if err != nil {
+			return false, err
+		}
+		text := p.line[s:e]
+		if scr {
+			text = p.scratch[s:e]
+		}
+		if p.fields[idx].Kind == KindDate {
+			days, ok := parseDate(text)
+			if !ok {
+				return false, nil
+			}
+			v.Valid, v.Int = true, days
+			return true, nil
+		}
+		us, terr := ParseTimestampMicros(text)
+		if terr != nil {
+			return false, nil
+		}
+		v.Valid, v.Int = true, us
+		return true, nil
+	}
+	return false, p.skipValue(0)
+}
+
+func inRange(k Kind, n int64) bool {
+	switch k {
+	case KindInteger:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	case KindShort:
+		return n >= math.MinInt16 && n <= math.MaxInt16
+	case KindByte:
+		return n >= math.MinInt8 && n <= math.MaxInt8
+	}
+	return true
+}
+
+func parseDate(b []byte) (int64, bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digits(b[0:4])
+	m, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+		return 0, false
+	}
+	return daysFromCivil(y, m, d), true
+}
+
+func bytesToString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (p *LineParser) fail(reason, detail string) error {
+	return &LineError{Reason: reason, Offset: p.pos, Detail: detail}
+}
+
+func (p *LineParser) peek() byte {
+	if p.pos < len(p.line) {
+		return p.line[p.pos]
+	}
+	return 0
+}
+
+func (p *LineParser) skipSpace() {
+	for p.pos < len(p.line) {
+		switch p.line[p.pos] {
+		case ' ', '\t', '\r', '\n':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *LineParser) literal(word string) error {
+	if len(p.line)-p.pos < len(word) || string(p.line[p.pos:p.pos+len(word)]) != word {
+		return p.fail(ReasonInvalidJSON, "invalid literal")
+	}
+	p.pos += len(word)
+	return nil
+}
+
+// scanString consumes a JSON string at pos and returns its decoded bytes' location. Strings
+// without escapes are not copied; strings with escapes are decoded into scratch.
+func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
+	line := p.line
+	p.pos++ // opening quote
+	start = p.pos
+	for i := p.pos; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			return start, i, false, nil
+		case c == '\\':
+			p.pos = i
+			return p.scanEscaped(start)
+		case c < 0x20:
+			p.pos = i
+			return 0, 0, false, p.fail(ReasonInvalidJSON, "control character in a string")
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && size <= 1 {
+				p.pos = i
+				return 0, 0, false, p.fail(ReasonInvalidUTF8, "invalid UTF-8 in a string")
+			}
+			i += size - 1
+		}
+	}
+	p.pos = len(line)
+	return 0, 0, false, p.fail(ReasonInvalidJSON, "unterminated string")
+}
+
+func (p *LineParser) scanEscaped(start int) (int, int, bool, error) {
+	line := p.line
+	sStart := len(p.scratch)
+	p.scratch = append(p.scratch, line[start:p.pos]...)
+	for p.pos < len(line) {
+		c := line[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return sStart, len(p.scratch), true, nil
+		case c == '\\':
+			if p.pos+1 >= len(line) {
+				return 0, 0, false, p.fail(ReasonInvalidJSON, "unterminated escape")
+			}
+			e := line[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				p.scratch = append(p.scratch, e)
+			case 'b':
+				p.scratch = append(p.scratch, '\b')
+			case 'f':
+				p.scratch = append(p.scratch, '\f')
+			case 'n':
+				p.scratch = append(p.scratch, '\n')
+			case 'r':
+				p.scratch = append(p.scratch, '\r')
+			case 't':
+				p.scratch = append(p.scratch, '\t')
+			case 'u':
+				r, ok := p.hex4()
+				if !ok {
+					return 0, 0, false, p.fail(ReasonInvalidJSON, "invalid \\u escape")
+				}
+				if utf16.IsSurrogate(r) {
+					// A lone surrogate cannot be UTF-8; pair it or replace it (as encoding/json does).
+					r2 := utf8.RuneError
+					if p.pos+1 < len(line) && line[p.pos] == '\\' && line[p.pos+1] == 'u' {
+						save := p.pos
+						p.pos += 2
+						if lo, ok := p.hex4(); ok && utf16.DecodeRune(r, lo) != utf8.RuneError {
+							r2 = utf16.DecodeRune(r, lo)
+						} else {
+							p.pos = save
+						}
+					}
+					r = r2
+				}
+				p.scratch = utf8.AppendRune(p.scratch, r)
+			default:
+				p.pos -= 2
+				return 0, 0, false, p.fail(ReasonInvalidJSON, "invalid escape")
+			}
+		case c < 0x20:
+			return 0, 0, false, p.fail(ReasonInvalidJSON, "control character in a string")
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(line[p.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return 0, 0, false, p.fail(ReasonInvalidUTF8, "invalid UTF-8 in a string")
+			}
+			p.scratch = append(p.scratch, line[p.pos:p.pos+size]...)
+			p.pos += size
+		default:
+			p.scratch = append(p.scratch, c)
+			p.pos++
+		}
+	}
+	return 0, 0, false, p.fail(ReasonInvalidJSON, "unterminated string")
+}
+
+func (p *LineParser) hex4() (rune, bool) {
+	if len(p.line)-p.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.line[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.pos += 4
+	return r, true
+}
+
+// scanNumber consumes a JSON number and reports whether it is an integer (no fraction or exponent).
+func (p *LineParser) scanNumber() (bool, error) {
+	line := p.line
+	i := p.pos
+	if i < len(line) && line[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(line) && line[i] == '0':
+		i++
+	case i < len(line) && line[i] >= '1' && line[i] <= '9':
+		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+			i++
+		}
+	default:
+		p.pos = i
+		return false, p.fail(ReasonInvalidJSON, "invalid number")
+	}
+	isInt := true
+	if i < len(line) && line[i] == '.' {
+		isInt = false
+		i++
+		d := i
+		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+			i++
+		}
+		if i == d {
+			p.pos = i
+			return false, p.fail(ReasonInvalidJSON, "invalid number")
+		}
+	}
+	if i < len(line) && (line[i] == 'e' || line[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(line) && (line[i] == '+' || line[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+			i++
+		}
+		if i == d {
+			p.pos = i
+			return false, p.fail(ReasonInvalidJSON, "invalid number")
+		}
+	}
+	p.pos = i
+	return isInt, nil
+}
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 512
+
+// skipValue consumes and validates any JSON value.
+func (p *LineParser) skipValue(depth int) error {
+	if depth > maxDepth {
+		return p.fail(ReasonTooDeep, "nesting deeper than 512 levels")
+	}
+	p.skipSpace()
+	switch c := p.peek(); {
+	case c == '"':
+		_, _, _, err := p.scanString()
+		return err
+	case c == '{' || c == '[':
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		p.pos++
+		p.skipSpace()
+		if p.peek() == closing {
+			p.pos++
+			return nil
+		}
+		for {
+			p.skipSpace()
+			if c == '{' {
+				if p.peek() != '"' {
+					return p.fail(ReasonInvalidJSON, "expected a quoted key")
+				}
+				if _, _, _, err := p.scanString(); err != nil {
+					return err
+				}
+				p.skipSpace()
+				if p.peek() != ':' {
+					return p.fail(ReasonInvalidJSON, "expected ':' after a key")
+				}
+				p.pos++
+			}
+			if err := p.skipValue(depth + 1); err != nil {
+				return err
+			}
+			p.skipSpace()
+			switch p.peek() {
+			case ',':
+				p.pos++
+			case closing:
+				p.pos++
+				return nil
+			default:
+				return p.fail(ReasonInvalidJSON, "expected ',' or a closing bracket")
+			}
+		}
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, err := p.scanNumber()
+		return err
+	case c == 0 && p.pos >= len(p.line):
+		return p.fail(ReasonInvalidJSON, "unexpected end of line")
+	default:
+		if c >= utf8.RuneSelf && !utf8.Valid(p.line[p.pos:]) {
+			return p.fail(ReasonInvalidUTF8, "invalid UTF-8")
+		}
+		return p.fail(ReasonInvalidJSON, fmt.Sprintf("unexpected character %q", c))
+	}
+}
