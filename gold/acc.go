@@ -1,0 +1,215 @@
+package gold
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/axiomhq/hyperloglog"
+)
+
+// acc is one aggregate's state for every group slot, column by column, so a batch updates it
+// in one tight loop per aggregate instead of one dynamic call per (row, aggregate).
+type acc struct {
+	spec *AggSpec
+	n    []int64
+	f    []float64
+	i    []int64
+	hll  []*hyperloglog.Sketch
+	dd   []*ddsketch.DDSketch
+	tmp  [8]byte
+}
+
+func newAcc(spec *AggSpec) *acc { return &acc{spec: spec} }
+
+// grow makes room for slot s (slots are allocated densely from 0).
+func (a *acc) grow(s int32) {
+	for int(s) >= len(a.n) {
+		a.n = append(a.n, 0)
+		a.f = append(a.f, 0)
+		a.i = append(a.i, 0)
+		if a.spec.Fn == ApproxCountDistinct {
+			a.hll = append(a.hll, nil)
+		}
+		if a.spec.Fn == ApproxPercentile {
+			a.dd = append(a.dd, nil)
+		}
+	}
+}
+
+// clear resets slot s for reuse by a new group.
+func (a *acc) clear(s int32) {
+	a.n[s], a.f[s], a.i[s] = 0, 0, 0
+	if a.hll != nil {
+		a.hll[s] = nil
+	}
+	if a.dd != nil {
+		a.dd[s] = nil
+	}
+}
+
+func (a *acc) checkColumn(c *Column) error {
+	sp := a.spec
+	switch sp.Fn {
+	case Sum, Avg, Min, Max:
+		if sp.Int && c.Int64 == nil || !sp.Int && c.Float64 == nil {
+			return fmt.Errorf("%w: aggregate %q wants an %s column", ErrBadInput, sp.Name, map[bool]string{true: "int64", false: "float64"}[sp.Int])
+		}
+	case ApproxPercentile:
+		if c.Int64 == nil && c.Float64 == nil {
+			return fmt.Errorf("%w: aggregate %q wants a numeric column", ErrBadInput, sp.Name)
+		}
+	}
+	return nil
+}
+
+// update folds input rows[k] into slots[k] for every k.
+func (a *acc) update(slots, rows []int32, c *Column) error {
+	sp := a.spec
+	if sp.Fn == Count && sp.Column < 0 {
+		for _, s := range slots {
+			a.n[s]++
+		}
+		return nil
+	}
+	hasNulls := c.Valid != nil
+	switch sp.Fn {
+	case Count:
+		for k, s := range slots {
+			if !hasNulls || c.Valid[rows[k]] {
+				a.n[s]++
+			}
+		}
+	case Sum, Avg:
+		if sp.Int {
+			for k, s := range slots {
+				if r := rows[k]; !hasNulls || c.Valid[r] {
+					a.i[s] += c.Int64[r]
+					a.n[s]++
+				}
+			}
+		} else {
+			for k, s := range slots {
+				if r := rows[k]; !hasNulls || c.Valid[r] {
+					a.f[s] += c.Float64[r]
+					a.n[s]++
+				}
+			}
+		}
+	case Min, Max:
+		isMin := sp.Fn == Min
+		for k, s := range slots {
+			r := rows[k]
+			if hasNulls && !c.Valid[r] {
+				continue
+			}
+			if sp.Int {
+				x := c.Int64[r]
+				if a.n[s] == 0 || (isMin && x < a.i[s]) || (!isMin && x > a.i[s]) {
+					a.i[s] = x
+				}
+			} else if x := c.Float64[r]; a.n[s] == 0 {
+				a.f[s] = x
+			} else {
+				a.f[s] = pickFloat(sp.Fn, a.f[s], x)
+			}
+			a.n[s]++
+		}
+	case ApproxCountDistinct:
+		for k, s := range slots {
+			r := rows[k]
+			if hasNulls && !c.Valid[r] {
+				continue
+			}
+			sk := a.hll[s]
+			if sk == nil {
+				var err error
+				if sk, err = hyperloglog.NewSketch(sp.hllPrecision(), true); err != nil {
+					return fmt.Errorf("gold: aggregate %q: %w", sp.Name, err)
+				}
+				a.hll[s] = sk
+			}
+			switch {
+			case c.Bytes != nil:
+				sk.Insert(c.Bytes.Value(int(r)))
+			case c.Int64 != nil:
+				binary.LittleEndian.PutUint64(a.tmp[:], uint64(c.Int64[r]))
+				sk.Insert(a.tmp[:])
+			default:
+				x := c.Float64[r]
+				if x == 0 {
+					x = 0 // -0 and 0 are one value
+				}
+				binary.LittleEndian.PutUint64(a.tmp[:], math.Float64bits(x))
+				sk.Insert(a.tmp[:])
+			}
+			a.n[s]++
+		}
+	case ApproxPercentile:
+		for k, s := range slots {
+			r := rows[k]
+			if hasNulls && !c.Valid[r] {
+				continue
+			}
+			x := 0.0
+			if c.Int64 != nil {
+				x = float64(c.Int64[r])
+			} else if x = c.Float64[r]; math.IsNaN(x) || math.IsInf(x, 0) {
+				continue // DDSketch cannot place them; Spark's percentile_approx skips NaN too
+			}
+			sk := a.dd[s]
+			if sk == nil {
+				var err error
+				if sk, err = ddsketch.NewDefaultDDSketch(sp.relAcc()); err != nil {
+					return fmt.Errorf("gold: aggregate %q: %w", sp.Name, err)
+				}
+				a.dd[s] = sk
+			}
+			if err := sk.Add(x); err != nil {
+				return fmt.Errorf("gold: aggregate %q: add %v: %w", sp.Name, x, err)
+			}
+			a.n[s]++
+		}
+	}
+	return nil
+}
+
+// value is slot s as an AggValue; sketches are shared unless clone is set.
+func (a *acc) value(s int32, clone bool) AggValue {
+	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int, N: a.n[s], F: a.f[s], I: a.i[s]}
+	if a.hll != nil && a.hll[s] != nil {
+		v.HLL = a.hll[s]
+		if clone {
+			v.HLL = v.HLL.Clone()
+		}
+	}
+	if a.dd != nil && a.dd[s] != nil {
+		v.DD = a.dd[s]
+		if clone {
+			v.DD = v.DD.Copy()
+		}
+	}
+	return v
+}
+
+func (a *acc) set(s int32, v AggValue) {
+	a.n[s], a.f[s], a.i[s] = v.N, v.F, v.I
+	if a.hll != nil {
+		a.hll[s] = v.HLL
+	}
+	if a.dd != nil {
+		a.dd[s] = v.DD
+	}
+}
+
+// mergeSlot folds slot src into dst (session fusion).
+func (a *acc) mergeSlot(dst, src int32) error {
+	v := a.value(dst, false)
+	o := a.value(src, false)
+	if err := v.Merge(&o); err != nil {
+		return err
+	}
+	a.set(dst, v)
+	return nil
+}

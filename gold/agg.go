@@ -1,0 +1,321 @@
+package gold
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/store"
+	"github.com/axiomhq/hyperloglog"
+)
+
+// ErrBadState is returned when encoded aggregate or operator state cannot be decoded.
+var ErrBadState = errors.New("gold: bad state encoding")
+
+// Func is an aggregate function. Every one is mergeable, so gold rows can absorb late rows.
+type Func uint8
+
+// The aggregate functions. Avg is kept as sum and count; the sketches are HyperLogLog
+// (approx_count_distinct) and DDSketch (approx_percentile).
+const (
+	Count Func = iota + 1
+	Sum
+	Min
+	Max
+	Avg
+	ApproxCountDistinct
+	ApproxPercentile
+)
+
+var funcNames = [...]string{Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
+	ApproxCountDistinct: "approx_count_distinct", ApproxPercentile: "approx_percentile"}
+
+func (f Func) String() string {
+	if int(f) < len(funcNames) && funcNames[f] != "" {
+		return funcNames[f]
+	}
+	return fmt.Sprintf("Func(%d)", uint8(f))
+}
+
+// ParseFunc maps a config name (count, sum, min, max, avg, approx_count_distinct,
+// approx_percentile) to its Func.
+func ParseFunc(name string) (Func, error) {
+	for f, n := range funcNames {
+		if n != "" && n == name {
+			return Func(f), nil
+		}
+	}
+	return 0, fmt.Errorf("gold: unknown aggregate function %q", name)
+}
+
+// AggSpec is one aggregate of a gold aggregation.
+type AggSpec struct {
+	Fn Func
+	// Column indexes Input.Columns; -1 means count(*) (only for Count).
+	Column int
+	// Name is the output column name, used in errors.
+	Name string
+	// Int says the input column is integral (Int64): Sum, Avg's sum, Min and Max are then
+	// kept exactly as int64, as Spark's sum(long) is.
+	Int bool
+	// Percentiles for ApproxPercentile, each in [0,1].
+	Percentiles []float64
+	// RelativeAccuracy of the DDSketch (default 0.01).
+	RelativeAccuracy float64
+	// RSD is approx_count_distinct's maximum relative standard deviation (Spark's default 0.05).
+	RSD float64
+}
+
+func (s *AggSpec) validate() error {
+	switch s.Fn {
+	case Count:
+	case Sum, Min, Max, Avg, ApproxCountDistinct, ApproxPercentile:
+		if s.Column < 0 {
+			return fmt.Errorf("gold: aggregate %q: %s needs an input column", s.Name, s.Fn)
+		}
+	default:
+		return fmt.Errorf("gold: aggregate %q: unknown function %d", s.Name, s.Fn)
+	}
+	if s.Fn == ApproxPercentile {
+		if len(s.Percentiles) == 0 {
+			return fmt.Errorf("gold: aggregate %q: approx_percentile needs at least one percentile", s.Name)
+		}
+		for _, p := range s.Percentiles {
+			if !(p >= 0 && p <= 1) {
+				return fmt.Errorf("gold: aggregate %q: percentile %v is not in [0, 1]", s.Name, p)
+			}
+		}
+		if s.RelativeAccuracy < 0 || s.RelativeAccuracy >= 1 {
+			return fmt.Errorf("gold: aggregate %q: relative accuracy %v is not in (0, 1)", s.Name, s.RelativeAccuracy)
+		}
+	}
+	if s.Fn == ApproxCountDistinct && (s.RSD < 0 || s.RSD >= 0.4) {
+		// Spark rejects rsd >= 0.39 (precision < 4).
+		return fmt.Errorf("gold: aggregate %q: rsd %v is not in (0, 0.39]", s.Name, s.RSD)
+	}
+	return nil
+}
+
+// hllPrecision is Spark's HyperLogLogPlusPlus precision for a relative standard deviation,
+// clamped to what the sketch library supports.
+func (s *AggSpec) hllPrecision() uint8 {
+	rsd := s.RSD
+	if rsd == 0 {
+		rsd = 0.05
+	}
+	p := math.Ceil(2 * math.Log2(1.106/rsd))
+	return uint8(min(max(p, 4), 18))
+}
+
+func (s *AggSpec) relAcc() float64 {
+	if s.RelativeAccuracy == 0 {
+		return 0.01
+	}
+	return s.RelativeAccuracy
+}
+
+// AggValue is the mergeable state of one aggregate for one group: what the state store keeps,
+// what gold persists (as columns or bytes) and what the late-merge job combines.
+type AggValue struct {
+	Fn Func
+	// Int is set when the input column is integral: Sum, Min and Max are then kept exactly in I.
+	Int bool
+	// N is the count for Count and the number of non-null inputs for every other function.
+	N int64
+	// F is the float Sum, Min or Max, and Avg's sum.
+	F float64
+	// I is the integral Sum, Min or Max.
+	I   int64
+	HLL *hyperloglog.Sketch
+	DD  *ddsketch.DDSketch
+}
+
+// Merge folds o into v. Both must come from the same AggSpec.
+func (v *AggValue) Merge(o *AggValue) error {
+	if v.Fn != o.Fn || v.Int != o.Int {
+		return fmt.Errorf("gold: merge %s(int=%v) with %s(int=%v)", v.Fn, v.Int, o.Fn, o.Int)
+	}
+	switch v.Fn {
+	case Count:
+		v.N += o.N
+	case Sum, Avg:
+		v.F += o.F
+		v.I += o.I
+		v.N += o.N
+	case Min, Max:
+		if o.N == 0 {
+			return nil
+		}
+		switch {
+		case v.N == 0:
+			v.F, v.I = o.F, o.I
+		case v.Int:
+			if (v.Fn == Min && o.I < v.I) || (v.Fn == Max && o.I > v.I) {
+				v.I = o.I
+			}
+		default:
+			v.F = pickFloat(v.Fn, v.F, o.F)
+		}
+		v.N += o.N
+	case ApproxCountDistinct:
+		v.N += o.N
+		if o.HLL == nil {
+			return nil
+		}
+		if v.HLL == nil {
+			v.HLL = o.HLL.Clone()
+			return nil
+		}
+		return v.HLL.Merge(o.HLL)
+	case ApproxPercentile:
+		v.N += o.N
+		if o.DD == nil {
+			return nil
+		}
+		if v.DD == nil {
+			v.DD = o.DD.Copy()
+			return nil
+		}
+		return v.DD.MergeWith(o.DD)
+	}
+	return nil
+}
+
+// pickFloat is min or max under Spark's ordering, where NaN is above every number.
+func pickFloat(fn Func, a, b float64) float64 {
+	if fn == Min {
+		if math.IsNaN(a) || b < a {
+			return b
+		}
+		return a
+	}
+	if math.IsNaN(a) || b > a || math.IsNaN(b) {
+		if math.IsNaN(a) {
+			return a
+		}
+		return b
+	}
+	return a
+}
+
+// Result is the aggregate's output value: int64, float64, []float64 (percentiles) or nil (SQL
+// NULL, e.g. the sum of no non-null values).
+func (v *AggValue) Result(spec *AggSpec) any {
+	switch v.Fn {
+	case Count:
+		return v.N
+	case ApproxCountDistinct:
+		if v.HLL == nil {
+			return int64(0)
+		}
+		return int64(v.HLL.Estimate())
+	}
+	if v.N == 0 {
+		return nil
+	}
+	switch v.Fn {
+	case Avg:
+		if v.Int {
+			return float64(v.I) / float64(v.N)
+		}
+		return v.F / float64(v.N)
+	case ApproxPercentile:
+		qs, err := v.DD.GetValuesAtQuantiles(spec.Percentiles)
+		if err != nil {
+			return nil
+		}
+		return qs
+	}
+	if v.Int {
+		return v.I
+	}
+	return v.F
+}
+
+// AppendBinary appends a stable encoding of v: equal states give equal bytes.
+func (v *AggValue) AppendBinary(dst []byte) ([]byte, error) {
+	flags := byte(0)
+	if v.Int {
+		flags |= 1
+	}
+	if v.HLL != nil || v.DD != nil {
+		flags |= 2
+	}
+	dst = append(dst, byte(v.Fn), flags)
+	dst = binary.AppendVarint(dst, v.N)
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(v.F))
+	dst = binary.AppendVarint(dst, v.I)
+	if flags&2 == 0 {
+		return dst, nil
+	}
+	lenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	switch {
+	case v.HLL != nil:
+		// Estimate flushes the sketch's unordered temporary set into its sorted list, which
+		// makes the bytes depend only on the sketch's contents.
+		v.HLL.Estimate()
+		var err error
+		if dst, err = v.HLL.AppendBinary(dst); err != nil {
+			return nil, fmt.Errorf("gold: encode hll: %w", err)
+		}
+	case v.DD != nil:
+		v.DD.Encode(&dst, false)
+	}
+	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst, nil
+}
+
+// DecodeAggValue decodes one AppendBinary encoding and returns the remaining bytes.
+func DecodeAggValue(b []byte) (AggValue, []byte, error) {
+	var v AggValue
+	if len(b) < 2 {
+		return v, nil, fmt.Errorf("%w: aggregate header truncated", ErrBadState)
+	}
+	v.Fn, v.Int = Func(b[0]), b[1]&1 != 0
+	hasSketch := b[1]&2 != 0
+	if v.Fn < Count || v.Fn > ApproxPercentile || b[1]&^3 != 0 {
+		return v, nil, fmt.Errorf("%w: aggregate header %#x %#x", ErrBadState, b[0], b[1])
+	}
+	b = b[2:]
+	var w int
+	if v.N, w = binary.Varint(b); w <= 0 {
+		return v, nil, fmt.Errorf("%w: aggregate count truncated", ErrBadState)
+	}
+	b = b[w:]
+	if len(b) < 8 {
+		return v, nil, fmt.Errorf("%w: aggregate float truncated", ErrBadState)
+	}
+	v.F = math.Float64frombits(binary.BigEndian.Uint64(b))
+	b = b[8:]
+	if v.I, w = binary.Varint(b); w <= 0 {
+		return v, nil, fmt.Errorf("%w: aggregate int truncated", ErrBadState)
+	}
+	b = b[w:]
+	if !hasSketch {
+		return v, b, nil
+	}
+	if len(b) < 4 || uint64(len(b)-4) < uint64(binary.BigEndian.Uint32(b)) {
+		return v, nil, fmt.Errorf("%w: sketch truncated", ErrBadState)
+	}
+	n := binary.BigEndian.Uint32(b)
+	sk, rest := b[4:4+n], b[4+n:]
+	switch v.Fn {
+	case ApproxCountDistinct:
+		v.HLL = new(hyperloglog.Sketch)
+		if err := v.HLL.UnmarshalBinary(sk); err != nil {
+			return v, nil, fmt.Errorf("%w: hll: %v", ErrBadState, err)
+		}
+	case ApproxPercentile:
+		dd, err := ddsketch.DecodeDDSketch(sk, store.DefaultProvider, nil)
+		if err != nil {
+			return v, nil, fmt.Errorf("%w: ddsketch: %v", ErrBadState, err)
+		}
+		v.DD = dd
+	default:
+		return v, nil, fmt.Errorf("%w: %s carries a sketch", ErrBadState, v.Fn)
+	}
+	return v, rest, nil
+}

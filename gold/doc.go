@@ -1,0 +1,14 @@
+// Package gold owns the event-time core of the streaming job: window assignment (tumbling,
+// sliding, session), the watermark tracker, mergeable aggregates, the per-aggregation operator
+// that splits (row, window) pairs into on-time and late, the output modes, state snapshots and
+// the StreamingQueryProgress report. It follows spec/streaming-semantics.md to the letter.
+//
+// Everything here is pure and storage-free: the stream runner adapts columnar batches to
+// [Input], persists [Aggregation] snapshots and watermarks, and writes tables. Crash safety
+// therefore reduces to determinism: an operator restored from the snapshot of version N and fed
+// batch N again produces byte-identical output and the identical snapshot N+1, so a runner that
+// was killed at any instant converges by re-running the uncommitted batch.
+//
+// Units: event times and window bounds are microseconds since the epoch (UTC), watermarks are
+// milliseconds, and every late/eviction test is `end <= wmMs*1000`, as in Spark.
+package gold

@@ -1,0 +1,530 @@
+package gold
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
+// message after the prefix is Spark's own text.
+var ErrUnsupportedOperation = errors.New("gold: unsupported operation")
+
+// Mode is the streaming output mode.
+type Mode uint8
+
+// The output modes (spec §4.1).
+const (
+	Append Mode = iota + 1
+	Update
+	Complete
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Append:
+		return "Append"
+	case Update:
+		return "Update"
+	case Complete:
+		return "Complete"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// AggConfig describes one gold aggregation: groupBy(window, keys).agg(aggs) in a mode.
+type AggConfig struct {
+	// Window is the tumbling/sliding window; ignored when Session is set.
+	Window WindowSpec
+	// Session selects session windows instead (static gap, or Input.SessionGap per row).
+	Session *SessionSpec
+	Mode    Mode
+	Aggs    []AggSpec
+	// NumKeys is the number of group-by columns besides the window.
+	NumKeys int
+	// NoWatermark says the query has no watermark on the event-time column (Append is then
+	// rejected, as in Spark).
+	NoWatermark bool
+}
+
+// Validate checks the combination with Spark's UnsupportedOperationChecker rules (spec §4.2)
+// and every aggregate's parameters.
+func (c *AggConfig) Validate() error {
+	if c.Mode < Append || c.Mode > Complete {
+		return fmt.Errorf("gold: unknown output mode %d", c.Mode)
+	}
+	if c.Session == nil && c.Window.n == 0 {
+		return fmt.Errorf("%w: window not set (build it with NewWindowSpec)", ErrInvalidWindow)
+	}
+	if c.Session != nil && c.Session.Gap <= 0 && c.Session.Gap != 0 {
+		return valueOutOfRange("gap_duration", c.Session.Gap)
+	}
+	if len(c.Aggs) == 0 {
+		return errors.New("gold: an aggregation needs at least one aggregate")
+	}
+	for i := range c.Aggs {
+		if err := c.Aggs[i].validate(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Mode == Append && c.NoWatermark:
+		return fmt.Errorf("%w: Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark", ErrUnsupportedOperation)
+	case c.Session != nil && c.Mode == Update:
+		return fmt.Errorf("%w: Update output mode not supported for session window on streaming DataFrames/DataSets", ErrUnsupportedOperation)
+	case c.Session != nil && c.NumKeys == 0:
+		return fmt.Errorf("%w: Global aggregation with session window in streaming query is not supported.", ErrUnsupportedOperation)
+	}
+	return nil
+}
+
+// ShouldRunNoDataBatch is Spark's predicate for a stateful aggregation: run another batch even
+// without new data when the new watermark would evict something (Append/Update only).
+func (c *AggConfig) ShouldRunNoDataBatch(newWatermarkMs, evictionWatermarkMs int64) bool {
+	return (c.Mode == Append || c.Mode == Update) && newWatermarkMs > evictionWatermarkMs
+}
+
+// OutRow is one emitted gold row.
+type OutRow struct {
+	Window Window
+	// Key is the encoded group key (DecodeKey splits it).
+	Key  []byte
+	Aggs []AggValue
+}
+
+// Result is what one batch produced. It is owned by the Aggregation and valid until the next
+// ProcessBatch.
+type Result struct {
+	// Rows are emitted per the output mode, ordered by window start, end, then key.
+	Rows []OutRow
+	// LateRows are the input rows late for at least one of their windows (each once, ascending);
+	// the runner quarantines them with LateWatermarkMs, the watermark that judged them.
+	LateRows        []int32
+	LateWatermarkMs int64
+	// NumRowsDroppedByWatermark is Spark's counter: distinct late groups (key + window).
+	NumRowsDroppedByWatermark int64
+	// NumRowsTotal, NumRowsUpdated, NumRowsRemoved are the state operator metrics.
+	NumRowsTotal, NumRowsUpdated, NumRowsRemoved int64
+}
+
+type slotKey struct {
+	start int64
+	key   int32
+}
+
+type lateKey struct {
+	start int64
+	key   string
+}
+
+type group struct {
+	w       Window
+	key     int32
+	live    bool
+	touched uint32
+}
+
+type sessItem struct {
+	key  int32
+	w    Window
+	row  int32
+	slot int32 // -1 for an input row, else a stored session
+}
+
+// Aggregation is the stateful operator of one gold aggregation. State is keyed by
+// (window, group key) and holds only windows not yet evicted. It is not safe for concurrent use.
+type Aggregation struct {
+	cfg AggConfig
+
+	keyIDs   map[string]int32
+	keys     []string
+	keyRefs  []int32
+	freeKeys []int32
+
+	index     map[slotKey]int32 // time windows: (start, key) -> slot
+	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
+	groups    []group
+	freeSlots []int32
+	live      int64
+	accs      []*acc
+	batch     uint32
+
+	winBuf    []Window
+	pairSlot  []int32
+	pairRow   []int32
+	items     []sessItem
+	touched   []int32
+	lateSeen  map[lateKey]struct{}
+	res       Result
+	evictList []int32
+}
+
+// NewAggregation validates cfg and returns an empty operator.
+func NewAggregation(cfg AggConfig) (*Aggregation, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Aggs = slices.Clone(cfg.Aggs)
+	a := &Aggregation{
+		cfg:      cfg,
+		keyIDs:   map[string]int32{},
+		index:    map[slotKey]int32{},
+		sessions: map[int32][]int32{},
+		lateSeen: map[lateKey]struct{}{},
+	}
+	for i := range a.cfg.Aggs {
+		a.accs = append(a.accs, newAcc(&a.cfg.Aggs[i]))
+	}
+	return a, nil
+}
+
+// Config is the operator's configuration.
+func (a *Aggregation) Config() AggConfig { return a.cfg }
+
+// NumGroups is the number of (window, key) groups in state.
+func (a *Aggregation) NumGroups() int { return int(a.live) }
+
+func (a *Aggregation) internKey(k []byte) int32 {
+	if id, ok := a.keyIDs[string(k)]; ok {
+		return id
+	}
+	s := string(k)
+	var id int32
+	if n := len(a.freeKeys); n > 0 {
+		id = a.freeKeys[n-1]
+		a.freeKeys = a.freeKeys[:n-1]
+		a.keys[id], a.keyRefs[id] = s, 0
+	} else {
+		id = int32(len(a.keys))
+		a.keys = append(a.keys, s)
+		a.keyRefs = append(a.keyRefs, 0)
+	}
+	a.keyIDs[s] = id
+	return id
+}
+
+func (a *Aggregation) newSlot(w Window, key int32) int32 {
+	var s int32
+	if n := len(a.freeSlots); n > 0 {
+		s = a.freeSlots[n-1]
+		a.freeSlots = a.freeSlots[:n-1]
+		for _, ac := range a.accs {
+			ac.clear(s)
+		}
+	} else {
+		s = int32(len(a.groups))
+		a.groups = append(a.groups, group{})
+		for _, ac := range a.accs {
+			ac.grow(s)
+		}
+	}
+	a.groups[s] = group{w: w, key: key, live: true}
+	a.keyRefs[key]++
+	a.live++
+	return s
+}
+
+func (a *Aggregation) freeSlot(s int32) {
+	g := &a.groups[s]
+	if a.cfg.Session == nil {
+		delete(a.index, slotKey{g.w.Start, g.key})
+	}
+	a.keyRefs[g.key]--
+	if a.keyRefs[g.key] == 0 {
+		delete(a.keyIDs, a.keys[g.key])
+		if a.cfg.Session != nil {
+			delete(a.sessions, g.key)
+		}
+		a.keys[g.key] = ""
+		a.freeKeys = append(a.freeKeys, g.key)
+	}
+	g.live = false
+	for _, ac := range a.accs {
+		ac.clear(s) // drop sketch pointers so evicted state is collectable
+	}
+	a.freeSlots = append(a.freeSlots, s)
+	a.live--
+}
+
+func (in *Input) key(i int) []byte {
+	if len(in.Keys.Offsets) == 0 {
+		return nil
+	}
+	return in.Keys.Value(i)
+}
+
+// ProcessBatch runs one micro-batch: lateWM is the late-row watermark (the previous batch's,
+// in ms) and evictWM the eviction watermark (this batch's). A (row, window) pair whose window
+// ends at or before lateWM is not aggregated and its row is reported in Result.LateRows;
+// Complete mode neither drops nor evicts.
+func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, error) {
+	if err := in.check(a.cfg.Aggs); err != nil {
+		return nil, err
+	}
+	for i, ac := range a.accs {
+		if col := a.cfg.Aggs[i].Column; col >= 0 {
+			if err := ac.checkColumn(&in.Columns[col]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if evictWM < lateWM {
+		return nil, fmt.Errorf("gold: eviction watermark %d is below the late-row watermark %d", evictWM, lateWM)
+	}
+	a.batch++
+	r := &a.res
+	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
+	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
+	clear(a.lateSeen)
+	lateUs := lateWM * 1000
+	dropLate := a.cfg.Mode != Complete
+
+	var err error
+	if a.cfg.Session != nil {
+		err = a.sessionBatch(in, lateUs, dropLate)
+	} else {
+		a.windowBatch(in, lateUs, dropLate)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, ac := range a.accs {
+		var col *Column
+		if c := a.cfg.Aggs[i].Column; c >= 0 {
+			col = &in.Columns[c]
+		}
+		if err := ac.update(a.pairSlot, a.pairRow, col); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range a.pairSlot {
+		a.touch(s)
+	}
+	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
+	r.NumRowsUpdated = int64(len(a.touched))
+	a.emit(evictWM * 1000)
+	r.NumRowsTotal = a.live
+	return r, nil
+}
+
+func (a *Aggregation) touch(s int32) {
+	if g := &a.groups[s]; g.touched != a.batch {
+		g.touched = a.batch
+		a.touched = append(a.touched, s)
+	}
+}
+
+func (a *Aggregation) markLate(row int32, start int64, key []byte, rowLate *bool) {
+	if !*rowLate {
+		*rowLate = true
+		a.res.LateRows = append(a.res.LateRows, row)
+	}
+	lk := lateKey{start, string(key)}
+	if _, ok := a.lateSeen[lk]; !ok {
+		a.lateSeen[lk] = struct{}{}
+	}
+}
+
+func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
+	spec := a.cfg.Window
+	var lastKey []byte
+	lastID := int32(-1)
+	for i, t := range in.EventTime {
+		if in.EventValid != nil && !in.EventValid[i] {
+			continue
+		}
+		k := in.key(i)
+		keyID := int32(-1)
+		rowLate := false
+		a.winBuf = spec.Assign(a.winBuf[:0], t)
+		for _, w := range a.winBuf {
+			if dropLate && w.End <= lateUs {
+				a.markLate(int32(i), w.Start, k, &rowLate)
+				continue
+			}
+			if keyID < 0 {
+				// Runs of one key are common (sorted or single-key inputs); skip the hash then.
+				if lastID >= 0 && bytes.Equal(k, lastKey) {
+					keyID = lastID
+				} else {
+					keyID = a.internKey(k)
+					lastKey, lastID = k, keyID
+				}
+			}
+			sk := slotKey{w.Start, keyID}
+			s, ok := a.index[sk]
+			if !ok {
+				s = a.newSlot(w, keyID)
+				a.index[sk] = s
+			}
+			a.pairSlot = append(a.pairSlot, s)
+			a.pairRow = append(a.pairRow, int32(i))
+		}
+	}
+}
+
+func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {
+	a.items = a.items[:0]
+	for i, t := range in.EventTime {
+		if in.EventValid != nil && !in.EventValid[i] {
+			continue
+		}
+		gap := a.cfg.Session.Gap
+		if in.SessionGap != nil {
+			if in.SessionGapValid != nil && !in.SessionGapValid[i] {
+				continue
+			}
+			gap = in.SessionGap[i]
+		}
+		w, ok := ProtoSession(t, gap)
+		if !ok {
+			continue
+		}
+		k := in.key(i)
+		if dropLate && w.End <= lateUs {
+			rowLate := false
+			a.markLate(int32(i), w.Start, k, &rowLate)
+			continue
+		}
+		a.items = append(a.items, sessItem{key: a.internKey(k), w: w, row: int32(i), slot: -1})
+	}
+	// Pull in the stored sessions of every key that has input, then merge per key by start.
+	n := len(a.items)
+	seen := map[int32]bool{}
+	for _, it := range a.items[:n] {
+		if seen[it.key] {
+			continue
+		}
+		seen[it.key] = true
+		for _, s := range a.sessions[it.key] {
+			a.items = append(a.items, sessItem{key: it.key, w: a.groups[s].w, row: -1, slot: s})
+		}
+	}
+	slices.SortFunc(a.items, func(x, y sessItem) int {
+		if x.key != y.key {
+			return cmpInt64(int64(x.key), int64(y.key))
+		}
+		if x.w.Start != y.w.Start {
+			return cmpInt64(x.w.Start, y.w.Start)
+		}
+		if x.slot != y.slot { // stored first, so it becomes the merge target
+			return cmpInt64(int64(y.slot), int64(x.slot))
+		}
+		return cmpInt64(int64(x.row), int64(y.row))
+	})
+	for i := 0; i < len(a.items); {
+		// One merged session: items[i:j] of one key, each start <= the running end.
+		key, cur := a.items[i].key, a.items[i].w
+		j := i + 1
+		for j < len(a.items) && a.items[j].key == key && a.items[j].w.Start <= cur.End {
+			cur.End = max(cur.End, a.items[j].w.End)
+			j++
+		}
+		target := int32(-1)
+		for _, it := range a.items[i:j] {
+			if it.slot < 0 {
+				continue
+			}
+			if target < 0 {
+				target = it.slot
+				continue
+			}
+			for _, ac := range a.accs {
+				if err := ac.mergeSlot(target, it.slot); err != nil {
+					return err
+				}
+			}
+			a.dropSession(it.slot)
+		}
+		if target < 0 {
+			target = a.newSlot(cur, key)
+			a.sessions[key] = append(a.sessions[key], target)
+		}
+		a.groups[target].w = cur
+		for _, it := range a.items[i:j] {
+			if it.slot < 0 {
+				a.pairSlot = append(a.pairSlot, target)
+				a.pairRow = append(a.pairRow, it.row)
+			}
+		}
+		a.sortSessions(key)
+		i = j
+	}
+	return nil
+}
+
+func (a *Aggregation) sortSessions(key int32) {
+	ss := a.sessions[key]
+	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].w.Start, a.groups[y].w.Start) })
+}
+
+// dropSession removes a stored session fused into another one.
+func (a *Aggregation) dropSession(s int32) {
+	key := a.groups[s].key
+	ss := a.sessions[key]
+	if i := slices.Index(ss, s); i >= 0 {
+		a.sessions[key] = slices.Delete(ss, i, i+1)
+	}
+	a.res.NumRowsRemoved++
+	a.freeSlot(s)
+}
+
+func (a *Aggregation) emit(evictUs int64) {
+	r := &a.res
+	switch a.cfg.Mode {
+	case Complete:
+		for s := range a.groups {
+			if a.groups[s].live {
+				a.appendRow(int32(s), true)
+			}
+		}
+	case Update:
+		for _, s := range a.touched {
+			if a.groups[s].live {
+				a.appendRow(s, true)
+			}
+		}
+	}
+	a.evictList = a.evictList[:0]
+	if a.cfg.Mode != Complete {
+		for s := range a.groups {
+			if g := &a.groups[s]; g.live && g.w.End <= evictUs {
+				a.evictList = append(a.evictList, int32(s))
+			}
+		}
+	}
+	for _, s := range a.evictList {
+		if a.cfg.Mode == Append {
+			a.appendRow(s, false)
+		}
+		if a.cfg.Session != nil {
+			key := a.groups[s].key
+			ss := a.sessions[key]
+			if i := slices.Index(ss, s); i >= 0 {
+				a.sessions[key] = slices.Delete(ss, i, i+1)
+			}
+		}
+		a.freeSlot(s)
+		r.NumRowsRemoved++
+	}
+	slices.SortFunc(r.Rows, func(x, y OutRow) int {
+		if c := cmpInt64(x.Window.Start, y.Window.Start); c != 0 {
+			return c
+		}
+		if c := cmpInt64(x.Window.End, y.Window.End); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.Key, y.Key)
+	})
+}
+
+// appendRow copies group s into the result; sketches are cloned when the group stays in state.
+func (a *Aggregation) appendRow(s int32, clone bool) {
+	g := &a.groups[s]
+	row := OutRow{Window: g.w, Key: []byte(a.keys[g.key]), Aggs: make([]AggValue, len(a.accs))}
+	for i, ac := range a.accs {
+		row.Aggs[i] = ac.value(s, clone)
+	}
+	a.res.Rows = append(a.res.Rows, row)
+}
