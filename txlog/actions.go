@@ -1,7 +1,11 @@
 package txlog
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
 )
 
 // Action is one line of a commit file (or one row of a checkpoint): exactly one field is set.
@@ -69,8 +73,11 @@ func (dv *DeletionVector) UniqueID() string {
 	return id
 }
 
-// Add makes a data file live.
+// Add makes a data file live. Path is the URI-decoded path (the object key relative to the
+// table root, or an absolute URI); JSON encoding and decoding convert to and from the URI form
+// the log stores, so a Path read from a log is written back byte-for-byte.
 type Add struct {
+	rawPath                 string
 	Path                    string             `json:"path"`
 	PartitionValues         map[string]*string `json:"partitionValues"`
 	Size                    int64              `json:"size"`
@@ -84,8 +91,9 @@ type Add struct {
 	ClusteringProvider      string             `json:"clusteringProvider,omitempty"`
 }
 
-// Remove tombstones a data file.
+// Remove tombstones a data file. Path is URI-decoded, as for Add.
 type Remove struct {
+	rawPath                 string
 	Path                    string             `json:"path"`
 	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
 	DataChange              bool               `json:"dataChange"`
@@ -113,8 +121,9 @@ type DomainMetadata struct {
 	Removed       bool   `json:"removed"`
 }
 
-// CDC is a change-data file; plain readers ignore it.
+// CDC is a change-data file; plain readers ignore it. Path is URI-decoded, as for Add.
 type CDC struct {
+	rawPath         string
 	Path            string             `json:"path"`
 	PartitionValues map[string]*string `json:"partitionValues"`
 	Size            int64              `json:"size"`
@@ -155,4 +164,191 @@ type CommitInfo struct {
 func itoa(v int64) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// decodePath URI-decodes a log path exactly once.
+func decodePath(raw string) (string, error) {
+	if !strings.Contains(raw, "%") {
+		return raw, nil
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fmt.Errorf("path %q is not a valid URI: %w", raw, err)
+	}
+	return p, nil
+}
+
+// encodePath renders a decoded path in the URI form the log stores: every byte outside the
+// RFC 3986 path characters is percent-encoded (so "%" becomes "%25" and " " becomes "%20").
+func encodePath(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// logPath is the URI form to write: the raw form read from the log when it still decodes to
+// Path (so other writers' encodings survive a checkpoint), else a fresh encoding.
+func logPath(raw, decoded string) string {
+	if raw != "" {
+		if d, err := decodePath(raw); err == nil && d == decoded {
+			return raw
+		}
+	}
+	return encodePath(decoded)
+}
+
+// RawPath is the path exactly as the log stores it (URI-encoded).
+func (a *Add) RawPath() string { return logPath(a.rawPath, a.Path) }
+
+// RawPath is the path exactly as the log stores it (URI-encoded).
+func (r *Remove) RawPath() string { return logPath(r.rawPath, r.Path) }
+
+// MarshalJSON writes Path in URI form.
+func (a Add) MarshalJSON() ([]byte, error) {
+	type plain Add
+	c := plain(a)
+	c.Path = a.RawPath()
+	if c.PartitionValues == nil {
+		c.PartitionValues = map[string]*string{}
+	}
+	return json.Marshal(c)
+}
+
+// UnmarshalJSON decodes Path from its URI form.
+func (a *Add) UnmarshalJSON(data []byte) error {
+	type plain Add
+	var c plain
+	if err := json.Unmarshal(data, &c); err != nil {
+		return err
+	}
+	*a = Add(c)
+	return a.setRaw(a.Path)
+}
+
+func (a *Add) setRaw(raw string) error {
+	p, err := decodePath(raw)
+	if err != nil {
+		return fmt.Errorf("add: %w", err)
+	}
+	a.rawPath, a.Path = raw, p
+	return nil
+}
+
+// MarshalJSON writes Path in URI form.
+func (r Remove) MarshalJSON() ([]byte, error) {
+	type plain Remove
+	c := plain(r)
+	c.Path = r.RawPath()
+	return json.Marshal(c)
+}
+
+// UnmarshalJSON decodes Path from its URI form.
+func (r *Remove) UnmarshalJSON(data []byte) error {
+	type plain Remove
+	var c plain
+	if err := json.Unmarshal(data, &c); err != nil {
+		return err
+	}
+	*r = Remove(c)
+	return r.setRaw(r.Path)
+}
+
+func (r *Remove) setRaw(raw string) error {
+	p, err := decodePath(raw)
+	if err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	r.rawPath, r.Path = raw, p
+	return nil
+}
+
+// MarshalJSON writes Path in URI form.
+func (c CDC) MarshalJSON() ([]byte, error) {
+	type plain CDC
+	p := plain(c)
+	p.Path = logPath(c.rawPath, c.Path)
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON decodes Path from its URI form.
+func (c *CDC) UnmarshalJSON(data []byte) error {
+	type plain CDC
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*c = CDC(p)
+	d, err := decodePath(c.Path)
+	if err != nil {
+		return fmt.Errorf("cdc: %w", err)
+	}
+	c.rawPath, c.Path = c.Path, d
+	return nil
+}
+
+// ParseActions parses a commit file (newline-delimited JSON, one action a line). Blank lines
+// are skipped; unknown action types and fields are ignored. The error names the 1-based line.
+func ParseActions(data []byte) ([]Action, error) {
+	var out []Action
+	line := 0
+	for len(data) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		var a Action
+		if err := json.Unmarshal(l, &a); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrCorruptLog, line, err)
+		}
+		if err := a.validate(); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrCorruptLog, line, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// validate rejects actions missing the fields replay depends on.
+func (a *Action) validate() error {
+	switch {
+	case a.Add != nil && a.Add.Path == "":
+		return fmt.Errorf("add without a path")
+	case a.Remove != nil && a.Remove.Path == "":
+		return fmt.Errorf("remove without a path")
+	case a.Txn != nil && a.Txn.AppID == "":
+		return fmt.Errorf("txn without an appId")
+	case a.DomainMetadata != nil && a.DomainMetadata.Domain == "":
+		return fmt.Errorf("domainMetadata without a domain")
+	}
+	return nil
+}
+
+// MarshalActions renders actions as a commit file: one JSON object a line.
+func MarshalActions(actions []Action) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for i := range actions {
+		if err := enc.Encode(&actions[i]); err != nil {
+			return nil, fmt.Errorf("txlog: encode action %d: %w", i, err)
+		}
+	}
+	return buf.Bytes(), nil
 }
