@@ -1,0 +1,13 @@
+// Package table owns Delta tables as data: a Delta transaction log (package txlog) plus
+// Parquet data files written and read with parquet-go. It provides the columnar Batch used on
+// the hot path, the Delta <-> Parquet schema mapping, the data-file writer with per-file Delta
+// statistics and partitioned layout, the scanner (projection, partition pruning, min/max data
+// skipping, row filters, deletion vectors, column mapping), and the table operations built on
+// txlog commits: create, append, scan, replaceWhere overwrite, optimize and vacuum.
+//
+// Crash guarantees: data files get unique names and are written before the commit that makes
+// them live, so a crash at any instant leaves the table at its previous version plus, at worst,
+// unreferenced files that vacuum removes later. No operation ever overwrites or deletes a file
+// that a committed version references, except vacuum, and vacuum only deletes files that no
+// version within the retention window references.
+package table

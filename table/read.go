@@ -1,0 +1,542 @@
+package table
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/medallion-lake/medallion/txlog"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ErrBadDataFile reports a data file that cannot be read as the table schema says.
+var ErrBadDataFile = errors.New("table: bad data file")
+
+// timestamp units of a file leaf
+const (
+	unitMicros = iota
+	unitMillis
+	unitNanos
+	unitInt96
+)
+
+// rnode is the read plan of one field: where its values are in the file and at which
+// definition levels it is present.
+type rnode struct {
+	name     string
+	kind     Kind
+	typ      txlog.DataType
+	missing  bool // not in the file: always null
+	def      int  // definition level at which the node is non-null
+	rep      int  // list/map: repetition level of the entries
+	elemDef  int  // list/map: definition level at which an entry exists
+	leaf     int  // leaf column index
+	phys     parquet.Kind
+	unit     int
+	first    int // first present leaf below (for peeking levels)
+	children []*rnode
+	leaves   []int
+}
+
+func (n *rnode) fail(format string, args ...any) error {
+	return fmt.Errorf("%w: column %s: %s", ErrBadDataFile, n.name, fmt.Sprintf(format, args...))
+}
+
+// planRead matches the Delta type t with the file column fc (nil when absent).
+func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, parentRep int) (*rnode, error) {
+	k, err := KindOf(t)
+	if err != nil {
+		return nil, err
+	}
+	n := &rnode{name: name, kind: k, typ: t, first: -1}
+	if fc == nil || k == KindNull {
+		n.missing = true
+		return n, nil
+	}
+	n.def = parentDef
+	if fc.Optional() {
+		n.def++
+	}
+	switch v := t.(type) {
+	case *txlog.StructType:
+		if fc.Leaf() {
+			return nil, n.fail("file has a primitive, the table a struct")
+		}
+		for i := range v.Fields {
+			f := &v.Fields[i]
+			ch, err := planRead(f.Type, name+"."+f.Name, childByName(fc, f), n.def, parentRep)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, ch)
+		}
+	case txlog.ArrayType:
+		if fc.Leaf() && !fc.Repeated() {
+			return nil, n.fail("file has a primitive, the table an array")
+		}
+		var elem *parquet.Column
+		var elemParentDef int
+		if fc.Repeated() {
+			// Legacy unannotated repeated field: the field itself is the element.
+			n.def = parentDef
+			n.elemDef = parentDef + 1
+			n.rep = parentRep + 1
+			ch, err := planElement(v.ElementType, name+".element", fc, n.elemDef, n.rep)
+			if err != nil {
+				return nil, err
+			}
+			n.children = []*rnode{ch}
+			break
+		}
+		cols := fc.Columns()
+		if len(cols) != 1 || !cols[0].Repeated() {
+			return nil, n.fail("list group must have one repeated field")
+		}
+		r := cols[0]
+		n.elemDef = n.def + 1
+		n.rep = parentRep + 1
+		elemParentDef = n.elemDef
+		if r.Leaf() || len(r.Columns()) > 1 || r.Name() == "array" || r.Name() == fc.Name()+"_tuple" {
+			ch, err := planElement(v.ElementType, name+".element", r, elemParentDef, n.rep) // 2-level
+			if err != nil {
+				return nil, err
+			}
+			n.children = []*rnode{ch}
+		} else {
+			elem = r.Columns()[0]
+			ch, err := planRead(v.ElementType, name+".element", elem, elemParentDef, n.rep)
+			if err != nil {
+				return nil, err
+			}
+			n.children = []*rnode{ch}
+		}
+	case txlog.MapType:
+		cols := fc.Columns()
+		if fc.Leaf() || len(cols) != 1 || !cols[0].Repeated() || len(cols[0].Columns()) < 1 {
+			return nil, n.fail("map group must have one repeated key_value group")
+		}
+		r := cols[0]
+		n.elemDef = n.def + 1
+		n.rep = parentRep + 1
+		kv := r.Columns()
+		kc, err := planRead(v.KeyType, name+".key", kv[0], n.elemDef, n.rep)
+		if err != nil {
+			return nil, err
+		}
+		var vcol *parquet.Column
+		if len(kv) > 1 {
+			vcol = kv[1]
+		}
+		vc, err := planRead(v.ValueType, name+".value", vcol, n.elemDef, n.rep)
+		if err != nil {
+			return nil, err
+		}
+		n.children = []*rnode{kc, vc}
+	default:
+		if !fc.Leaf() {
+			return nil, n.fail("file has a group, the table %s", t.TypeName())
+		}
+		if err := n.planLeaf(fc); err != nil {
+			return nil, err
+		}
+	}
+	n.finish()
+	return n, nil
+}
+
+// planElement plans a 2-level list element: the repeated field itself, whose repetition was
+// already counted in def.
+func planElement(t txlog.DataType, name string, r *parquet.Column, def, rep int) (*rnode, error) {
+	k, err := KindOf(t)
+	if err != nil {
+		return nil, err
+	}
+	n := &rnode{name: name, kind: k, typ: t, def: def, first: -1}
+	if st, ok := t.(*txlog.StructType); ok && !r.Leaf() {
+		for i := range st.Fields {
+			f := &st.Fields[i]
+			ch, err := planRead(f.Type, name+"."+f.Name, childByName(r, f), def, rep)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, ch)
+		}
+	} else if r.Leaf() {
+		if err := n.planLeaf(r); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, n.fail("unsupported list layout")
+	}
+	n.finish()
+	return n, nil
+}
+
+func (n *rnode) finish() {
+	if len(n.children) == 0 {
+		n.leaves = []int{n.leaf}
+		n.first = n.leaf
+		return
+	}
+	for _, ch := range n.children {
+		n.leaves = append(n.leaves, ch.leaves...)
+		if n.first < 0 && ch.first >= 0 {
+			n.first = ch.first
+		}
+	}
+	if n.first < 0 {
+		n.missing = true
+	}
+}
+
+func childByName(fc *parquet.Column, f *txlog.StructField) *parquet.Column {
+	if fc == nil {
+		return nil
+	}
+	name := f.PhysicalName()
+	if c := fc.Column(name); c != nil {
+		return c
+	}
+	if id := fieldID(f); id != 0 {
+		for _, c := range fc.Columns() {
+			if c.ID() == id {
+				return c
+			}
+		}
+	}
+	for _, c := range fc.Columns() {
+		if strings.EqualFold(c.Name(), name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// planLeaf checks that the file's physical type can hold the Delta type.
+func (n *rnode) planLeaf(fc *parquet.Column) error {
+	n.leaf = fc.Index()
+	ft := fc.Type()
+	n.phys = ft.Kind()
+	name := n.typ.TypeName()
+	ok := false
+	switch n.kind {
+	case KindInt64:
+		switch name {
+		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+			switch n.phys {
+			case parquet.Int96:
+				n.unit, ok = unitInt96, true
+			case parquet.Int64:
+				n.unit, ok = timeUnit(ft), true
+			}
+		default:
+			ok = n.phys == parquet.Int64 || n.phys == parquet.Int32
+		}
+	case KindInt32:
+		ok = n.phys == parquet.Int32
+	case KindFloat64:
+		ok = n.phys == parquet.Double || n.phys == parquet.Float
+	case KindFloat32:
+		ok = n.phys == parquet.Float
+	case KindBool:
+		ok = n.phys == parquet.Boolean
+	case KindBytes:
+		ok = n.phys == parquet.ByteArray || n.phys == parquet.FixedLenByteArray
+	case KindDecimal:
+		ok = n.phys == parquet.Int32 || n.phys == parquet.Int64 || n.phys == parquet.ByteArray || n.phys == parquet.FixedLenByteArray
+	}
+	if !ok {
+		return n.fail("file stores %s, which cannot be read as %s", ft, name)
+	}
+	return nil
+}
+
+func timeUnit(t parquet.Type) int {
+	if lt := t.LogicalType(); lt != nil {
+		if ts, ok := lt.Value.(*format.TimestampType); ok {
+			switch ts.Unit.Value.(type) {
+			case *format.MilliSeconds:
+				return unitMillis
+			case *format.NanoSeconds:
+				return unitNanos
+			}
+			return unitMicros
+		}
+	}
+	if ct := t.ConvertedType(); ct != nil && *ct == deprecated.TimestampMillis {
+		return unitMillis
+	}
+	return unitMicros
+}
+
+// int96Micros converts Spark's legacy INT96 (nanoseconds of the day, Julian day) to
+// microseconds since the epoch.
+func int96Micros(v deprecated.Int96) int64 {
+	nanos := int64(uint64(v[1])<<32 | uint64(v[0]))
+	days := int64(v[2]) - 2440588
+	return days*86400_000_000 + floorDiv(nanos, 1000)
+}
+
+// assembler rebuilds columns from the leaf values of one row group.
+type assembler struct {
+	vals [][]parquet.Value
+	pos  []int
+}
+
+func (a *assembler) peek(leaf int) (parquet.Value, bool) {
+	if a.pos[leaf] >= len(a.vals[leaf]) {
+		return parquet.Value{}, false
+	}
+	return a.vals[leaf][a.pos[leaf]], true
+}
+
+func (a *assembler) decode(n *rnode, col *Column) error {
+	if n.missing {
+		col.AppendNull()
+		return nil
+	}
+	switch n.kind {
+	case KindStruct:
+		v, ok := a.peek(n.first)
+		if !ok {
+			return n.fail("ran out of values")
+		}
+		if v.DefinitionLevel() < n.def {
+			a.skipPresent(n)
+			col.AppendNull()
+			return nil
+		}
+		for k, ch := range n.children {
+			if err := a.decode(ch, col.Children[k]); err != nil {
+				return err
+			}
+		}
+		col.AppendStruct()
+		return nil
+	case KindList, KindMap:
+		v, ok := a.peek(n.first)
+		if !ok {
+			return n.fail("ran out of values")
+		}
+		if v.DefinitionLevel() < n.def {
+			a.skipPresent(n)
+			col.AppendNull()
+			return nil
+		}
+		if v.DefinitionLevel() < n.elemDef {
+			a.skipPresent(n)
+			col.AppendList()
+			return nil
+		}
+		for {
+			for k, ch := range n.children {
+				if err := a.decode(ch, col.Children[k]); err != nil {
+					return err
+				}
+			}
+			next, ok := a.peek(n.first)
+			if !ok || next.RepetitionLevel() < n.rep {
+				break
+			}
+		}
+		col.AppendList()
+		return nil
+	}
+	v, ok := a.peek(n.leaf)
+	if !ok {
+		return n.fail("ran out of values")
+	}
+	a.pos[n.leaf]++
+	if v.DefinitionLevel() < n.def {
+		col.AppendNull()
+		return nil
+	}
+	return n.appendValue(col, v)
+}
+
+// skipPresent consumes one value of every leaf that exists in the file below n.
+func (a *assembler) skipPresent(n *rnode) {
+	if n.missing {
+		return
+	}
+	if len(n.children) == 0 {
+		a.pos[n.leaf]++
+		return
+	}
+	for _, ch := range n.children {
+		a.skipPresent(ch)
+	}
+}
+
+func (n *rnode) appendValue(col *Column, v parquet.Value) error {
+	switch n.kind {
+	case KindInt64:
+		switch {
+		case n.phys == parquet.Int96:
+			col.AppendInt64(int96Micros(v.Int96()))
+		case n.phys == parquet.Int32:
+			col.AppendInt64(int64(v.Int32()))
+		case n.unit == unitMillis:
+			col.AppendInt64(v.Int64() * 1000)
+		case n.unit == unitNanos:
+			col.AppendInt64(floorDiv(v.Int64(), 1000))
+		default:
+			col.AppendInt64(v.Int64())
+		}
+	case KindInt32:
+		col.AppendInt32(v.Int32())
+	case KindFloat64:
+		if n.phys == parquet.Float {
+			col.AppendFloat64(float64(v.Float()))
+		} else {
+			col.AppendFloat64(v.Double())
+		}
+	case KindFloat32:
+		col.AppendFloat32(v.Float())
+	case KindBool:
+		col.AppendBool(v.Boolean())
+	case KindBytes:
+		col.AppendBytes(v.ByteArray())
+	case KindDecimal:
+		switch n.phys {
+		case parquet.Int32:
+			col.AppendDecimal(DecimalFromInt64(int64(v.Int32())))
+		case parquet.Int64:
+			col.AppendDecimal(DecimalFromInt64(v.Int64()))
+		default:
+			d, ok := DecimalFromBytes(v.ByteArray())
+			if !ok {
+				return n.fail("decimal wider than 128 bits")
+			}
+			col.AppendDecimal(d)
+		}
+	}
+	return nil
+}
+
+// readColumnChunk reads every value of one column chunk.
+func readColumnChunk(cc parquet.ColumnChunk, buf []parquet.Value) ([]parquet.Value, error) {
+	pages := cc.Pages()
+	defer pages.Close()
+	chunk := make([]parquet.Value, 1024)
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		vr := p.Values()
+		for {
+			n, err := vr.ReadValues(chunk)
+			for _, v := range chunk[:n] {
+				buf = append(buf, v.Clone())
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return buf, err
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// fileReader decodes the row groups of one Parquet file into batches of a Delta schema.
+type fileReader struct {
+	file   *parquet.File
+	schema *txlog.StructType
+	plans  []*rnode
+	used   []int
+}
+
+func newFileReader(f *parquet.File, schema *txlog.StructType) (*fileReader, error) {
+	r := &fileReader{file: f, schema: schema}
+	root := f.Root()
+	seen := map[int]bool{}
+	for i := range schema.Fields {
+		fd := &schema.Fields[i]
+		p, err := planRead(fd.Type, fd.Name, childByName(root, fd), 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		r.plans = append(r.plans, p)
+		if !p.missing {
+			collectLeaves(p, seen)
+		}
+	}
+	for l := range seen {
+		r.used = append(r.used, l)
+	}
+	return r, nil
+}
+
+func collectLeaves(n *rnode, seen map[int]bool) {
+	if n.missing {
+		return
+	}
+	if len(n.children) == 0 {
+		seen[n.leaf] = true
+		return
+	}
+	for _, ch := range n.children {
+		collectLeaves(ch, seen)
+	}
+}
+
+// rowGroup decodes row group g into a new batch.
+func (r *fileReader) rowGroup(g int) (*Batch, error) {
+	rg := r.file.RowGroups()[g]
+	nleaves := len(rg.ColumnChunks())
+	a := &assembler{vals: make([][]parquet.Value, nleaves), pos: make([]int, nleaves)}
+	for _, l := range r.used {
+		vals, err := readColumnChunk(rg.ColumnChunks()[l], nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read column %d of row group %d: %v", ErrBadDataFile, l, g, err)
+		}
+		a.vals[l] = vals
+	}
+	b, err := NewBatch(r.schema)
+	if err != nil {
+		return nil, err
+	}
+	rows := int(rg.NumRows())
+	for c, p := range r.plans {
+		col := b.Columns[c]
+		for i := 0; i < rows; i++ {
+			if err := a.decode(p, col); err != nil {
+				return nil, fmt.Errorf("row %d: %w", i, err)
+			}
+		}
+	}
+	return b, nil
+}
+
+// DecodeFile reads a whole Parquet file (already in memory or behind a ReaderAt) into one
+// batch per row group, as the given schema (logical names; physical names are looked up).
+func DecodeFile(ra io.ReaderAt, size int64, schema *txlog.StructType) ([]*Batch, error) {
+	f, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadDataFile, err)
+	}
+	r, err := newFileReader(f, schema)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Batch
+	for g := range f.RowGroups() {
+		b, err := r.rowGroup(g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

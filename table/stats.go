@@ -1,0 +1,318 @@
+package table
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrSchemaMismatch reports data whose columns or types do not match the table schema.
+var ErrSchemaMismatch = errors.New("table: schema mismatch")
+
+// statsPrefixRunes is how many characters of a string min/max are kept (as delta-go does).
+const statsPrefixRunes = 32
+
+// statLeaf accumulates the stats of one leaf column that is not inside a list or map.
+type statLeaf struct {
+	path   []int
+	typ    txlog.DataType
+	kind   Kind
+	minMax bool // whether min/max are collected (not for boolean and binary)
+	nulls  int64
+	has    bool
+	bad    bool // NaN or infinite values: min/max omitted
+	minI   int64
+	maxI   int64
+	minF   float64
+	maxF   float64
+	minB   []byte
+	maxB   []byte
+	minD   Decimal128
+	maxD   Decimal128
+}
+
+type statsCollector struct {
+	schema *txlog.StructType
+	leaves []*statLeaf
+	byPath map[string]*statLeaf
+}
+
+func pathKey(p []int) string {
+	b := make([]byte, 0, 8)
+	for _, i := range p {
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '.')
+	}
+	return string(b)
+}
+
+func newStatsCollector(s *txlog.StructType, limit int) *statsCollector {
+	c := &statsCollector{schema: s, byPath: map[string]*statLeaf{}}
+	var walk func(st *txlog.StructType, prefix []int)
+	walk = func(st *txlog.StructType, prefix []int) {
+		for i, f := range st.Fields {
+			if limit >= 0 && len(c.leaves) >= limit {
+				return
+			}
+			p := append(append([]int(nil), prefix...), i)
+			switch t := f.Type.(type) {
+			case *txlog.StructType:
+				walk(t, p)
+				continue
+			case txlog.ArrayType, txlog.MapType:
+				continue
+			}
+			k, err := KindOf(f.Type)
+			if err != nil || k == KindNull {
+				continue
+			}
+			l := &statLeaf{path: p, typ: f.Type, kind: k,
+				minMax: f.Type.TypeName() != txlog.TypeBoolean && f.Type.TypeName() != txlog.TypeBinary}
+			c.leaves = append(c.leaves, l)
+			c.byPath[pathKey(p)] = l
+		}
+	}
+	walk(s, nil)
+	return c
+}
+
+func (c *statsCollector) add(cols []*Column, idx []int, lo, hi int) {
+	for _, l := range c.leaves {
+		col := cols[l.path[0]]
+		for _, p := range l.path[1:] {
+			col = col.Children[p]
+		}
+		for k := lo; k < hi; k++ {
+			i := k
+			if idx != nil {
+				i = idx[k]
+			}
+			if col.IsNull(i) {
+				l.nulls++
+				continue
+			}
+			if !l.minMax || l.bad {
+				continue
+			}
+			l.observe(col, i)
+		}
+	}
+}
+
+func (l *statLeaf) observe(col *Column, i int) {
+	first := !l.has
+	l.has = true
+	switch l.kind {
+	case KindInt64:
+		v := col.Int64[i]
+		if first || v < l.minI {
+			l.minI = v
+		}
+		if first || v > l.maxI {
+			l.maxI = v
+		}
+	case KindInt32:
+		v := int64(col.Int32[i])
+		if first || v < l.minI {
+			l.minI = v
+		}
+		if first || v > l.maxI {
+			l.maxI = v
+		}
+	case KindFloat64, KindFloat32:
+		var v float64
+		if l.kind == KindFloat64 {
+			v = col.Float64[i]
+		} else {
+			v = float64(col.Float32[i])
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			l.bad = true
+			return
+		}
+		if first || v < l.minF {
+			l.minF = v
+		}
+		if first || v > l.maxF {
+			l.maxF = v
+		}
+	case KindBytes:
+		v := col.BytesAt(i)
+		if first || bytes.Compare(v, l.minB) < 0 {
+			l.minB = append(l.minB[:0], v...)
+		}
+		if first || bytes.Compare(v, l.maxB) > 0 {
+			l.maxB = append(l.maxB[:0], v...)
+		}
+	case KindDecimal:
+		v := col.Decimal[i]
+		if first || v.Cmp(l.minD) < 0 {
+			l.minD = v
+		}
+		if first || v.Cmp(l.maxD) > 0 {
+			l.maxD = v
+		}
+	}
+}
+
+// truncateMin cuts a string to a prefix, which stays a lower bound.
+func truncateMin(s []byte) []byte {
+	n, cut := 0, 0
+	for cut < len(s) && n < statsPrefixRunes {
+		_, size := utf8.DecodeRune(s[cut:])
+		cut += size
+		n++
+	}
+	return s[:cut]
+}
+
+// truncateMax cuts a string to a prefix and appends U+FFFD so that it stays an upper bound;
+// when the next character sorts at or above U+FFFD the prefix grows by one character.
+func truncateMax(s []byte) []byte {
+	n, cut := 0, 0
+	for cut < len(s) {
+		r, size := utf8.DecodeRune(s[cut:])
+		if n >= statsPrefixRunes && r < utf8.RuneError {
+			return append(append([]byte(nil), s[:cut]...), "\ufffd"...)
+		}
+		cut += size
+		n++
+	}
+	return s
+}
+
+// FormatStatsTimestamp renders microseconds as Delta stats do: ISO-8601 UTC with
+// milliseconds. up rounds to the next millisecond so that a max stays an upper bound.
+func FormatStatsTimestamp(us int64, up, ntz bool) (string, bool) {
+	ms := us / 1000
+	if us%1000 != 0 && (us < 0) != up {
+		if up {
+			ms++
+		} else {
+			ms--
+		}
+	}
+	t := time.UnixMilli(ms).UTC()
+	if t.Year() > 9999 || t.Year() < 0 {
+		return "", false
+	}
+	if ntz {
+		return t.Format("2006-01-02T15:04:05.000"), true
+	}
+	return t.Format("2006-01-02T15:04:05.000Z"), true
+}
+
+func (l *statLeaf) value(max bool) (json.RawMessage, bool) {
+	if !l.minMax || !l.has || l.bad {
+		return nil, false
+	}
+	pick := func(a, b int64) int64 {
+		if max {
+			return b
+		}
+		return a
+	}
+	switch l.kind {
+	case KindInt64, KindInt32:
+		v := pick(l.minI, l.maxI)
+		switch l.typ.TypeName() {
+		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+			s, ok := FormatStatsTimestamp(v, max, l.typ.TypeName() == txlog.TypeTimestampNTZ)
+			if !ok {
+				return nil, false
+			}
+			return quote(s), true
+		case txlog.TypeDate:
+			return quote(time.Unix(v*86400, 0).UTC().Format("2006-01-02")), true
+		}
+		return json.RawMessage(strconv.FormatInt(v, 10)), true
+	case KindFloat64, KindFloat32:
+		v := l.minF
+		if max {
+			v = l.maxF
+		}
+		bits := 64
+		if l.kind == KindFloat32 {
+			bits = 32
+		}
+		return json.RawMessage(strconv.FormatFloat(v, 'g', -1, bits)), true
+	case KindBytes:
+		if max {
+			return quote(string(truncateMax(l.maxB))), true
+		}
+		return quote(string(truncateMin(l.minB))), true
+	case KindDecimal:
+		d := l.minD
+		if max {
+			d = l.maxD
+		}
+		return json.RawMessage(FormatDecimal(d, l.typ.(txlog.DecimalType).Scale)), true
+	}
+	return nil, false
+}
+
+func quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// json renders the Delta stats object in schema order, keyed by physical names.
+func (c *statsCollector) json(rows int64) string {
+	var b bytes.Buffer
+	b.WriteString(`{"numRecords":`)
+	b.WriteString(strconv.FormatInt(rows, 10))
+	sections := []struct {
+		name string
+		get  func(l *statLeaf) (json.RawMessage, bool)
+	}{
+		{"minValues", func(l *statLeaf) (json.RawMessage, bool) { return l.value(false) }},
+		{"maxValues", func(l *statLeaf) (json.RawMessage, bool) { return l.value(true) }},
+		{"nullCount", func(l *statLeaf) (json.RawMessage, bool) {
+			return json.RawMessage(strconv.FormatInt(l.nulls, 10)), true
+		}},
+	}
+	for _, sec := range sections {
+		b.WriteString(`,"` + sec.name + `":`)
+		c.render(&b, c.schema, nil, sec.get)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// render writes one stats object for st and reports whether it had any key.
+func (c *statsCollector) render(b *bytes.Buffer, st *txlog.StructType, prefix []int, get func(*statLeaf) (json.RawMessage, bool)) bool {
+	b.WriteByte('{')
+	n := 0
+	for i := range st.Fields {
+		f := &st.Fields[i]
+		p := append(append([]int(nil), prefix...), i)
+		mark := b.Len()
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(quote(f.PhysicalName()))
+		b.WriteByte(':')
+		wrote := false
+		if sub, ok := f.Type.(*txlog.StructType); ok {
+			wrote = c.render(b, sub, p, get)
+		} else if l := c.byPath[pathKey(p)]; l != nil {
+			if v, ok := get(l); ok {
+				b.Write(v)
+				wrote = true
+			}
+		}
+		if !wrote {
+			b.Truncate(mark)
+			continue
+		}
+		n++
+	}
+	b.WriteByte('}')
+	return n > 0
+}

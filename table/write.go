@@ -1,0 +1,480 @@
+package table
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/medallion-lake/medallion/txlog"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+)
+
+// Compression names accepted by WriteOptions.
+const (
+	CompressionSnappy = "snappy"
+	CompressionZstd   = "zstd"
+)
+
+// Defaults for WriteOptions.
+const (
+	DefaultRowGroupRows   = 1 << 20
+	DefaultTargetFileSize = 128 << 20
+	DefaultStatsColumns   = 32
+)
+
+// WriteOptions tune the data files a writer produces. The zero value is usable.
+type WriteOptions struct {
+	// Compression is CompressionSnappy (default) or CompressionZstd.
+	Compression string
+	// RowGroupRows bounds the rows of one row group (DefaultRowGroupRows).
+	RowGroupRows int
+	// TargetFileSize starts a new file once one reaches about this many bytes.
+	TargetFileSize int64
+	// StatsColumns is the number of leading leaf columns that get min/max stats
+	// (delta.dataSkippingNumIndexedCols; DefaultStatsColumns, -1 for all).
+	StatsColumns int
+}
+
+func (o WriteOptions) withDefaults() WriteOptions {
+	if o.Compression == "" {
+		o.Compression = CompressionSnappy
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.TargetFileSize <= 0 {
+		o.TargetFileSize = DefaultTargetFileSize
+	}
+	if o.StatsColumns == 0 {
+		o.StatsColumns = DefaultStatsColumns
+	}
+	return o
+}
+
+func (o WriteOptions) codec() (compress.Codec, string, error) {
+	switch o.Compression {
+	case CompressionSnappy, "":
+		return &parquet.Snappy, "snappy", nil
+	case CompressionZstd:
+		return &parquet.Zstd, "zstd", nil
+	}
+	return nil, "", fmt.Errorf("table: unknown compression %q (want snappy or zstd)", o.Compression)
+}
+
+// wnode is the write plan of one field: its definition level when present and, for list and
+// map elements, the repetition level of the enclosing repeated group.
+type wnode struct {
+	name     string
+	kind     Kind
+	optional bool
+	def      int
+	rep      int // repetition level of list/map entries (list/map nodes only)
+	leaf     int
+	flba     int
+	children []*wnode
+	leaves   []int
+}
+
+func buildPlan(t txlog.DataType, name string, nullable bool, parentDef, parentRep int, next *int) (*wnode, error) {
+	k, err := KindOf(t)
+	if err != nil {
+		return nil, err
+	}
+	n := &wnode{name: name, kind: k, optional: nullable, def: parentDef}
+	if nullable {
+		n.def++
+	}
+	switch v := t.(type) {
+	case *txlog.StructType:
+		for _, f := range v.Fields {
+			ch, err := buildPlan(f.Type, f.Name, f.Nullable, n.def, parentRep, next)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, ch)
+		}
+	case txlog.ArrayType:
+		n.rep = parentRep + 1
+		ch, err := buildPlan(v.ElementType, name+".element", v.ContainsNull, n.def+1, n.rep, next)
+		if err != nil {
+			return nil, err
+		}
+		n.children = []*wnode{ch}
+	case txlog.MapType:
+		n.rep = parentRep + 1
+		kc, err := buildPlan(v.KeyType, name+".key", false, n.def+1, n.rep, next)
+		if err != nil {
+			return nil, err
+		}
+		vc, err := buildPlan(v.ValueType, name+".value", v.ValueContainsNull, n.def+1, n.rep, next)
+		if err != nil {
+			return nil, err
+		}
+		n.children = []*wnode{kc, vc}
+	case txlog.DecimalType:
+		n.flba = decimalBytes(v.Precision)
+	}
+	if len(n.children) == 0 {
+		if k == KindNull {
+			return nil, fmt.Errorf("type void cannot be written")
+		}
+		n.leaf = *next
+		*next++
+		n.leaves = []int{n.leaf}
+	}
+	for _, ch := range n.children {
+		n.leaves = append(n.leaves, ch.leaves...)
+	}
+	return n, nil
+}
+
+// shredder turns columns into per-leaf Parquet values with repetition/definition levels.
+type shredder struct {
+	plans   []*wnode
+	out     [][]parquet.Value
+	scratch []byte
+}
+
+func newShredder(s *txlog.StructType) (*shredder, error) {
+	sh := &shredder{}
+	next := 0
+	for _, f := range s.Fields {
+		p, err := buildPlan(f.Type, f.Name, f.Nullable, 0, 0, &next)
+		if err != nil {
+			return nil, fmt.Errorf("table: column %s: %w", f.Name, err)
+		}
+		sh.plans = append(sh.plans, p)
+	}
+	sh.out = make([][]parquet.Value, next)
+	return sh, nil
+}
+
+func (sh *shredder) reset() {
+	for i := range sh.out {
+		sh.out[i] = sh.out[i][:0]
+	}
+	sh.scratch = sh.scratch[:0]
+}
+
+// rows shreds the rows idx (or [lo,hi) when idx is nil) of cols.
+func (sh *shredder) rows(cols []*Column, idx []int, lo, hi int) error {
+	for c, n := range sh.plans {
+		col := cols[c]
+		if len(n.children) == 0 {
+			if err := sh.flat(n, col, idx, lo, hi); err != nil {
+				return err
+			}
+			continue
+		}
+		for k := lo; k < hi; k++ {
+			i := k
+			if idx != nil {
+				i = idx[k]
+			}
+			if err := sh.value(n, col, i, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flat is the hot loop for a top-level primitive column.
+func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
+	out := sh.out[n.leaf]
+	nulls := len(col.Nulls) > 0
+	for k := lo; k < hi; k++ {
+		i := k
+		if idx != nil {
+			i = idx[k]
+		}
+		if nulls && col.Nulls[i] {
+			if !n.optional {
+				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
+			}
+			out = append(out, parquet.Value{}.Level(0, 0, n.leaf))
+			continue
+		}
+		out = append(out, sh.leafValue(n, col, i).Level(0, n.def, n.leaf))
+	}
+	sh.out[n.leaf] = out
+	return nil
+}
+
+func (sh *shredder) leafValue(n *wnode, col *Column, i int) parquet.Value {
+	switch n.kind {
+	case KindInt64:
+		return parquet.Int64Value(col.Int64[i])
+	case KindInt32:
+		return parquet.Int32Value(col.Int32[i])
+	case KindFloat64:
+		return parquet.DoubleValue(col.Float64[i])
+	case KindFloat32:
+		return parquet.FloatValue(col.Float32[i])
+	case KindBool:
+		return parquet.BooleanValue(col.Bool[i])
+	case KindBytes:
+		return parquet.ByteArrayValue(col.BytesAt(i))
+	case KindDecimal:
+		start := len(sh.scratch)
+		sh.scratch = col.Decimal[i].Bytes(sh.scratch, n.flba)
+		return parquet.FixedLenByteArrayValue(sh.scratch[start:len(sh.scratch):len(sh.scratch)])
+	}
+	return parquet.Value{}
+}
+
+func (sh *shredder) nulls(n *wnode, rep, def int) {
+	for _, l := range n.leaves {
+		sh.out[l] = append(sh.out[l], parquet.Value{}.Level(rep, def, l))
+	}
+}
+
+func (sh *shredder) value(n *wnode, col *Column, i, rep int) error {
+	if col.IsNull(i) {
+		if !n.optional {
+			return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
+		}
+		sh.nulls(n, rep, n.def-1)
+		return nil
+	}
+	switch n.kind {
+	case KindStruct:
+		for k, ch := range n.children {
+			if err := sh.value(ch, col.Children[k], i, rep); err != nil {
+				return err
+			}
+		}
+	case KindList, KindMap:
+		s, e := col.ListRange(i)
+		if s == e {
+			for _, ch := range n.children {
+				sh.nulls(ch, rep, n.def)
+			}
+			return nil
+		}
+		for j := s; j < e; j++ {
+			r := n.rep
+			if j == s {
+				r = rep
+			}
+			for k, ch := range n.children {
+				if err := sh.value(ch, col.Children[k], j, r); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		sh.out[n.leaf] = append(sh.out[n.leaf], sh.leafValue(n, col, i).Level(rep, n.def, n.leaf))
+	}
+	return nil
+}
+
+// fileEncoder writes one Parquet data file into memory, with stats.
+type fileEncoder struct {
+	schema  *txlog.StructType // the file's (data) schema, logical names
+	opts    WriteOptions
+	buf     bytes.Buffer
+	w       *parquet.Writer
+	sh      *shredder
+	stats   *statsCollector
+	rows    int64
+	rgRows  int
+	ext     string
+	writers []*parquet.ColumnWriter
+}
+
+const shredChunk = 4096
+
+func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, error) {
+	opts = opts.withDefaults()
+	codec, ext, err := opts.codec()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := ParquetSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := newShredder(schema)
+	if err != nil {
+		return nil, err
+	}
+	e := &fileEncoder{schema: schema, opts: opts, sh: sh, ext: ext, stats: newStatsCollector(schema, opts.StatsColumns)}
+	e.w = parquet.NewWriter(&e.buf, ps,
+		parquet.Compression(codec),
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy("medallion", "0", ""),
+	)
+	e.writers = e.w.ColumnWriters()
+	return e, nil
+}
+
+// write appends the rows idx (all rows when nil) of cols, which follow e.schema.
+func (e *fileEncoder) write(cols []*Column, idx []int) error {
+	n := 0
+	if idx != nil {
+		n = len(idx)
+	} else if len(cols) > 0 {
+		n = cols[0].Len
+	}
+	for lo := 0; lo < n; {
+		hi := min(lo+shredChunk, n, lo+(e.opts.RowGroupRows-e.rgRows))
+		e.sh.reset()
+		if err := e.sh.rows(cols, idx, lo, hi); err != nil {
+			return err
+		}
+		for l, vals := range e.sh.out {
+			if _, err := e.writers[l].WriteRowValues(vals); err != nil {
+				return fmt.Errorf("table: encode parquet: %w", err)
+			}
+		}
+		e.stats.add(cols, idx, lo, hi)
+		e.rows += int64(hi - lo)
+		e.rgRows += hi - lo
+		if e.rgRows >= e.opts.RowGroupRows {
+			if err := e.w.Flush(); err != nil {
+				return fmt.Errorf("table: flush row group: %w", err)
+			}
+			e.rgRows = 0
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// size estimates the file size so far.
+func (e *fileEncoder) size() int64 { return e.w.Size() }
+
+// finish closes the file and returns its bytes and the Delta stats JSON.
+func (e *fileEncoder) finish() ([]byte, string, error) {
+	if err := e.w.Close(); err != nil {
+		return nil, "", fmt.Errorf("table: close parquet: %w", err)
+	}
+	return e.buf.Bytes(), e.stats.json(e.rows), nil
+}
+
+// EncodeFile writes batches (all of schema) as one Parquet file and returns its bytes and its
+// Delta stats JSON. It is the building block of the table writers, exported for tools and
+// tests that need a single file.
+func EncodeFile(schema *txlog.StructType, batches []*Batch, opts WriteOptions) ([]byte, string, error) {
+	e, err := newFileEncoder(schema, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, b := range batches {
+		cols, err := conform(schema, b)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := e.write(cols, nil); err != nil {
+			return nil, "", err
+		}
+	}
+	return e.finish()
+}
+
+// conform returns b's columns in the order of schema, checking names and types (schema
+// enforcement). Missing nullable columns become all-null columns.
+func conform(schema *txlog.StructType, b *Batch) ([]*Column, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	cols := make([]*Column, len(schema.Fields))
+	used := 0
+	for i, f := range schema.Fields {
+		j := b.Schema.FieldIndex(f.Name)
+		if j < 0 {
+			for k := range b.Schema.Fields {
+				if strings.EqualFold(b.Schema.Fields[k].Name, f.Name) {
+					j = k
+				}
+			}
+		}
+		if j < 0 {
+			if !f.Nullable {
+				return nil, fmt.Errorf("%w: column %s (not nullable) is missing from the data", ErrSchemaMismatch, f.Name)
+			}
+			c, err := NewColumn(f.Type)
+			if err != nil {
+				return nil, err
+			}
+			for r := 0; r < b.Len(); r++ {
+				c.AppendNull()
+			}
+			cols[i] = c
+			continue
+		}
+		used++
+		if err := sameType(f.Name, f.Type, b.Schema.Fields[j].Type); err != nil {
+			return nil, err
+		}
+		cols[i] = b.Columns[j]
+	}
+	if used != len(b.Schema.Fields) {
+		for _, f := range b.Schema.Fields {
+			if schema.FieldIndex(f.Name) < 0 {
+				return nil, fmt.Errorf("%w: column %s (%s) is not in the table schema", ErrSchemaMismatch, f.Name, f.Type.TypeName())
+			}
+		}
+	}
+	return cols, nil
+}
+
+func sameType(path string, want, got txlog.DataType) error {
+	mismatch := func() error {
+		return fmt.Errorf("%w: column %s has type %s, the table has %s", ErrSchemaMismatch, path, typeString(got), typeString(want))
+	}
+	switch w := want.(type) {
+	case *txlog.StructType:
+		g, ok := got.(*txlog.StructType)
+		if !ok || len(g.Fields) != len(w.Fields) {
+			return mismatch()
+		}
+		for i := range w.Fields {
+			if !strings.EqualFold(w.Fields[i].Name, g.Fields[i].Name) {
+				return mismatch()
+			}
+			if err := sameType(path+"."+w.Fields[i].Name, w.Fields[i].Type, g.Fields[i].Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	case txlog.ArrayType:
+		g, ok := got.(txlog.ArrayType)
+		if !ok {
+			return mismatch()
+		}
+		return sameType(path+".element", w.ElementType, g.ElementType)
+	case txlog.MapType:
+		g, ok := got.(txlog.MapType)
+		if !ok {
+			return mismatch()
+		}
+		if err := sameType(path+".key", w.KeyType, g.KeyType); err != nil {
+			return err
+		}
+		return sameType(path+".value", w.ValueType, g.ValueType)
+	}
+	if want.TypeName() != got.TypeName() {
+		return mismatch()
+	}
+	return nil
+}
+
+// typeString renders a type as Spark's simpleString ("struct<start:timestamp,end:timestamp>").
+func typeString(t txlog.DataType) string {
+	switch v := t.(type) {
+	case *txlog.StructType:
+		parts := make([]string, len(v.Fields))
+		for i, f := range v.Fields {
+			parts[i] = f.Name + ":" + typeString(f.Type)
+		}
+		return "struct<" + strings.Join(parts, ",") + ">"
+	case txlog.ArrayType:
+		return "array<" + typeString(v.ElementType) + ">"
+	case txlog.MapType:
+		return "map<" + typeString(v.KeyType) + "," + typeString(v.ValueType) + ">"
+	}
+	return t.TypeName()
+}
