@@ -19,12 +19,12 @@ type orderedGroup struct {
 	typ    parquet.Type // nil for a plain group; the LIST or MAP logical type otherwise
 }
 
-func (g *orderedGroup) ID() int         { return 0 }
-func (g *orderedGroup) String() string  { return "group" }
-func (g *orderedGroup) Optional() bool  { return false }
-func (g *orderedGroup) Repeated() bool  { return false }
-func (g *orderedGroup) Required() bool  { return true }
-func (g *orderedGroup) Leaf() bool      { return false }
+func (g *orderedGroup) ID() int        { return 0 }
+func (g *orderedGroup) String() string { return "group" }
+func (g *orderedGroup) Optional() bool { return false }
+func (g *orderedGroup) Repeated() bool { return false }
+func (g *orderedGroup) Required() bool { return true }
+func (g *orderedGroup) Leaf() bool     { return false }
 func (g *orderedGroup) Fields() []parquet.Field {
 	return g.fields
 }
@@ -45,7 +45,7 @@ type namedField struct {
 	name string
 }
 
-func (f namedField) Name() string                          { return f.name }
+func (f namedField) Name() string                           { return f.name }
 func (f namedField) Value(base reflect.Value) reflect.Value { return reflect.Value{} }
 
 var (
