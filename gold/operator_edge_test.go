@@ -76,7 +76,6 @@ func sessString(a *Aggregation) string {
 	return strings.Join(parts, ",")
 }
 
-
 func TestS5Bridge(t *testing.T) {
 	op := mustAgg(t, sessionCfg(Append, 10*second))
 	res, err := op.ProcessBatch(keyed("A", 0, 5*second, 20*second), 0, 0)
