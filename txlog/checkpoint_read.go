@@ -153,8 +153,40 @@ func group(m map[string]any, key string) map[string]any {
 	return g
 }
 
+// deref unwraps the pointers Reconstruct produces for optional values inside maps.
+func deref(v any) any {
+	switch p := v.(type) {
+	case *string:
+		if p != nil {
+			return *p
+		}
+		return nil
+	case *int64:
+		if p != nil {
+			return *p
+		}
+		return nil
+	case *int32:
+		if p != nil {
+			return *p
+		}
+		return nil
+	case *bool:
+		if p != nil {
+			return *p
+		}
+		return nil
+	case *[]byte:
+		if p != nil {
+			return *p
+		}
+		return nil
+	}
+	return v
+}
+
 func str(v any) string {
-	switch s := v.(type) {
+	switch s := deref(v).(type) {
 	case string:
 		return s
 	case []byte:
@@ -165,7 +197,7 @@ func str(v any) string {
 
 func i64p(v any) *int64 {
 	var n int64
-	switch x := v.(type) {
+	switch x := deref(v).(type) {
 	case int64:
 		n = x
 	case int32:
@@ -189,7 +221,7 @@ func i64(v any) int64 {
 	return 0
 }
 
-func boolean(v any) bool { b, _ := v.(bool); return b }
+func boolean(v any) bool { b, _ := deref(v).(bool); return b }
 
 func nullableStringMap(v any) map[string]*string {
 	if v == nil {
@@ -197,7 +229,7 @@ func nullableStringMap(v any) map[string]*string {
 	}
 	out := map[string]*string{}
 	each := func(k, val any) {
-		if val == nil {
+		if val = deref(val); val == nil {
 			out[str(k)] = nil
 			return
 		}

@@ -1,0 +1,427 @@
+package txlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+)
+
+const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"day","type":"string","nullable":true,"metadata":{}}]}`
+
+func sp(s string) *string { return &s }
+
+func fastLog(b objstore.Bucket, opts ...Option) *Log {
+	return New(b, append([]Option{WithBackoff(time.Microsecond, time.Millisecond)}, opts...)...)
+}
+
+// createTable commits version 0 of a table partitioned by day (or not).
+func createTable(t testing.TB, l *Log, partitioned bool, conf map[string]string) {
+	t.Helper()
+	tx := l.Begin(nil)
+	md := Metadata{SchemaString: testSchema, Configuration: conf}
+	if partitioned {
+		md.PartitionColumns = []string{"day"}
+	}
+	tx.SetMetadata(md)
+	if v, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); err != nil || v != 0 {
+		t.Fatalf("create: v=%d err=%v", v, err)
+	}
+}
+
+func fileAdd(path, day string) *Add {
+	return &Add{Path: path, PartitionValues: map[string]*string{"day": sp(day)}, Size: 10, ModificationTime: 1, DataChange: true}
+}
+
+func mustSnapshot(t testing.TB, l *Log) *Snapshot {
+	t.Helper()
+	s, err := l.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCommitWritesSparkShapedCommitInfo(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := fastLog(b)
+	createTable(t, l, true, nil)
+	tx := l.Begin(mustSnapshot(t, l))
+	tx.Add(fileAdd("day=2024-01-01/part-0 a%b.parquet", "2024-01-01"))
+	v, err := tx.Commit(ctx, Operation{Name: "WRITE", Parameters: map[string]any{"mode": "Append", "partitionBy": []string{"day"}, "auto": false}, Metrics: map[string]int64{"numFiles": 1}})
+	if err != nil || v != 1 {
+		t.Fatalf("commit: %d %v", v, err)
+	}
+	data, err := objstore.ReadAll(ctx, b, "_delta_log/00000000000000000001.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var first map[string]map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	ci, ok := first["commitInfo"]
+	if !ok {
+		t.Fatalf("first action is not commitInfo: %s", lines[0])
+	}
+	params := ci["operationParameters"].(map[string]any)
+	if params["mode"] != "Append" || params["partitionBy"] != `["day"]` || params["auto"] != false {
+		t.Errorf("operationParameters = %v", params)
+	}
+	if ci["operationMetrics"].(map[string]any)["numFiles"] != "1" || ci["readVersion"] != 0.0 ||
+		ci["isolationLevel"] != "Serializable" || ci["isBlindAppend"] != true ||
+		ci["engineInfo"] != "medallion/"+Version || ci["txnId"] == "" || ci["operation"] != "WRITE" {
+		t.Errorf("commitInfo = %v", ci)
+	}
+	if !strings.Contains(lines[1], `"path":"day=2024-01-01/part-0%20a%25b.parquet"`) {
+		t.Errorf("add path not URI-encoded: %s", lines[1])
+	}
+	snap := mustSnapshot(t, l)
+	if len(snap.Files()) != 1 || snap.Files()[0].Path != "day=2024-01-01/part-0 a%b.parquet" {
+		t.Errorf("files = %v", snap.Files())
+	}
+	// Version 0 has protocol (1,2) and the metadata.
+	v0, _ := objstore.ReadAll(ctx, b, "_delta_log/00000000000000000000.json")
+	if !strings.Contains(string(v0), `"protocol":{"minReaderVersion":1,"minWriterVersion":2}`) || !strings.Contains(string(v0), `"partitionColumns":["day"]`) {
+		t.Errorf("version 0 = %s", v0)
+	}
+	hist, err := l.History(ctx, 0)
+	if err != nil || len(hist) != 2 || hist[0].Version != 1 || hist[0].CommitInfo.Operation != "WRITE" || hist[1].CommitInfo.Operation != "CREATE TABLE" {
+		t.Errorf("history = %+v, %v", hist, err)
+	}
+}
+
+func TestConcurrentCreateLosesCleanly(t *testing.T) {
+	l := fastLog(mem.New())
+	createTable(t, l, false, nil)
+	tx := l.Begin(nil)
+	tx.SetMetadata(Metadata{SchemaString: testSchema})
+	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, ErrProtocolChanged) {
+		t.Fatalf("err = %v, want ErrProtocolChanged", err)
+	}
+}
+
+func TestConflictChecks(t *testing.T) {
+	type setup func(tx *Transaction)
+	readDay := func(day string) setup {
+		return func(tx *Transaction) {
+			tx.ReadPredicate("day = '"+day+"'", func(pv map[string]*string) bool { return pv["day"] != nil && *pv["day"] == day })
+			tx.ReadFiles("a")
+			tx.Remove(&Remove{Path: "a", DataChange: true})
+			tx.Add(fileAdd("a2", day))
+		}
+	}
+	cases := []struct {
+		name        string
+		partitioned bool
+		isolation   IsolationLevel
+		ours        setup
+		winner      setup
+		want        error
+	}{
+		{"blind appends never conflict", true, Serializable,
+			func(tx *Transaction) { tx.Add(fileAdd("x", "1")) },
+			func(tx *Transaction) { tx.Add(fileAdd("y", "1")) }, nil},
+		{"serializable: append into read partition", true, Serializable, readDay("1"),
+			func(tx *Transaction) { tx.Add(fileAdd("y", "1")) }, ErrConcurrentAppend},
+		{"write-serializable: blind append into read partition is fine", true, WriteSerializable, readDay("1"),
+			func(tx *Transaction) { tx.Add(fileAdd("y", "1")) }, nil},
+		{"append into another partition", true, Serializable, readDay("1"),
+			func(tx *Transaction) { tx.Add(fileAdd("y", "2")) }, nil},
+		{"unpartitioned: any append conflicts with a predicate read", false, Serializable, readDay("1"),
+			func(tx *Transaction) { tx.Add(fileAdd("y", "2")) }, ErrConcurrentAppend},
+		{"write-serializable: non-blind winner add conflicts", true, WriteSerializable, readDay("1"),
+			func(tx *Transaction) { tx.ReadFiles("b"); tx.Remove(&Remove{Path: "b", DataChange: true}); tx.Add(fileAdd("y", "1")) }, ErrConcurrentAppend},
+		{"double delete", true, Serializable, readDay("1"),
+			func(tx *Transaction) { tx.Remove(&Remove{Path: "a", DataChange: true}) }, ErrConcurrentDeleteDelete},
+		{"delete of a file read", true, Serializable,
+			func(tx *Transaction) { tx.ReadFiles("b"); tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) { tx.Remove(&Remove{Path: "b", DataChange: true}) }, ErrConcurrentDeleteRead},
+		{"whole-table read vs any remove", true, Serializable,
+			func(tx *Transaction) { tx.ReadWholeTable(); tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) { tx.Remove(&Remove{Path: "b", DataChange: false}) }, ErrConcurrentDeleteRead},
+		{"metadata change", true, Serializable,
+			func(tx *Transaction) { tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) {
+				tx.SetMetadata(Metadata{SchemaString: testSchema, PartitionColumns: []string{"day"}, Configuration: map[string]string{"k": "v"}})
+			}, ErrMetadataChanged},
+		{"protocol change", true, Serializable,
+			func(tx *Transaction) { tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) { tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 3}) }, ErrProtocolChanged},
+		{"same txn appId", true, Serializable,
+			func(tx *Transaction) { tx.SetTxn("job", 2); tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) { tx.SetTxn("job", 1); tx.Add(fileAdd("y", "3")) }, ErrConcurrentTransaction},
+		{"same domain", true, Serializable,
+			func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "d", Configuration: "1"}); tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "d", Configuration: "2"}) }, ErrConcurrentTransaction},
+		{"compaction vs append into read partition", true, Serializable,
+			func(tx *Transaction) {
+				tx.ReadPredicate("day = '1'", nil)
+				tx.ReadFiles("a")
+				tx.Remove(&Remove{Path: "a", DataChange: false})
+				a := fileAdd("a2", "1")
+				a.DataChange = false
+				tx.Add(a)
+			},
+			func(tx *Transaction) { tx.Add(fileAdd("y", "1")) }, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := fastLog(mem.New())
+			createTable(t, l, c.partitioned, nil)
+			base := l.Begin(mustSnapshot(t, l))
+			base.Add(fileAdd("a", "1"), fileAdd("b", "2"))
+			if _, err := base.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+				t.Fatal(err)
+			}
+			read := mustSnapshot(t, l)
+			ours := l.Begin(read)
+			ours.SetIsolation(c.isolation)
+			c.ours(ours)
+			winner := l.Begin(read)
+			c.winner(winner)
+			if _, err := winner.Commit(ctx, Operation{Name: "WINNER"}); err != nil {
+				t.Fatal(err)
+			}
+			v, err := ours.Commit(ctx, Operation{Name: "OURS"})
+			if c.want == nil {
+				if err != nil || v != 3 {
+					t.Fatalf("commit = %d, %v; want version 3", v, err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || !errors.Is(err, ErrConflict) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if latest := mustSnapshot(t, l).Version(); latest != 2 {
+				t.Errorf("latest = %d after a conflict, want 2", latest)
+			}
+		})
+	}
+}
+
+// faultyBucket fails PutIfAbsent of commit files in the ways the commit protocol must survive.
+type faultyBucket struct {
+	objstore.Bucket
+	failAfterWrite  atomic.Int32 // > 0: write the object, then report an error
+	failBeforeWrite atomic.Int32 // > 0: report an error without writing
+	failReads       atomic.Bool
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *faultyBucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasSuffix(key, ".json") {
+		if f.failBeforeWrite.Add(-1) >= 0 {
+			return errInjected
+		}
+		if f.failAfterWrite.Add(-1) >= 0 {
+			if err := f.Bucket.PutIfAbsent(ctx, key, r, size); err != nil {
+				return err
+			}
+			return errInjected
+		}
+	}
+	return f.Bucket.PutIfAbsent(ctx, key, r, size)
+}
+
+func (f *faultyBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if f.failReads.Load() {
+		return nil, errInjected
+	}
+	return f.Bucket.Get(ctx, key)
+}
+
+func TestCommitUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	t.Run("landed: read back finds our txnId", func(t *testing.T) {
+		fb := &faultyBucket{Bucket: mem.New()}
+		l := fastLog(fb)
+		createTable(t, l, false, nil)
+		fb.failAfterWrite.Store(1)
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd("x", "1"))
+		v, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if err != nil || v != 1 {
+			t.Fatalf("commit = %d, %v", v, err)
+		}
+		if snap := mustSnapshot(t, l); snap.Version() != 1 || len(snap.Files()) != 1 {
+			t.Errorf("snapshot v%d with %d files, want v1 with 1 (no duplicate commit)", snap.Version(), len(snap.Files()))
+		}
+	})
+	t.Run("not landed: retried at the same version", func(t *testing.T) {
+		fb := &faultyBucket{Bucket: mem.New()}
+		l := fastLog(fb)
+		createTable(t, l, false, nil)
+		fb.failBeforeWrite.Store(2)
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd("x", "1"))
+		if v, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil || v != 1 {
+			t.Fatalf("commit = %d, %v", v, err)
+		}
+	})
+	t.Run("undeterminable", func(t *testing.T) {
+		fb := &faultyBucket{Bucket: mem.New()}
+		l := fastLog(fb)
+		createTable(t, l, false, nil)
+		snap := mustSnapshot(t, l)
+		fb.failAfterWrite.Store(1)
+		fb.failReads.Store(true)
+		tx := l.Begin(snap)
+		tx.Add(fileAdd("x", "1"))
+		if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); !errors.Is(err, ErrCommitUnknown) {
+			t.Fatalf("err = %v, want ErrCommitUnknown", err)
+		}
+	})
+}
+
+func TestIdempotentTxn(t *testing.T) {
+	ctx := context.Background()
+	l := fastLog(mem.New())
+	createTable(t, l, false, nil)
+	for batch := int64(0); batch < 3; batch++ {
+		snap := mustSnapshot(t, l)
+		if v, ok := snap.TxnVersion("q"); ok && v >= batch {
+			continue
+		}
+		tx := l.Begin(snap)
+		tx.SetTxn("q", batch)
+		tx.Add(fileAdd(fmt.Sprintf("f%d", batch), "1"))
+		if _, err := tx.Commit(ctx, Operation{Name: "STREAMING UPDATE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := mustSnapshot(t, l)
+	if v, ok := snap.TxnVersion("q"); !ok || v != 2 || snap.Version() != 3 {
+		t.Errorf("txn q = %d,%v at v%d", v, ok, snap.Version())
+	}
+}
+
+func TestRefusesUnsupportedWriterFeatures(t *testing.T) {
+	l := fastLog(mem.New())
+	tx := l.Begin(nil)
+	tx.SetMetadata(Metadata{SchemaString: testSchema})
+	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "rowTracking", "identityColumns"}})
+	_, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"})
+	if !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "rowTracking, identityColumns") {
+		t.Fatalf("err = %v", err)
+	}
+	tx = l.Begin(nil)
+	tx.SetMetadata(Metadata{SchemaString: testSchema})
+	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 8})
+	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "writer version 8") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// concurrentBlindAppends runs writers x perWriter blind appends and checks that every version is
+// contiguous and every add survived.
+func concurrentBlindAppends(t *testing.T, b objstore.Bucket, writers, perWriter int) {
+	ctx := context.Background()
+	l := fastLog(b, WithAutoCheckpoint(true))
+	createTable(t, l, false, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*perWriter)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wl := fastLog(b)
+			for i := 0; i < perWriter; i++ {
+				snap, err := wl.Snapshot(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				tx := wl.Begin(snap)
+				tx.Add(fileAdd(fmt.Sprintf("w%d-%d.parquet", w, i), "1"))
+				if _, err := tx.Commit(ctx, Operation{Name: "WRITE", Parameters: map[string]any{"mode": "Append"}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	snap := mustSnapshot(t, l)
+	if want := int64(writers * perWriter); snap.Version() != want {
+		t.Fatalf("version = %d, want %d", snap.Version(), want)
+	}
+	if len(snap.Files()) != writers*perWriter {
+		t.Fatalf("files = %d, want %d", len(snap.Files()), writers*perWriter)
+	}
+	for v := int64(0); v <= snap.Version(); v++ {
+		if _, err := b.Stat(ctx, CommitKey(v)); err != nil {
+			t.Fatalf("commit %d: %v", v, err)
+		}
+	}
+}
+
+func TestConcurrentBlindAppendsMem(t *testing.T) {
+	concurrentBlindAppends(t, mem.New(), 8, 50)
+}
+
+func TestConcurrentReadModifyWrite(t *testing.T) {
+	ctx := context.Background()
+	l := fastLog(mem.New())
+	createTable(t, l, false, nil)
+	base := l.Begin(mustSnapshot(t, l))
+	base.Add(fileAdd("counter-0", "1"))
+	if _, err := base.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	read := mustSnapshot(t, l)
+	var wg sync.WaitGroup
+	results := make([]error, 2)
+	start := make(chan struct{})
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Read-modify-write: replace the one file we read with a new one.
+			tx := l.Begin(read)
+			tx.ReadWholeTable()
+			tx.ReadFiles("counter-0")
+			tx.Remove(&Remove{Path: "counter-0", DataChange: true})
+			tx.Add(fileAdd(fmt.Sprintf("counter-1-w%d", w), "1"))
+			<-start
+			_, results[w] = tx.Commit(ctx, Operation{Name: "UPDATE"})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins, conflicts := 0, 0
+	for _, err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, ErrConflict):
+			conflicts++
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if wins != 1 || conflicts != 1 {
+		t.Fatalf("wins=%d conflicts=%d (%v)", wins, conflicts, results)
+	}
+	snap := mustSnapshot(t, l)
+	if snap.Version() != 2 || len(snap.Files()) != 1 {
+		t.Errorf("v%d with %d files, want v2 with exactly 1", snap.Version(), len(snap.Files()))
+	}
+}
