@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
+	"slices"
 
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/DataDog/sketches-go/ddsketch/store"
@@ -251,7 +253,7 @@ func (v *AggValue) AppendBinary(dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	lenAt := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	switch {
 	case v.HLL != nil:
 		// Estimate flushes the sketch's unordered temporary set into its sorted list, which
@@ -264,8 +266,46 @@ func (v *AggValue) AppendBinary(dst []byte) ([]byte, error) {
 	case v.DD != nil:
 		v.DD.Encode(&dst, false)
 	}
-	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	// The sketch decoders trust their input (a corrupt length can make them allocate or loop
+	// without bound), so a checksum guards them against corrupt state.
+	payload := dst[lenAt+8:]
+	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(dst[lenAt+4:], crc32.ChecksumIEEE(payload))
 	return dst, nil
+}
+
+// checkHLL validates the layout of an encoded hyperloglog.Sketch (version 2) before the
+// library, which does not check lengths, decodes it.
+func checkHLL(b []byte) error {
+	if len(b) < 8 || b[0] != 2 || b[1] < 4 || b[1] > 18 {
+		return fmt.Errorf("%w: hll header", ErrBadState)
+	}
+	if b[3] != 1 {
+		if len(b)-8 != 1<<b[1] {
+			return fmt.Errorf("%w: hll has %d registers, want %d", ErrBadState, len(b)-8, 1<<b[1])
+		}
+		return nil
+	}
+	tmp := uint64(binary.BigEndian.Uint32(b[4:]))
+	if uint64(len(b)-8) < 4*tmp+12 {
+		return fmt.Errorf("%w: hll temporary set truncated", ErrBadState)
+	}
+	list := b[8+4*tmp:]
+	if uint64(len(list)-12) < uint64(binary.BigEndian.Uint32(list[8:])) {
+		return fmt.Errorf("%w: hll sparse list truncated", ErrBadState)
+	}
+	return nil
+}
+
+// usable decodes and exercises a sketch inside f. The sketch libraries do not fully validate
+// their input and may panic on corrupt bytes; state read from storage must give an error.
+func usable(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt sketch: %v", r)
+		}
+	}()
+	return f()
 }
 
 // DecodeAggValue decodes one AppendBinary encoding and returns the remaining bytes.
@@ -297,23 +337,51 @@ func DecodeAggValue(b []byte) (AggValue, []byte, error) {
 	if !hasSketch {
 		return v, b, nil
 	}
-	if len(b) < 4 || uint64(len(b)-4) < uint64(binary.BigEndian.Uint32(b)) {
+	if len(b) < 8 || uint64(len(b)-8) < uint64(binary.BigEndian.Uint32(b)) {
 		return v, nil, fmt.Errorf("%w: sketch truncated", ErrBadState)
 	}
 	n := binary.BigEndian.Uint32(b)
-	sk, rest := b[4:4+n], b[4+n:]
+	// Cloned: the HLL decoder keeps a reference to its input.
+	sk, rest := slices.Clone(b[8:8+n]), b[8+n:]
+	if crc32.ChecksumIEEE(sk) != binary.BigEndian.Uint32(b[4:]) {
+		return v, nil, fmt.Errorf("%w: sketch checksum mismatch", ErrBadState)
+	}
 	switch v.Fn {
 	case ApproxCountDistinct:
+		if err := checkHLL(sk); err != nil {
+			return v, nil, err
+		}
 		v.HLL = new(hyperloglog.Sketch)
-		if err := v.HLL.UnmarshalBinary(sk); err != nil {
+		err := usable(func() error {
+			if err := v.HLL.UnmarshalBinary(sk); err != nil {
+				return err
+			}
+			v.HLL.Estimate()
+			return nil
+		})
+		if err != nil {
 			return v, nil, fmt.Errorf("%w: hll: %v", ErrBadState, err)
 		}
 	case ApproxPercentile:
-		dd, err := ddsketch.DecodeDDSketch(sk, store.DefaultProvider, nil)
+		err := usable(func() error {
+			dd, err := ddsketch.DecodeDDSketch(sk, store.DefaultProvider, nil)
+			if err != nil {
+				return err
+			}
+			if dd.IndexMapping == nil {
+				return errors.New("no index mapping")
+			}
+			if !dd.IsEmpty() {
+				if _, err := dd.GetValueAtQuantile(0.5); err != nil {
+					return err
+				}
+			}
+			v.DD = dd
+			return nil
+		})
 		if err != nil {
 			return v, nil, fmt.Errorf("%w: ddsketch: %v", ErrBadState, err)
 		}
-		v.DD = dd
 	default:
 		return v, nil, fmt.Errorf("%w: %s carries a sketch", ErrBadState, v.Fn)
 	}
