@@ -132,9 +132,6 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: load AWS config: %w", err)
@@ -147,6 +144,11 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		// Set here rather than in LoadDefaultConfig, which refuses a plain *http.Client when
+		// AWS_CA_BUNDLE is set.
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
 	}), nil
 }
 
@@ -179,6 +181,9 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 		maxBackoff:  cfg.MaxBackoff,
 	}, nil
 }
+
+// Name returns the S3 bucket name.
+func (b *Bucket) Name() string { return b.bucket }
 
 // Client returns the underlying SDK client.
 func (b *Bucket) Client() *awss3.Client { return b.client }
