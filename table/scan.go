@@ -1,0 +1,244 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/txlog"
+	"github.com/parquet-go/parquet-go"
+)
+
+// FileScan reads live data files of one table version: projection, partition values,
+// deletion vectors and an optional row filter.
+type FileScan struct {
+	Bucket        objstore.Bucket
+	Schema        *txlog.StructType // the table's logical schema
+	PartitionCols []string
+	Columns       []string   // projected columns (nil: all), in the order wanted
+	Filter        *Predicate // optional; bound to Schema
+}
+
+// projection returns the projected schema and, when a filter reads columns outside it, the
+// wider schema read before the filter runs.
+func (s *FileScan) projection() (out, read *txlog.StructType, err error) {
+	if s.Columns == nil {
+		return s.Schema, s.Schema, nil
+	}
+	out = &txlog.StructType{}
+	for _, c := range s.Columns {
+		f := s.Schema.Field(c)
+		if f == nil {
+			for i := range s.Schema.Fields {
+				if strings.EqualFold(s.Schema.Fields[i].Name, c) {
+					f = &s.Schema.Fields[i]
+				}
+			}
+		}
+		if f == nil {
+			return nil, nil, fmt.Errorf("table: column %s does not exist", c)
+		}
+		out.Fields = append(out.Fields, *f)
+	}
+	read = out
+	if s.Filter != nil {
+		read = &txlog.StructType{Fields: append([]txlog.StructField(nil), out.Fields...)}
+		s.Filter.b.cols(func(r *colRef) {
+			top := s.Schema.Fields[r.path[0]]
+			if read.FieldIndex(top.Name) < 0 {
+				read.Fields = append(read.Fields, top)
+			}
+		})
+	}
+	return out, read, nil
+}
+
+func (s *FileScan) isPartition(name string) bool {
+	for _, p := range s.PartitionCols {
+		if strings.EqualFold(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Files returns the adds that may hold matching rows (partition pruning and data skipping).
+func (s *FileScan) Files(files []*txlog.Add) []*txlog.Add {
+	if s.Filter == nil {
+		return files
+	}
+	out := make([]*txlog.Add, 0, len(files))
+	for _, f := range files {
+		if s.Filter.MayMatch(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Read yields the batches of the given files, one per row group with at least one row left.
+func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		out, read, err := s.projection()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, add := range s.Files(files) {
+			stop := false
+			err := s.readFile(ctx, add, out, read, func(b *Batch) bool {
+				if !yield(b, nil) {
+					stop = true
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if stop {
+				return
+			}
+		}
+	}
+}
+
+// ReadFile reads one file completely (every column, no filter), as rewrites need.
+func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*Batch, error) {
+	var out []*Batch
+	err := s.readFile(ctx, add, s.Schema, s.Schema, func(b *Batch) bool { out = append(out, b); return true })
+	return out, err
+}
+
+func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, yield func(*Batch) bool) error {
+	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, err) }
+	var deleted []uint64
+	if add.DeletionVector != nil {
+		var err error
+		if deleted, err = LoadDeletionVector(ctx, s.Bucket, add.DeletionVector); err != nil {
+			return wrap(err)
+		}
+	}
+	dataSchema := &txlog.StructType{}
+	for _, f := range read.Fields {
+		if !s.isPartition(f.Name) {
+			dataSchema.Fields = append(dataSchema.Fields, f)
+		}
+	}
+	size := add.Size
+	if size <= 0 {
+		info, err := s.Bucket.Stat(ctx, add.Path)
+		if err != nil {
+			return wrap(err)
+		}
+		size = info.Size
+	}
+	ra := objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
+	f, err := parquet.OpenFile(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
+		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return wrap(fmt.Errorf("%w: %v", ErrBadDataFile, err))
+	}
+	fr, err := newFileReader(f, dataSchema)
+	if err != nil {
+		return wrap(err)
+	}
+	rowBase := uint64(0)
+	for g := range f.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := fr.rowGroup(g)
+		if err != nil {
+			return wrap(err)
+		}
+		n := data.Len()
+		full := &Batch{Schema: read, Columns: make([]*Column, len(read.Fields))}
+		for i, fd := range read.Fields {
+			if s.isPartition(fd.Name) {
+				col, err := NewColumn(fd.Type)
+				if err != nil {
+					return wrap(err)
+				}
+				v := partitionValue(add.PartitionValues, &fd)
+				for r := 0; r < n; r++ {
+					if err := AppendPartitionValue(fd.Type, col, v); err != nil {
+						return wrap(err)
+					}
+				}
+				full.Columns[i] = col
+				continue
+			}
+			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
+		}
+		var keep []bool
+		if len(deleted) > 0 {
+			keep = make([]bool, n)
+			for r := range keep {
+				keep[r] = true
+			}
+			for _, d := range deleted {
+				if d >= rowBase && d < rowBase+uint64(n) {
+					keep[d-rowBase] = false
+				}
+			}
+		}
+		rowBase += uint64(n)
+		if s.Filter != nil {
+			// The filter is bound to the table schema; evaluate it on a view with that layout.
+			match := s.Filter.Eval(tableView(s.Schema, full))
+			if keep == nil {
+				keep = match
+			} else {
+				for r := range keep {
+					keep[r] = keep[r] && match[r]
+				}
+			}
+		}
+		result := full
+		if keep != nil {
+			result = full.Filter(keep)
+		}
+		if len(out.Fields) != len(read.Fields) {
+			result = &Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
+		}
+		if result.Len() == 0 {
+			continue
+		}
+		if !yield(result) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// tableView lays the columns of b out in the order of the table schema, with empty
+// placeholders for columns b lacks (the filter never touches those).
+func tableView(schema *txlog.StructType, b *Batch) *Batch {
+	v := &Batch{Schema: schema, Columns: make([]*Column, len(schema.Fields))}
+	for i, f := range schema.Fields {
+		if j := b.Schema.FieldIndex(f.Name); j >= 0 {
+			v.Columns[i] = b.Columns[j]
+		}
+	}
+	return v
+}
+
+// partitionValue finds a column's partition value by physical or logical name.
+func partitionValue(values map[string]*string, f *txlog.StructField) *string {
+	if v, ok := values[f.PhysicalName()]; ok {
+		return v
+	}
+	if v, ok := values[f.Name]; ok {
+		return v
+	}
+	for k, v := range values {
+		if strings.EqualFold(k, f.Name) {
+			return v
+		}
+	}
+	return nil
+}
