@@ -1,12 +1,16 @@
 package bronze
 
 import (
+	"encoding/base64"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // Kind is the declared type of a column, as the line parser sees it.
@@ -25,12 +29,16 @@ const (
 	KindTimestamp    // microseconds since the epoch, UTC
 	KindTimestampNTZ // microseconds since the epoch of the wall clock
 	KindDate         // days since the epoch
+	KindDecimal      // a JSON number or numeric string, at the field's Precision and Scale
+	KindBinary       // a base64 string (standard encoding), decoded
 )
 
 // Field is one declared column.
 type Field struct {
 	Name string
 	Kind Kind
+	// Precision and Scale of a KindDecimal column.
+	Precision, Scale int
 }
 
 // Reject reasons: what a person can act on. A line with one of these is not a record at all and
@@ -61,6 +69,7 @@ type Value struct {
 	Int   int64
 	Float float64
 	Bool  bool
+	Dec   table.Decimal128
 	// string bytes: line[strStart:strEnd], or scratch[strStart:strEnd] when inScratch
 	strStart, strEnd int
 	inScratch        bool
@@ -87,7 +96,7 @@ func NewLineParser(fields []Field) (*LineParser, error) {
 		if _, dup := p.index[f.Name]; dup {
 			return nil, fmt.Errorf("bronze: duplicate column %q", f.Name)
 		}
-		if f.Kind > KindDate {
+		if f.Kind > KindBinary {
 			return nil, fmt.Errorf("bronze: column %q: unsupported kind %d", f.Name, f.Kind)
 		}
 		p.index[f.Name] = i
@@ -98,7 +107,7 @@ func NewLineParser(fields []Field) (*LineParser, error) {
 // Value returns cell i of the last parsed line.
 func (p *LineParser) Value(i int) *Value { return &p.vals[i] }
 
-// Str returns the string bytes of a KindString cell of the last parsed line. The bytes are
+// Str returns the bytes of a KindString or KindBinary cell of the last parsed line. The bytes are
 // valid until the next Parse call.
 func (p *LineParser) Str(i int) []byte {
 	v := &p.vals[i]
@@ -302,6 +311,59 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		}
 		v.Valid, v.Float = true, f
 		return true, nil
+	case KindDecimal:
+		var text []byte
+		switch {
+		case c == '"':
+			s, e, scr, err := p.scanString()
+			if err != nil {
+				return false, err
+			}
+			text = p.line[s:e]
+			if scr {
+				text = p.scratch[s:e]
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			start := p.pos
+			if _, err := p.scanNumber(); err != nil {
+				return false, err
+			}
+			text = p.line[start:p.pos]
+		default:
+			return false, p.skipValue(0)
+		}
+		if !isPlainDecimal(text) {
+			return false, nil
+		}
+		f := p.fields[idx]
+		d, err := table.ParseDecimal(string(text), f.Scale)
+		if err != nil || !fitsPrecision(d, f.Precision) {
+			return false, nil
+		}
+		v.Valid, v.Dec = true, d
+		return true, nil
+	case KindBinary:
+		if c != '"' {
+			return false, p.skipValue(0)
+		}
+		s, e, scr, err := p.scanString()
+		if err != nil {
+			return false, err
+		}
+		text := p.line[s:e]
+		if scr {
+			text = p.scratch[s:e]
+		}
+		start := len(p.scratch)
+		p.scratch = append(p.scratch, make([]byte, base64.StdEncoding.DecodedLen(len(text)))...)
+		n, derr := base64.StdEncoding.Decode(p.scratch[start:], text)
+		if derr != nil {
+			p.scratch = p.scratch[:start]
+			return false, nil
+		}
+		p.scratch = p.scratch[:start+n]
+		v.Valid, v.strStart, v.strEnd, v.inScratch = true, start, start+n, true
+		return true, nil
 	case KindTimestamp, KindTimestampNTZ, KindDate:
 		if c != '"' {
 			return false, p.skipValue(0)
@@ -330,6 +392,52 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		return true, nil
 	}
 	return false, p.skipValue(0)
+}
+
+// isPlainDecimal accepts [+-]digits[.digits][(e|E)[+-]digits] and nothing else (no
+// fractions like "1/2", no hex, no separators).
+func isPlainDecimal(b []byte) bool {
+	i := 0
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	intDigits := i - d
+	fracDigits := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		fracDigits = i - f
+	}
+	if intDigits+fracDigits == 0 {
+		return false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		e := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == e || i-e > 4 { // exponents beyond 9999 cannot fit decimal(38) anyway
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// fitsPrecision reports whether an unscaled value has at most precision digits.
+func fitsPrecision(d table.Decimal128, precision int) bool {
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
+	return new(big.Int).Abs(d.BigInt()).Cmp(limit) < 0
 }
 
 func inRange(k Kind, n int64) bool {

@@ -2,9 +2,12 @@ package bronze
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math"
+	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,14 +15,16 @@ import (
 )
 
 var testFields = []Field{
-	{"event_id", KindString},
-	{"event_type", KindString},
-	{"amount", KindDouble},
-	{"event_time", KindTimestamp},
-	{"n", KindLong},
-	{"small", KindShort},
-	{"ok", KindBoolean},
-	{"day", KindDate},
+	{Name: "event_id", Kind: KindString},
+	{Name: "event_type", Kind: KindString},
+	{Name: "amount", Kind: KindDouble},
+	{Name: "event_time", Kind: KindTimestamp},
+	{Name: "n", Kind: KindLong},
+	{Name: "small", Kind: KindShort},
+	{Name: "ok", Kind: KindBoolean},
+	{Name: "day", Kind: KindDate},
+	{Name: "price", Kind: KindDecimal, Precision: 5, Scale: 2},
+	{Name: "blob", Kind: KindBinary},
 }
 
 // oracleCell is what encoding/json, an independent parser, says a declared cell should hold.
@@ -123,9 +128,33 @@ func typeCell(kind Kind, raw json.RawMessage) (oracleCell, bool) {
 		}
 		d, ok := parseDate([]byte(s))
 		return oracleCell{valid: true, i: d}, ok
+	case KindDecimal:
+		text := string(raw)
+		if isStr {
+			text = s
+		} else if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return oracleCell{}, false
+		}
+		r, ok := new(big.Rat).SetString(text)
+		if !ok || !plainDecimalRE.MatchString(text) {
+			return oracleCell{}, false
+		}
+		r.Mul(r, big.NewRat(100, 1))
+		if !r.IsInt() || new(big.Int).Abs(r.Num()).Cmp(big.NewInt(100000)) >= 0 {
+			return oracleCell{}, false
+		}
+		return oracleCell{valid: true, str: r.Num().String()}, true
+	case KindBinary:
+		if !isStr {
+			return oracleCell{}, false
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		return oracleCell{valid: true, str: string(b)}, err == nil
 	}
 	return oracleCell{}, false
 }
+
+var plainDecimalRE = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,4})?$`)
 
 func checkAgainstOracle(t *testing.T, p *LineParser, line []byte) {
 	t.Helper()
@@ -158,7 +187,11 @@ func checkAgainstOracle(t *testing.T, p *LineParser, line []byte) {
 			continue
 		}
 		switch f.Kind {
-		case KindString:
+		case KindDecimal:
+			if got.Dec.BigInt().String() != exp.str {
+				t.Fatalf("%q: %s=%s, oracle %s", line, f.Name, got.Dec.BigInt(), exp.str)
+			}
+		case KindString, KindBinary:
 			if string(p.Str(i)) != exp.str {
 				t.Fatalf("%q: %s=%q, oracle %q", line, f.Name, p.Str(i), exp.str)
 			}
@@ -223,6 +256,17 @@ var corpus = []string{
 	`{"event_time":"yesterday","day":"2024-02-30"}`,
 	`{"day":"2024-02-29","ok":true}`,
 	`{"unicode key é":"ü"}`,
+	`{"price":123.45,"blob":"aGVsbG8="}`,
+	`{"price":"-999.99","blob":"not base64!"}`,
+	`{"price":1000.00,"blob":""}`,
+	`{"price":1.005}`,
+	`{"price":1e2}`,
+	`{"price":"12,5"}`,
+	`{"price":"1/2"}`,
+	`{"price":"+1.5"}`,
+	`{"price":".5"}`,
+	`{"price":"5."}`,
+	`{"price":"1e99999"}`,
 	`{"event_id":"e1"`,
 	`{"event_id":"e1",}`,
 	`{"event_id":"e1"} trailing`,
