@@ -1,0 +1,555 @@
+// Package config owns the pipeline configuration: one YAML file (DESIGN.md §8), decoded strictly,
+// completed with defaults, validated, and overridden by flags and the environment.
+//
+// Guarantees: Parse and Load either return a Pipeline on which every later job can rely (every
+// default filled in, every field checked) or an error that lists every problem found, each as a
+// *FieldError naming the file, the line, the field path and what is expected. Secrets never come
+// from the file: S3 credentials are read from the AWS_* environment only, and Redacted never
+// prints them. The package reads files and the environment but writes nothing, so a crash leaves
+// nothing behind.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// ErrInvalid is wrapped by every problem found in a config (each a *FieldError): the CLI answers
+// it with exit code 2.
+var ErrInvalid = errors.New("config: invalid pipeline config")
+
+// FieldError is one problem in a config, located by file, line (0 when unknown, e.g. a value
+// that came from a default or a flag) and field path ("gold[0].window.slide").
+type FieldError struct {
+	Source string
+	Line   int
+	Path   string
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Source)
+	if e.Line > 0 {
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Pipeline is a whole pipeline config. Zero values of optional fields are replaced by the
+// defaults documented on each field when the file is parsed (or when ApplyDefaults is called).
+type Pipeline struct {
+	// Lake is where every table lives: "s3://bucket/prefix", "file:///abs/path" or a local path
+	// (relative to the working directory). Default "lake".
+	Lake string `yaml:"lake"`
+	// S3 holds the S3 settings that are not secrets; the AWS_* environment fills the rest.
+	S3 S3 `yaml:"s3"`
+	// UnsafeCommits allows commits on a store that cannot put-if-absent (concurrent writers may
+	// then lose commits). Default false.
+	UnsafeCommits bool `yaml:"unsafe_commits"`
+	// Landing is where raw event files arrive.
+	Landing Landing `yaml:"landing"`
+	// Schema is the event schema: the columns of bronze (plus its metadata columns) and silver.
+	// Required, at least one column.
+	Schema []Column `yaml:"schema"`
+	// Tables are the bronze, rejects and silver table paths, relative to Lake.
+	Tables Tables `yaml:"tables"`
+	// Stream is the streaming query from bronze to silver, quarantine and gold.
+	Stream Stream `yaml:"stream"`
+	// Gold lists the aggregations computed by the stream. Required, at least one.
+	Gold []Gold `yaml:"gold"`
+	// Jobs are the schedules of the recurring jobs run by serve.
+	Jobs Jobs `yaml:"jobs"`
+	// Serve is the long-running service (scheduler, metrics, health, notifications).
+	Serve Serve `yaml:"serve"`
+	// Log sets the log level and format.
+	Log Log `yaml:"log"`
+
+	source string
+	root   *yaml.Node     // the document as written, for Override
+	lines  map[string]int // field path -> line, for messages
+}
+
+// S3 holds S3 connection settings. Each empty field falls back to the AWS environment
+// (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION).
+type S3 struct {
+	// Endpoint is the S3 API URL, e.g. http://127.0.0.1:9000 for MinIO. Default: the
+	// environment, else AWS's own endpoint.
+	Endpoint string `yaml:"endpoint"`
+	// Region is the signing region. Default: the environment, else us-east-1.
+	Region string `yaml:"region"`
+	// PathStyle addresses buckets as endpoint/bucket (MinIO, LocalStack). Default: true when an
+	// endpoint is set, false for AWS.
+	PathStyle *bool `yaml:"path_style,omitempty"`
+	// RequestChecksum is when_required (default: S3-compatible stores reject the SDK's default
+	// CRC headers) or when_supported.
+	RequestChecksum string `yaml:"request_checksum"`
+	// Credentials come only from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+	// AWS_SESSION_TOKEN); empty means the SDK's default chain (profiles, instance roles).
+	Credentials Credentials `yaml:"-"`
+}
+
+// Credentials are S3 secrets. They print redacted.
+type Credentials struct {
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+}
+
+// String never shows a secret.
+func (c Credentials) String() string {
+	if c.AccessKeyID == "" {
+		return "(from the SDK's default chain)"
+	}
+	return fmt.Sprintf("access key %s, secret key %s, session token %s",
+		redactID(c.AccessKeyID), setOrNot(c.SecretAccessKey), setOrNot(c.SessionToken))
+}
+
+// GoString keeps %#v from printing secrets too.
+func (c Credentials) GoString() string { return "config.Credentials{" + c.String() + "}" }
+
+func redactID(id string) string {
+	if len(id) <= 4 {
+		return "****"
+	}
+	return id[:4] + "****"
+}
+
+func setOrNot(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return "set (redacted)"
+}
+
+// Landing describes the landing prefix that ingest reads.
+type Landing struct {
+	// Path is the landing prefix under Lake. Default "landing/events/".
+	Path string `yaml:"path"`
+	// Format is json (one JSON object a line; ".gz" objects are gunzipped) or csv (with a
+	// header line). Default json.
+	Format string `yaml:"format"`
+	// MaxFilesPerTrigger bounds the objects one ingest batch reads. Default 1000.
+	MaxFilesPerTrigger int `yaml:"max_files_per_trigger"`
+	// MaxLineBytes is the longest line kept as a record; longer lines are rejected. Default 1MiB.
+	MaxLineBytes ByteSize `yaml:"max_line_bytes"`
+	// Notify selects how new objects are discovered.
+	Notify Notify `yaml:"notify"`
+}
+
+// Notify configures event-driven ingestion.
+type Notify struct {
+	// Mode is poll (default: list the prefix), webhook (serve receives S3 event notifications,
+	// with polling as reconciliation) or listen (minio-go ListenBucketNotification).
+	Mode string `yaml:"mode"`
+	// Path is the HTTP path on serve.listen that accepts webhook events. Default "/s3-events".
+	Path string `yaml:"path"`
+	// ARN is the MinIO notification target to subscribe the bucket to. Default
+	// "arn:minio:sqs::PRIMARY:webhook".
+	ARN string `yaml:"arn"`
+	// Reconcile is how often a listing catches objects whose event was lost. Default 5m.
+	Reconcile Duration `yaml:"reconcile"`
+}
+
+// Column is one declared event column.
+type Column struct {
+	// Name is the JSON field name and column name. Required; unique ignoring case.
+	Name string `yaml:"name"`
+	// Type is string, long, integer, short, byte, double, float, boolean, binary, date,
+	// timestamp, timestamp_ntz or decimal(p,s). Required.
+	Type ColumnType `yaml:"type"`
+	// Required rows without this field (or with null) are rejected by silver. Default false.
+	Required bool `yaml:"required"`
+}
+
+// Tables are the table paths of the pipeline, relative to the lake.
+type Tables struct {
+	// Bronze is the raw table. Default "bronze/events".
+	Bronze string `yaml:"bronze"`
+	// Rejects holds lines that are not records, and rows silver rejects. Default "bronze/rejects".
+	Rejects string `yaml:"rejects"`
+	// Silver holds every valid event once. Default "silver/events".
+	Silver string `yaml:"silver"`
+}
+
+// Stream is the streaming query.
+type Stream struct {
+	// Name names the query. Default "events".
+	Name string `yaml:"name"`
+	// Checkpoint is the checkpoint prefix under Lake. Default "_checkpoints/" + Name.
+	Checkpoint string `yaml:"checkpoint"`
+	// EventTime is the schema column with the event time (timestamp or timestamp_ntz).
+	// Default "event_time".
+	EventTime string `yaml:"event_time"`
+	// Watermark is the allowed lateness. Required when a gold aggregation uses append mode.
+	Watermark Duration `yaml:"watermark"`
+	// MaxFutureSkew: rows whose event time is later than their ingest time plus this are
+	// rejected with reason "future". Default 1h.
+	MaxFutureSkew Duration `yaml:"max_future_skew"`
+	// IdleTimeout lets the watermark advance with the clock after the source has been silent
+	// this long (Flink's idleness). Default 0: disabled.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// Dedup lists the columns of the dedup key; empty means no dedup. Default none.
+	Dedup []string `yaml:"dedup,omitempty"`
+	// Trigger is once, available-now or processing-time=<duration>. Default available-now.
+	Trigger Trigger `yaml:"trigger"`
+	// MaxFilesPerTrigger bounds the bronze files one micro-batch reads. Default 1000.
+	MaxFilesPerTrigger int `yaml:"max_files_per_trigger"`
+	// IgnoreDeletes skips bronze commits that only remove files instead of failing. Default false.
+	IgnoreDeletes bool `yaml:"ignore_deletes"`
+	// IgnoreChanges re-reads rewritten bronze files instead of failing. Default false.
+	IgnoreChanges bool `yaml:"ignore_changes"`
+	// LateAlertFraction logs a warning when a batch's late rows exceed this fraction of its
+	// input rows (0..1). Default 0: no alert.
+	LateAlertFraction float64 `yaml:"late_alert_fraction"`
+	// State tunes the state store.
+	State StateStore `yaml:"state"`
+}
+
+// StateStore tunes the state store kept next to the checkpoint (Spark's names and defaults).
+type StateStore struct {
+	// MinDeltasForSnapshot writes a full snapshot after this many delta versions. Default 10.
+	MinDeltasForSnapshot int `yaml:"min_deltas_for_snapshot"`
+	// MinBatchesToRetain keeps this many versions of state and checkpoint logs. Default 100.
+	MinBatchesToRetain int `yaml:"min_batches_to_retain"`
+}
+
+// Gold is one aggregation of the stream into a gold table.
+type Gold struct {
+	// Name identifies the aggregation (--gold NAME, metrics). Required, unique, letters,
+	// digits, '_' and '-'.
+	Name string `yaml:"name"`
+	// Table is the gold table path. Default "gold/" + Name.
+	Table string `yaml:"table"`
+	// Quarantine is the table of this aggregation's late rows. Default "silver/late_" + Name.
+	Quarantine string `yaml:"quarantine"`
+	// Window is the event-time window. Required.
+	Window Window `yaml:"window"`
+	// GroupBy lists schema columns that key the aggregation besides the window. Default none
+	// (required for session windows).
+	GroupBy []string `yaml:"group_by,omitempty"`
+	// Aggregates are the aggregate columns. Required, at least one.
+	Aggregates []Aggregate `yaml:"aggregates"`
+	// OutputMode is append (default), update or complete.
+	OutputMode string `yaml:"output_mode"`
+}
+
+// Window types.
+const (
+	WindowTumbling = "tumbling"
+	WindowSliding  = "sliding"
+	WindowSession  = "session"
+)
+
+// Output modes.
+const (
+	OutputAppend   = "append"
+	OutputUpdate   = "update"
+	OutputComplete = "complete"
+)
+
+// Window is Spark's window(col, size, slide, start_time) or session_window(col, gap).
+type Window struct {
+	// Type is tumbling, sliding or session. Required.
+	Type string `yaml:"type"`
+	// Size is the window length (tumbling, sliding). Required for them, > 0.
+	Size Duration `yaml:"size,omitempty"`
+	// Slide is the distance between window starts (sliding only; 0 < slide <= size).
+	Slide Duration `yaml:"slide,omitempty"`
+	// StartTime shifts window starts from the epoch (tumbling, sliding); |start_time| < slide.
+	// Default 0.
+	StartTime Duration `yaml:"start_time,omitempty"`
+	// Gap closes a session after this much inactivity (session only). Required for it, > 0.
+	Gap Duration `yaml:"gap,omitempty"`
+}
+
+// EffectiveSlide is Slide for sliding windows and Size for tumbling ones.
+func (w Window) EffectiveSlide() Duration {
+	if w.Type == WindowSliding {
+		return w.Slide
+	}
+	return w.Size
+}
+
+// Aggregate functions.
+const (
+	FnCount               = "count"
+	FnSum                 = "sum"
+	FnMin                 = "min"
+	FnMax                 = "max"
+	FnAvg                 = "avg"
+	FnApproxCountDistinct = "approx_count_distinct"
+	FnApproxPercentile    = "approx_percentile"
+)
+
+// Aggregate is one aggregate column of a gold table.
+type Aggregate struct {
+	// Fn is count, sum, min, max, avg, approx_count_distinct or approx_percentile. Required.
+	Fn string `yaml:"fn"`
+	// Column is the input column; required except for count (count without a column counts
+	// rows, with one counts non-null values).
+	Column string `yaml:"column,omitempty"`
+	// As names the output column. Default Fn, or Fn + "_" + Column when a column is given.
+	As string `yaml:"as"`
+	// Percentiles (approx_percentile only, required): each in [0, 1].
+	Percentiles []float64 `yaml:"percentiles,omitempty"`
+	// RelativeAccuracy of approx_percentile's sketch, in (0, 1). Default 0.01.
+	RelativeAccuracy float64 `yaml:"relative_accuracy,omitempty"`
+	// RSD is approx_count_distinct's maximum relative standard deviation, in [0.01, 0.39]
+	// (Spark's rsd). Default 0.05.
+	RSD float64 `yaml:"rsd,omitempty"`
+}
+
+// Jobs are the recurring jobs. An empty schedule means serve does not run that job (it can
+// still be run with `medallion run`).
+type Jobs struct {
+	Ingest     Job         `yaml:"ingest"`
+	Stream     Job         `yaml:"stream"`
+	MergeLate  Job         `yaml:"merge_late"`
+	Replay     ReplayJob   `yaml:"replay"`
+	Optimize   OptimizeJob `yaml:"optimize"`
+	Vacuum     VacuumJob   `yaml:"vacuum"`
+	Checkpoint Job         `yaml:"checkpoint"`
+}
+
+// Job is a schedule and a time limit.
+type Job struct {
+	// Schedule is a cron spec in UTC: 5 fields, or 6 with seconds first, or a descriptor such
+	// as @hourly or "@every 1m" (see ParseSchedule). Default none.
+	Schedule string `yaml:"schedule,omitempty"`
+	// Timeout stops a run that takes longer, at a safe point. Default 0: no limit.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// ReplayJob recomputes a recent range of gold.
+type ReplayJob struct {
+	Job `yaml:",inline"`
+	// Lookback is the range replayed by a scheduled run, ending now. Default 24h.
+	Lookback Duration `yaml:"lookback"`
+	// Source is silver (default) or bronze (re-validated and deduplicated).
+	Source string `yaml:"source"`
+}
+
+// OptimizeJob compacts small files.
+type OptimizeJob struct {
+	Job `yaml:",inline"`
+	// TargetFileSize is the size compaction aims for. Default 128MiB.
+	TargetFileSize ByteSize `yaml:"target_file_size"`
+}
+
+// VacuumJob deletes files no longer referenced by a table.
+type VacuumJob struct {
+	Job `yaml:",inline"`
+	// Retain keeps unreferenced files younger than this. Default 168h (Delta's 7 days).
+	Retain Duration `yaml:"retain"`
+	// AllowShortRetention permits retain < 168h, which can break readers of old versions and
+	// concurrent writers (Delta's retentionDurationCheck). Default false.
+	AllowShortRetention bool `yaml:"allow_short_retention"`
+}
+
+// Serve configures `medallion serve`.
+type Serve struct {
+	// Listen is the host:port of /metrics, /healthz and webhook notifications.
+	// Default "127.0.0.1:9464".
+	Listen string `yaml:"listen"`
+	// LeaseTTL is how long a job lease lives without renewal. Default 1m.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// ShutdownTimeout bounds the wait for running jobs on SIGTERM. Default 30s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is auto (default: JSON unless stderr is a terminal), json or text.
+	Format string `yaml:"format"`
+}
+
+// Load reads, parses and validates a config file, then applies the AWS_* environment.
+func Load(path string) (*Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	p, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	p.ApplyEnv(os.LookupEnv)
+	return p, nil
+}
+
+// Parse decodes a config strictly, fills in defaults and validates it. source names the file
+// in messages. The environment is not read (see ApplyEnv).
+func Parse(data []byte, source string) (*Pipeline, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, syntaxError(source, err)
+	}
+	return decode(&root, source)
+}
+
+func decode(root *yaml.Node, source string) (*Pipeline, error) {
+	d := &decoder{source: source, lines: map[string]int{}, badLines: map[int]bool{}}
+	p := d.decode(root)
+	if p == nil {
+		return nil, errors.Join(d.errs...)
+	}
+	p.source, p.root, p.lines = source, root, d.lines
+	p.ApplyDefaults()
+	errs := d.errs
+	if err := p.Validate(); err != nil {
+		errs = append(errs, unjoin(err)...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// unjoin flattens errors.Join trees so that messages stay one per line.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// ApplyDefaults fills every unset optional field with its documented default.
+func (p *Pipeline) ApplyDefaults() {
+	setStr := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	setInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	setDur := func(d *Duration, v Duration) {
+		if !d.IsSet() {
+			*d = v
+		}
+	}
+	setStr(&p.Lake, "lake")
+	setStr(&p.S3.RequestChecksum, "when_required")
+	setStr(&p.Landing.Path, "landing/events/")
+	setStr(&p.Landing.Format, "json")
+	setInt(&p.Landing.MaxFilesPerTrigger, 1000)
+	if !p.Landing.MaxLineBytes.IsSet() {
+		p.Landing.MaxLineBytes = NewByteSize(1 << 20)
+	}
+	setStr(&p.Landing.Notify.Mode, "poll")
+	setStr(&p.Landing.Notify.Path, "/s3-events")
+	setStr(&p.Landing.Notify.ARN, "arn:minio:sqs::PRIMARY:webhook")
+	setDur(&p.Landing.Notify.Reconcile, NewDuration(5*60e9))
+	setStr(&p.Tables.Bronze, "bronze/events")
+	setStr(&p.Tables.Rejects, "bronze/rejects")
+	setStr(&p.Tables.Silver, "silver/events")
+	s := &p.Stream
+	setStr(&s.Name, "events")
+	setStr(&s.Checkpoint, "_checkpoints/"+s.Name)
+	setStr(&s.EventTime, "event_time")
+	setDur(&s.MaxFutureSkew, NewDuration(3600e9))
+	if s.Trigger.Kind == "" && s.Trigger.err == nil {
+		s.Trigger = Trigger{Kind: TriggerAvailableNow, text: string(TriggerAvailableNow)}
+	}
+	setInt(&s.MaxFilesPerTrigger, 1000)
+	setInt(&s.State.MinDeltasForSnapshot, 10)
+	setInt(&s.State.MinBatchesToRetain, 100)
+	for i := range p.Gold {
+		g := &p.Gold[i]
+		if g.Name != "" {
+			setStr(&g.Table, "gold/"+g.Name)
+			setStr(&g.Quarantine, "silver/late_"+g.Name)
+		}
+		setStr(&g.OutputMode, OutputAppend)
+		for j := range g.Aggregates {
+			a := &g.Aggregates[j]
+			if a.As == "" && a.Fn != "" {
+				a.As = a.Fn
+				if a.Column != "" {
+					a.As += "_" + a.Column
+				}
+			}
+			if a.Fn == FnApproxPercentile && a.RelativeAccuracy == 0 {
+				a.RelativeAccuracy = 0.01
+			}
+			if a.Fn == FnApproxCountDistinct && a.RSD == 0 {
+				a.RSD = 0.05
+			}
+		}
+	}
+	setDur(&p.Jobs.Replay.Lookback, NewDuration(24*3600e9))
+	setStr(&p.Jobs.Replay.Source, "silver")
+	if !p.Jobs.Optimize.TargetFileSize.IsSet() {
+		p.Jobs.Optimize.TargetFileSize = NewByteSize(128 << 20)
+	}
+	setDur(&p.Jobs.Vacuum.Retain, NewDuration(168*3600e9))
+	setStr(&p.Serve.Listen, "127.0.0.1:9464")
+	setDur(&p.Serve.LeaseTTL, NewDuration(60e9))
+	setDur(&p.Serve.ShutdownTimeout, NewDuration(30e9))
+	setStr(&p.Log.Level, "info")
+	setStr(&p.Log.Format, "auto")
+}
+
+// Source is the file name the config was read from.
+func (p *Pipeline) Source() string { return p.source }
+
+// GoldByName finds a gold aggregation by name.
+func (p *Pipeline) GoldByName(name string) (*Gold, bool) {
+	for i := range p.Gold {
+		if p.Gold[i].Name == name {
+			return &p.Gold[i], true
+		}
+	}
+	return nil, false
+}
+
+// Column finds a schema column by exact name.
+func (p *Pipeline) Column(name string) (Column, bool) {
+	for _, c := range p.Schema {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// UsePathStyle is the effective S3 addressing style.
+func (s S3) UsePathStyle() bool {
+	if s.PathStyle != nil {
+		return *s.PathStyle
+	}
+	return s.Endpoint != ""
+}
+
+// ParseSchedule parses a job schedule the way the scheduler must: seconds optional, descriptors
+// (@hourly, @every 1m) allowed, in UTC.
+func ParseSchedule(spec string) (cron.Schedule, error) {
+	parser := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month |
+		cron.Dow | cron.Descriptor)
+	return parser.Parse(spec)
+}

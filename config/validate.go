@@ -1,0 +1,521 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+)
+
+// bronzeColumns are the metadata columns bronze adds to the declared schema.
+var bronzeColumns = []string{"_rescued_data", "_ingest_time", "_source_file", "_source_offset"}
+
+var goldNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// validator collects every problem with its path; the line comes from the decoded file.
+type validator struct {
+	p    *Pipeline
+	errs []error
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Source: v.p.sourceName(), Line: v.p.lineOf(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *Pipeline) sourceName() string {
+	if p.source == "" {
+		return "config"
+	}
+	return p.source
+}
+
+// lineOf finds the line of a path, or of its nearest ancestor written in the file.
+func (p *Pipeline) lineOf(path string) int {
+	for path != "" {
+		if l, ok := p.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// Validate checks the whole config and returns every problem (errors.Join of *FieldError), or
+// nil. It does not fill defaults: call ApplyDefaults first on a config built in code.
+func (p *Pipeline) Validate() error {
+	v := &validator{p: p}
+	v.lake()
+	v.s3()
+	v.landing()
+	cols := v.schema()
+	v.tables()
+	v.stream(cols)
+	v.gold(cols)
+	v.paths()
+	v.jobs()
+	v.serve()
+	v.enum("log.level", p.Log.Level, "debug", "info", "warn", "error")
+	v.enum("log.format", p.Log.Format, "auto", "json", "text")
+	return errors.Join(v.errs...)
+}
+
+func (v *validator) enum(path, value string, allowed ...string) bool {
+	for _, a := range allowed {
+		if value == a {
+			return true
+		}
+	}
+	v.fail(path, "invalid value %q: expected %s", value, orList(allowed))
+	return false
+}
+
+func orList(s []string) string {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// duration checks a duration field; min is the smallest allowed value.
+func (v *validator) duration(path string, d Duration, required bool, min time.Duration, what string) bool {
+	switch {
+	case d.Err() != nil:
+		v.fail(path, "%v", d.Err())
+	case !d.IsSet() && required:
+		v.fail(path, "required: expected %s", what)
+	case d.IsSet() && d.Duration < min:
+		v.fail(path, "%s is too small: expected %s", d, what)
+	default:
+		return true
+	}
+	return false
+}
+
+func (v *validator) lake() {
+	lake := v.p.Lake
+	u, err := url.Parse(lake)
+	switch {
+	case lake == "":
+		v.fail("lake", "required: expected s3://bucket/prefix, file:///path or a local path")
+	case strings.Contains(lake, "://") && err != nil:
+		v.fail("lake", "invalid URL %q: %v", lake, err)
+	case strings.Contains(lake, "://") && u.Scheme == "s3":
+		if u.Host == "" {
+			v.fail("lake", "%q has no bucket: expected s3://bucket/prefix", lake)
+		}
+		if u.User != nil {
+			v.fail("lake", "credentials in the URL are not allowed: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+		}
+	case strings.Contains(lake, "://") && u.Scheme == "file":
+		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
+			v.fail("lake", "%q: expected an absolute path after file://, e.g. file:///var/lake", lake)
+		}
+	case strings.Contains(lake, "://"):
+		v.fail("lake", "unsupported scheme %q: expected s3://bucket/prefix, file:///path or a local path", u.Scheme)
+	}
+}
+
+func (v *validator) s3() {
+	s := v.p.S3
+	if s.Endpoint != "" {
+		u, err := url.Parse(s.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.fail("s3.endpoint", "invalid endpoint %q: expected an http:// or https:// URL, e.g. http://127.0.0.1:9000", s.Endpoint)
+		} else if u.User != nil {
+			v.fail("s3.endpoint", "credentials in the URL are not allowed: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+		}
+	}
+	v.enum("s3.request_checksum", s.RequestChecksum, "when_required", "when_supported")
+}
+
+func (v *validator) landing() {
+	l := v.p.Landing
+	if err := objstore.ValidatePrefix(l.Path); err != nil || strings.HasPrefix(l.Path, "/") {
+		v.fail("landing.path", "invalid prefix %q: expected a relative prefix under the lake, e.g. landing/events/", l.Path)
+	}
+	v.enum("landing.format", l.Format, "json", "csv")
+	if l.MaxFilesPerTrigger < 0 {
+		v.fail("landing.max_files_per_trigger", "%d is negative: expected a positive number of files", l.MaxFilesPerTrigger)
+	}
+	if err := l.MaxLineBytes.Err(); err != nil {
+		v.fail("landing.max_line_bytes", "%v", err)
+	} else if l.MaxLineBytes.Bytes <= 0 {
+		v.fail("landing.max_line_bytes", "%s: expected a positive size, e.g. 1MiB", l.MaxLineBytes)
+	}
+	n := l.Notify
+	v.enum("landing.notify.mode", n.Mode, "poll", "webhook", "listen")
+	if !strings.HasPrefix(n.Path, "/") {
+		v.fail("landing.notify.path", "%q: expected an HTTP path starting with /", n.Path)
+	}
+	v.duration("landing.notify.reconcile", n.Reconcile, true, time.Second, "a duration of at least 1s")
+}
+
+// schema checks the columns and returns them by name.
+func (v *validator) schema() map[string]Column {
+	cols := map[string]Column{}
+	if len(v.p.Schema) == 0 {
+		v.fail("schema", "required: expected a list of columns, e.g. - {name: event_id, type: string}")
+	}
+	lower := map[string]string{}
+	for i, c := range v.p.Schema {
+		path := fmt.Sprintf("schema[%d]", i)
+		switch {
+		case c.Name == "":
+			v.fail(path+".name", "required: expected a column name")
+		case strings.TrimSpace(c.Name) != c.Name || strings.ContainsAny(c.Name, ".`\x00\n"):
+			v.fail(path+".name", "invalid column name %q: no surrounding spaces, dots, backticks or control characters", c.Name)
+		case isBronzeColumn(c.Name):
+			v.fail(path+".name", "%q is reserved for bronze metadata (%s)", c.Name, strings.Join(bronzeColumns, ", "))
+		default:
+			if prev, dup := lower[strings.ToLower(c.Name)]; dup {
+				v.fail(path+".name", "duplicate column %q (already declared as %q; names are case-insensitive, as in Spark)", c.Name, prev)
+			} else {
+				lower[strings.ToLower(c.Name)] = c.Name
+				cols[c.Name] = c
+			}
+		}
+		switch {
+		case c.Type.Err() != nil:
+			v.fail(path+".type", "%v", c.Type.Err())
+		case c.Type.Kind == "":
+			v.fail(path+".type", "required: expected one of string, long, integer, short, byte, double, float, boolean, binary, date, timestamp, timestamp_ntz, decimal(p,s)")
+		}
+	}
+	return cols
+}
+
+func isBronzeColumn(name string) bool {
+	for _, b := range bronzeColumns {
+		if strings.EqualFold(name, b) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) tables() {
+	t := v.p.Tables
+	v.tablePath("tables.bronze", t.Bronze)
+	v.tablePath("tables.rejects", t.Rejects)
+	v.tablePath("tables.silver", t.Silver)
+}
+
+func (v *validator) tablePath(path, value string) {
+	if value == "" {
+		v.fail(path, "required: expected a table path under the lake, e.g. gold/events_5m")
+		return
+	}
+	if err := objstore.ValidateKey(strings.TrimSuffix(value, "/")); err != nil || strings.Contains(value, "://") {
+		v.fail(path, "invalid table path %q: expected a relative path under the lake (no leading /, no empty, . or .. segments)", value)
+	}
+}
+
+// column checks that name is a schema column (cols holds the valid ones).
+func (v *validator) column(path, name string, cols map[string]Column) (Column, bool) {
+	if name == "" {
+		v.fail(path, "required: expected a column name from schema")
+		return Column{}, false
+	}
+	c, ok := cols[name]
+	if !ok {
+		names := make([]string, 0, len(v.p.Schema))
+		for _, c := range v.p.Schema {
+			names = append(names, c.Name)
+		}
+		v.fail(path, "column %q is not in schema (columns: %s)", name, strings.Join(names, ", "))
+	}
+	return c, ok
+}
+
+func (v *validator) columnList(path string, names []string, cols map[string]Column) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if seen[n] {
+			v.fail(p, "column %q is listed twice", n)
+			continue
+		}
+		seen[n] = true
+		v.column(p, n, cols)
+	}
+}
+
+func (v *validator) stream(cols map[string]Column) {
+	s := v.p.Stream
+	if s.Name == "" || !goldNameRE.MatchString(s.Name) {
+		v.fail("stream.name", "invalid name %q: expected letters, digits, '_' and '-'", s.Name)
+	}
+	v.tablePath("stream.checkpoint", s.Checkpoint)
+	if c, ok := v.column("stream.event_time", s.EventTime, cols); ok && c.Type.Err() == nil && !c.Type.IsTimestamp() {
+		v.fail("stream.event_time", "column %q has type %s: expected timestamp or timestamp_ntz", c.Name, c.Type)
+	}
+	if s.Watermark.IsSet() || s.Watermark.Err() != nil {
+		v.duration("stream.watermark", s.Watermark, false, 0, "a non-negative duration such as 10m")
+	} else {
+		for i, g := range v.p.Gold {
+			if g.OutputMode == OutputAppend {
+				v.fail("stream.watermark", "required by gold[%d] (%s) in append mode: Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark", i, g.Name)
+				break
+			}
+		}
+	}
+	v.duration("stream.max_future_skew", s.MaxFutureSkew, true, 0, "a non-negative duration such as 1h")
+	v.duration("stream.idle_timeout", s.IdleTimeout, false, 0, "a non-negative duration (0 disables idleness)")
+	v.columnList("stream.dedup", s.Dedup, cols)
+	if err := s.Trigger.Err(); err != nil {
+		v.fail("stream.trigger", "%v", err)
+	}
+	if s.MaxFilesPerTrigger < 0 {
+		v.fail("stream.max_files_per_trigger", "%d is negative: expected a positive number of files", s.MaxFilesPerTrigger)
+	}
+	if s.LateAlertFraction < 0 || s.LateAlertFraction > 1 || math.IsNaN(s.LateAlertFraction) {
+		v.fail("stream.late_alert_fraction", "%v: expected a fraction between 0 and 1", s.LateAlertFraction)
+	}
+	if s.State.MinDeltasForSnapshot < 0 {
+		v.fail("stream.state.min_deltas_for_snapshot", "%d is negative: expected a positive number", s.State.MinDeltasForSnapshot)
+	}
+	if s.State.MinBatchesToRetain < 0 {
+		v.fail("stream.state.min_batches_to_retain", "%d is negative: expected a positive number", s.State.MinBatchesToRetain)
+	}
+}
+
+func (v *validator) gold(cols map[string]Column) {
+	if len(v.p.Gold) == 0 {
+		v.fail("gold", "required: expected at least one aggregation, e.g. - {name: events_5m, window: {type: tumbling, size: 5m}, aggregates: [{fn: count}]}")
+	}
+	names := map[string]int{}
+	for i, g := range v.p.Gold {
+		path := fmt.Sprintf("gold[%d]", i)
+		switch {
+		case g.Name == "":
+			v.fail(path+".name", "required: expected a name such as events_5m")
+		case !goldNameRE.MatchString(g.Name):
+			v.fail(path+".name", "invalid name %q: expected letters, digits, '_' and '-'", g.Name)
+		default:
+			if j, dup := names[g.Name]; dup {
+				v.fail(path+".name", "duplicate gold name %q (also gold[%d])", g.Name, j)
+			}
+			names[g.Name] = i
+		}
+		if g.Name != "" {
+			v.tablePath(path+".table", g.Table)
+			v.tablePath(path+".quarantine", g.Quarantine)
+		}
+		v.window(path+".window", g.Window)
+		v.columnList(path+".group_by", g.GroupBy, cols)
+		if v.enum(path+".output_mode", g.OutputMode, OutputAppend, OutputUpdate, OutputComplete) &&
+			g.OutputMode == OutputUpdate && g.Window.Type == WindowSession {
+			v.fail(path+".output_mode", "Update output mode not supported for session window on streaming DataFrames/DataSets")
+		}
+		if g.Window.Type == WindowSession && len(g.GroupBy) == 0 {
+			v.fail(path+".group_by", "Global aggregation with session window in streaming query is not supported. (add at least one group_by column)")
+		}
+		v.aggregates(path, g, cols)
+	}
+}
+
+func (v *validator) window(path string, w Window) {
+	if !v.enum(path+".type", w.Type, WindowTumbling, WindowSliding, WindowSession) {
+		return
+	}
+	extra := func(key string, d Duration, why string) {
+		if d.IsSet() || d.Err() != nil {
+			v.fail(path+"."+key, "not allowed for a %s window: %s", w.Type, why)
+		}
+	}
+	switch w.Type {
+	case WindowSession:
+		v.duration(path+".gap", w.Gap, true, 1, "a positive duration such as 5m")
+		extra("size", w.Size, "a session's length follows its events; set gap")
+		extra("slide", w.Slide, "sessions do not slide")
+		extra("start_time", w.StartTime, "sessions start at their first event")
+		return
+	case WindowTumbling:
+		extra("slide", w.Slide, "use type: sliding for overlapping windows")
+	case WindowSliding:
+		v.duration(path+".slide", w.Slide, true, 1, "a positive duration no larger than size")
+	}
+	extra("gap", w.Gap, "gap is for session windows")
+	sizeOK := v.duration(path+".size", w.Size, true, 1, "a positive duration such as 5m")
+	startOK := v.duration(path+".start_time", w.StartTime, false, math.MinInt64, "a duration")
+	slide := w.EffectiveSlide()
+	if !sizeOK || slide.Err() != nil || slide.Duration <= 0 {
+		return
+	}
+	if w.Type == WindowSliding && slide.Duration > w.Size.Duration {
+		v.fail(path+".slide", "slide %s is larger than size %s: expected slide <= size", slide, w.Size)
+	}
+	if startOK {
+		if st := w.StartTime.Duration; st >= slide.Duration || -st >= slide.Duration {
+			v.fail(path+".start_time", "|start_time| = %s is not smaller than the slide %s: expected -%s < start_time < %s",
+				FormatDuration(max(st, -st)), slide, slide, slide)
+		}
+	}
+}
+
+func (v *validator) aggregates(path string, g Gold, cols map[string]Column) {
+	if len(g.Aggregates) == 0 {
+		v.fail(path+".aggregates", "required: expected at least one aggregate, e.g. - {fn: count, as: count}")
+	}
+	outNames := map[string]string{"window": "the window column"}
+	for i, k := range g.GroupBy {
+		outNames[strings.ToLower(k)] = fmt.Sprintf("group_by[%d]", i)
+	}
+	for i, a := range g.Aggregates {
+		ap := fmt.Sprintf("%s.aggregates[%d]", path, i)
+		var col Column
+		hasCol := false
+		if a.Column != "" {
+			col, hasCol = v.column(ap+".column", a.Column, cols)
+		}
+		switch a.Fn {
+		case FnCount:
+		case FnSum, FnAvg:
+			if a.Column == "" {
+				v.fail(ap+".column", "required: %s needs a numeric column", a.Fn)
+			} else if hasCol && col.Type.Err() == nil && !col.Type.Numeric() {
+				v.fail(ap+".column", "%s needs a numeric column; %q has type %s", a.Fn, a.Column, col.Type)
+			}
+		case FnMin, FnMax, FnApproxCountDistinct:
+			if a.Column == "" {
+				v.fail(ap+".column", "required: %s needs a column", a.Fn)
+			}
+		case FnApproxPercentile:
+			if a.Column == "" {
+				v.fail(ap+".column", "required: approx_percentile needs a numeric, date or timestamp column")
+			} else if hasCol && col.Type.Err() == nil && !col.Type.Numeric() && !col.Type.IsTimestamp() && col.Type.Kind != KindDate {
+				v.fail(ap+".column", "approx_percentile needs a numeric, date or timestamp column; %q has type %s", a.Column, col.Type)
+			}
+			if len(a.Percentiles) == 0 {
+				v.fail(ap+".percentiles", "required: expected a list of fractions, e.g. [0.5, 0.95, 0.99]")
+			}
+			for j, q := range a.Percentiles {
+				if q < 0 || q > 1 || math.IsNaN(q) {
+					v.fail(fmt.Sprintf("%s.percentiles[%d]", ap, j), "%v: expected a fraction between 0 and 1", q)
+				}
+			}
+			if a.RelativeAccuracy <= 0 || a.RelativeAccuracy >= 1 {
+				v.fail(ap+".relative_accuracy", "%v: expected a fraction between 0 and 1 (exclusive)", a.RelativeAccuracy)
+			}
+		case "count_distinct", "countDistinct", "count(distinct)":
+			v.fail(ap+".fn", "Distinct aggregations are not supported on streaming DataFrames/Datasets. Consider using approx_count_distinct() instead.")
+		case "":
+			v.fail(ap+".fn", "required: expected count, sum, min, max, avg, approx_count_distinct or approx_percentile")
+		default:
+			v.fail(ap+".fn", "unknown aggregate function %q: expected count, sum, min, max, avg, approx_count_distinct or approx_percentile", a.Fn)
+		}
+		if a.Fn != FnApproxPercentile {
+			if len(a.Percentiles) > 0 {
+				v.fail(ap+".percentiles", "only approx_percentile takes percentiles")
+			}
+			if a.RelativeAccuracy != 0 {
+				v.fail(ap+".relative_accuracy", "only approx_percentile takes relative_accuracy")
+			}
+		}
+		if a.Fn == FnApproxCountDistinct {
+			if a.RSD < 0.01 || a.RSD > 0.39 {
+				v.fail(ap+".rsd", "%v: expected a relative standard deviation between 0.01 and 0.39", a.RSD)
+			}
+		} else if a.RSD != 0 {
+			v.fail(ap+".rsd", "only approx_count_distinct takes rsd")
+		}
+		if a.As == "" {
+			continue
+		}
+		if prev, dup := outNames[strings.ToLower(a.As)]; dup {
+			v.fail(ap+".as", "output column %q collides with %s", a.As, prev)
+		} else {
+			outNames[strings.ToLower(a.As)] = fmt.Sprintf("aggregates[%d]", i)
+		}
+	}
+}
+
+// paths checks that no two tables, the checkpoint and the landing prefix overlap: one table
+// inside another would be read as its data.
+func (v *validator) paths() {
+	type entry struct{ field, path string }
+	var all []entry
+	add := func(field, path string) {
+		if path != "" {
+			all = append(all, entry{field, strings.Trim(path, "/")})
+		}
+	}
+	p := v.p
+	add("landing.path", p.Landing.Path)
+	add("tables.bronze", p.Tables.Bronze)
+	add("tables.rejects", p.Tables.Rejects)
+	add("tables.silver", p.Tables.Silver)
+	add("stream.checkpoint", p.Stream.Checkpoint)
+	for i, g := range p.Gold {
+		add(fmt.Sprintf("gold[%d].table", i), g.Table)
+		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
+	}
+	for i := range all {
+		for j := 0; j < i; j++ {
+			a, b := all[j], all[i]
+			switch {
+			case a.path == b.path:
+				v.fail(b.field, "path %q is also %s: every table needs its own path", b.path, a.field)
+			case strings.HasPrefix(b.path+"/", a.path+"/"):
+				v.fail(b.field, "path %q is inside %s (%q): tables must not nest", b.path, a.field, a.path)
+			case strings.HasPrefix(a.path+"/", b.path+"/"):
+				v.fail(b.field, "path %q contains %s (%q): tables must not nest", b.path, a.field, a.path)
+			}
+		}
+	}
+}
+
+func (v *validator) jobs() {
+	j := v.p.Jobs
+	for _, e := range []struct {
+		name string
+		job  Job
+	}{
+		{"ingest", j.Ingest}, {"stream", j.Stream}, {"merge_late", j.MergeLate}, {"replay", j.Replay.Job},
+		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint},
+	} {
+		path := "jobs." + e.name
+		if e.job.Schedule != "" {
+			if _, err := ParseSchedule(e.job.Schedule); err != nil {
+				v.fail(path+".schedule", "invalid schedule %q: %v: expected a cron spec (\"0 * * * *\", seconds optional) or a descriptor (@hourly, \"@every 1m\")", e.job.Schedule, err)
+			}
+		}
+		v.duration(path+".timeout", e.job.Timeout, false, 0, "a non-negative duration (0: no limit)")
+	}
+	v.duration("jobs.replay.lookback", j.Replay.Lookback, true, 1, "a positive duration such as 24h")
+	v.enum("jobs.replay.source", j.Replay.Source, "silver", "bronze")
+	if err := j.Optimize.TargetFileSize.Err(); err != nil {
+		v.fail("jobs.optimize.target_file_size", "%v", err)
+	} else if j.Optimize.TargetFileSize.Bytes <= 0 {
+		v.fail("jobs.optimize.target_file_size", "%s: expected a positive size, e.g. 128MiB", j.Optimize.TargetFileSize)
+	}
+	if v.duration("jobs.vacuum.retain", j.Vacuum.Retain, true, 0, "a non-negative duration such as 168h") &&
+		j.Vacuum.Retain.Duration < 168*time.Hour && !j.Vacuum.AllowShortRetention {
+		v.fail("jobs.vacuum.retain", "%s is shorter than 168h: readers of old versions and concurrent writers may fail; set allow_short_retention: true if you are sure", j.Vacuum.Retain)
+	}
+}
+
+func (v *validator) serve() {
+	s := v.p.Serve
+	host, port, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		v.fail("serve.listen", "invalid address %q: expected host:port, e.g. 127.0.0.1:9464", s.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail("serve.listen", "invalid port %q in %q: expected 0..65535", port, s.Listen)
+	} else if strings.ContainsAny(host, " /") {
+		v.fail("serve.listen", "invalid host %q in %q", host, s.Listen)
+	}
+	v.duration("serve.lease_ttl", s.LeaseTTL, true, time.Second, "a duration of at least 1s")
+	v.duration("serve.shutdown_timeout", s.ShutdownTimeout, true, 0, "a non-negative duration")
+}
