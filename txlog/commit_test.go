@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
@@ -142,7 +143,11 @@ func TestConflictChecks(t *testing.T) {
 		{"unpartitioned: any append conflicts with a predicate read", false, Serializable, readDay("1"),
 			func(tx *Transaction) { tx.Add(fileAdd("y", "2")) }, ErrConcurrentAppend},
 		{"write-serializable: non-blind winner add conflicts", true, WriteSerializable, readDay("1"),
-			func(tx *Transaction) { tx.ReadFiles("b"); tx.Remove(&Remove{Path: "b", DataChange: true}); tx.Add(fileAdd("y", "1")) }, ErrConcurrentAppend},
+			func(tx *Transaction) {
+				tx.ReadFiles("b")
+				tx.Remove(&Remove{Path: "b", DataChange: true})
+				tx.Add(fileAdd("y", "1"))
+			}, ErrConcurrentAppend},
 		{"double delete", true, Serializable, readDay("1"),
 			func(tx *Transaction) { tx.Remove(&Remove{Path: "a", DataChange: true}) }, ErrConcurrentDeleteDelete},
 		{"delete of a file read", true, Serializable,
@@ -163,7 +168,10 @@ func TestConflictChecks(t *testing.T) {
 			func(tx *Transaction) { tx.SetTxn("job", 2); tx.Add(fileAdd("z", "3")) },
 			func(tx *Transaction) { tx.SetTxn("job", 1); tx.Add(fileAdd("y", "3")) }, ErrConcurrentTransaction},
 		{"same domain", true, Serializable,
-			func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "d", Configuration: "1"}); tx.Add(fileAdd("z", "3")) },
+			func(tx *Transaction) {
+				tx.SetDomain(DomainMetadata{Domain: "d", Configuration: "1"})
+				tx.Add(fileAdd("z", "3"))
+			},
 			func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "d", Configuration: "2"}) }, ErrConcurrentTransaction},
 		{"compaction vs append into read partition", true, Serializable,
 			func(tx *Transaction) {
@@ -373,8 +381,24 @@ func concurrentBlindAppends(t *testing.T, b objstore.Bucket, writers, perWriter 
 	}
 }
 
+func perWriter() int {
+	if testing.Short() {
+		return 10
+	}
+	return 50
+}
+
 func TestConcurrentBlindAppendsMem(t *testing.T) {
-	concurrentBlindAppends(t, mem.New(), 8, 50)
+	concurrentBlindAppends(t, mem.New(), 8, perWriter())
+}
+
+func TestConcurrentBlindAppendsFile(t *testing.T) {
+	b, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	concurrentBlindAppends(t, b, 8, perWriter())
 }
 
 func TestConcurrentReadModifyWrite(t *testing.T) {

@@ -1,0 +1,262 @@
+package txlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+)
+
+// snapshotState is a comparable rendering of a snapshot's reconciled state.
+func snapshotState(t *testing.T, s *Snapshot) string {
+	t.Helper()
+	type file struct {
+		Add     *Add
+		RawPath string
+	}
+	var files []file
+	for _, a := range s.Files() {
+		c := *a
+		c.DataChange = false // checkpoints record state, not changes
+		files = append(files, file{&c, a.RawPath()})
+	}
+	var tomb []string
+	for _, r := range s.Tombstones() {
+		tomb = append(tomb, r.Path)
+	}
+	txns := map[string]int64{}
+	for id := range s.txnActions {
+		txns[id], _ = s.TxnVersion(id)
+	}
+	b, err := json.Marshal(map[string]any{
+		"version": s.Version(), "protocol": s.Protocol(), "metadata": s.Metadata(), "files": files,
+		"tombstones": tomb, "txns": txns, "domains": s.domains,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// buildHistory commits a mix of actions: adds with awkward paths, null partition values, stats,
+// DVs, removes, re-adds, txns and domains.
+func buildHistory(t *testing.T, l *Log, commits int) {
+	t.Helper()
+	ctx := context.Background()
+	createTable(t, l, true, map[string]string{PropCheckpointInterval: "1000"})
+	for i := 1; i <= commits; i++ {
+		snap := mustSnapshot(t, l)
+		tx := l.Begin(snap)
+		day := fmt.Sprintf("2024-01-%02d", i%5)
+		a := fileAdd(fmt.Sprintf("day=%s/part %d%%.parquet", day, i), day)
+		a.Stats = fmt.Sprintf(`{"numRecords":%d,"minValues":{"id":1},"maxValues":{"id":%d},"nullCount":{"id":0}}`, i, i)
+		if i%4 == 0 {
+			a.PartitionValues["day"] = nil
+		}
+		if i%3 == 0 {
+			off := int32(1)
+			a.DeletionVector = &DeletionVector{StorageType: "u", PathOrInlineDv: "ab^-aqEH.-t@S}K{vb[*k^", Offset: &off, SizeInBytes: 34, Cardinality: 2}
+			a.Tags = map[string]string{"INSERTION_TIME": "1"}
+		}
+		tx.Add(a)
+		if i%2 == 0 && len(snap.Files()) > 0 {
+			old := snap.Files()[0]
+			tx.ReadFiles(old.Path)
+			size := old.Size
+			tx.Remove(&Remove{Path: old.Path, DataChange: true, ExtendedFileMetadata: true, PartitionValues: old.PartitionValues, Size: &size, DeletionVector: old.DeletionVector})
+		}
+		tx.SetTxn(fmt.Sprintf("app-%d", i%3), int64(i))
+		if i%5 == 0 {
+			tx.SetDomain(DomainMetadata{Domain: "com.example", Configuration: fmt.Sprintf(`{"i":%d}`, i)})
+		}
+		if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := fastLog(b)
+	buildHistory(t, l, 23)
+	replayed := mustSnapshot(t, l) // JSON replay only: no checkpoint yet
+	if replayed.CheckpointVersion() != -1 {
+		t.Fatalf("unexpected checkpoint %d", replayed.CheckpointVersion())
+	}
+	if err := l.Checkpoint(ctx, replayed); err != nil {
+		t.Fatal(err)
+	}
+	fromCP := mustSnapshot(t, l)
+	if fromCP.CheckpointVersion() != 23 {
+		t.Fatalf("checkpoint version = %d, want 23", fromCP.CheckpointVersion())
+	}
+	if got, want := snapshotState(t, fromCP), snapshotState(t, replayed); got != want {
+		t.Errorf("checkpoint state differs from replay:\n got %s\nwant %s", got, want)
+	}
+	hint, err := objstore.ReadAll(ctx, b, "_delta_log/_last_checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lc map[string]any
+	if err := json.Unmarshal(hint, &lc); err != nil || lc["version"] != 23.0 || lc["size"] == nil || lc["sizeInBytes"] == nil {
+		t.Errorf("_last_checkpoint = %s (%v)", hint, err)
+	}
+	// The file has Spark's top-level columns and 3-level maps.
+	data, _ := objstore.ReadAll(ctx, b, CheckpointKey(23))
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := f.Schema().String()
+	for _, want := range []string{"optional group txn", "optional group add", "optional group remove", "optional group metaData", "optional group protocol", "optional group domainMetadata", "partitionValues (MAP)", "repeated group key_value", "partitionColumns (LIST)", "optional binary stats (STRING)"} {
+		if !strings.Contains(schema, want) {
+			t.Errorf("checkpoint schema lacks %q:\n%s", want, schema)
+		}
+	}
+	// A later commit replays on top of the checkpoint.
+	tx := l.Begin(fromCP)
+	tx.Add(fileAdd("after", "x"))
+	if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustSnapshot(t, l); s.CheckpointVersion() != 23 || len(s.Files()) != len(fromCP.Files())+1 {
+		t.Errorf("after checkpoint: cp %d, %d files", s.CheckpointVersion(), len(s.Files()))
+	}
+}
+
+func TestAutoCheckpointAndStaleHints(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := fastLog(b)
+	createTable(t, l, false, map[string]string{PropCheckpointInterval: "5"})
+	for i := 0; i < 12; i++ {
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd(fmt.Sprintf("f%d", i), "x"))
+		if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []int64{5, 10} {
+		if _, err := b.Stat(ctx, CheckpointKey(v)); err != nil {
+			t.Errorf("checkpoint %d: %v", v, err)
+		}
+	}
+	want := snapshotState(t, mustSnapshot(t, l))
+	hints := map[string]string{
+		"empty":   "",
+		"corrupt": "{not json",
+		"stale":   `{"version":5,"size":3}`,
+		"future":  `{"version":99,"size":3}`,
+	}
+	for name, hint := range hints {
+		if err := objstore.PutBytes(ctx, b, lastCheckpointKey, []byte(hint)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.Snapshot(ctx)
+		if err != nil {
+			t.Fatalf("%s hint: %v", name, err)
+		}
+		if got := snapshotState(t, s); got != want {
+			t.Errorf("%s hint: state differs", name)
+		}
+	}
+	// A checkpoint that cannot be read is skipped in favour of an older one.
+	if err := objstore.PutBytes(ctx, b, CheckpointKey(10), []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CheckpointVersion() != 5 || snapshotState(t, s) != want {
+		t.Errorf("corrupt checkpoint: loaded from %d", s.CheckpointVersion())
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := fastLog(b, WithClock(func() time.Time { return now }), WithAutoCheckpoint(false))
+	createTable(t, l, false, nil)
+	for i := 0; i < 25; i++ {
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd(fmt.Sprintf("f%d", i), "x"))
+		v, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v%10 == 0 {
+			if err := l.Checkpoint(ctx, mustSnapshot(t, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Versions 0..15 are 40 days old, the rest recent.
+	for info, err := range b.List(ctx, LogDir, objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := parseLogName(info.Key); f.kind != kindUnknown && f.version <= 15 {
+			if err := b.SetModTime(info.Key, now.Add(-40*24*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := snapshotState(t, mustSnapshot(t, l))
+	n, err := l.Cleanup(ctx, mustSnapshot(t, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newest expired checkpoint is 10, so exactly commits 0..9 go.
+	if n != 10 {
+		t.Errorf("deleted %d files, want 10 (commits 0..9)", n)
+	}
+	for v := int64(0); v <= 25; v++ {
+		_, err := b.Stat(ctx, CommitKey(v))
+		if gone := errors.Is(err, objstore.ErrNotFound); gone != (v < 10) {
+			t.Errorf("commit %d gone=%v", v, gone)
+		}
+	}
+	if got := snapshotState(t, mustSnapshot(t, l)); got != before {
+		t.Error("cleanup changed the latest snapshot")
+	}
+	if _, err := l.SnapshotAt(ctx, 5); !errors.Is(err, ErrVersionNotFound) {
+		t.Errorf("SnapshotAt(5) after cleanup: %v, want ErrVersionNotFound", err)
+	}
+	if s, err := l.SnapshotAt(ctx, 12); err != nil || s.Version() != 12 {
+		t.Errorf("SnapshotAt(12) after cleanup: %v", err)
+	}
+}
+
+func TestParseInterval(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"interval 30 days", 30 * 24 * time.Hour, false},
+		{"interval 1 week", 7 * 24 * time.Hour, false},
+		{"12 hours", 12 * time.Hour, false},
+		{"INTERVAL 2 MINUTES", 2 * time.Minute, false},
+		{"interval 3 months", 0, true},
+		{"soon", 0, true},
+		{"interval -1 days", 0, true},
+	}
+	for _, c := range cases {
+		got, err := ParseInterval(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("ParseInterval(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
