@@ -29,9 +29,9 @@ func specExampleProgress(t *testing.T) *Progress {
 			CustomMetrics: map[string]int64{"stateOnCurrentVersionSizeBytes": 30512, "loadedMapCacheMissCount": 0, "loadedMapCacheHitCount": 400},
 		}},
 		Sources: []SourceProgress{{
-			Description: "DeltaSource[file:/lake/silver/events]",
-			StartOffset: OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":41,"index":-1,"isStartingVersion":false}`),
-			EndOffset:   OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":42,"index":-1,"isStartingVersion":false}`),
+			Description:  "DeltaSource[file:/lake/silver/events]",
+			StartOffset:  OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":41,"index":-1,"isStartingVersion":false}`),
+			EndOffset:    OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":42,"index":-1,"isStartingVersion":false}`),
 			NumInputRows: 3, InputRowsPerSecond: 0.3, ProcessedRowsPerSecond: 2.5,
 			Metrics: map[string]string{"numFilesOutstanding": "0", "numBytesOutstanding": "0"},
 		}},
