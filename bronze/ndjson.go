@@ -505,6 +505,9 @@ func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
 	start = p.pos
 	for i := p.pos; i < len(line); i++ {
 		c := line[i]
+		if !stringSpecial[c] {
+			continue
+		}
 		switch {
 		case c == '"':
 			p.pos = i + 1
@@ -515,7 +518,7 @@ func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
 		case c < 0x20:
 			p.pos = i
 			return 0, 0, false, p.fail(ReasonInvalidJSON, "control character in a string")
-		case c >= utf8.RuneSelf:
+		default: // c >= utf8.RuneSelf
 			r, size := utf8.DecodeRune(line[i:])
 			if r == utf8.RuneError && size <= 1 {
 				p.pos = i
@@ -527,6 +530,15 @@ func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
 	p.pos = len(line)
 	return 0, 0, false, p.fail(ReasonInvalidJSON, "unterminated string")
 }
+
+// stringSpecial marks the bytes that end the fast path inside a string: the quote, the
+// backslash, control characters and the start of multi-byte UTF-8.
+var stringSpecial = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 func (p *LineParser) scanEscaped(start int) (int, int, bool, error) {
 	line := p.line

@@ -1,0 +1,600 @@
+package bronze
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Bronze metadata columns, after the declared ones.
+const (
+	ColRescued      = "_rescued_data"
+	ColIngestTime   = "_ingest_time"
+	ColSourceFile   = "_source_file"
+	ColSourceOffset = "_source_offset"
+)
+
+// Formats of landing objects.
+const (
+	FormatJSON = "json" // NDJSON, one object a line; ".gz" objects are gunzipped
+	FormatCSV  = "csv"  // CSV with a header row; ".gz" objects are gunzipped
+)
+
+// Reasons that only whole objects or CSV records can have.
+const (
+	ReasonInvalidCSV       = "invalid_csv"
+	ReasonCorruptGzip      = "corrupt_gzip"
+	ReasonDecompressedSize = "decompressed_too_large"
+)
+
+// Limits bound what one line or object may cost. The zero value means the defaults.
+type Limits struct {
+	// MaxLineBytes: a longer line is rejected (reason line_too_long). Default 1 MiB.
+	MaxLineBytes int
+	// MaxRawBytes: how much of a rejected line's text the rejects table keeps. Default 64 KiB.
+	MaxRawBytes int
+	// MaxDecompressedBytes bounds a gzip object's inflated size (gzip bombs). Default 64 GiB.
+	MaxDecompressedBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxLineBytes <= 0 {
+		l.MaxLineBytes = 1 << 20
+	}
+	if l.MaxRawBytes <= 0 {
+		l.MaxRawBytes = 64 << 10
+	}
+	if l.MaxDecompressedBytes <= 0 {
+		l.MaxDecompressedBytes = 64 << 30
+	}
+	return l
+}
+
+// RejectsSchema is the schema of the rejects table: one row per input that is not a record (ingest)
+// or not a valid event (silver validation), with what a person needs to find and fix it.
+func RejectsSchema() *txlog.StructType {
+	str := func(name string, nullable bool) txlog.StructField {
+		return txlog.StructField{Name: name, Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: nullable}
+	}
+	long := func(name string) txlog.StructField {
+		return txlog.StructField{Name: name, Type: txlog.PrimitiveType{Name: txlog.TypeLong}, Nullable: false}
+	}
+	return &txlog.StructType{Fields: []txlog.StructField{
+		str("stage", false),  // "ingest" or "validate"
+		str("reason", false), // a Reason constant
+		str("error", false),  // the detail, with the byte offset within the line
+		str("raw", true),     // the line (truncated to MaxRawBytes at a UTF-8 boundary; invalid bytes as U+FFFD)
+		long("raw_bytes"),    // the line's full length in bytes
+		str("source_file", false),
+		long("source_offset"),
+		{Name: "rejected_at", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}, Nullable: false},
+	}}
+}
+
+// BronzeSchema is the declared columns (all nullable: bronze keeps what arrived; silver checks
+// required fields) followed by the metadata columns.
+func BronzeSchema(declared *txlog.StructType) *txlog.StructType {
+	out := &txlog.StructType{}
+	for _, f := range declared.Fields {
+		f.Nullable = true
+		out.Fields = append(out.Fields, f)
+	}
+	out.Fields = append(out.Fields,
+		txlog.StructField{Name: ColRescued, Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+		txlog.StructField{Name: ColIngestTime, Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}, Nullable: false},
+		txlog.StructField{Name: ColSourceFile, Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: false},
+		txlog.StructField{Name: ColSourceOffset, Type: txlog.PrimitiveType{Name: txlog.TypeLong}, Nullable: false},
+	)
+	return out
+}
+
+// FieldsOf maps declared Delta columns to line-parser fields.
+func FieldsOf(declared *txlog.StructType) ([]Field, error) {
+	fields := make([]Field, len(declared.Fields))
+	for i, f := range declared.Fields {
+		fields[i].Name = f.Name
+		switch t := f.Type.(type) {
+		case txlog.DecimalType:
+			fields[i].Kind, fields[i].Precision, fields[i].Scale = KindDecimal, t.Precision, t.Scale
+		case txlog.PrimitiveType:
+			k, ok := map[string]Kind{
+				txlog.TypeString: KindString, txlog.TypeLong: KindLong, txlog.TypeInteger: KindInteger,
+				txlog.TypeShort: KindShort, txlog.TypeByte: KindByte, txlog.TypeDouble: KindDouble,
+				txlog.TypeFloat: KindFloat, txlog.TypeBoolean: KindBoolean, txlog.TypeTimestamp: KindTimestamp,
+				txlog.TypeTimestampNTZ: KindTimestampNTZ, txlog.TypeDate: KindDate, txlog.TypeBinary: KindBinary,
+			}[t.Name]
+			if !ok {
+				return nil, fmt.Errorf("bronze: column %q: type %s cannot be read from input lines", f.Name, t.Name)
+			}
+			fields[i].Kind = k
+		default:
+			return nil, fmt.Errorf("bronze: column %q: nested type %s cannot be declared for input", f.Name, f.Type.TypeName())
+		}
+	}
+	return fields, nil
+}
+
+// ObjectStats counts what one object gave. Lines = Rows + Rejected, always; BlankLines are
+// lines with nothing on them, which are neither records nor errors.
+type ObjectStats struct {
+	Lines      int64
+	Rows       int64
+	Rejected   int64
+	BlankLines int64
+	Bytes      int64 // decompressed bytes read
+	ByReason   map[string]int64
+}
+
+func (s *ObjectStats) reject(reason string) {
+	s.Rejected++
+	s.Lines++
+	if s.ByReason == nil {
+		s.ByReason = map[string]int64{}
+	}
+	s.ByReason[reason]++
+}
+
+// Decoder turns landing objects into bronze rows and rejects, appending to two batches. Not safe
+// for concurrent use: each worker has its own.
+type Decoder struct {
+	limits  Limits
+	fields  []Field
+	parser  *LineParser
+	Bronze  *table.Batch
+	Rejects *table.Batch
+	raw     []byte
+	json    []byte
+}
+
+// NewDecoder builds a decoder for the declared columns.
+func NewDecoder(declared *txlog.StructType, limits Limits) (*Decoder, error) {
+	fields, err := FieldsOf(declared)
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewLineParser(fields)
+	if err != nil {
+		return nil, err
+	}
+	bronze, err := table.NewBatch(BronzeSchema(declared))
+	if err != nil {
+		return nil, err
+	}
+	rejects, err := table.NewBatch(RejectsSchema())
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{limits: limits.withDefaults(), fields: fields, parser: p, Bronze: bronze, Rejects: rejects}, nil
+}
+
+// ioError marks a failure of the underlying object read (network, context): retry the batch,
+// never reject the data.
+type ioError struct{ err error }
+
+func (e *ioError) Error() string { return e.err.Error() }
+func (e *ioError) Unwrap() error { return e.err }
+
+// trackingReader remembers the underlying reader's own errors, so that a decompression error can
+// be told apart from a failed read of the object.
+type trackingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackingReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// Decode reads one object. key is its landing key (for _source_file), format one of the Format
+// constants, ingestTime the batch's fixed ingest time in microseconds (fixed per batch, so a
+// re-run writes the same rows). An error means the object could not be read (retry); bad
+// content is never an error, it becomes rejects.
+func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, ingestTime int64) (ObjectStats, error) {
+	var st ObjectStats
+	tr := &trackingReader{r: r}
+	var src io.Reader = tr
+	br := bufio.NewReaderSize(src, 256<<10)
+	if strings.HasSuffix(key, ".gz") || isGzip(br) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			if tr.err != nil {
+				return st, &ioError{fmt.Errorf("bronze: read %s: %w", key, tr.err)}
+			}
+			d.appendReject(&st, key, 0, ReasonCorruptGzip, "not a readable gzip stream: "+err.Error(), nil, 0, ingestTime)
+			return st, nil
+		}
+		zr.Multistream(true)
+		src = &limitedReader{r: zr, n: d.limits.MaxDecompressedBytes}
+		br = bufio.NewReaderSize(src, 256<<10)
+	}
+	var err error
+	switch format {
+	case FormatJSON, "":
+		err = d.decodeLines(ctx, br, key, ingestTime, &st)
+	case FormatCSV:
+		err = d.decodeCSV(ctx, br, key, ingestTime, &st)
+	default:
+		return st, fmt.Errorf("bronze: unknown landing format %q (want json or csv)", format)
+	}
+	if err == nil {
+		return st, nil
+	}
+	if tr.err != nil || ctx.Err() != nil {
+		return st, &ioError{fmt.Errorf("bronze: read %s: %w", key, errors.Join(tr.err, ctx.Err()))}
+	}
+	// The bytes arrived but do not decompress: keep what was read, and record the rest.
+	reason := ReasonCorruptGzip
+	if errors.Is(err, errTooLarge) {
+		reason = ReasonDecompressedSize
+	}
+	d.appendReject(&st, key, st.Bytes, reason, fmt.Sprintf("%v after %d decompressed bytes; the rest of the object was not read", err, st.Bytes), nil, 0, ingestTime)
+	return st, nil
+}
+
+func isGzip(br *bufio.Reader) bool {
+	magic, _ := br.Peek(2)
+	return len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+}
+
+var errTooLarge = errors.New("decompressed size limit reached")
+
+type limitedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+func (d *Decoder) decodeLines(ctx context.Context, br *bufio.Reader, key string, ingestTime int64, st *ObjectStats) error {
+	var offset int64
+	var long []byte
+	for n := 0; ; n++ {
+		if n&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line, err := br.ReadSlice('\n')
+		size := int64(len(line))
+		if err == bufio.ErrBufferFull {
+			// A long line: gather up to the limit, then skip to its end counting bytes.
+			long = append(long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				size += int64(len(line))
+				if len(long) <= d.limits.MaxLineBytes {
+					long = append(long, line...)
+				}
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if size > 0 {
+			d.line(st, key, offset, line, size, ingestTime)
+			offset += size
+			st.Bytes += size
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+func (d *Decoder) line(st *ObjectStats, key string, offset int64, line []byte, size int64, ingestTime int64) {
+	body := bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(body)) == 0 {
+		st.BlankLines++
+		return
+	}
+	contentSize := size - int64(len(line)-len(body))
+	if contentSize > int64(d.limits.MaxLineBytes) {
+		d.appendReject(st, key, offset, ReasonTooLong, fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", contentSize, d.limits.MaxLineBytes), body, contentSize, ingestTime)
+		return
+	}
+	if err := d.parser.Parse(body); err != nil {
+		var le *LineError
+		reason, detail := ReasonInvalidJSON, err.Error()
+		if errors.As(err, &le) {
+			reason = le.Reason
+		}
+		d.appendReject(st, key, offset, reason, detail, body, contentSize, ingestTime)
+		return
+	}
+	d.appendParsed(key, offset, ingestTime)
+	st.Rows++
+	st.Lines++
+}
+
+// appendParsed moves the parser's cells into the bronze batch.
+func (d *Decoder) appendParsed(key string, offset, ingestTime int64) {
+	cols := d.Bronze.Columns
+	for i, f := range d.fields {
+		v := d.parser.Value(i)
+		c := cols[i]
+		if !v.Valid {
+			c.AppendNull()
+			continue
+		}
+		switch f.Kind {
+		case KindString, KindBinary:
+			c.AppendBytes(d.parser.Str(i))
+		case KindLong, KindTimestamp, KindTimestampNTZ:
+			c.AppendInt64(v.Int)
+		case KindInteger, KindShort, KindByte, KindDate:
+			c.AppendInt32(int32(v.Int))
+		case KindDouble:
+			c.AppendFloat64(v.Float)
+		case KindFloat:
+			c.AppendFloat32(float32(v.Float))
+		case KindBoolean:
+			c.AppendBool(v.Bool)
+		case KindDecimal:
+			c.AppendDecimal(v.Dec)
+		}
+	}
+	d.appendMeta(d.parser.Rescued(), key, offset, ingestTime)
+}
+
+func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int64) {
+	n := len(d.fields)
+	cols := d.Bronze.Columns
+	if rescued == nil {
+		cols[n].AppendNull()
+	} else {
+		cols[n].AppendBytes(rescued)
+	}
+	cols[n+1].AppendInt64(ingestTime)
+	cols[n+2].AppendString(key)
+	cols[n+3].AppendInt64(offset)
+}
+
+func (d *Decoder) appendReject(st *ObjectStats, key string, offset int64, reason, detail string, raw []byte, rawSize, ingestTime int64) {
+	st.reject(reason)
+	c := d.Rejects.Columns
+	c[0].AppendString("ingest")
+	c[1].AppendString(reason)
+	c[2].AppendString(detail)
+	if raw == nil {
+		c[3].AppendNull()
+	} else {
+		c[3].AppendBytes(d.safeRaw(raw))
+	}
+	c[4].AppendInt64(rawSize)
+	c[5].AppendString(key)
+	c[6].AppendInt64(offset)
+	c[7].AppendInt64(ingestTime)
+}
+
+// safeRaw truncates at a UTF-8 boundary and replaces invalid bytes, so the rejects table holds
+// valid strings every engine can read.
+func (d *Decoder) safeRaw(raw []byte) []byte {
+	if len(raw) > d.limits.MaxRawBytes {
+		cut := d.limits.MaxRawBytes
+		for cut > 0 && !utf8.RuneStart(raw[cut]) {
+			cut--
+		}
+		raw = raw[:cut]
+	}
+	if utf8.Valid(raw) {
+		return raw
+	}
+	d.raw = append(d.raw[:0], bytes.ToValidUTF8(raw, []byte("\uFFFD"))...)
+	return d.raw
+}
+
+// decodeCSV reads CSV with a header row. Empty fields are null (Spark's default); header columns
+// that are not declared, values that do not convert, and fields beyond the header are rescued.
+func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, ingestTime int64, st *ObjectStats) error {
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			d.appendReject(st, key, 0, ReasonInvalidCSV, "header: "+err.Error(), nil, 0, ingestTime)
+			return nil
+		}
+		return err
+	}
+	header = append([]string(nil), header...)
+	index := make([]int, len(header)) // header position -> declared field, or -1
+	for i, h := range header {
+		index[i] = -1
+		for j, f := range d.fields {
+			if f.Name == h {
+				index[i] = j
+			}
+		}
+	}
+	st.Bytes = cr.InputOffset()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		offset := cr.InputOffset()
+		rec, err := cr.Read()
+		if err == io.EOF {
+			st.Bytes = cr.InputOffset()
+			return nil
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if !errors.As(err, &pe) {
+				return err
+			}
+			d.appendReject(st, key, offset, ReasonInvalidCSV, err.Error(), nil, cr.InputOffset()-offset, ingestTime)
+			continue
+		}
+		d.csvRecord(rec, header, index, key, offset, ingestTime)
+		st.Rows++
+		st.Lines++
+	}
+}
+
+func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offset, ingestTime int64) {
+	cols := d.Bronze.Columns
+	filled := make([]bool, len(d.fields))
+	d.json = d.json[:0]
+	rescue := func(name, value string) {
+		if len(d.json) == 0 {
+			d.json = append(d.json, '{')
+		} else {
+			d.json = append(d.json, ',')
+		}
+		d.json = appendJSONString(d.json, name)
+		d.json = append(d.json, ':')
+		d.json = appendJSONString(d.json, value)
+	}
+	for i, v := range rec {
+		if i >= len(header) {
+			rescue("_c"+strconv.Itoa(i), v)
+			continue
+		}
+		j := index[i]
+		if j < 0 || filled[j] {
+			rescue(header[i], v)
+			continue
+		}
+		filled[j] = true
+		if v == "" {
+			cols[j].AppendNull()
+			continue
+		}
+		if !appendText(cols[j], d.fields[j], v) {
+			cols[j].AppendNull()
+			rescue(header[i], v)
+		}
+	}
+	for j := range d.fields {
+		if !filled[j] {
+			cols[j].AppendNull()
+		}
+	}
+	var rescued []byte
+	if len(d.json) > 0 {
+		d.json = append(d.json, '}')
+		rescued = d.json
+	}
+	d.appendMeta(rescued, key, offset, ingestTime)
+}
+
+// appendText converts a CSV field to the column's type; false when it does not convert.
+func appendText(c *table.Column, f Field, v string) bool {
+	switch f.Kind {
+	case KindString:
+		c.AppendString(v)
+	case KindBinary:
+		c.AppendString(v) // CSV carries binary as text
+	case KindLong, KindInteger, KindShort, KindByte:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || !inRange(f.Kind, n) {
+			return false
+		}
+		if f.Kind == KindLong {
+			c.AppendInt64(n)
+		} else {
+			c.AppendInt32(int32(n))
+		}
+	case KindDouble, KindFloat:
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return false
+		}
+		if f.Kind == KindDouble {
+			c.AppendFloat64(x)
+		} else {
+			c.AppendFloat32(float32(x))
+		}
+	case KindBoolean:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			c.AppendBool(true)
+		case "false":
+			c.AppendBool(false)
+		default:
+			return false
+		}
+	case KindTimestamp, KindTimestampNTZ:
+		us, err := ParseTimestampMicros([]byte(strings.TrimSpace(v)))
+		if err != nil {
+			return false
+		}
+		c.AppendInt64(us)
+	case KindDate:
+		days, ok := parseDate([]byte(strings.TrimSpace(v)))
+		if !ok {
+			return false
+		}
+		c.AppendInt32(int32(days))
+	case KindDecimal:
+		t := []byte(strings.TrimSpace(v))
+		if !isPlainDecimal(t) {
+			return false
+		}
+		dec, err := table.ParseDecimal(string(t), f.Scale)
+		if err != nil || !fitsPrecision(dec, f.Precision) {
+			return false
+		}
+		c.AppendDecimal(dec)
+	default:
+		return false
+	}
+	return true
+}
+
+// appendJSONString appends s as a JSON string literal (invalid UTF-8 becomes U+FFFD).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '"' || r == '\\':
+			dst = append(dst, '\\', byte(r))
+		case r == '\n':
+			dst = append(dst, '\\', 'n')
+		case r == '\r':
+			dst = append(dst, '\\', 'r')
+		case r == '\t':
+			dst = append(dst, '\\', 't')
+		case r < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&15])
+		default:
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,277 @@
+package bronze
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+func declaredEvents() *txlog.StructType {
+	p := func(n string) txlog.PrimitiveType { return txlog.PrimitiveType{Name: n} }
+	return &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "event_id", Type: p(txlog.TypeString), Nullable: false},
+		{Name: "event_type", Type: p(txlog.TypeString), Nullable: true},
+		{Name: "amount", Type: p(txlog.TypeDouble), Nullable: true},
+		{Name: "event_time", Type: p(txlog.TypeTimestamp), Nullable: false},
+	}}
+}
+
+// nonBlankLines is the test's own count of input lines (the oracle for accounting).
+func nonBlankLines(data []byte) int64 {
+	var n int64
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func gz(t *testing.T, data []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func decodeAll(t *testing.T, d *Decoder, data []byte, key, format string) ObjectStats {
+	t.Helper()
+	st, err := d.Decode(context.Background(), bytes.NewReader(data), key, format, 1_714_565_000_000_000)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	if st.Lines != st.Rows+st.Rejected {
+		t.Fatalf("%s: lines %d != rows %d + rejected %d", key, st.Lines, st.Rows, st.Rejected)
+	}
+	if int64(d.Bronze.Len()) < st.Rows || int64(d.Rejects.Len()) < st.Rejected {
+		t.Fatalf("%s: batches hold fewer rows than counted", key)
+	}
+	if err := d.Bronze.Validate(); err != nil {
+		t.Fatalf("bronze batch: %v", err)
+	}
+	if err := d.Rejects.Validate(); err != nil {
+		t.Fatalf("rejects batch: %v", err)
+	}
+	return st
+}
+
+func TestDecodeBadInputCorpus(t *testing.T) {
+	good := `{"event_id":"e1","event_type":"click","amount":1.5,"event_time":"2024-05-01T12:07:00Z"}`
+	huge := `{"event_id":"big","event_type":"` + strings.Repeat("x", 10<<20) + `","event_time":"2024-05-01 12:07:00"}`
+	cases := []struct {
+		name       string
+		data       []byte
+		rows, rejs int64
+		reasons    []string
+	}{
+		{"clean", []byte(good + "\n" + good + "\n"), 2, 0, nil},
+		{"no final newline", []byte(good + "\n" + good), 2, 0, nil},
+		{"crlf and blank lines", []byte(good + "\r\n\r\n   \n" + good + "\r\n"), 2, 0, nil},
+		{"invalid utf8", []byte(good + "\n{\"event_id\":\"\xff\xfe\"}\n"), 1, 1, []string{ReasonInvalidUTF8}},
+		{"nul bytes", []byte("\x00\x00\x00\n" + good), 1, 1, []string{ReasonInvalidJSON}},
+		{"binary garbage (a PNG header: three lines)", []byte{0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, '\n'}, 0, 3, []string{ReasonInvalidUTF8, ReasonInvalidJSON}},
+		{"10 MB line", []byte(good + "\n" + huge + "\n" + good + "\n"), 2, 1, []string{ReasonTooLong}},
+		{"not objects", []byte("[1,2]\n42\n\"s\"\nnull\n"), 0, 4, []string{ReasonNotObject}},
+		{"truncated json", []byte(`{"event_id":"e1","amount":` + "\n"), 0, 1, []string{ReasonInvalidJSON}},
+		{"numbers as strings and nested", []byte(`{"event_id":7,"event_type":{"a":1},"amount":"12.5","event_time":"2024-05-01 12:07:00.123456"}` + "\n"), 1, 0, nil},
+		{"timestamp forms", []byte(`{"event_id":"a","event_time":"2024-05-01T12:07:00+02:00"}` + "\n" + `{"event_id":"b","event_time":"2024-05-01 12:07"}` + "\n" + `{"event_id":"c","event_time":1714565220}` + "\n"), 3, 0, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder(declaredEvents(), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := decodeAll(t, d, tc.data, "landing/"+tc.name+".json", FormatJSON)
+			if st.Rows != tc.rows || st.Rejected != tc.rejs {
+				t.Fatalf("rows=%d rejected=%d, want %d and %d (%v)", st.Rows, st.Rejected, tc.rows, tc.rejs, st.ByReason)
+			}
+			if st.Lines != nonBlankLines(tc.data) {
+				t.Fatalf("lines %d, the input has %d non-blank lines", st.Lines, nonBlankLines(tc.data))
+			}
+			for _, r := range tc.reasons {
+				if st.ByReason[r] == 0 {
+					t.Fatalf("no reject with reason %s: %v", r, st.ByReason)
+				}
+			}
+			// Every reject names a reason, an error text, the source and an offset inside it.
+			for i := 0; i < d.Rejects.Len(); i++ {
+				if d.Rejects.Columns[1].StringAt(i) == "" || d.Rejects.Columns[2].StringAt(i) == "" {
+					t.Fatalf("reject %d lacks a reason or error", i)
+				}
+				if off := d.Rejects.Columns[6].Int64[i]; off < 0 || off >= int64(len(tc.data)) {
+					t.Fatalf("reject %d offset %d outside the object", i, off)
+				}
+				if raw := d.Rejects.Columns[3]; !raw.IsNull(i) && len(raw.BytesAt(i)) > 64<<10 {
+					t.Fatalf("raw text kept %d bytes, over the limit", len(raw.BytesAt(i)))
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeRescuesWrongTypes(t *testing.T) {
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	decodeAll(t, d, []byte(`{"event_id":7,"amount":"12.5","device":"d1","event_time":"2024-05-01T00:00:00Z"}`+"\n"), "k.json", FormatJSON)
+	b := d.Bronze
+	if !b.Columns[0].IsNull(0) || !b.Columns[2].IsNull(0) {
+		t.Fatal("wrong-typed values must not be coerced")
+	}
+	got := b.Column(ColRescued).StringAt(0)
+	if want := `{"event_id":7,"amount":"12.5","device":"d1"}`; got != want {
+		t.Fatalf("rescued %s, want %s", got, want)
+	}
+	if b.Column(ColSourceFile).StringAt(0) != "k.json" || b.Column(ColSourceOffset).Int64[0] != 0 {
+		t.Fatal("source columns wrong")
+	}
+}
+
+func TestDecodeGzip(t *testing.T) {
+	var data []byte
+	for i := 0; i < 1000; i++ {
+		data = append(data, `{"event_id":"e","event_time":"2024-05-01T12:07:00Z"}`+"\n"...)
+	}
+	compressed := gz(t, data)
+
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	st := decodeAll(t, d, compressed, "a.json.gz", FormatJSON)
+	if st.Rows != 1000 || st.Rejected != 0 {
+		t.Fatalf("gzip: %+v", st)
+	}
+
+	// Truncated: the lines before the cut are kept, the cut is one reject saying where.
+	d, _ = NewDecoder(declaredEvents(), Limits{})
+	st = decodeAll(t, d, compressed[:len(compressed)/2], "b.json.gz", FormatJSON)
+	if st.ByReason[ReasonCorruptGzip] != 1 || st.Rows == 0 {
+		t.Fatalf("truncated gzip: %+v", st)
+	}
+
+	// A gzip bomb stops at the decompression limit with a reject, not out of memory.
+	bomb := gz(t, bytes.Repeat([]byte("\n"), 8<<20))
+	d, _ = NewDecoder(declaredEvents(), Limits{MaxDecompressedBytes: 1 << 20})
+	st = decodeAll(t, d, bomb, "bomb.gz", FormatJSON)
+	if st.ByReason[ReasonDecompressedSize] != 1 {
+		t.Fatalf("bomb: %+v", st)
+	}
+
+	// Not gzip at all, though named .gz.
+	d, _ = NewDecoder(declaredEvents(), Limits{})
+	st = decodeAll(t, d, []byte("plain text\n"), "c.gz", FormatJSON)
+	if st.ByReason[ReasonCorruptGzip] != 1 {
+		t.Fatalf("fake gzip: %+v", st)
+	}
+}
+
+func TestDecodeReadFailureIsAnErrorNotARejects(t *testing.T) {
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	boom := errors.New("connection reset")
+	_, err := d.Decode(context.Background(), &failingReader{data: []byte(`{"event_id":"e"}` + "\n"), err: boom}, "k.json", FormatJSON, 0)
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the read error", err)
+	}
+	if d.Rejects.Len() != 0 {
+		t.Fatal("a failed read must not produce rejects")
+	}
+}
+
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+func TestDecodeCSV(t *testing.T) {
+	csvData := "event_id,event_type,amount,event_time,extra\n" +
+		"e1,click,1.5,2024-05-01 12:07:00,x\n" +
+		"e2,,not-a-number,2024-05-01T12:07:00Z,y\n" +
+		"e3,view\n" +
+		"e4,view,2,2024-05-01T12:07:00Z,z,ragged\n" +
+		"e5,\"bad\"quote,1,2024-05-01T12:07:00Z,w\n"
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	st := decodeAll(t, d, []byte(csvData), "a.csv", FormatCSV)
+	if st.Rows != 4 || st.Rejected != 1 || st.ByReason[ReasonInvalidCSV] != 1 {
+		t.Fatalf("csv: %+v", st)
+	}
+	b := d.Bronze
+	resc := b.Column(ColRescued)
+	if got := resc.StringAt(1); got != `{"amount":"not-a-number","extra":"y"}` {
+		t.Fatalf("row 2 rescued %s", got)
+	}
+	if !b.Columns[1].IsNull(1) || !b.Columns[3].IsNull(2) {
+		t.Fatal("empty and missing CSV fields must be null")
+	}
+	if got := resc.StringAt(3); got != `{"extra":"z","_c5":"ragged"}` {
+		t.Fatalf("ragged row rescued %s", got)
+	}
+}
+
+// TestDecodeAccountingRandom: random mixes of good, bad and blank lines, plain and gzipped; lines
+// in = rows + rejects, exactly, with the test's own line count as the oracle.
+func TestDecodeAccountingRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	pieces := []string{
+		`{"event_id":"a","event_time":"2024-05-01T12:07:00Z","amount":3}`,
+		`{"event_id":"b","bogus":[1,{"x":null}]}`,
+		`{"event_id":`, "\xff\xfe\xfd", "", "   ", `[]`, `{"a":"\u12"}`,
+		`{"event_id":"c","event_time":"2024-05-01 25:00:00"}`,
+	}
+	for round := 0; round < 50; round++ {
+		var buf bytes.Buffer
+		for i := rng.IntN(200); i > 0; i-- {
+			buf.WriteString(pieces[rng.IntN(len(pieces))])
+			if rng.IntN(10) == 0 {
+				buf.WriteString("\r")
+			}
+			buf.WriteString("\n")
+		}
+		data := buf.Bytes()
+		key := "r.json"
+		payload := data
+		if round%2 == 1 {
+			key, payload = "r.json.gz", gz(t, data)
+		}
+		d, _ := NewDecoder(declaredEvents(), Limits{})
+		st := decodeAll(t, d, payload, key, FormatJSON)
+		if st.Lines != nonBlankLines(data) {
+			t.Fatalf("round %d: %d lines accounted, input has %d", round, st.Lines, nonBlankLines(data))
+		}
+	}
+}
+
+func BenchmarkDecodeNDJSON(b *testing.B) {
+	var buf bytes.Buffer
+	for i := 0; i < 10000; i++ {
+		buf.WriteString(`{"event_id":"3f2a9c1e-77aa-4c1b-9d0e-8a1b2c3d4e5f","event_type":"purchase","amount":1234.56,"event_time":"2024-05-01T12:07:00.123456Z"}` + "\n")
+	}
+	data := buf.Bytes()
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Bronze.Reset()
+		d.Rejects.Reset()
+		if _, err := d.Decode(context.Background(), bytes.NewReader(data), "k", FormatJSON, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "events/s")
+}
