@@ -1,0 +1,259 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// DataWriter turns batches of a table's rows into Parquet data files in the table's bucket:
+// one open file per partition, rolled at the target size. The files it returns as add actions
+// are not live until a commit references them.
+type DataWriter struct {
+	bucket     objstore.Bucket
+	schema     *txlog.StructType
+	partCols   []string
+	partIdx    []int
+	partFields []txlog.StructField
+	dataSchema *txlog.StructType
+	dataIdx    []int
+	opts       WriteOptions
+	dataChange bool
+	now        func() time.Time
+
+	open   map[string]*openFile
+	order  []string
+	adds   []*txlog.Add
+	rows   int64
+	bytes  int64
+	keyBuf []byte
+}
+
+type openFile struct {
+	enc    *fileEncoder
+	dir    string
+	values map[string]*string
+	idx    []int
+}
+
+// NewDataWriter prepares a writer for a table schema and its partition columns.
+func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []string, opts WriteOptions) (*DataWriter, error) {
+	w := &DataWriter{bucket: b, schema: schema, partCols: partitionCols, opts: opts.withDefaults(),
+		dataChange: true, now: time.Now, open: map[string]*openFile{}, dataSchema: &txlog.StructType{}}
+	isPart := map[int]bool{}
+	for _, p := range partitionCols {
+		i := schema.FieldIndex(p)
+		if i < 0 {
+			return nil, fmt.Errorf("table: partition column %s is not in the schema", p)
+		}
+		switch schema.Fields[i].Type.(type) {
+		case txlog.PrimitiveType, txlog.DecimalType:
+		default:
+			return nil, fmt.Errorf("table: partition column %s has type %s, which cannot partition", p, schema.Fields[i].Type.TypeName())
+		}
+		isPart[i] = true
+		w.partIdx = append(w.partIdx, i)
+		w.partFields = append(w.partFields, schema.Fields[i])
+	}
+	for i, f := range schema.Fields {
+		if !isPart[i] {
+			w.dataIdx = append(w.dataIdx, i)
+			w.dataSchema.Fields = append(w.dataSchema.Fields, f)
+		}
+	}
+	if len(w.dataSchema.Fields) == 0 {
+		return nil, fmt.Errorf("table: every column is a partition column; at least one data column is needed")
+	}
+	return w, nil
+}
+
+// Write adds the rows of b, whose schema must match the table's (schema enforcement).
+func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
+	cols, err := conform(w.schema, b)
+	if err != nil {
+		return err
+	}
+	data := make([]*Column, len(w.dataIdx))
+	for k, i := range w.dataIdx {
+		data[k] = cols[i]
+	}
+	n := b.Len()
+	if n == 0 {
+		return nil
+	}
+	if len(w.partIdx) == 0 {
+		f, err := w.file(ctx, "", nil)
+		if err != nil {
+			return err
+		}
+		return w.writeRows(ctx, "", f, data, nil)
+	}
+	groups := map[string][]int{}
+	var keys []string
+	for r := 0; r < n; r++ {
+		w.keyBuf = w.keyBuf[:0]
+		for k, i := range w.partIdx {
+			c := cols[i]
+			if c.IsNull(r) {
+				w.keyBuf = append(w.keyBuf, 0)
+				continue
+			}
+			v, err := SerializePartitionValue(w.partFields[k].Type, c, r)
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				w.keyBuf = append(w.keyBuf, 0)
+				continue
+			}
+			w.keyBuf = append(w.keyBuf, 1)
+			w.keyBuf = strconv.AppendInt(w.keyBuf, int64(len(*v)), 10)
+			w.keyBuf = append(w.keyBuf, ':')
+			w.keyBuf = append(w.keyBuf, *v...)
+		}
+		g, ok := groups[string(w.keyBuf)]
+		if !ok {
+			keys = append(keys, string(w.keyBuf))
+		}
+		groups[string(w.keyBuf)] = append(g, r)
+	}
+	for _, key := range keys {
+		rows := groups[key]
+		values := map[string]*string{}
+		for k, i := range w.partIdx {
+			v, err := SerializePartitionValue(w.partFields[k].Type, cols[i], rows[0])
+			if err != nil {
+				return err
+			}
+			values[w.partFields[k].PhysicalName()] = v
+		}
+		f, err := w.file(ctx, key, values)
+		if err != nil {
+			return err
+		}
+		if err := w.writeRows(ctx, key, f, data, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRows writes rows in slices so that a file rolls over near the target size.
+func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, data []*Column, rows []int) error {
+	n := len(rows)
+	if rows == nil {
+		n = data[0].Len
+	}
+	const step = shredChunk
+	for lo := 0; lo < n; lo += step {
+		hi := min(lo+step, n)
+		var idx []int
+		if rows != nil {
+			idx = rows[lo:hi]
+		} else if lo != 0 || hi != n {
+			idx = f.idx[:0]
+			for i := lo; i < hi; i++ {
+				idx = append(idx, i)
+			}
+			f.idx = idx
+		}
+		if err := f.enc.write(data, idx); err != nil {
+			return err
+		}
+		if f.enc.size() >= w.opts.TargetFileSize {
+			if err := w.finish(ctx, key); err != nil {
+				return err
+			}
+			var err error
+			if f, err = w.file(ctx, key, f.values); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *DataWriter) file(ctx context.Context, key string, values map[string]*string) (*openFile, error) {
+	if f, ok := w.open[key]; ok {
+		return f, nil
+	}
+	enc, err := newFileEncoder(w.dataSchema, w.opts)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(w.partFields))
+	for i := range w.partFields {
+		names[i] = w.partFields[i].PhysicalName()
+	}
+	f := &openFile{enc: enc, values: values, dir: PartitionDir(names, values)}
+	w.open[key] = f
+	w.order = append(w.order, key)
+	return f, nil
+}
+
+// finish closes the open file of a partition and uploads it.
+func (w *DataWriter) finish(ctx context.Context, key string) error {
+	f := w.open[key]
+	delete(w.open, key)
+	if f.enc.rows == 0 {
+		return nil
+	}
+	data, stats, err := f.enc.finish()
+	if err != nil {
+		return err
+	}
+	path := f.dir + "part-00000-" + uuid.NewString() + "-c000." + f.enc.ext + ".parquet"
+	if err := objstore.PutBytes(ctx, w.bucket, path, data); err != nil {
+		return fmt.Errorf("table: write data file %s: %w", path, err)
+	}
+	values := f.values
+	if values == nil {
+		values = map[string]*string{}
+	}
+	w.adds = append(w.adds, &txlog.Add{Path: path, PartitionValues: values, Size: int64(len(data)),
+		ModificationTime: w.now().UnixMilli(), DataChange: w.dataChange, Stats: stats})
+	w.rows += f.enc.rows
+	w.bytes += int64(len(data))
+	return nil
+}
+
+// Close finishes every open file and returns the add actions, in the order written.
+func (w *DataWriter) Close(ctx context.Context) ([]*txlog.Add, error) {
+	for _, key := range w.order {
+		if _, ok := w.open[key]; !ok {
+			continue
+		}
+		if err := w.finish(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	w.order = nil
+	return w.adds, nil
+}
+
+// Rows and Bytes report what Close wrote.
+func (w *DataWriter) Rows() int64 { return w.rows }
+
+// Bytes is the total size of the files written.
+func (w *DataWriter) Bytes() int64 { return w.bytes }
+
+// statsColumns reads delta.dataSkippingNumIndexedCols.
+func statsColumns(conf map[string]string) int {
+	if v, ok := conf["delta.dataSkippingNumIndexedCols"]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			if n < 0 {
+				return -1
+			}
+			if n > 0 {
+				return n
+			}
+		}
+	}
+	return DefaultStatsColumns
+}

@@ -1,0 +1,395 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrTableExists reports a Create on a table that already has a log.
+var ErrTableExists = errors.New("table: table already exists")
+
+// ErrReplaceWhereMismatch reports new rows of a replaceWhere overwrite that do not satisfy its
+// predicate; nothing is committed.
+var ErrReplaceWhereMismatch = errors.New("table: written data does not conform to the replaceWhere predicate")
+
+// Table is a Delta table in a bucket rooted at the table folder.
+type Table struct {
+	bucket objstore.Bucket
+	log    *txlog.Log
+	write  WriteOptions
+	now    func() time.Time
+}
+
+// Option configures a Table.
+type Option func(*Table)
+
+// WithWriteOptions sets the data file options (compression, row groups, file size).
+func WithWriteOptions(o WriteOptions) Option { return func(t *Table) { t.write = o } }
+
+// WithClock sets the clock used for modification and deletion times and vacuum cut-offs.
+func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
+
+// WithLogOptions passes options to the transaction log.
+func WithLogOptions(opts ...txlog.Option) Option {
+	return func(t *Table) { t.log = txlog.New(t.bucket, opts...) }
+}
+
+// Open returns the table rooted at b. It reads nothing until used.
+func Open(b objstore.Bucket, opts ...Option) *Table {
+	t := &Table{bucket: b, now: time.Now}
+	t.log = txlog.New(b)
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// Log is the table's transaction log.
+func (t *Table) Log() *txlog.Log { return t.log }
+
+// Bucket is the table's bucket.
+func (t *Table) Bucket() objstore.Bucket { return t.bucket }
+
+// Create commits version 0 with the schema, partition columns and table properties.
+func (t *Table) Create(ctx context.Context, schema *txlog.StructType, partitionCols []string, props map[string]string) (int64, error) {
+	if _, err := t.log.Snapshot(ctx); err == nil {
+		return 0, ErrTableExists
+	} else if !errors.Is(err, txlog.ErrTableNotFound) {
+		return 0, err
+	}
+	if _, err := NewDataWriter(t.bucket, schema, partitionCols, t.write); err != nil {
+		return 0, err
+	}
+	ss, err := txlog.MarshalSchema(schema)
+	if err != nil {
+		return 0, err
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	created := t.now().UnixMilli()
+	proto := txlog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if usesType(schema, txlog.TypeTimestampNTZ) {
+		proto = txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
+	}
+	tx := t.log.Begin(nil)
+	tx.SetProtocol(proto)
+	tx.SetMetadata(txlog.Metadata{ID: uuid.NewString(), Format: txlog.Format{Provider: "parquet", Options: map[string]string{}},
+		SchemaString: ss, PartitionColumns: append([]string{}, partitionCols...), Configuration: props, CreatedTime: &created})
+	partJSON, _ := json.Marshal(append([]string{}, partitionCols...))
+	propJSON, _ := json.Marshal(props)
+	v, err := tx.Commit(ctx, txlog.Operation{Name: "CREATE TABLE", Parameters: map[string]any{
+		"isManaged": "false", "description": nil, "partitionBy": string(partJSON), "properties": string(propJSON)}})
+	if err != nil {
+		if errors.Is(err, txlog.ErrConflict) {
+			return 0, fmt.Errorf("%w: %v", ErrTableExists, err)
+		}
+		return 0, err
+	}
+	return v, nil
+}
+
+func usesType(t txlog.DataType, name string) bool {
+	switch v := t.(type) {
+	case *txlog.StructType:
+		for _, f := range v.Fields {
+			if usesType(f.Type, name) {
+				return true
+			}
+		}
+	case txlog.ArrayType:
+		return usesType(v.ElementType, name)
+	case txlog.MapType:
+		return usesType(v.KeyType, name) || usesType(v.ValueType, name)
+	}
+	return t.TypeName() == name
+}
+
+// AppTxn identifies an idempotent write: the commit carries txn(AppID, Version) and is
+// skipped when the table already has a version >= Version for AppID.
+type AppTxn struct {
+	AppID   string
+	Version int64
+}
+
+// AppendOptions tune Append.
+type AppendOptions struct {
+	Txn *AppTxn
+}
+
+// Result describes a commit.
+type Result struct {
+	Version int64
+	// Skipped is true when an idempotent write found its txn already committed.
+	Skipped      bool
+	Added        []*txlog.Add
+	Removed      []*txlog.Remove
+	RowsWritten  int64
+	BytesWritten int64
+}
+
+func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.StructType, error) {
+	snap, err := t.log.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap, schema, nil
+}
+
+func (t *Table) newWriter(snap *txlog.Snapshot, schema *txlog.StructType) (*DataWriter, error) {
+	opts := t.write
+	if opts.StatsColumns == 0 {
+		opts.StatsColumns = statsColumns(snap.Metadata().Configuration)
+	}
+	w, err := NewDataWriter(t.bucket, schema, snap.PartitionColumns(), opts)
+	if err != nil {
+		return nil, err
+	}
+	w.now = t.now
+	return w, nil
+}
+
+func partitionByJSON(cols []string) string {
+	b, _ := json.Marshal(append([]string{}, cols...))
+	return string(b)
+}
+
+// Append writes batches as new files and commits them in one atomic blind append.
+func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions) (Result, error) {
+	snap, schema, err := t.snapshotFor(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if opts.Txn != nil {
+		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
+			return Result{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	w, err := t.newWriter(snap, schema)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, b := range batches {
+		if err := w.Write(ctx, b); err != nil {
+			return Result{}, err
+		}
+	}
+	adds, err := w.Close(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	tx := t.log.Begin(snap)
+	tx.Add(adds...)
+	if opts.Txn != nil {
+		tx.SetTxn(opts.Txn.AppID, opts.Txn.Version)
+	}
+	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE",
+		Parameters: map[string]any{"mode": "Append", "partitionBy": partitionByJSON(snap.PartitionColumns())},
+		Metrics:    map[string]int64{"numFiles": int64(len(adds)), "numOutputRows": w.Rows(), "numOutputBytes": w.Bytes()}})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Version: v, Added: adds, RowsWritten: w.Rows(), BytesWritten: w.Bytes()}, nil
+}
+
+// ScanOptions select what Scan reads.
+type ScanOptions struct {
+	// Version reads that version (time travel); nil reads the latest.
+	Version *int64
+	// Timestamp reads the latest version committed at or before it.
+	Timestamp *time.Time
+	// Columns projects (nil: every column, in schema order).
+	Columns []string
+	// Filter skips files and drops rows for which it is not true.
+	Filter Expr
+}
+
+// Snapshot resolves the version a ScanOptions asks for.
+func (t *Table) Snapshot(ctx context.Context, opts ScanOptions) (*txlog.Snapshot, error) {
+	switch {
+	case opts.Version != nil:
+		return t.log.SnapshotAt(ctx, *opts.Version)
+	case opts.Timestamp != nil:
+		return t.log.SnapshotAsOf(ctx, *opts.Timestamp)
+	}
+	return t.log.Snapshot(ctx)
+}
+
+// Scan yields the table's rows in batches.
+func (t *Table) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		snap, err := t.Snapshot(ctx, opts)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		fs, err := t.fileScan(snap, opts.Columns, opts.Filter)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for b, err := range fs.Read(ctx, snap.Files()) {
+			if !yield(b, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// FileScan returns the scanner of a snapshot, for callers that choose files themselves.
+func (t *Table) fileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*FileScan, error) {
+	schema, err := snap.Schema()
+	if err != nil {
+		return nil, err
+	}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), Columns: cols}
+	if filter != nil {
+		if fs.Filter, err = Bind(filter, schema, snap.PartitionColumns()); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}
+
+// FileScan returns a scanner over a snapshot of this table.
+func (t *Table) FileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*FileScan, error) {
+	return t.fileScan(snap, cols, filter)
+}
+
+func (t *Table) removeOf(a *txlog.Add, dataChange bool) *txlog.Remove {
+	ts := t.now().UnixMilli()
+	size := a.Size
+	return &txlog.Remove{Path: a.Path, DeletionTimestamp: &ts, DataChange: dataChange, ExtendedFileMetadata: true,
+		PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags, DeletionVector: a.DeletionVector,
+		BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion}
+}
+
+// Overwrite replaces the rows matching predicate with batches in one commit (Delta's
+// replaceWhere): files entirely inside the predicate are removed, files straddling it are
+// rewritten without the matching rows, and every new row must satisfy the predicate, or
+// nothing is committed (ErrReplaceWhereMismatch).
+func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch, opts AppendOptions) (Result, error) {
+	snap, schema, err := t.snapshotFor(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if opts.Txn != nil {
+		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
+			return Result{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	pred, err := Bind(predicate, schema, snap.PartitionColumns())
+	if err != nil {
+		return Result{}, err
+	}
+	for _, b := range batches {
+		cols, err := conform(schema, b)
+		if err != nil {
+			return Result{}, err
+		}
+		view := &Batch{Schema: schema, Columns: cols}
+		for i, ok := range pred.Eval(view) {
+			if !ok {
+				return Result{}, fmt.Errorf("%w '%s': row %d is %v", ErrReplaceWhereMismatch, pred, i, view.Row(i))
+			}
+		}
+	}
+	w, err := t.newWriter(snap, schema)
+	if err != nil {
+		return Result{}, err
+	}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns()}
+	var removes []*txlog.Remove
+	var readPaths []string
+	var deletedRows, copiedRows, removedBytes int64
+	scanned := false
+	for _, a := range snap.Files() {
+		if !pred.MayMatch(a) {
+			continue
+		}
+		readPaths = append(readPaths, a.Path)
+		removes = append(removes, t.removeOf(a, true))
+		removedBytes += a.Size
+		if pred.AllMatch(a) {
+			continue
+		}
+		scanned = true
+		parts, err := fs.ReadFile(ctx, a)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, b := range parts {
+			match := pred.Eval(b)
+			keep := make([]bool, len(match))
+			for i, m := range match {
+				keep[i] = !m
+				if m {
+					deletedRows++
+				} else {
+					copiedRows++
+				}
+			}
+			if err := w.Write(ctx, b.Filter(keep)); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	var newRows int64
+	for _, b := range batches {
+		newRows += int64(b.Len())
+		if err := w.Write(ctx, b); err != nil {
+			return Result{}, err
+		}
+	}
+	adds, err := w.Close(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	tx := t.log.Begin(snap)
+	tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
+	tx.ReadFiles(readPaths...)
+	tx.Remove(removes...)
+	tx.Add(adds...)
+	if opts.Txn != nil {
+		tx.SetTxn(opts.Txn.AppID, opts.Txn.Version)
+	}
+	metrics := map[string]int64{"numFiles": int64(len(adds)), "numOutputRows": newRows + copiedRows, "numOutputBytes": w.Bytes(),
+		"numRemovedFiles": int64(len(removes)), "numRemovedBytes": removedBytes, "numAddedChangeFiles": 0}
+	if scanned {
+		metrics["numDeletedRows"] = deletedRows
+		metrics["numCopiedRows"] = copiedRows
+	}
+	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+		"mode": "Overwrite", "partitionBy": partitionByJSON(snap.PartitionColumns()), "predicate": pred.String()},
+		Metrics: metrics})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Version: v, Added: adds, Removed: removes, RowsWritten: w.Rows(), BytesWritten: w.Bytes()}, nil
+}
+
+// isHidden reports whether a key is outside Delta's data area (a path segment starting with
+// "_" or ".", except partition directories "col=value" whose column starts with "_").
+func isHidden(key string) bool {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, ".") || (strings.HasPrefix(s, "_") && (i == len(segs)-1 || !strings.Contains(s, "="))) {
+			return true
+		}
+	}
+	return false
+}

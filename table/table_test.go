@@ -1,0 +1,331 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+const eventSchema = `{"type":"struct","fields":[
+{"name":"event_id","type":"string","nullable":false,"metadata":{}},
+{"name":"event_type","type":"string","nullable":true,"metadata":{}},
+{"name":"amount","type":"double","nullable":true,"metadata":{}},
+{"name":"event_time","type":"timestamp","nullable":false,"metadata":{}},
+{"name":"day","type":"date","nullable":true,"metadata":{}}]}`
+
+var t0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// events builds n rows: id "<prefix>-i", type "click"/"view", amount i, time t0+i minutes,
+// day = the date of event_time.
+func events(t testing.TB, prefix string, from, n int) *Batch {
+	b, err := NewBatch(mustSchema(t, eventSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := from; i < from+n; i++ {
+		ts := t0.Add(time.Duration(i) * time.Hour)
+		b.Columns[0].AppendString(fmt.Sprintf("%s-%d", prefix, i))
+		b.Columns[1].AppendString([]string{"click", "view"}[i%2])
+		b.Columns[2].AppendFloat64(float64(i))
+		b.Columns[3].AppendTime(ts)
+		b.Columns[4].AppendInt32(int32(ts.Unix() / 86400))
+	}
+	return b
+}
+
+func scanIDs(t testing.TB, tbl *Table, opts ScanOptions) []string {
+	t.Helper()
+	var out []string
+	for b, err := range tbl.Scan(context.Background(), opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := b.Column("event_id")
+		for i := 0; i < b.Len(); i++ {
+			out = append(out, c.StringAt(i))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ids(prefix string, from, n int) []string {
+	var out []string
+	for i := from; i < from+n; i++ {
+		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func newTable(t testing.TB, partCols []string, opts ...Option) (*Table, *mem.Bucket) {
+	b := mem.New()
+	tbl := Open(b, opts...)
+	if _, err := tbl.Create(context.Background(), mustSchema(t, eventSchema), partCols, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, b
+}
+
+func TestAppendScanPartitioned(t *testing.T) {
+	ctx := context.Background()
+	for _, parts := range [][]string{nil, {"day"}, {"event_type", "day"}} {
+		t.Run(strings.Join(parts, ","), func(t *testing.T) {
+			tbl, b := newTable(t, parts)
+			if _, err := tbl.Create(ctx, mustSchema(t, eventSchema), parts, nil); !errors.Is(err, ErrTableExists) {
+				t.Fatalf("second create: %v", err)
+			}
+			r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 50)}, AppendOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Version != 1 || r.RowsWritten != 50 {
+				t.Fatalf("append: %+v", r)
+			}
+			wantFiles := 1
+			if len(parts) == 1 {
+				wantFiles = 3 // 50 hours from midnight span 3 days
+			} else if len(parts) == 2 {
+				wantFiles = 6
+			}
+			if len(r.Added) != wantFiles {
+				t.Errorf("%d files, want %d", len(r.Added), wantFiles)
+			}
+			for _, a := range r.Added {
+				if _, err := b.Stat(ctx, a.Path); err != nil {
+					t.Errorf("file %s: %v", a.Path, err)
+				}
+				if len(parts) > 0 && !strings.HasPrefix(a.Path, parts[0]+"=") {
+					t.Errorf("path %s not under a partition directory", a.Path)
+				}
+				if !strings.Contains(a.Stats, `"numRecords"`) {
+					t.Errorf("stats %s", a.Stats)
+				}
+			}
+			if _, err := tbl.Append(ctx, []*Batch{events(t, "b", 50, 30)}, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			got := scanIDs(t, tbl, ScanOptions{})
+			want := append(ids("a", 0, 50), ids("b", 50, 30)...)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("scan: got %d ids, want %d", len(got), len(want))
+			}
+			v1 := int64(1)
+			if got := scanIDs(t, tbl, ScanOptions{Version: &v1}); !slices.Equal(got, ids("a", 0, 50)) {
+				t.Errorf("time travel to v1: %d ids", len(got))
+			}
+			// Filter on a partition column and a data column.
+			day2 := time.Date(2024, 3, 2, 0, 0, 0, 0, time.UTC)
+			got = scanIDs(t, tbl, ScanOptions{Filter: And(Eq("day", day2), Lt("amount", 30.0))})
+			if want := ids("a", 24, 6); !slices.Equal(got, want) {
+				t.Errorf("filtered: got %v, want %v", got, want)
+			}
+			// Projection keeps the requested order.
+			for b, err := range tbl.Scan(ctx, ScanOptions{Columns: []string{"amount", "event_id"}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(b.Columns) != 2 || b.Schema.Fields[0].Name != "amount" {
+					t.Fatalf("projection: %s", typeString(b.Schema))
+				}
+			}
+		})
+	}
+}
+
+func TestAppendIdempotentTxn(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, nil)
+	txn := &AppTxn{AppID: "query-1", Version: 7}
+	r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
+	if err != nil || r.Skipped {
+		t.Fatalf("first: %+v %v", r, err)
+	}
+	r, err = tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
+	if err != nil || !r.Skipped {
+		t.Fatalf("rerun must be skipped: %+v %v", r, err)
+	}
+	r, err = tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: &AppTxn{AppID: "query-1", Version: 6}})
+	if err != nil || !r.Skipped {
+		t.Fatalf("older version must be skipped: %+v %v", r, err)
+	}
+	if got := scanIDs(t, tbl, ScanOptions{}); len(got) != 10 {
+		t.Fatalf("%d rows, want 10", len(got))
+	}
+}
+
+func TestSchemaEnforcement(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, nil)
+	bad := mustSchema(t, strings.Replace(eventSchema, `"name":"amount","type":"double"`, `"name":"amount","type":"string"`, 1))
+	b, _ := NewBatch(bad)
+	_, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{})
+	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "amount") ||
+		!strings.Contains(err.Error(), "string") || !strings.Contains(err.Error(), "double") {
+		t.Fatalf("want a mismatch naming amount, string and double; got %v", err)
+	}
+	extra := mustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"zzz","type":"long","nullable":true,"metadata":{}}]}`, 1))
+	b, _ = NewBatch(extra)
+	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "zzz") {
+		t.Fatalf("extra column: %v", err)
+	}
+	nulls := events(t, "n", 0, 2)
+	nulls.Columns[0] = &Column{Type: nulls.Columns[0].Type, Kind: KindBytes, Offsets: []int32{0}}
+	nulls.Columns[0].AppendNull()
+	nulls.Columns[0].AppendString("x")
+	if _, err := tbl.Append(ctx, []*Batch{nulls}, AppendOptions{}); err == nil || !strings.Contains(err.Error(), "event_id") {
+		t.Fatalf("null in a required column: %v", err)
+	}
+}
+
+func TestOverwriteReplaceWhere(t *testing.T) {
+	ctx := context.Background()
+	for _, parts := range [][]string{nil, {"day"}} {
+		t.Run(strings.Join(parts, ","), func(t *testing.T) {
+			tbl, _ := newTable(t, parts)
+			if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			from, to := t0.Add(24*time.Hour), t0.Add(36*time.Hour)
+			pred := And(Ge("event_time", from), Lt("event_time", to))
+			// A new row outside the predicate: an error, nothing committed.
+			_, err := tbl.Overwrite(ctx, pred, []*Batch{events(t, "x", 40, 1)}, AppendOptions{})
+			if !errors.Is(err, ErrReplaceWhereMismatch) {
+				t.Fatalf("want mismatch, got %v", err)
+			}
+			snap, _ := tbl.Log().Snapshot(ctx)
+			if snap.Version() != 1 {
+				t.Fatalf("a failed overwrite committed version %d", snap.Version())
+			}
+			r, err := tbl.Overwrite(ctx, pred, []*Batch{events(t, "n", 24, 12)}, AppendOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(append(ids("a", 0, 24), ids("a", 36, 36)...), ids("n", 24, 12)...)
+			slices.Sort(want)
+			if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, want) {
+				t.Fatalf("after overwrite: got %v\nwant %v", got, want)
+			}
+			if len(r.Removed) == 0 {
+				t.Fatal("nothing removed")
+			}
+			hist, err := tbl.Log().History(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci := hist[0].CommitInfo
+			var mode, predText string
+			json.Unmarshal(ci.OperationParameters["mode"], &mode)
+			json.Unmarshal(ci.OperationParameters["predicate"], &predText)
+			if ci.Operation != "WRITE" || mode != "Overwrite" ||
+				predText != "event_time >= '2024-03-02 00:00:00' AND event_time < '2024-03-02 12:00:00'" {
+				t.Errorf("commitInfo: %s %q %q", ci.Operation, mode, predText)
+			}
+		})
+	}
+}
+
+func TestOptimizeAndVacuum(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	tbl, b := newTable(t, []string{"event_type"}, WithClock(func() time.Time { return now }))
+	for i := 0; i < 5; i++ {
+		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := tbl.Log().Snapshot(ctx)
+	if n := len(before.Files()); n != 10 {
+		t.Fatalf("%d files before optimize", n)
+	}
+	res, err := tbl.Optimize(ctx, OptimizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != 10 || res.FilesAdded != 2 {
+		t.Fatalf("optimize: %+v", res)
+	}
+	after, _ := tbl.Log().Snapshot(ctx)
+	for _, a := range after.Files() {
+		if a.DataChange {
+			t.Errorf("optimize add %s has dataChange=true", a.Path)
+		}
+	}
+	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("a", 0, 50)) {
+		t.Fatalf("after optimize: %d rows", len(got))
+	}
+	// A second optimize has nothing to do.
+	if res, err := tbl.Optimize(ctx, OptimizeOptions{}); err != nil || res.Version != -1 {
+		t.Fatalf("second optimize: %+v %v", res, err)
+	}
+
+	// An orphan left by a crashed writer.
+	if err := objstore.PutBytes(ctx, b, "event_type=click/part-orphan.parquet", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Vacuum(ctx, VacuumOptions{Retention: time.Hour}); !errors.Is(err, ErrRetentionTooShort) {
+		t.Fatalf("short retention: %v", err)
+	}
+	// Nothing is old enough yet.
+	now = t0.Add(time.Hour)
+	if r, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true}); err != nil || len(r.Files) != 0 {
+		t.Fatalf("early vacuum: %+v %v", r, err)
+	}
+	for _, info := range must(objstore.ListAll(ctx, b, "", objstore.ListOptions{})) {
+		b.SetModTime(info.Key, t0)
+	}
+	now = t0.Add(8 * 24 * time.Hour)
+	dry, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Files) != 11 { // 10 compacted files and the orphan
+		t.Fatalf("dry run lists %d files: %v", len(dry.Files), dry.Files)
+	}
+	if _, err := b.Stat(ctx, dry.Files[0]); err != nil {
+		t.Fatal("dry run deleted a file")
+	}
+	if _, err := tbl.Vacuum(ctx, VacuumOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("a", 0, 50)) {
+		t.Fatalf("after vacuum: %d rows", len(got))
+	}
+	for _, info := range must(objstore.ListAll(ctx, b, "", objstore.ListOptions{})) {
+		if !strings.HasPrefix(info.Key, txlog.LogDir) && !slices.ContainsFunc(after.Files(), func(a *txlog.Add) bool { return a.Path == info.Key }) {
+			t.Errorf("vacuum left %s", info.Key)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestTargetFileSizeAndRowGroups(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, nil, WithWriteOptions(WriteOptions{TargetFileSize: 16 << 10, RowGroupRows: 500}))
+	r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 5000)}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Added) < 2 {
+		t.Fatalf("target size ignored: %d files", len(r.Added))
+	}
+	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("a", 0, 5000)) {
+		t.Fatalf("%d rows back", len(got))
+	}
+}
