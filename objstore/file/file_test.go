@@ -183,3 +183,7 @@ func TestFilesAreReadableOnDisk(t *testing.T) {
 		t.Errorf("on disk: %q, %v", got, err)
 	}
 }
+
+func BenchmarkFile(b *testing.B) {
+	objstoretest.RunBenchmarks(b, func(tb testing.TB) objstore.Bucket { return newBucket(tb) })
+}

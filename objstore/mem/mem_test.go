@@ -13,3 +13,7 @@ func TestAcceptance(t *testing.T) {
 		New: func(*testing.T) objstore.Bucket { return mem.New() },
 	})
 }
+
+func BenchmarkMem(b *testing.B) {
+	objstoretest.RunBenchmarks(b, func(testing.TB) objstore.Bucket { return mem.New() })
+}

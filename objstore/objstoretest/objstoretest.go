@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -69,13 +70,17 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// payload returns n deterministic, non-repeating-looking bytes, different per seed.
+// chacha returns a fast deterministic byte stream for seed.
+func chacha(seed uint64) *rand.ChaCha8 {
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
+	return rand.NewChaCha8(s)
+}
+
+// payload returns n deterministic, non-repeating bytes, different per seed.
 func payload(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	_, _ = chacha(seed).Read(b)
 	return b
 }
 
@@ -168,28 +173,10 @@ func testUnknownSize(t *testing.T, b objstore.Bucket) {
 	}
 }
 
-// genReader streams HugeSize deterministic bytes without holding them all.
-type genReader struct {
-	rng  *rand.Rand
-	left int64
-}
-
-func (g *genReader) Read(p []byte) (int, error) {
-	if g.left == 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > g.left {
-		p = p[:g.left]
-	}
-	for i := range p {
-		p[i] = byte(g.rng.Uint32())
-	}
-	g.left -= int64(len(p))
-	return len(p), nil
-}
-
-func newGen(size int64) *genReader {
-	return &genReader{rng: rand.New(rand.NewPCG(7, 11)), left: size}
+// newGen streams size deterministic bytes without holding them all; it hides any Seek, as a
+// pipe from an encoder would.
+func newGen(size int64) io.Reader {
+	return io.LimitReader(chacha(7), size)
 }
 
 func testHuge(t *testing.T, b objstore.Bucket) {

@@ -358,12 +358,9 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 	// anything else is buffered one part at a time.
 	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 {
 		if ifAbsent && size <= b.partSize {
-			body, err := io.ReadAll(io.LimitReader(rs, size+1))
-			if err != nil {
-				return fmt.Errorf("s3: %s %s: read body: %w", op, key, err)
-			}
-			if int64(len(body)) != size {
-				return fmt.Errorf("s3: %s %s: body is not the %d bytes the caller announced", op, key, size)
+			body := make([]byte, size)
+			if _, err := io.ReadFull(rs, body); err != nil {
+				return fmt.Errorf("s3: %s %s: read the %d bytes announced: %w", op, key, size, err)
 			}
 			return b.putSmallIfAbsent(ctx, key, k, body)
 		}
@@ -385,14 +382,15 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 	return b.putMultipart(ctx, op, key, k, first, r, size, ifAbsent)
 }
 
-// readPart reads up to n bytes; fewer only at the end of r.
+// readPart reads up to n bytes; fewer only at the end of r. The buffer grows with the data, so
+// a small body of unknown size does not cost a whole part.
 func readPart(r io.Reader, n int64) ([]byte, error) {
-	buf := make([]byte, n)
-	got, err := io.ReadFull(r, buf)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return buf[:got], nil
+	var buf bytes.Buffer
+	_, err := io.CopyN(&buf, r, n)
+	if err == io.EOF {
+		err = nil
 	}
-	return buf[:got], err
+	return buf.Bytes(), err
 }
 
 func (b *Bucket) putObject(ctx context.Context, op, key, k string, body io.ReadSeeker, size int64, ifAbsent bool) error {

@@ -13,3 +13,8 @@ func TestAcceptance(t *testing.T) {
 		New: func(t *testing.T) objstore.Bucket { return s3test.NewTestBucket(t) },
 	})
 }
+
+// BenchmarkS3 runs against the MinIO test server (skipped without one).
+func BenchmarkS3(b *testing.B) {
+	objstoretest.RunBenchmarks(b, func(tb testing.TB) objstore.Bucket { return s3test.NewTestBucket(tb) })
+}
