@@ -108,9 +108,9 @@ type Result struct {
 	NumRowsTotal, NumRowsUpdated, NumRowsRemoved int64
 }
 
-type slotKey struct {
+type winSlot struct {
 	start int64
-	key   int32
+	slot  int32
 }
 
 type lateKey struct {
@@ -137,12 +137,15 @@ type sessItem struct {
 type Aggregation struct {
 	cfg AggConfig
 
-	keyIDs   map[string]int32
+	keyIDs   keyTable
 	keys     []string
+	keyHash  []uint64
 	keyRefs  []int32
 	freeKeys []int32
 
-	index     map[slotKey]int32 // time windows: (start, key) -> slot
+	// kwins[key] lists a key's open time windows. A key has only a handful open at a time
+	// (about (delay+size)/slide), so a short scan beats a second hash look-up per event.
+	kwins     [][]winSlot
 	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
 	groups    []group
 	freeSlots []int32
@@ -168,8 +171,7 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	cfg.Aggs = slices.Clone(cfg.Aggs)
 	a := &Aggregation{
 		cfg:      cfg,
-		keyIDs:   map[string]int32{},
-		index:    map[slotKey]int32{},
+		keyIDs:   newKeyTable(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 	}
@@ -186,21 +188,23 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 func (a *Aggregation) NumGroups() int { return int(a.live) }
 
 func (a *Aggregation) internKey(k []byte) int32 {
-	if id, ok := a.keyIDs[string(k)]; ok {
+	id, h := a.keyIDs.find(k, a.keys)
+	if id >= 0 {
 		return id
 	}
 	s := string(k)
-	var id int32
 	if n := len(a.freeKeys); n > 0 {
 		id = a.freeKeys[n-1]
 		a.freeKeys = a.freeKeys[:n-1]
-		a.keys[id], a.keyRefs[id] = s, 0
+		a.keys[id], a.keyRefs[id], a.keyHash[id] = s, 0, h
 	} else {
 		id = int32(len(a.keys))
 		a.keys = append(a.keys, s)
 		a.keyRefs = append(a.keyRefs, 0)
+		a.keyHash = append(a.keyHash, h)
+		a.kwins = append(a.kwins, nil)
 	}
-	a.keyIDs[s] = id
+	a.keyIDs.insert(h, id)
 	return id
 }
 
@@ -228,11 +232,18 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 func (a *Aggregation) freeSlot(s int32) {
 	g := &a.groups[s]
 	if a.cfg.Session == nil {
-		delete(a.index, slotKey{g.w.Start, g.key})
+		ws := a.kwins[g.key]
+		for i := range ws {
+			if ws[i].slot == s {
+				ws[i] = ws[len(ws)-1]
+				a.kwins[g.key] = ws[:len(ws)-1]
+				break
+			}
+		}
 	}
 	a.keyRefs[g.key]--
 	if a.keyRefs[g.key] == 0 {
-		delete(a.keyIDs, a.keys[g.key])
+		a.keyIDs.remove(a.keyHash[g.key], g.key)
 		if a.cfg.Session != nil {
 			delete(a.sessions, g.key)
 		}
@@ -352,16 +363,23 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 					lastKey, lastID = k, keyID
 				}
 			}
-			sk := slotKey{w.Start, keyID}
-			s, ok := a.index[sk]
-			if !ok {
-				s = a.newSlot(w, keyID)
-				a.index[sk] = s
-			}
+			s := a.windowSlot(w, keyID)
 			a.pairSlot = append(a.pairSlot, s)
 			a.pairRow = append(a.pairRow, int32(i))
 		}
 	}
+}
+
+// windowSlot finds or creates the slot of (w, key).
+func (a *Aggregation) windowSlot(w Window, key int32) int32 {
+	for _, ws := range a.kwins[key] {
+		if ws.start == w.Start {
+			return ws.slot
+		}
+	}
+	s := a.newSlot(w, key)
+	a.kwins[key] = append(a.kwins[key], winSlot{w.Start, s})
+	return s
 }
 
 func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {

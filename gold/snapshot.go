@@ -125,16 +125,19 @@ func RestoreAggregation(cfg AggConfig, b []byte) (*Aggregation, error) {
 		key := p[w : w+int(kl)]
 		p = p[w+int(kl):]
 		keyID := a.internKey(key)
+		var s int32
 		if a.cfg.Session == nil {
-			sk := slotKey{win.Start, keyID}
-			if _, dup := a.index[sk]; dup {
-				return nil, fmt.Errorf("%w: group %d repeats window %v", ErrBadState, i, win)
+			for _, ws := range a.kwins[keyID] {
+				if ws.start == win.Start {
+					return nil, fmt.Errorf("%w: group %d repeats window %v", ErrBadState, i, win)
+				}
 			}
-		}
-		s := a.newSlot(win, keyID)
-		if a.cfg.Session == nil {
-			a.index[slotKey{win.Start, keyID}] = s
+			if win.End-win.Start != a.cfg.Window.Size {
+				return nil, fmt.Errorf("%w: group %d window %v is not %d long", ErrBadState, i, win, a.cfg.Window.Size)
+			}
+			s = a.windowSlot(win, keyID)
 		} else {
+			s = a.newSlot(win, keyID)
 			a.sessions[keyID] = append(a.sessions[keyID], s)
 		}
 		for j, ac := range a.accs {

@@ -1,0 +1,95 @@
+package gold
+
+import "hash/maphash"
+
+// keyTable maps encoded group keys to dense ids with open addressing (linear probing,
+// backward-shift deletion). Against map[string]int32 it hashes the bytes once without a
+// string header and keeps hash tags inline, which is the hottest step of aggregation.
+type keyTable struct {
+	seed  maphash.Seed
+	slots []keySlot // power-of-two size; id < 0 is empty
+	n     int
+}
+
+type keySlot struct {
+	hash uint64
+	id   int32
+}
+
+func newKeyTable() keyTable {
+	t := keyTable{seed: maphash.MakeSeed()}
+	t.resize(64)
+	return t
+}
+
+func (t *keyTable) resize(size int) {
+	old := t.slots
+	t.slots = make([]keySlot, size)
+	for i := range t.slots {
+		t.slots[i].id = -1
+	}
+	mask := uint64(size - 1)
+	for _, e := range old {
+		if e.id < 0 {
+			continue
+		}
+		i := e.hash & mask
+		for t.slots[i].id >= 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = e
+	}
+}
+
+// find returns the id of k (keys[id] holds the key bytes) or -1, and k's hash.
+func (t *keyTable) find(k []byte, keys []string) (int32, uint64) {
+	h := maphash.Bytes(t.seed, k)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := &t.slots[i]
+		if e.id < 0 {
+			return -1, h
+		}
+		if e.hash == h && keys[e.id] == string(k) {
+			return e.id, h
+		}
+	}
+}
+
+func (t *keyTable) insert(h uint64, id int32) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.resize(len(t.slots) * 2)
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i].id >= 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = keySlot{h, id}
+	t.n++
+}
+
+// remove deletes id (whose key hashes to h), shifting later entries of the probe run back so
+// lookups never need tombstones.
+func (t *keyTable) remove(h uint64, id int32) {
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i].id != id {
+		if t.slots[i].id < 0 {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; t.slots[j].id >= 0; j = (j + 1) & mask {
+		home := t.slots[j].hash & mask
+		// Move j into the hole at i unless its home lies cyclically in (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = keySlot{id: -1}
+	t.n--
+}
+
+func (t *keyTable) len() int { return t.n }
