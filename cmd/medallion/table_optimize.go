@@ -1,12 +1,42 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/spf13/cobra"
+)
 
 func newTableOptimizeCmd() *cobra.Command {
-	return &cobra.Command{
+	var target int64
+	cmd := &cobra.Command{
 		Use:   "optimize URL",
 		Short: "Compact small files",
-		Args:  cobra.ExactArgs(1),
-		RunE:  notBuilt("table optimize"),
+		Long: "Bin-pack the files of each partition that are smaller than the target size into files of the\n" +
+			"target size, in one commit with dataChange=false (streaming readers skip it).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if target < 0 {
+				return usageError("--target-size %d: must be positive", target)
+			}
+			ctx := cmd.Context()
+			t, err := openTable(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := t.Optimize(ctx, table.OptimizeOptions{TargetSize: target})
+			if err != nil {
+				return err
+			}
+			if res.Version < 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to compact")
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "version %d: %d files (%d bytes) compacted into %d files (%d bytes)\n",
+				res.Version, res.FilesRemoved, res.BytesRemoved, res.FilesAdded, res.BytesAdded)
+			return nil
+		},
 	}
+	cmd.Flags().Int64Var(&target, "target-size", table.DefaultTargetFileSize, "target file size in bytes")
+	return cmd
 }

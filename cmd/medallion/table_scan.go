@@ -1,12 +1,155 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/spf13/cobra"
+)
+
+// tableVersionFlags are the time-travel flags shared by the table commands that read.
+type tableVersionFlags struct {
+	version   int64
+	timestamp string
+}
+
+func (f *tableVersionFlags) register(cmd *cobra.Command) {
+	cmd.Flags().Int64Var(&f.version, "version", -1, "read this table version (time travel)")
+	cmd.Flags().StringVar(&f.timestamp, "timestamp", "", "read the latest version committed at or before this RFC 3339 time")
+}
+
+func (f *tableVersionFlags) scanOptions() (table.ScanOptions, error) {
+	var opts table.ScanOptions
+	if f.version >= 0 && f.timestamp != "" {
+		return opts, usageError("--version and --timestamp are exclusive")
+	}
+	if f.version >= 0 {
+		v := f.version
+		opts.Version = &v
+	}
+	if f.timestamp != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.timestamp)
+		if err != nil {
+			return opts, usageError("--timestamp %q: want RFC 3339 (2024-03-01T08:00:00Z): %v", f.timestamp, err)
+		}
+		opts.Timestamp = &t
+	}
+	return opts, nil
+}
+
+func openTable(ctx context.Context, url string) (*table.Table, error) {
+	b, err := bucketurl.Open(ctx, url, bucketurl.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return table.Open(b), nil
+}
 
 func newTableScanCmd() *cobra.Command {
-	return &cobra.Command{
+	var vf tableVersionFlags
+	var format, columns string
+	var limit int
+	cmd := &cobra.Command{
 		Use:   "scan URL",
 		Short: "Print the rows",
-		Args:  cobra.ExactArgs(1),
-		RunE:  notBuilt("table scan"),
+		Long: "Print the rows of a Delta table. --format jsonl prints one JSON object a line: timestamps in\n" +
+			"RFC 3339 UTC with microseconds when non-zero, structs as objects, null as null.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "jsonl" && format != "table" {
+				return usageError("--format %q: want jsonl or table", format)
+			}
+			opts, err := vf.scanOptions()
+			if err != nil {
+				return err
+			}
+			if columns != "" {
+				opts.Columns = strings.Split(columns, ",")
+			}
+			ctx := cmd.Context()
+			t, err := openTable(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			var tw *tabwriter.Writer
+			if format == "table" {
+				tw = tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+			}
+			n, header := 0, false
+			var line []byte
+			for b, err := range t.Scan(ctx, opts) {
+				if err != nil {
+					return err
+				}
+				if tw != nil && !header {
+					for k, f := range b.Schema.Fields {
+						if k > 0 {
+							fmt.Fprint(tw, "\t")
+						}
+						fmt.Fprint(tw, f.Name)
+					}
+					fmt.Fprintln(tw)
+					header = true
+				}
+				for i := 0; i < b.Len(); i++ {
+					if limit >= 0 && n >= limit {
+						break
+					}
+					n++
+					if tw == nil {
+						line = table.AppendJSONRow(line[:0], b, i)
+						line = append(line, '\n')
+						if _, err := out.Write(line); err != nil {
+							return err
+						}
+						continue
+					}
+					writeTableRow(tw, b, i)
+				}
+			}
+			if tw != nil {
+				return tw.Flush()
+			}
+			return nil
+		},
 	}
+	vf.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "jsonl", "output format: jsonl or table")
+	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to print (default: all)")
+	cmd.Flags().IntVar(&limit, "limit", -1, "print at most this many rows")
+	return cmd
+}
+
+// writeTableRow prints one row as tab-separated cells in the JSON rendering, with strings
+// unquoted and null as NULL.
+func writeTableRow(tw *tabwriter.Writer, b *table.Batch, i int) {
+	var cell []byte
+	for k, c := range b.Columns {
+		if k > 0 {
+			fmt.Fprint(tw, "\t")
+		}
+		switch {
+		case c.IsNull(i):
+			fmt.Fprint(tw, "NULL")
+		case b.Schema.Fields[k].Type.TypeName() == "string":
+			q := strconv.Quote(c.StringAt(i))
+			fmt.Fprint(tw, q[1:len(q)-1])
+		default:
+			cell = table.AppendJSONValue(cell[:0], c, i)
+			if len(cell) >= 2 && cell[0] == '"' {
+				cell = cell[1 : len(cell)-1] // timestamps, dates, binary
+			}
+			tw.Write(cell)
+		}
+	}
+	fmt.Fprintln(tw)
 }

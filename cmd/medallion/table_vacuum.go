@@ -1,12 +1,51 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/spf13/cobra"
+)
 
 func newTableVacuumCmd() *cobra.Command {
-	return &cobra.Command{
+	var retain time.Duration
+	var dryRun, force bool
+	cmd := &cobra.Command{
 		Use:   "vacuum URL",
 		Short: "Remove unreferenced files older than the retention",
-		Args:  cobra.ExactArgs(1),
-		RunE:  notBuilt("table vacuum"),
+		Long: "Delete data files that the latest version does not reference and that are older than the\n" +
+			"retention (default 168h). A retention below 168h is refused unless --force is given, because\n" +
+			"readers of older versions and running writers may still need younger files.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := openTable(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := t.Vacuum(ctx, table.VacuumOptions{Retention: retain, Force: force, DryRun: dryRun})
+			if errors.Is(err, table.ErrRetentionTooShort) {
+				return usageError("%v", err)
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if dryRun {
+				for _, f := range res.Files {
+					fmt.Fprintln(out, f)
+				}
+				fmt.Fprintf(out, "dry run: %d files (%d bytes) would be deleted\n", len(res.Files), res.Bytes)
+				return nil
+			}
+			fmt.Fprintf(out, "deleted %d files (%d bytes)\n", len(res.Files), res.Bytes)
+			return nil
+		},
 	}
+	cmd.Flags().DurationVar(&retain, "retain", table.MinVacuumRetention, "keep unreferenced files younger than this")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the files without deleting them")
+	cmd.Flags().BoolVar(&force, "force", false, "allow a retention below 168h")
+	return cmd
 }
