@@ -11,26 +11,29 @@ import (
 // parseCheckpointParquet reads every action of a checkpoint (or sidecar) Parquet file. Each row
 // holds one action: the one non-null top-level struct column. Columns this package does not
 // know (partitionValues_parsed, stats_parsed, commitInfo of old writers, ...) are ignored.
-func parseCheckpointParquet(data []byte) ([]Action, error) {
+func parseCheckpointParquet(data []byte) (actions []Action, err error) {
+	// parquet-go can panic on malformed files; a corrupt checkpoint must be an error (the
+	// caller then falls back to an older checkpoint), never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			actions, err = nil, fmt.Errorf("%w: malformed parquet: %v", ErrCorruptLog, r)
+		}
+	}()
 	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, fmt.Errorf("%w: open parquet: %w", ErrCorruptLog, err)
 	}
-	schema := f.Schema()
 	out := make([]Action, 0, f.NumRows())
-	r := parquet.NewReader(f)
+	r := parquet.NewGenericReader[cpReadRow](f)
 	defer r.Close()
-	rows := make([]parquet.Row, 64)
+	rows := make([]cpReadRow, 256)
 	var rowNum int64
 	for {
-		n, err := r.ReadRows(rows)
+		clear(rows)
+		n, err := r.Read(rows)
 		for i := 0; i < n; i++ {
 			rowNum++
-			m := map[string]any{}
-			if rerr := schema.Reconstruct(&m, rows[i]); rerr != nil {
-				return nil, fmt.Errorf("%w: row %d: %w", ErrCorruptLog, rowNum, rerr)
-			}
-			a, cerr := actionFromRow(m)
+			a, cerr := actionFromCPRow(&rows[i])
 			if cerr != nil {
 				return nil, fmt.Errorf("%w: row %d: %w", ErrCorruptLog, rowNum, cerr)
 			}
@@ -45,60 +48,76 @@ func parseCheckpointParquet(data []byte) ([]Action, error) {
 	}
 }
 
-func actionFromRow(m map[string]any) (Action, error) {
+// cpReadRow is cpRow plus the v2-checkpoint columns, which our own checkpoints never carry.
+// Reading through a struct lets parquet-go map any writer's column layout (extra columns such
+// as stats_parsed dropped, missing ones null, required or optional) onto it.
+type cpReadRow struct {
+	Txn                *cpTxn          `parquet:"txn,optional"`
+	Add                *cpAdd          `parquet:"add,optional"`
+	Remove             *cpRemove       `parquet:"remove,optional"`
+	MetaData           *cpMetadata     `parquet:"metaData,optional"`
+	Protocol           *cpProtocol     `parquet:"protocol,optional"`
+	DomainMetadata     *cpDomain       `parquet:"domainMetadata,optional"`
+	CheckpointMetadata *cpCheckpointMD `parquet:"checkpointMetadata,optional"`
+	Sidecar            *cpSidecar      `parquet:"sidecar,optional"`
+}
+
+type cpCheckpointMD struct {
+	Version int64             `parquet:"version"`
+	Tags    map[string]string `parquet:"tags,optional"`
+}
+
+type cpSidecar struct {
+	Path             string            `parquet:"path"`
+	SizeInBytes      int64             `parquet:"sizeInBytes"`
+	ModificationTime int64             `parquet:"modificationTime"`
+	Tags             map[string]string `parquet:"tags,optional"`
+}
+
+func fromCPDV(dv *cpDV) *DeletionVector {
+	if dv == nil || dv.StorageType == "" {
+		return nil
+	}
+	return &DeletionVector{StorageType: dv.StorageType, PathOrInlineDv: dv.PathOrInlineDv, Offset: dv.Offset, SizeInBytes: dv.SizeInBytes, Cardinality: dv.Cardinality}
+}
+
+func deopt(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func actionFromCPRow(r *cpReadRow) (Action, error) {
 	var a Action
-	if g := group(m, "add"); g != nil {
+	if g := r.Add; g != nil {
 		add := &Add{
-			PartitionValues:         nullableStringMap(g["partitionValues"]),
-			Size:                    i64(g["size"]),
-			ModificationTime:        i64(g["modificationTime"]),
-			DataChange:              boolean(g["dataChange"]),
-			Stats:                   str(g["stats"]),
-			Tags:                    stringMap(g["tags"]),
-			DeletionVector:          dvFromRow(group(g, "deletionVector")),
-			BaseRowID:               i64p(g["baseRowId"]),
-			DefaultRowCommitVersion: i64p(g["defaultRowCommitVersion"]),
-			ClusteringProvider:      str(g["clusteringProvider"]),
+			PartitionValues: g.PartitionValues, Size: g.Size, ModificationTime: g.ModificationTime, DataChange: g.DataChange,
+			Stats: deopt(g.Stats), Tags: g.Tags, DeletionVector: fromCPDV(g.DeletionVector), BaseRowID: g.BaseRowID,
+			DefaultRowCommitVersion: g.DefaultRowCommitVersion, ClusteringProvider: deopt(g.ClusteringProvider),
 		}
 		if add.PartitionValues == nil {
 			add.PartitionValues = map[string]*string{}
 		}
-		if err := add.setRaw(str(g["path"])); err != nil {
+		if err := add.setRaw(g.Path); err != nil {
 			return a, err
 		}
 		a.Add = add
 	}
-	if g := group(m, "remove"); g != nil {
+	if g := r.Remove; g != nil {
 		rm := &Remove{
-			DeletionTimestamp:       i64p(g["deletionTimestamp"]),
-			DataChange:              boolean(g["dataChange"]),
-			ExtendedFileMetadata:    boolean(g["extendedFileMetadata"]),
-			PartitionValues:         nullableStringMap(g["partitionValues"]),
-			Size:                    i64p(g["size"]),
-			Stats:                   str(g["stats"]),
-			Tags:                    stringMap(g["tags"]),
-			DeletionVector:          dvFromRow(group(g, "deletionVector")),
-			BaseRowID:               i64p(g["baseRowId"]),
-			DefaultRowCommitVersion: i64p(g["defaultRowCommitVersion"]),
+			DeletionTimestamp: g.DeletionTimestamp, DataChange: g.DataChange, ExtendedFileMetadata: g.ExtendedFileMetadata,
+			PartitionValues: g.PartitionValues, Size: g.Size, DeletionVector: fromCPDV(g.DeletionVector), BaseRowID: g.BaseRowID,
+			DefaultRowCommitVersion: g.DefaultRowCommitVersion,
 		}
-		if err := rm.setRaw(str(g["path"])); err != nil {
+		if err := rm.setRaw(g.Path); err != nil {
 			return a, err
 		}
 		a.Remove = rm
 	}
-	if g := group(m, "metaData"); g != nil {
-		md := &Metadata{
-			ID:               str(g["id"]),
-			Name:             str(g["name"]),
-			Description:      str(g["description"]),
-			SchemaString:     str(g["schemaString"]),
-			PartitionColumns: stringList(g["partitionColumns"]),
-			Configuration:    stringMap(g["configuration"]),
-			CreatedTime:      i64p(g["createdTime"]),
-		}
-		if fg := group(g, "format"); fg != nil {
-			md.Format = Format{Provider: str(fg["provider"]), Options: stringMap(fg["options"])}
-		}
+	if g := r.MetaData; g != nil {
+		md := &Metadata{ID: g.ID, Name: deopt(g.Name), Description: deopt(g.Description), Format: Format{Provider: g.Format.Provider, Options: g.Format.Options},
+			SchemaString: g.SchemaString, PartitionColumns: g.PartitionColumns, Configuration: g.Configuration, CreatedTime: g.CreatedTime}
 		if md.Configuration == nil {
 			md.Configuration = map[string]string{}
 		}
@@ -107,175 +126,20 @@ func actionFromRow(m map[string]any) (Action, error) {
 		}
 		a.MetaData = md
 	}
-	if g := group(m, "protocol"); g != nil {
-		a.Protocol = &Protocol{
-			MinReaderVersion: int(i64(g["minReaderVersion"])),
-			MinWriterVersion: int(i64(g["minWriterVersion"])),
-			ReaderFeatures:   stringList(g["readerFeatures"]),
-			WriterFeatures:   stringList(g["writerFeatures"]),
-		}
+	if g := r.Protocol; g != nil {
+		a.Protocol = &Protocol{MinReaderVersion: int(g.MinReaderVersion), MinWriterVersion: int(g.MinWriterVersion), ReaderFeatures: g.ReaderFeatures, WriterFeatures: g.WriterFeatures}
 	}
-	if g := group(m, "txn"); g != nil {
-		a.Txn = &Txn{AppID: str(g["appId"]), Version: i64(g["version"]), LastUpdated: i64p(g["lastUpdated"])}
+	if g := r.Txn; g != nil {
+		a.Txn = &Txn{AppID: g.AppID, Version: g.Version, LastUpdated: g.LastUpdated}
 	}
-	if g := group(m, "domainMetadata"); g != nil {
-		a.DomainMetadata = &DomainMetadata{Domain: str(g["domain"]), Configuration: str(g["configuration"]), Removed: boolean(g["removed"])}
+	if g := r.DomainMetadata; g != nil {
+		a.DomainMetadata = &DomainMetadata{Domain: g.Domain, Configuration: g.Configuration, Removed: g.Removed}
 	}
-	if g := group(m, "checkpointMetadata"); g != nil {
-		a.CheckpointMetadata = &CheckpointMetadata{Version: i64(g["version"]), Tags: stringMap(g["tags"])}
+	if g := r.CheckpointMetadata; g != nil {
+		a.CheckpointMetadata = &CheckpointMetadata{Version: g.Version, Tags: g.Tags}
 	}
-	if g := group(m, "sidecar"); g != nil {
-		a.Sidecar = &Sidecar{Path: str(g["path"]), SizeInBytes: i64(g["sizeInBytes"]), ModificationTime: i64(g["modificationTime"]), Tags: stringMap(g["tags"])}
+	if g := r.Sidecar; g != nil {
+		a.Sidecar = &Sidecar{Path: g.Path, SizeInBytes: g.SizeInBytes, ModificationTime: g.ModificationTime, Tags: g.Tags}
 	}
 	return a, a.validate()
-}
-
-func dvFromRow(g map[string]any) *DeletionVector {
-	if g == nil || g["storageType"] == nil {
-		return nil
-	}
-	dv := &DeletionVector{
-		StorageType:    str(g["storageType"]),
-		PathOrInlineDv: str(g["pathOrInlineDv"]),
-		SizeInBytes:    int32(i64(g["sizeInBytes"])),
-		Cardinality:    i64(g["cardinality"]),
-	}
-	if off := i64p(g["offset"]); off != nil {
-		o := int32(*off)
-		dv.Offset = &o
-	}
-	return dv
-}
-
-// group returns a non-null struct column of a reconstructed row.
-func group(m map[string]any, key string) map[string]any {
-	g, _ := m[key].(map[string]any)
-	return g
-}
-
-// deref unwraps the pointers Reconstruct produces for optional values inside maps.
-func deref(v any) any {
-	switch p := v.(type) {
-	case *string:
-		if p != nil {
-			return *p
-		}
-		return nil
-	case *int64:
-		if p != nil {
-			return *p
-		}
-		return nil
-	case *int32:
-		if p != nil {
-			return *p
-		}
-		return nil
-	case *bool:
-		if p != nil {
-			return *p
-		}
-		return nil
-	case *[]byte:
-		if p != nil {
-			return *p
-		}
-		return nil
-	}
-	return v
-}
-
-func str(v any) string {
-	switch s := deref(v).(type) {
-	case string:
-		return s
-	case []byte:
-		return string(s)
-	}
-	return ""
-}
-
-func i64p(v any) *int64 {
-	var n int64
-	switch x := deref(v).(type) {
-	case int64:
-		n = x
-	case int32:
-		n = int64(x)
-	case int:
-		n = int64(x)
-	case uint64:
-		n = int64(x)
-	case uint32:
-		n = int64(x)
-	default:
-		return nil
-	}
-	return &n
-}
-
-func i64(v any) int64 {
-	if p := i64p(v); p != nil {
-		return *p
-	}
-	return 0
-}
-
-func boolean(v any) bool { b, _ := deref(v).(bool); return b }
-
-func nullableStringMap(v any) map[string]*string {
-	if v == nil {
-		return nil
-	}
-	out := map[string]*string{}
-	each := func(k, val any) {
-		if val = deref(val); val == nil {
-			out[str(k)] = nil
-			return
-		}
-		s := str(val)
-		out[str(k)] = &s
-	}
-	switch m := v.(type) {
-	case map[string]any:
-		for k, val := range m {
-			each(k, val)
-		}
-	case map[any]any:
-		for k, val := range m {
-			each(k, val)
-		}
-	default:
-		return nil
-	}
-	return out
-}
-
-func stringMap(v any) map[string]string {
-	nm := nullableStringMap(v)
-	if nm == nil {
-		return nil
-	}
-	out := make(map[string]string, len(nm))
-	for k, val := range nm {
-		if val != nil {
-			out[k] = *val
-		}
-	}
-	return out
-}
-
-func stringList(v any) []string {
-	l, ok := v.([]any)
-	if !ok {
-		if s, ok := v.([]string); ok {
-			return s
-		}
-		return nil
-	}
-	out := make([]string, 0, len(l))
-	for _, e := range l {
-		out = append(out, str(e))
-	}
-	return out
 }
