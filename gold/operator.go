@@ -96,7 +96,8 @@ type OutRow struct {
 // Result is what one batch produced. It is owned by the Aggregation and valid until the next
 // ProcessBatch.
 type Result struct {
-	// Rows are emitted per the output mode, ordered by window start, end, then key.
+	// Rows are emitted per the output mode, ordered by window start, end, then encoded key
+	// bytes (deterministic, not the keys' SQL order).
 	Rows []OutRow
 	// LateRows are the input rows late for at least one of their windows (each once, ascending);
 	// the runner quarantines them with LateWatermarkMs, the watermark that judged them.
@@ -348,7 +349,13 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 		k := in.key(i)
 		keyID := int32(-1)
 		rowLate := false
-		a.winBuf = spec.Assign(a.winBuf[:0], t)
+		if spec.n == 1 {
+			// Tumbling (and size == slide generally): one window, no candidate list.
+			start := spec.lastStart(t)
+			a.winBuf = append(a.winBuf[:0], Window{start, start + spec.Size})
+		} else {
+			a.winBuf = spec.Assign(a.winBuf[:0], t)
+		}
 		for _, w := range a.winBuf {
 			if dropLate && w.End <= lateUs {
 				a.markLate(int32(i), w.Start, k, &rowLate)
