@@ -37,7 +37,8 @@ func (m Mode) String() string {
 type AggConfig struct {
 	// Window is the tumbling/sliding window; ignored when Session is set.
 	Window WindowSpec
-	// Session selects session windows instead (static gap, or Input.SessionGap per row).
+	// Session selects session windows instead: a static gap, or Gap 0 with Input.SessionGap
+	// set on every batch (dynamic gap).
 	Session *SessionSpec
 	Mode    Mode
 	Aggs    []AggSpec
@@ -57,7 +58,8 @@ func (c *AggConfig) Validate() error {
 	if c.Session == nil && c.Window.n == 0 {
 		return fmt.Errorf("%w: window not set (build it with NewWindowSpec)", ErrInvalidWindow)
 	}
-	if c.Session != nil && c.Session.Gap <= 0 && c.Session.Gap != 0 {
+	if c.Session != nil && c.Session.Gap < 0 {
+		// Gap 0 means every batch carries a per-row gap column (Input.SessionGap).
 		return valueOutOfRange("gap_duration", c.Session.Gap)
 	}
 	if len(c.Aggs) == 0 {
@@ -390,6 +392,9 @@ func (a *Aggregation) windowSlot(w Window, key int32) int32 {
 }
 
 func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {
+	if a.cfg.Session.Gap == 0 && in.SessionGap == nil && len(in.EventTime) > 0 {
+		return fmt.Errorf("%w: session gap is per row but the batch has no gap column", ErrBadInput)
+	}
 	a.items = a.items[:0]
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
@@ -446,7 +451,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			cur.End = max(cur.End, a.items[j].w.End)
 			j++
 		}
-		target := int32(-1)
+		target, fused := int32(-1), false
 		for _, it := range a.items[i:j] {
 			if it.slot < 0 {
 				continue
@@ -454,6 +459,12 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			if target < 0 {
 				target = it.slot
 				continue
+			}
+			if !fused {
+				// Spark deletes every stored session of a fusion and inserts the fused one, so
+				// the reused target counts as removed too (S5: 2 removed, 1 updated).
+				fused = true
+				a.res.NumRowsRemoved++
 			}
 			for _, ac := range a.accs {
 				if err := ac.mergeSlot(target, it.slot); err != nil {

@@ -95,7 +95,7 @@ func TestS5Bridge(t *testing.T) {
 	if got := sessString(op); got != "A[0,30000000)=4" {
 		t.Fatalf("batch 1 state %s, want one fused session of 4", got)
 	}
-	if res.NumRowsRemoved != 1 || res.NumRowsUpdated != 1 || len(res.Rows) != 0 {
+	if res.NumRowsRemoved != 2 || res.NumRowsUpdated != 1 || len(res.Rows) != 0 {
 		t.Fatalf("batch 1 removed %d updated %d rows %v", res.NumRowsRemoved, res.NumRowsUpdated, res.Rows)
 	}
 	res, err = op.ProcessBatch(&Input{}, 29_999, 30_000)
@@ -281,3 +281,33 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// S3 and S4 through the operator: a per-row gap column; a null or zero gap drops the row
+// silently (not late); Complete mode shows every session.
+func TestS3S4SessionGapColumn(t *testing.T) {
+	op := mustAgg(t, sessionCfg(Complete, 5*minute))
+	in := &Input{
+		EventTime:       []int64{at(0, 0), at(0, 4, 30), at(0, 10), at(0, 1), at(0, 4, 30), at(0, 2), at(0, 3)},
+		SessionGap:      []int64{5 * minute, 5 * minute, 5 * minute, minute, minute, 0, minute},
+		SessionGapValid: []bool{true, true, true, true, true, true, false},
+	}
+	for _, k := range []string{"A", "A", "A", "B", "B", "B", "B"} {
+		in.Keys.Append([]byte(k))
+	}
+	res, err := op.ProcessBatch(in, msAt(23, 0), msAt(23, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "A[" + itoa64(at(0, 0)) + "," + itoa64(at(0, 9, 30)) + ")=2," +
+		"A[" + itoa64(at(0, 10)) + "," + itoa64(at(0, 15)) + ")=1," +
+		"B[" + itoa64(at(0, 1)) + "," + itoa64(at(0, 2)) + ")=1," +
+		"B[" + itoa64(at(0, 4, 30)) + "," + itoa64(at(0, 5, 30)) + ")=1"
+	if got := sessString(op); got != want {
+		t.Fatalf("sessions\n got %s\nwant %s", got, want)
+	}
+	if len(res.Rows) != 4 || len(res.LateRows) != 0 || res.NumRowsDroppedByWatermark != 0 {
+		t.Fatalf("rows %d late %v dropped %d", len(res.Rows), res.LateRows, res.NumRowsDroppedByWatermark)
+	}
+}
+
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
