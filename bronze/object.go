@@ -36,6 +36,7 @@ const (
 	ReasonInvalidCSV       = "invalid_csv"
 	ReasonCorruptGzip      = "corrupt_gzip"
 	ReasonDecompressedSize = "decompressed_too_large"
+	ReasonObjectMissing    = "object_missing"
 )
 
 // Limits bound what one line or object may cost. The zero value means the defaults.
@@ -153,8 +154,20 @@ type Decoder struct {
 	parser  *LineParser
 	Bronze  *table.Batch
 	Rejects *table.Batch
-	raw     []byte
-	json    []byte
+	// Flush, when set, is called whenever Bronze holds FlushRows rows, so that a huge object
+	// is written out in pieces instead of held in memory. It must empty the batches.
+	Flush     func(ctx context.Context) error
+	FlushRows int
+	raw       []byte
+	json      []byte
+}
+
+// maybeFlush hands full batches to Flush.
+func (d *Decoder) maybeFlush(ctx context.Context) error {
+	if d.Flush == nil || d.Bronze.Len()+d.Rejects.Len() < d.FlushRows {
+		return nil
+	}
+	return d.Flush(ctx)
 }
 
 // NewDecoder builds a decoder for the declared columns.
@@ -234,6 +247,10 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 	if err == nil {
 		return st, nil
 	}
+	var ioe *ioError
+	if errors.As(err, &ioe) {
+		return st, ioe
+	}
 	if tr.err != nil || ctx.Err() != nil {
 		return st, &ioError{fmt.Errorf("bronze: read %s: %w", key, errors.Join(tr.err, ctx.Err()))}
 	}
@@ -300,6 +317,9 @@ func (d *Decoder) decodeLines(ctx context.Context, br *bufio.Reader, key string,
 			d.line(st, key, offset, line, size, ingestTime)
 			offset += size
 			st.Bytes += size
+			if ferr := d.maybeFlush(ctx); ferr != nil {
+				return &ioError{ferr}
+			}
 		}
 		if err == io.EOF {
 			return nil
@@ -462,6 +482,9 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 		d.csvRecord(rec, header, index, key, offset, ingestTime)
 		st.Rows++
 		st.Lines++
+		if ferr := d.maybeFlush(ctx); ferr != nil {
+			return &ioError{ferr}
+		}
 	}
 }
 

@@ -1,0 +1,16 @@
+// Package bronze owns ingestion: landing objects (NDJSON, gzip, CSV) become rows of the bronze
+// Delta table, exactly once, and every line that is not a record becomes a row of the rejects
+// table with a reason, the source object, the byte offset and the raw text.
+//
+// The hot path parses each line straight into typed columnar batches with a schema-driven
+// scanner (no encoding/json, no per-line allocation) and encodes Parquet on every core.
+//
+// Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
+// the declared schema are kept verbatim in _rescued_data, so nothing is lost.
+//
+// Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
+// data is written, and committed to each table with txn(appId, batch) in batch order. A process
+// killed at any instant leaves at most a pending batch, which the next run re-runs with the same
+// objects and the same ingest time; tables skip what they already hold. Two ingesters on one lake
+// never claim one object twice.
+package bronze

@@ -1,0 +1,612 @@
+package bronze
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// IngestOptions configure an Ingester. Paths are keys under the lake bucket.
+type IngestOptions struct {
+	LandingPrefix      string // e.g. "landing/events/"
+	Format             string // FormatJSON or FormatCSV
+	MaxFilesPerTrigger int    // objects per batch; default 1000
+	Declared           *txlog.StructType
+	BronzePath         string // e.g. "bronze/events"
+	RejectsPath        string // e.g. "bronze/rejects"
+	CheckpointPath     string // e.g. "_checkpoints/ingest"
+	Limits             Limits
+	// Workers decode and encode objects in parallel; default GOMAXPROCS.
+	Workers int
+	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
+	FlushRows    int
+	WriteOptions table.WriteOptions
+	// OrderWait is how long a batch waits for the batch before it to commit (another ingester
+	// may be writing it) before re-running that batch itself. Default 2 minutes.
+	OrderWait time.Duration
+	Logger    *slog.Logger
+	Clock     func() time.Time
+}
+
+// Report is what an ingest run did, for the one-line JSON summary and the logs.
+type Report struct {
+	Batches        int              `json:"batches"`
+	Files          int              `json:"files"`
+	Lines          int64            `json:"lines"`
+	Rows           int64            `json:"rows"`
+	Rejected       int64            `json:"rejected"`
+	BlankLines     int64            `json:"blank_lines"`
+	RejectsBy      map[string]int64 `json:"rejects_by_reason"`
+	Bytes          int64            `json:"bytes"`
+	DurationMs     int64            `json:"duration_ms"`
+	RowsPerSecond  float64          `json:"rows_per_second"`
+	ChangedObjects []string         `json:"changed_objects,omitempty"`
+	BronzeVersion  int64            `json:"bronze_version"`
+}
+
+func (r *Report) add(st ObjectStats) {
+	r.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, BlankLines: st.BlankLines, Bytes: st.Bytes, RejectsBy: st.ByReason})
+}
+
+// merge adds o's counts (not its files, batches or timings) to r.
+func (r *Report) merge(o Report) {
+	r.Lines += o.Lines
+	r.Rows += o.Rows
+	r.Rejected += o.Rejected
+	r.BlankLines += o.BlankLines
+	r.Bytes += o.Bytes
+	for k, v := range o.RejectsBy {
+		if r.RejectsBy == nil {
+			r.RejectsBy = map[string]int64{}
+		}
+		r.RejectsBy[k] += v
+	}
+}
+
+// Ingester moves landing objects into the bronze and rejects tables exactly once.
+//
+// The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N and its
+// fixed ingest time, claimed with put-if-absent before any data is written) and commits/N
+// (written after both tables committed). Every table commit carries txn(appId, N). So:
+// a crash before the claim loses nothing; a crash after it leaves batch N pending, and the next
+// run re-runs it with the same objects and ingest time, the tables skipping what they already
+// committed; two ingesters never claim one object twice, because each claims the next batch
+// number with put-if-absent after reading every earlier claim. Batches commit to the tables in
+// batch order (batch N waits for N-1, and re-runs it itself if its claimer seems gone), so the
+// txn version of each table is the last batch it holds, as Delta's idempotent writes assume.
+type Ingester struct {
+	lake    objstore.Bucket
+	ckpt    objstore.Bucket
+	opts    IngestOptions
+	bronze  *table.Table
+	rejects *table.Table
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// NewIngester prepares an ingester over a lake bucket.
+func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
+	if opts.Declared == nil || len(opts.Declared.Fields) == 0 {
+		return nil, errors.New("bronze: no declared columns")
+	}
+	if _, err := FieldsOf(opts.Declared); err != nil {
+		return nil, err
+	}
+	if opts.MaxFilesPerTrigger <= 0 {
+		opts.MaxFilesPerTrigger = 1000
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.FlushRows <= 0 {
+		opts.FlushRows = 1 << 16
+	}
+	if opts.Format == "" {
+		opts.Format = FormatJSON
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.OrderWait <= 0 {
+		opts.OrderWait = 2 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.LandingPrefix != "" && !strings.HasSuffix(opts.LandingPrefix, "/") {
+		opts.LandingPrefix += "/"
+	}
+	tableOpts := []table.Option{table.WithClock(opts.Clock)}
+	return &Ingester{
+		lake:    lake,
+		ckpt:    objstore.WithPrefix(lake, opts.CheckpointPath),
+		opts:    opts,
+		bronze:  table.Open(objstore.WithPrefix(lake, opts.BronzePath), tableOpts...),
+		rejects: table.Open(objstore.WithPrefix(lake, opts.RejectsPath), tableOpts...),
+		log:     opts.Logger.With("job", "ingest"),
+		now:     opts.Clock,
+	}, nil
+}
+
+type fileRecord struct {
+	Key     string `json:"key"`
+	Size    int64  `json:"size"`
+	ETag    string `json:"etag,omitempty"`
+	ModTime int64  `json:"modificationTime"`
+}
+
+type batchRecord struct {
+	BatchID    int64        `json:"batchId"`
+	IngestTime int64        `json:"ingestTimeMicros"`
+	Files      []fileRecord `json:"files"`
+}
+
+type commitRecord struct {
+	BatchID        int64 `json:"batchId"`
+	BronzeVersion  int64 `json:"bronzeVersion"`
+	RejectsVersion int64 `json:"rejectsVersion"`
+	Rows           int64 `json:"rows"`
+	Rejected       int64 `json:"rejected"`
+}
+
+// state is what the checkpoint says: every claimed object, which batches are committed.
+type state struct {
+	appID     string
+	claimed   map[string]fileRecord
+	batches   map[int64]*batchRecord
+	committed map[int64]bool
+	next      int64
+}
+
+func batchKey(id int64) string  { return fmt.Sprintf("batches/%020d.json", id) }
+func commitKey(id int64) string { return fmt.Sprintf("commits/%020d.json", id) }
+
+// loadState reads the checkpoint. The query id in metadata.json is created once, with
+// put-if-absent, and names the txn appId of every table commit.
+func (x *Ingester) loadState(ctx context.Context) (*state, error) {
+	st := &state{claimed: map[string]fileRecord{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
+	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
+	if errors.Is(err, objstore.ErrNotFound) {
+		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
+		if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+			return nil, fmt.Errorf("bronze: create ingest checkpoint: %w", err)
+		}
+		meta, err = objstore.ReadAll(ctx, x.ckpt, "metadata.json")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bronze: read ingest checkpoint metadata: %w", err)
+	}
+	var m struct{ ID string }
+	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
+		return nil, fmt.Errorf("bronze: ingest checkpoint metadata.json is corrupt (%v): move the checkpoint away only if you know the tables hold no ingested data", err)
+	}
+	st.appID = "medallion-ingest-" + m.ID
+	for info, err := range x.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
+		if err != nil {
+			return nil, fmt.Errorf("bronze: list ingest batches: %w", err)
+		}
+		data, err := objstore.ReadAll(ctx, x.ckpt, info.Key)
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", info.Key, err)
+		}
+		var b batchRecord
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", info.Key, err)
+		}
+		st.batches[b.BatchID] = &b
+		for _, f := range b.Files {
+			st.claimed[f.Key] = f
+		}
+		if b.BatchID >= st.next {
+			st.next = b.BatchID + 1
+		}
+	}
+	for info, err := range x.ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
+		if err != nil {
+			return nil, fmt.Errorf("bronze: list ingest commits: %w", err)
+		}
+		var id int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, "commits/"), "%020d.json", &id); err == nil {
+			st.committed[id] = true
+		}
+	}
+	return st, nil
+}
+
+// Run ingests until no new object is left (AvailableNow semantics): first any batch a crashed
+// run left pending, then new objects in key order, MaxFilesPerTrigger per batch.
+func (x *Ingester) Run(ctx context.Context) (Report, error) {
+	return x.run(ctx, nil)
+}
+
+// IngestKeys ingests only the named landing objects (event-driven ingestion), still exactly once:
+// keys already claimed are ignored, and pending batches are completed first.
+func (x *Ingester) IngestKeys(ctx context.Context, keys []string) (Report, error) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	return x.run(ctx, want)
+}
+
+func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error) {
+	start := time.Now()
+	var rep Report
+	if err := x.ensureTables(ctx); err != nil {
+		return rep, err
+	}
+	st, err := x.loadState(ctx)
+	if err != nil {
+		return rep, err
+	}
+	// Pending batches first, in order.
+	var pending []int64
+	for id := range st.batches {
+		if !st.committed[id] {
+			pending = append(pending, id)
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i] < pending[j] })
+	for _, id := range pending {
+		x.log.Info("re-running pending batch", "batch", id, "files", len(st.batches[id].Files))
+		if err := x.runBatch(ctx, st, st.batches[id], &rep); err != nil {
+			return rep, err
+		}
+	}
+	for {
+		candidates, changed, err := x.discover(ctx, st, only)
+		if err != nil {
+			return rep, err
+		}
+		rep.ChangedObjects = changed
+		if len(candidates) == 0 {
+			break
+		}
+		if len(candidates) > x.opts.MaxFilesPerTrigger {
+			candidates = candidates[:x.opts.MaxFilesPerTrigger]
+		}
+		b := &batchRecord{BatchID: st.next, IngestTime: x.now().UnixMicro(), Files: candidates}
+		data, _ := json.Marshal(b)
+		err = objstore.PutBytesIfAbsent(ctx, x.ckpt, batchKey(b.BatchID), data)
+		if errors.Is(err, objstore.ErrAlreadyExists) {
+			// Another ingester claimed this batch number: learn its claims and choose again.
+			if st, err = x.loadState(ctx); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err)
+		}
+		st.batches[b.BatchID] = b
+		for _, f := range b.Files {
+			st.claimed[f.Key] = f
+		}
+		st.next++
+		if err := x.runBatch(ctx, st, b, &rep); err != nil {
+			return rep, err
+		}
+	}
+	rep.DurationMs = time.Since(start).Milliseconds()
+	if secs := time.Since(start).Seconds(); secs > 0 {
+		rep.RowsPerSecond = float64(rep.Rows) / secs
+	}
+	if snap, err := x.bronze.Log().Snapshot(ctx); err == nil {
+		rep.BronzeVersion = snap.Version()
+	}
+	return rep, nil
+}
+
+// discover lists the landing prefix for objects not yet claimed, in key order. An object that
+// was ingested and has changed since is reported, never re-read.
+func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool) ([]fileRecord, []string, error) {
+	var out []fileRecord
+	var changed []string
+	for info, err := range x.lake.List(ctx, x.opts.LandingPrefix, objstore.ListOptions{}) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("bronze: list landing %s: %w", x.opts.LandingPrefix, err)
+		}
+		if only != nil && !only[info.Key] {
+			continue
+		}
+		if prev, ok := st.claimed[info.Key]; ok {
+			if prev.Size != info.Size || (prev.ETag != "" && info.ETag != "" && prev.ETag != info.ETag) {
+				changed = append(changed, info.Key)
+				x.log.Warn("landing object changed after it was ingested; it is not read again",
+					"key", info.Key, "ingested_size", prev.Size, "size", info.Size)
+			}
+			continue
+		}
+		out = append(out, fileRecord{Key: info.Key, Size: info.Size, ETag: info.ETag, ModTime: info.ModTime.UnixMilli()})
+	}
+	return out, changed, nil
+}
+
+func (x *Ingester) ensureTables(ctx context.Context) error {
+	for _, t := range []struct {
+		tbl    *table.Table
+		schema *txlog.StructType
+		name   string
+	}{
+		{x.bronze, BronzeSchema(x.opts.Declared), x.opts.BronzePath},
+		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
+	} {
+		_, err := t.tbl.Log().Snapshot(ctx)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, txlog.ErrTableNotFound) {
+			return fmt.Errorf("bronze: open %s: %w", t.name, err)
+		}
+		if _, err := t.tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+			return fmt.Errorf("bronze: create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// runBatch decodes the batch's objects on the workers, writes data files, and commits both
+// tables idempotently, then records the batch as committed.
+func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep *Report) error {
+	bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, st.appID, b.BatchID)
+	if err != nil {
+		return err
+	}
+	var bronzeAdds, rejectAdds []*txlog.Add
+	var batchRep Report
+	if !bronzeDone || !rejectsDone {
+		bronzeAdds, rejectAdds, batchRep, err = x.decodeAll(ctx, b)
+		if err != nil {
+			return err
+		}
+	}
+	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected}
+	op := txlog.Operation{
+		Name:       "STREAMING UPDATE",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
+	}
+	if !bronzeDone || !rejectsDone {
+		if err := x.waitForPredecessor(ctx, b.BatchID, rep); err != nil {
+			return err
+		}
+	}
+	if !bronzeDone {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
+		if rec.BronzeVersion, err = x.commit(ctx, x.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.BronzePath, err)
+		}
+	}
+	if !rejectsDone {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
+		if rec.RejectsVersion, err = x.commit(ctx, x.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
+		}
+	}
+	data, _ := json.Marshal(rec)
+	if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+		return fmt.Errorf("bronze: record batch %d: %w", b.BatchID, err)
+	}
+	st.committed[b.BatchID] = true
+	rep.Batches++
+	rep.Files += len(b.Files)
+	rep.merge(batchRep)
+	x.log.Info("batch committed", "batch", b.BatchID, "files", len(b.Files), "rows", batchRep.Rows,
+		"rejected", batchRep.Rejected, "bronze_version", rec.BronzeVersion)
+	return nil
+}
+
+// waitForPredecessor returns once both tables hold batch-1 (or batch is 0). After OrderWait
+// it stops waiting for the other claimer and re-runs the missing batches itself; the txn
+// check makes a double run harmless.
+func (x *Ingester) waitForPredecessor(ctx context.Context, batch int64, rep *Report) error {
+	if batch == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(x.opts.OrderWait)
+	pause := 5 * time.Millisecond
+	for {
+		st, err := x.loadState(ctx)
+		if err != nil {
+			return err
+		}
+		bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, st.appID, batch-1)
+		if err != nil {
+			return err
+		}
+		if bronzeDone && rejectsDone {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			prev := st.batches[batch-1]
+			if prev == nil {
+				return fmt.Errorf("bronze: ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
+			}
+			x.log.Warn("batch before this one is still not committed; running it here", "batch", batch-1)
+			if err := x.runBatch(ctx, st, prev, rep); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int64) (bool, bool, error) {
+	var done [2]bool
+	for i, t := range []*table.Table{x.bronze, x.rejects} {
+		snap, err := t.Log().Snapshot(ctx)
+		if err != nil {
+			return false, false, fmt.Errorf("bronze: read table: %w", err)
+		}
+		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
+			done[i] = true
+		}
+	}
+	return done[0], done[1], nil
+}
+
+// commit adds the files with txn(appID, batch) in one commit, unless the table already has it.
+func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		snap, err := t.Log().Snapshot(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
+			return snap.Version(), nil
+		}
+		tx := t.Log().Begin(snap)
+		tx.Add(adds...)
+		tx.SetTxn(appID, batch)
+		v, err := tx.Commit(ctx, op)
+		if err == nil {
+			return v, nil
+		}
+		// Another ingester committed this very batch at the same moment: re-check the txn.
+		if errors.Is(err, txlog.ErrConcurrentTransaction) && attempt < 3 {
+			continue
+		}
+		return 0, err
+	}
+}
+
+// decodeAll spreads the batch's objects over the workers; each decodes into its own batches
+// and writes its own data files, so both cores encode Parquet.
+func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add, []*txlog.Add, Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan fileRecord)
+	type result struct {
+		bronze, rejects []*txlog.Add
+		rep             Report
+		err             error
+	}
+	results := make(chan result, x.opts.Workers)
+	var wg sync.WaitGroup
+	for w := 0; w < x.opts.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r result
+			r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, work, b.IngestTime)
+			if r.err != nil {
+				cancel()
+			}
+			results <- r
+		}()
+	}
+	go func() {
+		defer close(work)
+		for _, f := range b.Files {
+			select {
+			case work <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(results)
+	var bronzeAdds, rejectAdds []*txlog.Add
+	var rep Report
+	var errs []error
+	for r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		bronzeAdds = append(bronzeAdds, r.bronze...)
+		rejectAdds = append(rejectAdds, r.rejects...)
+		rep.merge(r.rep)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, rep, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, rep, err
+	}
+	return bronzeAdds, rejectAdds, rep, nil
+}
+
+func (x *Ingester) worker(ctx context.Context, work <-chan fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+	var rep Report
+	dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	bw, err := table.NewDataWriter(x.bronze.Bucket(), dec.Bronze.Schema, nil, x.opts.WriteOptions)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	rw, err := table.NewDataWriter(x.rejects.Bucket(), dec.Rejects.Schema, nil, x.opts.WriteOptions)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	flush := func(ctx context.Context) error {
+		if dec.Bronze.Len() > 0 {
+			if err := bw.Write(ctx, dec.Bronze); err != nil {
+				return err
+			}
+		}
+		if dec.Rejects.Len() > 0 {
+			if err := rw.Write(ctx, dec.Rejects); err != nil {
+				return err
+			}
+		}
+		dec.Bronze.Reset()
+		dec.Rejects.Reset()
+		return nil
+	}
+	dec.Flush, dec.FlushRows = flush, x.opts.FlushRows
+	for f := range work {
+		rc, err := x.lake.Get(ctx, f.Key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			// Claimed but gone: nothing can be read. Record it so it is not silent.
+			var st ObjectStats
+			dec.appendReject(&st, f.Key, 0, ReasonObjectMissing, "the landing object was deleted after it was listed", nil, 0, ingestTime)
+			rep.add(st)
+			continue
+		}
+		if err != nil {
+			return nil, nil, rep, fmt.Errorf("bronze: open %s: %w", f.Key, err)
+		}
+		st, err := dec.Decode(ctx, rc, f.Key, x.opts.Format, ingestTime)
+		rc.Close()
+		if err != nil {
+			return nil, nil, rep, err
+		}
+		rep.add(st)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, rep, err
+	}
+	if err := flush(ctx); err != nil {
+		return nil, nil, rep, err
+	}
+	bronzeAdds, err := bw.Close(ctx)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	rejectAdds, err := rw.Close(ctx)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	return bronzeAdds, rejectAdds, rep, nil
+}
