@@ -1,0 +1,100 @@
+package table
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatsGolden(t *testing.T) {
+	b, _ := allTypesBatch(t)
+	_, stats, err := EncodeFile(b.Schema, []*Batch{b}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"numRecords":3,` +
+		`"minValues":{"s":"","l":0,"i":-2147483648,"sh":-32768,"by":-128,"d":-1.5e+300,"f":0,"dt":"0001-01-01",` +
+		`"ts":"1969-07-20T20:17:40.123Z","ntz":"1969-07-20T20:17:40.123","dec":-9999999999999999999999999999.9999999999,"dsmall":-999.99,` +
+		`"window":{"start":"1970-01-01T00:00:00.000Z","end":"1970-01-01T00:05:00.000Z"},"req":-9223372036854775808},` +
+		`"maxValues":{"s":"héllo","l":9223372036854775807,"i":0,"sh":0,"by":127,"d":0,"f":3.25,"dt":"9999-12-31",` +
+		`"dec":9999999999999999999999999999.9999999999,"dsmall":0.00,` +
+		`"window":{"start":"1970-01-01T00:00:00.000Z","end":"1970-01-01T00:05:00.000Z"},"req":42},` +
+		`"nullCount":{"s":1,"l":1,"i":1,"sh":1,"by":1,"d":1,"f":1,"b":1,"bin":1,"dt":1,"ts":1,"ntz":1,"dec":1,"dsmall":1,` +
+		`"window":{"start":2,"end":2},"req":0}}`
+	// ts max 9999-12-31T23:59:59.999999 rounds up past year 9999, so it is left out rather
+	// than written as a value that is not an upper bound.
+	if stats != want {
+		t.Errorf("stats:\ngot  %s\nwant %s", stats, want)
+	}
+	if !json.Valid([]byte(stats)) {
+		t.Error("stats are not valid JSON")
+	}
+}
+
+func TestFormatStatsTimestamp(t *testing.T) {
+	cases := []struct {
+		us     int64
+		up     bool
+		want   string
+		wantOK bool
+		ntz    bool
+	}{
+		{0, false, "1970-01-01T00:00:00.000Z", true, false},
+		{1, false, "1970-01-01T00:00:00.000Z", true, false},
+		{1, true, "1970-01-01T00:00:00.001Z", true, false},
+		{-1, false, "1969-12-31T23:59:59.999Z", true, false},
+		{-1, true, "1970-01-01T00:00:00.000Z", true, false},
+		{-1000, true, "1969-12-31T23:59:59.999Z", true, false},
+		{1234567, true, "1970-01-01T00:00:01.235", true, true},
+		{time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro(), true, "", false, false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro(), false, "9999-12-31T23:59:59.999Z", true, false},
+	}
+	for _, c := range cases {
+		got, ok := FormatStatsTimestamp(c.us, c.up, c.ntz)
+		if got != c.want || ok != c.wantOK {
+			t.Errorf("FormatStatsTimestamp(%d, up=%v) = %q %v, want %q %v", c.us, c.up, got, ok, c.want, c.wantOK)
+		}
+	}
+}
+
+func TestStringStatsTruncation(t *testing.T) {
+	long := strings.Repeat("a", 40)
+	emoji := strings.Repeat("b", 32) + "😈x"
+	cases := []struct{ in, min, max string }{
+		{"short", "short", "short"},
+		{long, strings.Repeat("a", 32), strings.Repeat("a", 32) + "\ufffd"},
+		// The 33rd character sorts above U+FFFD: the prefix grows to keep an upper bound.
+		{emoji, strings.Repeat("b", 32), strings.Repeat("b", 32) + "😈\ufffd"},
+	}
+	for _, c := range cases {
+		if got := string(truncateMin([]byte(c.in))); got != c.min {
+			t.Errorf("min(%q) = %q, want %q", c.in, got, c.min)
+		}
+		got := string(truncateMax([]byte(c.in)))
+		if got != c.max {
+			t.Errorf("max(%q) = %q, want %q", c.in, got, c.max)
+		}
+		if got < c.in {
+			t.Errorf("max(%q) = %q is not an upper bound", c.in, got)
+		}
+	}
+}
+
+func TestStatsSkipNaNAndLimitColumns(t *testing.T) {
+	s := mustSchema(t, `{"type":"struct","fields":[{"name":"a","type":"double","nullable":true,"metadata":{}},
+		{"name":"b","type":"long","nullable":true,"metadata":{}},{"name":"c","type":"long","nullable":true,"metadata":{}}]}`)
+	b, _ := NewBatch(s)
+	b.Columns[0].AppendFloat64(math.NaN())
+	b.Columns[1].AppendInt64(5)
+	b.Columns[2].AppendInt64(6)
+	_, stats, err := EncodeFile(s, []*Batch{b}, WriteOptions{StatsColumns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"numRecords":1,"minValues":{"b":5},"maxValues":{"b":5},"nullCount":{"a":0,"b":0}}`
+	if stats != want {
+		t.Errorf("got %s, want %s", stats, want)
+	}
+}
