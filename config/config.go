@@ -84,6 +84,7 @@ type Pipeline struct {
 	source string
 	root   *yaml.Node     // the document as written, for Override
 	lines  map[string]int // field path -> line, for messages
+	env    func(string) (string, bool)
 }
 
 // S3 holds S3 connection settings. Each empty field falls back to the AWS environment

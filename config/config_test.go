@@ -345,7 +345,7 @@ func TestValidConfigs(t *testing.T) {
 
 func TestOverride(t *testing.T) {
 	p := mustParse(t, minimal+"  - name: g1h\n    window: {type: tumbling, size: 1h}\n    aggregates: [{fn: count}]\n")
-	p.ApplyEnv(mapEnv(map[string]string{"AWS_ACCESS_KEY_ID": "AKIA1234"}))
+	p.ApplyEnv(mapEnv(map[string]string{"AWS_ACCESS_KEY_ID": "AKIA1234", "AWS_ENDPOINT_URL": "http://minio:9000"}))
 	steps := []struct {
 		key, value string
 		check      func(*Pipeline) bool
@@ -369,8 +369,8 @@ func TestOverride(t *testing.T) {
 			t.Errorf("Override(%s, %s) did not take effect", s.key, s.value)
 		}
 	}
-	if p.S3.Credentials.AccessKeyID != "AKIA1234" {
-		t.Errorf("Override lost the environment's credentials")
+	if p.S3.Credentials.AccessKeyID != "AKIA1234" || p.S3.Endpoint != "http://minio:9000" {
+		t.Errorf("Override lost the environment: %+v", p.S3)
 	}
 	// The derived default follows the overridden name.
 	if err := p.Override("stream.name", "clicks"); err != nil || p.Stream.Checkpoint != "_checkpoints/clicks" {

@@ -13,7 +13,7 @@ import (
 // path ("stream.trigger", "stream.watermark", "landing.max_files_per_trigger"); list items are
 // picked by index or, for gold, by name ("gold.events_5m.output_mode", "gold[0].output_mode",
 // "gold.0.output_mode"). value is YAML ("30s", "true", "[event_id]"). On error the Pipeline is
-// left unchanged. Credentials applied by ApplyEnv are kept.
+// left unchanged. The environment applied by ApplyEnv is applied again.
 func (p *Pipeline) Override(key, value string) error {
 	fail := func(format string, args ...any) error {
 		return &FieldError{Source: "override " + key, Msg: fmt.Sprintf(format, args...)}
@@ -93,9 +93,11 @@ func (p *Pipeline) Override(key, value string) error {
 	if err != nil {
 		return fmt.Errorf("config: override %s=%s: %w", key, value, err)
 	}
-	creds := p.S3.Credentials
+	env := p.env
 	*p = *np
-	p.S3.Credentials = creds
+	if env != nil {
+		p.ApplyEnv(env)
+	}
 	return nil
 }
 
@@ -158,6 +160,7 @@ func clearLines(n *yaml.Node) {
 // credentials only from it (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). lookup
 // is os.LookupEnv outside tests.
 func (p *Pipeline) ApplyEnv(lookup func(string) (string, bool)) {
+	p.env = lookup
 	first := func(names ...string) string {
 		for _, n := range names {
 			if v, ok := lookup(n); ok && v != "" {

@@ -141,7 +141,7 @@ func DefaultOptions() Options {
 		TailScale:          time.Minute,
 		TailAlpha:          1.5,
 		TailMax:            6 * time.Hour,
-		OutageRate:         0.00002,
+		OutageRate:         0.000003,
 		OutageDuration:     time.Hour,
 		DuplicateFraction:  0.01,
 		LateResendFraction: 0.2,

@@ -1,17 +1,195 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/bucketurl"
+)
 
 func newGenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen --config F --events N [--seed S] [--files K]",
 		Short: "Write synthetic events into the landing prefix",
-		Args:  cobra.NoArgs,
-		RunE:  notBuilt("gen"),
+		Long: `gen writes N lines of NDJSON into the config's landing prefix, in arrival order: events of the
+configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
+where one device delivers an hour late), duplicates, malformed lines and far-future event times.
+The same seed and flags give byte-identical objects; a rerun skips objects already written.
+It prints a one-line JSON summary that counts every kind of line.`,
+		Args: cobra.NoArgs,
+		RunE: runGen,
 	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().Int64("events", 0, "number of events to generate")
-	cmd.Flags().Int64("seed", 1, "random seed (same seed, same objects)")
-	cmd.Flags().Int("files", 1, "number of landing objects")
+	f := cmd.Flags()
+	f.String("config", "", "pipeline config (YAML)")
+	f.Int64("events", 0, "number of lines to write (events, duplicates and malformed lines together)")
+	f.Int64("seed", 1, "random seed (same seed, same objects)")
+	f.Int("files", 0, "number of landing objects (default: one per 1,000,000 lines)")
+	f.StringArray("set", nil, "override a config key, e.g. --set landing.path=landing/test/ (repeatable)")
+	d := gen.DefaultOptions()
+	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339, or \"now\")")
+	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
+	f.Bool("gzip", false, "write .json.gz objects")
+	f.Int("event-types", d.EventTypes, "distinct event_type values")
+	f.Int("devices", d.Devices, "distinct devices (device_id, if the schema declares it)")
+	f.Float64("duplicates", d.DuplicateFraction, "fraction of lines that resend an earlier event")
+	f.Float64("late-resends", d.LateResendFraction, "fraction of duplicates resent from far back")
+	f.Float64("malformed", d.MalformedFraction, "fraction of lines that are not JSON objects")
+	f.Float64("wrong-types", d.WrongTypeFraction, "fraction of lines with a wrongly typed event time or amount")
+	f.Float64("future", d.FutureFraction, "fraction of lines with a far-future event time")
+	f.Float64("outage-rate", d.OutageRate, "probability per line that an outage burst is delivered")
+	f.Duration("lag-median", d.LagMedian, "median event-time lag")
 	return cmd
+}
+
+func runGen(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	path, _ := f.GetString("config")
+	if path == "" {
+		return usageError("gen: --config is required")
+	}
+	events, _ := f.GetInt64("events")
+	if events <= 0 {
+		return usageError("gen: --events must be a positive number of lines, got %d", events)
+	}
+	sets, _ := f.GetStringArray("set")
+	cfg, err := loadPipelineConfig(path, sets)
+	if err != nil {
+		return err
+	}
+	if cfg.Landing.Format != "json" {
+		return usageError("gen: writes NDJSON, but landing.format is %q in %s", cfg.Landing.Format, path)
+	}
+	o, err := genOptions(cmd, cfg, events)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	lake, err := openPipelineLake(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	st, err := gen.Generate(ctx, lake, o)
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	secs := time.Since(began).Seconds()
+	summary := struct {
+		Lake   string `json:"lake"`
+		Prefix string `json:"prefix"`
+		Seed   int64  `json:"seed"`
+		gen.Stats
+		Seconds   float64 `json:"seconds"`
+		LinesPerS float64 `json:"lines_per_s"`
+		FirstKey  string  `json:"first_key,omitempty"`
+		LastKey   string  `json:"last_key,omitempty"`
+	}{Lake: cfg.Lake, Prefix: o.Prefix, Seed: o.Seed, Stats: st, Seconds: roundTo(secs, 3), LinesPerS: roundTo(float64(st.Lines)/max(secs, 1e-9), 0)}
+	if len(st.Keys) > 0 {
+		summary.FirstKey, summary.LastKey = st.Keys[0], st.Keys[len(st.Keys)-1]
+	}
+	line, err := json.Marshal(summary)
+	if err != nil {
+		return fmt.Errorf("gen: summary: %w", err)
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
+	return err
+}
+
+func roundTo(v float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+// genOptions maps the config's schema and the flags onto generator options.
+func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Options, error) {
+	f := cmd.Flags()
+	o := gen.DefaultOptions()
+	o.Lines = events
+	o.Seed, _ = f.GetInt64("seed")
+	o.Files, _ = f.GetInt("files")
+	o.Prefix = cfg.Landing.Path
+	o.Gzip, _ = f.GetBool("gzip")
+	o.Rate, _ = f.GetFloat64("rate")
+	o.EventTypes, _ = f.GetInt("event-types")
+	o.Devices, _ = f.GetInt("devices")
+	o.DuplicateFraction, _ = f.GetFloat64("duplicates")
+	o.LateResendFraction, _ = f.GetFloat64("late-resends")
+	o.MalformedFraction, _ = f.GetFloat64("malformed")
+	o.WrongTypeFraction, _ = f.GetFloat64("wrong-types")
+	o.FutureFraction, _ = f.GetFloat64("future")
+	o.OutageRate, _ = f.GetFloat64("outage-rate")
+	o.LagMedian, _ = f.GetDuration("lag-median")
+	if o.Files < 0 {
+		return o, usageError("gen: --files must not be negative, got %d", o.Files)
+	}
+	start, _ := f.GetString("start")
+	if start == "now" {
+		o.Start = time.Now().UTC().Truncate(time.Second)
+	} else {
+		t, err := time.Parse(time.RFC3339Nano, start)
+		if err != nil {
+			return o, usageError("gen: --start %q: expected an RFC 3339 time such as 2024-05-01T00:00:00Z, or now", start)
+		}
+		o.Start = t.UTC()
+	}
+	o.Columns = o.Columns[:0]
+	for _, c := range cfg.Schema {
+		o.Columns = append(o.Columns, gen.Column{Name: c.Name, Kind: string(c.Type.Kind),
+			Precision: c.Type.Precision, Scale: c.Type.Scale, Required: c.Required})
+	}
+	o.EventTime = cfg.Stream.EventTime
+	// A single-column dedup key is the event id: resends repeat it.
+	if len(cfg.Stream.Dedup) == 1 {
+		o.ID = cfg.Stream.Dedup[0]
+	}
+	return o, nil
+}
+
+// loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
+// a usage error (exit code 2). Other commands can use it too.
+func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
+	cfg, err := config.Load(path)
+	if err == nil {
+		for _, s := range sets {
+			key, value, ok := strings.Cut(s, "=")
+			if !ok {
+				return nil, usageError("--set %q: expected key=value, e.g. stream.trigger=once", s)
+			}
+			if err = cfg.Override(key, value); err != nil {
+				break
+			}
+		}
+	}
+	if errors.Is(err, config.ErrInvalid) {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return cfg, err
+}
+
+// openPipelineLake opens the config's lake with its S3 settings and environment credentials.
+func openPipelineLake(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
+	b, err := bucketurl.Open(ctx, cfg.Lake, bucketurl.Options{
+		Endpoint:        cfg.S3.Endpoint,
+		Region:          cfg.S3.Region,
+		PathStyle:       cfg.S3.PathStyle,
+		AccessKeyID:     cfg.S3.Credentials.AccessKeyID,
+		SecretAccessKey: cfg.S3.Credentials.SecretAccessKey,
+		SessionToken:    cfg.S3.Credentials.SessionToken,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
+	}
+	return b, nil
 }
