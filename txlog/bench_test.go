@@ -8,6 +8,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
 // bigTable writes a table of numFiles adds spread over commits of perCommit adds each, written
@@ -76,12 +77,16 @@ func BenchmarkSnapshot100kAddsCheckpoint(b *testing.B) { benchmarkSnapshot(b, tr
 // BenchmarkCommitFile measures one blind-append commit (snapshot + put-if-absent) on the file
 // backend, checkpointing every 10 commits as the default table does.
 func BenchmarkCommitFile(b *testing.B) {
-	ctx := context.Background()
 	bucket, err := file.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bucket.Close()
+	benchmarkCommit(b, bucket)
+}
+
+func benchmarkCommit(b *testing.B, bucket objstore.Bucket) {
+	ctx := context.Background()
 	l := New(bucket)
 	createTable(b, l, false, nil)
 	b.ReportAllocs()
@@ -98,4 +103,9 @@ func BenchmarkCommitFile(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkCommitS3 is BenchmarkCommitFile against the MinIO test server.
+func BenchmarkCommitS3(b *testing.B) {
+	benchmarkCommit(b, s3test.NewTestBucket(b))
 }

@@ -402,8 +402,14 @@ func TestConcurrentBlindAppendsFile(t *testing.T) {
 }
 
 func TestConcurrentReadModifyWrite(t *testing.T) {
+	concurrentReadModifyWrite(t, mem.New())
+}
+
+// concurrentReadModifyWrite races two writers that both replace the one file they read: one
+// wins, the other fails with a conflict; never both.
+func concurrentReadModifyWrite(t *testing.T, b objstore.Bucket) {
 	ctx := context.Background()
-	l := fastLog(mem.New())
+	l := fastLog(b)
 	createTable(t, l, false, nil)
 	base := l.Begin(mustSnapshot(t, l))
 	base.Add(fileAdd("counter-0", "1"))

@@ -50,12 +50,18 @@ func fixtureFiles(t testing.TB, table string) map[string][]byte {
 func memFixture(t testing.TB, table string) *mem.Bucket {
 	t.Helper()
 	b := mem.New()
+	copyInto(t, b, table)
+	return b
+}
+
+// copyInto copies a fixture table into any bucket.
+func copyInto(t testing.TB, b objstore.Bucket, table string) {
+	t.Helper()
 	for k, data := range fixtureFiles(t, table) {
 		if err := objstore.PutBytes(context.Background(), b, k, data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return b
 }
 
 // fileFixture copies a fixture table into a temporary folder opened with the file backend.
@@ -66,11 +72,7 @@ func fileFixture(t testing.TB, table string) *file.Bucket {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	for k, data := range fixtureFiles(t, table) {
-		if err := objstore.PutBytes(context.Background(), b, k, data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyInto(t, b, table)
 	return b
 }
 
