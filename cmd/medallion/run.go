@@ -1,24 +1,112 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
+)
+
+// jobRunner runs one job and returns what its one-line JSON summary reports.
+type jobRunner func(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error)
 
 func newRunCmd() *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run JOB --config F",
 		Short: "Run one job once (for external schedulers)",
+		Long: `run runs one job once and exits: 0 when it succeeded, 1 when it failed (it is safe to run again),
+2 for a bad command line or config. It prints a one-line JSON summary on stdout; logs go to stderr.`,
 	}
-	for _, job := range []struct{ name, short string }{
-		{"ingest", "Ingest new landing objects into bronze, exactly once"},
-		{"stream", "Run the stream: bronze to silver, quarantine and gold"},
-		{"merge-late", "Fold quarantined late rows back into gold with MERGE"},
-		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere"},
-		{"optimize", "Compact small files"},
-		{"vacuum", "Remove unreferenced files older than the retention"},
+	for _, job := range []struct {
+		name, short string
+		run         jobRunner
+	}{
+		{"ingest", "Ingest new landing objects into bronze, exactly once", runIngest},
+		{"stream", "Run the stream: bronze to silver, quarantine and gold", nil},
+		{"merge-late", "Fold quarantined late rows back into gold with MERGE", nil},
+		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", nil},
+		{"optimize", "Compact small files", nil},
+		{"vacuum", "Remove unreferenced files older than the retention", nil},
 	} {
-		cmd := &cobra.Command{Use: job.name, Short: job.short, Args: cobra.NoArgs, RunE: notBuilt("run " + job.name)}
+		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
+		if job.run == nil {
+			cmd.RunE = notBuilt("run " + job.name)
+		} else {
+			cmd.RunE = jobCommand(job.name, job.run)
+		}
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
 		cmd.Flags().String("gold", "", "only this gold aggregation")
+		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
 		run.AddCommand(cmd)
 	}
 	return run
+}
+
+// jobCommand loads the config, builds the environment, runs the job and prints its summary.
+func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		path, _ := cmd.Flags().GetString("config")
+		if path == "" {
+			return usageError("run %s: --config is required", name)
+		}
+		sets, _ := cmd.Flags().GetStringArray("set")
+		cfg, err := loadPipelineConfig(path, sets)
+		if err != nil {
+			return err
+		}
+		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
+		ctx := cmd.Context()
+		env, err := jobs.NewEnv(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		began := time.Now()
+		summary, err := run(ctx, cmd, env)
+		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}
+		if err != nil {
+			result["error"] = err.Error()
+		}
+		if summary != nil {
+			result["result"] = summary
+		}
+		line, merr := json.Marshal(result)
+		if merr != nil {
+			return merr
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), string(line))
+		if err != nil {
+			logger.Error("job failed", "job", name, "err", err)
+			return &exitError{code: 1, err: fmt.Errorf("run %s: %w", name, err)}
+		}
+		return nil
+	}
+}
+
+func runIngest(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
+	rep, err := jobs.Ingest(ctx, env)
+	return rep, err
+}
+
+// newLogger follows the config: JSON unless stderr is a terminal (or as set), at its level.
+func newLogger(c config.Log, w interface{ Write([]byte) (int, error) }) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(c.Level)))
+	opts := &slog.HandlerOptions{Level: level}
+	text := c.Format == "text"
+	if c.Format == "" || c.Format == "auto" {
+		text = term.IsTerminal(int(os.Stderr.Fd()))
+	}
+	if text {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }

@@ -1,0 +1,86 @@
+// Package jobs owns the pipeline's jobs, each a function of (ctx, Env): ingest, stream,
+// merge-late, replay, optimize, vacuum. An Env is built once from the config; the CLI's
+// `medallion run JOB` and the scheduler of `medallion serve` call the same functions.
+//
+// Crash guarantees are those of the job functions' packages: every job is idempotent and may be
+// killed at any instant; running it again converges to the same tables.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"time"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Env is what every job runs with. Dependencies are passed in, never global.
+type Env struct {
+	Config *config.Pipeline
+	// Lake is the bucket rooted at the config's lake.
+	Lake   objstore.Bucket
+	Clock  func() time.Time
+	Logger *slog.Logger
+}
+
+// NewEnv opens the config's lake and fills defaults (wall clock, a discarding logger).
+func NewEnv(ctx context.Context, cfg *config.Pipeline, logger *slog.Logger) (Env, error) {
+	lake, err := OpenLake(ctx, cfg)
+	if err != nil {
+		return Env{}, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return Env{Config: cfg, Lake: lake, Clock: time.Now, Logger: logger}, nil
+}
+
+// OpenLake opens the config's lake with its S3 settings and the environment's credentials.
+func OpenLake(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
+	b, err := bucketurl.Open(ctx, cfg.Lake, bucketurl.Options{
+		Endpoint:        cfg.S3.Endpoint,
+		Region:          cfg.S3.Region,
+		PathStyle:       cfg.S3.PathStyle,
+		AccessKeyID:     cfg.S3.Credentials.AccessKeyID,
+		SecretAccessKey: cfg.S3.Credentials.SecretAccessKey,
+		SessionToken:    cfg.S3.Credentials.SessionToken,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: open lake %s: %w", cfg.Lake, err)
+	}
+	return b, nil
+}
+
+// DeclaredSchema is the config's event schema as a Delta struct.
+func DeclaredSchema(cfg *config.Pipeline) (*txlog.StructType, error) {
+	st := &txlog.StructType{}
+	for _, c := range cfg.Schema {
+		var t txlog.DataType
+		if c.Type.Kind == "decimal" {
+			t = txlog.DecimalType{Precision: c.Type.Precision, Scale: c.Type.Scale}
+		} else {
+			t = txlog.PrimitiveType{Name: string(c.Type.Kind)}
+		}
+		st.Fields = append(st.Fields, txlog.StructField{Name: c.Name, Type: t, Nullable: !c.Required})
+	}
+	// Round-trip through the schema JSON so that a type the config allowed but Delta does not
+	// know is caught here, with its column name.
+	s, err := txlog.MarshalSchema(st)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := txlog.ParseSchema(s); err != nil {
+		return nil, fmt.Errorf("jobs: event schema: %w", err)
+	}
+	return st, nil
+}
+
+// IngestCheckpoint is where the ingest job keeps its batches: beside the stream's checkpoint.
+func IngestCheckpoint(cfg *config.Pipeline) string {
+	return path.Join(cfg.Stream.Checkpoint, "ingest")
+}

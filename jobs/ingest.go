@@ -1,0 +1,45 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/medallion-lake/medallion/bronze"
+)
+
+// Ingest moves new landing objects into bronze (and rejects) exactly once, until none is left.
+func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
+	x, err := newIngester(env)
+	if err != nil {
+		return bronze.Report{}, err
+	}
+	return x.Run(ctx)
+}
+
+// IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
+func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, error) {
+	x, err := newIngester(env)
+	if err != nil {
+		return bronze.Report{}, err
+	}
+	return x.IngestKeys(ctx, keys)
+}
+
+func newIngester(env Env) (*bronze.Ingester, error) {
+	cfg := env.Config
+	declared, err := DeclaredSchema(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return bronze.NewIngester(env.Lake, bronze.IngestOptions{
+		LandingPrefix:      cfg.Landing.Path,
+		Format:             cfg.Landing.Format,
+		MaxFilesPerTrigger: cfg.Landing.MaxFilesPerTrigger,
+		Declared:           declared,
+		BronzePath:         cfg.Tables.Bronze,
+		RejectsPath:        cfg.Tables.Rejects,
+		CheckpointPath:     IngestCheckpoint(cfg),
+		Limits:             bronze.Limits{MaxLineBytes: int(cfg.Landing.MaxLineBytes.Bytes)},
+		Logger:             env.Logger,
+		Clock:              env.Clock,
+	})
+}
