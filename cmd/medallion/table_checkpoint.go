@@ -1,12 +1,46 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 func newTableCheckpointCmd() *cobra.Command {
-	return &cobra.Command{
+	var vf tableVersionFlags
+	var cleanup bool
+	cmd := &cobra.Command{
 		Use:   "checkpoint URL",
-		Short: "Write a checkpoint",
-		Args:  cobra.ExactArgs(1),
-		RunE:  notBuilt("table checkpoint"),
+		Short: "Write a checkpoint (and optionally clean up expired log files)",
+		Long: "Write a classic Parquet checkpoint of the latest version (or of --version/--timestamp) and\n" +
+			"update _delta_log/_last_checkpoint. With --cleanup, also delete commits and checkpoints older\n" +
+			"than the newest checkpoint outside delta.logRetentionDuration. Data files are never touched.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			l, err := openLog(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			snap, err := loadSnapshot(ctx, l, vf)
+			if err != nil {
+				return err
+			}
+			if err := l.Checkpoint(ctx, snap); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "checkpoint written at version %d (%d live files)\n", snap.Version(), len(snap.Files()))
+			if cleanup {
+				n, err := l.Cleanup(ctx, snap)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "log cleanup deleted %d files\n", n)
+			}
+			return nil
+		},
 	}
+	vf.register(cmd)
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "delete expired log files after the checkpoint")
+	return cmd
 }

@@ -1,12 +1,73 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
 
 func newTableHistoryCmd() *cobra.Command {
-	return &cobra.Command{
+	var limit int
+	var format string
+	cmd := &cobra.Command{
 		Use:   "history URL",
-		Short: "Show the commit history",
+		Short: "Show the commit history, newest first",
 		Args:  cobra.ExactArgs(1),
-		RunE:  notBuilt("table history"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "jsonl" {
+				return usageError("--format %q: want table or jsonl", format)
+			}
+			ctx := cmd.Context()
+			l, err := openLog(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			hist, err := l.History(ctx, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if format == "jsonl" {
+				enc := json.NewEncoder(out)
+				for _, h := range hist {
+					if err := enc.Encode(map[string]any{"version": h.Version, "timestamp": h.Timestamp, "commitInfo": h.CommitInfo}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tPARAMETERS\tREAD VERSION\tISOLATION\tBLIND APPEND\tENGINE")
+			for _, h := range hist {
+				ci := h.CommitInfo
+				if ci == nil {
+					fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\n", h.Version, h.Timestamp.Format(time.RFC3339Nano))
+					continue
+				}
+				read, blind := "", ""
+				if ci.ReadVersion != nil {
+					read = fmt.Sprint(*ci.ReadVersion)
+				}
+				if ci.IsBlindAppend != nil {
+					blind = fmt.Sprint(*ci.IsBlindAppend)
+				}
+				var params []string
+				for _, k := range slices.Sorted(maps.Keys(ci.OperationParameters)) {
+					params = append(params, k+"="+string(ci.OperationParameters[k]))
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), ci.Operation,
+					strings.Join(params, " "), read, ci.IsolationLevel, blind, ci.EngineInfo)
+			}
+			return tw.Flush()
+		},
 	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or jsonl")
+	return cmd
 }
