@@ -343,6 +343,21 @@ func TestValidConfigs(t *testing.T) {
 	}
 }
 
+func TestAliasBomb(t *testing.T) {
+	// 100 gold entries x 100 aggregates x 1000 percentiles, through aliases: 10^7 values from
+	// a 10 kB file. The anchors sit under an unknown key, which is reported but still parsed.
+	rep := func(s string, n int) string { return strings.TrimSuffix(strings.Repeat(s+", ", n), ", ") }
+	doc := "x:\n  - &p [" + rep("0.5", 1000) + "]\n" +
+		"  - &m {fn: approx_percentile, column: amount, percentiles: *p}\n" +
+		"  - &a [" + rep("*m", 100) + "]\n" +
+		"  - &g {name: g, window: {type: tumbling, size: 1m}, aggregates: *a}\n" +
+		strings.Replace(minimal, "gold:\n", "gold: ["+rep("*g", 100)+"]\nx-unused:\n", 1)
+	_, err := Parse([]byte(doc), "bomb.yaml")
+	if err == nil || !strings.Contains(err.Error(), "expands to more than 100000 values through aliases") {
+		t.Fatalf("alias bomb: %v", err)
+	}
+}
+
 func TestOverride(t *testing.T) {
 	p := mustParse(t, minimal+"  - name: g1h\n    window: {type: tumbling, size: 1h}\n    aggregates: [{fn: count}]\n")
 	p.ApplyEnv(mapEnv(map[string]string{"AWS_ACCESS_KEY_ID": "AKIA1234", "AWS_ENDPOINT_URL": "http://minio:9000"}))

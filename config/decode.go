@@ -29,7 +29,12 @@ type decoder struct {
 	lines    map[string]int
 	badLines map[int]bool // lines already reported, so yaml.v3's type errors there are dropped
 	errs     []error
+	visits   int // values walked, aliases expanded: bounded against alias bombs
 }
+
+// maxVisits bounds the values a config may expand to through aliases; a real config has a few
+// hundred.
+const maxVisits = 100_000
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.errs = append(d.errs, &FieldError{Source: d.source, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -52,6 +57,9 @@ func (d *decoder) decode(root *yaml.Node) *Pipeline {
 		return nil
 	}
 	d.walk(doc, reflect.TypeFor[Pipeline](), "")
+	if d.visits > maxVisits {
+		return nil
+	}
 	p := &Pipeline{}
 	if err := doc.Decode(p); err != nil {
 		var te *yaml.TypeError
@@ -72,6 +80,12 @@ func (d *decoder) decode(root *yaml.Node) *Pipeline {
 
 // walk checks keys and shapes, recording the line of every path it passes.
 func (d *decoder) walk(n *yaml.Node, t reflect.Type, path string) {
+	if d.visits++; d.visits > maxVisits {
+		if d.visits == maxVisits+1 {
+			d.fail(n.Line, path, "the document expands to more than %d values through aliases", maxVisits)
+		}
+		return
+	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
