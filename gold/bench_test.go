@@ -91,3 +91,54 @@ func BenchmarkAggregate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStreamAppend is the steady state of a running stream: each 64k-event batch covers
+// the next 10 s of event time (in random order, up to 1 minute out of order), the watermark
+// (delay 10 minutes) advances, and closed windows are emitted and evicted.
+func BenchmarkStreamAppend(b *testing.B) {
+	for _, keys := range []int{1_000, 100_000} {
+		b.Run(strconv.Itoa(keys)+"keys", func(b *testing.B) {
+			spec, _ := Tumbling(5 * minute)
+			op := mustAgg(b, AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{
+				{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0},
+			}})
+			tr, _ := NewWatermarkTracker(PolicyMin, []int64{10 * 60 * 1000}, 0)
+			rng := rand.New(rand.NewPCG(1, 1))
+			in := &Input{EventTime: make([]int64, benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
+			var kb []byte
+			for i := 0; i < benchBatch; i++ {
+				kb = AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+				in.Keys.Append(kb)
+				in.Columns[0].Float64[i] = float64(i % 100)
+			}
+			offsets := make([]int64, benchBatch)
+			for i := range offsets {
+				offsets[i] = rng.Int64N(10*second) - rng.Int64N(minute)
+			}
+			base := at(12, 0)
+			step := func() {
+				for i, o := range offsets {
+					in.EventTime[i] = base + o
+				}
+				base += 10 * second
+				late, evict := tr.BatchWatermarks()
+				tr.Observe(0, in.EventTime, nil)
+				if _, err := op.ProcessBatch(in, late, evict); err != nil {
+					b.Fatal(err)
+				}
+				tr.EndBatch(0)
+			}
+			for i := 0; i < 200; i++ { // past the first evictions
+				step()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := cpuNanos()
+			for i := 0; i < b.N; i++ {
+				step()
+			}
+			reportCPU(b, c0, b.N*benchBatch)
+			b.ReportMetric(float64(op.NumGroups()), "groups")
+		})
+	}
+}

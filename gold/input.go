@@ -171,7 +171,7 @@ func AppendKeyFloat64(dst []byte, v float64) []byte {
 type KeyPart = any
 
 // DecodeKey splits an encoded key into its parts, so the runner can write gold's key columns.
-func DecodeKey(key []byte) ([]KeyPart, error) {
+func DecodeKey(key string) ([]KeyPart, error) {
 	var parts []KeyPart
 	for i := 0; i < len(key); {
 		tag := key[i]
@@ -180,18 +180,30 @@ func DecodeKey(key []byte) ([]KeyPart, error) {
 		case keyNull:
 			parts = append(parts, nil)
 		case keyString:
-			n, w := binary.Uvarint(key[i:])
-			if w <= 0 || uint64(len(key)-i-w) < n {
-				return nil, fmt.Errorf("%w: key string part at byte %d is truncated", ErrBadInput, i-1)
+			var n uint64
+			shift, ok := uint(0), false
+			for ; i < len(key) && shift < 64; shift += 7 {
+				c := key[i]
+				i++
+				n |= uint64(c&0x7f) << shift
+				if c < 0x80 {
+					ok = true
+					break
+				}
 			}
-			i += w
-			parts = append(parts, string(key[i:i+int(n)]))
+			if !ok || uint64(len(key)-i) < n {
+				return nil, fmt.Errorf("%w: key string part is truncated at byte %d", ErrBadInput, i)
+			}
+			parts = append(parts, key[i:i+int(n)])
 			i += int(n)
 		case keyInt, keyFloat:
 			if len(key)-i < 8 {
 				return nil, fmt.Errorf("%w: key number part at byte %d is truncated", ErrBadInput, i-1)
 			}
-			u := binary.BigEndian.Uint64(key[i:])
+			var u uint64
+			for _, c := range []byte(key[i : i+8]) {
+				u = u<<8 | uint64(c)
+			}
 			i += 8
 			if tag == keyInt {
 				parts = append(parts, int64(u))

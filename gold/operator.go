@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 )
 
 // ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
@@ -91,7 +93,9 @@ func (c *AggConfig) ShouldRunNoDataBatch(newWatermarkMs, evictionWatermarkMs int
 type OutRow struct {
 	Window Window
 	// Key is the encoded group key (DecodeKey splits it).
-	Key  []byte
+	Key string
+	// Aggs are the group's states; for groups still in state (Update, Complete) sketches are
+	// cloned, so they stay valid after the next batch.
 	Aggs []AggValue
 }
 
@@ -153,8 +157,10 @@ type Aggregation struct {
 	groups    []group
 	freeSlots []int32
 	live      int64
-	accs      []*acc
-	batch     uint32
+	// minEnd is a lower bound of the live groups' window ends (sessions only grow).
+	minEnd int64
+	accs   []*acc
+	batch  uint32
 
 	winBuf    []Window
 	pairSlot  []int32
@@ -164,6 +170,7 @@ type Aggregation struct {
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
+	aggBuf    []AggValue
 }
 
 // NewAggregation validates cfg and returns an empty operator.
@@ -177,6 +184,7 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 		keyIDs:   newKeyTable(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
+		minEnd:   math.MaxInt64,
 	}
 	for i := range a.cfg.Aggs {
 		a.accs = append(a.accs, newAcc(&a.cfg.Aggs[i]))
@@ -227,6 +235,7 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 		}
 	}
 	a.groups[s] = group{w: w, key: key, live: true}
+	a.minEnd = min(a.minEnd, w.End)
 	a.keyRefs[key]++
 	a.live++
 	return s
@@ -290,6 +299,8 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	r := &a.res
 	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
 	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
+	clear(a.aggBuf) // drop last batch's sketch references
+	a.aggBuf = a.aggBuf[:0]
 	clear(a.lateSeen)
 	lateUs := lateWM * 1000
 	dropLate := a.cfg.Mode != Complete
@@ -523,10 +534,17 @@ func (a *Aggregation) emit(evictUs int64) {
 		}
 	}
 	a.evictList = a.evictList[:0]
-	if a.cfg.Mode != Complete {
+	if a.cfg.Mode != Complete && evictUs >= a.minEnd {
+		// Only batches whose watermark passed some window end pay for this scan.
+		a.minEnd = math.MaxInt64
 		for s := range a.groups {
-			if g := &a.groups[s]; g.live && g.w.End <= evictUs {
+			g := &a.groups[s]
+			switch {
+			case !g.live:
+			case g.w.End <= evictUs:
 				a.evictList = append(a.evictList, int32(s))
+			default:
+				a.minEnd = min(a.minEnd, g.w.End)
 			}
 		}
 	}
@@ -551,16 +569,17 @@ func (a *Aggregation) emit(evictUs int64) {
 		if c := cmpInt64(x.Window.End, y.Window.End); c != 0 {
 			return c
 		}
-		return bytes.Compare(x.Key, y.Key)
+		return strings.Compare(x.Key, y.Key)
 	})
 }
 
 // appendRow copies group s into the result; sketches are cloned when the group stays in state.
 func (a *Aggregation) appendRow(s int32, clone bool) {
 	g := &a.groups[s]
-	row := OutRow{Window: g.w, Key: []byte(a.keys[g.key]), Aggs: make([]AggValue, len(a.accs))}
-	for i, ac := range a.accs {
-		row.Aggs[i] = ac.value(s, clone)
+	// One backing array for every row's aggregates: no allocation per emitted row.
+	n := len(a.aggBuf)
+	for _, ac := range a.accs {
+		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
-	a.res.Rows = append(a.res.Rows, row)
+	a.res.Rows = append(a.res.Rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
 }

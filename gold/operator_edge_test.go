@@ -224,7 +224,7 @@ func TestAggregatesMatchOracle(t *testing.T) {
 			t.Fatalf("%d groups, want %d", len(res.Rows), len(want))
 		}
 		for _, r := range res.Rows {
-			g := string(r.Key) + "@" + hhmm(r.Window.Start)
+			g := r.Key + "@" + hhmm(r.Window.Start)
 			o := want[g]
 			if o == nil {
 				t.Fatalf("unexpected group %s", g)

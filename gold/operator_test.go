@@ -18,7 +18,7 @@ func rowsString(rows []OutRow) string {
 	for _, r := range rows {
 		p := fmt.Sprintf("[%s]=%d", hhmm(r.Window.Start), r.Aggs[0].N)
 		if len(r.Key) > 0 {
-			p = string(r.Key) + p
+			p = r.Key + p
 		}
 		parts = append(parts, p)
 	}
@@ -30,14 +30,14 @@ func stateString(a *Aggregation) string {
 	var rows []OutRow
 	for s, g := range a.groups {
 		if g.live {
-			rows = append(rows, OutRow{Window: g.w, Key: []byte(a.keys[g.key]), Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
+			rows = append(rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
 		}
 	}
 	slices.SortFunc(rows, func(x, y OutRow) int {
 		if c := cmpInt64(x.Window.Start, y.Window.Start); c != 0 {
 			return c
 		}
-		return strings.Compare(string(x.Key), string(y.Key))
+		return strings.Compare(x.Key, y.Key)
 	})
 	return rowsString(rows)
 }
