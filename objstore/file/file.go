@@ -320,6 +320,21 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 	}
 }
 
+// SetModTime changes an object's modification time, for tests of time travel by timestamp
+// (as mem.Bucket.SetModTime).
+func (b *Bucket) SetModTime(key string, t time.Time) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := b.root.Chtimes(key, t, t); err != nil {
+		if notFound(err) {
+			return fmt.Errorf("file: set mod time %s: %w", key, objstore.ErrNotFound)
+		}
+		return fmt.Errorf("file: set mod time %s: %w", key, err)
+	}
+	return nil
+}
+
 // Delete implements objstore.Bucket. It also removes parent directories left empty, so a
 // deleted "a/b" does not block a later object "a".
 func (b *Bucket) Delete(ctx context.Context, key string) error {

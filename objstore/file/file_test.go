@@ -187,3 +187,22 @@ func TestFilesAreReadableOnDisk(t *testing.T) {
 func BenchmarkFile(b *testing.B) {
 	objstoretest.RunBenchmarks(b, func(tb testing.TB) objstore.Bucket { return newBucket(tb) })
 }
+
+func TestSetModTime(t *testing.T) {
+	ctx := context.Background()
+	b := newBucket(t)
+	if err := objstore.PutBytes(ctx, b, "_delta_log/00000000000000000000.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := b.SetModTime("_delta_log/00000000000000000000.json", when); err != nil {
+		t.Fatal(err)
+	}
+	info, err := b.Stat(ctx, "_delta_log/00000000000000000000.json")
+	if err != nil || !info.ModTime.Equal(when) {
+		t.Errorf("Stat = %v, %v; want ModTime %v", info.ModTime, err, when)
+	}
+	if err := b.SetModTime("missing", when); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("SetModTime(missing) = %v, want ErrNotFound", err)
+	}
+}
