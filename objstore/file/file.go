@@ -49,6 +49,9 @@ const maxPlaceAttempts = 8
 // errParentIsObject keeps a blocked parent directory apart from "the key exists" in PutIfAbsent.
 var errParentIsObject = errors.New("a parent of the key is an object")
 
+// errKeyIsDir reports a key that names a directory holding other objects.
+var errKeyIsDir = errors.New("the key is a directory of other objects")
+
 // Bucket stores objects as files under one root directory. It is safe for concurrent use,
 // also by several processes sharing the directory.
 type Bucket struct {
@@ -250,9 +253,18 @@ func (b *Bucket) place(key, tmp string, move func(oldname, newname string) error
 			b.syncDir(parent)
 			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			break
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a concurrent Delete pruned the parent
 		}
+		if info, lerr := b.root.Lstat(key); lerr == nil && info.IsDir() {
+			// An empty directory is no object: a crash between MkdirAll and the move, or a
+			// Delete racing a Put, can leave one. Remove fails if it holds objects.
+			if b.root.Remove(key) == nil {
+				continue
+			}
+			return errKeyIsDir
+		}
+		break
 	}
 	return err
 }
@@ -282,9 +294,6 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) e
 	}
 	if err := b.place(key, tmp, b.root.Rename); err != nil {
 		_ = b.root.Remove(tmp)
-		if errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return fmt.Errorf("file: put %s: the key is a directory of other objects: %w", key, err)
-		}
 		return fmt.Errorf("file: put %s: %w", key, err)
 	}
 	return nil
@@ -308,7 +317,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errParentIsObject):
+	case errors.Is(err, errParentIsObject), errors.Is(err, errKeyIsDir):
 		return fmt.Errorf("file: put %s: %w", key, err)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("file: put %s: %w", key, objstore.ErrAlreadyExists)

@@ -206,3 +206,31 @@ func TestSetModTime(t *testing.T) {
 		t.Errorf("SetModTime(missing) = %v, want ErrNotFound", err)
 	}
 }
+
+// An empty directory where a key should go (left by a crash between creating the parents and
+// moving the file in) is not an object: writes replace it, and put-if-absent must not lose to it.
+func TestEmptyDirectoryIsNoObject(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, dir := range []string{"log/00000000000000000001.json", "data/part-0"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(dir)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := objstore.PutBytesIfAbsent(ctx, b, "log/00000000000000000001.json", []byte("commit")); err != nil {
+		t.Errorf("PutIfAbsent over an empty directory = %v, want success", err)
+	}
+	if err := objstore.PutBytes(ctx, b, "data/part-0", []byte("rows")); err != nil {
+		t.Errorf("Put over an empty directory = %v, want success", err)
+	}
+	for key, want := range map[string]string{"log/00000000000000000001.json": "commit", "data/part-0": "rows"} {
+		if got, err := objstore.ReadAll(ctx, b, key); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", key, got, err, want)
+		}
+	}
+}

@@ -323,7 +323,7 @@ func testList(t *testing.T, b objstore.Bucket) {
 		}
 	}
 
-	prefixes := []string{"", "a", "a/", "a/c", "a/c/", "a/c/d", "b/x", "_delta_log/", "_delta_log/0000000000000000000", "nothing", "nothing/", "日本/"}
+	prefixes := []string{"", "a", "a/", "a/c", "a/c/", "a/c/d", "b/x", "_delta_log/", "_delta_log/0000000000000000000", "nothing", "nothing/", "日本/", "a-b/", "a0/x", "z/"}
 	starts := append([]string{"", "a", "a/", "a/c", "a/c/", "a0", "b", "_delta_log/00000000000000000001.json", "zz", "\xff"}, keys...)
 	for _, p := range prefixes {
 		for _, s := range starts {
