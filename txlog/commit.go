@@ -380,9 +380,16 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 		if tx.read == nil {
 			return -1, fmt.Errorf("%w: the table was created concurrently (version 0 exists)", ErrProtocolChanged)
 		}
-		next, ictSeen, cerr := tx.checkWinners(ctx, version)
+		next, ictSeen, mine, cerr := tx.checkWinners(ctx, version)
 		if cerr != nil {
 			return -1, cerr
+		}
+		if mine >= 0 {
+			// An earlier attempt whose put reported an error (and was not yet visible when read
+			// back) did land: committing again would apply the actions twice.
+			tx.done = true
+			l.afterCommit(ctx, mine, m)
+			return mine, nil
 		}
 		lastICT = max(lastICT, ictSeen)
 		if attempt >= limit {
@@ -425,24 +432,29 @@ func (tx *Transaction) readBack(ctx context.Context, key string) (readBackResult
 }
 
 // checkWinners reads commits from version on until one is missing and checks each for
-// conflicts. It returns the next free version and the newest in-commit timestamp seen.
-func (tx *Transaction) checkWinners(ctx context.Context, version int64) (int64, int64, error) {
-	var lastICT int64
+// conflicts. It returns the next free version, the newest in-commit timestamp seen, and the
+// version holding this transaction's own txnId (-1 when none does).
+func (tx *Transaction) checkWinners(ctx context.Context, version int64) (next, lastICT, mine int64, err error) {
 	for v := version; ; v++ {
 		key := CommitKey(v)
 		data, err := objstore.ReadAll(ctx, tx.log.bucket, key)
 		if errors.Is(err, objstore.ErrNotFound) {
-			return v, lastICT, nil
+			return v, lastICT, -1, nil
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("txlog: read winning commit %s: %w", key, err)
+			return 0, 0, -1, fmt.Errorf("txlog: read winning commit %s: %w", key, err)
 		}
 		actions, err := ParseActions(data)
 		if err != nil {
-			return 0, 0, fmt.Errorf("txlog: winning commit %s: %w", key, err)
+			return 0, 0, -1, fmt.Errorf("txlog: winning commit %s: %w", key, err)
+		}
+		for _, a := range actions {
+			if a.CommitInfo != nil && a.CommitInfo.TxnID == tx.txnID {
+				return 0, 0, v, nil
+			}
 		}
 		if err := tx.checkConflict(v, actions); err != nil {
-			return 0, 0, err
+			return 0, 0, -1, err
 		}
 		for _, a := range actions {
 			if a.CommitInfo != nil && a.CommitInfo.InCommitTimestamp != nil {

@@ -226,6 +226,7 @@ type faultyBucket struct {
 	failAfterWrite  atomic.Int32 // > 0: write the object, then report an error
 	failBeforeWrite atomic.Int32 // > 0: report an error without writing
 	failReads       atomic.Bool
+	hideOnce        atomic.Bool // the next Get of a commit reports ErrNotFound
 }
 
 var errInjected = errors.New("injected fault")
@@ -248,6 +249,9 @@ func (f *faultyBucket) PutIfAbsent(ctx context.Context, key string, r io.Reader,
 func (f *faultyBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if f.failReads.Load() {
 		return nil, errInjected
+	}
+	if strings.HasSuffix(key, ".json") && f.hideOnce.CompareAndSwap(true, false) {
+		return nil, objstore.ErrNotFound
 	}
 	return f.Bucket.Get(ctx, key)
 }
@@ -278,6 +282,23 @@ func TestCommitUnknownOutcome(t *testing.T) {
 		tx.Add(fileAdd("x", "1"))
 		if v, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil || v != 1 {
 			t.Fatalf("commit = %d, %v", v, err)
+		}
+	})
+	t.Run("landed but invisible to the read-back: never committed twice", func(t *testing.T) {
+		fb := &faultyBucket{Bucket: mem.New()}
+		l := fastLog(fb)
+		createTable(t, l, false, nil)
+		snap := mustSnapshot(t, l)
+		fb.failAfterWrite.Store(1)
+		fb.hideOnce.Store(true) // the read-back misses the object, as an eventually consistent store might
+		tx := l.Begin(snap)
+		tx.Add(fileAdd("x", "1"))
+		v, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if err != nil || v != 1 {
+			t.Fatalf("commit = %d, %v", v, err)
+		}
+		if s := mustSnapshot(t, l); s.Version() != 1 {
+			t.Errorf("latest version %d, want 1: the append was committed twice", s.Version())
 		}
 	})
 	t.Run("undeterminable", func(t *testing.T) {
