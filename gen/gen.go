@@ -115,6 +115,11 @@ type Options struct {
 	FutureFraction float64
 	// FutureLag puts future events beyond any real ingest time. Default 50 years.
 	FutureLag time.Duration
+	// TimeFormatMix of records spell their event time in one of the other forms ingest
+	// accepts (DESIGN.md §8): RFC 3339 without fraction, with milliseconds, with a zone offset,
+	// or "YYYY-MM-DD HH:MM:SS[.ffffff]" as UTC. Timestamp (not timestamp_ntz) event times
+	// only. Default 0: every event time is RFC 3339 UTC with microseconds.
+	TimeFormatMix float64
 	// NullFraction of values of optional columns without a role are null or left out.
 	// Default 0.01.
 	NullFraction float64
@@ -186,6 +191,8 @@ type Stats struct {
 	// BadAmount records carry a non-numeric amount (kept, amount null, value rescued).
 	BadEventTime int64 `json:"bad_event_time"`
 	BadAmount    int64 `json:"bad_amount"`
+	// MixedTimeFormats records spell their event time in another accepted form.
+	MixedTimeFormats int64 `json:"mixed_time_formats"`
 	// Future records have an event time FutureLag after their arrival.
 	Future int64 `json:"future"`
 	// Outages is the number of outage bursts, OutageEvents the events they delivered.
@@ -306,6 +313,7 @@ func (o *Options) check() error {
 		{"TailFraction", o.TailFraction}, {"OutageRate", o.OutageRate}, {"DuplicateFraction", o.DuplicateFraction},
 		{"LateResendFraction", o.LateResendFraction}, {"MalformedFraction", o.MalformedFraction},
 		{"WrongTypeFraction", o.WrongTypeFraction}, {"FutureFraction", o.FutureFraction}, {"NullFraction", o.NullFraction},
+		{"TimeFormatMix", o.TimeFormatMix},
 	} {
 		if !(f.v >= 0 && f.v <= 1) {
 			bad("%s = %v: expected a fraction between 0 and 1", f.name, f.v)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -571,5 +572,74 @@ func TestTimeFormattingMatchesTimePackage(t *testing.T) {
 		if want := `"` + tm.Format("2006-01-02 15:04:05.000000") + `"`; got != want {
 			t.Fatalf("appendTime ntz(%d) = %s, want %s", us, got, want)
 		}
+	}
+}
+
+func TestTimeFormatMix(t *testing.T) {
+	ctx := context.Background()
+	o := opts(30_000, 1, 21)
+	o.TimeFormatMix = 0.5
+	o.TailFraction, o.OutageRate, o.DuplicateFraction, o.MalformedFraction, o.WrongTypeFraction, o.FutureFraction = 0, 0, 0, 0, 0, 0
+	b := mem.New()
+	st, err := Generate(ctx, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, objs := readObjects(t, b, "")
+	d, hms := `^\d{4}-\d\d-\d\d`, `\d\d:\d\d:\d\d`
+	shapes := []struct {
+		name string
+		re   *regexp.Regexp
+	}{
+		{"default", regexp.MustCompile(d + "T" + hms + `\.\d{6}Z$`)},
+		{"seconds", regexp.MustCompile(d + "T" + hms + `Z$`)},
+		{"millis", regexp.MustCompile(d + "T" + hms + `\.\d{3}Z$`)},
+		{"offset", regexp.MustCompile(d + "T" + hms + `\.\d{6}[+-]\d\d:\d\d$`)},
+		{"space", regexp.MustCompile(d + " " + hms + `\.\d{6}$`)},
+		{"space seconds", regexp.MustCompile(d + " " + hms + `$`)},
+	}
+	seen := map[string]int{}
+	var minT, maxT time.Time
+	for i, line := range strings.Split(strings.TrimSuffix(string(objs[0]), "\n"), "\n") {
+		var rec struct {
+			EventTime string `json:"event_time"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		shape := ""
+		for _, s := range shapes {
+			if s.re.MatchString(rec.EventTime) {
+				shape = s.name
+			}
+		}
+		layout := time.RFC3339Nano
+		if strings.HasPrefix(shape, "space") {
+			layout = "2006-01-02 15:04:05.999999"
+		}
+		tm, err := time.Parse(layout, rec.EventTime)
+		if shape == "" || err != nil {
+			t.Fatalf("line %d: event time %q has no accepted spelling (%v)", i, rec.EventTime, err)
+		}
+		seen[shape]++
+		lag := o.Start.Add(time.Duration(float64(i) / o.Rate * 1e9)).Sub(tm)
+		if lag < 0 || lag > time.Hour {
+			t.Fatalf("line %d: %q is %v before its arrival", i, rec.EventTime, lag)
+		}
+		if i == 0 || tm.Before(minT) {
+			minT = tm
+		}
+		if i == 0 || tm.After(maxT) {
+			maxT = tm
+		}
+	}
+	if len(seen) != len(shapes) {
+		t.Errorf("spellings seen: %v", seen)
+	}
+	if others := int64(30_000 - seen["default"]); others != st.MixedTimeFormats {
+		t.Errorf("%d lines with another spelling, stats say %d", others, st.MixedTimeFormats)
+	}
+	if !minT.Equal(st.MinEventTime) || !maxT.Equal(st.MaxEventTime) {
+		t.Errorf("range %v..%v, stats say %v..%v", minT, maxT, st.MinEventTime, st.MaxEventTime)
 	}
 }

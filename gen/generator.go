@@ -45,7 +45,24 @@ type event struct {
 	typ    uint32
 	device uint32
 	flaw   flaw
+	format timeFormat
 }
+
+// timeFormat is one of the event-time spellings DESIGN.md §8 says ingest accepts.
+type timeFormat uint8
+
+const (
+	fmtMicros       timeFormat = iota // 2024-05-01T12:00:00.123456Z (the default)
+	fmtSeconds                        // 2024-05-01T12:00:00Z
+	fmtMillis                         // 2024-05-01T12:00:00.123Z
+	fmtOffset                         // 2024-05-01T14:00:00.123456+02:00
+	fmtSpace                          // 2024-05-01 12:00:00.123456, read as UTC
+	fmtSpaceSeconds                   // 2024-05-01 12:00:00, read as UTC
+	numFormats
+)
+
+// offsetMinutes are the zone offsets of fmtOffset, picked by sequence number.
+var offsetMinutes = [...]int64{120, -300, 330}
 
 const (
 	recentSize    = 1024 // recent events, for ordinary resends
@@ -74,6 +91,7 @@ type Generator struct {
 	lagBody      *quantiles // log-normal lag body, µs
 	amounts      *quantiles // log-normal amounts, cents
 	outageEvents int
+	mixTimes     bool // TimeFormatMix applies: the event time is a timestamp column
 
 	burstLeft   int
 	burstDevice uint32
@@ -122,6 +140,7 @@ func New(opts Options) (*Generator, error) {
 			g.hasAmount = true
 		case c.Name == opts.EventTime:
 			col.role = roleTime
+			g.mixTimes = opts.TimeFormatMix > 0 && c.Kind == "timestamp"
 		case c.Name == opts.Device && c.Kind == "string":
 			col.role = roleDevice
 		}
@@ -258,13 +277,25 @@ func (g *Generator) newEvent(timeUs int64) event {
 	g.seq++
 	u := g.r.Float64()
 	cents := int64(g.amounts.draw(g.r)) + 1
-	return event{
+	e := event{
 		seq:    g.seq,
 		timeUs: timeUs,
 		cents:  min(cents, 99_999_999),
 		typ:    uint32(u * u * float64(len(g.typeNames))), // skewed: low types are frequent
 		device: uint32(g.r.IntN(g.o.Devices)),
 	}
+	if g.mixTimes && g.r.Float64() < g.o.TimeFormatMix {
+		e.format = timeFormat(1 + g.r.IntN(int(numFormats)-1))
+		// The event time is what the line says: a coarser spelling truncates it.
+		switch e.format {
+		case fmtSeconds, fmtSpaceSeconds:
+			e.timeUs = floorDiv(e.timeUs, 1_000_000) * 1_000_000
+		case fmtMillis:
+			e.timeUs = floorDiv(e.timeUs, 1000) * 1000
+		}
+		g.stats.MixedTimeFormats++
+	}
+	return e
 }
 
 // lagUs draws arrival minus event time.
@@ -412,6 +443,8 @@ func (g *Generator) appendEvent(dst []byte, e *event) []byte {
 		case roleTime:
 			if e.flaw == flawTime {
 				dst = append(dst, badTimes[e.seq%uint64(len(badTimes))]...)
+			} else if e.format != fmtMicros {
+				dst = appendEventTime(dst, e)
 			} else {
 				dst = g.appendTime(dst, c.Kind, e.timeUs)
 			}
@@ -523,6 +556,54 @@ func (g *Generator) appendTime(dst []byte, kind string, us int64) []byte {
 	dst = appendPadded(dst, uint64(rem%1_000_000), 6)
 	if kind != "timestamp_ntz" {
 		dst = append(dst, 'Z')
+	}
+	return append(dst, '"')
+}
+
+// appendEventTime renders an event time in its other spelling (timestamp columns only).
+func appendEventTime(dst []byte, e *event) []byte {
+	us := e.timeUs
+	var off int64
+	if e.format == fmtOffset {
+		off = offsetMinutes[e.seq%uint64(len(offsetMinutes))]
+		us += off * 60_000_000
+	}
+	day := floorDiv(us, dayUs)
+	rem := us - day*dayUs
+	sec := rem / 1_000_000
+	dst = append(dst, '"')
+	dst = appendDate(dst, day)
+	if e.format == fmtSpace || e.format == fmtSpaceSeconds {
+		dst = append(dst, ' ')
+	} else {
+		dst = append(dst, 'T')
+	}
+	dst = append2(dst, int(sec/3600))
+	dst = append(dst, ':')
+	dst = append2(dst, int(sec/60%60))
+	dst = append(dst, ':')
+	dst = append2(dst, int(sec%60))
+	switch e.format {
+	case fmtSeconds:
+		dst = append(dst, 'Z')
+	case fmtMillis:
+		dst = append(dst, '.')
+		dst = appendPadded(dst, uint64(rem%1_000_000/1000), 3)
+		dst = append(dst, 'Z')
+	case fmtOffset:
+		dst = append(dst, '.')
+		dst = appendPadded(dst, uint64(rem%1_000_000), 6)
+		sign := byte('+')
+		if off < 0 {
+			sign, off = '-', -off
+		}
+		dst = append(dst, sign)
+		dst = append2(dst, int(off/60))
+		dst = append(dst, ':')
+		dst = append2(dst, int(off%60))
+	case fmtSpace:
+		dst = append(dst, '.')
+		dst = appendPadded(dst, uint64(rem%1_000_000), 6)
 	}
 	return append(dst, '"')
 }

@@ -47,6 +47,7 @@ It prints a one-line JSON summary that counts every kind of line.`,
 	f.Float64("future", d.FutureFraction, "fraction of lines with a far-future event time")
 	f.Float64("outage-rate", d.OutageRate, "probability per line that an outage burst is delivered")
 	f.Duration("lag-median", d.LagMedian, "median event-time lag")
+	f.Float64("time-formats", d.TimeFormatMix, "fraction of event times in another accepted spelling (no fraction, millis, offset, space)")
 	return cmd
 }
 
@@ -131,6 +132,7 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 	o.FutureFraction, _ = f.GetFloat64("future")
 	o.OutageRate, _ = f.GetFloat64("outage-rate")
 	o.LagMedian, _ = f.GetDuration("lag-median")
+	o.TimeFormatMix, _ = f.GetFloat64("time-formats")
 	if o.Files < 0 {
 		return o, usageError("gen: --files must not be negative, got %d", o.Files)
 	}

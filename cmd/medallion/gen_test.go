@@ -32,7 +32,7 @@ gold:
 	return path
 }
 
-func runCLI(t *testing.T, args ...string) (string, error) {
+func runGenCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	root := newRootCmd()
 	var out bytes.Buffer
@@ -46,7 +46,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestGenCommand(t *testing.T) {
 	lake := t.TempDir()
 	cfg := writeGenConfig(t, lake, "")
-	out, err := runCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
+	out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
 	if err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
@@ -74,7 +74,7 @@ func TestGenCommand(t *testing.T) {
 		t.Errorf("%d objects with %d lines; summary %v", len(entries), lines, summary)
 	}
 	// A rerun converges: same objects, all skipped.
-	out, err = runCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
+	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
 	if err != nil || !strings.Contains(out, `"skipped":3`) {
 		t.Errorf("rerun: %v %s", err, out)
 	}
@@ -99,7 +99,7 @@ func TestGenCommandErrors(t *testing.T) {
 		{[]string{"gen", "--config", filepath.Join(lake, "missing.yaml"), "--events", "10"}, 1, "missing.yaml"},
 	}
 	for _, c := range cases {
-		_, err := runCLI(t, c.args...)
+		_, err := runGenCLI(t, c.args...)
 		var ee *exitError
 		code := 1
 		if errors.As(err, &ee) {
