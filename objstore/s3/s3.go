@@ -10,8 +10,10 @@
 // a multipart upload (used for bodies of unknown size above Config.PartSize) is invisible until
 // CompleteMultipartUpload, and a crash before that leaves only an incomplete upload, which a
 // bucket lifecycle rule should abort. A put whose answer was lost (timeout, 5xx) may or may not
-// have happened: PutIfAbsent resolves that case itself by reading the key back and comparing the
-// bytes, so it never reports ErrAlreadyExists for its own earlier attempt.
+// have happened: PutIfAbsent of a body up to Config.PartSize (every Delta commit) resolves that
+// case itself by reading the key back and comparing the bytes, so it never reports
+// ErrAlreadyExists for its own earlier attempt. Larger conditional uploads (multipart) rely on
+// the SDK's retries, so after a lost answer they may report ErrAlreadyExists for their own write.
 package s3
 
 import (
@@ -49,6 +51,9 @@ const DefaultMaxBackoff = 5 * time.Second
 // DefaultPartSize is the multipart part size for bodies of unknown size (and the most a Put
 // buffers in memory): 16 MiB keeps 10,000 parts above 150 GiB.
 const DefaultPartSize = 16 << 20
+
+// maxSinglePut is S3's limit for one PutObject; larger bodies go up in parts.
+const maxSinglePut = 5 << 30
 
 // minPartSize is S3's lower limit for every part but the last.
 const minPartSize = 5 << 20
@@ -356,7 +361,7 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 	}
 	// A known-size seekable body goes out as is (the SDK signs it and rewinds it on retry);
 	// anything else is buffered one part at a time.
-	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 {
+	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 && size <= maxSinglePut {
 		if ifAbsent && size <= b.partSize {
 			body := make([]byte, size)
 			if _, err := io.ReadFull(rs, body); err != nil {
