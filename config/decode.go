@@ -29,7 +29,8 @@ type decoder struct {
 	lines    map[string]int
 	badLines map[int]bool // lines already reported, so yaml.v3's type errors there are dropped
 	errs     []error
-	visits   int // values walked, aliases expanded: bounded against alias bombs
+	visits   int                 // values walked, aliases expanded: bounded against alias bombs
+	merging  map[*yaml.Node]bool // mappings being merged in, against "<<" cycles
 }
 
 // maxVisits bounds the values a config may expand to through aliases; a real config has a few
@@ -187,9 +188,18 @@ func (d *decoder) walkMapping(n *yaml.Node, t reflect.Type, path string, seen ma
 		if m.Kind == yaml.AliasNode && m.Alias != nil {
 			m = m.Alias
 		}
-		if m.Kind == yaml.MappingNode {
-			d.walkMapping(m, t, path, seen, true)
+		if m.Kind != yaml.MappingNode || d.merging[m] || m == n {
+			continue // a cycle: yaml.v3 reports it when decoding
 		}
+		if d.visits++; d.visits > maxVisits {
+			return
+		}
+		if d.merging == nil {
+			d.merging = map[*yaml.Node]bool{}
+		}
+		d.merging[m] = true
+		d.walkMapping(m, t, path, seen, true)
+		delete(d.merging, m)
 	}
 }
 

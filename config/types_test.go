@@ -188,6 +188,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(minimal, "{type: tumbling, size: 5m}", "{type: sliding, size: 10m, slide: 5m, start_time: -1m}", 1)))
 	f.Add([]byte(strings.Replace(minimal, "{type: tumbling, size: 5m}", "&a {type: session, gap: 5m}", 1) + "x: *a\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	// Merge keys that include themselves once made the strict walk loop forever.
+	f.Add([]byte("stream: &a {<<: *a}\n"))
+	f.Add([]byte("stream: &a {<<: [*a]}\n"))
+	f.Add([]byte("gold: [&a {<<: *b}, &b {<<: *a}]\n"))
 	f.Add([]byte("- 1\n"))
 	f.Add([]byte("lake: [\n"))
 	f.Add([]byte("gold: [{name: a, window: {type: session, gap: 1d}, aggregates: [{fn: approx_percentile}]}]\n"))
