@@ -15,6 +15,7 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -58,11 +59,41 @@ type DedupResult struct {
 	NumRowsTotal, NumRowsUpdated, NumRowsRemoved       int64
 }
 
-// Dedup is the dedup operator's state: key -> eviction time (µs).
+// expiryBucketUs is the width of the expiry buckets: eviction visits only the buckets the
+// watermark has reached, never the whole state.
+const expiryBucketUs = 1_000_000
+
+// Dedup is the dedup operator's state: key -> eviction time (µs), indexed by expiry bucket.
 type Dedup struct {
-	cfg   DedupConfig
-	state map[string]int64
-	res   DedupResult
+	cfg       DedupConfig
+	state     map[string]int64
+	buckets   map[int64]*bucket // expiry bucket -> keys expiring in it
+	bucketIDs []int64           // ascending
+	forever   bucket            // keys that never expire
+	res       DedupResult
+}
+
+// bucket owns the bytes of its keys in arena chunks, so adding a key costs no allocation of
+// its own and evicting a whole bucket frees its keys at once.
+type bucket struct {
+	keys  []string
+	chunk []byte
+}
+
+const arenaChunk = 16 << 10
+
+func (b *bucket) intern(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	if cap(b.chunk)-len(b.chunk) < len(k) {
+		// A fresh chunk, never a grown one: strings already handed out keep pointing into
+		// the old chunk, which must not be copied or reused.
+		b.chunk = make([]byte, 0, max(arenaChunk, len(k)))
+	}
+	start := len(b.chunk)
+	b.chunk = append(b.chunk, k...)
+	return unsafe.String(&b.chunk[start], len(k))
 }
 
 // NewDedup validates cfg.
@@ -73,7 +104,7 @@ func NewDedup(cfg DedupConfig) (*Dedup, error) {
 	case cfg.DelayMs < 0:
 		return nil, fmt.Errorf("silver: dedup watermark delay %d ms is negative", cfg.DelayMs)
 	}
-	return &Dedup{cfg: cfg, state: map[string]int64{}}, nil
+	return &Dedup{cfg: cfg, state: map[string]int64{}, buckets: map[int64]*bucket{}}, nil
 }
 
 // Len is the number of keys in state.
@@ -99,18 +130,13 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 			r.Duplicates = append(r.Duplicates, int32(i))
 			continue
 		}
-		d.state[string(k)] = d.evictAt(t, hasTime)
+		d.add(k, d.evictAt(t, hasTime))
 		r.Emit = append(r.Emit, int32(i))
 	}
 	r.NumRowsDroppedByWatermark = int64(len(r.Late))
 	r.NumDroppedDuplicateRows = int64(len(r.Duplicates))
 	r.NumRowsUpdated = int64(len(r.Emit))
-	for k, at := range d.state {
-		if d.expired(at, evictUs) {
-			delete(d.state, k)
-			r.NumRowsRemoved++
-		}
-	}
+	r.NumRowsRemoved = d.evict(evictUs)
 	r.NumRowsTotal = int64(len(d.state))
 	return r, nil
 }
@@ -127,14 +153,63 @@ func (d *Dedup) evictAt(t int64, hasTime bool) int64 {
 	return math.MaxInt64
 }
 
-func (d *Dedup) expired(at, evictUs int64) bool {
-	if at == math.MaxInt64 {
-		return false
+func (d *Dedup) add(k []byte, at int64) {
+	b := &d.forever
+	if at != math.MaxInt64 {
+		id := floorDiv(at, expiryBucketUs)
+		if b = d.buckets[id]; b == nil {
+			b = &bucket{}
+			d.buckets[id] = b
+			// Event time mostly moves forward, so a new bucket usually goes last.
+			i, _ := slices.BinarySearch(d.bucketIDs, id)
+			d.bucketIDs = slices.Insert(d.bucketIDs, i, id)
+		}
 	}
-	if d.cfg.Mode == WithinWatermark {
-		return evictUs >= at
+	ks := b.intern(k)
+	b.keys = append(b.keys, ks)
+	d.state[ks] = at
+}
+
+// evict removes every key whose eviction time is <= evictUs: dropDuplicates' `eventTime <= W`
+// and dropDuplicatesWithinWatermark's `W >= expiresAt` are the same test.
+func (d *Dedup) evict(evictUs int64) int64 {
+	var n int64
+	for len(d.bucketIDs) > 0 {
+		id := d.bucketIDs[0]
+		if id*expiryBucketUs > evictUs {
+			break
+		}
+		b := d.buckets[id]
+		if id*expiryBucketUs+(expiryBucketUs-1) <= evictUs {
+			for _, k := range b.keys {
+				delete(d.state, k)
+			}
+			n += int64(len(b.keys))
+			delete(d.buckets, id)
+			d.bucketIDs = d.bucketIDs[1:]
+			continue
+		}
+		kept := b.keys[:0]
+		for _, k := range b.keys {
+			if d.state[k] <= evictUs {
+				delete(d.state, k)
+				n++
+			} else {
+				kept = append(kept, k)
+			}
+		}
+		b.keys = kept
+		break
 	}
-	return at <= evictUs
+	return n
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 // KeyHash is a 64-bit hash of an encoded dedup key, for sharding keys across cores and for
@@ -190,14 +265,17 @@ func RestoreDedup(cfg DedupConfig, b []byte) (*Dedup, error) {
 		if w <= 0 || kl > uint64(len(p)-w) {
 			return nil, fmt.Errorf("%w: key %d", ErrBadDedupState, i)
 		}
-		k := string(p[w : w+int(kl)])
+		k := p[w : w+int(kl)]
 		p = p[w+int(kl):]
 		at, w2 := binary.Varint(p)
 		if w2 <= 0 {
 			return nil, fmt.Errorf("%w: key %d time", ErrBadDedupState, i)
 		}
 		p = p[w2:]
-		d.state[k] = at
+		if _, dup := d.state[string(k)]; dup {
+			return nil, fmt.Errorf("%w: key %d repeated", ErrBadDedupState, i)
+		}
+		d.add(k, at)
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadDedupState, len(p))

@@ -3,7 +3,10 @@ package silver
 import (
 	"bytes"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -121,4 +124,91 @@ func TestKeyHashStable(t *testing.T) {
 	if got := KeyHash(nil); got != 0xef46db3751d8e999 {
 		t.Fatalf("KeyHash(empty) = %#x", got)
 	}
+}
+
+// TestDedupAgainstNaiveOracle runs random batches through Dedup and through a direct
+// transcription of spec §7 (a map scanned in full), for both modes.
+func TestDedupAgainstNaiveOracle(t *testing.T) {
+	for _, cfg := range []DedupConfig{{Mode: DropDuplicates, EventTimeIsKey: true}, {Mode: WithinWatermark, DelayMs: 7_000}} {
+		d, _ := NewDedup(cfg)
+		oracle := map[string]int64{}
+		rng := rand.New(rand.NewPCG(5, 6))
+		wm := int64(0)
+		for b := 0; b < 300; b++ {
+			late := wm
+			evict := late + rng.Int64N(3_000)
+			var keys [][]byte
+			var times []int64
+			var valid []bool
+			for i := 0; i < 20; i++ {
+				ts := evict*1000 + rng.Int64N(20*sec) - 10*sec
+				k := []byte{byte('a' + rng.IntN(5))}
+				if cfg.EventTimeIsKey {
+					k = append(k, []byte(strconv.FormatInt(ts/sec, 10))...)
+					ts = ts / sec * sec
+				}
+				keys, times, valid = append(keys, k), append(times, ts), append(valid, rng.IntN(30) != 0)
+			}
+			res, err := d.ProcessBatch(keys, times, valid, late, evict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var emit, lateRows, dups []int32
+			for i, k := range keys {
+				switch _, seen := oracle[string(k)]; {
+				case valid[i] && times[i] <= late*1000:
+					lateRows = append(lateRows, int32(i))
+				case seen:
+					dups = append(dups, int32(i))
+				default:
+					exp := int64(math.MaxInt64)
+					if valid[i] && cfg.Mode == WithinWatermark {
+						exp = times[i] + cfg.DelayMs*1000
+					} else if valid[i] {
+						exp = times[i]
+					}
+					oracle[string(k)] = exp
+					emit = append(emit, int32(i))
+				}
+			}
+			for k, exp := range oracle {
+				if exp != math.MaxInt64 && exp <= evict*1000 {
+					delete(oracle, k)
+				}
+			}
+			if !slices.Equal(res.Emit, emit) || !slices.Equal(res.Late, lateRows) || !slices.Equal(res.Duplicates, dups) || d.Len() != len(oracle) {
+				t.Fatalf("mode %d batch %d: emit %v/%v late %v/%v dup %v/%v state %d/%d",
+					cfg.Mode, b, res.Emit, emit, res.Late, lateRows, res.Duplicates, dups, d.Len(), len(oracle))
+			}
+			wm = evict
+		}
+	}
+}
+
+func BenchmarkDedup(b *testing.B) {
+	d, _ := NewDedup(DedupConfig{Mode: WithinWatermark, DelayMs: 600_000})
+	const n = 1 << 14
+	keys := make([][]byte, n)
+	buf := make([]byte, 0, n*16)
+	times := make([]int64, n)
+	next := 0
+	base := int64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf = buf[:0]
+		for j := range keys {
+			start := len(buf)
+			buf = strconv.AppendInt(buf, int64(next), 10)
+			keys[j] = buf[start:len(buf):len(buf)]
+			times[j] = base + int64(j)*1000
+			next++
+		}
+		base += n * 1000
+		wm := base/1000 - 600_000
+		if _, err := d.ProcessBatch(keys, times, nil, max(wm-1000, 0), max(wm, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 }
