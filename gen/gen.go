@@ -57,6 +57,9 @@ type Options struct {
 	Prefix string
 	// Gzip writes ".json.gz" objects instead of ".json".
 	Gzip bool
+	// Progress, when set, is called after each object is stored with the lines written so far
+	// (for progress bars).
+	Progress func(lines int64)
 
 	// Columns is the event schema. Default event_id string, event_type string, amount double,
 	// event_time timestamp (DESIGN.md §8). Columns with the role names below get realistic
@@ -246,6 +249,9 @@ func Generate(ctx context.Context, b objstore.Bucket, opts Options) (Stats, erro
 			g.stats.Skipped++
 		}
 		g.stats.StoredBytes += int64(len(data))
+		if opts.Progress != nil {
+			opts.Progress(g.stats.Lines)
+		}
 	}
 	return g.Stats(), nil
 }

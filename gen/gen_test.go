@@ -413,6 +413,8 @@ func TestFiles(t *testing.T) {
 	for _, c := range cases {
 		o := opts(c.lines, c.files, 1)
 		o.LinesPerFile = max(c.perFile, 1)
+		var progress []int64
+		o.Progress = func(n int64) { progress = append(progress, n) }
 		b := mem.New()
 		st, err := Generate(context.Background(), b, o)
 		if err != nil {
@@ -422,6 +424,15 @@ func TestFiles(t *testing.T) {
 		var got []int
 		for _, d := range objs {
 			got = append(got, bytes.Count(d, []byte("\n")))
+		}
+		var sum int64
+		var cumulative []int64
+		for _, n := range got {
+			sum += int64(n)
+			cumulative = append(cumulative, sum)
+		}
+		if !slices.Equal(progress, cumulative) {
+			t.Errorf("%d lines in %d files: progress reports %v, want %v", c.lines, c.files, progress, cumulative)
 		}
 		if !slices.Equal(got, c.wantLines) || st.Files != len(c.wantLines) || !slices.Equal(keys, st.Keys) {
 			t.Errorf("%d lines in %d files: got %v (%d files, keys %v), want %v", c.lines, c.files, got, st.Files, keys, c.wantLines)

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
@@ -77,6 +80,13 @@ func runGen(cmd *cobra.Command, _ []string) error {
 	lake, err := openPipelineLake(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar := progressbar.NewOptions64(o.Lines, progressbar.OptionSetWriter(f),
+			progressbar.OptionSetDescription("gen"), progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		o.Progress = func(lines int64) { _ = bar.Set64(lines) }
+		defer bar.Finish()
 	}
 	began := time.Now()
 	st, err := gen.Generate(ctx, lake, o)
