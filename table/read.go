@@ -457,8 +457,25 @@ type fileReader struct {
 	used   []int
 }
 
-func newFileReader(f *parquet.File, schema *txlog.StructType) (*fileReader, error) {
-	r := &fileReader{file: f, schema: schema}
+// newFileReader plans the read of schema from f. A corrupt file schema may make parquet-go
+// panic; that becomes ErrBadDataFile.
+func newFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("%w: schema: %v", ErrBadDataFile, p)
+		}
+	}()
+	for _, rg := range f.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			// parquet-go's LZ4 decoder grows its buffer forever on corrupt input (v0.32.0), so
+			// a damaged file could exhaust memory; Spark, delta-rs and we write snappy or zstd.
+			if cc.MetaData.Codec == format.Lz4 || cc.MetaData.Codec == format.Lz4Raw {
+				return nil, fmt.Errorf("%w: column %s uses LZ4 compression, which is not supported",
+					ErrBadDataFile, strings.Join(cc.MetaData.PathInSchema, "."))
+			}
+		}
+	}
+	r = &fileReader{file: f, schema: schema}
 	root := f.Root()
 	seen := map[int]bool{}
 	for i := range schema.Fields {
@@ -491,8 +508,18 @@ func collectLeaves(n *rnode, seen map[int]bool) {
 	}
 }
 
-// rowGroup decodes row group g into a new batch.
-func (r *fileReader) rowGroup(g int) (*Batch, error) {
+// rowGroup decodes row group g into a new batch. parquet-go may panic on corrupt input; that
+// becomes ErrBadDataFile.
+func (r *fileReader) rowGroup(g int) (b *Batch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("%w: row group %d: %v", ErrBadDataFile, g, p)
+		}
+	}()
+	return r.decodeRowGroup(g)
+}
+
+func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 	rg := r.file.RowGroups()[g]
 	nleaves := len(rg.ColumnChunks())
 	a := &assembler{vals: make([][]parquet.Value, nleaves), pos: make([]int, nleaves)}
@@ -503,11 +530,25 @@ func (r *fileReader) rowGroup(g int) (*Batch, error) {
 		}
 		a.vals[l] = vals
 	}
+	rows := int(rg.NumRows())
+	for _, l := range r.used {
+		starts := 0
+		for _, v := range a.vals[l] {
+			if v.RepetitionLevel() == 0 {
+				starts++
+			}
+		}
+		if starts != rows {
+			return nil, fmt.Errorf("%w: row group %d claims %d rows, column %d has %d", ErrBadDataFile, g, rows, l, starts)
+		}
+	}
+	if rows < 0 || (len(r.used) == 0 && int64(rows) > r.file.NumRows()) {
+		return nil, fmt.Errorf("%w: row group %d claims %d rows", ErrBadDataFile, g, rows)
+	}
 	b, err := NewBatch(r.schema)
 	if err != nil {
 		return nil, err
 	}
-	rows := int(rg.NumRows())
 	for c, p := range r.plans {
 		col := b.Columns[c]
 		for i := 0; i < rows; i++ {
@@ -522,7 +563,7 @@ func (r *fileReader) rowGroup(g int) (*Batch, error) {
 // DecodeFile reads a whole Parquet file (already in memory or behind a ReaderAt) into one
 // batch per row group, as the given schema (logical names; physical names are looked up).
 func DecodeFile(ra io.ReaderAt, size int64, schema *txlog.StructType) ([]*Batch, error) {
-	f, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	f, err := openParquet(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadDataFile, err)
 	}
@@ -539,4 +580,14 @@ func DecodeFile(ra io.ReaderAt, size int64, schema *txlog.StructType) ([]*Batch,
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// openParquet is parquet.OpenFile with panics on corrupt footers turned into errors.
+func openParquet(ra io.ReaderAt, size int64, opts ...parquet.FileOption) (f *parquet.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, fmt.Errorf("%w: %v", ErrBadDataFile, p)
+		}
+	}()
+	return parquet.OpenFile(ra, size, opts...)
 }

@@ -137,7 +137,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		size = info.Size
 	}
 	ra := objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
-	f, err := parquet.OpenFile(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
+	f, err := openParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
 		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return wrap(fmt.Errorf("%w: %v", ErrBadDataFile, err))

@@ -1,0 +1,137 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/txlog"
+	"github.com/parquet-go/parquet-go"
+)
+
+// otherWriterRow is shaped the way other writers lay files out: millisecond and nanosecond
+// timestamps, an INT64 decimal, a legacy unannotated repeated field, and a column (renamed)
+// that a column-mapping table knows by its physical name.
+type otherWriterRow struct {
+	Millis  int64   `parquet:"millis,timestamp(millisecond)"`
+	Nanos   int64   `parquet:"nanos,timestamp(nanosecond)"`
+	Dec     int64   `parquet:"dec,decimal(2:12)"`
+	Legacy  []int32 `parquet:"legacy"`
+	Physcol string  `parquet:"col-5f42"`
+}
+
+func TestReadOtherWritersLayouts(t *testing.T) {
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[otherWriterRow](&buf)
+	ts := time.Date(1969, 12, 31, 23, 59, 59, 999000000, time.UTC)
+	rows := []otherWriterRow{
+		{Millis: ts.UnixMilli(), Nanos: ts.UnixNano() + 1500, Dec: -12345, Legacy: []int32{1, 2}, Physcol: "x"},
+		{Millis: 0, Nanos: 0, Dec: 0, Legacy: nil, Physcol: "y"},
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	schema := mustSchema(t, `{"type":"struct","fields":[
+		{"name":"millis","type":"timestamp","nullable":true,"metadata":{}},
+		{"name":"nanos","type":"timestamp","nullable":true,"metadata":{}},
+		{"name":"dec","type":"decimal(12,2)","nullable":true,"metadata":{}},
+		{"name":"legacy","type":{"type":"array","elementType":"integer","containsNull":false},"nullable":true,"metadata":{}},
+		{"name":"logical name","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":5,"delta.columnMapping.physicalName":"col-5f42"}},
+		{"name":"absent","type":"long","nullable":true,"metadata":{}}]}`)
+	got, err := DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got[0]
+	want := [][]any{
+		{ts, ts.Add(1 * time.Microsecond), Decimal{DecimalFromInt64(-12345), 2}, []any{int32(1), int32(2)}, "x", nil},
+		{time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC(), Decimal{DecimalFromInt64(0), 2}, []any{}, "y", nil},
+	}
+	for i := range want {
+		if g, w := canonRows([][]any{b.Row(i)}), canonRows(want[i:i+1]); !slices.Equal(g, w) {
+			t.Errorf("row %d: got %v, want %v", i, g, w)
+		}
+	}
+	// A type the file cannot hold is an error naming the column.
+	bad := mustSchema(t, `{"type":"struct","fields":[{"name":"col-5f42","type":"long","nullable":true,"metadata":{}}]}`)
+	if _, err := DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), bad); err == nil || !bytes.Contains([]byte(err.Error()), []byte("col-5f42")) {
+		t.Errorf("want an error naming the column, got %v", err)
+	}
+	if _, err := DecodeFile(bytes.NewReader(buf.Bytes()[:buf.Len()/2]), int64(buf.Len()/2), schema); err == nil {
+		t.Error("a truncated file must fail")
+	}
+}
+
+// TestColumnMappingWriteRead writes a table whose schema uses column mapping (name mode) and
+// checks physical names in the file, the stats and the partition values.
+func TestColumnMappingWriteRead(t *testing.T) {
+	ctx := context.Background()
+	schema := mustSchema(t, `{"type":"struct","fields":[
+		{"name":"id","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-a"}},
+		{"name":"p","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-b"}}]}`)
+	b := mem.New()
+	w, err := NewDataWriter(b, schema, []string{"p"}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, _ := NewBatch(schema)
+	batch.Columns[0].AppendInt64(7)
+	batch.Columns[1].AppendString("q")
+	if err := w.Write(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	adds, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := adds[0]
+	if v := a.PartitionValues["col-b"]; v == nil || *v != "q" {
+		t.Errorf("partition values %v", a.PartitionValues)
+	}
+	if want := `{"numRecords":1,"minValues":{"col-a":7},"maxValues":{"col-a":7},"nullCount":{"col-a":0}}`; a.Stats != want {
+		t.Errorf("stats %s, want %s", a.Stats, want)
+	}
+	data, _ := objstore.ReadAll(ctx, b, a.Path)
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Root().Column("col-a") == nil || f.Root().Column("col-a").ID() != 1 {
+		t.Errorf("file schema %s", f.Schema())
+	}
+	fs := &FileScan{Bucket: b, Schema: schema, PartitionCols: []string{"p"}}
+	var rows [][]any
+	for bt, err := range fs.Read(ctx, []*txlog.Add{a}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, bt.Row(0))
+	}
+	if len(rows) != 1 || rows[0][0] != int64(7) || rows[0][1] != "q" {
+		t.Errorf("rows %v", rows)
+	}
+}
+
+func FuzzDecodeFile(f *testing.F) {
+	b, _ := allTypesBatch(f)
+	data, _, err := EncodeFile(b.Schema, []*Batch{b}, WriteOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add(data[:len(data)-10])
+	mid := append([]byte{}, data...)
+	mid[len(mid)/2] ^= 0x55
+	f.Add(mid)
+	f.Add([]byte("PAR1PAR1"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		DecodeFile(bytes.NewReader(in), int64(len(in)), b.Schema) // an error, never a panic
+	})
+}
