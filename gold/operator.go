@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
@@ -194,6 +195,24 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 
 // Config is the operator's configuration.
 func (a *Aggregation) Config() AggConfig { return a.cfg }
+
+// MemoryUsedBytes estimates the state's memory for progress (memoryUsedBytes): groups,
+// accumulators, keys and indexes; sketch contents are not counted.
+func (a *Aggregation) MemoryUsedBytes() int64 {
+	n := int64(cap(a.groups))*int64(unsafe.Sizeof(group{})) +
+		int64(len(a.keyIDs.slots))*int64(unsafe.Sizeof(keySlot{})) +
+		int64(cap(a.keys))*int64(unsafe.Sizeof(""))+int64(cap(a.keyRefs))*4+int64(cap(a.keyHash))*8
+	for _, k := range a.keys {
+		n += int64(len(k))
+	}
+	for _, ws := range a.kwins {
+		n += int64(cap(ws)) * int64(unsafe.Sizeof(winSlot{}))
+	}
+	for _, ac := range a.accs {
+		n += int64(cap(ac.n))*8 + int64(cap(ac.f))*8 + int64(cap(ac.i))*8 + int64(cap(ac.hll)+cap(ac.dd))*8
+	}
+	return n
+}
 
 // NumGroups is the number of (window, key) groups in state.
 func (a *Aggregation) NumGroups() int { return int(a.live) }

@@ -246,7 +246,7 @@ func TestAggregatesMatchOracle(t *testing.T) {
 func TestStateBoundedByOpenWindows(t *testing.T) {
 	op := mustAgg(t, countCfg(Append))
 	tr, _ := NewWatermarkTracker(PolicyMin, []int64{10 * 60 * 1000}, 0)
-	maxGroups := 0
+	maxGroups, mem20 := 0, int64(0)
 	for b := 0; b < 200; b++ {
 		base := int64(b) * minute
 		in := &Input{}
@@ -261,6 +261,12 @@ func TestStateBoundedByOpenWindows(t *testing.T) {
 		}
 		tr.EndBatch(0)
 		maxGroups = max(maxGroups, op.NumGroups())
+		if b == 20 {
+			mem20 = op.MemoryUsedBytes()
+		}
+	}
+	if mem := op.MemoryUsedBytes(); mem <= 0 || mem > 2*mem20 {
+		t.Fatalf("memory estimate grew from %d to %d bytes", mem20, mem)
 	}
 	// 10 min delay + 5 min windows: at most ~4 open windows x 7 keys.
 	if maxGroups > 5*7 || len(op.groups) > 6*7 || op.keyIDs.len() > 7 {

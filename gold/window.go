@@ -90,3 +90,18 @@ func (s WindowSpec) lastStart(t int64) int64 {
 	}
 	return t - rem
 }
+
+// LateWindows appends the windows of t that the watermark judging it (lateWM, ms) had already
+// closed: end <= lateWM*1000. The late-merge job applies a quarantined row to exactly these;
+// its other windows got the row in the stream.
+func (s WindowSpec) LateWindows(dst []Window, t, lateWM int64) []Window {
+	n := len(dst)
+	dst = s.Assign(dst, t)
+	out := dst[:n]
+	for _, w := range dst[n:] {
+		if w.End <= lateWM*1000 {
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -198,3 +198,15 @@ func mustTumbling(t testing.TB, size int64) WindowSpec {
 	}
 	return s
 }
+
+func TestLateWindows(t *testing.T) {
+	spec, _ := NewWindowSpec(10*minute, 5*minute, 0)
+	// 12:07 is in [12:05,12:15) and [12:00,12:10); judged at 12:10 only the second was closed.
+	got := spec.LateWindows(nil, at(12, 7), at(12, 10)/1000)
+	if want := []Window{{at(12, 0), at(12, 10)}}; !slices.Equal(got, want) {
+		t.Fatalf("LateWindows = %v, want %v", got, want)
+	}
+	if got := spec.LateWindows(nil, at(12, 7), at(12, 9)/1000); len(got) != 0 {
+		t.Fatalf("nothing closed yet, got %v", got)
+	}
+}
