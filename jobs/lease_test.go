@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
 func TestLeaseExclusive(t *testing.T) {
@@ -76,11 +78,15 @@ func TestLeaseExpiryAndTakeover(t *testing.T) {
 	_ = lb.Release(ctx)
 }
 
-// Many processes race for one lease: exactly one wins each round.
+// Many processes race for one lease: exactly one wins each round, in memory and on MinIO.
 func TestLeaseRace(t *testing.T) {
+	t.Run("mem", func(t *testing.T) { leaseRace(t, mem.New()) })
+	t.Run("s3", func(t *testing.T) { leaseRace(t, s3test.NewTestBucket(t)) })
+}
+
+func leaseRace(t *testing.T, lake objstore.Bucket) {
 	ctx := context.Background()
-	lake := mem.New()
-	for round := 0; round < 20; round++ {
+	for round := 0; round < 10; round++ {
 		var wg sync.WaitGroup
 		var winners atomic.Int32
 		var won *Lease

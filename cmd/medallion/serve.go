@@ -1,14 +1,43 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/medallion-lake/medallion/jobs"
+)
 
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve --config F",
 		Short: "Run the cron schedule from the config, with /metrics and /healthz",
-		Args:  cobra.NoArgs,
-		RunE:  notBuilt("serve"),
+		Long: `serve runs every job that has a schedule in the config (cron in UTC, seconds optional, @every),
+never two runs of one job at once, across processes too (a lease per job in the lake). It serves
+Prometheus metrics at /metrics and a health report at /healthz on serve.listen (loopback by default).
+SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe point.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString("config")
+			if path == "" {
+				return usageError("serve: --config is required")
+			}
+			sets, _ := cmd.Flags().GetStringArray("set")
+			cfg, err := loadPipelineConfig(path, sets)
+			if err != nil {
+				return err
+			}
+			logger := newLogger(cfg.Log, cmd.ErrOrStderr())
+			env, err := jobs.NewEnv(cmd.Context(), cfg, logger)
+			if err != nil {
+				return err
+			}
+			srv, err := jobs.NewServer(env)
+			if err != nil {
+				return err
+			}
+			return srv.Run(cmd.Context())
+		},
 	}
 	cmd.Flags().String("config", "", "pipeline config (YAML)")
+	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set serve.listen=127.0.0.1:9500 (repeatable)")
 	return cmd
 }

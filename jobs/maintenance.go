@@ -1,0 +1,113 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// TablePaths lists every table of the pipeline (under the lake), bronze first, gold last.
+func TablePaths(env Env) []string {
+	cfg := env.Config
+	paths := []string{cfg.Tables.Bronze, cfg.Tables.Rejects, cfg.Tables.Silver}
+	for _, g := range cfg.Gold {
+		paths = append(paths, g.Quarantine, g.Table)
+	}
+	return paths
+}
+
+// TableResult is one table's line in a maintenance summary.
+type TableResult struct {
+	Table string `json:"table"`
+	// Optimize
+	Version      int64 `json:"version,omitempty"`
+	FilesRemoved int   `json:"files_removed,omitempty"`
+	FilesAdded   int   `json:"files_added,omitempty"`
+	// Vacuum
+	FilesDeleted int    `json:"files_deleted,omitempty"`
+	BytesDeleted int64  `json:"bytes_deleted,omitempty"`
+	Skipped      string `json:"skipped,omitempty"`
+}
+
+// forEachTable runs fn on every existing table of the pipeline; tables not created yet are
+// reported as skipped. Every table is tried even when one fails.
+func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResult) error) ([]TableResult, error) {
+	var out []TableResult
+	var errs []error
+	for _, p := range TablePaths(env) {
+		t := table.Open(objstore.WithPrefix(env.Lake, p), table.WithClock(env.Clock))
+		res := TableResult{Table: p}
+		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+			res.Skipped = "no table yet"
+			out = append(out, res)
+			continue
+		}
+		if err := fn(t, &res); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+		out = append(out, res)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Optimize compacts small files of every pipeline table (bin-packing, dataChange=false, so
+// streams reading them see no new data).
+func Optimize(ctx context.Context, env Env) ([]TableResult, error) {
+	target := env.Config.Jobs.Optimize.TargetFileSize.Bytes
+	return forEachTable(ctx, env, func(t *table.Table, res *TableResult) error {
+		r, err := t.Optimize(ctx, table.OptimizeOptions{TargetSize: target})
+		res.Version, res.FilesRemoved, res.FilesAdded = r.Version, r.FilesRemoved, r.FilesAdded
+		return err
+	})
+}
+
+// Vacuum deletes files no version within the retention references, on every pipeline table.
+func Vacuum(ctx context.Context, env Env, dryRun bool) ([]TableResult, error) {
+	v := env.Config.Jobs.Vacuum
+	return forEachTable(ctx, env, func(t *table.Table, res *TableResult) error {
+		r, err := t.Vacuum(ctx, table.VacuumOptions{Retention: v.Retain.Duration, Force: v.AllowShortRetention, DryRun: dryRun})
+		res.FilesDeleted, res.BytesDeleted = len(r.Files), r.Bytes
+		return err
+	})
+}
+
+// Checkpoint writes a checkpoint of every pipeline table at its latest version.
+func Checkpoint(ctx context.Context, env Env) ([]TableResult, error) {
+	return forEachTable(ctx, env, func(t *table.Table, res *TableResult) error {
+		snap, err := t.Log().Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		res.Version = snap.Version()
+		return t.Log().Checkpoint(ctx, snap)
+	})
+}
+
+// Catalog maps the config's job schedules to job functions, for the scheduler. Jobs whose
+// implementation is not part of this build are left out with their names returned.
+func Catalog(env Env) (jobs []Scheduled, missing []string) {
+	j := env.Config.Jobs
+	add := func(name, schedule string, timeout time.Duration, run Func) {
+		if schedule == "" {
+			return
+		}
+		if run == nil {
+			missing = append(missing, name)
+			return
+		}
+		jobs = append(jobs, Scheduled{Name: name, Schedule: schedule, Timeout: timeout, Run: run})
+	}
+	add("ingest", j.Ingest.Schedule, j.Ingest.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) })
+	add("stream", j.Stream.Schedule, j.Stream.Timeout.Duration, streamFunc)
+	add("merge-late", j.MergeLate.Schedule, j.MergeLate.Timeout.Duration, mergeLateFunc)
+	add("replay", j.Replay.Schedule, j.Replay.Timeout.Duration, replayFunc)
+	add("optimize", j.Optimize.Schedule, j.Optimize.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) })
+	add("vacuum", j.Vacuum.Schedule, j.Vacuum.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Vacuum(ctx, env, false) })
+	add("checkpoint", j.Checkpoint.Schedule, j.Checkpoint.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Checkpoint(ctx, env) })
+	return jobs, missing
+}

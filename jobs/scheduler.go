@@ -1,0 +1,226 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+
+	"github.com/medallion-lake/medallion/config"
+)
+
+// Func is one job: it runs once and returns a summary for logs and status.
+type Func func(ctx context.Context, env Env) (any, error)
+
+// Scheduled is a job with its cron schedule and time limit.
+type Scheduled struct {
+	Name     string
+	Schedule string
+	Timeout  time.Duration
+	Run      Func
+}
+
+// Status is what a status page or /healthz shows about a job.
+type Status struct {
+	Name        string    `json:"name"`
+	Schedule    string    `json:"schedule"`
+	Running     bool      `json:"running"`
+	LastStart   time.Time `json:"last_start,omitzero"`
+	LastEnd     time.Time `json:"last_end,omitzero"`
+	LastResult  string    `json:"last_result,omitempty"` // ok, error, skipped (lease held)
+	LastError   string    `json:"last_error,omitempty"`
+	LastSummary any       `json:"last_summary,omitempty"`
+	Runs        int64     `json:"runs"`
+	Failures    int64     `json:"failures"`
+	NextRun     time.Time `json:"next_run,omitzero"`
+}
+
+// Scheduler runs jobs on their cron schedules (UTC, seconds optional), never two runs of one job
+// at once: within a process SkipIfStillRunning, across processes a lease per job. A panicking
+// job is recovered and counted as a failure.
+type Scheduler struct {
+	env     Env
+	leases  *Leases
+	cron    *cron.Cron
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	status  map[string]*Status
+	entries map[string]cron.EntryID
+
+	runs     *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	running  *prometheus.GaugeVec
+	lastOK   *prometheus.GaugeVec
+}
+
+// NewScheduler prepares the jobs; Start runs them. Metrics are registered on reg.
+func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Scheduled) (*Scheduler, error) {
+	s := &Scheduler{
+		env: env, leases: leases, log: env.Logger.With("component", "scheduler"),
+		status: map[string]*Status{}, entries: map[string]cron.EntryID{},
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "medallion_job_runs_total", Help: "Job runs by result (ok, error, skipped).",
+		}, []string{"job", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "medallion_job_duration_seconds", Help: "Duration of job runs.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+		}, []string{"job"}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "medallion_job_running", Help: "1 while the job runs in this process.",
+		}, []string{"job"}),
+		lastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "medallion_job_last_success_timestamp_seconds", Help: "When the job last succeeded.",
+		}, []string{"job"}),
+	}
+	for _, c := range []prometheus.Collector{s.runs, s.duration, s.running, s.lastOK} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("jobs: register metrics: %w", err)
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.cron = cron.New(
+		cron.WithLocation(time.UTC),
+		cron.WithParser(cron.NewParser(cron.SecondOptional|cron.Minute|cron.Hour|cron.Dom|cron.Month|cron.Dow|cron.Descriptor)),
+		cron.WithChain(cron.SkipIfStillRunning(cronLogger{s.log})),
+		cron.WithLogger(cronLogger{s.log}),
+	)
+	for _, j := range jobs {
+		if j.Schedule == "" {
+			continue
+		}
+		if _, err := config.ParseSchedule(j.Schedule); err != nil {
+			return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+		}
+		s.status[j.Name] = &Status{Name: j.Name, Schedule: j.Schedule}
+		id, err := s.cron.AddFunc(j.Schedule, func() { s.runOnce(j) })
+		if err != nil {
+			return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+		}
+		s.entries[j.Name] = id
+		for _, r := range []string{"ok", "error", "skipped"} {
+			s.runs.WithLabelValues(j.Name, r) // expose every series from the start
+		}
+		s.running.WithLabelValues(j.Name).Set(0)
+	}
+	return s, nil
+}
+
+// Start begins running the schedules.
+func (s *Scheduler) Start() { s.cron.Start() }
+
+// Stop stops scheduling, asks running jobs to stop at a safe point (their context is cancelled
+// once ctx is done), and waits for them.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	done := s.cron.Stop().Done()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+		s.cancel() // jobs see their context end and stop at the next safe point
+		select {
+		case <-done:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("jobs: running jobs did not stop in time")
+		}
+	}
+}
+
+// Statuses lists every scheduled job, by name.
+func (s *Scheduler) Statuses() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Status, 0, len(s.status))
+	for name, st := range s.status {
+		cp := *st
+		if id, ok := s.entries[name]; ok {
+			cp.NextRun = s.cron.Entry(id).Next
+		}
+		out = append(out, cp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Scheduler) update(name string, f func(*Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.status[name])
+}
+
+// runOnce runs one scheduled execution under the job's lease.
+func (s *Scheduler) runOnce(j Scheduled) {
+	log := s.log.With("job", j.Name)
+	lease, err := s.leases.Acquire(s.ctx, j.Name)
+	if err != nil {
+		s.runs.WithLabelValues(j.Name, "skipped").Inc()
+		s.update(j.Name, func(st *Status) { st.LastResult, st.LastError = "skipped", err.Error() })
+		log.Info("run skipped", "reason", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(lease.Context(), cancel) // a lost lease stops the run
+	if j.Timeout > 0 {
+		var tcancel context.CancelFunc
+		ctx, tcancel = context.WithTimeout(ctx, j.Timeout)
+		defer tcancel()
+	}
+	start := time.Now()
+	s.running.WithLabelValues(j.Name).Set(1)
+	s.update(j.Name, func(st *Status) { st.Running, st.LastStart = true, start })
+	summary, err := s.protect(ctx, j)
+	stop()
+	cancel()
+	if rerr := lease.Release(context.Background()); rerr != nil {
+		log.Warn("lease release failed; it will expire", "err", rerr)
+	}
+	elapsed := time.Since(start)
+	s.duration.WithLabelValues(j.Name).Observe(elapsed.Seconds())
+	s.running.WithLabelValues(j.Name).Set(0)
+	result := "ok"
+	if err != nil {
+		result = "error"
+		log.Error("run failed", "err", err, "duration", elapsed)
+	} else {
+		s.lastOK.WithLabelValues(j.Name).SetToCurrentTime()
+		log.Info("run finished", "duration", elapsed, "summary", summary)
+	}
+	s.runs.WithLabelValues(j.Name, result).Inc()
+	s.update(j.Name, func(st *Status) {
+		st.Running, st.LastEnd, st.LastResult, st.LastSummary = false, time.Now(), result, summary
+		st.Runs++
+		st.LastError = ""
+		if err != nil {
+			st.Failures++
+			st.LastError = err.Error()
+		}
+	})
+}
+
+// protect turns a panic in a job into an error, so one bad run never takes serve down.
+func (s *Scheduler) protect(ctx context.Context, j Scheduled) (summary any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("jobs: %s panicked: %v\n%s", j.Name, r, debug.Stack())
+		}
+	}()
+	return j.Run(ctx, s.env)
+}
+
+// cronLogger adapts slog to robfig/cron's logger.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug(msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error(msg, append(kv, "err", err)...)
+}

@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/medallion-lake/medallion/objstore"
+)
+
+// Server is `medallion serve`: the scheduler plus an HTTP endpoint with /metrics (Prometheus)
+// and /healthz.
+type Server struct {
+	env       Env
+	reg       *prometheus.Registry
+	scheduler *Scheduler
+	listener  net.Listener
+	http      *http.Server
+	started   time.Time
+	// Handle lets later features (status page, webhook notifications) add routes.
+	mux *http.ServeMux
+}
+
+// NewServer wires the scheduler, the metrics and the HTTP routes, and binds serve.listen
+// (loopback by default), so a bad address fails before anything runs.
+func NewServer(env Env) (*Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	env.Lake = objstore.WithMetrics(env.Lake, reg, "lake")
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	leases := NewLeases(env.Lake, holder, env.Config.Serve.LeaseTTL.Duration, env.Clock)
+	catalog, missing := Catalog(env)
+	for _, name := range missing {
+		env.Logger.Warn("job is scheduled in the config but not part of this build; it will not run", "job", name)
+	}
+	sched, err := NewScheduler(env, leases, reg, catalog)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", env.Config.Serve.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: serve.listen %s: %w", env.Config.Serve.Listen, err)
+	}
+	s := &Server{env: env, reg: reg, scheduler: sched, listener: ln, mux: http.NewServeMux()}
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Scheduler is the server's scheduler.
+func (s *Server) Scheduler() *Scheduler { return s.scheduler }
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"status":         "ok",
+		"uptime_seconds": int64(time.Since(s.started).Seconds()),
+		"jobs":           s.scheduler.Statuses(),
+	})
+}
+
+// Run serves until ctx is done, then shuts down gracefully: no new runs, running jobs get
+// serve.shutdown_timeout to finish (then their context is cancelled so they stop at a safe
+// point), then the HTTP server closes.
+func (s *Server) Run(ctx context.Context) error {
+	s.started = time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.listener) }()
+	s.scheduler.Start()
+	log := s.env.Logger.With("component", "serve")
+	log.Info("serving", "listen", s.Addr(), "jobs", len(s.scheduler.Statuses()))
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	log.Info("shutting down")
+	tctx, cancel := context.WithTimeout(context.Background(), s.env.Config.Serve.ShutdownTimeout.Duration)
+	defer cancel()
+	stopErr := s.scheduler.Stop(tctx)
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	httpErr := s.http.Shutdown(hctx)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, stopErr, httpErr)
+}
