@@ -201,7 +201,7 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 func (a *Aggregation) MemoryUsedBytes() int64 {
 	n := int64(cap(a.groups))*int64(unsafe.Sizeof(group{})) +
 		int64(len(a.keyIDs.slots))*int64(unsafe.Sizeof(keySlot{})) +
-		int64(cap(a.keys))*int64(unsafe.Sizeof(""))+int64(cap(a.keyRefs))*4+int64(cap(a.keyHash))*8
+		int64(cap(a.keys))*int64(unsafe.Sizeof("")) + int64(cap(a.keyRefs))*4 + int64(cap(a.keyHash))*8
 	for _, k := range a.keys {
 		n += int64(len(k))
 	}
