@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,7 +69,18 @@ func TestCrashDuringPut(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(150+round*70) * time.Millisecond)
+		// Kill only after the victim made progress (it starts slowly under -race), then at a
+		// moment that varies per round relative to its write loop.
+		logDir := filepath.Join(root, "_delta_log")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			entries, _ := os.ReadDir(logDir)
+			if len(entries) > round || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(round*17) * time.Millisecond)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 
