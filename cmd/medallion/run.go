@@ -34,8 +34,9 @@ func newRunCmd() *cobra.Command {
 		{"stream", "Run the stream: bronze to silver, quarantine and gold", nil},
 		{"merge-late", "Fold quarantined late rows back into gold with MERGE", nil},
 		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", nil},
-		{"optimize", "Compact small files", nil},
-		{"vacuum", "Remove unreferenced files older than the retention", nil},
+		{"optimize", "Compact small files of every pipeline table", runOptimize},
+		{"vacuum", "Remove unreferenced files older than the retention, on every pipeline table", runVacuum},
+		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
 	} {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
 		if job.run == nil {
@@ -46,6 +47,9 @@ func newRunCmd() *cobra.Command {
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
 		cmd.Flags().String("gold", "", "only this gold aggregation")
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
+		if job.name == "vacuum" {
+			cmd.Flags().Bool("dry-run", false, "list the files vacuum would delete, delete nothing")
+		}
 		run.AddCommand(cmd)
 	}
 	return run
@@ -94,6 +98,19 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 func runIngest(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
 	rep, err := jobs.Ingest(ctx, env)
 	return rep, err
+}
+
+func runOptimize(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
+	return jobs.Optimize(ctx, env)
+}
+
+func runVacuum(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	dry, _ := cmd.Flags().GetBool("dry-run")
+	return jobs.Vacuum(ctx, env, dry)
+}
+
+func runCheckpoint(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
+	return jobs.Checkpoint(ctx, env)
 }
 
 // newLogger follows the config: JSON unless stderr is a terminal (or as set), at its level.
