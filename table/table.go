@@ -122,9 +122,37 @@ type AppTxn struct {
 	Version int64
 }
 
-// AppendOptions tune Append.
+// AppendOptions tune Append and Overwrite.
 type AppendOptions struct {
 	Txn *AppTxn
+	// MergeSchema lets Append add the batches' columns that the table lacks (schema
+	// evolution). New columns must be nullable; existing ones keep their types.
+	MergeSchema bool
+}
+
+// mergeSchema returns schema plus the top-level columns of the batches it lacks, and whether
+// anything was added.
+func mergeSchema(schema *txlog.StructType, batches []*Batch) (*txlog.StructType, bool, error) {
+	out := &txlog.StructType{Fields: append([]txlog.StructField(nil), schema.Fields...)}
+	changed := false
+	for _, b := range batches {
+		for _, f := range b.Schema.Fields {
+			if out.FieldIndex(f.Name) >= 0 {
+				continue
+			}
+			for _, g := range out.Fields {
+				if strings.EqualFold(g.Name, f.Name) {
+					return nil, false, fmt.Errorf("%w: column %s differs from %s only in case", ErrSchemaMismatch, f.Name, g.Name)
+				}
+			}
+			if !f.Nullable {
+				return nil, false, fmt.Errorf("%w: new column %s must be nullable to be added", ErrSchemaMismatch, f.Name)
+			}
+			out.Fields = append(out.Fields, f)
+			changed = true
+		}
+	}
+	return out, changed, nil
 }
 
 // Result describes a commit.
@@ -179,6 +207,22 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 			return Result{Version: snap.Version(), Skipped: true}, nil
 		}
 	}
+	var newMeta *txlog.Metadata
+	if opts.MergeSchema {
+		merged, changed, err := mergeSchema(schema, batches)
+		if err != nil {
+			return Result{}, err
+		}
+		if changed {
+			ss, err := txlog.MarshalSchema(merged)
+			if err != nil {
+				return Result{}, err
+			}
+			m := snap.Metadata()
+			m.SchemaString = ss
+			newMeta, schema = &m, merged
+		}
+	}
 	w, err := t.newWriter(snap, schema)
 	if err != nil {
 		return Result{}, err
@@ -193,6 +237,9 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 		return Result{}, err
 	}
 	tx := t.log.Begin(snap)
+	if newMeta != nil {
+		tx.SetMetadata(*newMeta)
+	}
 	tx.Add(adds...)
 	if opts.Txn != nil {
 		tx.SetTxn(opts.Txn.AppID, opts.Txn.Version)

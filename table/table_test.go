@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -328,4 +329,82 @@ func TestTargetFileSizeAndRowGroups(t *testing.T) {
 	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("a", 0, 5000)) {
 		t.Fatalf("%d rows back", len(got))
 	}
+}
+
+func TestAppendMergeSchema(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, nil)
+	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 3)}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wider := mustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"country","type":"string","nullable":true,"metadata":{}}]}`, 1))
+	b, _ := NewBatch(wider)
+	old := events(t, "b", 3, 2)
+	for i, c := range old.Columns {
+		b.Columns[i] = c
+	}
+	b.Columns[5].AppendString("FR")
+	b.Columns[5].AppendNull()
+	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("without MergeSchema: %v", err)
+	}
+	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{MergeSchema: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for bt, err := range tbl.Scan(ctx, ScanOptions{Columns: []string{"event_id", "country"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < bt.Len(); i++ {
+			got[bt.Columns[0].StringAt(i)] = bt.Columns[1].Value(i)
+		}
+	}
+	want := map[string]any{"a-0": nil, "a-1": nil, "a-2": nil, "b-3": "FR", "b-4": nil}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestOverwriteConflictsWithConcurrentAppend(t *testing.T) {
+	ctx := context.Background()
+	tbl, b := newTable(t, []string{"day"})
+	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 48)}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A second writer appends into the overwritten day between our read and our commit: the
+	// bucket decorator below injects that append just before our commit file is written.
+	other := Open(b)
+	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	racing := &raceBucket{Bucket: b, before: func() {
+		if _, err := other.Append(ctx, []*Batch{events(t, "c", 0, 2)}, AppendOptions{}); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err := Open(racing).Overwrite(ctx, Eq("day", day), []*Batch{events(t, "n", 0, 24)}, AppendOptions{})
+	if !errors.Is(err, txlog.ErrConflict) {
+		t.Fatalf("want a conflict, got %v", err)
+	}
+	// The racing append survived and nothing of the overwrite is visible.
+	got := scanIDs(t, tbl, ScanOptions{})
+	want := append(ids("a", 0, 48), ids("c", 0, 2)...)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v", got)
+	}
+}
+
+// raceBucket runs before once, just before the first commit file is written through it.
+type raceBucket struct {
+	objstore.Bucket
+	before func()
+	done   bool
+}
+
+func (r *raceBucket) PutIfAbsent(ctx context.Context, key string, body io.Reader, size int64) error {
+	if !r.done && strings.HasPrefix(key, txlog.LogDir) && strings.HasSuffix(key, ".json") {
+		r.done = true
+		r.before()
+	}
+	return r.Bucket.PutIfAbsent(ctx, key, body, size)
 }
