@@ -32,7 +32,8 @@ func ProtoSession(t, gap int64) (w Window, ok bool) {
 
 // MergeSessions sorts ws by start and merges, in place, every session whose start is <= the
 // current end (touching sessions merge, Spark's MergingSessionsIterator rule). It returns the
-// merged prefix of ws.
+// merged prefix of ws. With the sessions sorted by start this is the same as Spark's inclusive
+// overlap test for pulling stored sessions into a merge (s1.start in [s2.start, s2.end]).
 func MergeSessions(ws []Window) []Window {
 	if len(ws) < 2 {
 		return ws
@@ -63,12 +64,6 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// overlapsSession is Spark's inclusive test for pulling a stored session into a merge:
-// one start lies within the other's [start, end].
-func overlapsSession(a, b Window) bool {
-	return (a.Start >= b.Start && a.Start <= b.End) || (b.Start >= a.Start && b.Start <= a.End)
 }
 
 func (w Window) String() string { return fmt.Sprintf("[%d,%d)", w.Start, w.End) }
