@@ -1,0 +1,169 @@
+"""Fixtures of the interop suite: the engines, the medallion binary, and the scenario tables.
+
+Run it with `scripts/interop.sh run`, which installs the pinned engines and sets the environment
+(MEDALLION_INTEROP_JARS, PYSPARK_PYTHON). A missing engine skips its tests locally and FAILS them
+under CI=true. Tests marked `needs_medallion` (they need medallion's Delta reader/writer) are
+deselected unless `--with-medallion` is given or MEDALLION_INTEROP_WITH_MEDALLION=1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+# PySpark turns timestamps into naive datetimes in the process time zone; pin it to UTC before
+# any engine is imported so every reader sees the same instants.
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--with-medallion", action="store_true", default=False,
+                     help="also run tests marked needs_medallion (medallion's own Delta reader "
+                          "and writer); env MEDALLION_INTEROP_WITH_MEDALLION=1 does the same")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "needs_medallion: needs medallion's Delta reader/writer; deselected by "
+                   "default, enabled with --with-medallion")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--with-medallion") or os.environ.get("MEDALLION_INTEROP_WITH_MEDALLION") == "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("needs_medallion") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def unavailable(what: str, why: str):
+    """Fails under CI (a missing dependency is a broken CI, not a pass) and skips elsewhere."""
+    msg = f"{what} unavailable: {why} (run scripts/interop.sh setup, then scripts/interop.sh run)"
+    if IN_CI:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def require_module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        unavailable(f"python module {name}", str(err))
+
+
+@pytest.fixture(scope="session")
+def deltalake():
+    require_module("pyarrow")
+    return require_module("deltalake")
+
+
+@pytest.fixture(scope="session")
+def polars():
+    require_module("deltalake")
+    return require_module("polars")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local Spark with Delta for the whole session, tuned to start fast on 2 cores."""
+    require_module("delta")
+    pyspark_sql = require_module("pyspark.sql")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        unavailable("java", "not on PATH and JAVA_HOME unset")
+    jars = os.environ.get("MEDALLION_INTEROP_JARS", "")
+    if not jars or not all(Path(j).is_file() for j in jars.split(",")):
+        unavailable("Delta jars for Spark", f"MEDALLION_INTEROP_JARS={jars!r}")
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = (
+        pyspark_sql.SparkSession.builder.master("local[2]").appName("medallion-interop")
+        .config("spark.jars", jars)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog",
+                "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.catalogImplementation", "in-memory")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        # Delta rebuilds snapshots with 50 partitions by default: most of a small test's time.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC -XX:+UseSerialGC")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def medallion_bin(tmp_path_factory) -> Path:
+    """Builds ./cmd/medallion once per session from the repo root."""
+    if shutil.which("go") is None:
+        unavailable("go", "not on PATH")
+    out = tmp_path_factory.mktemp("bin") / "medallion"
+    proc = subprocess.run(["go", "build", "-o", str(out), "./cmd/medallion"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"go build ./cmd/medallion failed:\n{proc.stderr}"
+    return out
+
+
+class TableCache:
+    """Builds each scenario table once per session, on first use, into its own directory. A
+    failed build is remembered, so every test of that scenario reports the same error instead of
+    building over a half-written table."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.built: dict[str, Path | BaseException] = {}
+
+    def path(self, name: str, request) -> Path:
+        from interop_scenarios import SCENARIOS
+
+        scenario = SCENARIOS[name]
+        if name not in self.built:
+            engine = request.getfixturevalue("spark" if scenario.writer == "spark" else "deltalake")
+            path = self.root / name
+            try:
+                scenario.build(engine if scenario.writer == "spark" else None, path)
+                self.built[name] = path
+            except Exception as err:  # noqa: BLE001 - re-raised for every user of the table
+                self.built[name] = err
+        got = self.built[name]
+        if isinstance(got, BaseException):
+            raise AssertionError(f"building scenario {name} with {scenario.writer} failed: "
+                                 f"{type(got).__name__}: {got}") from got
+        return got
+
+
+@pytest.fixture(scope="session")
+def table_cache(tmp_path_factory) -> TableCache:
+    return TableCache(tmp_path_factory.mktemp("tables"))
+
+
+@pytest.fixture
+def scenario_table(table_cache, request):
+    """scenario_table(name) -> the path of that scenario's table, built once per session."""
+    return lambda name: table_cache.path(name, request)
+
+
+@pytest.fixture
+def table_dir(tmp_path) -> Path:
+    """A fresh, not yet existing table directory for one test."""
+    return tmp_path / "table"

@@ -1,0 +1,118 @@
+"""We write, they read: commits and checkpoints produced by medallion are read by Spark and delta-rs
+with identical rows, schema and history. Deselected until medallion's writer lands (run with
+--with-medallion).
+
+What medallion can write today through its contract CLI (DESIGN.md section 8):
+  * `medallion table checkpoint|optimize|vacuum URL` on a table an engine wrote: the commit or
+    checkpoint is ours, the readers are theirs;
+  * `medallion demo --lake DIR`: bronze, silver, quarantine and gold tables written end to end.
+TODO(lead): once medallion has a command that writes arbitrary rows into a table (every column
+type, partitioned, append/overwrite/MERGE/replaceWhere), add a scenario per operation here that
+writes interop_scenarios' rows with medallion and reuses test_engines' row/schema/history checks.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from interop_engines import (deltars_history, deltars_schema, deltars_version, last_commit_info,
+                             read_deltars, read_medallion, read_spark, run_medallion,
+                             spark_history, spark_schema)
+from interop_rows import assert_same_rows, canonical_rows
+from interop_scenarios import SCENARIOS
+
+pytestmark = pytest.mark.needs_medallion
+
+# One table of each shape: plain, partitioned with null partitions, every type, and one whose
+# log has removes.
+MAINTAINED = ["spark_append", "deltars_append", "spark_partitioned", "deltars_partitioned",
+              "spark_types", "deltars_types", "deltars_delete"]
+
+
+def copy_table(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def assert_engines_read(path: Path, columns: dict[str, str], rows: list[dict], label: str,
+                        spark) -> None:
+    want = canonical_rows(rows, columns)
+    assert_same_rows(canonical_rows(read_deltars(path), columns), want, f"delta-rs reading {label}")
+    assert_same_rows(canonical_rows(read_spark(spark, path), columns), want, f"Spark reading {label}")
+    assert deltars_schema(path) == columns, f"delta-rs schema of {label}"
+    assert spark_schema(spark, path) == columns, f"Spark schema of {label}"
+
+
+@pytest.mark.parametrize("name", MAINTAINED)
+def test_our_checkpoint_is_read_by_both_engines(name, scenario_table, table_dir, medallion_bin,
+                                                spark, deltalake):
+    scenario = SCENARIOS[name]
+    path = copy_table(scenario_table(name), table_dir)
+    version = deltars_version(path)
+    for stale in (path / "_delta_log").glob("*.checkpoint*.parquet"):
+        stale.unlink()
+    (path / "_delta_log" / "_last_checkpoint").unlink(missing_ok=True)
+    run_medallion(medallion_bin, "table", "checkpoint", path.resolve().as_uri())
+
+    log = path / "_delta_log"
+    assert (log / f"{version:020d}.checkpoint.parquet").is_file(), f"{log}: no checkpoint at v{version}"
+    assert (log / "_last_checkpoint").is_file(), f"{log}: no _last_checkpoint"
+    # Drop every commit the checkpoint covers, as log cleanup would: the engines can then only
+    # reconstruct the table from our checkpoint.
+    for v in range(version + 1):
+        (log / f"{v:020d}.json").unlink()
+    assert_engines_read(path, scenario.columns, scenario.rows,
+                        f"{name} from medallion's checkpoint", spark)
+
+
+@pytest.mark.parametrize("name", MAINTAINED)
+def test_our_optimize_commit_is_read_by_both_engines(name, scenario_table, table_dir,
+                                                     medallion_bin, spark, deltalake):
+    scenario = SCENARIOS[name]
+    path = copy_table(scenario_table(name), table_dir)
+    before = deltars_version(path)
+    run_medallion(medallion_bin, "table", "optimize", path.resolve().as_uri())
+
+    label = f"{name} after medallion table optimize"
+    assert deltars_version(path) == before + 1, f"{label}: expected exactly one new commit"
+    assert last_commit_info(path).get("operation") == "OPTIMIZE", f"{label}: commitInfo"
+    assert_engines_read(path, scenario.columns, scenario.rows, label, spark)
+    want = [*enumerate(scenario.history), (before + 1, "OPTIMIZE")]
+    assert deltars_history(path) == want, f"delta-rs history of {label}"
+    assert spark_history(spark, path) == want, f"Spark history of {label}"
+
+
+@pytest.mark.parametrize("name", ["spark_overwrite", "deltars_overwrite", "deltars_delete"])
+def test_our_vacuum_keeps_the_table_readable(name, scenario_table, table_dir, medallion_bin,
+                                             spark, deltalake):
+    scenario = SCENARIOS[name]
+    path = copy_table(scenario_table(name), table_dir)
+    run_medallion(medallion_bin, "table", "vacuum", path.resolve().as_uri())
+    assert_engines_read(path, scenario.columns, scenario.rows,
+                        f"{name} after medallion table vacuum", spark)
+
+
+def delta_tables_under(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.rglob("_delta_log") if p.is_dir())
+
+
+def test_demo_tables_are_read_identically(tmp_path, medallion_bin, spark, deltalake):
+    lake = tmp_path / "lake"
+    run_medallion(medallion_bin, "demo", "--lake", str(lake), timeout=600)
+    tables = delta_tables_under(lake)
+    names = [str(t.relative_to(lake)) for t in tables]
+    for layer in ("bronze", "silver", "gold"):
+        assert any(n.startswith(layer) for n in names), f"demo wrote no {layer} table: {names}"
+    for path in tables:
+        label = f"demo table {path.relative_to(lake)}"
+        columns = deltars_schema(path)
+        assert spark_schema(spark, path) == columns, f"Spark vs delta-rs schema of {label}"
+        assert spark_history(spark, path) == deltars_history(path), f"history of {label}"
+        reference = canonical_rows(read_deltars(path), columns)
+        assert_same_rows(canonical_rows(read_spark(spark, path), columns), reference,
+                         f"Spark vs delta-rs rows of {label}")
+        assert_same_rows(canonical_rows(read_medallion(medallion_bin, path), columns), reference,
+                         f"medallion table scan vs delta-rs rows of {label}")
