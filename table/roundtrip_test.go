@@ -177,3 +177,26 @@ func TestRoundTripAllTypes(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendValueRoundTrip(t *testing.T) {
+	b, want := allTypesBatch(t)
+	out, _ := NewBatch(b.Schema)
+	for r := range want {
+		for k, v := range want[r] {
+			if err := out.Columns[k].AppendValue(v); err != nil {
+				t.Fatalf("row %d column %s: %v", r, b.Schema.Fields[k].Name, err)
+			}
+		}
+	}
+	for r := range want {
+		if !reflect.DeepEqual(out.Row(r), want[r]) {
+			t.Errorf("row %d: got %v, want %v", r, out.Row(r), want[r])
+		}
+	}
+	if err := out.Columns[2].AppendValue(int64(math.MaxInt32) + 1); err == nil {
+		t.Error("overflow accepted")
+	}
+	if err := out.Columns[0].AppendValue(3.5); err == nil {
+		t.Error("a float accepted in a string column")
+	}
+}

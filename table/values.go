@@ -1,6 +1,9 @@
 package table
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -93,4 +96,171 @@ func (b *Batch) Row(i int) []any {
 		out[k] = c.Value(i)
 	}
 	return out
+}
+
+// AppendValue appends a Go value (the forms Column.Value returns, plus int, uint and
+// int64-for-smaller-integers conveniences) to c, checking it against the column type.
+func (c *Column) AppendValue(v any) error {
+	if v == nil {
+		c.AppendNull()
+		return nil
+	}
+	bad := func() error {
+		return fmt.Errorf("%w: %T value %v cannot be stored in a %s column", ErrSchemaMismatch, v, v, typeString(c.Type))
+	}
+	toInt := func() (int64, bool) {
+		switch x := v.(type) {
+		case int:
+			return int64(x), true
+		case int64:
+			return x, true
+		case int32:
+			return int64(x), true
+		case int16:
+			return int64(x), true
+		case int8:
+			return int64(x), true
+		}
+		return 0, false
+	}
+	switch t := c.Type.(type) {
+	case txlog.DecimalType:
+		switch x := v.(type) {
+		case Decimal:
+			if x.Scale != t.Scale {
+				r := decimalRat(x.Unscaled, x.Scale)
+				d, err := ParseDecimal(r.FloatString(t.Scale+1), t.Scale)
+				if err != nil {
+					return bad()
+				}
+				c.AppendDecimal(d)
+				return nil
+			}
+			c.AppendDecimal(x.Unscaled)
+			return nil
+		case string:
+			d, err := ParseDecimal(x, t.Scale)
+			if err != nil {
+				return err
+			}
+			c.AppendDecimal(d)
+			return nil
+		}
+		if n, ok := toInt(); ok {
+			d, err := ParseDecimal(strconv.FormatInt(n, 10), t.Scale)
+			if err != nil {
+				return err
+			}
+			c.AppendDecimal(d)
+			return nil
+		}
+		return bad()
+	case *txlog.StructType:
+		fields, ok := v.([]Field)
+		if !ok || len(fields) != len(t.Fields) {
+			return bad()
+		}
+		for k, f := range fields {
+			if err := c.Children[k].AppendValue(f.Value); err != nil {
+				return err
+			}
+		}
+		c.AppendStruct()
+		return nil
+	case txlog.ArrayType:
+		elems, ok := v.([]any)
+		if !ok {
+			return bad()
+		}
+		for _, e := range elems {
+			if err := c.Children[0].AppendValue(e); err != nil {
+				return err
+			}
+		}
+		c.AppendList()
+		return nil
+	case txlog.MapType:
+		kvs, ok := v.([]KV)
+		if !ok {
+			return bad()
+		}
+		for _, kv := range kvs {
+			if err := c.Children[0].AppendValue(kv.Key); err != nil {
+				return err
+			}
+			if err := c.Children[1].AppendValue(kv.Value); err != nil {
+				return err
+			}
+		}
+		c.AppendList()
+		return nil
+	case txlog.PrimitiveType:
+		switch t.Name {
+		case txlog.TypeLong:
+			if n, ok := toInt(); ok {
+				c.AppendInt64(n)
+				return nil
+			}
+		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+			switch x := v.(type) {
+			case time.Time:
+				c.AppendInt64(x.UnixMicro())
+				return nil
+			case int64:
+				c.AppendInt64(x)
+				return nil
+			}
+		case txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:
+			if n, ok := toInt(); ok {
+				lim := map[string]int64{txlog.TypeInteger: math.MaxInt32, txlog.TypeShort: math.MaxInt16, txlog.TypeByte: math.MaxInt8}[t.Name]
+				if n > lim || n < -lim-1 {
+					return fmt.Errorf("%w: %d overflows %s", ErrSchemaMismatch, n, t.Name)
+				}
+				c.AppendInt32(int32(n))
+				return nil
+			}
+		case txlog.TypeDate:
+			switch x := v.(type) {
+			case time.Time:
+				c.AppendInt32(int32(floorDiv(x.Unix(), 86400)))
+				return nil
+			case int32:
+				c.AppendInt32(x)
+				return nil
+			}
+		case txlog.TypeDouble:
+			switch x := v.(type) {
+			case float64:
+				c.AppendFloat64(x)
+				return nil
+			case float32:
+				c.AppendFloat64(float64(x))
+				return nil
+			}
+			if n, ok := toInt(); ok {
+				c.AppendFloat64(float64(n))
+				return nil
+			}
+		case txlog.TypeFloat:
+			if x, ok := v.(float32); ok {
+				c.AppendFloat32(x)
+				return nil
+			}
+		case txlog.TypeBoolean:
+			if x, ok := v.(bool); ok {
+				c.AppendBool(x)
+				return nil
+			}
+		case txlog.TypeString, txlog.TypeBinary:
+			switch x := v.(type) {
+			case string:
+				c.AppendString(x)
+				return nil
+			case []byte:
+				c.AppendBytes(x)
+				return nil
+			}
+		}
+	}
+	return bad()
 }
