@@ -42,3 +42,9 @@ func TestAcceptancePrefixed(t *testing.T) {
 		},
 	})
 }
+
+func TestProbePutIfAbsentOnMinIO(t *testing.T) {
+	if err := objstore.ProbePutIfAbsent(context.Background(), s3test.NewTestBucket(t), "_delta_log"); err != nil {
+		t.Errorf("MinIO failed the put-if-absent probe: %v", err)
+	}
+}
