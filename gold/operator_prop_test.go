@@ -112,3 +112,46 @@ func TestOperatorAgainstNaiveOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionsIndependentOfBatching: in Complete mode (no late filter), streaming sessions
+// built batch by batch, with fusion of stored sessions, equal the batch sessionization of all
+// rows at once (batchSessions), and so do their counts.
+func TestSessionsIndependentOfBatching(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := 0; trial < 30; trial++ {
+		gap := (1 + rng.Int64N(5)) * minute
+		op := mustAgg(t, sessionCfg(Complete, gap))
+		var keys []string
+		var times, gaps []int64
+		for b := 0; b < 1+rng.IntN(8); b++ {
+			in := &Input{}
+			for i := 0; i < rng.IntN(15); i++ {
+				k := string(rune('a' + rng.IntN(3)))
+				ts := at(9, 0) + rng.Int64N(hour)
+				in.EventTime = append(in.EventTime, ts)
+				in.Keys.Append([]byte(k))
+				keys, times, gaps = append(keys, k), append(times, ts), append(gaps, gap)
+			}
+			if _, err := op.ProcessBatch(in, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var want []string
+		for k, ws := range batchSessions(keys, times, gaps) {
+			for _, w := range ws {
+				want = append(want, fmt.Sprintf("%s%v=%d", k, w, countIn(times, keys, k, w)))
+			}
+		}
+		var got []string
+		for s, g := range op.groups {
+			if g.live {
+				got = append(got, fmt.Sprintf("%s%v=%d", op.keys[g.key], g.w, op.accs[0].n[s]))
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d gap %d:\n got %v\nwant %v", trial, gap, got, want)
+		}
+	}
+}
