@@ -196,6 +196,12 @@ func (b *Bucket) writeTemp(ctx context.Context, key string, r io.Reader, size in
 	_, _ = rand.Read(rnd[:])
 	name := path.Join(tmpDir, hex.EncodeToString(rnd[:]))
 	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Someone removed the temp directory (a cleanup script, rm -rf of debris): recreate it.
+		if err = b.root.MkdirAll(tmpDir, 0o755); err == nil {
+			f, err = b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("file: put %s: create temp: %w", key, err)
 	}

@@ -234,3 +234,19 @@ func TestEmptyDirectoryIsNoObject(t *testing.T) {
 		}
 	}
 }
+
+func TestTempDirRecreated(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := file.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := os.RemoveAll(filepath.Join(root, ".objstore-tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, b, "k", []byte("v")); err != nil {
+		t.Errorf("Put after the temp directory vanished: %v", err)
+	}
+}
