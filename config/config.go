@@ -411,7 +411,7 @@ func decode(root *yaml.Node, source string) (*Pipeline, error) {
 	d := &decoder{source: source, lines: map[string]int{}, badLines: map[int]bool{}}
 	p := d.decode(root)
 	if p == nil {
-		return nil, errors.Join(d.errs...)
+		return nil, errors.Join(capErrors(source, d.errs)...)
 	}
 	p.source, p.root, p.lines = source, root, d.lines
 	p.ApplyDefaults()
@@ -420,9 +420,19 @@ func decode(root *yaml.Node, source string) (*Pipeline, error) {
 		errs = append(errs, unjoin(err)...)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errors.Join(capErrors(source, errs)...)
 	}
 	return p, nil
+}
+
+// capErrors keeps the first maxErrors problems and counts the rest: a generated or mangled
+// file can have thousands, and the first ones are the ones to fix.
+func capErrors(source string, errs []error) []error {
+	if len(errs) <= maxErrors {
+		return errs
+	}
+	more := &FieldError{Source: source, Msg: fmt.Sprintf("%d more problems not shown", len(errs)-maxErrors)}
+	return append(errs[:maxErrors:maxErrors], more)
 }
 
 // unjoin flattens errors.Join trees so that messages stay one per line.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -355,6 +356,36 @@ func TestAliasBomb(t *testing.T) {
 	_, err := Parse([]byte(doc), "bomb.yaml")
 	if err == nil || !strings.Contains(err.Error(), "expands to more than 100000 values through aliases") {
 		t.Fatalf("alias bomb: %v", err)
+	}
+}
+
+func TestErrorCap(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "unknown_%d: 1\n", i)
+	}
+	_, err := Parse([]byte(minimal+b.String()), "p.yaml")
+	errs := unjoin(err)
+	if len(errs) != maxErrors+1 || !strings.Contains(errs[maxErrors].Error(), "p.yaml: 150 more problems not shown") {
+		t.Fatalf("%d errors, last %v", len(errs), errs[len(errs)-1])
+	}
+	if !strings.Contains(errs[0].Error(), `p.yaml:14: unknown key "unknown_0"`) {
+		t.Errorf("first error %v", errs[0])
+	}
+}
+
+func TestManyCollidingTables(t *testing.T) {
+	// Every entry reuses the same table: one problem per entry (each against the first), not
+	// one per pair.
+	gold := "x: &g {name: g, window: {type: tumbling, size: 1m}, aggregates: [{fn: count}]}\ngold: [" +
+		strings.TrimSuffix(strings.Repeat("*g, ", 12), ", ") + "]\n"
+	text := strings.Replace(minimal, "gold:\n", "x-old:\n", 1)
+	_, err := Parse([]byte(gold+text), "p.yaml")
+	got := err.Error()
+	for _, want := range []string{`path "gold/g" is also gold[0].table`, `path "silver/late_g" is also gold[0].quarantine`, `duplicate gold name "g" (also gold[0])`} {
+		if n := strings.Count(got, want); n != 11 {
+			t.Errorf("%d times %q, want 11 (one per later entry):\n%s", n, want, got)
+		}
 	}
 }
 

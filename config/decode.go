@@ -33,6 +33,9 @@ type decoder struct {
 	merging  map[*yaml.Node]bool // mappings being merged in, against "<<" cycles
 }
 
+// maxErrors bounds the problems reported for one file; the rest are counted.
+const maxErrors = 50
+
 // maxVisits bounds the values a config may expand to through aliases; a real config has a few
 // hundred.
 const maxVisits = 100_000
@@ -58,7 +61,9 @@ func (d *decoder) decode(root *yaml.Node) *Pipeline {
 		return nil
 	}
 	d.walk(doc, reflect.TypeFor[Pipeline](), "")
-	if d.visits > maxVisits {
+	// Past the cap there is nothing more to report, and yaml.v3 checks mapping keys pairwise:
+	// decoding a mangled file with thousands of keys would take seconds.
+	if d.visits > maxVisits || len(d.errs) >= maxErrors {
 		return nil
 	}
 	p := &Pipeline{}
@@ -168,6 +173,10 @@ func (d *decoder) walkMapping(n *yaml.Node, t reflect.Type, path string, seen ma
 		if !ok {
 			if env, secret := secretKeys[k.Value]; secret && t == reflect.TypeFor[S3]() {
 				d.fail(k.Line, child, "secrets are not read from the config file: remove this key and set %s in the environment", env)
+				continue
+			}
+			if len(d.errs) >= maxErrors {
+				d.fail(k.Line, "", "unknown key") // only counted: spare the suggestion's cost
 				continue
 			}
 			msg := fmt.Sprintf("unknown key %q in %s", k.Value, where(path))

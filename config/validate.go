@@ -305,8 +305,9 @@ func (v *validator) gold(cols map[string]Column) {
 		default:
 			if j, dup := names[g.Name]; dup {
 				v.fail(path+".name", "duplicate gold name %q (also gold[%d])", g.Name, j)
+			} else {
+				names[g.Name] = i
 			}
-			names[g.Name] = i
 		}
 		if g.Name != "" {
 			v.tablePath(path+".table", g.Table)
@@ -442,16 +443,23 @@ func (v *validator) aggregates(path string, g Gold, cols map[string]Column) {
 }
 
 // paths checks that no two tables, the checkpoint and the landing prefix overlap: one table
-// inside another would be read as its data.
+// inside another would be read as its data. Each path is compared with its own ancestors
+// only, so a config with thousands of tables stays linear.
 func (v *validator) paths() {
-	type entry struct{ field, path string }
-	var all []entry
-	add := func(field, path string) {
-		if path != "" {
-			all = append(all, entry{field, strings.Trim(path, "/")})
-		}
-	}
 	p := v.p
+	owner := map[string]string{} // path -> the first field that declared it
+	var order []struct{ field, path string }
+	add := func(field, path string) {
+		if path = strings.Trim(path, "/"); path == "" {
+			return
+		}
+		if first, dup := owner[path]; dup {
+			v.fail(field, "path %q is also %s: every table needs its own path", path, first)
+			return
+		}
+		owner[path] = field
+		order = append(order, struct{ field, path string }{field, path})
+	}
 	add("landing.path", p.Landing.Path)
 	add("tables.bronze", p.Tables.Bronze)
 	add("tables.rejects", p.Tables.Rejects)
@@ -461,16 +469,11 @@ func (v *validator) paths() {
 		add(fmt.Sprintf("gold[%d].table", i), g.Table)
 		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
 	}
-	for i := range all {
-		for j := 0; j < i; j++ {
-			a, b := all[j], all[i]
-			switch {
-			case a.path == b.path:
-				v.fail(b.field, "path %q is also %s: every table needs its own path", b.path, a.field)
-			case strings.HasPrefix(b.path+"/", a.path+"/"):
-				v.fail(b.field, "path %q is inside %s (%q): tables must not nest", b.path, a.field, a.path)
-			case strings.HasPrefix(a.path+"/", b.path+"/"):
-				v.fail(b.field, "path %q contains %s (%q): tables must not nest", b.path, a.field, a.path)
+	for _, e := range order {
+		for i := strings.LastIndexByte(e.path, '/'); i > 0; i = strings.LastIndexByte(e.path[:i], '/') {
+			if outer, ok := owner[e.path[:i]]; ok {
+				v.fail(e.field, "path %q is inside %s (%q): tables must not nest", e.path, outer, e.path[:i])
+				break
 			}
 		}
 	}
