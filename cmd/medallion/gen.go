@@ -123,14 +123,13 @@ func roundTo(v float64, digits int) float64 {
 	return float64(int64(v*p+0.5)) / p
 }
 
-// genOptions maps the config's schema and the flags onto generator options.
+// genOptions applies the flags to the config's generator options.
 func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Options, error) {
 	f := cmd.Flags()
-	o := gen.DefaultOptions()
+	o := genOptionsFromConfig(cfg)
 	o.Lines = events
 	o.Seed, _ = f.GetInt64("seed")
 	o.Files, _ = f.GetInt("files")
-	o.Prefix = cfg.Landing.Path
 	o.Gzip, _ = f.GetBool("gzip")
 	o.Rate, _ = f.GetFloat64("rate")
 	o.EventTypes, _ = f.GetInt("event-types")
@@ -156,7 +155,15 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 		}
 		o.Start = t.UTC()
 	}
-	o.Columns = o.Columns[:0]
+	return o, nil
+}
+
+// genOptionsFromConfig is the generator's default workload for a pipeline: its schema, event
+// time, dedup key and landing prefix (Lines is left 0). The demo uses it too.
+func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
+	o := gen.DefaultOptions()
+	o.Prefix = cfg.Landing.Path
+	o.Columns = nil
 	for _, c := range cfg.Schema {
 		o.Columns = append(o.Columns, gen.Column{Name: c.Name, Kind: string(c.Type.Kind),
 			Precision: c.Type.Precision, Scale: c.Type.Scale, Required: c.Required})
@@ -166,7 +173,7 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 	if len(cfg.Stream.Dedup) == 1 {
 		o.ID = cfg.Stream.Dedup[0]
 	}
-	return o, nil
+	return o
 }
 
 // loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
