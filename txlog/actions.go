@@ -313,8 +313,8 @@ func ParseActions(data []byte) ([]Action, error) {
 		if len(l) == 0 {
 			continue
 		}
-		var a Action
-		if err := json.Unmarshal(l, &a); err != nil {
+		a, err := parseAction(l)
+		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrCorruptLog, line, err)
 		}
 		if err := a.validate(); err != nil {
@@ -323,6 +323,60 @@ func ParseActions(data []byte) ([]Action, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// Method-less copies of the file actions: decoding through them skips the UnmarshalJSON
+// methods, which would scan each action a second time (replay decodes millions of adds).
+type (
+	wireAdd    Add
+	wireRemove Remove
+	wireCDC    CDC
+)
+
+type wireAction struct {
+	CommitInfo         *CommitInfo         `json:"commitInfo"`
+	Protocol           *Protocol           `json:"protocol"`
+	MetaData           *Metadata           `json:"metaData"`
+	Add                *wireAdd            `json:"add"`
+	Remove             *wireRemove         `json:"remove"`
+	Txn                *Txn                `json:"txn"`
+	DomainMetadata     *DomainMetadata     `json:"domainMetadata"`
+	CDC                *wireCDC            `json:"cdc"`
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata"`
+	Sidecar            *Sidecar            `json:"sidecar"`
+}
+
+// parseAction decodes one line, URI-decoding file paths once.
+func parseAction(line []byte) (Action, error) {
+	var w wireAction
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Action{}, err
+	}
+	a := Action{
+		CommitInfo: w.CommitInfo, Protocol: w.Protocol, MetaData: w.MetaData, Txn: w.Txn,
+		DomainMetadata: w.DomainMetadata, CheckpointMetadata: w.CheckpointMetadata, Sidecar: w.Sidecar,
+	}
+	if w.Add != nil {
+		a.Add = (*Add)(w.Add)
+		if err := a.Add.setRaw(a.Add.Path); err != nil {
+			return a, err
+		}
+	}
+	if w.Remove != nil {
+		a.Remove = (*Remove)(w.Remove)
+		if err := a.Remove.setRaw(a.Remove.Path); err != nil {
+			return a, err
+		}
+	}
+	if w.CDC != nil {
+		a.CDC = (*CDC)(w.CDC)
+		p, err := decodePath(a.CDC.Path)
+		if err != nil {
+			return a, fmt.Errorf("cdc: %w", err)
+		}
+		a.CDC.rawPath, a.CDC.Path = a.CDC.Path, p
+	}
+	return a, nil
 }
 
 // validate rejects actions missing the fields replay depends on.
