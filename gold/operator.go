@@ -117,8 +117,9 @@ type Result struct {
 }
 
 type winSlot struct {
-	start int64
-	slot  int32
+	start   int64
+	slot    int32
+	touched uint32 // batch that last updated it
 }
 
 type lateKey struct {
@@ -342,8 +343,10 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 			return nil, err
 		}
 	}
-	for _, s := range a.pairSlot {
-		a.touch(s)
+	if a.cfg.Session != nil {
+		for _, s := range a.pairSlot {
+			a.touch(s)
+		}
 	}
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
 	r.NumRowsUpdated = int64(len(a.touched))
@@ -410,14 +413,21 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 }
 
 // windowSlot finds or creates the slot of (w, key).
+// It also records the group as touched by this batch, on the cache line the look-up just read.
 func (a *Aggregation) windowSlot(w Window, key int32) int32 {
-	for _, ws := range a.kwins[key] {
-		if ws.start == w.Start {
+	wins := a.kwins[key]
+	for i := range wins {
+		if ws := &wins[i]; ws.start == w.Start {
+			if ws.touched != a.batch {
+				ws.touched = a.batch
+				a.touched = append(a.touched, ws.slot)
+			}
 			return ws.slot
 		}
 	}
 	s := a.newSlot(w, key)
-	a.kwins[key] = append(a.kwins[key], winSlot{w.Start, s})
+	a.kwins[key] = append(wins, winSlot{start: w.Start, slot: s, touched: a.batch})
+	a.touched = append(a.touched, s)
 	return s
 }
 
