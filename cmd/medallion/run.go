@@ -31,7 +31,7 @@ func newRunCmd() *cobra.Command {
 		run         jobRunner
 	}{
 		{"ingest", "Ingest new landing objects into bronze, exactly once", runIngest},
-		{"stream", "Run the stream: bronze to silver, quarantine and gold", nil},
+		{"stream", "Run the stream: bronze to silver, quarantine and gold", runStream},
 		{"merge-late", "Fold quarantined late rows back into gold with MERGE", nil},
 		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", nil},
 		{"optimize", "Compact small files of every pipeline table", runOptimize},
@@ -47,6 +47,17 @@ func newRunCmd() *cobra.Command {
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
 		cmd.Flags().String("gold", "", "only this gold aggregation")
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
+		if job.name == "stream" {
+			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
+			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+				if s, _ := cmd.Flags().GetString("trigger"); s != "" {
+					if _, err := config.ParseTrigger(s); err != nil {
+						return usageError("run stream: --trigger: %v", err)
+					}
+				}
+				return nil
+			}
+		}
 		if job.name == "vacuum" {
 			cmd.Flags().Bool("dry-run", false, "list the files vacuum would delete, delete nothing")
 		}
@@ -111,6 +122,19 @@ func runVacuum(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 
 func runCheckpoint(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
 	return jobs.Checkpoint(ctx, env)
+}
+
+func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	var trigger config.Trigger
+	if s, _ := cmd.Flags().GetString("trigger"); s != "" {
+		t, err := config.ParseTrigger(s)
+		if err != nil {
+			return nil, usageError("run stream: --trigger: %v", err)
+		}
+		trigger = t
+	}
+	rep, err := jobs.Stream(ctx, env, trigger, nil)
+	return rep, err
 }
 
 // newLogger follows the config: JSON unless stderr is a terminal (or as set), at its level.

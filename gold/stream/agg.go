@@ -1,0 +1,303 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+)
+
+// runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
+// writes its emitted rows to gold, both with the batch's txn.
+func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batches []*table.Batch, late, evict int64, txn *table.AppTxn) (aggStats, error) {
+	buf := &r.buf
+	in := &buf.in
+	in.EventTime = buf.selEvt
+	in.Keys.Reset()
+	if len(ap.keyCols) > 0 {
+		for _, j := range buf.sel {
+			b := batches[buf.vb[j]]
+			for _, c := range ap.keyCols {
+				in.Keys.Data = appendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
+			}
+			in.Keys.EndValue()
+		}
+	}
+	r.fillColumns(ap, batches)
+	began := time.Now()
+	res, err := r.aggs[ai].ProcessBatch(in, late, evict)
+	if err != nil {
+		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+	}
+	updMs := time.Since(began).Milliseconds()
+	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
+	as.res = gold.StateOperatorProgress{
+		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
+		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
+		NumShufflePartitions: 1, NumStateStoreInstances: 1,
+		CustomMetrics: map[string]int64{gold.CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
+	}
+	if ap.agg.Session != nil {
+		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
+	}
+	if len(res.LateRows) > 0 {
+		q, err := table.NewBatch(r.plan.silver)
+		if err != nil {
+			return as, err
+		}
+		for _, li := range res.LateRows {
+			j := buf.sel[li]
+			q.AppendRow(batches[buf.vb[j]], int(buf.vr[j]))
+		}
+		lw, _ := table.NewColumn(timestampType())
+		bid, _ := table.NewColumn(longType())
+		qid, _ := table.NewColumn(ap.qschema.Fields[len(ap.qschema.Fields)-1].Type)
+		for range res.LateRows {
+			lw.AppendInt64(res.LateWatermarkMs * 1000)
+			bid.AppendInt64(n)
+			qid.AppendString(r.queryID)
+		}
+		qb := &table.Batch{Schema: ap.qschema, Columns: append(q.Columns, lw, bid, qid)}
+		if _, err := r.write(ctx, r.quars[ai], ap.qschema, []*table.Batch{qb}, txn, false); err != nil {
+			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
+		}
+		if f := r.cfg.Stream.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
+			r.opts.Logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
+				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
+		}
+	}
+	if len(res.Rows) > 0 || ap.complete {
+		gb, err := goldBatch(ap, res.Rows)
+		if err != nil {
+			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+		}
+		if _, err := r.write(ctx, r.golds[ai], ap.schema, []*table.Batch{gb}, txn, ap.complete); err != nil {
+			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+		}
+	}
+	return as, nil
+}
+
+// fillColumns builds the aggregate input columns of the selected rows.
+func (r *Runner) fillColumns(ap *aggPlan, batches []*table.Batch) {
+	buf := &r.buf
+	in := &buf.in
+	k := len(ap.aggCols)
+	for len(buf.colI64) < k {
+		buf.colI64 = append(buf.colI64, nil)
+		buf.colF64 = append(buf.colF64, nil)
+		buf.colBin = append(buf.colBin, gold.Binary{})
+		buf.colOK = append(buf.colOK, nil)
+	}
+	in.Columns = in.Columns[:0]
+	for ci, c := range ap.aggCols {
+		kind := r.plan.kinds[c]
+		ints, floats, ok := buf.colI64[ci][:0], buf.colF64[ci][:0], buf.colOK[ci][:0]
+		bin := &buf.colBin[ci]
+		bin.Reset()
+		nulls := false
+		for _, j := range buf.sel {
+			col := batches[buf.vb[j]].Columns[c]
+			i := int(buf.vr[j])
+			null := col.IsNull(i)
+			nulls = nulls || null
+			ok = append(ok, !null)
+			switch kind {
+			case table.KindInt64:
+				ints = append(ints, col.Int64[i])
+			case table.KindInt32:
+				ints = append(ints, int64(col.Int32[i]))
+			case table.KindFloat64:
+				floats = append(floats, col.Float64[i])
+			case table.KindFloat32:
+				floats = append(floats, float64(col.Float32[i]))
+			case table.KindBytes:
+				bin.Append(col.BytesAt(i))
+			default: // count(col) over a non-numeric column: only nullness matters
+				ints = append(ints, 0)
+			}
+		}
+		buf.colI64[ci], buf.colF64[ci], buf.colOK[ci] = ints, floats, ok
+		gc := gold.Column{}
+		switch kind {
+		case table.KindFloat64, table.KindFloat32:
+			gc.Float64 = nonNil(floats)
+		case table.KindBytes:
+			gc.Bytes = bin
+		default:
+			gc.Int64 = nonNil(ints)
+		}
+		if nulls {
+			gc.Valid = ok
+		}
+		in.Columns = append(in.Columns, gc)
+	}
+}
+
+// goldBatch renders emitted rows in the gold schema.
+func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
+	gb, err := table.NewBatch(ap.schema)
+	if err != nil {
+		return nil, err
+	}
+	win := gb.Columns[0]
+	var sketch []byte
+	for _, row := range rows {
+		win.AppendStruct()
+		win.Children[0].AppendInt64(row.Window.Start)
+		win.Children[1].AppendInt64(row.Window.End)
+		ci := 1
+		if len(ap.keyCols) > 0 {
+			parts, err := gold.DecodeKey(row.Key)
+			if err != nil {
+				return nil, err
+			}
+			if len(parts) != len(ap.keyCols) {
+				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
+			}
+			for k := range ap.keyCols {
+				appendKeyValue(gb.Columns[ci], parts[k])
+				ci++
+			}
+		}
+		for si := range ap.agg.Aggs {
+			spec := &ap.agg.Aggs[si]
+			v := &row.Aggs[si]
+			switch spec.Fn {
+			case gold.Count:
+				gb.Columns[ci].AppendInt64(v.N)
+				ci++
+			case gold.Sum, gold.Min, gold.Max:
+				appendNumber(gb.Columns[ci], v)
+				ci++
+			case gold.Avg:
+				if v.N == 0 {
+					gb.Columns[ci].AppendNull()
+				} else {
+					gb.Columns[ci].AppendFloat64(v.Result(spec).(float64))
+				}
+				appendNumber(gb.Columns[ci+1], v)
+				gb.Columns[ci+2].AppendInt64(v.N)
+				ci += 3
+			case gold.ApproxCountDistinct, gold.ApproxPercentile:
+				res := v.Result(spec)
+				switch x := res.(type) {
+				case int64:
+					gb.Columns[ci].AppendInt64(x)
+				case []float64:
+					for _, q := range x {
+						gb.Columns[ci].Children[0].AppendFloat64(q)
+					}
+					gb.Columns[ci].AppendList()
+				default:
+					gb.Columns[ci].AppendNull()
+				}
+				if sketch, err = v.AppendBinary(sketch[:0]); err != nil {
+					return nil, err
+				}
+				gb.Columns[ci+1].AppendBytes(sketch)
+				ci += 2
+			}
+		}
+		gb.Columns[ci].AppendInt64(0)
+	}
+	return gb, nil
+}
+
+// appendNumber writes a sum, min or max (or avg's sum) in the column's type; no input: null.
+func appendNumber(c *table.Column, v *gold.AggValue) {
+	switch {
+	case v.N == 0:
+		c.AppendNull()
+	case !v.Int:
+		c.AppendFloat64(v.F)
+	case c.Kind == table.KindInt32:
+		c.AppendInt32(int32(v.I))
+	default:
+		c.AppendInt64(v.I)
+	}
+}
+
+// progress builds batch n's StreamingQueryProgress.
+func (r *Runner) progress(n int64, entry *OffsetEntry, start *silver.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
+	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
+	var prev time.Time
+	if !r.prevTrigger.IsZero() {
+		prev = r.prevTrigger
+	}
+	r.prevTrigger = trigger
+	inRate := gold.InputRowsPerSecond(st.inputRows, prev, trigger)
+	procRate := gold.ProcessedRowsPerSecond(st.inputRows, total)
+	p := &gold.Progress{
+		ID: r.queryID, RunID: r.runID, Name: r.cfg.Stream.Name, Timestamp: trigger, BatchID: n,
+		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
+		DurationMs: map[string]int64{"addBatch": st.addMs, "commitOffsets": commitMs, "getBatch": st.getMs,
+			"latestOffset": 0, "queryPlanning": 0, "triggerExecution": total.Milliseconds(), "walCommit": walMs},
+		EventTime: gold.EventTimeProgress(ev, evict, true),
+	}
+	if st.dedup != nil {
+		d := st.dedup
+		p.StateOperators = append(p.StateOperators, gold.StateOperatorProgress{
+			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
+			NumRowsRemoved: d.NumRowsRemoved, NumRowsDroppedByWatermark: d.NumRowsDroppedByWatermark,
+			NumShufflePartitions: 1, NumStateStoreInstances: 1,
+			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates},
+		})
+	}
+	for _, a := range st.aggs {
+		p.StateOperators = append(p.StateOperators, a.res)
+	}
+	var startJSON, endJSON json.RawMessage
+	if start != nil {
+		startJSON = gold.OffsetJSON(start.String())
+	}
+	if entry.End != nil {
+		endJSON = gold.OffsetJSON(entry.End.String())
+	}
+	p.Sources = []gold.SourceProgress{{
+		Description: "DeltaSource[" + r.cfg.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
+		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
+	}}
+	metrics := map[string]string{
+		"numSilverRows":        strconv.FormatInt(st.silverRows, 10),
+		"numValidationRejects": strconv.FormatInt(st.rejected, 10),
+		"numDuplicatesDropped": strconv.FormatInt(st.duplicates, 10),
+	}
+	for i, a := range st.aggs {
+		name := r.plan.aggs[i].cfg.Name
+		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
+		metrics["gold."+name+"."+gold.CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+	}
+	p.Sink = gold.SinkProgress{Description: "DeltaSink[" + r.cfg.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
+	return p
+}
+
+// publish keeps the progress under the checkpoint, logs it and tells the listener.
+func (r *Runner) publish(ctx context.Context, n int64, p *gold.Progress) error {
+	data, err := p.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("stream: progress: %w", err)
+	}
+	if err := objstore.PutBytes(ctx, r.ckpt.b, progressKey(n), data); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", progressKey(n), err)
+	}
+	r.opts.Logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
+	if r.opts.Listener != nil {
+		r.opts.Listener.OnProgress(p)
+	}
+	return nil
+}
+
+// nonNil keeps an empty column typed: gold tells a column's kind by which slice is set.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,529 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Validation reject reasons (stage "validate" in the rejects table).
+const (
+	ReasonMissingEventTime = "missing_event_time"
+	ReasonMissingRequired  = "missing_required"
+	ReasonFuture           = bronze.ReasonFuture
+)
+
+// StageValidate is the rejects table's stage of rows the stream rejects.
+const StageValidate = "validate"
+
+// batchBuffers are reused from batch to batch so that steady state allocates little.
+type batchBuffers struct {
+	evt     []int64 // event time (µs) of each valid row
+	vb, vr  []int32 // bronze batch and row of each valid row
+	keyData []byte
+	keyOffs []int32
+	keys    [][]byte
+	sel     []int32 // valid rows that go to silver, ascending
+	selEvt  []int64
+	in      gold.Input
+	colI64  [][]int64
+	colF64  [][]float64
+	colBin  []gold.Binary
+	colOK   [][]bool
+}
+
+// batchStats is what one batch did, for progress and the report.
+type batchStats struct {
+	inputRows, rejected, duplicates, silverRows int64
+	dedup                                       *silver.DedupResult
+	aggs                                        []aggStats
+	getMs, addMs                                int64
+}
+
+type aggStats struct {
+	res                  gold.StateOperatorProgress
+	lateRows, outputRows int64
+}
+
+func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
+	if r.dedup != nil && newWM > evictWM {
+		return true
+	}
+	for _, a := range r.plan.aggs {
+		if a.agg.ShouldRunNoDataBatch(newWM, evictWM) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensurePlan resolves the query against bronze's schema and restores the operators' state.
+func (r *Runner) ensurePlan(ctx context.Context) error {
+	if r.plan != nil {
+		return nil
+	}
+	snap, err := r.bronze.Log().Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: bronze table: %w", err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: bronze schema: %w", err)
+	}
+	p, err := newPlan(r.cfg, SilverSchema(schema))
+	if err != nil {
+		return err
+	}
+	delay := r.cfg.Stream.Watermark.Milliseconds()
+	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.cfg.Stream.IdleTimeout.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	dcfg := silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: delay}
+	var sections map[string][]byte
+	if r.nextBatch > 0 {
+		key := stateKey(r.nextBatch)
+		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
+		if err != nil {
+			return fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+		}
+		if sections, err = decodeState(key, data); err != nil {
+			return err
+		}
+	}
+	var dedup *silver.Dedup
+	if len(p.dedup) > 0 {
+		if s, ok := sections["dedup"]; ok {
+			dedup, err = silver.RestoreDedup(dcfg, s)
+		} else {
+			dedup, err = silver.NewDedup(dcfg)
+		}
+		if err != nil {
+			return fmt.Errorf("stream: dedup state of batch %d: %w", r.nextBatch, err)
+		}
+	}
+	aggs := make([]*gold.Aggregation, len(p.aggs))
+	for i, ap := range p.aggs {
+		if s, ok := sections["agg/"+ap.cfg.Name]; ok {
+			aggs[i], err = gold.RestoreAggregation(ap.agg, s)
+		} else if sections != nil {
+			err = fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", ErrBadCheckpoint, stateKey(r.nextBatch), ap.cfg.Name)
+		} else {
+			aggs[i], err = gold.NewAggregation(ap.agg)
+		}
+		if err != nil {
+			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
+		}
+	}
+	if r.resume != nil {
+		if err := r.resume(tracker); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+	}
+	r.plan, r.tracker, r.dedup, r.aggs = p, tracker, dedup, aggs
+	if r.pending == nil && r.resume != nil {
+		late, evict := tracker.BatchWatermarks()
+		r.needNoData = r.wantsNoData(evict, late)
+	}
+	return nil
+}
+
+// runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
+// then writes state n+1, commits/n and the progress.
+func (r *Runner) runBatch(ctx context.Context, n int64, entry *OffsetEntry, files []silver.IndexedFile, walMs int64) error {
+	t0 := time.Now()
+	late, evict := r.tracker.BatchWatermarks()
+	if entry.BatchWatermarkMs != evict {
+		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", ErrBadCheckpoint, offsetsKey(n), entry.BatchWatermarkMs, evict)
+	}
+	batches, err := r.read(ctx, files)
+	if err != nil {
+		return err
+	}
+	tRead := time.Now()
+	st, err := r.process(ctx, n, entry, batches, late, evict)
+	if err != nil {
+		return err
+	}
+	st.getMs = tRead.Sub(t0).Milliseconds()
+	st.addMs = time.Since(tRead).Milliseconds()
+	evStats := r.tracker.Stats(0)
+	next := r.tracker.EndBatch(entry.BatchTimestampMs)
+
+	tCommit := time.Now()
+	sections := map[string][]byte{}
+	var order []string
+	if r.dedup != nil {
+		sections["dedup"] = r.dedup.AppendSnapshot(nil)
+		order = append(order, "dedup")
+	}
+	for i, ap := range r.plan.aggs {
+		s, err := r.aggs[i].AppendSnapshot(nil)
+		if err != nil {
+			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
+		}
+		sections["agg/"+ap.cfg.Name] = s
+		order = append(order, "agg/"+ap.cfg.Name)
+	}
+	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", stateKey(n+1), err)
+	}
+	if err := r.ckpt.writeCommit(ctx, n, next); err != nil {
+		return err
+	}
+	commitMs := time.Since(tCommit).Milliseconds()
+
+	start := r.lastEnd
+	r.lastEnd, r.lastEntry, r.nextBatch = entry.End, entry, n+1
+	r.needNoData = r.wantsNoData(next, evict)
+	r.account(st, next)
+
+	p := r.progress(n, entry, start, st, evStats, evict, walMs, commitMs, time.Since(t0))
+	if err := r.publish(ctx, n, p); err != nil {
+		return err
+	}
+	retain := int64(r.cfg.Stream.State.MinBatchesToRetain)
+	if retain <= 0 {
+		retain = 100
+	}
+	if old := n - retain; old >= 0 {
+		if err := r.ckpt.cleanup(ctx, old); err != nil {
+			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) account(st *batchStats, next int64) {
+	rep := &r.report
+	rep.Batches++
+	rep.LastBatch = r.nextBatch - 1
+	rep.WatermarkMs = next
+	rep.InputRows += st.inputRows
+	rep.SilverRows += st.silverRows
+	rep.Rejected += st.rejected
+	rep.Duplicates += st.duplicates
+	if rep.Gold == nil {
+		for _, ap := range r.plan.aggs {
+			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
+		}
+	}
+	for i, a := range st.aggs {
+		g := &rep.Gold[i]
+		g.RowsOut += a.outputRows
+		g.LateRows += a.lateRows
+		g.LateGroups += a.res.NumRowsDroppedByWatermark
+	}
+}
+
+func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table.Batch, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	snap, err := r.bronze.Log().Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stream: bronze table: %w", err)
+	}
+	fs, err := r.bronze.FileScan(snap, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stream: bronze scan: %w", err)
+	}
+	adds := make([]*txlog.Add, len(files))
+	for i, f := range files {
+		adds[i] = f.Add
+	}
+	var out []*table.Batch
+	for b, err := range fs.Read(ctx, adds) {
+		if err != nil {
+			return nil, fmt.Errorf("stream: read bronze: %w", err)
+		}
+		if b.Len() > 0 {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// process validates, deduplicates and writes one batch to every sink.
+func (r *Runner) process(ctx context.Context, n int64, entry *OffsetEntry, batches []*table.Batch, late, evict int64) (*batchStats, error) {
+	p, buf := r.plan, &r.buf
+	st := &batchStats{}
+	buf.evt, buf.vb, buf.vr = buf.evt[:0], buf.vb[:0], buf.vr[:0]
+	rejects, err := table.NewBatch(bronze.RejectsSchema())
+	if err != nil {
+		return nil, err
+	}
+	skewUs := r.cfg.Stream.MaxFutureSkew.Microseconds()
+	var raw []byte
+	for bi, b := range batches {
+		ev := b.Columns[p.evCol]
+		ingest := b.Column(bronze.ColIngestTime)
+		st.inputRows += int64(b.Len())
+		for i := range b.Len() {
+			reason, detail := "", ""
+			switch {
+			case ev.IsNull(i):
+				reason, detail = ReasonMissingEventTime, fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", p.silver.Fields[p.evCol].Name)
+			default:
+				for _, c := range p.required {
+					if b.Columns[c].IsNull(i) {
+						reason, detail = ReasonMissingRequired, fmt.Sprintf("required column %q is missing or null (a value that did not parse is in _rescued_data)", p.silver.Fields[c].Name)
+						break
+					}
+				}
+				if reason == "" && skewUs > 0 && ingest != nil && !ingest.IsNull(i) && ev.Int64[i] > ingest.Int64[i]+skewUs {
+					reason, detail = ReasonFuture, fmt.Sprintf("event time %s is more than max_future_skew %s after its ingest time %s",
+						table.FormatTimestamp(ev.Int64[i], false), r.cfg.Stream.MaxFutureSkew.Duration, table.FormatTimestamp(ingest.Int64[i], false))
+				}
+			}
+			if reason != "" {
+				raw = table.AppendJSONRow(raw[:0], b, i)
+				addReject(rejects, b, i, reason, detail, raw, entry.BatchTimestampMs)
+				continue
+			}
+			buf.evt = append(buf.evt, ev.Int64[i])
+			buf.vb = append(buf.vb, int32(bi))
+			buf.vr = append(buf.vr, int32(i))
+		}
+	}
+	st.rejected = int64(rejects.Len())
+	r.tracker.Observe(0, buf.evt, nil)
+
+	// Dedup: first arrival wins; rows at or below the late watermark (whose key state may be
+	// evicted) are checked against silver.
+	buf.sel = buf.sel[:0]
+	if r.dedup == nil {
+		for i := range buf.evt {
+			buf.sel = append(buf.sel, int32(i))
+		}
+	} else {
+		r.encodeKeys(batches, p.dedup)
+		res, err := r.dedup.ProcessBatch(buf.keys, buf.evt, nil, late, evict)
+		if err != nil {
+			return nil, fmt.Errorf("stream: dedup: %w", err)
+		}
+		st.dedup = res
+		buf.sel = append(buf.sel, res.Emit...)
+		dups := int64(len(res.Duplicates))
+		if len(res.Late) > 0 {
+			seen, err := r.silverKeys(ctx, n, res.Late)
+			if err != nil {
+				return nil, err
+			}
+			for _, i := range res.Late {
+				k := string(buf.keys[i])
+				if seen[k] {
+					dups++
+					continue
+				}
+				seen[k] = true
+				buf.sel = append(buf.sel, i)
+			}
+			slices.Sort(buf.sel)
+		}
+		st.duplicates = dups
+	}
+	st.silverRows = int64(len(buf.sel))
+	buf.selEvt = buf.selEvt[:0]
+	for _, i := range buf.sel {
+		buf.selEvt = append(buf.selEvt, buf.evt[i])
+	}
+
+	txn := &table.AppTxn{AppID: r.queryID, Version: n}
+	// Silver: the selected rows of each bronze batch, in arrival order.
+	if len(buf.sel) > 0 {
+		out := make([]*table.Batch, 0, len(batches))
+		keep := []bool(nil)
+		j := 0
+		for bi, b := range batches {
+			keep = append(keep[:0], make([]bool, b.Len())...)
+			all := true
+			cnt := 0
+			for ; j < len(buf.sel) && int(buf.vb[buf.sel[j]]) == bi; j++ {
+				keep[buf.vr[buf.sel[j]]] = true
+				cnt++
+			}
+			if cnt == 0 {
+				continue
+			}
+			all = cnt == b.Len()
+			if all {
+				out = append(out, b)
+			} else {
+				out = append(out, b.Filter(keep))
+			}
+		}
+		if _, err := r.write(ctx, r.silverT, p.silver, out, txn, false); err != nil {
+			return nil, fmt.Errorf("stream: silver: %w", err)
+		}
+	}
+	if rejects.Len() > 0 {
+		if _, err := r.write(ctx, r.rejects, bronze.RejectsSchema(), []*table.Batch{rejects}, txn, false); err != nil {
+			return nil, fmt.Errorf("stream: rejects: %w", err)
+		}
+	}
+	for ai, ap := range p.aggs {
+		as, err := r.runAgg(ctx, n, ai, ap, batches, late, evict, txn)
+		if err != nil {
+			return nil, err
+		}
+		st.aggs = append(st.aggs, as)
+	}
+	return st, nil
+}
+
+func addReject(rj *table.Batch, b *table.Batch, i int, reason, detail string, raw []byte, atMs int64) {
+	c := rj.Columns
+	c[0].AppendString(StageValidate)
+	c[1].AppendString(reason)
+	c[2].AppendString(detail)
+	c[3].AppendBytes(raw)
+	c[4].AppendInt64(int64(len(raw)))
+	if sf := b.Column(bronze.ColSourceFile); sf != nil && !sf.IsNull(i) {
+		c[5].AppendBytes(sf.BytesAt(i))
+	} else {
+		c[5].AppendString("")
+	}
+	if so := b.Column(bronze.ColSourceOffset); so != nil && !so.IsNull(i) {
+		c[6].AppendInt64(so.Int64[i])
+	} else {
+		c[6].AppendInt64(-1)
+	}
+	c[7].AppendInt64(atMs * 1000)
+}
+
+// encodeKeys fills buf.keys with the encoded key of every valid row over the columns cols.
+func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
+	buf := &r.buf
+	buf.keyData, buf.keyOffs = buf.keyData[:0], append(buf.keyOffs[:0], 0)
+	for j := range buf.evt {
+		b := batches[buf.vb[j]]
+		for _, c := range cols {
+			buf.keyData = appendKeyPart(buf.keyData, b.Columns[c], int(buf.vr[j]))
+		}
+		buf.keyOffs = append(buf.keyOffs, int32(len(buf.keyData)))
+	}
+	buf.keys = buf.keys[:0]
+	for j := range buf.evt {
+		buf.keys = append(buf.keys, buf.keyData[buf.keyOffs[j]:buf.keyOffs[j+1]:buf.keyOffs[j+1]])
+	}
+}
+
+// write appends (or, for complete mode, overwrites the whole table) with the batch's txn,
+// creating the table on first use. Empty appends are skipped: there is nothing to make
+// idempotent.
+func (r *Runner) write(ctx context.Context, t *table.Table, schema *txlog.StructType, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
+	if !r.created[t] {
+		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+			if _, err := t.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+				return table.Result{}, err
+			}
+		} else if err != nil {
+			return table.Result{}, err
+		}
+		r.created[t] = true
+	}
+	if overwrite {
+		return t.Overwrite(ctx, table.And(), batches, table.AppendOptions{Txn: txn})
+	}
+	return t.Append(ctx, batches, table.AppendOptions{Txn: txn})
+}
+
+// silverKeys returns which of the keys of the late rows idx silver already holds, reading
+// only files whose event-time range can hold them and leaving out what this very batch wrote
+// before a crash (so that a re-run decides as the first run did).
+func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[string]bool, error) {
+	buf := &r.buf
+	seen := map[string]bool{}
+	snap, err := r.silverT.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return seen, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream: silver: %w", err)
+	}
+	want := map[string]bool{}
+	lo, hi := buf.evt[idx[0]], buf.evt[idx[0]]
+	for _, i := range idx {
+		want[string(buf.keys[i])] = true
+		lo, hi = min(lo, buf.evt[i]), max(hi, buf.evt[i])
+	}
+	skip, err := r.ownFiles(ctx, snap, n)
+	if err != nil {
+		return nil, err
+	}
+	evName := r.plan.silver.Fields[r.plan.evCol].Name
+	cols := []string{evName}
+	for _, c := range r.plan.dedup {
+		cols = append(cols, r.plan.silver.Fields[c].Name)
+	}
+	filter := table.And(table.Ge(evName, time.UnixMicro(lo).UTC()), table.Le(evName, time.UnixMicro(hi).UTC()))
+	fs, err := r.silverT.FileScan(snap, cols, filter)
+	if err != nil {
+		return nil, fmt.Errorf("stream: silver scan: %w", err)
+	}
+	var files []*txlog.Add
+	for _, a := range snap.Files() {
+		if !skip[a.Path] {
+			files = append(files, a)
+		}
+	}
+	var key []byte
+	for b, err := range fs.Read(ctx, files) {
+		if err != nil {
+			return nil, fmt.Errorf("stream: silver dedup look-up: %w", err)
+		}
+		for i := range b.Len() {
+			key = key[:0]
+			for c := range r.plan.dedup {
+				key = appendKeyPart(key, b.Columns[1+c], i)
+			}
+			if want[string(key)] {
+				seen[string(key)] = true
+			}
+		}
+	}
+	return seen, nil
+}
+
+// ownFiles lists the files silver got from batch n itself, when a previous attempt of the
+// batch committed there before a crash.
+func (r *Runner) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (map[string]bool, error) {
+	if v, ok := snap.TxnVersion(r.queryID); !ok || v < n {
+		return nil, nil
+	}
+	b := r.silverT.Log().Bucket()
+	for v := snap.Version(); v >= 0 && v > snap.Version()-1000; v-- {
+		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
+		if err != nil {
+			return nil, fmt.Errorf("stream: silver commit %d: %w", v, err)
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return nil, fmt.Errorf("stream: silver commit %d: %w", v, err)
+		}
+		mine := false
+		paths := map[string]bool{}
+		for _, a := range actions {
+			if a.Txn != nil && a.Txn.AppID == r.queryID && a.Txn.Version == n {
+				mine = true
+			}
+			if a.Add != nil {
+				paths[a.Add.Path] = true
+			}
+		}
+		if mine {
+			return paths, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", ErrBadCheckpoint, r.queryID, n)
+}

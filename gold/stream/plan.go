@@ -1,0 +1,298 @@
+package stream
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Extra columns of the tables the runner writes (DESIGN.md §3).
+const (
+	// ColLateWatermark is the quarantine column with the late-row watermark that judged the row.
+	ColLateWatermark = "late_watermark"
+	// ColBatchID and ColQueryID say which micro-batch of which query quarantined the row.
+	ColBatchID = "batch_id"
+	ColQueryID = "query_id"
+	// ColWindow is gold's window struct<start: timestamp, end: timestamp>.
+	ColWindow = "window"
+	// ColLateRows counts the late rows a gold row absorbed: 0 from the stream, raised by
+	// merge-late.
+	ColLateRows = "late_rows"
+	// SuffixSum and SuffixCount name the columns that keep an avg mergeable (avg_x_sum,
+	// avg_x_count); SuffixSketch names a sketch aggregate's binary state (AggValue.AppendBinary).
+	SuffixSum    = "_sum"
+	SuffixCount  = "_count"
+	SuffixSketch = "_sketch"
+)
+
+// aggPlan is one gold aggregation, resolved against the silver schema.
+type aggPlan struct {
+	cfg      *config.Gold
+	agg      gold.AggConfig
+	keyCols  []int // silver column indexes of the group-by columns
+	aggCols  []int // silver column index per AggSpec.Column (-1 for count(*))
+	schema   *txlog.StructType
+	qschema  *txlog.StructType
+	complete bool
+}
+
+// plan is the query resolved against the silver (= bronze) schema.
+type plan struct {
+	silver   *txlog.StructType
+	kinds    []table.Kind
+	evCol    int
+	dedup    []int
+	required []int
+	aggs     []*aggPlan
+}
+
+func timestampType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.TypeTimestamp} }
+func longType() txlog.DataType      { return txlog.PrimitiveType{Name: txlog.TypeLong} }
+func doubleType() txlog.DataType    { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
+
+func newPlan(cfg *config.Pipeline, silver *txlog.StructType) (*plan, error) {
+	p := &plan{silver: silver}
+	index := map[string]int{}
+	for i, f := range silver.Fields {
+		k, err := table.KindOf(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("stream: column %s: %w", f.Name, err)
+		}
+		p.kinds = append(p.kinds, k)
+		index[f.Name] = i
+	}
+	col := func(what, name string) (int, error) {
+		i, ok := index[name]
+		if !ok {
+			return 0, fmt.Errorf("stream: %s column %q is not in the bronze table's schema", what, name)
+		}
+		return i, nil
+	}
+	var err error
+	if p.evCol, err = col("stream.event_time", cfg.Stream.EventTime); err != nil {
+		return nil, err
+	}
+	if p.kinds[p.evCol] != table.KindInt64 {
+		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", cfg.Stream.EventTime, typeName(silver.Fields[p.evCol].Type))
+	}
+	for _, d := range cfg.Stream.Dedup {
+		i, err := col("stream.dedup", d)
+		if err != nil {
+			return nil, err
+		}
+		if err := keyable(d, p.kinds[i]); err != nil {
+			return nil, err
+		}
+		p.dedup = append(p.dedup, i)
+	}
+	for _, c := range cfg.Schema {
+		if c.Required {
+			i, err := col("schema", c.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.required = append(p.required, i)
+		}
+	}
+	delayed := cfg.Stream.Watermark.IsSet() && cfg.Stream.Watermark.Duration >= 0
+	for gi := range cfg.Gold {
+		ap, err := p.newAggPlan(&cfg.Gold[gi], col, !delayed)
+		if err != nil {
+			return nil, err
+		}
+		p.aggs = append(p.aggs, ap)
+	}
+	return p, nil
+}
+
+func keyable(name string, k table.Kind) error {
+	switch k {
+	case table.KindBytes, table.KindInt64, table.KindInt32, table.KindFloat64, table.KindFloat32, table.KindBool:
+		return nil
+	}
+	return fmt.Errorf("stream: column %q cannot be a key (decimals and nested types are not supported as keys)", name)
+}
+
+func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, error), noWatermark bool) (*aggPlan, error) {
+	ap := &aggPlan{cfg: g}
+	var err error
+	switch g.Window.Type {
+	case config.WindowSession:
+		s, err := gold.NewSessionSpec(g.Window.Gap.Microseconds())
+		if err != nil {
+			return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
+		}
+		ap.agg.Session = &s
+	default:
+		ap.agg.Window, err = gold.NewWindowSpec(g.Window.Size.Microseconds(), g.Window.EffectiveSlide().Microseconds(), g.Window.StartTime.Microseconds())
+		if err != nil {
+			return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
+		}
+	}
+	switch g.OutputMode {
+	case config.OutputComplete:
+		ap.agg.Mode, ap.complete = gold.Complete, true
+	case config.OutputUpdate:
+		// The Delta sink takes Append and Complete only; upserts need MERGE, which the runner
+		// does not have.
+		return nil, fmt.Errorf("stream: gold %s: %w: [DELTA_UNSUPPORTED_OUTPUT_MODE] Data source com.databricks.sql.transaction.tahoe.sources.DeltaDataSource does not support Update output mode", g.Name, ErrUnsupportedOutputMode)
+	default:
+		ap.agg.Mode = gold.Append
+	}
+	ap.agg.NoWatermark = noWatermark
+	ap.agg.NumKeys = len(g.GroupBy)
+	fields := []txlog.StructField{{Name: ColWindow, Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "start", Type: timestampType(), Nullable: true}, {Name: "end", Type: timestampType(), Nullable: true}}}}}
+	for _, k := range g.GroupBy {
+		i, err := col("gold "+g.Name+" group_by", k)
+		if err != nil {
+			return nil, err
+		}
+		if err := keyable(k, p.kinds[i]); err != nil {
+			return nil, err
+		}
+		ap.keyCols = append(ap.keyCols, i)
+		fields = append(fields, txlog.StructField{Name: k, Type: p.silver.Fields[i].Type, Nullable: true})
+	}
+	for _, a := range g.Aggregates {
+		fn, err := gold.ParseFunc(a.Fn)
+		if err != nil {
+			return nil, fmt.Errorf("stream: gold %s aggregate %s: %w", g.Name, a.As, err)
+		}
+		spec := gold.AggSpec{Fn: fn, Column: -1, Name: a.As, Percentiles: a.Percentiles, RelativeAccuracy: a.RelativeAccuracy, RSD: a.RSD}
+		var inType txlog.DataType = longType()
+		if a.Column != "" {
+			i, err := col("gold "+g.Name+" aggregate "+a.As, a.Column)
+			if err != nil {
+				return nil, err
+			}
+			k := p.kinds[i]
+			numeric := k == table.KindInt64 || k == table.KindInt32 || k == table.KindFloat64 || k == table.KindFloat32
+			if fn != gold.Count && fn != gold.ApproxCountDistinct && !numeric {
+				return nil, fmt.Errorf("stream: gold %s aggregate %s: %s needs a numeric column, %s is %s", g.Name, a.As, a.Fn, a.Column, typeName(p.silver.Fields[i].Type))
+			}
+			if fn == gold.ApproxCountDistinct && keyable(a.Column, k) != nil {
+				return nil, fmt.Errorf("stream: gold %s aggregate %s: approx_count_distinct cannot read %s", g.Name, a.As, typeName(p.silver.Fields[i].Type))
+			}
+			spec.Int = k == table.KindInt64 || k == table.KindInt32
+			spec.Column = len(ap.aggCols)
+			ap.aggCols = append(ap.aggCols, i)
+			if spec.Int {
+				inType = p.silver.Fields[i].Type
+			} else {
+				inType = doubleType()
+			}
+		}
+		ap.agg.Aggs = append(ap.agg.Aggs, spec)
+		num := inType
+		if spec.Int {
+			num = longType()
+		}
+		switch fn {
+		case gold.Count:
+			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()})
+		case gold.Sum:
+			fields = append(fields, txlog.StructField{Name: a.As, Type: num, Nullable: true})
+		case gold.Min, gold.Max:
+			fields = append(fields, txlog.StructField{Name: a.As, Type: inType, Nullable: true})
+		case gold.Avg:
+			fields = append(fields, txlog.StructField{Name: a.As, Type: doubleType(), Nullable: true},
+				txlog.StructField{Name: a.As + SuffixSum, Type: num, Nullable: true},
+				txlog.StructField{Name: a.As + SuffixCount, Type: longType()})
+		case gold.ApproxCountDistinct:
+			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()},
+				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
+		case gold.ApproxPercentile:
+			fields = append(fields, txlog.StructField{Name: a.As, Nullable: true, Type: &txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
+				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
+		}
+	}
+	fields = append(fields, txlog.StructField{Name: ColLateRows, Type: longType()})
+	if err := ap.agg.Validate(); err != nil {
+		return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
+	}
+	ap.schema = &txlog.StructType{Fields: fields}
+	ap.qschema = QuarantineSchema(p.silver)
+	return ap, nil
+}
+
+// QuarantineSchema is a quarantine table's schema: the silver columns as they were, then the
+// watermark that judged the row late, the batch and the query.
+func QuarantineSchema(silver *txlog.StructType) *txlog.StructType {
+	q := &txlog.StructType{Fields: append([]txlog.StructField(nil), silver.Fields...)}
+	q.Fields = append(q.Fields,
+		txlog.StructField{Name: ColLateWatermark, Type: timestampType()},
+		txlog.StructField{Name: ColBatchID, Type: longType()},
+		txlog.StructField{Name: ColQueryID, Type: txlog.PrimitiveType{Name: txlog.TypeString}})
+	return q
+}
+
+// SilverSchema is the silver table's schema for a bronze schema: the same columns, so that a
+// silver row keeps its lineage (_ingest_time, _source_file, _source_offset).
+func SilverSchema(bronzeSchema *txlog.StructType) *txlog.StructType {
+	return &txlog.StructType{Fields: append([]txlog.StructField(nil), bronzeSchema.Fields...)}
+}
+
+func typeName(t txlog.DataType) string {
+	if p, ok := t.(txlog.PrimitiveType); ok {
+		return p.Name
+	}
+	return fmt.Sprintf("%T", t)
+}
+
+// appendKeyPart encodes row i of c as a gold key part. Strings are passed without a copy: the
+// encoder only appends their bytes.
+func appendKeyPart(dst []byte, c *table.Column, i int) []byte {
+	if c.IsNull(i) {
+		return gold.AppendKeyNull(dst)
+	}
+	switch c.Kind {
+	case table.KindBytes:
+		b := c.BytesAt(i)
+		return gold.AppendKeyString(dst, unsafe.String(unsafe.SliceData(b), len(b)))
+	case table.KindInt64:
+		return gold.AppendKeyInt64(dst, c.Int64[i])
+	case table.KindInt32:
+		return gold.AppendKeyInt64(dst, int64(c.Int32[i]))
+	case table.KindFloat64:
+		return gold.AppendKeyFloat64(dst, c.Float64[i])
+	case table.KindFloat32:
+		return gold.AppendKeyFloat64(dst, float64(c.Float32[i]))
+	case table.KindBool:
+		v := int64(0)
+		if c.Bool[i] {
+			v = 1
+		}
+		return gold.AppendKeyInt64(dst, v)
+	}
+	return gold.AppendKeyNull(dst) // unreachable: keyable checked the kinds
+}
+
+// appendKeyValue writes a decoded key part back into a column of the key's type.
+func appendKeyValue(c *table.Column, v gold.KeyPart) {
+	switch v := v.(type) {
+	case nil:
+		c.AppendNull()
+	case string:
+		c.AppendString(v)
+	case float64:
+		if c.Kind == table.KindFloat32 {
+			c.AppendFloat32(float32(v))
+		} else {
+			c.AppendFloat64(v)
+		}
+	case int64:
+		switch c.Kind {
+		case table.KindInt32:
+			c.AppendInt32(int32(v))
+		case table.KindBool:
+			c.AppendBool(v != 0)
+		default:
+			c.AppendInt64(v)
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+)
+
+// Listener receives every batch's progress, for embedding users (Spark's
+// StreamingQueryListener.onQueryProgress). It is called on the runner's goroutine.
+type Listener interface {
+	OnProgress(p *gold.Progress)
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Lake is the bucket every path of Config is relative to.
+	Lake   objstore.Bucket
+	Config *config.Pipeline
+	// Trigger overrides Config.Stream.Trigger when its Kind is set.
+	Trigger config.Trigger
+	// Clock gives batch timestamps and progress times (default time.Now).
+	Clock    func() time.Time
+	Logger   *slog.Logger
+	Listener Listener
+	// WriteOptions tune the data files of silver, quarantine and gold.
+	WriteOptions table.WriteOptions
+}
+
+// Report sums up one Run.
+type Report struct {
+	QueryID string `json:"queryId"`
+	// Batches is the number of micro-batches this run executed (re-runs and no-data batches
+	// included); LastBatch is the id of the last one (-1: none ran).
+	Batches   int   `json:"batches"`
+	LastBatch int64 `json:"lastBatchId"`
+	// WatermarkMs is the watermark the next batch will run with.
+	WatermarkMs int64        `json:"watermarkMs"`
+	InputRows   int64        `json:"numInputRows"`
+	SilverRows  int64        `json:"numSilverRows"`
+	Rejected    int64        `json:"numValidationRejects"`
+	Duplicates  int64        `json:"numDuplicatesDropped"`
+	Gold        []GoldReport `json:"gold"`
+}
+
+// GoldReport sums up one aggregation over a Run.
+type GoldReport struct {
+	Name       string `json:"name"`
+	RowsOut    int64  `json:"numOutputRows"`
+	LateRows   int64  `json:"numLateRowsQuarantined"`
+	LateGroups int64  `json:"numRowsDroppedByWatermark"`
+}
+
+// Runner is one streaming query over the lake. Not safe for concurrent use; two runners on
+// one checkpoint agree through put-if-absent on offsets and txn on the tables.
+type Runner struct {
+	opts    Options
+	cfg     *config.Pipeline
+	ckpt    checkpoint
+	src     *silver.Source
+	bronze  *table.Table
+	silverT *table.Table
+	rejects *table.Table
+	golds   []*table.Table
+	quars   []*table.Table
+
+	queryID, runID string
+	plan           *plan
+	tracker        *gold.WatermarkTracker
+	dedup          *silver.Dedup
+	aggs           []*gold.Aggregation
+
+	started     bool
+	nextBatch   int64
+	lastEnd     *silver.Offset
+	lastEntry   *OffsetEntry // offsets of the last committed batch (for the late watermark)
+	pending     *OffsetEntry // an uncommitted batch to re-run first
+	needNoData  bool
+	resume      func(*gold.WatermarkTracker) error
+	prevTrigger time.Time
+	created     map[*table.Table]bool
+	report      Report
+	buf         batchBuffers
+}
+
+// New prepares a runner; it reads nothing until Run.
+func New(opts Options) (*Runner, error) {
+	if opts.Lake == nil || opts.Config == nil {
+		return nil, errors.New("stream: Lake and Config are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Trigger.Kind == "" {
+		opts.Trigger = opts.Config.Stream.Trigger
+	}
+	cfg := opts.Config
+	open := func(p string) *table.Table {
+		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(opts.WriteOptions))
+	}
+	r := &Runner{
+		opts:    opts,
+		cfg:     cfg,
+		ckpt:    checkpoint{b: objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)},
+		src:     silver.NewSource(objstore.WithPrefix(opts.Lake, cfg.Tables.Bronze), silver.SourceOptions{IgnoreDeletes: cfg.Stream.IgnoreDeletes, IgnoreChanges: cfg.Stream.IgnoreChanges}),
+		bronze:  open(cfg.Tables.Bronze),
+		silverT: open(cfg.Tables.Silver),
+		rejects: open(cfg.Tables.Rejects),
+		runID:   uuid.NewString(),
+		created: map[*table.Table]bool{},
+	}
+	for _, g := range cfg.Gold {
+		r.golds = append(r.golds, open(g.Table))
+		r.quars = append(r.quars, open(g.Quarantine))
+	}
+	r.report.LastBatch = -1
+	return r, nil
+}
+
+// Run runs the query with its trigger: once (one batch, no read limit), available-now
+// (everything the source holds at the start, in batches of max_files_per_trigger, then the
+// no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
+// ends the run without an error at a batch boundary).
+func (r *Runner) Run(ctx context.Context) (Report, error) {
+	if err := r.start(ctx); err != nil {
+		return r.report, err
+	}
+	maxFiles := r.cfg.Stream.MaxFilesPerTrigger
+	switch r.opts.Trigger.Kind {
+	case config.TriggerOnce:
+		if r.pending != nil {
+			return r.report, r.runPending(ctx)
+		}
+		latest, err := r.latest(ctx)
+		if err != nil {
+			return r.report, err
+		}
+		_, err = r.step(ctx, latest, 0, false)
+		return r.report, err
+	case config.TriggerProcessingTime:
+		interval := r.opts.Trigger.Interval
+		for {
+			began := r.opts.Clock()
+			if err := r.drain(ctx, maxFiles); err != nil {
+				if ctx.Err() != nil {
+					return r.report, nil
+				}
+				return r.report, err
+			}
+			wait := interval - r.opts.Clock().Sub(began)
+			if wait <= 0 {
+				wait = time.Millisecond
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return r.report, nil
+			case <-t.C:
+			}
+		}
+	default:
+		return r.report, r.drain(ctx, maxFiles)
+	}
+}
+
+// drain fixes the source's latest version and runs batches until nothing is left to do.
+func (r *Runner) drain(ctx context.Context, maxFiles int) error {
+	if r.pending != nil {
+		if err := r.runPending(ctx); err != nil {
+			return err
+		}
+	}
+	latest, err := r.latest(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ran, err := r.step(ctx, latest, maxFiles, true)
+		if err != nil || !ran {
+			return err
+		}
+	}
+}
+
+func (r *Runner) latest(ctx context.Context) (int64, error) {
+	v, _, err := r.src.Latest(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream: bronze latest version: %w", err)
+	}
+	return v, nil
+}
+
+// step runs the next batch if there is new data (or, when noData, a no-data batch the
+// watermark asks for) and reports whether it ran one.
+func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData bool) (bool, error) {
+	if until < 0 {
+		return false, nil
+	}
+	if err := r.ensurePlan(ctx); err != nil {
+		return false, err
+	}
+	files, end, err := r.src.NextBatch(ctx, r.lastEnd, until, maxFiles)
+	if err != nil {
+		return false, err
+	}
+	moved := r.lastEnd == nil || *r.lastEnd != end
+	if !moved && !(noData && r.needNoData) {
+		return false, nil
+	}
+	_, evict := r.tracker.BatchWatermarks()
+	entry := &OffsetEntry{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	began := time.Now()
+	got, err := r.ckpt.writeOffsets(ctx, r.nextBatch, entry)
+	if err != nil {
+		return false, err
+	}
+	walMs := time.Since(began).Milliseconds()
+	if got.BatchWatermarkMs != entry.BatchWatermarkMs || got.End == nil || *got.End != end {
+		// Another run wrote this batch's WAL first: run what it says.
+		r.pending = got
+		return true, r.runPending(ctx)
+	}
+	return true, r.runBatch(ctx, r.nextBatch, got, files, walMs)
+}
+
+func (r *Runner) conf() map[string]string {
+	return map[string]string{
+		"spark.sql.streaming.multipleWatermarkPolicy":    "min",
+		"spark.sql.streaming.noDataMicroBatches.enabled": "true",
+		"spark.sql.streaming.stateStore.providerClass":   "medallion.StateStore",
+	}
+}
+
+// runPending re-runs the uncommitted batch with exactly the files of its recorded offsets.
+func (r *Runner) runPending(ctx context.Context) error {
+	entry := r.pending
+	if err := r.ensurePlan(ctx); err != nil {
+		return err
+	}
+	var files []silver.IndexedFile
+	if entry.End != nil {
+		end := *entry.End
+		until := end.ReservoirVersion
+		if end.Index == -1 {
+			until--
+		}
+		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, 0)
+		if err != nil {
+			return err
+		}
+		for _, f := range all {
+			if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
+				files = append(files, f)
+			}
+		}
+	}
+	r.pending = nil
+	return r.runBatch(ctx, r.nextBatch, entry, files, 0)
+}
+
+// start reads the checkpoint: the query id, the last committed batch, the state it left and
+// an uncommitted batch to re-run.
+func (r *Runner) start(ctx context.Context) error {
+	if r.started {
+		return nil
+	}
+	id, err := r.ckpt.queryID(ctx)
+	if err != nil {
+		return err
+	}
+	r.queryID, r.report.QueryID = id, id
+	lastOff, err := r.ckpt.latest(ctx, "offsets")
+	if err != nil {
+		return err
+	}
+	lastCommit, err := r.ckpt.latest(ctx, "commits")
+	if err != nil {
+		return err
+	}
+	r.nextBatch = 0
+	switch {
+	case lastOff < 0:
+	case lastCommit >= lastOff:
+		e, err := r.ckpt.readOffsets(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		c, err := r.ckpt.readCommit(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		r.lastEntry, r.lastEnd = e, e.End
+		r.nextBatch = lastOff + 1
+		r.resume = func(t *gold.WatermarkTracker) error {
+			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
+		}
+	default:
+		e, err := r.ckpt.readOffsets(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		prevWM := int64(0)
+		if lastOff > 0 {
+			prev, err := r.ckpt.readOffsets(ctx, lastOff-1)
+			if err != nil {
+				return err
+			}
+			prevWM, r.lastEnd, r.lastEntry = prev.BatchWatermarkMs, prev.End, prev
+		}
+		r.pending = e
+		r.nextBatch = lastOff
+		r.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
+	}
+	r.started = true
+	return nil
+}

@@ -1,0 +1,25 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold/stream"
+)
+
+// Stream runs the streaming query (bronze to silver, quarantine and gold) with the config's
+// trigger, or with trigger when its Kind is set (the --trigger flag).
+func Stream(ctx context.Context, env Env, trigger config.Trigger, listener stream.Listener) (stream.Report, error) {
+	r, err := stream.New(stream.Options{
+		Lake:     env.Lake,
+		Config:   env.Config,
+		Trigger:  trigger,
+		Clock:    env.Clock,
+		Logger:   env.Logger,
+		Listener: listener,
+	})
+	if err != nil {
+		return stream.Report{}, err
+	}
+	return r.Run(ctx)
+}
