@@ -9,14 +9,20 @@ import (
 	"github.com/axiomhq/hyperloglog"
 )
 
+type cell struct {
+	n int64
+	f float64
+	i int64
+}
+
 // acc is one aggregate's state for every group slot, column by column, so a batch updates it
 // in one tight loop per aggregate instead of one dynamic call per (row, aggregate).
 type acc struct {
 	spec *AggSpec
-	n    []int64
-	f    []float64
-	i    []int64
-	hll  []*hyperloglog.Sketch
+	// cells holds count, float and int state side by side, so updating a group touches one
+	// cache line per aggregate.
+	cells []cell
+	hll   []*hyperloglog.Sketch
 	dd   []*ddsketch.DDSketch
 	tmp  [8]byte
 }
@@ -25,10 +31,8 @@ func newAcc(spec *AggSpec) *acc { return &acc{spec: spec} }
 
 // grow makes room for slot s (slots are allocated densely from 0).
 func (a *acc) grow(s int32) {
-	for int(s) >= len(a.n) {
-		a.n = append(a.n, 0)
-		a.f = append(a.f, 0)
-		a.i = append(a.i, 0)
+	for int(s) >= len(a.cells) {
+		a.cells = append(a.cells, cell{})
 		if a.spec.Fn == ApproxCountDistinct {
 			a.hll = append(a.hll, nil)
 		}
@@ -40,7 +44,7 @@ func (a *acc) grow(s int32) {
 
 // clear resets slot s for reuse by a new group.
 func (a *acc) clear(s int32) {
-	a.n[s], a.f[s], a.i[s] = 0, 0, 0
+	a.cells[s] = cell{}
 	if a.hll != nil {
 		a.hll[s] = nil
 	}
@@ -69,7 +73,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	sp := a.spec
 	if sp.Fn == Count && sp.Column < 0 {
 		for _, s := range slots {
-			a.n[s]++
+			a.cells[s].n++
 		}
 		return nil
 	}
@@ -78,22 +82,24 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	case Count:
 		for k, s := range slots {
 			if !hasNulls || c.Valid[rows[k]] {
-				a.n[s]++
+				a.cells[s].n++
 			}
 		}
 	case Sum, Avg:
 		if sp.Int {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
-					a.i[s] += c.Int64[r]
-					a.n[s]++
+					cl := &a.cells[s]
+					cl.i += c.Int64[r]
+					cl.n++
 				}
 			}
 		} else {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
-					a.f[s] += c.Float64[r]
-					a.n[s]++
+					cl := &a.cells[s]
+					cl.f += c.Float64[r]
+					cl.n++
 				}
 			}
 		}
@@ -104,17 +110,18 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			if hasNulls && !c.Valid[r] {
 				continue
 			}
+			cl := &a.cells[s]
 			if sp.Int {
 				x := c.Int64[r]
-				if a.n[s] == 0 || (isMin && x < a.i[s]) || (!isMin && x > a.i[s]) {
-					a.i[s] = x
+				if cl.n == 0 || (isMin && x < cl.i) || (!isMin && x > cl.i) {
+					cl.i = x
 				}
-			} else if x := c.Float64[r]; a.n[s] == 0 {
-				a.f[s] = x
+			} else if x := c.Float64[r]; cl.n == 0 {
+				cl.f = x
 			} else {
-				a.f[s] = pickFloat(sp.Fn, a.f[s], x)
+				cl.f = pickFloat(sp.Fn, cl.f, x)
 			}
-			a.n[s]++
+			cl.n++
 		}
 	case ApproxCountDistinct:
 		for k, s := range slots {
@@ -144,7 +151,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 				binary.LittleEndian.PutUint64(a.tmp[:], math.Float64bits(x))
 				sk.Insert(a.tmp[:])
 			}
-			a.n[s]++
+			a.cells[s].n++
 		}
 	case ApproxPercentile:
 		for k, s := range slots {
@@ -169,7 +176,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			if err := sk.Add(x); err != nil {
 				return fmt.Errorf("gold: aggregate %q: add %v: %w", sp.Name, x, err)
 			}
-			a.n[s]++
+			a.cells[s].n++
 		}
 	}
 	return nil
@@ -177,7 +184,8 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 
 // value is slot s as an AggValue; sketches are shared unless clone is set.
 func (a *acc) value(s int32, clone bool) AggValue {
-	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int, N: a.n[s], F: a.f[s], I: a.i[s]}
+	c := &a.cells[s]
+	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int, N: c.n, F: c.f, I: c.i}
 	if a.hll != nil && a.hll[s] != nil {
 		v.HLL = a.hll[s]
 		if clone {
@@ -194,7 +202,7 @@ func (a *acc) value(s int32, clone bool) AggValue {
 }
 
 func (a *acc) set(s int32, v AggValue) {
-	a.n[s], a.f[s], a.i[s] = v.N, v.F, v.I
+	a.cells[s] = cell{n: v.N, f: v.F, i: v.I}
 	if a.hll != nil {
 		a.hll[s] = v.HLL
 	}

@@ -210,7 +210,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		n += int64(cap(ws)) * int64(unsafe.Sizeof(winSlot{}))
 	}
 	for _, ac := range a.accs {
-		n += int64(cap(ac.n))*8 + int64(cap(ac.f))*8 + int64(cap(ac.i))*8 + int64(cap(ac.hll)+cap(ac.dd))*8
+		n += int64(cap(ac.cells))*int64(unsafe.Sizeof(cell{})) + int64(cap(ac.hll)+cap(ac.dd))*8
 	}
 	return n
 }
