@@ -23,8 +23,8 @@ type acc struct {
 	// cache line per aggregate.
 	cells []cell
 	hll   []*hyperloglog.Sketch
-	dd   []*ddsketch.DDSketch
-	tmp  [8]byte
+	dd    []*ddsketch.DDSketch
+	tmp   [8]byte
 }
 
 func newAcc(spec *AggSpec) *acc { return &acc{spec: spec} }
