@@ -74,6 +74,29 @@ func BenchmarkSnapshot100kAddsJSON(b *testing.B) { benchmarkSnapshot(b, false) }
 // BenchmarkSnapshot100kAddsCheckpoint loads the same table from one Parquet checkpoint.
 func BenchmarkSnapshot100kAddsCheckpoint(b *testing.B) { benchmarkSnapshot(b, true) }
 
+// BenchmarkRefresh100kAdds brings a 100k-file snapshot up to date with one new commit.
+func BenchmarkRefresh100kAdds(b *testing.B) {
+	ctx := context.Background()
+	bucket := bigTable(b, 100_000, 1000, true)
+	l := New(bucket, WithAutoCheckpoint(false))
+	prev, err := l.Snapshot(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tx := l.Begin(prev)
+	tx.Add(fileAdd("new", "2024-01-01"))
+	if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		snap, err := l.Refresh(ctx, prev)
+		if err != nil || len(snap.Files()) != 100_001 {
+			b.Fatalf("refresh: %v", err)
+		}
+	}
+}
+
 // BenchmarkCommitFile measures one blind-append commit (snapshot + put-if-absent) on the file
 // backend, checkpointing every 10 commits as the default table does.
 func BenchmarkCommitFile(b *testing.B) {
