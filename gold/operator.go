@@ -300,7 +300,9 @@ func (in *Input) key(i int) []byte {
 // ProcessBatch runs one micro-batch: lateWM is the late-row watermark (the previous batch's,
 // in ms) and evictWM the eviction watermark (this batch's). A (row, window) pair whose window
 // ends at or before lateWM is not aggregated and its row is reported in Result.LateRows;
-// Complete mode neither drops nor evicts.
+// Complete mode neither drops nor evicts. An error after the input checks may leave state
+// half-updated: the caller then discards the operator and restores the last snapshot, exactly
+// as after a crash.
 func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, error) {
 	if err := in.check(a.cfg.Aggs); err != nil {
 		return nil, err
