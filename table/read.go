@@ -417,11 +417,16 @@ func (n *rnode) appendValue(col *Column, v parquet.Value) error {
 	return nil
 }
 
-// readColumnChunk reads every value of one column chunk.
+// readColumnChunk reads every value of one column chunk. Byte-array values are copied into
+// one arena per chunk (page buffers may be reused by parquet-go after the next page).
 func readColumnChunk(cc parquet.ColumnChunk, buf []parquet.Value) ([]parquet.Value, error) {
 	pages := cc.Pages()
 	defer pages.Close()
+	if n := cc.NumValues(); n > 0 && n < 1<<26 && cap(buf) < int(n) {
+		buf = make([]parquet.Value, 0, n)
+	}
 	chunk := make([]parquet.Value, 1024)
+	var arena []byte
 	for {
 		p, err := pages.ReadPage()
 		if err == io.EOF {
@@ -434,7 +439,20 @@ func readColumnChunk(cc parquet.ColumnChunk, buf []parquet.Value) ([]parquet.Val
 		for {
 			n, err := vr.ReadValues(chunk)
 			for _, v := range chunk[:n] {
-				buf = append(buf, v.Clone())
+				switch v.Kind() {
+				case parquet.ByteArray, parquet.FixedLenByteArray:
+					if !v.IsNull() {
+						start := len(arena)
+						arena = append(arena, v.ByteArray()...)
+						b := arena[start:len(arena):len(arena)]
+						if v.Kind() == parquet.ByteArray {
+							v = parquet.ByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+						} else {
+							v = parquet.FixedLenByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+						}
+					}
+				}
+				buf = append(buf, v)
 			}
 			if err == io.EOF {
 				break
