@@ -309,27 +309,48 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 	return rep, nil
 }
 
-// discover lists the landing prefix for objects not yet claimed, in key order. An object that
-// was ingested and has changed since is reported, never re-read.
+// discover finds objects not yet claimed, in key order: by listing the landing prefix, or, for
+// event-driven ingestion, by looking up only the named keys (a large prefix is not listed). An
+// object that was ingested and has changed since is reported, never re-read.
 func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool) ([]fileRecord, []string, error) {
 	var out []fileRecord
 	var changed []string
-	for info, err := range x.lake.List(ctx, x.opts.LandingPrefix, objstore.ListOptions{}) {
-		if err != nil {
-			return nil, nil, fmt.Errorf("bronze: list landing %s: %w", x.opts.LandingPrefix, err)
-		}
-		if only != nil && !only[info.Key] {
-			continue
-		}
+	consider := func(info objstore.ObjectInfo) {
 		if prev, ok := st.claimed[info.Key]; ok {
 			if prev.Size != info.Size || (prev.ETag != "" && info.ETag != "" && prev.ETag != info.ETag) {
 				changed = append(changed, info.Key)
 				x.log.Warn("landing object changed after it was ingested; it is not read again",
 					"key", info.Key, "ingested_size", prev.Size, "size", info.Size)
 			}
-			continue
+			return
 		}
 		out = append(out, fileRecord{Key: info.Key, Size: info.Size, ETag: info.ETag, ModTime: info.ModTime.UnixMilli()})
+	}
+	if only != nil {
+		keys := make([]string, 0, len(only))
+		for k := range only {
+			if strings.HasPrefix(k, x.opts.LandingPrefix) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			info, err := x.lake.Stat(ctx, k)
+			if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
+				continue // deleted since the event, or not a key we can read: listing reconciles
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("bronze: stat %s: %w", k, err)
+			}
+			consider(info)
+		}
+		return out, changed, nil
+	}
+	for info, err := range x.lake.List(ctx, x.opts.LandingPrefix, objstore.ListOptions{}) {
+		if err != nil {
+			return nil, nil, fmt.Errorf("bronze: list landing %s: %w", x.opts.LandingPrefix, err)
+		}
+		consider(info)
 	}
 	return out, changed, nil
 }

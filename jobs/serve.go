@@ -28,7 +28,17 @@ type Server struct {
 	http      *http.Server
 	started   time.Time
 	// Handle lets later features (status page, webhook notifications) add routes.
-	mux *http.ServeMux
+	mux      *http.ServeMux
+	notifier *notifier
+}
+
+func hasJob(jobs []Scheduled, name string) bool {
+	for _, j := range jobs {
+		if j.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // NewServer wires the scheduler, the metrics and the HTTP routes, and binds serve.listen
@@ -44,6 +54,13 @@ func NewServer(env Env) (*Server, error) {
 	for _, name := range missing {
 		env.Logger.Warn("job is scheduled in the config but not part of this build; it will not run", "job", name)
 	}
+	notify := env.Config.Landing.Notify
+	webhook := notify.Mode == "webhook"
+	if webhook && !hasJob(catalog, "ingest") {
+		// Notifications are hints; a periodic listing catches every object whose event was lost.
+		catalog = append(catalog, Scheduled{Name: "ingest", Schedule: "@every " + notify.Reconcile.Duration.String(),
+			Run: func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }})
+	}
 	sched, err := NewScheduler(env, leases, reg, catalog)
 	if err != nil {
 		return nil, err
@@ -55,6 +72,13 @@ func NewServer(env Env) (*Server, error) {
 	s := &Server{env: env, reg: reg, scheduler: sched, listener: ln, mux: http.NewServeMux()}
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	if webhook {
+		if s.notifier, err = newNotifier(env, leases, reg); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		s.mux.Handle("POST "+notify.Path, s.notifier)
+	}
 	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -81,8 +105,16 @@ func (s *Server) Run(ctx context.Context) error {
 	s.started = time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.listener) }()
-	s.scheduler.Start()
 	log := s.env.Logger.With("component", "serve")
+	if s.notifier != nil {
+		if err := subscribeLake(ctx, s.env); err != nil {
+			log.Warn("could not subscribe the bucket to notifications; ingestion falls back to listing", "err", err)
+		}
+		nctx, ncancel := context.WithCancel(ctx)
+		defer ncancel()
+		go s.notifier.run(nctx)
+	}
+	s.scheduler.Start()
 	log.Info("serving", "listen", s.Addr(), "jobs", len(s.scheduler.Statuses()))
 	var serveErr error
 	select {

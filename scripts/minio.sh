@@ -6,6 +6,9 @@
 #   scripts/minio.sh stop               stop the server started by `start` and delete its data
 #   scripts/minio.sh run -- CMD...      start, run CMD with the env set, always stop; CMD's exit code
 #
+# The server has a webhook notification target arn:minio:sqs::PRIMARY:webhook that posts to
+# http://$MEDALLION_TEST_WEBHOOK_ADDR/s3-events, for the event-driven ingestion test.
+#
 # The server is built with `go install` at a pinned pseudo-version (about 6 minutes on 2 cores the
 # first time, then cached under $MEDALLION_CACHE). That version answers `If-None-Match: *` with 412,
 # which the commit protocol relies on.
@@ -38,11 +41,16 @@ free_port() {
 
 start() {
   install
-  local port data pid
+  local port data pid webhook
   port=$(free_port)
+  # A webhook notification target (arn:minio:sqs::PRIMARY:webhook) pointing at a port reserved
+  # for the event-driven ingestion test, which listens there; MinIO tolerates it being down.
+  webhook="127.0.0.1:$(free_port)"
   data=$(mktemp -d "${TMPDIR:-/tmp}/medallion-minio.XXXXXX")
   MINIO_ROOT_USER="$USER_NAME" MINIO_ROOT_PASSWORD="$PASSWORD" MINIO_BROWSER=off \
     MINIO_UPDATE=off MINIO_CI_CD=1 \
+    MINIO_NOTIFY_WEBHOOK_ENABLE_PRIMARY=on \
+    MINIO_NOTIFY_WEBHOOK_ENDPOINT_PRIMARY="http://$webhook/s3-events" \
     "$BIN" server --quiet --address "127.0.0.1:$port" "$data/data" >"$data/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 150); do
@@ -50,6 +58,7 @@ start() {
       printf 'pid=%s\nport=%s\ndata=%s\n' "$pid" "$port" "$data" >"$STATE"
       cat <<ENV
 export MEDALLION_TEST_S3_ENDPOINT=http://127.0.0.1:$port
+export MEDALLION_TEST_WEBHOOK_ADDR=$webhook
 export AWS_ACCESS_KEY_ID=$USER_NAME
 export AWS_SECRET_ACCESS_KEY=$PASSWORD
 export AWS_REGION=us-east-1
