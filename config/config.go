@@ -459,9 +459,15 @@ func (p *Pipeline) ApplyDefaults() {
 			*n = v
 		}
 	}
+	// A value written but invalid (even "") is kept, so that Validate reports it.
 	setDur := func(d *Duration, v Duration) {
-		if !d.IsSet() {
+		if !d.IsSet() && d.Err() == nil {
 			*d = v
+		}
+	}
+	setSize := func(b *ByteSize, v int64) {
+		if !b.IsSet() && b.Err() == nil {
+			*b = NewByteSize(v)
 		}
 	}
 	setStr(&p.Lake, "lake")
@@ -469,9 +475,7 @@ func (p *Pipeline) ApplyDefaults() {
 	setStr(&p.Landing.Path, "landing/events/")
 	setStr(&p.Landing.Format, "json")
 	setInt(&p.Landing.MaxFilesPerTrigger, 1000)
-	if !p.Landing.MaxLineBytes.IsSet() {
-		p.Landing.MaxLineBytes = NewByteSize(1 << 20)
-	}
+	setSize(&p.Landing.MaxLineBytes, 1<<20)
 	setStr(&p.Landing.Notify.Mode, "poll")
 	setStr(&p.Landing.Notify.Path, "/s3-events")
 	setStr(&p.Landing.Notify.ARN, "arn:minio:sqs::PRIMARY:webhook")
@@ -515,9 +519,7 @@ func (p *Pipeline) ApplyDefaults() {
 	}
 	setDur(&p.Jobs.Replay.Lookback, NewDuration(24*3600e9))
 	setStr(&p.Jobs.Replay.Source, "silver")
-	if !p.Jobs.Optimize.TargetFileSize.IsSet() {
-		p.Jobs.Optimize.TargetFileSize = NewByteSize(128 << 20)
-	}
+	setSize(&p.Jobs.Optimize.TargetFileSize, 128<<20)
 	setDur(&p.Jobs.Vacuum.Retain, NewDuration(168*3600e9))
 	setStr(&p.Serve.Listen, "127.0.0.1:9464")
 	setDur(&p.Serve.LeaseTTL, NewDuration(60e9))
