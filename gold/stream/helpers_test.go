@@ -141,9 +141,12 @@ func tableVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
 	return snap.Version()
 }
 
+// runStreamClock fixes batch timestamps, so that reruns write identical rejects.
+func runStreamClock() time.Time { return day.Add(48 * time.Hour) }
+
 func runStream(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline, trigger string) (Report, error) {
 	t.Helper()
-	opts := Options{Lake: lake, Config: cfg, Clock: func() time.Time { return day.Add(48 * time.Hour) }}
+	opts := Options{Lake: lake, Config: cfg, Clock: runStreamClock}
 	if trigger != "" {
 		tr, err := config.ParseTrigger(trigger)
 		if err != nil {
