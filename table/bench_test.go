@@ -18,7 +18,7 @@ const benchSchema = `{"type":"struct","fields":[
 {"name":"event_time","type":"timestamp","nullable":false,"metadata":{}},
 {"name":"source","type":"string","nullable":true,"metadata":{}}]}`
 
-func benchBatch(b *testing.B, n int) *Batch {
+func benchBatch(b testing.TB, n int) *Batch {
 	batch, err := NewBatch(mustSchema(b, benchSchema))
 	if err != nil {
 		b.Fatal(err)

@@ -304,6 +304,10 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 	e.w = parquet.NewWriter(&e.buf, ps,
 		parquet.Compression(codec),
 		parquet.DataPageVersion(1),
+		// Dictionary strings with a fallback to PLAIN: parquet-go's default for byte arrays
+		// (DELTA_LENGTH_BYTE_ARRAY) breaks older Spark vectorized readers (SPARK-40128).
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
+		parquet.DictionaryMaxBytes(1<<20),
 		parquet.CreatedBy("medallion", "0", ""),
 	)
 	e.writers = e.w.ColumnWriters()
