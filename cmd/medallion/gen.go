@@ -38,7 +38,7 @@ It prints a one-line JSON summary that counts every kind of line.`,
 	f.Int("files", 0, "number of landing objects (default: one per 1,000,000 lines)")
 	f.StringArray("set", nil, "override a config key, e.g. --set landing.path=landing/test/ (repeatable)")
 	d := gen.DefaultOptions()
-	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339, or \"now\")")
+	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339), or \"now\": the last line arrives now")
 	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
 	f.Bool("gzip", false, "write .json.gz objects")
 	f.Int("event-types", d.EventTypes, "distinct event_type values")
@@ -147,7 +147,10 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 	}
 	start, _ := f.GetString("start")
 	if start == "now" {
-		o.Start = time.Now().UTC().Truncate(time.Second)
+		// The last line arrives now: an arrival clock running past the real time would make
+		// the newest events look like the future to ingest.
+		span := time.Duration(float64(events) / max(o.Rate, 1e-9) * float64(time.Second))
+		o.Start = time.Now().UTC().Add(-span).Truncate(time.Second)
 	} else {
 		t, err := time.Parse(time.RFC3339Nano, start)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeGenConfig(t *testing.T, lake, extra string) string {
@@ -77,6 +78,28 @@ func TestGenCommand(t *testing.T) {
 	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
 	if err != nil || !strings.Contains(out, `"skipped":3`) {
 		t.Errorf("rerun: %v %s", err, out)
+	}
+}
+
+func TestGenStartNow(t *testing.T) {
+	lake := t.TempDir()
+	cfg := writeGenConfig(t, lake, "")
+	before := time.Now()
+	out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "20000", "--rate", "10", "--start", "now", "--future", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary struct {
+		MaxEventTime time.Time `json:"max_event_time"`
+		MinEventTime time.Time `json:"min_event_time"`
+	}
+	if err := json.Unmarshal([]byte(out), &summary); err != nil {
+		t.Fatal(err)
+	}
+	// 20,000 lines at 10 per second span 2000 s that end now: no event time is after now, and
+	// the earliest ones are over half an hour old.
+	if summary.MaxEventTime.After(time.Now()) || summary.MinEventTime.After(before.Add(-30*time.Minute)) {
+		t.Errorf("event times %v..%v for a run ending at %v", summary.MinEventTime, summary.MaxEventTime, before)
 	}
 }
 
