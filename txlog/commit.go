@@ -347,6 +347,11 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 		}
 		key := CommitKey(version)
 		err = objstore.PutBytesIfAbsent(ctx, l.bucket, key, data)
+		if errors.Is(err, objstore.ErrNotSupported) {
+			// A store without put-if-absent cannot arbitrate concurrent writers: refuse rather
+			// than risk two commits of the same version.
+			return -1, fmt.Errorf("txlog: commit %s: the store cannot put-if-absent: %w", key, err)
+		}
 		if err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 			if ctx.Err() != nil {
 				return -1, fmt.Errorf("%w: %s: %w", ErrCommitUnknown, key, err)

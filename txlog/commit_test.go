@@ -316,6 +316,21 @@ func TestCommitUnknownOutcome(t *testing.T) {
 	})
 }
 
+// noConditionalPut is a store without put-if-absent.
+type noConditionalPut struct{ objstore.Bucket }
+
+func (noConditionalPut) PutIfAbsent(context.Context, string, io.Reader, int64) error {
+	return fmt.Errorf("test store: %w", objstore.ErrNotSupported)
+}
+
+func TestCommitRefusesStoreWithoutPutIfAbsent(t *testing.T) {
+	tx := fastLog(noConditionalPut{mem.New()}).Begin(nil)
+	tx.SetMetadata(Metadata{SchemaString: testSchema})
+	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, objstore.ErrNotSupported) {
+		t.Fatalf("err = %v, want ErrNotSupported", err)
+	}
+}
+
 func TestIdempotentTxn(t *testing.T) {
 	ctx := context.Background()
 	l := fastLog(mem.New())
