@@ -176,6 +176,9 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := table.CheckWritable(snap, schema); err != nil {
+		return Result{}, err
+	}
 	for _, k := range spec.Keys {
 		if schema.Field(k) == nil {
 			return Result{}, fmt.Errorf("%w: key column %s is not in the target", ErrBadMerge, k)

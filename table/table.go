@@ -178,7 +178,38 @@ func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.Struct
 	return snap, schema, nil
 }
 
+// CheckWritable refuses tables whose write rules this package does not enforce: CHECK
+// constraints, column invariants, generated and identity columns. Writing to them without
+// the checks would break what other engines guarantee their users.
+func CheckWritable(snap *txlog.Snapshot, schema *txlog.StructType) error {
+	for k := range snap.Metadata().Configuration {
+		if strings.HasPrefix(k, "delta.constraints.") {
+			return fmt.Errorf("%w: table has CHECK constraint %s, which this writer does not enforce", txlog.ErrUnsupportedFeature, strings.TrimPrefix(k, "delta.constraints."))
+		}
+	}
+	var walk func(prefix string, st *txlog.StructType) error
+	walk = func(prefix string, st *txlog.StructType) error {
+		for _, f := range st.Fields {
+			for key := range f.Metadata {
+				if key == "delta.invariants" || key == "delta.generationExpression" || strings.HasPrefix(key, "delta.identity.") {
+					return fmt.Errorf("%w: column %s%s has %s, which this writer does not enforce", txlog.ErrUnsupportedFeature, prefix, f.Name, key)
+				}
+			}
+			if sub, ok := f.Type.(*txlog.StructType); ok {
+				if err := walk(prefix+f.Name+".", sub); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", schema)
+}
+
 func (t *Table) newWriter(snap *txlog.Snapshot, schema *txlog.StructType) (*DataWriter, error) {
+	if err := CheckWritable(snap, schema); err != nil {
+		return nil, err
+	}
 	opts := t.write
 	if opts.StatsColumns == 0 {
 		opts.StatsColumns = statsColumns(snap.Metadata().Configuration)

@@ -408,3 +408,23 @@ func (r *raceBucket) PutIfAbsent(ctx context.Context, key string, body io.Reader
 	}
 	return r.Bucket.PutIfAbsent(ctx, key, body, size)
 }
+
+func TestRefuseUnenforcedConstraints(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		props  map[string]string
+		schema string
+	}{
+		{map[string]string{"delta.constraints.positive": "amount > 0"}, eventSchema},
+		{nil, strings.Replace(eventSchema, `"name":"amount","type":"double","nullable":true,"metadata":{}`,
+			`"name":"amount","type":"double","nullable":true,"metadata":{"delta.generationExpression":"1.0"}`, 1)},
+	} {
+		tbl := Open(mem.New())
+		if _, err := tbl.Create(ctx, mustSchema(t, c.schema), nil, c.props); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 1)}, AppendOptions{}); !errors.Is(err, txlog.ErrUnsupportedFeature) {
+			t.Errorf("want ErrUnsupportedFeature, got %v", err)
+		}
+	}
+}
