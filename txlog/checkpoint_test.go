@@ -52,7 +52,7 @@ func snapshotState(t *testing.T, s *Snapshot) string {
 func buildHistory(t *testing.T, l *Log, commits int) {
 	t.Helper()
 	ctx := context.Background()
-	createTable(t, l, true, map[string]string{PropCheckpointInterval: "1000"})
+	createTableWith(t, l, true, map[string]string{PropCheckpointInterval: "1000"}, domainProtocol)
 	for i := 1; i <= commits; i++ {
 		snap := mustSnapshot(t, l)
 		tx := l.Begin(snap)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -174,6 +175,14 @@ func (tx *Transaction) validate() (Protocol, Metadata, error) {
 			if r.DataChange {
 				return p, m, fmt.Errorf("%w: table is append-only (delta.appendOnly=true) but the commit removes %s", ErrInvalidTransaction, r.Path)
 			}
+		}
+	}
+	for name := range tx.domains {
+		if strings.HasPrefix(name, "delta.") {
+			return p, m, fmt.Errorf("%w: domain %q is system-owned (delta.*)", ErrInvalidTransaction, name)
+		}
+		if !slices.Contains(p.WriterFeatures, "domainMetadata") {
+			return p, m, fmt.Errorf("%w: domain %q needs the domainMetadata writer feature (protocol writer version 7)", ErrInvalidTransaction, name)
 		}
 	}
 	seen := map[fileKey]bool{}
@@ -347,6 +356,9 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 		}
 		key := CommitKey(version)
 		err = objstore.PutBytesIfAbsent(ctx, l.bucket, key, data)
+		if errors.Is(err, objstore.ErrNotSupported) && l.unsafeCommits {
+			err = l.unsafePut(ctx, key, data)
+		}
 		if errors.Is(err, objstore.ErrNotSupported) {
 			// A store without put-if-absent cannot arbitrate concurrent writers: refuse rather
 			// than risk two commits of the same version.
@@ -405,6 +417,19 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 			return -1, err
 		}
 	}
+}
+
+// unsafePut emulates put-if-absent with a check then a put: correct only with a single
+// writer, which is what WithUnsafeCommits asserts.
+func (l *Log) unsafePut(ctx context.Context, key string, data []byte) error {
+	_, err := l.bucket.Stat(ctx, key)
+	switch {
+	case err == nil:
+		return fmt.Errorf("txlog: %s: %w", key, objstore.ErrAlreadyExists)
+	case !errors.Is(err, objstore.ErrNotFound):
+		return err
+	}
+	return objstore.PutBytes(ctx, l.bucket, key, data)
 }
 
 type readBackResult int

@@ -25,10 +25,21 @@ func fastLog(b objstore.Bucket, opts ...Option) *Log {
 	return New(b, append([]Option{WithBackoff(time.Microsecond, time.Millisecond)}, opts...)...)
 }
 
-// createTable commits version 0 of a table partitioned by day (or not).
+// createTable commits version 0 of a table partitioned by day (or not), protocol (1,2).
 func createTable(t testing.TB, l *Log, partitioned bool, conf map[string]string) {
 	t.Helper()
+	createTableWith(t, l, partitioned, conf, nil)
+}
+
+// domainProtocol is (1,7) with the features of (1,2) plus domainMetadata.
+var domainProtocol = &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "invariants", "domainMetadata"}}
+
+func createTableWith(t testing.TB, l *Log, partitioned bool, conf map[string]string, p *Protocol) {
+	t.Helper()
 	tx := l.Begin(nil)
+	if p != nil {
+		tx.SetProtocol(*p)
+	}
 	md := Metadata{SchemaString: testSchema, Configuration: conf}
 	if partitioned {
 		md.PartitionColumns = []string{"day"}
@@ -163,7 +174,9 @@ func TestConflictChecks(t *testing.T) {
 			}, ErrMetadataChanged},
 		{"protocol change", true, Serializable,
 			func(tx *Transaction) { tx.Add(fileAdd("z", "3")) },
-			func(tx *Transaction) { tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 3}) }, ErrProtocolChanged},
+			func(tx *Transaction) {
+				tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"domainMetadata"}})
+			}, ErrProtocolChanged},
 		{"same txn appId", true, Serializable,
 			func(tx *Transaction) { tx.SetTxn("job", 2); tx.Add(fileAdd("z", "3")) },
 			func(tx *Transaction) { tx.SetTxn("job", 1); tx.Add(fileAdd("y", "3")) }, ErrConcurrentTransaction},
@@ -188,7 +201,7 @@ func TestConflictChecks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := fastLog(mem.New())
-			createTable(t, l, c.partitioned, nil)
+			createTableWith(t, l, c.partitioned, nil, domainProtocol)
 			base := l.Begin(mustSnapshot(t, l))
 			base.Add(fileAdd("a", "1"), fileAdd("b", "2"))
 			if _, err := base.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
@@ -328,6 +341,72 @@ func TestCommitRefusesStoreWithoutPutIfAbsent(t *testing.T) {
 	tx.SetMetadata(Metadata{SchemaString: testSchema})
 	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, objstore.ErrNotSupported) {
 		t.Fatalf("err = %v, want ErrNotSupported", err)
+	}
+}
+
+func TestUnsafeCommitsOptIn(t *testing.T) {
+	ctx := context.Background()
+	l := fastLog(noConditionalPut{mem.New()}, WithUnsafeCommits(true))
+	createTable(t, l, false, nil)
+	tx := l.Begin(mustSnapshot(t, l))
+	tx.Add(fileAdd("x", "1"))
+	if v, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil || v != 1 {
+		t.Fatalf("commit = %d, %v", v, err)
+	}
+	// A stale writer still sees the version taken and moves on.
+	stale := l.Begin(mustSnapshot(t, l))
+	stale.Add(fileAdd("y", "1"))
+	winner := l.Begin(mustSnapshot(t, l))
+	winner.Add(fileAdd("z", "1"))
+	if _, err := winner.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := stale.Commit(ctx, Operation{Name: "WRITE"}); err != nil || v != 3 {
+		t.Fatalf("stale commit = %d, %v", v, err)
+	}
+}
+
+func TestTransactionValidation(t *testing.T) {
+	ctx := context.Background()
+	l := fastLog(mem.New())
+	createTable(t, l, true, map[string]string{"delta.appendOnly": "true"})
+	snap := mustSnapshot(t, l)
+	cases := []struct {
+		name  string
+		build func(tx *Transaction)
+		want  string
+	}{
+		{"append-only table", func(tx *Transaction) { tx.Remove(&Remove{Path: "a", DataChange: true}) }, "append-only"},
+		{"missing partition value", func(tx *Transaction) { tx.Add(&Add{Path: "a", Size: 1, DataChange: true}) }, `no value for partition column "day"`},
+		{"duplicate add", func(tx *Transaction) { tx.Add(fileAdd("a", "1"), fileAdd("a", "1")) }, "added twice"},
+		{"system domain", func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "delta.clustering"}) }, "system-owned"},
+		{"domain without the feature", func(tx *Transaction) { tx.SetDomain(DomainMetadata{Domain: "com.example"}) }, "domainMetadata writer feature"},
+		{"bad schema", func(tx *Transaction) { tx.SetMetadata(Metadata{SchemaString: "{"}) }, "parse schema"},
+	}
+	for _, c := range cases {
+		tx := l.Begin(snap)
+		c.build(tx)
+		_, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if !errors.Is(err, ErrInvalidTransaction) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+	if v := mustSnapshot(t, l).Version(); v != 0 {
+		t.Errorf("a refused transaction committed: version %d", v)
+	}
+	// Rearranging (dataChange=false) is allowed on an append-only table.
+	tx := l.Begin(snap)
+	tx.Add(fileAdd("a", "1"))
+	if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	tx = l.Begin(mustSnapshot(t, l))
+	tx.Remove(&Remove{Path: "a", DataChange: false})
+	b := fileAdd("b", "1")
+	b.DataChange = false
+	tx.Add(b)
+	if _, err := tx.Commit(ctx, Operation{Name: "OPTIMIZE"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

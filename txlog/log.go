@@ -37,6 +37,7 @@ type Log struct {
 	backoffMax       time.Duration
 	engineInfo       string
 	checkpoints      bool
+	unsafeCommits    bool
 	fetchParallelism int
 }
 
@@ -66,6 +67,11 @@ func WithEngineInfo(s string) Option { return func(g *Log) { g.engineInfo = s } 
 // WithAutoCheckpoint turns checkpoints after commits on or off (default on, every
 // delta.checkpointInterval commits).
 func WithAutoCheckpoint(on bool) Option { return func(g *Log) { g.checkpoints = on } }
+
+// WithUnsafeCommits lets commits proceed on a store without put-if-absent (a check, then a
+// plain put). Two concurrent writers can then overwrite each other's commit: use it only when
+// a single writer is guaranteed. Off by default: such stores refuse to commit.
+func WithUnsafeCommits(on bool) Option { return func(g *Log) { g.unsafeCommits = on } }
 
 // New returns the log of the table rooted at b.
 func New(b objstore.Bucket, opts ...Option) *Log {
