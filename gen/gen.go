@@ -26,6 +26,12 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 )
 
+// Landing formats.
+const (
+	FormatJSON = "json"
+	FormatCSV  = "csv"
+)
+
 // ErrExists reports a landing object that already exists with other content (written by
 // another seed or other options): gen never overwrites data someone may have ingested.
 var ErrExists = errors.New("gen: object exists with different content")
@@ -55,7 +61,10 @@ type Options struct {
 	LinesPerFile int64
 	// Prefix is the landing prefix the objects are written under. Default "landing/events/".
 	Prefix string
-	// Gzip writes ".json.gz" objects instead of ".json".
+	// Format is FormatJSON (default: one JSON object a line, ".json") or FormatCSV (a header
+	// line, then one record a line, ".csv"; empty fields are null).
+	Format string
+	// Gzip appends ".gz" and compresses each object.
 	Gzip bool
 	// Progress, when set, is called after each object is stored with the lines written so far
 	// (for progress bars).
@@ -107,8 +116,8 @@ type Options struct {
 	// LateResendFraction of duplicates resend an event from far back in the run (often
 	// beyond the watermark) instead of a recent one. Default 0.2.
 	LateResendFraction float64
-	// MalformedFraction of lines are not JSON objects: invalid JSON, truncated records and
-	// binary garbage in equal shares. Default 0.001.
+	// MalformedFraction of lines are not records: invalid JSON, truncated records and binary
+	// garbage in equal shares (CSV: records with a stray quote). Default 0.001.
 	MalformedFraction float64
 	// WrongTypeFraction of lines are records with a wrongly typed event time or amount.
 	// Default 0.001.
@@ -185,11 +194,14 @@ type Stats struct {
 	// resend an event from far back in the run.
 	Duplicates  int64 `json:"duplicates"`
 	LateResends int64 `json:"late_resends"`
-	// Malformed lines are not JSON objects (ingest rejects): InvalidJSON + Truncated + Garbage.
+	// Malformed lines are not records (ingest rejects): InvalidJSON + Truncated + Garbage in
+	// JSON; InvalidCSV (a quote inside an unquoted field) in CSV. CSV header lines are not
+	// counted in Lines.
 	Malformed   int64 `json:"malformed"`
 	InvalidJSON int64 `json:"invalid_json"`
 	Truncated   int64 `json:"truncated"`
 	Garbage     int64 `json:"garbage"`
+	InvalidCSV  int64 `json:"invalid_csv"`
 	// BadEventTime records carry an event time that is not a timestamp (silver rejects them);
 	// BadAmount records carry a non-numeric amount (kept, amount null, value rescued).
 	BadEventTime int64 `json:"bad_event_time"`
@@ -288,6 +300,9 @@ func (o *Options) check() error {
 	if o.Files == 0 && o.LinesPerFile <= 0 {
 		bad("LinesPerFile = %d: expected a positive number when Files is 0", o.LinesPerFile)
 	}
+	if o.Format != "" && o.Format != FormatJSON && o.Format != FormatCSV {
+		bad("Format %q: expected json or csv", o.Format)
+	}
 	if err := objstore.ValidatePrefix(o.Prefix); err != nil {
 		bad("Prefix %q: %v", o.Prefix, err)
 	}
@@ -371,8 +386,11 @@ func knownKind(k string) bool {
 // line, then the seed and the index (zero-padded) for ties.
 func (o *Options) objectKey(i int, firstArrivalUs int64) string {
 	ext := ".json"
+	if o.Format == FormatCSV {
+		ext = ".csv"
+	}
 	if o.Gzip {
-		ext = ".json.gz"
+		ext += ".gz"
 	}
 	t := time.UnixMicro(firstArrivalUs).UTC()
 	return fmt.Sprintf("%s%s-s%d-%06d%s", prefixDir(o.Prefix), t.Format("20060102T150405.000000Z"), o.Seed, i, ext)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -652,5 +654,114 @@ func TestTimeFormatMix(t *testing.T) {
 	}
 	if !minT.Equal(st.MinEventTime) || !maxT.Equal(st.MaxEventTime) {
 		t.Errorf("range %v..%v, stats say %v..%v", minT, maxT, st.MinEventTime, st.MaxEventTime)
+	}
+}
+
+func TestOptionalFirstColumn(t *testing.T) {
+	for _, format := range []string{FormatJSON, FormatCSV} {
+		o := opts(2_000, 1, 8)
+		o.Format, o.NullFraction = format, 0.5
+		o.Columns = []Column{{Name: "note", Kind: "string"}, {Name: "event_time", Kind: "timestamp", Required: true}, {Name: "tail", Kind: "long"}}
+		o.MalformedFraction, o.WrongTypeFraction = 0, 0
+		b := mem.New()
+		if _, err := Generate(context.Background(), b, o); err != nil {
+			t.Fatal(err)
+		}
+		_, objs := readObjects(t, b, "")
+		lines := strings.Split(strings.TrimSuffix(string(objs[0]), "\n"), "\n")
+		if format == FormatCSV {
+			if lines[0] != "note,event_time,tail" {
+				t.Errorf("header %q", lines[0])
+			}
+			for _, l := range lines[1:] {
+				if strings.Count(l, ",") != 2 || strings.HasPrefix(l, "\"") {
+					t.Fatalf("csv record %q", l)
+				}
+			}
+			continue
+		}
+		for _, l := range lines {
+			if !json.Valid([]byte(l)) {
+				t.Fatalf("invalid JSON %q", l)
+			}
+		}
+	}
+}
+
+func TestCSV(t *testing.T) {
+	ctx := context.Background()
+	o := opts(40_000, 3, 13)
+	o.Format = FormatCSV
+	o.DuplicateFraction, o.MalformedFraction, o.WrongTypeFraction, o.FutureFraction, o.TimeFormatMix = 0.03, 0.01, 0.01, 0.005, 0.2
+	o.Columns = append(o.Columns, Column{Name: "device_id", Kind: "string"}, Column{Name: "note", Kind: "string"})
+	b := mem.New()
+	st, err := Generate(ctx, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, objs := readObjects(t, b, "")
+	var records, malformed, dups, badTime, badAmount, future int64
+	ids := map[string]string{}
+	for i, obj := range objs {
+		if !strings.HasSuffix(keys[i], ".csv") {
+			t.Errorf("key %q", keys[i])
+		}
+		r := csv.NewReader(bytes.NewReader(obj))
+		r.FieldsPerRecord = -1
+		header, err := r.Read()
+		if err != nil || strings.Join(header, ",") != "event_id,event_type,amount,event_time,device_id,note" {
+			t.Fatalf("header %v, %v", header, err)
+		}
+		for {
+			rec, err := r.Read()
+			if err == io.EOF {
+				break
+			}
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				malformed++
+				continue
+			}
+			if err != nil || len(rec) != len(header) {
+				t.Fatalf("record %v: %v", rec, err)
+			}
+			line := strings.Join(rec, ",")
+			if first, seen := ids[rec[0]]; seen {
+				if first != line {
+					t.Fatalf("resend differs: %s vs %s", first, line)
+				}
+				dups++
+				continue
+			}
+			ids[rec[0]] = line
+			records++
+			if _, err := strconv.ParseFloat(rec[2], 64); err != nil {
+				badAmount++
+			}
+			layout := time.RFC3339Nano
+			if !strings.Contains(rec[3], "T") {
+				layout = "2006-01-02 15:04:05.999999"
+			}
+			tm, err := time.Parse(layout, rec[3])
+			switch {
+			case err != nil:
+				badTime++
+			case tm.After(o.Start.Add(10 * 365 * 24 * time.Hour)):
+				future++
+			}
+		}
+	}
+	checks := []struct {
+		name      string
+		got, want int64
+	}{
+		{"records", records, st.Events}, {"duplicates", dups, st.Duplicates}, {"malformed", malformed, st.Malformed},
+		{"invalid csv", malformed, st.InvalidCSV}, {"bad time", badTime, st.BadEventTime}, {"bad amount", badAmount, st.BadAmount},
+		{"future", future, st.Future}, {"lines", records + dups + malformed, st.Lines},
+	}
+	for _, c := range checks {
+		if c.got != c.want || c.got == 0 {
+			t.Errorf("%s: read %d, stats say %d", c.name, c.got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,9 +33,10 @@ const (
 
 type column struct {
 	Column
-	role role
-	key  []byte // `"name":`
-	salt uint64
+	role   role
+	key    []byte // `"name":`
+	prefix []byte // the name reduced to [A-Za-z0-9_-], for string values
+	salt   uint64
 }
 
 // event is everything needed to render a record again, byte for byte, for a resend.
@@ -92,6 +94,7 @@ type Generator struct {
 	amounts      *quantiles // log-normal amounts, cents
 	outageEvents int
 	mixTimes     bool // TimeFormatMix applies: the event time is a timestamp column
+	csv          bool
 
 	burstLeft   int
 	burstDevice uint32
@@ -124,11 +127,12 @@ func New(opts Options) (*Generator, error) {
 		lagBody:   logNormal(math.Log(float64(opts.LagMedian.Microseconds())), opts.LagSigma),
 		amounts:   logNormal(7.6, 0.9), // around 20.00
 		lastDay:   math.MinInt64,
+		csv:       opts.Format == FormatCSV,
 		idName:    "event_id",
 	}
 	for i, c := range opts.Columns {
 		key, _ := json.Marshal(c.Name) // a string always marshals
-		col := column{Column: c, key: append(key, ':'), salt: mix(uint64(i) + 0xc01)}
+		col := column{Column: c, key: append(key, ':'), prefix: safeName(c.Name), salt: mix(uint64(i) + 0xc01)}
 		switch {
 		case c.Name == opts.ID && (c.Kind == "string" || isInt(c.Kind)):
 			col.role = roleID
@@ -175,6 +179,17 @@ func New(opts Options) (*Generator, error) {
 	return g, nil
 }
 
+// safeName keeps a value free of characters JSON or CSV would have to escape.
+func safeName(name string) []byte {
+	out := []byte(name)
+	for i, b := range out {
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
+			out[i] = '_'
+		}
+	}
+	return out
+}
+
 func isInt(k string) bool {
 	return k == "long" || k == "integer" || k == "short" || k == "byte"
 }
@@ -191,6 +206,9 @@ func (g *Generator) NextFile(dst []byte) (string, []byte) {
 	end := min(g.o.Lines, g.line+g.linesPerFile)
 	key := g.o.objectKey(g.file, g.arrivalUs())
 	start := len(dst)
+	if g.csv {
+		dst = g.appendHeader(dst)
+	}
 	for g.line < end {
 		dst = g.nextLine(dst)
 		g.line++
@@ -354,6 +372,15 @@ func (g *Generator) emitValid(dst []byte, e event) []byte {
 
 func (g *Generator) malformed(dst []byte) []byte {
 	g.stats.Malformed++
+	if g.csv {
+		// A quote inside an unquoted field is the one CSV error confined to its own line (an
+		// unclosed quoted field would run on into the next lines).
+		g.stats.InvalidCSV++
+		dst = append(dst, "bad-"...)
+		dst = strconv.AppendInt(dst, g.line, 10)
+		dst = append(dst, `,6" tall,x`...)
+		return append(dst, '\n')
+	}
 	switch g.r.IntN(3) {
 	case 0:
 		g.stats.InvalidJSON++
@@ -396,16 +423,26 @@ func (g *Generator) malformed(dst []byte) []byte {
 	return append(dst, '\n')
 }
 
-// appendEvent renders one record as a JSON line, columns in declaration order.
+// appendEvent renders one record as a JSON line (columns in declaration order), or as a CSV
+// record in header order.
 func (g *Generator) appendEvent(dst []byte, e *event) []byte {
-	dst = append(dst, '{')
+	if !g.csv {
+		dst = append(dst, '{')
+	}
 	first := true
 	for i := range g.cols {
 		c := &g.cols[i]
+		if g.csv && !first {
+			dst = append(dst, ',')
+		}
 		var h uint64
 		if c.role == roleOther {
 			h = mix(e.seq*0x9e3779b97f4a7c15 + c.salt)
 			if !c.Required && float64(h>>11)*(1.0/(1<<53)) < g.o.NullFraction {
+				if g.csv {
+					first = false // an empty field, which is null
+					continue
+				}
 				if h&1 == 0 {
 					continue // left out
 				}
@@ -418,11 +455,14 @@ func (g *Generator) appendEvent(dst []byte, e *event) []byte {
 				continue
 			}
 		}
-		if !first {
-			dst = append(dst, ',')
+		if !g.csv {
+			if !first {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, c.key...)
 		}
 		first = false
-		dst = append(dst, c.key...)
+		start := len(dst)
 		switch c.role {
 		case roleID:
 			if c.Kind == "string" {
@@ -455,8 +495,33 @@ func (g *Generator) appendEvent(dst []byte, e *event) []byte {
 		default:
 			dst = g.appendValue(dst, c, e, h)
 		}
+		if g.csv && dst[start] == '"' {
+			// The same value as a CSV field: no value of ours needs quoting in CSV.
+			copy(dst[start:], dst[start+1:len(dst)-1])
+			dst = dst[:len(dst)-2]
+		}
+	}
+	if g.csv {
+		return append(dst, '\n')
 	}
 	return append(dst, '}', '\n')
+}
+
+// appendHeader writes the CSV header line.
+func (g *Generator) appendHeader(dst []byte) []byte {
+	for i, c := range g.cols {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if strings.ContainsAny(c.Name, ",\"\r\n") || strings.TrimSpace(c.Name) != c.Name {
+			dst = append(dst, '"')
+			dst = append(dst, strings.ReplaceAll(c.Name, `"`, `""`)...)
+			dst = append(dst, '"')
+			continue
+		}
+		dst = append(dst, c.Name...)
+	}
+	return append(dst, '\n')
 }
 
 // badTimes are event times no timestamp parser accepts.
@@ -500,7 +565,7 @@ func (g *Generator) appendValue(dst []byte, c *column, e *event, h uint64) []byt
 	switch c.Kind {
 	case "string":
 		dst = append(dst, '"')
-		dst = append(dst, c.Name...)
+		dst = append(dst, c.prefix...)
 		dst = append(dst, '-')
 		dst = strconv.AppendUint(dst, h%100, 10)
 		return append(dst, '"')

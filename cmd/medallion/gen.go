@@ -23,7 +23,7 @@ func newGenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen --config F --events N [--seed S] [--files K]",
 		Short: "Write synthetic events into the landing prefix",
-		Long: `gen writes N lines of NDJSON into the config's landing prefix, in arrival order: events of the
+		Long: `gen writes N lines of NDJSON (or CSV, per landing.format) into the config's landing prefix, in arrival order: events of the
 configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
 where one device delivers an hour late), duplicates, malformed lines and far-future event times.
 The same seed and flags give byte-identical objects; a rerun skips objects already written.
@@ -40,7 +40,7 @@ It prints a one-line JSON summary that counts every kind of line.`,
 	d := gen.DefaultOptions()
 	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339), or \"now\": the last line arrives now")
 	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
-	f.Bool("gzip", false, "write .json.gz objects")
+	f.Bool("gzip", false, "gzip each object (.json.gz, .csv.gz)")
 	f.Int("event-types", d.EventTypes, "distinct event_type values")
 	f.Int("devices", d.Devices, "distinct devices (device_id, if the schema declares it)")
 	f.Float64("duplicates", d.DuplicateFraction, "fraction of lines that resend an earlier event")
@@ -68,9 +68,6 @@ func runGen(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadPipelineConfig(path, sets)
 	if err != nil {
 		return err
-	}
-	if cfg.Landing.Format != "json" {
-		return usageError("gen: writes NDJSON, but landing.format is %q in %s", cfg.Landing.Format, path)
 	}
 	o, err := genOptions(cmd, cfg, events)
 	if err != nil {
@@ -166,6 +163,7 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 	o := gen.DefaultOptions()
 	o.Prefix = cfg.Landing.Path
+	o.Format = cfg.Landing.Format
 	o.Columns = nil
 	for _, c := range cfg.Schema {
 		o.Columns = append(o.Columns, gen.Column{Name: c.Name, Kind: string(c.Type.Kind),

@@ -74,6 +74,11 @@ func TestGenCommand(t *testing.T) {
 	if len(entries) != 3 || lines != 5000 || summary["lines"] != 5000.0 || summary["files"] != 3.0 || summary["malformed"].(float64) == 0 {
 		t.Errorf("%d objects with %d lines; summary %v", len(entries), lines, summary)
 	}
+	// landing.format decides the format.
+	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "100", "--set", "landing.path=landing/csv/", "--set", "landing.format=csv")
+	if err != nil || !strings.Contains(out, `"last_key":"landing/csv/20240501T000000.000000Z-s1-000000.csv"`) {
+		t.Errorf("csv: %v %s", err, out)
+	}
 	// A rerun converges: same objects, all skipped.
 	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
 	if err != nil || !strings.Contains(out, `"skipped":3`) {
@@ -115,7 +120,7 @@ func TestGenCommandErrors(t *testing.T) {
 		{[]string{"gen", "--events", "10"}, 2, "--config is required"},
 		{[]string{"gen", "--config", good}, 2, "--events must be a positive"},
 		{[]string{"gen", "--config", bad, "--events", "10"}, 2, `unknown key "stream2" in the top level (did you mean "stream"?)`},
-		{[]string{"gen", "--config", good, "--events", "10", "--set", "landing.format=csv"}, 2, `landing.format is "csv"`},
+		{[]string{"gen", "--config", good, "--events", "10", "--set", "landing.format=xml"}, 2, `landing.format: invalid value "xml": expected json or csv`},
 		{[]string{"gen", "--config", good, "--events", "10", "--set", "stream.watermrk=1m"}, 2, `unknown key "watermrk"`},
 		{[]string{"gen", "--config", good, "--events", "10", "--start", "yesterday"}, 2, `--start "yesterday"`},
 		{[]string{"gen", "--config", good, "--events", "10", "--duplicates", "2"}, 1, "DuplicateFraction = 2"},
