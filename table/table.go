@@ -267,6 +267,53 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 	if err != nil {
 		return Result{}, err
 	}
+	return t.commitAppend(ctx, snap, newMeta, adds, opts)
+}
+
+// Writer returns a DataWriter for the latest schema, for callers that write files in
+// parallel (one writer per goroutine; a DataWriter is not safe for concurrent use) and then
+// commit them together with CommitFiles. Check HasTxn first to skip a batch already committed.
+func (t *Table) Writer(ctx context.Context) (*DataWriter, error) {
+	snap, schema, err := t.snapshotFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.newWriter(snap, schema)
+}
+
+// HasTxn reports whether the table already records txn (a version >= txn.Version for its app).
+func (t *Table) HasTxn(ctx context.Context, txn AppTxn) (bool, error) {
+	snap, err := t.log.Snapshot(ctx)
+	if err != nil {
+		return false, err
+	}
+	v, ok := snap.TxnVersion(txn.AppID)
+	return ok && v >= txn.Version, nil
+}
+
+// CommitFiles commits files written by Writer as one blind append (skipped, like Append, when
+// the txn is already recorded; the files then stay unreferenced until vacuum).
+func (t *Table) CommitFiles(ctx context.Context, adds []*txlog.Add, opts AppendOptions) (Result, error) {
+	snap, err := t.log.Snapshot(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if opts.Txn != nil {
+		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
+			return Result{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	return t.commitAppend(ctx, snap, nil, adds, opts)
+}
+
+func (t *Table) commitAppend(ctx context.Context, snap *txlog.Snapshot, newMeta *txlog.Metadata, adds []*txlog.Add, opts AppendOptions) (Result, error) {
+	var rows, bytes int64
+	for _, a := range adds {
+		bytes += a.Size
+		if n, ok := statsRecords(a.Stats); ok {
+			rows += n
+		}
+	}
 	tx := t.log.Begin(snap)
 	if newMeta != nil {
 		tx.SetMetadata(*newMeta)
@@ -277,11 +324,22 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 	}
 	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE",
 		Parameters: map[string]any{"mode": "Append", "partitionBy": partitionByJSON(snap.PartitionColumns())},
-		Metrics:    map[string]int64{"numFiles": int64(len(adds)), "numOutputRows": w.Rows(), "numOutputBytes": w.Bytes()}})
+		Metrics:    map[string]int64{"numFiles": int64(len(adds)), "numOutputRows": rows, "numOutputBytes": bytes}})
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Version: v, Added: adds, RowsWritten: w.Rows(), BytesWritten: w.Bytes()}, nil
+	return Result{Version: v, Added: adds, RowsWritten: rows, BytesWritten: bytes}, nil
+}
+
+// statsRecords reads numRecords from an add's stats.
+func statsRecords(stats string) (int64, bool) {
+	var s struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil || s.NumRecords == nil {
+		return 0, false
+	}
+	return *s.NumRecords, true
 }
 
 // ScanOptions select what Scan reads.

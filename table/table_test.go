@@ -428,3 +428,43 @@ func TestRefuseUnenforcedConstraints(t *testing.T) {
 		}
 	}
 }
+
+func TestParallelWritersOneCommit(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, nil)
+	txn := AppTxn{AppID: "ingest", Version: 1}
+	if has, err := tbl.HasTxn(ctx, txn); err != nil || has {
+		t.Fatalf("HasTxn before: %v %v", has, err)
+	}
+	var adds []*txlog.Add
+	results := make(chan []*txlog.Add, 2)
+	for shard := 0; shard < 2; shard++ {
+		w, err := tbl.Writer(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func(shard int) {
+			if err := w.Write(ctx, events(t, fmt.Sprint("s", shard), 0, 100)); err != nil {
+				t.Error(err)
+			}
+			a, err := w.Close(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			results <- a
+		}(shard)
+	}
+	adds = append(<-results, <-results...)
+	r, err := tbl.CommitFiles(ctx, adds, AppendOptions{Txn: &txn})
+	if err != nil || r.RowsWritten != 200 || len(r.Added) != 2 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if has, _ := tbl.HasTxn(ctx, txn); !has {
+		t.Error("txn not recorded")
+	}
+	want := append(ids("s0", 0, 100), ids("s1", 0, 100)...)
+	slices.Sort(want)
+	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, want) {
+		t.Errorf("%d rows", len(got))
+	}
+}
