@@ -7,6 +7,20 @@
 // A table is an objstore.Bucket rooted at the table folder; the log lives under
 // "_delta_log/".
 //
+// Conventions callers rely on:
+//   - Add.Path and Remove.Path are URI-decoded once: they are object keys relative to the table
+//     root (or absolute URIs). JSON encoding re-encodes them, keeping another writer's exact
+//     encoding when it still decodes to the same path.
+//   - Snapshots are immutable and safe to share; Refresh brings one up to date cheaply.
+//   - A Transaction records what it read (ReadWholeTable, ReadPredicate, ReadFiles; removing a
+//     file counts as reading it). Blind appends (only adds, nothing read) never conflict and
+//     retry up to 100 times; other transactions retry up to 10 times after passing Delta's
+//     conflict checks against every winning commit, else fail with an error wrapping
+//     ErrConflict. The default isolation is Serializable, as open-source Delta records it.
+//   - Time travel by timestamp picks the latest version whose commit time is <= T (file
+//     modification times, monotonized, or in-commit timestamps); a T before the earliest
+//     reconstructable commit or after the latest one is ErrVersionNotFound.
+//
 // Crash guarantees: a commit is exactly the creation of "_delta_log/%020d.json" with
 // put-if-absent, so a process killed at any instant leaves either no commit or a whole one.
 // Data files a killed writer left behind are unreferenced and invisible (VACUUM removes them);
