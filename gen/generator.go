@@ -337,7 +337,9 @@ func logNormal(mu, sigma float64) *quantiles {
 	var q quantiles
 	for i := range q {
 		p := (float64(i) + 0.5) / quantileN
-		q[i] = math.Exp(mu + sigma*math.Sqrt2*math.Erfinv(2*p-1))
+		// Explicit conversions stop the compiler from fusing multiply-adds (it may on arm64,
+		// ppc64 and s390x), so that a seed gives the same bytes on every architecture.
+		q[i] = math.Exp(mu + float64(sigma*math.Sqrt2*math.Erfinv(float64(2*p)-1)))
 	}
 	return &q
 }
@@ -345,7 +347,7 @@ func logNormal(mu, sigma float64) *quantiles {
 func (q *quantiles) draw(r *rand.Rand) float64 {
 	x := r.Float64() * (quantileN - 1)
 	i := int(x)
-	return q[i] + (x-float64(i))*(q[i+1]-q[i])
+	return q[i] + float64((x-float64(i))*(q[i+1]-q[i]))
 }
 
 // emitValid renders a valid record and remembers it for later resends.
