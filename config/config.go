@@ -560,7 +560,9 @@ func (s S3) UsePathStyle() bool {
 }
 
 // ParseSchedule parses a job schedule the way the scheduler must: seconds optional, descriptors
-// (@hourly, @every 1m) allowed, in UTC.
+// (@hourly, @every 1m) allowed. Schedules are meant in UTC: the parsed schedule follows the
+// location of the time given to Next, so the scheduler runs cron with cron.WithLocation(time.UTC)
+// (a "CRON_TZ=..." prefix in the spec still picks another zone).
 func ParseSchedule(spec string) (cron.Schedule, error) {
 	parser := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month |
 		cron.Dow | cron.Descriptor)

@@ -214,6 +214,7 @@ func TestErrors(t *testing.T) {
 		{"event_time not timestamp", "  watermark: 10m", "  watermark: 10m\n  event_time: amount", []string{`p.yaml:9: stream.event_time: column "amount" has type double: expected timestamp or timestamp_ntz`}},
 		{"dedup not in schema", "  watermark: 10m", "  watermark: 10m\n  dedup: [id]", []string{`p.yaml:9: stream.dedup[0]: column "id" is not in schema`}},
 		{"group_by not in schema", "group_by: [event_type]", "group_by: [kind]", []string{`p.yaml:12: gold[0].group_by[0]: column "kind" is not in schema`}},
+		{"group_by case hint", "group_by: [event_type]", "group_by: [Event_Type]", []string{`gold[0].group_by[0]: column "Event_Type" is not in schema (did you mean "event_type"? names are matched exactly)`}},
 		{"group_by twice", "group_by: [event_type]", "group_by: [event_type, event_type]", []string{`gold[0].group_by[1]: column "event_type" is listed twice`}},
 		{"unknown fn", "{fn: count}", "{fn: median, column: amount}", []string{`p.yaml:13: gold[0].aggregates[0].fn: unknown aggregate function "median"`}},
 		{"count distinct", "{fn: count}", "{fn: count_distinct, column: event_id}", []string{`Distinct aggregations are not supported on streaming DataFrames/Datasets. Consider using approx_count_distinct() instead.`}},

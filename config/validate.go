@@ -233,7 +233,13 @@ func (v *validator) column(path, name string, cols map[string]Column) (Column, b
 		for _, c := range v.p.Schema {
 			names = append(names, c.Name)
 		}
-		v.fail(path, "column %q is not in schema (columns: %s)", name, strings.Join(names, ", "))
+		hint := ""
+		for _, c := range v.p.Schema {
+			if strings.EqualFold(c.Name, name) {
+				hint = fmt.Sprintf(" (did you mean %q? names are matched exactly)", c.Name)
+			}
+		}
+		v.fail(path, "column %q is not in schema%s (columns: %s)", name, hint, strings.Join(names, ", "))
 	}
 	return c, ok
 }
