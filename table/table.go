@@ -417,8 +417,12 @@ func (t *Table) removeOf(a *txlog.Add, dataChange bool) *txlog.Remove {
 // Overwrite replaces the rows matching predicate with batches in one commit (Delta's
 // replaceWhere): files entirely inside the predicate are removed, files straddling it are
 // rewritten without the matching rows, and every new row must satisfy the predicate, or
-// nothing is committed (ErrReplaceWhereMismatch).
+// nothing is committed (ErrReplaceWhereMismatch). A nil predicate overwrites the whole table.
 func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch, opts AppendOptions) (Result, error) {
+	whole := predicate == nil
+	if whole {
+		predicate = And()
+	}
 	snap, schema, err := t.snapshotFor(ctx)
 	if err != nil {
 		return Result{}, err
@@ -496,7 +500,11 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 		return Result{}, err
 	}
 	tx := t.log.Begin(snap)
-	tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
+	if whole {
+		tx.ReadWholeTable()
+	} else {
+		tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
+	}
 	tx.ReadFiles(readPaths...)
 	tx.Remove(removes...)
 	tx.Add(adds...)
@@ -509,9 +517,11 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 		metrics["numDeletedRows"] = deletedRows
 		metrics["numCopiedRows"] = copiedRows
 	}
-	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
-		"mode": "Overwrite", "partitionBy": partitionByJSON(snap.PartitionColumns()), "predicate": pred.String()},
-		Metrics: metrics})
+	params := map[string]any{"mode": "Overwrite", "partitionBy": partitionByJSON(snap.PartitionColumns())}
+	if !whole {
+		params["predicate"] = pred.String()
+	}
+	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE", Parameters: params, Metrics: metrics})
 	if err != nil {
 		return Result{}, err
 	}

@@ -468,3 +468,44 @@ func TestParallelWritersOneCommit(t *testing.T) {
 		t.Errorf("%d rows", len(got))
 	}
 }
+
+// TestOperationsThenCheckpoint runs every write operation on partitioned and unpartitioned
+// tables, checkpoints, and reads the result back through a fresh log.
+func TestOperationsThenCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	for _, parts := range [][]string{nil, {"event_type"}} {
+		t.Run(strings.Join(parts, ","), func(t *testing.T) {
+			tbl, b := newTable(t, parts)
+			for i := 0; i < 3; i++ {
+				if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*20, 20)}, AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tbl.Overwrite(ctx, Lt("amount", 10.0), []*Batch{events(t, "n", 0, 5)}, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tbl.Optimize(ctx, OptimizeOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := tbl.Log().Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tbl.Log().Checkpoint(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+			want := append(ids("a", 10, 50), ids("n", 0, 5)...)
+			slices.Sort(want)
+			if got := scanIDs(t, Open(b), ScanOptions{}); !slices.Equal(got, want) {
+				t.Fatalf("after checkpoint: got %v\nwant %v", got, want)
+			}
+			// A plain overwrite replaces everything.
+			if _, err := tbl.Overwrite(ctx, nil, []*Batch{events(t, "z", 0, 3)}, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("z", 0, 3)) {
+				t.Fatalf("after full overwrite: %v", got)
+			}
+		})
+	}
+}
