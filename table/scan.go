@@ -163,11 +163,15 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 				if err != nil {
 					return wrap(err)
 				}
-				v := partitionValue(add.PartitionValues, &fd)
+				one, err := NewColumn(fd.Type)
+				if err != nil {
+					return wrap(err)
+				}
+				if err := AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
+					return wrap(err)
+				}
 				for r := 0; r < n; r++ {
-					if err := AppendPartitionValue(fd.Type, col, v); err != nil {
-						return wrap(err)
-					}
+					col.appendFrom(one, 0)
 				}
 				full.Columns[i] = col
 				continue
