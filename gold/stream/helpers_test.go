@@ -47,7 +47,7 @@ func declared() *txlog.StructType {
 		{Name: "event_time", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}, Nullable: true}}}
 }
 
-// ev is one bronze row written by a test; a zero T means a null event time.
+// ev is one bronze row written by a test; an empty ID and a zero T are nulls.
 type ev struct {
 	ID, Type string
 	Amount   float64
@@ -72,16 +72,28 @@ func hm(s string) time.Time {
 func appendBronze(t testing.TB, lake objstore.Bucket, rows []ev) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"))
 	schema := bronze.BronzeSchema(declared())
-	if _, err := tbl.Log().Snapshot(ctx); err != nil {
-		if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
-			t.Fatal(err)
+	// Files get modification times in commit order, so that a stream starting from a snapshot
+	// reads them in that order too (Delta orders snapshot files by modification time).
+	version := int64(0)
+	if snap, err := table.Open(objstore.WithPrefix(lake, "bronze/events")).Log().Snapshot(ctx); err == nil {
+		version = snap.Version()
+	}
+	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.WithClock(func() time.Time { return day.Add(time.Duration(version+1) * time.Second) }))
+	if version == 0 {
+		if _, err := tbl.Log().Snapshot(ctx); err != nil {
+			if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	b, _ := table.NewBatch(schema)
 	for i, r := range rows {
-		b.Columns[0].AppendString(r.ID)
+		if r.ID == "" {
+			b.Columns[0].AppendNull()
+		} else {
+			b.Columns[0].AppendString(r.ID)
+		}
 		b.Columns[1].AppendString(r.Type)
 		b.Columns[2].AppendFloat64(r.Amount)
 		if r.T.IsZero() {
@@ -183,4 +195,15 @@ func goldCounts(t testing.TB, lake objstore.Bucket, path string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+type configTrigger = config.Trigger
+
+func parseTrigger(t testing.TB, s string) config.Trigger {
+	t.Helper()
+	tr, err := config.ParseTrigger(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

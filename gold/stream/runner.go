@@ -220,6 +220,9 @@ func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData boo
 	if err != nil {
 		return false, err
 	}
+	if r.lastEnd == nil && len(files) == 0 {
+		return false, nil // an empty table: Delta's source has no offset to start from yet
+	}
 	moved := r.lastEnd == nil || *r.lastEnd != end
 	if !moved && !(noData && r.needNoData) {
 		return false, nil
