@@ -1,0 +1,357 @@
+package late
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrUnknownGold reports a --gold name the config does not declare.
+var ErrUnknownGold = errors.New("late: unknown gold aggregation")
+
+// AppIDPrefix starts the txn appId merge-late records in gold ("merge-late:" + query id),
+// whose version is the last quarantine version merged.
+const AppIDPrefix = "merge-late:"
+
+// Options configure merge-late and replay.
+type Options struct {
+	// Lake is the bucket every path of Config is relative to.
+	Lake   objstore.Bucket
+	Config *config.Pipeline
+	// Gold limits the job to one aggregation (empty: all).
+	Gold   string
+	Clock  func() time.Time
+	Logger *slog.Logger
+	// WriteOptions tune the gold data files written.
+	WriteOptions table.WriteOptions
+	// MaxAttempts bounds the runs of one aggregation's job after conflicts with another
+	// writer (default 8).
+	MaxAttempts int
+}
+
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+}
+
+func (o *Options) open(p string) *table.Table {
+	return table.Open(objstore.WithPrefix(o.Lake, p), table.WithClock(o.Clock), table.WithWriteOptions(o.WriteOptions))
+}
+
+func (o *Options) golds() ([]*config.Gold, error) {
+	var out []*config.Gold
+	for i := range o.Config.Gold {
+		g := &o.Config.Gold[i]
+		if o.Gold == "" || g.Name == o.Gold {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownGold, o.Gold)
+	}
+	return out, nil
+}
+
+// retry runs fn again from scratch while it loses against a concurrent writer.
+func (o *Options) retry(ctx context.Context, name string, fn func() error) error {
+	var err error
+	for attempt := 1; attempt <= o.MaxAttempts; attempt++ {
+		if err = fn(); !errors.Is(err, txlog.ErrConflict) {
+			return err
+		}
+		o.Logger.Info("late: concurrent gold commit, starting over", "gold", name, "attempt", attempt, "err", err)
+		t := time.NewTimer(time.Duration(attempt*attempt) * 10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return err
+}
+
+// MergeReport sums up one merge-late run.
+type MergeReport struct {
+	QueryID string `json:"queryId,omitempty"`
+	// LateRows is the number of quarantined rows folded into gold by this run.
+	LateRows int64             `json:"lateRows"`
+	Gold     []MergeGoldReport `json:"gold"`
+}
+
+// MergeGoldReport is one aggregation's merge.
+type MergeGoldReport struct {
+	Name string `json:"name"`
+	// FromVersion (exclusive) and ToVersion (inclusive) are the quarantine versions merged.
+	FromVersion int64 `json:"fromQuarantineVersion"`
+	ToVersion   int64 `json:"toQuarantineVersion"`
+	// UpToDate: gold already held every quarantine version (a rerun changes nothing).
+	UpToDate bool  `json:"upToDate"`
+	LateRows int64 `json:"lateRows"`
+	// Pairs counts the (row, window) pairs applied: a row late for several sliding windows
+	// counts once per window.
+	Pairs int64      `json:"pairs"`
+	Gold  writeStats `json:"commit"`
+	Note  string     `json:"note,omitempty"`
+}
+
+// MergeLate folds each aggregation's new quarantine rows into its gold table.
+func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
+	opts.defaults()
+	var rep MergeReport
+	golds, err := opts.golds()
+	if err != nil {
+		return rep, err
+	}
+	st, err := readStreamState(ctx, objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint))
+	if errors.Is(err, errNoStream) {
+		opts.Logger.Info("late: nothing to merge", "reason", err)
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.QueryID = st.queryID
+	for _, g := range golds {
+		var gr MergeGoldReport
+		err := opts.retry(ctx, g.Name, func() error {
+			var err error
+			gr, _, err = mergeOne(ctx, &opts, g, st.queryID)
+			return err
+		})
+		if err != nil {
+			return rep, err
+		}
+		rep.Gold = append(rep.Gold, gr)
+		rep.LateRows += gr.LateRows
+		opts.Logger.Info("late: merge-late", "gold", g.Name, "lateRows", gr.LateRows, "pairs", gr.Pairs,
+			"fromVersion", gr.FromVersion, "toVersion", gr.ToVersion, "updated", gr.Gold.Updated, "inserted", gr.Gold.Inserted)
+	}
+	return rep, nil
+}
+
+// mergeOne merges one aggregation's quarantine into gold and returns the gold snapshot it
+// built on (nil when gold does not exist yet).
+func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string) (MergeGoldReport, *txlog.Snapshot, error) {
+	gr := MergeGoldReport{Name: g.Name, FromVersion: -1, ToVersion: -1}
+	if g.OutputMode == config.OutputComplete {
+		gr.Note = "complete mode has no late rows"
+		return gr, nil, nil
+	}
+	if g.Window.Type == config.WindowSession {
+		gr.Note = "session windows are repaired by replay, not merge-late"
+		return gr, nil, nil
+	}
+	gt, qt := opts.open(g.Table), opts.open(g.Quarantine)
+	gsnap, err := gt.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		gr.Note = "the gold table does not exist yet: nothing to merge into"
+		return gr, nil, nil
+	}
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
+	}
+	appID := AppIDPrefix + queryID
+	if v, ok := gsnap.TxnVersion(appID); ok {
+		gr.FromVersion = v
+	}
+	qsnap, err := qt.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		gr.UpToDate = true
+		return gr, gsnap, nil
+	}
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	gr.ToVersion = qsnap.Version()
+	if gr.ToVersion <= gr.FromVersion {
+		gr.UpToDate, gr.ToVersion = true, gr.FromVersion
+		return gr, gsnap, nil
+	}
+	qschema, err := qsnap.Schema()
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	gschema, err := gsnap.Schema()
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
+	}
+	a, err := resolve(opts.Config, g, qschema, gschema)
+	if err != nil {
+		return gr, nil, err
+	}
+	if qschema.Field(colLateWatermark) == nil {
+		return gr, nil, fmt.Errorf("late: quarantine %s has no %s column", g.Quarantine, colLateWatermark)
+	}
+	adds, err := addedFiles(ctx, qt.Bucket(), gr.FromVersion+1, gr.ToVersion)
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	cols := append(append([]string{a.evName, colLateWatermark}, a.keyNames...), a.inCols...)
+	fs, err := qt.FileScan(qsnap, dedupe(cols), nil)
+	if err != nil {
+		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	c, err := newCollector(a)
+	if err != nil {
+		return gr, nil, err
+	}
+	var wins []gold.Window
+	for b, err := range fs.Read(ctx, adds) {
+		if err != nil {
+			return gr, nil, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
+		}
+		s, err := a.source(b)
+		if err != nil {
+			return gr, nil, err
+		}
+		lw := b.Column(colLateWatermark)
+		for i := range b.Len() {
+			if s.ev.IsNull(i) || lw.IsNull(i) {
+				return gr, nil, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
+			}
+			gr.LateRows++
+			wins = a.windowsOf(wins[:0], s.ev.Int64[i], floorDiv(lw.Int64[i], 1000))
+			for _, w := range wins {
+				gr.Pairs++
+				if err := c.add(s, i, w); err != nil {
+					return gr, nil, err
+				}
+			}
+		}
+	}
+	groups, err := c.groups()
+	if err != nil {
+		return gr, nil, err
+	}
+	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
+	gr.Gold, err = upsert(ctx, rw, groups, &table.AppTxn{AppID: appID, Version: gr.ToVersion})
+	return gr, gsnap, err
+}
+
+// upsert combines each group with its gold row (null-safe on the keys) or inserts it.
+func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTxn) (writeStats, error) {
+	a := rw.a
+	index := make(map[string]*group, len(groups))
+	matched := make(map[*group]bool, len(groups))
+	lo, hi := int64(0), int64(0)
+	for k, g := range groups {
+		index[g.key] = g
+		if k == 0 || g.win.Start < lo {
+			lo = g.win.Start
+		}
+		if k == 0 || g.win.Start > hi {
+			hi = g.win.Start
+		}
+	}
+	prune := table.Or() // no group: read nothing
+	if len(groups) > 0 {
+		prune = table.And(table.Ge(colWindow+".start", time.UnixMicro(lo).UTC()), table.Le(colWindow+".start", time.UnixMicro(hi).UTC()))
+	}
+	var key []byte
+	var keys []*table.Column
+	row := func(out, b *table.Batch, i int) (rowAction, error) {
+		win := b.Columns[a.winCol]
+		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
+			return keepRow, nil
+		}
+		keys = keys[:0]
+		for _, ci := range a.keyCols {
+			keys = append(keys, b.Columns[ci])
+		}
+		key = groupKey(key[:0], win.Children[0].Int64[i], win.Children[1].Int64[i], keys, i)
+		g := index[string(key)]
+		if g == nil {
+			return keepRow, nil
+		}
+		vals, late, err := a.valuesOf(b, i)
+		if err != nil {
+			return keepRow, err
+		}
+		for k := range vals {
+			if err := vals[k].Merge(&g.vals[k]); err != nil {
+				return keepRow, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
+			}
+		}
+		if err := a.appendRow(out, g.win, g.keys, vals, late+g.rows); err != nil {
+			return keepRow, err
+		}
+		matched[g] = true
+		rw.st.Updated++
+		return rewroteRow, nil
+	}
+	extra := func(out *table.Batch) error {
+		for _, g := range groups {
+			if matched[g] {
+				continue
+			}
+			if err := a.appendRow(out, g.win, g.keys, g.vals, g.rows); err != nil {
+				return err
+			}
+			rw.st.Inserted++
+		}
+		return nil
+	}
+	return rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "MERGE", Parameters: map[string]any{
+		"predicate": fmt.Sprintf("[\"(target.window <=> source.window) AND keys %v <=> source\"]", a.keyNames), "appId": txn.AppID}})
+}
+
+// addedFiles lists the files the commits from..to (inclusive) added with dataChange: the rows
+// those versions appended (compactions, with dataChange false, only move rows already seen).
+func addedFiles(ctx context.Context, b objstore.Bucket, from, to int64) ([]*txlog.Add, error) {
+	var out []*txlog.Add
+	for v := max(from, 0); v <= to; v++ {
+		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("commit %d is no longer in the log (cleaned up before it was merged): run replay over its range", v)
+		}
+		if err != nil {
+			return nil, err
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return nil, fmt.Errorf("commit %d: %w", v, err)
+		}
+		for _, a := range actions {
+			if a.Add != nil && a.Add.DataChange {
+				out = append(out, a.Add)
+			}
+		}
+	}
+	return out, nil
+}
+
+func dedupe(cols []string) []string {
+	seen := map[string]bool{}
+	out := cols[:0]
+	for _, c := range cols {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
