@@ -1,0 +1,474 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrBadRange reports a lag range whose end is not after its start.
+var ErrBadRange = errors.New("report: bad time range")
+
+// ErrNoBronze reports a pipeline whose bronze table does not exist yet: there is no lag to
+// measure.
+var ErrNoBronze = errors.New("report: no bronze table yet")
+
+// RelativeAccuracy bounds the relative error of the lag percentiles: the sketch returns, for
+// the rank asked, a value within 0.5% of the true one.
+const RelativeAccuracy = 0.005
+
+// LagOptions select the rows of a lag analysis.
+type LagOptions struct {
+	// From and To bound the event time, [From, To); a zero value leaves that side open. Bronze
+	// files whose event-time stats fall outside are not read.
+	From, To time.Time
+}
+
+// Bucket is one bar of the lag histogram: the rows with Lo < lag <= Hi. The first bucket has
+// Lo 0 (lags of zero included), the last has Hi 0 (no upper bound). Negative lags are counted
+// in LagReport.Negative, not here.
+type Bucket struct {
+	Lo, Hi time.Duration
+	Count  int64
+}
+
+// Label names the bucket for a text histogram or an axis ("1m-2m", "<=1s", ">7d").
+func (b Bucket) Label() string {
+	switch {
+	case b.Lo <= 0:
+		return "<=" + niceName(b.Hi)
+	case b.Hi <= 0:
+		return ">" + niceName(b.Lo)
+	}
+	return niceName(b.Lo) + "-" + niceName(b.Hi)
+}
+
+// Candidate is one watermark and the rows it would have made late.
+type Candidate struct {
+	// Name says where the value comes from: "1x p95", "2x p95", "3x p95", "current",
+	// "recommended".
+	Name      string
+	Watermark time.Duration
+	// LateRows are the rows whose lag exceeds Watermark. This approximates the stream, which
+	// judges a (row, window) pair late when the window's end is at or before the previous
+	// batch's max event time minus the watermark: a row is given (window end - event time)
+	// more slack there, and the max event time seen stands in for the ingest time, so the
+	// stream's counts differ from these, usually lower.
+	LateRows     int64
+	LateFraction float64
+	// Exact is false when LateRows was read from the sketch (within 0.5% of Watermark); true
+	// when it was counted row by row (the current watermark and the histogram's edges).
+	Exact bool
+}
+
+// DayCount is a number of rows on one UTC day ("2024-05-01").
+type DayCount struct {
+	Day  string
+	Rows int64
+}
+
+// QuarantineLate is what one gold aggregation's quarantine table holds.
+type QuarantineLate struct {
+	Gold, Table string
+	// Exists is false when the stream has not created the table yet.
+	Exists bool
+	Rows   int64
+	// DayColumn is the column the days are taken from: _ingest_time (when the row arrived)
+	// when the table has it, else the event time.
+	DayColumn string
+	PerDay    []DayCount
+}
+
+// LagReport is the lag distribution of bronze rows: lag = _ingest_time - event time.
+type LagReport struct {
+	From, To  time.Time
+	Table     string
+	EventTime string
+	// Rows have both timestamps; NullEventTime rows lack an event time and are left out.
+	Rows, NullEventTime int64
+	// Negative counts rows whose event time is after their ingest time (clock skew, future
+	// events); they are part of Rows and of the percentiles.
+	Negative int64
+	// Avg, Min and Max are exact; the percentiles are the values at rank floor(q*(Rows-1))
+	// of the sorted lags, within RelativeAccuracy.
+	Avg, Min, Max      time.Duration
+	P50, P90, P95, P99 time.Duration
+	Histogram          []Bucket
+	// Current is the config's stream watermark (0 when unset).
+	Current     time.Duration
+	Recommended time.Duration
+	Candidates  []Candidate
+	Quarantine  []QuarantineLate
+}
+
+// niceLadder is the list of "nice" watermark values; a recommendation is rounded up to one of
+// them (whole days past the end) and the histogram's edges are the same values, so the late
+// fractions of nice watermarks are exact.
+var niceLadder = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	24 * time.Hour, 48 * time.Hour, 72 * time.Hour, 7 * 24 * time.Hour,
+}
+
+const day = 24 * time.Hour
+
+// Recommend is the recommended watermark for a p95 lag: the smallest nice value at least
+// 2 x p95 (nice values: 1s 2s 5s 10s 15s 30s 1m 2m 5m 10m 15m 30m 1h 2h 3h 6h 12h 1d 2d 3d 7d,
+// then whole days). The ladder's steps are at most 2.5x, so the result lies between 2 and
+// 5 x p95, and between 2 and 3 x p95 whenever a nice value falls in that range. A p95 at or
+// below zero gives the smallest nice value.
+func Recommend(p95 time.Duration) time.Duration {
+	target := 2 * max(p95, 0)
+	for _, v := range niceLadder {
+		if v >= target {
+			return v
+		}
+	}
+	return (target + day - 1) / day * day
+}
+
+// niceName prints a duration in the largest unit that divides it ("15m", "2h", "7d", "90s").
+func niceName(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if d != 0 && d%u.d == 0 {
+			return fmt.Sprintf("%d%s", d/u.d, u.name)
+		}
+	}
+	return d.String()
+}
+
+// lagAcc accumulates lags in microseconds.
+type lagAcc struct {
+	sketch           *ddsketch.DDSketch
+	edges            []int64 // histogram upper bounds (µs), ascending
+	counts           []int64 // len(edges)+1: the last is the open bucket
+	rows, neg        int64
+	sum              float64 // seconds
+	min, max         int64
+	current          int64 // µs; 0: none
+	lateAtCurrent    int64
+	nullEventTime    int64
+	hasMin, checkCur bool
+}
+
+func newLagAcc(current time.Duration) (*lagAcc, error) {
+	sk, err := ddsketch.LogUnboundedDenseDDSketch(RelativeAccuracy)
+	if err != nil {
+		return nil, fmt.Errorf("report: sketch: %w", err)
+	}
+	a := &lagAcc{sketch: sk, current: current.Microseconds(), checkCur: current > 0}
+	for _, v := range niceLadder {
+		a.edges = append(a.edges, v.Microseconds())
+	}
+	a.counts = make([]int64, len(a.edges)+1)
+	return a, nil
+}
+
+func (a *lagAcc) add(lag int64) {
+	a.rows++
+	a.sum += float64(lag) / 1e6
+	if !a.hasMin || lag < a.min {
+		a.min = lag
+	}
+	if !a.hasMin || lag > a.max {
+		a.max = lag
+	}
+	a.hasMin = true
+	if a.checkCur && lag > a.current {
+		a.lateAtCurrent++
+	}
+	// The sketch cannot fail on a finite value.
+	_ = a.sketch.Add(float64(lag) / 1e6)
+	if lag < 0 {
+		a.neg++
+		return
+	}
+	i, _ := slices.BinarySearch(a.edges, lag) // first edge >= lag: the bucket (edge[i-1], edge[i]]
+	a.counts[i]++
+}
+
+// lateFromSketch estimates the rows with lag > w (seconds) from the sketch's bins.
+func (a *lagAcc) lateFromSketch(w float64) int64 {
+	var n float64
+	a.sketch.ForEach(func(v, c float64) bool {
+		if v > w {
+			n += c
+		}
+		return false
+	})
+	return int64(math.Round(n))
+}
+
+// lateAtEdge counts the rows with lag > edges[i] exactly from the histogram.
+func (a *lagAcc) lateAtEdge(i int) int64 {
+	var n int64
+	for _, c := range a.counts[i+1:] {
+		n += c
+	}
+	return n
+}
+
+func (a *lagAcc) quantile(q float64) time.Duration {
+	v, err := a.sketch.GetValueAtQuantile(q)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(math.Round(v*1e6)) * time.Microsecond
+}
+
+// candidate fills in the late rows of watermark w: exact when w is the current watermark or a
+// histogram edge, from the sketch otherwise.
+func (a *lagAcc) candidate(name string, w time.Duration) Candidate {
+	c := Candidate{Name: name, Watermark: w}
+	us := w.Microseconds()
+	switch i, found := slices.BinarySearch(a.edges, us); {
+	case a.checkCur && us == a.current:
+		c.LateRows, c.Exact = a.lateAtCurrent, true
+	case found:
+		c.LateRows, c.Exact = a.lateAtEdge(i), true
+	default:
+		c.LateRows = a.lateFromSketch(float64(us) / 1e6)
+	}
+	if a.rows > 0 {
+		c.LateFraction = float64(c.LateRows) / float64(a.rows)
+	}
+	return c
+}
+
+// Lag measures lag = _ingest_time - event time over the bronze rows whose event time is in
+// the options' range, reading only those two columns and skipping files by their event-time
+// stats. When the quarantine tables exist, it counts their rows per day too.
+func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts LagOptions) (*LagReport, error) {
+	if !opts.From.IsZero() && !opts.To.IsZero() && !opts.To.After(opts.From) {
+		return nil, fmt.Errorf("%w: --to %s is not after --from %s", ErrBadRange,
+			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
+	}
+	ev := cfg.Stream.EventTime
+	rep := &LagReport{From: opts.From, To: opts.To, Table: cfg.Tables.Bronze, EventTime: ev,
+		Current: cfg.Stream.Watermark.Duration}
+	acc, err := newLagAcc(rep.Current)
+	if err != nil {
+		return nil, err
+	}
+	bt := table.Open(objstore.WithPrefix(lake, cfg.Tables.Bronze))
+	snap, err := bt.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNoBronze, cfg.Tables.Bronze)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("report: bronze %s: %w", cfg.Tables.Bronze, err)
+	}
+	lo, hi := rangeMicros(opts)
+	for b, err := range scanPruned(ctx, bt, snap, []string{ev, bronze.ColIngestTime}, rangeFilter(ev, opts)) {
+		if err != nil {
+			return nil, fmt.Errorf("report: scan bronze %s: %w", cfg.Tables.Bronze, err)
+		}
+		et, it := b.Columns[0], b.Columns[1]
+		if et.Kind != table.KindInt64 || it.Kind != table.KindInt64 {
+			return nil, fmt.Errorf("report: bronze %s: columns %s and %s must be timestamps", cfg.Tables.Bronze, ev, bronze.ColIngestTime)
+		}
+		for i := range b.Len() {
+			if et.IsNull(i) || it.IsNull(i) {
+				if lo == math.MinInt64 && hi == math.MaxInt64 {
+					acc.nullEventTime++ // a range excludes rows without an event time
+				}
+				continue
+			}
+			if t := et.Int64[i]; t >= lo && t < hi {
+				acc.add(it.Int64[i] - t)
+			}
+		}
+	}
+	rep.fill(acc)
+	for i := range cfg.Gold {
+		q, err := quarantineLate(ctx, lake, &cfg.Gold[i], ev, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Quarantine = append(rep.Quarantine, q)
+	}
+	return rep, nil
+}
+
+// scanPruned yields the projected columns of the files whose stats may match filter (nil: all
+// files). It filters files only: callers test rows themselves, which costs one comparison a
+// row instead of a predicate evaluation over a copied batch.
+func scanPruned(ctx context.Context, t *table.Table, snap *txlog.Snapshot, cols []string, filter table.Expr) iter.Seq2[*table.Batch, error] {
+	return func(yield func(*table.Batch, error) bool) {
+		files := snap.Files()
+		if filter != nil {
+			fs, err := t.FileScan(snap, cols, filter)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			files = fs.Files(files)
+		}
+		fs, err := t.FileScan(snap, cols, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for b, err := range fs.Read(ctx, files) {
+			if !yield(b, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// rangeMicros is the options' range as [lo, hi) in microseconds, open ends at the int64 limits.
+func rangeMicros(opts LagOptions) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if !opts.From.IsZero() {
+		lo = opts.From.UnixMicro()
+	}
+	if !opts.To.IsZero() {
+		hi = opts.To.UnixMicro()
+	}
+	return lo, hi
+}
+
+// rangeFilter is From <= ev < To, or nil for an open range.
+func rangeFilter(ev string, opts LagOptions) table.Expr {
+	var parts []table.Expr
+	if !opts.From.IsZero() {
+		parts = append(parts, table.Ge(ev, opts.From.UTC()))
+	}
+	if !opts.To.IsZero() {
+		parts = append(parts, table.Lt(ev, opts.To.UTC()))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return table.And(parts...)
+}
+
+func (r *LagReport) fill(a *lagAcc) {
+	r.Rows, r.Negative, r.NullEventTime = a.rows, a.neg, a.nullEventTime
+	for i, c := range a.counts {
+		var b Bucket
+		if i > 0 {
+			b.Lo = time.Duration(a.edges[i-1]) * time.Microsecond
+		}
+		if i < len(a.edges) {
+			b.Hi = time.Duration(a.edges[i]) * time.Microsecond
+		}
+		b.Count = c
+		r.Histogram = append(r.Histogram, b)
+	}
+	if a.rows == 0 {
+		r.Recommended = Recommend(0)
+		return
+	}
+	r.Avg = time.Duration(math.Round(a.sum/float64(a.rows)*1e6)) * time.Microsecond
+	r.Min = time.Duration(a.min) * time.Microsecond
+	r.Max = time.Duration(a.max) * time.Microsecond
+	r.P50, r.P90, r.P95, r.P99 = a.quantile(0.5), a.quantile(0.9), a.quantile(0.95), a.quantile(0.99)
+	r.Recommended = Recommend(r.P95)
+	for k := 1; k <= 3; k++ {
+		if w := time.Duration(k) * r.P95; w > 0 {
+			r.Candidates = append(r.Candidates, a.candidate(fmt.Sprintf("%dx p95", k), w))
+		}
+	}
+	if r.Current > 0 {
+		r.Candidates = append(r.Candidates, a.candidate("current", r.Current))
+	}
+	r.Candidates = append(r.Candidates, a.candidate("recommended", r.Recommended))
+}
+
+// quarantineLate counts one quarantine table's rows per UTC day, reading whichever of
+// _ingest_time and the event time it has (older tables may lack the newer columns).
+func quarantineLate(ctx context.Context, lake objstore.Bucket, g *config.Gold, ev string, opts LagOptions) (QuarantineLate, error) {
+	q := QuarantineLate{Gold: g.Name, Table: g.Quarantine}
+	t := table.Open(objstore.WithPrefix(lake, g.Quarantine))
+	snap, err := t.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return q, nil
+	}
+	if err != nil {
+		return q, fmt.Errorf("report: quarantine %s: %w", g.Quarantine, err)
+	}
+	q.Exists = true
+	schema, err := snap.Schema()
+	if err != nil {
+		return q, fmt.Errorf("report: quarantine %s: %w", g.Quarantine, err)
+	}
+	hasEv := schema.Field(ev) != nil
+	switch {
+	case schema.Field(bronze.ColIngestTime) != nil:
+		q.DayColumn = bronze.ColIngestTime
+	case hasEv:
+		q.DayColumn = ev
+	}
+	// Column 0 gives the day, column 1 (when the table has the event time) the range test.
+	cols := []string{schema.Fields[0].Name}
+	if q.DayColumn != "" {
+		cols[0] = q.DayColumn
+	}
+	var filter table.Expr
+	if hasEv {
+		cols = append(cols, ev)
+		filter = rangeFilter(ev, opts)
+	}
+	lo, hi := rangeMicros(opts)
+	perDay := map[int64]int64{}
+	for b, err := range scanPruned(ctx, t, snap, cols, filter) {
+		if err != nil {
+			return q, fmt.Errorf("report: scan quarantine %s: %w", g.Quarantine, err)
+		}
+		for j, c := range b.Columns {
+			if c.Kind != table.KindInt64 && (j > 0 || q.DayColumn != "") {
+				return q, fmt.Errorf("report: quarantine %s: column %s is not a timestamp", g.Quarantine, cols[j])
+			}
+		}
+		for i := range b.Len() {
+			if hasEv {
+				et := b.Columns[1]
+				if et.IsNull(i) && (lo != math.MinInt64 || hi != math.MaxInt64) {
+					continue
+				}
+				if !et.IsNull(i) && (et.Int64[i] < lo || et.Int64[i] >= hi) {
+					continue
+				}
+			}
+			q.Rows++
+			if c := b.Columns[0]; q.DayColumn != "" && !c.IsNull(i) {
+				perDay[floorDiv(c.Int64[i], day.Microseconds())]++
+			}
+		}
+	}
+	days := make([]int64, 0, len(perDay))
+	for d := range perDay {
+		days = append(days, d)
+	}
+	slices.Sort(days)
+	for _, d := range days {
+		q.PerDay = append(q.PerDay, DayCount{Day: time.UnixMicro(d * day.Microseconds()).UTC().Format(time.DateOnly), Rows: perDay[d]})
+	}
+	return q, nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// FormatLag prints a lag for people, with about three significant figures: "850ms", "1.99s",
+// "4m12s", "2h05m", "3d04h", "-12s".
+func FormatLag(d time.Duration) string {
+	if d < 0 {
+		return "-" + FormatLag(-d)
+	}
+	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return trimZeros(fmt.Sprintf("%.2f", d.Seconds())) + "s"
+	case d < time.Minute:
+		return trimZeros(fmt.Sprintf("%.1f", d.Seconds())) + "s"
+	case d < time.Hour:
+		return twoUnits(int64(d.Round(time.Second)/time.Second), 60, "m%d", "%02ds")
+	case d < day:
+		return twoUnits(int64(d.Round(time.Minute)/time.Minute), 60, "h%d", "%02dm")
+	}
+	return twoUnits(int64(d.Round(time.Hour)/time.Hour), 24, "d%d", "%02dh")
+}
+
+// twoUnits prints n small units as big units and the rest ("4m05s"), or the big units alone
+// when the rest is zero ("10m"). big is the big unit's letter followed by a verb for nothing.
+func twoUnits(n, per int64, big, small string) string {
+	s := fmt.Sprintf("%d%s", n/per, big[:1])
+	if n%per != 0 {
+		s += fmt.Sprintf(small, n%per)
+	}
+	return s
+}
+
+func trimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// percent prints a fraction as a percentage with two decimals, or "<0.01%" for a small
+// non-zero one (so that a few late rows never read as none).
+func percent(f float64) string {
+	if f > 0 && f < 0.00005 {
+		return "<0.01%"
+	}
+	return fmt.Sprintf("%.2f%%", f*100)
+}
+
+// groupDigits prints n with thousands separators.
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func rangeText(from, to time.Time) string {
+	f, t := "-inf", "+inf"
+	if !from.IsZero() {
+		f = from.UTC().Format(time.RFC3339)
+	}
+	if !to.IsZero() {
+		t = to.UTC().Format(time.RFC3339)
+	}
+	if from.IsZero() && to.IsZero() {
+		return "all"
+	}
+	return "[" + f + ", " + t + ")"
+}
+
+// histogramBarWidth is the longest text bar, in characters.
+const histogramBarWidth = 40
+
+// WriteText writes the report for a terminal: summary, percentiles, a histogram with bars,
+// the candidate watermarks and the recommendation, and late rows per day per quarantine.
+func (r *LagReport) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p("Lag = %s - %s over %s, event time %s\n", "_ingest_time", r.EventTime, r.Table, rangeText(r.From, r.To))
+	p("rows %s   without event time %s   negative lag %s", groupDigits(r.Rows), groupDigits(r.NullEventTime), groupDigits(r.Negative))
+	if r.Rows > 0 {
+		p(" (%s)", percent(float64(r.Negative)/float64(r.Rows)))
+	}
+	p("\n")
+	if r.Rows == 0 {
+		p("\nNo rows: nothing to measure. Recommended watermark: %s (the smallest).\n", niceName(r.Recommended))
+		r.writeQuarantineText(p)
+		return bw.Flush()
+	}
+	p("\n%-6s %10s\n", "", "lag")
+	for _, row := range []struct {
+		name string
+		v    time.Duration
+	}{{"avg", r.Avg}, {"min", r.Min}, {"p50", r.P50}, {"p90", r.P90}, {"p95", r.P95}, {"p99", r.P99}, {"max", r.Max}} {
+		p("%-6s %10s\n", row.name, FormatLag(row.v))
+	}
+	p("(percentiles within %.1f%%; avg, min and max exact)\n", RelativeAccuracy*100)
+
+	p("\nHistogram (rows with lo < lag <= hi)\n")
+	lo, hi := -1, -1
+	var top int64
+	for i, b := range r.Histogram {
+		if b.Count > 0 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			top = max(top, b.Count)
+		}
+	}
+	top = max(top, r.Negative)
+	bar := func(label string, n int64) {
+		width := 0
+		if top > 0 {
+			width = int(math.Round(float64(n) / float64(top) * histogramBarWidth))
+		}
+		if n > 0 && width == 0 {
+			width = 1 // a non-empty bucket is never invisible
+		}
+		p("%-9s |%-*s %12s %7s\n", label, histogramBarWidth, strings.Repeat("#", width), groupDigits(n), percent(float64(n)/float64(r.Rows)))
+	}
+	if r.Negative > 0 {
+		bar("<0", r.Negative)
+	}
+	for i := lo; i >= 0 && i <= hi; i++ {
+		bar(r.Histogram[i].Label(), r.Histogram[i].Count)
+	}
+
+	p("\n%-12s %8s %14s %9s\n", "watermark", "value", "late rows", "late")
+	for _, c := range r.Candidates {
+		mark := ""
+		if !c.Exact {
+			mark = " ~"
+		}
+		p("%-12s %8s %14s %9s%s\n", c.Name, FormatLag(c.Watermark), groupDigits(c.LateRows), percent(c.LateFraction), mark)
+	}
+	p("(~ estimated from the sketch. A row counts as late here when lag > watermark; the stream compares\n" +
+		" window ends with max event time - watermark, so its counts differ, usually lower)\n")
+	p("\nRecommended watermark: %s (2x p95 = %s, rounded up to a nice value)", niceName(r.Recommended), FormatLag(2*r.P95))
+	if r.Current > 0 {
+		p("; current: %s", niceName(r.Current))
+	}
+	p("\n")
+	r.writeQuarantineText(p)
+	return bw.Flush()
+}
+
+func (r *LagReport) writeQuarantineText(p func(string, ...any)) {
+	if len(r.Quarantine) == 0 {
+		return
+	}
+	p("\nLate rows per day (quarantine)\n")
+	for _, q := range r.Quarantine {
+		if !q.Exists {
+			p("%-16s %s: no table yet\n", q.Gold, q.Table)
+			continue
+		}
+		by := ""
+		if q.DayColumn != "" {
+			by = ", days by " + q.DayColumn
+		}
+		p("%-16s %s: %s rows%s\n", q.Gold, q.Table, groupDigits(q.Rows), by)
+		for _, d := range q.PerDay {
+			p("  %s %12s\n", d.Day, groupDigits(d.Rows))
+		}
+	}
+}
+
+// seconds renders a duration as JSON seconds (microsecond precision).
+type seconds time.Duration
+
+func (s seconds) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf("%.6f", time.Duration(s).Seconds())), nil
+}
+
+// MarshalJSON writes the report with durations in seconds and times in RFC 3339 (null for an
+// open range end).
+func (r *LagReport) MarshalJSON() ([]byte, error) {
+	type bucket struct {
+		Label string   `json:"label"`
+		Lo    seconds  `json:"lo_s"`
+		Hi    *seconds `json:"hi_s"`
+		Count int64    `json:"count"`
+	}
+	type candidate struct {
+		Name         string  `json:"name"`
+		Watermark    seconds `json:"watermark_s"`
+		Text         string  `json:"watermark"`
+		LateRows     int64   `json:"late_rows"`
+		LateFraction float64 `json:"late_fraction"`
+		Exact        bool    `json:"exact"`
+	}
+	type day struct {
+		Day  string `json:"day"`
+		Rows int64  `json:"rows"`
+	}
+	type quarantine struct {
+		Gold      string `json:"gold"`
+		Table     string `json:"table"`
+		Exists    bool   `json:"exists"`
+		Rows      int64  `json:"rows"`
+		DayColumn string `json:"day_column,omitempty"`
+		PerDay    []day  `json:"per_day"`
+	}
+	ts := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		s := t.UTC().Format(time.RFC3339Nano)
+		return &s
+	}
+	out := struct {
+		From             *string      `json:"from"`
+		To               *string      `json:"to"`
+		Table            string       `json:"table"`
+		EventTime        string       `json:"event_time"`
+		Rows             int64        `json:"rows"`
+		NullEventTime    int64        `json:"null_event_time"`
+		Negative         int64        `json:"negative"`
+		Avg              seconds      `json:"avg_s"`
+		Min              seconds      `json:"min_s"`
+		Max              seconds      `json:"max_s"`
+		P50              seconds      `json:"p50_s"`
+		P90              seconds      `json:"p90_s"`
+		P95              seconds      `json:"p95_s"`
+		P99              seconds      `json:"p99_s"`
+		RelativeAccuracy float64      `json:"percentile_relative_accuracy"`
+		Current          seconds      `json:"current_watermark_s"`
+		Recommended      seconds      `json:"recommended_watermark_s"`
+		RecommendedText  string       `json:"recommended_watermark"`
+		Histogram        []bucket     `json:"histogram"`
+		Candidates       []candidate  `json:"candidates"`
+		Quarantine       []quarantine `json:"quarantine"`
+	}{
+		From: ts(r.From), To: ts(r.To), Table: r.Table, EventTime: r.EventTime,
+		Rows: r.Rows, NullEventTime: r.NullEventTime, Negative: r.Negative,
+		Avg: seconds(r.Avg), Min: seconds(r.Min), Max: seconds(r.Max),
+		P50: seconds(r.P50), P90: seconds(r.P90), P95: seconds(r.P95), P99: seconds(r.P99),
+		RelativeAccuracy: RelativeAccuracy, Current: seconds(r.Current),
+		Recommended: seconds(r.Recommended), RecommendedText: niceName(r.Recommended),
+		Histogram: []bucket{}, Candidates: []candidate{}, Quarantine: []quarantine{},
+	}
+	for _, b := range r.Histogram {
+		jb := bucket{Label: b.Label(), Lo: seconds(b.Lo), Count: b.Count}
+		if b.Hi > 0 {
+			h := seconds(b.Hi)
+			jb.Hi = &h
+		}
+		out.Histogram = append(out.Histogram, jb)
+	}
+	for _, c := range r.Candidates {
+		out.Candidates = append(out.Candidates, candidate{Name: c.Name, Watermark: seconds(c.Watermark),
+			Text: FormatLag(c.Watermark), LateRows: c.LateRows, LateFraction: c.LateFraction, Exact: c.Exact})
+	}
+	for _, q := range r.Quarantine {
+		jq := quarantine{Gold: q.Gold, Table: q.Table, Exists: q.Exists, Rows: q.Rows, DayColumn: q.DayColumn, PerDay: []day{}}
+		for _, d := range q.PerDay {
+			jq.PerDay = append(jq.PerDay, day{Day: d.Day, Rows: d.Rows})
+		}
+		out.Quarantine = append(out.Quarantine, jq)
+	}
+	return json.Marshal(out)
+}
