@@ -462,9 +462,11 @@ func concurrentBlindAppends(t *testing.T, b objstore.Bucket, writers, perWriter 
 		go func() {
 			defer wg.Done()
 			wl := fastLog(b)
+			var snap *Snapshot
 			for i := 0; i < perWriter; i++ {
-				snap, err := wl.Snapshot(ctx)
-				if err != nil {
+				// A long-running writer refreshes its snapshot rather than reloading the log.
+				var err error
+				if snap, err = wl.Refresh(ctx, snap); err != nil {
 					errs <- err
 					return
 				}
