@@ -79,8 +79,10 @@ func (t *Table) Create(ctx context.Context, schema *txlog.StructType, partitionC
 	created := t.now().UnixMilli()
 	proto := txlog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
 	if usesType(schema, txlog.TypeTimestampNTZ) {
+		// Writer version 7 must list the legacy features that writer 2 implied: Spark treats
+		// NOT NULL columns as invariants and refuses a table that does not list them.
 		proto = txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
+			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"appendOnly", "invariants", "timestampNtz"}}
 	}
 	tx := t.log.Begin(nil)
 	tx.SetProtocol(proto)
