@@ -64,7 +64,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 			qid.AppendString(r.queryID)
 		}
 		qb := &table.Batch{Schema: ap.qschema, Columns: append(q.Columns, lw, bid, qid)}
-		if _, err := r.write(ctx, r.quars[ai], ap.qschema, []*table.Batch{qb}, txn, false); err != nil {
+		if _, err := r.write(ctx, r.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
 		if f := r.cfg.Stream.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
@@ -77,7 +77,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
-		if _, err := r.write(ctx, r.golds[ai], ap.schema, []*table.Batch{gb}, txn, ap.complete); err != nil {
+		if _, err := r.write(ctx, r.golds[ai], []*table.Batch{gb}, txn, ap.complete); err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
@@ -237,18 +240,39 @@ func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table
 	if err != nil {
 		return nil, fmt.Errorf("stream: bronze scan: %w", err)
 	}
-	adds := make([]*txlog.Add, len(files))
-	for i, f := range files {
-		adds[i] = f.Add
+	// Files decode in parallel (Parquet decoding is most of a read); batches keep file order.
+	per := make([][]*table.Batch, len(files))
+	errs := make([]error, len(files))
+	workers := min(len(files), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) || ctx.Err() != nil {
+					return
+				}
+				per[i], errs[i] = fs.ReadFile(ctx, files[i].Add)
+			}
+		}()
 	}
+	wg.Wait()
 	var out []*table.Batch
-	for b, err := range fs.Read(ctx, adds) {
-		if err != nil {
-			return nil, fmt.Errorf("stream: read bronze: %w", err)
+	for i, bs := range per {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("stream: read bronze: %w", errs[i])
 		}
-		if b.Len() > 0 {
-			out = append(out, b)
+		for _, b := range bs {
+			if b.Len() > 0 {
+				out = append(out, b)
+			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -339,46 +363,87 @@ func (r *Runner) process(ctx context.Context, n int64, entry *OffsetEntry, batch
 	}
 
 	txn := &table.AppTxn{AppID: r.queryID, Version: n}
-	// Silver: the selected rows of each bronze batch, in arrival order.
-	if len(buf.sel) > 0 {
-		out := make([]*table.Batch, 0, len(batches))
-		keep := []bool(nil)
-		j := 0
-		for bi, b := range batches {
-			keep = append(keep[:0], make([]bool, b.Len())...)
-			all := true
-			cnt := 0
-			for ; j < len(buf.sel) && int(buf.vb[buf.sel[j]]) == bi; j++ {
-				keep[buf.vr[buf.sel[j]]] = true
-				cnt++
-			}
-			if cnt == 0 {
-				continue
-			}
-			all = cnt == b.Len()
-			if all {
-				out = append(out, b)
-			} else {
-				out = append(out, b.Filter(keep))
-			}
-		}
-		if _, err := r.write(ctx, r.silverT, p.silver, out, txn, false); err != nil {
-			return nil, fmt.Errorf("stream: silver: %w", err)
-		}
+	if err := r.ensureTables(ctx); err != nil {
+		return nil, err
 	}
-	if rejects.Len() > 0 {
-		if _, err := r.write(ctx, r.rejects, bronze.RejectsSchema(), []*table.Batch{rejects}, txn, false); err != nil {
-			return nil, fmt.Errorf("stream: rejects: %w", err)
-		}
-	}
+	// Silver and rejects encode on one core while the aggregations run (and write quarantine
+	// and gold) on the other: the tables are independent and each write has its own txn.
+	silverDone := make(chan error, 1)
+	go func() { silverDone <- r.writeSilver(ctx, batches, rejects, txn) }()
+	var aggErr error
 	for ai, ap := range p.aggs {
 		as, err := r.runAgg(ctx, n, ai, ap, batches, late, evict, txn)
 		if err != nil {
-			return nil, err
+			aggErr = err
+			break
 		}
 		st.aggs = append(st.aggs, as)
 	}
+	if err := errors.Join(<-silverDone, aggErr); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// writeSilver appends the selected rows of each bronze batch, in arrival order, and the
+// validation rejects.
+func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, rejects *table.Batch, txn *table.AppTxn) error {
+	buf := &r.buf
+	if len(buf.sel) > 0 {
+		out := make([]*table.Batch, 0, len(batches))
+		j := 0
+		for bi, b := range batches {
+			var keep []bool
+			cnt := 0
+			for ; j < len(buf.sel) && int(buf.vb[buf.sel[j]]) == bi; j++ {
+				if keep == nil {
+					keep = make([]bool, b.Len())
+				}
+				keep[buf.vr[buf.sel[j]]] = true
+				cnt++
+			}
+			switch cnt {
+			case 0:
+			case b.Len():
+				out = append(out, b)
+			default:
+				out = append(out, filterBatch(b, keep, cnt))
+			}
+		}
+		if _, err := r.write(ctx, r.silverT, out, txn, false); err != nil {
+			return fmt.Errorf("stream: silver: %w", err)
+		}
+	}
+	if rejects.Len() > 0 {
+		if _, err := r.write(ctx, r.rejects, []*table.Batch{rejects}, txn, false); err != nil {
+			return fmt.Errorf("stream: rejects: %w", err)
+		}
+	}
+	return nil
+}
+
+// ensureTables creates the tables the stream writes that do not exist yet, once per runner.
+func (r *Runner) ensureTables(ctx context.Context) error {
+	if r.tablesReady {
+		return nil
+	}
+	ts := []*table.Table{r.silverT, r.rejects}
+	schemas := []*txlog.StructType{r.plan.silver, bronze.RejectsSchema()}
+	for i, ap := range r.plan.aggs {
+		ts = append(ts, r.quars[i], r.golds[i])
+		schemas = append(schemas, ap.qschema, ap.schema)
+	}
+	for i, t := range ts {
+		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+				return fmt.Errorf("stream: create table: %w", err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("stream: open table: %w", err)
+		}
+	}
+	r.tablesReady = true
+	return nil
 }
 
 func addReject(rj *table.Batch, b *table.Batch, i int, reason, detail string, raw []byte, atMs int64) {
@@ -418,20 +483,8 @@ func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
 	}
 }
 
-// write appends (or, for complete mode, overwrites the whole table) with the batch's txn,
-// creating the table on first use. Empty appends are skipped: there is nothing to make
-// idempotent.
-func (r *Runner) write(ctx context.Context, t *table.Table, schema *txlog.StructType, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
-	if !r.created[t] {
-		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
-			if _, err := t.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-				return table.Result{}, err
-			}
-		} else if err != nil {
-			return table.Result{}, err
-		}
-		r.created[t] = true
-	}
+// write appends (or, for complete mode, overwrites the whole table) with the batch's txn.
+func (r *Runner) write(ctx context.Context, t *table.Table, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
 	if overwrite {
 		return t.Overwrite(ctx, table.And(), batches, table.AppendOptions{Txn: txn})
 	}
@@ -526,4 +579,67 @@ func (r *Runner) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (m
 		}
 	}
 	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", ErrBadCheckpoint, r.queryID, n)
+}
+
+// filterBatch keeps the rows of b whose keep flag is set (cnt of them), copying each flat
+// column in one pre-sized pass; nested columns fall back to table's row-by-row Filter.
+func filterBatch(b *table.Batch, keep []bool, cnt int) *table.Batch {
+	out := &table.Batch{Schema: b.Schema, Columns: make([]*table.Column, len(b.Columns))}
+	for i, c := range b.Columns {
+		nc, err := table.NewColumn(c.Type)
+		if err != nil || !filterFlat(nc, c, keep, cnt) {
+			return b.Filter(keep)
+		}
+		out.Columns[i] = nc
+	}
+	return out
+}
+
+func pick[T any](src []T, keep []bool, cnt int) []T {
+	dst := make([]T, 0, cnt)
+	for r, k := range keep {
+		if k {
+			dst = append(dst, src[r])
+		}
+	}
+	return dst
+}
+
+func filterFlat(dst, c *table.Column, keep []bool, cnt int) bool {
+	switch c.Kind {
+	case table.KindInt64:
+		dst.Int64 = pick(c.Int64, keep, cnt)
+	case table.KindInt32:
+		dst.Int32 = pick(c.Int32, keep, cnt)
+	case table.KindFloat64:
+		dst.Float64 = pick(c.Float64, keep, cnt)
+	case table.KindFloat32:
+		dst.Float32 = pick(c.Float32, keep, cnt)
+	case table.KindBool:
+		dst.Bool = pick(c.Bool, keep, cnt)
+	case table.KindDecimal:
+		dst.Decimal = pick(c.Decimal, keep, cnt)
+	case table.KindBytes:
+		n := 0
+		for r, k := range keep {
+			if k {
+				n += int(c.Offsets[r+1] - c.Offsets[r])
+			}
+		}
+		dst.Data = make([]byte, 0, n)
+		dst.Offsets = make([]int32, 1, cnt+1)
+		for r, k := range keep {
+			if k {
+				dst.Data = append(dst.Data, c.Data[c.Offsets[r]:c.Offsets[r+1]]...)
+				dst.Offsets = append(dst.Offsets, int32(len(dst.Data)))
+			}
+		}
+	default:
+		return false
+	}
+	if c.Nulls != nil {
+		dst.Nulls = pick(c.Nulls, keep, cnt)
+	}
+	dst.Len = cnt
+	return true
 }

@@ -207,7 +207,7 @@ func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, erro
 			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()},
 				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
 		case gold.ApproxPercentile:
-			fields = append(fields, txlog.StructField{Name: a.As, Nullable: true, Type: &txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
+			fields = append(fields, txlog.StructField{Name: a.As, Nullable: true, Type: txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
 				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
 		}
 	}

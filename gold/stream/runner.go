@@ -88,7 +88,7 @@ type Runner struct {
 	needNoData  bool
 	resume      func(*gold.WatermarkTracker) error
 	prevTrigger time.Time
-	created     map[*table.Table]bool
+	tablesReady bool
 	report      Report
 	buf         batchBuffers
 }
@@ -120,7 +120,6 @@ func New(opts Options) (*Runner, error) {
 		silverT: open(cfg.Tables.Silver),
 		rejects: open(cfg.Tables.Rejects),
 		runID:   uuid.NewString(),
-		created: map[*table.Table]bool{},
 	}
 	for _, g := range cfg.Gold {
 		r.golds = append(r.golds, open(g.Table))
