@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -92,22 +93,51 @@ func Checkpoint(ctx context.Context, env Env) ([]TableResult, error) {
 // implementation is not part of this build are left out with their names returned.
 func Catalog(env Env) (jobs []Scheduled, missing []string) {
 	j := env.Config.Jobs
-	add := func(name, schedule string, timeout time.Duration, run Func) {
-		if schedule == "" {
-			return
+	for _, e := range []struct {
+		name     string
+		schedule string
+		timeout  time.Duration
+	}{
+		{"ingest", j.Ingest.Schedule, j.Ingest.Timeout.Duration},
+		{"stream", j.Stream.Schedule, j.Stream.Timeout.Duration},
+		{"merge-late", j.MergeLate.Schedule, j.MergeLate.Timeout.Duration},
+		{"replay", j.Replay.Schedule, j.Replay.Timeout.Duration},
+		{"optimize", j.Optimize.Schedule, j.Optimize.Timeout.Duration},
+		{"vacuum", j.Vacuum.Schedule, j.Vacuum.Timeout.Duration},
+		{"checkpoint", j.Checkpoint.Schedule, j.Checkpoint.Timeout.Duration},
+	} {
+		if e.schedule == "" {
+			continue
 		}
+		run := Lookup(e.name)
 		if run == nil {
-			missing = append(missing, name)
-			return
+			missing = append(missing, e.name)
+			continue
 		}
-		jobs = append(jobs, Scheduled{Name: name, Schedule: schedule, Timeout: timeout, Run: run})
+		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.schedule, Timeout: e.timeout, Run: run})
 	}
-	add("ingest", j.Ingest.Schedule, j.Ingest.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) })
-	add("stream", j.Stream.Schedule, j.Stream.Timeout.Duration, streamFunc)
-	add("merge-late", j.MergeLate.Schedule, j.MergeLate.Timeout.Duration, mergeLateFunc)
-	add("replay", j.Replay.Schedule, j.Replay.Timeout.Duration, replayFunc)
-	add("optimize", j.Optimize.Schedule, j.Optimize.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) })
-	add("vacuum", j.Vacuum.Schedule, j.Vacuum.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Vacuum(ctx, env, false) })
-	add("checkpoint", j.Checkpoint.Schedule, j.Checkpoint.Timeout.Duration, func(ctx context.Context, env Env) (any, error) { return Checkpoint(ctx, env) })
 	return jobs, missing
+}
+
+// Lookup returns the job function of a job name as the scheduler runs it (scheduled runs use
+// the config's settings: available-now stream, the replay lookback), or nil when this build does
+// not have the job.
+func Lookup(name string) Func {
+	switch name {
+	case "ingest":
+		return func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }
+	case "stream":
+		return func(ctx context.Context, env Env) (any, error) { return Stream(ctx, env, config.Trigger{}, nil) }
+	case "merge-late":
+		return mergeLateFunc
+	case "replay":
+		return replayFunc
+	case "optimize":
+		return func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) }
+	case "vacuum":
+		return func(ctx context.Context, env Env) (any, error) { return Vacuum(ctx, env, false) }
+	case "checkpoint":
+		return func(ctx context.Context, env Env) (any, error) { return Checkpoint(ctx, env) }
+	}
+	return nil
 }

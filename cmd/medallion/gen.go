@@ -15,8 +15,8 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/objstore/bucketurl"
 )
 
 func newGenCmd() *cobra.Command {
@@ -200,16 +200,5 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 
 // openPipelineLake opens the config's lake with its S3 settings and environment credentials.
 func openPipelineLake(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
-	b, err := bucketurl.Open(ctx, cfg.Lake, bucketurl.Options{
-		Endpoint:        cfg.S3.Endpoint,
-		Region:          cfg.S3.Region,
-		PathStyle:       cfg.S3.PathStyle,
-		AccessKeyID:     cfg.S3.Credentials.AccessKeyID,
-		SecretAccessKey: cfg.S3.Credentials.SecretAccessKey,
-		SessionToken:    cfg.S3.Credentials.SessionToken,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open lake %s: %w", cfg.Lake, err)
-	}
-	return b, nil
+	return jobs.OpenLake(ctx, cfg)
 }
