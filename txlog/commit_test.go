@@ -410,6 +410,35 @@ func TestTransactionValidation(t *testing.T) {
 	}
 }
 
+func TestRetryLimit(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	createTable(t, fastLog(b), false, nil)
+	l := fastLog(b, WithMaxAttempts(1, 1))
+	read := mustSnapshot(t, l)
+	winner := l.Begin(read)
+	winner.Add(fileAdd("w", "1"))
+	if _, err := winner.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+	loser := l.Begin(read)
+	loser.Add(fileAdd("l", "1"))
+	if _, err := loser.Commit(ctx, Operation{Name: "WRITE"}); !errors.Is(err, ErrTooManyAttempts) {
+		t.Fatalf("err = %v, want ErrTooManyAttempts", err)
+	}
+	// A cancelled context stops the retry loop.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	tx := fastLog(b).Begin(read)
+	tx.Add(fileAdd("c", "1"))
+	if _, err := tx.Commit(cctx, Operation{Name: "WRITE"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if s := mustSnapshot(t, l); s.Version() != 1 || len(s.Files()) != 1 {
+		t.Errorf("v%d with %d files, want only the winner", s.Version(), len(s.Files()))
+	}
+}
+
 func TestIdempotentTxn(t *testing.T) {
 	ctx := context.Background()
 	l := fastLog(mem.New())
