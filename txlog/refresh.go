@@ -45,7 +45,7 @@ func (l *Log) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		if last, err = ParseActions(data); err != nil {
 			return nil, fmt.Errorf("txlog: %s: %w", keys[i], err)
 		}
-		st.applyAll(last, false)
+		st.applyAll(last)
 	}
 	seg := segment{version: commits[len(commits)-1].version, cpVersion: prev.cpVersion, commits: commits, last: &commits[len(commits)-1]}
 	snap, err := st.snapshot(seg.version, seg.cpVersion)

@@ -149,7 +149,7 @@ func (l *Log) replaySegment(ctx context.Context, files []logFile, seg segment, t
 				}
 				continue
 			}
-			st.applyAll(actions, true)
+			st.applyAll(actions)
 		}
 		keys := make([]string, len(seg.commits))
 		for i, c := range seg.commits {
@@ -165,7 +165,7 @@ func (l *Log) replaySegment(ctx context.Context, files []logFile, seg segment, t
 			if err != nil {
 				return nil, fmt.Errorf("txlog: %s: %w", keys[i], err)
 			}
-			st.applyAll(actions, false)
+			st.applyAll(actions)
 			lastCommit = actions
 		}
 		snap, err := st.snapshot(seg.version, seg.cpVersion)
@@ -294,7 +294,7 @@ func newReplayState() *replayState {
 // applyAll applies one commit's (or one checkpoint's) actions in order. Within a commit a key
 // appears at most once as add and once as remove, and only with different DV ids, so order
 // inside the commit does not matter.
-func (st *replayState) applyAll(actions []Action, _ bool) {
+func (st *replayState) applyAll(actions []Action) {
 	for i := range actions {
 		a := &actions[i]
 		switch {
