@@ -49,7 +49,11 @@ func newCollector(a *agg) (*collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
 	}
-	return &collector{a: a, op: op, cols: make([]colBuf, len(a.inCols))}, nil
+	c := &collector{a: a, op: op, cols: make([]colBuf, len(a.inCols))}
+	for k, kind := range a.inKinds {
+		c.cols[k].kind = kind
+	}
+	return c, nil
 }
 
 // source is a batch of input rows with the columns an aggregation reads.
@@ -90,7 +94,6 @@ func (c *collector) add(s *source, i int, w gold.Window) error {
 	in.EventTime = append(in.EventTime, 0)
 	for k, col := range s.in {
 		cb := &c.cols[k]
-		cb.kind = col.Kind
 		null := col.IsNull(i)
 		cb.nulls = cb.nulls || null
 		cb.valid = append(cb.valid, !null)
@@ -134,11 +137,9 @@ func (c *collector) flush() error {
 		}
 		in.Columns = append(in.Columns, gc)
 	}
-	res, err := c.op.ProcessBatch(in, 0, 0)
-	if err != nil {
+	if _, err := c.op.ProcessBatch(in, 0, 0); err != nil {
 		return fmt.Errorf("late: gold %s: %w", c.a.cfg.Name, err)
 	}
-	_ = res
 	in.EventTime = in.EventTime[:0]
 	in.Keys.Reset()
 	for k := range c.cols {

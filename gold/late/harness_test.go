@@ -55,8 +55,8 @@ gold:
 `
 
 const sessionYAML = `  - name: sess
-    window: {type: session, gap: 3s}
-    group_by: [device_id]
+    window: {type: session, gap: 20ms}
+    group_by: [event_type, device_id]
     aggregates:
       - {fn: count, as: n}
       - {fn: sum, column: amount, as: total}

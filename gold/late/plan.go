@@ -29,8 +29,9 @@ type agg struct {
 	evName   string
 	keyNames []string
 	// specs are the config's aggregates in order; AggSpec.Column indexes inCols.
-	specs  []gold.AggSpec
-	inCols []string
+	specs   []gold.AggSpec
+	inCols  []string
+	inKinds []table.Kind
 	gold   *txlog.StructType
 	// Column indexes in the gold schema: the window, the group-by keys, the first column of
 	// each aggregate and late_rows.
@@ -85,6 +86,7 @@ func resolve(cfg *config.Pipeline, g *config.Gold, in, goldSchema *txlog.StructT
 			spec.Int = k == table.KindInt64 || k == table.KindInt32
 			spec.Column = len(a.inCols)
 			a.inCols = append(a.inCols, c.Column)
+			a.inKinds = append(a.inKinds, k)
 		}
 		a.specs = append(a.specs, spec)
 	}

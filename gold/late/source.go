@@ -1,0 +1,185 @@
+package late
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// replaySource is the table replay recomputes from, as of one stream batch.
+type replaySource struct {
+	t      *table.Table
+	snap   *txlog.Snapshot
+	schema *txlog.StructType
+	cfg    *config.Pipeline
+	bronze bool
+}
+
+// openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze
+// as of the end offset batch upTo read.
+func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo int64) (*replaySource, error) {
+	cfg := opts.Config
+	src := &replaySource{cfg: cfg, bronze: kind == SourceBronze}
+	var err error
+	if !src.bronze {
+		src.t = opts.open(cfg.Tables.Silver)
+		if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
+			return nil, fmt.Errorf("late: silver: %w", err)
+		}
+		// Leave out what a batch after upTo wrote (a batch running right now).
+		for {
+			v, ok := src.snap.TxnVersion(queryID)
+			if !ok || v <= upTo {
+				break
+			}
+			if src.snap, err = src.t.Log().SnapshotAt(ctx, src.snap.Version()-1); err != nil {
+				return nil, fmt.Errorf("late: silver as of batch %d: %w", upTo, err)
+			}
+		}
+	} else {
+		src.t = opts.open(cfg.Tables.Bronze)
+		end, err := batchEnd(ctx, objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint), upTo)
+		if err != nil {
+			return nil, err
+		}
+		if end == nil {
+			src.snap = nil
+		} else {
+			v := end.ReservoirVersion
+			if end.Index < 0 {
+				v--
+			}
+			if src.snap, err = src.t.Log().SnapshotAt(ctx, v); err != nil {
+				return nil, fmt.Errorf("late: bronze version %d: %w", v, err)
+			}
+		}
+		if src.snap == nil {
+			if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
+				return nil, fmt.Errorf("late: bronze: %w", err)
+			}
+		}
+	}
+	if src.schema, err = src.snap.Schema(); err != nil {
+		return nil, fmt.Errorf("late: source schema: %w", err)
+	}
+	return src, nil
+}
+
+// batchEnd reads the end offset of batch n from the stream's offsets log (nil: none).
+func batchEnd(ctx context.Context, ckpt objstore.Bucket, n int64) (*silver.Offset, error) {
+	key := "offsets/" + strconv.FormatInt(n, 10)
+	data, err := objstore.ReadAll(ctx, ckpt, key)
+	if err != nil {
+		return nil, fmt.Errorf("late: read checkpoint %s: %w", key, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) != 3 {
+		return nil, fmt.Errorf("late: checkpoint %s: want 3 lines", key)
+	}
+	if lines[2] == "-" {
+		return nil, nil
+	}
+	var o silver.Offset
+	if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
+		return nil, fmt.Errorf("late: checkpoint %s line 3: %w", key, err)
+	}
+	return &o, nil
+}
+
+// read calls fn for every valid source row with lo <= event time < hi. From bronze, rows are
+// validated as the stream validates them (event time, required columns, future skew) and
+// deduplicated on stream.dedup, first arrival (commit order, then row order) winning.
+func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s *source, i int) error) error {
+	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
+	var required, dedup []string
+	if s.bronze {
+		for _, c := range s.cfg.Schema {
+			if c.Required {
+				required = append(required, c.Name)
+			}
+		}
+		dedup = s.cfg.Stream.Dedup
+		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
+	}
+	// table's row filter evaluates on a view whose length comes from the schema's first
+	// column, so that column must be read too.
+	cols = append(cols, s.schema.Fields[0].Name)
+	filter := table.And(table.Ge(a.evName, time.UnixMicro(lo).UTC()), table.Lt(a.evName, time.UnixMicro(hi).UTC()))
+	fs, err := s.t.FileScan(s.snap, dedupe(cols), filter)
+	if err != nil {
+		return fmt.Errorf("late: source scan: %w", err)
+	}
+	files := slices.Clone(s.snap.Files())
+	if s.bronze {
+		slices.SortStableFunc(files, func(x, y *txlog.Add) int {
+			return cmp.Or(cmp.Compare(x.ModificationTime, y.ModificationTime), cmp.Compare(x.Path, y.Path))
+		})
+	}
+	seen := map[string]bool{}
+	skew := s.cfg.Stream.MaxFutureSkew.Microseconds()
+	var key []byte
+	for b, err := range fs.Read(ctx, files) {
+		if err != nil {
+			return fmt.Errorf("late: read source: %w", err)
+		}
+		src, err := a.source(b)
+		if err != nil {
+			return err
+		}
+		var req, dk []*table.Column
+		ingest := b.Column(bronze.ColIngestTime)
+		for _, c := range required {
+			req = append(req, b.Column(c))
+		}
+		for _, c := range dedup {
+			dk = append(dk, b.Column(c))
+		}
+	rows:
+		for i := range b.Len() {
+			if src.ev.IsNull(i) {
+				continue
+			}
+			t := src.ev.Int64[i]
+			if t < lo || t >= hi {
+				continue
+			}
+			if s.bronze {
+				for _, c := range req {
+					if c == nil || c.IsNull(i) {
+						continue rows
+					}
+				}
+				if skew > 0 && ingest != nil && !ingest.IsNull(i) && t > ingest.Int64[i]+skew {
+					continue
+				}
+				if len(dk) > 0 {
+					key = key[:0]
+					for _, c := range dk {
+						key = appendKeyPart(key, c, i)
+					}
+					if seen[string(key)] {
+						continue
+					}
+					seen[string(key)] = true
+				}
+			}
+			if err := fn(src, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
