@@ -32,7 +32,7 @@ type agg struct {
 	specs   []gold.AggSpec
 	inCols  []string
 	inKinds []table.Kind
-	gold   *txlog.StructType
+	gold    *txlog.StructType
 	// Column indexes in the gold schema: the window, the group-by keys, the first column of
 	// each aggregate and late_rows.
 	winCol, lateCol int

@@ -182,4 +182,3 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	}
 	return nil
 }
-
