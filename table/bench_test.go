@@ -10,6 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
@@ -160,4 +161,26 @@ func benchTable(b *testing.B, open func(b *testing.B) objstore.Bucket) {
 		b.ReportMetric(float64(b.N*len(batches)*batch.Len())/b.Elapsed().Seconds(), "rows/s")
 		b.ReportMetric(float64(int64(b.N)*r.BytesWritten)/b.Elapsed().Seconds()/1e6, "MB/s")
 	})
+}
+
+// BenchmarkDataWriterPartitioned measures a day-partitioned write of the event batch (the
+// grouping must not allocate per row).
+func BenchmarkDataWriterPartitioned(b *testing.B) {
+	ctx := context.Background()
+	batch := benchBatch(b, 100_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w, err := NewDataWriter(mem.New(), batch.Schema, []string{"event_type"}, WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Write(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch.Len())/b.Elapsed().Seconds(), "rows/s")
 }

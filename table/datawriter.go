@@ -2,7 +2,9 @@ package table
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -27,12 +29,14 @@ type DataWriter struct {
 	dataChange bool
 	now        func() time.Time
 
-	open   map[string]*openFile
-	order  []string
-	adds   []*txlog.Add
-	rows   int64
-	bytes  int64
-	keyBuf []byte
+	open     map[string]*openFile
+	order    []string
+	groupIdx map[string]int
+	groups   [][]int
+	adds     []*txlog.Add
+	rows     int64
+	bytes    int64
+	keyBuf   []byte
 }
 
 type openFile struct {
@@ -94,37 +98,32 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 		}
 		return w.writeRows(ctx, "", f, data, nil)
 	}
-	groups := map[string][]int{}
-	var keys []string
+	// Group rows by partition from the typed values: no per-row allocation; the values are
+	// serialized once per group.
+	if w.groupIdx == nil {
+		w.groupIdx = map[string]int{}
+	}
+	clear(w.groupIdx)
+	w.groups = w.groups[:0]
 	for r := 0; r < n; r++ {
 		w.keyBuf = w.keyBuf[:0]
-		for k, i := range w.partIdx {
-			c := cols[i]
-			if c.IsNull(r) {
-				w.keyBuf = append(w.keyBuf, 0)
-				continue
-			}
-			v, err := SerializePartitionValue(w.partFields[k].Type, c, r)
-			if err != nil {
-				return err
-			}
-			if v == nil {
-				w.keyBuf = append(w.keyBuf, 0)
-				continue
-			}
-			w.keyBuf = append(w.keyBuf, 1)
-			w.keyBuf = strconv.AppendInt(w.keyBuf, int64(len(*v)), 10)
-			w.keyBuf = append(w.keyBuf, ':')
-			w.keyBuf = append(w.keyBuf, *v...)
+		for _, i := range w.partIdx {
+			w.keyBuf = appendRawKey(w.keyBuf, cols[i], r)
 		}
-		g, ok := groups[string(w.keyBuf)]
+		gi, ok := w.groupIdx[string(w.keyBuf)]
 		if !ok {
-			keys = append(keys, string(w.keyBuf))
+			gi = len(w.groups)
+			w.groupIdx[string(w.keyBuf)] = gi
+			if gi < cap(w.groups) {
+				w.groups = w.groups[:gi+1]
+				w.groups[gi] = w.groups[gi][:0]
+			} else {
+				w.groups = append(w.groups, nil)
+			}
 		}
-		groups[string(w.keyBuf)] = append(g, r)
+		w.groups[gi] = append(w.groups[gi], r)
 	}
-	for _, key := range keys {
-		rows := groups[key]
+	for _, rows := range w.groups {
 		values := map[string]*string{}
 		for k, i := range w.partIdx {
 			v, err := SerializePartitionValue(w.partFields[k].Type, cols[i], rows[0])
@@ -133,6 +132,7 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 			}
 			values[w.partFields[k].PhysicalName()] = v
 		}
+		key := partitionKey(values, w.partFields)
 		f, err := w.file(ctx, key, values)
 		if err != nil {
 			return err
@@ -142,6 +142,54 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 		}
 	}
 	return nil
+}
+
+// partitionKey identifies an open file by its serialized partition values (two typed values,
+// such as "" and null, can serialize alike and must share a file).
+func partitionKey(values map[string]*string, fields []txlog.StructField) string {
+	var b []byte
+	for _, f := range fields {
+		v := values[f.PhysicalName()]
+		if v == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = strconv.AppendInt(b, int64(len(*v)), 10)
+		b = append(b, ':')
+		b = append(b, *v...)
+	}
+	return string(b)
+}
+
+// appendRawKey appends an unambiguous binary form of row r of a primitive column.
+func appendRawKey(dst []byte, c *Column, r int) []byte {
+	if c.IsNull(r) {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	switch c.Kind {
+	case KindInt64:
+		return binary.LittleEndian.AppendUint64(dst, uint64(c.Int64[r]))
+	case KindInt32:
+		return binary.LittleEndian.AppendUint32(dst, uint32(c.Int32[r]))
+	case KindFloat64:
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[r]))
+	case KindFloat32:
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[r]))
+	case KindBool:
+		if c.Bool[r] {
+			return append(dst, 1)
+		}
+		return append(dst, 0)
+	case KindDecimal:
+		return c.Decimal[r].Bytes(dst, 16)
+	case KindBytes:
+		b := c.BytesAt(r)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
+		return append(dst, b...)
+	}
+	return dst
 }
 
 // writeRows writes rows in slices so that a file rolls over near the target size.
