@@ -98,8 +98,12 @@ type LagReport struct {
 	EventTime string
 	// Rows have both timestamps; NullEventTime rows lack an event time and are left out.
 	Rows, NullEventTime int64
-	// Negative counts rows whose event time is after their ingest time (clock skew, future
-	// events); they are part of Rows and of the percentiles.
+	// Future counts rows whose event time is more than the config's max_future_skew after
+	// their ingest time: the stream rejects them (reason "future"), so they are left out of
+	// Rows and of every figure below, as they would only distort the average.
+	Future int64
+	// Negative counts the other rows whose event time is after their ingest time (clock
+	// skew); they are part of Rows and of the percentiles.
 	Negative int64
 	// Avg, Min and Max are exact; the percentiles are the values at rank floor(q*(Rows-1))
 	// of the sorted lags, within RelativeAccuracy.
@@ -162,17 +166,19 @@ type lagAcc struct {
 	sum              float64 // seconds
 	min, max         int64
 	current          int64 // µs; 0: none
+	futureSkew       int64 // µs: a lag below -futureSkew is a future event
+	future           int64
 	lateAtCurrent    int64
 	nullEventTime    int64
 	hasMin, checkCur bool
 }
 
-func newLagAcc(current time.Duration) (*lagAcc, error) {
+func newLagAcc(current, futureSkew time.Duration) (*lagAcc, error) {
 	sk, err := ddsketch.LogUnboundedDenseDDSketch(RelativeAccuracy)
 	if err != nil {
 		return nil, fmt.Errorf("report: sketch: %w", err)
 	}
-	a := &lagAcc{sketch: sk, current: current.Microseconds(), checkCur: current > 0}
+	a := &lagAcc{sketch: sk, current: current.Microseconds(), checkCur: current > 0, futureSkew: futureSkew.Microseconds()}
 	for _, v := range niceLadder {
 		a.edges = append(a.edges, v.Microseconds())
 	}
@@ -181,6 +187,10 @@ func newLagAcc(current time.Duration) (*lagAcc, error) {
 }
 
 func (a *lagAcc) add(lag int64) {
+	if lag < -a.futureSkew {
+		a.future++
+		return
+	}
 	a.rows++
 	a.sum += float64(lag) / 1e6
 	if !a.hasMin || lag < a.min {
@@ -252,7 +262,7 @@ func (a *lagAcc) candidate(name string, w time.Duration) Candidate {
 }
 
 // Lag measures lag = _ingest_time - event time over the bronze rows whose event time is in
-// the options' range, reading only those two columns and skipping files by their event-time
+// the options' range (future events beyond stream.max_future_skew counted apart), reading only those two columns and skipping files by their event-time
 // stats. When the quarantine tables exist, it counts their rows per day too.
 func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts LagOptions) (*LagReport, error) {
 	if !opts.From.IsZero() && !opts.To.IsZero() && !opts.To.After(opts.From) {
@@ -262,7 +272,7 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 	ev := cfg.Stream.EventTime
 	rep := &LagReport{From: opts.From, To: opts.To, Table: cfg.Tables.Bronze, EventTime: ev,
 		Current: cfg.Stream.Watermark.Duration}
-	acc, err := newLagAcc(rep.Current)
+	acc, err := newLagAcc(rep.Current, cfg.Stream.MaxFutureSkew.Duration)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +371,7 @@ func rangeFilter(ev string, opts LagOptions) table.Expr {
 }
 
 func (r *LagReport) fill(a *lagAcc) {
-	r.Rows, r.Negative, r.NullEventTime = a.rows, a.neg, a.nullEventTime
+	r.Rows, r.Negative, r.NullEventTime, r.Future = a.rows, a.neg, a.nullEventTime, a.future
 	for i, c := range a.counts {
 		var b Bucket
 		if i > 0 {

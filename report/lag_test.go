@@ -103,6 +103,8 @@ func workload(seed uint64, n int) ([][]row, []time.Time, []time.Duration) {
 		ev := base.Add(time.Duration(rng.Int64N(int64(72 * time.Hour)))).Truncate(time.Microsecond)
 		var lag time.Duration
 		switch u := rng.Float64(); {
+		case u < 0.001:
+			lag = -time.Hour - time.Duration(rng.Int64N(int64(50*365*24*time.Hour))) // future: left out
 		case u < 0.005:
 			lag = -time.Duration(rng.Int64N(int64(30 * time.Second)))
 		case u < 0.025:
@@ -129,12 +131,17 @@ type oracle struct {
 	sorted []time.Duration
 	sum    time.Duration
 	neg    int64
+	future int64
 }
 
 func newOracle(evs []time.Time, lags []time.Duration, from, to time.Time) oracle {
 	var o oracle
 	for i, ev := range evs {
 		if (!from.IsZero() && ev.Before(from)) || (!to.IsZero() && !ev.Before(to)) {
+			continue
+		}
+		if lags[i] < -time.Hour { // the config's max_future_skew (default 1h)
+			o.future++
 			continue
 		}
 		o.sorted = append(o.sorted, lags[i])
@@ -185,6 +192,9 @@ func TestLagAgainstSortedOracle(t *testing.T) {
 			o := newOracle(evs, lags, tc.from, tc.to)
 			if rep.Rows != int64(len(o.sorted)) {
 				t.Fatalf("rows %d, want %d", rep.Rows, len(o.sorted))
+			}
+			if rep.Future != o.future || o.future == 0 && tc.name == "all" {
+				t.Errorf("future %d, want %d (> 0 over all rows)", rep.Future, o.future)
 			}
 			if rep.Negative != o.neg {
 				t.Errorf("negative %d, want %d", rep.Negative, o.neg)
@@ -265,7 +275,7 @@ func TestLagNullEventTimeAndEmptyRange(t *testing.T) {
 			}
 		}
 	}
-	if rep.NullEventTime != nulls || rep.Rows != int64(len(evs)) || nulls == 0 {
+	if rep.NullEventTime != nulls || rep.Rows+rep.Future != int64(len(evs)) || nulls == 0 {
 		t.Errorf("rows %d, nulls %d; want %d, %d", rep.Rows, rep.NullEventTime, len(evs), nulls)
 	}
 	empty, err := Lag(ctx, lake, cfg, LagOptions{From: base.Add(-48 * time.Hour), To: base.Add(-24 * time.Hour)})

@@ -102,7 +102,8 @@ func (r *LagReport) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	p("Lag = %s - %s over %s, event time %s\n", "_ingest_time", r.EventTime, r.Table, rangeText(r.From, r.To))
-	p("rows %s   without event time %s   negative lag %s", groupDigits(r.Rows), groupDigits(r.NullEventTime), groupDigits(r.Negative))
+	p("rows %s   without event time %s   future (beyond max_future_skew, left out) %s   negative lag %s",
+		groupDigits(r.Rows), groupDigits(r.NullEventTime), groupDigits(r.Future), groupDigits(r.Negative))
 	if r.Rows > 0 {
 		p(" (%s)", percent(float64(r.Negative)/float64(r.Rows)))
 	}
@@ -241,6 +242,7 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		EventTime        string       `json:"event_time"`
 		Rows             int64        `json:"rows"`
 		NullEventTime    int64        `json:"null_event_time"`
+		Future           int64        `json:"future"`
 		Negative         int64        `json:"negative"`
 		Avg              seconds      `json:"avg_s"`
 		Min              seconds      `json:"min_s"`
@@ -258,7 +260,7 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		Quarantine       []quarantine `json:"quarantine"`
 	}{
 		From: ts(r.From), To: ts(r.To), Table: r.Table, EventTime: r.EventTime,
-		Rows: r.Rows, NullEventTime: r.NullEventTime, Negative: r.Negative,
+		Rows: r.Rows, NullEventTime: r.NullEventTime, Future: r.Future, Negative: r.Negative,
 		Avg: seconds(r.Avg), Min: seconds(r.Min), Max: seconds(r.Max),
 		P50: seconds(r.P50), P90: seconds(r.P90), P95: seconds(r.P95), P99: seconds(r.P99),
 		RelativeAccuracy: RelativeAccuracy, Current: seconds(r.Current),

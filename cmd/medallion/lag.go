@@ -31,7 +31,7 @@ writes the histogram as an SVG chart with p50, p95, p99 and the watermarks marke
 			if path == "" {
 				return usageError("lag: --config is required")
 			}
-			opts, err := rf.lagOptions(time.Now())
+			opts, err := rf.lagOptions("lag", time.Now())
 			if err != nil {
 				return err
 			}
@@ -88,15 +88,15 @@ func (f *rangeFlags) register(cmd *cobra.Command) {
 }
 
 // lagOptions turns the flags into a range; now ends a --since range.
-func (f *rangeFlags) lagOptions(now time.Time) (report.LagOptions, error) {
+func (f *rangeFlags) lagOptions(cmd string, now time.Time) (report.LagOptions, error) {
 	var opts report.LagOptions
 	if f.since != "" {
 		if f.from != "" || f.to != "" {
-			return opts, usageError("lag: --since excludes --from and --to")
+			return opts, usageError("%s: --since excludes --from and --to", cmd)
 		}
 		d, err := config.ParseDuration(f.since)
 		if err != nil || d.Duration <= 0 {
-			return opts, usageError("lag: --since %q: want a positive duration such as 24h or 7d", f.since)
+			return opts, usageError("%s: --since %q: want a positive duration such as 24h or 7d", cmd, f.since)
 		}
 		return report.LagOptions{From: now.Add(-d.Duration), To: now}, nil
 	}
@@ -109,7 +109,7 @@ func (f *rangeFlags) lagOptions(now time.Time) (report.LagOptions, error) {
 		}
 		t, err := parseFlagTime(p.v)
 		if err != nil {
-			return opts, usageError("lag: %s %q: want RFC 3339 (2024-05-01T08:00:00Z), 'YYYY-MM-DD HH:MM:SS' or 'YYYY-MM-DD'", p.flag, p.v)
+			return opts, usageError("%s: %s %q: want RFC 3339 (2024-05-01T08:00:00Z), 'YYYY-MM-DD HH:MM:SS' or 'YYYY-MM-DD'", cmd, p.flag, p.v)
 		}
 		*p.dst = t
 	}

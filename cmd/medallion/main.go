@@ -49,6 +49,7 @@ func newRootCmd() *cobra.Command {
 		newRunCmd(),
 		newServeCmd(),
 		newLagCmd(),
+		newReportCmd(),
 		newTableCmd(),
 	)
 	return root

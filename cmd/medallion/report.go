@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/medallion-lake/medallion/report"
+)
+
+func newReportCmd() *cobra.Command {
+	var rf rangeFlags
+	cmd := &cobra.Command{
+		Use:   "report --config F --html report.html [--from T --to T | --since 24h]",
+		Short: "Write a self-contained HTML status report (lag, tables, stream progress)",
+		Long: `report writes one HTML file with inline CSS and SVG charts (no script, nothing fetched: it works
+offline and can be attached to a ticket): the lag distribution with p50/p95/p99 and the current and
+recommended watermarks, late rows per day per quarantine, every pipeline table's version, files,
+size and last operation, and the stream's progress (input and processing rate, batch duration,
+late rows per batch and per hour, state rows). --from/--to/--since limit the lag to an event-time
+range.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString("config")
+			if path == "" {
+				return usageError("report: --config is required")
+			}
+			out, _ := cmd.Flags().GetString("html")
+			if out == "" {
+				return usageError("report: --html is required (the file to write)")
+			}
+			now := time.Now()
+			lagOpts, err := rf.lagOptions("report", now)
+			if err != nil {
+				return err
+			}
+			sets, _ := cmd.Flags().GetStringArray("set")
+			cfg, err := loadPipelineConfig(path, sets)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			lake, err := openPipelineLake(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			maxBatches, _ := cmd.Flags().GetInt("batches")
+			rep, err := report.Build(ctx, lake, cfg, report.ReportOptions{Lag: lagOpts, Now: now, MaxBatches: maxBatches})
+			if errors.Is(err, report.ErrBadRange) {
+				return usageError("report: %v", err)
+			}
+			if err != nil {
+				return err
+			}
+			if err := writeFileAtomic(out, rep.WriteHTML); err != nil {
+				return fmt.Errorf("report: --html: %w", err)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			return err
+		},
+	}
+	cmd.Flags().String("config", "", "pipeline config (YAML)")
+	cmd.Flags().StringArray("set", nil, "override a config key (repeatable)")
+	cmd.Flags().String("html", "", "the HTML file to write")
+	cmd.Flags().Int("batches", report.DefaultMaxBatches, "chart at most this many of the latest stream batches")
+	rf.register(cmd)
+	return cmd
+}
+
+// writeFileAtomic writes through a temporary file in the same folder and renames it, so that
+// a process killed midway never leaves a half-written file under the name.
+func writeFileAtomic(name string, write func(w io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err = write(f); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/objstore"
+)
+
+// DefaultMaxBatches is how many of the latest progress files a report charts.
+const DefaultMaxBatches = 500
+
+// ReportOptions tune Build.
+type ReportOptions struct {
+	Lag LagOptions
+	// Now stamps the report (it is shown, never used to select data).
+	Now time.Time
+	// MaxBatches bounds the progress files read (DefaultMaxBatches when 0).
+	MaxBatches int
+}
+
+// Report is everything the HTML status report shows.
+type Report struct {
+	Generated time.Time
+	// Source is the config file, Lake the lake URL.
+	Source, Lake string
+	// Lag is nil when it could not be measured; LagProblem then says why.
+	Lag        *LagReport
+	LagProblem string
+	Tables     []TableStatus
+	// Checkpoint is the stream's checkpoint; Batches its latest progress, oldest first.
+	Checkpoint string
+	Batches    []BatchProgress
+	// Gold lists the aggregation names, in config order (the late-row series).
+	Gold []string
+	// Problems are files that could not be read and were left out.
+	Problems []string
+}
+
+// Build reads the lag, the tables and the stream progress of a pipeline. A pipeline without
+// bronze or progress yet gives a report that says so; only storage errors fail.
+func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts ReportOptions) (*Report, error) {
+	r := &Report{Generated: opts.Now, Source: cfg.Source(), Lake: cfg.Lake, Checkpoint: cfg.Stream.Checkpoint}
+	for _, g := range cfg.Gold {
+		r.Gold = append(r.Gold, g.Name)
+	}
+	lag, err := Lag(ctx, lake, cfg, opts.Lag)
+	switch {
+	case errors.Is(err, ErrNoBronze):
+		r.LagProblem = "No bronze table yet: run ingest first."
+	case err != nil:
+		return nil, err
+	default:
+		r.Lag = lag
+	}
+	if r.Tables, err = Tables(ctx, lake, cfg); err != nil {
+		return nil, err
+	}
+	limit := opts.MaxBatches
+	if limit == 0 {
+		limit = DefaultMaxBatches
+	}
+	if r.Batches, r.Problems, err = StreamProgress(ctx, lake, cfg, limit); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RateChart is input and processing rate per batch.
+func (r *Report) RateChart() *TimeChart {
+	in, proc := Series{Name: "input rows/s"}, Series{Name: "processed rows/s"}
+	for _, b := range r.Batches {
+		in.Points = append(in.Points, Point{b.Timestamp, b.InputRowsPerSecond})
+		proc.Points = append(proc.Points, Point{b.Timestamp, b.ProcessedRowsPerSecond})
+	}
+	return &TimeChart{Title: "Input and processing rate", YLabel: "rows per second", Series: []Series{in, proc}}
+}
+
+// DurationChart is each batch's trigger execution time.
+func (r *Report) DurationChart() *TimeChart {
+	s := Series{Name: "trigger execution ms"}
+	for _, b := range r.Batches {
+		s.Points = append(s.Points, Point{b.Timestamp, float64(b.DurationMs)})
+	}
+	return &TimeChart{Title: "Batch duration", YLabel: "milliseconds", Series: []Series{s}, Bars: true}
+}
+
+// LateBatchChart stacks each aggregation's late rows per batch.
+func (r *Report) LateBatchChart() *TimeChart {
+	c := &TimeChart{Title: "Late rows per batch (quarantined)", YLabel: "rows", Bars: true}
+	for _, g := range r.Gold {
+		s := Series{Name: g}
+		for _, b := range r.Batches {
+			s.Points = append(s.Points, Point{b.Timestamp, float64(b.LateRows[g])})
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// LateHourChart stacks each aggregation's late rows per hour of batch time.
+func (r *Report) LateHourChart() *TimeChart {
+	c := &TimeChart{Title: "Late rows per hour (quarantined)", YLabel: "rows", Bars: true}
+	for _, g := range r.Gold {
+		s := Series{Name: g}
+		for _, b := range r.Batches {
+			h := b.Timestamp.Truncate(time.Hour)
+			if n := len(s.Points); n > 0 && s.Points[n-1].T.Equal(h) {
+				s.Points[n-1].V += float64(b.LateRows[g])
+				continue
+			}
+			s.Points = append(s.Points, Point{h, float64(b.LateRows[g])})
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// StateChart is the rows each state operator holds, per batch. Operators that share a name
+// (one per aggregation) are told apart by their position: "stateStoreSave", "stateStoreSave 2".
+func (r *Report) StateChart() *TimeChart {
+	c := &TimeChart{Title: "State rows", YLabel: "rows"}
+	index := map[string]int{}
+	for _, b := range r.Batches {
+		seen := map[string]int{}
+		for _, op := range b.StateRows {
+			seen[op.Name]++
+			label := op.Name
+			if k := seen[op.Name]; k > 1 {
+				label = fmt.Sprintf("%s %d", op.Name, k)
+			}
+			i, ok := index[label]
+			if !ok {
+				i = len(c.Series)
+				index[label] = i
+				c.Series = append(c.Series, Series{Name: label})
+			}
+			c.Series[i].Points = append(c.Series[i].Points, Point{b.Timestamp, float64(op.Count)})
+		}
+	}
+	return c
+}
+
+// streamSummary is the headline of the progress section.
+type streamSummary struct {
+	LastBatch                     int64
+	Watermark, MaxEventTime       string
+	Delay                         string
+	InputRows                     int64
+	LateRows                      []NamedCount
+	FirstBatchTime, LastBatchTime string
+}
+
+func (r *Report) summary() *streamSummary {
+	if len(r.Batches) == 0 {
+		return nil
+	}
+	last := r.Batches[len(r.Batches)-1]
+	s := &streamSummary{LastBatch: last.BatchID, FirstBatchTime: stamp(r.Batches[0].Timestamp), LastBatchTime: stamp(last.Timestamp)}
+	if !last.Watermark.IsZero() {
+		s.Watermark = stamp(last.Watermark)
+	}
+	if !last.MaxEventTime.IsZero() {
+		s.MaxEventTime = stamp(last.MaxEventTime)
+		if !last.Watermark.IsZero() {
+			s.Delay = FormatLag(last.MaxEventTime.Sub(last.Watermark))
+		}
+	}
+	for _, g := range r.Gold {
+		nc := NamedCount{Name: g}
+		for _, b := range r.Batches {
+			nc.Count += b.LateRows[g]
+		}
+		s.LateRows = append(s.LateRows, nc)
+	}
+	for _, b := range r.Batches {
+		s.InputRows += b.NumInputRows
+	}
+	return s
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// byteSize prints a size in binary units ("1.5 MiB").
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"lag":     FormatLag,
+	"nice":    niceName,
+	"percent": percent,
+	"digits": func(v any) string {
+		switch n := v.(type) {
+		case int:
+			return groupDigits(int64(n))
+		case int64:
+			return groupDigits(n)
+		}
+		return fmt.Sprint(v)
+	},
+	"bytes": byteSize,
+	"stamp": stamp,
+	"svg":   func(s string) template.HTML { return template.HTML(s) }, // our own escaped SVG
+	"rng":   rangeText,
+}).Parse(pageHTML))
+
+// pageData is what the template reads.
+type pageData struct {
+	*Report
+	LagSVG                                               string
+	RateSVG, DurationSVG, LateSVG, LateHourSVG, StateSVG string
+	Stream                                               *streamSummary
+}
+
+// WriteHTML writes the report as one self-contained HTML file: inline CSS and SVG, no script,
+// nothing fetched, so it works offline and can be attached to a ticket.
+func (r *Report) WriteHTML(w io.Writer) error {
+	d := pageData{Report: r, Stream: r.summary()}
+	if r.Lag != nil {
+		d.LagSVG = LagChart(r.Lag).SVG()
+	}
+	if len(r.Batches) > 0 {
+		d.RateSVG, d.DurationSVG = r.RateChart().SVG(), r.DurationChart().SVG()
+		d.LateSVG, d.LateHourSVG, d.StateSVG = r.LateBatchChart().SVG(), r.LateHourChart().SVG(), r.StateChart().SVG()
+	}
+	if err := pageTemplate.Execute(w, d); err != nil {
+		return fmt.Errorf("report: html: %w", err)
+	}
+	return nil
+}
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>medallion report: {{.Source}}</title>
+<style>
+body { font-family: Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1180px; color: #222; padding: 0 16px; }
+h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 18px; border-bottom: 2px solid #0072B2; padding-bottom: 4px; margin-top: 36px; }
+.meta { color: #555; font-size: 13px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #ddd; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.figures { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
+.figure { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 110px; }
+.figure .v { font-size: 20px; font-weight: bold; }
+.figure .k { font-size: 12px; color: #555; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+.missing { color: #888; }
+.problem { color: #b00; }
+.note { color: #555; font-size: 12px; }
+</style>
+</head>
+<body>
+<h1>medallion pipeline report</h1>
+<div class="meta">config <code>{{.Source}}</code> &middot; lake <code>{{.Lake}}</code> &middot; generated {{stamp .Generated}}</div>
+
+<section id="lag">
+<h2>Lag: ingest time minus event time</h2>
+{{- if .Lag}}{{with .Lag}}
+<div class="meta">bronze table <code>{{.Table}}</code>, event time {{rng .From .To}}</div>
+<div class="figures">
+<div class="figure"><div class="v" id="lag-rows">{{digits .Rows}}</div><div class="k">rows</div></div>
+<div class="figure"><div class="v" id="lag-p50">{{lag .P50}}</div><div class="k">p50</div></div>
+<div class="figure"><div class="v" id="lag-p95">{{lag .P95}}</div><div class="k">p95</div></div>
+<div class="figure"><div class="v" id="lag-p99">{{lag .P99}}</div><div class="k">p99</div></div>
+<div class="figure"><div class="v" id="lag-max">{{lag .Max}}</div><div class="k">max</div></div>
+<div class="figure"><div class="v" id="lag-current">{{if .Current}}{{nice .Current}}{{else}}none{{end}}</div><div class="k">current watermark</div></div>
+<div class="figure"><div class="v" id="lag-recommended">{{nice .Recommended}}</div><div class="k">recommended watermark</div></div>
+</div>
+{{end}}
+<div class="chart">{{svg $.LagSVG}}</div>
+{{with .Lag}}
+<table id="candidates">
+<tr><th>watermark</th><th class="num">value</th><th class="num">late rows</th><th class="num">late</th><th></th></tr>
+{{- range .Candidates}}
+<tr><td>{{.Name}}</td><td class="num">{{lag .Watermark}}</td><td class="num">{{digits .LateRows}}</td><td class="num">{{percent .LateFraction}}</td><td>{{if not .Exact}}estimated{{end}}</td></tr>
+{{- end}}
+</table>
+<p class="note">A row counts as late here when its lag exceeds the watermark. The stream compares window ends with the
+maximum event time minus the watermark, so its counts differ (usually lower). Percentiles are within 0.5%.
+{{if .Negative}}{{digits .Negative}} rows have a negative lag (event time after ingest time).{{end}}</p>
+<h3>Late rows per day (quarantine)</h3>
+<table id="quarantine">
+<tr><th>aggregation</th><th>table</th><th>day</th><th class="num">rows</th></tr>
+{{- range .Quarantine}}
+{{- if not .Exists}}
+<tr><td>{{.Gold}}</td><td><code>{{.Table}}</code></td><td class="missing" colspan="2">no table yet</td></tr>
+{{- else if not .PerDay}}
+<tr><td>{{.Gold}}</td><td><code>{{.Table}}</code></td><td>all</td><td class="num">{{digits .Rows}}</td></tr>
+{{- else}}{{$q := .}}{{range .PerDay}}
+<tr><td>{{$q.Gold}}</td><td><code>{{$q.Table}}</code></td><td>{{.Day}}</td><td class="num">{{digits .Rows}}</td></tr>
+{{- end}}{{end}}
+{{- end}}
+</table>
+{{end}}
+{{- else}}
+<p class="missing">{{.LagProblem}}</p>
+{{- end}}
+</section>
+
+<section id="tables">
+<h2>Tables</h2>
+<table>
+<tr><th>role</th><th>path</th><th class="num">version</th><th class="num">files</th><th class="num">size</th><th>last operation</th><th>committed</th></tr>
+{{- range .Tables}}
+{{- if .Exists}}
+<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="num">{{.Version}}</td><td class="num">{{digits .Files}}</td><td class="num">{{bytes .Bytes}}</td><td>{{.LastOperation}}</td><td>{{stamp .LastCommit}}</td></tr>
+{{- else}}
+<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="missing" colspan="5">no table yet</td></tr>
+{{- end}}
+{{- end}}
+</table>
+</section>
+
+<!-- STREAM PROGRESS: read from <stream.checkpoint>/progress/N.json (Spark's StreamingQueryProgress). -->
+<section id="stream-progress">
+<h2>Stream progress</h2>
+<div class="meta">from <code>{{.Checkpoint}}/progress/</code>{{if .Batches}}, the last {{len .Batches}} batches{{end}}</div>
+{{- with .Stream}}
+<div class="figures">
+<div class="figure"><div class="v" id="stream-last-batch">{{.LastBatch}}</div><div class="k">last batch</div></div>
+<div class="figure"><div class="v" id="stream-input-rows">{{digits .InputRows}}</div><div class="k">input rows</div></div>
+<div class="figure"><div class="v" id="stream-watermark">{{if .Watermark}}{{.Watermark}}{{else}}none{{end}}</div><div class="k">watermark{{if .Delay}} (max event time - {{.Delay}}){{end}}</div></div>
+{{- range .LateRows}}
+<div class="figure"><div class="v">{{digits .Count}}</div><div class="k">late rows, {{.Name}}</div></div>
+{{- end}}
+</div>
+<div class="charts">
+<div class="chart">{{svg $.RateSVG}}</div>
+<div class="chart">{{svg $.DurationSVG}}</div>
+<div class="chart">{{svg $.LateSVG}}</div>
+<div class="chart">{{svg $.LateHourSVG}}</div>
+<div class="chart">{{svg $.StateSVG}}</div>
+</div>
+{{- else}}
+<p class="missing">No progress yet: the stream has not run a batch.</p>
+{{- end}}
+{{- range .Problems}}
+<p class="problem">Left out: {{.}}</p>
+{{- end}}
+</section>
+</body>
+</html>
+`

@@ -1,0 +1,205 @@
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrBadProgress reports a progress file that is not a StreamingQueryProgress JSON object.
+var ErrBadProgress = errors.New("report: bad progress file")
+
+// TableStatus is one pipeline table as its transaction log describes it.
+type TableStatus struct {
+	// Role says what the table is to the pipeline: "bronze", "rejects", "silver",
+	// "quarantine events_5m", "gold events_5m".
+	Role, Path string
+	// Exists is false when nothing has created the table yet; the other fields are then zero.
+	Exists  bool
+	Version int64
+	Files   int
+	Bytes   int64
+	// LastOperation and LastCommit come from the latest commit's commitInfo (empty when the
+	// writer recorded none).
+	LastOperation string
+	LastCommit    time.Time
+}
+
+// Tables reads the latest version of every pipeline table, bronze first and gold last.
+func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]TableStatus, error) {
+	out := []TableStatus{{Role: "bronze", Path: cfg.Tables.Bronze}, {Role: "rejects", Path: cfg.Tables.Rejects},
+		{Role: "silver", Path: cfg.Tables.Silver}}
+	for _, g := range cfg.Gold {
+		out = append(out, TableStatus{Role: "quarantine " + g.Name, Path: g.Quarantine}, TableStatus{Role: "gold " + g.Name, Path: g.Table})
+	}
+	for i := range out {
+		ts := &out[i]
+		log := table.Open(objstore.WithPrefix(lake, ts.Path)).Log()
+		snap, err := log.Snapshot(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report: table %s: %w", ts.Path, err)
+		}
+		ts.Exists, ts.Version, ts.Files, ts.Bytes = true, snap.Version(), len(snap.Files()), snap.TotalSize()
+		ts.LastCommit = snap.Timestamp()
+		hist, err := log.History(ctx, 1)
+		if err != nil {
+			return nil, fmt.Errorf("report: table %s: history: %w", ts.Path, err)
+		}
+		if len(hist) > 0 {
+			ts.LastCommit = hist[0].Timestamp
+			if ci := hist[0].CommitInfo; ci != nil {
+				ts.LastOperation = ci.Operation
+			}
+		}
+	}
+	return out, nil
+}
+
+// BatchProgress is what the report uses of one StreamingQueryProgress.
+type BatchProgress struct {
+	BatchID                                    int64
+	Timestamp                                  time.Time
+	NumInputRows                               int64
+	InputRowsPerSecond, ProcessedRowsPerSecond float64
+	// DurationMs is the trigger's total time (durationMs.triggerExecution).
+	DurationMs int64
+	// Watermark and MaxEventTime are the eventTime entries (zero when absent).
+	Watermark, MaxEventTime time.Time
+	// LateRows is each gold aggregation's exact late-row count
+	// (sink metric gold.<name>.numLateRowsQuarantined).
+	LateRows map[string]int64
+	// StateRows is numRowsTotal per state operator, in the progress's order.
+	StateRows []NamedCount
+}
+
+// NamedCount is a count with its name.
+type NamedCount struct {
+	Name  string
+	Count int64
+}
+
+// progressJSON is the subset of Spark's StreamingQueryProgress read here.
+type progressJSON struct {
+	BatchID                int64             `json:"batchId"`
+	Timestamp              string            `json:"timestamp"`
+	NumInputRows           int64             `json:"numInputRows"`
+	InputRowsPerSecond     *float64          `json:"inputRowsPerSecond"`
+	ProcessedRowsPerSecond *float64          `json:"processedRowsPerSecond"`
+	DurationMs             map[string]int64  `json:"durationMs"`
+	EventTime              map[string]string `json:"eventTime"`
+	StateOperators         []struct {
+		OperatorName string `json:"operatorName"`
+		NumRowsTotal int64  `json:"numRowsTotal"`
+	} `json:"stateOperators"`
+	Sink struct {
+		Metrics map[string]string `json:"metrics"`
+	} `json:"sink"`
+}
+
+// ParseProgress reads one progress file (key names it in errors).
+func ParseProgress(key string, data []byte) (BatchProgress, error) {
+	var p progressJSON
+	if err := json.Unmarshal(data, &p); err != nil {
+		return BatchProgress{}, fmt.Errorf("%w: %s: %v", ErrBadProgress, key, err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, p.Timestamp)
+	if err != nil {
+		return BatchProgress{}, fmt.Errorf("%w: %s: timestamp %q: %v", ErrBadProgress, key, p.Timestamp, err)
+	}
+	bp := BatchProgress{BatchID: p.BatchID, Timestamp: ts.UTC(), NumInputRows: p.NumInputRows,
+		DurationMs: p.DurationMs["triggerExecution"], LateRows: map[string]int64{}}
+	if p.InputRowsPerSecond != nil {
+		bp.InputRowsPerSecond = *p.InputRowsPerSecond
+	}
+	if p.ProcessedRowsPerSecond != nil {
+		bp.ProcessedRowsPerSecond = *p.ProcessedRowsPerSecond
+	}
+	for k, dst := range map[string]*time.Time{"watermark": &bp.Watermark, "max": &bp.MaxEventTime} {
+		if s, ok := p.EventTime[k]; ok {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return BatchProgress{}, fmt.Errorf("%w: %s: eventTime.%s %q: %v", ErrBadProgress, key, k, s, err)
+			}
+			*dst = t.UTC()
+		}
+	}
+	for _, op := range p.StateOperators {
+		bp.StateRows = append(bp.StateRows, NamedCount{Name: op.OperatorName, Count: op.NumRowsTotal})
+	}
+	for k, v := range p.Sink.Metrics {
+		name, ok := strings.CutPrefix(k, "gold.")
+		if !ok {
+			continue
+		}
+		name, ok = strings.CutSuffix(name, ".numLateRowsQuarantined")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return BatchProgress{}, fmt.Errorf("%w: %s: sink metric %s = %q: not an integer", ErrBadProgress, key, k, v)
+		}
+		bp.LateRows[name] = n
+	}
+	return bp, nil
+}
+
+// StreamProgress reads the last limit progress files (all when limit <= 0) the stream keeps under
+// <stream.checkpoint>/progress/N.json, in batch order. Files that cannot be read as progress
+// are skipped and reported in problems, so that one bad file does not hide the others.
+func StreamProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, limit int) (batches []BatchProgress, problems []string, err error) {
+	prefix := path.Join(cfg.Stream.Checkpoint, "progress") + "/"
+	infos, err := objstore.ListAll(ctx, lake, prefix, objstore.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("report: list %s: %w", prefix, err)
+	}
+	type file struct {
+		key string
+		n   int64
+	}
+	var files []file
+	for _, o := range infos {
+		name := strings.TrimPrefix(o.Key, prefix)
+		ns, ok := strings.CutSuffix(name, ".json")
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if !ok || err != nil || n < 0 {
+			continue // not a progress file (temporary or foreign objects)
+		}
+		files = append(files, file{o.Key, n})
+	}
+	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.n, b.n) })
+	if limit > 0 && len(files) > limit {
+		files = files[len(files)-limit:]
+	}
+	for _, f := range files {
+		data, err := objstore.ReadAll(ctx, lake, f.key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // removed by a cleanup since the listing
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("report: read %s: %w", f.key, err)
+		}
+		bp, err := ParseProgress(f.key, data)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		batches = append(batches, bp)
+	}
+	return batches, problems, nil
+}
