@@ -1,0 +1,89 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/gold/stream"
+	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/table"
+)
+
+type printer struct{}
+
+func (printer) OnProgress(p *gold.Progress) {
+	fmt.Printf("batch %d: %d rows, watermark %s\n", p.BatchID, p.NumInputRows, p.EventTime["watermark"])
+}
+
+// Example ingests landing objects into bronze and runs the stream available-now, one bronze
+// file a batch: the resent event is dropped as a duplicate, and the 12:02 event, read after
+// the watermark passed the end of its window, is quarantined instead of dropped.
+func Example() {
+	ctx := context.Background()
+	lake := mem.New()
+	cfg, err := config.Parse([]byte(`
+lake: mem
+schema:
+  - {name: event_id,   type: string, required: true}
+  - {name: event_type, type: string}
+  - {name: event_time, type: timestamp, required: true}
+stream: {watermark: 5m, dedup: [event_id], max_files_per_trigger: 1}
+gold:
+  - name: counts_5m
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`), "pipeline.yaml")
+	if err != nil {
+		panic(err)
+	}
+	// Each ingest runs a second later, so bronze's files are ordered by their modification time.
+	now := time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC)
+	clock := func() time.Time { now = now.Add(time.Second); return now }
+	env := jobs.Env{Config: cfg, Lake: lake, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
+	land := func(key, lines string) {
+		if err := objstore.PutBytes(ctx, lake, "landing/events/"+key, []byte(lines)); err != nil {
+			panic(err)
+		}
+		if _, err := jobs.Ingest(ctx, env); err != nil {
+			panic(err)
+		}
+	}
+	land("1.json", `{"event_id":"a","event_type":"click","event_time":"2024-05-01T12:01:00Z"}
+{"event_id":"b","event_type":"click","event_time":"2024-05-01T12:03:00Z"}
+{"event_id":"a","event_type":"click","event_time":"2024-05-01T12:01:00Z"}
+`)
+	land("2.json", `{"event_id":"c","event_type":"view","event_time":"2024-05-01T12:20:00Z"}`)
+	land("3.json", `{"event_id":"d","event_type":"view","event_time":"2024-05-01T12:21:00Z"}`)
+	land("4.json", `{"event_id":"e","event_type":"click","event_time":"2024-05-01T12:02:00Z"}`)
+	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Clock: clock, Listener: printer{}})
+	if err != nil {
+		panic(err)
+	}
+	rep, err := r.Run(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("silver %d, duplicates %d, quarantined %d\n", rep.SilverRows, rep.Duplicates, rep.Gold[0].LateRows)
+	for b, err := range table.Open(objstore.WithPrefix(lake, "gold/counts_5m")).Scan(ctx, table.ScanOptions{}) {
+		if err != nil {
+			panic(err)
+		}
+		for i := range b.Len() {
+			fmt.Println(string(table.AppendJSONRow(nil, b, i)))
+		}
+	}
+	// Output:
+	// batch 0: 3 rows, watermark 1970-01-01T00:00:00.000Z
+	// batch 1: 1 rows, watermark 2024-05-01T11:58:00.000Z
+	// batch 2: 1 rows, watermark 2024-05-01T12:15:00.000Z
+	// batch 3: 1 rows, watermark 2024-05-01T12:16:00.000Z
+	// silver 5, duplicates 1, quarantined 1
+	// {"window":{"start":"2024-05-01T12:00:00Z","end":"2024-05-01T12:05:00Z"},"event_type":"click","count":2,"late_rows":0}
+}
