@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
@@ -77,11 +78,32 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
-		if _, err := r.write(ctx, r.golds[ai], []*table.Batch{gb}, txn, ap.complete); err != nil {
+		if ap.update {
+			err = r.upsert(ctx, r.golds[ai], ap, gb, txn)
+		} else {
+			_, err = r.write(ctx, r.golds[ai], []*table.Batch{gb}, txn, ap.complete)
+		}
+		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
 	}
 	return as, nil
+}
+
+// upsert merges the groups this batch updated into gold on (window, keys): matched rows take
+// the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
+// are inserted.
+func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
+	keys := append([]string{ColWindow}, ap.cfg.GroupBy...)
+	set := map[string]merge.Value{}
+	for _, f := range ap.schema.Fields[len(keys):] {
+		if f.Name != ColLateRows {
+			set[f.Name] = merge.FromSource(f.Name)
+		}
+	}
+	_, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
+		Matched: []merge.Matched{{Set: set}}, NotMatched: []merge.NotMatched{{}}, Txn: txn})
+	return err
 }
 
 // fillColumns builds the aggregate input columns of the selected rows.

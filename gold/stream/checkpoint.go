@@ -24,9 +24,6 @@ import (
 // guess, because guessing could count rows twice.
 var ErrBadCheckpoint = errors.New("stream: bad checkpoint")
 
-// ErrUnsupportedOutputMode reports an output mode the Delta sink cannot serve.
-var ErrUnsupportedOutputMode = errors.New("stream: unsupported output mode")
-
 // OffsetEntry is offsets/N: what batch N reads and the watermark and time it runs with.
 type OffsetEntry struct {
 	BatchWatermarkMs int64

@@ -38,6 +38,7 @@ type aggPlan struct {
 	schema   *txlog.StructType
 	qschema  *txlog.StructType
 	complete bool
+	update   bool
 }
 
 // plan is the query resolved against the silver (= bronze) schema.
@@ -137,9 +138,9 @@ func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, erro
 	case config.OutputComplete:
 		ap.agg.Mode, ap.complete = gold.Complete, true
 	case config.OutputUpdate:
-		// The Delta sink takes Append and Complete only; upserts need MERGE, which the runner
-		// does not have.
-		return nil, fmt.Errorf("stream: gold %s: %w: [DELTA_UNSUPPORTED_OUTPUT_MODE] Data source com.databricks.sql.transaction.tahoe.sources.DeltaDataSource does not support Update output mode", g.Name, ErrUnsupportedOutputMode)
+		// Spark's Delta sink rejects Update (DELTA_UNSUPPORTED_OUTPUT_MODE); we upsert the
+		// updated groups with MERGE on (window, keys) instead, as foreachBatch users do.
+		ap.agg.Mode, ap.update = gold.Update, true
 	default:
 		ap.agg.Mode = gold.Append
 	}

@@ -191,14 +191,25 @@ func TestCompleteMode(t *testing.T) {
 	}
 }
 
-// TestUpdateModeRejected: the Delta sink has no Update mode (spec §4.2).
-func TestUpdateModeRejected(t *testing.T) {
+// TestUpdateMode is vector WM in Update mode: each batch upserts the groups it changed, so
+// gold ends with every window's final count; the late rows of batch 4 are quarantined.
+func TestUpdateMode(t *testing.T) {
 	lake := mem.New()
 	cfg := parseConfig(t, "10m", "", strings.Replace(countGold, "aggregates:", "output_mode: update\n    aggregates:", 1))
-	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:07")}})
-	_, err := runStream(t, lake, cfg, "once")
-	if !errors.Is(err, ErrUnsupportedOutputMode) || !strings.Contains(err.Error(), "DELTA_UNSUPPORTED_OUTPUT_MODE") {
-		t.Fatalf("err = %v", err)
+	for _, in := range [][]string{{"12:07", "12:08", "12:14"}, {"12:09", "12:15", "12:03"}, {"12:21", "12:02", "12:04"}, {"12:12"}} {
+		var rows []ev
+		for _, ts := range in {
+			rows = append(rows, ev{ID: ts, T: hm(ts)})
+		}
+		appendBronze(t, lake, rows)
+		mustRun(t, lake, cfg, "available-now")
+	}
+	want := []string{"12:00=1", "12:05=3", "12:10=2", "12:15=1", "12:20=1"}
+	if got := goldCounts(t, lake, "gold/w5"); !slices.Equal(got, want) {
+		t.Fatalf("update gold %v, want %v", got, want)
+	}
+	if n := len(tableRows(t, lake, "silver/late_w5")); n != 2 {
+		t.Fatalf("update mode quarantined %d rows, want 2", n)
 	}
 }
 
