@@ -309,6 +309,11 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
 		parquet.DictionaryMaxBytes(1<<20),
 		parquet.CreatedBy("medallion", "0", ""),
+		// Our dates and timestamps are proleptic Gregorian. Spark reads dates before 1582 and
+		// timestamps before 1900 from files without this key as ambiguous and fails; with a
+		// Spark >= 3 version and no "org.apache.spark.legacyDateTime" key it reads them as
+		// they are (SPARK-31404).
+		parquet.KeyValueMetadata("org.apache.spark.version", "3.5.0"),
 	)
 	e.writers = e.w.ColumnWriters()
 	return e, nil
