@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -88,5 +89,45 @@ func TestStreamConvergesAfterFailures(t *testing.T) {
 				t.Fatalf("%s after=%v: only %d runs had a fault injected", op, after, failed)
 			}
 		}
+	}
+}
+
+var crashRestarts = flag.Int("stream.crash-restarts", 50, "minimum number of crashed runs in TestStreamRandomCrashes")
+
+// TestStreamRandomCrashes kills runs at random object-store calls (reads, writes, deletes,
+// before or after they land) until at least -stream.crash-restarts runs (10 with -short) have crashed, with a
+// fresh runner each time, as restarted processes would be; the tables end identical to an
+// uninterrupted run's.
+func TestStreamRandomCrashes(t *testing.T) {
+	ctx := context.Background()
+	base := landBronze(t, 11, 3000, 12)
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 1", e2eGold)
+	ref := copyLake(t, base)
+	mustRun(t, ref, cfg, "available-now")
+	want := snapshotTables(t, ref)
+	minCrashes := *crashRestarts
+	if testing.Short() {
+		minCrashes = min(minCrashes, 10)
+	}
+	crashes := 0
+	for round := uint64(0); crashes < minCrashes; round++ {
+		lake := copyLake(t, base)
+		for attempt := uint64(0); ; attempt++ {
+			faulty := objstore.WithFaults(lake, objstore.FaultPlan{Seed: round*1000 + attempt, Faults: []objstore.Fault{
+				{Op: objstore.OpPut, Rate: 0.03, After: attempt%2 == 1},
+				{Op: objstore.OpPutIfAbsent, Rate: 0.03, After: attempt%2 == 0},
+				{Op: objstore.OpGet, Rate: 0.01},
+				{Op: objstore.OpDelete, Rate: 0.05},
+			}})
+			r, _ := New(Options{Lake: faulty, Config: cfg, Clock: runStreamClock})
+			if _, err := r.Run(ctx); err == nil {
+				break
+			}
+			crashes++
+			if attempt > 200 {
+				t.Fatalf("round %d: no run got through in 200 attempts", round)
+			}
+		}
+		sameTables(t, fmt.Sprintf("round %d after %d crashes", round, crashes), snapshotTables(t, lake), want)
 	}
 }
