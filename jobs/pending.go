@@ -1,9 +1,11 @@
 package jobs
 
-// Jobs whose implementation has not landed yet: nil leaves them out of the schedule (Catalog
-// reports them as missing) and `medallion run` says they are not built.
+import "context"
+
+// The scheduled jobs of the late-data loop and the stream. A nil Func leaves its job out of
+// the schedule (Catalog reports it as missing) and `medallion run` says it is not built.
 var (
 	streamFunc    Func
-	mergeLateFunc Func
-	replayFunc    Func
+	mergeLateFunc Func = func(ctx context.Context, env Env) (any, error) { return MergeLate(ctx, env, "") }
+	replayFunc    Func = func(ctx context.Context, env Env) (any, error) { return ReplayLookback(ctx, env) }
 )

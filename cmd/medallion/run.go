@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold/late"
 	"github.com/medallion-lake/medallion/jobs"
 )
 
@@ -32,8 +33,8 @@ func newRunCmd() *cobra.Command {
 	}{
 		{"ingest", "Ingest new landing objects into bronze, exactly once", runIngest},
 		{"stream", "Run the stream: bronze to silver, quarantine and gold", runStream},
-		{"merge-late", "Fold quarantined late rows back into gold with MERGE", nil},
-		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", nil},
+		{"merge-late", "Fold quarantined late rows back into gold with MERGE", runMergeLate},
+		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", runReplay},
 		{"optimize", "Compact small files of every pipeline table", runOptimize},
 		{"vacuum", "Remove unreferenced files older than the retention, on every pipeline table", runVacuum},
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
@@ -56,6 +57,16 @@ func newRunCmd() *cobra.Command {
 					}
 				}
 				return nil
+			}
+		}
+		if job.name == "replay" {
+			cmd.Flags().String("since", "", "replay the range ending now, e.g. 24h (or --from/--to)")
+			cmd.Flags().String("from", "", "range start (RFC 3339 or 'YYYY-MM-DD HH:MM:SS' UTC), with --to")
+			cmd.Flags().String("to", "", "range end (exclusive), with --from")
+			cmd.Flags().String("source", "silver", "silver | bronze (re-validated and deduplicated)")
+			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+				_, err := replayRange(cmd, time.Now())
+				return err
 			}
 		}
 		if job.name == "vacuum" {
@@ -135,6 +146,59 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	}
 	rep, err := jobs.Stream(ctx, env, trigger, nil)
 	return rep, err
+}
+
+func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	name, _ := cmd.Flags().GetString("gold")
+	return jobs.MergeLate(ctx, env, name)
+}
+
+func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	r, err := replayRange(cmd, env.Clock())
+	if err != nil {
+		return nil, err
+	}
+	name, _ := cmd.Flags().GetString("gold")
+	return jobs.Replay(ctx, env, name, r)
+}
+
+// replayRange reads --since D | --from T --to T and --source into a range (usage errors: exit 2).
+func replayRange(cmd *cobra.Command, now time.Time) (late.Range, error) {
+	since, _ := cmd.Flags().GetString("since")
+	from, _ := cmd.Flags().GetString("from")
+	to, _ := cmd.Flags().GetString("to")
+	src, _ := cmd.Flags().GetString("source")
+	var r late.Range
+	switch src {
+	case late.SourceSilver, late.SourceBronze:
+		r.Source = src
+	default:
+		return r, usageError("run replay: --source %q: want silver or bronze", src)
+	}
+	switch {
+	case since != "" && (from != "" || to != ""):
+		return r, usageError("run replay: give --since or --from/--to, not both")
+	case since != "":
+		d, err := config.ParseDuration(since)
+		if err != nil || d.Duration <= 0 {
+			return r, usageError("run replay: --since %q: want a positive duration such as 24h", since)
+		}
+		r.From, r.To = now.Add(-d.Duration), now
+	case from != "" && to != "":
+		var err error
+		if r.From, err = parseFlagTime(from); err != nil {
+			return r, usageError("run replay: --from %q: want RFC 3339, 'YYYY-MM-DD HH:MM:SS' or 'YYYY-MM-DD'", from)
+		}
+		if r.To, err = parseFlagTime(to); err != nil {
+			return r, usageError("run replay: --to %q: want RFC 3339, 'YYYY-MM-DD HH:MM:SS' or 'YYYY-MM-DD'", to)
+		}
+		if !r.From.Before(r.To) {
+			return r, usageError("run replay: --from %s is not before --to %s", from, to)
+		}
+	default:
+		return r, usageError("run replay: give --since D, or --from T and --to T")
+	}
+	return r, nil
 }
 
 // newLogger follows the config: JSON unless stderr is a terminal (or as set), at its level.

@@ -90,7 +90,7 @@ func (o *Options) retry(ctx context.Context, name string, fn func() error) error
 type MergeReport struct {
 	QueryID string `json:"queryId,omitempty"`
 	// LateRows is the number of quarantined rows folded into gold by this run.
-	LateRows int64             `json:"lateRows"`
+	LateRows int64             `json:"late_rows"`
 	Gold     []MergeGoldReport `json:"gold"`
 }
 
@@ -105,9 +105,10 @@ type MergeGoldReport struct {
 	LateRows int64 `json:"lateRows"`
 	// Pairs counts the (row, window) pairs applied: a row late for several sliding windows
 	// counts once per window.
-	Pairs int64      `json:"pairs"`
-	Gold  writeStats `json:"commit"`
-	Note  string     `json:"note,omitempty"`
+	Pairs int64 `json:"pairs"`
+	// Gold is the commit, nil when there was nothing to commit.
+	Gold *writeStats `json:"commit,omitempty"`
+	Note string      `json:"note,omitempty"`
 }
 
 // MergeLate folds each aggregation's new quarantine rows into its gold table.
@@ -140,7 +141,7 @@ func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 		rep.Gold = append(rep.Gold, gr)
 		rep.LateRows += gr.LateRows
 		opts.Logger.Info("late: merge-late", "gold", g.Name, "lateRows", gr.LateRows, "pairs", gr.Pairs,
-			"fromVersion", gr.FromVersion, "toVersion", gr.ToVersion, "updated", gr.Gold.Updated, "inserted", gr.Gold.Inserted)
+			"fromVersion", gr.FromVersion, "toVersion", gr.ToVersion, "commit", gr.Gold, "note", gr.Note)
 	}
 	return rep, nil
 }
@@ -239,8 +240,14 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 	if err != nil {
 		return gr, nil, err
 	}
+	if len(groups) == 0 {
+		// Nothing to fold in: leave gold alone rather than commit only the txn; the next run
+		// reads these (row-less) versions again, which costs a few small reads.
+		return gr, gsnap, nil
+	}
 	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
-	gr.Gold, err = upsert(ctx, rw, groups, &table.AppTxn{AppID: appID, Version: gr.ToVersion})
+	ws, err := upsert(ctx, rw, groups, &table.AppTxn{AppID: appID, Version: gr.ToVersion})
+	gr.Gold = &ws
 	return gr, gsnap, err
 }
 

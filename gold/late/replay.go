@@ -37,7 +37,7 @@ type ReplayReport struct {
 	Source  string             `json:"source"`
 	Gold    []ReplayGoldReport `json:"gold"`
 	// LateRows is what the merge-late run that precedes each replay folded in.
-	LateRows int64 `json:"lateRows"`
+	LateRows int64 `json:"late_rows"`
 }
 
 // ReplayGoldReport is one aggregation's replay.
@@ -50,8 +50,9 @@ type ReplayGoldReport struct {
 	// InputRows is the number of source rows read.
 	InputRows int64           `json:"inputRows"`
 	Merge     MergeGoldReport `json:"mergeLate"`
-	Gold      writeStats      `json:"commit"`
-	Note      string          `json:"note,omitempty"`
+	// Gold is the commit, nil when nothing was replaced.
+	Gold *writeStats `json:"commit,omitempty"`
+	Note string      `json:"note,omitempty"`
 }
 
 // Replay recomputes, for each aggregation, the whole windows of the range from silver (or
@@ -94,8 +95,7 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 		}
 		rep.Gold = append(rep.Gold, gr)
 		rep.LateRows += gr.Merge.LateRows
-		opts.Logger.Info("late: replay", "gold", g.Name, "inputRows", gr.InputRows, "windowsDeleted", gr.Gold.Deleted,
-			"windowsInserted", gr.Gold.Inserted, "note", gr.Note)
+		opts.Logger.Info("late: replay", "gold", g.Name, "inputRows", gr.InputRows, "commit", gr.Gold, "note", gr.Note)
 	}
 	return rep, nil
 }
@@ -212,7 +212,7 @@ func alignStart(t int64, spec gold.WindowSpec) int64 {
 
 // replace removes the gold rows drop selects (among the files prune lets through) and writes
 // groups instead, keeping the late_rows figure of the rows they replace.
-func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(start, end int64, keys []*table.Column, i int) bool, groups []*group, desc string) (writeStats, error) {
+func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(start, end int64, keys []*table.Column, i int) bool, groups []*group, desc string) (*writeStats, error) {
 	a := rw.a
 	lateRows := map[string]int64{}
 	var key []byte
@@ -244,6 +244,7 @@ func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(star
 		}
 		return nil
 	}
-	return rw.run(ctx, prune, row, extra, nil, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+	ws, err := rw.run(ctx, prune, row, extra, nil, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
 		"mode": "Overwrite", "partitionBy": "[]", "predicate": desc}})
+	return &ws, err
 }

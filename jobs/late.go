@@ -1,0 +1,37 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/medallion-lake/medallion/gold/late"
+)
+
+// MergeLate folds each gold aggregation's new quarantine rows into its gold table (only
+// goldName's when set), exactly once per quarantine version.
+func MergeLate(ctx context.Context, env Env, goldName string) (late.MergeReport, error) {
+	return late.MergeLate(ctx, lateOptions(env, goldName))
+}
+
+// Replay recomputes the whole windows of r from silver (or bronze) and replaces them in gold.
+func Replay(ctx context.Context, env Env, goldName string, r late.Range) (late.ReplayReport, error) {
+	return late.Replay(ctx, lateOptions(env, goldName), r)
+}
+
+// ReplayLookback is the scheduled replay: the configured lookback (jobs.replay.lookback),
+// ending now, from silver.
+func ReplayLookback(ctx context.Context, env Env) (late.ReplayReport, error) {
+	now := env.clock()
+	return Replay(ctx, env, "", late.Range{From: now.Add(-env.Config.Jobs.Replay.Lookback.Duration), To: now})
+}
+
+func lateOptions(env Env, goldName string) late.Options {
+	return late.Options{Lake: env.Lake, Config: env.Config, Gold: goldName, Clock: env.clock, Logger: env.Logger}
+}
+
+func (e Env) clock() time.Time {
+	if e.Clock == nil {
+		return time.Now()
+	}
+	return e.Clock()
+}
