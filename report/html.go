@@ -222,6 +222,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"stamp": stamp,
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // our own escaped SVG
 	"rng":   rangeText,
+	"count": optCount,
 }).Parse(pageHTML))
 
 // pageData is what the template reads.
@@ -303,17 +304,23 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 <p class="note">A row counts as late here when its lag exceeds the watermark. The stream compares window ends with the
 maximum event time minus the watermark, so its counts differ (usually lower). Percentiles are within 0.5%.
 {{if .Negative}}{{digits .Negative}} rows have a negative lag (event time after ingest time).{{end}}</p>
-<h3>Late rows per day (quarantine)</h3>
+<h3>Late rows (quarantine)</h3>
 <table id="quarantine">
-<tr><th>aggregation</th><th>table</th><th>day</th><th class="num">rows</th></tr>
+<tr><th>aggregation</th><th>table</th><th class="num">rows</th><th>merge-late</th></tr>
 {{- range .Quarantine}}
-{{- if not .Exists}}
+{{- if .Exists}}
+<tr><td>{{.Gold}}</td><td><code>{{.Table}}</code></td><td class="num">{{digits .Rows}}</td><td>{{.MergeText}}</td></tr>
+{{- else}}
 <tr><td>{{.Gold}}</td><td><code>{{.Table}}</code></td><td class="missing" colspan="2">no table yet</td></tr>
-{{- else if not .PerDay}}
-<tr><td>{{.Gold}}</td><td><code>{{.Table}}</code></td><td>all</td><td class="num">{{digits .Rows}}</td></tr>
-{{- else}}{{$q := .}}{{range .PerDay}}
-<tr><td>{{$q.Gold}}</td><td><code>{{$q.Table}}</code></td><td>{{.Day}}</td><td class="num">{{digits .Rows}}</td></tr>
-{{- end}}{{end}}
+{{- end}}
+{{- end}}
+</table>
+<table id="late-per-day">
+<tr><th>aggregation</th><th>day</th><th class="num">quarantined rows</th><th class="num">late rows in progress</th></tr>
+{{- range .Quarantine}}{{$q := .}}
+{{- range .Days}}
+<tr><td>{{$q.Gold}}</td><td>{{.Day}}</td><td class="num">{{count .Quarantine}}</td><td class="num">{{count .Progress}}</td></tr>
+{{- end}}
 {{- end}}
 </table>
 {{end}}

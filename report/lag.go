@@ -2,10 +2,12 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"path"
 	"slices"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -89,6 +92,14 @@ type QuarantineLate struct {
 	// when the table has it, else the event time.
 	DayColumn string
 	PerDay    []DayCount
+	// MergedVersion is the last quarantine version merge-late folded into gold (-1: none yet).
+	// Merged and Pending split the whole table's rows (whatever the range) into those
+	// versions and the later ones, from file stats (-1 when a file has no row count).
+	MergedVersion   int64
+	Merged, Pending int64
+	// ProgressPerDay is the late rows the stream's progress reports for this aggregation,
+	// per UTC day of batch time (the latest MaxLagProgress batches).
+	ProgressPerDay []DayCount
 }
 
 // LagReport is the lag distribution of bronze rows: lag = _ingest_time - event time.
@@ -306,14 +317,126 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 		}
 	}
 	rep.fill(acc)
+	queryID, err := streamQueryID(ctx, lake, cfg)
+	if err != nil {
+		return nil, err
+	}
+	batches, _, err := StreamProgress(ctx, lake, cfg, MaxLagProgress)
+	if err != nil {
+		return nil, err
+	}
 	for i := range cfg.Gold {
-		q, err := quarantineLate(ctx, lake, &cfg.Gold[i], ev, opts)
+		g := &cfg.Gold[i]
+		q, err := quarantineLate(ctx, lake, g, ev, opts)
 		if err != nil {
 			return nil, err
 		}
+		if err := q.mergeState(ctx, lake, g, queryID); err != nil {
+			return nil, err
+		}
+		q.ProgressPerDay = progressPerDay(batches, g.Name)
 		rep.Quarantine = append(rep.Quarantine, q)
 	}
 	return rep, nil
+}
+
+// MaxLagProgress bounds the progress files a lag analysis reads for its per-day late rows
+// (about a week of one-minute batches).
+const MaxLagProgress = 10000
+
+// progressPerDay sums one aggregation's late rows per UTC day of batch time.
+func progressPerDay(batches []BatchProgress, name string) []DayCount {
+	var out []DayCount
+	for _, b := range batches {
+		n := b.LateRows[name]
+		d := b.Timestamp.UTC().Format(time.DateOnly)
+		if k := len(out); k > 0 && out[k-1].Day == d {
+			out[k-1].Rows += n
+			continue
+		}
+		out = append(out, DayCount{Day: d, Rows: n})
+	}
+	return out
+}
+
+// streamQueryID reads the stream's query id from its checkpoint ("" before the first run).
+func streamQueryID(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) (string, error) {
+	key := path.Join(cfg.Stream.Checkpoint, "metadata")
+	data, err := objstore.ReadAll(ctx, lake, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("report: read %s: %w", key, err)
+	}
+	var m struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return "", fmt.Errorf("report: %s: %v", key, err)
+	}
+	return m.ID, nil
+}
+
+// mergeState finds the last quarantine version merge-late folded into gold (the version of
+// gold's txn "merge-late:" + query id) and splits the quarantine's rows, by file stats, into
+// merged (in versions up to it) and pending (after it).
+func (q *QuarantineLate) mergeState(ctx context.Context, lake objstore.Bucket, g *config.Gold, queryID string) error {
+	q.MergedVersion, q.Merged, q.Pending = -1, -1, -1
+	if !q.Exists {
+		return nil
+	}
+	qlog := table.Open(objstore.WithPrefix(lake, g.Quarantine)).Log()
+	latest, err := qlog.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("report: quarantine %s: %w", g.Quarantine, err)
+	}
+	total, ok := statsRows(latest.Files())
+	if !ok {
+		return nil
+	}
+	q.Merged, q.Pending = 0, total
+	if queryID == "" {
+		return nil
+	}
+	gsnap, err := table.Open(objstore.WithPrefix(lake, g.Table)).Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report: gold %s: %w", g.Table, err)
+	}
+	v, ok := gsnap.TxnVersion(late.AppIDPrefix + queryID)
+	if !ok {
+		return nil
+	}
+	q.MergedVersion = v
+	at, err := qlog.SnapshotAt(ctx, v)
+	if err != nil {
+		return fmt.Errorf("report: quarantine %s version %d: %w", g.Quarantine, v, err)
+	}
+	merged, ok := statsRows(at.Files())
+	if !ok {
+		q.Merged, q.Pending = -1, -1
+		return nil
+	}
+	q.Merged, q.Pending = merged, total-merged
+	return nil
+}
+
+// statsRows sums numRecords over files; false when a file has no such stat.
+func statsRows(files []*txlog.Add) (int64, bool) {
+	var n int64
+	for _, f := range files {
+		var st struct {
+			NumRecords *int64 `json:"numRecords"`
+		}
+		if f.Stats == "" || json.Unmarshal([]byte(f.Stats), &st) != nil || st.NumRecords == nil {
+			return 0, false
+		}
+		n += *st.NumRecords
+	}
+	return n, true
 }
 
 // scanPruned yields the projected columns of the files whose stats may match filter (nil: all

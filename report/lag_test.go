@@ -353,6 +353,24 @@ func TestLagTextGolden(t *testing.T) {
 		late = append(late, g)
 	}
 	writeBronze(t, lake, cfg.Gold[0].Quarantine, late)
+	// merge-late has folded quarantine versions up to 2 (days 1 and 2) into gold.
+	if err := objstore.PutBytes(ctx, lake, cfg.Stream.Checkpoint+"/metadata", []byte(`{"id":"q1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table))
+	if _, err := gt.Create(ctx, declaredSchema(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := table.NewBatch(declaredSchema())
+	gb.Columns[0].AppendString("w")
+	gb.Columns[1].AppendTime(base)
+	if _, err := gt.Append(ctx, []*table.Batch{gb}, table.AppendOptions{Txn: &table.AppTxn{AppID: "merge-late:q1", Version: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	// The stream reported late rows on days 2 and 4 (batch time).
+	writeProgress(t, lake, cfg.Stream.Checkpoint, 0, base.Add(30*time.Hour), 50, map[string]int64{"events_5m": 6})
+	writeProgress(t, lake, cfg.Stream.Checkpoint, 1, base.Add(31*time.Hour), 50, map[string]int64{"events_5m": 1, "events_1h": 2})
+	writeProgress(t, lake, cfg.Stream.Checkpoint, 2, base.Add(80*time.Hour), 50, map[string]int64{"events_5m": 3})
 
 	rep, err := Lag(ctx, lake, cfg, LagOptions{})
 	if err != nil {
@@ -361,6 +379,16 @@ func TestLagTextGolden(t *testing.T) {
 	q := rep.Quarantine
 	if len(q) != 2 || !q[0].Exists || q[0].Rows != 4+7+10 || q[1].Exists {
 		t.Fatalf("quarantine %+v", q)
+	}
+	if q[0].MergedVersion != 2 || q[0].Merged != 4+7 || q[0].Pending != 10 {
+		t.Errorf("merge state %d: %d merged, %d pending; want 2: 11, 10", q[0].MergedVersion, q[0].Merged, q[0].Pending)
+	}
+	wantDays := []DayLate{{"2024-05-01", 4, -1}, {"2024-05-02", 7, 7}, {"2024-05-03", 10, -1}, {"2024-05-04", -1, 3}}
+	if got := q[0].Days(); !slices.Equal(got, wantDays) {
+		t.Errorf("days %+v, want %+v", got, wantDays)
+	}
+	if got := q[1].Days(); !slices.Equal(got, []DayLate{{"2024-05-02", -1, 2}, {"2024-05-04", -1, 0}}) {
+		t.Errorf("days of a missing quarantine %+v", got)
 	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {

@@ -175,21 +175,71 @@ func (r *LagReport) writeQuarantineText(p func(string, ...any)) {
 	if len(r.Quarantine) == 0 {
 		return
 	}
-	p("\nLate rows per day (quarantine)\n")
+	p("\nLate rows (quarantine tables; per day also as the stream's progress reported them)\n")
 	for _, q := range r.Quarantine {
 		if !q.Exists {
 			p("%-16s %s: no table yet\n", q.Gold, q.Table)
+		} else {
+			p("%-16s %s: %s rows", q.Gold, q.Table, groupDigits(q.Rows))
+			if q.DayColumn != "" {
+				p(", days by %s", q.DayColumn)
+			}
+			p("\n%-16s %s\n", "", q.MergeText())
+		}
+		days := q.Days()
+		if len(days) == 0 {
 			continue
 		}
-		by := ""
-		if q.DayColumn != "" {
-			by = ", days by " + q.DayColumn
-		}
-		p("%-16s %s: %s rows%s\n", q.Gold, q.Table, groupDigits(q.Rows), by)
-		for _, d := range q.PerDay {
-			p("  %s %12s\n", d.Day, groupDigits(d.Rows))
+		p("  %-10s %12s %12s\n", "day", "quarantine", "progress")
+		for _, d := range days {
+			p("  %-10s %12s %12s\n", d.Day, optCount(d.Quarantine), optCount(d.Progress))
 		}
 	}
+}
+
+// MergeText says how much of the quarantine merge-late has folded back into gold.
+func (q QuarantineLate) MergeText() string {
+	switch {
+	case q.Pending < 0:
+		return "merge state unknown (files without row counts)"
+	case q.MergedVersion < 0:
+		return fmt.Sprintf("not merged yet: %s rows pending", groupDigits(q.Pending))
+	}
+	return fmt.Sprintf("merged into gold up to version %d: %s rows; %s rows pending", q.MergedVersion, groupDigits(q.Merged), groupDigits(q.Pending))
+}
+
+// DayLate is one day of late rows: from the quarantine table and from progress (-1: none).
+type DayLate struct {
+	Day                  string
+	Quarantine, Progress int64
+}
+
+// Days joins PerDay and ProgressPerDay by day, in day order.
+func (q QuarantineLate) Days() []DayLate {
+	var out []DayLate
+	i, j := 0, 0
+	for i < len(q.PerDay) || j < len(q.ProgressPerDay) {
+		switch {
+		case j == len(q.ProgressPerDay) || i < len(q.PerDay) && q.PerDay[i].Day < q.ProgressPerDay[j].Day:
+			out = append(out, DayLate{q.PerDay[i].Day, q.PerDay[i].Rows, -1})
+			i++
+		case i == len(q.PerDay) || q.ProgressPerDay[j].Day < q.PerDay[i].Day:
+			out = append(out, DayLate{q.ProgressPerDay[j].Day, -1, q.ProgressPerDay[j].Rows})
+			j++
+		default:
+			out = append(out, DayLate{q.PerDay[i].Day, q.PerDay[i].Rows, q.ProgressPerDay[j].Rows})
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func optCount(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return groupDigits(n)
 }
 
 // seconds renders a duration as JSON seconds (microsecond precision).
@@ -221,12 +271,16 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		Rows int64  `json:"rows"`
 	}
 	type quarantine struct {
-		Gold      string `json:"gold"`
-		Table     string `json:"table"`
-		Exists    bool   `json:"exists"`
-		Rows      int64  `json:"rows"`
-		DayColumn string `json:"day_column,omitempty"`
-		PerDay    []day  `json:"per_day"`
+		Gold           string `json:"gold"`
+		Table          string `json:"table"`
+		Exists         bool   `json:"exists"`
+		Rows           int64  `json:"rows"`
+		DayColumn      string `json:"day_column,omitempty"`
+		PerDay         []day  `json:"per_day"`
+		ProgressPerDay []day  `json:"progress_per_day"`
+		MergedVersion  int64  `json:"merged_version"`
+		Merged         int64  `json:"merged_rows"`
+		Pending        int64  `json:"pending_rows"`
 	}
 	ts := func(t time.Time) *string {
 		if t.IsZero() {
@@ -280,9 +334,13 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 			Text: FormatLag(c.Watermark), LateRows: c.LateRows, LateFraction: c.LateFraction, Exact: c.Exact})
 	}
 	for _, q := range r.Quarantine {
-		jq := quarantine{Gold: q.Gold, Table: q.Table, Exists: q.Exists, Rows: q.Rows, DayColumn: q.DayColumn, PerDay: []day{}}
+		jq := quarantine{Gold: q.Gold, Table: q.Table, Exists: q.Exists, Rows: q.Rows, DayColumn: q.DayColumn,
+			PerDay: []day{}, ProgressPerDay: []day{}, MergedVersion: q.MergedVersion, Merged: q.Merged, Pending: q.Pending}
 		for _, d := range q.PerDay {
 			jq.PerDay = append(jq.PerDay, day{Day: d.Day, Rows: d.Rows})
+		}
+		for _, d := range q.ProgressPerDay {
+			jq.ProgressPerDay = append(jq.ProgressPerDay, day{Day: d.Day, Rows: d.Rows})
 		}
 		out.Quarantine = append(out.Quarantine, jq)
 	}
