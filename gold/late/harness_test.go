@@ -71,6 +71,8 @@ func testConfig(t testing.TB, extra string) *config.Pipeline {
 	return cfg
 }
 
+var streamClock = func() time.Time { return time.Date(2024, 5, 1, 7, 0, 0, 0, time.UTC) }
+
 var ingestClock = func() time.Time { return time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC) }
 
 // land generates a workload (log-normal lag, heavy tail, outage bursts, duplicates and late
@@ -113,8 +115,7 @@ func ingest(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline) {
 
 func runStream(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline) stream.Report {
 	t.Helper()
-	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Trigger: config.Trigger{Kind: config.TriggerAvailableNow},
-		Clock: func() time.Time { return time.Date(2024, 5, 1, 7, 0, 0, 0, time.UTC) }})
+	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Trigger: config.Trigger{Kind: config.TriggerAvailableNow}, Clock: streamClock})
 	if err != nil {
 		t.Fatal(err)
 	}
