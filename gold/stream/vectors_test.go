@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -240,5 +241,34 @@ func TestValidationRejects(t *testing.T) {
 		if !strings.Contains(got[reason], id) {
 			t.Errorf("reason %s: raw %q, want it to hold %s", reason, got[reason], id)
 		}
+	}
+}
+
+// TestSessionS5ThroughRunner is vector S5 through the runner: a late-arriving event bridges
+// two sessions of key A into one, [0s, 30s) with 4 events, emitted once when the watermark
+// passes its end (gap 10 s, watermark delay 1 h).
+func TestSessionS5ThroughRunner(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "1h", "", `
+  - name: s
+    table: gold/s
+    quarantine: silver/late_s
+    window: {type: session, gap: 10s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+`)
+	at := func(s int) time.Time { return day.Add(time.Duration(s) * time.Second) }
+	for _, in := range [][]int{{0, 5, 20}, {12}, {2 * 3600}} {
+		var rows []ev
+		for _, s := range in {
+			rows = append(rows, ev{ID: fmt.Sprint(s), Type: "A", Amount: 1, T: at(s)})
+		}
+		appendBronze(t, lake, rows)
+		mustRun(t, lake, cfg, "available-now")
+	}
+	got := tableRows(t, lake, "gold/s")
+	want := []string{`{"window":{"start":"2024-05-01T00:00:00Z","end":"2024-05-01T00:00:30Z"},"event_type":"A","count":4,"total":4,"late_rows":0}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sessions %v, want %v", got, want)
 	}
 }
