@@ -145,3 +145,36 @@ func TestReplaySessions(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayConvergesAfterFailures injects a failure at every object-store write of a replay
+// in turn (before and after the write lands), then reruns it cleanly: gold ends equal to the
+// batch aggregation every time.
+func TestReplayConvergesAfterFailures(t *testing.T) {
+	base, cfg, srep := pipeline(t, 14, 2500, 4, "")
+	r := replayRange(silverTimes(t, base), 0.2, 0.8)
+	damage(t, base, "gold/t5", r.From.UnixMicro(), r.To.UnixMicro())
+	ctx := context.Background()
+	for _, op := range []string{objstore.OpPut, objstore.OpPutIfAbsent} {
+		for _, after := range []bool{false, true} {
+			failed := 0
+			for k := 1; ; k++ {
+				lake := cloneLake(t, base)
+				faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: k, After: after}}})
+				_, firstErr := Replay(ctx, opts(faulty, cfg), r)
+				if _, err := Replay(ctx, opts(lake, cfg), r); err != nil {
+					t.Fatalf("%s k=%d after=%v: clean rerun failed: %v (first run: %v)", op, k, after, err, firstErr)
+				}
+				if n := invariantEDiffs(t, lake, srep.WatermarkMs, t.Errorf); n > 0 {
+					t.Fatalf("%s k=%d after=%v: %d differences after the rerun (first run: %v)", op, k, after, n, firstErr)
+				}
+				if faulty.Fired() == 0 {
+					break
+				}
+				failed++
+			}
+			if failed < 2 {
+				t.Fatalf("%s after=%v: only %d runs had a fault injected", op, after, failed)
+			}
+		}
+	}
+}
