@@ -105,7 +105,7 @@ func (r *Report) LateBatchChart() *TimeChart {
 
 // LateHourChart stacks each aggregation's late rows per hour of batch time.
 func (r *Report) LateHourChart() *TimeChart {
-	c := &TimeChart{Title: "Late rows per hour (quarantined)", YLabel: "rows", Bars: true}
+	c := &TimeChart{Title: "Late rows per hour (quarantined)", YLabel: "rows", Bars: true, Interval: time.Hour}
 	for _, g := range r.Gold {
 		s := Series{Name: g}
 		for _, b := range r.Batches {
@@ -165,10 +165,14 @@ func (r *Report) summary() *streamSummary {
 	if !last.Watermark.IsZero() {
 		s.Watermark = stamp(last.Watermark)
 	}
-	if !last.MaxEventTime.IsZero() {
-		s.MaxEventTime = stamp(last.MaxEventTime)
-		if !last.Watermark.IsZero() {
-			s.Delay = FormatLag(last.MaxEventTime.Sub(last.Watermark))
+	// A batch without rows reports no max event time: take the latest that does.
+	for i := len(r.Batches) - 1; i >= 0; i-- {
+		if b := r.Batches[i]; !b.MaxEventTime.IsZero() {
+			s.MaxEventTime = stamp(b.MaxEventTime)
+			if !last.Watermark.IsZero() {
+				s.Delay = FormatLag(b.MaxEventTime.Sub(last.Watermark))
+			}
+			break
 		}
 	}
 	for _, g := range r.Gold {

@@ -76,6 +76,9 @@ type TimeChart struct {
 	Title, YLabel string
 	Series        []Series
 	Bars          bool
+	// Interval is the time one point stands for (e.g. an hour for hourly sums): bars are this
+	// wide. Zero takes the smallest distance between points.
+	Interval time.Duration
 }
 
 type svgBuf struct{ strings.Builder }
@@ -284,7 +287,10 @@ func (c *TimeChart) SVG() string {
 		return b.String()
 	}
 	// Pad the range by half a bar on each side so that the end bars and tick labels fit.
-	gap := minGap(c.Series)
+	gap := c.Interval
+	if gap <= 0 {
+		gap = minGap(c.Series)
+	}
 	if gap <= 0 {
 		gap = time.Minute
 	}
