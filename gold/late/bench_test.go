@@ -45,7 +45,9 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	ts := func(n string) txlog.StructField {
 		return txlog.StructField{Name: n, Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}, Nullable: true}
 	}
-	long := func(n string) txlog.StructField { return txlog.StructField{Name: n, Type: txlog.PrimitiveType{Name: txlog.TypeLong}} }
+	long := func(n string) txlog.StructField {
+		return txlog.StructField{Name: n, Type: txlog.PrimitiveType{Name: txlog.TypeLong}}
+	}
 	goldSchema := &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "window", Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{ts("start"), ts("end")}}},
 		long("n"), {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true}, long("late_rows")}}

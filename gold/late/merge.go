@@ -2,9 +2,11 @@ package late
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
@@ -106,6 +108,9 @@ type MergeGoldReport struct {
 	// Pairs counts the (row, window) pairs applied: a row late for several sliding windows
 	// counts once per window.
 	Pairs int64 `json:"pairs"`
+	// InputRows is the stream's input over the batches whose late rows were merged (from its
+	// progress files, when still kept): the base of the late-row alert.
+	InputRows int64 `json:"inputRows,omitempty"`
 	// Gold is the commit, nil when there was nothing to commit.
 	Gold *writeStats `json:"commit,omitempty"`
 	Note string      `json:"note,omitempty"`
@@ -204,6 +209,10 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	cols := append(append([]string{a.evName, colLateWatermark}, a.keyNames...), a.inCols...)
+	if qschema.Field(colBatchID) != nil {
+		cols = append(cols, colBatchID)
+	}
+	minBatch, maxBatch := int64(-1), int64(-1)
 	fs, err := qt.FileScan(qsnap, dedupe(cols), nil)
 	if err != nil {
 		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
@@ -221,8 +230,14 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 		if err != nil {
 			return gr, nil, err
 		}
-		lw := b.Column(colLateWatermark)
+		lw, bid := b.Column(colLateWatermark), b.Column(colBatchID)
 		for i := range b.Len() {
+			if bid != nil && !bid.IsNull(i) {
+				if minBatch < 0 || bid.Int64[i] < minBatch {
+					minBatch = bid.Int64[i]
+				}
+				maxBatch = max(maxBatch, bid.Int64[i])
+			}
 			if s.ev.IsNull(i) || lw.IsNull(i) {
 				return gr, nil, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
 			}
@@ -247,8 +262,18 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 	}
 	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
 	ws, err := upsert(ctx, rw, groups, &table.AppTxn{AppID: appID, Version: gr.ToVersion})
+	if err != nil {
+		return gr, nil, err
+	}
 	gr.Gold = &ws
-	return gr, gsnap, err
+	if minBatch >= 0 {
+		gr.InputRows = progressInput(ctx, objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint), minBatch, maxBatch)
+	}
+	if f := opts.Config.Stream.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
+		opts.Logger.Warn("late: late rows above the alert fraction", "gold", g.Name, "lateRows", gr.LateRows,
+			"inputRows", gr.InputRows, "fromBatch", minBatch, "toBatch", maxBatch, "fraction", f)
+	}
+	return gr, gsnap, nil
 }
 
 // upsert combines each group with its gold row (null-safe on the keys) or inserts it.
@@ -316,6 +341,25 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 	}
 	return rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "MERGE", Parameters: map[string]any{
 		"predicate": fmt.Sprintf("[\"(target.window <=> source.window) AND keys %v <=> source\"]", a.keyNames), "appId": txn.AppID}})
+}
+
+// progressInput sums numInputRows of the stream's kept progress files of batches from..to.
+// Progress is informational: a file already cleaned up is simply not counted.
+func progressInput(ctx context.Context, ckpt objstore.Bucket, from, to int64) int64 {
+	var n int64
+	for b := from; b <= to && b-from < 100_000; b++ {
+		data, err := objstore.ReadAll(ctx, ckpt, "progress/"+strconv.FormatInt(b, 10)+".json")
+		if err != nil {
+			continue
+		}
+		var p struct {
+			NumInputRows int64 `json:"numInputRows"`
+		}
+		if json.Unmarshal(data, &p) == nil {
+			n += p.NumInputRows
+		}
+	}
+	return n
 }
 
 // addedFiles lists the files the commits from..to (inclusive) added with dataChange: the rows

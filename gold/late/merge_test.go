@@ -1,9 +1,12 @@
 package late
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -153,6 +156,36 @@ func TestMergeLateConvergesAfterFailures(t *testing.T) {
 			if failed < 2 {
 				t.Fatalf("%s after=%v: only %d runs had a fault injected", op, after, failed)
 			}
+		}
+	}
+}
+
+// TestMergeLateAlert: the summary carries the late rows and the stream's input over the
+// merged batches, and a WARN is logged when late rows exceed stream.late_alert_fraction.
+func TestMergeLateAlert(t *testing.T) {
+	base, cfg, srep := pipeline(t, 6, 3000, 5, "")
+	for _, tc := range []struct {
+		fraction float64
+		warn     bool
+	}{{0.000001, true}, {0.99, false}, {0, false}} {
+		lake := cloneLake(t, base)
+		var logs bytes.Buffer
+		o := opts(lake, cfg)
+		c := *cfg
+		c.Stream.LateAlertFraction = tc.fraction
+		o.Config = &c
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		rep, err := MergeLate(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rep.Gold {
+			if g.LateRows > 0 && (g.InputRows <= 0 || g.InputRows > srep.InputRows) {
+				t.Errorf("%s: input rows %d for %d late rows (stream input %d)", g.Name, g.InputRows, g.LateRows, srep.InputRows)
+			}
+		}
+		if got := strings.Contains(logs.String(), "level=WARN"); got != tc.warn {
+			t.Errorf("fraction %v: WARN logged %v, want %v:\n%s", tc.fraction, got, tc.warn, logs.String())
 		}
 	}
 }

@@ -15,6 +15,7 @@ const (
 	colWindow        = "window"
 	colLateRows      = "late_rows"
 	colLateWatermark = "late_watermark"
+	colBatchID       = "batch_id"
 	suffixSum        = "_sum"
 	suffixCount      = "_count"
 	suffixSketch     = "_sketch"
