@@ -130,11 +130,18 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	}
 	groups := map[string][]*txlog.Add{}
 	names := snap.PartitionColumns()
+	physical := make([]string, len(names)) // partitionValues are keyed by physical name
+	for i, n := range names {
+		physical[i] = n
+		if f := schema.Field(n); f != nil {
+			physical[i] = f.PhysicalName()
+		}
+	}
 	for _, a := range snap.Files() {
 		if a.Size >= target || (pred != nil && !pred.MayMatch(a)) {
 			continue
 		}
-		key := PartitionDir(names, a.PartitionValues)
+		key := PartitionDir(physical, a.PartitionValues)
 		groups[key] = append(groups[key], a)
 	}
 	keys := make([]string, 0, len(groups))
