@@ -509,3 +509,22 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestScanAsOfTimestamp(t *testing.T) {
+	ctx := context.Background()
+	tbl, b := newTable(t, nil)
+	for i := 0; i < 2; i++ {
+		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := int64(0); v < 3; v++ {
+		if err := b.SetModTime(txlog.CommitKey(v), t0.Add(time.Duration(v)*10*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := t0.Add(15 * time.Minute)
+	if got := scanIDs(t, tbl, ScanOptions{Timestamp: &at}); !slices.Equal(got, ids("a", 0, 10)) {
+		t.Errorf("as of %s: %v", at, got)
+	}
+}
