@@ -102,7 +102,10 @@ type QuarantineLate struct {
 	ProgressPerDay []DayCount
 }
 
-// LagReport is the lag distribution of bronze rows: lag = _ingest_time - event time.
+// LagReport is the lag distribution of bronze rows: lag = _ingest_time - event time. The
+// ingest time is when the ingest batch that read the row started, so the lag includes the
+// time an object waited in the landing prefix for ingest to run: schedule ingest often (or
+// event-driven) for a lag that measures the sources rather than the schedule.
 type LagReport struct {
 	From, To  time.Time
 	Table     string

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,6 +285,14 @@ func TestLagNullEventTimeAndEmptyRange(t *testing.T) {
 	}
 	if empty.Rows != 0 || len(empty.Candidates) != 0 || empty.Recommended != time.Second {
 		t.Errorf("empty range: %+v", empty)
+	}
+	// Nothing to plot still gives a well-formed chart and a text report.
+	if elems := parseSVG(t, LagChart(empty).SVG()); len(elems) < 5 {
+		t.Errorf("empty chart has %d elements", len(elems))
+	}
+	var text bytes.Buffer
+	if err := empty.WriteText(&text); err != nil || !strings.Contains(text.String(), "No rows") {
+		t.Errorf("empty text report: %v\n%s", err, text.String())
 	}
 }
 

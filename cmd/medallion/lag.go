@@ -24,7 +24,10 @@ func newLagCmd() *cobra.Command {
 rows that candidate watermarks (1x, 2x, 3x p95, the current one, the recommended one) would have
 made late, the recommended watermark (2 x p95 rounded up to a nice value), and the late rows per
 day in each quarantine table. --json prints the same figures as one JSON object; --svg also
-writes the histogram as an SVG chart with p50, p95, p99 and the watermarks marked.`,
+writes the histogram as an SVG chart with p50, p95, p99 and the watermarks marked.
+
+The ingest time is when ingest read the row, so the lag includes the time objects waited in the
+landing prefix: with ingest every minute that wait is at most a minute.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, _ := cmd.Flags().GetString("config")
