@@ -127,6 +127,12 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 		}
 	}
+	if s, ok := sections["idle"]; ok {
+		var err error
+		if r.lastDataMs, r.idleBaseWM, err = decodeIdle(s); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadCheckpoint, stateKey(r.nextBatch), err)
+		}
+	}
 	if r.resume != nil {
 		if err := r.resume(tracker); err != nil {
 			return fmt.Errorf("stream: %w", err)
@@ -162,9 +168,12 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *OffsetEntry, file
 	evStats := r.tracker.Stats(0)
 	next := r.tracker.EndBatch(entry.BatchTimestampMs)
 
+	if st.inputRows > 0 {
+		r.lastDataMs, r.idleBaseWM = entry.BatchTimestampMs, next
+	}
 	tCommit := time.Now()
-	sections := map[string][]byte{}
-	var order []string
+	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
+	order := []string{"idle"}
 	if r.dedup != nil {
 		sections["dedup"] = r.dedup.AppendSnapshot(nil)
 		order = append(order, "dedup")

@@ -250,3 +250,19 @@ func decodeState(key string, b []byte) (map[string][]byte, error) {
 	}
 	return out, nil
 }
+
+func encodeIdle(lastDataMs, baseWM int64) []byte {
+	return binary.AppendVarint(binary.AppendVarint(nil, lastDataMs), baseWM)
+}
+
+func decodeIdle(b []byte) (lastDataMs, baseWM int64, err error) {
+	lastDataMs, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, 0, errors.New("bad idle section")
+	}
+	baseWM, m := binary.Varint(b[n:])
+	if m <= 0 || n+m != len(b) {
+		return 0, 0, errors.New("bad idle section")
+	}
+	return lastDataMs, baseWM, nil
+}

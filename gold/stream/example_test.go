@@ -21,9 +21,9 @@ func (printer) OnProgress(p *gold.Progress) {
 	fmt.Printf("batch %d: %d rows, watermark %s\n", p.BatchID, p.NumInputRows, p.EventTime["watermark"])
 }
 
-// Example ingests landing objects into bronze and runs the stream available-now, one bronze
-// file a batch: the resent event is dropped as a duplicate, and the 12:02 event, read after
-// the watermark passed the end of its window, is quarantined instead of dropped.
+// Example ingests landing objects into bronze and streams them available-now: the resent
+// event is dropped as a duplicate, the no-data batch after the 12:20 event closes the 12:00
+// window, and the 12:02 event, read after that, is quarantined instead of dropped.
 func Example() {
 	ctx := context.Background()
 	lake := mem.New()
@@ -43,15 +43,22 @@ gold:
 	if err != nil {
 		panic(err)
 	}
-	// Each ingest runs a second later, so bronze's files are ordered by their modification time.
-	now := time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC)
-	clock := func() time.Time { now = now.Add(time.Second); return now }
+	clock := func() time.Time { return time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC) }
 	env := jobs.Env{Config: cfg, Lake: lake, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
+	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Clock: clock, Listener: printer{}})
+	if err != nil {
+		panic(err)
+	}
+	// Each landing object is ingested, then streamed (as a scheduler would run both jobs).
+	var rep stream.Report
 	land := func(key, lines string) {
 		if err := objstore.PutBytes(ctx, lake, "landing/events/"+key, []byte(lines)); err != nil {
 			panic(err)
 		}
 		if _, err := jobs.Ingest(ctx, env); err != nil {
+			panic(err)
+		}
+		if rep, err = r.Run(ctx); err != nil {
 			panic(err)
 		}
 	}
@@ -60,16 +67,7 @@ gold:
 {"event_id":"a","event_type":"click","event_time":"2024-05-01T12:01:00Z"}
 `)
 	land("2.json", `{"event_id":"c","event_type":"view","event_time":"2024-05-01T12:20:00Z"}`)
-	land("3.json", `{"event_id":"d","event_type":"view","event_time":"2024-05-01T12:21:00Z"}`)
-	land("4.json", `{"event_id":"e","event_type":"click","event_time":"2024-05-01T12:02:00Z"}`)
-	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Clock: clock, Listener: printer{}})
-	if err != nil {
-		panic(err)
-	}
-	rep, err := r.Run(ctx)
-	if err != nil {
-		panic(err)
-	}
+	land("3.json", `{"event_id":"d","event_type":"click","event_time":"2024-05-01T12:02:00Z"}`)
 	fmt.Printf("silver %d, duplicates %d, quarantined %d\n", rep.SilverRows, rep.Duplicates, rep.Gold[0].LateRows)
 	for b, err := range table.Open(objstore.WithPrefix(lake, "gold/counts_5m")).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
@@ -81,9 +79,10 @@ gold:
 	}
 	// Output:
 	// batch 0: 3 rows, watermark 1970-01-01T00:00:00.000Z
-	// batch 1: 1 rows, watermark 2024-05-01T11:58:00.000Z
-	// batch 2: 1 rows, watermark 2024-05-01T12:15:00.000Z
-	// batch 3: 1 rows, watermark 2024-05-01T12:16:00.000Z
-	// silver 5, duplicates 1, quarantined 1
+	// batch 1: 0 rows, watermark 2024-05-01T11:58:00.000Z
+	// batch 2: 1 rows, watermark 2024-05-01T11:58:00.000Z
+	// batch 3: 0 rows, watermark 2024-05-01T12:15:00.000Z
+	// batch 4: 1 rows, watermark 2024-05-01T12:15:00.000Z
+	// silver 4, duplicates 1, quarantined 1
 	// {"window":{"start":"2024-05-01T12:00:00Z","end":"2024-05-01T12:05:00Z"},"event_type":"click","count":2,"late_rows":0}
 }

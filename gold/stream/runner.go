@@ -80,17 +80,20 @@ type Runner struct {
 	dedup          *silver.Dedup
 	aggs           []*gold.Aggregation
 
-	started     bool
-	nextBatch   int64
-	lastEnd     *silver.Offset
-	lastEntry   *OffsetEntry // offsets of the last committed batch (for the late watermark)
-	pending     *OffsetEntry // an uncommitted batch to re-run first
-	needNoData  bool
-	resume      func(*gold.WatermarkTracker) error
-	prevTrigger time.Time
-	tablesReady bool
-	report      Report
-	buf         batchBuffers
+	started    bool
+	nextBatch  int64
+	lastEnd    *silver.Offset
+	lastEntry  *OffsetEntry // offsets of the last committed batch (for the late watermark)
+	pending    *OffsetEntry // an uncommitted batch to re-run first
+	needNoData bool
+	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
+	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
+	lastDataMs, idleBaseWM int64
+	resume                 func(*gold.WatermarkTracker) error
+	prevTrigger            time.Time
+	tablesReady            bool
+	report                 Report
+	buf                    batchBuffers
 }
 
 // New prepares a runner; it reads nothing until Run.
@@ -223,7 +226,10 @@ func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData boo
 		return false, nil // an empty table: Delta's source has no offset to start from yet
 	}
 	moved := r.lastEnd == nil || *r.lastEnd != end
-	if !moved && !(noData && r.needNoData) {
+	if !moved && noData && !r.needNoData && !r.idleAdvance() {
+		return false, nil
+	}
+	if !moved && !noData {
 		return false, nil
 	}
 	_, evict := r.tracker.BatchWatermarks()
@@ -240,6 +246,32 @@ func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData boo
 		return true, r.runPending(ctx)
 	}
 	return true, r.runBatch(ctx, r.nextBatch, got, files, walMs)
+}
+
+// idleAdvance moves the watermark with the clock when the source has been silent for longer
+// than stream.idle_timeout: from the watermark the last data left, by the time elapsed past
+// the timeout (Flink's idleness, for a single source). It reports whether the next batch must
+// run as a no-data batch to apply it. The moved watermark is recorded in offsets/N like any
+// other, so a re-run uses it exactly.
+func (r *Runner) idleAdvance() bool {
+	idle := r.cfg.Stream.IdleTimeout.Milliseconds()
+	if idle <= 0 || r.lastDataMs == 0 {
+		return false
+	}
+	silent := r.opts.Clock().UnixMilli() - r.lastDataMs - idle
+	if silent <= 0 {
+		return false
+	}
+	late, evict := r.tracker.BatchWatermarks()
+	target := r.idleBaseWM + silent
+	if target <= evict || !r.wantsNoData(target, evict) {
+		return false
+	}
+	// As if the last commit had carried the moved watermark: same late watermark, new eviction.
+	if err := r.tracker.ResumeAfterCommit(late, target); err != nil {
+		return false
+	}
+	return true
 }
 
 func (r *Runner) conf() map[string]string {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,5 +66,51 @@ func TestProcessingTimeTrigger(t *testing.T) {
 	}
 	if got := goldCounts(t, lake, "gold/w5"); len(got) != 1 || got[0] != "12:05=2" {
 		t.Fatalf("gold %v", got)
+	}
+}
+
+// TestIdleTimeoutAdvancesWatermark: with stream.idle_timeout, a source silent for longer than
+// the timeout no longer holds the watermark: later runs move it with the clock from where the
+// last data left it, and the windows it passes are emitted; a re-run after a restart keeps the
+// moved watermark (it is in offsets/N).
+func TestIdleTimeoutAdvancesWatermark(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "10m", "  idle_timeout: 5m", countGold)
+	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:01")}, {ID: "b", T: hm("12:07")}})
+	t0 := day.Add(48 * time.Hour)
+	run := func(at time.Time) Report {
+		t.Helper()
+		r, err := New(Options{Lake: lake, Config: cfg, Clock: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := run(t0); rep.WatermarkMs != hm("11:57").UnixMilli() {
+		t.Fatalf("watermark %d, want 11:57", rep.WatermarkMs)
+	}
+	if rep := run(t0.Add(4 * time.Minute)); rep.Batches != 0 {
+		t.Fatalf("not idle yet, but %d batches ran", rep.Batches)
+	}
+	rep := run(t0.Add(15 * time.Minute)) // silent 10 minutes past the timeout: W = 11:57 + 10m
+	if rep.Batches != 1 || rep.WatermarkMs != hm("12:07").UnixMilli() {
+		t.Fatalf("idle run: %d batches, watermark %s", rep.Batches, time.UnixMilli(rep.WatermarkMs).UTC())
+	}
+	if got := goldCounts(t, lake, "gold/w5"); !slices.Equal(got, []string{"12:00=1"}) {
+		t.Fatalf("gold %v", got)
+	}
+	run(t0.Add(30 * time.Minute))
+	if got := goldCounts(t, lake, "gold/w5"); !slices.Equal(got, []string{"12:00=1", "12:05=1"}) {
+		t.Fatalf("gold %v", got)
+	}
+	// New data resets the idle clock: a late row for a closed window is quarantined.
+	appendBronze(t, lake, []ev{{ID: "c", T: hm("12:03")}})
+	run(t0.Add(31 * time.Minute))
+	if n := len(tableRows(t, lake, "silver/late_w5")); n != 1 {
+		t.Fatalf("%d quarantined rows, want 1", n)
 	}
 }
