@@ -3,6 +3,7 @@ package table
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -532,5 +533,33 @@ func (c *Column) appendFrom(src *Column, r int) {
 			}
 		}
 		c.AppendList()
+	}
+}
+
+// Grow reserves room for n more rows (and dataBytes more bytes of string data) so that the
+// appends that follow do not reallocate.
+func (c *Column) Grow(n, dataBytes int) {
+	switch c.Kind {
+	case KindInt64:
+		c.Int64 = slices.Grow(c.Int64, n)
+	case KindInt32:
+		c.Int32 = slices.Grow(c.Int32, n)
+	case KindFloat64:
+		c.Float64 = slices.Grow(c.Float64, n)
+	case KindFloat32:
+		c.Float32 = slices.Grow(c.Float32, n)
+	case KindBool:
+		c.Bool = slices.Grow(c.Bool, n)
+	case KindDecimal:
+		c.Decimal = slices.Grow(c.Decimal, n)
+	case KindBytes:
+		c.Offsets = slices.Grow(c.Offsets, n)
+		c.Data = slices.Grow(c.Data, dataBytes)
+	case KindList, KindMap:
+		c.Offsets = slices.Grow(c.Offsets, n)
+	case KindStruct:
+		for _, ch := range c.Children {
+			ch.Grow(n, 0)
+		}
 	}
 }

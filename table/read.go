@@ -569,6 +569,26 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 	}
 	for c, p := range r.plans {
 		col := b.Columns[c]
+		if !p.missing && len(p.children) == 0 {
+			// A top-level primitive: one value per row, no assembly needed.
+			data := 0
+			if p.kind == KindBytes {
+				for _, v := range a.vals[p.leaf] {
+					data += len(v.ByteArray())
+				}
+			}
+			col.Grow(rows, data)
+			for _, v := range a.vals[p.leaf] {
+				if v.DefinitionLevel() < p.def {
+					col.AppendNull()
+					continue
+				}
+				if err := p.appendValue(col, v); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		for i := 0; i < rows; i++ {
 			if err := a.decode(p, col); err != nil {
 				return nil, fmt.Errorf("row %d: %w", i, err)
