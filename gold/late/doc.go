@@ -6,8 +6,12 @@
 // gold's txn(appId = "merge-late:" + query id), applies each row only to the windows that had
 // already closed when it was judged (gold.WindowSpec.LateWindows: its other windows got the
 // row in the stream), and upserts gold in one commit carrying txn(that appId, quarantine
-// version). Replay widens the range to whole windows, keeps only windows the stream has
-// already emitted, and replaces them in one commit.
+// version). For session windows a late row can extend or bridge sessions, so merge-late
+// re-sessionizes the late rows' keys over the affected range from silver instead and replaces
+// those sessions, with the same txn. Replay widens the range to whole windows (per key for
+// sessions), keeps only windows the stream has already emitted, and replaces them in one
+// commit; it runs merge-late first, and reads the source as of the last batch whose late rows
+// gold has absorbed, so that no row is counted by both.
 //
 // Concurrency: both jobs commit at WriteSerializable with copy-on-write of the touched files
 // only. The stream's gold appends are blind appends, which never conflict with them, and they

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -137,7 +138,7 @@ func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 		var gr MergeGoldReport
 		err := opts.retry(ctx, g.Name, func() error {
 			var err error
-			gr, _, err = mergeOne(ctx, &opts, g, st.queryID)
+			gr, err = mergeOne(ctx, &opts, g, st)
 			return err
 		})
 		if err != nil {
@@ -151,26 +152,22 @@ func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 	return rep, nil
 }
 
-// mergeOne merges one aggregation's quarantine into gold and returns the gold snapshot it
-// built on (nil when gold does not exist yet).
-func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string) (MergeGoldReport, *txlog.Snapshot, error) {
+// mergeOne merges one aggregation's new quarantine rows into gold.
+func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState) (MergeGoldReport, error) {
+	queryID := st.queryID
 	gr := MergeGoldReport{Name: g.Name, FromVersion: -1, ToVersion: -1}
 	if g.OutputMode == config.OutputComplete {
 		gr.Note = "complete mode has no late rows"
-		return gr, nil, nil
-	}
-	if g.Window.Type == config.WindowSession {
-		gr.Note = "session windows are repaired by replay, not merge-late"
-		return gr, nil, nil
+		return gr, nil
 	}
 	gt, qt := opts.open(g.Table), opts.open(g.Quarantine)
 	gsnap, err := gt.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		gr.Note = "the gold table does not exist yet: nothing to merge into"
-		return gr, nil, nil
+		return gr, nil
 	}
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
 	appID := AppIDPrefix + queryID
 	if v, ok := gsnap.TxnVersion(appID); ok {
@@ -179,34 +176,34 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 	qsnap, err := qt.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		gr.UpToDate = true
-		return gr, gsnap, nil
+		return gr, nil
 	}
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	gr.ToVersion = qsnap.Version()
 	if gr.ToVersion <= gr.FromVersion {
 		gr.UpToDate, gr.ToVersion = true, gr.FromVersion
-		return gr, gsnap, nil
+		return gr, nil
 	}
 	qschema, err := qsnap.Schema()
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	gschema, err := gsnap.Schema()
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
 	a, err := resolve(opts.Config, g, qschema, gschema)
 	if err != nil {
-		return gr, nil, err
+		return gr, err
 	}
 	if qschema.Field(colLateWatermark) == nil {
-		return gr, nil, fmt.Errorf("late: quarantine %s has no %s column", g.Quarantine, colLateWatermark)
+		return gr, fmt.Errorf("late: quarantine %s has no %s column", g.Quarantine, colLateWatermark)
 	}
 	adds, err := addedFiles(ctx, qt.Bucket(), gr.FromVersion+1, gr.ToVersion)
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	cols := append(append([]string{a.evName, colLateWatermark}, a.keyNames...), a.inCols...)
 	if qschema.Field(colBatchID) != nil {
@@ -215,20 +212,24 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 	minBatch, maxBatch := int64(-1), int64(-1)
 	fs, err := qt.FileScan(qsnap, dedupe(cols), nil)
 	if err != nil {
-		return gr, nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	c, err := newCollector(a)
 	if err != nil {
-		return gr, nil, err
+		return gr, err
 	}
 	var wins []gold.Window
+	// Sessions are recomputed, not added to: the late rows only say which keys and times.
+	affected := map[string]bool{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	var kb []byte
 	for b, err := range fs.Read(ctx, adds) {
 		if err != nil {
-			return gr, nil, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
+			return gr, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
 		}
 		s, err := a.source(b)
 		if err != nil {
-			return gr, nil, err
+			return gr, err
 		}
 		lw, bid := b.Column(colLateWatermark), b.Column(colBatchID)
 		for i := range b.Len() {
@@ -239,31 +240,59 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 				maxBatch = max(maxBatch, bid.Int64[i])
 			}
 			if s.ev.IsNull(i) || lw.IsNull(i) {
-				return gr, nil, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
+				return gr, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
 			}
 			gr.LateRows++
+			if a.session != nil {
+				kb = kb[:0]
+				for _, c := range s.keys {
+					kb = appendKeyPart(kb, c, i)
+				}
+				affected[string(kb)] = true
+				lo, hi = min(lo, s.ev.Int64[i]), max(hi, s.ev.Int64[i]+1)
+				continue
+			}
 			wins = a.windowsOf(wins[:0], s.ev.Int64[i], floorDiv(lw.Int64[i], 1000))
 			for _, w := range wins {
 				gr.Pairs++
 				if err := c.add(s, i, w); err != nil {
-					return gr, nil, err
+					return gr, err
 				}
 			}
 		}
 	}
+	txn := &table.AppTxn{AppID: appID, Version: gr.ToVersion}
+	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
+	if a.session != nil {
+		if len(affected) == 0 {
+			return gr, nil
+		}
+		// Silver as of the last batch the merged quarantine holds: later rows reach gold through
+		// the stream or the next merge-late, which recomputes these sessions again.
+		upTo := st.batch
+		if b, ok := qsnap.TxnVersion(queryID); ok {
+			upTo = max(upTo, b)
+		}
+		src, err := openSource(ctx, opts, SourceSilver, queryID, upTo)
+		if err != nil {
+			return gr, err
+		}
+		res, err := resessionize(ctx, rw, src, st, lo, hi, affected, txn)
+		gr.Gold = res.gold
+		return gr, err
+	}
 	groups, err := c.groups()
 	if err != nil {
-		return gr, nil, err
+		return gr, err
 	}
 	if len(groups) == 0 {
 		// Nothing to fold in: leave gold alone rather than commit only the txn; the next run
 		// reads these (row-less) versions again, which costs a few small reads.
-		return gr, gsnap, nil
+		return gr, nil
 	}
-	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
-	ws, err := upsert(ctx, rw, groups, &table.AppTxn{AppID: appID, Version: gr.ToVersion})
+	ws, err := upsert(ctx, rw, groups, txn)
 	if err != nil {
-		return gr, nil, err
+		return gr, err
 	}
 	gr.Gold = &ws
 	if minBatch >= 0 {
@@ -273,7 +302,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, queryID string
 		opts.Logger.Warn("late: late rows above the alert fraction", "gold", g.Name, "lateRows", gr.LateRows,
 			"inputRows", gr.InputRows, "fromBatch", minBatch, "toBatch", maxBatch, "fraction", f)
 	}
-	return gr, gsnap, nil
+	return gr, nil
 }
 
 // upsert combines each group with its gold row (null-safe on the keys) or inserts it.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -187,5 +188,69 @@ func TestMergeLateAlert(t *testing.T) {
 		if got := strings.Contains(logs.String(), "level=WARN"); got != tc.warn {
 			t.Errorf("fraction %v: WARN logged %v, want %v:\n%s", tc.fraction, got, tc.warn, logs.String())
 		}
+	}
+}
+
+// sessionScope is the batch sessionization of silver per (event_type, device_id) and the
+// scope a session gold table must match it in: sessions overlapping [from, to) (everything
+// when from == to) that start before the key's first session the stream still holds.
+func sessionScope(t testing.TB, lake objstore.Bucket, wmMs, from, to int64) (want map[okey]*oval, got func() []grow) {
+	t.Helper()
+	by := []string{"event_type", "device_id"}
+	all := batchSessions(readSilver(t, lake, "silver/events"), 20*time.Millisecond, by, func(_, _ int64) bool { return true })
+	firstOpen := map[string]int64{}
+	for k := range all {
+		if k.end > wmMs*1000 {
+			if f, ok := firstOpen[k.keys]; !ok || k.start < f {
+				firstOpen[k.keys] = k.start
+			}
+		}
+	}
+	inScope := func(k okey) bool {
+		f, open := firstOpen[k.keys]
+		return (from == to || k.start < to && k.end > from) && (!open || k.start < f)
+	}
+	want = map[okey]*oval{}
+	for k, v := range all {
+		if inScope(k) {
+			want[k] = v
+		}
+	}
+	return want, func() []grow {
+		var out []grow
+		for _, g := range readGold(t, lake, "gold/sess", by) {
+			if inScope(g.key) {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+}
+
+// TestMergeLateSessions: merge-late re-sessionizes the keys of the late rows from silver and
+// replaces their sessions, so every closed session ends equal to batch sessionization
+// (late rows that bridge or extend sessions included).
+func TestMergeLateSessions(t *testing.T) {
+	for _, seed := range []int64{41, 42} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			lake, cfg, srep := pipeline(t, seed, 4000, 6, sessionYAML)
+			want, got := sessionScope(t, lake, srep.WatermarkMs, 0, 0)
+			if diffGold("sess", got(), want, sessChecks, func(string, ...any) {}) == 0 {
+				t.Fatal("sessions already equal the batch sessionization before merge-late: the test proves nothing")
+			}
+			rep, err := MergeLate(context.Background(), opts(lake, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := rep.Gold[2]; g.Name != "sess" || g.LateRows == 0 || g.Gold == nil {
+				t.Fatalf("session merge: %+v", g)
+			}
+			checkGold(t, "sess", got(), want, sessChecks)
+			checkInvariantE(t, lake, srep.WatermarkMs)
+			v := tableVersion(t, lake, "gold/sess")
+			if _, err := MergeLate(context.Background(), opts(lake, cfg)); err != nil || tableVersion(t, lake, "gold/sess") != v {
+				t.Fatalf("second merge-late changed gold/sess (%v)", err)
+			}
+		})
 	}
 }

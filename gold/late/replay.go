@@ -111,7 +111,7 @@ func replayOne(ctx context.Context, opts *Options, g *config.Gold, st streamStat
 		return gr, nil
 	}
 	var err error
-	if gr.Merge, _, err = mergeOne(ctx, opts, g, st.queryID); err != nil {
+	if gr.Merge, err = mergeOne(ctx, opts, g, st); err != nil {
 		return gr, err
 	}
 	gt := opts.open(g.Table)
@@ -197,7 +197,7 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	}
 	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
 	prune := table.And(table.Ge(colWindow+".start", s), table.Le(colWindow+".start", e))
-	gr.Gold, err = replace(ctx, rw, prune, inRange, groups, fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
+	gr.Gold, err = replace(ctx, rw, prune, inRange, groups, nil, fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
 	return gr, err
 }
 
@@ -212,7 +212,7 @@ func alignStart(t int64, spec gold.WindowSpec) int64 {
 
 // replace removes the gold rows drop selects (among the files prune lets through) and writes
 // groups instead, keeping the late_rows figure of the rows they replace.
-func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(start, end int64, keys []*table.Column, i int) bool, groups []*group, desc string) (*writeStats, error) {
+func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(start, end int64, keys []*table.Column, i int) bool, groups []*group, txn *table.AppTxn, desc string) (*writeStats, error) {
 	a := rw.a
 	lateRows := map[string]int64{}
 	var key []byte
@@ -244,7 +244,7 @@ func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(star
 		}
 		return nil
 	}
-	ws, err := rw.run(ctx, prune, row, extra, nil, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+	ws, err := rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
 		"mode": "Overwrite", "partitionBy": "[]", "predicate": desc}})
 	return &ws, err
 }

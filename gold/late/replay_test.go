@@ -101,47 +101,19 @@ func TestReplaySessions(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			lake, cfg, srep := pipeline(t, seed, 4000, 6, sessionYAML)
 			r := replayRange(silverTimes(t, lake), 0.25, 0.5)
-			from, to, wm := r.From.UnixMicro(), r.To.UnixMicro(), srep.WatermarkMs*1000
-			by := []string{"event_type", "device_id"}
-			all := batchSessions(readSilver(t, lake, "silver/events"), 20*time.Millisecond, by, func(_, _ int64) bool { return true })
-			firstOpen := map[string]int64{}
-			for k := range all {
-				if k.end > wm {
-					if f, ok := firstOpen[k.keys]; !ok || k.start < f {
-						firstOpen[k.keys] = k.start
-					}
-				}
-			}
-			inScope := func(k okey) bool {
-				f, open := firstOpen[k.keys]
-				return k.start < to && k.end > from && (!open || k.start < f)
-			}
-			want := map[okey]*oval{}
-			for k, v := range all {
-				if inScope(k) {
-					want[k] = v
-				}
-			}
+			from, to := r.From.UnixMicro(), r.To.UnixMicro()
+			want, got := sessionScope(t, lake, srep.WatermarkMs, from, to)
 			if len(want) == 0 {
-				t.Fatalf("no closed session overlaps the range [%d,%d) (watermark %d, %d sessions, first open %v)", from, to, wm, len(all), firstOpen)
-			}
-			scoped := func() []grow {
-				var out []grow
-				for _, g := range readGold(t, lake, "gold/sess", by) {
-					if inScope(g.key) {
-						out = append(out, g)
-					}
-				}
-				return out
+				t.Fatal("no closed session overlaps the range")
 			}
 			damage(t, lake, "gold/sess", from, to)
-			if diffGold("sess", scoped(), want, sessChecks, func(string, ...any) {}) == 0 {
+			if diffGold("sess", got(), want, sessChecks, func(string, ...any) {}) == 0 {
 				t.Fatal("sessions already equal the batch sessionization: the test proves nothing")
 			}
 			if _, err := Replay(context.Background(), opts(lake, cfg), r); err != nil {
 				t.Fatal(err)
 			}
-			checkGold(t, "sess", scoped(), want, sessChecks)
+			checkGold(t, "sess", got(), want, sessChecks)
 		})
 	}
 }

@@ -32,9 +32,28 @@ type sessKey struct {
 // whole; sessions still open in the stream (end past its committed watermark) are left to the
 // stream, with everything of that key from their start on.
 func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
+	res, err := resessionize(ctx, rw, src, st, r.From.UnixMicro(), r.To.UnixMicro(), nil, nil)
+	if err != nil {
+		return gr, err
+	}
+	gr.InputRows, gr.StartFrom, gr.StartTo, gr.Gold = res.inputRows, &res.from, &res.to, res.gold
+	return gr, nil
+}
+
+// sessionResult is what resessionize replaced.
+type sessionResult struct {
+	inputRows int64
+	from, to  time.Time // session starts replaced, inclusive
+	gold      *writeStats
+}
+
+// resessionize replaces the sessions overlapping [from, to) of the keys only lists (encoded
+// group keys; nil: every key) with the batch sessionization of the source, in one commit
+// carrying txn when set.
+func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, from, to int64, only map[string]bool, txn *table.AppTxn) (sessionResult, error) {
+	var res sessionResult
 	a := rw.a
 	gap := a.session.Gap
-	from, to := r.From.UnixMicro(), r.To.UnixMicro()
 	margin := max(4*gap, (to-from)/2)
 	var keys map[string]*sessKey
 	for {
@@ -46,6 +65,9 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 			for _, c := range s.keys {
 				kb = appendKeyPart(kb, c, i)
 			}
+			if only != nil && !only[string(kb)] {
+				return nil
+			}
 			k := keys[string(kb)]
 			if k == nil {
 				k = &sessKey{}
@@ -55,7 +77,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 			return nil
 		})
 		if err != nil {
-			return gr, err
+			return res, err
 		}
 		whole := true
 		for _, k := range keys {
@@ -83,7 +105,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 	wm := st.evictMs * 1000
 	c, err := newCollector(a)
 	if err != nil {
-		return gr, err
+		return res, err
 	}
 	lo, hi := from, to
 	for _, k := range keys {
@@ -99,7 +121,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 				j++
 				end = max(end, rows[j].t+gap)
 			}
-			gr.InputRows += int64(j + 1 - i)
+			res.inputRows += int64(j + 1 - i)
 			if end > wm {
 				k.open, k.hasOpen = rows[i].t, true
 				break
@@ -107,7 +129,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 			w := gold.Window{Start: rows[i].t, End: end}
 			for _, sr := range rows[i : j+1] {
 				if err := c.add(sr.s, sr.i, w); err != nil {
-					return gr, err
+					return res, err
 				}
 			}
 			i = j + 1
@@ -115,15 +137,18 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 	}
 	groups, err := c.groups()
 	if err != nil {
-		return gr, err
+		return res, err
 	}
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi-1).UTC()
-	gr.StartFrom, gr.StartTo = &s, &e
+	res.from, res.to = s, e
 	var kb []byte
 	drop := func(start, _ int64, cols []*table.Column, i int) bool {
 		kb = kb[:0]
 		for _, c := range cols {
 			kb = appendKeyPart(kb, c, i)
+		}
+		if only != nil && !only[string(kb)] {
+			return false
 		}
 		k := keys[string(kb)]
 		if k == nil { // no source row near the range: only a session inside it can be wrong
@@ -132,7 +157,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 		return start >= k.lo && start < k.hi && (!k.hasOpen || start < k.open)
 	}
 	prune := table.And(table.Ge(colWindow+".start", s), table.Le(colWindow+".start", e))
-	gr.Gold, err = replace(ctx, rw, prune, drop, groups, fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
+	res.gold, err = replace(ctx, rw, prune, drop, groups, txn, fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
 		s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
-	return gr, err
+	return res, err
 }
