@@ -19,7 +19,7 @@ func TestDemo(t *testing.T) {
 		return string(out)
 	}
 	first := run()
-	for _, want := range []string{"[1/4] gen", "[2/4] ingest", "[3/4] stream", "[4/4] merge-late", "bronze/events", "gold/events_5m", "late rows quarantined", "Explore:"} {
+	for _, want := range []string{"[1/4] gen", "[2/4] ingest", "[3/4] stream", "[4/4] merge-late", "bronze/events", "gold/events_5m", "late rows quarantined", "late rows merged in one commit", "gold windows changed", "Explore:"} {
 		if !strings.Contains(first, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, first)
 		}
@@ -28,7 +28,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the first demo ingested nothing:\n%s", first)
 	}
 	second := run()
-	if !strings.Contains(second, "bronze +0 rows") || !strings.Contains(second, "silver +0 rows") {
+	if !strings.Contains(second, "bronze +0 rows") || !strings.Contains(second, "silver +0 rows") || !strings.Contains(second, "nothing new to merge") {
 		t.Fatalf("a second demo must add nothing:\n%s", second)
 	}
 }
