@@ -64,7 +64,7 @@ setup_jars() {
   mkdir -p "$JARS_DIR"
   local artifact
   for artifact in "${DELTA_JARS[@]}"; do
-    mvn -B -q -Dmaven.repo.local="$CACHE/m2" \
+    mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$CACHE/m2" \
       org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
       -Dartifact="$artifact" -DoutputDirectory="$JARS_DIR" >&2
   done
