@@ -9,19 +9,33 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold/stream"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
 // TestMergeLateAndReplayWhileStreaming runs merge-late and replay in a loop while the stream
-// appends to gold batch after batch, on a file-backed lake: invariant E holds at the end, no
-// window missing, duplicated or different.
+// appends to gold batch after batch, on a file-backed lake and on a real MinIO server:
+// invariant E holds at the end, no window missing, duplicated or different.
 func TestMergeLateAndReplayWhileStreaming(t *testing.T) {
-	lake, err := file.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Run("file", func(t *testing.T) {
+		lake, err := file.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		whileStreaming(t, lake, 6000, 12)
+	})
+	t.Run("minio", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("MinIO round trips are slow; -short runs the file lake only")
+		}
+		whileStreaming(t, s3test.NewTestBucket(t), 2500, 6)
+	})
+}
+
+func whileStreaming(t *testing.T, lake objstore.Bucket, lines int64, files int) {
 	cfg := testConfig(t, "")
-	land(t, lake, 31, 6000, 12)
+	land(t, lake, 31, lines, files)
 	ingest(t, lake, cfg)
 	ctx := context.Background()
 	var wg sync.WaitGroup
