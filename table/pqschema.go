@@ -58,19 +58,28 @@ var (
 // delta-protocol.md §4 (timestamp INT64 TIMESTAMP(MICROS, UTC), timestamp_ntz not adjusted,
 // decimals as FIXED_LEN_BYTE_ARRAY, standard 3-level lists and maps).
 func ParquetSchema(s *txlog.StructType) (*parquet.Schema, error) {
-	g, err := groupNode(s)
+	return parquetSchema(s, nil)
+}
+
+// parquetSchema is ParquetSchema with PLAIN encoding forced on the top-level columns in
+// plain (string columns whose values are mostly distinct: a dictionary would only cost).
+func parquetSchema(s *txlog.StructType, plain map[int]bool) (*parquet.Schema, error) {
+	g, err := groupNode(s, plain)
 	if err != nil {
 		return nil, err
 	}
 	return parquet.NewSchema("spark_schema", g), nil
 }
 
-func groupNode(s *txlog.StructType) (*orderedGroup, error) {
+func groupNode(s *txlog.StructType, plain map[int]bool) (*orderedGroup, error) {
 	g := &orderedGroup{}
-	for _, f := range s.Fields {
+	for i, f := range s.Fields {
 		n, err := fieldNode(f.Type, f.Nullable)
 		if err != nil {
 			return nil, fmt.Errorf("table: column %s: %w", f.Name, err)
+		}
+		if plain[i] {
+			n = plainNode(n, f.Nullable)
 		}
 		if raw, ok := f.Metadata["delta.columnMapping.id"]; ok {
 			if id, err := strconv.Atoi(string(raw)); err == nil {
@@ -129,7 +138,7 @@ func fieldNode(t txlog.DataType, nullable bool) (parquet.Node, error) {
 	case txlog.DecimalType:
 		n = parquet.Decimal(v.Scale, v.Precision, parquet.FixedLenByteArrayType(decimalBytes(v.Precision)))
 	case *txlog.StructType:
-		g, err := groupNode(v)
+		g, err := groupNode(v, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -172,4 +181,16 @@ func fieldID(f *txlog.StructField) int {
 		return 0
 	}
 	return id
+}
+
+// plainNode re-wraps a leaf with PLAIN encoding, keeping its repetition.
+func plainNode(n parquet.Node, nullable bool) parquet.Node {
+	if !n.Leaf() {
+		return n
+	}
+	leaf := parquet.Encoded(parquet.Leaf(n.Type()), &parquet.Plain)
+	if nullable {
+		return parquet.Optional(leaf)
+	}
+	return parquet.Required(leaf)
 }

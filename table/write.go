@@ -3,6 +3,7 @@ package table
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"strings"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -281,6 +282,7 @@ type fileEncoder struct {
 	rows    int64
 	rgRows  int
 	ext     string
+	codec   compress.Codec
 	writers []*parquet.ColumnWriter
 }
 
@@ -292,17 +294,53 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 	if err != nil {
 		return nil, err
 	}
-	ps, err := ParquetSchema(schema)
-	if err != nil {
+	if _, err := ParquetSchema(schema); err != nil {
 		return nil, err
 	}
 	sh, err := newShredder(schema)
 	if err != nil {
 		return nil, err
 	}
-	e := &fileEncoder{schema: schema, opts: opts, sh: sh, ext: ext, stats: newStatsCollector(schema, opts.StatsColumns)}
+	return &fileEncoder{schema: schema, opts: opts, sh: sh, ext: ext, codec: codec,
+		stats: newStatsCollector(schema, opts.StatsColumns)}, nil
+}
+
+// dictionarySample is how many rows decide whether a string column gets a dictionary.
+const dictionarySample = 1024
+
+// start opens the Parquet writer once the first rows are known: top-level string columns
+// whose sample is mostly distinct values (ids) are written PLAIN, the others with a
+// dictionary, falling back to PLAIN when it outgrows 1 MiB.
+func (e *fileEncoder) start(cols []*Column, idx []int) error {
+	plain := map[int]bool{}
+	seen := map[uint64]struct{}{}
+	seed := maphash.MakeSeed()
+	for c, col := range cols {
+		if col.Kind != KindBytes {
+			continue
+		}
+		clear(seen)
+		n := min(col.Len, dictionarySample)
+		if idx != nil {
+			n = min(len(idx), dictionarySample)
+		}
+		for k := 0; k < n; k++ {
+			i := k
+			if idx != nil {
+				i = idx[k]
+			}
+			if !col.IsNull(i) {
+				seen[maphash.Bytes(seed, col.BytesAt(i))] = struct{}{}
+			}
+		}
+		plain[c] = n >= 64 && len(seen) > n/2
+	}
+	ps, err := parquetSchema(e.schema, plain)
+	if err != nil {
+		return err
+	}
 	e.w = parquet.NewWriter(&e.buf, ps,
-		parquet.Compression(codec),
+		parquet.Compression(e.codec),
 		parquet.DataPageVersion(1),
 		// Dictionary strings with a fallback to PLAIN: parquet-go's default for byte arrays
 		// (DELTA_LENGTH_BYTE_ARRAY) breaks older Spark vectorized readers (SPARK-40128).
@@ -316,7 +354,7 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 		parquet.KeyValueMetadata("org.apache.spark.version", "3.5.0"),
 	)
 	e.writers = e.w.ColumnWriters()
-	return e, nil
+	return nil
 }
 
 // write appends the rows idx (all rows when nil) of cols, which follow e.schema.
@@ -326,6 +364,11 @@ func (e *fileEncoder) write(cols []*Column, idx []int) error {
 		n = len(idx)
 	} else if len(cols) > 0 {
 		n = cols[0].Len
+	}
+	if e.w == nil {
+		if err := e.start(cols, idx); err != nil {
+			return err
+		}
 	}
 	for lo := 0; lo < n; {
 		hi := min(lo+shredChunk, n, lo+(e.opts.RowGroupRows-e.rgRows))
@@ -353,10 +396,20 @@ func (e *fileEncoder) write(cols []*Column, idx []int) error {
 }
 
 // size estimates the file size so far.
-func (e *fileEncoder) size() int64 { return e.w.Size() }
+func (e *fileEncoder) size() int64 {
+	if e.w == nil {
+		return 0
+	}
+	return e.w.Size()
+}
 
 // finish closes the file and returns its bytes and the Delta stats JSON.
 func (e *fileEncoder) finish() ([]byte, string, error) {
+	if e.w == nil {
+		if err := e.start(nil, nil); err != nil {
+			return nil, "", err
+		}
+	}
 	if err := e.w.Close(); err != nil {
 		return nil, "", fmt.Errorf("table: close parquet: %w", err)
 	}
