@@ -102,6 +102,10 @@ def merged_rows() -> list[dict]:
     return rows + [{"id": 20, "name": "inserted", "amount": 20.5}]
 
 
+def replacement_rows() -> list[dict]:
+    return [event(i, "replaced") for i in (5, 6, 7)]
+
+
 PARTITIONED = {"part": "string", "n": "integer", "id": "long"}
 PARTITIONED_ROWS = [
     {"part": p, "n": n, "id": i}
@@ -166,6 +170,12 @@ def spark_append(spark, path):
 def spark_overwrite(spark, path):
     _spark_events(spark, range(5)).write.format("delta").save(str(path))
     _spark_events(spark, range(10, 13)).write.format("delta").mode("overwrite").save(str(path))
+
+
+def spark_replace_where(spark, path):
+    _spark_events(spark, range(10)).write.format("delta").save(str(path))
+    _spark_df(spark, replacement_rows(), EVENTS, EVENTS_DDL).write.format("delta") \
+        .mode("overwrite").option("replaceWhere", "id >= 5").save(str(path))
 
 
 def spark_merge(spark, path):
@@ -246,6 +256,11 @@ def deltars_overwrite(_spark, path):
     _write(path, _arrow_events(events(range(10, 13))), mode="overwrite")
 
 
+def deltars_replace_where(_spark, path):
+    _write(path, _arrow_events(events(range(10))))
+    _write(path, _arrow_events(replacement_rows()), mode="overwrite", predicate="id >= 5")
+
+
 def deltars_merge(_spark, path):
     import pyarrow as pa
     from deltalake import DeltaTable
@@ -303,6 +318,7 @@ def deltars_types(_spark, path):
 _ONE_FEATURE = {
     "append": (EVENTS, events(range(10)), None),
     "overwrite": (EVENTS, events(range(10, 13)), None),
+    "replace_where": (EVENTS, events(range(5)) + replacement_rows(), None),
     "merge": (EVENTS, merged_rows(), assert_no_deletion_vectors),
     "delete": (EVENTS, events(i for i in range(10) if i % 3), assert_no_deletion_vectors),
     "checkpoint": (EVENTS, events(range(9)), assert_has_checkpoint),
@@ -314,6 +330,7 @@ def _catalogue() -> dict[str, Scenario]:
     spark_history = {
         "append": ["WRITE", "WRITE"],
         "overwrite": ["WRITE", "WRITE"],
+        "replace_where": ["WRITE", "WRITE"],
         "merge": ["WRITE", "MERGE"],
         "delete": ["WRITE", "DELETE"],
         "checkpoint": ["CREATE TABLE", "WRITE", "WRITE", "WRITE"],
@@ -322,6 +339,7 @@ def _catalogue() -> dict[str, Scenario]:
     deltars_history = {
         "append": ["WRITE", "WRITE"],
         "overwrite": ["WRITE", "WRITE"],
+        "replace_where": ["WRITE", "WRITE"],
         "merge": ["WRITE", "MERGE"],
         "delete": ["WRITE", "DELETE"],
         "checkpoint": ["WRITE", "WRITE", "WRITE"],

@@ -9,7 +9,7 @@ import pytest
 from interop_engines import (deltars_history, deltars_schema, read_deltars, read_polars,
                              read_spark, spark_history, spark_schema)
 from interop_rows import assert_same_rows, canonical_rows
-from interop_scenarios import SCENARIOS
+from interop_scenarios import EVENTS, SCENARIOS, events
 
 # Readers that cannot read a scenario at the pinned versions, with the engine's reason. These
 # cells are documented in README.md as engine limitations, not silently skipped.
@@ -82,3 +82,18 @@ def test_history(name, engine, scenario_table, request):
         got = deltars_history(path)
     want = list(enumerate(scenario.history))
     assert got == want, f"{engine} history of {name} (written by {scenario.writer})"
+
+
+@pytest.mark.parametrize("name", ["spark_overwrite", "deltars_overwrite"])
+@pytest.mark.parametrize("engine", ["spark", "deltars"])
+def test_time_travel_to_version_0(name, engine, scenario_table, request):
+    path = scenario_table(name)
+    if engine == "spark":
+        spark = request.getfixturevalue("spark")
+        rows = [r.asDict() for r in
+                spark.read.format("delta").option("versionAsOf", 0).load(str(path)).collect()]
+    else:
+        deltalake = request.getfixturevalue("deltalake")
+        rows = deltalake.DeltaTable(str(path), version=0).to_pyarrow_table().to_pylist()
+    assert_same_rows(canonical_rows(rows, EVENTS), canonical_rows(events(range(5)), EVENTS),
+                     f"{engine} reading {name} at version 0")
