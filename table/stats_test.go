@@ -1,11 +1,16 @@
 package table
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 func TestStatsGolden(t *testing.T) {
@@ -97,4 +102,39 @@ func TestStatsSkipNaNAndLimitColumns(t *testing.T) {
 	if stats != want {
 		t.Errorf("got %s, want %s", stats, want)
 	}
+}
+
+// TestStringEncodings locks in Spark-compatible encodings: dictionary for repetitive strings,
+// PLAIN for ids, never DELTA_LENGTH_BYTE_ARRAY, and data page v1.
+func TestStringEncodings(t *testing.T) {
+	b := benchBatch(t, 5000)
+	data, _, err := EncodeFile(b.Schema, []*Batch{b}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]format.Encoding{"event_id": format.Plain, "event_type": format.RLEDictionary, "source": format.RLEDictionary}
+	for _, c := range f.Metadata().RowGroups[0].Columns {
+		name := c.MetaData.PathInSchema[0]
+		for _, enc := range c.MetaData.Encoding {
+			if enc == format.DeltaLengthByteArray || enc == format.DeltaByteArray {
+				t.Errorf("%s uses %s", name, enc)
+			}
+		}
+		if w, ok := want[name]; ok && !slices.Contains(c.MetaData.Encoding, w) {
+			t.Errorf("%s encodings %v, want %s", name, c.MetaData.Encoding, w)
+		}
+		if w, ok := want[name]; ok && w == format.Plain && slices.Contains(c.MetaData.Encoding, format.RLEDictionary) {
+			t.Errorf("%s is dictionary-encoded", name)
+		}
+	}
+	for _, kv := range f.Metadata().KeyValueMetadata {
+		if kv.Key == "org.apache.spark.version" {
+			return
+		}
+	}
+	t.Error("no org.apache.spark.version key")
 }
