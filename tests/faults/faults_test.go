@@ -1,0 +1,157 @@
+package faults
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/s3"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
+	"github.com/medallion-lake/medallion/tests/crash/lakecheck"
+)
+
+// testBucket creates an empty bucket on the test MinIO and returns its name, the endpoint and
+// an opener for tables under it; t.Cleanup empties and removes it.
+func testBucket(t *testing.T) (string, s3.Config, func(lake, table string) objstore.Bucket) {
+	t.Helper()
+	cfg, ok := s3test.Config(t)
+	if !ok {
+		t.Skipf("no S3 test server: set %s (run `make test`)", s3test.EndpointEnv)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "medallion-h10-" + hex.EncodeToString(rnd[:])
+	ctx := context.Background()
+	client, err := s3.NewClient(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		pages := awss3.NewListObjectsV2Paginator(client, &awss3.ListObjectsV2Input{Bucket: &name})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return
+			}
+			for _, o := range page.Contents {
+				_, _ = client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &name, Key: o.Key})
+			}
+		}
+		_, _ = client.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
+	open := func(lake, table string) objstore.Bucket {
+		c := cfg
+		c.Bucket = name
+		c.Prefix = lake + "/" + table + "/"
+		b, err := s3.New(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return name, cfg, open
+}
+
+func s3Extra(endpoint, more string) string {
+	return fmt.Sprintf("s3: {endpoint: %q, region: us-east-1, path_style: true}\n", endpoint) + more
+}
+
+func long() bool { return os.Getenv("MEDALLION_LONG") == "1" }
+
+// TestFaultProxyConverges runs ingest, stream and merge-late on a MinIO lake through the fault
+// proxy, then without faults, and compares with a fault-free lake of the same workload.
+func TestFaultProxyConverges(t *testing.T) {
+	bucket, cfg, open := testBucket(t)
+	bin := lakecheck.Binary(t)
+	dir := t.TempDir()
+	isCommit := func(r *http.Request) bool { return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/_delta_log/") }
+	isPut := func(r *http.Request) bool { return r.Method == http.MethodPut }
+	isGet := func(r *http.Request) bool { return r.Method == http.MethodGet }
+	proxy := newProxy(t, cfg.Endpoint, 7, []Rule{
+		{Kind: LostAnswer, Prob: 0.15, Match: isCommit},
+		{Kind: LostAnswer, Prob: 0.03, Match: isPut},
+		{Kind: Truncate, Prob: 0.03, Match: isGet},
+		{Kind: Status500, Prob: 0.02},
+		{Kind: SlowDown, Prob: 0.02},
+		{Kind: Reset, Prob: 0.02},
+		{Kind: Latency, Prob: 0.03},
+	})
+	events, files, rounds := 20000, 12, 3
+	if long() {
+		events, files, rounds = 100000, 40, 10
+	}
+	extra := "jobs: {vacuum: {retain: 1h, allow_short_retention: true}}\n"
+	cleanCfg := lakecheck.WriteConfig(t, mkdir(t, dir, "clean"), "s3://"+bucket+"/clean", s3Extra(cfg.Endpoint, extra))
+	faultCfg := lakecheck.WriteConfig(t, mkdir(t, dir, "fault"), "s3://"+bucket+"/fault", s3Extra(proxy.URL, extra))
+	gen := []string{"--events", fmt.Sprint(events), "--files", fmt.Sprint(files), "--seed", "5", "--outage-rate", "0.0003", "--start", "2026-01-10T12:00:00Z"}
+	lakecheck.MustRun(t, bin, nil, append([]string{"gen", "--config", cleanCfg}, gen...)...)
+	lakecheck.MustRun(t, bin, nil, append([]string{"gen", "--config", faultCfg, "--set", "s3.endpoint=" + cfg.Endpoint}, gen...)...)
+
+	jobs := []string{"ingest", "stream", "merge-late"}
+	for _, job := range jobs {
+		lakecheck.MustRun(t, bin, nil, "run", job, "--config", cleanCfg)
+	}
+	ok, failed, lastFailure := 0, 0, ""
+	for round := 0; round < rounds; round++ {
+		for _, job := range append(jobs, "optimize", "checkpoint") {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			r, err := lakecheck.Run(ctx, bin, nil, "run", job, "--config", faultCfg)
+			cancel()
+			if err != nil {
+				t.Fatalf("round %d %s: %v", round, job, err)
+			}
+			if strings.Contains(r.Stderr, "panic:") || strings.Contains(r.Stderr, "goroutine ") {
+				t.Fatalf("round %d %s panicked:\n%s", round, job, r.Stderr)
+			}
+			switch r.Code {
+			case 0:
+				ok++
+			case 1:
+				failed++
+				lastFailure = job + ": " + lastLine(r.Stderr)
+				if !strings.Contains(r.Stderr, job) && !strings.Contains(r.Stdout, `"ok":false`) {
+					t.Errorf("round %d %s failed without saying what failed:\nstdout %s\nstderr %s", round, job, r.Stdout, r.Stderr)
+				}
+			default:
+				t.Fatalf("round %d %s: exit %d (want 0, or 1 for a retryable failure)\n%s", round, job, r.Code, r.Stderr)
+			}
+		}
+	}
+	faulty := proxy.Summary()
+	proxy.SetEnabled(false)
+	for _, job := range jobs {
+		lakecheck.MustRun(t, bin, nil, "run", job, "--config", faultCfg)
+	}
+	checks := lakecheck.Verify(t, open, "clean", "fault", events)
+	t.Logf("SUMMARY faults: %s; %d runs finished, %d failed cleanly (exit 1); %d invariant checks passed", faulty, ok, failed, checks)
+	if lastFailure != "" {
+		t.Logf("last clean failure: %s", lastFailure)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func mkdir(t *testing.T, parent, name string) string {
+	p := filepath.Join(parent, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
