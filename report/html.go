@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -377,3 +378,67 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 </body>
 </html>
 `
+
+// MarshalJSON writes the figures the HTML page shows (for an /api/status or a --json): the
+// lag as LagReport's JSON, tables, the stream summary and each batch, times in RFC 3339.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type table struct {
+		Role          string `json:"role"`
+		Path          string `json:"path"`
+		Exists        bool   `json:"exists"`
+		Version       int64  `json:"version"`
+		Files         int    `json:"files"`
+		Bytes         int64  `json:"bytes"`
+		LastOperation string `json:"last_operation,omitempty"`
+		LastCommit    string `json:"last_commit,omitempty"`
+	}
+	type batch struct {
+		BatchID                int64            `json:"batch_id"`
+		Timestamp              string           `json:"timestamp"`
+		NumInputRows           int64            `json:"num_input_rows"`
+		InputRowsPerSecond     float64          `json:"input_rows_per_second"`
+		ProcessedRowsPerSecond float64          `json:"processed_rows_per_second"`
+		DurationMs             int64            `json:"duration_ms"`
+		Watermark              string           `json:"watermark,omitempty"`
+		MaxEventTime           string           `json:"max_event_time,omitempty"`
+		LateRows               map[string]int64 `json:"late_rows"`
+		StateRows              []NamedCount     `json:"state_rows"`
+	}
+	rfc := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	out := struct {
+		Generated  string     `json:"generated"`
+		Source     string     `json:"source"`
+		Lake       string     `json:"lake"`
+		Lag        *LagReport `json:"lag"`
+		LagProblem string     `json:"lag_problem,omitempty"`
+		Tables     []table    `json:"tables"`
+		Checkpoint string     `json:"checkpoint"`
+		Gold       []string   `json:"gold"`
+		Batches    []batch    `json:"batches"`
+		Problems   []string   `json:"problems"`
+	}{Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
+		Tables: []table{}, Checkpoint: r.Checkpoint, Gold: r.Gold, Batches: []batch{}, Problems: r.Problems}
+	if out.Problems == nil {
+		out.Problems = []string{}
+	}
+	for _, ts := range r.Tables {
+		out.Tables = append(out.Tables, table{Role: ts.Role, Path: ts.Path, Exists: ts.Exists, Version: ts.Version,
+			Files: ts.Files, Bytes: ts.Bytes, LastOperation: ts.LastOperation, LastCommit: rfc(ts.LastCommit)})
+	}
+	for _, b := range r.Batches {
+		sr := b.StateRows
+		if sr == nil {
+			sr = []NamedCount{}
+		}
+		out.Batches = append(out.Batches, batch{BatchID: b.BatchID, Timestamp: rfc(b.Timestamp), NumInputRows: b.NumInputRows,
+			InputRowsPerSecond: b.InputRowsPerSecond, ProcessedRowsPerSecond: b.ProcessedRowsPerSecond,
+			DurationMs: b.DurationMs, Watermark: rfc(b.Watermark), MaxEventTime: rfc(b.MaxEventTime),
+			LateRows: b.LateRows, StateRows: sr})
+	}
+	return json.Marshal(out)
+}

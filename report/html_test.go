@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -187,6 +188,29 @@ func TestReportHTMLGolden(t *testing.T) {
 	}
 	checkPage(t, page.String())
 	golden(t, "report.html", page.Bytes())
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json", append(js, '\n'))
+	// The JSON carries the page's figures.
+	var back struct {
+		Lag struct {
+			P95 float64 `json:"p95_s"`
+		} `json:"lag"`
+		Batches []struct {
+			LateRows map[string]int64 `json:"late_rows"`
+		} `json:"batches"`
+		Tables []struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Lag.P95 != 100 || len(back.Batches) != 4 || back.Batches[3].LateRows["events_5m"] != 3 || back.Tables[0].Bytes != 3<<20 {
+		t.Errorf("report JSON %+v", back)
+	}
 }
 
 func TestParseProgressErrors(t *testing.T) {

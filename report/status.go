@@ -89,8 +89,8 @@ type BatchProgress struct {
 
 // NamedCount is a count with its name.
 type NamedCount struct {
-	Name  string
-	Count int64
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
 }
 
 // progressJSON is the subset of Spark's StreamingQueryProgress read here.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 func newReportCmd() *cobra.Command {
 	var rf rangeFlags
 	cmd := &cobra.Command{
-		Use:   "report --config F --html report.html [--from T --to T | --since 24h]",
+		Use:   "report --config F --html report.html [--json] [--from T --to T | --since 24h]",
 		Short: "Write a self-contained HTML status report (lag, tables, stream progress)",
 		Long: `report writes one HTML file with inline CSS and SVG charts (no script, nothing fetched: it works
 offline and can be attached to a ticket): the lag distribution with p50/p95/p99 and the current and
@@ -31,8 +32,9 @@ range.`,
 				return usageError("report: --config is required")
 			}
 			out, _ := cmd.Flags().GetString("html")
-			if out == "" {
-				return usageError("report: --html is required (the file to write)")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			if out == "" && !asJSON {
+				return usageError("report: --html FILE or --json is required")
 			}
 			now := time.Now()
 			lagOpts, err := rf.lagOptions("report", now)
@@ -57,16 +59,31 @@ range.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				data, err := json.Marshal(rep)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), string(data)); err != nil {
+					return err
+				}
+			}
+			if out == "" {
+				return nil
+			}
 			if err := writeFileAtomic(out, rep.WriteHTML); err != nil {
 				return fmt.Errorf("report: --html: %w", err)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			if !asJSON {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			}
 			return err
 		},
 	}
 	cmd.Flags().String("config", "", "pipeline config (YAML)")
 	cmd.Flags().StringArray("set", nil, "override a config key (repeatable)")
 	cmd.Flags().String("html", "", "the HTML file to write")
+	cmd.Flags().Bool("json", false, "print the report's figures as one JSON object on stdout")
 	cmd.Flags().Int("batches", report.DefaultMaxBatches, "chart at most this many of the latest stream batches")
 	rf.register(cmd)
 	return cmd

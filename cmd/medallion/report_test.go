@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -38,6 +39,19 @@ func TestReportCommand(t *testing.T) {
 	if n := strings.Count(page, "<svg "); n != 6 {
 		t.Errorf("report.html has %d charts, want 6", n)
 	}
+	js, err := runGenCLI(t, "report", "--config", cfg, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var figures struct {
+		Lag struct {
+			Rows int64 `json:"rows"`
+		} `json:"lag"`
+		Batches []json.RawMessage `json:"batches"`
+	}
+	if err := json.Unmarshal([]byte(js), &figures); err != nil || figures.Lag.Rows == 0 || len(figures.Batches) == 0 {
+		t.Errorf("report --json: %v %+v", err, figures)
+	}
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(html), ".report.html.*"))
 	if len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
@@ -51,7 +65,7 @@ func TestReportCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"report", "--html", "x.html"}, "--config is required"},
-		{[]string{"report", "--config", cfg}, "--html is required"},
+		{[]string{"report", "--config", cfg}, "--html FILE or --json is required"},
 		{[]string{"report", "--config", cfg, "--html", "x.html", "--since", "-1h"}, "report: --since"},
 	} {
 		_, err := runGenCLI(t, c.args...)
