@@ -78,7 +78,9 @@ func TestFaultProxyConverges(t *testing.T) {
 	bucket, cfg, open := testBucket(t)
 	bin := lakecheck.Binary(t)
 	dir := t.TempDir()
-	isCommit := func(r *http.Request) bool { return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/_delta_log/") }
+	isCommit := func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/_delta_log/")
+	}
 	isPut := func(r *http.Request) bool { return r.Method == http.MethodPut }
 	isGet := func(r *http.Request) bool { return r.Method == http.MethodGet }
 	proxy := newProxy(t, cfg.Endpoint, 7, []Rule{
