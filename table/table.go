@@ -184,6 +184,10 @@ func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.Struct
 // constraints, column invariants, generated and identity columns. Writing to them without
 // the checks would break what other engines guarantee their users.
 func CheckWritable(snap *txlog.Snapshot, schema *txlog.StructType) error {
+	// Checked before any data file is written, so that a refused commit leaves no orphans.
+	if err := txlog.CheckWrite(snap.Protocol()); err != nil {
+		return err
+	}
 	for k := range snap.Metadata().Configuration {
 		if strings.HasPrefix(k, "delta.constraints.") {
 			return fmt.Errorf("%w: table has CHECK constraint %s, which this writer does not enforce", txlog.ErrUnsupportedFeature, strings.TrimPrefix(k, "delta.constraints."))
