@@ -344,8 +344,8 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 }
 
 // MaxLagProgress bounds the progress files a lag analysis reads for its per-day late rows
-// (about a week of one-minute batches).
-const MaxLagProgress = 10000
+// (two days of one-minute batches): each is one GET.
+const MaxLagProgress = 2880
 
 // progressPerDay sums one aggregation's late rows per UTC day of batch time.
 func progressPerDay(batches []BatchProgress, name string) []DayCount {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
@@ -17,6 +18,9 @@ import (
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
+
+// progressReaders is how many progress files StreamProgress reads at once.
+const progressReaders = 8
 
 // ErrBadProgress reports a progress file that is not a StreamingQueryProgress JSON object.
 var ErrBadProgress = errors.New("report: bad progress file")
@@ -186,8 +190,28 @@ func StreamProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipel
 	if limit > 0 && len(files) > limit {
 		files = files[len(files)-limit:]
 	}
-	for _, f := range files {
-		data, err := objstore.ReadAll(ctx, lake, f.key)
+	// Progress files are small: reading them a few at a time hides the store's latency.
+	type result struct {
+		data []byte
+		err  error
+	}
+	results := make([]result, len(files))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(progressReaders, len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				results[i].data, results[i].err = objstore.ReadAll(ctx, lake, files[i].key)
+			}
+		})
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, f := range files {
+		data, err := results[i].data, results[i].err
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // removed by a cleanup since the listing
 		}
