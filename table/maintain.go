@@ -115,6 +115,9 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	if err != nil {
 		return OptimizeResult{Version: -1}, err
 	}
+	if err := txlog.CheckWrite(snap.Protocol()); err != nil {
+		return OptimizeResult{Version: -1}, err
+	}
 	target := opts.TargetSize
 	if target <= 0 {
 		target = t.write.withDefaults().TargetFileSize
