@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +115,31 @@ func TestIdleTimeoutAdvancesWatermark(t *testing.T) {
 	run(t0.Add(31 * time.Minute))
 	if n := len(tableRows(t, lake, "silver/late_w5")); n != 1 {
 		t.Fatalf("%d quarantined rows, want 1", n)
+	}
+}
+
+// TestLateAlert logs a warning when a batch's late rows exceed stream.late_alert_fraction of
+// its input (batch 4 of vector WM: 2 of 3 rows late).
+func TestLateAlert(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "10m", "  late_alert_fraction: 0.5", countGold)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	for _, in := range [][]string{{"12:07", "12:08", "12:14"}, {"12:09", "12:15", "12:03"}, {"12:21", "12:02", "12:04"}} {
+		var rows []ev
+		for _, ts := range in {
+			rows = append(rows, ev{ID: ts, T: hm(ts)})
+		}
+		appendBronze(t, lake, rows)
+		r, _ := New(Options{Lake: lake, Config: cfg, Clock: runStreamClock, Logger: logger})
+		if _, err := r.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if late := strings.Contains(logs.String(), "late rows above the alert fraction"); late != (in[0] == "12:21") {
+			t.Fatalf("after batch with %v: alert logged = %v\n%s", in, late, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"lateRows":2`) || !strings.Contains(logs.String(), `"gold":"w5"`) {
+		t.Fatalf("alert lacks the numbers: %s", logs.String())
 	}
 }
