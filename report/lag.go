@@ -110,7 +110,8 @@ type LagReport struct {
 	From, To  time.Time
 	Table     string
 	EventTime string
-	// Rows have both timestamps; NullEventTime rows lack an event time and are left out.
+	// Rows have both timestamps; NullEventTime rows lack an event time and are left out
+	// (counted without a range only: a range excludes them anyway).
 	Rows, NullEventTime int64
 	// Future counts rows whose event time is more than the config's max_future_skew after
 	// their ingest time: the stream rejects them (reason "future"), so they are left out of
