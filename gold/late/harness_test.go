@@ -51,6 +51,8 @@ gold:
       - {fn: sum, column: qty, as: qsum}
       - {fn: max, column: amount, as: hi}
       - {fn: avg, column: qty, as: mean}
+      - {fn: approx_count_distinct, column: device_id, as: devices}
+      - {fn: approx_percentile, column: amount, as: amt_pct, percentiles: [0.5]}
 %s
 `
 
@@ -194,11 +196,17 @@ type oval struct {
 	qtySum         int64
 	amtMin, amtMax float64
 	qtyMax         int64
-	keysJSON       string
+	devices        map[string]bool
 }
 
 func (v *oval) add(r srow) {
 	v.n++
+	if r.devOK {
+		if v.devices == nil {
+			v.devices = map[string]bool{}
+		}
+		v.devices[r.dev] = true
+	}
 	if r.amtOK {
 		if v.amtN == 0 || r.amt < v.amtMin {
 			v.amtMin = r.amt
@@ -412,6 +420,8 @@ var s10Checks = map[string]func(*oval) any{
 	"qsum": func(v *oval) any { return orNull(v.qtyN > 0, v.qtySum) },
 	"hi":   func(v *oval) any { return orNull(v.amtN > 0, v.amtMax) },
 	"mean": func(v *oval) any { return orNull(v.qtyN > 0, float64(v.qtySum)/float64(v.qtyN)) },
+	// A HyperLogLog of three values is exact; merged sketches must stay so.
+	"devices": func(v *oval) any { return int64(len(v.devices)) },
 }
 
 var sessChecks = map[string]func(*oval) any{
