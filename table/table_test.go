@@ -528,3 +528,46 @@ func TestScanAsOfTimestamp(t *testing.T) {
 		t.Errorf("as of %s: %v", at, got)
 	}
 }
+
+// TestOverwriteTouchesOnlyWhatItMust checks which files a replaceWhere removes and whether
+// it had to read them: a whole partition is dropped without a scan, a straddling file is
+// rewritten, and files outside the predicate are left alone.
+func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
+	ctx := context.Background()
+	metrics := func(tbl *Table) map[string]string {
+		hist, err := tbl.Log().History(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for k, v := range hist[0].CommitInfo.OperationMetrics {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				s = string(v)
+			}
+			out[k] = s
+		}
+		return out
+	}
+	tbl, _ := newTable(t, []string{"day"})
+	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tbl.Overwrite(ctx, Eq("day", "2024-03-02"), []*Batch{events(t, "n", 24, 2)}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics(tbl)
+	if len(r.Removed) != 1 || m["numRemovedFiles"] != "1" || m["numDeletedRows"] != "" || m["numCopiedRows"] != "" {
+		t.Errorf("whole partition: removed %d, metrics %v", len(r.Removed), m)
+	}
+	r, err = tbl.Overwrite(ctx, And(Ge("event_time", t0.Add(48*time.Hour)), Lt("event_time", t0.Add(50*time.Hour))),
+		[]*Batch{events(t, "m", 48, 1)}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = metrics(tbl)
+	if len(r.Removed) != 1 || m["numDeletedRows"] != "2" || m["numCopiedRows"] != "22" || m["numOutputRows"] != "23" {
+		t.Errorf("straddling file: removed %d, metrics %v", len(r.Removed), m)
+	}
+}
