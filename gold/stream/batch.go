@@ -2,8 +2,10 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -105,13 +107,8 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	}
 	var dedup *silver.Dedup
 	if len(p.dedup) > 0 {
-		if s, ok := sections["dedup"]; ok {
-			dedup, err = silver.RestoreDedup(dcfg, s)
-		} else {
-			dedup, err = silver.NewDedup(dcfg)
-		}
-		if err != nil {
-			return fmt.Errorf("stream: dedup state of batch %d: %w", r.nextBatch, err)
+		if dedup, r.dedupDeltas, err = r.restoreDedup(ctx, dcfg, r.nextBatch, sections); err != nil {
+			return err
 		}
 	}
 	aggs := make([]*gold.Aggregation, len(p.aggs))
@@ -175,8 +172,17 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *OffsetEntry, file
 	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
 	order := []string{"idle"}
 	if r.dedup != nil {
-		sections["dedup"] = r.dedup.AppendSnapshot(nil)
-		order = append(order, "dedup")
+		// A full snapshot every min_deltas_for_snapshot versions, the batch's additions and
+		// its eviction watermark in between: the state can be large, a batch's change small.
+		if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
+			sections[secDedup] = r.dedup.AppendSnapshot(nil)
+			order = append(order, secDedup)
+			r.dedupDeltas = 0
+		} else {
+			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, evict)
+			order = append(order, secDedupDelta)
+			r.dedupDeltas++
+		}
 	}
 	for i, ap := range r.plan.aggs {
 		s, err := r.aggs[i].AppendSnapshot(nil)
@@ -651,4 +657,110 @@ func filterFlat(dst, c *table.Column, keep []bool, cnt int) bool {
 	}
 	dst.Len = cnt
 	return true
+}
+
+// State sections of the dedup operator: a full snapshot, or one batch's delta.
+const (
+	secDedup      = "dedup"
+	secDedupDelta = "dedup-delta"
+)
+
+// encodeDedupDelta records the keys batch N added to the dedup state (with their event times)
+// and the eviction watermark it ran with: replayed on state N, they give state N+1.
+func (r *Runner) encodeDedupDelta(emit []int32, evictWM int64) []byte {
+	buf := &r.buf
+	dst := binary.AppendVarint(nil, evictWM)
+	dst = binary.AppendUvarint(dst, uint64(len(emit)))
+	for _, i := range emit {
+		dst = binary.AppendUvarint(dst, uint64(len(buf.keys[i])))
+		dst = append(dst, buf.keys[i]...)
+		dst = binary.AppendVarint(dst, buf.evt[i])
+	}
+	return dst
+}
+
+// replayDedupDelta applies one delta to d: the same additions, then the same eviction.
+func replayDedupDelta(d *silver.Dedup, b []byte) error {
+	bad := errors.New("bad dedup delta")
+	evictWM, n := binary.Varint(b)
+	if n <= 0 {
+		return bad
+	}
+	b = b[n:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return bad
+	}
+	b = b[n:]
+	keys := make([][]byte, 0, count)
+	times := make([]int64, 0, count)
+	for range count {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return bad
+		}
+		keys = append(keys, b[n:n+int(l)])
+		b = b[n+int(l):]
+		t, m := binary.Varint(b)
+		if m <= 0 {
+			return bad
+		}
+		times = append(times, t)
+		b = b[m:]
+	}
+	if len(b) != 0 {
+		return bad
+	}
+	// No row is late on replay: these rows were admitted when they first ran.
+	_, err := d.ProcessBatch(keys, times, nil, math.MinInt64/1000, evictWM)
+	return err
+}
+
+// restoreDedup rebuilds the dedup state of version v: the nearest full snapshot at or before
+// v, then every later delta in order. It returns the number of deltas replayed.
+func (r *Runner) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int64, sections map[string][]byte) (*silver.Dedup, int, error) {
+	var deltas [][]byte
+	for {
+		if sections == nil { // version 0, or a query that ran before dedup was on: empty state
+			d, err := silver.NewDedup(cfg)
+			if err != nil {
+				return nil, 0, fmt.Errorf("stream: dedup: %w", err)
+			}
+			return d, 0, r.replay(d, deltas, v)
+		}
+		if s, ok := sections[secDedup]; ok {
+			d, err := silver.RestoreDedup(cfg, s)
+			if err != nil {
+				return nil, 0, fmt.Errorf("stream: dedup state %s: %w", stateKey(v), err)
+			}
+			return d, len(deltas), r.replay(d, deltas, v)
+		}
+		s, ok := sections[secDedupDelta]
+		if !ok || v <= 0 {
+			return nil, 0, fmt.Errorf("%w: %s has no dedup state", ErrBadCheckpoint, stateKey(v))
+		}
+		deltas = append(deltas, s)
+		v--
+		if v == 0 {
+			sections = nil
+			continue
+		}
+		key := stateKey(v)
+		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+		}
+		if sections, err = decodeState(key, data); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+func (r *Runner) replay(d *silver.Dedup, deltas [][]byte, base int64) error {
+	for i := len(deltas) - 1; i >= 0; i-- {
+		if err := replayDedupDelta(d, deltas[i]); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadCheckpoint, stateKey(base+int64(len(deltas)-i)), err)
+		}
+	}
+	return nil
 }

@@ -89,6 +89,7 @@ type Runner struct {
 	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
 	lastDataMs, idleBaseWM int64
+	dedupDeltas            int // dedup deltas written since the last full snapshot
 	resume                 func(*gold.WatermarkTracker) error
 	prevTrigger            time.Time
 	tablesReady            bool

@@ -1,0 +1,59 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+)
+
+// TestDedupDeltaChain restores every dedup state version of a run that writes deltas between
+// full snapshots, and compares it with the full snapshot a run writing only snapshots kept
+// for the same version.
+func TestDedupDeltaChain(t *testing.T) {
+	ctx := context.Background()
+	base := landBronze(t, 5, 4000, 10)
+	full, chained := copyLake(t, base), copyLake(t, base)
+	extra := "  dedup: [event_id]\n  max_files_per_trigger: 1\n  state: {min_deltas_for_snapshot: %s}"
+	mustRun(t, full, parseConfig(t, "2s", fmt.Sprintf(extra, "1"), e2eGold), "available-now")
+	cfg := parseConfig(t, "2s", fmt.Sprintf(extra, "4"), e2eGold)
+	rep := mustRun(t, chained, cfg, "available-now")
+	if rep.LastBatch < 8 {
+		t.Fatalf("only %d batches: the chain is not exercised", rep.LastBatch+1)
+	}
+	r, _ := New(Options{Lake: chained, Config: cfg})
+	r.ckpt = checkpoint{b: objstore.WithPrefix(chained, cfg.Stream.Checkpoint)}
+	deltas := 0
+	for v := int64(1); v <= rep.LastBatch+1; v++ {
+		want, err := objstore.ReadAll(ctx, objstore.WithPrefix(full, cfg.Stream.Checkpoint), stateKey(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, _ := decodeState(stateKey(v), want)
+		data, err := objstore.ReadAll(ctx, r.ckpt.b, stateKey(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sections, err := decodeState(stateKey(v), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sections[secDedupDelta]; ok {
+			deltas++
+		}
+		d, _, err := r.restoreDedup(ctx, silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: 2000}, v, sections)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.AppendSnapshot(nil); !bytes.Equal(got, ws[secDedup]) {
+			t.Fatalf("state %d: restored dedup (%d keys) differs from the full snapshot", v, d.Len())
+		}
+	}
+	if deltas == 0 {
+		t.Fatal("no delta was written")
+	}
+}
+
