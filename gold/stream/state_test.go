@@ -56,4 +56,3 @@ func TestDedupDeltaChain(t *testing.T) {
 		t.Fatal("no delta was written")
 	}
 }
-
