@@ -11,6 +11,9 @@
 # by a stamp file written last, so an interrupted setup is redone from scratch and a finished one is
 # reused without touching the network: after the first run, `run` works offline.
 #
+# `run` starts the pinned MinIO of scripts/minio.sh for the S3 tests unless MEDALLION_TEST_S3_ENDPOINT
+# is already set (or MEDALLION_INTEROP_NO_MINIO=1, which leaves the S3 tests without a server).
+#
 # Under CI=true a missing tool (python3, java, mvn) or a failed install is an error, never a skip.
 set -euo pipefail
 
@@ -108,6 +111,10 @@ case "$cmd" in
     setup
     eval "$(print_env)"
     cd "$ROOT"
+    if [[ -z "${MEDALLION_TEST_S3_ENDPOINT:-}" && "${MEDALLION_INTEROP_NO_MINIO:-}" != 1 ]]; then
+      # The S3 tests need a server: the same pinned MinIO as the Go tests, started for this run.
+      exec "$ROOT/scripts/minio.sh" run -- "$VENV/bin/python" -m pytest tests/interop "$@"
+    fi
     exec "$VENV/bin/python" -m pytest tests/interop "$@"
     ;;
   *)

@@ -116,6 +116,34 @@ def spark(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def s3(deltalake) -> dict[str, str]:
+    """The MinIO started by scripts/interop.sh run (scripts/minio.sh), with a fresh bucket.
+    Returns the environment for medallion (AWS_* variables) plus "bucket" and delta-rs'
+    storage options under "options"."""
+    endpoint = os.environ.get("MEDALLION_TEST_S3_ENDPOINT")
+    if not endpoint:
+        unavailable("MinIO", "MEDALLION_TEST_S3_ENDPOINT unset (scripts/interop.sh run starts it)")
+    from pyarrow import fs
+
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    key, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    scheme, _, host = endpoint.partition("://")
+    bucket = f"interop-{os.getpid()}"
+    fs.S3FileSystem(access_key=key, secret_key=secret, region=region, scheme=scheme,
+                    endpoint_override=host, allow_bucket_creation=True).create_dir(bucket)
+    return {
+        "bucket": bucket,
+        "env": {"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": region, "AWS_ACCESS_KEY_ID": key,
+                "AWS_SECRET_ACCESS_KEY": secret},
+        "options": {"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": region,
+                    "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
+                    "AWS_ALLOW_HTTP": "true", "AWS_S3_ADDRESSING_STYLE": "path",
+                    # Commits with If-None-Match, as medallion does: no lock table needed.
+                    "conditional_put": "etag"},
+    }
+
+
+@pytest.fixture(scope="session")
 def medallion_bin(tmp_path_factory) -> Path:
     """Builds ./cmd/medallion once per session from the repo root, or uses $MEDALLION_BIN (a
     binary the caller already built, e.g. by `make build`)."""

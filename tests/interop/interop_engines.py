@@ -9,6 +9,7 @@ imports without them (conftest decides whether a missing engine fails or skips).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -76,10 +77,13 @@ def read_polars(path: Path) -> list[dict]:
 # --- medallion -------------------------------------------------------------------------------
 
 
-def run_medallion(binary: Path, *args: str, timeout: float = SCAN_TIMEOUT_S) -> str:
-    """Runs the medallion CLI and returns stdout; a non-zero exit fails with its stderr."""
+def run_medallion(binary: Path, *args: str, timeout: float = SCAN_TIMEOUT_S,
+                  env: dict[str, str] | None = None) -> str:
+    """Runs the medallion CLI (with extra environment `env`) and returns stdout; a non-zero exit
+    fails with its stderr."""
     cmd = [str(binary), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, **(env or {})})
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc.stdout
