@@ -267,9 +267,10 @@ func (r *Runner) progress(n int64, entry *OffsetEntry, start *silver.Offset, st 
 		d := st.dedup
 		p.StateOperators = append(p.StateOperators, gold.StateOperatorProgress{
 			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
-			NumRowsRemoved: d.NumRowsRemoved, NumRowsDroppedByWatermark: d.NumRowsDroppedByWatermark,
-			NumShufflePartitions: 1, NumStateStoreInstances: 1,
-			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates},
+			NumRowsRemoved: d.NumRowsRemoved, NumShufflePartitions: 1, NumStateStoreInstances: 1,
+			// Spark would drop the rows at or below the late watermark; we look their keys up
+			// in silver instead, so nothing is dropped by the watermark here.
+			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates, "numLateRowsCheckedInSilver": d.NumRowsDroppedByWatermark},
 		})
 	}
 	for _, a := range st.aggs {

@@ -52,8 +52,9 @@ func sameTables(t *testing.T, what string, got, want map[string][]string) {
 
 // TestStreamConvergesAfterFailures fails the k-th write of a stream run, for every k until a
 // run gets through, before or after the write lands (a crash, or a lost answer), then reruns
-// cleanly: every table ends with the same rows as an uninterrupted run (vectors C1-C3, WM-E5
-// on every path through the batch).
+// cleanly (a new runner, as a restarted process, or the same one again): every table ends
+// with the same rows as an uninterrupted run (vectors C1-C3, WM-E5 on every path through the
+// batch).
 func TestStreamConvergesAfterFailures(t *testing.T) {
 	ctx := context.Background()
 	base := landBronze(t, 7, 3000, 6)
@@ -76,7 +77,13 @@ func TestStreamConvergesAfterFailures(t *testing.T) {
 				faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: k, After: after}}})
 				r, _ := New(Options{Lake: faulty, Config: cfg, Clock: runStreamClock})
 				_, firstErr := r.Run(ctx)
-				if _, err := runStream(t, lake, cfg, "available-now"); err != nil {
+				var err error
+				if k%2 == 0 {
+					_, err = r.Run(ctx) // the same runner again: it must reload its state
+				} else {
+					_, err = runStream(t, lake, cfg, "available-now") // a restarted process
+				}
+				if err != nil {
 					t.Fatalf("%s k=%d after=%v: clean rerun failed: %v (first run: %v)", op, k, after, err, firstErr)
 				}
 				sameTables(t, fmt.Sprintf("%s k=%d after=%v (first run: %v)", op, k, after, firstErr), snapshotTables(t, lake), want)

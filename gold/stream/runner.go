@@ -137,7 +137,14 @@ func New(opts Options) (*Runner, error) {
 // (everything the source holds at the start, in batches of max_files_per_trigger, then the
 // no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
 // ends the run without an error at a batch boundary).
-func (r *Runner) Run(ctx context.Context) (Report, error) {
+func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
+	defer func() {
+		if err != nil {
+			// The operators may hold a half-run batch: the next Run reloads them from the
+			// checkpoint, as a restarted process would.
+			r.started, r.plan, r.pending, r.resume = false, nil, nil, nil
+		}
+	}()
 	if err := r.start(ctx); err != nil {
 		return r.report, err
 	}
@@ -321,6 +328,7 @@ func (r *Runner) start(ctx context.Context) error {
 		return err
 	}
 	r.queryID, r.report.QueryID = id, id
+	r.lastEnd, r.lastEntry, r.needNoData, r.lastDataMs, r.idleBaseWM = nil, nil, false, 0, 0
 	lastOff, err := r.ckpt.latest(ctx, "offsets")
 	if err != nil {
 		return err
