@@ -495,65 +495,44 @@ func leafPaths(prefix string, t txlog.DataType) []string {
 	return []string{prefix}
 }
 
-// minMax finds the smallest and largest non-null source value of a (possibly nested) column,
-// compared with the target predicate machinery itself so that the bounds agree with pruning.
+// minMax finds the smallest and largest non-null source value of a (possibly nested) column.
 func minMax(source []*table.Batch, path string) (lo, hi any, found bool, err error) {
+	parts := strings.Split(path, ".")
 	for _, b := range source {
-		p, err := table.Bind(table.IsNotNull(path), b.Schema, nil)
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("%w: key %s: %v", ErrBadMerge, path, err)
-		}
-		present := p.Eval(b)
-		parts := strings.Split(path, ".")
 		col := b.Column(parts[0])
+		if col == nil {
+			return nil, nil, false, fmt.Errorf("%w: key %s is missing from the source", ErrBadMerge, path)
+		}
 		for _, part := range parts[1:] {
-			st := col.Type.(*txlog.StructType)
+			st, ok := col.Type.(*txlog.StructType)
+			if !ok || st.FieldIndex(part) < 0 {
+				return nil, nil, false, fmt.Errorf("%w: key %s is missing from the source", ErrBadMerge, path)
+			}
 			col = col.Children[st.FieldIndex(part)]
 		}
-		for i, ok := range present {
-			if !ok {
+		for i := 0; i < col.Len; i++ {
+			v := col.Value(i)
+			if v == nil {
 				continue
 			}
-			v := col.Value(i)
 			if !found {
 				lo, hi, found = v, v, true
 				continue
 			}
-			if less(b, path, v, lo) {
+			c1, ok1 := table.CompareValues(v, lo)
+			c2, ok2 := table.CompareValues(v, hi)
+			if !ok1 || !ok2 {
+				return nil, nil, false, fmt.Errorf("%w: key %s has values of different types", ErrBadMerge, path)
+			}
+			if c1 < 0 {
 				lo = v
 			}
-			if less(b, path, hi, v) {
+			if c2 > 0 {
 				hi = v
 			}
 		}
 	}
 	return lo, hi, found, nil
-}
-
-// less compares two values of a column by binding "path < a" and testing b.
-func less(b *table.Batch, path string, x, y any) bool {
-	tmp, err := table.NewBatch(&txlog.StructType{Fields: []txlog.StructField{{Name: "v", Type: columnType(b, path), Nullable: true}}})
-	if err != nil {
-		return false
-	}
-	if tmp.Columns[0].AppendValue(x) != nil {
-		return false
-	}
-	p, err := table.Bind(table.Lt("v", y), tmp.Schema, nil)
-	if err != nil {
-		return false
-	}
-	return p.Eval(tmp)[0]
-}
-
-func columnType(b *table.Batch, path string) txlog.DataType {
-	parts := strings.Split(path, ".")
-	f := b.Schema.Field(parts[0])
-	t := f.Type
-	for _, part := range parts[1:] {
-		t = t.(*txlog.StructType).Field(part).Type
-	}
-	return t
 }
 
 func parameters(spec Spec) map[string]any {

@@ -200,3 +200,26 @@ func TestAppendValueRoundTrip(t *testing.T) {
 		t.Error("a float accepted in a string column")
 	}
 }
+
+func TestCompareValues(t *testing.T) {
+	cases := []struct {
+		a, b any
+		want int
+		ok   bool
+	}{
+		{int64(1), int64(2), -1, true},
+		{"b", "a", 1, true},
+		{time.Unix(5, 0), time.Unix(5, 0), 0, true},
+		{Decimal{DecimalFromInt64(150), 2}, Decimal{DecimalFromInt64(15), 1}, 0, true},
+		{false, true, -1, true},
+		{[]byte{1}, []byte{1, 0}, -1, true},
+		{int64(1), int32(1), 0, false},
+		{[]any{}, []any{}, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := CompareValues(c.a, c.b)
+		if got != c.want || ok != c.ok {
+			t.Errorf("CompareValues(%v, %v) = %d %v, want %d %v", c.a, c.b, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package table
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -263,4 +266,54 @@ func (c *Column) AppendValue(v any) error {
 		}
 	}
 	return bad()
+}
+
+// CompareValues orders two non-null values of the same primitive or decimal column, in the
+// forms Column.Value returns (-1, 0 or 1); ok is false for other types.
+func CompareValues(a, b any) (c int, ok bool) {
+	switch x := a.(type) {
+	case int64:
+		y, ok := b.(int64)
+		return cmp.Compare(x, y), ok
+	case int32:
+		y, ok := b.(int32)
+		return cmp.Compare(x, y), ok
+	case int16:
+		y, ok := b.(int16)
+		return cmp.Compare(x, y), ok
+	case int8:
+		y, ok := b.(int8)
+		return cmp.Compare(x, y), ok
+	case float64:
+		y, ok := b.(float64)
+		return cmp.Compare(x, y), ok
+	case float32:
+		y, ok := b.(float32)
+		return cmp.Compare(x, y), ok
+	case string:
+		y, ok := b.(string)
+		return strings.Compare(x, y), ok
+	case []byte:
+		y, ok := b.([]byte)
+		return bytes.Compare(x, y), ok
+	case bool:
+		y, ok := b.(bool)
+		switch {
+		case x == y:
+			return 0, ok
+		case !x:
+			return -1, ok
+		}
+		return 1, ok
+	case time.Time:
+		y, ok := b.(time.Time)
+		return x.Compare(y), ok
+	case Decimal:
+		y, ok := b.(Decimal)
+		if !ok {
+			return 0, false
+		}
+		return decimalRat(x.Unscaled, x.Scale).Cmp(decimalRat(y.Unscaled, y.Scale)), true
+	}
+	return 0, false
 }
