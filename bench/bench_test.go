@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"encoding/xml"
+	"io"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseCount(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"1M", 1_000_000, false},
+		{"50m", 50_000_000, false},
+		{"100k", 100_000, false},
+		{"5000", 5000, false},
+		{"0", 0, true},
+		{"1x", 0, true},
+		{"", 0, true},
+		{"-1M", 0, true},
+	} {
+		got, err := ParseCount(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseCount(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+		if back, err2 := ParseCount(Count(got)); err == nil && (err2 != nil || back != got) {
+			t.Errorf("Count(%d) = %q does not parse back", got, Count(got))
+		}
+	}
+}
+
+func sample() []Run {
+	c := func(engine, stage string, wall, cpu float64, rss, bytes int64) Run {
+		return Run{Engine: engine, Stage: stage, Backend: "file", Events: 1_000_000, Keys: 1000,
+			InputBytes: 140_000_000, WallS: wall, CPUS: cpu, MaxRSSKB: rss, Objects: 3, Bytes: bytes, Status: "ok"}
+	}
+	ingest := c(EngineOurs, StageIngest, 2, 3, 100_000, 40e6)
+	stream := c(EngineOurs, StageStream, 4, 6, 200_000, 20e6)
+	merge := c(EngineOurs, StageMergeLate, 1, 1, 50_000, 1e6)
+	minio := c(EngineOurs, StageIngest, 4, 3, 100_000, 40e6)
+	minio.Backend = "minio"
+	return []Run{
+		ingest, stream, merge,
+		Sum(StageEndToEnd, ingest, stream, merge),
+		{Engine: EngineOurs, Stage: StageReplay, Backend: "file", Events: 1_000_000, Keys: 1000, Status: "not built"},
+		minio,
+		c(EngineSpark, StageStream, 70, 140, 1_000_000, 10e6),
+		c(EngineDeltaRS, StageIngest, 8, 6, 400_000, 80e6),
+	}
+}
+
+// The ratios are computed here by hand from sample(): ours/theirs per metric.
+func TestRatios(t *testing.T) {
+	got := map[string]Ratio{}
+	for _, r := range Ratios(sample()) {
+		got[r.Case.Backend+" "+r.Pair.Stage] = r
+	}
+	for _, tc := range []struct {
+		key                          string
+		throughput, cpu, rss, writes float64
+	}{
+		{"file ingest", 4, 0.5, 0.25, 0.5},       // 8 s vs 2 s; 3/6 CPU; 100k/400k KB; 40/80 MB
+		{"file stream", 17.5, 6.0 / 140, 0.2, 2}, // 70 s vs 4 s
+		{"file end-to-end", 10, 10.0 / 140, 0.2, 6.1},
+		{"minio ingest", 2, 0.5, 0.25, 0.5}, // compared with the file anchor
+	} {
+		r, ok := got[tc.key]
+		if !ok {
+			t.Errorf("%s: no ratio", tc.key)
+			continue
+		}
+		for _, m := range []struct {
+			name      string
+			got, want float64
+		}{{"throughput", r.Throughput, tc.throughput}, {"cpu", r.CPU, tc.cpu}, {"rss", r.RSS, tc.rss}, {"writes", r.Writes, tc.writes}} {
+			if math.Abs(m.got-m.want) > 1e-9 {
+				t.Errorf("%s %s = %v, want %v", tc.key, m.name, m.got, m.want)
+			}
+		}
+	}
+	if r := got["file replay-24h"]; !math.IsNaN(r.Throughput) {
+		t.Errorf("replay not built, no anchor: throughput ratio %v, want NaN", r.Throughput)
+	}
+	if e := got["file end-to-end"].Ours; e.WallS != 7 || e.MaxRSSKB != 200_000 || e.Objects != 9 {
+		t.Errorf("end to end sums wall and objects, maxes RSS: %+v", e)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	rep := &Report{
+		Command: "bench/run.sh --quick", Date: "2026-11-30T00:00:00Z",
+		Machine:   []KV{{Key: "nproc", Value: "2"}},
+		LoadStart: "21.5 20.0 16.6", LoadEnd: "1.0 1.0 1.0",
+		Runs:  sample(),
+		Micro: []MicroBench{{Package: "./gold", Name: "BenchmarkAssign", Command: "go test -bench x ./gold"}},
+	}
+	md := rep.Markdown("results.svg")
+	for _, want := range []string{
+		"taken under load",
+		"| 1M events, 1k keys, file | stream | spark stream | 18x |",
+		"| 1M events, 1k keys, file | replay-24h | delta-rs replay-24h (not run); ours not built | n/a |",
+		"| 1M events, 1k keys, minio | ingest | delta-rs ingest | 2.00x |",
+		"| medallion | ingest | ok | 2.00 | 500.0k | 70.0 | 3.00 | 3000 | 98 | 3 | 40.0 |",
+		"![throughput and peak memory vs events](results.svg)",
+		"`go test -bench x ./gold`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	rep.LoadStart, rep.LoadEnd = "0.5 0.4 0.3", "1.9 1 1"
+	if strings.Contains(rep.Markdown(""), "taken under load") {
+		t.Error("a load below the core count is reported as under load")
+	}
+}
+
+func TestPlotSVGIsWellFormed(t *testing.T) {
+	for _, runs := range [][]Run{sample(), nil} {
+		svg := PlotSVG(runs)
+		d := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
+			}
+		}
+		if runs != nil && (!strings.Contains(svg, "spark streaming, 1k keys") || strings.Count(svg, "<circle") != 6) {
+			t.Errorf("want 3 series (ours stream, ours end-to-end, spark) x 2 panels:\n%s", svg)
+		}
+	}
+}

@@ -1,0 +1,532 @@
+// Command benchrun is the benchmark harness: it generates the workload with `medallion gen`,
+// runs each stage as a separate process (ingest, stream, merge-late, replay 24h) on the file
+// backend and on MinIO, runs the Spark and delta-rs anchors over the same landing files, and
+// writes bench/RESULTS.md and bench/results.svg. See bench/run.sh for how it is started.
+//
+// Every case works in a fresh directory (file lake) or a fresh prefix (MinIO) that it removes
+// first, so a run killed at any point is simply run again.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/medallion-lake/medallion/bench"
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/objstore"
+)
+
+type options struct {
+	sizes, keys, backends []string
+	bin, python, repo     string
+	work, out, svg        string
+	command               string
+	span                  time.Duration
+	lateTarget            float64
+	micro                 bool
+	microTime             string
+	anchors               bool
+}
+
+func main() {
+	var o options
+	var sizes, keys, backends string
+	flag.StringVar(&sizes, "sizes", "1M", "event counts, comma separated (1M,10M,50M)")
+	flag.StringVar(&keys, "keys", "1k", "distinct group-by keys, comma separated (1k,100k)")
+	flag.StringVar(&backends, "backends", "file", "file,minio (minio needs MEDALLION_TEST_S3_ENDPOINT and AWS_* set)")
+	flag.StringVar(&o.bin, "medallion", "", "the medallion binary to measure (required)")
+	flag.StringVar(&o.python, "python", "", "python of the interop venv (empty: no Spark or delta-rs anchors)")
+	flag.StringVar(&o.repo, "repo", ".", "repository root (for bench/*.py and the microbenchmarks)")
+	flag.StringVar(&o.work, "work", "", "scratch directory for lakes and anchor outputs (default: a temp dir)")
+	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "Markdown report to write")
+	flag.StringVar(&o.svg, "svg", "bench/results.svg", "SVG plot to write (next to the report)")
+	flag.StringVar(&o.command, "command", "bench/run.sh", "the command line recorded in the report")
+	flag.DurationVar(&o.span, "span", 12*time.Hour, "event-time span of the workload (ends now)")
+	flag.Float64Var(&o.lateTarget, "late", 0.02, "target fraction of late events (outage bursts)")
+	flag.BoolVar(&o.micro, "micro", true, "run the go test -bench microbenchmarks")
+	flag.StringVar(&o.microTime, "benchtime", "300ms", "-benchtime of the microbenchmarks")
+	flag.Parse()
+	o.sizes, o.keys, o.backends = split(sizes), split(keys), split(backends)
+	o.anchors = o.python != ""
+	if o.bin == "" {
+		fmt.Fprintln(os.Stderr, "benchrun: --medallion BINARY is required")
+		os.Exit(2)
+	}
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, o options) error {
+	if o.work == "" {
+		d, err := os.MkdirTemp("", "medallion-bench-")
+		if err != nil {
+			return err
+		}
+		o.work = d
+	}
+	rep := &bench.Report{
+		Command:   o.command,
+		Date:      time.Now().UTC().Format(time.RFC3339),
+		Machine:   machine(),
+		LoadStart: loadavg(),
+	}
+	logf("load average %s; work dir %s", rep.LoadStart, o.work)
+	rep.Versions = versions(ctx, o)
+	rep.Workload = []string{
+		fmt.Sprintf("`medallion gen --start now --rate R --files F`: events over the last %s of event time (R = events / span), "+
+			"one landing file per 10 minutes of arrival; 1%% duplicates (some resent long after), no malformed, "+
+			"wrongly typed or far-future lines (they would poison Spark's watermark and break pyarrow's reader)", o.span),
+		fmt.Sprintf("late events: outage bursts (a device delivers an hour late) at a rate chosen for about %.0f%% late rows; "+
+			"the measured fraction is in each stream row's `reported` column", o.lateTarget*100),
+		"keys: `device_id` values (`--devices`), the group-by key of both gold tables",
+		"gold: 5-minute tumbling and 10-minute/5-minute sliding windows, count and sum(amount), watermark 10 minutes, append mode, exact dedup on event_id",
+		"ingest takes one landing file per commit (`landing.max_files_per_trigger: 1`); the stream reads bronze with `max_files_per_trigger: 2` so micro-batches follow arrival as Spark's `maxFilesPerTrigger: 1` does",
+		"replay: `medallion run replay --since 24h` over every gold table",
+		"Spark: local[2], JSON file source with the declared schema, withWatermark, one windowed aggregation query per gold table (both concurrently), Delta sink, Trigger.AvailableNow; JVM defaults otherwise (driver memory 2g)",
+		"delta-rs: pyarrow JSON reader + `write_deltalake` append per landing file (ingest); polars over our silver table + `write_deltalake` overwrite (replay)",
+	}
+	for _, size := range o.sizes {
+		n, err := bench.ParseCount(size)
+		if err != nil {
+			return err
+		}
+		for _, k := range o.keys {
+			keys, err := bench.ParseCount(k)
+			if err != nil {
+				return err
+			}
+			for _, backend := range o.backends {
+				runs, notes, err := runCase(ctx, o, bench.Case{Events: n, Keys: int(keys), Backend: backend})
+				rep.Runs = append(rep.Runs, runs...)
+				rep.Notes = append(rep.Notes, notes...)
+				if err != nil {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v", bench.Case{Events: n, Keys: int(keys), Backend: backend}, err))
+					logf("case failed: %v", err)
+				}
+				// Rewrite the report after every case: a long run that is interrupted keeps what it measured.
+				if err := write(o, rep); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if o.micro {
+		rep.Micro, rep.MicroRaw = micro(ctx, o)
+	} else {
+		rep.Micro, _ = listMicro(o.repo)
+	}
+	rep.LoadEnd = loadavg()
+	logf("load average at end %s", rep.LoadEnd)
+	return write(o, rep)
+}
+
+func write(o options, rep *bench.Report) error {
+	if rep.LoadEnd == "" {
+		rep.LoadEnd = loadavg() + " (run in progress)"
+	}
+	plot := ""
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, []byte(bench.PlotSVG(rep.Runs)), 0o644); err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(filepath.Dir(o.out), o.svg); err == nil {
+			plot = rel
+		}
+	}
+	err := os.WriteFile(o.out, []byte(rep.Markdown(plot)), 0o644)
+	if strings.HasSuffix(rep.LoadEnd, "(run in progress)") {
+		rep.LoadEnd = ""
+	}
+	return err
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s benchrun: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+// runCase generates one workload and measures every stage on it, then the anchors.
+func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []string, error) {
+	name := fmt.Sprintf("%s-%s-%s", bench.Count(c.Events), bench.Count(int64(c.Keys)), c.Backend)
+	dir := filepath.Join(o.work, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	lakeURL := filepath.Join(dir, "lake")
+	s3 := ""
+	if c.Backend == "minio" {
+		ep := os.Getenv("MEDALLION_TEST_S3_ENDPOINT")
+		if ep == "" {
+			return nil, nil, errors.New("minio backend: MEDALLION_TEST_S3_ENDPOINT is not set (start one with scripts/minio.sh)")
+		}
+		if err := makeBucket(ctx, ep, "bench"); err != nil {
+			return nil, nil, err
+		}
+		lakeURL = fmt.Sprintf("s3://bench/%s-%d", name, time.Now().Unix())
+		s3 = fmt.Sprintf("s3: {endpoint: %q, region: us-east-1, path_style: true}\n", ep)
+	}
+	cfgPath := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(cfgPath, []byte(pipelineYAML(lakeURL, s3)), 0o644); err != nil {
+		return nil, nil, err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	lake, err := jobs.OpenLake(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	rate := float64(c.Events) / o.span.Seconds()
+	files := max(1, int(o.span/(10*time.Minute)))
+	// A burst delivers OutageDuration (1h) x rate / devices events; about 40% of them end up late (measured at 100k-1M
+	// events; the stream's report gives the exact fraction).
+	burst := math.Max(1, math.Floor(3600*rate/float64(c.Keys)))
+	outageRate := o.lateTarget / (0.4 * burst)
+	base := bench.Run{Engine: bench.EngineOurs, Backend: c.Backend, Events: c.Events, Keys: c.Keys}
+	var runs []bench.Run
+	logf("%s: gen (rate %.1f/s, %d files, outage rate %.2g)", c, rate, files, outageRate)
+	genRun, genOut := measure(ctx, base, bench.StageGen, lake, nil, o.bin, "gen", "--config", cfgPath,
+		"--events", fmt.Sprint(c.Events), "--start", "now", "--rate", fmt.Sprint(rate), "--files", fmt.Sprint(files),
+		"--devices", fmt.Sprint(c.Keys), "--future", "0", "--malformed", "0", "--wrong-types", "0",
+		"--outage-rate", fmt.Sprint(outageRate))
+	var gs struct {
+		Bytes   int64 `json:"bytes"`
+		Events  int64 `json:"events"`
+		Outages int64 `json:"outage_events"`
+	}
+	if genRun.OK() {
+		if err := json.Unmarshal(lastLine(genOut), &gs); err != nil {
+			genRun.Status = "failed: summary: " + err.Error()
+		}
+		genRun.Detail = fmt.Sprintf("%d events, %d in outage bursts, %.1f MB", gs.Events, gs.Outages, float64(gs.Bytes)/1e6)
+	}
+	genRun.InputBytes = gs.Bytes
+	runs = append(runs, genRun)
+	if !genRun.OK() {
+		return runs, nil, fmt.Errorf("gen %s", genRun.Status)
+	}
+	base.InputBytes = gs.Bytes
+	landing := ""
+	if c.Backend == "file" {
+		landing = filepath.Join(lakeURL, "landing", "events")
+	}
+
+	var ours []bench.Run
+	for _, st := range []struct {
+		stage string
+		args  []string
+	}{
+		{bench.StageIngest, []string{"run", "ingest"}},
+		{bench.StageStream, []string{"run", "stream"}},
+		{bench.StageMergeLate, []string{"run", "merge-late"}},
+		{bench.StageReplay, []string{"run", "replay", "--since", "24h"}},
+	} {
+		logf("%s: medallion %s", c, st.stage)
+		r, out := measure(ctx, base, st.stage, lake, nil, o.bin, append(st.args, "--config", cfgPath)...)
+		r.Detail = detail(st.stage, out)
+		runs = append(runs, r)
+		ours = append(ours, r)
+	}
+	runs = append(runs, bench.Sum(bench.StageEndToEnd, ours[0], ours[1], ours[2]))
+
+	var notes []string
+	if !o.anchors {
+		return runs, notes, nil
+	}
+	if landing == "" {
+		notes = append(notes, fmt.Sprintf("%s: anchors run on the file backend only (Spark has no S3 connector in the pinned environment); this case is compared with the file anchors", c))
+		return runs, notes, nil
+	}
+	anchor := bench.Run{Backend: c.Backend, Events: c.Events, Keys: c.Keys, InputBytes: gs.Bytes}
+	py := func(script string) string { return filepath.Join(o.repo, "bench", script) }
+
+	sparkOut := filepath.Join(dir, "spark")
+	logf("%s: spark streaming", c)
+	anchor.Engine = bench.EngineSpark
+	r, out := measure(ctx, anchor, bench.StageStream, nil, []string{sparkOut}, o.python, py("spark_stream.py"),
+		"--landing", landing, "--out", sparkOut)
+	r.Detail = string(bytes.TrimSpace(lastLine(out)))
+	runs = append(runs, r)
+
+	anchor.Engine = bench.EngineDeltaRS
+	drOut := filepath.Join(dir, "deltars")
+	logf("%s: delta-rs ingest", c)
+	r, out = measure(ctx, anchor, bench.StageIngest, nil, []string{drOut}, o.python, py("deltars.py"), "ingest",
+		"--landing", landing, "--out", filepath.Join(drOut, "bronze"))
+	r.Detail = string(bytes.TrimSpace(lastLine(out)))
+	runs = append(runs, r)
+	logf("%s: delta-rs/polars replay", c)
+	r, out = measure(ctx, anchor, bench.StageReplay, nil, []string{drOut}, o.python, py("deltars.py"), "replay",
+		"--silver", filepath.Join(lakeURL, cfg.Tables.Silver), "--out", filepath.Join(drOut, "gold"))
+	r.Detail = string(bytes.TrimSpace(lastLine(out)))
+	runs = append(runs, r)
+	return runs, notes, nil
+}
+
+func pipelineYAML(lake, s3 string) string {
+	return fmt.Sprintf(`lake: %q
+%slanding: {path: landing/events/, format: json, max_files_per_trigger: 1}
+schema:
+  - {name: event_id,   type: string, required: true}
+  - {name: event_type, type: string}
+  - {name: device_id,  type: string}
+  - {name: amount,     type: double}
+  - {name: event_time, type: timestamp, required: true}
+tables: {bronze: bronze/events, rejects: bronze/rejects, silver: silver/events}
+stream:
+  name: events
+  event_time: event_time
+  watermark: 10m
+  dedup: [event_id]
+  trigger: available-now
+  max_files_per_trigger: 2
+gold:
+  - name: tumbling_5m
+    window: {type: tumbling, size: 5m}
+    group_by: [device_id]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total_amount}]
+  - name: sliding_10m_5m
+    window: {type: sliding, size: 10m, slide: 5m}
+    group_by: [device_id]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total_amount}]
+jobs:
+  replay: {lookback: 24h}
+`, lake, s3)
+}
+
+// detail picks, from a job's one-line JSON summary, the numbers worth a glance.
+func detail(stage string, out []byte) string {
+	var s struct {
+		Result map[string]any `json:"result"`
+		Error  string         `json:"error"`
+	}
+	if err := json.Unmarshal(lastLine(out), &s); err != nil {
+		return ""
+	}
+	if s.Error != "" {
+		return s.Error
+	}
+	r := s.Result
+	switch stage {
+	case bench.StageIngest:
+		return fmt.Sprintf("rows %v, rejected %v, batches %v", r["rows"], r["rejected"], r["batches"])
+	case bench.StageStream:
+		d := fmt.Sprintf("batches %v, silver %v, duplicates %v", r["batches"], r["numSilverRows"], r["numDuplicatesDropped"])
+		silver, _ := r["numSilverRows"].(float64)
+		golds, _ := r["gold"].([]any)
+		for _, g := range golds {
+			m, _ := g.(map[string]any)
+			late, _ := m["numLateRowsQuarantined"].(float64)
+			d += fmt.Sprintf("; %v: %v rows, %v late (%.2f%%)", m["name"], m["numOutputRows"], m["numLateRowsQuarantined"], 100*late/max(silver, 1))
+		}
+		return d
+	case bench.StageMergeLate, bench.StageReplay:
+		d := ""
+		if in, ok := r["late_rows"]; ok && stage == bench.StageMergeLate {
+			d = fmt.Sprintf("late rows %v", in)
+		}
+		golds, _ := r["gold"].([]any)
+		for _, g := range golds {
+			m, _ := g.(map[string]any)
+			c, _ := m["commit"].(map[string]any)
+			if d != "" {
+				d += "; "
+			}
+			d += fmt.Sprintf("%v:", m["name"])
+			if in, ok := m["inputRows"]; ok {
+				d += fmt.Sprintf(" %v rows in,", in)
+			}
+			d += fmt.Sprintf(" windows inserted %v, updated %v, deleted %v", c["windowsInserted"], c["windowsUpdated"], c["windowsDeleted"])
+		}
+		return d
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func lastLine(out []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	return lines[len(lines)-1]
+}
+
+// measure runs one child process and reads its rusage from wait4; written objects and bytes
+// are the difference of the lake's listing (and of the given local directories) around it.
+func measure(ctx context.Context, base bench.Run, stage string, lake objstore.Bucket, dirs []string, name string, args ...string) (bench.Run, []byte) {
+	r := base
+	r.Stage = stage
+	before, err := inventory(ctx, lake, dirs)
+	if err != nil {
+		r.Status = "failed: listing: " + err.Error()
+		return r, nil
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err = cmd.Run()
+	r.WallS = time.Since(began).Seconds()
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			r.CPUS = tv(ru.Utime) + tv(ru.Stime)
+			r.MaxRSSKB = ru.Maxrss // kilobytes on Linux
+		}
+	}
+	switch {
+	case err == nil:
+		r.Status = "ok"
+	case bytes.Contains(stderr.Bytes(), []byte("not built")):
+		r.Status = "not built"
+	default:
+		r.Status = "failed: " + tail(stderr.String(), err)
+		logf("%s %s failed: %s", base.Engine, stage, r.Status)
+	}
+	after, lerr := inventory(ctx, lake, dirs)
+	if lerr == nil {
+		for k, size := range after {
+			if old, ok := before[k]; !ok || old != size {
+				r.Objects++
+				r.Bytes += size
+			}
+		}
+	}
+	return r, stdout.Bytes()
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+func tail(stderr string, err error) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 200 {
+		last = last[:200]
+	}
+	return fmt.Sprintf("%v: %s", err, last)
+}
+
+// inventory maps every object of the lake (and every file under dirs) to its size.
+func inventory(ctx context.Context, lake objstore.Bucket, dirs []string) (map[string]int64, error) {
+	m := map[string]int64{}
+	if lake != nil {
+		for obj, err := range lake.List(ctx, "", objstore.ListOptions{}) {
+			if err != nil {
+				return nil, err
+			}
+			m["lake/"+obj.Key] = obj.Size
+		}
+	}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if e.Type().IsRegular() {
+				info, err := e.Info()
+				if err != nil {
+					return err
+				}
+				m[p] = info.Size()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func machine() []bench.KV {
+	kv := []bench.KV{{Key: "nproc", Value: fmt.Sprint(runtime.NumCPU())}}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "MemTotal:" {
+				var kb float64
+				fmt.Sscan(f[1], &kb)
+				kv = append(kv, bench.KV{Key: "memory", Value: fmt.Sprintf("%.1f GiB", kb/(1<<20))})
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				kv = append(kv, bench.KV{Key: "CPU", Value: strings.TrimSpace(v)})
+				break
+			}
+		}
+	}
+	kv = append(kv, bench.KV{Key: "OS", Value: runtime.GOOS + "/" + runtime.GOARCH})
+	return kv
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return strings.TrimSpace(string(b))
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func versions(ctx context.Context, o options) []bench.KV {
+	out := func(name string, args ...string) string {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = o.repo
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return "unknown (" + err.Error() + ")"
+		}
+		return strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	}
+	rev := out("git", "rev-parse", "--short", "HEAD")
+	if s := out("git", "status", "--porcelain", "--untracked-files=no"); s != "" && !strings.HasPrefix(s, "unknown") {
+		rev += " (with uncommitted changes in the checkout)"
+	}
+	kv := []bench.KV{
+		{Key: "go", Value: out("go", "version")},
+		{Key: "medallion", Value: "git " + rev},
+	}
+	if o.python != "" {
+		kv = append(kv, bench.KV{Key: "java", Value: out("java", "-version")})
+		kv = append(kv, bench.KV{Key: "python engines", Value: out(o.python, "-c",
+			`import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("pyspark", "delta-spark", "deltalake", "polars", "pyarrow")))`)})
+	}
+	return kv
+}
