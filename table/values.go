@@ -273,41 +273,51 @@ func (c *Column) AppendValue(v any) error {
 func CompareValues(a, b any) (c int, ok bool) {
 	switch x := a.(type) {
 	case int64:
-		y, ok := b.(int64)
-		return cmp.Compare(x, y), ok
-	case int32:
-		y, ok := b.(int32)
-		return cmp.Compare(x, y), ok
-	case int16:
-		y, ok := b.(int16)
-		return cmp.Compare(x, y), ok
-	case int8:
-		y, ok := b.(int8)
-		return cmp.Compare(x, y), ok
-	case float64:
-		y, ok := b.(float64)
-		return cmp.Compare(x, y), ok
-	case float32:
-		y, ok := b.(float32)
-		return cmp.Compare(x, y), ok
-	case string:
-		y, ok := b.(string)
-		return strings.Compare(x, y), ok
-	case []byte:
-		y, ok := b.([]byte)
-		return bytes.Compare(x, y), ok
-	case bool:
-		y, ok := b.(bool)
-		switch {
-		case x == y:
-			return 0, ok
-		case !x:
-			return -1, ok
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y), true
 		}
-		return 1, ok
+	case int32:
+		if y, ok := b.(int32); ok {
+			return cmp.Compare(x, y), true
+		}
+	case int16:
+		if y, ok := b.(int16); ok {
+			return cmp.Compare(x, y), true
+		}
+	case int8:
+		if y, ok := b.(int8); ok {
+			return cmp.Compare(x, y), true
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			return cmp.Compare(x, y), true
+		}
+	case float32:
+		if y, ok := b.(float32); ok {
+			return cmp.Compare(x, y), true
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y), true
+		}
+	case []byte:
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y), true
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0, true
+			case !x:
+				return -1, true
+			}
+			return 1, true
+		}
 	case time.Time:
-		y, ok := b.(time.Time)
-		return x.Compare(y), ok
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y), true
+		}
 	case Decimal:
 		y, ok := b.(Decimal)
 		if !ok {
