@@ -103,6 +103,9 @@ def main():
     proc = getattr(gateway, "proc", None)
     if proc is not None:
         gateway.shutdown()
+        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
+        if proc.stdin is not None:
+            proc.stdin.close()
         try:
             proc.wait(timeout=60)
         except Exception:
