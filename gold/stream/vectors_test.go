@@ -272,3 +272,31 @@ func TestSessionS5ThroughRunner(t *testing.T) {
 		t.Fatalf("sessions %v, want %v", got, want)
 	}
 }
+
+// TestExactDedupBeyondState: a resend whose key was already evicted from the dedup state (its
+// event time is below the watermark) is still found in silver and dropped as a duplicate, while
+// a new late row is kept in silver (and quarantined), where Spark would drop both as late.
+func TestExactDedupBeyondState(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "10m", "  dedup: [event_id]", countGold)
+	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:00")}})
+	mustRun(t, lake, cfg, "available-now")
+	appendBronze(t, lake, []ev{{ID: "z", T: hm("12:30")}})
+	mustRun(t, lake, cfg, "available-now") // W = 12:20: key a evicted by the no-data batch
+	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:00")}, {ID: "b", T: hm("12:01")}, {ID: "b", T: hm("12:01")}})
+	rep := mustRun(t, lake, cfg, "available-now")
+	if rep.Duplicates != 2 || rep.SilverRows != 1 {
+		t.Fatalf("report %+v: want the resent a and the second b dropped, b kept", rep)
+	}
+	var ids []string
+	for _, r := range jsonRows(t, lake, "silver/events") {
+		ids = append(ids, r["event_id"].(string))
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"a", "b", "z"}) {
+		t.Fatalf("silver ids %v", ids)
+	}
+	if q := jsonRows(t, lake, "silver/late_w5"); len(q) != 1 || q[0]["event_id"] != "b" {
+		t.Fatalf("quarantine %v, want b", q)
+	}
+}
