@@ -1,7 +1,10 @@
 package late
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/table"
@@ -17,14 +20,16 @@ type group struct {
 	rows int64
 }
 
-// collector aggregates (row, window) pairs with gold's own mergeable aggregates: it feeds a
-// Complete-mode operator over one all-covering window whose group key carries the real window,
-// so every function (sketches included) is computed exactly as the stream computes it.
+// collector aggregates (row, window) pairs with gold's own mergeable aggregates: it feeds an
+// Update-mode operator over one all-covering window whose group key carries the real window,
+// so every function (sketches included) is computed exactly as the stream computes it. Each
+// flush emits only the groups it updated, so the work stays proportional to the input.
 type collector struct {
-	a    *agg
-	op   *gold.Aggregation
-	in   gold.Input
-	cols []colBuf
+	a      *agg
+	op     *gold.Aggregation
+	in     gold.Input
+	cols   []colBuf
+	latest map[string]*group
 }
 
 type colBuf struct {
@@ -45,11 +50,11 @@ func newCollector(a *agg) (*collector, error) {
 		return nil, err
 	}
 	specs := append(append([]gold.AggSpec(nil), a.specs...), gold.AggSpec{Fn: gold.Count, Column: -1, Name: colLateRows})
-	op, err := gold.NewAggregation(gold.AggConfig{Window: all, Mode: gold.Complete, Aggs: specs, NumKeys: len(a.keyNames) + 2, NoWatermark: true})
+	op, err := gold.NewAggregation(gold.AggConfig{Window: all, Mode: gold.Update, Aggs: specs, NumKeys: len(a.keyNames) + 2, NoWatermark: true})
 	if err != nil {
 		return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
 	}
-	c := &collector{a: a, op: op, cols: make([]colBuf, len(a.inCols))}
+	c := &collector{a: a, op: op, cols: make([]colBuf, len(a.inCols)), latest: map[string]*group{}}
 	for k, kind := range a.inKinds {
 		c.cols[k].kind = kind
 	}
@@ -137,8 +142,25 @@ func (c *collector) flush() error {
 		}
 		in.Columns = append(in.Columns, gc)
 	}
-	if _, err := c.op.ProcessBatch(in, 0, 0); err != nil {
+	res, err := c.op.ProcessBatch(in, 0, 0)
+	if err != nil {
 		return fmt.Errorf("late: gold %s: %w", c.a.cfg.Name, err)
+	}
+	for _, r := range res.Rows {
+		g := c.latest[r.Key]
+		if g == nil {
+			parts, err := gold.DecodeKey(r.Key)
+			if err != nil || len(parts) != len(c.a.keyNames)+2 {
+				return fmt.Errorf("late: gold %s: bad group key (%v)", c.a.cfg.Name, err)
+			}
+			start, _ := parts[0].(int64)
+			end, _ := parts[1].(int64)
+			g = &group{key: r.Key, win: gold.Window{Start: start, End: end}, keys: parts[2:]}
+			c.latest[r.Key] = g
+		}
+		// Update mode hands out cloned states, valid after the next batch; the slice is ours.
+		n := len(r.Aggs) - 1
+		g.vals, g.rows = append(g.vals[:0], r.Aggs[:n]...), r.Aggs[n].N
 	}
 	in.EventTime = in.EventTime[:0]
 	in.Keys.Reset()
@@ -155,38 +177,14 @@ func (c *collector) groups() ([]*group, error) {
 	if err := c.flush(); err != nil {
 		return nil, err
 	}
-	res, err := c.op.ProcessBatch(&gold.Input{EventTime: []int64{}, Columns: c.emptyColumns()}, 0, 0)
-	if err != nil {
-		return nil, fmt.Errorf("late: gold %s: %w", c.a.cfg.Name, err)
+	out := make([]*group, 0, len(c.latest))
+	for _, g := range c.latest {
+		out = append(out, g)
 	}
-	out := make([]*group, 0, len(res.Rows))
-	for _, r := range res.Rows {
-		parts, err := gold.DecodeKey(r.Key)
-		if err != nil || len(parts) != len(c.a.keyNames)+2 {
-			return nil, fmt.Errorf("late: gold %s: bad group key (%v)", c.a.cfg.Name, err)
-		}
-		start, _ := parts[0].(int64)
-		end, _ := parts[1].(int64)
-		n := len(r.Aggs) - 1
-		out = append(out, &group{key: r.Key, win: gold.Window{Start: start, End: end}, keys: parts[2:],
-			vals: append([]gold.AggValue(nil), r.Aggs[:n]...), rows: r.Aggs[n].N})
-	}
+	slices.SortFunc(out, func(x, y *group) int {
+		return cmp.Or(cmp.Compare(x.win.Start, y.win.Start), cmp.Compare(x.win.End, y.win.End), strings.Compare(x.key, y.key))
+	})
 	return out, nil
-}
-
-func (c *collector) emptyColumns() []gold.Column {
-	out := make([]gold.Column, len(c.cols))
-	for k, cb := range c.cols {
-		switch cb.kind {
-		case table.KindFloat64, table.KindFloat32:
-			out[k].Float64 = []float64{}
-		case table.KindBytes:
-			out[k].Bytes = &gold.Binary{}
-		default:
-			out[k].Int64 = []int64{}
-		}
-	}
-	return out
 }
 
 // appendRow writes one gold row: window, keys, the aggregates in the gold layout and late_rows.

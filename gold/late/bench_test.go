@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -121,4 +122,55 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(rewritten)/float64(i)/float64(tableBytes), "rewritten/table")
 	b.ReportMetric(float64(merged)/b.Elapsed().Seconds(), "lateRows/s")
+}
+
+// BenchmarkCollector aggregates 1M (row, window) pairs into 100k groups (count, sum, avg):
+// the cost per pair stays flat however many flushes the input takes.
+func BenchmarkCollector(b *testing.B) {
+	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	silver := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
+		{Name: "amount", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
+		{Name: "event_time", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}, Nullable: true}}}
+	goldSchema := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "window", Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{
+			{Name: "start", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}}, {Name: "end", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}}}}},
+		{Name: "n", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}, {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
+		{Name: "late_rows", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}}}
+	a, err := resolve(cfg, &cfg.Gold[0], silver, goldSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const pairs, groups = 1_000_000, 100_000
+	in, _ := table.NewBatch(silver)
+	for i := range pairs {
+		in.Columns[0].AppendString("e")
+		in.Columns[1].AppendFloat64(float64(i % 7))
+		in.Columns[2].AppendInt64(int64(i%groups) * 1e6)
+	}
+	s, err := a.source(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := newCollector(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range pairs {
+			t := s.ev.Int64[i]
+			if err := c.add(s, i, gold.Window{Start: t, End: t + 1e6}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		gs, err := c.groups()
+		if err != nil || len(gs) != groups {
+			b.Fatalf("%d groups, %v", len(gs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pairs, "ns/pair")
 }
