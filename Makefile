@@ -2,9 +2,15 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test check fmt-check vet go-test minio build bench fuzz
+.PHONY: test check fmt-check vet go-test deps minio build bench fuzz
 
-test: check go-test
+test: check deps go-test
+
+# Everything the tests need that Go does not fetch: the pinned MinIO server, and Chromium for the
+# status page test. Each script is a no-op when its tool is already there.
+deps:
+	scripts/minio.sh install
+	scripts/browser.sh install
 
 check: fmt-check vet
 
@@ -18,7 +24,7 @@ vet:
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
 # loopback port and always stopped) for every test that touches S3.
 go-test:
-	MEDALLION_REQUIRE_S3=1 scripts/minio.sh run -- $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 scripts/minio.sh run -- $(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 minio:
 	scripts/minio.sh install

@@ -18,8 +18,8 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 )
 
-// Server is `medallion serve`: the scheduler plus an HTTP endpoint with /metrics (Prometheus)
-// and /healthz.
+// Server is `medallion serve`: the scheduler plus an HTTP endpoint with the status page (/), its
+// figures as JSON (/api/status), /metrics (Prometheus) and /healthz.
 type Server struct {
 	env       Env
 	reg       *prometheus.Registry
@@ -72,6 +72,11 @@ func NewServer(env Env) (*Server, error) {
 	s := &Server{env: env, reg: reg, scheduler: sched, listener: ln, mux: http.NewServeMux()}
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	page := &statusPage{env: env, sched: sched, leases: leases, ttl: 5 * time.Second}
+	s.mux.HandleFunc("GET /{$}", page.html)
+	s.mux.HandleFunc("GET /api/status", page.api)
+	// Browsers ask for a favicon; answering "no content" keeps their consoles clean.
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	if webhook {
 		if s.notifier, err = newNotifier(env, leases, reg); err != nil {
 			ln.Close()

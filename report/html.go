@@ -41,6 +41,33 @@ type Report struct {
 	Gold []string
 	// Problems are files that could not be read and were left out.
 	Problems []string
+	// Jobs are the scheduled jobs of a running serve (nil in a report written to a file).
+	Jobs []JobStatus
+	// RefreshSeconds > 0 makes the page reload itself (the live page of serve).
+	RefreshSeconds int
+}
+
+// JobStatus is one scheduled job as serve's page shows it.
+type JobStatus struct {
+	Name        string    `json:"name"`
+	Schedule    string    `json:"schedule"`
+	Running     bool      `json:"running"`
+	LastStart   time.Time `json:"last_start,omitzero"`
+	LastEnd     time.Time `json:"last_end,omitzero"`
+	LastResult  string    `json:"last_result,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	Runs        int64     `json:"runs"`
+	Failures    int64     `json:"failures"`
+	NextRun     time.Time `json:"next_run,omitzero"`
+	LeaseHolder string    `json:"lease_holder,omitempty"`
+}
+
+// Duration is the last run's duration, or zero while it runs or before it ever ran.
+func (j JobStatus) Duration() time.Duration {
+	if j.LastEnd.Before(j.LastStart) {
+		return 0
+	}
+	return j.LastEnd.Sub(j.LastStart).Round(time.Millisecond)
 }
 
 // Build reads the lag, the tables and the stream progress of a pipeline. A pipeline without
@@ -261,6 +288,9 @@ const pageHTML = `<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>medallion report: {{.Source}}</title>
+{{- if .RefreshSeconds}}
+<meta http-equiv="refresh" content="{{.RefreshSeconds}}">
+{{- end}}
 <style>
 body { font-family: Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1180px; color: #222; padding: 0 16px; }
 h1 { font-size: 22px; margin-bottom: 4px; }
@@ -283,6 +313,18 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 <body>
 <h1>medallion pipeline report</h1>
 <div class="meta">config <code>{{.Source}}</code> &middot; lake <code>{{.Lake}}</code> &middot; generated {{stamp .Generated}}</div>
+
+{{- if .Jobs}}
+<section id="jobs">
+<h2>Jobs</h2>
+<table>
+<tr><th>job</th><th>schedule</th><th>state</th><th>last run</th><th>result</th><th class="num">duration</th><th class="num">runs</th><th class="num">failures</th><th>next run</th><th>lease holder</th></tr>
+{{- range .Jobs}}
+<tr id="job-{{.Name}}"><td>{{.Name}}</td><td><code>{{.Schedule}}</code></td><td>{{if .Running}}running{{else}}idle{{end}}</td><td>{{stamp .LastStart}}</td><td{{if eq .LastResult "error"}} class="problem" title="{{.LastError}}"{{end}}>{{.LastResult}}</td><td class="num">{{if .Duration}}{{.Duration}}{{end}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Failures}}</td><td>{{stamp .NextRun}}</td><td>{{.LeaseHolder}}</td></tr>
+{{- end}}
+</table>
+</section>
+{{- end}}
 
 <section id="lag">
 <h2>Lag: ingest time minus event time</h2>
@@ -411,17 +453,18 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
 	out := struct {
-		Generated  string     `json:"generated"`
-		Source     string     `json:"source"`
-		Lake       string     `json:"lake"`
-		Lag        *LagReport `json:"lag"`
-		LagProblem string     `json:"lag_problem,omitempty"`
-		Tables     []table    `json:"tables"`
-		Checkpoint string     `json:"checkpoint"`
-		Gold       []string   `json:"gold"`
-		Batches    []batch    `json:"batches"`
-		Problems   []string   `json:"problems"`
-	}{Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
+		Generated  string      `json:"generated"`
+		Source     string      `json:"source"`
+		Lake       string      `json:"lake"`
+		Lag        *LagReport  `json:"lag"`
+		LagProblem string      `json:"lag_problem,omitempty"`
+		Tables     []table     `json:"tables"`
+		Checkpoint string      `json:"checkpoint"`
+		Gold       []string    `json:"gold"`
+		Batches    []batch     `json:"batches"`
+		Problems   []string    `json:"problems"`
+		Jobs       []JobStatus `json:"jobs,omitempty"`
+	}{Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
 		Tables: []table{}, Checkpoint: r.Checkpoint, Gold: r.Gold, Batches: []batch{}, Problems: r.Problems}
 	if out.Problems == nil {
 		out.Problems = []string{}
