@@ -35,6 +35,7 @@ need() {
 }
 
 env_hash() {
+  need "$PYTHON" "Python 3.9+ for the interop suite"
   {
     cat "$REQS"
     printf '%s\n' "${DELTA_JARS[@]}"
@@ -49,7 +50,6 @@ setup_venv() {
   if [[ -f "$VENV/.complete" ]]; then
     return 0
   fi
-  need "$PYTHON" "Python 3.9+ for the interop suite"
   log "creating $VENV (pip install of pinned engines, a few minutes once)"
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
