@@ -388,10 +388,13 @@ func NewBatch(schema *txlog.StructType) (*Batch, error) {
 
 // Len is the number of rows.
 func (b *Batch) Len() int {
-	if len(b.Columns) == 0 {
-		return 0
+	// A view laid out in a table's schema may leave unread columns nil (see tableView).
+	for _, c := range b.Columns {
+		if c != nil {
+			return c.Len
+		}
 	}
-	return b.Columns[0].Len
+	return 0
 }
 
 // Reset empties the batch and keeps its buffers.
