@@ -10,6 +10,7 @@ import (
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
 // benchLake ingests lines generated events into bronze on a file lake.
@@ -38,10 +39,21 @@ func benchLake(b *testing.B, lines int64) objstore.Bucket {
 }
 
 // BenchmarkStreamFile streams 400k bronze rows (dedup on, two gold aggregations) into fresh
-// silver, quarantine and gold tables on a file lake, reporting events per second.
+// silver, quarantine and gold tables on a file lake, reporting events per second and CPU time
+// per event.
 func BenchmarkStreamFile(b *testing.B) {
-	const lines = 400_000
-	lake := benchLake(b, lines)
+	benchStream(b, benchLake(b, 400_000))
+}
+
+// BenchmarkStreamMinIO is the same on a real MinIO server (skipped without one: run it with
+// scripts/minio.sh run -- go test -bench StreamMinIO ./gold/stream/), over 100k rows.
+func BenchmarkStreamMinIO(b *testing.B) {
+	lake := s3test.NewTestBucket(b)
+	copyInto(b, benchLake(b, 100_000), lake)
+	benchStream(b, lake)
+}
+
+func benchStream(b *testing.B, lake objstore.Bucket) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuNanos()

@@ -14,8 +14,15 @@ import (
 // copyLake clones every object of src into a fresh mem bucket.
 func copyLake(t testing.TB, src objstore.Bucket) *mem.Bucket {
 	t.Helper()
-	ctx := context.Background()
 	dst := mem.New()
+	copyInto(t, src, dst)
+	return dst
+}
+
+// copyInto copies every object of src into dst.
+func copyInto(t testing.TB, src, dst objstore.Bucket) {
+	t.Helper()
+	ctx := context.Background()
 	for info, err := range src.List(ctx, "", objstore.ListOptions{}) {
 		if err != nil {
 			t.Fatal(err)
@@ -28,7 +35,6 @@ func copyLake(t testing.TB, src objstore.Bucket) *mem.Bucket {
 			t.Fatal(err)
 		}
 	}
-	return dst
 }
 
 var outputTables = []string{"silver/events", "bronze/rejects", "silver/late_g5", "silver/late_g10", "gold/g5", "gold/g10"}

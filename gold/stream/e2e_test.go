@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -320,5 +321,20 @@ func TestStreamEndToEndOracle(t *testing.T) {
 				t.Fatalf("rerun ran %d batches", rep2.Batches)
 			}
 		})
+	}
+}
+
+// TestStreamEndToEndOracleMinIO is the oracle test on a real MinIO server (skipped without
+// one: run it with scripts/minio.sh run -- go test ./gold/stream/).
+func TestStreamEndToEndOracleMinIO(t *testing.T) {
+	lake := s3test.NewTestBucket(t)
+	base := landBronze(t, 3, 3000, 6)
+	copyInto(t, base, lake)
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 2", e2eGold)
+	o := computeOracle(t, lake, 2, 2*time.Second, time.Hour)
+	rep := mustRun(t, lake, cfg, "available-now")
+	checkAgainstOracle(t, lake, o, rep)
+	if rep.Gold[0].LateRows == 0 {
+		t.Fatal("no late rows: the workload does not exercise quarantine")
 	}
 }
