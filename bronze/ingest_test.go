@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -194,14 +195,21 @@ func TestIngestConvergesAfterFailures(t *testing.T) {
 	}
 }
 
-// TestIngestConcurrentIngesters runs two ingesters at once on one file-backed lake: each line
-// lands exactly once.
+// TestIngestConcurrentIngesters runs two ingesters at once on one lake, on the file backend and
+// on MinIO: each line lands exactly once.
 func TestIngestConcurrentIngesters(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		lake, err := file.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		concurrentIngesters(t, lake)
+	})
+	t.Run("s3", func(t *testing.T) { concurrentIngesters(t, s3test.NewTestBucket(t)) })
+}
+
+func concurrentIngesters(t *testing.T, lake objstore.Bucket) {
 	ctx := context.Background()
-	lake, err := file.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(5, 5))
 	want := map[string]bool{}
 	for i := 0; i < 12; i++ {
