@@ -247,7 +247,7 @@ func appendNumber(c *table.Column, v *gold.AggValue) {
 }
 
 // progress builds batch n's StreamingQueryProgress.
-func (r *Runner) progress(n int64, entry *OffsetEntry, start *silver.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
+func (r *Runner) progress(n int64, entry *offsetEntry, start *silver.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
 	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
 	var prev time.Time
 	if !r.prevTrigger.IsZero() {

@@ -145,7 +145,7 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 
 // runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
 // then writes state n+1, commits/n and the progress.
-func (r *Runner) runBatch(ctx context.Context, n int64, entry *OffsetEntry, files []silver.IndexedFile, walMs int64) error {
+func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, files []silver.IndexedFile, walMs int64) error {
 	t0 := time.Now()
 	late, evict := r.tracker.BatchWatermarks()
 	if entry.BatchWatermarkMs != evict {
@@ -293,7 +293,7 @@ func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table
 }
 
 // process validates, deduplicates and writes one batch to every sink.
-func (r *Runner) process(ctx context.Context, n int64, entry *OffsetEntry, batches []*table.Batch, late, evict int64) (*batchStats, error) {
+func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batches []*table.Batch, late, evict int64) (*batchStats, error) {
 	p, buf := r.plan, &r.buf
 	st := &batchStats{}
 	buf.evt, buf.vb, buf.vr = buf.evt[:0], buf.vb[:0], buf.vr[:0]

@@ -24,8 +24,8 @@ import (
 // guess, because guessing could count rows twice.
 var ErrBadCheckpoint = errors.New("stream: bad checkpoint")
 
-// OffsetEntry is offsets/N: what batch N reads and the watermark and time it runs with.
-type OffsetEntry struct {
+// offsetEntry is offsets/N: what batch N reads and the watermark and time it runs with.
+type offsetEntry struct {
 	BatchWatermarkMs int64
 	BatchTimestampMs int64
 	Conf             map[string]string
@@ -39,7 +39,7 @@ type offsetMeta struct {
 	Conf             map[string]string `json:"conf"`
 }
 
-func (e *OffsetEntry) marshal() []byte {
+func (e *offsetEntry) marshal() []byte {
 	var b bytes.Buffer
 	b.WriteString("v1\n")
 	m, _ := json.Marshal(offsetMeta{e.BatchWatermarkMs, e.BatchTimestampMs, e.Conf})
@@ -53,7 +53,7 @@ func (e *OffsetEntry) marshal() []byte {
 	return b.Bytes()
 }
 
-func parseOffsetEntry(key string, data []byte) (*OffsetEntry, error) {
+func parseOffsetEntry(key string, data []byte) (*offsetEntry, error) {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) != 3 || lines[0] != "v1" {
 		return nil, fmt.Errorf("%w: %s: want 3 lines starting with v1", ErrBadCheckpoint, key)
@@ -62,7 +62,7 @@ func parseOffsetEntry(key string, data []byte) (*OffsetEntry, error) {
 	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
 		return nil, fmt.Errorf("%w: %s line 2: %v", ErrBadCheckpoint, key, err)
 	}
-	e := &OffsetEntry{BatchWatermarkMs: m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf}
+	e := &offsetEntry{BatchWatermarkMs: m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf}
 	if lines[2] != "-" {
 		var o silver.Offset
 		if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
@@ -140,7 +140,7 @@ func (c *checkpoint) latest(ctx context.Context, dir string) (int64, error) {
 	return n, nil
 }
 
-func (c *checkpoint) readOffsets(ctx context.Context, n int64) (*OffsetEntry, error) {
+func (c *checkpoint) readOffsets(ctx context.Context, n int64) (*offsetEntry, error) {
 	key := offsetsKey(n)
 	data, err := objstore.ReadAll(ctx, c.b, key)
 	if err != nil {
@@ -160,7 +160,7 @@ func (c *checkpoint) readCommit(ctx context.Context, n int64) (commitEntry, erro
 
 // writeOffsets writes the WAL entry of batch n. If another run wrote it first, the existing
 // entry wins and is returned: a batch runs with exactly what its WAL says.
-func (c *checkpoint) writeOffsets(ctx context.Context, n int64, e *OffsetEntry) (*OffsetEntry, error) {
+func (c *checkpoint) writeOffsets(ctx context.Context, n int64, e *offsetEntry) (*offsetEntry, error) {
 	err := objstore.PutBytesIfAbsent(ctx, c.b, offsetsKey(n), e.marshal())
 	if err == nil {
 		return e, nil

@@ -13,7 +13,7 @@ import (
 // TestOffsetEntryGolden pins the offsets log format to Spark's shape: v1, the metadata line,
 // then the Delta source offset.
 func TestOffsetEntryGolden(t *testing.T) {
-	e := &OffsetEntry{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
+	e := &offsetEntry{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
 		Conf: map[string]string{"spark.sql.streaming.multipleWatermarkPolicy": "min"},
 		End:  &silver.Offset{SourceVersion: 1, ReservoirID: "9d3c", ReservoirVersion: 42, Index: -1}}
 	got := e.marshal()

@@ -83,8 +83,8 @@ type Runner struct {
 	started    bool
 	nextBatch  int64
 	lastEnd    *silver.Offset
-	lastEntry  *OffsetEntry // offsets of the last committed batch (for the late watermark)
-	pending    *OffsetEntry // an uncommitted batch to re-run first
+	lastEntry  *offsetEntry // offsets of the last committed batch (for the late watermark)
+	pending    *offsetEntry // an uncommitted batch to re-run first
 	needNoData bool
 	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
@@ -241,7 +241,7 @@ func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData boo
 		return false, nil
 	}
 	_, evict := r.tracker.BatchWatermarks()
-	entry := &OffsetEntry{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	entry := &offsetEntry{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
 	began := time.Now()
 	got, err := r.ckpt.writeOffsets(ctx, r.nextBatch, entry)
 	if err != nil {
