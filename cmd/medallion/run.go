@@ -149,8 +149,22 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 }
 
 func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
-	name, _ := cmd.Flags().GetString("gold")
+	name, err := goldFlag(cmd, env)
+	if err != nil {
+		return nil, err
+	}
 	return jobs.MergeLate(ctx, env, name)
+}
+
+// goldFlag is --gold, checked against the config before anything runs.
+func goldFlag(cmd *cobra.Command, env jobs.Env) (string, error) {
+	name, _ := cmd.Flags().GetString("gold")
+	if name != "" {
+		if _, ok := env.Config.GoldByName(name); !ok {
+			return "", fmt.Errorf("--gold %q is not a gold aggregation of %s", name, env.Config.Source())
+		}
+	}
+	return name, nil
 }
 
 func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
@@ -158,7 +172,10 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	name, _ := cmd.Flags().GetString("gold")
+	name, err := goldFlag(cmd, env)
+	if err != nil {
+		return nil, err
+	}
 	return jobs.Replay(ctx, env, name, r)
 }
 
