@@ -19,7 +19,7 @@ import (
 
 // TestTwoSchedulersOneLake runs two `medallion serve` processes on one MinIO lake with
 // second-level schedules for ingest, stream, merge-late, optimize and vacuum (short retention)
-// while gen keeps landing data; then every job runs to completion once more and the lake is
+// while gen keeps landing data, SIGKILLing one scheduler halfway and starting another; then every job runs to completion once more and the lake is
 // compared with a clean lake fed the same objects: no lost or doubled rows, no window twice in
 // gold, every table readable at every version.
 func TestTwoSchedulersOneLake(t *testing.T) {
@@ -52,28 +52,43 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 			"--start", start.Format(time.RFC3339), "--rate", "50"}
 	}
 	deadline := time.Now().Add(duration)
+	var logs []string
 	for i := 0; i < gens; i++ {
 		lakecheck.MustRun(t, bin, nil, append([]string{"gen", "--config", raceCfg}, genArgs(i)...)...)
 		lines += 3000
+		if i == gens/2 {
+			// A scheduler dies mid-job (SIGKILL: its leases stay behind until they expire) and a
+			// new one takes its place.
+			logs = append(logs, servers[0].kill())
+			servers[0] = startServer(t, bin, raceCfg)
+		}
 		time.Sleep(time.Until(deadline) / time.Duration(gens-i))
 	}
 	time.Sleep(time.Until(deadline))
-	var logs []string
 	for _, s := range servers {
 		logs = append(logs, s.stop(t))
 	}
 	finished := map[string]int{}
-	errors := 0
+	errors, vacuumed := 0, 0
 	for _, l := range logs {
 		for _, line := range strings.Split(l, "\n") {
 			var rec struct {
 				Msg, Job, Level string
+				Summary         json.RawMessage
 			}
 			if json.Unmarshal([]byte(line), &rec) != nil {
 				continue
 			}
 			if rec.Msg == "run finished" {
 				finished[rec.Job]++
+				var tables []struct {
+					FilesDeleted int `json:"files_deleted"`
+				}
+				if rec.Job == "vacuum" && json.Unmarshal(rec.Summary, &tables) == nil {
+					for _, tb := range tables {
+						vacuumed += tb.FilesDeleted
+					}
+				}
 			}
 			if rec.Level == "ERROR" {
 				errors++
@@ -109,8 +124,8 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 		}
 		checks++
 	}
-	t.Logf("SUMMARY concurrency: 2 schedulers for %v, %d gen rounds (%d lines); runs finished by job %v; %d error log lines (retried); %d invariant checks passed",
-		duration, gens, lines, finished, errors, checks)
+	t.Logf("SUMMARY concurrency: 2 schedulers (one SIGKILLed and replaced) for %v, %d gen rounds (%d lines); runs finished by job %v; vacuum deleted %d files; %d error log lines (retried); %d invariant checks passed",
+		duration, gens, lines, finished, vacuumed, errors, checks)
 	if finished["ingest"] == 0 || finished["stream"] == 0 || finished["optimize"] == 0 || finished["vacuum"] == 0 {
 		t.Errorf("some scheduled job never finished a run: %v", finished)
 	}
@@ -169,6 +184,13 @@ func startServer(t *testing.T, bin, cfg string) *server {
 	}
 	t.Fatalf("serve did not come up on %s:\n%s", addr, s.out.String())
 	return nil
+}
+
+// kill SIGKILLs the server and returns its logs.
+func (s *server) kill() string {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	return s.out.String()
 }
 
 // stop sends SIGTERM and waits for a graceful exit (exit 0), returning the logs.
