@@ -220,7 +220,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 	}
 	var wins []gold.Window
 	// Sessions are recomputed, not added to: the late rows only say which keys and times.
-	affected := map[string]bool{}
+	affected := map[string]int64{}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	var kb []byte
 	for b, err := range fs.Read(ctx, adds) {
@@ -248,8 +248,11 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 				for _, c := range s.keys {
 					kb = appendKeyPart(kb, c, i)
 				}
-				affected[string(kb)] = true
-				lo, hi = min(lo, s.ev.Int64[i]), max(hi, s.ev.Int64[i]+1)
+				t := s.ev.Int64[i]
+				if last, ok := affected[string(kb)]; !ok || t > last {
+					affected[string(kb)] = t
+				}
+				lo, hi = min(lo, t), max(hi, t+1)
 				continue
 			}
 			wins = a.windowsOf(wins[:0], s.ev.Int64[i], floorDiv(lw.Int64[i], 1000))
@@ -279,6 +282,9 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 		}
 		res, err := resessionize(ctx, rw, src, st, lo, hi, affected, txn)
 		gr.Gold = res.gold
+		if res.deferred {
+			gr.Note = "late rows inside sessions the stream still holds: merged again by the next run"
+		}
 		return gr, err
 	}
 	groups, err := c.groups()

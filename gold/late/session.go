@@ -45,12 +45,16 @@ type sessionResult struct {
 	inputRows int64
 	from, to  time.Time // session starts replaced, inclusive
 	gold      *writeStats
+	// deferred: a late row lies in a session still open in the stream; no txn was committed.
+	deferred bool
 }
 
 // resessionize replaces the sessions overlapping [from, to) of the keys only lists (encoded
-// group keys; nil: every key) with the batch sessionization of the source, in one commit
-// carrying txn when set.
-func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, from, to int64, only map[string]bool, txn *table.AppTxn) (sessionResult, error) {
+// group key -> the latest late row's time; nil: every key) with the batch sessionization of
+// the source, in one commit carrying txn when set. A late row that falls into a session the
+// stream still holds cannot be placed yet (the stream will emit that session without it): the
+// commit then goes without txn, so that the next merge-late sees the row again.
+func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, from, to int64, only map[string]int64, txn *table.AppTxn) (sessionResult, error) {
 	var res sessionResult
 	a := rw.a
 	gap := a.session.Gap
@@ -65,7 +69,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			for _, c := range s.keys {
 				kb = appendKeyPart(kb, c, i)
 			}
-			if only != nil && !only[string(kb)] {
+			if _, ok := only[string(kb)]; only != nil && !ok {
 				return nil
 			}
 			k := keys[string(kb)]
@@ -147,7 +151,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		for _, c := range cols {
 			kb = appendKeyPart(kb, c, i)
 		}
-		if only != nil && !only[string(kb)] {
+		if _, ok := only[string(kb)]; only != nil && !ok {
 			return false
 		}
 		k := keys[string(kb)]
@@ -155,6 +159,11 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			return start >= from && start < to
 		}
 		return start >= k.lo && start < k.hi && (!k.hasOpen || start < k.open)
+	}
+	for key, last := range only {
+		if k := keys[key]; k != nil && k.hasOpen && last >= k.open {
+			res.deferred, txn = true, nil
+		}
 	}
 	prune := table.And(table.Ge(colWindow+".start", s), table.Le(colWindow+".start", e))
 	res.gold, err = replace(ctx, rw, prune, drop, groups, txn, fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
