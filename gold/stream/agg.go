@@ -141,7 +141,13 @@ func (r *Runner) fillColumns(ap *aggPlan, batches []*table.Batch) {
 				floats = append(floats, float64(col.Float32[i]))
 			case table.KindBytes:
 				bin.Append(col.BytesAt(i))
-			default: // count(col) over a non-numeric column: only nullness matters
+			case table.KindBool:
+				v := int64(0)
+				if col.Bool[i] {
+					v = 1
+				}
+				ints = append(ints, v)
+			default: // count(col) over a nested or decimal column: only nullness matters
 				ints = append(ints, 0)
 			}
 		}

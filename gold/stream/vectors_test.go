@@ -2,14 +2,17 @@ package stream
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/table"
@@ -298,5 +301,59 @@ func TestExactDedupBeyondState(t *testing.T) {
 	}
 	if q := jsonRows(t, lake, "silver/late_w5"); len(q) != 1 || q[0]["event_id"] != "b" {
 		t.Fatalf("quarantine %v, want b", q)
+	}
+}
+
+// TestEveryAggregateFunction writes each aggregate to gold in the documented layout (avg with
+// its sum and count, sketches with their state) and checks the values against plain Go math.
+func TestEveryAggregateFunction(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "1m", "", `
+  - name: all
+    table: gold/all
+    quarantine: silver/late_all
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates:
+      - {fn: count, column: amount, as: n}
+      - {fn: sum, column: amount, as: total}
+      - {fn: min, column: amount, as: lo}
+      - {fn: max, column: amount, as: hi}
+      - {fn: avg, column: amount, as: mean}
+      - {fn: approx_count_distinct, column: event_id, as: ids}
+      - {fn: approx_percentile, column: amount, as: p, percentiles: [0.5]}
+`)
+	var rows []ev
+	for i := range 1000 {
+		rows = append(rows, ev{ID: fmt.Sprint(i % 400), Type: "t", Amount: float64(i%100 + 1), T: hm("12:00").Add(time.Duration(i) * time.Second)})
+	}
+	appendBronze(t, lake, rows)
+	appendBronze(t, lake, []ev{{ID: "late", Type: "t", T: hm("14:00")}})
+	mustRun(t, lake, cfg, "available-now")
+	got := jsonRows(t, lake, "gold/all")
+	if len(got) != 1 {
+		t.Fatalf("gold rows %v", got)
+	}
+	g := got[0]
+	// 1000 amounts cycling 1..100: sum 50500, mean 50.5, median 50 or 51.
+	for col, want := range map[string]float64{"n": 1000, "total": 50500, "lo": 1, "hi": 100, "mean": 50.5, "mean_sum": 50500, "mean_count": 1000, "late_rows": 0} {
+		if g[col] != want {
+			t.Errorf("%s = %v, want %v", col, g[col], want)
+		}
+	}
+	if ids := g["ids"].(float64); math.Abs(ids-400) > 400*0.05*3 {
+		t.Errorf("approx_count_distinct %v, want about 400", ids)
+	}
+	if p := g["p"].([]any)[0].(float64); p < 49 || p > 52 {
+		t.Errorf("median %v, want about 50.5", p)
+	}
+	for _, sk := range []string{"ids_sketch", "p_sketch"} {
+		raw, err := base64.StdEncoding.DecodeString(g[sk].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rest, err := gold.DecodeAggValue(raw); err != nil || len(rest) != 0 {
+			t.Errorf("%s does not decode as an aggregate state: %v (%d bytes left)", sk, err, len(rest))
+		}
 	}
 }
