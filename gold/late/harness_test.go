@@ -81,7 +81,16 @@ var ingestClock = func() time.Time { return time.Date(2024, 5, 1, 6, 0, 0, 0, ti
 // resends, malformed and wrongly typed lines) into the landing prefix of lake.
 func land(t testing.TB, lake objstore.Bucket, seed, lines int64, files int) {
 	t.Helper()
+	landAt(t, lake, seed, lines, files, time.Time{})
+}
+
+// landAt lands a workload whose arrival clock starts at start (zero: gen's default).
+func landAt(t testing.TB, lake objstore.Bucket, seed, lines int64, files int, start time.Time) {
+	t.Helper()
 	opts := gen.DefaultOptions()
+	if !start.IsZero() {
+		opts.Start = start
+	}
 	opts.Seed, opts.Lines, opts.Files, opts.Rate = seed, lines, files, 200
 	opts.Columns = append(gen.DefaultColumns(), gen.Column{Name: "device_id", Kind: "string"}, gen.Column{Name: "qty", Kind: "long"})
 	opts.Devices, opts.EventTypes = 3, 3
