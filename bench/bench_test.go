@@ -136,3 +136,20 @@ func TestPlotSVGIsWellFormed(t *testing.T) {
 		}
 	}
 }
+
+func TestTargets(t *testing.T) {
+	runs := sample()
+	big := runs[1] // stream, 1M events, 200 MB
+	big.Events, big.WallS, big.MaxRSSKB = 10_000_000, 5, 400_000
+	got := strings.Join(Targets(append(runs, big)), "\n")
+	for _, want := range []string{
+		"1M events, 1k keys, file: ingest at 500.0k events/s, target 1M/s: NOT met",
+		"10M events, 1k keys, file: stream at 2.00M events/s, target 1M/s: met",
+		"1M events, 1k keys, file: end to end 10x Spark's throughput, target 10x: met",
+		"1k keys: stream peak RSS 195 MB at 1M events, 391 MB at 10M (2.00x for 10x the events), target flat (<= 1.5x): NOT met",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Targets lack %q:\n%s", want, got)
+		}
+	}
+}

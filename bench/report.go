@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -68,6 +69,10 @@ func (r *Report) Markdown(plotFile string) string {
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rt.Case, rt.Pair.Stage, anchor,
 			ratio(rt.Throughput), ratio(rt.CPU), ratio(rt.RSS), ratio(rt.Wall), ratio(rt.Writes), rt.Pair.Why)
+	}
+	w("\n## Targets (issue 10)\n\n")
+	for _, t := range Targets(r.Runs) {
+		w("- %s\n", t)
 	}
 	w("\n## Every stage\n\n")
 	w("Events/s and MB/s are landing lines and landing bytes over wall seconds. Peak RSS is the child's\n" +
@@ -171,4 +176,65 @@ func si(v float64) string {
 // cell keeps a free-text value inside its Markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+// Targets checks issue 10's goals against the runs on the file backend: ingest and stream at
+// 1M events/s or more, end to end 10x Spark's throughput, and our stream's peak memory flat as
+// the events grow (largest size within 1.5x of the smallest, per key count).
+func Targets(runs []Run) []string {
+	var out []string
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	for _, rt := range Ratios(runs) {
+		c := rt.Case
+		if c.Backend != "file" || !rt.Ours.OK() {
+			continue
+		}
+		switch rt.Pair.Stage {
+		case StageIngest, StageStream:
+			v := rt.Ours.EventsPerS()
+			out = append(out, fmt.Sprintf("%s: %s at %s events/s, target 1M/s: %s", c, rt.Pair.Stage, si(v), verdict(v >= 1e6)))
+		case StageEndToEnd:
+			if !math.IsNaN(rt.Throughput) {
+				out = append(out, fmt.Sprintf("%s: end to end %s Spark's throughput, target 10x: %s", c, ratio(rt.Throughput), verdict(rt.Throughput >= 10)))
+			}
+		}
+	}
+	type key struct{ keys int }
+	lo, hi := map[key]Run{}, map[key]Run{}
+	for _, r := range runs {
+		if r.Engine != EngineOurs || r.Stage != StageStream || r.Backend != "file" || !r.OK() {
+			continue
+		}
+		k := key{r.Keys}
+		if l, ok := lo[k]; !ok || r.Events < l.Events {
+			lo[k] = r
+		}
+		if h, ok := hi[k]; !ok || r.Events > h.Events {
+			hi[k] = r
+		}
+	}
+	var ks []key
+	for k := range lo {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].keys < ks[j].keys })
+	for _, k := range ks {
+		l, h := lo[k], hi[k]
+		if h.Events == l.Events {
+			continue
+		}
+		g := float64(h.MaxRSSKB) / float64(max(l.MaxRSSKB, 1))
+		out = append(out, fmt.Sprintf("%s keys: stream peak RSS %.0f MB at %s events, %.0f MB at %s (%.2fx for %.0fx the events), target flat (<= 1.5x): %s",
+			Count(int64(k.keys)), float64(l.MaxRSSKB)/1024, Count(l.Events), float64(h.MaxRSSKB)/1024, Count(h.Events), g,
+			float64(h.Events)/float64(l.Events), verdict(g <= 1.5)))
+	}
+	if len(out) == 0 {
+		out = append(out, "no file-backend runs to check")
+	}
+	return out
 }

@@ -110,6 +110,8 @@ func run(ctx context.Context, o options) error {
 		"ingest takes one landing file per commit (`landing.max_files_per_trigger: 1`); the stream reads bronze with `max_files_per_trigger: 2` so micro-batches follow arrival as Spark's `maxFilesPerTrigger: 1` does",
 		"replay: `medallion run replay --since 24h` over every gold table",
 		"Spark: local[2], JSON file source with the declared schema, withWatermark, one windowed aggregation query per gold table (both concurrently), Delta sink, Trigger.AvailableNow; JVM defaults otherwise (driver memory 2g)",
+		"what each side does: our ingest + stream write bronze, silver (exact dedup), a quarantine per gold table and gold, and keep every late row " +
+			"(merge-late folds them back); Spark's job writes gold only, counts duplicates twice and drops late rows. Spark has less to do.",
 		"delta-rs: pyarrow JSON reader + `write_deltalake` append per landing file (ingest); polars over our silver table + `write_deltalake` overwrite (replay)",
 	}
 	for _, size := range o.sizes {
