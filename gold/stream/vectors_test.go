@@ -140,10 +140,10 @@ func mustTrigger(t *testing.T, s string) (tr configTrigger) {
 	return parseTrigger(t, s)
 }
 
-// TestTriggersOnceAndAvailableNow is T1/T2 through the runner: with max_files_per_trigger 1,
+// TestT1T2AvailableNowAndOnce is T1/T2 through the runner: with max_files_per_trigger 1,
 // available-now reads 3 bronze files in 3 data batches (plus the watermark's no-data batch);
 // once reads all of them in one batch.
-func TestTriggersOnceAndAvailableNow(t *testing.T) {
+func TestT1T2AvailableNowAndOnce(t *testing.T) {
 	for _, tc := range []struct {
 		trigger string
 		batches int
