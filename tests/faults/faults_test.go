@@ -83,7 +83,13 @@ func TestFaultProxyConverges(t *testing.T) {
 	}
 	isPut := func(r *http.Request) bool { return r.Method == http.MethodPut }
 	isGet := func(r *http.Request) bool { return r.Method == http.MethodGet }
-	proxy := newProxy(t, cfg.Endpoint, 7, []Rule{
+	seed := uint64(7)
+	if s := os.Getenv("MEDALLION_FAULT_SEED"); s != "" {
+		if _, err := fmt.Sscan(s, &seed); err != nil {
+			t.Fatalf("MEDALLION_FAULT_SEED: %v", err)
+		}
+	}
+	proxy := newProxy(t, cfg.Endpoint, seed, []Rule{
 		{Kind: LostAnswer, Prob: 0.15, Match: isCommit},
 		{Kind: LostAnswer, Prob: 0.03, Match: isPut},
 		{Kind: Truncate, Prob: 0.03, Match: isGet},
@@ -139,7 +145,7 @@ func TestFaultProxyConverges(t *testing.T) {
 		lakecheck.MustRun(t, bin, nil, "run", job, "--config", faultCfg)
 	}
 	checks := lakecheck.Verify(t, open, "clean", "fault", events)
-	t.Logf("SUMMARY faults: %s; %d runs finished, %d failed cleanly (exit 1); %d invariant checks passed", faulty, ok, failed, checks)
+	t.Logf("SUMMARY faults: seed %d, %s; %d runs finished, %d failed cleanly (exit 1); %d invariant checks passed", seed, faulty, ok, failed, checks)
 	if lastFailure != "" {
 		t.Logf("last clean failure: %s", lastFailure)
 	}
