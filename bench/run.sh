@@ -55,6 +55,8 @@ if $anchors; then
   python="$MEDALLION_INTEROP_VENV/bin/python"
 fi
 if [[ ",$backends," == *",minio,"* ]]; then
+  # A state file of our own, so that stop stops this server and no other one on the machine.
+  export MEDALLION_MINIO_STATE="${MEDALLION_MINIO_STATE:-$bin/minio.state}"
   eval "$(scripts/minio.sh start)"
   minio_started=true
 fi
