@@ -2,9 +2,9 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test check fmt-check vet go-test deps minio build bench fuzz
+.PHONY: test check fmt-check vet go-test interop deps minio build bench fuzz
 
-test: check deps go-test
+test: check deps go-test interop
 
 # Everything the tests need that Go does not fetch: the pinned MinIO server, and Chromium for the
 # status page test. Each script is a no-op when its tool is already there.
@@ -25,6 +25,11 @@ vet:
 # loopback port and always stopped) for every test that touches S3.
 go-test:
 	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 scripts/minio.sh run -- $(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# The interop suite: delta-rs and Spark (pinned, installed into a cached virtualenv by the script)
+# read our tables, we read theirs. It starts its own MinIO.
+interop:
+	scripts/interop.sh run --with-medallion
 
 minio:
 	scripts/minio.sh install
