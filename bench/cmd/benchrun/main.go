@@ -245,6 +245,7 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	}
 
 	var ours []bench.Run
+	var replayOut []byte
 	for _, st := range []struct {
 		stage string
 		args  []string
@@ -257,6 +258,9 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		logf("%s: medallion %s", c, st.stage)
 		r, out := measure(ctx, base, st.stage, lake, nil, o.bin, append(st.args, "--config", cfgPath)...)
 		r.Detail = detail(st.stage, out)
+		if st.stage == bench.StageReplay && r.OK() {
+			replayOut = out
+		}
 		runs = append(runs, r)
 		ours = append(ours, r)
 	}
@@ -289,10 +293,13 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	r.Detail = string(bytes.TrimSpace(lastLine(out)))
 	runs = append(runs, r)
 	logf("%s: delta-rs/polars replay", c)
-	r, out = measure(ctx, anchor, bench.StageReplay, nil, []string{drOut}, o.python, py("deltars.py"), "replay",
+	r, polars := measure(ctx, anchor, bench.StageReplay, nil, []string{drOut}, o.python, py("deltars.py"), "replay",
 		"--silver", filepath.Join(lakeURL, cfg.Tables.Silver), "--out", filepath.Join(drOut, "gold"))
-	r.Detail = string(bytes.TrimSpace(lastLine(out)))
+	r.Detail = string(bytes.TrimSpace(lastLine(polars)))
 	runs = append(runs, r)
+	if r.OK() && replayOut != nil {
+		notes = append(notes, fmt.Sprintf("%s: %s", c, crossCheck(replayOut, polars)))
+	}
 	return runs, notes, nil
 }
 
@@ -333,7 +340,9 @@ func detail(stage string, out []byte) string {
 		Result map[string]any `json:"result"`
 		Error  string         `json:"error"`
 	}
-	if err := json.Unmarshal(lastLine(out), &s); err != nil {
+	d := json.NewDecoder(bytes.NewReader(lastLine(out)))
+	d.UseNumber() // 1000000 rows print as 1000000, not 1e+06
+	if err := d.Decode(&s); err != nil {
 		return ""
 	}
 	if s.Error != "" {
@@ -345,11 +354,11 @@ func detail(stage string, out []byte) string {
 		return fmt.Sprintf("rows %v, rejected %v, batches %v", r["rows"], r["rejected"], r["batches"])
 	case bench.StageStream:
 		d := fmt.Sprintf("batches %v, silver %v, duplicates %v", r["batches"], r["numSilverRows"], r["numDuplicatesDropped"])
-		silver, _ := r["numSilverRows"].(float64)
+		silver := num(r["numSilverRows"])
 		golds, _ := r["gold"].([]any)
 		for _, g := range golds {
 			m, _ := g.(map[string]any)
-			late, _ := m["numLateRowsQuarantined"].(float64)
+			late := num(m["numLateRowsQuarantined"])
 			d += fmt.Sprintf("; %v: %v rows, %v late (%.2f%%)", m["name"], m["numOutputRows"], m["numLateRowsQuarantined"], 100*late/max(silver, 1))
 		}
 		return d
@@ -375,6 +384,55 @@ func detail(stage string, out []byte) string {
 	}
 	b, _ := json.Marshal(r)
 	return string(b)
+}
+
+func num(v any) float64 {
+	n, _ := v.(json.Number)
+	f, _ := n.Float64()
+	return f
+}
+
+// crossCheck compares our replay's gold with polars' recomputation of the same range: the
+// windows written per gold table, and the events of the tumbling table. Polars is an oracle
+// independent of our code.
+func crossCheck(ours, polars []byte) string {
+	var o struct {
+		Result struct {
+			Gold []struct {
+				Name      string `json:"name"`
+				InputRows int64  `json:"inputRows"`
+				Commit    struct {
+					WindowsInserted int64 `json:"windowsInserted"`
+				} `json:"commit"`
+			} `json:"gold"`
+		} `json:"result"`
+	}
+	var p struct {
+		Gold map[string]struct{ Rows, Events int64 } `json:"gold"`
+	}
+	if err := json.Unmarshal(lastLine(ours), &o); err != nil {
+		return "replay cross-check: no summary from medallion replay"
+	}
+	if err := json.Unmarshal(lastLine(polars), &p); err != nil {
+		return "replay cross-check: no summary from the polars replay"
+	}
+	var parts []string
+	ok := len(o.Result.Gold) == len(p.Gold)
+	for _, g := range o.Result.Gold {
+		q := p.Gold[g.Name]
+		same := g.Commit.WindowsInserted == q.Rows
+		if g.Name == "tumbling_5m" {
+			same = same && g.InputRows == q.Events
+		}
+		ok = ok && same
+		parts = append(parts, fmt.Sprintf("%s: %d windows (polars %d), %d events in (polars counts %d)",
+			g.Name, g.Commit.WindowsInserted, q.Rows, g.InputRows, q.Events))
+	}
+	verdict := "agree"
+	if !ok {
+		verdict = "DISAGREE"
+	}
+	return fmt.Sprintf("replay cross-check, medallion and polars %s: %s", verdict, strings.Join(parts, "; "))
 }
 
 func lastLine(out []byte) []byte {
