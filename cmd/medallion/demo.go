@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
@@ -114,18 +115,38 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: list landing: %w", err)
 	}
+	var arrivals []arrival
 	if len(existing) > 0 {
 		done("landing already holds %d objects; generating nothing new", len(existing))
-	} else if err := demoGen(ctx, env, events, done); err != nil {
+	} else if arrivals, err = demoGen(ctx, env, events, done); err != nil {
 		return err
 	}
 
-	// 2. Ingest.
+	// 2. Ingest, each object as if ingest ran when its last line arrived, so that the ingest
+	// time minus the event time (medallion lag) is the lag a scheduled ingest would see.
 	done = step(2, "ingest")
-	ing, err := jobs.Ingest(ctx, env)
+	var ing bronze.Report
+	for _, a := range arrivals {
+		at := a.end
+		envAt := env
+		envAt.Clock = func() time.Time { return at }
+		rep, err := jobs.IngestKeys(ctx, envAt, []string{a.key})
+		if err != nil {
+			return fmt.Errorf("demo: ingest %s: %w", a.key, err)
+		}
+		ing.Rows, ing.Rejected = ing.Rows+rep.Rows, ing.Rejected+rep.Rejected
+		for k, v := range rep.RejectsBy {
+			if ing.RejectsBy == nil {
+				ing.RejectsBy = map[string]int64{}
+			}
+			ing.RejectsBy[k] += v
+		}
+	}
+	rest, err := jobs.Ingest(ctx, env) // anything else in landing (a rerun: nothing)
 	if err != nil {
 		return fmt.Errorf("demo: ingest: %w", err)
 	}
+	ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
 	done("bronze +%s rows, rejects +%s %s", num(ing.Rows), num(ing.Rejected), reasons(ing.RejectsBy))
 
 	// 3. Stream.
@@ -178,14 +199,22 @@ Explore:
   medallion table scan %s --format table
   medallion table history %s
   medallion table scan %s --format jsonl | head
+  medallion lag --config %s                 # how late events arrive; the watermark to choose
+  medallion report --config %s --html report.html
   medallion run stream --config %s          # run again: exactly once, nothing changes
   medallion serve --config %s               # the jobs on a schedule, metrics on :9464
-`, rel(g.Table), rel(g.Table), rel(cfg.Tables.Rejects), cfgPath, cfgPath)
+`, rel(g.Table), rel(g.Table), rel(cfg.Tables.Rejects), cfgPath, cfgPath, cfgPath, cfgPath)
 	return nil
 }
 
+// arrival is a landing object and when its last line arrived.
+type arrival struct {
+	key string
+	end time.Time
+}
+
 // demoGen writes the demo's events: about three hours of arrivals ending now.
-func demoGen(ctx context.Context, env jobs.Env, events int64, done func(string, ...any)) error {
+func demoGen(ctx context.Context, env jobs.Env, events int64, done func(string, ...any)) ([]arrival, error) {
 	o := gen.DefaultOptions()
 	o.Lines = events
 	o.Files = 12
@@ -196,11 +225,18 @@ func demoGen(ctx context.Context, env jobs.Env, events int64, done func(string, 
 	o.Prefix = env.Config.Landing.Path
 	st, err := gen.Generate(ctx, env.Lake, o)
 	if err != nil {
-		return fmt.Errorf("demo: gen: %w", err)
+		return nil, fmt.Errorf("demo: gen: %w", err)
 	}
 	done("%s lines in %d objects under %s (%s duplicates, %s malformed, %s outage events delivered an hour late)",
 		num(st.Lines), st.Files, o.Prefix, num(st.Duplicates), num(st.Malformed), num(st.OutageEvents))
-	return nil
+	// Objects hold equal shares of the lines, in arrival order, at o.Rate lines a second.
+	perFile := float64(st.Lines) / float64(len(st.Keys))
+	var out []arrival
+	for i, key := range st.Keys {
+		end := o.Start.Add(time.Duration(float64(i+1) * perFile / o.Rate * float64(time.Second)))
+		out = append(out, arrival{key: key, end: end})
+	}
+	return out, nil
 }
 
 // demoMergeLate runs merge-late and describes what it did to each gold table.
