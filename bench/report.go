@@ -18,8 +18,16 @@ type Report struct {
 	Workload  []string // one bullet each
 	Runs      []Run
 	Notes     []string
+	Profiles  []Profile
 	Micro     []MicroBench
 	MicroRaw  string // the go test -bench output, verbatim
+}
+
+// Profile is the CPU profile summary of one job run in process (bench/cmd/benchprof).
+type Profile struct {
+	Case Case
+	Job  string
+	Top  string // go tool pprof -top -cum, medallion's frames
 }
 
 // KV is one labelled value of the report header.
@@ -104,6 +112,16 @@ func (r *Report) Markdown(plotFile string) string {
 			w("- %s\n", n)
 		}
 		w("\n")
+	}
+	if len(r.Profiles) > 0 {
+		w("## CPU profiles\n\n")
+		w("Each job run again in process on a copy of the landing data under `bench/cmd/benchprof` (same jobs\n" +
+			"functions as `medallion run`); cumulative CPU of medallion's own frames, largest first. Reproduce with\n" +
+			"`go run ./bench/cmd/benchprof --config pipeline.yaml --job stream --cpuprofile cpu.pprof` and\n" +
+			"`go tool pprof -top -cum cpu.pprof`.\n\n")
+		for _, p := range r.Profiles {
+			w("### %s, %s\n\n```\n%s\n```\n\n", p.Case, p.Job, strings.TrimRight(p.Top, "\n"))
+		}
 	}
 	w("## Microbenchmarks (`go test -bench`)\n\n")
 	w("| package | benchmark | command |\n|---|---|---|\n")

@@ -48,6 +48,7 @@ trap cleanup EXIT
 log "building medallion and benchrun"
 go build -o "$bin/medallion" ./cmd/medallion
 go build -o "$bin/benchrun" ./bench/cmd/benchrun
+go build -o "$bin/benchprof" ./bench/cmd/benchprof
 
 python=""
 if $anchors; then
@@ -61,7 +62,7 @@ if [[ ",$backends," == *",minio,"* ]]; then
   minio_started=true
 fi
 
-"$bin/benchrun" --medallion "$bin/medallion" --python "$python" --repo "$ROOT" --work "$work" \
+"$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
   --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" \
   --out bench/RESULTS.md --svg bench/results.svg \
   --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')" \

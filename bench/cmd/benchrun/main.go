@@ -34,6 +34,7 @@ import (
 type options struct {
 	sizes, keys, backends []string
 	bin, python, repo     string
+	prof                  string
 	work, out, svg        string
 	command               string
 	span                  time.Duration
@@ -50,6 +51,7 @@ func main() {
 	flag.StringVar(&keys, "keys", "1k", "distinct group-by keys, comma separated (1k,100k)")
 	flag.StringVar(&backends, "backends", "file", "file,minio (minio needs MEDALLION_TEST_S3_ENDPOINT and AWS_* set)")
 	flag.StringVar(&o.bin, "medallion", "", "the medallion binary to measure (required)")
+	flag.StringVar(&o.prof, "benchprof", "", "the benchprof binary: CPU profiles of ingest and stream on the file backend (empty: none)")
 	flag.StringVar(&o.python, "python", "", "python of the interop venv (empty: no Spark or delta-rs anchors)")
 	flag.StringVar(&o.repo, "repo", ".", "repository root (for bench/*.py and the microbenchmarks)")
 	flag.StringVar(&o.work, "work", "", "scratch directory for lakes and anchor outputs (default: a temp dir)")
@@ -125,7 +127,15 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			for _, backend := range o.backends {
-				runs, notes, err := runCase(ctx, o, bench.Case{Events: n, Keys: int(keys), Backend: backend})
+				c := bench.Case{Events: n, Keys: int(keys), Backend: backend}
+				runs, notes, err := runCase(ctx, o, c)
+				if err == nil && o.prof != "" && backend == "file" {
+					profs, perr := profile(ctx, o, c)
+					rep.Profiles = append(rep.Profiles, profs...)
+					if perr != nil {
+						notes = append(notes, fmt.Sprintf("%s: profile: %v", c, perr))
+					}
+				}
 				rep.Runs = append(rep.Runs, runs...)
 				rep.Notes = append(rep.Notes, notes...)
 				if err != nil {
@@ -175,7 +185,7 @@ func logf(format string, a ...any) {
 
 // runCase generates one workload and measures every stage on it, then the anchors.
 func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []string, error) {
-	name := fmt.Sprintf("%s-%s-%s", bench.Count(c.Events), bench.Count(int64(c.Keys)), c.Backend)
+	name := caseName(c)
 	dir := filepath.Join(o.work, name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, nil, err
@@ -589,4 +599,64 @@ func versions(ctx context.Context, o options) []bench.KV {
 			`import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("pyspark", "delta-spark", "deltalake", "polars", "pyarrow")))`)})
 	}
 	return kv
+}
+
+func caseName(c bench.Case) string {
+	return fmt.Sprintf("%s-%s-%s", bench.Count(c.Events), bench.Count(int64(c.Keys)), c.Backend)
+}
+
+// profile reruns ingest and stream in process under the CPU profiler, on a fresh lake whose
+// landing files are hard links to the case's (file backend only).
+func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, error) {
+	src := filepath.Join(o.work, caseName(c))
+	dir := filepath.Join(src, "prof")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	landing := filepath.Join(dir, "lake", "landing", "events")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		return nil, err
+	}
+	files, err := os.ReadDir(filepath.Join(src, "lake", "landing", "events"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := os.Link(filepath.Join(src, "lake", "landing", "events", f.Name()), filepath.Join(landing, f.Name())); err != nil {
+			return nil, err
+		}
+	}
+	cfgPath := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(cfgPath, []byte(pipelineYAML(filepath.Join(dir, "lake"), "")), 0o644); err != nil {
+		return nil, err
+	}
+	var out []bench.Profile
+	for _, job := range []string{"ingest", "stream"} {
+		logf("%s: CPU profile of %s", c, job)
+		pp := filepath.Join(dir, job+".pprof")
+		if b, err := exec.CommandContext(ctx, o.prof, "--config", cfgPath, "--job", job, "--cpuprofile", pp).CombinedOutput(); err != nil {
+			return out, fmt.Errorf("benchprof %s: %v: %s", job, err, tail(string(b), err))
+		}
+		b, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount", "400", pp).CombinedOutput()
+		if err != nil {
+			return out, fmt.Errorf("pprof %s: %v", job, err)
+		}
+		out = append(out, bench.Profile{Case: c, Job: job, Top: ownFrames(string(b), 25)})
+	}
+	return out, nil
+}
+
+// ownFrames keeps pprof's header and the first n lines that are medallion's frames.
+func ownFrames(top string, n int) string {
+	var keep []string
+	for _, line := range strings.Split(top, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Duration:"), strings.Contains(line, "flat%"):
+			keep = append(keep, line)
+		case strings.Contains(line, "medallion-lake/medallion/") && n > 0:
+			keep = append(keep, strings.Replace(line, "github.com/medallion-lake/medallion/", "", 1))
+			n--
+		}
+	}
+	return strings.Join(keep, "\n")
 }

@@ -1,0 +1,70 @@
+// Command benchprof runs one pipeline job in process under the CPU profiler, for the
+// profiles behind bench/RESULTS.md (the medallion binary has no profiling flag):
+//
+//	benchprof --config pipeline.yaml --job ingest|stream|merge-late|replay --cpuprofile cpu.pprof
+//	go tool pprof -top -nodecount 30 cpu.pprof
+//
+// It calls the same jobs functions as `medallion run`, so a profile shows the real hot path.
+// It writes only what the job writes, plus the profile.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
+)
+
+func main() {
+	cfgPath := flag.String("config", "", "pipeline config (YAML)")
+	job := flag.String("job", "ingest", "ingest | stream | merge-late | replay (the config's lookback)")
+	out := flag.String("cpuprofile", "cpu.pprof", "CPU profile to write")
+	flag.Parse()
+	if err := run(context.Background(), *cfgPath, *job, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "benchprof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfgPath, job, out string) error {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	env, err := jobs.NewEnv(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	var rep any
+	switch job {
+	case "ingest":
+		rep, err = jobs.Ingest(ctx, env)
+	case "stream":
+		rep, err = jobs.Stream(ctx, env, config.Trigger{}, nil)
+	case "merge-late":
+		rep, err = jobs.MergeLate(ctx, env, "")
+	case "replay":
+		rep, err = jobs.ReplayLookback(ctx, env)
+	default:
+		err = fmt.Errorf("unknown job %q", job)
+	}
+	pprof.StopCPUProfile()
+	if err != nil {
+		return fmt.Errorf("%s: %w", job, err)
+	}
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
