@@ -151,7 +151,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	if entry.BatchWatermarkMs != evict {
 		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", ErrBadCheckpoint, offsetsKey(n), entry.BatchWatermarkMs, evict)
 	}
-	batches, err := r.read(ctx, files)
+	batches, err := r.readAhead(ctx, entry, files)
 	if err != nil {
 		return err
 	}
@@ -241,6 +241,57 @@ func (r *Runner) account(st *batchStats, next int64) {
 		g.LateRows += a.lateRows
 		g.LateGroups += a.res.NumRowsDroppedByWatermark
 	}
+}
+
+// prefetch is the read of the next batch's files, running while the current batch is
+// processed (its Parquet decoding fills the core that silver's encoding leaves idle).
+type prefetch struct {
+	files   []silver.IndexedFile
+	done    chan struct{}
+	batches []*table.Batch
+	err     error
+}
+
+// readAhead returns the batch's rows, from the prefetch when it read these very files, and
+// starts reading the next batch's files when the trigger drains the source.
+func (r *Runner) readAhead(ctx context.Context, entry *offsetEntry, files []silver.IndexedFile) ([]*table.Batch, error) {
+	var batches []*table.Batch
+	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
+		batches = p.batches
+	} else {
+		var err error
+		if batches, err = r.read(ctx, files); err != nil {
+			return nil, err
+		}
+	}
+	if r.aheadUntil >= 0 && len(files) > 0 && entry.End != nil {
+		next, _, err := r.src.NextBatch(ctx, entry.End, r.aheadUntil, r.aheadMaxFiles)
+		if err == nil && len(next) > 0 {
+			p := &prefetch{files: next, done: make(chan struct{})}
+			r.ahead = p
+			go func() {
+				defer close(p.done)
+				p.batches, p.err = r.read(ctx, p.files)
+			}()
+		}
+	}
+	return batches, nil
+}
+
+// waitAhead ends the prefetch in flight, if any, and returns it.
+func (r *Runner) waitAhead() *prefetch {
+	p := r.ahead
+	if p != nil {
+		<-p.done
+		r.ahead = nil
+	}
+	return p
+}
+
+func sameFiles(a, b []silver.IndexedFile) bool {
+	return slices.EqualFunc(a, b, func(x, y silver.IndexedFile) bool {
+		return x.Version == y.Version && x.Index == y.Index && x.Add.Path == y.Add.Path
+	})
 }
 
 func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table.Batch, error) {

@@ -90,11 +90,16 @@ type Runner struct {
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
 	lastDataMs, idleBaseWM int64
 	dedupDeltas            int // dedup deltas written since the last full snapshot
-	resume                 func(*gold.WatermarkTracker) error
-	prevTrigger            time.Time
-	tablesReady            bool
-	report                 Report
-	buf                    batchBuffers
+	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
+	// (-1: no read-ahead) with aheadMaxFiles a batch.
+	ahead         *prefetch
+	aheadUntil    int64
+	aheadMaxFiles int
+	resume        func(*gold.WatermarkTracker) error
+	prevTrigger   time.Time
+	tablesReady   bool
+	report        Report
+	buf           batchBuffers
 }
 
 // New prepares a runner; it reads nothing until Run.
@@ -138,7 +143,9 @@ func New(opts Options) (*Runner, error) {
 // no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
 // ends the run without an error at a batch boundary).
 func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
+	r.aheadUntil = -1
 	defer func() {
+		r.waitAhead()
 		if err != nil {
 			// The operators may hold a half-run batch: the next Run reloads them from the
 			// checkpoint, as a restarted process would.
@@ -198,6 +205,8 @@ func (r *Runner) drain(ctx context.Context, maxFiles int) error {
 	if err != nil {
 		return err
 	}
+	r.aheadUntil, r.aheadMaxFiles = latest, maxFiles
+	defer func() { r.aheadUntil = -1 }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
