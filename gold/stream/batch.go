@@ -213,6 +213,8 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	if retain <= 0 {
 		retain = 100
 	}
+	// A dedup state version may need the deltas back to its last full snapshot.
+	retain = max(retain, int64(r.cfg.Stream.State.MinDeltasForSnapshot)+1)
 	if old := n - retain; old >= 0 {
 		if err := r.ckpt.cleanup(ctx, old); err != nil {
 			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
