@@ -56,3 +56,29 @@ func TestDedupDeltaChain(t *testing.T) {
 		t.Fatal("no delta was written")
 	}
 }
+
+// TestCheckpointRetention keeps the last min_batches_to_retain batches' logs, state and
+// progress, and a restart still restores from what is left.
+func TestCheckpointRetention(t *testing.T) {
+	lake := landBronze(t, 9, 2400, 8)
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 1\n  state: {min_batches_to_retain: 3, min_deltas_for_snapshot: 2}", e2eGold)
+	rep := mustRun(t, lake, cfg, "available-now")
+	last := rep.LastBatch
+	if last < 6 {
+		t.Fatalf("only %d batches", last+1)
+	}
+	ck := ckptBucket(lake)
+	for n := int64(0); n <= last; n++ {
+		kept := n > last-3
+		for _, key := range []string{offsetsKey(n), commitsKey(n), progressKey(n)} {
+			if got := exists(t, ck.b, key); got != kept {
+				t.Errorf("%s exists = %v, want %v", key, got, kept)
+			}
+		}
+	}
+	appendBronze(t, lake, []ev{{ID: "new", T: hm("00:10")}})
+	rep2 := mustRun(t, lake, cfg, "available-now")
+	if rep2.LastBatch <= last || rep2.InputRows != 1 {
+		t.Fatalf("restart after cleanup: %+v", rep2)
+	}
+}
