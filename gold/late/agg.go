@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -196,7 +197,7 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []gold.KeyPart, 
 	w.Children[1].AppendInt64(win.End)
 	set[a.winCol] = true
 	for k, ci := range a.keyCols {
-		appendKeyValue(out.Columns[ci], keys[k])
+		stream.AppendKeyValue(out.Columns[ci], keys[k])
 		set[ci] = true
 	}
 	var sketch []byte

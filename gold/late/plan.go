@@ -2,23 +2,23 @@ package late
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Gold column names shared with the stream's tables (gold/stream/plan.go).
+// Gold column names: the stream's tables define them.
 const (
-	colWindow        = "window"
-	colLateRows      = "late_rows"
-	colLateWatermark = "late_watermark"
-	colBatchID       = "batch_id"
-	suffixSum        = "_sum"
-	suffixCount      = "_count"
-	suffixSketch     = "_sketch"
+	colWindow        = stream.ColWindow
+	colLateRows      = stream.ColLateRows
+	colLateWatermark = stream.ColLateWatermark
+	colBatchID       = stream.ColBatchID
+	suffixSum        = stream.SuffixSum
+	suffixCount      = stream.SuffixCount
+	suffixSketch     = stream.SuffixSketch
 )
 
 // agg is one gold aggregation resolved against the schema of the rows it reads (silver's
@@ -143,65 +143,12 @@ func (a *agg) windowsOf(dst []gold.Window, t, lateWM int64) []gold.Window {
 	return a.window.LateWindows(dst, t, lateWM)
 }
 
-// appendKeyPart encodes row i of c as a gold key part (the stream's encoding, so that a null
-// key matches a null key: gold rows are keyed null-safely).
-func appendKeyPart(dst []byte, c *table.Column, i int) []byte {
-	if c.IsNull(i) {
-		return gold.AppendKeyNull(dst)
-	}
-	switch c.Kind {
-	case table.KindBytes:
-		b := c.BytesAt(i)
-		return gold.AppendKeyString(dst, unsafe.String(unsafe.SliceData(b), len(b)))
-	case table.KindInt64:
-		return gold.AppendKeyInt64(dst, c.Int64[i])
-	case table.KindInt32:
-		return gold.AppendKeyInt64(dst, int64(c.Int32[i]))
-	case table.KindFloat64:
-		return gold.AppendKeyFloat64(dst, c.Float64[i])
-	case table.KindFloat32:
-		return gold.AppendKeyFloat64(dst, float64(c.Float32[i]))
-	case table.KindBool:
-		v := int64(0)
-		if c.Bool[i] {
-			v = 1
-		}
-		return gold.AppendKeyInt64(dst, v)
-	}
-	return gold.AppendKeyNull(dst) // not a key kind: the stream refuses such keys
-}
-
-// appendKeyValue writes a decoded key part back into a key column.
-func appendKeyValue(c *table.Column, v gold.KeyPart) {
-	switch v := v.(type) {
-	case nil:
-		c.AppendNull()
-	case string:
-		c.AppendString(v)
-	case float64:
-		if c.Kind == table.KindFloat32 {
-			c.AppendFloat32(float32(v))
-		} else {
-			c.AppendFloat64(v)
-		}
-	case int64:
-		switch c.Kind {
-		case table.KindInt32:
-			c.AppendInt32(int32(v))
-		case table.KindBool:
-			c.AppendBool(v != 0)
-		default:
-			c.AppendInt64(v)
-		}
-	}
-}
-
 // groupKey is the composite key of a gold row: window start, window end, then the group keys.
 func groupKey(dst []byte, start, end int64, keys []*table.Column, i int) []byte {
 	dst = gold.AppendKeyInt64(dst, start)
 	dst = gold.AppendKeyInt64(dst, end)
 	for _, c := range keys {
-		dst = appendKeyPart(dst, c, i)
+		dst = stream.AppendKeyPart(dst, c, i)
 	}
 	return dst
 }

@@ -25,7 +25,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		for _, j := range buf.sel {
 			b := batches[buf.vb[j]]
 			for _, c := range ap.keyCols {
-				in.Keys.Data = appendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
+				in.Keys.Data = AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
 			}
 			in.Keys.EndValue()
 		}
@@ -190,7 +190,7 @@ func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
 				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
 			}
 			for k := range ap.keyCols {
-				appendKeyValue(gb.Columns[ci], parts[k])
+				AppendKeyValue(gb.Columns[ci], parts[k])
 				ci++
 			}
 		}

@@ -541,7 +541,7 @@ func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
 	for j := range buf.evt {
 		b := batches[buf.vb[j]]
 		for _, c := range cols {
-			buf.keyData = appendKeyPart(buf.keyData, b.Columns[c], int(buf.vr[j]))
+			buf.keyData = AppendKeyPart(buf.keyData, b.Columns[c], int(buf.vr[j]))
 		}
 		buf.keyOffs = append(buf.keyOffs, int32(len(buf.keyData)))
 	}
@@ -606,7 +606,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 		for i := range b.Len() {
 			key = key[:0]
 			for c := range r.plan.dedup {
-				key = appendKeyPart(key, b.Columns[1+c], i)
+				key = AppendKeyPart(key, b.Columns[1+c], i)
 			}
 			if want[string(key)] {
 				seen[string(key)] = true

@@ -247,7 +247,9 @@ func typeName(t txlog.DataType) string {
 
 // appendKeyPart encodes row i of c as a gold key part. Strings are passed without a copy: the
 // encoder only appends their bytes.
-func appendKeyPart(dst []byte, c *table.Column, i int) []byte {
+// AppendKeyPart appends row i of a group-by column to dst in gold's key encoding (the encoding
+// of gold.AppendKey*); merge-late and replay key gold rows the same way.
+func AppendKeyPart(dst []byte, c *table.Column, i int) []byte {
 	if c.IsNull(i) {
 		return gold.AppendKeyNull(dst)
 	}
@@ -273,8 +275,8 @@ func appendKeyPart(dst []byte, c *table.Column, i int) []byte {
 	return gold.AppendKeyNull(dst) // unreachable: keyable checked the kinds
 }
 
-// appendKeyValue writes a decoded key part back into a column of the key's type.
-func appendKeyValue(c *table.Column, v gold.KeyPart) {
+// AppendKeyValue writes a decoded key part back into a column of the key's type.
+func AppendKeyValue(c *table.Column, v gold.KeyPart) {
 	switch v := v.(type) {
 	case nil:
 		c.AppendNull()
