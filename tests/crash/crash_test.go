@@ -108,6 +108,84 @@ func genWorkload(t *testing.T, bin, cfg string, events, files int) int {
 	return s.Lines
 }
 
+// crashSeed is MEDALLION_CRASH_SEED or a fixed default, logged so a failure can be replayed.
+func crashSeed(t *testing.T) uint64 {
+	seed := uint64(20261130)
+	if s := os.Getenv("MEDALLION_CRASH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("MEDALLION_CRASH_SEED: %v", err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (MEDALLION_CRASH_SEED reproduces it)", seed)
+	return seed
+}
+
+// crashRun runs every job once on the clean lake (their durations size the kill windows), then
+// kills jobs on the crash lake in phases until kills SIGKILLs landed, then runs every job there
+// to completion and a vacuum that retains nothing.
+func crashRun(t *testing.T, bin, cleanCfg, crashCfg string, kills int, seed uint64) *killer {
+	t.Helper()
+	// The clean run: every job once, uninterrupted. Its durations size the kill windows.
+	clean := map[string]time.Duration{}
+	for _, job := range []string{"ingest", "stream", "checkpoint", "optimize", "vacuum"} {
+		clean[job] = timed(t, bin, "run", job, "--config", cleanCfg)
+	}
+	late := []string{}
+	for _, job := range []string{"merge-late", "replay"} {
+		if built, d := runIfBuilt(t, bin, cleanCfg, job); built {
+			late = append(late, job)
+			clean[job] = d
+		}
+	}
+	t.Logf("clean run: %v; late-data jobs built: %v", clean, late)
+
+	k := &killer{t: t, bin: bin, cfg: crashCfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clean: clean, perJob: map[string]int{}}
+	pick := func(pool []string) string { return pool[k.rng.IntN(len(pool))] }
+
+	// A phase runs its main job, with maintenance in between, until the kill quota is reached
+	// and the main job finished once. Ingest completes before the stream runs: a stream batch
+	// planned while bronze is half-ingested ends earlier than the clean run's, which moves the
+	// watermark differently (valid, but not comparable).
+	phase := func(quota int, main string, pool []string, extraPool func() []string) {
+		finished := false
+		for k.kills < quota || !finished {
+			job := main
+			if k.rng.IntN(10) < 4 {
+				p := pool
+				if extraPool != nil {
+					p = append(append([]string{}, pool...), extraPool()...)
+				}
+				job = pick(p)
+			}
+			if k.run(job) && job == main {
+				finished = true
+			}
+			if k.kills+k.completed+k.failed > 20*quota {
+				t.Fatalf("phase %s does not finish: %d kills, %d completed, %d failed; last failure: %s", main, k.kills, k.completed, k.failed, k.lastFailure)
+			}
+		}
+	}
+	maint := []string{"checkpoint", "vacuum", "optimize"}
+	phase(kills*35/100, "ingest", maint, nil)
+	phase(kills*80/100, "stream", maint, nil)
+	final := append([]string{"checkpoint", "vacuum", "optimize"}, late...)
+	for k.kills < kills {
+		k.run(pick(final))
+	}
+
+	// Everything to completion, then a vacuum that retains nothing: it must not delete a file
+	// the latest versions reference.
+	for _, job := range append([]string{"ingest", "stream"}, late...) {
+		lakecheck.MustRun(t, bin, nil, append([]string{"run", job, "--config", crashCfg}, jobArgs[job]...)...)
+	}
+	lakecheck.MustRun(t, bin, nil, "run", "checkpoint", "--config", crashCfg)
+	lakecheck.MustRun(t, bin, nil, "run", "optimize", "--config", crashCfg)
+	lakecheck.MustRun(t, bin, nil, "run", "vacuum", "--config", crashCfg, "--set", "jobs.vacuum.retain=0s")
+	return k
+}
+
 // startStream generates the workload and lets the stream plan its first batch on one seed
 // event before the rest of the landing objects appear. A stream that starts on a table
 // snapshot orders its files by modification time and then by (random) file name, as Delta
@@ -172,15 +250,7 @@ func TestCrashKillLoop(t *testing.T) {
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		kills, events, files = 1000, 200000, 120
 	}
-	seed := uint64(20261130)
-	if s := os.Getenv("MEDALLION_CRASH_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("MEDALLION_CRASH_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (MEDALLION_CRASH_SEED reproduces it)", seed)
+	seed := crashSeed(t)
 	bin := lakecheck.Binary(t)
 	dir := t.TempDir()
 	// Vacuum keeps removed files for an hour while jobs are being killed (the stream may still
@@ -194,63 +264,7 @@ func TestCrashKillLoop(t *testing.T) {
 		lines = startStream(t, bin, c.lake, c.cfg, events, files)
 	}
 
-	// The clean run: every job once, uninterrupted. Its durations size the kill windows.
-	clean := map[string]time.Duration{}
-	for _, job := range []string{"ingest", "stream", "checkpoint", "optimize", "vacuum"} {
-		clean[job] = timed(t, bin, "run", job, "--config", cleanCfg)
-	}
-	late := []string{}
-	for _, job := range []string{"merge-late", "replay"} {
-		if built, d := runIfBuilt(t, bin, cleanCfg, job); built {
-			late = append(late, job)
-			clean[job] = d
-		}
-	}
-	t.Logf("clean run: %v; late-data jobs built: %v", clean, late)
-
-	k := &killer{t: t, bin: bin, cfg: crashCfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clean: clean, perJob: map[string]int{}}
-	pick := func(pool []string) string { return pool[k.rng.IntN(len(pool))] }
-
-	// A phase runs its main job, with maintenance in between, until the kill quota is reached
-	// and the main job finished once. Ingest completes before the stream runs: a stream batch
-	// planned while bronze is half-ingested ends earlier than the clean run's, which moves the
-	// watermark differently (valid, but not comparable).
-	phase := func(quota int, main string, pool []string, extraPool func() []string) {
-		finished := false
-		for k.kills < quota || !finished {
-			job := main
-			if k.rng.IntN(10) < 4 {
-				p := pool
-				if extraPool != nil {
-					p = append(append([]string{}, pool...), extraPool()...)
-				}
-				job = pick(p)
-			}
-			if k.run(job) && job == main {
-				finished = true
-			}
-			if k.kills+k.completed+k.failed > 20*quota {
-				t.Fatalf("phase %s does not finish: %d kills, %d completed, %d failed; last failure: %s", main, k.kills, k.completed, k.failed, k.lastFailure)
-			}
-		}
-	}
-	maint := []string{"checkpoint", "vacuum", "optimize"}
-	phase(kills*35/100, "ingest", maint, nil)
-	phase(kills*80/100, "stream", maint, nil)
-	final := append([]string{"checkpoint", "vacuum", "optimize"}, late...)
-	for k.kills < kills {
-		k.run(pick(final))
-	}
-
-	// Everything to completion, then a vacuum that retains nothing: it must not delete a file
-	// the latest versions reference.
-	for _, job := range append([]string{"ingest", "stream"}, late...) {
-		lakecheck.MustRun(t, bin, nil, append([]string{"run", job, "--config", crashCfg}, jobArgs[job]...)...)
-	}
-	lakecheck.MustRun(t, bin, nil, "run", "checkpoint", "--config", crashCfg)
-	lakecheck.MustRun(t, bin, nil, "run", "optimize", "--config", crashCfg)
-	lakecheck.MustRun(t, bin, nil, "run", "vacuum", "--config", crashCfg, "--set", "jobs.vacuum.retain=0s")
-
+	k := crashRun(t, bin, cleanCfg, crashCfg, kills, seed)
 	checks := lakecheck.Verify(t, func(lake, tbl string) objstore.Bucket { return open(t, lake, tbl) }, cleanLake, crashLake, lines)
 	checks += deltaRS(t, crashLake)
 	t.Logf("SUMMARY crash: seed %d, %d kills %v, %d runs completed, %d runs failed (retryable, exit 1), %d invariant checks passed",
@@ -311,4 +325,29 @@ func deltaRS(t *testing.T, lake string) int {
 		checks++
 	}
 	return checks
+}
+
+// TestCrashKillLoopS3 is the kill loop on a MinIO lake, where a commit is a conditional PUT
+// over HTTP and a killed process leaves requests half sent.
+func TestCrashKillLoopS3(t *testing.T) {
+	bucket, cfg, openS3 := lakecheck.TestBucket(t)
+	kills, events, files := 100, 10000, 12
+	if os.Getenv("MEDALLION_LONG") == "1" {
+		kills, events, files = 400, 100000, 60
+	}
+	seed := crashSeed(t)
+	bin := lakecheck.Binary(t)
+	dir := t.TempDir()
+	extra := fmt.Sprintf("s3: {endpoint: %q, region: us-east-1, path_style: true}\njobs: {vacuum: {retain: 1h, allow_short_retention: true}}\n", cfg.Endpoint)
+	cleanCfg := lakecheck.WriteConfig(t, mkdir(t, dir, "cfg-clean"), "s3://"+bucket+"/clean", extra)
+	crashCfg := lakecheck.WriteConfig(t, mkdir(t, dir, "cfg-crash"), "s3://"+bucket+"/crash", extra)
+	lines := genWorkload(t, bin, cleanCfg, events, files)
+	genWorkload(t, bin, crashCfg, events, files)
+	k := crashRun(t, bin, cleanCfg, crashCfg, kills, seed)
+	checks := lakecheck.Verify(t, openS3, "clean", "crash", lines)
+	t.Logf("SUMMARY crash on MinIO: seed %d, %d kills %v, %d runs completed, %d runs failed (retryable, exit 1), %d invariant checks passed",
+		seed, k.kills, k.perJob, k.completed, k.failed, checks)
+	if k.failed > 0 {
+		t.Logf("last failed run (each was retried to convergence): %s", k.lastFailure)
+	}
 }

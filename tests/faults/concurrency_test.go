@@ -23,7 +23,7 @@ import (
 // compared with a clean lake fed the same objects: no lost or doubled rows, no window twice in
 // gold, every table readable at every version.
 func TestTwoSchedulersOneLake(t *testing.T) {
-	bucket, cfg, open := testBucket(t)
+	bucket, cfg, open := lakecheck.TestBucket(t)
 	bin := lakecheck.Binary(t)
 	dir := t.TempDir()
 	duration, gens := 30*time.Second, 8

@@ -2,8 +2,6 @@ package faults
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,59 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/objstore/s3"
-	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 	"github.com/medallion-lake/medallion/tests/crash/lakecheck"
 )
-
-// testBucket creates an empty bucket on the test MinIO and returns its name, the endpoint and
-// an opener for tables under it; t.Cleanup empties and removes it.
-func testBucket(t *testing.T) (string, s3.Config, func(lake, table string) objstore.Bucket) {
-	t.Helper()
-	cfg, ok := s3test.Config(t)
-	if !ok {
-		t.Skipf("no S3 test server: set %s (run `make test`)", s3test.EndpointEnv)
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "medallion-h10-" + hex.EncodeToString(rnd[:])
-	ctx := context.Background()
-	client, err := s3.NewClient(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &name}); err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		pages := awss3.NewListObjectsV2Paginator(client, &awss3.ListObjectsV2Input{Bucket: &name})
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return
-			}
-			for _, o := range page.Contents {
-				_, _ = client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &name, Key: o.Key})
-			}
-		}
-		_, _ = client.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)})
-	})
-	open := func(lake, table string) objstore.Bucket {
-		c := cfg
-		c.Bucket = name
-		c.Prefix = lake + "/" + table + "/"
-		b, err := s3.New(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	return name, cfg, open
-}
 
 func s3Extra(endpoint, more string) string {
 	return fmt.Sprintf("s3: {endpoint: %q, region: us-east-1, path_style: true}\n", endpoint) + more
@@ -75,7 +22,7 @@ func long() bool { return os.Getenv("MEDALLION_LONG") == "1" }
 // TestFaultProxyConverges runs ingest, stream and merge-late on a MinIO lake through the fault
 // proxy, then without faults, and compares with a fault-free lake of the same workload.
 func TestFaultProxyConverges(t *testing.T) {
-	bucket, cfg, open := testBucket(t)
+	bucket, cfg, open := lakecheck.TestBucket(t)
 	bin := lakecheck.Binary(t)
 	dir := t.TempDir()
 	isCommit := func(r *http.Request) bool {
