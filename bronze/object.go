@@ -498,9 +498,9 @@ func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offse
 		} else {
 			d.json = append(d.json, ',')
 		}
-		d.json = appendJSONString(d.json, name)
+		d.json = table.AppendJSONString(d.json, name)
 		d.json = append(d.json, ':')
-		d.json = appendJSONString(d.json, value)
+		d.json = table.AppendJSONString(d.json, value)
 	}
 	for i, v := range rec {
 		if i >= len(header) {
@@ -597,27 +597,4 @@ func appendText(c *table.Column, f Field, v string) bool {
 		return false
 	}
 	return true
-}
-
-// appendJSONString appends s as a JSON string literal (invalid UTF-8 becomes U+FFFD).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		switch {
-		case r == '"' || r == '\\':
-			dst = append(dst, '\\', byte(r))
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&15])
-		default:
-			dst = utf8.AppendRune(dst, r)
-		}
-	}
-	return append(dst, '"')
 }

@@ -142,6 +142,9 @@ func appendJSONFloat(dst []byte, f float64, bits int) []byte {
 
 func appendJSONString(dst []byte, s string) []byte { return appendJSONBytes(dst, []byte(s)) }
 
+// AppendJSONString appends s as a JSON string literal; invalid UTF-8 becomes U+FFFD.
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
 // appendJSONBytes quotes text as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendJSONBytes(dst []byte, s []byte) []byte {
 	const hex = "0123456789abcdef"
