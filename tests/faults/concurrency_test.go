@@ -70,10 +70,17 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 	}
 	finished := map[string]int{}
 	errors, vacuumed := 0, 0
-	for _, l := range logs {
+	type span struct {
+		server     int
+		start, end time.Time
+	}
+	runs := map[string][]span{}
+	for server, l := range logs {
 		for _, line := range strings.Split(l, "\n") {
 			var rec struct {
+				Time            time.Time
 				Msg, Job, Level string
+				Duration        time.Duration
 				Summary         json.RawMessage
 			}
 			if json.Unmarshal([]byte(line), &rec) != nil {
@@ -81,6 +88,7 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 			}
 			if rec.Msg == "run finished" {
 				finished[rec.Job]++
+				runs[rec.Job] = append(runs[rec.Job], span{server, rec.Time.Add(-rec.Duration), rec.Time})
 				var tables []struct {
 					FilesDeleted int `json:"files_deleted"`
 				}
@@ -99,6 +107,16 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 		}
 	}
 
+	// Leases: the runs of one job, across the schedulers, never overlap in time.
+	for job, spans := range runs {
+		for i, a := range spans {
+			for _, b := range spans[i+1:] {
+				if a.server != b.server && a.start.Before(b.end) && b.start.Before(a.end) {
+					t.Errorf("%s ran on two schedulers at once: %v-%v and %v-%v", job, a.start, a.end, b.start, b.end)
+				}
+			}
+		}
+	}
 	for _, job := range []string{"ingest", "stream", "merge-late"} {
 		lakecheck.MustRun(t, bin, nil, "run", job, "--config", raceCfg)
 	}
