@@ -220,3 +220,22 @@ func (b *safeBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestSecretsInConfigAreRefused: credentials belong in the environment or the standard chain;
+// a config that carries one is refused (exit 2, naming the key) without echoing the value.
+func TestSecretsInConfigAreRefused(t *testing.T) {
+	bin := lakecheck.Binary(t)
+	for _, key := range []string{"secret_access_key", "access_key_id", "session_token"} {
+		dir := t.TempDir()
+		cfg := lakecheck.WriteConfig(t, dir, filepath.Join(dir, "lake"),
+			"s3: {endpoint: \"http://127.0.0.1:1\", "+key+": \""+fakeSecret+"\"}\n")
+		r, err := lakecheck.Run(context.Background(), bin, nil, "run", "ingest", "--config", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Code != 2 || !strings.Contains(r.Stderr, key) {
+			t.Errorf("s3.%s in the config: exit %d, want 2 and an error naming the key:\n%s", key, r.Code, r.Stderr)
+		}
+		assertNoSecret(t, "config error for s3."+key, r.Stdout+r.Stderr)
+	}
+}
