@@ -19,7 +19,7 @@ func s3Extra(endpoint, more string) string {
 
 func long() bool { return os.Getenv("MEDALLION_LONG") == "1" }
 
-// TestFaultProxyConverges runs ingest, stream and merge-late on a MinIO lake through the fault
+// TestFaultProxyConverges runs ingest, stream, merge-late, replay, optimize and checkpoint on a MinIO lake through the fault
 // proxy, then without faults, and compares with a fault-free lake of the same workload.
 func TestFaultProxyConverges(t *testing.T) {
 	bucket, cfg, open := lakecheck.TestBucket(t)
@@ -56,15 +56,22 @@ func TestFaultProxyConverges(t *testing.T) {
 	lakecheck.MustRun(t, bin, nil, append([]string{"gen", "--config", cleanCfg}, gen...)...)
 	lakecheck.MustRun(t, bin, nil, append([]string{"gen", "--config", faultCfg, "--set", "s3.endpoint=" + cfg.Endpoint}, gen...)...)
 
-	jobs := []string{"ingest", "stream", "merge-late"}
+	jobs := []string{"ingest", "stream", "merge-late", "replay"}
+	args := func(job, cfg string) []string {
+		a := []string{"run", job, "--config", cfg}
+		if job == "replay" {
+			a = append(a, "--from", "2026-01-10T00:00:00Z", "--to", "2026-01-11T00:00:00Z")
+		}
+		return a
+	}
 	for _, job := range jobs {
-		lakecheck.MustRun(t, bin, nil, "run", job, "--config", cleanCfg)
+		lakecheck.MustRun(t, bin, nil, args(job, cleanCfg)...)
 	}
 	ok, failed, lastFailure := 0, 0, ""
 	for round := 0; round < rounds; round++ {
 		for _, job := range append(jobs, "optimize", "checkpoint") {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			r, err := lakecheck.Run(ctx, bin, nil, "run", job, "--config", faultCfg)
+			r, err := lakecheck.Run(ctx, bin, nil, args(job, faultCfg)...)
 			cancel()
 			if err != nil {
 				t.Fatalf("round %d %s: %v", round, job, err)
@@ -89,7 +96,7 @@ func TestFaultProxyConverges(t *testing.T) {
 	faulty := proxy.Summary()
 	proxy.SetEnabled(false)
 	for _, job := range jobs {
-		lakecheck.MustRun(t, bin, nil, "run", job, "--config", faultCfg)
+		lakecheck.MustRun(t, bin, nil, args(job, faultCfg)...)
 	}
 	checks := lakecheck.Verify(t, open, "clean", "fault", events)
 	t.Logf("SUMMARY faults: seed %d, %s; %d runs finished, %d failed cleanly (exit 1); %d invariant checks passed", seed, faulty, ok, failed, checks)
