@@ -36,7 +36,8 @@ type rnode struct {
 	leaf     int  // leaf column index
 	phys     parquet.Kind
 	unit     int
-	first    int // first present leaf below (for peeking levels)
+	repeated bool // leaf: the file column has a repetition level
+	first    int  // first present leaf below (for peeking levels)
 	children []*rnode
 	leaves   []int
 }
@@ -218,6 +219,7 @@ func childByName(fc *parquet.Column, f *txlog.StructField) *parquet.Column {
 // planLeaf checks that the file's physical type can hold the Delta type.
 func (n *rnode) planLeaf(fc *parquet.Column) error {
 	n.leaf = fc.Index()
+	n.repeated = fc.MaxRepetitionLevel() > 0
 	ft := fc.Type()
 	n.phys = ft.Kind()
 	name := n.typ.TypeName()
@@ -473,6 +475,8 @@ type fileReader struct {
 	schema *txlog.StructType
 	plans  []*rnode
 	used   []int
+	// flat[c] is set when plan c is read by readFlat, whose leaf no other plan reads.
+	flat []bool
 }
 
 // newFileReader plans the read of schema from f. A corrupt file schema may make parquet-go
@@ -505,6 +509,23 @@ func newFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, er
 		r.plans = append(r.plans, p)
 		if !p.missing {
 			collectLeaves(p, seen)
+		}
+	}
+	// A leaf read straight into its column must not also be needed by another plan (two
+	// table fields that match one file column, say by case).
+	uses := map[int]int{}
+	for _, p := range r.plans {
+		for _, l := range p.leaves {
+			if !p.missing {
+				uses[l]++
+			}
+		}
+	}
+	r.flat = make([]bool, len(r.plans))
+	for c, p := range r.plans {
+		if p.flatReadable() && uses[p.leaf] == 1 {
+			r.flat[c] = true
+			delete(seen, p.leaf)
 		}
 	}
 	for l := range seen {
@@ -549,6 +570,9 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 		a.vals[l] = vals
 	}
 	rows := int(rg.NumRows())
+	if rows < 0 || (len(r.used) == 0 && int64(rows) > r.file.NumRows()) {
+		return nil, fmt.Errorf("%w: row group %d claims %d rows", ErrBadDataFile, g, rows)
+	}
 	for _, l := range r.used {
 		starts := 0
 		for _, v := range a.vals[l] {
@@ -560,15 +584,18 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 			return nil, fmt.Errorf("%w: row group %d claims %d rows, column %d has %d", ErrBadDataFile, g, rows, l, starts)
 		}
 	}
-	if rows < 0 || (len(r.used) == 0 && int64(rows) > r.file.NumRows()) {
-		return nil, fmt.Errorf("%w: row group %d claims %d rows", ErrBadDataFile, g, rows)
-	}
 	b, err := NewBatch(r.schema)
 	if err != nil {
 		return nil, err
 	}
 	for c, p := range r.plans {
 		col := b.Columns[c]
+		if r.flat[c] {
+			if err := p.readFlat(rg.ColumnChunks()[p.leaf], col, rows); err != nil {
+				return nil, fmt.Errorf("row group %d: %w", g, err)
+			}
+			continue
+		}
 		if !p.missing && len(p.children) == 0 {
 			// A top-level primitive: one value per row, no assembly needed.
 			data := 0
