@@ -51,6 +51,7 @@ func newRootCmd() *cobra.Command {
 		newLagCmd(),
 		newReportCmd(),
 		newTableCmd(),
+		newExportCmd(),
 	)
 	return root
 }
