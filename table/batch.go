@@ -272,6 +272,22 @@ func (c *Column) HasNulls() bool {
 	return false
 }
 
+// hasNullsIn reports whether any of the rows idx[lo:hi] (or [lo,hi) when idx is nil) is null.
+func (c *Column) hasNullsIn(idx []int, lo, hi int) bool {
+	if len(c.Nulls) == 0 {
+		return false
+	}
+	if idx == nil {
+		return slices.Contains(c.Nulls[lo:hi], true)
+	}
+	for _, i := range idx[lo:hi] {
+		if c.Nulls[i] {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Column) markValid() {
 	if len(c.Nulls) > 0 {
 		c.Nulls = append(c.Nulls, false)

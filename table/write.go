@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -184,7 +185,13 @@ func (sh *shredder) rows(cols []*Column, idx []int, lo, hi int) error {
 // flat is the hot loop for a top-level primitive column.
 func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 	out := sh.out[n.leaf]
-	nulls := len(col.Nulls) > 0
+	nulls := col.hasNullsIn(idx, lo, hi)
+	if !nulls && n.kind != KindDecimal {
+		if first, ok := contiguous(idx, lo, hi); ok {
+			sh.out[n.leaf] = appendColumnValues(out, n, col, first, first+hi-lo)
+			return nil
+		}
+	}
 	for k := lo; k < hi; k++ {
 		i := k
 		if idx != nil {
@@ -201,6 +208,67 @@ func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 	}
 	sh.out[n.leaf] = out
 	return nil
+}
+
+// contiguous reports whether the rows idx[lo:hi] (or [lo,hi) when idx is nil) are one run of
+// consecutive rows, and where it starts: the unpartitioned writer slices batches that way.
+func contiguous(idx []int, lo, hi int) (int, bool) {
+	if idx == nil || hi == lo {
+		return lo, true
+	}
+	first := idx[lo]
+	if idx[hi-1]-first != hi-lo-1 {
+		return 0, false
+	}
+	for k := lo; k < hi; k++ {
+		if idx[k] != first+k-lo {
+			return 0, false
+		}
+	}
+	return first, true
+}
+
+// appendColumnValues appends rows [lo,hi) of a column without nulls as leaf values: one
+// typed loop per kind, then the levels in a second pass, instead of a kind switch per value.
+func appendColumnValues(out []parquet.Value, n *wnode, col *Column, lo, hi int) []parquet.Value {
+	base := len(out)
+	out = slices.Grow(out, hi-lo)[:base+hi-lo]
+	dst := out[base:]
+	switch n.kind {
+	case KindInt64:
+		for k, v := range col.Int64[lo:hi] {
+			dst[k] = parquet.Int64Value(v)
+		}
+	case KindInt32:
+		for k, v := range col.Int32[lo:hi] {
+			dst[k] = parquet.Int32Value(v)
+		}
+	case KindFloat64:
+		for k, v := range col.Float64[lo:hi] {
+			dst[k] = parquet.DoubleValue(v)
+		}
+	case KindFloat32:
+		for k, v := range col.Float32[lo:hi] {
+			dst[k] = parquet.FloatValue(v)
+		}
+	case KindBool:
+		for k, v := range col.Bool[lo:hi] {
+			dst[k] = parquet.BooleanValue(v)
+		}
+	case KindBytes:
+		offs, data := col.Offsets[lo:hi+1], col.Data
+		for k := range dst {
+			dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]])
+		}
+	}
+	// A required leaf's levels are the constructors' zeros, and the column writer ignores a
+	// value's column index, so only optional leaves pay for Level (which does not inline).
+	if n.def > 0 {
+		for k := range dst {
+			dst[k] = dst[k].Level(0, n.def, n.leaf)
+		}
+	}
+	return out
 }
 
 func (sh *shredder) leafValue(n *wnode, col *Column, i int) parquet.Value {
