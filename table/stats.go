@@ -88,6 +88,11 @@ func (c *statsCollector) add(cols []*Column, idx []int, lo, hi int) {
 		for _, p := range l.path[1:] {
 			col = col.Children[p]
 		}
+		if l.minMax && !l.bad && !col.hasNullsIn(idx, lo, hi) {
+			if first, ok := contiguous(idx, lo, hi); ok && l.observeRange(col, first, first+hi-lo) {
+				continue
+			}
+		}
 		for k := lo; k < hi; k++ {
 			i := k
 			if idx != nil {
@@ -103,6 +108,71 @@ func (c *statsCollector) add(cols []*Column, idx []int, lo, hi int) {
 			l.observe(col, i)
 		}
 	}
+}
+
+// observeRange observes the non-null rows [lo,hi) of the common kinds in one typed loop;
+// it reports false, having done nothing, for the others.
+func (l *statLeaf) observeRange(col *Column, lo, hi int) bool {
+	if lo == hi {
+		return true
+	}
+	switch l.kind {
+	case KindInt64:
+		vs := col.Int64[lo:hi]
+		mn, mx := vs[0], vs[0]
+		for _, v := range vs[1:] {
+			mn, mx = min(mn, v), max(mx, v)
+		}
+		if !l.has || mn < l.minI {
+			l.minI = mn
+		}
+		if !l.has || mx > l.maxI {
+			l.maxI = mx
+		}
+	case KindFloat64:
+		vs := col.Float64[lo:hi]
+		mn, mx := vs[0], vs[0]
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				l.bad = true
+				return true
+			}
+			if v < mn {
+				mn = v
+			}
+			if v > mx {
+				mx = v
+			}
+		}
+		if !l.has || mn < l.minF {
+			l.minF = mn
+		}
+		if !l.has || mx > l.maxF {
+			l.maxF = mx
+		}
+	case KindBytes:
+		// Track the extremes as offsets into the column; copy once at the end.
+		offs, data := col.Offsets, col.Data
+		mn, mx := lo, lo
+		for i := lo + 1; i < hi; i++ {
+			v := data[offs[i]:offs[i+1]]
+			if bytes.Compare(v, data[offs[mn]:offs[mn+1]]) < 0 {
+				mn = i
+			} else if bytes.Compare(v, data[offs[mx]:offs[mx+1]]) > 0 {
+				mx = i
+			}
+		}
+		if v := col.BytesAt(mn); !l.has || bytes.Compare(v, l.minB) < 0 {
+			l.minB = append(l.minB[:0], v...)
+		}
+		if v := col.BytesAt(mx); !l.has || bytes.Compare(v, l.maxB) > 0 {
+			l.maxB = append(l.maxB[:0], v...)
+		}
+	default:
+		return false
+	}
+	l.has = true
+	return true
 }
 
 func (l *statLeaf) observe(col *Column, i int) {
