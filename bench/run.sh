@@ -5,7 +5,8 @@
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
 #                [--no-anchors] [-- extra benchrun flags]
 #
-#   --quick      1M events, 1k keys, file backend, short microbenchmarks: a few minutes
+#   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
+#                BenchmarkStreamMemory: a few minutes on a quiet machine
 #   --no-micro   skip the go test -bench microbenchmarks
 #   --no-anchors medallion only (no Spark, no delta-rs)
 #
@@ -18,14 +19,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms anchors=true
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sizes) sizes="$2"; shift 2 ;;
     --keys) keys="$2"; shift 2 ;;
     --backends) backends="$2"; shift 2 ;;
-    --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms; shift ;;
+    --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms benchskip=BenchmarkStreamMemory; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
     --) shift; extra=("$@"); break ;;
@@ -63,7 +64,7 @@ if [[ ",$backends," == *",minio,"* ]]; then
 fi
 
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
-  --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" \
+  --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
   --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')" \
   "${extra[@]}"

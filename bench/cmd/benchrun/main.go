@@ -40,7 +40,7 @@ type options struct {
 	span                  time.Duration
 	lateTarget            float64
 	micro                 bool
-	microTime             string
+	microTime, microSkip  string
 	anchors               bool
 }
 
@@ -62,6 +62,7 @@ func main() {
 	flag.Float64Var(&o.lateTarget, "late", 0.02, "target fraction of late events (outage bursts)")
 	flag.BoolVar(&o.micro, "micro", true, "run the go test -bench microbenchmarks")
 	flag.StringVar(&o.microTime, "benchtime", "300ms", "-benchtime of the microbenchmarks")
+	flag.StringVar(&o.microSkip, "bench-skip", "", "go test -skip: microbenchmarks not to run (e.g. the long BenchmarkStreamMemory)")
 	flag.Parse()
 	o.sizes, o.keys, o.backends = split(sizes), split(keys), split(backends)
 	o.anchors = o.python != ""

@@ -76,9 +76,16 @@ func micro(ctx context.Context, o options) ([]bench.MicroBench, string) {
 		}
 	}
 	var b strings.Builder
+	if o.microSkip != "" {
+		fmt.Fprintf(&b, "(not run: benchmarks matching %q)\n", o.microSkip)
+	}
 	for _, pkg := range pkgs {
 		logf("microbenchmarks %s", pkg)
-		cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", o.microTime, pkg)
+		args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", o.microTime}
+		if o.microSkip != "" {
+			args = append(args, "-skip", o.microSkip)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 		cmd.Dir = o.repo
 		out, err := cmd.CombinedOutput()
 		for _, line := range strings.Split(string(out), "\n") {
