@@ -132,8 +132,8 @@ type Ratio struct {
 	Throughput, CPU, RSS, Wall, Writes float64
 }
 
-// Ratios pairs our runs with the anchors of the same events and keys. Anchors run on the file
-// backend; MinIO cases are compared with them too (the anchors' storage is then local disk).
+// Ratios pairs our runs with the anchors of the same events, keys and backend. Spark runs on the
+// file backend only: MinIO cases are compared with its file run (its storage is then local disk).
 func Ratios(runs []Run) []Ratio {
 	find := func(engine, stage string, c Case, anyBackend bool) (Run, bool) {
 		for _, r := range runs {
@@ -151,7 +151,10 @@ func Ratios(runs []Run) []Ratio {
 			if !ok {
 				continue
 			}
-			theirs, ok := find(p.Engine, p.AnchorStage, Case{c.Events, c.Keys, "file"}, false)
+			theirs, ok := find(p.Engine, p.AnchorStage, c, false)
+			if !ok {
+				theirs, ok = find(p.Engine, p.AnchorStage, Case{c.Events, c.Keys, "file"}, false)
+			}
 			if !ok {
 				theirs, ok = find(p.Engine, p.AnchorStage, c, true)
 			}

@@ -1,6 +1,6 @@
 """The delta-rs anchor of the benchmark (deltalake for Python, pyarrow and polars).
 
-  ingest: each landing NDJSON file, in key order, read with pyarrow's JSON reader (declared
+  ingest: each landing NDJSON file (a directory, or s3://bucket/prefix on MinIO), in key order, read with pyarrow's JSON reader (declared
           schema) and appended to a Delta table with deltalake.write_deltalake: one commit per
           file, as medallion's ingest with landing.max_files_per_trigger 1.
   replay: the replay-style batch recomputation: read the silver Delta table (medallion's) with
@@ -14,6 +14,21 @@ import datetime as dt
 import json
 import os
 import sys
+
+import pyarrow.fs as pafs
+
+
+def filesystem(url):
+    """A pyarrow filesystem and the path in it: local, or MinIO for s3:// URLs."""
+    if not url.startswith("s3://"):
+        return pafs.LocalFileSystem(), url
+    endpoint = os.environ["MEDALLION_TEST_S3_ENDPOINT"]
+    scheme, _, host = endpoint.partition("://")
+    fs = pafs.S3FileSystem(endpoint_override=host, scheme=scheme,
+                           access_key=os.environ["AWS_ACCESS_KEY_ID"],
+                           secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+                           region=os.environ.get("AWS_REGION", "us-east-1"))
+    return fs, url[len("s3://"):]
 
 
 def ingest(a):
@@ -29,14 +44,16 @@ def ingest(a):
         ("event_time", pa.timestamp("us", tz="UTC")),
     ])
     opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    files = sorted(f for f in os.listdir(a.landing) if f.endswith(".json"))
+    fs, root = filesystem(a.landing)
+    files = sorted(i.path for i in fs.get_file_info(pafs.FileSelector(root)) if i.path.endswith(".json"))
     if not files:
         sys.exit(f"deltars.py: no .json files in {a.landing}")
     rows = 0
     for f in files:
-        t = pj.read_json(os.path.join(a.landing, f), parse_options=opts)
+        with fs.open_input_stream(f) as stream:
+            t = pj.read_json(stream, parse_options=opts)
         rows += t.num_rows
-        write_deltalake(a.out, t, mode="append")
+        write_deltalake(a.out, t, mode="append", storage_options=storage_options(a.out))
     print(json.dumps({"files": len(files), "rows": rows}))
 
 
@@ -68,7 +85,7 @@ def replay(a):
                     a.group, "count", "total_amount")
             .collect()
         )
-        gold.write_delta(os.path.join(a.out, name), mode="overwrite")
+        gold.write_delta(a.out.rstrip("/") + "/" + name, mode="overwrite", storage_options=storage_options(a.out))
         out[name] = {"rows": gold.height, "events": int(gold["count"].sum())}
     print(json.dumps({"silver_rows": silver.height, "gold": out}))
 

@@ -281,31 +281,34 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	if !o.anchors {
 		return runs, notes, nil
 	}
-	if landing == "" {
-		notes = append(notes, fmt.Sprintf("%s: anchors run on the file backend only (Spark has no S3 connector in the pinned environment); this case is compared with the file anchors", c))
-		return runs, notes, nil
-	}
 	anchor := bench.Run{Backend: c.Backend, Events: c.Events, Keys: c.Keys, InputBytes: gs.Bytes}
 	py := func(script string) string { return filepath.Join(o.repo, "bench", script) }
-
-	sparkOut := filepath.Join(dir, "spark")
-	logf("%s: spark streaming", c)
-	anchor.Engine = bench.EngineSpark
-	r, out := measure(ctx, anchor, bench.StageStream, nil, []string{sparkOut}, o.python, py("spark_stream.py"),
-		"--landing", landing, "--out", sparkOut)
-	r.Detail = string(bytes.TrimSpace(lastLine(out)))
-	runs = append(runs, r)
+	// delta-rs writes where we do: under the case's directory, or on MinIO under the lake's
+	// prefix (where the lake's listing counts its objects).
+	drOut, drLake, drDirs := filepath.Join(dir, "deltars"), objstore.Bucket(nil), []string{filepath.Join(dir, "deltars")}
+	if landing == "" {
+		notes = append(notes, fmt.Sprintf("%s: Spark runs on the file backend only (no S3 connector in the pinned environment); this case's Spark ratios use the file run", c))
+		landing = lakeURL + "/landing/events"
+		drOut, drLake, drDirs = lakeURL+"/_anchors/deltars", lake, nil
+	} else {
+		sparkOut := filepath.Join(dir, "spark")
+		logf("%s: spark streaming", c)
+		anchor.Engine = bench.EngineSpark
+		r, out := measure(ctx, anchor, bench.StageStream, nil, []string{sparkOut}, o.python, py("spark_stream.py"),
+			"--landing", landing, "--out", sparkOut)
+		r.Detail = string(bytes.TrimSpace(lastLine(out)))
+		runs = append(runs, r)
+	}
 
 	anchor.Engine = bench.EngineDeltaRS
-	drOut := filepath.Join(dir, "deltars")
 	logf("%s: delta-rs ingest", c)
-	r, out = measure(ctx, anchor, bench.StageIngest, nil, []string{drOut}, o.python, py("deltars.py"), "ingest",
-		"--landing", landing, "--out", filepath.Join(drOut, "bronze"))
+	r, out := measure(ctx, anchor, bench.StageIngest, drLake, drDirs, o.python, py("deltars.py"), "ingest",
+		"--landing", landing, "--out", drOut+"/bronze")
 	r.Detail = string(bytes.TrimSpace(lastLine(out)))
 	runs = append(runs, r)
 	logf("%s: delta-rs/polars replay", c)
-	r, polars := measure(ctx, anchor, bench.StageReplay, nil, []string{drOut}, o.python, py("deltars.py"), "replay",
-		"--silver", filepath.Join(lakeURL, cfg.Tables.Silver), "--out", filepath.Join(drOut, "gold"))
+	r, polars := measure(ctx, anchor, bench.StageReplay, drLake, drDirs, o.python, py("deltars.py"), "replay",
+		"--silver", lakeURL+"/"+cfg.Tables.Silver, "--out", drOut+"/gold")
 	r.Detail = string(bytes.TrimSpace(lastLine(polars)))
 	runs = append(runs, r)
 	if r.OK() && replayOut != nil {
