@@ -246,7 +246,7 @@ func runIfBuilt(t *testing.T, bin, cfg, job string) (bool, time.Duration) {
 }
 
 func TestCrashKillLoop(t *testing.T) {
-	kills, events, files := 200, 20000, 24
+	kills, events, files := 200, 12000, 16
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		kills, events, files = 1000, 200000, 120
 	}
@@ -331,7 +331,7 @@ func deltaRS(t *testing.T, lake string) int {
 // over HTTP and a killed process leaves requests half sent.
 func TestCrashKillLoopS3(t *testing.T) {
 	bucket, cfg, openS3 := lakecheck.TestBucket(t)
-	kills, events, files := 100, 10000, 12
+	kills, events, files := 60, 8000, 8
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		kills, events, files = 400, 100000, 60
 	}

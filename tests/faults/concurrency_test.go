@@ -26,7 +26,7 @@ func TestTwoSchedulersOneLake(t *testing.T) {
 	bucket, cfg, open := lakecheck.TestBucket(t)
 	bin := lakecheck.Binary(t)
 	dir := t.TempDir()
-	duration, gens := 30*time.Second, 8
+	duration, gens := 25*time.Second, 6
 	if long() {
 		duration, gens = 5*time.Minute, 60
 	}

@@ -45,7 +45,7 @@ func TestFaultProxyConverges(t *testing.T) {
 		{Kind: Reset, Prob: 0.02},
 		{Kind: Latency, Prob: 0.03},
 	})
-	events, files, rounds := 20000, 12, 3
+	events, files, rounds := 10000, 8, 3
 	if long() {
 		events, files, rounds = 100000, 40, 10
 	}
