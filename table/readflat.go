@@ -30,13 +30,20 @@ func (n *rnode) flatReadable() bool {
 	return false
 }
 
+// Bounds of the reservations made from a row group's claimed size, which a corrupt footer
+// could inflate; appends grow past them as usual when a real chunk is larger.
+const (
+	maxPresizeRows  = 1 << 22
+	maxPresizeBytes = 1 << 28
+)
+
 // readFlat decodes the column chunk of a top-level primitive leaf straight into col: the
 // values of each page are copied in bulk from its typed buffer (or looked up in the page's
 // dictionary), so no per-row parquet.Value is built.
 func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 	pages := cc.Pages()
 	defer pages.Close()
-	col.Grow(rows, 0)
+	col.Grow(min(rows, maxPresizeRows), 0)
 	for {
 		pg, err := pages.ReadPage()
 		if err == io.EOF {
@@ -45,7 +52,7 @@ func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 		if err != nil {
 			return n.fail("read page: %v", err)
 		}
-		if err := n.appendPage(col, pg); err != nil {
+		if err := n.appendPage(col, pg, rows); err != nil {
 			return err
 		}
 		if col.Len > rows {
@@ -58,7 +65,7 @@ func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 	return nil
 }
 
-func (n *rnode) appendPage(col *Column, pg parquet.Page) error {
+func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
 	nv := int(pg.NumValues())
 	defs := pg.DefinitionLevels()
 	if len(defs) != 0 && len(defs) != nv {
@@ -102,6 +109,12 @@ func (n *rnode) appendPage(col *Column, pg parquet.Page) error {
 			for _, k := range idx {
 				size += int(v.offs[k+1] - v.offs[k])
 			}
+		}
+		if col.Len == 0 && nv > 0 {
+			// The first page predicts the chunk: reserve for every row at its mean length so
+			// that the column's data does not grow by doubling (and copying) page after page.
+			// Capped: the row count comes from a footer that may be corrupt.
+			size = max(size, int(min(int64(size)*int64(rows)/int64(nv), maxPresizeBytes)))
 		}
 		col.Data = slices.Grow(col.Data, size)
 	}
