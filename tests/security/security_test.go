@@ -98,12 +98,12 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 		assertNoSecret(t, "run ingest with a wrong secret", r.Stdout+r.Stderr)
 	}
 
-	// serve: logs, /metrics and /healthz.
+	// serve: logs, /metrics, /healthz and the status page with its API.
 	addr := freeAddr(t)
 	out := runServe(t, bin, cfg, secretEnv, "--set", "serve.listen="+addr, "--set", `jobs.ingest.schedule="@every 1s"`)
 	waitHealthy(t, addr, out)
 	time.Sleep(1500 * time.Millisecond) // one scheduled ingest
-	for _, path := range []string{"/metrics", "/healthz"} {
+	for _, path := range []string{"/metrics", "/healthz", "/api/status", "/"} {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
 			t.Fatal(err)
