@@ -170,7 +170,8 @@ func crashRun(t *testing.T, bin, cleanCfg, crashCfg string, kills int, seed uint
 	maint := []string{"checkpoint", "vacuum", "optimize"}
 	phase(kills*35/100, "ingest", maint, nil)
 	phase(kills*80/100, "stream", maint, nil)
-	final := append([]string{"checkpoint", "vacuum", "optimize"}, late...)
+	// The late-data jobs are short: they get twice the share of the last phase.
+	final := append(append([]string{"checkpoint", "vacuum", "optimize"}, late...), late...)
 	for k.kills < kills {
 		k.run(pick(final))
 	}
