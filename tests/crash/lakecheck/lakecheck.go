@@ -55,6 +55,16 @@ func Binary(t testing.TB) string {
 	return build.path
 }
 
+// Main runs a test package's tests and then removes the binary Binary built: call it from
+// TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if build.path != "" {
+		_ = os.RemoveAll(filepath.Dir(build.path))
+	}
+	return code
+}
+
 // build is the one binary of a test process; a package-level value because go test runs every
 // test of a package in one process and building per test would cost seconds each.
 var build struct {
