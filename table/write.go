@@ -229,43 +229,70 @@ func contiguous(idx []int, lo, hi int) (int, bool) {
 }
 
 // appendColumnValues appends rows [lo,hi) of a column without nulls as leaf values: one
-// typed loop per kind, then the levels in a second pass, instead of a kind switch per value.
+// typed loop per kind instead of a kind switch per value.
 func appendColumnValues(out []parquet.Value, n *wnode, col *Column, lo, hi int) []parquet.Value {
 	base := len(out)
 	out = slices.Grow(out, hi-lo)[:base+hi-lo]
 	dst := out[base:]
+	// A required leaf's levels are the constructors' zeros, and the column writer ignores a
+	// value's column index, so only optional leaves pay for Level (which does not inline),
+	// in the same pass as the value so that each slot is written once.
+	def, leaf := n.def, n.leaf
 	switch n.kind {
 	case KindInt64:
-		for k, v := range col.Int64[lo:hi] {
-			dst[k] = parquet.Int64Value(v)
+		if def == 0 {
+			for k, v := range col.Int64[lo:hi] {
+				dst[k] = parquet.Int64Value(v)
+			}
+		} else {
+			for k, v := range col.Int64[lo:hi] {
+				dst[k] = parquet.Int64Value(v).Level(0, def, leaf)
+			}
 		}
 	case KindInt32:
-		for k, v := range col.Int32[lo:hi] {
-			dst[k] = parquet.Int32Value(v)
+		if def == 0 {
+			for k, v := range col.Int32[lo:hi] {
+				dst[k] = parquet.Int32Value(v)
+			}
+		} else {
+			for k, v := range col.Int32[lo:hi] {
+				dst[k] = parquet.Int32Value(v).Level(0, def, leaf)
+			}
 		}
 	case KindFloat64:
-		for k, v := range col.Float64[lo:hi] {
-			dst[k] = parquet.DoubleValue(v)
+		if def == 0 {
+			for k, v := range col.Float64[lo:hi] {
+				dst[k] = parquet.DoubleValue(v)
+			}
+		} else {
+			for k, v := range col.Float64[lo:hi] {
+				dst[k] = parquet.DoubleValue(v).Level(0, def, leaf)
+			}
 		}
 	case KindFloat32:
-		for k, v := range col.Float32[lo:hi] {
-			dst[k] = parquet.FloatValue(v)
+		if def == 0 {
+			for k, v := range col.Float32[lo:hi] {
+				dst[k] = parquet.FloatValue(v)
+			}
+		} else {
+			for k, v := range col.Float32[lo:hi] {
+				dst[k] = parquet.FloatValue(v).Level(0, def, leaf)
+			}
 		}
 	case KindBool:
 		for k, v := range col.Bool[lo:hi] {
-			dst[k] = parquet.BooleanValue(v)
+			dst[k] = parquet.BooleanValue(v).Level(0, def, leaf)
 		}
 	case KindBytes:
 		offs, data := col.Offsets[lo:hi+1], col.Data
-		for k := range dst {
-			dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]])
-		}
-	}
-	// A required leaf's levels are the constructors' zeros, and the column writer ignores a
-	// value's column index, so only optional leaves pay for Level (which does not inline).
-	if n.def > 0 {
-		for k := range dst {
-			dst[k] = dst[k].Level(0, n.def, n.leaf)
+		if def == 0 {
+			for k := range dst {
+				dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]])
+			}
+		} else {
+			for k := range dst {
+				dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]]).Level(0, def, leaf)
+			}
 		}
 	}
 	return out
