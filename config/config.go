@@ -563,7 +563,14 @@ func (s S3) UsePathStyle() bool {
 // (@hourly, @every 1m) allowed. Schedules are meant in UTC: the parsed schedule follows the
 // location of the time given to Next, so the scheduler runs cron with cron.WithLocation(time.UTC)
 // (a "CRON_TZ=..." prefix in the spec still picks another zone).
-func ParseSchedule(spec string) (cron.Schedule, error) {
+func ParseSchedule(spec string) (sched cron.Schedule, err error) {
+	// robfig/cron panics on some malformed specs (a time-zone prefix without a schedule, "TZ=");
+	// a config error must name the field, never crash.
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("invalid schedule %q: %v", spec, r)
+		}
+	}()
 	parser := cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month |
 		cron.Dow | cron.Descriptor)
 	return parser.Parse(spec)

@@ -38,5 +38,5 @@ func ExamplePipeline_Override() {
 	fmt.Println(p.Override("gold.events_5m.window.size", "5 minutes"))
 	// Output:
 	// once 5m
-	// config: override gold.events_5m.window.size=5 minutes: ../examples/pipeline.yaml: gold[0].window.size: invalid duration "5 minutes": expected a number with a unit, such as 500ms, 30s, 10m, 1h or 7d
+	// config: override gold.events_5m.window.size: ../examples/pipeline.yaml: gold[0].window.size: invalid duration "5 minutes": expected a number with a unit, such as 500ms, 30s, 10m, 1h or 7d
 }

@@ -91,7 +91,8 @@ func (p *Pipeline) Override(key, value string) error {
 	}
 	np, err := decode(root, p.sourceName())
 	if err != nil {
-		return fmt.Errorf("config: override %s=%s: %w", key, value, err)
+		// The value is not echoed: it may be a secret given on the wrong key.
+		return fmt.Errorf("config: override %s: %w", key, err)
 	}
 	env := p.env
 	*p = *np

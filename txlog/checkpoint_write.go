@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -347,6 +348,10 @@ func ParseInterval(s string) (time.Duration, error) {
 	u, ok := units[strings.TrimSuffix(fields[1], "s")]
 	if !ok {
 		return 0, fmt.Errorf("invalid interval %q: unknown unit %q", s, fields[1])
+	}
+	// A retention that overflows would wrap negative and put cleanup's cutoff in the future.
+	if n > math.MaxInt64/int64(u) {
+		return 0, fmt.Errorf("invalid interval %q: longer than %v", s, time.Duration(math.MaxInt64))
 	}
 	return time.Duration(n) * u, nil
 }
