@@ -6,9 +6,8 @@ What medallion can write today through its contract CLI (DESIGN.md section 8):
   * `medallion table checkpoint|optimize|vacuum URL` on a table an engine wrote: the commit or
     checkpoint is ours, the readers are theirs;
   * `medallion demo --lake DIR`: bronze, silver, quarantine and gold tables written end to end.
-TODO(lead): once medallion has a command that writes arbitrary rows into a table (every column
-type, partitioned, append/overwrite/MERGE/replaceWhere), add a scenario per operation here that
-writes interop_scenarios' rows with medallion and reuses test_engines' row/schema/history checks.
+Tables whose rows medallion writes itself (every type, partitions, append, overwrite, MERGE,
+replaceWhere, optimize, vacuum, checkpoint; on file and MinIO) are in test_we_write.py.
 """
 
 from __future__ import annotations
