@@ -255,7 +255,12 @@ def parse_args(argv=None):
     ap.add_argument("--gold", action="append", choices=list(GOLD), help="only this aggregation (repeatable)")
     ap.add_argument("--max-files-per-trigger", type=int, help=f"default {MAX_FILES_PER_TRIGGER}")
 `, "%BT%", "`"))
-	pf("    ap.add_argument(\"--trigger\", default=%s, help=\"once | available-now | processing-time=30 seconds\")\n", py(st.Trigger.String()))
+	trigger := string(st.Trigger.Kind)
+	if st.Trigger.Kind == config.TriggerProcessingTime {
+		// Spark parses "30 seconds", not Go's "30s".
+		trigger += "=" + sparkInterval(st.Trigger.Interval)
+	}
+	pf("    ap.add_argument(\"--trigger\", default=%s, help=\"once | available-now | processing-time=30 seconds\")\n", py(trigger))
 	b.WriteString(`    ap.add_argument("--progress-dir", help="write each query's progress reports here as <gold>.json")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
     return ap.parse_args(argv)

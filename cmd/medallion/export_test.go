@@ -122,6 +122,19 @@ func TestExportSparkLakes(t *testing.T) {
 	}
 }
 
+func TestExportSparkTrigger(t *testing.T) {
+	for set, want := range map[string]string{
+		"stream.trigger=once":                 `default="once"`,
+		"stream.trigger=processing-time=90s":  `default="processing-time=90 seconds"`,
+		"stream.trigger=processing-time=1.5s": `default="processing-time=1500 milliseconds"`,
+	} {
+		out, err := runGenCLI(t, "export", "spark", "--config", writeExportConfig(t, t.TempDir()), "--set", set)
+		if err != nil || !strings.Contains(out, `ap.add_argument("--trigger", `+want) {
+			t.Errorf("--set %s: err %v, want the trigger %s", set, err, want)
+		}
+	}
+}
+
 func TestExportSparkErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("lake: x\nschema: []\nnope: 1\n"), 0o644); err != nil {
