@@ -509,46 +509,41 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 }
 
 // decodeAll spreads the batch's objects over the workers; each decodes into its own batches
-// and writes its own data files, so both cores encode Parquet.
+// and writes its own data files, so both cores encode Parquet. The spread is fixed (object i to
+// worker i mod W) and the adds are listed in worker order: a batch always becomes the same data
+// files in the same order, which keeps everything downstream (the stream's micro-batches count
+// bronze files) the same on a re-run.
 func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan fileRecord)
 	type result struct {
 		bronze, rejects []*txlog.Add
 		rep             Report
 		err             error
 	}
-	results := make(chan result, x.opts.Workers)
+	workers := min(x.opts.Workers, max(1, len(b.Files)))
+	results := make([]result, workers)
 	var wg sync.WaitGroup
-	for w := 0; w < x.opts.Workers; w++ {
+	for w := 0; w < workers; w++ {
+		var share []fileRecord
+		for i := w; i < len(b.Files); i += workers {
+			share = append(share, b.Files[i])
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var r result
-			r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, work, b.IngestTime)
+			r := &results[w]
+			r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, share, b.IngestTime)
 			if r.err != nil {
 				cancel()
 			}
-			results <- r
 		}()
 	}
-	go func() {
-		defer close(work)
-		for _, f := range b.Files {
-			select {
-			case work <- f:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	wg.Wait()
-	close(results)
 	var bronzeAdds, rejectAdds []*txlog.Add
 	var rep Report
 	var errs []error
-	for r := range results {
+	for _, r := range results {
 		if r.err != nil {
 			errs = append(errs, r.err)
 			continue
@@ -566,7 +561,7 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 	return bronzeAdds, rejectAdds, rep, nil
 }
 
-func (x *Ingester) worker(ctx context.Context, work <-chan fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
 	dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
 	if err != nil {
@@ -596,12 +591,21 @@ func (x *Ingester) worker(ctx context.Context, work <-chan fileRecord, ingestTim
 		return nil
 	}
 	dec.Flush, dec.FlushRows = flush, x.opts.FlushRows
-	for f := range work {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, rep, err
+		}
 		rc, err := x.lake.Get(ctx, f.Key)
-		if errors.Is(err, objstore.ErrNotFound) {
-			// Claimed but gone: nothing can be read. Record it so it is not silent.
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
+			// Claimed but unreadable: deleted since the listing, or a key S3 stores but the
+			// lake's key rules refuse (".." or empty segments). Record it so it is not silent,
+			// and go on with the other objects.
+			reason, detail := ReasonObjectMissing, "the landing object was deleted after it was listed"
+			if errors.Is(err, objstore.ErrInvalidKey) {
+				reason, detail = ReasonInvalidKey, "the landing key cannot be read safely: "+err.Error()
+			}
 			var st ObjectStats
-			dec.appendReject(&st, f.Key, 0, ReasonObjectMissing, "the landing object was deleted after it was listed", nil, 0, ingestTime)
+			dec.appendReject(&st, f.Key, 0, reason, detail, nil, 0, ingestTime)
 			rep.add(st)
 			continue
 		}

@@ -37,6 +37,7 @@ const (
 	ReasonCorruptGzip      = "corrupt_gzip"
 	ReasonDecompressedSize = "decompressed_too_large"
 	ReasonObjectMissing    = "object_missing"
+	ReasonInvalidKey       = "invalid_key"
 )
 
 // Limits bound what one line or object may cost. The zero value means the defaults.
