@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -83,8 +84,13 @@ type Config struct {
 	MaxBackoff time.Duration
 	// PartSize for multipart uploads of unknown-size bodies (DefaultPartSize when 0; at least 5 MiB).
 	PartSize int64
-	// HTTPClient overrides the SDK's HTTP client (optional).
+	// HTTPClient overrides the SDK's HTTP client (optional); ResponseTimeout then does not apply.
 	HTTPClient *http.Client
+	// ResponseTimeout bounds the wait for a response's headers once a request is sent
+	// (DefaultResponseTimeout when 0). Without it a store that took a write and never answered
+	// would hang the caller forever; with it the attempt fails and is retried, and an unknown
+	// commit outcome is resolved by reading the key back.
+	ResponseTimeout time.Duration
 }
 
 // Bucket is an objstore.Bucket on one S3 bucket, optionally under a prefix.
@@ -130,6 +136,15 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 			})
 		}),
 	}
+	if cfg.HTTPClient == nil {
+		timeout := cfg.ResponseTimeout
+		if timeout <= 0 {
+			timeout = DefaultResponseTimeout
+		}
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.ResponseHeaderTimeout = timeout
+		})))
+	}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
@@ -156,6 +171,10 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 		}
 	}), nil
 }
+
+// DefaultResponseTimeout is the default Config.ResponseTimeout: far above a healthy store's
+// time to first byte, far below "forever".
+const DefaultResponseTimeout = 30 * time.Second
 
 // New returns the bucket described by cfg. It does not contact the store.
 func New(ctx context.Context, cfg Config) (*Bucket, error) {
