@@ -94,6 +94,29 @@ type Ingester struct {
 	rejects *table.Table
 	log     *slog.Logger
 	now     func() time.Time
+
+	// snaps caches each table's latest snapshot: a batch refreshes it with the commits since,
+	// instead of reloading the log and its checkpoint (which grows with the table).
+	snapMu sync.Mutex
+	snaps  map[*table.Table]*txlog.Snapshot
+}
+
+// snapshot returns t's latest snapshot, replaying only the commits since the cached one.
+func (x *Ingester) snapshot(ctx context.Context, t *table.Table) (*txlog.Snapshot, error) {
+	x.snapMu.Lock()
+	prev := x.snaps[t]
+	x.snapMu.Unlock()
+	snap, err := t.Log().Refresh(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	x.snapMu.Lock()
+	if x.snaps == nil {
+		x.snaps = map[*table.Table]*txlog.Snapshot{}
+	}
+	x.snaps[t] = snap
+	x.snapMu.Unlock()
+	return snap, nil
 }
 
 // NewIngester prepares an ingester over a lake bucket.
@@ -399,7 +422,7 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
 	}
 	if !bronzeDone || !rejectsDone {
-		if err := x.waitForPredecessor(ctx, b.BatchID, rep); err != nil {
+		if err := x.waitForPredecessor(ctx, st.appID, b.BatchID, rep); err != nil {
 			return err
 		}
 	}
@@ -431,18 +454,14 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 // waitForPredecessor returns once both tables hold batch-1 (or batch is 0). After OrderWait
 // it stops waiting for the other claimer and re-runs the missing batches itself; the txn
 // check makes a double run harmless.
-func (x *Ingester) waitForPredecessor(ctx context.Context, batch int64, rep *Report) error {
+func (x *Ingester) waitForPredecessor(ctx context.Context, appID string, batch int64, rep *Report) error {
 	if batch == 0 {
 		return nil
 	}
 	deadline := time.Now().Add(x.opts.OrderWait)
 	pause := 5 * time.Millisecond
 	for {
-		st, err := x.loadState(ctx)
-		if err != nil {
-			return err
-		}
-		bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, st.appID, batch-1)
+		bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, appID, batch-1)
 		if err != nil {
 			return err
 		}
@@ -450,6 +469,11 @@ func (x *Ingester) waitForPredecessor(ctx context.Context, batch int64, rep *Rep
 			return nil
 		}
 		if time.Now().After(deadline) {
+			// Re-read the claims: the batch before may have been claimed by another ingester.
+			st, err := x.loadState(ctx)
+			if err != nil {
+				return err
+			}
 			prev := st.batches[batch-1]
 			if prev == nil {
 				return fmt.Errorf("bronze: ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
@@ -472,7 +496,7 @@ func (x *Ingester) waitForPredecessor(ctx context.Context, batch int64, rep *Rep
 func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int64) (bool, bool, error) {
 	var done [2]bool
 	for i, t := range []*table.Table{x.bronze, x.rejects} {
-		snap, err := t.Log().Snapshot(ctx)
+		snap, err := x.snapshot(ctx, t)
 		if err != nil {
 			return false, false, fmt.Errorf("bronze: read table: %w", err)
 		}
@@ -486,7 +510,7 @@ func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int
 // commit adds the files with txn(appID, batch) in one commit, unless the table already has it.
 func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (int64, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err := t.Log().Snapshot(ctx)
+		snap, err := x.snapshot(ctx, t)
 		if err != nil {
 			return 0, err
 		}
