@@ -8,10 +8,10 @@ The workload comes from `medallion gen` (lag tail, outage bursts delivered an ho
 duplicates, wrong types, far-future events, a malformed line), ingested by `medallion run ingest`
 two landing files per bronze commit, in two rounds: both engines first start from bronze's
 snapshot (files in modification-time order), then restart from their checkpoints and read the
-commits of the second round. Batches are aligned by batch id and source end offset; the one
+commits of the second round. Batches are aligned by batch id and the rows read so far; the one
 exception is a complete-mode gold table: medallion's single stream runs the no-data batches its
 append/update/session tables need, Spark's complete-mode query alone does not, so there the batch
-ids drift apart and batches are matched by end offset (medallion's extra ones must be empty).
+ids drift apart and batches are matched by rows read (medallion's extra ones must be empty).
 
 Dedup: the exported job runs dropDuplicates(keys) BEFORE withWatermark, so Spark keeps every key
 forever and drops no row as late in dedup, which is medallion's exact dedup. The two agree here
@@ -118,29 +118,33 @@ def group_drops(report: dict) -> int:
     return ops[0]["numRowsDroppedByWatermark"]
 
 
-def batch_view(p: dict, dropped: int, by_id: bool) -> tuple[tuple, tuple]:
-    """One progress report as (alignment key, compared values). Batches are aligned by their
-    source end offset (a no-data batch repeats its predecessor's) and, unless by_id is false,
-    by batch id too; compared: input rows, the watermark the batch ran with, dropped groups."""
-    end = json.dumps(p["sources"][0]["endOffset"], sort_keys=True)
-    key = (p["batchId"] if by_id else None, end, p["numInputRows"] == 0)
-    return key, (p["numInputRows"], p["eventTime"].get("watermark"), dropped)
+def batch_views(reports: list[tuple[dict, int]], by_id: bool) -> dict[tuple, tuple]:
+    """Progress reports (each with its aggregation's dropped groups) as {alignment key: compared
+    values}. A batch is identified by the input rows read up to and including it (a no-data
+    batch repeats its predecessor's count) and, unless by_id is false, by its batch id too;
+    compared: input rows, the watermark the batch ran with, dropped groups. Source offsets are
+    not compared: rows and boundaries are what must agree (see the README on offsets)."""
+    out, seen = {}, 0
+    for p, dropped in sorted(reports, key=lambda r: r[0]["batchId"]):
+        seen += p["numInputRows"]
+        key = (p["batchId"] if by_id else None, seen, p["numInputRows"] == 0)
+        out[key] = (p["numInputRows"], p["eventTime"].get("watermark"), dropped)
+    return out
 
 
 def our_progress(lake: Path, gold_index: int, by_id: bool) -> dict[tuple, tuple]:
     """medallion's progress/N.json (stateOperators: dedupe if configured, then one per gold, in
     config order), viewed for gold #gold_index."""
-    out = {}
+    reports = []
     for f in (lake / "_checkpoints" / "events" / "progress").glob("*.json"):
         p = json.loads(f.read_text())
         aggs = [o for o in p["stateOperators"] if o["operatorName"] != "dedupe"]
-        k, v = batch_view(p, aggs[gold_index]["numRowsDroppedByWatermark"], by_id)
-        out[k] = v
-    return out
+        reports.append((p, aggs[gold_index]["numRowsDroppedByWatermark"]))
+    return batch_views(reports, by_id)
 
 
 def spark_progress(reports: list[dict], by_id: bool) -> dict[tuple, tuple]:
-    return dict(batch_view(p, group_drops(p), by_id) for p in reports)
+    return batch_views([(p, group_drops(p)) for p in reports], by_id)
 
 
 def row_key(row: dict, float_cols: set[str]) -> str:
@@ -213,7 +217,7 @@ def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spa
         # One medallion stream serves every gold table, so it runs a no-data batch when any of
         # them needs one (append/update/session after the watermark moved), where Spark's
         # query for a complete-mode table alone does not: those batch ids drift apart, and the
-        # batches are matched by source offset only; medallion's extra batches must be empty.
+        # batches are matched by the rows read so far; medallion's extra batches must be empty.
         complete = job.GOLD[name]["output_mode"] == "complete"
         ours = our_progress(lake, gi, by_id=not complete)
         theirs = spark_progress(progress[name], by_id=not complete)
