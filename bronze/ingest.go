@@ -507,6 +507,23 @@ func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int
 	return done[0], done[1], nil
 }
 
+// orderModTimes makes the modification times of a commit's files strictly increasing in the
+// order they are listed, and later than every file the table holds. A Delta stream that starts
+// from a snapshot orders files by modification time, then by (random) name: with this, that order
+// is bronze's commit order, the same for every copy of the pipeline's input and for Spark. The
+// times move by at most a few milliseconds, far below any retention.
+func orderModTimes(snap *txlog.Snapshot, adds []*txlog.Add) {
+	floor := int64(0)
+	for _, f := range snap.Files() {
+		floor = max(floor, f.ModificationTime)
+	}
+	for _, a := range adds {
+		floor++
+		a.ModificationTime = max(a.ModificationTime, floor)
+		floor = a.ModificationTime
+	}
+}
+
 // commit adds the files with txn(appID, batch) in one commit, unless the table already has it.
 func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (int64, error) {
 	for attempt := 0; ; attempt++ {
@@ -517,6 +534,7 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
 			return snap.Version(), nil
 		}
+		orderModTimes(snap, adds)
 		tx := t.Log().Begin(snap)
 		tx.Add(adds...)
 		tx.SetTxn(appID, batch)

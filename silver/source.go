@@ -84,8 +84,7 @@ func (s *Source) Latest(ctx context.Context) (int64, string, error) {
 }
 
 // NextBatch returns the files after start (nil: a fresh stream, which starts from the snapshot
-// at `until`, or from the first commit when that delivers the same files: see
-// canStartFromFirstCommit) up to and including version `until`, at most maxFiles of them (<= 0: no limit),
+// at `until`) up to and including version `until`, at most maxFiles of them (<= 0: no limit),
 // and the end offset of that batch. When nothing is new, the end offset equals start.
 func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, maxFiles int) ([]IndexedFile, Offset, error) {
 	var files []IndexedFile
@@ -106,11 +105,6 @@ func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, maxF
 			return nil, Offset{}, fmt.Errorf("silver: source snapshot %d: %w", until, err)
 		}
 		pos = Offset{SourceVersion: 1, ReservoirID: snap.Metadata().ID, ReservoirVersion: until, Index: -1, IsStartingVersion: true}
-		if fromFirst, err := s.canStartFromFirstCommit(ctx, snap); err != nil {
-			return nil, Offset{}, err
-		} else if fromFirst {
-			pos = Offset{SourceVersion: 1, ReservoirID: snap.Metadata().ID, ReservoirVersion: 0, Index: -1}
-		}
 	} else {
 		pos = *start
 	}
@@ -160,45 +154,10 @@ func (s *Source) checkTableID(ctx context.Context, pos Offset, until int64) erro
 	return nil
 }
 
-// canStartFromFirstCommit reports whether a fresh stream can read the table's commits from
-// version 0 instead of its starting snapshot: when no file was ever removed and the first commit
-// is still in the log, both deliver exactly the same files, and commit order (unlike the
-// snapshot's modification time and random file names) is the same for every copy of the
-// pipeline's input, so the micro-batches, and everything that depends on them, are too.
-func (s *Source) canStartFromFirstCommit(ctx context.Context, snap *txlog.Snapshot) (bool, error) {
-	live := make(map[string]bool, len(snap.Files()))
-	for _, f := range snap.Files() {
-		live[f.Path] = true
-	}
-	seen := 0
-	for v := int64(0); v <= snap.Version(); v++ {
-		data, err := objstore.ReadAll(ctx, s.log.Bucket(), txlog.CommitKey(v))
-		if errors.Is(err, objstore.ErrNotFound) {
-			return false, nil // cleaned up: only the snapshot has every file
-		}
-		if err != nil {
-			return false, fmt.Errorf("silver: read source commit %d: %w", v, err)
-		}
-		actions, err := txlog.ParseActions(data)
-		if err != nil {
-			return false, fmt.Errorf("silver: source commit %d: %w", v, err)
-		}
-		for _, a := range actions {
-			switch {
-			case a.Remove != nil:
-				return false, nil
-			case a.Add != nil && (!a.Add.DataChange || !live[a.Add.Path]):
-				return false, nil
-			case a.Add != nil:
-				seen++
-			}
-		}
-	}
-	return seen == len(live), nil
-}
-
 // snapshotFiles lists the files of a version's snapshot in Delta's stable order:
-// modification time, then path.
+// modification time, then path. (Bronze's ingest gives its files strictly increasing
+// modification times in commit order, so for bronze this order is the commit order, the same in
+// every copy of the pipeline and for Spark reading the same table.)
 func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]*txlog.Add, error) {
 	snap, err := s.log.SnapshotAt(ctx, v)
 	if err != nil {

@@ -183,34 +183,3 @@ func TestSourceRemovesStopTheStream(t *testing.T) {
 		t.Fatalf("compaction: %d files, %v", len(files), err)
 	}
 }
-
-// A fresh stream over a table that never removed a file reads its commits in order (the same
-// files as the snapshot, in an order every copy of the input shares); after a removal it starts
-// from the snapshot, as Delta does.
-func TestSourceFreshStartOrder(t *testing.T) {
-	ctx := context.Background()
-	b, log := sourceTable(t, []int{2, 3})
-	files, end, err := NewSource(b, SourceOptions{}).NextBatch(ctx, nil, 2, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range files {
-		got = append(got, fmt.Sprintf("%d/%d:%s", f.Version, f.Index, f.Add.Path))
-	}
-	want := "[1/0:v001-f0000.parquet 1/1:v001-f0001.parquet 2/0:v002-f0000.parquet 2/1:v002-f0001.parquet 2/2:v002-f0002.parquet]"
-	if fmt.Sprint(got) != want || end.ReservoirVersion != 3 || end.IsStartingVersion {
-		t.Fatalf("got %v ending at %v, want %s ending at version 3", got, end, want)
-	}
-	snap, _ := log.Snapshot(ctx)
-	tx := log.Begin(snap)
-	tx.Remove(&txlog.Remove{Path: "v001-f0000.parquet", DataChange: false})
-	tx.Add(&txlog.Add{Path: "compacted.parquet", PartitionValues: map[string]*string{}, Size: 1, DataChange: false})
-	if _, err := tx.Commit(ctx, txlog.Operation{Name: "OPTIMIZE"}); err != nil {
-		t.Fatal(err)
-	}
-	files, end, err = NewSource(b, SourceOptions{}).NextBatch(ctx, nil, 3, 0)
-	if err != nil || len(files) != 5 || files[0].Version != 3 || !end.Less(Offset{ReservoirVersion: 5}) {
-		t.Fatalf("after a compaction: %d files from version %d (%v), want the snapshot's 5 files", len(files), files[0].Version, err)
-	}
-}
