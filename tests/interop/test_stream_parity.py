@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import textwrap
 from pathlib import Path
 
@@ -244,3 +245,22 @@ def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spa
         assert_same_gold(ours_rows, theirs_rows, floats, label)
     # The workload must exercise the late path, or the counter comparison proves nothing.
     assert total_dropped > 0, f"{case}: no group was dropped by the watermark in any batch"
+
+
+def test_exported_job_runs_as_a_program(tmp_path, medallion_bin, spark):
+    """The job is also a standalone program (spark-submit or python): its command line parses
+    and names the config's tables, without starting Spark. (The spark fixture only makes a
+    missing pyspark skip, or fail under CI, like every Spark test.)"""
+    import subprocess
+    import sys
+
+    cfg = pipeline_config(tmp_path, WINDOWS["session_update_complete"][0], "", 3)
+    job = tmp_path / "job.py"
+    job.write_text(run_medallion(medallion_bin, "export", "spark", "--config", str(cfg)))
+    # COLUMNS: argparse would wrap the long default paths.
+    proc = subprocess.run([sys.executable, str(job), "--help"], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, "COLUMNS": "1000"})
+    assert proc.returncode == 0, proc.stderr
+    for want in ("--gold-root", "--checkpoint-root", "{sess,upd,cpl}",
+                 (tmp_path / "lake").as_uri() + "/bronze/events"):
+        assert want in proc.stdout, f"job --help lacks {want!r}:\n{proc.stdout}"
