@@ -229,6 +229,11 @@ type StateStore struct {
 	MinDeltasForSnapshot int `yaml:"min_deltas_for_snapshot"`
 	// MinBatchesToRetain keeps this many versions of state and checkpoint logs. Default 100.
 	MinBatchesToRetain int `yaml:"min_batches_to_retain"`
+	// DedupRetention keeps dedup keys in state this long past the watermark, so that a late
+	// resend up to watermark + retention old is matched in memory; older ones are looked up in
+	// silver. Longer: fewer silver reads, more memory (the keys of that much event time).
+	// Default: the watermark.
+	DedupRetention Duration `yaml:"dedup_retention"`
 }
 
 // Gold is one aggregation of the stream into a gold table.
@@ -494,6 +499,7 @@ func (p *Pipeline) ApplyDefaults() {
 	setInt(&s.MaxFilesPerTrigger, 1000)
 	setInt(&s.State.MinDeltasForSnapshot, 10)
 	setInt(&s.State.MinBatchesToRetain, 100)
+	setDur(&s.State.DedupRetention, s.Watermark)
 	for i := range p.Gold {
 		g := &p.Gold[i]
 		if g.Name != "" {

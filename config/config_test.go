@@ -163,7 +163,8 @@ func TestDefaults(t *testing.T) {
 		{"listen", p.Serve.Listen, "127.0.0.1:9464"},
 		{"lease", p.Serve.LeaseTTL.Duration, time.Minute},
 		{"notify", p.Landing.Notify.Mode, "poll"},
-		{"state", p.Stream.State, StateStore{MinDeltasForSnapshot: 10, MinBatchesToRetain: 100}},
+		{"state", []any{p.Stream.State.MinDeltasForSnapshot, p.Stream.State.MinBatchesToRetain}, []any{10, 100}},
+		{"dedup retention defaults to the watermark", p.Stream.State.DedupRetention.Duration, p.Stream.Watermark.Duration},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -291,6 +291,9 @@ func (v *validator) stream(cols map[string]Column) {
 	if s.State.MinDeltasForSnapshot < 0 {
 		v.fail("stream.state.min_deltas_for_snapshot", "%d is negative: expected a positive number", s.State.MinDeltasForSnapshot)
 	}
+	if s.State.DedupRetention.Duration < 0 {
+		v.fail("stream.state.dedup_retention", "%s is negative: expected a duration such as 10m", s.State.DedupRetention)
+	}
 	if s.State.MinBatchesToRetain < 0 {
 		v.fail("stream.state.min_batches_to_retain", "%d is negative: expected a positive number", s.State.MinBatchesToRetain)
 	}

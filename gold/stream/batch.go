@@ -179,7 +179,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 			order = append(order, secDedup)
 			r.dedupDeltas = 0
 		} else {
-			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, evict)
+			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, r.dedupWatermark(evict))
 			order = append(order, secDedupDelta)
 			r.dedupDeltas++
 		}
@@ -399,7 +399,7 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 		}
 	} else {
 		r.encodeKeys(batches, p.dedup)
-		res, err := r.dedup.ProcessBatch(buf.keys, buf.evt, nil, late, evict)
+		res, err := r.dedup.ProcessBatch(buf.keys, buf.evt, nil, r.dedupWatermark(late), r.dedupWatermark(evict))
 		if err != nil {
 			return nil, fmt.Errorf("stream: dedup: %w", err)
 		}
@@ -717,6 +717,13 @@ const (
 	secDedup      = "dedup"
 	secDedupDelta = "dedup-delta"
 )
+
+// dedupWatermark is a watermark as the dedup state sees it: dedup_retention earlier, so keys
+// stay in memory that long past the watermark. Both of a batch's watermarks shift alike, so a key
+// leaves state only after every row that could repeat it is judged against silver instead.
+func (r *Runner) dedupWatermark(wmMs int64) int64 {
+	return max(0, wmMs-r.cfg.Stream.State.DedupRetention.Duration.Milliseconds())
+}
 
 // encodeDedupDelta records the keys batch N added to the dedup state (with their event times)
 // and the eviction watermark it ran with: replayed on state N, they give state N+1.
