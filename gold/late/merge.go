@@ -122,35 +122,43 @@ type MergeGoldReport struct {
 func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 	opts.defaults()
 	var rep MergeReport
-	golds, err := opts.golds()
-	if err != nil {
-		return rep, err
-	}
-	st, err := readStreamState(ctx, objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint))
-	if errors.Is(err, errNoStream) {
-		opts.Logger.Info("late: nothing to merge", "reason", err)
-		return rep, nil
-	}
-	if err != nil {
-		return rep, err
-	}
-	rep.QueryID = st.queryID
-	for _, g := range golds {
-		var gr MergeGoldReport
-		err := opts.retry(ctx, g.Name, func() error {
-			var err error
-			gr, err = mergeOne(ctx, &opts, g, st)
-			return err
-		})
+	var err error
+	rep.QueryID, err = opts.eachGold(ctx, "merge", func(g *config.Gold, st streamState) error {
+		gr, err := mergeOne(ctx, &opts, g, st)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.Gold = append(rep.Gold, gr)
 		rep.LateRows += gr.LateRows
 		opts.Logger.Info("late: merge-late", "gold", g.Name, "lateRows", gr.LateRows, "pairs", gr.Pairs,
 			"fromVersion", gr.FromVersion, "toVersion", gr.ToVersion, "commit", gr.Gold, "note", gr.Note)
+		return nil
+	})
+	return rep, err
+}
+
+// eachGold runs fn for every selected aggregation, each under the conflict retry, with the
+// stream's committed state. Before the stream has committed anything there is nothing to do:
+// it returns no query id and no error.
+func (o *Options) eachGold(ctx context.Context, what string, fn func(*config.Gold, streamState) error) (string, error) {
+	golds, err := o.golds()
+	if err != nil {
+		return "", err
 	}
-	return rep, nil
+	st, err := readStreamState(ctx, objstore.WithPrefix(o.Lake, o.Config.Stream.Checkpoint))
+	if errors.Is(err, errNoStream) {
+		o.Logger.Info("late: nothing to "+what, "reason", err)
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, g := range golds {
+		if err := o.retry(ctx, g.Name, func() error { return fn(g, st) }); err != nil {
+			return st.queryID, err
+		}
+	}
+	return st.queryID, nil
 }
 
 // mergeOne merges one aggregation's new quarantine rows into gold.

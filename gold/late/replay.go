@@ -8,7 +8,6 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -70,34 +69,18 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 	if r.Source != SourceSilver && r.Source != SourceBronze {
 		return rep, fmt.Errorf("%w: source %q (want silver or bronze)", ErrBadRange, r.Source)
 	}
-	golds, err := opts.golds()
-	if err != nil {
-		return rep, err
-	}
-	st, err := readStreamState(ctx, objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint))
-	if errors.Is(err, errNoStream) {
-		opts.Logger.Info("late: nothing to replay", "reason", err)
-		return rep, nil
-	}
-	if err != nil {
-		return rep, err
-	}
-	rep.QueryID = st.queryID
-	for _, g := range golds {
-		var gr ReplayGoldReport
-		err := opts.retry(ctx, g.Name, func() error {
-			var err error
-			gr, err = replayOne(ctx, &opts, g, st, r)
-			return err
-		})
+	var err error
+	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *config.Gold, st streamState) error {
+		gr, err := replayOne(ctx, &opts, g, st, r)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.Gold = append(rep.Gold, gr)
 		rep.LateRows += gr.Merge.LateRows
 		opts.Logger.Info("late: replay", "gold", g.Name, "inputRows", gr.InputRows, "commit", gr.Gold, "note", gr.Note)
-	}
-	return rep, nil
+		return nil
+	})
+	return rep, err
 }
 
 func replayOne(ctx context.Context, opts *Options, g *config.Gold, st streamState, r Range) (ReplayGoldReport, error) {
