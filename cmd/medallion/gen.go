@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
-	"github.com/medallion-lake/medallion/objstore"
 )
 
 func newGenCmd() *cobra.Command {
@@ -74,7 +72,7 @@ func runGen(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	ctx := cmd.Context()
-	lake, err := openPipelineLake(ctx, cfg)
+	lake, err := jobs.OpenLake(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -196,9 +194,4 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 		return nil, &exitError{code: 2, err: err}
 	}
 	return cfg, err
-}
-
-// openPipelineLake opens the config's lake with its S3 settings and environment credentials.
-func openPipelineLake(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
-	return jobs.OpenLake(ctx, cfg)
 }

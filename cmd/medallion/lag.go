@@ -11,6 +11,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -44,7 +45,7 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 				return err
 			}
 			ctx := cmd.Context()
-			lake, err := openPipelineLake(ctx, cfg)
+			lake, err := jobs.OpenLake(ctx, cfg)
 			if err != nil {
 				return err
 			}

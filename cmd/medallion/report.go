@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -47,7 +48,7 @@ range.`,
 				return err
 			}
 			ctx := cmd.Context()
-			lake, err := openPipelineLake(ctx, cfg)
+			lake, err := jobs.OpenLake(ctx, cfg)
 			if err != nil {
 				return err
 			}
