@@ -57,7 +57,7 @@ func (o WriteOptions) withDefaults() WriteOptions {
 func (o WriteOptions) codec() (compress.Codec, string, error) {
 	switch o.Compression {
 	case CompressionSnappy, "":
-		return &parquet.Snappy, "snappy", nil
+		return fastSnappy{}, "snappy", nil
 	case CompressionZstd:
 		return &parquet.Zstd, "zstd", nil
 	}
