@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -43,6 +46,9 @@ type DedupConfig struct {
 	EventTimeIsKey bool
 	// DelayMs is the watermark delay, used by WithinWatermark for expiresAt.
 	DelayMs int64
+	// Shards splits the state by key hash so a batch runs on that many cores; 0 means
+	// GOMAXPROCS. It changes speed only, never a decision or the snapshot bytes.
+	Shards int
 }
 
 // DedupResult is one batch's outcome; the slices are row indexes in ascending order, owned by
@@ -63,14 +69,38 @@ type DedupResult struct {
 // watermark has reached, never the whole state.
 const expiryBucketUs = 1_000_000
 
-// Dedup is the dedup operator's state: key -> eviction time (µs), indexed by expiry bucket.
+// parallelRows is the batch size from which the shards work on their own cores.
+const parallelRows = 8192
+
+// Dedup is the dedup operator's state: key -> eviction time (µs), split into shards by the
+// key's hash so that a batch's look-ups, additions and evictions run on every core. A key
+// lives in one shard only and each shard sees its rows in batch order, so the decisions are
+// the same for any number of shards.
 type Dedup struct {
-	cfg       DedupConfig
+	cfg    DedupConfig
+	shards []*dedupShard
+	res    DedupResult
+	status []rowStatus
+	hashes []uint64
+	// parallelFrom is the batch size from which shards run concurrently (parallelRows;
+	// tests lower it).
+	parallelFrom int
+}
+
+type rowStatus uint8
+
+const (
+	rowEmit rowStatus = iota
+	rowLate
+	rowDuplicate
+)
+
+// dedupShard is one shard's keys, indexed by expiry bucket.
+type dedupShard struct {
 	state     map[string]int64
 	buckets   map[int64]*bucket // expiry bucket -> keys expiring in it
 	bucketIDs []int64           // ascending
 	forever   bucket            // keys that never expire
-	res       DedupResult
 }
 
 // bucket owns the bytes of its keys in arena chunks, so adding a key costs no allocation of
@@ -103,12 +133,30 @@ func NewDedup(cfg DedupConfig) (*Dedup, error) {
 		return nil, fmt.Errorf("silver: unknown dedup mode %d", cfg.Mode)
 	case cfg.DelayMs < 0:
 		return nil, fmt.Errorf("silver: dedup watermark delay %d ms is negative", cfg.DelayMs)
+	case cfg.Shards < 0:
+		return nil, fmt.Errorf("silver: dedup shard count %d is negative", cfg.Shards)
 	}
-	return &Dedup{cfg: cfg, state: map[string]int64{}, buckets: map[int64]*bucket{}}, nil
+	n := cfg.Shards
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	d := &Dedup{cfg: cfg, parallelFrom: parallelRows}
+	for range n {
+		d.shards = append(d.shards, &dedupShard{state: map[string]int64{}, buckets: map[int64]*bucket{}})
+	}
+	return d, nil
 }
 
 // Len is the number of keys in state.
-func (d *Dedup) Len() int { return len(d.state) }
+func (d *Dedup) Len() int {
+	n := 0
+	for _, s := range d.shards {
+		n += len(s.state)
+	}
+	return n
+}
+
+func (d *Dedup) shardOf(h uint64) int { return int(h % uint64(len(d.shards))) }
 
 // ProcessBatch checks each row's encoded key (keys[i]) and event time (µs; valid nil = no
 // nulls) against state with the late-row watermark lateWM, then evicts with evictWM (ms).
@@ -116,28 +164,64 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 	if len(keys) != len(eventTime) || valid != nil && len(valid) != len(eventTime) {
 		return nil, fmt.Errorf("silver: dedup batch has %d keys, %d event times, %d valid flags", len(keys), len(eventTime), len(valid))
 	}
+	lateUs, evictUs := lateWM*1000, evictWM*1000
+	d.status = slices.Grow(d.status[:0], len(keys))[:len(keys)]
+	d.hashes = slices.Grow(d.hashes[:0], len(keys))[:len(keys)]
+	for i, k := range keys {
+		d.status[i] = rowEmit
+		if (valid == nil || valid[i]) && eventTime[i] <= lateUs {
+			d.status[i] = rowLate
+		}
+		if len(d.shards) > 1 {
+			d.hashes[i] = KeyHash(k)
+		}
+	}
+	removed := make([]int64, len(d.shards))
+	run := func(s int) {
+		sh := d.shards[s]
+		for i, k := range keys {
+			// Another shard's rows are not ours to read: their status is being written.
+			if len(d.shards) > 1 && d.shardOf(d.hashes[i]) != s || d.status[i] == rowLate {
+				continue
+			}
+			if _, dup := sh.state[string(k)]; dup {
+				d.status[i] = rowDuplicate
+				continue
+			}
+			sh.add(k, d.evictAt(eventTime[i], valid == nil || valid[i]))
+		}
+		removed[s] = sh.evict(evictUs)
+	}
+	if len(d.shards) == 1 || len(keys) < d.parallelFrom {
+		for s := range d.shards {
+			run(s)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for s := range d.shards {
+			wg.Go(func() { run(s) })
+		}
+		wg.Wait()
+	}
 	r := &d.res
 	*r = DedupResult{Emit: r.Emit[:0], Late: r.Late[:0], Duplicates: r.Duplicates[:0]}
-	lateUs, evictUs := lateWM*1000, evictWM*1000
-	for i, k := range keys {
-		hasTime := valid == nil || valid[i]
-		t := eventTime[i]
-		if hasTime && t <= lateUs {
+	for i, st := range d.status {
+		switch st {
+		case rowEmit:
+			r.Emit = append(r.Emit, int32(i))
+		case rowLate:
 			r.Late = append(r.Late, int32(i))
-			continue
-		}
-		if _, dup := d.state[string(k)]; dup {
+		default:
 			r.Duplicates = append(r.Duplicates, int32(i))
-			continue
 		}
-		d.add(k, d.evictAt(t, hasTime))
-		r.Emit = append(r.Emit, int32(i))
 	}
 	r.NumRowsDroppedByWatermark = int64(len(r.Late))
 	r.NumDroppedDuplicateRows = int64(len(r.Duplicates))
 	r.NumRowsUpdated = int64(len(r.Emit))
-	r.NumRowsRemoved = d.evict(evictUs)
-	r.NumRowsTotal = int64(len(d.state))
+	for _, n := range removed {
+		r.NumRowsRemoved += n
+	}
+	r.NumRowsTotal = int64(d.Len())
 	return r, nil
 }
 
@@ -153,46 +237,55 @@ func (d *Dedup) evictAt(t int64, hasTime bool) int64 {
 	return math.MaxInt64
 }
 
+// add puts a key that is in no shard into its shard.
 func (d *Dedup) add(k []byte, at int64) {
-	b := &d.forever
+	s := 0
+	if len(d.shards) > 1 {
+		s = d.shardOf(KeyHash(k))
+	}
+	d.shards[s].add(k, at)
+}
+
+func (sh *dedupShard) add(k []byte, at int64) {
+	b := &sh.forever
 	if at != math.MaxInt64 {
 		id := floorDiv(at, expiryBucketUs)
-		if b = d.buckets[id]; b == nil {
+		if b = sh.buckets[id]; b == nil {
 			b = &bucket{}
-			d.buckets[id] = b
+			sh.buckets[id] = b
 			// Event time mostly moves forward, so a new bucket usually goes last.
-			i, _ := slices.BinarySearch(d.bucketIDs, id)
-			d.bucketIDs = slices.Insert(d.bucketIDs, i, id)
+			i, _ := slices.BinarySearch(sh.bucketIDs, id)
+			sh.bucketIDs = slices.Insert(sh.bucketIDs, i, id)
 		}
 	}
 	ks := b.intern(k)
 	b.keys = append(b.keys, ks)
-	d.state[ks] = at
+	sh.state[ks] = at
 }
 
 // evict removes every key whose eviction time is <= evictUs: dropDuplicates' `eventTime <= W`
 // and dropDuplicatesWithinWatermark's `W >= expiresAt` are the same test.
-func (d *Dedup) evict(evictUs int64) int64 {
+func (sh *dedupShard) evict(evictUs int64) int64 {
 	var n int64
-	for len(d.bucketIDs) > 0 {
-		id := d.bucketIDs[0]
+	for len(sh.bucketIDs) > 0 {
+		id := sh.bucketIDs[0]
 		if id*expiryBucketUs > evictUs {
 			break
 		}
-		b := d.buckets[id]
+		b := sh.buckets[id]
 		if id*expiryBucketUs+(expiryBucketUs-1) <= evictUs {
 			for _, k := range b.keys {
-				delete(d.state, k)
+				delete(sh.state, k)
 			}
 			n += int64(len(b.keys))
-			delete(d.buckets, id)
-			d.bucketIDs = d.bucketIDs[1:]
+			delete(sh.buckets, id)
+			sh.bucketIDs = sh.bucketIDs[1:]
 			continue
 		}
 		kept := b.keys[:0]
 		for _, k := range b.keys {
-			if d.state[k] <= evictUs {
-				delete(d.state, k)
+			if sh.state[k] <= evictUs {
+				delete(sh.state, k)
 				n++
 			} else {
 				kept = append(kept, k)
@@ -223,16 +316,22 @@ func (d *Dedup) AppendSnapshot(dst []byte) []byte {
 	start := len(dst)
 	dst = append(dst, "MDLDEDUP"...)
 	dst = append(dst, 1, byte(d.cfg.Mode))
-	keys := make([]string, 0, len(d.state))
-	for k := range d.state {
-		keys = append(keys, k)
+	type entry struct {
+		key string
+		at  int64
 	}
-	slices.Sort(keys)
-	dst = binary.AppendUvarint(dst, uint64(len(keys)))
-	for _, k := range keys {
-		dst = binary.AppendUvarint(dst, uint64(len(k)))
-		dst = append(dst, k...)
-		dst = binary.AppendVarint(dst, d.state[k])
+	entries := make([]entry, 0, d.Len())
+	for _, sh := range d.shards {
+		for k, at := range sh.state {
+			entries = append(entries, entry{k, at})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	for _, e := range entries {
+		dst = binary.AppendUvarint(dst, uint64(len(e.key)))
+		dst = append(dst, e.key...)
+		dst = binary.AppendVarint(dst, e.at)
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:]))
 }
@@ -260,6 +359,7 @@ func RestoreDedup(cfg DedupConfig, b []byte) (*Dedup, error) {
 		return nil, fmt.Errorf("%w: key count", ErrBadDedupState)
 	}
 	p = p[w:]
+	var prev []byte
 	for i := uint64(0); i < n; i++ {
 		kl, w := binary.Uvarint(p)
 		if w <= 0 || kl > uint64(len(p)-w) {
@@ -272,9 +372,11 @@ func RestoreDedup(cfg DedupConfig, b []byte) (*Dedup, error) {
 			return nil, fmt.Errorf("%w: key %d time", ErrBadDedupState, i)
 		}
 		p = p[w2:]
-		if _, dup := d.state[string(k)]; dup {
-			return nil, fmt.Errorf("%w: key %d repeated", ErrBadDedupState, i)
+		// A snapshot lists its keys sorted and unique.
+		if i > 0 && bytes.Compare(k, prev) <= 0 {
+			return nil, fmt.Errorf("%w: key %d repeated or out of order", ErrBadDedupState, i)
 		}
+		prev = k
 		d.add(k, at)
 	}
 	if len(p) != 0 {

@@ -3,8 +3,10 @@ package silver
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -127,10 +129,16 @@ func TestKeyHashStable(t *testing.T) {
 }
 
 // TestDedupAgainstNaiveOracle runs random batches through Dedup and through a direct
-// transcription of spec §7 (a map scanned in full), for both modes.
+// transcription of spec §7 (a map scanned in full), for both modes, with one shard and with
+// three shards running concurrently; both must also snapshot to the same bytes.
 func TestDedupAgainstNaiveOracle(t *testing.T) {
-	for _, cfg := range []DedupConfig{{Mode: DropDuplicates, EventTimeIsKey: true}, {Mode: WithinWatermark, DelayMs: 7_000}} {
+	for _, base := range []DedupConfig{{Mode: DropDuplicates, EventTimeIsKey: true}, {Mode: WithinWatermark, DelayMs: 7_000}} {
+		cfg := base
+		cfg.Shards = 1
 		d, _ := NewDedup(cfg)
+		cfg.Shards = 3
+		sharded, _ := NewDedup(cfg)
+		sharded.parallelFrom = 1
 		oracle := map[string]int64{}
 		rng := rand.New(rand.NewPCG(5, 6))
 		wm := int64(0)
@@ -150,6 +158,10 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 				keys, times, valid = append(keys, k), append(times, ts), append(valid, rng.IntN(30) != 0)
 			}
 			res, err := d.ProcessBatch(keys, times, valid, late, evict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sres, err := sharded.ProcessBatch(keys, times, valid, late, evict)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,17 +188,29 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 					delete(oracle, k)
 				}
 			}
-			if !slices.Equal(res.Emit, emit) || !slices.Equal(res.Late, lateRows) || !slices.Equal(res.Duplicates, dups) || d.Len() != len(oracle) {
-				t.Fatalf("mode %d batch %d: emit %v/%v late %v/%v dup %v/%v state %d/%d",
-					cfg.Mode, b, res.Emit, emit, res.Late, lateRows, res.Duplicates, dups, d.Len(), len(oracle))
+			for name, r := range map[string]*DedupResult{"1 shard": res, "3 shards": sres} {
+				if !slices.Equal(r.Emit, emit) || !slices.Equal(r.Late, lateRows) || !slices.Equal(r.Duplicates, dups) || int(r.NumRowsTotal) != len(oracle) {
+					t.Fatalf("mode %d batch %d, %s: emit %v/%v late %v/%v dup %v/%v state %d/%d",
+						cfg.Mode, b, name, r.Emit, emit, r.Late, lateRows, r.Duplicates, dups, r.NumRowsTotal, len(oracle))
+				}
+			}
+			if !bytes.Equal(d.AppendSnapshot(nil), sharded.AppendSnapshot(nil)) {
+				t.Fatalf("mode %d batch %d: the snapshots of 1 and 3 shards differ", cfg.Mode, b)
 			}
 			wm = evict
 		}
 	}
 }
 
+// BenchmarkDedup runs 16k-row batches against a 10-minute state (about 600k keys), with one
+// shard and with a shard per core.
 func BenchmarkDedup(b *testing.B) {
-	d, _ := NewDedup(DedupConfig{Mode: WithinWatermark, DelayMs: 600_000})
+	b.Run("shards=1", func(b *testing.B) { benchmarkDedup(b, 1) })
+	b.Run(fmt.Sprintf("shards=%d", runtime.GOMAXPROCS(0)), func(b *testing.B) { benchmarkDedup(b, 0) })
+}
+
+func benchmarkDedup(b *testing.B, shards int) {
+	d, _ := NewDedup(DedupConfig{Mode: WithinWatermark, DelayMs: 600_000, Shards: shards})
 	const n = 1 << 14
 	keys := make([][]byte, n)
 	buf := make([]byte, 0, n*16)
