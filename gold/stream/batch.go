@@ -453,32 +453,23 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	return st, nil
 }
 
+// silverSplitRows is the batch size from which silver is encoded as one file per core: the
+// Parquet encoding of silver is the largest single cost of a batch, and the aggregations that
+// run beside it leave most of a core to spare.
+const silverSplitRows = 1 << 16
+
 // writeSilver appends the selected rows of each bronze batch, in arrival order, and the
 // validation rejects.
 func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, rejects *table.Batch, txn *table.AppTxn) error {
-	buf := &r.buf
-	if len(buf.sel) > 0 {
-		out := make([]*table.Batch, 0, len(batches))
-		j := 0
-		for bi, b := range batches {
-			var keep []bool
-			cnt := 0
-			for ; j < len(buf.sel) && int(buf.vb[buf.sel[j]]) == bi; j++ {
-				if keep == nil {
-					keep = make([]bool, b.Len())
-				}
-				keep[buf.vr[buf.sel[j]]] = true
-				cnt++
-			}
-			switch cnt {
-			case 0:
-			case b.Len():
-				out = append(out, b)
-			default:
-				out = append(out, filterBatch(b, keep, cnt))
-			}
+	sel := r.buf.sel
+	if n := len(sel); n > 0 {
+		parts := 1
+		if n >= silverSplitRows {
+			parts = runtime.GOMAXPROCS(0)
 		}
-		if _, err := r.write(ctx, r.silverT, out, txn, false); err != nil {
+		if err := r.writeParts(ctx, r.silverT, parts, txn, func(p int) []*table.Batch {
+			return r.selectRows(batches, sel[p*n/parts:(p+1)*n/parts])
+		}); err != nil {
 			return fmt.Errorf("stream: silver: %w", err)
 		}
 	}
@@ -488,6 +479,64 @@ func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, reject
 		}
 	}
 	return nil
+}
+
+// selectRows returns the valid rows sel (ascending) of the bronze batches, in order.
+func (r *Runner) selectRows(batches []*table.Batch, sel []int32) []*table.Batch {
+	buf := &r.buf
+	var out []*table.Batch
+	for j := 0; j < len(sel); {
+		bi := buf.vb[sel[j]]
+		b := batches[bi]
+		keep := make([]bool, b.Len())
+		cnt := 0
+		for ; j < len(sel) && buf.vb[sel[j]] == bi; j++ {
+			keep[buf.vr[sel[j]]] = true
+			cnt++
+		}
+		if cnt == b.Len() {
+			out = append(out, b)
+		} else {
+			out = append(out, filterBatch(b, keep, cnt))
+		}
+	}
+	return out
+}
+
+// writeParts appends, in one commit with txn, the rows of parts parts, each built by part(p)
+// and encoded into its own files on its own goroutine.
+func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []*table.Batch) error {
+	if parts == 1 {
+		_, err := r.write(ctx, t, part(0), txn, false)
+		return err
+	}
+	if done, err := t.HasTxn(ctx, *txn); err != nil || done {
+		return err
+	}
+	adds := make([][]*txlog.Add, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			w, err := t.Writer(ctx)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			for _, b := range part(p) {
+				if errs[p] = w.Write(ctx, b); errs[p] != nil {
+					return
+				}
+			}
+			adds[p], errs[p] = w.Close(ctx)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err := t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
+	return err
 }
 
 // ensureTables creates the tables the stream writes that do not exist yet, once per runner.
