@@ -6,10 +6,11 @@
 #   scripts/interop.sh env                 print the environment `run` uses (for running pytest by hand)
 #
 # Everything lands under ${MEDALLION_CACHE:-~/.cache/medallion}: the virtualenv in
-# interop-venv-<hash of requirements.txt, jar pins and python version>, the Delta jars (fetched from
-# Maven Central with `mvn dependency:copy`) in interop-jars-<delta version>. Each is marked complete
-# by a stamp file written last, so an interrupted setup is redone from scratch and a finished one is
-# reused without touching the network: after the first run, `run` works offline.
+# interop-venv-<hash of requirements.txt, Delta jar pins and python version>, the JVM jars (fetched
+# from Maven Central with `mvn dependency:copy`) in interop-jars-<hash of every jar pin>: Delta's,
+# and S3A's (hadoop-aws and the AWS SDK bundle it was built against) for Spark on MinIO. Each is
+# marked complete by a stamp file written last, so an interrupted setup is redone from scratch and
+# a finished one is reused without touching the network: after the first run, `run` works offline.
 #
 # `run` starts the pinned MinIO of scripts/minio.sh for the S3 tests unless MEDALLION_TEST_S3_ENDPOINT
 # is already set (or MEDALLION_INTEROP_NO_MINIO=1, which leaves the S3 tests without a server).
@@ -26,6 +27,13 @@ PYTHON="${MEDALLION_INTEROP_PYTHON:-python3}"
 # so only these two artifacts are needed on top of it.
 DELTA_VERSION="3.3.2"
 DELTA_JARS=("io.delta:delta-spark_2.12:$DELTA_VERSION" "io.delta:delta-storage:$DELTA_VERSION")
+# Spark on MinIO (s3a://): hadoop-aws must be the version of the Hadoop client jars pyspark bundles
+# (pyspark 3.5.8: hadoop-client-api/runtime 3.3.4), and the AWS SDK bundle the one its pom declares
+# (hadoop-project 3.3.4: aws-java-sdk.version 1.12.262). The bundle is ~270 MB, fetched once.
+HADOOP_AWS_VERSION="3.3.4"
+AWS_SDK_BUNDLE_VERSION="1.12.262"
+S3_JARS=("org.apache.hadoop:hadoop-aws:$HADOOP_AWS_VERSION"
+  "com.amazonaws:aws-java-sdk-bundle:$AWS_SDK_BUNDLE_VERSION")
 
 log() { echo "interop.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -44,7 +52,7 @@ env_hash() {
 }
 
 VENV="$CACHE/interop-venv-$(env_hash)"
-JARS_DIR="$CACHE/interop-jars-$DELTA_VERSION"
+JARS_DIR="$CACHE/interop-jars-$(printf '%s\n' "${DELTA_JARS[@]}" "${S3_JARS[@]}" | sha256sum | cut -c1-12)"
 
 setup_venv() {
   if [[ -f "$VENV/.complete" ]]; then
@@ -61,35 +69,48 @@ setup_jars() {
   if [[ -f "$JARS_DIR/.complete" ]]; then
     return 0
   fi
-  need mvn "Maven, to fetch Spark's Delta jars from Maven Central"
-  log "fetching ${DELTA_JARS[*]} into $JARS_DIR"
+  need mvn "Maven, to fetch Spark's Delta and S3A jars from Maven Central"
+  log "fetching ${DELTA_JARS[*]} ${S3_JARS[*]} into $JARS_DIR"
   rm -rf "$JARS_DIR"
   mkdir -p "$JARS_DIR"
   local artifact
-  for artifact in "${DELTA_JARS[@]}"; do
+  for artifact in "${DELTA_JARS[@]}" "${S3_JARS[@]}"; do
     mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$CACHE/m2" \
       org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
       -Dartifact="$artifact" -DoutputDirectory="$JARS_DIR" >&2
   done
+  # The copy in JARS_DIR is the one used: keep the bundle's 270 MB only once on disk.
+  rm -rf "$CACHE/m2/com/amazonaws/aws-java-sdk-bundle"
   touch "$JARS_DIR/.complete"
 }
 
 setup() {
   need java "Java 17 for Spark"
   setup_venv
+  # A pyspark bump that changes its Hadoop would leave S3A on mismatched Hadoop classes, failing
+  # only deep inside the first s3a:// read: say so here instead.
+  compgen -G "$VENV/lib/python*/site-packages/pyspark/jars/hadoop-client-api-$HADOOP_AWS_VERSION.jar" \
+    >/dev/null || die "pyspark in $VENV does not bundle Hadoop $HADOOP_AWS_VERSION; update HADOOP_AWS_VERSION and AWS_SDK_BUNDLE_VERSION"
   setup_jars
 }
 
-jar_list() {
-  local jars=("$JARS_DIR"/*.jar)
-  local IFS=,
-  echo "${jars[*]}"
+jar_path() {  # jar_path SEPARATOR GROUP:ARTIFACT:VERSION... -> the cached jars, joined
+  local sep="$1" out="" coord parts
+  shift
+  for coord in "$@"; do
+    IFS=: read -ra parts <<<"$coord"
+    out+="${out:+$sep}$JARS_DIR/${parts[1]}-${parts[2]}.jar"
+  done
+  echo "$out"
 }
 
+# The Delta jars go to spark.jars; the S3A ones to the driver's class path (local mode: the only
+# JVM), which Spark does not copy into each session's temporary directory as it does spark.jars.
 print_env() {
   cat <<ENV
 export MEDALLION_INTEROP_VENV=$VENV
-export MEDALLION_INTEROP_JARS=$(jar_list)
+export MEDALLION_INTEROP_JARS=$(jar_path , "${DELTA_JARS[@]}")
+export MEDALLION_INTEROP_S3_JARS=$(jar_path : "${S3_JARS[@]}")
 export PYSPARK_PYTHON=$VENV/bin/python
 export PYSPARK_DRIVER_PYTHON=$VENV/bin/python
 export SPARK_LOCAL_IP=127.0.0.1

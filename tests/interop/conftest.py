@@ -1,7 +1,7 @@
 """Fixtures of the interop suite: the engines, the medallion binary, and the scenario tables.
 
 Run it with `scripts/interop.sh run`, which installs the pinned engines and sets the environment
-(MEDALLION_INTEROP_JARS, PYSPARK_PYTHON). A missing engine skips its tests locally and FAILS them
+(MEDALLION_INTEROP_JARS and MEDALLION_INTEROP_S3_JARS, PYSPARK_PYTHON). A missing engine skips its tests locally and FAILS them
 under CI=true. Tests marked `needs_medallion` (they need medallion's Delta reader/writer) are
 deselected unless `--with-medallion` is given or MEDALLION_INTEROP_WITH_MEDALLION=1.
 """
@@ -87,6 +87,9 @@ def spark(tmp_path_factory):
     if not jars or not all(Path(j).is_file() for j in jars.split(",")):
         unavailable("Delta jars for Spark", f"MEDALLION_INTEROP_JARS={jars!r}")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    # S3A (for spark_s3) only costs a class-path entry until a test touches s3a://: no S3 setting
+    # is made here, so the tests on files start exactly as before.
+    class_path = ":".join(s3a_jars())
     builder = (
         pyspark_sql.SparkSession.builder.master("local[2]").appName("medallion-interop")
         .config("spark.jars", jars)
@@ -109,6 +112,8 @@ def spark(tmp_path_factory):
         .config("spark.driver.extraJavaOptions",
                 "-Duser.timezone=UTC -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
     )
+    if class_path:
+        builder = builder.config("spark.driver.extraClassPath", class_path)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -143,6 +148,58 @@ def s3(deltalake) -> dict[str, str]:
     }
 
 
+def s3a_jars() -> list[str]:
+    """hadoop-aws and the AWS SDK bundle (MEDALLION_INTEROP_S3_JARS), or [] when any is missing."""
+    jars = [j for j in os.environ.get("MEDALLION_INTEROP_S3_JARS", "").split(":") if j]
+    return jars if jars and all(Path(j).is_file() for j in jars) else []
+
+
+def s3a_settings(s3) -> dict[str, str]:
+    """Hadoop settings that point S3A at the MinIO of the `s3` fixture."""
+    env = s3["env"]
+    endpoint = env["AWS_ENDPOINT_URL"]
+    return {
+        # Hadoop's service discovery finds it too while hadoop-aws is on the JVM's class path;
+        # named so that s3a:// does not depend on how the jar was handed to Spark.
+        "fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.endpoint": endpoint,
+        "fs.s3a.endpoint.region": env["AWS_REGION"],
+        # MinIO serves buckets by path, not as virtual hosts.
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https://")).lower(),
+        "fs.s3a.access.key": env["AWS_ACCESS_KEY_ID"],
+        "fs.s3a.secret.key": env["AWS_SECRET_ACCESS_KEY"],
+        # The keys above and nothing else: the default provider chain would end by asking the
+        # EC2 instance metadata address, which is no host of this test.
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        # A local server answers at once or is broken: fail in seconds, not after S3A's default
+        # of 20 attempts with back-off.
+        "fs.s3a.attempts.maximum": "2",
+        "fs.s3a.retry.limit": "2",
+        "fs.s3a.connection.establish.timeout": "5000",
+    }
+
+
+@pytest.fixture(scope="session")
+def spark_s3(spark, s3):
+    """The session's Spark with S3A pointed at the MinIO of `s3`: it reads and writes Delta tables
+    at s3a://<bucket>/... (s3a_url). Set on the running session's Hadoop configuration, which
+    every later Delta log and Parquet access copies. Delta's default LogStore for s3a is
+    S3SingleDriverLogStore: safe here, where this one driver is Spark's only writer to a table."""
+    if not s3a_jars():
+        unavailable("S3A jars for Spark",
+                    f"MEDALLION_INTEROP_S3_JARS={os.environ.get('MEDALLION_INTEROP_S3_JARS', '')!r}")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a_settings(s3).items():
+        hadoop.set(key, value)
+    return spark
+
+
+def s3a_url(s3, name: str) -> str:
+    """The Spark (S3A) URL of a table; s3://<bucket>/<name> is the same table for the others."""
+    return f"s3a://{s3['bucket']}/{name}"
+
+
 @pytest.fixture(scope="session")
 def medallion_bin(tmp_path_factory) -> Path:
     """Builds ./cmd/medallion once per session from the repo root, or uses $MEDALLION_BIN (a
@@ -158,6 +215,42 @@ def medallion_bin(tmp_path_factory) -> Path:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, f"go build ./cmd/medallion failed:\n{proc.stderr}"
     return out
+
+
+@pytest.fixture(scope="session")
+def mkdelta_bin(tmp_path_factory) -> Path:
+    """tests/interop/cmd/mkdelta, medallion's writer as a test program (see interop_mkdelta)."""
+    if shutil.which("go") is None:
+        unavailable("go", "not on PATH")
+    out = tmp_path_factory.mktemp("bin") / "mkdelta"
+    proc = subprocess.run(["go", "build", "-o", str(out), "./tests/interop/cmd/mkdelta"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"go build ./tests/interop/cmd/mkdelta failed:\n{proc.stderr}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def written_on_minio(mkdelta_bin, s3):
+    """written_on_minio(name) -> the s3:// URL of that interop_mkdelta.WRITTEN table, written by
+    medallion on MinIO once per session and read by every engine's test of it."""
+    from interop_mkdelta import WRITTEN, MkDelta
+
+    built: dict[str, str | BaseException] = {}
+
+    def get(name: str) -> str:
+        if name not in built:
+            url = f"s3://{s3['bucket']}/we-write/{name}"
+            try:
+                WRITTEN[name].build(MkDelta(mkdelta_bin, s3["env"]), url)
+                built[name] = url
+            except Exception as err:  # noqa: BLE001 - re-raised for every test of the table
+                built[name] = err
+        got = built[name]
+        if isinstance(got, BaseException):
+            raise AssertionError(f"mkdelta could not write {name} on MinIO: {got}") from got
+        return got
+
+    return get
 
 
 class TableCache:

@@ -47,6 +47,16 @@ def read_deltars(path: Path) -> list[dict]:
     return pa.table(reader.read_all()).to_pylist()
 
 
+def read_deltars_s3(s3, url: str) -> list[dict]:
+    """read_deltars for a table on the MinIO of the `s3` fixture (s3://bucket/...)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    table = DeltaTable(url, storage_options=s3["options"])
+    reader = QueryBuilder().register("t", table).execute("SELECT * FROM t")
+    return pa.table(reader.read_all()).to_pylist()
+
+
 def deltars_schema(path: Path) -> dict[str, str]:
     from deltalake import DeltaTable
 

@@ -186,3 +186,7 @@ WRITTEN = {w.name: w for w in [
     Written("med_checkpoint", build_checkpoint, EVENTS, events(range(9)), [(3, W)],
             assert_only_commits_from(3)),
 ]}
+
+# The tables also written on MinIO (s3://): one of each operation whose commits differ on S3.
+ON_MINIO = ["med_append", "med_merge", "med_partitioned", "med_types", "med_replace_where",
+            "med_optimize", "med_checkpoint"]

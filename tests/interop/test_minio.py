@@ -1,15 +1,31 @@
-"""Delta tables on MinIO over S3: delta-rs writes them with conditional-put commits and reads them
-back (runs now), and `medallion table scan s3://...` reads them (needs_medallion). Spark is not
-pointed at S3: that needs hadoop-aws and the AWS SDK bundle (~300 MB from Maven) for no extra
-coverage of medallion's side."""
+"""Delta tables on MinIO over S3, every engine through its own S3 client: delta-rs (object_store,
+committing with conditional put), Spark (S3A from hadoop-aws, Delta's S3SingleDriverLogStore) and
+medallion (`table scan s3://...`, the mkdelta writer).
+
+* delta-rs writes (appends, DELETE, checkpoint; partitions with nulls and special characters) and
+  reads back; Spark reads them (rows, schema, history); medallion scans them (needs_medallion).
+* medallion writes (interop_mkdelta.ON_MINIO: every type, partitioned, MERGE, replaceWhere,
+  OPTIMIZE, checkpoint) and Spark reads them (needs_medallion; delta-rs' reads are in
+  test_we_write.py).
+* Spark writes (append, DELETE with deletion vectors, a checkpoint; a partitioned table) and
+  medallion scans them (needs_medallion).
+* Concurrent delta-rs writers lose no commit.
+
+Spark names a table s3a://bucket/name, the others s3://bucket/name: the same objects."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from interop_engines import run_medallion
+from conftest import s3a_url
+from interop_engines import (read_deltars_s3, read_spark, run_medallion, spark_history,
+                             spark_schema)
+from interop_mkdelta import ON_MINIO, WRITTEN
 from interop_rows import assert_same_rows, canonical_rows, parse_jsonl
-from interop_scenarios import EVENTS, PARTITIONED, PARTITIONED_ROWS, events
+from interop_scenarios import (EVENTS, EVENTS_DDL, PARTITIONED, PARTITIONED_ROWS, SCENARIOS,
+                               events, tuples)
 
 
 def table_url(s3, name: str) -> str:
@@ -41,66 +57,145 @@ def write_partitioned_on_minio(deltalake, s3, name: str) -> str:
     return url
 
 
-def read_deltars_s3(deltalake, s3, url: str) -> list[dict]:
-    import pyarrow as pa
-
-    table = deltalake.DeltaTable(url, storage_options=s3["options"])
-    reader = deltalake.QueryBuilder().register("t", table).execute("SELECT * FROM t")
-    return pa.table(reader.read_all()).to_pylist()
-
-
 def test_deltars_round_trip_on_minio(deltalake, s3):
     url, want = write_events_on_minio(deltalake, s3, "deltars-events")
     history = deltalake.DeltaTable(url, storage_options=s3["options"]).history()
     assert sorted((h["version"], h["operation"]) for h in history) == \
         [(0, "WRITE"), (1, "WRITE"), (2, "DELETE")], f"delta-rs history of {url}"
-    assert_same_rows(canonical_rows(read_deltars_s3(deltalake, s3, url), EVENTS),
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), EVENTS),
                      canonical_rows(want, EVENTS), f"delta-rs reading {url}")
 
 
 def test_deltars_partitioned_on_minio(deltalake, s3):
     url = write_partitioned_on_minio(deltalake, s3, "deltars-partitioned")
-    assert_same_rows(canonical_rows(read_deltars_s3(deltalake, s3, url), PARTITIONED),
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), PARTITIONED),
                      canonical_rows(PARTITIONED_ROWS, PARTITIONED), f"delta-rs reading {url}")
 
 
 @pytest.mark.needs_medallion
 def test_medallion_scans_deltars_tables_on_minio(deltalake, s3, medallion_bin):
     url, want = write_events_on_minio(deltalake, s3, "medallion-reads-events")
-    out = run_medallion(medallion_bin, "table", "scan", url, "--format", "jsonl", env=s3["env"])
-    assert_same_rows(canonical_rows(parse_jsonl(out, f"scan {url}"), EVENTS),
+    assert_same_rows(canonical_rows(scan_medallion(medallion_bin, s3, url), EVENTS),
                      canonical_rows(want, EVENTS), f"medallion table scan {url}")
 
     url = write_partitioned_on_minio(deltalake, s3, "medallion-reads-partitioned")
-    out = run_medallion(medallion_bin, "table", "scan", url, "--format", "jsonl", env=s3["env"])
-    assert_same_rows(canonical_rows(parse_jsonl(out, f"scan {url}"), PARTITIONED),
+    assert_same_rows(canonical_rows(scan_medallion(medallion_bin, s3, url), PARTITIONED),
                      canonical_rows(PARTITIONED_ROWS, PARTITIONED), f"medallion table scan {url}")
 
 
-def test_concurrent_deltars_appends_lose_no_commit(deltalake, s3):
-    """Two writers append to one table at once; conditional put must turn every lost race into a
-    retry, never into an overwritten commit. (Groundwork for medallion + delta-rs, issue 9 item 4.)"""
-    import concurrent.futures
+def scan_medallion(binary, s3, url: str) -> list[dict]:
+    out = run_medallion(binary, "table", "scan", url, "--format", "jsonl", env=s3["env"])
+    return parse_jsonl(out, f"medallion table scan {url}")
 
-    import pyarrow as pa
 
-    url = table_url(s3, "concurrent-appends")
-    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
-    deltalake.write_deltalake(url, pa.Table.from_pylist([], schema=schema),
-                              storage_options=s3["options"])
-    writers, appends = 2, 5
+def log_actions_s3(s3, name: str) -> tuple[list[str], list[dict]]:
+    """The file names in <name>/_delta_log and every action of its JSON commits, read from MinIO
+    with pyarrow's S3 client (no Delta engine involved)."""
+    from pyarrow import fs
 
-    def writer(w: int) -> None:
-        for a in range(appends):
-            rows = events([w * 100 + a])
-            deltalake.write_deltalake(url, pa.Table.from_pylist(rows, schema=schema),
-                                      mode="append", storage_options=s3["options"])
+    env = s3["env"]
+    scheme, _, host = env["AWS_ENDPOINT_URL"].partition("://")
+    minio = fs.S3FileSystem(access_key=env["AWS_ACCESS_KEY_ID"],
+                            secret_key=env["AWS_SECRET_ACCESS_KEY"], region=env["AWS_REGION"],
+                            scheme=scheme, endpoint_override=host)
+    infos = minio.get_file_info(fs.FileSelector(f"{s3['bucket']}/{name}/_delta_log"))
+    names = sorted(i.base_name for i in infos)
+    actions = []
+    for info in sorted(infos, key=lambda i: i.base_name):
+        if info.base_name.endswith(".json"):
+            with minio.open_input_stream(info.path) as f:
+                actions += [json.loads(line) for line in f.read().decode().splitlines() if line]
+    return names, actions
 
-    with concurrent.futures.ThreadPoolExecutor(writers) as pool:
-        list(pool.map(writer, range(writers)))
 
-    table = deltalake.DeltaTable(url, storage_options=s3["options"])
-    assert table.version() == writers * appends, f"{url}: commits lost or doubled"
-    want = events(w * 100 + a for w in range(writers) for a in range(appends))
-    assert_same_rows(canonical_rows(read_deltars_s3(deltalake, s3, url), EVENTS),
-                     canonical_rows(want, EVENTS), f"delta-rs reading {url}")
+# --- Spark on MinIO (S3A) --------------------------------------------------------------------
+
+
+def assert_spark_reads(spark, url: str, columns: dict[str, str], rows: list[dict],
+                       history: list[tuple[int, str]]) -> None:
+    assert_same_rows(canonical_rows(read_spark(spark, url), columns),
+                     canonical_rows(rows, columns), f"Spark reading {url}")
+    assert spark_schema(spark, url) == columns, f"Spark schema of {url}"
+    assert spark_history(spark, url) == history, f"Spark history of {url}"
+
+
+def test_spark_reads_deltars_tables_on_minio(deltalake, s3, spark_s3):
+    _, want = write_events_on_minio(deltalake, s3, "spark-reads-events")
+    assert_spark_reads(spark_s3, s3a_url(s3, "spark-reads-events"), EVENTS, want,
+                       [(0, "WRITE"), (1, "WRITE"), (2, "DELETE")])
+
+    write_partitioned_on_minio(deltalake, s3, "spark-reads-partitioned")
+    assert_spark_reads(spark_s3, s3a_url(s3, "spark-reads-partitioned"), PARTITIONED,
+                       PARTITIONED_ROWS, [(0, "WRITE")])
+
+
+@pytest.mark.needs_medallion
+@pytest.mark.parametrize("name", ON_MINIO)
+def test_spark_reads_our_table_on_minio(name, written_on_minio, spark_s3, s3):
+    w = WRITTEN[name]
+    url = written_on_minio(name)
+    assert url.startswith("s3://"), url
+    assert_spark_reads(spark_s3, "s3a://" + url.removeprefix("s3://"), w.columns, w.rows,
+                       w.history)
+
+
+# Spark's events table on MinIO: CREATE TABLE with deletion vectors and a checkpoint every 2
+# commits, two appends (the checkpoint lands at version 2), then a DELETE that marks rows in
+# deletion vectors instead of rewriting files.
+SPARK_EVENTS = events(i for i in range(10) if i % 3)
+SPARK_EVENTS_HISTORY = [(0, "CREATE TABLE"), (1, "WRITE"), (2, "WRITE"), (3, "DELETE")]
+SPARK_PARTITIONED = SCENARIOS["spark_partitioned"]
+
+
+def write_spark_events(spark, url: str) -> None:
+    spark.sql(f"""CREATE TABLE delta.`{url}` ({EVENTS_DDL}) USING delta
+                  TBLPROPERTIES ('delta.enableDeletionVectors' = 'true',
+                                 'delta.checkpointInterval' = '2')""")
+    for ids in (range(5), range(5, 10)):
+        spark.createDataFrame(tuples(events(ids), EVENTS), EVENTS_DDL).repartition(2) \
+            .write.format("delta").mode("append").save(url)
+    spark.sql(f"DELETE FROM delta.`{url}` WHERE id % 3 = 0")
+
+
+@pytest.fixture(scope="module")
+def spark_written(spark_s3, s3) -> dict[str, str]:
+    """Spark's tables on MinIO, written once for every reader: {"events": name, "partitioned":
+    name} (the names under the bucket)."""
+    names = {"events": "spark-writes-events", "partitioned": "spark-writes-partitioned"}
+    write_spark_events(spark_s3, s3a_url(s3, names["events"]))
+    # Partition directories with a null value, '/', ' ', '=', '%' and non-ASCII, as S3 keys.
+    SPARK_PARTITIONED.build(spark_s3, s3a_url(s3, names["partitioned"]))
+    return names
+
+
+def test_spark_round_trip_on_minio(spark_written, spark_s3, s3, deltalake):
+    name = spark_written["events"]
+    files, actions = log_actions_s3(s3, name)
+    assert "_last_checkpoint" in files and f"{2:020d}.checkpoint.parquet" in files, \
+        f"{name}: no checkpoint at version 2 in {files}"
+    assert any(a.get("add", {}).get("deletionVector") for a in actions), \
+        f"{name}: the DELETE wrote no deletion vector"
+    assert_spark_reads(spark_s3, s3a_url(s3, name), EVENTS, SPARK_EVENTS, SPARK_EVENTS_HISTORY)
+    url = table_url(s3, name)
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), EVENTS),
+                     canonical_rows(SPARK_EVENTS, EVENTS), f"delta-rs reading {url}")
+
+    name, scenario = spark_written["partitioned"], SPARK_PARTITIONED
+    _, actions = log_actions_s3(s3, name)
+    assert any(None in a["add"]["partitionValues"].values() for a in actions if "add" in a), \
+        f"{name}: no null partition value"
+    assert_spark_reads(spark_s3, s3a_url(s3, name), scenario.columns, scenario.rows,
+                       list(enumerate(scenario.history)))
+    url = table_url(s3, name)
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), scenario.columns),
+                     canonical_rows(scenario.rows, scenario.columns), f"delta-rs reading {url}")
+
+
+@pytest.mark.needs_medallion
+def test_medallion_scans_spark_tables_on_minio(spark_written, s3, medallion_bin):
+    for name, columns, rows in [
+            (spark_written["events"], EVENTS, SPARK_EVENTS),
+            (spark_written["partitioned"], SPARK_PARTITIONED.columns, SPARK_PARTITIONED.rows)]:
+        url = table_url(s3, name)
+        assert_same_rows(canonical_rows(scan_medallion(medallion_bin, s3, url), columns),
+                         canonical_rows(rows, columns), f"medallion table scan {url}")

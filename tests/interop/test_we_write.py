@@ -9,31 +9,17 @@ both committing with conditional put; no commit may be lost."""
 from __future__ import annotations
 
 import concurrent.futures
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, unavailable
-from interop_engines import (deltars_history, deltars_schema, read_deltars, read_spark,
-                             spark_history, spark_schema)
-from interop_mkdelta import WRITTEN, MkDelta
+from interop_engines import (deltars_history, deltars_schema, read_deltars, read_deltars_s3,
+                             read_spark, spark_history, spark_schema)
+from interop_mkdelta import ON_MINIO, WRITTEN, MkDelta
 from interop_rows import assert_same_rows, canonical_rows
 from interop_scenarios import EVENTS, event
 
 pytestmark = pytest.mark.needs_medallion
-
-
-@pytest.fixture(scope="session")
-def mkdelta_bin(tmp_path_factory) -> Path:
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "mkdelta"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./tests/interop/cmd/mkdelta"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./tests/interop/cmd/mkdelta failed:\n{proc.stderr}"
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -86,27 +72,12 @@ def test_our_table_exercises_its_feature(name, written):
 
 # --- on MinIO --------------------------------------------------------------------------------
 
-# Spark is not pointed at S3 (hadoop-aws + the AWS SDK bundle, ~300 MB); delta-rs reads these.
-ON_MINIO = ["med_append", "med_merge", "med_partitioned", "med_types", "med_replace_where",
-            "med_optimize", "med_checkpoint"]
-
-
-def read_deltars_s3(deltalake, s3, url: str) -> list[dict]:
-    import pyarrow as pa
-
-    table = deltalake.DeltaTable(url, storage_options=s3["options"])
-    reader = deltalake.QueryBuilder().register("t", table).execute("SELECT * FROM t")
-    return pa.table(reader.read_all()).to_pylist()
-
-
 @pytest.mark.parametrize("name", ON_MINIO)
-def test_deltars_reads_our_table_on_minio(name, mkdelta_bin, deltalake, s3):
+def test_deltars_reads_our_table_on_minio(name, written_on_minio, deltalake, s3):
     from interop_rows import schema_columns
 
-    w = WRITTEN[name]
-    url = f"s3://{s3['bucket']}/we-write/{name}"
-    w.build(MkDelta(mkdelta_bin, s3["env"]), url)
-    assert_same_rows(canonical_rows(read_deltars_s3(deltalake, s3, url), w.columns),
+    w, url = WRITTEN[name], written_on_minio(name)
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), w.columns),
                      canonical_rows(w.rows, w.columns), f"delta-rs reading {url}")
     table = deltalake.DeltaTable(url, storage_options=s3["options"])
     assert schema_columns(table.schema().to_json()) == w.columns, f"delta-rs schema of {url}"
@@ -154,5 +125,5 @@ def test_medallion_and_deltars_append_concurrently_on_minio(mkdelta_bin, deltala
     mine = sorted(h["version"] for h in ours_commits)
     assert any(mine[0] < v < mine[-1] for v, _ in history if v not in mine and v > 0), \
         f"{url}: mkdelta's commits {mine} do not interleave with delta-rs'; no race exercised"
-    assert_same_rows(canonical_rows(read_deltars_s3(deltalake, s3, url), EVENTS),
+    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), EVENTS),
                      canonical_rows(ours + theirs, EVENTS), f"delta-rs reading {url}")
