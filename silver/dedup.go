@@ -110,7 +110,13 @@ type bucket struct {
 	chunk []byte
 }
 
-const arenaChunk = 16 << 10
+// A bucket's first chunk is small and each next one twice the last, up to arenaChunk: a
+// bucket holds one second of keys, which is a handful at a low rate and thousands at a high
+// one, and a big batch spanning hours of event time opens thousands of buckets at once.
+const (
+	firstChunk = 256
+	arenaChunk = 16 << 10
+)
 
 func (b *bucket) intern(k []byte) string {
 	if len(k) == 0 {
@@ -119,7 +125,8 @@ func (b *bucket) intern(k []byte) string {
 	if cap(b.chunk)-len(b.chunk) < len(k) {
 		// A fresh chunk, never a grown one: strings already handed out keep pointing into
 		// the old chunk, which must not be copied or reused.
-		b.chunk = make([]byte, 0, max(arenaChunk, len(k)))
+		size := min(max(2*cap(b.chunk), firstChunk), arenaChunk)
+		b.chunk = make([]byte, 0, max(size, len(k)))
 	}
 	start := len(b.chunk)
 	b.chunk = append(b.chunk, k...)
