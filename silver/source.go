@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/txlog"
@@ -64,6 +65,9 @@ type SourceOptions struct {
 type Source struct {
 	log  *txlog.Log
 	opts SourceOptions
+
+	mu   sync.Mutex
+	last *txlog.Snapshot // the newest snapshot seen: later ones replay only the new commits
 }
 
 // NewSource streams the table in b (rooted at the table folder).
@@ -73,14 +77,34 @@ func NewSource(b objstore.Bucket, opts SourceOptions) *Source {
 
 // Latest returns the newest version of the source table, or -1 when the table does not exist yet.
 func (s *Source) Latest(ctx context.Context) (int64, string, error) {
-	snap, err := s.log.Snapshot(ctx)
+	s.mu.Lock()
+	prev := s.last
+	s.mu.Unlock()
+	snap, err := s.log.Refresh(ctx, prev)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return -1, "", nil
 	}
 	if err != nil {
 		return 0, "", err
 	}
+	s.mu.Lock()
+	if s.last == nil || snap.Version() > s.last.Version() {
+		s.last = snap
+	}
+	s.mu.Unlock()
 	return snap.Version(), snap.Metadata().ID, nil
+}
+
+// snapshotAt is the snapshot of version v, the one Latest last saw when it is that version
+// (a batch reads up to the latest version, so it usually is).
+func (s *Source) snapshotAt(ctx context.Context, v int64) (*txlog.Snapshot, error) {
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	if last != nil && last.Version() == v {
+		return last, nil
+	}
+	return s.log.SnapshotAt(ctx, v)
 }
 
 // NextBatch returns the files after start (nil: a fresh stream, which starts from the snapshot
@@ -100,7 +124,7 @@ func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, maxF
 		return nil, Offset{}, nil
 	}
 	if start == nil {
-		snap, err := s.log.SnapshotAt(ctx, until)
+		snap, err := s.snapshotAt(ctx, until)
 		if err != nil {
 			return nil, Offset{}, fmt.Errorf("silver: source snapshot %d: %w", until, err)
 		}
@@ -144,7 +168,7 @@ func (s *Source) checkTableID(ctx context.Context, pos Offset, until int64) erro
 	if pos.ReservoirID == "" || until < 0 {
 		return nil
 	}
-	snap, err := s.log.SnapshotAt(ctx, until)
+	snap, err := s.snapshotAt(ctx, until)
 	if err != nil {
 		return fmt.Errorf("silver: source snapshot %d: %w", until, err)
 	}
@@ -159,7 +183,7 @@ func (s *Source) checkTableID(ctx context.Context, pos Offset, until int64) erro
 // modification times in commit order, so for bronze this order is the commit order, the same in
 // every copy of the pipeline and for Spark reading the same table.)
 func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]*txlog.Add, error) {
-	snap, err := s.log.SnapshotAt(ctx, v)
+	snap, err := s.snapshotAt(ctx, v)
 	if err != nil {
 		return nil, fmt.Errorf("silver: source snapshot %d: %w", v, err)
 	}

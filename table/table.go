@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +28,9 @@ type Table struct {
 	log    *txlog.Log
 	write  WriteOptions
 	now    func() time.Time
+
+	mu     sync.Mutex
+	latest *txlog.Snapshot // the newest snapshot seen, refreshed from its version on
 }
 
 // Option configures a Table.
@@ -55,6 +59,25 @@ func Open(b objstore.Bucket, opts ...Option) *Table {
 
 // Log is the table's transaction log.
 func (t *Table) Log() *txlog.Log { return t.log }
+
+// Latest returns the table's latest snapshot. A Table keeps the newest snapshot it has seen
+// and replays only the commits after it (txlog's Refresh), so a long-lived writer such as the
+// stream pays for each new commit once instead of reloading the checkpoint every batch.
+func (t *Table) Latest(ctx context.Context) (*txlog.Snapshot, error) {
+	t.mu.Lock()
+	prev := t.latest
+	t.mu.Unlock()
+	snap, err := t.log.Refresh(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if t.latest == nil || snap.Version() > t.latest.Version() {
+		t.latest = snap
+	}
+	t.mu.Unlock()
+	return snap, nil
+}
 
 // Bucket is the table's bucket.
 func (t *Table) Bucket() objstore.Bucket { return t.bucket }
@@ -169,7 +192,7 @@ type Result struct {
 }
 
 func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.StructType, error) {
-	snap, err := t.log.Snapshot(ctx)
+	snap, err := t.Latest(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,7 +312,7 @@ func (t *Table) Writer(ctx context.Context) (*DataWriter, error) {
 
 // HasTxn reports whether the table already records txn (a version >= txn.Version for its app).
 func (t *Table) HasTxn(ctx context.Context, txn AppTxn) (bool, error) {
-	snap, err := t.log.Snapshot(ctx)
+	snap, err := t.Latest(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -300,7 +323,7 @@ func (t *Table) HasTxn(ctx context.Context, txn AppTxn) (bool, error) {
 // CommitFiles commits files written by Writer as one blind append (skipped, like Append, when
 // the txn is already recorded; the files then stay unreferenced until vacuum).
 func (t *Table) CommitFiles(ctx context.Context, adds []*txlog.Add, opts AppendOptions) (Result, error) {
-	snap, err := t.log.Snapshot(ctx)
+	snap, err := t.Latest(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -368,7 +391,7 @@ func (t *Table) Snapshot(ctx context.Context, opts ScanOptions) (*txlog.Snapshot
 	case opts.Timestamp != nil:
 		return t.log.SnapshotAsOf(ctx, *opts.Timestamp)
 	}
-	return t.log.Snapshot(ctx)
+	return t.Latest(ctx)
 }
 
 // Scan yields the table's rows in batches.
