@@ -17,8 +17,8 @@ import (
 // runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
 // writes its emitted rows to gold, both with the batch's txn.
 func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batches []*table.Batch, late, evict int64, txn *table.AppTxn) (aggStats, error) {
-	buf := &r.buf
-	in := &buf.in
+	buf, ab := &r.buf, &r.buf.aggs[ai]
+	in := &ab.in
 	in.EventTime = buf.selEvt
 	in.Keys.Reset()
 	if len(ap.keyCols) > 0 {
@@ -30,7 +30,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 			in.Keys.EndValue()
 		}
 	}
-	r.fillColumns(ap, batches)
+	r.fillColumns(ap, ab, batches)
 	began := time.Now()
 	res, err := r.aggs[ai].ProcessBatch(in, late, evict)
 	if err != nil {
@@ -38,6 +38,9 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 	}
 	updMs := time.Since(began).Milliseconds()
 	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
+	if as.state, err = r.aggs[ai].AppendSnapshot(nil); err != nil {
+		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
+	}
 	as.res = gold.StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
@@ -106,22 +109,22 @@ func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *ta
 	return err
 }
 
-// fillColumns builds the aggregate input columns of the selected rows.
-func (r *Runner) fillColumns(ap *aggPlan, batches []*table.Batch) {
+// fillColumns builds the aggregate input columns of the selected rows in ab.
+func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers, batches []*table.Batch) {
 	buf := &r.buf
-	in := &buf.in
+	in := &ab.in
 	k := len(ap.aggCols)
-	for len(buf.colI64) < k {
-		buf.colI64 = append(buf.colI64, nil)
-		buf.colF64 = append(buf.colF64, nil)
-		buf.colBin = append(buf.colBin, gold.Binary{})
-		buf.colOK = append(buf.colOK, nil)
+	for len(ab.colI64) < k {
+		ab.colI64 = append(ab.colI64, nil)
+		ab.colF64 = append(ab.colF64, nil)
+		ab.colBin = append(ab.colBin, gold.Binary{})
+		ab.colOK = append(ab.colOK, nil)
 	}
 	in.Columns = in.Columns[:0]
 	for ci, c := range ap.aggCols {
 		kind := r.plan.kinds[c]
-		ints, floats, ok := buf.colI64[ci][:0], buf.colF64[ci][:0], buf.colOK[ci][:0]
-		bin := &buf.colBin[ci]
+		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], ab.colOK[ci][:0]
+		bin := &ab.colBin[ci]
 		bin.Reset()
 		nulls := false
 		for _, j := range buf.sel {
@@ -151,7 +154,7 @@ func (r *Runner) fillColumns(ap *aggPlan, batches []*table.Batch) {
 				ints = append(ints, 0)
 			}
 		}
-		buf.colI64[ci], buf.colF64[ci], buf.colOK[ci] = ints, floats, ok
+		ab.colI64[ci], ab.colF64[ci], ab.colOK[ci] = ints, floats, ok
 		gc := gold.Column{}
 		switch kind {
 		case table.KindFloat64, table.KindFloat32:

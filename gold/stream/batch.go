@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -38,12 +39,19 @@ type batchBuffers struct {
 	keyOffs []int32
 	keys    [][]byte
 	sel     []int32 // valid rows that go to silver, ascending
+	fresh   []int32 // the rows of sel whose key dedup state judged (nil: all of sel)
+	old     []int32 // the rows of sel below state's reach, judged against silver's keys
 	selEvt  []int64
-	in      gold.Input
-	colI64  [][]int64
-	colF64  [][]float64
-	colBin  []gold.Binary
-	colOK   [][]bool
+	aggs    []aggBuffers // one per aggregation: they run concurrently
+}
+
+// aggBuffers are one aggregation's input columns, reused from batch to batch.
+type aggBuffers struct {
+	in     gold.Input
+	colI64 [][]int64
+	colF64 [][]float64
+	colBin []gold.Binary
+	colOK  [][]bool
 }
 
 // batchStats is what one batch did, for progress and the report.
@@ -57,6 +65,7 @@ type batchStats struct {
 type aggStats struct {
 	res                  gold.StateOperatorProgress
 	lateRows, outputRows int64
+	state                []byte // the aggregation's state after the batch (its checkpoint section)
 }
 
 func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
@@ -185,11 +194,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 		}
 	}
 	for i, ap := range r.plan.aggs {
-		s, err := r.aggs[i].AppendSnapshot(nil)
-		if err != nil {
-			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
-		}
-		sections["agg/"+ap.cfg.Name] = s
+		sections["agg/"+ap.cfg.Name] = st.aggs[i].state
 		order = append(order, "agg/"+ap.cfg.Name)
 	}
 	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
@@ -300,7 +305,7 @@ func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table
 	if len(files) == 0 {
 		return nil, nil
 	}
-	snap, err := r.bronze.Log().Snapshot(ctx)
+	snap, err := r.bronze.Latest(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stream: bronze table: %w", err)
 	}
@@ -392,7 +397,7 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 
 	// Dedup: first arrival wins; rows at or below the late watermark (whose key state may be
 	// evicted) are checked against silver.
-	buf.sel = buf.sel[:0]
+	buf.sel, buf.fresh, buf.old = buf.sel[:0], nil, buf.old[:0]
 	if r.dedup == nil {
 		for i := range buf.evt {
 			buf.sel = append(buf.sel, int32(i))
@@ -405,6 +410,7 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 		}
 		st.dedup = res
 		buf.sel = append(buf.sel, res.Emit...)
+		buf.fresh = res.Emit
 		dups := int64(len(res.Duplicates))
 		if len(res.Late) > 0 {
 			seen, err := r.silverKeys(ctx, n, res.Late)
@@ -419,6 +425,7 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 				}
 				seen[k] = true
 				buf.sel = append(buf.sel, i)
+				buf.old = append(buf.old, i)
 			}
 			slices.Sort(buf.sel)
 		}
@@ -434,20 +441,21 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	if err := r.ensureTables(ctx); err != nil {
 		return nil, err
 	}
-	// Silver and rejects encode on one core while the aggregations run (and write quarantine
-	// and gold) on the other: the tables are independent and each write has its own txn.
-	silverDone := make(chan error, 1)
-	go func() { silverDone <- r.writeSilver(ctx, batches, rejects, txn) }()
-	var aggErr error
-	for ai, ap := range p.aggs {
-		as, err := r.runAgg(ctx, n, ai, ap, batches, late, evict, txn)
-		if err != nil {
-			aggErr = err
-			break
-		}
-		st.aggs = append(st.aggs, as)
+	// Silver with the rejects and each aggregation (with its quarantine and gold) run on
+	// goroutines of their own: the tables are independent, each write has the batch's txn,
+	// and the aggregations share only the read-only selection.
+	for len(buf.aggs) < len(p.aggs) {
+		buf.aggs = append(buf.aggs, aggBuffers{})
 	}
-	if err := errors.Join(<-silverDone, aggErr); err != nil {
+	st.aggs = make([]aggStats, len(p.aggs))
+	errs := make([]error, 1+len(p.aggs))
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = r.writeSilver(ctx, batches, rejects, txn) })
+	for ai, ap := range p.aggs {
+		wg.Go(func() { st.aggs[ai], errs[1+ai] = r.runAgg(ctx, n, ai, ap, batches, late, evict, txn) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -459,16 +467,31 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 const silverSplitRows = 1 << 16
 
 // writeSilver appends the selected rows of each bronze batch, in arrival order, and the
-// validation rejects.
+// validation rejects. Rows judged against silver's keys (far below the watermark) go to files
+// of their own, so that every other silver file spans a narrow event-time range and the
+// look-ups of later batches read few files.
 func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, rejects *table.Batch, txn *table.AppTxn) error {
-	sel := r.buf.sel
-	if n := len(sel); n > 0 {
+	buf := &r.buf
+	fresh := buf.sel
+	if len(buf.old) > 0 {
+		fresh = buf.fresh
+	}
+	var groups [][]int32
+	if n := len(fresh); n > 0 {
 		parts := 1
 		if n >= silverSplitRows {
 			parts = runtime.GOMAXPROCS(0)
 		}
-		if err := r.writeParts(ctx, r.silverT, parts, txn, func(p int) []*table.Batch {
-			return r.selectRows(batches, sel[p*n/parts:(p+1)*n/parts])
+		for p := range parts {
+			groups = append(groups, fresh[p*n/parts:(p+1)*n/parts])
+		}
+	}
+	if len(buf.old) > 0 {
+		groups = append(groups, buf.old)
+	}
+	if len(groups) > 0 {
+		if err := r.writeParts(ctx, r.silverT, len(groups), txn, func(p int) []*table.Batch {
+			return r.selectRows(batches, groups[p])
 		}); err != nil {
 			return fmt.Errorf("stream: silver: %w", err)
 		}
@@ -614,7 +637,7 @@ func (r *Runner) write(ctx context.Context, t *table.Table, batches []*table.Bat
 func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[string]bool, error) {
 	buf := &r.buf
 	seen := map[string]bool{}
-	snap, err := r.silverT.Log().Snapshot(ctx)
+	snap, err := r.silverT.Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return seen, nil
 	}
@@ -632,35 +655,68 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 		return nil, err
 	}
 	evName := r.plan.silver.Fields[r.plan.evCol].Name
-	cols := []string{evName}
+	var cols []string
 	for _, c := range r.plan.dedup {
 		cols = append(cols, r.plan.silver.Fields[c].Name)
 	}
-	filter := table.And(table.Ge(evName, time.UnixMicro(lo).UTC()), table.Le(evName, time.UnixMicro(hi).UTC()))
-	fs, err := r.silverT.FileScan(snap, cols, filter)
+	// The event-time range only prunes files by their stats; the rows are matched on the
+	// key alone, so no row filter runs.
+	pruner, err := r.silverT.FileScan(snap, nil, table.And(table.Ge(evName, time.UnixMicro(lo).UTC()), table.Le(evName, time.UnixMicro(hi).UTC())))
+	if err != nil {
+		return nil, fmt.Errorf("stream: silver scan: %w", err)
+	}
+	fs, err := r.silverT.FileScan(snap, cols, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stream: silver scan: %w", err)
 	}
 	var files []*txlog.Add
-	for _, a := range snap.Files() {
+	for _, a := range pruner.Files(snap.Files()) {
 		if !skip[a.Path] {
 			files = append(files, a)
 		}
 	}
-	var key []byte
-	for b, err := range fs.Read(ctx, files) {
-		if err != nil {
-			return nil, fmt.Errorf("stream: silver dedup look-up: %w", err)
-		}
-		for i := range b.Len() {
-			key = key[:0]
-			for c := range r.plan.dedup {
-				key = AppendKeyPart(key, b.Columns[1+c], i)
+	// Files are read on every core, each worker collecting the keys it found.
+	workers := min(len(files), runtime.GOMAXPROCS(0))
+	found := make([]map[string]bool, workers)
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		found[w] = map[string]bool{}
+		wg.Go(func() {
+			var key []byte
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) || ctx.Err() != nil {
+					return
+				}
+				for b, err := range fs.Read(ctx, files[i:i+1]) {
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					for row := range b.Len() {
+						key = key[:0]
+						for c := range r.plan.dedup {
+							key = AppendKeyPart(key, b.Columns[c], row)
+						}
+						if want[string(key)] {
+							found[w][string(key)] = true
+						}
+					}
+				}
 			}
-			if want[string(key)] {
-				seen[string(key)] = true
-			}
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("stream: silver dedup look-up: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range found {
+		maps.Copy(seen, f)
 	}
 	return seen, nil
 }
