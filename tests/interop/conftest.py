@@ -200,6 +200,18 @@ def s3a_url(s3, name: str) -> str:
     return f"s3a://{s3['bucket']}/{name}"
 
 
+def minio_fs(s3):
+    """A pyarrow S3 client of the `s3` fixture's MinIO, for looking at objects without a Delta
+    engine in between."""
+    from pyarrow import fs
+
+    env = s3["env"]
+    scheme, _, host = env["AWS_ENDPOINT_URL"].partition("://")
+    return fs.S3FileSystem(access_key=env["AWS_ACCESS_KEY_ID"],
+                           secret_key=env["AWS_SECRET_ACCESS_KEY"], region=env["AWS_REGION"],
+                           scheme=scheme, endpoint_override=host)
+
+
 @pytest.fixture(scope="session")
 def medallion_bin(tmp_path_factory) -> Path:
     """Builds ./cmd/medallion once per session from the repo root, or uses $MEDALLION_BIN (a

@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from conftest import s3a_url
+from conftest import minio_fs, s3a_url
 from interop_engines import (read_deltars_s3, read_spark, run_medallion, spark_history,
                              spark_schema)
 from interop_mkdelta import ON_MINIO, WRITTEN
@@ -93,11 +93,7 @@ def log_actions_s3(s3, name: str) -> tuple[list[str], list[dict]]:
     with pyarrow's S3 client (no Delta engine involved)."""
     from pyarrow import fs
 
-    env = s3["env"]
-    scheme, _, host = env["AWS_ENDPOINT_URL"].partition("://")
-    minio = fs.S3FileSystem(access_key=env["AWS_ACCESS_KEY_ID"],
-                            secret_key=env["AWS_SECRET_ACCESS_KEY"], region=env["AWS_REGION"],
-                            scheme=scheme, endpoint_override=host)
+    minio = minio_fs(s3)
     infos = minio.get_file_info(fs.FileSelector(f"{s3['bucket']}/{name}/_delta_log"))
     names = sorted(i.base_name for i in infos)
     actions = []
