@@ -212,6 +212,16 @@ def minio_fs(s3):
                            scheme=scheme, endpoint_override=host)
 
 
+def download_table(s3, url: str, dest: Path) -> Path:
+    """Copies every object of the table at s3://bucket/... into dest (made here) and returns it,
+    so that the raw `_delta_log` checks of interop_scenarios run on tables on MinIO too."""
+    from pyarrow import fs
+
+    fs.copy_files(url.removeprefix("s3://"), str(dest), source_filesystem=minio_fs(s3),
+                  destination_filesystem=fs.LocalFileSystem())
+    return dest
+
+
 @pytest.fixture(scope="session")
 def medallion_bin(tmp_path_factory) -> Path:
     """Builds ./cmd/medallion once per session from the repo root, or uses $MEDALLION_BIN (a

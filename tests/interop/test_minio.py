@@ -7,24 +7,23 @@ medallion (`table scan s3://...`, the mkdelta writer).
 * medallion writes (interop_mkdelta.ON_MINIO: every type, partitioned, MERGE, replaceWhere,
   OPTIMIZE, checkpoint) and Spark reads them (needs_medallion; delta-rs' reads are in
   test_we_write.py).
-* Spark writes (append, DELETE with deletion vectors, a checkpoint; a partitioned table) and
-  medallion scans them (needs_medallion).
+* Spark writes (SPARK_ON_MINIO: append, DELETE with deletion vectors, a checkpoint; partitioned;
+  every type); Spark and delta-rs read them back, medallion scans them (needs_medallion).
 * Concurrent delta-rs writers lose no commit.
 
 Spark names a table s3a://bucket/name, the others s3://bucket/name: the same objects."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from conftest import minio_fs, s3a_url
+from conftest import download_table, s3a_url
 from interop_engines import (read_deltars_s3, read_spark, run_medallion, spark_history,
                              spark_schema)
 from interop_mkdelta import ON_MINIO, WRITTEN
 from interop_rows import assert_same_rows, canonical_rows, parse_jsonl
 from interop_scenarios import (EVENTS, EVENTS_DDL, PARTITIONED, PARTITIONED_ROWS, SCENARIOS,
+                               Scenario, assert_has_checkpoint, assert_has_deletion_vectors,
                                events, tuples)
 
 
@@ -88,22 +87,6 @@ def scan_medallion(binary, s3, url: str) -> list[dict]:
     return parse_jsonl(out, f"medallion table scan {url}")
 
 
-def log_actions_s3(s3, name: str) -> tuple[list[str], list[dict]]:
-    """The file names in <name>/_delta_log and every action of its JSON commits, read from MinIO
-    with pyarrow's S3 client (no Delta engine involved)."""
-    from pyarrow import fs
-
-    minio = minio_fs(s3)
-    infos = minio.get_file_info(fs.FileSelector(f"{s3['bucket']}/{name}/_delta_log"))
-    names = sorted(i.base_name for i in infos)
-    actions = []
-    for info in sorted(infos, key=lambda i: i.base_name):
-        if info.base_name.endswith(".json"):
-            with minio.open_input_stream(info.path) as f:
-                actions += [json.loads(line) for line in f.read().decode().splitlines() if line]
-    return names, actions
-
-
 # --- Spark on MinIO (S3A) --------------------------------------------------------------------
 
 
@@ -135,15 +118,10 @@ def test_spark_reads_our_table_on_minio(name, written_on_minio, spark_s3, s3):
                        w.history)
 
 
-# Spark's events table on MinIO: CREATE TABLE with deletion vectors and a checkpoint every 2
-# commits, two appends (the checkpoint lands at version 2), then a DELETE that marks rows in
-# deletion vectors instead of rewriting files.
-SPARK_EVENTS = events(i for i in range(10) if i % 3)
-SPARK_EVENTS_HISTORY = [(0, "CREATE TABLE"), (1, "WRITE"), (2, "WRITE"), (3, "DELETE")]
-SPARK_PARTITIONED = SCENARIOS["spark_partitioned"]
-
-
-def write_spark_events(spark, url: str) -> None:
+def spark_events_on_minio(spark, url: str) -> None:
+    """CREATE TABLE with deletion vectors and a checkpoint every 2 commits, two appends (the
+    checkpoint lands at version 2), then a DELETE that marks rows in deletion vectors instead of
+    rewriting files."""
     spark.sql(f"""CREATE TABLE delta.`{url}` ({EVENTS_DDL}) USING delta
                   TBLPROPERTIES ('delta.enableDeletionVectors' = 'true',
                                  'delta.checkpointInterval' = '2')""")
@@ -153,33 +131,38 @@ def write_spark_events(spark, url: str) -> None:
     spark.sql(f"DELETE FROM delta.`{url}` WHERE id % 3 = 0")
 
 
+def assert_dvs_and_checkpoint(path) -> None:
+    assert_has_deletion_vectors(path)
+    assert_has_checkpoint(path)
+
+
+# Spark's tables on MinIO: the one above, and the partitioned one (partition directories with a
+# null value, '/', ' ', '=', '%' and non-ASCII, as S3 keys) and every-type one of the file suite.
+SPARK_ON_MINIO = [
+    Scenario("spark_events_on_minio", "spark", spark_events_on_minio, EVENTS,
+             events(i for i in range(10) if i % 3), ["CREATE TABLE", "WRITE", "WRITE", "DELETE"],
+             exercises=assert_dvs_and_checkpoint),
+    SCENARIOS["spark_partitioned"],
+    SCENARIOS["spark_types"],
+]
+
+
 @pytest.fixture(scope="module")
 def spark_written(spark_s3, s3) -> dict[str, str]:
-    """Spark's tables on MinIO, written once for every reader: {"events": name, "partitioned":
-    name} (the names under the bucket)."""
-    names = {"events": "spark-writes-events", "partitioned": "spark-writes-partitioned"}
-    write_spark_events(spark_s3, s3a_url(s3, names["events"]))
-    # Partition directories with a null value, '/', ' ', '=', '%' and non-ASCII, as S3 keys.
-    SPARK_PARTITIONED.build(spark_s3, s3a_url(s3, names["partitioned"]))
+    """{scenario name: its table name under the bucket}: SPARK_ON_MINIO written once by Spark
+    through S3A, for every reader."""
+    names = {}
+    for scenario in SPARK_ON_MINIO:
+        names[scenario.name] = f"spark-writes/{scenario.name}"
+        scenario.build(spark_s3, s3a_url(s3, names[scenario.name]))
     return names
 
 
-def test_spark_round_trip_on_minio(spark_written, spark_s3, s3, deltalake):
-    name = spark_written["events"]
-    files, actions = log_actions_s3(s3, name)
-    assert "_last_checkpoint" in files and f"{2:020d}.checkpoint.parquet" in files, \
-        f"{name}: no checkpoint at version 2 in {files}"
-    assert any(a.get("add", {}).get("deletionVector") for a in actions), \
-        f"{name}: the DELETE wrote no deletion vector"
-    assert_spark_reads(spark_s3, s3a_url(s3, name), EVENTS, SPARK_EVENTS, SPARK_EVENTS_HISTORY)
-    url = table_url(s3, name)
-    assert_same_rows(canonical_rows(read_deltars_s3(s3, url), EVENTS),
-                     canonical_rows(SPARK_EVENTS, EVENTS), f"delta-rs reading {url}")
-
-    name, scenario = spark_written["partitioned"], SPARK_PARTITIONED
-    _, actions = log_actions_s3(s3, name)
-    assert any(None in a["add"]["partitionValues"].values() for a in actions if "add" in a), \
-        f"{name}: no null partition value"
+@pytest.mark.parametrize("scenario", SPARK_ON_MINIO, ids=lambda s: s.name)
+def test_spark_round_trip_on_minio(scenario, spark_written, spark_s3, s3, deltalake, tmp_path):
+    name = spark_written[scenario.name]
+    if scenario.exercises:
+        scenario.exercises(download_table(s3, table_url(s3, name), tmp_path / "table"))
     assert_spark_reads(spark_s3, s3a_url(s3, name), scenario.columns, scenario.rows,
                        list(enumerate(scenario.history)))
     url = table_url(s3, name)
@@ -188,10 +171,8 @@ def test_spark_round_trip_on_minio(spark_written, spark_s3, s3, deltalake):
 
 
 @pytest.mark.needs_medallion
-def test_medallion_scans_spark_tables_on_minio(spark_written, s3, medallion_bin):
-    for name, columns, rows in [
-            (spark_written["events"], EVENTS, SPARK_EVENTS),
-            (spark_written["partitioned"], SPARK_PARTITIONED.columns, SPARK_PARTITIONED.rows)]:
-        url = table_url(s3, name)
-        assert_same_rows(canonical_rows(scan_medallion(medallion_bin, s3, url), columns),
-                         canonical_rows(rows, columns), f"medallion table scan {url}")
+@pytest.mark.parametrize("scenario", SPARK_ON_MINIO, ids=lambda s: s.name)
+def test_medallion_scans_spark_table_on_minio(scenario, spark_written, s3, medallion_bin):
+    url = table_url(s3, spark_written[scenario.name])
+    assert_same_rows(canonical_rows(scan_medallion(medallion_bin, s3, url), scenario.columns),
+                     canonical_rows(scenario.rows, scenario.columns), f"medallion table scan {url}")

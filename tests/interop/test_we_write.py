@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import minio_fs
+from conftest import download_table
 from interop_engines import (deltars_history, deltars_schema, read_deltars, read_deltars_s3,
                              read_spark, spark_history, spark_schema)
 from interop_mkdelta import ON_MINIO, WRITTEN, MkDelta
@@ -90,13 +90,7 @@ def test_deltars_reads_our_table_on_minio(name, written_on_minio, deltalake, s3)
 def test_our_table_exercises_its_feature_on_minio(name, written_on_minio, s3, tmp_path):
     """The raw-log checks of the file tables, on a download of the table's objects: on MinIO,
     too, VACUUM deleted the removed file, OPTIMIZE committed 3 removes and 1 add, and so on."""
-    from pyarrow import fs
-
-    url = written_on_minio(name)
-    local = tmp_path / name
-    fs.copy_files(url.removeprefix("s3://"), str(local), source_filesystem=minio_fs(s3),
-                  destination_filesystem=fs.LocalFileSystem())
-    WRITTEN[name].exercises(local)
+    WRITTEN[name].exercises(download_table(s3, written_on_minio(name), tmp_path / name))
 
 
 # --- concurrent writers (item 4) --------------------------------------------------------------
