@@ -37,9 +37,10 @@ var memEvents = flag.Int64("stream.mem-events", 5_000_000, "events BenchmarkStre
 
 // BenchmarkStreamMemory streams -stream.mem-events generated events (2000 a second of event
 // time, a 10-minute watermark, dedup on) through one runner, ingesting and streaming one
-// landing object (250k events) at a time, and reports the resident set after a fifth, half
-// and all of them: the state is bounded by the watermark, so RSS must stay flat once 10
-// minutes of events are in state. Run with -benchtime 1x.
+// landing object (250k events) at a time, and reports the resident set after a tenth, two
+// fifths and all of them (5M, 20M and 50M events with -stream.mem-events 50000000): the state
+// is bounded by the watermark, so RSS must stay flat once 10 minutes of events are in state.
+// Run with -benchtime 1x.
 func BenchmarkStreamMemory(b *testing.B) {
 	ctx := context.Background()
 	for range b.N {
@@ -69,7 +70,13 @@ func BenchmarkStreamMemory(b *testing.B) {
 		}
 		var buf []byte
 		var streamed int64
-		marks := map[int]string{files / 5: "rss-MB@1/5", files / 2: "rss-MB@1/2", files: "rss-MB@all"}
+		marks := map[int]string{}
+		for _, m := range []struct {
+			part, of int
+		}{{1, 10}, {2, 5}, {1, 1}} {
+			at := max(1, files*m.part/m.of)
+			marks[at] = "rss-MB@" + strconv.FormatFloat(float64(at)*perFile/1e6, 'g', 3, 64) + "M"
+		}
 		for i := 1; g.More(); i++ {
 			key, data := g.NextFile(buf[:0])
 			buf = data
