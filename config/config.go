@@ -212,6 +212,9 @@ type Stream struct {
 	Trigger Trigger `yaml:"trigger"`
 	// MaxFilesPerTrigger bounds the bronze files one micro-batch reads. Default 1000.
 	MaxFilesPerTrigger int `yaml:"max_files_per_trigger"`
+	// MaxBytesPerTrigger is a soft bound on the bronze bytes one micro-batch reads (Delta's
+	// maxBytesPerTrigger): the batch ends with the file that reaches it. Default 0: no bound.
+	MaxBytesPerTrigger ByteSize `yaml:"max_bytes_per_trigger"`
 	// IgnoreDeletes skips bronze commits that only remove files instead of failing. Default false.
 	IgnoreDeletes bool `yaml:"ignore_deletes"`
 	// IgnoreChanges re-reads rewritten bronze files instead of failing. Default false.

@@ -200,6 +200,8 @@ func TestErrors(t *testing.T) {
 		{"negative duration", "watermark: 10m", "watermark: -10m", []string{`p.yaml:8: stream.watermark: -10m is too small`}},
 		{"duration as mapping", "watermark: 10m", "watermark: {a: 1}", []string{`p.yaml:8: stream.watermark: expected a single value, got a mapping`}},
 		{"negative int", "", "landing: {max_files_per_trigger: -3}\n", []string{`p.yaml:14: landing.max_files_per_trigger: -3 is negative`}},
+		{"bad byte size", "watermark: 10m", "watermark: 10m\n  max_bytes_per_trigger: 2 pages", []string{`p.yaml:9: stream.max_bytes_per_trigger: invalid byte size "2 pages"`}},
+		{"negative byte size", "watermark: 10m", "watermark: 10m\n  max_bytes_per_trigger: -5MB", []string{`p.yaml:9: stream.max_bytes_per_trigger: -5MB is negative`}},
 		{"int as string", "", "landing: {max_files_per_trigger: lots}\n", []string{`p.yaml:14: landing.max_files_per_trigger: expected an integer, got "lots"`}},
 		{"bool as string", "required: true}", "required: yes please}", []string{`p.yaml:3: schema[0].required: expected true or false, got "yes please"`}},
 		{"list expected", "group_by: [event_type]", "group_by: event_type", []string{`p.yaml:12: gold[0].group_by: expected a list, got "event_type"`}},

@@ -285,6 +285,11 @@ func (v *validator) stream(cols map[string]Column) {
 	if s.MaxFilesPerTrigger < 0 {
 		v.fail("stream.max_files_per_trigger", "%d is negative: expected a positive number of files", s.MaxFilesPerTrigger)
 	}
+	if err := s.MaxBytesPerTrigger.Err(); err != nil {
+		v.fail("stream.max_bytes_per_trigger", "%v", err)
+	} else if s.MaxBytesPerTrigger.Bytes < 0 {
+		v.fail("stream.max_bytes_per_trigger", "%s is negative: expected a size such as 256MB (0: no bound)", s.MaxBytesPerTrigger)
+	}
 	if s.LateAlertFraction < 0 || s.LateAlertFraction > 1 || math.IsNaN(s.LateAlertFraction) {
 		v.fail("stream.late_alert_fraction", "%v: expected a fraction between 0 and 1", s.LateAlertFraction)
 	}

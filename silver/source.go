@@ -107,14 +107,24 @@ func (s *Source) snapshotAt(ctx context.Context, v int64) (*txlog.Snapshot, erro
 	return s.log.SnapshotAt(ctx, v)
 }
 
+// ReadLimit bounds one micro-batch, as Delta's maxFilesPerTrigger and maxBytesPerTrigger do;
+// the zero value reads everything. MaxBytes is a soft limit: the batch ends with the file that
+// reaches it, so a batch always has at least one file.
+type ReadLimit struct {
+	MaxFiles int
+	MaxBytes int64
+}
+
 // NextBatch returns the files after start (nil: a fresh stream, which starts from the snapshot
-// at `until`) up to and including version `until`, at most maxFiles of them (<= 0: no limit),
+// at `until`) up to and including version `until`, as many as limit allows,
 // and the end offset of that batch. When nothing is new, the end offset equals start.
-func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, maxFiles int) ([]IndexedFile, Offset, error) {
+func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, limit ReadLimit) ([]IndexedFile, Offset, error) {
 	var files []IndexedFile
+	var size int64
 	take := func(f IndexedFile) bool {
 		files = append(files, f)
-		return maxFiles > 0 && len(files) >= maxFiles
+		size += f.Add.Size
+		return limit.MaxFiles > 0 && len(files) >= limit.MaxFiles || limit.MaxBytes > 0 && size >= limit.MaxBytes
 	}
 	var pos Offset
 	if until < 0 {

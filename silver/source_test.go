@@ -40,11 +40,11 @@ func sourceTable(t *testing.T, perCommit []int) (*mem.Bucket, *txlog.Log) {
 	return b, log
 }
 
-func drain(t *testing.T, src *Source, start *Offset, until int64, maxFiles int) (batches []int, end *Offset) {
+func drain(t *testing.T, src *Source, start *Offset, until int64, limit ReadLimit) (batches []int, end *Offset) {
 	t.Helper()
 	ctx := context.Background()
 	for {
-		files, next, err := src.NextBatch(ctx, start, until, maxFiles)
+		files, next, err := src.NextBatch(ctx, start, until, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +65,33 @@ func TestSourceT1AvailableNowRateLimit(t *testing.T) {
 	src := NewSource(b, SourceOptions{})
 	// The stream already read version 0 (no files): it starts from (1, -1).
 	start := &Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 1, Index: -1}
-	batches, _ := drain(t, src, start, 5, 1000)
+	batches, _ := drain(t, src, start, 5, ReadLimit{MaxFiles: 1000})
 	if fmt.Sprint(batches) != "[1000 1000 500]" {
 		t.Fatalf("batches %v, want [1000 1000 500]", batches)
+	}
+}
+
+// maxBytesPerTrigger is a soft bound (the file that reaches it ends the batch, so a batch has at
+// least one file); with maxFilesPerTrigger too, whichever is reached first ends the batch.
+func TestSourceMaxBytesPerTrigger(t *testing.T) {
+	b, _ := sourceTable(t, []int{500, 500, 500, 500, 500}) // every file is 1 byte
+	start := &Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 1, Index: -1}
+	for _, tc := range []struct {
+		limit ReadLimit
+		want  string
+	}{
+		{ReadLimit{MaxBytes: 700}, "[700 700 700 400]"},
+		{ReadLimit{MaxBytes: 700, MaxFiles: 600}, "[600 600 600 600 100]"},
+		{ReadLimit{MaxBytes: 900, MaxFiles: 1000}, "[900 900 700]"},
+	} {
+		batches, _ := drain(t, NewSource(b, SourceOptions{}), start, 5, tc.limit)
+		if got := fmt.Sprint(batches); got != tc.want {
+			t.Errorf("%+v: batches %s, want %s", tc.limit, got, tc.want)
+		}
+	}
+	small, _ := sourceTable(t, []int{3, 2})
+	if batches, _ := drain(t, NewSource(small, SourceOptions{}), start, 2, ReadLimit{MaxBytes: 1}); fmt.Sprint(batches) != "[1 1 1 1 1]" {
+		t.Errorf("a limit below one file's size: batches %v, want one file each", batches)
 	}
 }
 
@@ -76,7 +100,7 @@ func TestSourceT2OnceIgnoresLimit(t *testing.T) {
 	b, _ := sourceTable(t, []int{500, 500, 500, 500, 500})
 	src := NewSource(b, SourceOptions{})
 	start := &Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 1, Index: -1}
-	batches, _ := drain(t, src, start, 5, 0)
+	batches, _ := drain(t, src, start, 5, ReadLimit{})
 	if fmt.Sprint(batches) != "[2500]" {
 		t.Fatalf("batches %v, want [2500]", batches)
 	}
@@ -93,7 +117,7 @@ func TestSourceT3EndOffset(t *testing.T) {
 	src := NewSource(b, SourceOptions{})
 	ctx := context.Background()
 	start := Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 41, Index: -1}
-	files, end, err := src.NextBatch(ctx, &start, 41, 0)
+	files, end, err := src.NextBatch(ctx, &start, 41, ReadLimit{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +125,7 @@ func TestSourceT3EndOffset(t *testing.T) {
 	if len(files) != 2 || end != want {
 		t.Fatalf("got %d files ending at %v, want 2 ending at %v", len(files), end, want)
 	}
-	files, again, err := src.NextBatch(ctx, &end, 41, 0)
+	files, again, err := src.NextBatch(ctx, &end, 41, ReadLimit{})
 	if err != nil || len(files) != 0 || again != end {
 		t.Fatalf("no new commit: %d files, end %v (%v), want none and %v", len(files), again, err, end)
 	}
@@ -118,7 +142,7 @@ func TestSourceSnapshotThenCommits(t *testing.T) {
 		var start *Offset
 		collect := func(until int64) {
 			for {
-				files, end, err := src.NextBatch(ctx, start, until, maxFiles)
+				files, end, err := src.NextBatch(ctx, start, until, ReadLimit{MaxFiles: maxFiles})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -163,10 +187,10 @@ func TestSourceRemovesStopTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 2, Index: -1}
-	if _, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 2, 0); !errors.Is(err, ErrDataRemoved) {
+	if _, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 2, ReadLimit{}); !errors.Is(err, ErrDataRemoved) {
 		t.Fatalf("got %v, want ErrDataRemoved", err)
 	}
-	if _, _, err := NewSource(b, SourceOptions{IgnoreDeletes: true}).NextBatch(ctx, &start, 2, 0); err != nil {
+	if _, _, err := NewSource(b, SourceOptions{IgnoreDeletes: true}).NextBatch(ctx, &start, 2, ReadLimit{}); err != nil {
 		t.Fatalf("ignore_deletes: %v", err)
 	}
 	// Compaction (dataChange=false) is not a change: it delivers nothing and does not stop.
@@ -178,7 +202,7 @@ func TestSourceRemovesStopTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 3, Index: -1}
-	files, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 3, 0)
+	files, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 3, ReadLimit{})
 	if err != nil || len(files) != 0 {
 		t.Fatalf("compaction: %d files, %v", len(files), err)
 	}

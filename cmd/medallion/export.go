@@ -23,7 +23,8 @@ func newExportCmd() *cobra.Command {
 		Use:   "spark --config F",
 		Short: "Print a PySpark Structured Streaming job equivalent to the stream",
 		Long: `export spark prints a Python program that runs the pipeline's stream on Spark with Delta: it reads
-bronze as a Delta stream (maxFilesPerTrigger = stream.max_files_per_trigger), applies the same
+bronze as a Delta stream (maxFilesPerTrigger = stream.max_files_per_trigger, maxBytesPerTrigger =
+stream.max_bytes_per_trigger), applies the same
 validation (event time and required columns present, no event time beyond _ingest_time +
 max_future_skew), the same dedup (dropDuplicates on stream.dedup, before the watermark, so that it
 is exact and drops no row as late), withWatermark(event_time, watermark), and one streaming query
@@ -130,10 +131,11 @@ BRONZE = LAKE + "/" + %s
 CHECKPOINT = LAKE + "/" + %s + "_spark"
 QUERY = %s
 MAX_FILES_PER_TRIGGER = %d
+MAX_BYTES_PER_TRIGGER = %d  # 0: no bound
 EVENT_TIME = %s
 WATERMARK = %s
 `, py(st.Name), py(cfg.Source()), py(lake), py(cfg.Tables.Bronze), py(st.Checkpoint), py(st.Name),
-		st.MaxFilesPerTrigger, py(st.EventTime), py(sparkInterval(st.Watermark.Duration)))
+		st.MaxFilesPerTrigger, st.MaxBytesPerTrigger.Bytes, py(st.EventTime), py(sparkInterval(st.Watermark.Duration)))
 	pf("GOLD = {\n")
 	for _, g := range cfg.Gold {
 		pf("    %s: {\"table\": %s, \"output_mode\": %s, \"keys\": [%s]},\n", py(g.Name), py(g.Table),
@@ -157,9 +159,10 @@ def session(confs):
 
 def events(spark, bronze=None, max_files=None):
     """Bronze as a stream of valid, deduplicated events with the watermark."""
-    df = (spark.readStream.format("delta")
-          .option("maxFilesPerTrigger", max_files or MAX_FILES_PER_TRIGGER)
-          .load(bronze or BRONZE))
+    reader = spark.readStream.format("delta").option("maxFilesPerTrigger", max_files or MAX_FILES_PER_TRIGGER)
+    if MAX_BYTES_PER_TRIGGER:
+        reader = reader.option("maxBytesPerTrigger", str(MAX_BYTES_PER_TRIGGER))
+    df = reader.load(bronze or BRONZE)
 `)
 	pf("    # Validation: an event time and every required column present.\n")
 	conds := []string{pyCol(st.EventTime) + ".isNotNull()"}

@@ -272,7 +272,7 @@ func (r *Runner) readAhead(ctx context.Context, entry *offsetEntry, files []silv
 		}
 	}
 	if r.aheadUntil >= 0 && len(files) > 0 && entry.End != nil {
-		next, _, err := r.src.NextBatch(ctx, entry.End, r.aheadUntil, r.aheadMaxFiles)
+		next, _, err := r.src.NextBatch(ctx, entry.End, r.aheadUntil, r.aheadLimit)
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
 			r.ahead = p

@@ -91,10 +91,10 @@ type Runner struct {
 	lastDataMs, idleBaseWM int64
 	dedupDeltas            int // dedup deltas written since the last full snapshot
 	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
-	// (-1: no read-ahead) with aheadMaxFiles a batch.
+	// (-1: no read-ahead) with aheadLimit a batch.
 	ahead         *prefetch
 	aheadUntil    int64
-	aheadMaxFiles int
+	aheadLimit    silver.ReadLimit
 	resume        func(*gold.WatermarkTracker) error
 	prevTrigger   time.Time
 	tablesReady   bool
@@ -139,7 +139,8 @@ func New(opts Options) (*Runner, error) {
 }
 
 // Run runs the query with its trigger: once (one batch, no read limit), available-now
-// (everything the source holds at the start, in batches of max_files_per_trigger, then the
+// (everything the source holds at the start, in batches of max_files_per_trigger and
+// max_bytes_per_trigger, then the
 // no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
 // ends the run without an error at a batch boundary).
 func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
@@ -155,7 +156,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 	if err := r.start(ctx); err != nil {
 		return r.report, err
 	}
-	maxFiles := r.cfg.Stream.MaxFilesPerTrigger
+	limit := silver.ReadLimit{MaxFiles: r.cfg.Stream.MaxFilesPerTrigger, MaxBytes: r.cfg.Stream.MaxBytesPerTrigger.Bytes}
 	switch r.opts.Trigger.Kind {
 	case config.TriggerOnce:
 		if r.pending != nil {
@@ -165,13 +166,13 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 		if err != nil {
 			return r.report, err
 		}
-		_, err = r.step(ctx, latest, 0, false)
+		_, err = r.step(ctx, latest, silver.ReadLimit{}, false)
 		return r.report, err
 	case config.TriggerProcessingTime:
 		interval := r.opts.Trigger.Interval
 		for {
 			began := r.opts.Clock()
-			if err := r.drain(ctx, maxFiles); err != nil {
+			if err := r.drain(ctx, limit); err != nil {
 				if ctx.Err() != nil {
 					return r.report, nil
 				}
@@ -190,12 +191,12 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 			}
 		}
 	default:
-		return r.report, r.drain(ctx, maxFiles)
+		return r.report, r.drain(ctx, limit)
 	}
 }
 
 // drain fixes the source's latest version and runs batches until nothing is left to do.
-func (r *Runner) drain(ctx context.Context, maxFiles int) error {
+func (r *Runner) drain(ctx context.Context, limit silver.ReadLimit) error {
 	if r.pending != nil {
 		if err := r.runPending(ctx); err != nil {
 			return err
@@ -205,13 +206,13 @@ func (r *Runner) drain(ctx context.Context, maxFiles int) error {
 	if err != nil {
 		return err
 	}
-	r.aheadUntil, r.aheadMaxFiles = latest, maxFiles
+	r.aheadUntil, r.aheadLimit = latest, limit
 	defer func() { r.aheadUntil = -1 }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ran, err := r.step(ctx, latest, maxFiles, true)
+		ran, err := r.step(ctx, latest, limit, true)
 		if err != nil || !ran {
 			return err
 		}
@@ -228,14 +229,14 @@ func (r *Runner) latest(ctx context.Context) (int64, error) {
 
 // step runs the next batch if there is new data (or, when noData, a no-data batch the
 // watermark asks for) and reports whether it ran one.
-func (r *Runner) step(ctx context.Context, until int64, maxFiles int, noData bool) (bool, error) {
+func (r *Runner) step(ctx context.Context, until int64, limit silver.ReadLimit, noData bool) (bool, error) {
 	if until < 0 {
 		return false, nil
 	}
 	if err := r.ensurePlan(ctx); err != nil {
 		return false, err
 	}
-	files, end, err := r.src.NextBatch(ctx, r.lastEnd, until, maxFiles)
+	files, end, err := r.src.NextBatch(ctx, r.lastEnd, until, limit)
 	if err != nil {
 		return false, err
 	}
@@ -312,7 +313,7 @@ func (r *Runner) runPending(ctx context.Context) error {
 		if end.Index == -1 {
 			until--
 		}
-		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, 0)
+		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, silver.ReadLimit{})
 		if err != nil {
 			return err
 		}

@@ -143,3 +143,36 @@ func TestLateAlert(t *testing.T) {
 		t.Fatalf("alert lacks the numbers: %s", logs.String())
 	}
 }
+
+// TestMaxBytesPerTrigger: available-now cuts the backlog into batches of about
+// max_bytes_per_trigger bronze bytes, at least one file each.
+func TestMaxBytesPerTrigger(t *testing.T) {
+	for _, tc := range []struct {
+		bound       string
+		dataBatches int
+	}{{"1", 3}, {"1GB", 1}} {
+		lake := mem.New()
+		for i, id := range []string{"a", "b", "c"} {
+			appendBronze(t, lake, []ev{{ID: id, T: hm("12:07").Add(time.Duration(i) * time.Minute)}})
+		}
+		cfg := parseConfig(t, "10m", "  max_bytes_per_trigger: "+tc.bound, countGold)
+		progress := make(chanListener, 100)
+		r, err := New(Options{Lake: lake, Config: cfg, Clock: runStreamClock, Listener: progress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		close(progress)
+		var sizes []int64
+		for p := range progress {
+			if p.NumInputRows > 0 {
+				sizes = append(sizes, p.NumInputRows)
+			}
+		}
+		if len(sizes) != tc.dataBatches {
+			t.Errorf("max_bytes_per_trigger %s: data batches of %v rows, want %d batches", tc.bound, sizes, tc.dataBatches)
+		}
+	}
+}
