@@ -92,14 +92,14 @@ type Runner struct {
 	dedupDeltas            int // dedup deltas written since the last full snapshot
 	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
 	// (-1: no read-ahead) with aheadLimit a batch.
-	ahead         *prefetch
-	aheadUntil    int64
-	aheadLimit    silver.ReadLimit
-	resume        func(*gold.WatermarkTracker) error
-	prevTrigger   time.Time
-	tablesReady   bool
-	report        Report
-	buf           batchBuffers
+	ahead       *prefetch
+	aheadUntil  int64
+	aheadLimit  silver.ReadLimit
+	resume      func(*gold.WatermarkTracker) error
+	prevTrigger time.Time
+	tablesReady bool
+	report      Report
+	buf         batchBuffers
 }
 
 // New prepares a runner; it reads nothing until Run.
