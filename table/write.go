@@ -36,6 +36,11 @@ type WriteOptions struct {
 	// StatsColumns is the number of leading leaf columns that get min/max stats
 	// (delta.dataSkippingNumIndexedCols; DefaultStatsColumns, -1 for all).
 	StatsColumns int
+	// BloomFilterColumns names top-level primitive columns that get a Parquet split-block
+	// bloom filter in every row group (BloomFilterBitsPerValue bits per value), which
+	// FileScan.MayContain reads to skip files that cannot hold a key. Naming a nested,
+	// partition or unknown column fails the write.
+	BloomFilterColumns []string
 }
 
 func (o WriteOptions) withDefaults() WriteOptions {
@@ -379,6 +384,7 @@ type fileEncoder struct {
 	ext     string
 	codec   compress.Codec
 	writers []*parquet.ColumnWriter
+	blooms  *bloomPlan
 }
 
 const shredChunk = 4096
@@ -396,7 +402,11 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 	if err != nil {
 		return nil, err
 	}
-	return &fileEncoder{schema: schema, opts: opts, sh: sh, ext: ext, codec: codec,
+	blooms, err := planBloomFilters(schema, opts.BloomFilterColumns)
+	if err != nil {
+		return nil, err
+	}
+	return &fileEncoder{schema: schema, opts: opts, sh: sh, ext: ext, codec: codec, blooms: blooms,
 		stats: newStatsCollector(schema, opts.StatsColumns)}, nil
 }
 
@@ -430,11 +440,12 @@ func (e *fileEncoder) start(cols []*Column, idx []int) error {
 		}
 		plain[c] = n >= 64 && len(seen) > n/2
 	}
+	e.blooms.forcePlain(plain)
 	ps, err := parquetSchema(e.schema, plain)
 	if err != nil {
 		return err
 	}
-	e.w = parquet.NewWriter(&e.buf, ps,
+	e.w = parquet.NewWriter(&e.buf, ps, e.blooms.option(),
 		parquet.Compression(e.codec),
 		parquet.DataPageVersion(1),
 		// Dictionary strings with a fallback to PLAIN: parquet-go's default for byte arrays

@@ -1,0 +1,431 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/txlog"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// BloomFilterBitsPerValue sizes the bloom filters of WriteOptions.BloomFilterColumns: 10 bits
+// per value gives a split-block filter about a 1% false-positive rate (parquet-go's advice and
+// the usual choice of Spark users), for 1.25 bytes per row of each filtered column; the
+// filter of a 1M-row group is about 1.2 MiB.
+const BloomFilterBitsPerValue = 10
+
+// bloomTailBytes is how much of a file's end MayContain reads first: the footer and, for a
+// file of one row group written by us, its bloom filters (written just before the footer)
+// come in the same ranged read.
+const bloomTailBytes = 64 << 10
+
+// bloomPlan is the bloom filter configuration of one file encoder.
+type bloomPlan struct {
+	filters []parquet.BloomFilterColumn
+	bytes   []int // indexes of the filtered top-level byte-array columns
+}
+
+// planBloomFilters resolves WriteOptions.BloomFilterColumns against the file schema.
+func planBloomFilters(schema *txlog.StructType, names []string) (*bloomPlan, error) {
+	p := &bloomPlan{}
+	for _, name := range names {
+		i := fieldIndexFold(schema, name)
+		if i < 0 {
+			return nil, fmt.Errorf("table: bloom filter column %s is not a column of the data files (unknown, or a partition column)", name)
+		}
+		f := &schema.Fields[i]
+		k, err := KindOf(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("table: bloom filter column %s: %w", name, err)
+		}
+		switch k {
+		case KindStruct, KindList, KindMap, KindNull:
+			return nil, fmt.Errorf("table: bloom filter column %s has type %s; only primitive columns can have a bloom filter", name, typeString(f.Type))
+		case KindBytes:
+			p.bytes = append(p.bytes, i)
+		}
+		p.filters = append(p.filters, parquet.SplitBlockFilter(BloomFilterBitsPerValue, f.PhysicalName()))
+	}
+	return p, nil
+}
+
+// forcePlain turns off the dictionary of filtered string columns. parquet-go (v0.32.0) fills
+// the filter of a dictionary-encoded chunk from the dictionary alone, so when the dictionary
+// outgrows DictionaryMaxBytes and the writer falls back to PLAIN pages, the values of those
+// pages are missing from the filter: a false negative, which would make a look-up miss a key.
+// Filtered columns are key columns, mostly distinct values, which get PLAIN anyway.
+func (p *bloomPlan) forcePlain(plain map[int]bool) {
+	for _, i := range p.bytes {
+		plain[i] = true
+	}
+}
+
+// option is the writer option that makes parquet-go build the filters. Its low-level path
+// (ColumnWriter.WriteRowValues, as the encoder uses) does not know the value count up front,
+// so at each row group flush parquet-go decodes the chunk's pages back and hashes their values
+// into a filter sized for the chunk's value count.
+func (p *bloomPlan) option() parquet.WriterOption {
+	return parquet.BloomFilters(p.filters...)
+}
+
+func fieldIndexFold(s *txlog.StructType, name string) int {
+	if i := s.FieldIndex(name); i >= 0 {
+		return i
+	}
+	for i := range s.Fields {
+		if strings.EqualFold(s.Fields[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// MayContain reports, for every row of keys, whether the data file add may hold a row whose
+// values equal that key row's in every column of keys. The columns of keys name top-level
+// primitive columns of s.Schema (as in the table, case-insensitive) and have their types.
+//
+// A false answer is certain: no row of the file (live or deleted) has that key. A true answer
+// only means the file must be read to know: it is given for every key when a probed column
+// has no bloom filter in some row group (files written without WriteOptions.BloomFilterColumns,
+// or by other engines), is a partition column, is missing from the file or stored in a
+// physical type the key cannot be hashed as (say INT96 or millisecond timestamps), and for key
+// parts that are null or NaN. Within a row group the columns' filters are and-ed, across row
+// groups or-ed.
+//
+// It reads the file's footer and the bloom filters of the probed columns, never their pages:
+// one ranged read for a one-row-group file whose filters sit near its end, as ours do.
+// It is safe for concurrent use.
+func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) ([]bool, error) {
+	wrap := func(err error) error { return fmt.Errorf("table: bloom look-up %s: %w", add.Path, err) }
+	if err := keys.Validate(); err != nil {
+		return nil, wrap(err)
+	}
+	n := keys.Len()
+	out := make([]bool, n)
+	var probes []*bloomProbe
+	for j := range keys.Schema.Fields {
+		kf := &keys.Schema.Fields[j]
+		i := fieldIndexFold(s.Schema, kf.Name)
+		if i < 0 {
+			return nil, wrap(fmt.Errorf("%w: column %s does not exist", ErrSchemaMismatch, kf.Name))
+		}
+		f := &s.Schema.Fields[i]
+		if err := sameType(f.Name, f.Type, kf.Type); err != nil {
+			return nil, wrap(err)
+		}
+		switch keys.Columns[j].Kind {
+		case KindStruct, KindList, KindMap, KindNull:
+			return nil, wrap(fmt.Errorf("column %s has type %s, which has no bloom filter", f.Name, typeString(f.Type)))
+		}
+		if s.isPartition(f.Name) {
+			continue
+		}
+		probes = append(probes, &bloomProbe{field: f, col: keys.Columns[j]})
+	}
+	if n == 0 || len(probes) == 0 {
+		for i := range out {
+			out[i] = true
+		}
+		return out, nil
+	}
+	size := add.Size
+	if size <= 0 {
+		info, err := s.Bucket.Stat(ctx, add.Path)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		size = info.Size
+	}
+	ra := &spanReaderAt{base: objstore.NewReaderAt(ctx, s.Bucket, add.Path, size), size: size}
+	tail := min(size, bloomTailBytes)
+	if err := ra.load(size-tail, tail); err != nil {
+		return nil, wrap(err)
+	}
+	f, err := openParquet(ra, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return nil, wrap(fmt.Errorf("%w: %v", ErrBadDataFile, err))
+	}
+	for _, p := range probes {
+		p.bind(f)
+	}
+	alive := make([]bool, n)
+	meta := f.Metadata()
+	for g, rg := range f.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		chunks := rg.ColumnChunks()
+		if g >= len(meta.RowGroups) {
+			return nil, wrap(fmt.Errorf("%w: row group %d has no metadata", ErrBadDataFile, g))
+		}
+		if err := ra.loadFilters(meta.RowGroups[g].Columns, probes); err != nil {
+			return nil, wrap(err)
+		}
+		for i := range alive {
+			alive[i] = !out[i]
+		}
+		for _, p := range probes {
+			if p.leaf < 0 || p.leaf >= len(chunks) {
+				continue // not in the file: no filter, no narrowing
+			}
+			fc, ok := chunks[p.leaf].(*parquet.FileColumnChunk)
+			if !ok {
+				continue
+			}
+			bf, err := fc.BloomFilterFrom(ra)
+			if errors.Is(err, parquet.ErrMissingBloomFilter) {
+				continue
+			}
+			if err != nil {
+				return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", ErrBadDataFile, p.field.Name, g, err))
+			}
+			// The header told where the bits are; load them so that each Check is in memory.
+			if _, off, size := bf.Outer(); size > 0 {
+				if err := ra.load(off, size); err != nil {
+					return nil, wrap(err)
+				}
+			}
+			for i := range alive {
+				if !alive[i] {
+					continue
+				}
+				if alive[i], err = p.check(bf, i); err != nil {
+					return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", ErrBadDataFile, p.field.Name, g, err))
+				}
+			}
+		}
+		all := true
+		for i, a := range alive {
+			out[i] = out[i] || a
+			all = all && out[i]
+		}
+		if all {
+			break
+		}
+	}
+	return out, nil
+}
+
+// bloomProbe is one key column of a MayContain call, matched with the file's leaf.
+type bloomProbe struct {
+	field *txlog.StructField
+	col   *Column
+	leaf  int // -1: not in the file, or not as a leaf the key can be hashed for
+	phys  parquet.Kind
+	flba  int // FIXED_LEN_BYTE_ARRAY length of a decimal leaf
+}
+
+// bind finds the probe's leaf in f and checks that its physical type is the one the key's
+// values hash as; otherwise the probe says "may contain" for every key.
+func (p *bloomProbe) bind(f *parquet.File) {
+	p.leaf = -1
+	fc := childByName(f.Root(), p.field)
+	if fc == nil || !fc.Leaf() || fc.MaxRepetitionLevel() > 0 {
+		return
+	}
+	ft := fc.Type()
+	p.phys = ft.Kind()
+	ok := false
+	switch p.col.Kind {
+	case KindInt64:
+		switch p.field.Type.TypeName() {
+		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+			ok = p.phys == parquet.Int64 && timeUnit(ft) == unitMicros
+		default:
+			ok = p.phys == parquet.Int64 || p.phys == parquet.Int32
+		}
+	case KindInt32:
+		ok = p.phys == parquet.Int32
+	case KindFloat64:
+		ok = p.phys == parquet.Double
+	case KindFloat32:
+		ok = p.phys == parquet.Float
+	case KindBool:
+		ok = p.phys == parquet.Boolean
+	case KindBytes:
+		ok = p.phys == parquet.ByteArray || p.phys == parquet.FixedLenByteArray
+	case KindDecimal:
+		p.flba = ft.Length()
+		ok = p.phys == parquet.FixedLenByteArray || p.phys == parquet.Int32 || p.phys == parquet.Int64
+	}
+	if ok {
+		p.leaf = fc.Index()
+	}
+}
+
+// check asks the filter about key row i, in the physical type of the file's leaf.
+func (p *bloomProbe) check(bf parquet.BloomFilter, i int) (bool, error) {
+	c := p.col
+	if c.IsNull(i) {
+		return true, nil // nulls are not in bloom filters
+	}
+	var v parquet.Value
+	switch c.Kind {
+	case KindInt64:
+		x := c.Int64[i]
+		if p.phys == parquet.Int32 {
+			if x < math.MinInt32 || x > math.MaxInt32 {
+				return false, nil // an INT32 leaf cannot hold it
+			}
+			v = parquet.Int32Value(int32(x))
+		} else {
+			v = parquet.Int64Value(x)
+		}
+	case KindInt32:
+		v = parquet.Int32Value(c.Int32[i])
+	case KindFloat64:
+		x := c.Float64[i]
+		if math.IsNaN(x) {
+			return true, nil // NaNs have many bit patterns
+		}
+		if x == 0 {
+			// 0 and -0 are equal keys with different bits.
+			return orCheck(bf, parquet.DoubleValue(0), parquet.DoubleValue(math.Copysign(0, -1)))
+		}
+		v = parquet.DoubleValue(x)
+	case KindFloat32:
+		x := c.Float32[i]
+		if x != x {
+			return true, nil
+		}
+		if x == 0 {
+			return orCheck(bf, parquet.FloatValue(0), parquet.FloatValue(float32(math.Copysign(0, -1))))
+		}
+		v = parquet.FloatValue(x)
+	case KindBool:
+		v = parquet.BooleanValue(c.Bool[i])
+	case KindBytes:
+		v = parquet.ByteArrayValue(c.BytesAt(i))
+	case KindDecimal:
+		d := c.Decimal[i]
+		switch p.phys {
+		case parquet.Int32, parquet.Int64:
+			x := int64(d.Lo)
+			if d.Hi != x>>63 || (p.phys == parquet.Int32 && (x < math.MinInt32 || x > math.MaxInt32)) {
+				return false, nil // the leaf cannot hold it
+			}
+			if p.phys == parquet.Int32 {
+				v = parquet.Int32Value(int32(x))
+			} else {
+				v = parquet.Int64Value(x)
+			}
+		default:
+			if p.flba <= 0 || p.flba > 16 {
+				return true, nil
+			}
+			v = parquet.FixedLenByteArrayValue(d.Bytes(nil, p.flba))
+		}
+	default:
+		return true, nil
+	}
+	return bf.Check(v)
+}
+
+func orCheck(bf parquet.BloomFilter, a, b parquet.Value) (bool, error) {
+	if ok, err := bf.Check(a); ok || err != nil {
+		return ok, err
+	}
+	return bf.Check(b)
+}
+
+// spanReaderAt serves reads from byte ranges of the file already loaded (one ranged read
+// each) and sends the others to the object store.
+type spanReaderAt struct {
+	base  io.ReaderAt
+	size  int64
+	spans []loadedSpan
+}
+
+type loadedSpan struct {
+	off  int64
+	data []byte
+}
+
+func (r *spanReaderAt) find(off, n int64) []byte {
+	for _, s := range r.spans {
+		if off >= s.off && off+n <= s.off+int64(len(s.data)) {
+			return s.data[off-s.off : off-s.off+n]
+		}
+	}
+	return nil
+}
+
+func (r *spanReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if b := r.find(off, int64(len(p))); b != nil {
+		return copy(p, b), nil
+	}
+	return r.base.ReadAt(p, off)
+}
+
+// load reads [off, off+n) in one request unless it is loaded already.
+func (r *spanReaderAt) load(off, n int64) error {
+	if off < 0 || n > r.size-off {
+		return fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", ErrBadDataFile, off, n, r.size)
+	}
+	if n <= 0 || r.find(off, n) != nil {
+		return nil
+	}
+	data := make([]byte, n)
+	if _, err := r.base.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	r.spans = append(r.spans, loadedSpan{off: off, data: data})
+	return nil
+}
+
+// loadFilters loads, in one request, the byte range that spans the bloom filters (header
+// and bits) of the probed columns of one row group, when their writer recorded the lengths.
+// parquet-go writes a row group's filters back to back, so the range holds little else.
+func (r *spanReaderAt) loadFilters(cols []format.ColumnChunk, probes []*bloomProbe) error {
+	lo, hi, sum := int64(-1), int64(-1), int64(0)
+	for _, p := range probes {
+		if md := filterMeta(cols, p); md != nil {
+			if lo < 0 || md.BloomFilterOffset < lo {
+				lo = md.BloomFilterOffset
+			}
+			hi = max(hi, md.BloomFilterOffset+int64(md.BloomFilterLength))
+			sum += int64(md.BloomFilterLength)
+		}
+	}
+	if lo < 0 {
+		return nil
+	}
+	if hi-lo <= 2*sum+bloomTailBytes {
+		return r.loadFilter(lo, hi-lo)
+	}
+	// Far apart (another writer's layout): one read each rather than the pages between.
+	for _, p := range probes {
+		if md := filterMeta(cols, p); md != nil {
+			if err := r.loadFilter(md.BloomFilterOffset, int64(md.BloomFilterLength)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadFilter loads a filter's range, and at least the 1 KiB parquet-go reads its header with.
+func (r *spanReaderAt) loadFilter(off, n int64) error {
+	if off >= 0 && off < r.size {
+		n = max(n, min(1<<10, r.size-off))
+	}
+	return r.load(off, n)
+}
+
+// filterMeta returns the metadata of p's column chunk when it records where its filter is.
+func filterMeta(cols []format.ColumnChunk, p *bloomProbe) *format.ColumnMetaData {
+	if p.leaf < 0 || p.leaf >= len(cols) {
+		return nil
+	}
+	md := &cols[p.leaf].MetaData
+	if md.BloomFilterOffset <= 0 || md.BloomFilterLength <= 0 {
+		return nil
+	}
+	return md
+}
