@@ -4,9 +4,9 @@ medallion (`table scan s3://...`, the mkdelta writer).
 
 * delta-rs writes (appends, DELETE, checkpoint; partitions with nulls and special characters) and
   reads back; Spark reads them (rows, schema, history); medallion scans them (needs_medallion).
-* medallion writes (interop_mkdelta.ON_MINIO: every type, partitioned, MERGE, replaceWhere,
-  OPTIMIZE, checkpoint) and Spark reads them (needs_medallion; delta-rs' reads are in
-  test_we_write.py).
+* medallion writes (interop_mkdelta.ON_MINIO, every table of the file suite: every type,
+  partitioned, overwrite, replaceWhere, MERGE, OPTIMIZE, VACUUM, checkpoint) and Spark reads them
+  (needs_medallion; delta-rs' reads and the raw-log checks are in test_we_write.py).
 * Spark writes (SPARK_ON_MINIO: append, DELETE with deletion vectors, a checkpoint; partitioned;
   every type); Spark and delta-rs read them back, medallion scans them (needs_medallion).
 * Concurrent delta-rs writers lose no commit.
