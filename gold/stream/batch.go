@@ -834,7 +834,11 @@ func (r *Runner) dedupWatermark(wmMs int64) int64 {
 // and the eviction watermark it ran with: replayed on state N, they give state N+1.
 func (r *Runner) encodeDedupDelta(emit []int32, evictWM int64) []byte {
 	buf := &r.buf
-	dst := binary.AppendVarint(nil, evictWM)
+	size := 2 * binary.MaxVarintLen64
+	for _, i := range emit {
+		size += len(buf.keys[i]) + 2*binary.MaxVarintLen64
+	}
+	dst := binary.AppendVarint(make([]byte, 0, size), evictWM)
 	dst = binary.AppendUvarint(dst, uint64(len(emit)))
 	for _, i := range emit {
 		dst = binary.AppendUvarint(dst, uint64(len(buf.keys[i])))
