@@ -26,6 +26,12 @@ const (
 	StageMergeLate = "merge-late"
 	StageReplay    = "replay-24h"
 	StageEndToEnd  = "end-to-end"
+
+	// The backlog stages run ingest and stream again on a second lake of the same workload,
+	// with the large triggers a user who wants throughput configures. They are ours only:
+	// no anchor is paired with them (Pairs does not name them) and the plot leaves them out.
+	StageIngestBacklog = "ingest-backlog"
+	StageStreamBacklog = "stream-backlog"
 )
 
 // Run is one measured child process (or, for end to end, the sum of several).

@@ -46,6 +46,8 @@ func sample() []Run {
 	return []Run{
 		ingest, stream, merge,
 		Sum(StageEndToEnd, ingest, stream, merge),
+		c(EngineOurs, StageIngestBacklog, 0.8, 2, 120_000, 40e6),
+		c(EngineOurs, StageStreamBacklog, 1.25, 3, 300_000, 20e6),
 		{Engine: EngineOurs, Stage: StageReplay, Backend: "file", Events: 1_000_000, Keys: 1000, Status: "not built"},
 		minio,
 		c(EngineSpark, StageStream, 70, 140, 1_000_000, 10e6),
@@ -82,6 +84,14 @@ func TestRatios(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range Ratios(sample()) {
+		if r.Ours.Stage != r.Pair.Stage || r.Theirs.Engine != "" && r.Theirs.Stage != r.Pair.AnchorStage {
+			t.Errorf("%s: %s paired with %s %s", r.Case, r.Pair.Stage, r.Ours.Stage, r.Theirs.Stage)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("want the 4 pairs of the file case and minio's ingest (no backlog rows), got %d: %v", len(got), got)
+	}
 	if r := got["file replay-24h"]; !math.IsNaN(r.Throughput) {
 		t.Errorf("replay not built, no anchor: throughput ratio %v, want NaN", r.Throughput)
 	}
@@ -105,11 +115,18 @@ func TestMarkdown(t *testing.T) {
 		"| 1M events, 1k keys, file | replay-24h | delta-rs replay-24h (not run); ours not built | n/a |",
 		"| 1M events, 1k keys, minio | ingest | delta-rs ingest | 2.00x |",
 		"| medallion | ingest | ok | 2.00 | 500.0k | 70.0 | 3.00 | 3000 | 98 | 3 | 40.0 |",
+		"| medallion | ingest-backlog | ok | 0.80 | 1.25M | 175.0 | 2.00 | 2000 | 117 | 3 | 40.0 |",
+		"| medallion | stream-backlog | ok | 1.25 | 800.0k | 112.0 | 3.00 | 3000 | 293 | 3 | 20.0 |",
 		"![throughput and peak memory vs events](results.svg)",
 		"`go test -bench x ./gold`",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	for _, stage := range []string{"ingest-backlog", "stream-backlog"} {
+		if strings.Contains(md, "file | "+stage+" |") {
+			t.Errorf("the ratio table has a %s row, which has no anchor:\n%s", stage, md)
 		}
 	}
 	rep.LoadStart, rep.LoadEnd = "0.5 0.4 0.3", "1.9 1 1"
@@ -137,19 +154,51 @@ func TestPlotSVGIsWellFormed(t *testing.T) {
 	}
 }
 
+// The expected lines are worked out by hand from sample(): 1M events over the wall seconds,
+// RSS in KB / 1024.
 func TestTargets(t *testing.T) {
 	runs := sample()
 	big := runs[1] // stream, 1M events, 200 MB
 	big.Events, big.WallS, big.MaxRSSKB = 10_000_000, 5, 400_000
-	got := strings.Join(Targets(append(runs, big)), "\n")
+	bigBacklog := runs[5] // stream-backlog, 1M events, 300 MB
+	bigBacklog.Events, bigBacklog.MaxRSSKB = 10_000_000, 330_000
+	failed := Run{Engine: EngineOurs, Stage: StageIngestBacklog, Backend: "file", Events: 10_000_000, Keys: 1000,
+		Status: "failed: exit status 1: boom"}
+	minio := runs[4] // ingest-backlog on minio: never judged
+	minio.Backend = "minio"
+	got := strings.Join(Targets(append(runs, big, bigBacklog, failed, minio)), "\n")
 	for _, want := range []string{
-		"1M events, 1k keys, file: ingest at 500.0k events/s, target 1M/s: NOT met",
-		"10M events, 1k keys, file: stream at 2.00M events/s, target 1M/s: met",
+		"1M events, 1k keys, file: ingest (backlog triggers) at 1.25M events/s, target 1M/s: met",
+		"1M events, 1k keys, file: ingest (micro-batch triggers) at 500.0k events/s, for information (no verdict: per-commit costs dominate)",
+		"1M events, 1k keys, file: stream (backlog triggers) at 800.0k events/s, target 1M/s: NOT met",
+		"1M events, 1k keys, file: stream (micro-batch triggers) at 250.0k events/s, for information (no verdict: per-commit costs dominate)",
+		"10M events, 1k keys, file: ingest (backlog triggers) failed: exit status 1: boom, target 1M/s: not checked",
+		"10M events, 1k keys, file: stream (backlog triggers) at 8.00M events/s, target 1M/s: met",
+		"10M events, 1k keys, file: stream (micro-batch triggers) at 2.00M events/s, for information (no verdict: per-commit costs dominate)",
 		"1M events, 1k keys, file: end to end 10x Spark's throughput, target 10x: met",
 		"1k keys: stream peak RSS 195 MB at 1M events, 391 MB at 10M (2.00x for 10x the events), target flat (<= 1.5x): NOT met",
+		"1k keys: stream-backlog peak RSS 293 MB at 1M events, 322 MB at 10M (1.10x for 10x the events), target flat (<= 1.5x): met",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Targets lack %q:\n%s", want, got)
 		}
+	}
+	for _, not := range []string{"file: ingest at", "file: stream at", "minio: ingest"} {
+		if strings.Contains(got, not) {
+			t.Errorf("Targets have %q (a micro-batch verdict where a backlog stage exists, or a minio verdict):\n%s", not, got)
+		}
+	}
+	// Without backlog stages the micro-batch stages carry the verdict.
+	got = strings.Join(Targets(append(runs[:4:4], big)), "\n")
+	for _, want := range []string{
+		"1M events, 1k keys, file: ingest at 500.0k events/s, target 1M/s: NOT met",
+		"10M events, 1k keys, file: stream at 2.00M events/s, target 1M/s: met",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Targets without backlog stages lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "backlog") || strings.Contains(got, "for information") {
+		t.Errorf("Targets without backlog stages mention them:\n%s", got)
 	}
 }

@@ -197,62 +197,101 @@ func cell(s string) string {
 }
 
 // Targets checks issue 10's goals against the runs on the file backend: ingest and stream at
-// 1M events/s or more, end to end 10x Spark's throughput, and our stream's peak memory flat as
-// the events grow (largest size within 1.5x of the smallest, per key count).
+// 1M events/s or more, end to end 10x Spark's throughput, and our streams' peak memory flat as
+// the events grow (largest size within 1.5x of the smallest, per key count). The 1M events/s
+// targets are about throughput on a backlog, so when a case has the backlog stages they carry
+// the verdict and the micro-batch stages are shown for information only; without them the
+// micro-batch stages are judged.
 func Targets(runs []Run) []string {
 	var out []string
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
-	for _, rt := range Ratios(runs) {
-		c := rt.Case
-		if c.Backend != "file" || !rt.Ours.OK() {
+	ratios := Ratios(runs)
+	for _, c := range Cases(runs) {
+		if c.Backend != "file" {
 			continue
 		}
-		switch rt.Pair.Stage {
-		case StageIngest, StageStream:
-			v := rt.Ours.EventsPerS()
-			out = append(out, fmt.Sprintf("%s: %s at %s events/s, target 1M/s: %s", c, rt.Pair.Stage, si(v), verdict(v >= 1e6)))
-		case StageEndToEnd:
-			if !math.IsNaN(rt.Throughput) {
+		for _, t := range []struct{ stage, backlog string }{
+			{StageIngest, StageIngestBacklog},
+			{StageStream, StageStreamBacklog},
+		} {
+			mb, hasMB := oursRun(runs, t.stage, c)
+			bl, hasBL := oursRun(runs, t.backlog, c)
+			switch {
+			case hasBL && bl.OK():
+				v := bl.EventsPerS()
+				out = append(out, fmt.Sprintf("%s: %s (backlog triggers) at %s events/s, target 1M/s: %s", c, t.stage, si(v), verdict(v >= 1e6)))
+			case hasBL:
+				out = append(out, fmt.Sprintf("%s: %s (backlog triggers) %s, target 1M/s: not checked", c, t.stage, bl.Status))
+			case hasMB && mb.OK():
+				v := mb.EventsPerS()
+				out = append(out, fmt.Sprintf("%s: %s at %s events/s, target 1M/s: %s", c, t.stage, si(v), verdict(v >= 1e6)))
+			}
+			if hasBL && hasMB && mb.OK() {
+				out = append(out, fmt.Sprintf("%s: %s (micro-batch triggers) at %s events/s, for information (no verdict: per-commit costs dominate)",
+					c, t.stage, si(mb.EventsPerS())))
+			}
+		}
+		for _, rt := range ratios {
+			if rt.Case == c && rt.Pair.Stage == StageEndToEnd && rt.Ours.OK() && !math.IsNaN(rt.Throughput) {
 				out = append(out, fmt.Sprintf("%s: end to end %s Spark's throughput, target 10x: %s", c, ratio(rt.Throughput), verdict(rt.Throughput >= 10)))
 			}
 		}
 	}
-	type key struct{ keys int }
-	lo, hi := map[key]Run{}, map[key]Run{}
+	for _, stage := range []string{StageStream, StageStreamBacklog} {
+		out = append(out, flatness(runs, stage)...)
+	}
+	if len(out) == 0 {
+		out = append(out, "no file-backend runs to check")
+	}
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// oursRun finds our run of a stage in a case.
+func oursRun(runs []Run, stage string, c Case) (Run, bool) {
 	for _, r := range runs {
-		if r.Engine != EngineOurs || r.Stage != StageStream || r.Backend != "file" || !r.OK() {
-			continue
-		}
-		k := key{r.Keys}
-		if l, ok := lo[k]; !ok || r.Events < l.Events {
-			lo[k] = r
-		}
-		if h, ok := hi[k]; !ok || r.Events > h.Events {
-			hi[k] = r
+		if r.Engine == EngineOurs && r.Stage == stage && CaseOf(r) == c {
+			return r, true
 		}
 	}
-	var ks []key
+	return Run{}, false
+}
+
+// flatness compares a stage's peak RSS at the smallest and the largest event count on the file
+// backend, per key count.
+func flatness(runs []Run, stage string) []string {
+	lo, hi := map[int]Run{}, map[int]Run{}
+	for _, r := range runs {
+		if r.Engine != EngineOurs || r.Stage != stage || r.Backend != "file" || !r.OK() {
+			continue
+		}
+		if l, ok := lo[r.Keys]; !ok || r.Events < l.Events {
+			lo[r.Keys] = r
+		}
+		if h, ok := hi[r.Keys]; !ok || r.Events > h.Events {
+			hi[r.Keys] = r
+		}
+	}
+	var ks []int
 	for k := range lo {
 		ks = append(ks, k)
 	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].keys < ks[j].keys })
+	sort.Ints(ks)
+	var out []string
 	for _, k := range ks {
 		l, h := lo[k], hi[k]
 		if h.Events == l.Events {
 			continue
 		}
 		g := float64(h.MaxRSSKB) / float64(max(l.MaxRSSKB, 1))
-		out = append(out, fmt.Sprintf("%s keys: stream peak RSS %.0f MB at %s events, %.0f MB at %s (%.2fx for %.0fx the events), target flat (<= 1.5x): %s",
-			Count(int64(k.keys)), float64(l.MaxRSSKB)/1024, Count(l.Events), float64(h.MaxRSSKB)/1024, Count(h.Events), g,
+		out = append(out, fmt.Sprintf("%s keys: %s peak RSS %.0f MB at %s events, %.0f MB at %s (%.2fx for %.0fx the events), target flat (<= 1.5x): %s",
+			Count(int64(k)), stage, float64(l.MaxRSSKB)/1024, Count(l.Events), float64(h.MaxRSSKB)/1024, Count(h.Events), g,
 			float64(h.Events)/float64(l.Events), verdict(g <= 1.5)))
-	}
-	if len(out) == 0 {
-		out = append(out, "no file-backend runs to check")
 	}
 	return out
 }
