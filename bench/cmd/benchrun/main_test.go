@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/config"
 )
 
 func TestCrossCheck(t *testing.T) {
@@ -27,8 +31,16 @@ func TestDetail(t *testing.T) {
 	out := []byte(`{"job":"stream","ok":true,"result":{"batches":37,"numSilverRows":1000000,"numDuplicatesDropped":9708,` +
 		`"gold":[{"name":"tumbling_5m","numOutputRows":141978,"numLateRowsQuarantined":12000}]}}`)
 	want := "batches 37, silver 1000000, duplicates 9708; tumbling_5m: 141978 rows, 12000 late (1.20%)"
-	if got := detail("stream", out); got != want {
-		t.Errorf("detail = %q, want %q", got, want)
+	for _, stage := range []string{"stream", "stream-backlog"} {
+		if got := detail(stage, out); got != want {
+			t.Errorf("detail(%s) = %q, want %q", stage, got, want)
+		}
+	}
+	ingest := []byte(`{"job":"ingest","ok":true,"result":{"rows":1000000,"rejected":0,"batches":4}}`)
+	for _, stage := range []string{"ingest", "ingest-backlog"} {
+		if got, want := detail(stage, ingest), "rows 1000000, rejected 0, batches 4"; got != want {
+			t.Errorf("detail(%s) = %q, want %q", stage, got, want)
+		}
 	}
 	if got := detail("ingest", []byte(`{"job":"ingest","ok":false,"error":"ingest: boom"}`)); got != "ingest: boom" {
 		t.Errorf("detail of a failure = %q", got)
@@ -45,5 +57,73 @@ func TestOwnFrames(t *testing.T) {
 		"     0     0%     0%      8.48s 64.10%  gold/stream.(*Runner).Run"
 	if got != want {
 		t.Errorf("ownFrames =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The landing files per backlog ingest commit, worked out by hand: 72 files over 12h, so 1M
+// events put 13889 events in a file and 250000 of them take 18 files.
+func TestBacklogTriggers(t *testing.T) {
+	o := options{backlogEvents: 250_000, backlogStreamFiles: 1000, backlogStreamBytes: "16MB"}
+	for _, tc := range []struct {
+		events int64
+		files  int
+		want   int
+	}{
+		{1_000_000, 72, 18},
+		{10_000_000, 72, 2},  // 138889 per file: 1.8 files
+		{50_000_000, 72, 1},  // more than 250000 per file: still one
+		{1_000_000, 100, 25}, // exactly 10000 per file
+		{1_000_001, 100, 25}, // a hair more per file: 24.99... files
+		{999_999, 100, 26},   // a hair less: 25.0000025 files
+		{1000, 1, 250},
+	} {
+		got := backlogTriggers(o, tc.events, tc.files)
+		if got.landingFiles != tc.want || got.streamFiles != 1000 || got.streamBytes != "16MB" {
+			t.Errorf("backlogTriggers(%d events, %d files) = %+v, want %d landing files, 1000 stream files, 16MB", tc.events, tc.files, got, tc.want)
+		}
+	}
+}
+
+// Both configs load, and carry the triggers the report says they do.
+func TestPipelineYAML(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name            string
+		t               triggers
+		landing, stream int
+		streamBytes     int64
+	}{
+		{"micro", microTriggers(), 1, 2, 0},
+		{"backlog", triggers{landingFiles: 18, streamFiles: 1000, streamBytes: "16MB"}, 18, 1000, 16_000_000},
+	} {
+		p := filepath.Join(dir, tc.name+".yaml")
+		if err := os.WriteFile(p, []byte(pipelineYAML(filepath.Join(dir, "lake"), "", tc.t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if cfg.Landing.MaxFilesPerTrigger != tc.landing || cfg.Stream.MaxFilesPerTrigger != tc.stream ||
+			cfg.Stream.MaxBytesPerTrigger.Bytes != tc.streamBytes {
+			t.Errorf("%s: landing %d, stream %d files and %d bytes; want %d, %d, %d", tc.name, cfg.Landing.MaxFilesPerTrigger,
+				cfg.Stream.MaxFilesPerTrigger, cfg.Stream.MaxBytesPerTrigger.Bytes, tc.landing, tc.stream, tc.streamBytes)
+		}
+	}
+}
+
+func TestCheckBacklogFlags(t *testing.T) {
+	good := options{backlogEvents: 1, backlogStreamFiles: 1, backlogStreamBytes: "16MB"}
+	if err := checkBacklogFlags(good); err != nil {
+		t.Errorf("good flags: %v", err)
+	}
+	for _, bad := range []options{
+		{backlogEvents: 0, backlogStreamFiles: 1, backlogStreamBytes: "16MB"},
+		{backlogEvents: 1, backlogStreamFiles: 0, backlogStreamBytes: "16MB"},
+		{backlogEvents: 1, backlogStreamFiles: 1, backlogStreamBytes: "16 pages"},
+	} {
+		if err := checkBacklogFlags(bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
 	}
 }
