@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -146,6 +147,13 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 	tail := min(size, bloomTailBytes)
 	if err := ra.load(size-tail, tail); err != nil {
 		return nil, wrap(err)
+	}
+	// parquet-go allocates the footer length it finds before checking it against the file.
+	if size < 12 {
+		return nil, wrap(fmt.Errorf("%w: %d bytes is too short for a Parquet file", ErrBadDataFile, size))
+	}
+	if end := ra.find(size-8, 8); end == nil || int64(binary.LittleEndian.Uint32(end[:4])) > size-12 {
+		return nil, wrap(fmt.Errorf("%w: bad footer length", ErrBadDataFile))
 	}
 	f, err := openParquet(ra, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {

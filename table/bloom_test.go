@@ -584,3 +584,42 @@ func BenchmarkSilverLookup(b *testing.B) {
 		}
 	})
 }
+
+// FuzzMayContain feeds damaged data files to MayContain: errors are fine, panics and huge
+// allocations are not, and an answer must still cover every key.
+func FuzzMayContain(f *testing.F) {
+	schema := mustSchema(f, bloomSchema)
+	data, _, err := EncodeFile(schema, []*Batch{bloomRows(f, 0, 300)}, WriteOptions{RowGroupRows: 128, BloomFilterColumns: []string{"id", "seq", "shard", "at", "score"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add(data[:len(data)-1])
+	f.Add(data[len(data)/2:])
+	// Flip bytes near the end, where the footer and the last row group's filters are.
+	for _, back := range []int{9, 40, 200, 800, 1500} {
+		d := bytes.Clone(data)
+		d[len(d)-back] ^= 0xa5
+		f.Add(d)
+	}
+	keys, err := NewBatch(schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	keys.AppendRow(bloomRows(f, 5, 1), 0)
+	keys.AppendRow(bloomRows(f, 1000, 1), 0)
+	keys.Schema.Fields = keys.Schema.Fields[:5]
+	keys.Columns = keys.Columns[:5]
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := mem.New()
+		ctx := context.Background()
+		if err := b.Put(ctx, "f.parquet", bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		fs := &FileScan{Bucket: b, Schema: schema}
+		got, err := fs.MayContain(ctx, &txlog.Add{Path: "f.parquet", Size: int64(len(data))}, keys)
+		if err == nil && len(got) != keys.Len() {
+			t.Fatalf("%d answers for %d keys", len(got), keys.Len())
+		}
+	})
+}
