@@ -96,8 +96,9 @@ func fieldIndexFold(s *txlog.StructType, name string) int {
 // has no bloom filter in some row group (files written without WriteOptions.BloomFilterColumns,
 // or by other engines), is a partition column, is missing from the file or stored in a
 // physical type the key cannot be hashed as (say INT96 or millisecond timestamps), and for key
-// parts that are null or NaN. Within a row group the columns' filters are and-ed, across row
-// groups or-ed.
+// parts that are null or NaN. Each column has a filter of its own, so a key is ruled out only
+// when one of its values is in no row of a row group, not when each value is but never in the
+// same row: within a row group the columns' answers are and-ed, across row groups or-ed.
 //
 // It reads the file's footer and the bloom filters of the probed columns, never their pages:
 // one ranged read for a one-row-group file whose filters sit near its end, as ours do.
