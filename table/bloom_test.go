@@ -682,3 +682,83 @@ func ExampleFileScan_MayContain() {
 	fmt.Println(may)
 	// Output: [true false false]
 }
+
+func TestMayContainColumnMappingAndConcurrency(t *testing.T) {
+	// The file names its columns by physical name; the keys by the logical one.
+	schema := mustSchema(t, `{"type":"struct","fields":[
+{"name":"Id","type":"string","nullable":false,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-5f1a"}},
+{"name":"n","type":"long","nullable":false,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-77b0"}}]}`)
+	rows, err := NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		rows.Columns[0].AppendString(bloomID(i))
+		rows.Columns[1].AppendInt64(bloomSeq(i))
+	}
+	data, _, err := EncodeFile(schema, []*Batch{rows}, WriteOptions{BloomFilterColumns: []string{"id", "N"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b := mem.New()
+	if err := b.Put(ctx, "f.parquet", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := NewBatch(mustSchema(t, `{"type":"struct","fields":[{"name":"id","type":"string","nullable":false,"metadata":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []bool // present ids, then absent ones
+	for i := range 500 {
+		keys.Columns[0].AppendString(bloomID(i * 3))
+		want = append(want, true)
+	}
+	for i := range 500 {
+		keys.Columns[0].AppendString(bloomAbsent(i))
+		want = append(want, false)
+	}
+	fs := &FileScan{Bucket: b, Schema: schema}
+	add := &txlog.Add{Path: "f.parquet", Size: int64(len(data))}
+	first, err := fs.MayContain(ctx, add, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := 0
+	for k, ok := range first {
+		if want[k] && !ok {
+			t.Fatalf("false negative for key %d", k)
+		}
+		if !want[k] && ok {
+			fp++
+		}
+	}
+	if fp*20 >= 500 {
+		t.Fatalf("%d of 500 absent ids may be present: the physical column's filter was not used", fp)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for w := range errs {
+		wg.Go(func() {
+			for range 20 {
+				got, err := fs.MayContain(ctx, add, keys)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				for k := range got {
+					if got[k] != first[k] {
+						errs[w] = fmt.Errorf("key %d: %v, then %v", k, first[k], got[k])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
