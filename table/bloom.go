@@ -92,13 +92,14 @@ func fieldIndexFold(s *txlog.StructType, name string) int {
 // primitive columns of s.Schema (as in the table, case-insensitive) and have their types.
 //
 // A false answer is certain: no row of the file (live or deleted) has that key. A true answer
-// only means the file must be read to know: it is given for every key when a probed column
-// has no bloom filter in some row group (files written without WriteOptions.BloomFilterColumns,
-// or by other engines), is a partition column, is missing from the file or stored in a
-// physical type the key cannot be hashed as (say INT96 or millisecond timestamps), and for key
-// parts that are null or NaN. Each column has a filter of its own, so a key is ruled out only
-// when one of its values is in no row of a row group, not when each value is but never in the
-// same row: within a row group the columns' answers are and-ed, across row groups or-ed.
+// only means the file must be read to know. A column rules nothing out in a row group where it
+// has no bloom filter (files written without WriteOptions.BloomFilterColumns, or by other
+// engines), nor when it is a partition column, is missing from the file or is stored in a
+// physical type the key cannot be hashed as (say INT96 or millisecond timestamps), nor for key
+// values that are null or NaN; so such files answer true for every key. Each column has a
+// filter of its own, so a key is ruled out only when one of its values is in no row of a row
+// group, not when each value is but never in the same row: within a row group the columns'
+// answers are and-ed, across row groups or-ed.
 //
 // It reads the file's footer and the bloom filters of the probed columns, never their pages:
 // one ranged read for a one-row-group file whose filters sit near its end, as ours do.
