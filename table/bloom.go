@@ -15,11 +15,13 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// BloomFilterBitsPerValue sizes the bloom filters of WriteOptions.BloomFilterColumns: 10 bits
-// per value gives a split-block filter about a 1% false-positive rate (parquet-go's advice and
-// the usual choice of Spark users), for 1.25 bytes per row of each filtered column; the
-// filter of a 1M-row group is about 1.2 MiB.
-const BloomFilterBitsPerValue = 10
+// DefaultBloomFilterBitsPerValue sizes the bloom filters of WriteOptions.BloomFilterColumns
+// unless BloomFilterBitsPerValue says otherwise: 10 bits per value gives a split-block filter
+// about a 1% false-positive rate (parquet-go's advice and the usual choice of Spark users), for
+// 1.25 bytes per row of each filtered column; the filter of a 1M-row group is about 1.2 MiB.
+// A caller that probes many keys at once wants more bits: a file is skipped only when every
+// key is ruled out.
+const DefaultBloomFilterBitsPerValue = 10
 
 // bloomTailBytes is how much of a file's end MayContain reads first: the footer and, for a
 // file of one row group written by us, its bloom filters (written just before the footer)
@@ -33,7 +35,10 @@ type bloomPlan struct {
 }
 
 // planBloomFilters resolves WriteOptions.BloomFilterColumns against the file schema.
-func planBloomFilters(schema *txlog.StructType, names []string) (*bloomPlan, error) {
+func planBloomFilters(schema *txlog.StructType, names []string, bitsPerValue uint) (*bloomPlan, error) {
+	if bitsPerValue == 0 {
+		bitsPerValue = DefaultBloomFilterBitsPerValue
+	}
 	p := &bloomPlan{}
 	for _, name := range names {
 		i := fieldIndexFold(schema, name)
@@ -51,7 +56,7 @@ func planBloomFilters(schema *txlog.StructType, names []string) (*bloomPlan, err
 		case KindBytes:
 			p.bytes = append(p.bytes, i)
 		}
-		p.filters = append(p.filters, parquet.SplitBlockFilter(BloomFilterBitsPerValue, f.PhysicalName()))
+		p.filters = append(p.filters, parquet.SplitBlockFilter(bitsPerValue, f.PhysicalName()))
 	}
 	return p, nil
 }

@@ -37,10 +37,11 @@ type WriteOptions struct {
 	// (delta.dataSkippingNumIndexedCols; DefaultStatsColumns, -1 for all).
 	StatsColumns int
 	// BloomFilterColumns names top-level primitive columns that get a Parquet split-block
-	// bloom filter in every row group (BloomFilterBitsPerValue bits per value), which
-	// FileScan.MayContain reads to skip files that cannot hold a key. Naming a nested,
-	// partition or unknown column fails the write.
+	// bloom filter in every row group, which FileScan.MayContain reads to skip files that
+	// cannot hold a key. Naming a nested, partition or unknown column fails the write.
 	BloomFilterColumns []string
+	// BloomFilterBitsPerValue sizes those filters (DefaultBloomFilterBitsPerValue).
+	BloomFilterBitsPerValue uint
 }
 
 func (o WriteOptions) withDefaults() WriteOptions {
@@ -402,7 +403,7 @@ func newFileEncoder(schema *txlog.StructType, opts WriteOptions) (*fileEncoder, 
 	if err != nil {
 		return nil, err
 	}
-	blooms, err := planBloomFilters(schema, opts.BloomFilterColumns)
+	blooms, err := planBloomFilters(schema, opts.BloomFilterColumns, opts.BloomFilterBitsPerValue)
 	if err != nil {
 		return nil, err
 	}
