@@ -413,7 +413,7 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 		buf.fresh = res.Emit
 		dups := int64(len(res.Duplicates))
 		if len(res.Late) > 0 {
-			seen, err := r.silverKeys(ctx, n, res.Late)
+			seen, err := r.silverKeys(ctx, n, batches, res.Late)
 			if err != nil {
 				return nil, err
 			}
@@ -634,7 +634,7 @@ func (r *Runner) write(ctx context.Context, t *table.Table, batches []*table.Bat
 // silverKeys returns which of the keys of the late rows idx silver already holds, reading
 // only files whose event-time range can hold them and leaving out what this very batch wrote
 // before a crash (so that a re-run decides as the first run did).
-func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[string]bool, error) {
+func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch, idx []int32) (map[string]bool, error) {
 	buf := &r.buf
 	seen := map[string]bool{}
 	snap, err := r.silverT.Latest(ctx)
@@ -644,11 +644,27 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 	if err != nil {
 		return nil, fmt.Errorf("stream: silver: %w", err)
 	}
+	// The wanted keys, as encoded and as a batch of the key columns for the bloom filters
+	// silver's files carry on them.
+	keySchema := &txlog.StructType{}
+	for _, c := range r.plan.dedup {
+		keySchema.Fields = append(keySchema.Fields, r.plan.silver.Fields[c])
+	}
+	wanted, err := table.NewBatch(keySchema)
+	if err != nil {
+		return nil, err
+	}
+	view := &table.Batch{Schema: keySchema, Columns: make([]*table.Column, len(r.plan.dedup))}
 	want := map[string]bool{}
-	lo, hi := buf.evt[idx[0]], buf.evt[idx[0]]
 	for _, i := range idx {
+		if want[string(buf.keys[i])] {
+			continue
+		}
 		want[string(buf.keys[i])] = true
-		lo, hi = min(lo, buf.evt[i]), max(hi, buf.evt[i])
+		for k, c := range r.plan.dedup {
+			view.Columns[k] = batches[buf.vb[i]].Columns[c]
+		}
+		wanted.AppendRow(view, int(buf.vr[i]))
 	}
 	skip, err := r.ownFiles(ctx, snap, n)
 	if err != nil {
@@ -659,9 +675,9 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 	for _, c := range r.plan.dedup {
 		cols = append(cols, r.plan.silver.Fields[c].Name)
 	}
-	// The event-time range only prunes files by their stats; the rows are matched on the
-	// key alone, so no row filter runs.
-	pruner, err := r.silverT.FileScan(snap, nil, table.And(table.Ge(evName, time.UnixMicro(lo).UTC()), table.Le(evName, time.UnixMicro(hi).UTC())))
+	// The event times prune files by their stats; the rows are matched on the key alone, so
+	// no row filter runs.
+	pruner, err := r.silverT.FileScan(snap, nil, timeClusters(evName, buf.evt, idx))
 	if err != nil {
 		return nil, fmt.Errorf("stream: silver scan: %w", err)
 	}
@@ -689,6 +705,14 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 				i := int(next.Add(1)) - 1
 				if i >= len(files) || ctx.Err() != nil {
 					return
+				}
+				may, err := fs.MayContain(ctx, files[i], wanted)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				if !slices.Contains(may, true) {
+					continue // the file's bloom filters rule out every wanted key
 				}
 				for b, err := range fs.Read(ctx, files[i:i+1]) {
 					if err != nil {
@@ -719,6 +743,46 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, idx []int32) (map[stri
 		maps.Copy(seen, f)
 	}
 	return seen, nil
+}
+
+// maxTimeClusters bounds the ranges of timeClusters' predicate.
+const maxTimeClusters = 64
+
+// timeClusters is a predicate on the event-time column that holds the event times of the
+// rows idx, as the ranges of clusterTimes.
+func timeClusters(col string, evt []int64, idx []int32) table.Expr {
+	times := make([]int64, len(idx))
+	for k, i := range idx {
+		times[k] = evt[i]
+	}
+	var ranges []table.Expr
+	for _, r := range clusterTimes(times, int64(time.Minute/time.Microsecond), maxTimeClusters) {
+		ranges = append(ranges, table.And(table.Ge(col, time.UnixMicro(r[0]).UTC()), table.Le(col, time.UnixMicro(r[1]).UTC())))
+	}
+	return table.Or(ranges...)
+}
+
+// clusterTimes sorts times (µs, at least one) and cuts them into ranges wherever two
+// neighbours are more than a gap apart, the gap doubling from minGap until at most maxRanges
+// ranges remain. Late rows come in bursts (a device an hour late) and stragglers (a resend
+// days later): one range over all of them would span days and match every file between.
+func clusterTimes(times []int64, minGap int64, maxRanges int) [][2]int64 {
+	slices.Sort(times)
+	for gap := max(minGap, 1); ; gap *= 2 {
+		var ranges [][2]int64
+		lo := times[0]
+		for k := 1; k <= len(times); k++ {
+			if k == len(times) || times[k]-times[k-1] > gap {
+				ranges = append(ranges, [2]int64{lo, times[k-1]})
+				if k < len(times) {
+					lo = times[k]
+				}
+			}
+		}
+		if len(ranges) <= maxRanges {
+			return ranges
+		}
+	}
 }
 
 // ownFiles lists the files silver got from batch n itself, when a previous attempt of the

@@ -3,6 +3,10 @@ package stream
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 	"log/slog"
 	"slices"
 	"strings"
@@ -173,6 +177,48 @@ func TestMaxBytesPerTrigger(t *testing.T) {
 		}
 		if len(sizes) != tc.dataBatches {
 			t.Errorf("max_bytes_per_trigger %s: data batches of %v rows, want %d batches", tc.bound, sizes, tc.dataBatches)
+		}
+	}
+}
+
+// TestSilverCarriesDedupBloomFilters: silver's files have bloom filters on the dedup key, so
+// the silver look-up can rule a file out without reading it.
+func TestSilverCarriesDedupBloomFilters(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:07")}, {ID: "b", T: hm("12:08")}})
+	cfg := parseConfig(t, "10m", "  dedup: [event_id]", countGold)
+	mustRun(t, lake, cfg, "available-now")
+	silverT := table.Open(objstore.WithPrefix(lake, cfg.Tables.Silver))
+	snap, err := silverT.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := silverT.FileScan(snap, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := table.NewBatch(&txlog.StructType{Fields: []txlog.StructField{{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.Columns[0].AppendString("a")
+	for i := range 50 {
+		keys.Columns[0].AppendString(fmt.Sprintf("absent-%d", i))
+	}
+	if len(snap.Files()) == 0 {
+		t.Fatal("silver has no files")
+	}
+	for _, f := range snap.Files() {
+		may, err := fs.MayContain(ctx, f, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !may[0] {
+			t.Fatalf("%s: the filter rules out key a, which the file holds", f.Path)
+		}
+		if absent := slices.Index(may[1:], false); absent < 0 {
+			t.Fatalf("%s: no absent key ruled out: the file has no bloom filter on event_id", f.Path)
 		}
 	}
 }
