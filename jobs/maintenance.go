@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -41,7 +42,11 @@ func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResu
 	var out []TableResult
 	var errs []error
 	for _, p := range TablePaths(env) {
-		t := table.Open(objstore.WithPrefix(env.Lake, p), table.WithClock(env.Clock))
+		opts := []table.Option{table.WithClock(env.Clock)}
+		if p == env.Config.Tables.Silver {
+			opts = append(opts, table.WithWriteOptions(stream.SilverWriteOptions(env.Config, table.WriteOptions{})))
+		}
+		t := table.Open(objstore.WithPrefix(env.Lake, p), opts...)
 		res := TableResult{Table: p}
 		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 			res.Skipped = "no table yet"

@@ -106,6 +106,20 @@ type Runner struct {
 // silverBloomBits is the bloom filter size of silver's dedup key columns, bits per value.
 const silverBloomBits = 24
 
+// SilverWriteOptions are the write options of the silver table: base plus bloom filters on
+// the dedup key, so that the stream's look-ups of rows below the dedup state's reach skip
+// the files that cannot hold their keys. A look-up probes a batch's late keys (hundreds) at
+// once and a file is skipped only when all are ruled out, so the filters get silverBloomBits
+// a value (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs
+// that rewrite silver's files (optimize) use them too, so compacted files keep the filters.
+func SilverWriteOptions(cfg *config.Pipeline, base table.WriteOptions) table.WriteOptions {
+	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), cfg.Stream.Dedup...)
+	if base.BloomFilterBitsPerValue == 0 {
+		base.BloomFilterBitsPerValue = silverBloomBits
+	}
+	return base
+}
+
 // New prepares a runner; it reads nothing until Run.
 func New(opts Options) (*Runner, error) {
 	if opts.Lake == nil || opts.Config == nil {
@@ -124,16 +138,7 @@ func New(opts Options) (*Runner, error) {
 	open := func(p string, wopts table.WriteOptions) *table.Table {
 		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
 	}
-	// Silver's files carry bloom filters on the dedup key, so that the look-ups of rows below
-	// the dedup state's reach skip the files that cannot hold their keys. A look-up probes a
-	// batch's late keys (hundreds) at once and a file is skipped only when all are ruled out,
-	// so the filters get silverBloomBits a value (about 0.01% false positives, 3 bytes a row)
-	// rather than the 1% default.
-	silverOpts := opts.WriteOptions
-	silverOpts.BloomFilterColumns = append(slices.Clone(silverOpts.BloomFilterColumns), cfg.Stream.Dedup...)
-	if silverOpts.BloomFilterBitsPerValue == 0 {
-		silverOpts.BloomFilterBitsPerValue = silverBloomBits
-	}
+	silverOpts := SilverWriteOptions(cfg, opts.WriteOptions)
 	r := &Runner{
 		opts:    opts,
 		cfg:     cfg,
