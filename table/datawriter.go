@@ -79,6 +79,17 @@ func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []
 
 // Write adds the rows of b, whose schema must match the table's (schema enforcement).
 func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
+	return w.WriteRows(ctx, b, nil)
+}
+
+// WriteRows adds the rows of b listed in rows (ascending row indexes; nil: every row), so a
+// caller that keeps a subset of a batch writes it without copying the batch first.
+func (w *DataWriter) WriteRows(ctx context.Context, b *Batch, rows []int) error {
+	for k, r := range rows {
+		if r < 0 || r >= b.Len() || k > 0 && r <= rows[k-1] {
+			return fmt.Errorf("table: write rows: row %d at position %d is out of range or order (batch of %d rows)", r, k, b.Len())
+		}
+	}
 	cols, err := conform(w.schema, b)
 	if err != nil {
 		return err
@@ -88,6 +99,9 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 		data[k] = cols[i]
 	}
 	n := b.Len()
+	if rows != nil {
+		n = len(rows)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -96,7 +110,7 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return err
 		}
-		return w.writeRows(ctx, "", f, data, nil)
+		return w.writeRows(ctx, "", f, data, rows)
 	}
 	// Group rows by partition from the typed values: no per-row allocation; the values are
 	// serialized once per group.
@@ -105,7 +119,11 @@ func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 	}
 	clear(w.groupIdx)
 	w.groups = w.groups[:0]
-	for r := 0; r < n; r++ {
+	for k := 0; k < n; k++ {
+		r := k
+		if rows != nil {
+			r = rows[k]
+		}
 		w.keyBuf = w.keyBuf[:0]
 		for _, i := range w.partIdx {
 			w.keyBuf = appendRawKey(w.keyBuf, cols[i], r)

@@ -571,3 +571,44 @@ func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
 		t.Errorf("straddling file: removed %d, metrics %v", len(r.Removed), m)
 	}
 }
+
+// TestWriteRowsWritesTheSelection: WriteRows writes exactly the listed rows, partitioned or
+// not, and refuses rows out of range or order.
+func TestWriteRowsWritesTheSelection(t *testing.T) {
+	ctx := context.Background()
+	for _, parts := range [][]string{nil, {"event_type"}} {
+		tbl, _ := newTable(t, parts)
+		w, err := tbl.Writer(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := events(t, "e", 0, 50)
+		var rows []int
+		var want []string
+		for i := 0; i < 50; i++ {
+			if i%3 == 0 || i == 49 {
+				rows = append(rows, i)
+				want = append(want, fmt.Sprintf("e-%d", i))
+			}
+		}
+		slices.Sort(want)
+		if err := w.WriteRows(ctx, b, rows); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range [][]int{{3, 2}, {50}, {-1}, {4, 4}} {
+			if err := w.WriteRows(ctx, b, bad); err == nil {
+				t.Errorf("partitioned by %v: rows %v accepted", parts, bad)
+			}
+		}
+		adds, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.CommitFiles(ctx, adds, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, want) {
+			t.Errorf("partitioned by %v: %v, want %v", parts, got, want)
+		}
+	}
+}

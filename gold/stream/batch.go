@@ -490,7 +490,7 @@ func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, reject
 		groups = append(groups, buf.old)
 	}
 	if len(groups) > 0 {
-		if err := r.writeParts(ctx, r.silverT, len(groups), txn, func(p int) []*table.Batch {
+		if err := r.writeParts(ctx, r.silverT, len(groups), txn, func(p int) []rowSelection {
 			return r.selectRows(batches, groups[p])
 		}); err != nil {
 			return fmt.Errorf("stream: silver: %w", err)
@@ -504,35 +504,38 @@ func (r *Runner) writeSilver(ctx context.Context, batches []*table.Batch, reject
 	return nil
 }
 
-// selectRows returns the valid rows sel (ascending) of the bronze batches, in order.
-func (r *Runner) selectRows(batches []*table.Batch, sel []int32) []*table.Batch {
+// rowSelection is the rows of one bronze batch that go to silver (nil rows: every row).
+type rowSelection struct {
+	b    *table.Batch
+	rows []int
+}
+
+// selectRows returns the valid rows sel (ascending) of the bronze batches, in order, as
+// selections of those batches: the rows are written from where they are, never copied.
+func (r *Runner) selectRows(batches []*table.Batch, sel []int32) []rowSelection {
 	buf := &r.buf
-	var out []*table.Batch
+	var out []rowSelection
 	for j := 0; j < len(sel); {
 		bi := buf.vb[sel[j]]
-		b := batches[bi]
-		keep := make([]bool, b.Len())
-		cnt := 0
-		for ; j < len(sel) && buf.vb[sel[j]] == bi; j++ {
-			keep[buf.vr[sel[j]]] = true
-			cnt++
+		start := j
+		for j < len(sel) && buf.vb[sel[j]] == bi {
+			j++
 		}
-		if cnt == b.Len() {
-			out = append(out, b)
-		} else {
-			out = append(out, filterBatch(b, keep, cnt))
+		s := rowSelection{b: batches[bi]}
+		if j-start < s.b.Len() {
+			s.rows = make([]int, 0, j-start)
+			for _, v := range sel[start:j] {
+				s.rows = append(s.rows, int(buf.vr[v]))
+			}
 		}
+		out = append(out, s)
 	}
 	return out
 }
 
-// writeParts appends, in one commit with txn, the rows of parts parts, each built by part(p)
-// and encoded into its own files on its own goroutine.
-func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []*table.Batch) error {
-	if parts == 1 {
-		_, err := r.write(ctx, t, part(0), txn, false)
-		return err
-	}
+// writeParts appends, in one commit with txn, the rows of parts parts, each selected by
+// part(p) and encoded into its own files on its own goroutine.
+func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []rowSelection) error {
 	if done, err := t.HasTxn(ctx, *txn); err != nil || done {
 		return err
 	}
@@ -546,8 +549,8 @@ func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn 
 				errs[p] = err
 				return
 			}
-			for _, b := range part(p) {
-				if errs[p] = w.Write(ctx, b); errs[p] != nil {
+			for _, s := range part(p) {
+				if errs[p] = w.WriteRows(ctx, s.b, s.rows); errs[p] != nil {
 					return
 				}
 			}
@@ -816,69 +819,6 @@ func (r *Runner) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (m
 		}
 	}
 	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", ErrBadCheckpoint, r.queryID, n)
-}
-
-// filterBatch keeps the rows of b whose keep flag is set (cnt of them), copying each flat
-// column in one pre-sized pass; nested columns fall back to table's row-by-row Filter.
-func filterBatch(b *table.Batch, keep []bool, cnt int) *table.Batch {
-	out := &table.Batch{Schema: b.Schema, Columns: make([]*table.Column, len(b.Columns))}
-	for i, c := range b.Columns {
-		nc, err := table.NewColumn(c.Type)
-		if err != nil || !filterFlat(nc, c, keep, cnt) {
-			return b.Filter(keep)
-		}
-		out.Columns[i] = nc
-	}
-	return out
-}
-
-func pick[T any](src []T, keep []bool, cnt int) []T {
-	dst := make([]T, 0, cnt)
-	for r, k := range keep {
-		if k {
-			dst = append(dst, src[r])
-		}
-	}
-	return dst
-}
-
-func filterFlat(dst, c *table.Column, keep []bool, cnt int) bool {
-	switch c.Kind {
-	case table.KindInt64:
-		dst.Int64 = pick(c.Int64, keep, cnt)
-	case table.KindInt32:
-		dst.Int32 = pick(c.Int32, keep, cnt)
-	case table.KindFloat64:
-		dst.Float64 = pick(c.Float64, keep, cnt)
-	case table.KindFloat32:
-		dst.Float32 = pick(c.Float32, keep, cnt)
-	case table.KindBool:
-		dst.Bool = pick(c.Bool, keep, cnt)
-	case table.KindDecimal:
-		dst.Decimal = pick(c.Decimal, keep, cnt)
-	case table.KindBytes:
-		n := 0
-		for r, k := range keep {
-			if k {
-				n += int(c.Offsets[r+1] - c.Offsets[r])
-			}
-		}
-		dst.Data = make([]byte, 0, n)
-		dst.Offsets = make([]int32, 1, cnt+1)
-		for r, k := range keep {
-			if k {
-				dst.Data = append(dst.Data, c.Data[c.Offsets[r]:c.Offsets[r+1]]...)
-				dst.Offsets = append(dst.Offsets, int32(len(dst.Data)))
-			}
-		}
-	default:
-		return false
-	}
-	if c.Nulls != nil {
-		dst.Nulls = pick(c.Nulls, keep, cnt)
-	}
-	dst.Len = cnt
-	return true
 }
 
 // State sections of the dedup operator: a full snapshot, or one batch's delta.
