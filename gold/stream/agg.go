@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,6 +23,8 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 	in.EventTime = buf.selEvt
 	in.Keys.Reset()
 	if len(ap.keyCols) > 0 {
+		in.Keys.Data = slices.Grow(in.Keys.Data, keyBytesEstimate(len(buf.sel), len(ap.keyCols)))
+		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(buf.sel)+1)
 		for _, j := range buf.sel {
 			b := batches[buf.vb[j]]
 			for _, c := range ap.keyCols {
@@ -123,7 +126,14 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers, batches []*table.Batch
 	in.Columns = in.Columns[:0]
 	for ci, c := range ap.aggCols {
 		kind := r.plan.kinds[c]
-		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], ab.colOK[ci][:0]
+		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(buf.sel))
+		switch kind {
+		case table.KindFloat64, table.KindFloat32:
+			floats = slices.Grow(floats, len(buf.sel))
+		case table.KindBytes:
+		default:
+			ints = slices.Grow(ints, len(buf.sel))
+		}
 		bin := &ab.colBin[ci]
 		bin.Reset()
 		nulls := false

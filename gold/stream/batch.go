@@ -354,7 +354,13 @@ func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table
 func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batches []*table.Batch, late, evict int64) (*batchStats, error) {
 	p, buf := r.plan, &r.buf
 	st := &batchStats{}
-	buf.evt, buf.vb, buf.vr = buf.evt[:0], buf.vb[:0], buf.vr[:0]
+	rows := 0
+	for _, b := range batches {
+		rows += b.Len()
+	}
+	// Sized once for the batch: growing them row by row copies them over and over.
+	buf.evt = slices.Grow(buf.evt[:0], rows)
+	buf.vb, buf.vr = slices.Grow(buf.vb[:0], rows), slices.Grow(buf.vr[:0], rows)
 	rejects, err := table.NewBatch(bronze.RejectsSchema())
 	if err != nil {
 		return nil, err
@@ -609,10 +615,15 @@ func addReject(rj *table.Batch, b *table.Batch, i int, reason, detail string, ra
 	c[7].AppendInt64(atMs * 1000)
 }
 
+// keyBytesEstimate guesses the encoded size of rows keys of parts parts (a tag, a length and a
+// UUID-sized string each), so that the key buffer is allocated once for most batches.
+func keyBytesEstimate(rows, parts int) int { return rows * parts * 40 }
+
 // encodeKeys fills buf.keys with the encoded key of every valid row over the columns cols.
 func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
 	buf := &r.buf
-	buf.keyData, buf.keyOffs = buf.keyData[:0], append(buf.keyOffs[:0], 0)
+	buf.keyData = slices.Grow(buf.keyData[:0], keyBytesEstimate(len(buf.evt), len(cols)))
+	buf.keyOffs = append(slices.Grow(buf.keyOffs[:0], len(buf.evt)+1), 0)
 	for j := range buf.evt {
 		b := batches[buf.vb[j]]
 		for _, c := range cols {
@@ -620,7 +631,7 @@ func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
 		}
 		buf.keyOffs = append(buf.keyOffs, int32(len(buf.keyData)))
 	}
-	buf.keys = buf.keys[:0]
+	buf.keys = slices.Grow(buf.keys[:0], len(buf.evt))
 	for j := range buf.evt {
 		buf.keys = append(buf.keys, buf.keyData[buf.keyOffs[j]:buf.keyOffs[j+1]:buf.keyOffs[j+1]])
 	}
