@@ -321,6 +321,11 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	r := &a.res
 	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
 	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
+	if a.cfg.Session == nil {
+		// A row lands in n windows: size the (slot, row) pairs once for the batch.
+		pairs := len(in.EventTime) * max(a.cfg.Window.n, 1)
+		a.pairSlot, a.pairRow = slices.Grow(a.pairSlot, pairs), slices.Grow(a.pairRow, pairs)
+	}
 	clear(a.aggBuf) // drop last batch's sketch references
 	a.aggBuf = a.aggBuf[:0]
 	clear(a.lateSeen)
