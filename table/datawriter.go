@@ -275,17 +275,17 @@ func (w *DataWriter) finish(ctx context.Context, key string) error {
 		return err
 	}
 	path := f.dir + "part-00000-" + uuid.NewString() + "-c000." + f.enc.ext + ".parquet"
-	if err := objstore.PutBytes(ctx, w.bucket, path, data); err != nil {
+	if err := w.bucket.Put(ctx, path, data.Reader(), data.Len()); err != nil {
 		return fmt.Errorf("table: write data file %s: %w", path, err)
 	}
 	values := f.values
 	if values == nil {
 		values = map[string]*string{}
 	}
-	w.adds = append(w.adds, &txlog.Add{Path: path, PartitionValues: values, Size: int64(len(data)),
+	w.adds = append(w.adds, &txlog.Add{Path: path, PartitionValues: values, Size: data.Len(),
 		ModificationTime: w.now().UnixMilli(), DataChange: w.dataChange, Stats: stats})
 	w.rows += f.enc.rows
-	w.bytes += int64(len(data))
+	w.bytes += data.Len()
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bytes"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -376,7 +375,7 @@ func (sh *shredder) value(n *wnode, col *Column, i, rep int) error {
 type fileEncoder struct {
 	schema  *txlog.StructType // the file's (data) schema, logical names
 	opts    WriteOptions
-	buf     bytes.Buffer
+	buf     chunkBuffer
 	w       *parquet.Writer
 	sh      *shredder
 	stats   *statsCollector
@@ -511,7 +510,7 @@ func (e *fileEncoder) size() int64 {
 }
 
 // finish closes the file and returns its bytes and the Delta stats JSON.
-func (e *fileEncoder) finish() ([]byte, string, error) {
+func (e *fileEncoder) finish() (*chunkBuffer, string, error) {
 	if e.w == nil {
 		if err := e.start(nil, nil); err != nil {
 			return nil, "", err
@@ -520,7 +519,7 @@ func (e *fileEncoder) finish() ([]byte, string, error) {
 	if err := e.w.Close(); err != nil {
 		return nil, "", fmt.Errorf("table: close parquet: %w", err)
 	}
-	return e.buf.Bytes(), e.stats.json(e.rows), nil
+	return &e.buf, e.stats.json(e.rows), nil
 }
 
 // EncodeFile writes batches (all of schema) as one Parquet file and returns its bytes and its
@@ -540,7 +539,11 @@ func EncodeFile(schema *txlog.StructType, batches []*Batch, opts WriteOptions) (
 			return nil, "", err
 		}
 	}
-	return e.finish()
+	data, stats, err := e.finish()
+	if err != nil {
+		return nil, "", err
+	}
+	return data.Bytes(), stats, nil
 }
 
 // conform returns b's columns in the order of schema, checking names and types (schema
