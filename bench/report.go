@@ -82,6 +82,8 @@ func (r *Report) Markdown(plotFile string) string {
 	for _, t := range Targets(r.Runs) {
 		w("- %s\n", t)
 	}
+	w("\nWhere a target is not met, [ANALYSIS.md](ANALYSIS.md) explains the gap from the CPU profiles at the end\n" +
+		"of this report (written by hand from a run of this harness; the figures above are this run's).\n")
 	w("\n## Every stage\n\n")
 	w("Events/s and MB/s are landing lines and landing bytes over wall seconds. Peak RSS is the child's\n" +
 		"`ru_maxrss` from wait4. Objects and bytes written: the store's listing before and after the stage.\n\n")
