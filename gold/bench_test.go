@@ -142,3 +142,37 @@ func BenchmarkStreamAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendSnapshot writes the full state of an aggregation holding 100k keys in three
+// open 5-minute windows (300k groups): the checkpoint the stream writes after every batch.
+func BenchmarkAppendSnapshot(b *testing.B) {
+	spec, _ := Tumbling(5 * minute)
+	op := mustAgg(b, AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{
+		{Fn: Count, Column: -1}, {Fn: Sum, Column: 0},
+	}})
+	const keys = 100_000
+	in := &Input{Columns: []Column{{Float64: make([]float64, 0, 3*keys)}}}
+	var kb []byte
+	rng := rand.New(rand.NewPCG(2, 2))
+	for w := range 3 {
+		for k := range keys {
+			in.EventTime = append(in.EventTime, int64(w)*5*minute+rng.Int64N(5*minute))
+			kb = AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
+			in.Keys.Append(kb)
+			in.Columns[0].Float64 = append(in.Columns[0].Float64, 1)
+		}
+	}
+	if _, err := op.ProcessBatch(in, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var buf []byte
+	for b.Loop() {
+		var err error
+		if buf, err = op.AppendSnapshot(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(buf))/(3*keys), "bytes/group")
+}

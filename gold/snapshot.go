@@ -2,10 +2,12 @@ package gold
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 )
 
 // snapshotMagic starts every operator snapshot; the byte after it is the format version.
@@ -23,22 +25,32 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 	dst = append(dst, snapshotMagic...)
 	dst = append(dst, snapshotVersion)
 	dst = a.cfg.appendFingerprint(dst)
-	slots := make([]int32, 0, a.live)
+	// Sort copies of the sort keys, not slot numbers: the comparisons then read one
+	// contiguous slice instead of chasing each slot into the groups and keys.
+	type entry struct {
+		start, end int64
+		key        string
+		slot       int32
+	}
+	entries := make([]entry, 0, a.live)
 	for s := range a.groups {
-		if a.groups[s].live {
-			slots = append(slots, int32(s))
+		if g := &a.groups[s]; g.live {
+			entries = append(entries, entry{g.w.Start, g.w.End, a.keys[g.key], int32(s)})
 		}
 	}
-	slices.SortFunc(slots, func(x, y int32) int {
-		gx, gy := &a.groups[x], &a.groups[y]
-		if c := cmpInt64(gx.w.Start, gy.w.Start); c != 0 {
+	slices.SortFunc(entries, func(x, y entry) int {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
 			return c
 		}
-		if c := cmpInt64(gx.w.End, gy.w.End); c != 0 {
+		if c := cmp.Compare(x.end, y.end); c != 0 {
 			return c
 		}
-		return bytes.Compare([]byte(a.keys[gx.key]), []byte(a.keys[gy.key]))
+		return strings.Compare(x.key, y.key)
 	})
+	slots := make([]int32, len(entries))
+	for i, e := range entries {
+		slots[i] = e.slot
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(slots)))
 	for _, s := range slots {
 		g := &a.groups[s]
