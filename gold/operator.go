@@ -169,6 +169,7 @@ type Aggregation struct {
 	pairRow   []int32
 	items     []sessItem
 	touched   []int32
+	evictedAt int64 // the eviction watermark (µs) of the last batch, for AppendDelta
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
@@ -357,7 +358,8 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	}
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
 	r.NumRowsUpdated = int64(len(a.touched))
-	a.emit(evictWM * 1000)
+	a.evictedAt = evictWM * 1000
+	a.emit(a.evictedAt)
 	r.NumRowsTotal = a.live
 	return r, nil
 }

@@ -1,0 +1,138 @@
+package gold
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// deltaMagic starts every state delta; the byte after it is the format version.
+const (
+	deltaMagic   = "MDLGDLT\x00"
+	deltaVersion = 1
+)
+
+// SupportsDelta reports whether AppendDelta can describe a batch's change: time windows can
+// (a group leaves state only when the watermark passes its end), session windows cannot
+// (merging sessions removes groups by other rules) and always need a full snapshot.
+func (a *Aggregation) SupportsDelta() bool { return a.cfg.Session == nil }
+
+// AppendDelta appends what the last ProcessBatch changed: the groups it updated that are still
+// in state, with their values, and the eviction watermark it ran with. ApplyDelta on the
+// state before that batch gives the state after it, so the runner can store a large state
+// once and a batch's change after each batch (the touched groups, not all of them).
+func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
+	if !a.SupportsDelta() {
+		return nil, fmt.Errorf("gold: session windows keep no state deltas")
+	}
+	start := len(dst)
+	dst = append(dst, deltaMagic...)
+	dst = append(dst, deltaVersion)
+	dst = a.cfg.appendFingerprint(dst)
+	dst = binary.AppendVarint(dst, a.evictedAt)
+	n := 0
+	for _, s := range a.touched {
+		if a.groups[s].live {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for _, s := range a.touched {
+		g := &a.groups[s]
+		if !g.live {
+			continue // evicted by this very batch: the replayed eviction removes it too
+		}
+		dst = binary.AppendVarint(dst, g.w.Start)
+		dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
+		dst = append(dst, a.keys[g.key]...)
+		for _, ac := range a.accs {
+			v := ac.value(s, false)
+			var err error
+			if dst, err = v.AppendBinary(dst); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// ApplyDelta replays one AppendDelta on the state of the batch before it: the groups take
+// their new values (created when new), then every group the batch's watermark closed leaves.
+func (a *Aggregation) ApplyDelta(b []byte) error {
+	if !a.SupportsDelta() {
+		return fmt.Errorf("%w: a state delta for session windows", ErrBadState)
+	}
+	if len(b) < len(deltaMagic)+1+4 || string(b[:len(deltaMagic)]) != deltaMagic {
+		return fmt.Errorf("%w: not an aggregation state delta", ErrBadState)
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return fmt.Errorf("%w: delta checksum mismatch", ErrBadState)
+	}
+	if v := body[len(deltaMagic)]; v != deltaVersion {
+		return fmt.Errorf("%w: delta format version %d, this build reads %d", ErrBadState, v, deltaVersion)
+	}
+	p := body[len(deltaMagic)+1:]
+	fp := a.cfg.appendFingerprint(nil)
+	if !bytes.HasPrefix(p, fp) {
+		return fmt.Errorf("%w: delta was written by a different aggregation (window, mode or aggregates changed)", ErrBadState)
+	}
+	p = p[len(fp):]
+	evictUs, w := binary.Varint(p)
+	if w <= 0 {
+		return fmt.Errorf("%w: delta watermark", ErrBadState)
+	}
+	p = p[w:]
+	n, w := binary.Uvarint(p)
+	if w <= 0 || n > uint64(len(p)) {
+		return fmt.Errorf("%w: delta group count", ErrBadState)
+	}
+	p = p[w:]
+	for i := uint64(0); i < n; i++ {
+		start, w := binary.Varint(p)
+		if w <= 0 {
+			return fmt.Errorf("%w: delta group %d start", ErrBadState, i)
+		}
+		p = p[w:]
+		kl, w := binary.Uvarint(p)
+		if w <= 0 || kl > uint64(len(p)-w) {
+			return fmt.Errorf("%w: delta group %d key", ErrBadState, i)
+		}
+		key := p[w : w+int(kl)]
+		p = p[w+int(kl):]
+		s := a.windowSlot(Window{Start: start, End: start + a.cfg.Window.Size}, a.internKey(key))
+		for j, ac := range a.accs {
+			v, rest, err := DecodeAggValue(p)
+			if err != nil {
+				return fmt.Errorf("delta group %d aggregate %d: %w", i, j, err)
+			}
+			if v.Fn != ac.spec.Fn || v.Int != ac.spec.Int {
+				return fmt.Errorf("%w: delta group %d aggregate %d is %s, want %s", ErrBadState, i, j, v.Fn, ac.spec.Fn)
+			}
+			ac.set(s, v)
+			p = rest
+		}
+	}
+	if len(p) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes in a delta", ErrBadState, len(p))
+	}
+	// The batch's eviction: what ProcessBatch's emit removes, without emitting it.
+	a.touched = a.touched[:0]
+	if a.cfg.Mode == Complete {
+		return nil
+	}
+	a.minEnd = math.MaxInt64
+	for s := range a.groups {
+		g := &a.groups[s]
+		switch {
+		case !g.live:
+		case g.w.End <= evictUs:
+			a.freeSlot(int32(s))
+		default:
+			a.minEnd = min(a.minEnd, g.w.End)
+		}
+	}
+	return nil
+}
