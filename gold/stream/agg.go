@@ -41,7 +41,13 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 	}
 	updMs := time.Since(began).Milliseconds()
 	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
-	if as.state, err = r.aggs[ai].AppendSnapshot(nil); err != nil {
+	// The full state only when this batch writes a full snapshot; its delta otherwise.
+	if r.aggDeltas+1 < r.cfg.Stream.State.MinDeltasForSnapshot && r.aggs[ai].SupportsDelta() {
+		as.delta, err = r.aggs[ai].AppendDelta(nil)
+	} else {
+		as.state, err = r.aggs[ai].AppendSnapshot(nil)
+	}
+	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 	}
 	as.res = gold.StateOperatorProgress{

@@ -65,7 +65,8 @@ type batchStats struct {
 type aggStats struct {
 	res                  gold.StateOperatorProgress
 	lateRows, outputRows int64
-	state                []byte // the aggregation's state after the batch (its checkpoint section)
+	state                []byte // the aggregation's full state after the batch, when this batch writes it
+	delta                []byte // or what the batch changed (gold.AppendDelta)
 }
 
 func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
@@ -121,17 +122,13 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 		}
 	}
 	aggs := make([]*gold.Aggregation, len(p.aggs))
+	r.aggDeltas = 0
 	for i, ap := range p.aggs {
-		if s, ok := sections["agg/"+ap.cfg.Name]; ok {
-			aggs[i], err = gold.RestoreAggregation(ap.agg, s)
-		} else if sections != nil {
-			err = fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", ErrBadCheckpoint, stateKey(r.nextBatch), ap.cfg.Name)
-		} else {
-			aggs[i], err = gold.NewAggregation(ap.agg)
-		}
-		if err != nil {
+		var deltas int
+		if aggs[i], deltas, err = r.restoreAgg(ctx, ap, r.nextBatch, sections); err != nil {
 			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 		}
+		r.aggDeltas = max(r.aggDeltas, deltas)
 	}
 	if s, ok := sections["idle"]; ok {
 		var err error
@@ -193,9 +190,23 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 			r.dedupDeltas++
 		}
 	}
+	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
+	// always for session windows), the groups the batch touched in between.
+	full := r.aggDeltas+1 >= r.cfg.Stream.State.MinDeltasForSnapshot
 	for i, ap := range r.plan.aggs {
-		sections["agg/"+ap.cfg.Name] = st.aggs[i].state
-		order = append(order, "agg/"+ap.cfg.Name)
+		name := secAgg + ap.cfg.Name
+		if st.aggs[i].delta != nil && !full {
+			name = secAggDelta + ap.cfg.Name
+			sections[name] = st.aggs[i].delta
+		} else {
+			sections[name] = st.aggs[i].state
+		}
+		order = append(order, name)
+	}
+	if full {
+		r.aggDeltas = 0
+	} else {
+		r.aggDeltas++
 	}
 	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
 		return fmt.Errorf("stream: write checkpoint %s: %w", stateKey(n+1), err)
@@ -832,11 +843,58 @@ func (r *Runner) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (m
 	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", ErrBadCheckpoint, r.queryID, n)
 }
 
-// State sections of the dedup operator: a full snapshot, or one batch's delta.
+// State sections of the dedup operator and of each aggregation (the prefix, then its name):
+// a full snapshot, or one batch's delta.
 const (
 	secDedup      = "dedup"
 	secDedupDelta = "dedup-delta"
+	secAgg        = "agg/"
+	secAggDelta   = "agg-delta/"
 )
+
+// restoreAgg rebuilds an aggregation's state of version v: its nearest full snapshot at or
+// before v, then every later delta in order. It returns the number of deltas replayed.
+func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections map[string][]byte) (*gold.Aggregation, int, error) {
+	var deltas [][]byte
+	for {
+		var a *gold.Aggregation
+		var err error
+		if sections == nil { // version 0: the empty state
+			a, err = gold.NewAggregation(ap.agg)
+		} else if s, ok := sections[secAgg+ap.cfg.Name]; ok {
+			a, err = gold.RestoreAggregation(ap.agg, s)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", stateKey(v), err)
+		}
+		if a != nil {
+			for i := len(deltas) - 1; i >= 0; i-- {
+				if err := a.ApplyDelta(deltas[i]); err != nil {
+					return nil, 0, fmt.Errorf("%s: %w", stateKey(v+int64(len(deltas)-i)), err)
+				}
+			}
+			return a, len(deltas), nil
+		}
+		s, ok := sections[secAggDelta+ap.cfg.Name]
+		if !ok || v <= 0 {
+			return nil, 0, fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", ErrBadCheckpoint, stateKey(v), ap.cfg.Name)
+		}
+		deltas = append(deltas, s)
+		v--
+		if v == 0 {
+			sections = nil
+			continue
+		}
+		key := stateKey(v)
+		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
+		if err != nil {
+			return nil, 0, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+		}
+		if sections, err = decodeState(key, data); err != nil {
+			return nil, 0, err
+		}
+	}
+}
 
 // dedupWatermark is a watermark as the dedup state sees it: dedup_retention earlier, so keys
 // stay in memory that long past the watermark. Both of a batch's watermarks shift alike, so a key

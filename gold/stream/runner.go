@@ -91,6 +91,7 @@ type Runner struct {
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
 	lastDataMs, idleBaseWM int64
 	dedupDeltas            int // dedup deltas written since the last full snapshot
+	aggDeltas              int // aggregation deltas written since the last full snapshots
 	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
 	// (-1: no read-ahead) with aheadLimit a batch.
 	ahead       *prefetch
