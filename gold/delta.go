@@ -47,12 +47,9 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 		dst = binary.AppendVarint(dst, g.w.Start)
 		dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
 		dst = append(dst, a.keys[g.key]...)
-		for _, ac := range a.accs {
-			v := ac.value(s, false)
-			var err error
-			if dst, err = v.AppendBinary(dst); err != nil {
-				return nil, err
-			}
+		var err error
+		if dst, err = a.appendValues(dst, s); err != nil {
+			return nil, err
 		}
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil

@@ -58,15 +58,24 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 		dst = binary.AppendVarint(dst, g.w.End)
 		dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
 		dst = append(dst, a.keys[g.key]...)
-		for _, ac := range a.accs {
-			v := ac.value(s, false)
-			var err error
-			if dst, err = v.AppendBinary(dst); err != nil {
-				return nil, err
-			}
+		var err error
+		if dst, err = a.appendValues(dst, s); err != nil {
+			return nil, err
 		}
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// appendValues appends the aggregate values of group s, as snapshots and deltas store them.
+func (a *Aggregation) appendValues(dst []byte, s int32) ([]byte, error) {
+	for _, ac := range a.accs {
+		v := ac.value(s, false)
+		var err error
+		if dst, err = v.AppendBinary(dst); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
 }
 
 func (c *AggConfig) appendFingerprint(dst []byte) []byte {

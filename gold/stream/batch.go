@@ -852,6 +852,20 @@ const (
 	secAggDelta   = "agg-delta/"
 )
 
+// stateSections reads the sections of state version v; version 0, the empty state, has none
+// (nil).
+func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte, error) {
+	if v == 0 {
+		return nil, nil
+	}
+	key := stateKey(v)
+	data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
+	if err != nil {
+		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+	}
+	return decodeState(key, data)
+}
+
 // restoreAgg rebuilds an aggregation's state of version v: its nearest full snapshot at or
 // before v, then every later delta in order. It returns the number of deltas replayed.
 func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections map[string][]byte) (*gold.Aggregation, int, error) {
@@ -881,16 +895,7 @@ func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections 
 		}
 		deltas = append(deltas, s)
 		v--
-		if v == 0 {
-			sections = nil
-			continue
-		}
-		key := stateKey(v)
-		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
-		if err != nil {
-			return nil, 0, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
-		}
-		if sections, err = decodeState(key, data); err != nil {
+		if sections, err = r.stateSections(ctx, v); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -983,16 +988,8 @@ func (r *Runner) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int
 		}
 		deltas = append(deltas, s)
 		v--
-		if v == 0 {
-			sections = nil
-			continue
-		}
-		key := stateKey(v)
-		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
-		if err != nil {
-			return nil, 0, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
-		}
-		if sections, err = decodeState(key, data); err != nil {
+		var err error
+		if sections, err = r.stateSections(ctx, v); err != nil {
 			return nil, 0, err
 		}
 	}
