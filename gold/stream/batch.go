@@ -104,16 +104,13 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 		return fmt.Errorf("stream: %w", err)
 	}
 	dcfg := silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: delay}
-	var sections map[string][]byte
-	if r.nextBatch > 0 {
-		key := stateKey(r.nextBatch)
-		data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
-		if err != nil {
-			return fmt.Errorf("stream: read checkpoint %s: %w", key, err)
-		}
-		if sections, err = decodeState(key, data); err != nil {
-			return err
-		}
+	// The dedup state and every aggregation walk back through the same state versions: each
+	// version is read and decoded once for all of them.
+	r.restoring = map[int64]map[string][]byte{}
+	defer func() { r.restoring = nil }()
+	sections, err := r.stateSections(ctx, r.nextBatch)
+	if err != nil {
+		return err
 	}
 	var dedup *silver.Dedup
 	if len(p.dedup) > 0 {
@@ -853,17 +850,24 @@ const (
 )
 
 // stateSections reads the sections of state version v; version 0, the empty state, has none
-// (nil).
+// (nil). During a restore it keeps what it read in r.restoring.
 func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte, error) {
 	if v == 0 {
 		return nil, nil
+	}
+	if sections, ok := r.restoring[v]; ok {
+		return sections, nil
 	}
 	key := stateKey(v)
 	data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
 	if err != nil {
 		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
 	}
-	return decodeState(key, data)
+	sections, err := decodeState(key, data)
+	if err == nil && r.restoring != nil {
+		r.restoring[v] = sections
+	}
+	return sections, err
 }
 
 // restoreAgg rebuilds an aggregation's state of version v: its nearest full snapshot at or

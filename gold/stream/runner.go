@@ -90,8 +90,9 @@ type Runner struct {
 	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
 	lastDataMs, idleBaseWM int64
-	dedupDeltas            int // dedup deltas written since the last full snapshot
-	aggDeltas              int // aggregation deltas written since the last full snapshots
+	dedupDeltas            int                         // dedup deltas written since the last full snapshot
+	aggDeltas              int                         // aggregation deltas written since the last full snapshots
+	restoring              map[int64]map[string][]byte // state versions read by the restore in progress
 	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
 	// (-1: no read-ahead) with aheadLimit a batch.
 	ahead       *prefetch
