@@ -42,7 +42,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 	updMs := time.Since(began).Milliseconds()
 	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
-	if r.aggDeltas+1 < r.cfg.Stream.State.MinDeltasForSnapshot && r.aggs[ai].SupportsDelta() {
+	if !r.aggFullSnapshot() && r.aggs[ai].SupportsDelta() {
 		as.delta, err = r.aggs[ai].AppendDelta(nil)
 	} else {
 		as.state, err = r.aggs[ai].AppendSnapshot(nil)
@@ -100,6 +100,12 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		}
 	}
 	return as, nil
+}
+
+// aggFullSnapshot says whether this batch writes the aggregations' full states: every
+// min_deltas_for_snapshot versions; their deltas in between.
+func (r *Runner) aggFullSnapshot() bool {
+	return r.aggDeltas+1 >= r.cfg.Stream.State.MinDeltasForSnapshot
 }
 
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take

@@ -189,10 +189,9 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	}
 	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
 	// always for session windows), the groups the batch touched in between.
-	full := r.aggDeltas+1 >= r.cfg.Stream.State.MinDeltasForSnapshot
 	for i, ap := range r.plan.aggs {
 		name := secAgg + ap.cfg.Name
-		if st.aggs[i].delta != nil && !full {
+		if st.aggs[i].delta != nil {
 			name = secAggDelta + ap.cfg.Name
 			sections[name] = st.aggs[i].delta
 		} else {
@@ -200,7 +199,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 		}
 		order = append(order, name)
 	}
-	if full {
+	if r.aggFullSnapshot() {
 		r.aggDeltas = 0
 	} else {
 		r.aggDeltas++
