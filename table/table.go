@@ -303,7 +303,17 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 // parallel (one writer per goroutine; a DataWriter is not safe for concurrent use) and then
 // commit them together with CommitFiles. Check HasTxn first to skip a batch already committed.
 func (t *Table) Writer(ctx context.Context) (*DataWriter, error) {
-	snap, schema, err := t.snapshotFor(ctx)
+	snap, err := t.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.WriterAt(snap)
+}
+
+// WriterAt is Writer for the schema of a snapshot the caller already holds, so that writers
+// started together share one look at the log.
+func (t *Table) WriterAt(snap *txlog.Snapshot) (*DataWriter, error) {
+	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
 	}

@@ -549,15 +549,20 @@ func (r *Runner) selectRows(batches []*table.Batch, sel []int32) []rowSelection 
 // writeParts appends, in one commit with txn, the rows of parts parts, each selected by
 // part(p) and encoded into its own files on its own goroutine.
 func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []rowSelection) error {
-	if done, err := t.HasTxn(ctx, *txn); err != nil || done {
+	// One look at the log for the txn check and every writer; CommitFiles looks again.
+	snap, err := t.Latest(ctx)
+	if err != nil {
 		return err
+	}
+	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+		return nil
 	}
 	adds := make([][]*txlog.Add, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		wg.Go(func() {
-			w, err := t.Writer(ctx)
+			w, err := t.WriterAt(snap)
 			if err != nil {
 				errs[p] = err
 				return
@@ -574,7 +579,7 @@ func (r *Runner) writeParts(ctx context.Context, t *table.Table, parts int, txn 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	_, err := t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
+	_, err = t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
 	return err
 }
 
