@@ -187,29 +187,103 @@ func (sh *shredder) rows(cols []*Column, idx []int, lo, hi int) error {
 	return nil
 }
 
-// flat is the hot loop for a top-level primitive column.
+// flat is the hot loop for a top-level primitive column: one typed loop per kind over the
+// selected rows, then the definition levels and nulls in passes of their own, so that no
+// value pays for a kind switch or for Level (which does not inline).
 func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
-	out := sh.out[n.leaf]
-	nulls := col.hasNullsIn(idx, lo, hi)
-	if !nulls && n.kind != KindDecimal {
-		if first, ok := contiguous(idx, lo, hi); ok {
-			sh.out[n.leaf] = appendColumnValues(out, n, col, first, first+hi-lo)
-			return nil
+	if n.kind == KindDecimal {
+		return sh.flatDecimal(n, col, idx, lo, hi)
+	}
+	var rows []int // the selected rows, or nil for the run [first, first+hi-lo)
+	first, ok := contiguous(idx, lo, hi)
+	if !ok {
+		rows = idx[lo:hi]
+	}
+	base := len(sh.out[n.leaf])
+	out := slices.Grow(sh.out[n.leaf], hi-lo)[:base+hi-lo]
+	dst := out[base:]
+	switch n.kind {
+	case KindInt64:
+		fillValues(dst, col.Int64, rows, first, parquet.Int64Value)
+	case KindInt32:
+		fillValues(dst, col.Int32, rows, first, parquet.Int32Value)
+	case KindFloat64:
+		fillValues(dst, col.Float64, rows, first, parquet.DoubleValue)
+	case KindFloat32:
+		fillValues(dst, col.Float32, rows, first, parquet.FloatValue)
+	case KindBool:
+		fillValues(dst, col.Bool, rows, first, parquet.BooleanValue)
+	case KindBytes:
+		offs, data := col.Offsets, col.Data
+		if rows == nil {
+			offs = offs[first : first+len(dst)+1]
+			for k := range dst {
+				dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]])
+			}
+		} else {
+			for k, i := range rows {
+				dst[k] = parquet.ByteArrayValue(data[offs[i]:offs[i+1]])
+			}
 		}
 	}
+	sh.out[n.leaf] = out
+	// A required leaf's levels are the constructors' zeros, and the column writer ignores a
+	// value's column index.
+	if n.def > 0 {
+		for k := range dst {
+			dst[k].SetDefinitionLevel(n.def)
+		}
+	}
+	if !col.hasNullsIn(idx, lo, hi) {
+		return nil
+	}
+	for k := range dst {
+		i := first + k
+		if rows != nil {
+			i = rows[k]
+		}
+		if col.Nulls[i] {
+			if !n.optional {
+				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
+			}
+			dst[k] = parquet.Value{}
+		}
+	}
+	return nil
+}
+
+// fillValues sets dst[k] to the value of row rows[k] of src, or of row first+k when rows is
+// nil. It is small enough to inline, and then so is mk.
+func fillValues[T any](dst []parquet.Value, src []T, rows []int, first int, mk func(T) parquet.Value) {
+	if rows == nil {
+		for k, v := range src[first : first+len(dst)] {
+			dst[k] = mk(v)
+		}
+		return
+	}
+	for k, i := range rows {
+		dst[k] = mk(src[i])
+	}
+}
+
+// flatDecimal is flat for decimals, whose values are encoded into the shredder's scratch.
+func (sh *shredder) flatDecimal(n *wnode, col *Column, idx []int, lo, hi int) error {
+	out := sh.out[n.leaf]
 	for k := lo; k < hi; k++ {
 		i := k
 		if idx != nil {
 			i = idx[k]
 		}
-		if nulls && col.Nulls[i] {
+		if col.IsNull(i) {
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			out = append(out, parquet.Value{}.Level(0, 0, n.leaf))
+			out = append(out, parquet.Value{})
 			continue
 		}
-		out = append(out, sh.leafValue(n, col, i).Level(0, n.def, n.leaf))
+		v := sh.leafValue(n, col, i)
+		v.SetDefinitionLevel(n.def)
+		out = append(out, v)
 	}
 	sh.out[n.leaf] = out
 	return nil
@@ -231,76 +305,6 @@ func contiguous(idx []int, lo, hi int) (int, bool) {
 		}
 	}
 	return first, true
-}
-
-// appendColumnValues appends rows [lo,hi) of a column without nulls as leaf values: one
-// typed loop per kind instead of a kind switch per value.
-func appendColumnValues(out []parquet.Value, n *wnode, col *Column, lo, hi int) []parquet.Value {
-	base := len(out)
-	out = slices.Grow(out, hi-lo)[:base+hi-lo]
-	dst := out[base:]
-	// A required leaf's levels are the constructors' zeros, and the column writer ignores a
-	// value's column index, so only optional leaves pay for Level (which does not inline),
-	// in the same pass as the value so that each slot is written once.
-	def, leaf := n.def, n.leaf
-	switch n.kind {
-	case KindInt64:
-		if def == 0 {
-			for k, v := range col.Int64[lo:hi] {
-				dst[k] = parquet.Int64Value(v)
-			}
-		} else {
-			for k, v := range col.Int64[lo:hi] {
-				dst[k] = parquet.Int64Value(v).Level(0, def, leaf)
-			}
-		}
-	case KindInt32:
-		if def == 0 {
-			for k, v := range col.Int32[lo:hi] {
-				dst[k] = parquet.Int32Value(v)
-			}
-		} else {
-			for k, v := range col.Int32[lo:hi] {
-				dst[k] = parquet.Int32Value(v).Level(0, def, leaf)
-			}
-		}
-	case KindFloat64:
-		if def == 0 {
-			for k, v := range col.Float64[lo:hi] {
-				dst[k] = parquet.DoubleValue(v)
-			}
-		} else {
-			for k, v := range col.Float64[lo:hi] {
-				dst[k] = parquet.DoubleValue(v).Level(0, def, leaf)
-			}
-		}
-	case KindFloat32:
-		if def == 0 {
-			for k, v := range col.Float32[lo:hi] {
-				dst[k] = parquet.FloatValue(v)
-			}
-		} else {
-			for k, v := range col.Float32[lo:hi] {
-				dst[k] = parquet.FloatValue(v).Level(0, def, leaf)
-			}
-		}
-	case KindBool:
-		for k, v := range col.Bool[lo:hi] {
-			dst[k] = parquet.BooleanValue(v).Level(0, def, leaf)
-		}
-	case KindBytes:
-		offs, data := col.Offsets[lo:hi+1], col.Data
-		if def == 0 {
-			for k := range dst {
-				dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]])
-			}
-		} else {
-			for k := range dst {
-				dst[k] = parquet.ByteArrayValue(data[offs[k]:offs[k+1]]).Level(0, def, leaf)
-			}
-		}
-	}
-	return out
 }
 
 func (sh *shredder) leafValue(n *wnode, col *Column, i int) parquet.Value {
