@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -83,15 +84,18 @@ func newStatsCollector(s *txlog.StructType, limit int) *statsCollector {
 }
 
 func (c *statsCollector) add(cols []*Column, idx []int, lo, hi int) {
+	var rows []int // the selected rows, or nil for the run [first, first+hi-lo)
+	first, ok := contiguous(idx, lo, hi)
+	if !ok {
+		rows = idx[lo:hi]
+	}
 	for _, l := range c.leaves {
 		col := cols[l.path[0]]
 		for _, p := range l.path[1:] {
 			col = col.Children[p]
 		}
-		if l.minMax && !l.bad && !col.hasNullsIn(idx, lo, hi) {
-			if first, ok := contiguous(idx, lo, hi); ok && l.observeRange(col, first, first+hi-lo) {
-				continue
-			}
+		if l.minMax && !l.bad && !col.hasNullsIn(idx, lo, hi) && l.observeRows(col, rows, first, hi-lo) {
+			continue
 		}
 		for k := lo; k < hi; k++ {
 			i := k
@@ -110,19 +114,15 @@ func (c *statsCollector) add(cols []*Column, idx []int, lo, hi int) {
 	}
 }
 
-// observeRange observes the non-null rows [lo,hi) of the common kinds in one typed loop;
-// it reports false, having done nothing, for the others.
-func (l *statLeaf) observeRange(col *Column, lo, hi int) bool {
-	if lo == hi {
+// observeRows observes n non-null rows of the common kinds in one typed loop: rows rows[k],
+// or first+k when rows is nil. It reports false, having done nothing, for the other kinds.
+func (l *statLeaf) observeRows(col *Column, rows []int, first, n int) bool {
+	if n == 0 {
 		return true
 	}
 	switch l.kind {
 	case KindInt64:
-		vs := col.Int64[lo:hi]
-		mn, mx := vs[0], vs[0]
-		for _, v := range vs[1:] {
-			mn, mx = min(mn, v), max(mx, v)
-		}
+		mn, mx := minMaxOf(col.Int64, rows, first, n)
 		if !l.has || mn < l.minI {
 			l.minI = mn
 		}
@@ -130,19 +130,10 @@ func (l *statLeaf) observeRange(col *Column, lo, hi int) bool {
 			l.maxI = mx
 		}
 	case KindFloat64:
-		vs := col.Float64[lo:hi]
-		mn, mx := vs[0], vs[0]
-		for _, v := range vs {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				l.bad = true
-				return true
-			}
-			if v < mn {
-				mn = v
-			}
-			if v > mx {
-				mx = v
-			}
+		mn, mx := minMaxOf(col.Float64, rows, first, n)
+		if math.IsNaN(mn) || math.IsInf(mn, 0) || math.IsInf(mx, 0) {
+			l.bad = true // min of values with a NaN is NaN
+			return true
 		}
 		if !l.has || mn < l.minF {
 			l.minF = mn
@@ -151,17 +142,7 @@ func (l *statLeaf) observeRange(col *Column, lo, hi int) bool {
 			l.maxF = mx
 		}
 	case KindBytes:
-		// Track the extremes as offsets into the column; copy once at the end.
-		offs, data := col.Offsets, col.Data
-		mn, mx := lo, lo
-		for i := lo + 1; i < hi; i++ {
-			v := data[offs[i]:offs[i+1]]
-			if bytes.Compare(v, data[offs[mn]:offs[mn+1]]) < 0 {
-				mn = i
-			} else if bytes.Compare(v, data[offs[mx]:offs[mx+1]]) > 0 {
-				mx = i
-			}
-		}
+		mn, mx := minMaxBytes(col, rows, first, n)
 		if v := col.BytesAt(mn); !l.has || bytes.Compare(v, l.minB) < 0 {
 			l.minB = append(l.minB[:0], v...)
 		}
@@ -173,6 +154,64 @@ func (l *statLeaf) observeRange(col *Column, lo, hi int) bool {
 	}
 	l.has = true
 	return true
+}
+
+// minMaxOf returns the least and greatest of n rows of src (rows[k], or first+k when rows is
+// nil). With floats, a NaN among them makes the least NaN.
+func minMaxOf[T int64 | float64](src []T, rows []int, first, n int) (T, T) {
+	if rows == nil {
+		vs := src[first : first+n]
+		mn, mx := vs[0], vs[0]
+		for _, v := range vs[1:] {
+			mn, mx = min(mn, v), max(mx, v)
+		}
+		return mn, mx
+	}
+	mn, mx := src[rows[0]], src[rows[0]]
+	for _, i := range rows[1:] {
+		v := src[i]
+		mn, mx = min(mn, v), max(mx, v)
+	}
+	return mn, mx
+}
+
+// minMaxBytes returns the rows of the least and greatest of n rows of a bytes column (rows[k],
+// or first+k when rows is nil). Most values fall strictly between the extremes found so far,
+// which their first eight bytes, compared as one number, usually show without a byte compare.
+func minMaxBytes(col *Column, rows []int, first, n int) (int, int) {
+	offs, data := col.Offsets, col.Data
+	row := func(k int) int {
+		if rows == nil {
+			return first + k
+		}
+		return rows[k]
+	}
+	mn, mx := row(0), row(0)
+	pmin, pmax := bytesPrefix(data[offs[mn]:offs[mn+1]]), bytesPrefix(data[offs[mx]:offs[mx+1]])
+	for k := 1; k < n; k++ {
+		i := row(k)
+		v := data[offs[i]:offs[i+1]]
+		// A prefix strictly between the extremes' prefixes puts v strictly between them.
+		if p := bytesPrefix(v); p > pmin && p < pmax {
+			continue
+		} else if p <= pmin && bytes.Compare(v, data[offs[mn]:offs[mn+1]]) < 0 {
+			mn, pmin = i, p
+		} else if p >= pmax && bytes.Compare(v, data[offs[mx]:offs[mx+1]]) > 0 {
+			mx, pmax = i, p
+		}
+	}
+	return mn, mx
+}
+
+// bytesPrefix is the first eight bytes of v as a big-endian number, zero-padded: when
+// bytesPrefix(a) < bytesPrefix(b), a sorts before b.
+func bytesPrefix(v []byte) uint64 {
+	if len(v) >= 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	var b [8]byte
+	copy(b[:], v)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 func (l *statLeaf) observe(col *Column, i int) {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -137,4 +139,44 @@ func TestStringEncodings(t *testing.T) {
 		}
 	}
 	t.Error("no org.apache.spark.version key")
+}
+
+// TestMinMaxBytesAgainstSort checks the prefix shortcut of minMaxBytes on strings built to
+// tie on their first eight bytes: empty ones, zero bytes, 0xff, prefixes of each other.
+func TestMinMaxBytesAgainstSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	alphabet := []byte{0, 1, 'a', 'b', 0xfe, 0xff}
+	for round := range 500 {
+		col, err := NewColumn(txlog.PrimitiveType{Name: txlog.TypeString})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 1 + rng.IntN(40)
+		var vals []string
+		for range n {
+			v := make([]byte, rng.IntN(11))
+			for j := range v {
+				v[j] = alphabet[rng.IntN(len(alphabet))]
+			}
+			vals = append(vals, string(v))
+			col.AppendString(string(v))
+		}
+		// Every other round selects a shuffled subset of rows instead of all of them.
+		var rows []int
+		want := vals
+		if round%2 == 1 {
+			rows = rng.Perm(n)[:1+rng.IntN(n)]
+			want = nil
+			for _, i := range rows {
+				want = append(want, vals[i])
+			}
+		}
+		mn, mx := minMaxBytes(col, rows, 0, len(want))
+		if got, exp := string(col.BytesAt(mn)), slices.Min(want); got != exp {
+			t.Fatalf("round %d: min %q, want %q (of %q)", round, got, exp, want)
+		}
+		if got, exp := string(col.BytesAt(mx)), slices.Max(want); got != exp {
+			t.Fatalf("round %d: max %q, want %q (of %q)", round, got, exp, want)
+		}
+	}
 }
