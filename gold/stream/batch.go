@@ -682,11 +682,13 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 	}
 	view := &table.Batch{Schema: keySchema, Columns: make([]*table.Column, len(r.plan.dedup))}
 	want := map[string]bool{}
+	var wantKeys [][]byte // in the order of wanted's rows
 	for _, i := range idx {
 		if want[string(buf.keys[i])] {
 			continue
 		}
 		want[string(buf.keys[i])] = true
+		wantKeys = append(wantKeys, buf.keys[i])
 		for k, c := range r.plan.dedup {
 			view.Columns[k] = batches[buf.vb[i]].Columns[c]
 		}
@@ -740,6 +742,15 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 				if !slices.Contains(may, true) {
 					continue // the file's bloom filters rule out every wanted key
 				}
+				// Rows are matched against the keys the file may hold only: a handful of true
+				// resends among thousands of wanted keys, when the file has bloom filters.
+				var fileKeys [][]byte
+				for j, m := range may {
+					if m {
+						fileKeys = append(fileKeys, wantKeys[j])
+					}
+				}
+				set := newKeySet(fileKeys)
 				for b, err := range fs.Read(ctx, files[i:i+1]) {
 					if err != nil {
 						errs[w] = err
@@ -750,7 +761,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 						for c := range r.plan.dedup {
 							key = AppendKeyPart(key, b.Columns[c], row)
 						}
-						if want[string(key)] {
+						if set.has(key) {
 							found[w][string(key)] = true
 						}
 					}
@@ -769,6 +780,57 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 		maps.Copy(seen, f)
 	}
 	return seen, nil
+}
+
+// keySet answers whether an encoded key is one of a set. A bitset of the keys' hashes, a few
+// KiB that stay in cache, turns away almost every absent key before the map is asked: a silver
+// look-up matches millions of rows against sets that hold few of them.
+type keySet struct {
+	bits []uint64
+	mask uint64
+	keys map[string]bool
+}
+
+func newKeySet(keys [][]byte) *keySet {
+	n := uint64(1) << 12 // bits: at least 16 a key, so that about 1 absent key in 100 gets past them
+	for n < uint64(len(keys))*16 {
+		n <<= 1
+	}
+	s := &keySet{bits: make([]uint64, n/64), mask: n - 1, keys: make(map[string]bool, len(keys))}
+	for _, k := range keys {
+		h := quickHash(k)
+		for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
+			s.bits[b/64] |= 1 << (b % 64)
+		}
+		s.keys[string(k)] = true
+	}
+	return s
+}
+
+// quickHash mixes a key's first and last eight bytes and its length: a few cycles, where a
+// full hash of every row's key cost more than the map it guards. Keys that differ only in
+// their middle bytes get past the bitset to the map, which decides.
+func quickHash(k []byte) uint64 {
+	var head, tail uint64
+	if len(k) >= 8 {
+		head, tail = binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[len(k)-8:])
+	} else {
+		var b [8]byte
+		copy(b[:], k)
+		head = binary.LittleEndian.Uint64(b[:])
+	}
+	h := (head*0x9e3779b97f4a7c15 ^ tail ^ uint64(len(k))) * 0xff51afd7ed558ccd
+	return h ^ h>>29
+}
+
+func (s *keySet) has(k []byte) bool {
+	h := quickHash(k)
+	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
+		if s.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return s.keys[string(k)]
 }
 
 // maxTimeClusters bounds the ranges of timeClusters' predicate.
