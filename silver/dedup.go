@@ -85,6 +85,8 @@ type Dedup struct {
 	// parallelFrom is the batch size from which shards run concurrently (parallelRows;
 	// tests lower it).
 	parallelFrom int
+	// hash is KeyHash; tests make it collide.
+	hash func([]byte) uint64
 }
 
 type rowStatus uint8
@@ -96,18 +98,58 @@ const (
 )
 
 // dedupShard is one shard's keys, indexed by expiry bucket.
+//
+// Nothing in it points into the heap per key, so the collector never walks the state: keys
+// live in arena chunks, and the state is keyed by the key's 64-bit hash (which the batch has
+// computed anyway to pick the shard) with the key's place in the arena beside it. A look-up
+// hashes 8 bytes and reads the key's bytes only when the hash matches. A hash never stands
+// for its key: a key whose hash another key in state holds goes to clashes, keyed by itself.
 type dedupShard struct {
-	state     map[string]int64
-	buckets   map[int64]*bucket // expiry bucket -> keys expiring in it
-	bucketIDs []int64           // ascending
-	forever   bucket            // keys that never expire
+	byHash     map[uint64]stateEntry
+	clashes    map[string]int64 // keys point into the arena
+	chunks     [][]byte         // the arena; a bucket owns the chunks its keys were written to
+	freeChunks []uint32
+	buckets    map[int64]*bucket // expiry bucket -> keys expiring in it
+	bucketIDs  []int64           // ascending
+	forever    bucket            // keys that never expire
 }
 
-// bucket owns the bytes of its keys in arena chunks, so adding a key costs no allocation of
-// its own and evicting a whole bucket frees its keys at once.
+// stateEntry is a key in state (where its bytes are) and its eviction time (µs).
+type stateEntry struct {
+	ref keyRef
+	at  int64
+}
+
+// keyRef locates a key's bytes in its shard's arena: chunk, offset and length packed in 24,
+// 14 and 26 bits. Chunks are at most arenaChunk (2^14) bytes, except a longer key's own chunk,
+// where it starts at offset 0.
+type keyRef uint64
+
+const (
+	refOffBits = 14
+	refLenBits = 26
+	// MaxDedupKeyBytes is the longest encoded dedup key; ProcessBatch fails on a longer one.
+	MaxDedupKeyBytes = 1<<refLenBits - 1
+	maxChunks        = 1 << (64 - refOffBits - refLenBits)
+)
+
+func makeRef(chunk uint32, off, n int) keyRef {
+	return keyRef(uint64(chunk)<<(refOffBits+refLenBits) | uint64(off)<<refLenBits | uint64(n))
+}
+
+// bucketKey is a key of a bucket: its hash, to find its state entry without hashing it again
+// when the bucket is evicted, and its bytes.
+type bucketKey struct {
+	hash uint64
+	ref  keyRef
+}
+
+// bucket lists the keys that expire in one second, and the arena chunks that hold them, so
+// adding a key costs no allocation of its own and evicting a whole bucket frees its keys at
+// once.
 type bucket struct {
-	keys  []string
-	chunk []byte
+	keys   []bucketKey
+	chunks []uint32 // the last one is being filled
 }
 
 // A bucket's first chunk is small and each next one twice the last, up to arenaChunk: a
@@ -115,22 +157,106 @@ type bucket struct {
 // one, and a big batch spanning hours of event time opens thousands of buckets at once.
 const (
 	firstChunk = 256
-	arenaChunk = 16 << 10
+	arenaChunk = 1 << refOffBits
 )
 
-func (b *bucket) intern(k []byte) string {
+func newDedupShard() *dedupShard {
+	return &dedupShard{byHash: map[uint64]stateEntry{}, clashes: map[string]int64{}, buckets: map[int64]*bucket{}}
+}
+
+func (sh *dedupShard) len() int { return len(sh.byHash) + len(sh.clashes) }
+
+// key returns the bytes of the key at r.
+func (sh *dedupShard) key(r keyRef) []byte {
+	n := int(r & (1<<refLenBits - 1))
+	if n == 0 {
+		return nil
+	}
+	off := int(r >> refLenBits & (1<<refOffBits - 1))
+	return sh.chunks[r>>(refOffBits+refLenBits)][off : off+n]
+}
+
+// keyString is key as a string that shares the arena's bytes.
+func (sh *dedupShard) keyString(r keyRef) string {
+	k := sh.key(r)
+	return unsafe.String(unsafe.SliceData(k), len(k))
+}
+
+// errStateFull is returned when the arena would need more chunks than a keyRef can name:
+// 2^24 chunks, which takes billions of keys.
+var errStateFull = errors.New("silver: dedup state is full: more keys than one shard can name (shorten stream.watermark or stream.state.dedup_retention)")
+
+// intern copies k into one of b's chunks.
+func (sh *dedupShard) intern(b *bucket, k []byte) (keyRef, error) {
 	if len(k) == 0 {
-		return ""
+		return 0, nil
 	}
-	if cap(b.chunk)-len(b.chunk) < len(k) {
-		// A fresh chunk, never a grown one: strings already handed out keep pointing into
-		// the old chunk, which must not be copied or reused.
-		size := min(max(2*cap(b.chunk), firstChunk), arenaChunk)
-		b.chunk = make([]byte, 0, max(size, len(k)))
+	var last []byte
+	if n := len(b.chunks); n > 0 {
+		last = sh.chunks[b.chunks[n-1]]
 	}
-	start := len(b.chunk)
-	b.chunk = append(b.chunk, k...)
-	return unsafe.String(&b.chunk[start], len(k))
+	if cap(last)-len(last) < len(k) {
+		// A fresh chunk, never a grown one: keys already written keep their place.
+		size := min(max(2*cap(last), firstChunk), arenaChunk)
+		last = make([]byte, 0, max(size, len(k)))
+		var id uint32
+		if n := len(sh.freeChunks); n > 0 {
+			id = sh.freeChunks[n-1]
+			sh.freeChunks = sh.freeChunks[:n-1]
+			sh.chunks[id] = last
+		} else {
+			if len(sh.chunks) >= maxChunks {
+				return 0, errStateFull
+			}
+			id = uint32(len(sh.chunks))
+			sh.chunks = append(sh.chunks, last)
+		}
+		b.chunks = append(b.chunks, id)
+	}
+	id := b.chunks[len(b.chunks)-1]
+	off := len(last)
+	sh.chunks[id] = append(last, k...)
+	return makeRef(id, off, len(k)), nil
+}
+
+// lookup returns the eviction time of key k (whose hash is h), if k is in state.
+func (sh *dedupShard) lookup(h uint64, k []byte) (int64, bool) {
+	e, ok := sh.byHash[h]
+	if ok && bytes.Equal(sh.key(e.ref), k) {
+		return e.at, true
+	}
+	if len(sh.clashes) == 0 {
+		return 0, false
+	}
+	at, ok := sh.clashes[string(k)]
+	return at, ok
+}
+
+// entry returns the eviction time of a bucket's key.
+func (sh *dedupShard) entry(bk bucketKey) int64 {
+	if e := sh.byHash[bk.hash]; e.ref == bk.ref {
+		return e.at
+	}
+	return sh.clashes[sh.keyString(bk.ref)]
+}
+
+// remove deletes a bucket's key from state.
+func (sh *dedupShard) remove(bk bucketKey) {
+	if e, ok := sh.byHash[bk.hash]; ok && e.ref == bk.ref {
+		delete(sh.byHash, bk.hash) // a clash of this hash stays in clashes, where look-ups find it
+		return
+	}
+	delete(sh.clashes, sh.keyString(bk.ref))
+}
+
+// each calls f for every key in state, in no particular order.
+func (sh *dedupShard) each(f func(k string, at int64)) {
+	for _, e := range sh.byHash {
+		f(sh.keyString(e.ref), e.at)
+	}
+	for k, at := range sh.clashes {
+		f(k, at)
+	}
 }
 
 // NewDedup validates cfg.
@@ -147,9 +273,9 @@ func NewDedup(cfg DedupConfig) (*Dedup, error) {
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	d := &Dedup{cfg: cfg, parallelFrom: parallelRows}
+	d := &Dedup{cfg: cfg, parallelFrom: parallelRows, hash: KeyHash}
 	for range n {
-		d.shards = append(d.shards, &dedupShard{state: map[string]int64{}, buckets: map[int64]*bucket{}})
+		d.shards = append(d.shards, newDedupShard())
 	}
 	return d, nil
 }
@@ -158,7 +284,7 @@ func NewDedup(cfg DedupConfig) (*Dedup, error) {
 func (d *Dedup) Len() int {
 	n := 0
 	for _, s := range d.shards {
-		n += len(s.state)
+		n += s.len()
 	}
 	return n
 }
@@ -179,11 +305,13 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 		if (valid == nil || valid[i]) && eventTime[i] <= lateUs {
 			d.status[i] = rowLate
 		}
-		if len(d.shards) > 1 {
-			d.hashes[i] = KeyHash(k)
+		if len(k) > MaxDedupKeyBytes {
+			return nil, fmt.Errorf("silver: dedup key of row %d is %d bytes, over the limit of %d", i, len(k), MaxDedupKeyBytes)
 		}
+		d.hashes[i] = d.hash(k)
 	}
 	removed := make([]int64, len(d.shards))
+	errs := make([]error, len(d.shards))
 	run := func(s int) {
 		sh := d.shards[s]
 		for i, k := range keys {
@@ -191,11 +319,13 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 			if len(d.shards) > 1 && d.shardOf(d.hashes[i]) != s || d.status[i] == rowLate {
 				continue
 			}
-			if _, dup := sh.state[string(k)]; dup {
+			if _, dup := sh.lookup(d.hashes[i], k); dup {
 				d.status[i] = rowDuplicate
 				continue
 			}
-			sh.add(k, d.evictAt(eventTime[i], valid == nil || valid[i]))
+			if errs[s] = sh.add(d.hashes[i], k, d.evictAt(eventTime[i], valid == nil || valid[i])); errs[s] != nil {
+				return
+			}
 		}
 		removed[s] = sh.evict(evictUs)
 	}
@@ -209,6 +339,9 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 			wg.Go(func() { run(s) })
 		}
 		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	r := &d.res
 	*r = DedupResult{Emit: r.Emit[:0], Late: r.Late[:0], Duplicates: r.Duplicates[:0]}
@@ -245,15 +378,16 @@ func (d *Dedup) evictAt(t int64, hasTime bool) int64 {
 }
 
 // add puts a key that is in no shard into its shard.
-func (d *Dedup) add(k []byte, at int64) {
-	s := 0
-	if len(d.shards) > 1 {
-		s = d.shardOf(KeyHash(k))
+func (d *Dedup) add(k []byte, at int64) error {
+	if len(k) > MaxDedupKeyBytes {
+		return fmt.Errorf("dedup key of %d bytes is over the limit of %d", len(k), MaxDedupKeyBytes)
 	}
-	d.shards[s].add(k, at)
+	h := d.hash(k)
+	return d.shards[d.shardOf(h)].add(h, k, at)
 }
 
-func (sh *dedupShard) add(k []byte, at int64) {
+// add puts key k (whose hash is h), which is not in state, into state.
+func (sh *dedupShard) add(h uint64, k []byte, at int64) error {
 	b := &sh.forever
 	if at != math.MaxInt64 {
 		id := floorDiv(at, expiryBucketUs)
@@ -265,9 +399,17 @@ func (sh *dedupShard) add(k []byte, at int64) {
 			sh.bucketIDs = slices.Insert(sh.bucketIDs, i, id)
 		}
 	}
-	ks := b.intern(k)
-	b.keys = append(b.keys, ks)
-	sh.state[ks] = at
+	ref, err := sh.intern(b, k)
+	if err != nil {
+		return err
+	}
+	b.keys = append(b.keys, bucketKey{h, ref})
+	if _, taken := sh.byHash[h]; taken {
+		sh.clashes[sh.keyString(ref)] = at
+		return nil
+	}
+	sh.byHash[h] = stateEntry{ref, at}
+	return nil
 }
 
 // evict removes every key whose eviction time is <= evictUs: dropDuplicates' `eventTime <= W`
@@ -281,21 +423,25 @@ func (sh *dedupShard) evict(evictUs int64) int64 {
 		}
 		b := sh.buckets[id]
 		if id*expiryBucketUs+(expiryBucketUs-1) <= evictUs {
-			for _, k := range b.keys {
-				delete(sh.state, k)
+			for _, bk := range b.keys {
+				sh.remove(bk)
 			}
 			n += int64(len(b.keys))
+			for _, c := range b.chunks {
+				sh.chunks[c] = nil
+			}
+			sh.freeChunks = append(sh.freeChunks, b.chunks...)
 			delete(sh.buckets, id)
 			sh.bucketIDs = sh.bucketIDs[1:]
 			continue
 		}
 		kept := b.keys[:0]
-		for _, k := range b.keys {
-			if sh.state[k] <= evictUs {
-				delete(sh.state, k)
+		for _, bk := range b.keys {
+			if sh.entry(bk) <= evictUs {
+				sh.remove(bk)
 				n++
 			} else {
-				kept = append(kept, k)
+				kept = append(kept, bk)
 			}
 		}
 		b.keys = kept
@@ -329,9 +475,7 @@ func (d *Dedup) AppendSnapshot(dst []byte) []byte {
 	}
 	entries := make([]entry, 0, d.Len())
 	for _, sh := range d.shards {
-		for k, at := range sh.state {
-			entries = append(entries, entry{k, at})
-		}
+		sh.each(func(k string, at int64) { entries = append(entries, entry{k, at}) })
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
@@ -384,7 +528,9 @@ func RestoreDedup(cfg DedupConfig, b []byte) (*Dedup, error) {
 			return nil, fmt.Errorf("%w: key %d repeated or out of order", ErrBadDedupState, i)
 		}
 		prev = k
-		d.add(k, at)
+		if err := d.add(k, at); err != nil {
+			return nil, fmt.Errorf("%w: key %d: %v", ErrBadDedupState, i, err)
+		}
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadDedupState, len(p))

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -129,8 +130,9 @@ func TestKeyHashStable(t *testing.T) {
 }
 
 // TestDedupAgainstNaiveOracle runs random batches through Dedup and through a direct
-// transcription of spec §7 (a map scanned in full), for both modes, with one shard and with
-// three shards running concurrently; both must also snapshot to the same bytes.
+// transcription of spec §7 (a map scanned in full), for both modes, with one shard, with
+// three shards running concurrently and with a hash that makes most keys collide; all must
+// also snapshot to the same bytes.
 func TestDedupAgainstNaiveOracle(t *testing.T) {
 	for _, base := range []DedupConfig{{Mode: DropDuplicates, EventTimeIsKey: true}, {Mode: WithinWatermark, DelayMs: 7_000}} {
 		cfg := base
@@ -139,6 +141,9 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 		cfg.Shards = 3
 		sharded, _ := NewDedup(cfg)
 		sharded.parallelFrom = 1
+		colliding, _ := NewDedup(cfg)
+		colliding.parallelFrom = 1
+		colliding.hash = func(k []byte) uint64 { return uint64(len(k) % 2) }
 		oracle := map[string]int64{}
 		rng := rand.New(rand.NewPCG(5, 6))
 		wm := int64(0)
@@ -165,6 +170,10 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cres, err := colliding.ProcessBatch(keys, times, valid, late, evict)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var emit, lateRows, dups []int32
 			for i, k := range keys {
 				switch _, seen := oracle[string(k)]; {
@@ -188,14 +197,15 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 					delete(oracle, k)
 				}
 			}
-			for name, r := range map[string]*DedupResult{"1 shard": res, "3 shards": sres} {
+			for name, r := range map[string]*DedupResult{"1 shard": res, "3 shards": sres, "colliding hashes": cres} {
 				if !slices.Equal(r.Emit, emit) || !slices.Equal(r.Late, lateRows) || !slices.Equal(r.Duplicates, dups) || int(r.NumRowsTotal) != len(oracle) {
 					t.Fatalf("mode %d batch %d, %s: emit %v/%v late %v/%v dup %v/%v state %d/%d",
 						cfg.Mode, b, name, r.Emit, emit, r.Late, lateRows, r.Duplicates, dups, r.NumRowsTotal, len(oracle))
 				}
 			}
-			if !bytes.Equal(d.AppendSnapshot(nil), sharded.AppendSnapshot(nil)) {
-				t.Fatalf("mode %d batch %d: the snapshots of 1 and 3 shards differ", cfg.Mode, b)
+			snap := d.AppendSnapshot(nil)
+			if !bytes.Equal(snap, sharded.AppendSnapshot(nil)) || !bytes.Equal(snap, colliding.AppendSnapshot(nil)) {
+				t.Fatalf("mode %d batch %d: the snapshots of 1 shard, 3 shards and colliding hashes differ", cfg.Mode, b)
 			}
 			wm = evict
 		}
@@ -235,4 +245,44 @@ func benchmarkDedup(b *testing.B, shards int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
+
+// TestDedupKeyLengths stores keys around the arena's chunk size, empty ones and ones longer
+// than a chunk, finds each again as a duplicate after a snapshot round trip, and turns away a
+// key over MaxDedupKeyBytes with an error that names its row.
+func TestDedupKeyLengths(t *testing.T) {
+	cfg := DedupConfig{Mode: DropDuplicates}
+	d, err := NewDedup(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for i, n := range []int{0, 1, 255, 256, 257, arenaChunk - 1, arenaChunk, arenaChunk + 1, 100_000, 3} {
+		k := bytes.Repeat([]byte{byte('a' + i)}, n)
+		keys = append(keys, k)
+	}
+	times := make([]int64, len(keys))
+	for i := range times {
+		times[i] = sec // after the late-row watermark of 0
+	}
+	res, err := d.ProcessBatch(keys, times, nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Emit) != len(keys) {
+		t.Fatalf("emitted %d of %d distinct keys", len(res.Emit), len(keys))
+	}
+	if d, err = RestoreDedup(cfg, d.AppendSnapshot(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = d.ProcessBatch(keys, times, nil, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Duplicates) != len(keys) {
+		t.Fatalf("after restore, %d of %d keys are duplicates", len(res.Duplicates), len(keys))
+	}
+	huge := [][]byte{[]byte("x"), make([]byte, MaxDedupKeyBytes+1)}
+	if _, err := d.ProcessBatch(huge, []int64{sec, sec}, nil, 0, 0); err == nil || !strings.Contains(err.Error(), "row 1") {
+		t.Fatalf("a key over the limit: err = %v", err)
+	}
 }
