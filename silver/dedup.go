@@ -100,24 +100,25 @@ const (
 // dedupShard is one shard's keys, indexed by expiry bucket.
 //
 // Nothing in it points into the heap per key, so the collector never walks the state: keys
-// live in arena chunks, and the state is keyed by the key's 64-bit hash (which the batch has
-// computed anyway to pick the shard) with the key's place in the arena beside it. A look-up
-// hashes 8 bytes and reads the key's bytes only when the hash matches. A hash never stands
-// for its key: a key whose hash another key in state holds goes to clashes, keyed by itself.
+// live in arena chunks, the buckets list them with their eviction times, and an
+// open-addressing index finds them by the key's 64-bit hash (which the batch has computed
+// anyway to pick the shard). A look-up probes a few adjacent 16-byte slots and reads a key's
+// bytes only when its hash matches. A hash never stands for its key: keys that share one
+// have slots of their own.
 type dedupShard struct {
-	byHash     map[uint64]stateEntry
-	clashes    map[string]int64 // keys point into the arena
-	chunks     [][]byte         // the arena; a bucket owns the chunks its keys were written to
+	index      []indexSlot // power-of-two size; ref == emptyRef marks a free slot
+	n          int
+	chunks     [][]byte // the arena; a bucket owns the chunks its keys were written to
 	freeChunks []uint32
 	buckets    map[int64]*bucket // expiry bucket -> keys expiring in it
 	bucketIDs  []int64           // ascending
 	forever    bucket            // keys that never expire
 }
 
-// stateEntry is a key in state (where its bytes are) and its eviction time (µs).
-type stateEntry struct {
-	ref keyRef
-	at  int64
+// indexSlot is a key in state: its hash and where its bytes are.
+type indexSlot struct {
+	hash uint64
+	ref  keyRef
 }
 
 // keyRef locates a key's bytes in its shard's arena: chunk, offset and length packed in 24,
@@ -131,17 +132,20 @@ const (
 	// MaxDedupKeyBytes is the longest encoded dedup key; ProcessBatch fails on a longer one.
 	MaxDedupKeyBytes = 1<<refLenBits - 1
 	maxChunks        = 1 << (64 - refOffBits - refLenBits)
+	// emptyRef names no key: its offset and length cannot both be that large.
+	emptyRef = ^keyRef(0)
 )
 
 func makeRef(chunk uint32, off, n int) keyRef {
 	return keyRef(uint64(chunk)<<(refOffBits+refLenBits) | uint64(off)<<refLenBits | uint64(n))
 }
 
-// bucketKey is a key of a bucket: its hash, to find its state entry without hashing it again
-// when the bucket is evicted, and its bytes.
+// bucketKey is a key of a bucket: its hash, to find its index slot without hashing it again
+// when the bucket is evicted, its bytes and its eviction time (µs).
 type bucketKey struct {
 	hash uint64
 	ref  keyRef
+	at   int64
 }
 
 // bucket lists the keys that expire in one second, and the arena chunks that hold them, so
@@ -160,11 +164,109 @@ const (
 	arenaChunk = 1 << refOffBits
 )
 
+// minIndex is the smallest index size; the index doubles past 3/4 full and shrinks to a
+// quarter below 1/16 full, so that a backlog's peak does not hold its memory forever.
+const minIndex = 1024
+
 func newDedupShard() *dedupShard {
-	return &dedupShard{byHash: map[uint64]stateEntry{}, clashes: map[string]int64{}, buckets: map[int64]*bucket{}}
+	sh := &dedupShard{buckets: map[int64]*bucket{}}
+	sh.resize(minIndex)
+	return sh
 }
 
-func (sh *dedupShard) len() int { return len(sh.byHash) + len(sh.clashes) }
+func (sh *dedupShard) len() int { return sh.n }
+
+func (sh *dedupShard) resize(size int) {
+	old := sh.index
+	sh.index = make([]indexSlot, size)
+	for i := range sh.index {
+		sh.index[i].ref = emptyRef
+	}
+	mask := uint64(size - 1)
+	for _, e := range old {
+		if e.ref == emptyRef {
+			continue
+		}
+		i := e.hash & mask
+		for sh.index[i].ref != emptyRef {
+			i = (i + 1) & mask
+		}
+		sh.index[i] = e
+	}
+}
+
+// contains reports whether key k, whose hash is h, is in state.
+func (sh *dedupShard) contains(h uint64, k []byte) bool {
+	mask := uint64(len(sh.index) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := &sh.index[i]
+		if e.ref == emptyRef {
+			return false
+		}
+		if e.hash == h && bytes.Equal(sh.key(e.ref), k) {
+			return true
+		}
+	}
+}
+
+func (sh *dedupShard) insert(h uint64, ref keyRef) {
+	if (sh.n+1)*4 > len(sh.index)*3 {
+		sh.resize(len(sh.index) * 2)
+	}
+	mask := uint64(len(sh.index) - 1)
+	i := h & mask
+	for sh.index[i].ref != emptyRef {
+		i = (i + 1) & mask
+	}
+	sh.index[i] = indexSlot{h, ref}
+	sh.n++
+}
+
+// remove deletes a bucket's key from the index, shifting later slots of its probe run back so
+// that look-ups never meet tombstones.
+func (sh *dedupShard) remove(bk bucketKey) {
+	mask := uint64(len(sh.index) - 1)
+	i := bk.hash & mask
+	for sh.index[i].ref != bk.ref {
+		if sh.index[i].ref == emptyRef {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; sh.index[j].ref != emptyRef; j = (j + 1) & mask {
+		home := sh.index[j].hash & mask
+		// Move j into the hole at i unless its home lies cyclically in (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			sh.index[i] = sh.index[j]
+			i = j
+		}
+	}
+	sh.index[i] = indexSlot{ref: emptyRef}
+	sh.n--
+}
+
+// shrink gives back the memory of an index that a past peak left mostly empty.
+func (sh *dedupShard) shrink() {
+	size := len(sh.index)
+	for size > minIndex && sh.n*16 < size {
+		size /= 4
+	}
+	if size < len(sh.index) {
+		sh.resize(max(size, minIndex))
+	}
+}
+
+// each calls f for every key in state, in no particular order.
+func (sh *dedupShard) each(f func(k string, at int64)) {
+	for _, b := range sh.buckets {
+		for _, bk := range b.keys {
+			f(sh.keyString(bk.ref), bk.at)
+		}
+	}
+	for _, bk := range sh.forever.keys {
+		f(sh.keyString(bk.ref), bk.at)
+	}
+}
 
 // key returns the bytes of the key at r.
 func (sh *dedupShard) key(r keyRef) []byte {
@@ -217,46 +319,6 @@ func (sh *dedupShard) intern(b *bucket, k []byte) (keyRef, error) {
 	off := len(last)
 	sh.chunks[id] = append(last, k...)
 	return makeRef(id, off, len(k)), nil
-}
-
-// lookup returns the eviction time of key k (whose hash is h), if k is in state.
-func (sh *dedupShard) lookup(h uint64, k []byte) (int64, bool) {
-	e, ok := sh.byHash[h]
-	if ok && bytes.Equal(sh.key(e.ref), k) {
-		return e.at, true
-	}
-	if len(sh.clashes) == 0 {
-		return 0, false
-	}
-	at, ok := sh.clashes[string(k)]
-	return at, ok
-}
-
-// entry returns the eviction time of a bucket's key.
-func (sh *dedupShard) entry(bk bucketKey) int64 {
-	if e := sh.byHash[bk.hash]; e.ref == bk.ref {
-		return e.at
-	}
-	return sh.clashes[sh.keyString(bk.ref)]
-}
-
-// remove deletes a bucket's key from state.
-func (sh *dedupShard) remove(bk bucketKey) {
-	if e, ok := sh.byHash[bk.hash]; ok && e.ref == bk.ref {
-		delete(sh.byHash, bk.hash) // a clash of this hash stays in clashes, where look-ups find it
-		return
-	}
-	delete(sh.clashes, sh.keyString(bk.ref))
-}
-
-// each calls f for every key in state, in no particular order.
-func (sh *dedupShard) each(f func(k string, at int64)) {
-	for _, e := range sh.byHash {
-		f(sh.keyString(e.ref), e.at)
-	}
-	for k, at := range sh.clashes {
-		f(k, at)
-	}
 }
 
 // NewDedup validates cfg.
@@ -319,7 +381,7 @@ func (d *Dedup) ProcessBatch(keys [][]byte, eventTime []int64, valid []bool, lat
 			if len(d.shards) > 1 && d.shardOf(d.hashes[i]) != s || d.status[i] == rowLate {
 				continue
 			}
-			if _, dup := sh.lookup(d.hashes[i], k); dup {
+			if sh.contains(d.hashes[i], k) {
 				d.status[i] = rowDuplicate
 				continue
 			}
@@ -403,12 +465,8 @@ func (sh *dedupShard) add(h uint64, k []byte, at int64) error {
 	if err != nil {
 		return err
 	}
-	b.keys = append(b.keys, bucketKey{h, ref})
-	if _, taken := sh.byHash[h]; taken {
-		sh.clashes[sh.keyString(ref)] = at
-		return nil
-	}
-	sh.byHash[h] = stateEntry{ref, at}
+	b.keys = append(b.keys, bucketKey{h, ref, at})
+	sh.insert(h, ref)
 	return nil
 }
 
@@ -437,7 +495,7 @@ func (sh *dedupShard) evict(evictUs int64) int64 {
 		}
 		kept := b.keys[:0]
 		for _, bk := range b.keys {
-			if sh.entry(bk) <= evictUs {
+			if bk.at <= evictUs {
 				sh.remove(bk)
 				n++
 			} else {
@@ -446,6 +504,9 @@ func (sh *dedupShard) evict(evictUs int64) int64 {
 		}
 		b.keys = kept
 		break
+	}
+	if n > 0 {
+		sh.shrink()
 	}
 	return n
 }

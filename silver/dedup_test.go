@@ -286,3 +286,35 @@ func TestDedupKeyLengths(t *testing.T) {
 		t.Fatalf("a key over the limit: err = %v", err)
 	}
 }
+
+// TestDedupIndexGrowsAndShrinks fills a shard's index well past its first size, evicts all
+// but a few keys, and checks that the index shrank and still finds the survivors.
+func TestDedupIndexGrowsAndShrinks(t *testing.T) {
+	d, err := NewDedup(DedupConfig{Mode: DropDuplicates, EventTimeIsKey: true, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	var keys [][]byte
+	var times []int64
+	for i := range n {
+		keys = append(keys, []byte(strconv.Itoa(i)))
+		times = append(times, int64(i+1)*sec)
+	}
+	if res, err := d.ProcessBatch(keys, times, nil, 0, 0); err != nil || len(res.Emit) != n {
+		t.Fatalf("first batch: %v, %d emitted", err, len(res.Emit))
+	}
+	grown := len(d.shards[0].index)
+	// Evict every key up to second n-10: the last 10 stay.
+	res, err := d.ProcessBatch(nil, nil, nil, 0, (n-10)*1000)
+	if err != nil || res.NumRowsRemoved != n-10 || d.Len() != 10 {
+		t.Fatalf("eviction: %v, removed %d, %d left", err, res.NumRowsRemoved, d.Len())
+	}
+	if shrunk := len(d.shards[0].index); shrunk >= grown || shrunk != minIndex {
+		t.Fatalf("index of %d slots after eviction, %d before; want %d", shrunk, grown, minIndex)
+	}
+	res, err = d.ProcessBatch(keys[n-10:], times[n-10:], nil, (n-10)*1000, (n-10)*1000)
+	if err != nil || len(res.Duplicates) != 10 {
+		t.Fatalf("survivors: %v, %d of 10 found as duplicates", err, len(res.Duplicates))
+	}
+}
