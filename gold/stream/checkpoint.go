@@ -200,7 +200,12 @@ func (c *checkpoint) cleanup(ctx context.Context, n int64) error {
 const stateMagic = "MDLSTRM1"
 
 func encodeState(sections map[string][]byte, order []string) []byte {
-	dst := []byte(stateMagic)
+	size := len(stateMagic) + binary.MaxVarintLen64 + 4
+	for _, name := range order {
+		size += 2*binary.MaxVarintLen64 + len(name) + len(sections[name])
+	}
+	// Sized once: a full snapshot section can be hundreds of megabytes.
+	dst := append(make([]byte, 0, size), stateMagic...)
 	dst = binary.AppendUvarint(dst, uint64(len(order)))
 	for _, name := range order {
 		dst = binary.AppendUvarint(dst, uint64(len(name)))
