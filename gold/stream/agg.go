@@ -17,7 +17,9 @@ import (
 
 // runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
 // writes its emitted rows to gold, both with the batch's txn.
-func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batches []*table.Batch, late, evict int64, txn *table.AppTxn) (aggStats, error) {
+// runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
+// its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
+func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batches []*table.Batch, late, evict int64, txn *table.AppTxn, stateReady func(state, delta []byte)) (aggStats, error) {
 	buf, ab := &r.buf, &r.buf.aggs[ai]
 	in := &ab.in
 	in.EventTime = buf.selEvt
@@ -50,6 +52,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 	}
+	stateReady(as.state, as.delta)
 	as.res = gold.StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,

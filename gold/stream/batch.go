@@ -60,6 +60,8 @@ type batchStats struct {
 	dedup                                       *silver.DedupResult
 	aggs                                        []aggStats
 	getMs, addMs                                int64
+	evStats                                     gold.EventTimeStats
+	next                                        int64 // the watermark the batch leaves for the next
 }
 
 type aggStats struct {
@@ -165,48 +167,8 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	}
 	st.getMs = tRead.Sub(t0).Milliseconds()
 	st.addMs = time.Since(tRead).Milliseconds()
-	evStats := r.tracker.Stats(0)
-	next := r.tracker.EndBatch(entry.BatchTimestampMs)
-
-	if st.inputRows > 0 {
-		r.lastDataMs, r.idleBaseWM = entry.BatchTimestampMs, next
-	}
+	next := st.next
 	tCommit := time.Now()
-	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
-	order := []string{"idle"}
-	if r.dedup != nil {
-		// A full snapshot every min_deltas_for_snapshot versions, the batch's additions and
-		// its eviction watermark in between: the state can be large, a batch's change small.
-		if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
-			sections[secDedup] = r.dedup.AppendSnapshot(nil)
-			order = append(order, secDedup)
-			r.dedupDeltas = 0
-		} else {
-			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, r.dedupWatermark(evict))
-			order = append(order, secDedupDelta)
-			r.dedupDeltas++
-		}
-	}
-	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
-	// always for session windows), the groups the batch touched in between.
-	for i, ap := range r.plan.aggs {
-		name := secAgg + ap.cfg.Name
-		if st.aggs[i].delta != nil {
-			name = secAggDelta + ap.cfg.Name
-			sections[name] = st.aggs[i].delta
-		} else {
-			sections[name] = st.aggs[i].state
-		}
-		order = append(order, name)
-	}
-	if r.aggFullSnapshot() {
-		r.aggDeltas = 0
-	} else {
-		r.aggDeltas++
-	}
-	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
-		return fmt.Errorf("stream: write checkpoint %s: %w", stateKey(n+1), err)
-	}
 	if err := r.ckpt.writeCommit(ctx, n, next); err != nil {
 		return err
 	}
@@ -217,7 +179,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	r.needNoData = r.wantsNoData(next, evict)
 	r.account(st, next)
 
-	p := r.progress(n, entry, start, st, evStats, evict, walMs, commitMs, time.Since(t0))
+	p := r.progress(n, entry, start, st, st.evStats, evict, walMs, commitMs, time.Since(t0))
 	if err := r.publish(ctx, n, p); err != nil {
 		return err
 	}
@@ -407,6 +369,13 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	}
 	st.rejected = int64(rejects.Len())
 	r.tracker.Observe(0, buf.evt, nil)
+	// The batch's event times are all the watermark depends on: the next one is known now,
+	// and with it the state file can be written beside the table writes.
+	st.evStats = r.tracker.Stats(0)
+	st.next = r.tracker.EndBatch(entry.BatchTimestampMs)
+	if st.inputRows > 0 {
+		r.lastDataMs, r.idleBaseWM = entry.BatchTimestampMs, st.next
+	}
 
 	// Dedup: first arrival wins; rows at or below the late watermark (whose key state may be
 	// evicted) are checked against silver.
@@ -456,22 +425,83 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	}
 	// Silver with the rejects and each aggregation (with its quarantine and gold) run on
 	// goroutines of their own: the tables are independent, each write has the batch's txn,
-	// and the aggregations share only the read-only selection.
+	// and the aggregations share only the read-only selection. The state file of batch n+1 is
+	// written as soon as every aggregation has encoded its state, while the tables are still
+	// being written: a crash before commits/n leaves it to be written again by the re-run.
 	for len(buf.aggs) < len(p.aggs) {
 		buf.aggs = append(buf.aggs, aggBuffers{})
 	}
 	st.aggs = make([]aggStats, len(p.aggs))
-	errs := make([]error, 1+len(p.aggs))
-	var wg sync.WaitGroup
+	errs := make([]error, 2+len(p.aggs))
+	states := make([]aggStats, len(p.aggs)) // each aggregation's state or delta, nothing else
+	published := make([]bool, len(p.aggs))
+	var statesReady, wg sync.WaitGroup
+	statesReady.Add(len(p.aggs))
 	wg.Go(func() { errs[0] = r.writeSilver(ctx, batches, rejects, txn) })
 	for ai, ap := range p.aggs {
-		wg.Go(func() { st.aggs[ai], errs[1+ai] = r.runAgg(ctx, n, ai, ap, batches, late, evict, txn) })
+		wg.Go(func() {
+			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, n, ai, ap, batches, late, evict, txn, func(state, delta []byte) {
+				states[ai] = aggStats{state: state, delta: delta}
+				published[ai] = true
+				statesReady.Done()
+			})
+			if !published[ai] {
+				statesReady.Done() // it failed before its state, and says why
+			}
+		})
 	}
+	wg.Go(func() {
+		statesReady.Wait()
+		if !slices.Contains(published, false) {
+			errs[len(errs)-1] = r.writeState(ctx, n, st, states, evict)
+		}
+	})
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// writeState writes state version n+1: the dedup state (full or the batch's delta), each
+// aggregation's state or delta, and the idleness bookkeeping.
+func (r *Runner) writeState(ctx context.Context, n int64, st *batchStats, aggs []aggStats, evict int64) error {
+	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
+	order := []string{"idle"}
+	if r.dedup != nil {
+		// A full snapshot every min_deltas_for_snapshot versions, the batch's additions and
+		// its eviction watermark in between: the state can be large, a batch's change small.
+		if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
+			sections[secDedup] = r.dedup.AppendSnapshot(nil)
+			order = append(order, secDedup)
+			r.dedupDeltas = 0
+		} else {
+			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, r.dedupWatermark(evict))
+			order = append(order, secDedupDelta)
+			r.dedupDeltas++
+		}
+	}
+	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
+	// always for session windows), the groups the batch touched in between.
+	for i, ap := range r.plan.aggs {
+		name := secAgg + ap.cfg.Name
+		if aggs[i].delta != nil {
+			name = secAggDelta + ap.cfg.Name
+			sections[name] = aggs[i].delta
+		} else {
+			sections[name] = aggs[i].state
+		}
+		order = append(order, name)
+	}
+	if r.aggFullSnapshot() {
+		r.aggDeltas = 0
+	} else {
+		r.aggDeltas++
+	}
+	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", stateKey(n+1), err)
+	}
+	return nil
 }
 
 // silverSplitRows is the batch size from which silver is encoded as one file per core: the
