@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -477,6 +478,8 @@ type fileReader struct {
 	used   []int
 	// flat[c] is set when plan c is read by readFlat, whose leaf no other plan reads.
 	flat []bool
+	// reuse, when set, holds the batch the last row group was decoded into, for the next.
+	reuse *ReadBuffer
 }
 
 // newFileReader plans the read of schema from f. A corrupt file schema may make parquet-go
@@ -584,7 +587,7 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 			return nil, fmt.Errorf("%w: row group %d claims %d rows, column %d has %d", ErrBadDataFile, g, rows, l, starts)
 		}
 	}
-	b, err := NewBatch(r.schema)
+	b, err := r.newBatch()
 	if err != nil {
 		return nil, err
 	}
@@ -621,6 +624,23 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 				return nil, fmt.Errorf("row %d: %w", i, err)
 			}
 		}
+	}
+	return b, nil
+}
+
+// newBatch returns an empty batch of r.schema: the reuse buffer's when it has one of this
+// schema, a new one (kept in the reuse buffer, if any) otherwise.
+func (r *fileReader) newBatch() (*Batch, error) {
+	if r.reuse != nil && r.reuse.batch != nil && reflect.DeepEqual(r.reuse.batch.Schema.Fields, r.schema.Fields) {
+		r.reuse.batch.Reset()
+		return r.reuse.batch, nil
+	}
+	b, err := NewBatch(r.schema)
+	if err != nil {
+		return nil, err
+	}
+	if r.reuse != nil {
+		r.reuse.batch = b
 	}
 	return b, nil
 }

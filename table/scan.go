@@ -80,6 +80,21 @@ func (s *FileScan) Files(files []*txlog.Add) []*txlog.Add {
 
 // Read yields the batches of the given files, one per row group with at least one row left.
 func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batch, error] {
+	return s.ReadWith(ctx, files, nil)
+}
+
+// ReadBuffer lets successive reads share their decoding buffers. A caller that is done with
+// each batch before it asks for the next passes the same ReadBuffer to every ReadWith: the
+// columns of one row group are then decoded into the buffers of the last, instead of into
+// memory allocated (and zeroed) afresh. The zero value is ready to use; a ReadBuffer is not
+// safe for concurrent use.
+type ReadBuffer struct {
+	batch *Batch
+}
+
+// ReadWith is Read, decoding into buf's buffers when buf is not nil: a yielded batch is then
+// valid only until the next one is yielded or buf is used again.
+func (s *FileScan) ReadWith(ctx context.Context, files []*txlog.Add, buf *ReadBuffer) iter.Seq2[*Batch, error] {
 	return func(yield func(*Batch, error) bool) {
 		out, read, err := s.projection()
 		if err != nil {
@@ -88,7 +103,7 @@ func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batc
 		}
 		for _, add := range s.Files(files) {
 			stop := false
-			err := s.readFile(ctx, add, out, read, func(b *Batch) bool {
+			err := s.readFile(ctx, add, out, read, buf, func(b *Batch) bool {
 				if !yield(b, nil) {
 					stop = true
 					return false
@@ -109,11 +124,11 @@ func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batc
 // ReadFile reads one file completely (every column, no filter), as rewrites need.
 func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*Batch, error) {
 	var out []*Batch
-	err := s.readFile(ctx, add, s.Schema, s.Schema, func(b *Batch) bool { out = append(out, b); return true })
+	err := s.readFile(ctx, add, s.Schema, s.Schema, nil, func(b *Batch) bool { out = append(out, b); return true })
 	return out, err
 }
 
-func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, yield func(*Batch) bool) error {
+func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *ReadBuffer, yield func(*Batch) bool) error {
 	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, err) }
 	var deleted []uint64
 	if add.DeletionVector != nil {
@@ -146,6 +161,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	if err != nil {
 		return wrap(err)
 	}
+	fr.reuse = buf
 	rowBase := uint64(0)
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {

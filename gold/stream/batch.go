@@ -759,6 +759,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 		found[w] = map[string]bool{}
 		wg.Go(func() {
 			var key []byte
+			var rb table.ReadBuffer // the worker is done with each batch before the next
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(files) || ctx.Err() != nil {
@@ -781,7 +782,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 					}
 				}
 				set := newKeySet(fileKeys)
-				for b, err := range fs.Read(ctx, files[i:i+1]) {
+				for b, err := range fs.ReadWith(ctx, files[i:i+1], &rb) {
 					if err != nil {
 						errs[w] = err
 						return
