@@ -1,8 +1,9 @@
 // Command benchprof runs one pipeline job in process under the CPU profiler, for the
 // profiles behind bench/RESULTS.md (the medallion binary has no profiling flag):
 //
-//	benchprof --config pipeline.yaml --job ingest|stream|merge-late|replay --cpuprofile cpu.pprof
+//	benchprof --config pipeline.yaml --job ingest|stream|merge-late|replay --cpuprofile cpu.pprof [--trace trace.out]
 //	go tool pprof -top -nodecount 30 cpu.pprof
+//	go tool trace trace.out  # which goroutines ran when: where a job leaves a core idle
 //
 // It calls the same jobs functions as `medallion run`, so a profile shows the real hot path.
 // It writes only what the job writes, plus the profile.
@@ -16,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs"
@@ -25,14 +27,15 @@ func main() {
 	cfgPath := flag.String("config", "", "pipeline config (YAML)")
 	job := flag.String("job", "ingest", "ingest | stream | merge-late | replay (the config's lookback)")
 	out := flag.String("cpuprofile", "cpu.pprof", "CPU profile to write")
+	traceOut := flag.String("trace", "", "execution trace to write as well (none when empty)")
 	flag.Parse()
-	if err := run(context.Background(), *cfgPath, *job, *out); err != nil {
+	if err := run(context.Background(), *cfgPath, *job, *out, *traceOut); err != nil {
 		fmt.Fprintln(os.Stderr, "benchprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfgPath, job, out string) error {
+func run(ctx context.Context, cfgPath, job, out, traceOut string) error {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
@@ -48,6 +51,17 @@ func run(ctx context.Context, cfgPath, job, out string) error {
 	defer f.Close()
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
+	}
+	if traceOut != "" {
+		tf, err := os.Create(traceOut)
+		if err != nil {
+			return err
+		}
+		defer tf.Close()
+		if err := trace.Start(tf); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	var rep any
 	switch job {
