@@ -438,6 +438,10 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	var statesReady, wg sync.WaitGroup
 	statesReady.Add(len(p.aggs))
 	wg.Go(func() { errs[0] = r.writeSilver(ctx, batches, rejects, txn) })
+	// The dedup section is known now: it is encoded beside the writes, not after them.
+	var dedupSec dedupSection
+	var dedupDone sync.WaitGroup
+	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, evict) })
 	for ai, ap := range p.aggs {
 		wg.Go(func() {
 			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, n, ai, ap, batches, late, evict, txn, func(state, delta []byte) {
@@ -452,8 +456,9 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	}
 	wg.Go(func() {
 		statesReady.Wait()
+		dedupDone.Wait()
 		if !slices.Contains(published, false) {
-			errs[len(errs)-1] = r.writeState(ctx, n, st, states, evict)
+			errs[len(errs)-1] = r.writeState(ctx, n, dedupSec, states)
 		}
 	})
 	wg.Wait()
@@ -463,23 +468,36 @@ func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batch
 	return st, nil
 }
 
-// writeState writes state version n+1: the dedup state (full or the batch's delta), each
-// aggregation's state or delta, and the idleness bookkeeping.
-func (r *Runner) writeState(ctx context.Context, n int64, st *batchStats, aggs []aggStats, evict int64) error {
+// dedupSection is the dedup state's section of a state file: its name (secDedup or
+// secDedupDelta) and bytes; no name without dedup.
+type dedupSection struct {
+	name string
+	data []byte
+}
+
+// encodeDedupSection encodes the dedup state after the batch: a full snapshot every
+// min_deltas_for_snapshot versions, the batch's additions and its eviction watermark in
+// between (the state can be large, a batch's change small).
+func (r *Runner) encodeDedupSection(st *batchStats, evict int64) dedupSection {
+	if r.dedup == nil {
+		return dedupSection{}
+	}
+	if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
+		r.dedupDeltas = 0
+		return dedupSection{secDedup, r.dedup.AppendSnapshot(nil)}
+	}
+	r.dedupDeltas++
+	return dedupSection{secDedupDelta, r.encodeDedupDelta(st.dedup.Emit, r.dedupWatermark(evict))}
+}
+
+// writeState writes state version n+1: the idleness bookkeeping, the dedup section and each
+// aggregation's state or delta.
+func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, aggs []aggStats) error {
 	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
 	order := []string{"idle"}
-	if r.dedup != nil {
-		// A full snapshot every min_deltas_for_snapshot versions, the batch's additions and
-		// its eviction watermark in between: the state can be large, a batch's change small.
-		if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
-			sections[secDedup] = r.dedup.AppendSnapshot(nil)
-			order = append(order, secDedup)
-			r.dedupDeltas = 0
-		} else {
-			sections[secDedupDelta] = r.encodeDedupDelta(st.dedup.Emit, r.dedupWatermark(evict))
-			order = append(order, secDedupDelta)
-			r.dedupDeltas++
-		}
+	if dedup.name != "" {
+		sections[dedup.name] = dedup.data
+		order = append(order, dedup.name)
 	}
 	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
 	// always for session windows), the groups the batch touched in between.
