@@ -793,24 +793,27 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 				}
 				// Rows are matched against the keys the file may hold only: a handful of true
 				// resends among thousands of wanted keys, when the file has bloom filters.
-				var fileKeys [][]byte
+				set := newKeySet()
 				for j, m := range may {
 					if m {
-						fileKeys = append(fileKeys, wantKeys[j])
+						set.add(wantKeys[j], firstHash(wanted.Columns[0], j, &key))
 					}
 				}
-				set := newKeySet(fileKeys)
 				for b, err := range fs.ReadWith(ctx, files[i:i+1], &rb) {
 					if err != nil {
 						errs[w] = err
 						return
 					}
+					first := b.Columns[0]
 					for row := range b.Len() {
+						if !set.mayHave(firstHash(first, row, &key)) {
+							continue
+						}
 						key = key[:0]
 						for c := range r.plan.dedup {
 							key = AppendKeyPart(key, b.Columns[c], row)
 						}
-						if set.has(key) {
+						if set.keys[string(key)] {
 							found[w][string(key)] = true
 						}
 					}
@@ -831,33 +834,78 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 	return seen, nil
 }
 
-// keySet answers whether an encoded key is one of a set. A bitset of the keys' hashes, a few
-// KiB that stay in cache, turns away almost every absent key before the map is asked: a silver
-// look-up matches millions of rows against sets that hold few of them.
+// keySet is a set of encoded keys with a bitset of the hashes of their first columns' values
+// (firstHash): a few KiB that stay in cache and turn away almost every absent key before it
+// is even encoded, let alone looked up in the map. A silver look-up matches millions of rows
+// against sets that hold few of them.
 type keySet struct {
-	bits []uint64
-	mask uint64
-	keys map[string]bool
+	bits  []uint64
+	mask  uint64
+	keys  map[string]bool
+	hashs []uint64
 }
 
-func newKeySet(keys [][]byte) *keySet {
-	n := uint64(1) << 12 // bits: at least 16 a key, so that about 1 absent key in 100 gets past them
-	for n < uint64(len(keys))*16 {
+// keySetMinBits is the smallest bitset; it grows to 16 bits a key, so that about 1 absent key
+// in 100 gets past it.
+const keySetMinBits = 1 << 12
+
+func newKeySet() *keySet { return &keySet{keys: map[string]bool{}} }
+
+// add puts an encoded key, whose first column's value has hash h, into the set.
+func (s *keySet) add(key []byte, h uint64) {
+	s.keys[string(key)] = true
+	s.hashs = append(s.hashs, h)
+	n := uint64(len(s.bits)) * 64
+	if n >= keySetMinBits && n >= uint64(len(s.hashs))*16 {
+		s.set(h)
+		return
+	}
+	n = keySetMinBits
+	for n < uint64(len(s.hashs))*32 {
 		n <<= 1
 	}
-	s := &keySet{bits: make([]uint64, n/64), mask: n - 1, keys: make(map[string]bool, len(keys))}
-	for _, k := range keys {
-		h := quickHash(k)
-		for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
-			s.bits[b/64] |= 1 << (b % 64)
-		}
-		s.keys[string(k)] = true
+	s.bits, s.mask = make([]uint64, n/64), n-1
+	for _, h := range s.hashs {
+		s.set(h)
 	}
-	return s
 }
 
-// quickHash mixes a key's first and last eight bytes and its length: a few cycles, where a
-// full hash of every row's key cost more than the map it guards. Keys that differ only in
+func (s *keySet) set(h uint64) {
+	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
+		s.bits[b/64] |= 1 << (b % 64)
+	}
+}
+
+// mayHave reports whether a key whose first column's value has hash h may be in the set.
+func (s *keySet) mayHave(h uint64) bool {
+	if len(s.bits) == 0 {
+		return false
+	}
+	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
+		if s.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstHash hashes row i of a key's first column: its bytes or its number as they are, others
+// (and nulls) as encoded in scratch. Equal values hash equal, which is all the bitset needs.
+func firstHash(c *table.Column, i int, scratch *[]byte) uint64 {
+	if !c.IsNull(i) {
+		switch c.Kind {
+		case table.KindBytes:
+			return quickHash(c.BytesAt(i))
+		case table.KindInt64:
+			return mix64(uint64(c.Int64[i]))
+		}
+	}
+	*scratch = AppendKeyPart((*scratch)[:0], c, i)
+	return quickHash(*scratch)
+}
+
+// quickHash mixes a value's first and last eight bytes and its length: a few cycles, where a
+// full hash of every row's key cost more than the map it guards. Values that differ only in
 // their middle bytes get past the bitset to the map, which decides.
 func quickHash(k []byte) uint64 {
 	var head, tail uint64
@@ -868,18 +916,12 @@ func quickHash(k []byte) uint64 {
 		copy(b[:], k)
 		head = binary.LittleEndian.Uint64(b[:])
 	}
-	h := (head*0x9e3779b97f4a7c15 ^ tail ^ uint64(len(k))) * 0xff51afd7ed558ccd
-	return h ^ h>>29
+	return mix64(head*0x9e3779b97f4a7c15 ^ tail ^ uint64(len(k)))
 }
 
-func (s *keySet) has(k []byte) bool {
-	h := quickHash(k)
-	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
-		if s.bits[b/64]&(1<<(b%64)) == 0 {
-			return false
-		}
-	}
-	return s.keys[string(k)]
+func mix64(x uint64) uint64 {
+	x *= 0xff51afd7ed558ccd
+	return x ^ x>>29
 }
 
 // maxTimeClusters bounds the ranges of timeClusters' predicate.
