@@ -173,6 +173,14 @@ type Aggregation struct {
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
+	// Sorting the emitted rows: rowKeys[i] is the key id of Rows[i], keyRank a key's place
+	// among the batch's emitted keys (by bytes), keyRows a row of each such key, rowOrder the
+	// rows' sort keys.
+	rowKeys  []int32
+	keyRank  []int32
+	keyRows  []int32
+	rowOrder []rowSortKey
+	sorted   []OutRow
 	aggBuf    []AggValue
 }
 
@@ -321,6 +329,7 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	a.batch++
 	r := &a.res
 	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
+	a.rowKeys = a.rowKeys[:0]
 	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
 	if a.cfg.Session == nil {
 		// A row lands in n windows: size the (slot, row) pairs once for the batch.
@@ -600,15 +609,62 @@ func (a *Aggregation) emit(evictUs int64) {
 		a.freeSlot(s)
 		r.NumRowsRemoved++
 	}
-	slices.SortFunc(r.Rows, func(x, y OutRow) int {
-		if c := cmpInt64(x.Window.Start, y.Window.Start); c != 0 {
+	a.sortRows()
+}
+
+// rowSortKey is an emitted row's place in the output order: its window, then its key's rank.
+type rowSortKey struct {
+	start, end int64
+	rank, row  int32
+}
+
+// sortRows orders the result's rows by window start, end, then key bytes. The keys are
+// ranked first, each distinct key once, so that the rows sort on integers: with many keys a
+// batch emits several rows a key, and comparing strings row against row cost more than the
+// rest of the emit.
+func (a *Aggregation) sortRows() {
+	rows := a.res.Rows
+	if len(rows) < 2 {
+		return
+	}
+	if len(a.keyRank) < len(a.keys) {
+		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keys))[:len(a.keys)]
+	}
+	// A row's Key, not a.keys: evicted groups may have freed their key's id by now (ids are
+	// not reused before the next batch, so they still tell keys apart).
+	a.keyRows = a.keyRows[:0]
+	for i, k := range a.rowKeys {
+		if a.keyRank[k] != -1 {
+			a.keyRank[k] = -1
+			a.keyRows = append(a.keyRows, int32(i))
+		}
+	}
+	slices.SortFunc(a.keyRows, func(x, y int32) int { return strings.Compare(rows[x].Key, rows[y].Key) })
+	for rank, i := range a.keyRows {
+		a.keyRank[a.rowKeys[i]] = int32(rank)
+	}
+	a.rowOrder = a.rowOrder[:0]
+	for i, row := range rows {
+		a.rowOrder = append(a.rowOrder, rowSortKey{row.Window.Start, row.Window.End, a.keyRank[a.rowKeys[i]], int32(i)})
+	}
+	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
+		if c := cmpInt64(x.start, y.start); c != 0 {
 			return c
 		}
-		if c := cmpInt64(x.Window.End, y.Window.End); c != 0 {
+		if c := cmpInt64(x.end, y.end); c != 0 {
 			return c
 		}
-		return strings.Compare(x.Key, y.Key)
+		return cmpInt64(int64(x.rank), int64(y.rank))
 	})
+	a.sorted = a.sorted[:0]
+	for _, o := range a.rowOrder {
+		a.sorted = append(a.sorted, rows[o.row])
+	}
+	// The two row buffers swap: the result is the sorted one, the other is reused next batch.
+	a.res.Rows, a.sorted = a.sorted, rows[:0]
+	for _, i := range a.keyRows {
+		a.keyRank[a.rowKeys[i]] = 0 // any value but -1 marks a key not yet ranked
+	}
 }
 
 // appendRow copies group s into the result; sketches are cloned when the group stays in state.
@@ -620,4 +676,5 @@ func (a *Aggregation) appendRow(s int32, clone bool) {
 		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
 	a.res.Rows = append(a.res.Rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
+	a.rowKeys = append(a.rowKeys, g.key)
 }

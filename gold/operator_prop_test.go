@@ -1,9 +1,11 @@
 package gold
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -87,6 +89,12 @@ func TestOperatorAgainstNaiveOracle(t *testing.T) {
 				var got []string
 				for _, r := range res.Rows {
 					got = append(got, fmt.Sprintf("%d/%s=%d", r.Window.Start, r.Key, r.Aggs[0].N))
+				}
+				// Rows come ordered by window, then key bytes (keys of evicted groups too).
+				if !slices.IsSortedFunc(res.Rows, func(x, y OutRow) int {
+					return cmp.Or(cmp.Compare(x.Window.Start, y.Window.Start), cmp.Compare(x.Window.End, y.Window.End), strings.Compare(x.Key, y.Key))
+				}) {
+					t.Fatalf("batch %d: rows out of order: %v", b, got)
 				}
 				slices.Sort(want)
 				slices.Sort(got)
