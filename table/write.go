@@ -452,6 +452,9 @@ func (e *fileEncoder) start(cols []*Column, idx []int) error {
 	e.w = parquet.NewWriter(&e.buf, ps, e.blooms.option(),
 		parquet.Compression(e.codec),
 		parquet.DataPageVersion(1),
+		// Min/max per page go to the column index, which readers prune pages with; the same
+		// bounds in each page header (deprecated there) would be computed a second time.
+		parquet.DataPageStatistics(false),
 		// Dictionary strings with a fallback to PLAIN: parquet-go's default for byte arrays
 		// (DELTA_LENGTH_BYTE_ARRAY) breaks older Spark vectorized readers (SPARK-40128).
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
