@@ -113,6 +113,13 @@ type dedupShard struct {
 	buckets    map[int64]*bucket // expiry bucket -> keys expiring in it
 	bucketIDs  []int64           // ascending
 	forever    bucket            // keys that never expire
+	// last is the bucket of the last key added, lastID its id: keys mostly come in event-time
+	// order, so runs of them share a bucket.
+	last   *bucket
+	lastID int64
+	// fillKeys and fillBytes are how many keys, and bytes of them, the last bucket evicted
+	// whole held: a new bucket starts with room for as many, not with the smallest chunk.
+	fillKeys, fillBytes int
 }
 
 // indexSlot is a key in state: its hash and where its bytes are.
@@ -299,7 +306,7 @@ func (sh *dedupShard) intern(b *bucket, k []byte) (keyRef, error) {
 	}
 	if cap(last)-len(last) < len(k) {
 		// A fresh chunk, never a grown one: keys already written keep their place.
-		size := min(max(2*cap(last), firstChunk), arenaChunk)
+		size := min(max(2*cap(last), firstChunk, sh.fillBytes), arenaChunk)
 		last = make([]byte, 0, max(size, len(k)))
 		var id uint32
 		if n := len(sh.freeChunks); n > 0 {
@@ -453,13 +460,16 @@ func (sh *dedupShard) add(h uint64, k []byte, at int64) error {
 	b := &sh.forever
 	if at != math.MaxInt64 {
 		id := floorDiv(at, expiryBucketUs)
-		if b = sh.buckets[id]; b == nil {
-			b = &bucket{}
+		if sh.last != nil && sh.lastID == id {
+			b = sh.last
+		} else if b = sh.buckets[id]; b == nil {
+			b = &bucket{keys: make([]bucketKey, 0, sh.fillKeys)}
 			sh.buckets[id] = b
 			// Event time mostly moves forward, so a new bucket usually goes last.
 			i, _ := slices.BinarySearch(sh.bucketIDs, id)
 			sh.bucketIDs = slices.Insert(sh.bucketIDs, i, id)
 		}
+		sh.last, sh.lastID = b, id
 	}
 	ref, err := sh.intern(b, k)
 	if err != nil {
@@ -485,8 +495,13 @@ func (sh *dedupShard) evict(evictUs int64) int64 {
 				sh.remove(bk)
 			}
 			n += int64(len(b.keys))
+			sh.fillKeys, sh.fillBytes = len(b.keys), 0
 			for _, c := range b.chunks {
+				sh.fillBytes += len(sh.chunks[c])
 				sh.chunks[c] = nil
+			}
+			if b == sh.last {
+				sh.last = nil
 			}
 			sh.freeChunks = append(sh.freeChunks, b.chunks...)
 			delete(sh.buckets, id)
