@@ -102,11 +102,14 @@ const (
 // Nothing in it points into the heap per key, so the collector never walks the state: keys
 // live in arena chunks, the buckets list them with their eviction times, and an
 // open-addressing index finds them by the key's 64-bit hash (which the batch has computed
-// anyway to pick the shard). A look-up probes a few adjacent 16-byte slots and reads a key's
-// bytes only when its hash matches. A hash never stands for its key: keys that share one
-// have slots of their own.
+// anyway to pick the shard). A look-up probes a few adjacent one-byte tags, which take a
+// sixteenth of the slots' memory and so mostly stay in cache: a key not in state (most keys)
+// is told apart there. Only a matching tag reads the 16-byte slot, and only a matching hash
+// the key's bytes. A hash never stands for its key: keys that share one have slots of their
+// own.
 type dedupShard struct {
-	index      []indexSlot // power-of-two size; ref == emptyRef marks a free slot
+	tags       []uint8     // power-of-two size: 0 marks a free slot, else tagOf(its hash)
+	index      []indexSlot // the slots, beside their tags
 	n          int
 	chunks     [][]byte // the arena; a bucket owns the chunks its keys were written to
 	freeChunks []uint32
@@ -139,8 +142,6 @@ const (
 	// MaxDedupKeyBytes is the longest encoded dedup key; ProcessBatch fails on a longer one.
 	MaxDedupKeyBytes = 1<<refLenBits - 1
 	maxChunks        = 1 << (64 - refOffBits - refLenBits)
-	// emptyRef names no key: its offset and length cannot both be that large.
-	emptyRef = ^keyRef(0)
 )
 
 func makeRef(chunk uint32, off, n int) keyRef {
@@ -183,82 +184,87 @@ func newDedupShard() *dedupShard {
 
 func (sh *dedupShard) len() int { return sh.n }
 
+// tagOf is a slot's tag for hash h: its top seven bits, and a high bit that no free slot has.
+// The slot's place comes from the low bits, so the tag tells apart the keys that share it.
+func tagOf(h uint64) uint8 { return uint8(h>>57) | 0x80 }
+
 func (sh *dedupShard) resize(size int) {
-	old := sh.index
-	sh.index = make([]indexSlot, size)
-	for i := range sh.index {
-		sh.index[i].ref = emptyRef
-	}
+	oldTags, oldIndex := sh.tags, sh.index
+	sh.tags, sh.index = make([]uint8, size), make([]indexSlot, size)
 	mask := uint64(size - 1)
-	for _, e := range old {
-		if e.ref == emptyRef {
+	for j, t := range oldTags {
+		if t == 0 {
 			continue
 		}
+		e := oldIndex[j]
 		i := e.hash & mask
-		for sh.index[i].ref != emptyRef {
+		for sh.tags[i] != 0 {
 			i = (i + 1) & mask
 		}
-		sh.index[i] = e
+		sh.tags[i], sh.index[i] = t, e
 	}
 }
 
 // contains reports whether key k, whose hash is h, is in state.
 func (sh *dedupShard) contains(h uint64, k []byte) bool {
-	mask := uint64(len(sh.index) - 1)
+	mask := uint64(len(sh.tags) - 1)
+	tag := tagOf(h)
 	for i := h & mask; ; i = (i + 1) & mask {
-		e := &sh.index[i]
-		if e.ref == emptyRef {
+		switch sh.tags[i] {
+		case 0:
 			return false
-		}
-		if e.hash == h && bytes.Equal(sh.key(e.ref), k) {
-			return true
+		case tag:
+			if e := &sh.index[i]; e.hash == h && bytes.Equal(sh.key(e.ref), k) {
+				return true
+			}
 		}
 	}
 }
 
 func (sh *dedupShard) insert(h uint64, ref keyRef) {
-	if (sh.n+1)*4 > len(sh.index)*3 {
-		sh.resize(len(sh.index) * 2)
+	if (sh.n+1)*4 > len(sh.tags)*3 {
+		sh.resize(len(sh.tags) * 2)
 	}
-	mask := uint64(len(sh.index) - 1)
+	mask := uint64(len(sh.tags) - 1)
 	i := h & mask
-	for sh.index[i].ref != emptyRef {
+	for sh.tags[i] != 0 {
 		i = (i + 1) & mask
 	}
-	sh.index[i] = indexSlot{h, ref}
+	sh.tags[i], sh.index[i] = tagOf(h), indexSlot{h, ref}
 	sh.n++
 }
 
 // remove deletes a bucket's key from the index, shifting later slots of its probe run back so
 // that look-ups never meet tombstones.
 func (sh *dedupShard) remove(bk bucketKey) {
-	mask := uint64(len(sh.index) - 1)
+	mask := uint64(len(sh.tags) - 1)
+	tag := tagOf(bk.hash)
 	i := bk.hash & mask
-	for sh.index[i].ref != bk.ref {
-		if sh.index[i].ref == emptyRef {
+	for sh.tags[i] != tag || sh.index[i].ref != bk.ref {
+		if sh.tags[i] == 0 {
 			return
 		}
 		i = (i + 1) & mask
 	}
-	for j := (i + 1) & mask; sh.index[j].ref != emptyRef; j = (j + 1) & mask {
+	for j := (i + 1) & mask; sh.tags[j] != 0; j = (j + 1) & mask {
 		home := sh.index[j].hash & mask
 		// Move j into the hole at i unless its home lies cyclically in (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			sh.index[i] = sh.index[j]
+			sh.tags[i], sh.index[i] = sh.tags[j], sh.index[j]
 			i = j
 		}
 	}
-	sh.index[i] = indexSlot{ref: emptyRef}
+	sh.tags[i], sh.index[i] = 0, indexSlot{}
 	sh.n--
 }
 
 // shrink gives back the memory of an index that a past peak left mostly empty.
 func (sh *dedupShard) shrink() {
-	size := len(sh.index)
+	size := len(sh.tags)
 	for size > minIndex && sh.n*16 < size {
 		size /= 4
 	}
-	if size < len(sh.index) {
+	if size < len(sh.tags) {
 		sh.resize(max(size, minIndex))
 	}
 }
