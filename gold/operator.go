@@ -181,7 +181,7 @@ type Aggregation struct {
 	keyRows  []int32
 	rowOrder []rowSortKey
 	sorted   []OutRow
-	aggBuf    []AggValue
+	aggBuf   []AggValue
 }
 
 // NewAggregation validates cfg and returns an empty operator.
