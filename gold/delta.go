@@ -40,15 +40,11 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, s := range a.touched {
-		g := &a.groups[s]
-		if !g.live {
+		if !a.groups[s].live {
 			continue // evicted by this very batch: the replayed eviction removes it too
 		}
-		dst = binary.AppendVarint(dst, g.w.Start)
-		dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
-		dst = append(dst, a.keys[g.key]...)
 		var err error
-		if dst, err = a.appendValues(dst, s); err != nil {
+		if dst, err = a.appendGroup(dst, s, false); err != nil {
 			return nil, err
 		}
 	}

@@ -53,17 +53,26 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(slots)))
 	for _, s := range slots {
-		g := &a.groups[s]
-		dst = binary.AppendVarint(dst, g.w.Start)
-		dst = binary.AppendVarint(dst, g.w.End)
-		dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
-		dst = append(dst, a.keys[g.key]...)
 		var err error
-		if dst, err = a.appendValues(dst, s); err != nil {
+		if dst, err = a.appendGroup(dst, s, true); err != nil {
 			return nil, err
 		}
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// appendGroup appends group s as snapshots and deltas store it: its window's start, its end
+// (snapshots only: a delta's groups are time windows, whose end the size gives), its key and
+// its aggregate values.
+func (a *Aggregation) appendGroup(dst []byte, s int32, withEnd bool) ([]byte, error) {
+	g := &a.groups[s]
+	dst = binary.AppendVarint(dst, g.w.Start)
+	if withEnd {
+		dst = binary.AppendVarint(dst, g.w.End)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
+	dst = append(dst, a.keys[g.key]...)
+	return a.appendValues(dst, s)
 }
 
 // appendValues appends the aggregate values of group s, as snapshots and deltas store them.
