@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
 )
 
 // deltaMagic starts every state delta; the byte after it is the format version.
@@ -116,16 +115,9 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 	if a.cfg.Mode == Complete {
 		return nil
 	}
-	a.minEnd = math.MaxInt64
-	for s := range a.groups {
-		g := &a.groups[s]
-		switch {
-		case !g.live:
-		case g.w.End <= evictUs:
-			a.freeSlot(int32(s))
-		default:
-			a.minEnd = min(a.minEnd, g.w.End)
-		}
+	a.collectEvictions(evictUs)
+	for _, s := range a.evictList {
+		a.freeSlot(s)
 	}
 	return nil
 }

@@ -583,17 +583,7 @@ func (a *Aggregation) emit(evictUs int64) {
 	a.evictList = a.evictList[:0]
 	if a.cfg.Mode != Complete && evictUs >= a.minEnd {
 		// Only batches whose watermark passed some window end pay for this scan.
-		a.minEnd = math.MaxInt64
-		for s := range a.groups {
-			g := &a.groups[s]
-			switch {
-			case !g.live:
-			case g.w.End <= evictUs:
-				a.evictList = append(a.evictList, int32(s))
-			default:
-				a.minEnd = min(a.minEnd, g.w.End)
-			}
-		}
+		a.collectEvictions(evictUs)
 	}
 	for _, s := range a.evictList {
 		if a.cfg.Mode == Append {
@@ -610,6 +600,23 @@ func (a *Aggregation) emit(evictUs int64) {
 		r.NumRowsRemoved++
 	}
 	a.sortRows()
+}
+
+// collectEvictions lists in evictList the live groups whose window ends at or before evictUs,
+// and makes minEnd the least window end of the others.
+func (a *Aggregation) collectEvictions(evictUs int64) {
+	a.evictList = a.evictList[:0]
+	a.minEnd = math.MaxInt64
+	for s := range a.groups {
+		g := &a.groups[s]
+		switch {
+		case !g.live:
+		case g.w.End <= evictUs:
+			a.evictList = append(a.evictList, int32(s))
+		default:
+			a.minEnd = min(a.minEnd, g.w.End)
+		}
+	}
 }
 
 // rowSortKey is an emitted row's place in the output order: its window, then its key's rank.
