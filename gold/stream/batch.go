@@ -793,7 +793,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 				}
 				// Rows are matched against the keys the file may hold only: a handful of true
 				// resends among thousands of wanted keys, when the file has bloom filters.
-				set := newKeySet()
+				set := newKeySet(countTrue(may))
 				for j, m := range may {
 					if m {
 						set.add(wantKeys[j], firstHash(wanted.Columns[0], j, &key))
@@ -839,38 +839,24 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 // is even encoded, let alone looked up in the map. A silver look-up matches millions of rows
 // against sets that hold few of them.
 type keySet struct {
-	bits  []uint64
-	mask  uint64
-	keys  map[string]bool
-	hashs []uint64
+	bits []uint64
+	mask uint64
+	keys map[string]bool
 }
 
-// keySetMinBits is the smallest bitset; it grows to 16 bits a key, so that about 1 absent key
-// in 100 gets past it.
-const keySetMinBits = 1 << 12
-
-func newKeySet() *keySet { return &keySet{keys: map[string]bool{}} }
+// newKeySet returns an empty set sized for n keys: a bitset of at least 16 bits a key (4096 at
+// the least), so that about 1 absent key in 100 gets past it.
+func newKeySet(n int) *keySet {
+	bits := uint64(1) << 12
+	for bits < uint64(n)*16 {
+		bits <<= 1
+	}
+	return &keySet{bits: make([]uint64, bits/64), mask: bits - 1, keys: make(map[string]bool, n)}
+}
 
 // add puts an encoded key, whose first column's value has hash h, into the set.
 func (s *keySet) add(key []byte, h uint64) {
 	s.keys[string(key)] = true
-	s.hashs = append(s.hashs, h)
-	n := uint64(len(s.bits)) * 64
-	if n >= keySetMinBits && n >= uint64(len(s.hashs))*16 {
-		s.set(h)
-		return
-	}
-	n = keySetMinBits
-	for n < uint64(len(s.hashs))*32 {
-		n <<= 1
-	}
-	s.bits, s.mask = make([]uint64, n/64), n-1
-	for _, h := range s.hashs {
-		s.set(h)
-	}
-}
-
-func (s *keySet) set(h uint64) {
 	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
 		s.bits[b/64] |= 1 << (b % 64)
 	}
@@ -878,15 +864,22 @@ func (s *keySet) set(h uint64) {
 
 // mayHave reports whether a key whose first column's value has hash h may be in the set.
 func (s *keySet) mayHave(h uint64) bool {
-	if len(s.bits) == 0 {
-		return false
-	}
 	for _, b := range [2]uint64{h & s.mask, h >> 32 & s.mask} {
 		if s.bits[b/64]&(1<<(b%64)) == 0 {
 			return false
 		}
 	}
 	return true
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // firstHash hashes row i of a key's first column: its bytes or its number as they are, others

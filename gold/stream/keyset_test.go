@@ -35,7 +35,7 @@ func TestKeySetAgainstMap(t *testing.T) {
 			col.AppendNull()
 			encode := func(i int) string { return string(AppendKeyPart(nil, col, i)) }
 			in := map[string]bool{}
-			s := newKeySet()
+			s := newKeySet(n)
 			var scratch []byte
 			for len(in) < n {
 				i := rng.IntN(rows + 1)
