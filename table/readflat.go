@@ -81,8 +81,12 @@ func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
 		}
 	}
 	data := pg.Data()
+	// Whether the page is dictionary-encoded is the page's own property: its index slice is
+	// empty (nil) when every row of the page is null, and must not be read as "no dictionary".
+	dict := pg.Dictionary()
+	indexed := dict != nil
 	var idx []int32
-	if dict := pg.Dictionary(); dict != nil {
+	if indexed {
 		if data.Kind() != encoding.Int32 {
 			return n.fail("dictionary page indexes are %s", data.Kind())
 		}
@@ -98,13 +102,13 @@ func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
 			}
 		}
 	}
-	v, err := n.pageValues(data, idx, present)
+	v, err := n.pageValues(data, indexed, idx, present)
 	if err != nil {
 		return err
 	}
 	if n.kind == KindBytes {
 		size := len(v.data)
-		if idx != nil {
+		if indexed {
 			size = 0
 			for _, k := range idx {
 				size += int(v.offs[k+1] - v.offs[k])
@@ -143,14 +147,17 @@ func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
 
 // flatValues are the present values of one page, possibly through dictionary indexes.
 type flatValues struct {
-	n    *rnode
-	idx  []int32
-	i64  []int64
-	i32  []int32
-	f64  []float64
-	f32  []float32
-	data []byte
-	offs []uint32
+	n *rnode
+	// indexed is set for a dictionary-encoded page: the j-th present value is then
+	// dictionary entry idx[j], and the value buffers hold the dictionary, not the page.
+	indexed bool
+	idx     []int32
+	i64     []int64
+	i32     []int32
+	f64     []float64
+	f32     []float32
+	data    []byte
+	offs    []uint32
 }
 
 // encodingKind is the page buffer kind of the physical types readFlat handles.
@@ -170,8 +177,8 @@ func encodingKind(k parquet.Kind) encoding.Kind {
 	return encoding.Undefined
 }
 
-func (n *rnode) pageValues(data encoding.Values, idx []int32, present int) (*flatValues, error) {
-	v := &flatValues{n: n, idx: idx}
+func (n *rnode) pageValues(data encoding.Values, indexed bool, idx []int32, present int) (*flatValues, error) {
+	v := &flatValues{n: n, indexed: indexed, idx: idx}
 	want := encodingKind(n.phys)
 	if data.Kind() != want {
 		return nil, n.fail("page holds %s values, the column is %s", data.Kind(), want)
@@ -192,14 +199,18 @@ func (n *rnode) pageValues(data encoding.Values, idx []int32, present int) (*fla
 		count = len(v.f32)
 	case encoding.ByteArray:
 		v.data, v.offs = data.ByteArray()
-		count = len(v.offs) - 1
+		// A buffer of no values may come without the leading offset.
+		count = max(len(v.offs)-1, 0)
+		if len(v.offs) == 0 && len(v.data) != 0 {
+			return nil, n.fail("byte array page has %d data bytes and no offsets", len(v.data))
+		}
 		for k := 1; k < len(v.offs); k++ {
 			if v.offs[k] < v.offs[k-1] || int(v.offs[k]) > len(v.data) {
 				return nil, n.fail("byte array offsets out of order")
 			}
 		}
 	}
-	if idx == nil && count != present {
+	if !indexed && count != present {
 		return nil, n.fail("page has %d values for %d present rows", count, present)
 	}
 	return v, nil
@@ -207,7 +218,7 @@ func (n *rnode) pageValues(data encoding.Values, idx []int32, present int) (*fla
 
 // at maps the j-th present value of the page to its position in the value buffers.
 func (v *flatValues) at(j int) int {
-	if v.idx != nil {
+	if v.indexed {
 		return int(v.idx[j])
 	}
 	return j
@@ -239,7 +250,7 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			col.Int64 = append(col.Int64, x)
 		}
 	case KindInt32:
-		if v.idx == nil {
+		if !v.indexed {
 			col.Int32 = append(col.Int32, v.i32[lo:hi]...)
 		} else {
 			for j := lo; j < hi; j++ {
@@ -255,7 +266,7 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			}
 		}
 	case KindFloat32:
-		if v.idx == nil {
+		if !v.indexed {
 			col.Float32 = append(col.Float32, v.f32[lo:hi]...)
 		} else {
 			for j := lo; j < hi; j++ {
@@ -263,7 +274,7 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			}
 		}
 	case KindBytes:
-		if v.idx == nil {
+		if !v.indexed {
 			base := int32(len(col.Data)) - int32(v.offs[lo])
 			col.Data = append(col.Data, v.data[v.offs[lo]:v.offs[hi]]...)
 			for j := lo + 1; j <= hi; j++ {
