@@ -41,6 +41,9 @@ type WriteOptions struct {
 	BloomFilterColumns []string
 	// BloomFilterBitsPerValue sizes those filters (DefaultBloomFilterBitsPerValue).
 	BloomFilterBitsPerValue uint
+	// PageBufferSize is the bytes a column buffers before it cuts a data page (parquet-go's
+	// default when zero): Spark's parquet.page.size. Small pages make readers skip finer.
+	PageBufferSize int
 }
 
 func (o WriteOptions) withDefaults() WriteOptions {
@@ -449,7 +452,7 @@ func (e *fileEncoder) start(cols []*Column, idx []int) error {
 	if err != nil {
 		return err
 	}
-	e.w = parquet.NewWriter(&e.buf, ps, e.blooms.option(),
+	opts := []parquet.WriterOption{ps, e.blooms.option(),
 		parquet.Compression(e.codec),
 		parquet.DataPageVersion(1),
 		// Min/max per page go to the column index, which readers prune pages with; the same
@@ -458,14 +461,18 @@ func (e *fileEncoder) start(cols []*Column, idx []int) error {
 		// Dictionary strings with a fallback to PLAIN: parquet-go's default for byte arrays
 		// (DELTA_LENGTH_BYTE_ARRAY) breaks older Spark vectorized readers (SPARK-40128).
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary),
-		parquet.DictionaryMaxBytes(1<<20),
+		parquet.DictionaryMaxBytes(1 << 20),
 		parquet.CreatedBy("medallion", "0", ""),
 		// Our dates and timestamps are proleptic Gregorian. Spark reads dates before 1582 and
 		// timestamps before 1900 from files without this key as ambiguous and fails; with a
 		// Spark >= 3 version and no "org.apache.spark.legacyDateTime" key it reads them as
 		// they are (SPARK-31404).
 		parquet.KeyValueMetadata("org.apache.spark.version", "3.5.0"),
-	)
+	}
+	if e.opts.PageBufferSize > 0 {
+		opts = append(opts, parquet.PageBufferSize(e.opts.PageBufferSize))
+	}
+	e.w = parquet.NewWriter(&e.buf, opts...)
 	e.writers = e.w.ColumnWriters()
 	return nil
 }

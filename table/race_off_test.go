@@ -1,0 +1,5 @@
+//go:build !race
+
+package table_test
+
+const raceEnabled = false
