@@ -41,6 +41,12 @@ type rnode struct {
 	first    int  // first present leaf below (for peeking levels)
 	children []*rnode
 	leaves   []int
+	// probe, for a struct none of whose table fields is in the file, is a leaf of the file's
+	// struct read only for its levels (a null struct vs a struct of nulls); -1 otherwise.
+	// probeRep is the repetition level of the struct: the probe's values with a higher one
+	// belong to the same struct value.
+	probe    int
+	probeRep int
 }
 
 func (n *rnode) fail(format string, args ...any) error {
@@ -53,7 +59,7 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 	if err != nil {
 		return nil, err
 	}
-	n := &rnode{name: name, kind: k, typ: t, first: -1}
+	n := &rnode{name: name, kind: k, typ: t, first: -1, probe: -1}
 	if fc == nil || k == KindNull {
 		n.missing = true
 		return n, nil
@@ -75,6 +81,7 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 			}
 			n.children = append(n.children, ch)
 		}
+		n.setProbe(fc, parentRep)
 	case txlog.ArrayType:
 		if fc.Leaf() && !fc.Repeated() {
 			return nil, n.fail("file has a primitive, the table an array")
@@ -156,7 +163,7 @@ func planElement(t txlog.DataType, name string, r *parquet.Column, def, rep int)
 	if err != nil {
 		return nil, err
 	}
-	n := &rnode{name: name, kind: k, typ: t, def: def, first: -1}
+	n := &rnode{name: name, kind: k, typ: t, def: def, first: -1, probe: -1}
 	if st, ok := t.(*txlog.StructType); ok && !r.Leaf() {
 		for i := range st.Fields {
 			f := &st.Fields[i]
@@ -166,6 +173,7 @@ func planElement(t txlog.DataType, name string, r *parquet.Column, def, rep int)
 			}
 			n.children = append(n.children, ch)
 		}
+		n.setProbe(r, rep)
 	} else if r.Leaf() {
 		if err := n.planLeaf(r); err != nil {
 			return nil, err
@@ -177,7 +185,30 @@ func planElement(t txlog.DataType, name string, r *parquet.Column, def, rep int)
 	return n, nil
 }
 
+// setProbe gives a struct whose table fields are all missing from the file the first leaf
+// of the file's struct fc, so that its rows are null exactly where the file's are.
+func (n *rnode) setProbe(fc *parquet.Column, rep int) {
+	for _, ch := range n.children {
+		if !ch.missing {
+			return
+		}
+	}
+	for !fc.Leaf() {
+		cols := fc.Columns()
+		if len(cols) == 0 {
+			return
+		}
+		fc = cols[0]
+	}
+	n.probe, n.probeRep = fc.Index(), rep
+}
+
 func (n *rnode) finish() {
+	if n.probe >= 0 {
+		n.leaves = []int{n.probe}
+		n.first = n.probe
+		return
+	}
 	if len(n.children) == 0 {
 		n.leaves = []int{n.leaf}
 		n.first = n.leaf
@@ -317,6 +348,9 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 				return err
 			}
 		}
+		if n.probe >= 0 {
+			a.skipPresent(n)
+		}
 		col.AppendStruct()
 		return nil
 	case KindList, KindMap:
@@ -363,6 +397,12 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 // skipPresent consumes one value of every leaf that exists in the file below n.
 func (a *assembler) skipPresent(n *rnode) {
 	if n.missing {
+		return
+	}
+	if n.probe >= 0 {
+		l := n.probe
+		for a.pos[l]++; a.pos[l] < len(a.vals[l]) && a.vals[l][a.pos[l]].RepetitionLevel() > n.probeRep; a.pos[l]++ {
+		}
 		return
 	}
 	if len(n.children) == 0 {
@@ -539,6 +579,10 @@ func newFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, er
 
 func collectLeaves(n *rnode, seen map[int]bool) {
 	if n.missing {
+		return
+	}
+	if n.probe >= 0 {
+		seen[n.probe] = true
 		return
 	}
 	if len(n.children) == 0 {

@@ -172,6 +172,10 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			return wrap(err)
 		}
 		n := data.Len()
+		if len(dataSchema.Fields) == 0 {
+			// Only partition columns: no decoded column tells the row count.
+			n = int(f.RowGroups()[g].NumRows())
+		}
 		full := &Batch{Schema: read, Columns: make([]*Column, len(read.Fields))}
 		for i, fd := range read.Fields {
 			if s.isPartition(fd.Name) {
