@@ -23,7 +23,8 @@ func parseCheckpointParquet(data []byte) (actions []Action, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open parquet: %w", ErrCorruptLog, err)
 	}
-	out := make([]Action, 0, f.NumRows())
+	// The footer's row count is only a hint: a corrupt one must not reserve unbounded memory.
+	out := make([]Action, 0, min(f.NumRows(), 1<<16))
 	r := parquet.NewGenericReader[cpReadRow](f)
 	defer r.Close()
 	rows := make([]cpReadRow, 256)
