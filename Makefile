@@ -6,7 +6,7 @@ GO ?= go
 PKGS ?= ./...
 TEST_PKGS ?= ./...
 
-.PHONY: test check fmt-check vet mod-check go-test interop deps minio build bench fuzz
+.PHONY: test check fmt-check vet mod-check arrows go-test interop deps minio build bench fuzz
 
 test: check deps go-test interop
 
@@ -16,7 +16,7 @@ deps:
 	scripts/minio.sh install
 	scripts/browser.sh install
 
-check: fmt-check vet mod-check
+check: fmt-check vet mod-check arrows
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -31,6 +31,11 @@ mod-check:
 	$(GO) mod tidy -diff
 	cd tests && $(GO) mod tidy -diff
 	@if grep -nE 'chromedp|compose-go' go.mod; then echo "go.mod: test-only dependencies belong in tests/go.mod"; exit 1; fi
+
+# The import arrows of DESIGN.md §1: no package imports one below it (internal/archtest holds
+# the table). go-test runs it too; here it gives the answer in seconds.
+arrows:
+	$(GO) test -count=1 -run '^(TestImportArrows|TestRankOf)$$' ./internal/archtest
 
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
 # loopback port and always stopped) for every test that touches S3.
