@@ -1,8 +1,12 @@
 # `make test` is the project's test command: the README names it and .ci/run calls it.
 GO ?= go
+# The Go packages of the two modules: the main one, and tests/ (a module of its own, so that the
+# test-only dependencies such as chromedp and compose-go stay out of the main go.mod). TEST_PKGS
+# is resolved inside tests/; set it empty to leave that module out of a focused run.
 PKGS ?= ./...
+TEST_PKGS ?= ./...
 
-.PHONY: test check fmt-check vet go-test interop deps minio build bench fuzz
+.PHONY: test check fmt-check vet mod-check arrows staticcheck go-test interop deps minio build bench fuzz
 
 test: check deps go-test interop
 
@@ -12,7 +16,7 @@ deps:
 	scripts/minio.sh install
 	scripts/browser.sh install
 
-check: fmt-check vet
+check: fmt-check vet mod-check arrows staticcheck
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -20,11 +24,36 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	if [ -n "$(TEST_PKGS)" ]; then cd tests && $(GO) vet $(TEST_PKGS); fi
+
+# Both go.mod files are tidy, and the test-only dependencies stay in tests/go.mod.
+mod-check:
+	$(GO) mod tidy -diff
+	cd tests && $(GO) mod tidy -diff
+	@if grep -nE 'chromedp|compose-go' go.mod; then echo "go.mod: test-only dependencies belong in tests/go.mod"; exit 1; fi
+
+# staticcheck, pinned; `go run pkg@version` builds it once into the Go caches, so a fresh clone
+# needs nothing installed by hand. staticcheck.conf says which findings are kept, and why.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+staticcheck:
+	$(STATICCHECK) $(PKGS)
+	if [ -n "$(TEST_PKGS)" ]; then cd tests && $(STATICCHECK) $(TEST_PKGS); fi
+
+# The import arrows of DESIGN.md §1: no package imports one below it (internal/archtest holds
+# the table). go-test runs it too; here it gives the answer in seconds.
+arrows:
+	$(GO) test -count=1 -run '^(TestImportArrows|TestRankOf)$$' ./internal/archtest
 
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
 # loopback port and always stopped) for every test that touches S3.
+# Both modules run under one server; the tests module runs even when the main one failed.
 go-test:
-	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 scripts/minio.sh run -- $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 scripts/minio.sh run -- sh -c '\
+	  rc=0; \
+	  $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=1; \
+	  if [ -n "$(TEST_PKGS)" ]; then (cd tests && $(GO) test -race -count=1 -timeout 20m $(TEST_PKGS)) || rc=1; fi; \
+	  exit $$rc'
 
 # The interop suite: delta-rs and Spark (pinned, installed into a cached virtualenv by the script)
 # read our tables, we read theirs. It starts its own MinIO.

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/internal/testshared"
 )
 
 // TestDesignContract parses the pipeline config of DESIGN.md §8 exactly as written there: other
 // tools and checks rely on those keys and meanings.
 func TestDesignContract(t *testing.T) {
-	design, err := os.ReadFile("../../shared/DESIGN.md")
+	design, err := os.ReadFile(testshared.Path(t, "DESIGN.md"))
 	if err != nil {
 		t.Fatalf("DESIGN.md is part of the shared checkout: %v", err)
 	}

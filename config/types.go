@@ -160,7 +160,7 @@ func formatByteSize(n int64) string {
 func ParseByteSize(s string) (ByteSize, error) {
 	s = strings.TrimSpace(s)
 	bad := fmt.Errorf("invalid byte size %q: expected an integer with an optional unit, such as 1048576, 512KiB, 1MiB or 128MB", s)
-	num := strings.TrimRight(s, "KMGTiBkmgtib ")
+	num := strings.TrimRight(s, "KMGTBkmgtib ")
 	unit := strings.TrimSpace(s[len(num):])
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || num == "" {

@@ -79,6 +79,7 @@ func (c *AggConfig) Validate() error {
 	case c.Session != nil && c.Mode == Update:
 		return fmt.Errorf("%w: Update output mode not supported for session window on streaming DataFrames/DataSets", ErrUnsupportedOperation)
 	case c.Session != nil && c.NumKeys == 0:
+		//lint:ignore ST1005 Spark's error text, verbatim with its final period (spec/streaming-semantics.md)
 		return fmt.Errorf("%w: Global aggregation with session window in streaming query is not supported.", ErrUnsupportedOperation)
 	}
 	return nil

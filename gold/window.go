@@ -48,11 +48,13 @@ func NewWindowSpec(size, slide, startTime int64) (WindowSpec, error) {
 func Tumbling(size int64) (WindowSpec, error) { return NewWindowSpec(size, size, 0) }
 
 func valueOutOfRange(name string, v int64) error {
+	//lint:ignore ST1005 Spark's error text, verbatim with its final period (spec/streaming-semantics.md)
 	return fmt.Errorf("%w: [DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE] The `%s` must be between (0, %d] (current value = %dL).",
 		ErrInvalidWindow, name, int64(math.MaxInt64), v)
 }
 
 func constraintViolation(left string, lv int64, op, right string, rv int64) error {
+	//lint:ignore ST1005 Spark's error text, verbatim with its final period (spec/streaming-semantics.md)
 	return fmt.Errorf("%w: [DATATYPE_MISMATCH.PARAMETER_CONSTRAINT_VIOLATION] The `%s`(%dL) must be %s the `%s`(%dL).",
 		ErrInvalidWindow, left, lv, op, right, rv)
 }

@@ -2,10 +2,9 @@ package jobs
 
 import "context"
 
-// The scheduled jobs of the late-data loop and the stream. A nil Func leaves its job out of
+// The scheduled jobs of the late-data loop. A nil Func leaves its job out of
 // the schedule (Catalog reports it as missing) and `medallion run` says it is not built.
 var (
-	streamFunc    Func
 	mergeLateFunc Func = func(ctx context.Context, env Env) (any, error) { return MergeLate(ctx, env, "") }
 	replayFunc    Func = func(ctx context.Context, env Env) (any, error) { return ReplayLookback(ctx, env) }
 )

@@ -337,10 +337,10 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		jq := quarantine{Gold: q.Gold, Table: q.Table, Exists: q.Exists, Rows: q.Rows, DayColumn: q.DayColumn,
 			PerDay: []day{}, ProgressPerDay: []day{}, MergedVersion: q.MergedVersion, Merged: q.Merged, Pending: q.Pending}
 		for _, d := range q.PerDay {
-			jq.PerDay = append(jq.PerDay, day{Day: d.Day, Rows: d.Rows})
+			jq.PerDay = append(jq.PerDay, day(d))
 		}
 		for _, d := range q.ProgressPerDay {
-			jq.ProgressPerDay = append(jq.ProgressPerDay, day{Day: d.Day, Rows: d.Rows})
+			jq.ProgressPerDay = append(jq.ProgressPerDay, day(d))
 		}
 		out.Quarantine = append(out.Quarantine, jq)
 	}

@@ -13,17 +13,17 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// fixtureRoot is the shared Delta fixtures folder, relative to this package.
+// fixtureRoot is the shared Delta fixtures folder (see testshared: skipped when missing, failed
+// under CI=true).
 func fixtureRoot(t testing.TB) string {
 	t.Helper()
-	root := filepath.Join("..", "..", "shared", "fixtures", "delta")
-	if _, err := os.Stat(filepath.Join(root, "EXPECTED.md")); err != nil {
-		t.Fatalf("fixtures missing: %v", err)
-	}
+	root := testshared.Path(t, "fixtures", "delta")
+	testshared.Path(t, "fixtures", "delta", "EXPECTED.md")
 	return root
 }
 

@@ -340,9 +340,7 @@ func TestAppendMergeSchema(t *testing.T) {
 	wider := mustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"country","type":"string","nullable":true,"metadata":{}}]}`, 1))
 	b, _ := NewBatch(wider)
 	old := events(t, "b", 3, 2)
-	for i, c := range old.Columns {
-		b.Columns[i] = c
-	}
+	copy(b.Columns, old.Columns)
 	b.Columns[5].AppendString("FR")
 	b.Columns[5].AppendNull()
 	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); !errors.Is(err, ErrSchemaMismatch) {

@@ -378,12 +378,19 @@ func (sh *shredder) value(n *wnode, col *Column, i, rep int) error {
 	return nil
 }
 
+// parquetWriter is parquet-go's Writer, which it deprecates for NewGenericWriter[any]; that one
+// builds a Go-value write path for the schema up front and panics on MAP columns, while we write
+// column by column (ColumnWriters), which Writer does as well as ever.
+//
+//lint:ignore SA1019 the replacement panics on our MAP columns (above)
+type parquetWriter = parquet.Writer
+
 // fileEncoder writes one Parquet data file into memory, with stats.
 type fileEncoder struct {
 	schema  *txlog.StructType // the file's (data) schema, logical names
 	opts    WriteOptions
 	buf     chunkBuffer
-	w       *parquet.Writer
+	w       *parquetWriter
 	sh      *shredder
 	stats   *statsCollector
 	rows    int64

@@ -10,20 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
-// fixtureRoot is ../shared/fixtures/delta relative to the repository root (this test runs in
-// <root>/txlog).
+// fixtureRoot is fixtures/delta in the shared folder (see testshared: skipped when missing,
+// failed under CI=true).
 func fixtureRoot(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "fixtures", "delta")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("fixtures not found at %s: %v", dir, err)
-	}
-	return dir
+	return testshared.Path(t, "fixtures", "delta")
 }
 
 // fixtureFiles walks one fixture table (hidden folders included: .tmp, _delta_log).

@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestTableScanJSONL(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "delta", "delta-golden", "kernel-timestamp-TIMESTAMP_MICROS")
+	dir := fixtureDir(t, "delta-golden", "kernel-timestamp-TIMESTAMP_MICROS")
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetOut(&out)

@@ -7,10 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/internal/testshared"
 )
 
-func fixtureDir(parts ...string) string {
-	return filepath.Join(append([]string{"..", "..", "..", "shared", "fixtures", "delta"}, parts...)...)
+// fixtureDir is a table in the shared Delta fixtures (see testshared: skipped when missing,
+// failed under CI=true).
+func fixtureDir(t testing.TB, parts ...string) string {
+	t.Helper()
+	return testshared.Path(t, append([]string{"fixtures", "delta"}, parts...)...)
 }
 
 func runCLI(t *testing.T, args ...string) (string, error) {
@@ -24,7 +29,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 }
 
 func TestTableDescribe(t *testing.T) {
-	out, err := runCLI(t, "table", "describe", fixtureDir("delta-golden", "v2-checkpoint-json"))
+	out, err := runCLI(t, "table", "describe", fixtureDir(t, "delta-golden", "v2-checkpoint-json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +39,11 @@ func TestTableDescribe(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = runCLI(t, "table", "describe", "--format", "json", "--version", "1", fixtureDir("delta-rs", "delta-0.8.0-partitioned"))
+	out, err = runCLI(t, "table", "describe", "--format", "json", "--version", "1", fixtureDir(t, "delta-rs", "delta-0.8.0-partitioned"))
 	if err == nil || !strings.Contains(err.Error(), "version 1 is after the latest version 0") {
 		t.Errorf("describe --version 1: %v\n%s", err, out)
 	}
-	out, err = runCLI(t, "table", "describe", "--format", "json", fixtureDir("delta-rs", "delta-0.8.0-partitioned"))
+	out, err = runCLI(t, "table", "describe", "--format", "json", fixtureDir(t, "delta-rs", "delta-0.8.0-partitioned"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +65,14 @@ func toStrings(v any) []string {
 }
 
 func TestTableDescribeRefusesUnsupported(t *testing.T) {
-	_, err := runCLI(t, "table", "describe", fixtureDir("delta-golden", "deltalog-invalid-protocol-version"))
+	_, err := runCLI(t, "table", "describe", fixtureDir(t, "delta-golden", "deltalog-invalid-protocol-version"))
 	if err == nil || !strings.Contains(err.Error(), "reader version 99") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestTableHistory(t *testing.T) {
-	out, err := runCLI(t, "table", "history", "--format", "jsonl", "--limit", "2", fixtureDir("delta-rs", "simple_table"))
+	out, err := runCLI(t, "table", "history", "--format", "jsonl", "--limit", "2", fixtureDir(t, "delta-rs", "simple_table"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +81,7 @@ func TestTableHistory(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"version":4`) || !strings.Contains(lines[0], `"operation":"DELETE"`) || !strings.Contains(lines[1], `"operation":"UPDATE"`) {
 		t.Errorf("history:\n%s", out)
 	}
-	out, err = runCLI(t, "table", "history", fixtureDir("delta-rs", "simple_table"))
+	out, err = runCLI(t, "table", "history", fixtureDir(t, "delta-rs", "simple_table"))
 	if err != nil || !strings.Contains(out, "VERSION") || strings.Count(out, "\n") != 6 {
 		t.Errorf("history table (%v):\n%s", err, out)
 	}
@@ -84,7 +89,7 @@ func TestTableHistory(t *testing.T) {
 
 func TestTableCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	src := fixtureDir("delta-golden", "snapshot-data3", "_delta_log")
+	src := fixtureDir(t, "delta-golden", "snapshot-data3", "_delta_log")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)

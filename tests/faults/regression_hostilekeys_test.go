@@ -37,9 +37,10 @@ func TestRegressionIngestSkipsListedKeyOutsideKeyRules(t *testing.T) {
 		return append(append(append([]byte{}, body[:i]...), extra.Bytes()...), body[i:]...)
 	}
 	up, _ := url.Parse(cfg.Endpoint)
-	rp := httputil.NewSingleHostReverseProxy(up)
-	director := rp.Director
-	rp.Director = func(r *http.Request) { host := r.Host; director(r); r.Host = host } // SigV4 signed the Host
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(up)
+		pr.Out.Host = pr.In.Host // SigV4 signed the Host
+	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.StatusCode != http.StatusOK {
 			return nil

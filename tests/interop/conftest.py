@@ -245,9 +245,10 @@ def mkdelta_bin(tmp_path_factory) -> Path:
     if shutil.which("go") is None:
         unavailable("go", "not on PATH")
     out = tmp_path_factory.mktemp("bin") / "mkdelta"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./tests/interop/cmd/mkdelta"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./tests/interop/cmd/mkdelta failed:\n{proc.stderr}"
+    # tests/ is a Go module of its own (it replaces medallion with this checkout): build there.
+    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/mkdelta"],
+                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"go build ./interop/cmd/mkdelta (in tests/) failed:\n{proc.stderr}"
     return out
 
 

@@ -34,6 +34,9 @@ func listMicro(repo string) ([]bench.MicroBench, error) {
 			if rel == "bench" || strings.HasPrefix(e.Name(), ".") && rel != "." || e.Name() == "testdata" {
 				return filepath.SkipDir
 			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && rel != "." {
+				return filepath.SkipDir // another module (tests/): `go test` from the root cannot run it
+			}
 			return nil
 		}
 		if !strings.HasSuffix(p, "_test.go") {

@@ -44,9 +44,17 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(dir, "medallion")
-		out, err := exec.Command("go", "build", "-o", build.path, "github.com/medallion-lake/medallion/cmd/medallion").CombinedOutput()
+		// Built in the main module (the tests are a module of their own, replacing medallion with
+		// the checkout beside them), so the binary has exactly the main go.mod's dependencies.
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/medallion-lake/medallion").Output()
 		if err != nil {
-			build.err = fmt.Errorf("lakecheck: go build: %w\n%s", err, out)
+			build.err = fmt.Errorf("lakecheck: go list -m: %w", err)
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/medallion")
+		cmd.Dir = strings.TrimSpace(string(root))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("lakecheck: go build in %s: %w\n%s", cmd.Dir, err, out)
 		}
 	})
 	if build.err != nil {

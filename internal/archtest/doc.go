@@ -1,0 +1,3 @@
+// Package archtest holds the architecture checks that run with the tests: the import arrows of
+// DESIGN.md §1 (arrows_test.go). It has no code of its own and holds nothing across a crash.
+package archtest
