@@ -3,7 +3,6 @@ package gold
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -27,37 +26,6 @@ func utc(y int, mo time.Month, d, h, m, s int) int64 {
 	return time.Date(y, mo, d, h, m, s, 0, time.UTC).UnixMicro()
 }
 
-func TestWindowVectors(t *testing.T) {
-	tests := []struct {
-		name              string
-		size, slide, strt int64
-		t                 int64
-		want              []Window
-	}{
-		{"W1", 10 * minute, 10 * minute, 0, at(12, 7), []Window{{at(12, 0), at(12, 10)}}},
-		{"W2", 10 * minute, 10 * minute, 0, at(12, 10), []Window{{at(12, 10), at(12, 20)}}},
-		{"W3", 10 * minute, 5 * minute, 0, at(12, 7), []Window{{at(12, 5), at(12, 15)}, {at(12, 0), at(12, 10)}}},
-		{"W4", 12 * minute, 5 * minute, 0, at(12, 5), []Window{{at(12, 5), at(12, 17)}, {at(12, 0), at(12, 12)}, {at(11, 55), at(12, 7)}}},
-		{"W5", 12 * minute, 5 * minute, 2 * minute, at(12, 5), []Window{{at(12, 2), at(12, 14)}, {at(11, 57), at(12, 9)}}},
-		{"W6", hour, hour, -15 * minute, at(12, 50), []Window{{at(12, 45), at(13, 45)}}},
-		{"W7", 10 * second, 10 * second, 0, -1 * second, []Window{{utc(1969, 12, 31, 23, 59, 50), 0}}},
-		{"W8", 10 * second, 10 * second, 5 * second, utc(1969, 12, 31, 0, 0, 2), []Window{{utc(1969, 12, 30, 23, 59, 55), utc(1969, 12, 31, 0, 0, 5)}}},
-		{"W9", 10 * second, 10 * second, 5 * second, utc(1969, 12, 31, 0, 0, 12), []Window{{utc(1969, 12, 31, 0, 0, 5), utc(1969, 12, 31, 0, 0, 15)}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			spec, err := NewWindowSpec(tc.size, tc.slide, tc.strt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := spec.Assign(nil, tc.t)
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("Assign(%d) = %v, want %v", tc.t, got, tc.want)
-			}
-		})
-	}
-}
-
 // W10: a null event time produces no window row; checked through the operator's input path.
 func TestW10NullEventTime(t *testing.T) {
 	op := mustAgg(t, AggConfig{Window: mustTumbling(t, 10*minute), Mode: Complete, Aggs: []AggSpec{{Fn: Count, Column: -1, Name: "count"}}})
@@ -68,31 +36,6 @@ func TestW10NullEventTime(t *testing.T) {
 	}
 	if len(res.Rows) != 1 || res.Rows[0].Aggs[0].N != 1 {
 		t.Fatalf("rows = %+v, want one window with count 1", res.Rows)
-	}
-}
-
-func TestWindowValidation(t *testing.T) {
-	tests := []struct {
-		name              string
-		size, slide, strt int64
-		want              string
-	}{
-		{"W11", 5 * minute, 10 * minute, 0, "The `slide_duration`(600000000L) must be <= the `window_duration`(300000000L)."},
-		{"W12", 10 * minute, 5 * minute, 5 * minute, "The `abs(start_time)`(300000000L) must be < the `slide_duration`(300000000L)."},
-		{"W12neg", 10 * minute, 5 * minute, -5 * minute, "The `abs(start_time)`(300000000L) must be < the `slide_duration`(300000000L)."},
-		{"zero-size", 0, 0, 0, "The `window_duration` must be between (0, 9223372036854775807] (current value = 0L)."},
-		{"neg-slide", 10, -1, 0, "The `slide_duration` must be between (0, 9223372036854775807] (current value = -1L)."},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewWindowSpec(tc.size, tc.slide, tc.strt)
-			if !errors.Is(err, ErrInvalidWindow) {
-				t.Fatalf("err = %v, want ErrInvalidWindow", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %q, want it to contain %q", err, tc.want)
-			}
-		})
 	}
 }
 
@@ -146,37 +89,6 @@ func countIn(times []int64, keys []string, key string, w Window) int {
 		}
 	}
 	return n
-}
-
-func TestS1(t *testing.T) {
-	times := []int64{at(0, 0), at(0, 4, 30), at(0, 10)}
-	keys := []string{"A", "A", "A"}
-	got := batchSessions(keys, times, []int64{5 * minute, 5 * minute, 5 * minute})["A"]
-	want := []Window{{at(0, 0), at(0, 9, 30)}, {at(0, 10), at(0, 15)}}
-	if !slices.Equal(got, want) || countIn(times, keys, "A", got[0]) != 2 || countIn(times, keys, "A", got[1]) != 1 {
-		t.Fatalf("sessions = %v, want %v with counts 2,1", got, want)
-	}
-}
-
-func TestS2(t *testing.T) {
-	times := []int64{at(0, 0), at(0, 5)}
-	got := batchSessions([]string{"A", "A"}, times, []int64{5 * minute, 5 * minute})["A"]
-	if want := []Window{{at(0, 0), at(0, 10)}}; !slices.Equal(got, want) {
-		t.Fatalf("touching sessions = %v, want %v", got, want)
-	}
-}
-
-func TestS3DynamicGap(t *testing.T) {
-	keys := []string{"A", "A", "A", "B", "B"}
-	times := []int64{at(0, 0), at(0, 4, 30), at(0, 10), at(0, 1), at(0, 4, 30)}
-	gaps := []int64{5 * minute, 5 * minute, 5 * minute, minute, minute}
-	got := batchSessions(keys, times, gaps)
-	if want := []Window{{at(0, 0), at(0, 9, 30)}, {at(0, 10), at(0, 15)}}; !slices.Equal(got["A"], want) {
-		t.Fatalf("A = %v, want %v", got["A"], want)
-	}
-	if want := []Window{{at(0, 1), at(0, 2)}, {at(0, 4, 30), at(0, 5, 30)}}; !slices.Equal(got["B"], want) {
-		t.Fatalf("B = %v, want %v", got["B"], want)
-	}
 }
 
 func TestS4EmptyGapFiltered(t *testing.T) {
