@@ -22,10 +22,6 @@ func at(h, m int, s ...int) int64 {
 	return time.Date(2024, 5, 1, h, m, ss, 0, time.UTC).UnixMicro()
 }
 
-func utc(y int, mo time.Month, d, h, m, s int) int64 {
-	return time.Date(y, mo, d, h, m, s, 0, time.UTC).UnixMicro()
-}
-
 // W10: a null event time produces no window row; checked through the operator's input path.
 func TestW10NullEventTime(t *testing.T) {
 	op := mustAgg(t, AggConfig{Window: mustTumbling(t, 10*minute), Mode: Complete, Aggs: []AggSpec{{Fn: Count, Column: -1, Name: "count"}}})

@@ -197,7 +197,6 @@ func TestDecodersCheckpointNullColumns(t *testing.T) {
 		name string
 		rows []skRow
 		want []Action
-		opts []parquet.WriterOption
 	}
 	var cases []tc
 	// No add at all: the add column is null in every row.
