@@ -253,6 +253,24 @@ def mkdelta_bin(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def pqread_bin(tmp_path_factory) -> Path:
+    """tests/interop/cmd/pqread, every read path of medallion's table package over one Parquet
+    file (see interop_readerdiff), built once per session; $MEDALLION_PQREAD_BIN uses a binary
+    built beforehand instead (e.g. from an older checkout, to see the test fail there)."""
+    prebuilt = os.environ.get("MEDALLION_PQREAD_BIN")
+    if prebuilt:
+        assert os.access(prebuilt, os.X_OK), f"MEDALLION_PQREAD_BIN={prebuilt} is not an executable"
+        return Path(prebuilt)
+    if shutil.which("go") is None:
+        unavailable("go", "not on PATH")
+    out = tmp_path_factory.mktemp("bin") / "pqread"
+    proc = subprocess.run(["go", "build", "-o", str(out), "./tests/interop/cmd/pqread"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"go build ./tests/interop/cmd/pqread failed:\n{proc.stderr}"
+    return out
+
+
+@pytest.fixture(scope="session")
 def written_on_minio(mkdelta_bin, s3):
     """written_on_minio(name) -> the s3:// URL of that interop_mkdelta.WRITTEN table, written by
     medallion on MinIO once per session and read by every engine's test of it."""
