@@ -264,9 +264,10 @@ def pqread_bin(tmp_path_factory) -> Path:
     if shutil.which("go") is None:
         unavailable("go", "not on PATH")
     out = tmp_path_factory.mktemp("bin") / "pqread"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./tests/interop/cmd/pqread"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./tests/interop/cmd/pqread failed:\n{proc.stderr}"
+    # tests/ is a Go module of its own (it replaces medallion with this checkout): build there.
+    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/pqread"],
+                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"go build ./interop/cmd/pqread (in tests/) failed:\n{proc.stderr}"
     return out
 
 
