@@ -610,9 +610,9 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 	nleaves := len(rg.ColumnChunks())
 	a := &assembler{vals: make([][]parquet.Value, nleaves), pos: make([]int, nleaves)}
 	for _, l := range r.used {
-		vals, err := readColumnChunk(rg.ColumnChunks()[l], nil)
+		vals, err := r.readLeaf(g, l, rg.ColumnChunks()[l])
 		if err != nil {
-			return nil, fmt.Errorf("%w: read column %d of row group %d: %v", ErrBadDataFile, l, g, err)
+			return nil, err
 		}
 		a.vals[l] = vals
 	}

@@ -36,13 +36,9 @@ import pyarrow.parquet as pq
 
 PQREAD_TIMEOUT_S = 900
 
-# Known reader bug, found by this test (seed 448255673): medallion (parquet-go underneath) reads
-# wrong values from RLE-encoded BOOLEAN pages, which pyarrow writes for every boolean column of
-# a data page v2 file (and in v1 with column_encoding RLE); e.g. 5000 random booleans, one page,
-# differ from row 169 on. Until it is fixed, boolean columns are written PLAIN (which v2 allows),
-# test_reader_differential's strict xfail test keeps the bug in view, and
-# MEDALLION_READER_DIFF_RLE_BOOLEANS=1 turns RLE booleans back on in every random file.
-RLE_BOOLEANS = os.environ.get("MEDALLION_READER_DIFF_RLE_BOOLEANS") == "1"
+# Boolean columns take pyarrow's default encoding: RLE in data page v2 files (PLAIN in v1), or
+# either as drawn. This test found (seed 448255673) that parquet-go v0.32.0 reads standard RLE
+# boolean runs wrong; medallion decodes those chunks itself (table/readbool.go).
 
 # ---------------------------------------------------------------------------------------------
 # randomness, vectorized
@@ -327,7 +323,7 @@ class FileSpec:
 
 def _encodings_for(t: pa.DataType) -> list[str]:
     if pa.types.is_boolean(t):
-        return ["PLAIN", "RLE"] if RLE_BOOLEANS else ["PLAIN"]
+        return ["PLAIN", "RLE"]
     if pa.types.is_floating(t):
         return ["PLAIN", "BYTE_STREAM_SPLIT"]
     if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
@@ -402,8 +398,6 @@ def random_flat_file(seed: str, rows: int, *, groups: int | None = None,
         if not dictionary and exotic_encodings and r.random() < 0.4:
             if not (pa.types.is_timestamp(t) and opts.get("use_deprecated_int96_timestamps")):
                 encoding = r.choice(_encodings_for(t))
-        if pa.types.is_boolean(t) and not RLE_BOOLEANS:
-            dictionary, encoding = False, "PLAIN"
         cols.append(Column(name, delta, nullable, t, with_nulls(values, present), f"{how}, {lay}",
                            dictionary=dictionary, encoding=encoding,
                            compression=r.choice(["snappy", "zstd", "none"] * 3 + ["gzip"])))
@@ -516,18 +510,7 @@ def random_nested_file(seed: str, rows: int) -> FileSpec:
         present, lay = null_layout(g, r.choice(LAYOUTS), rows, 1024, opts["row_group_size"])
         cols.append(Column(f"p_{kind}", delta, True, t, with_nulls(values, present), f"{how}, {lay}"))
     r.shuffle(cols)
-    spec = FileSpec(f"nested-{seed}", seed, rows, cols, opts)
-    if not RLE_BOOLEANS:
-        # Boolean leaves PLAIN (see RLE_BOOLEANS), dictionaries for the others as drawn.
-        sink = pa.BufferOutputStream()
-        empty = pa.schema([pa.field(c.name, c.arrow) for c in cols]).empty_table()
-        pq.write_table(empty, sink, use_compliant_nested_type=opts["use_compliant_nested_type"])
-        leaves = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
-        paths = [leaves.column(i).path for i in range(len(leaves))]
-        bools = [p for i, p in enumerate(paths) if leaves.column(i).physical_type == "BOOLEAN"]
-        opts["column_encoding"] = {p: "PLAIN" for p in bools}
-        opts["use_dictionary"] = opts["use_dictionary"] and [p for p in paths if p not in bools]
-    return spec
+    return FileSpec(f"nested-{seed}", seed, rows, cols, opts)
 
 
 # ---------------------------------------------------------------------------------------------

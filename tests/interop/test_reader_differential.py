@@ -141,21 +141,31 @@ def test_reader_diff_our_file(case, rd, pqread_bin, tmp_path):
          + ", ".join(f"{p} {v['rows']} rows {v['seconds']:.1f}s" for p, v in report.items()))
 
 
-@pytest.mark.xfail(strict=True, reason="known reader bug found by this test: RLE-encoded BOOLEAN "
-                   "pages (pyarrow's default for booleans in data page v2) read wrong values; "
-                   "when this passes, drop RLE_BOOLEANS' exclusion in interop_readerdiff")
-def test_reader_diff_rle_booleans(rd, pqread_bin, tmp_path):
-    """The random files write booleans PLAIN until medallion reads RLE booleans: this small
-    fixed file keeps the known difference in view (and fails as XPASS once it is fixed)."""
+@pytest.mark.parametrize("page_version,codec", [("2.0", "none"), ("2.0", "snappy"), ("1.0", "snappy")])
+def test_reader_diff_rle_booleans(rd, pqread_bin, tmp_path, page_version, codec):
+    """RLE-encoded BOOLEAN pages (pyarrow's default for booleans in data page v2; forced in
+    v1), flat and in a list, are read as pyarrow reads them. parquet-go v0.32.0 misreads
+    standard RLE boolean runs; medallion decodes such chunks itself (table/readbool.go)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     r = random.Random(1)
     path = tmp_path / "rle_booleans.parquet"
     values = pa.array([None if r.random() < 0.1 else r.random() < 0.5 for _ in range(5000)], pa.bool_())
-    pq.write_table(pa.table({"b": values}), path, data_page_version="2.0", compression="none")
-    assert "RLE" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+    lists = pa.array([None if r.random() < 0.1 else
+                      [None if r.random() < 0.1 else r.random() < 0.5 for _ in range(r.randrange(4))]
+                      for _ in range(5000)], pa.list_(pa.bool_()))
+    opts = {}
+    if page_version == "1.0":
+        opts = {"use_dictionary": False, "column_encoding": {"b": "RLE", "l.list.element": "RLE"}}
+    pq.write_table(pa.table({"b": values, "l": lists}), path, data_page_version=page_version,
+                   compression=codec, **opts)
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    for c in range(rg.num_columns):  # RLE values (and levels), no PLAIN page
+        assert rg.column(c).encodings == ("RLE",), rg.column(c).encodings
     schema = json.dumps({"type": "struct", "fields": [
-        {"name": "b", "type": "boolean", "nullable": True, "metadata": {}}]})
-    rd.check_paths(pqread_bin, path, schema, tmp_path / "out", rd.Plan(["b"], None, None),
+        {"name": "b", "type": "boolean", "nullable": True, "metadata": {}},
+        {"name": "l", "type": {"type": "array", "elementType": "boolean", "containsNull": True},
+         "nullable": True, "metadata": {}}]})
+    rd.check_paths(pqread_bin, path, schema, tmp_path / "out", rd.Plan(["l", "b"], None, None),
                    f"file {path}")
