@@ -300,7 +300,7 @@ func (d *boolPageDecoder) values(enc format.Encoding, nv int, b []byte) error {
 		if len(d.bits) < present {
 			return fmt.Errorf("RLE page of %d present values decodes %d", present, len(d.bits))
 		}
-	case format.PlainDictionary, format.RLEDictionary:
+	case format.RLEDictionary:
 		return errors.New("dictionary-encoded booleans are not supported")
 	default:
 		return fmt.Errorf("boolean page encoding %s is not supported", enc)
