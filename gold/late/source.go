@@ -14,8 +14,8 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
+	deltasource "github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -79,7 +79,7 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 }
 
 // batchEnd reads the end offset of batch n from the stream's offsets log (nil: none).
-func batchEnd(ctx context.Context, ckpt objstore.Bucket, n int64) (*silver.Offset, error) {
+func batchEnd(ctx context.Context, ckpt objstore.Bucket, n int64) (*deltasource.Offset, error) {
 	key := "offsets/" + strconv.FormatInt(n, 10)
 	data, err := objstore.ReadAll(ctx, ckpt, key)
 	if err != nil {
@@ -92,7 +92,7 @@ func batchEnd(ctx context.Context, ckpt objstore.Bucket, n int64) (*silver.Offse
 	if lines[2] == "-" {
 		return nil, nil
 	}
-	var o silver.Offset
+	var o deltasource.Offset
 	if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
 		return nil, fmt.Errorf("late: checkpoint %s line 3: %w", key, err)
 	}

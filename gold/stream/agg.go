@@ -11,8 +11,8 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
 )
 
 // runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
@@ -281,7 +281,7 @@ func appendNumber(c *table.Column, v *gold.AggValue) {
 }
 
 // progress builds batch n's StreamingQueryProgress.
-func (r *Runner) progress(n int64, entry *offsetEntry, start *silver.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
+func (r *Runner) progress(n int64, entry *offsetEntry, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
 	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
 	var prev time.Time
 	if !r.prevTrigger.IsZero() {

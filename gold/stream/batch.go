@@ -18,6 +18,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -150,7 +151,7 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 
 // runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
 // then writes state n+1, commits/n and the progress.
-func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, files []silver.IndexedFile, walMs int64) error {
+func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, files []source.IndexedFile, walMs int64) error {
 	t0 := time.Now()
 	late, evict := r.tracker.BatchWatermarks()
 	if entry.BatchWatermarkMs != evict {
@@ -222,7 +223,7 @@ func (r *Runner) account(st *batchStats, next int64) {
 // prefetch is the read of the next batch's files, running while the current batch is
 // processed (its Parquet decoding fills the core that silver's encoding leaves idle).
 type prefetch struct {
-	files   []silver.IndexedFile
+	files   []source.IndexedFile
 	done    chan struct{}
 	batches []*table.Batch
 	err     error
@@ -230,7 +231,7 @@ type prefetch struct {
 
 // readAhead returns the batch's rows, from the prefetch when it read these very files, and
 // starts reading the next batch's files when the trigger drains the source.
-func (r *Runner) readAhead(ctx context.Context, entry *offsetEntry, files []silver.IndexedFile) ([]*table.Batch, error) {
+func (r *Runner) readAhead(ctx context.Context, entry *offsetEntry, files []source.IndexedFile) ([]*table.Batch, error) {
 	var batches []*table.Batch
 	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
 		batches = p.batches
@@ -264,13 +265,13 @@ func (r *Runner) waitAhead() *prefetch {
 	return p
 }
 
-func sameFiles(a, b []silver.IndexedFile) bool {
-	return slices.EqualFunc(a, b, func(x, y silver.IndexedFile) bool {
+func sameFiles(a, b []source.IndexedFile) bool {
+	return slices.EqualFunc(a, b, func(x, y source.IndexedFile) bool {
 		return x.Version == y.Version && x.Index == y.Index && x.Add.Path == y.Add.Path
 	})
 }
 
-func (r *Runner) read(ctx context.Context, files []silver.IndexedFile) ([]*table.Batch, error) {
+func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table.Batch, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table/source"
 )
 
 // ErrBadCheckpoint reports a checkpoint file that cannot be read: the stream stops rather than
@@ -30,7 +30,7 @@ type offsetEntry struct {
 	BatchTimestampMs int64
 	Conf             map[string]string
 	// End is the source offset the batch reads up to (inclusive); nil when the source was empty.
-	End *silver.Offset
+	End *source.Offset
 }
 
 type offsetMeta struct {
@@ -64,7 +64,7 @@ func parseOffsetEntry(key string, data []byte) (*offsetEntry, error) {
 	}
 	e := &offsetEntry{BatchWatermarkMs: m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf}
 	if lines[2] != "-" {
-		var o silver.Offset
+		var o source.Offset
 		if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
 			return nil, fmt.Errorf("%w: %s line 3: %v", ErrBadCheckpoint, key, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table/source"
 )
 
 // TestOffsetEntryGolden pins the offsets log format to Spark's shape: v1, the metadata line,
@@ -15,7 +15,7 @@ import (
 func TestOffsetEntryGolden(t *testing.T) {
 	e := &offsetEntry{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
 		Conf: map[string]string{"spark.sql.streaming.multipleWatermarkPolicy": "min"},
-		End:  &silver.Offset{SourceVersion: 1, ReservoirID: "9d3c", ReservoirVersion: 42, Index: -1}}
+		End:  &source.Offset{SourceVersion: 1, ReservoirID: "9d3c", ReservoirVersion: 42, Index: -1}}
 	got := e.marshal()
 	want, err := os.ReadFile(filepath.Join("testdata", "offsets.golden"))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
 )
 
 // Listener receives every batch's progress, for embedding users (Spark's
@@ -68,7 +69,7 @@ type Runner struct {
 	opts    Options
 	cfg     *config.Pipeline
 	ckpt    checkpoint
-	src     *silver.Source
+	src     *source.Source
 	bronze  *table.Table
 	silverT *table.Table
 	rejects *table.Table
@@ -83,7 +84,7 @@ type Runner struct {
 
 	started    bool
 	nextBatch  int64
-	lastEnd    *silver.Offset
+	lastEnd    *source.Offset
 	lastEntry  *offsetEntry // offsets of the last committed batch (for the late watermark)
 	pending    *offsetEntry // an uncommitted batch to re-run first
 	needNoData bool
@@ -97,7 +98,7 @@ type Runner struct {
 	// (-1: no read-ahead) with aheadLimit a batch.
 	ahead       *prefetch
 	aheadUntil  int64
-	aheadLimit  silver.ReadLimit
+	aheadLimit  source.ReadLimit
 	resume      func(*gold.WatermarkTracker) error
 	prevTrigger time.Time
 	tablesReady bool
@@ -145,7 +146,7 @@ func New(opts Options) (*Runner, error) {
 		opts:    opts,
 		cfg:     cfg,
 		ckpt:    checkpoint{b: objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)},
-		src:     silver.NewSource(objstore.WithPrefix(opts.Lake, cfg.Tables.Bronze), silver.SourceOptions{IgnoreDeletes: cfg.Stream.IgnoreDeletes, IgnoreChanges: cfg.Stream.IgnoreChanges}),
+		src:     source.New(objstore.WithPrefix(opts.Lake, cfg.Tables.Bronze), source.Options{IgnoreDeletes: cfg.Stream.IgnoreDeletes, IgnoreChanges: cfg.Stream.IgnoreChanges}),
 		bronze:  open(cfg.Tables.Bronze, opts.WriteOptions),
 		silverT: open(cfg.Tables.Silver, silverOpts),
 		rejects: open(cfg.Tables.Rejects, opts.WriteOptions),
@@ -177,7 +178,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 	if err := r.start(ctx); err != nil {
 		return r.report, err
 	}
-	limit := silver.ReadLimit{MaxFiles: r.cfg.Stream.MaxFilesPerTrigger, MaxBytes: r.cfg.Stream.MaxBytesPerTrigger.Bytes}
+	limit := source.ReadLimit{MaxFiles: r.cfg.Stream.MaxFilesPerTrigger, MaxBytes: r.cfg.Stream.MaxBytesPerTrigger.Bytes}
 	switch r.opts.Trigger.Kind {
 	case config.TriggerOnce:
 		if r.pending != nil {
@@ -187,7 +188,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 		if err != nil {
 			return r.report, err
 		}
-		_, err = r.step(ctx, latest, silver.ReadLimit{}, false)
+		_, err = r.step(ctx, latest, source.ReadLimit{}, false)
 		return r.report, err
 	case config.TriggerProcessingTime:
 		interval := r.opts.Trigger.Interval
@@ -217,7 +218,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 }
 
 // drain fixes the source's latest version and runs batches until nothing is left to do.
-func (r *Runner) drain(ctx context.Context, limit silver.ReadLimit) error {
+func (r *Runner) drain(ctx context.Context, limit source.ReadLimit) error {
 	if r.pending != nil {
 		if err := r.runPending(ctx); err != nil {
 			return err
@@ -250,7 +251,7 @@ func (r *Runner) latest(ctx context.Context) (int64, error) {
 
 // step runs the next batch if there is new data (or, when noData, a no-data batch the
 // watermark asks for) and reports whether it ran one.
-func (r *Runner) step(ctx context.Context, until int64, limit silver.ReadLimit, noData bool) (bool, error) {
+func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, noData bool) (bool, error) {
 	if until < 0 {
 		return false, nil
 	}
@@ -327,14 +328,14 @@ func (r *Runner) runPending(ctx context.Context) error {
 	if err := r.ensurePlan(ctx); err != nil {
 		return err
 	}
-	var files []silver.IndexedFile
+	var files []source.IndexedFile
 	if entry.End != nil {
 		end := *entry.End
 		until := end.ReservoirVersion
 		if end.Index == -1 {
 			until--
 		}
-		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, silver.ReadLimit{})
+		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, source.ReadLimit{})
 		if err != nil {
 			return err
 		}

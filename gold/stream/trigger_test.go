@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/txlog"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore/mem"

@@ -1,4 +1,4 @@
-package silver
+package source
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func drain(t *testing.T, src *Source, start *Offset, until int64, limit ReadLimi
 // T1: AvailableNow over 2 500 new files with maxFilesPerTrigger = 1000: 1000/1000/500.
 func TestSourceT1AvailableNowRateLimit(t *testing.T) {
 	b, _ := sourceTable(t, []int{500, 500, 500, 500, 500})
-	src := NewSource(b, SourceOptions{})
+	src := New(b, Options{})
 	// The stream already read version 0 (no files): it starts from (1, -1).
 	start := &Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 1, Index: -1}
 	batches, _ := drain(t, src, start, 5, ReadLimit{MaxFiles: 1000})
@@ -84,13 +84,13 @@ func TestSourceMaxBytesPerTrigger(t *testing.T) {
 		{ReadLimit{MaxBytes: 700, MaxFiles: 600}, "[600 600 600 600 100]"},
 		{ReadLimit{MaxBytes: 900, MaxFiles: 1000}, "[900 900 700]"},
 	} {
-		batches, _ := drain(t, NewSource(b, SourceOptions{}), start, 5, tc.limit)
+		batches, _ := drain(t, New(b, Options{}), start, 5, tc.limit)
 		if got := fmt.Sprint(batches); got != tc.want {
 			t.Errorf("%+v: batches %s, want %s", tc.limit, got, tc.want)
 		}
 	}
 	small, _ := sourceTable(t, []int{3, 2})
-	if batches, _ := drain(t, NewSource(small, SourceOptions{}), start, 2, ReadLimit{MaxBytes: 1}); fmt.Sprint(batches) != "[1 1 1 1 1]" {
+	if batches, _ := drain(t, New(small, Options{}), start, 2, ReadLimit{MaxBytes: 1}); fmt.Sprint(batches) != "[1 1 1 1 1]" {
 		t.Errorf("a limit below one file's size: batches %v, want one file each", batches)
 	}
 }
@@ -98,7 +98,7 @@ func TestSourceMaxBytesPerTrigger(t *testing.T) {
 // T2: Once ignores the read limit: one batch of 2 500.
 func TestSourceT2OnceIgnoresLimit(t *testing.T) {
 	b, _ := sourceTable(t, []int{500, 500, 500, 500, 500})
-	src := NewSource(b, SourceOptions{})
+	src := New(b, Options{})
 	start := &Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 1, Index: -1}
 	batches, _ := drain(t, src, start, 5, ReadLimit{})
 	if fmt.Sprint(batches) != "[2500]" {
@@ -114,7 +114,7 @@ func TestSourceT3EndOffset(t *testing.T) {
 		perCommit[i] = 2
 	}
 	b, _ := sourceTable(t, perCommit)
-	src := NewSource(b, SourceOptions{})
+	src := New(b, Options{})
 	ctx := context.Background()
 	start := Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 41, Index: -1}
 	files, end, err := src.NextBatch(ctx, &start, 41, ReadLimit{})
@@ -137,7 +137,7 @@ func TestSourceSnapshotThenCommits(t *testing.T) {
 	ctx := context.Background()
 	for _, maxFiles := range []int{0, 1, 2, 3, 5} {
 		b, log := sourceTable(t, []int{3, 0, 4})
-		src := NewSource(b, SourceOptions{})
+		src := New(b, Options{})
 		seen := map[string]bool{}
 		var start *Offset
 		collect := func(until int64) {
@@ -187,10 +187,10 @@ func TestSourceRemovesStopTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 2, Index: -1}
-	if _, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 2, ReadLimit{}); !errors.Is(err, ErrDataRemoved) {
+	if _, _, err := New(b, Options{}).NextBatch(ctx, &start, 2, ReadLimit{}); !errors.Is(err, ErrDataRemoved) {
 		t.Fatalf("got %v, want ErrDataRemoved", err)
 	}
-	if _, _, err := NewSource(b, SourceOptions{IgnoreDeletes: true}).NextBatch(ctx, &start, 2, ReadLimit{}); err != nil {
+	if _, _, err := New(b, Options{IgnoreDeletes: true}).NextBatch(ctx, &start, 2, ReadLimit{}); err != nil {
 		t.Fatalf("ignore_deletes: %v", err)
 	}
 	// Compaction (dataChange=false) is not a change: it delivers nothing and does not stop.
@@ -202,7 +202,7 @@ func TestSourceRemovesStopTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = Offset{SourceVersion: 1, ReservoirID: "table-1", ReservoirVersion: 3, Index: -1}
-	files, _, err := NewSource(b, SourceOptions{}).NextBatch(ctx, &start, 3, ReadLimit{})
+	files, _, err := New(b, Options{}).NextBatch(ctx, &start, 3, ReadLimit{})
 	if err != nil || len(files) != 0 {
 		t.Fatalf("compaction: %d files, %v", len(files), err)
 	}

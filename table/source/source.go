@@ -1,4 +1,4 @@
-package silver
+package source
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 
 // ErrDataRemoved reports a source commit that removes data files: a streaming source cannot
 // un-read rows it already delivered, so it stops unless told to ignore such commits.
-var ErrDataRemoved = errors.New("silver: the source table removed data")
+var ErrDataRemoved = errors.New("source: the source table removed data")
 
 // ErrTableReplaced reports that the source table's id changed under the stream.
-var ErrTableReplaced = errors.New("silver: the source table was replaced")
+var ErrTableReplaced = errors.New("source: the source table was replaced")
 
 // Offset is Delta's streaming source offset: the position after file Index of version
 // ReservoirVersion (Index -1: before every file of that version). While IsStartingVersion, the
@@ -52,8 +52,8 @@ type IndexedFile struct {
 	Add     *txlog.Add
 }
 
-// SourceOptions tune the source.
-type SourceOptions struct {
+// Options tune the source.
+type Options struct {
 	// IgnoreDeletes skips commits that only remove files (deleting data upstream).
 	IgnoreDeletes bool
 	// IgnoreChanges skips the removes of commits that rewrite files, delivering their adds
@@ -64,14 +64,14 @@ type SourceOptions struct {
 // Source reads a Delta table as a stream of added files, the way Delta's DeltaSource does.
 type Source struct {
 	log  *txlog.Log
-	opts SourceOptions
+	opts Options
 
 	mu   sync.Mutex
 	last *txlog.Snapshot // the newest snapshot seen: later ones replay only the new commits
 }
 
-// NewSource streams the table in b (rooted at the table folder).
-func NewSource(b objstore.Bucket, opts SourceOptions) *Source {
+// New streams the table in b (rooted at the table folder).
+func New(b objstore.Bucket, opts Options) *Source {
 	return &Source{log: txlog.New(b), opts: opts}
 }
 
@@ -136,7 +136,7 @@ func (s *Source) NextBatch(ctx context.Context, start *Offset, until int64, limi
 	if start == nil {
 		snap, err := s.snapshotAt(ctx, until)
 		if err != nil {
-			return nil, Offset{}, fmt.Errorf("silver: source snapshot %d: %w", until, err)
+			return nil, Offset{}, fmt.Errorf("source: source snapshot %d: %w", until, err)
 		}
 		pos = Offset{SourceVersion: 1, ReservoirID: snap.Metadata().ID, ReservoirVersion: until, Index: -1, IsStartingVersion: true}
 	} else {
@@ -180,7 +180,7 @@ func (s *Source) checkTableID(ctx context.Context, pos Offset, until int64) erro
 	}
 	snap, err := s.snapshotAt(ctx, until)
 	if err != nil {
-		return fmt.Errorf("silver: source snapshot %d: %w", until, err)
+		return fmt.Errorf("source: source snapshot %d: %w", until, err)
 	}
 	if id := snap.Metadata().ID; id != pos.ReservoirID {
 		return fmt.Errorf("%w: table id %s, the stream started on %s; start a new checkpoint", ErrTableReplaced, id, pos.ReservoirID)
@@ -195,7 +195,7 @@ func (s *Source) checkTableID(ctx context.Context, pos Offset, until int64) erro
 func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]*txlog.Add, error) {
 	snap, err := s.snapshotAt(ctx, v)
 	if err != nil {
-		return nil, fmt.Errorf("silver: source snapshot %d: %w", v, err)
+		return nil, fmt.Errorf("source: source snapshot %d: %w", v, err)
 	}
 	files := append([]*txlog.Add(nil), snap.Files()...)
 	sort.SliceStable(files, func(i, j int) bool {
@@ -213,14 +213,14 @@ func (s *Source) snapshotFiles(ctx context.Context, v int64) ([]*txlog.Add, erro
 func (s *Source) commitFiles(ctx context.Context, v int64) ([]*txlog.Add, error) {
 	data, err := objstore.ReadAll(ctx, s.log.Bucket(), txlog.CommitKey(v))
 	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, fmt.Errorf("silver: source commit %d is gone (log cleanup ran past the stream's position): %w", v, err)
+		return nil, fmt.Errorf("source: source commit %d is gone (log cleanup ran past the stream's position): %w", v, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("silver: read source commit %d: %w", v, err)
+		return nil, fmt.Errorf("source: read source commit %d: %w", v, err)
 	}
 	actions, err := txlog.ParseActions(data)
 	if err != nil {
-		return nil, fmt.Errorf("silver: source commit %d: %w", v, err)
+		return nil, fmt.Errorf("source: source commit %d: %w", v, err)
 	}
 	var adds []*txlog.Add
 	removed := false
