@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -15,7 +14,7 @@ import (
 type group struct {
 	key  string // groupKey encoding
 	win  gold.Window
-	keys []gold.KeyPart
+	keys []table.KeyPart
 	// vals are the aggregates in spec order; rows counts the (row, window) pairs.
 	vals []gold.AggValue
 	rows int64
@@ -150,7 +149,7 @@ func (c *collector) flush() error {
 	for _, r := range res.Rows {
 		g := c.latest[r.Key]
 		if g == nil {
-			parts, err := gold.DecodeKey(r.Key)
+			parts, err := table.DecodeKey(r.Key)
 			if err != nil || len(parts) != len(c.a.keyNames)+2 {
 				return fmt.Errorf("late: gold %s: bad group key (%v)", c.a.cfg.Name, err)
 			}
@@ -189,7 +188,7 @@ func (c *collector) groups() ([]*group, error) {
 }
 
 // appendRow writes one gold row: window, keys, the aggregates in the gold layout and late_rows.
-func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []gold.KeyPart, vals []gold.AggValue, lateRows int64) error {
+func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart, vals []gold.AggValue, lateRows int64) error {
 	set := make([]bool, len(out.Columns))
 	w := out.Columns[a.winCol]
 	w.AppendStruct()
@@ -197,7 +196,7 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []gold.KeyPart, 
 	w.Children[1].AppendInt64(win.End)
 	set[a.winCol] = true
 	for k, ci := range a.keyCols {
-		stream.AppendKeyValue(out.Columns[ci], keys[k])
+		table.AppendKeyValue(out.Columns[ci], keys[k])
 		set[ci] = true
 	}
 	var sketch []byte

@@ -12,7 +12,6 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -255,7 +254,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 			if a.session != nil {
 				kb = kb[:0]
 				for _, c := range s.keys {
-					kb = stream.AppendKeyPart(kb, c, i)
+					kb = table.AppendKeyPart(kb, c, i)
 				}
 				t := s.ev.Int64[i]
 				if last, ok := affected[string(kb)]; !ok || t > last {

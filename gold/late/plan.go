@@ -145,10 +145,10 @@ func (a *agg) windowsOf(dst []gold.Window, t, lateWM int64) []gold.Window {
 
 // groupKey is the composite key of a gold row: window start, window end, then the group keys.
 func groupKey(dst []byte, start, end int64, keys []*table.Column, i int) []byte {
-	dst = gold.AppendKeyInt64(dst, start)
-	dst = gold.AppendKeyInt64(dst, end)
+	dst = table.AppendKeyInt64(dst, start)
+	dst = table.AppendKeyInt64(dst, end)
 	for _, c := range keys {
-		dst = stream.AppendKeyPart(dst, c, i)
+		dst = table.AppendKeyPart(dst, c, i)
 	}
 	return dst
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -68,7 +67,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		err := src.read(ctx, a, readLo, readHi, func(s *source, i int) error {
 			kb = kb[:0]
 			for _, c := range s.keys {
-				kb = stream.AppendKeyPart(kb, c, i)
+				kb = table.AppendKeyPart(kb, c, i)
 			}
 			if _, ok := only[string(kb)]; only != nil && !ok {
 				return nil
@@ -150,7 +149,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 	drop := func(start, _ int64, cols []*table.Column, i int) bool {
 		kb = kb[:0]
 		for _, c := range cols {
-			kb = stream.AppendKeyPart(kb, c, i)
+			kb = table.AppendKeyPart(kb, c, i)
 		}
 		if _, ok := only[string(kb)]; only != nil && !ok {
 			return false

@@ -12,7 +12,6 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	deltasource "github.com/medallion-lake/medallion/table/source"
@@ -168,7 +167,7 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 				if len(dk) > 0 {
 					key = key[:0]
 					for _, c := range dk {
-						key = stream.AppendKeyPart(key, c, i)
+						key = table.AppendKeyPart(key, c, i)
 					}
 					if seen[string(key)] {
 						continue

@@ -30,7 +30,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		for _, j := range buf.sel {
 			b := batches[buf.vb[j]]
 			for _, c := range ap.keyCols {
-				in.Keys.Data = AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
+				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
 			}
 			in.Keys.EndValue()
 		}
@@ -210,7 +210,7 @@ func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
 		win.Children[1].AppendInt64(row.Window.End)
 		ci := 1
 		if len(ap.keyCols) > 0 {
-			parts, err := gold.DecodeKey(row.Key)
+			parts, err := table.DecodeKey(row.Key)
 			if err != nil {
 				return nil, err
 			}
@@ -218,7 +218,7 @@ func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
 				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
 			}
 			for k := range ap.keyCols {
-				AppendKeyValue(gb.Columns[ci], parts[k])
+				table.AppendKeyValue(gb.Columns[ci], parts[k])
 				ci++
 			}
 		}

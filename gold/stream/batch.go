@@ -688,7 +688,7 @@ func (r *Runner) encodeKeys(batches []*table.Batch, cols []int) {
 	for j := range buf.evt {
 		b := batches[buf.vb[j]]
 		for _, c := range cols {
-			buf.keyData = AppendKeyPart(buf.keyData, b.Columns[c], int(buf.vr[j]))
+			buf.keyData = table.AppendKeyPart(buf.keyData, b.Columns[c], int(buf.vr[j]))
 		}
 		buf.keyOffs = append(buf.keyOffs, int32(len(buf.keyData)))
 	}
@@ -812,7 +812,7 @@ func (r *Runner) silverKeys(ctx context.Context, n int64, batches []*table.Batch
 						}
 						key = key[:0]
 						for c := range r.plan.dedup {
-							key = AppendKeyPart(key, b.Columns[c], row)
+							key = table.AppendKeyPart(key, b.Columns[c], row)
 						}
 						if set.keys[string(key)] {
 							found[w][string(key)] = true
@@ -894,7 +894,7 @@ func firstHash(c *table.Column, i int, scratch *[]byte) uint64 {
 			return mix64(uint64(c.Int64[i]))
 		}
 	}
-	*scratch = AppendKeyPart((*scratch)[:0], c, i)
+	*scratch = table.AppendKeyPart((*scratch)[:0], c, i)
 	return quickHash(*scratch)
 }
 

@@ -33,7 +33,7 @@ func TestKeySetAgainstMap(t *testing.T) {
 				}
 			}
 			col.AppendNull()
-			encode := func(i int) string { return string(AppendKeyPart(nil, col, i)) }
+			encode := func(i int) string { return string(table.AppendKeyPart(nil, col, i)) }
 			in := map[string]bool{}
 			s := newKeySet(n)
 			var scratch []byte

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
@@ -243,59 +242,4 @@ func typeName(t txlog.DataType) string {
 		return p.Name
 	}
 	return fmt.Sprintf("%T", t)
-}
-
-// appendKeyPart encodes row i of c as a gold key part. Strings are passed without a copy: the
-// encoder only appends their bytes.
-// AppendKeyPart appends row i of a group-by column to dst in gold's key encoding (the encoding
-// of gold.AppendKey*); merge-late and replay key gold rows the same way.
-func AppendKeyPart(dst []byte, c *table.Column, i int) []byte {
-	if c.IsNull(i) {
-		return gold.AppendKeyNull(dst)
-	}
-	switch c.Kind {
-	case table.KindBytes:
-		b := c.BytesAt(i)
-		return gold.AppendKeyString(dst, unsafe.String(unsafe.SliceData(b), len(b)))
-	case table.KindInt64:
-		return gold.AppendKeyInt64(dst, c.Int64[i])
-	case table.KindInt32:
-		return gold.AppendKeyInt64(dst, int64(c.Int32[i]))
-	case table.KindFloat64:
-		return gold.AppendKeyFloat64(dst, c.Float64[i])
-	case table.KindFloat32:
-		return gold.AppendKeyFloat64(dst, float64(c.Float32[i]))
-	case table.KindBool:
-		v := int64(0)
-		if c.Bool[i] {
-			v = 1
-		}
-		return gold.AppendKeyInt64(dst, v)
-	}
-	return gold.AppendKeyNull(dst) // unreachable: keyable checked the kinds
-}
-
-// AppendKeyValue writes a decoded key part back into a column of the key's type.
-func AppendKeyValue(c *table.Column, v gold.KeyPart) {
-	switch v := v.(type) {
-	case nil:
-		c.AppendNull()
-	case string:
-		c.AppendString(v)
-	case float64:
-		if c.Kind == table.KindFloat32 {
-			c.AppendFloat32(float32(v))
-		} else {
-			c.AppendFloat64(v)
-		}
-	case int64:
-		switch c.Kind {
-		case table.KindInt32:
-			c.AppendInt32(int32(v))
-		case table.KindBool:
-			c.AppendBool(v != 0)
-		default:
-			c.AppendInt64(v)
-		}
-	}
 }
