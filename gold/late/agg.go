@@ -49,7 +49,7 @@ func newCollector(a *agg) (*collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs := append(append([]gold.AggSpec(nil), a.specs...), gold.AggSpec{Fn: gold.Count, Column: -1, Name: colLateRows})
+	specs := append(append([]gold.AggSpec(nil), a.specs...), gold.AggSpec{Fn: gold.Count, Column: -1, Name: gold.ColLateRows})
 	op, err := gold.NewAggregation(gold.AggConfig{Window: all, Mode: gold.Update, Aggs: specs, NumKeys: len(a.keyNames) + 2, NoWatermark: true})
 	if err != nil {
 		return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)

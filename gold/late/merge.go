@@ -336,7 +336,7 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 	}
 	prune := table.Or() // no group: read nothing
 	if len(groups) > 0 {
-		prune = table.And(table.Ge(colWindow+".start", time.UnixMicro(lo).UTC()), table.Le(colWindow+".start", time.UnixMicro(hi).UTC()))
+		prune = table.And(table.Ge(gold.ColWindow+".start", time.UnixMicro(lo).UTC()), table.Le(gold.ColWindow+".start", time.UnixMicro(hi).UTC()))
 	}
 	var key []byte
 	var keys []*table.Column

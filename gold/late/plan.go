@@ -10,15 +10,10 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Gold column names: the stream's tables define them.
+// Quarantine column names: the stream's tables define them.
 const (
-	colWindow        = stream.ColWindow
-	colLateRows      = stream.ColLateRows
 	colLateWatermark = stream.ColLateWatermark
 	colBatchID       = stream.ColBatchID
-	suffixSum        = stream.SuffixSum
-	suffixCount      = stream.SuffixCount
-	suffixSketch     = stream.SuffixSketch
 )
 
 // agg is one gold aggregation resolved against the schema of the rows it reads (silver's
@@ -99,10 +94,10 @@ func resolve(cfg *config.Pipeline, g *config.Gold, in, goldSchema *txlog.StructT
 		return i, nil
 	}
 	var err error
-	if a.winCol, err = col(colWindow); err != nil {
+	if a.winCol, err = col(gold.ColWindow); err != nil {
 		return nil, err
 	}
-	if a.lateCol, err = col(colLateRows); err != nil {
+	if a.lateCol, err = col(gold.ColLateRows); err != nil {
 		return nil, err
 	}
 	for _, k := range g.GroupBy {
@@ -120,9 +115,9 @@ func resolve(cfg *config.Pipeline, g *config.Gold, in, goldSchema *txlog.StructT
 		var extra []string
 		switch s.Fn {
 		case gold.Avg:
-			extra = []string{s.Name + suffixSum, s.Name + suffixCount}
+			extra = []string{s.Name + gold.SuffixSum, s.Name + gold.SuffixCount}
 		case gold.ApproxCountDistinct, gold.ApproxPercentile:
-			extra = []string{s.Name + suffixSketch}
+			extra = []string{s.Name + gold.SuffixSketch}
 		}
 		for k, e := range extra {
 			if goldSchema.FieldIndex(e) != i+1+k {

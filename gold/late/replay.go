@@ -179,7 +179,7 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 		return gr, err
 	}
 	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
-	prune := table.And(table.Ge(colWindow+".start", s), table.Le(colWindow+".start", e))
+	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
 	gr.Gold, err = replace(ctx, rw, prune, inRange, groups, nil, fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
 	return gr, err
 }

@@ -165,7 +165,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			res.deferred, txn = true, nil
 		}
 	}
-	prune := table.And(table.Ge(colWindow+".start", s), table.Le(colWindow+".start", e))
+	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
 	res.gold, err = replace(ctx, rw, prune, drop, groups, txn, fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
 		s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
 	return res, err

@@ -115,10 +115,10 @@ func (r *Runner) aggFullSnapshot() bool {
 // the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
 // are inserted.
 func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
-	keys := append([]string{ColWindow}, ap.cfg.GroupBy...)
+	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
 	set := map[string]merge.Value{}
 	for _, f := range ap.schema.Fields[len(keys):] {
-		if f.Name != ColLateRows {
+		if f.Name != gold.ColLateRows {
 			set[f.Name] = merge.FromSource(f.Name)
 		}
 	}

@@ -9,23 +9,14 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Extra columns of the tables the runner writes (DESIGN.md §3).
+// Extra columns of the quarantine tables the runner writes (DESIGN.md §3); gold's columns
+// are gold's row contract (gold/row.go).
 const (
 	// ColLateWatermark is the quarantine column with the late-row watermark that judged the row.
 	ColLateWatermark = "late_watermark"
 	// ColBatchID and ColQueryID say which micro-batch of which query quarantined the row.
 	ColBatchID = "batch_id"
 	ColQueryID = "query_id"
-	// ColWindow is gold's window struct<start: timestamp, end: timestamp>.
-	ColWindow = "window"
-	// ColLateRows counts the late rows a gold row absorbed: 0 from the stream, raised by
-	// merge-late.
-	ColLateRows = "late_rows"
-	// SuffixSum and SuffixCount name the columns that keep an avg mergeable (avg_x_sum,
-	// avg_x_count); SuffixSketch names a sketch aggregate's binary state (AggValue.AppendBinary).
-	SuffixSum    = "_sum"
-	SuffixCount  = "_count"
-	SuffixSketch = "_sketch"
 )
 
 // aggPlan is one gold aggregation, resolved against the silver schema.
@@ -145,7 +136,7 @@ func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, erro
 	}
 	ap.agg.NoWatermark = noWatermark
 	ap.agg.NumKeys = len(g.GroupBy)
-	fields := []txlog.StructField{{Name: ColWindow, Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{
+	fields := []txlog.StructField{{Name: gold.ColWindow, Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "start", Type: timestampType(), Nullable: true}, {Name: "end", Type: timestampType(), Nullable: true}}}}}
 	for _, k := range g.GroupBy {
 		i, err := col("gold "+g.Name+" group_by", k)
@@ -201,17 +192,17 @@ func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, erro
 			fields = append(fields, txlog.StructField{Name: a.As, Type: inType, Nullable: true})
 		case gold.Avg:
 			fields = append(fields, txlog.StructField{Name: a.As, Type: doubleType(), Nullable: true},
-				txlog.StructField{Name: a.As + SuffixSum, Type: num, Nullable: true},
-				txlog.StructField{Name: a.As + SuffixCount, Type: longType()})
+				txlog.StructField{Name: a.As + gold.SuffixSum, Type: num, Nullable: true},
+				txlog.StructField{Name: a.As + gold.SuffixCount, Type: longType()})
 		case gold.ApproxCountDistinct:
 			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()},
-				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
+				txlog.StructField{Name: a.As + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
 		case gold.ApproxPercentile:
 			fields = append(fields, txlog.StructField{Name: a.As, Nullable: true, Type: txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
-				txlog.StructField{Name: a.As + SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
+				txlog.StructField{Name: a.As + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
 		}
 	}
-	fields = append(fields, txlog.StructField{Name: ColLateRows, Type: longType()})
+	fields = append(fields, txlog.StructField{Name: gold.ColLateRows, Type: longType()})
 	if err := ap.agg.Validate(); err != nil {
 		return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 	}
