@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/medallion-lake/medallion/gold/late"
+	"github.com/medallion-lake/medallion/late"
 )
 
 // MergeLate folds each gold aggregation's new quarantine rows into its gold table (only

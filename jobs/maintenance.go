@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
+	"github.com/medallion-lake/medallion/stream"
 )
 
 // Stream runs the streaming query (bronze to silver, quarantine and gold) with the config's

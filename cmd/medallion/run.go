@@ -13,8 +13,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/late"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/late"
 )
 
 // jobRunner runs one job and returns what its one-line JSON summary reports.

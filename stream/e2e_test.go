@@ -325,7 +325,7 @@ func TestStreamEndToEndOracle(t *testing.T) {
 }
 
 // TestStreamEndToEndOracleMinIO is the oracle test on a real MinIO server (skipped without
-// one: run it with scripts/minio.sh run -- go test ./gold/stream/).
+// one: run it with scripts/minio.sh run -- go test ./stream/).
 func TestStreamEndToEndOracleMinIO(t *testing.T) {
 	lake := s3test.NewTestBucket(t)
 	base := landBronze(t, 3, 3000, 6)

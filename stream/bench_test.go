@@ -46,7 +46,7 @@ func BenchmarkStreamFile(b *testing.B) {
 }
 
 // BenchmarkStreamMinIO is the same on a real MinIO server (skipped without one: run it with
-// scripts/minio.sh run -- go test -bench StreamMinIO ./gold/stream/), over 100k rows.
+// scripts/minio.sh run -- go test -bench StreamMinIO ./stream/), over 100k rows.
 func BenchmarkStreamMinIO(b *testing.B) {
 	lake := s3test.NewTestBucket(b)
 	copyInto(b, benchLake(b, 100_000), lake)

@@ -13,7 +13,7 @@ import (
 )
 
 // streamState is what the late jobs need from the stream's checkpoint (its layout is owned by
-// gold/stream; see its package doc): the query id and the last committed batch with the
+// stream; see its package doc): the query id and the last committed batch with the
 // watermark it ran with.
 type streamState struct {
 	queryID string

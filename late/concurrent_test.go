@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
+	"github.com/medallion-lake/medallion/stream"
 )
 
 // TestMergeLateAndReplayWhileStreaming runs merge-late and replay in a loop while the stream

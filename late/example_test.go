@@ -8,9 +8,9 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
-	"github.com/medallion-lake/medallion/gold/late"
-	"github.com/medallion-lake/medallion/gold/stream"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
