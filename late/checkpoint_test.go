@@ -7,6 +7,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 )
 
 func TestReadStreamState(t *testing.T) {
@@ -36,7 +37,7 @@ func TestReadStreamState(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := readStreamState(ctx, b)
+			got, err := readStreamState(ctx, checkpoint.Open(b))
 			switch {
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
@@ -68,9 +69,9 @@ func FuzzCheckpointFiles(f *testing.F) {
 		_ = objstore.PutBytes(ctx, b, "metadata", meta)
 		_ = objstore.PutBytes(ctx, b, "offsets/0", offsets)
 		_ = objstore.PutBytes(ctx, b, "commits/0", []byte("v1\n{}"))
-		if st, err := readStreamState(ctx, b); err == nil && (st.queryID == "" || st.batch != 0) {
+		if st, err := readStreamState(ctx, checkpoint.Open(b)); err == nil && (st.queryID == "" || st.batch != 0) {
 			t.Fatalf("state %+v without an error", st)
 		}
-		_, _ = batchEnd(ctx, b, 0)
+		_, _ = checkpoint.Open(b).ReadOffsets(ctx, 0)
 	})
 }

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -144,7 +144,7 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*config.Gol
 	if err != nil {
 		return "", err
 	}
-	st, err := readStreamState(ctx, objstore.WithPrefix(o.Lake, o.Config.Stream.Checkpoint))
+	st, err := readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Config.Stream.Checkpoint)))
 	if errors.Is(err, errNoStream) {
 		o.Logger.Info("late: nothing to "+what, "reason", err)
 		return "", nil
@@ -310,7 +310,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 	}
 	gr.Gold = &ws
 	if minBatch >= 0 {
-		gr.InputRows = progressInput(ctx, objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint), minBatch, maxBatch)
+		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint)), minBatch, maxBatch)
 	}
 	if f := opts.Config.Stream.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
 		opts.Logger.Warn("late: late rows above the alert fraction", "gold", g.Name, "lateRows", gr.LateRows,
@@ -388,10 +388,10 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 
 // progressInput sums numInputRows of the stream's kept progress files of batches from..to.
 // Progress is informational: a file already cleaned up is simply not counted.
-func progressInput(ctx context.Context, ckpt objstore.Bucket, from, to int64) int64 {
+func progressInput(ctx context.Context, ckpt *checkpoint.Dir, from, to int64) int64 {
 	var n int64
 	for b := from; b <= to && b-from < 100_000; b++ {
-		data, err := objstore.ReadAll(ctx, ckpt, "progress/"+strconv.FormatInt(b, 10)+".json")
+		data, err := ckpt.ReadProgress(ctx, b)
 		if err != nil {
 			continue
 		}

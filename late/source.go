@@ -3,18 +3,15 @@ package late
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
-	deltasource "github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -50,11 +47,11 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 		}
 	} else {
 		src.t = opts.open(cfg.Tables.Bronze)
-		end, err := batchEnd(ctx, objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint), upTo)
+		e, err := checkpoint.Open(objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)).ReadOffsets(ctx, upTo)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("late: %w", err)
 		}
-		if end == nil {
+		if end := e.End; end == nil {
 			src.snap = nil
 		} else {
 			v := end.ReservoirVersion
@@ -75,27 +72,6 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 		return nil, fmt.Errorf("late: source schema: %w", err)
 	}
 	return src, nil
-}
-
-// batchEnd reads the end offset of batch n from the stream's offsets log (nil: none).
-func batchEnd(ctx context.Context, ckpt objstore.Bucket, n int64) (*deltasource.Offset, error) {
-	key := "offsets/" + strconv.FormatInt(n, 10)
-	data, err := objstore.ReadAll(ctx, ckpt, key)
-	if err != nil {
-		return nil, fmt.Errorf("late: read checkpoint %s: %w", key, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("late: checkpoint %s: want 3 lines", key)
-	}
-	if lines[2] == "-" {
-		return nil, nil
-	}
-	var o deltasource.Offset
-	if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
-		return nil, fmt.Errorf("late: checkpoint %s line 3: %w", key, err)
-	}
-	return &o, nil
 }
 
 // read calls fn for every valid source row with lo <= event time < hi. From bronze, rows are

@@ -10,7 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
-	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 )
@@ -281,7 +281,7 @@ func appendNumber(c *table.Column, v *gold.AggValue) {
 }
 
 // progress builds batch n's StreamingQueryProgress.
-func (r *Runner) progress(n int64, entry *offsetEntry, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
+func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
 	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
 	var prev time.Time
 	if !r.prevTrigger.IsZero() {
@@ -341,8 +341,8 @@ func (r *Runner) publish(ctx context.Context, n int64, p *gold.Progress) error {
 	if err != nil {
 		return fmt.Errorf("stream: progress: %w", err)
 	}
-	if err := objstore.PutBytes(ctx, r.ckpt.b, progressKey(n), data); err != nil {
-		return fmt.Errorf("stream: write checkpoint %s: %w", progressKey(n), err)
+	if err := r.ckpt.WriteProgress(ctx, n, data); err != nil {
+		return err
 	}
 	r.opts.Logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
 	if r.opts.Listener != nil {

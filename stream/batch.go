@@ -17,6 +17,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
@@ -133,7 +134,7 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	if s, ok := sections["idle"]; ok {
 		var err error
 		if r.lastDataMs, r.idleBaseWM, err = decodeIdle(s); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrBadCheckpoint, stateKey(r.nextBatch), err)
+			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(r.nextBatch), err)
 		}
 	}
 	if r.resume != nil {
@@ -151,11 +152,11 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 
 // runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
 // then writes state n+1, commits/n and the progress.
-func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, files []source.IndexedFile, walMs int64) error {
+func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offsets, files []source.IndexedFile, walMs int64) error {
 	t0 := time.Now()
 	late, evict := r.tracker.BatchWatermarks()
 	if entry.BatchWatermarkMs != evict {
-		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", ErrBadCheckpoint, offsetsKey(n), entry.BatchWatermarkMs, evict)
+		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", checkpoint.ErrBad, checkpoint.OffsetsKey(n), entry.BatchWatermarkMs, evict)
 	}
 	batches, err := r.readAhead(ctx, entry, files)
 	if err != nil {
@@ -170,7 +171,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	st.addMs = time.Since(tRead).Milliseconds()
 	next := st.next
 	tCommit := time.Now()
-	if err := r.ckpt.writeCommit(ctx, n, next); err != nil {
+	if err := r.ckpt.WriteCommit(ctx, n, next); err != nil {
 		return err
 	}
 	commitMs := time.Since(tCommit).Milliseconds()
@@ -191,7 +192,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *offsetEntry, file
 	// A dedup state version may need the deltas back to its last full snapshot.
 	retain = max(retain, int64(r.cfg.Stream.State.MinDeltasForSnapshot)+1)
 	if old := n - retain; old >= 0 {
-		if err := r.ckpt.cleanup(ctx, old); err != nil {
+		if err := r.ckpt.Cleanup(ctx, old); err != nil {
 			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
 		}
 	}
@@ -231,7 +232,7 @@ type prefetch struct {
 
 // readAhead returns the batch's rows, from the prefetch when it read these very files, and
 // starts reading the next batch's files when the trigger drains the source.
-func (r *Runner) readAhead(ctx context.Context, entry *offsetEntry, files []source.IndexedFile) ([]*table.Batch, error) {
+func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*table.Batch, error) {
 	var batches []*table.Batch
 	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
 		batches = p.batches
@@ -321,7 +322,7 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 }
 
 // process validates, deduplicates and writes one batch to every sink.
-func (r *Runner) process(ctx context.Context, n int64, entry *offsetEntry, batches []*table.Batch, late, evict int64) (*batchStats, error) {
+func (r *Runner) process(ctx context.Context, n int64, entry *checkpoint.Offsets, batches []*table.Batch, late, evict int64) (*batchStats, error) {
 	p, buf := r.plan, &r.buf
 	st := &batchStats{}
 	rows := 0
@@ -517,10 +518,7 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 	} else {
 		r.aggDeltas++
 	}
-	if err := objstore.PutBytes(ctx, r.ckpt.b, stateKey(n+1), encodeState(sections, order)); err != nil {
-		return fmt.Errorf("stream: write checkpoint %s: %w", stateKey(n+1), err)
-	}
-	return nil
+	return r.ckpt.WriteState(ctx, n+1, sections, order)
 }
 
 // silverSplitRows is the batch size from which silver is encoded as one file per core: the
@@ -988,7 +986,7 @@ func (r *Runner) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (m
 			return paths, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", ErrBadCheckpoint, r.queryID, n)
+	return nil, fmt.Errorf("%w: silver holds txn %s version >= %d but its commit is not among the last 1000", checkpoint.ErrBad, r.queryID, n)
 }
 
 // State sections of the dedup operator and of each aggregation (the prefix, then its name):
@@ -1009,12 +1007,7 @@ func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte,
 	if sections, ok := r.restoring[v]; ok {
 		return sections, nil
 	}
-	key := stateKey(v)
-	data, err := objstore.ReadAll(ctx, r.ckpt.b, key)
-	if err != nil {
-		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
-	}
-	sections, err := decodeState(key, data)
+	sections, err := r.ckpt.ReadState(ctx, v)
 	if err == nil && r.restoring != nil {
 		r.restoring[v] = sections
 	}
@@ -1034,19 +1027,19 @@ func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections 
 			a, err = gold.RestoreAggregation(ap.agg, s)
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", stateKey(v), err)
+			return nil, 0, fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
 		}
 		if a != nil {
 			for i := len(deltas) - 1; i >= 0; i-- {
 				if err := a.ApplyDelta(deltas[i]); err != nil {
-					return nil, 0, fmt.Errorf("%s: %w", stateKey(v+int64(len(deltas)-i)), err)
+					return nil, 0, fmt.Errorf("%s: %w", checkpoint.StateKey(v+int64(len(deltas)-i)), err)
 				}
 			}
 			return a, len(deltas), nil
 		}
 		s, ok := sections[secAggDelta+ap.cfg.Name]
 		if !ok || v <= 0 {
-			return nil, 0, fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", ErrBadCheckpoint, stateKey(v), ap.cfg.Name)
+			return nil, 0, fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", checkpoint.ErrBad, checkpoint.StateKey(v), ap.cfg.Name)
 		}
 		deltas = append(deltas, s)
 		v--
@@ -1133,13 +1126,13 @@ func (r *Runner) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int
 		if s, ok := sections[secDedup]; ok {
 			d, err := silver.RestoreDedup(cfg, s)
 			if err != nil {
-				return nil, 0, fmt.Errorf("stream: dedup state %s: %w", stateKey(v), err)
+				return nil, 0, fmt.Errorf("stream: dedup state %s: %w", checkpoint.StateKey(v), err)
 			}
 			return d, len(deltas), r.replay(d, deltas, v)
 		}
 		s, ok := sections[secDedupDelta]
 		if !ok || v <= 0 {
-			return nil, 0, fmt.Errorf("%w: %s has no dedup state", ErrBadCheckpoint, stateKey(v))
+			return nil, 0, fmt.Errorf("%w: %s has no dedup state", checkpoint.ErrBad, checkpoint.StateKey(v))
 		}
 		deltas = append(deltas, s)
 		v--
@@ -1153,7 +1146,7 @@ func (r *Runner) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int
 func (r *Runner) replay(d *silver.Dedup, deltas [][]byte, base int64) error {
 	for i := len(deltas) - 1; i >= 0; i-- {
 		if err := replayDedupDelta(d, deltas[i]); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrBadCheckpoint, stateKey(base+int64(len(deltas)-i)), err)
+			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(base+int64(len(deltas)-i)), err)
 		}
 	}
 	return nil

@@ -19,7 +19,8 @@
 //     then late_rows (0 from the stream, raised by merge-late). Append mode appends closed
 //     windows, complete mode overwrites the table, update mode MERGEs on (window, keys).
 //
-// The checkpoint (under stream.checkpoint in the lake) has Spark's layout: metadata (the query
+// The checkpoint (under stream.checkpoint in the lake; package checkpoint reads and writes it)
+// has Spark's layout: metadata (the query
 // id), offsets/N (written before batch N with put-if-absent: watermark, batch timestamp and the
 // source's end offset), state/<N+1> (each aggregation's snapshot; the dedup state as a full
 // snapshot every state.min_deltas_for_snapshot versions and the batch's additions in between),

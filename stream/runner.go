@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 )
@@ -68,7 +69,7 @@ type GoldReport struct {
 type Runner struct {
 	opts    Options
 	cfg     *config.Pipeline
-	ckpt    checkpoint
+	ckpt    *checkpoint.Dir
 	src     *source.Source
 	bronze  *table.Table
 	silverT *table.Table
@@ -85,8 +86,8 @@ type Runner struct {
 	started    bool
 	nextBatch  int64
 	lastEnd    *source.Offset
-	lastEntry  *offsetEntry // offsets of the last committed batch (for the late watermark)
-	pending    *offsetEntry // an uncommitted batch to re-run first
+	lastEntry  *checkpoint.Offsets // offsets of the last committed batch (for the late watermark)
+	pending    *checkpoint.Offsets // an uncommitted batch to re-run first
 	needNoData bool
 	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
 	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
@@ -145,7 +146,7 @@ func New(opts Options) (*Runner, error) {
 	r := &Runner{
 		opts:    opts,
 		cfg:     cfg,
-		ckpt:    checkpoint{b: objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)},
+		ckpt:    checkpoint.Open(objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)),
 		src:     source.New(objstore.WithPrefix(opts.Lake, cfg.Tables.Bronze), source.Options{IgnoreDeletes: cfg.Stream.IgnoreDeletes, IgnoreChanges: cfg.Stream.IgnoreChanges}),
 		bronze:  open(cfg.Tables.Bronze, opts.WriteOptions),
 		silverT: open(cfg.Tables.Silver, silverOpts),
@@ -273,9 +274,9 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 		return false, nil
 	}
 	_, evict := r.tracker.BatchWatermarks()
-	entry := &offsetEntry{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
 	began := time.Now()
-	got, err := r.ckpt.writeOffsets(ctx, r.nextBatch, entry)
+	got, err := r.ckpt.WriteOffsets(ctx, r.nextBatch, entry)
 	if err != nil {
 		return false, err
 	}
@@ -355,17 +356,17 @@ func (r *Runner) start(ctx context.Context) error {
 	if r.started {
 		return nil
 	}
-	id, err := r.ckpt.queryID(ctx)
+	id, err := r.ckpt.QueryID(ctx)
 	if err != nil {
 		return err
 	}
 	r.queryID, r.report.QueryID = id, id
 	r.lastEnd, r.lastEntry, r.needNoData, r.lastDataMs, r.idleBaseWM = nil, nil, false, 0, 0
-	lastOff, err := r.ckpt.latest(ctx, "offsets")
+	lastOff, err := r.ckpt.LatestOffsets(ctx)
 	if err != nil {
 		return err
 	}
-	lastCommit, err := r.ckpt.latest(ctx, "commits")
+	lastCommit, err := r.ckpt.LatestCommit(ctx)
 	if err != nil {
 		return err
 	}
@@ -373,11 +374,11 @@ func (r *Runner) start(ctx context.Context) error {
 	switch {
 	case lastOff < 0:
 	case lastCommit >= lastOff:
-		e, err := r.ckpt.readOffsets(ctx, lastOff)
+		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
 		if err != nil {
 			return err
 		}
-		c, err := r.ckpt.readCommit(ctx, lastOff)
+		c, err := r.ckpt.ReadCommit(ctx, lastOff)
 		if err != nil {
 			return err
 		}
@@ -387,13 +388,13 @@ func (r *Runner) start(ctx context.Context) error {
 			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
 		}
 	default:
-		e, err := r.ckpt.readOffsets(ctx, lastOff)
+		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
 		if err != nil {
 			return err
 		}
 		prevWM := int64(0)
 		if lastOff > 0 {
-			prev, err := r.ckpt.readOffsets(ctx, lastOff-1)
+			prev, err := r.ckpt.ReadOffsets(ctx, lastOff-1)
 			if err != nil {
 				return err
 			}

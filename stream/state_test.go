@@ -8,6 +8,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 )
 
 // TestDedupDeltaChain restores every dedup state version of a run that writes deltas between
@@ -25,19 +26,14 @@ func TestDedupDeltaChain(t *testing.T) {
 		t.Fatalf("only %d batches: the chain is not exercised", rep.LastBatch+1)
 	}
 	r, _ := New(Options{Lake: chained, Config: cfg})
-	r.ckpt = checkpoint{b: objstore.WithPrefix(chained, cfg.Stream.Checkpoint)}
+	r.ckpt = checkpoint.Open(objstore.WithPrefix(chained, cfg.Stream.Checkpoint))
 	deltas := 0
 	for v := int64(1); v <= rep.LastBatch+1; v++ {
-		want, err := objstore.ReadAll(ctx, objstore.WithPrefix(full, cfg.Stream.Checkpoint), stateKey(v))
+		ws, err := checkpoint.Open(objstore.WithPrefix(full, cfg.Stream.Checkpoint)).ReadState(ctx, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _ := decodeState(stateKey(v), want)
-		data, err := objstore.ReadAll(ctx, r.ckpt.b, stateKey(v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sections, err := decodeState(stateKey(v), data)
+		sections, err := r.ckpt.ReadState(ctx, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,8 +66,8 @@ func TestCheckpointRetention(t *testing.T) {
 	ck := ckptBucket(lake)
 	for n := int64(0); n <= last; n++ {
 		kept := n > last-3
-		for _, key := range []string{offsetsKey(n), commitsKey(n), progressKey(n)} {
-			if got := exists(t, ck.b, key); got != kept {
+		for _, key := range []string{checkpoint.OffsetsKey(n), checkpoint.CommitsKey(n), checkpoint.ProgressKey(n)} {
+			if got := exists(t, ck, key); got != kept {
 				t.Errorf("%s exists = %v, want %v", key, got, kept)
 			}
 		}

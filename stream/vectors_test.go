@@ -15,12 +15,13 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-func ckptBucket(lake objstore.Bucket) *checkpoint {
-	return &checkpoint{b: objstore.WithPrefix(lake, "_checkpoints/events")}
+func ckptBucket(lake objstore.Bucket) objstore.Bucket {
+	return objstore.WithPrefix(lake, "_checkpoints/events")
 }
 
 func exists(t *testing.T, b objstore.Bucket, key string) bool {
@@ -42,11 +43,11 @@ func TestC1C2C3(t *testing.T) {
 	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:07")}, {ID: "b", T: hm("12:08")}, {ID: "c", T: hm("12:14")}})
 	rep := mustRun(t, lake, cfg, "once")
 	ck := ckptBucket(lake)
-	if rep.Batches != 1 || !exists(t, ck.b, "commits/0") || exists(t, ck.b, "offsets/1") {
+	if rep.Batches != 1 || !exists(t, ck, "commits/0") || exists(t, ck, "offsets/1") {
 		t.Fatalf("once ran %d batches; want exactly batch 0 and no trailing no-data batch", rep.Batches)
 	}
 	v := tableVersion(t, lake, "silver/events")
-	if err := ck.b.Delete(ctx, "commits/0"); err != nil { // crash after the sinks, before commits/0
+	if err := ck.Delete(ctx, "commits/0"); err != nil { // crash after the sinks, before commits/0
 		t.Fatal(err)
 	}
 	rep = mustRun(t, lake, cfg, "once")
@@ -56,7 +57,7 @@ func TestC1C2C3(t *testing.T) {
 	if got := tableVersion(t, lake, "silver/events"); got != v {
 		t.Fatalf("C1: re-run of batch 0 made silver version %d, want %d (skipped)", got, v)
 	}
-	if !exists(t, ck.b, "commits/0") || len(tableRows(t, lake, "silver/events")) != 3 {
+	if !exists(t, ck, "commits/0") || len(tableRows(t, lake, "silver/events")) != 3 {
 		t.Fatal("C3: commits/0 missing or silver rows duplicated")
 	}
 	appendBronze(t, lake, []ev{{ID: "d", T: hm("12:21")}})
@@ -107,8 +108,8 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 		t.Fatal("the faulty run succeeded")
 	}
 	ck := ckptBucket(lake)
-	e, err := ck.readOffsets(ctx, 2)
-	if err != nil || exists(t, ck.b, "commits/2") {
+	e, err := checkpoint.Open(ck).ReadOffsets(ctx, 2)
+	if err != nil || exists(t, ck, "commits/2") {
 		t.Fatalf("offsets/2 %v (%v); commits/2 must not exist", e, err)
 	}
 	r2, _ := New(Options{Lake: lake, Config: cfg, Clock: func() time.Time { return first.Add(time.Hour) }, Trigger: mustTrigger(t, "once")})
@@ -129,7 +130,7 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 	if !slices.Equal(rejectedAt, []string{"2024-05-03T00:00:00Z"}) {
 		t.Fatalf("rejected_at %v, want the first attempt's batch timestamp once", rejectedAt)
 	}
-	c, err := ck.readCommit(ctx, 2)
+	c, err := checkpoint.Open(ck).ReadCommit(ctx, 2)
 	if err != nil || c.NextBatchWatermarkMs != hm("12:20").UnixMilli() {
 		t.Fatalf("commits/2 = %+v, %v", c, err)
 	}
@@ -160,7 +161,7 @@ func TestT1T2AvailableNowAndOnce(t *testing.T) {
 				t.Fatalf("%d batches, %d rows; want %d batches, 3 rows", rep.Batches, rep.InputRows, tc.batches)
 			}
 			for n, want := range tc.files {
-				data, err := objstore.ReadAll(context.Background(), ckptBucket(lake).b, progressKey(int64(n)))
+				data, err := objstore.ReadAll(context.Background(), ckptBucket(lake), checkpoint.ProgressKey(int64(n)))
 				if err != nil {
 					t.Fatal(err)
 				}

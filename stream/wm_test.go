@@ -8,6 +8,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 )
 
 const countGold = `
@@ -56,7 +57,7 @@ func TestWMVector(t *testing.T) {
 	ck := objstore.WithPrefix(lake, "_checkpoints/events")
 	wantWM := map[int64]string{0: "0", 1: "12:04", 2: "12:04", 3: "12:05", 4: "12:05", 5: "12:11", 6: "12:11"}
 	for n, w := range wantWM {
-		e, err := (&checkpoint{b: ck}).readOffsets(context.Background(), n)
+		e, err := checkpoint.Open(ck).ReadOffsets(context.Background(), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestWMVector(t *testing.T) {
 			t.Errorf("offsets/%d batchWatermarkMs %d, want %s", n, e.BatchWatermarkMs, w)
 		}
 	}
-	c, err := (&checkpoint{b: ck}).readCommit(context.Background(), 6)
+	c, err := checkpoint.Open(ck).ReadCommit(context.Background(), 6)
 	if err != nil || c.NextBatchWatermarkMs != hm("12:11").UnixMilli() {
 		t.Fatalf("commits/6 = %+v, %v", c, err)
 	}

@@ -1,4 +1,4 @@
-package stream
+package checkpoint
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 // TestOffsetEntryGolden pins the offsets log format to Spark's shape: v1, the metadata line,
 // then the Delta source offset.
 func TestOffsetEntryGolden(t *testing.T) {
-	e := &offsetEntry{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
+	e := &Offsets{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
 		Conf: map[string]string{"spark.sql.streaming.multipleWatermarkPolicy": "min"},
 		End:  &source.Offset{SourceVersion: 1, ReservoirID: "9d3c", ReservoirVersion: 42, Index: -1}}
-	got := e.marshal()
+	got := e.Marshal()
 	want, err := os.ReadFile(filepath.Join("testdata", "offsets.golden"))
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestOffsetEntryGolden(t *testing.T) {
 	if !bytes.Equal(got, bytes.TrimRight(want, "\n")) {
 		t.Fatalf("offsets/N =\n%s\nwant\n%s", got, want)
 	}
-	back, err := parseOffsetEntry("offsets/4", got)
+	back, err := ParseOffsets("offsets/4", got)
 	if err != nil || back.BatchWatermarkMs != e.BatchWatermarkMs || *back.End != *e.End {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
@@ -45,29 +45,29 @@ func TestParseCheckpointErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			if tc.commit {
-				_, err = parseCommit("commits/3", []byte(tc.data))
+				_, err = ParseCommit("commits/3", []byte(tc.data))
 			} else {
-				_, err = parseOffsetEntry("offsets/3", []byte(tc.data))
+				_, err = ParseOffsets("offsets/3", []byte(tc.data))
 			}
-			if !errors.Is(err, ErrBadCheckpoint) {
-				t.Fatalf("err = %v, want ErrBadCheckpoint", err)
+			if !errors.Is(err, ErrBad) {
+				t.Fatalf("err = %v, want ErrBad", err)
 			}
 		})
 	}
 }
 
-func FuzzParseOffsetEntry(f *testing.F) {
+func FuzzParseOffsets(f *testing.F) {
 	f.Add([]byte("v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1,\"conf\":{}}\n-"))
 	f.Add([]byte("v1\n{\"batchWatermarkMs\":5}\n{\"sourceVersion\":1,\"reservoirVersion\":3,\"index\":-1}"))
 	f.Add([]byte("v1\n{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := parseOffsetEntry("offsets/0", data)
+		e, err := ParseOffsets("offsets/0", data)
 		if err != nil {
 			return
 		}
-		again, err := parseOffsetEntry("offsets/0", e.marshal())
+		again, err := ParseOffsets("offsets/0", e.Marshal())
 		if err != nil || again.BatchWatermarkMs != e.BatchWatermarkMs || (again.End == nil) != (e.End == nil) {
-			t.Fatalf("re-parse of %q: %+v, %v", e.marshal(), again, err)
+			t.Fatalf("re-parse of %q: %+v, %v", e.Marshal(), again, err)
 		}
 	})
 }
@@ -79,8 +79,8 @@ func FuzzDecodeState(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := decodeState("state/1", data)
 		if err != nil {
-			if !errors.Is(err, ErrBadCheckpoint) {
-				t.Fatalf("err %v is not ErrBadCheckpoint", err)
+			if !errors.Is(err, ErrBad) {
+				t.Fatalf("err %v is not ErrBad", err)
 			}
 			return
 		}
