@@ -11,7 +11,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
-	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -71,10 +71,10 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	silver := &txlog.StructType{Fields: []txlog.StructField{
+	silverSchema := &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
 		{Name: "amount", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true}, ts("event_time")}}
-	qschema := stream.QuarantineSchema(silver)
+	qschema := silver.QuarantineSchema(silverSchema)
 	qt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Quarantine))
 	if _, err := qt.Create(ctx, qschema, nil, nil); err != nil {
 		b.Fatal(err)

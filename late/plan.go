@@ -5,15 +5,15 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
 // Quarantine column names: the stream's tables define them.
 const (
-	colLateWatermark = stream.ColLateWatermark
-	colBatchID       = stream.ColBatchID
+	colLateWatermark = silver.ColLateWatermark
+	colBatchID       = silver.ColBatchID
 )
 
 // agg is one gold aggregation resolved against the schema of the rows it reads (silver's

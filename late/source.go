@@ -10,6 +10,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -103,8 +104,12 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 			return cmp.Or(cmp.Compare(x.ModificationTime, y.ModificationTime), cmp.Compare(x.Path, y.Path))
 		})
 	}
+	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
+	rules := silver.Rules{EventTime: a.evName}
+	if s.bronze {
+		rules.Required, rules.MaxFutureSkew = required, s.cfg.Stream.MaxFutureSkew.Duration
+	}
 	seen := map[string]bool{}
-	skew := s.cfg.Stream.MaxFutureSkew.Microseconds()
 	var key []byte
 	for b, err := range fs.Read(ctx, files) {
 		if err != nil {
@@ -114,42 +119,27 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 		if err != nil {
 			return err
 		}
-		var req, dk []*table.Column
-		ingest := b.Column(bronze.ColIngestTime)
-		for _, c := range required {
-			req = append(req, b.Column(c))
-		}
+		var dk []*table.Column
 		for _, c := range dedup {
 			dk = append(dk, b.Column(c))
 		}
-	rows:
+		check := rules.Bind(b)
 		for i := range b.Len() {
-			if src.ev.IsNull(i) {
+			if check.Reject(i) != "" {
 				continue
 			}
-			t := src.ev.Int64[i]
-			if t < lo || t >= hi {
+			if t := src.ev.Int64[i]; t < lo || t >= hi {
 				continue
 			}
-			if s.bronze {
-				for _, c := range req {
-					if c == nil || c.IsNull(i) {
-						continue rows
-					}
+			if len(dk) > 0 { // bronze only: silver is deduplicated
+				key = key[:0]
+				for _, c := range dk {
+					key = table.AppendKeyPart(key, c, i)
 				}
-				if skew > 0 && ingest != nil && !ingest.IsNull(i) && t > ingest.Int64[i]+skew {
+				if seen[string(key)] {
 					continue
 				}
-				if len(dk) > 0 {
-					key = key[:0]
-					for _, c := range dk {
-						key = table.AppendKeyPart(key, c, i)
-					}
-					if seen[string(key)] {
-						continue
-					}
-					seen[string(key)] = true
-				}
+				seen[string(key)] = true
 			}
 			if err := fn(src, i); err != nil {
 				return err

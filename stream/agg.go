@@ -10,6 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
@@ -19,23 +20,23 @@ import (
 // writes its emitted rows to gold, both with the batch's txn.
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
 // its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
-func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batches []*table.Batch, late, evict int64, txn *table.AppTxn, stateReady func(state, delta []byte)) (aggStats, error) {
+func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late, evict int64, txn *table.AppTxn, stateReady func(state, delta []byte)) (aggStats, error) {
 	buf, ab := &r.buf, &r.buf.aggs[ai]
 	in := &ab.in
 	in.EventTime = buf.selEvt
 	in.Keys.Reset()
 	if len(ap.keyCols) > 0 {
-		in.Keys.Data = slices.Grow(in.Keys.Data, keyBytesEstimate(len(buf.sel), len(ap.keyCols)))
+		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(buf.sel), len(ap.keyCols)))
 		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(buf.sel)+1)
 		for _, j := range buf.sel {
-			b := batches[buf.vb[j]]
+			b := buf.rows.Batches[buf.rows.Batch[j]]
 			for _, c := range ap.keyCols {
-				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.vr[j]))
+				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.rows.Row[j]))
 			}
 			in.Keys.EndValue()
 		}
 	}
-	r.fillColumns(ap, ab, batches)
+	r.fillColumns(ap, ab)
 	began := time.Now()
 	res, err := r.aggs[ai].ProcessBatch(in, late, evict)
 	if err != nil {
@@ -63,23 +64,14 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, batch
 		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
 	}
 	if len(res.LateRows) > 0 {
-		q, err := table.NewBatch(r.plan.silver)
+		idx := make([]int32, len(res.LateRows))
+		for k, li := range res.LateRows {
+			idx[k] = buf.sel[li]
+		}
+		qb, err := silver.QuarantineBatch(r.plan.silver, ap.qschema, &buf.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: r.queryID})
 		if err != nil {
 			return as, err
 		}
-		for _, li := range res.LateRows {
-			j := buf.sel[li]
-			q.AppendRow(batches[buf.vb[j]], int(buf.vr[j]))
-		}
-		lw, _ := table.NewColumn(timestampType())
-		bid, _ := table.NewColumn(longType())
-		qid, _ := table.NewColumn(ap.qschema.Fields[len(ap.qschema.Fields)-1].Type)
-		for range res.LateRows {
-			lw.AppendInt64(res.LateWatermarkMs * 1000)
-			bid.AppendInt64(n)
-			qid.AppendString(r.queryID)
-		}
-		qb := &table.Batch{Schema: ap.qschema, Columns: append(q.Columns, lw, bid, qid)}
 		if _, err := r.write(ctx, r.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
@@ -128,7 +120,7 @@ func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *ta
 }
 
 // fillColumns builds the aggregate input columns of the selected rows in ab.
-func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers, batches []*table.Batch) {
+func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
 	buf := &r.buf
 	in := &ab.in
 	k := len(ap.aggCols)
@@ -153,8 +145,8 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers, batches []*table.Batch
 		bin.Reset()
 		nulls := false
 		for _, j := range buf.sel {
-			col := batches[buf.vb[j]].Columns[c]
-			i := int(buf.vr[j])
+			col := buf.rows.Batches[buf.rows.Batch[j]].Columns[c]
+			i := int(buf.rows.Row[j])
 			null := col.IsNull(i)
 			nulls = nulls || null
 			ok = append(ok, !null)

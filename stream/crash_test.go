@@ -9,6 +9,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/silver"
 )
 
 // copyLake clones every object of src into a fresh mem bucket.
@@ -42,7 +43,7 @@ var outputTables = []string{"silver/events", "bronze/rejects", "silver/late_g5",
 func snapshotTables(t testing.TB, lake objstore.Bucket) map[string][]string {
 	out := map[string][]string{}
 	for _, p := range outputTables {
-		out[p] = tableRows(t, lake, p, ColQueryID)
+		out[p] = tableRows(t, lake, p, silver.ColQueryID)
 	}
 	return out
 }

@@ -1,8 +1,7 @@
-// Package stream owns the streaming job runner: it reads the bronze table as a Delta stream,
-// validates and deduplicates rows into silver, splits each gold aggregation's rows into on-time
-// (aggregated into the gold table) and late (kept in that aggregation's quarantine table), and
-// reports Spark-shaped progress. It ties together silver's source and dedup state, gold's
-// event-time operators and the table writers.
+// Package stream owns the streaming job: micro-batches over the bronze table read as a Delta
+// stream (table/source), silver's validation and dedup on each batch (package silver), every
+// gold aggregation (package gold) in order with the on-time/late split, the checkpoint
+// (package stream/checkpoint) and Spark-shaped progress reports.
 //
 // A batch, in order: read the bronze files of its offset range; reject rows without an event
 // time or a required column, and rows whose event time is beyond _ingest_time +
@@ -12,15 +11,12 @@
 // the late-row watermark W(N-1) and the eviction watermark W(N).
 //
 // Tables written (besides silver, which has bronze's columns, and the shared rejects table,
-// stage "validate"):
-//   - quarantine: the silver columns, then late_watermark (timestamp), batch_id, query_id;
-//   - gold: window struct<start, end>, the group-by columns, each aggregate (avg followed by
-//     <as>_sum and <as>_count, sketches followed by <as>_sketch, gold.AggValue.AppendBinary),
-//     then late_rows (0 from the stream, raised by merge-late). Append mode appends closed
-//     windows, complete mode overwrites the table, update mode MERGEs on (window, keys).
+// stage "validate"): each aggregation's quarantine (silver.QuarantineSchema) and its gold
+// table (the gold-row contract of gold/row.go), with late_rows 0 from the stream, raised by
+// merge-late. Append mode appends closed windows, complete mode overwrites the table, update
+// mode MERGEs on (window, keys).
 //
-// The checkpoint (under stream.checkpoint in the lake; package checkpoint reads and writes it)
-// has Spark's layout: metadata (the query
+// The checkpoint (under stream.checkpoint in the lake) has Spark's layout: metadata (the query
 // id), offsets/N (written before batch N with put-if-absent: watermark, batch timestamp and the
 // source's end offset), state/<N+1> (each aggregation's snapshot; the dedup state as a full
 // snapshot every state.min_deltas_for_snapshot versions and the batch's additions in between),

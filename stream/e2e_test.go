@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -220,7 +221,7 @@ func checkAgainstOracle(t *testing.T, lake objstore.Bucket, o *oracle, rep Repor
 	silverRows := jsonRows(t, lake, "silver/events")
 	var rejects int
 	for _, r := range jsonRows(t, lake, "bronze/rejects") {
-		if r["stage"] == StageValidate {
+		if r["stage"] == silver.StageValidate {
 			rejects++
 		}
 	}

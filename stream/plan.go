@@ -5,18 +5,9 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
-)
-
-// Extra columns of the quarantine tables the runner writes (DESIGN.md §3); gold's columns
-// are gold's row contract (gold/row.go).
-const (
-	// ColLateWatermark is the quarantine column with the late-row watermark that judged the row.
-	ColLateWatermark = "late_watermark"
-	// ColBatchID and ColQueryID say which micro-batch of which query quarantined the row.
-	ColBatchID = "batch_id"
-	ColQueryID = "query_id"
 )
 
 // aggPlan is one gold aggregation, resolved against the silver schema.
@@ -33,22 +24,22 @@ type aggPlan struct {
 
 // plan is the query resolved against the silver (= bronze) schema.
 type plan struct {
-	silver   *txlog.StructType
-	kinds    []table.Kind
-	evCol    int
-	dedup    []int
-	required []int
-	aggs     []*aggPlan
+	silver *txlog.StructType
+	kinds  []table.Kind
+	evCol  int
+	dedup  []int
+	rules  silver.Rules
+	aggs   []*aggPlan
 }
 
 func timestampType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.TypeTimestamp} }
 func longType() txlog.DataType      { return txlog.PrimitiveType{Name: txlog.TypeLong} }
 func doubleType() txlog.DataType    { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
 
-func newPlan(cfg *config.Pipeline, silver *txlog.StructType) (*plan, error) {
-	p := &plan{silver: silver}
+func newPlan(cfg *config.Pipeline, silverSchema *txlog.StructType) (*plan, error) {
+	p := &plan{silver: silverSchema}
 	index := map[string]int{}
-	for i, f := range silver.Fields {
+	for i, f := range silverSchema.Fields {
 		k, err := table.KindOf(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("stream: column %s: %w", f.Name, err)
@@ -68,7 +59,7 @@ func newPlan(cfg *config.Pipeline, silver *txlog.StructType) (*plan, error) {
 		return nil, err
 	}
 	if p.kinds[p.evCol] != table.KindInt64 {
-		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", cfg.Stream.EventTime, typeName(silver.Fields[p.evCol].Type))
+		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", cfg.Stream.EventTime, typeName(silverSchema.Fields[p.evCol].Type))
 	}
 	for _, d := range cfg.Stream.Dedup {
 		i, err := col("stream.dedup", d)
@@ -80,13 +71,13 @@ func newPlan(cfg *config.Pipeline, silver *txlog.StructType) (*plan, error) {
 		}
 		p.dedup = append(p.dedup, i)
 	}
+	p.rules = silver.Rules{EventTime: cfg.Stream.EventTime, MaxFutureSkew: cfg.Stream.MaxFutureSkew.Duration}
 	for _, c := range cfg.Schema {
 		if c.Required {
-			i, err := col("schema", c.Name)
-			if err != nil {
+			if _, err := col("schema", c.Name); err != nil {
 				return nil, err
 			}
-			p.required = append(p.required, i)
+			p.rules.Required = append(p.rules.Required, c.Name)
 		}
 	}
 	delayed := cfg.Stream.Watermark.IsSet() && cfg.Stream.Watermark.Duration >= 0
@@ -207,25 +198,8 @@ func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, erro
 		return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 	}
 	ap.schema = &txlog.StructType{Fields: fields}
-	ap.qschema = QuarantineSchema(p.silver)
+	ap.qschema = silver.QuarantineSchema(p.silver)
 	return ap, nil
-}
-
-// QuarantineSchema is a quarantine table's schema: the silver columns as they were, then the
-// watermark that judged the row late, the batch and the query.
-func QuarantineSchema(silver *txlog.StructType) *txlog.StructType {
-	q := &txlog.StructType{Fields: append([]txlog.StructField(nil), silver.Fields...)}
-	q.Fields = append(q.Fields,
-		txlog.StructField{Name: ColLateWatermark, Type: timestampType()},
-		txlog.StructField{Name: ColBatchID, Type: longType()},
-		txlog.StructField{Name: ColQueryID, Type: txlog.PrimitiveType{Name: txlog.TypeString}})
-	return q
-}
-
-// SilverSchema is the silver table's schema for a bronze schema: the same columns, so that a
-// silver row keeps its lineage (_ingest_time, _source_file, _source_offset).
-func SilverSchema(bronzeSchema *txlog.StructType) *txlog.StructType {
-	return &txlog.StructType{Fields: append([]txlog.StructField(nil), bronzeSchema.Fields...)}
 }
 
 func typeName(t txlog.DataType) string {

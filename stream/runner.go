@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,6 +80,8 @@ type Runner struct {
 	plan           *plan
 	tracker        *gold.WatermarkTracker
 	dedup          *silver.Dedup
+	lookup         *silver.Lookup
+	silverW        silver.Writer
 	aggs           []*gold.Aggregation
 
 	started    bool
@@ -107,23 +108,6 @@ type Runner struct {
 	buf         batchBuffers
 }
 
-// silverBloomBits is the bloom filter size of silver's dedup key columns, bits per value.
-const silverBloomBits = 24
-
-// SilverWriteOptions are the write options of the silver table: base plus bloom filters on
-// the dedup key, so that the stream's look-ups of rows below the dedup state's reach skip
-// the files that cannot hold their keys. A look-up probes a batch's late keys (hundreds) at
-// once and a file is skipped only when all are ruled out, so the filters get silverBloomBits
-// a value (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs
-// that rewrite silver's files (optimize) use them too, so compacted files keep the filters.
-func SilverWriteOptions(cfg *config.Pipeline, base table.WriteOptions) table.WriteOptions {
-	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), cfg.Stream.Dedup...)
-	if base.BloomFilterBitsPerValue == 0 {
-		base.BloomFilterBitsPerValue = silverBloomBits
-	}
-	return base
-}
-
 // New prepares a runner; it reads nothing until Run.
 func New(opts Options) (*Runner, error) {
 	if opts.Lake == nil || opts.Config == nil {
@@ -142,7 +126,7 @@ func New(opts Options) (*Runner, error) {
 	open := func(p string, wopts table.WriteOptions) *table.Table {
 		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
 	}
-	silverOpts := SilverWriteOptions(cfg, opts.WriteOptions)
+	silverOpts := silver.WriteOptions(cfg.Stream.Dedup, opts.WriteOptions)
 	r := &Runner{
 		opts:    opts,
 		cfg:     cfg,
@@ -157,6 +141,7 @@ func New(opts Options) (*Runner, error) {
 		r.golds = append(r.golds, open(g.Table, opts.WriteOptions))
 		r.quars = append(r.quars, open(g.Quarantine, opts.WriteOptions))
 	}
+	r.silverW = silver.Writer{Silver: r.silverT, Rejects: r.rejects}
 	r.report.LastBatch = -1
 	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -123,8 +124,8 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 	var rejectedAt []string
 	for _, row := range jsonRows(t, lake, "bronze/rejects") {
 		rejectedAt = append(rejectedAt, row["rejected_at"].(string))
-		if row["reason"] != ReasonMissingEventTime || !strings.Contains(row["raw"].(string), `"event_id":"bad"`) {
-			t.Errorf("reject %v: want reason %s and the raw row", row, ReasonMissingEventTime)
+		if row["reason"] != silver.ReasonMissingEventTime || !strings.Contains(row["raw"].(string), `"event_id":"bad"`) {
+			t.Errorf("reject %v: want reason %s and the raw row", row, silver.ReasonMissingEventTime)
 		}
 	}
 	if !slices.Equal(rejectedAt, []string{"2024-05-03T00:00:00Z"}) {
@@ -236,12 +237,12 @@ func TestValidationRejects(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, r := range jsonRows(t, lake, "bronze/rejects") {
-		if r["stage"] != StageValidate || r["source_file"] != "landing/test.json" || r["error"] == "" {
+		if r["stage"] != silver.StageValidate || r["source_file"] != "landing/test.json" || r["error"] == "" {
 			t.Errorf("reject %v", r)
 		}
 		got[r["reason"].(string)] = r["raw"].(string)
 	}
-	for reason, id := range map[string]string{ReasonMissingEventTime: "nulltime", ReasonMissingRequired: `"event_id":null`, ReasonFuture: "future"} {
+	for reason, id := range map[string]string{silver.ReasonMissingEventTime: "nulltime", silver.ReasonMissingRequired: `"event_id":null`, silver.ReasonFuture: "future"} {
 		if !strings.Contains(got[reason], id) {
 			t.Errorf("reason %s: raw %q, want it to hold %s", reason, got[reason], id)
 		}

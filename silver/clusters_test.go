@@ -1,4 +1,4 @@
-package stream
+package silver
 
 import (
 	"math/rand/v2"
