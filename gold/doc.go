@@ -1,7 +1,9 @@
 // Package gold owns the event-time core of the streaming job: window assignment (tumbling,
 // sliding, session), the watermark tracker, mergeable aggregates, the per-aggregation operator
-// that splits (row, window) pairs into on-time and late, the output modes, state snapshots and
-// the StreamingQueryProgress report. It follows spec/streaming-semantics.md to the letter.
+// that splits (row, window) pairs into on-time and late, the output modes and state snapshots
+// and deltas. It follows spec/streaming-semantics.md to the letter. It also holds the gold-row
+// contract (row.go): the columns of a gold table, shared by the stream, the late-data jobs and
+// the reports; group keys use table's key encoding.
 //
 // Everything here is pure and storage-free: the stream runner adapts columnar batches to
 // [Input], persists [Aggregation] snapshots and watermarks, and writes tables. Crash safety

@@ -54,11 +54,11 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 	}
 	stateReady(as.state, as.delta)
-	as.res = gold.StateOperatorProgress{
+	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
 		NumShufflePartitions: 1, NumStateStoreInstances: 1,
-		CustomMetrics: map[string]int64{gold.CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
+		CustomMetrics: map[string]int64{CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
 	}
 	if ap.agg.Session != nil {
 		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
@@ -273,25 +273,25 @@ func appendNumber(c *table.Column, v *gold.AggValue) {
 }
 
 // progress builds batch n's StreamingQueryProgress.
-func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *gold.Progress {
+func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *Progress {
 	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
 	var prev time.Time
 	if !r.prevTrigger.IsZero() {
 		prev = r.prevTrigger
 	}
 	r.prevTrigger = trigger
-	inRate := gold.InputRowsPerSecond(st.inputRows, prev, trigger)
-	procRate := gold.ProcessedRowsPerSecond(st.inputRows, total)
-	p := &gold.Progress{
+	inRate := InputRowsPerSecond(st.inputRows, prev, trigger)
+	procRate := ProcessedRowsPerSecond(st.inputRows, total)
+	p := &Progress{
 		ID: r.queryID, RunID: r.runID, Name: r.cfg.Stream.Name, Timestamp: trigger, BatchID: n,
 		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
 		DurationMs: map[string]int64{"addBatch": st.addMs, "commitOffsets": commitMs, "getBatch": st.getMs,
 			"latestOffset": 0, "queryPlanning": 0, "triggerExecution": total.Milliseconds(), "walCommit": walMs},
-		EventTime: gold.EventTimeProgress(ev, evict, true),
+		EventTime: EventTimeProgress(ev, evict, true),
 	}
 	if st.dedup != nil {
 		d := st.dedup
-		p.StateOperators = append(p.StateOperators, gold.StateOperatorProgress{
+		p.StateOperators = append(p.StateOperators, StateOperatorProgress{
 			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
 			NumRowsRemoved: d.NumRowsRemoved, NumShufflePartitions: 1, NumStateStoreInstances: 1,
 			// Spark would drop the rows at or below the late watermark; we look their keys up
@@ -304,12 +304,12 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 	}
 	var startJSON, endJSON json.RawMessage
 	if start != nil {
-		startJSON = gold.OffsetJSON(start.String())
+		startJSON = OffsetJSON(start.String())
 	}
 	if entry.End != nil {
-		endJSON = gold.OffsetJSON(entry.End.String())
+		endJSON = OffsetJSON(entry.End.String())
 	}
-	p.Sources = []gold.SourceProgress{{
+	p.Sources = []SourceProgress{{
 		Description: "DeltaSource[" + r.cfg.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
 		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
 	}}
@@ -321,14 +321,14 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 	for i, a := range st.aggs {
 		name := r.plan.aggs[i].cfg.Name
 		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
-		metrics["gold."+name+"."+gold.CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
 	}
-	p.Sink = gold.SinkProgress{Description: "DeltaSink[" + r.cfg.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
+	p.Sink = SinkProgress{Description: "DeltaSink[" + r.cfg.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	return p
 }
 
 // publish keeps the progress under the checkpoint, logs it and tells the listener.
-func (r *Runner) publish(ctx context.Context, n int64, p *gold.Progress) error {
+func (r *Runner) publish(ctx context.Context, n int64, p *Progress) error {
 	data, err := p.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream: progress: %w", err)

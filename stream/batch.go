@@ -49,7 +49,7 @@ type batchStats struct {
 }
 
 type aggStats struct {
-	res                  gold.StateOperatorProgress
+	res                  StateOperatorProgress
 	lateRows, outputRows int64
 	state                []byte // the aggregation's full state after the batch, when this batch writes it
 	delta                []byte // or what the batch changed (gold.AppendDelta)

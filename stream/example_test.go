@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -17,7 +16,7 @@ import (
 
 type printer struct{}
 
-func (printer) OnProgress(p *gold.Progress) {
+func (printer) OnProgress(p *stream.Progress) {
 	fmt.Printf("batch %d: %d rows, watermark %s\n", p.BatchID, p.NumInputRows, p.EventTime["watermark"])
 }
 

@@ -21,7 +21,7 @@ import (
 // Listener receives every batch's progress, for embedding users (Spark's
 // StreamingQueryListener.onQueryProgress). It is called on the runner's goroutine.
 type Listener interface {
-	OnProgress(p *gold.Progress)
+	OnProgress(p *Progress)
 }
 
 // Options configure a Runner.

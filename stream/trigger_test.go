@@ -14,13 +14,12 @@ import (
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 
-	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
-type chanListener chan *gold.Progress
+type chanListener chan *Progress
 
-func (c chanListener) OnProgress(p *gold.Progress) { c <- p }
+func (c chanListener) OnProgress(p *Progress) { c <- p }
 
 // TestProcessingTimeTrigger runs the query until its context is cancelled: new bronze commits
 // are picked up by later triggers, the no-data batch the watermark asks for runs, and

@@ -1,4 +1,4 @@
-package gold
+package stream
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/gold"
 )
 
 // specExampleProgress is batch 4 of vector WM, built from our own pieces (tracker stats,
 // operator metrics) with the §5 example's illustrative timings.
 func specExampleProgress(t *testing.T) *Progress {
-	tr, _ := NewWatermarkTracker(PolicyMin, []int64{10 * 60 * 1000}, 0)
+	tr, _ := gold.NewWatermarkTracker(gold.PolicyMin, []int64{10 * 60 * 1000}, 0)
 	tr.Observe(0, []int64{at(12, 21), at(12, 2), at(12, 4)}, nil)
 	return &Progress{
 		ID: "4f0f3c8e-6a51-4c2b-9a57-2b0e9d1d7a10", RunID: "b7e2c1d4-1f3a-4e0b-8c55-0c6f3a9e2d11",
@@ -63,7 +65,7 @@ func TestProgressOmissions(t *testing.T) {
 	p.InputRowsPerSecond = math.NaN()
 	p.ProcessedRowsPerSecond = math.Inf(1)
 	p.DurationMs = nil
-	p.EventTime = EventTimeProgress(EventTimeStats{}, 0, true)
+	p.EventTime = EventTimeProgress(gold.EventTimeStats{}, 0, true)
 	p.StateOperators[0].CustomMetrics[CustomMetricLateRowsQuarantined] = 2
 	b, _ := p.MarshalJSON()
 	s := string(b)
@@ -97,3 +99,7 @@ func TestJavaDouble(t *testing.T) {
 		t.Errorf("processed rate with 0 duration %v, want 5000 (1 ms floor)", got)
 	}
 }
+
+// at is hh:mm on 2024-05-01 UTC in µs, msAt the same in ms.
+func at(h, m int) int64   { return time.Date(2024, 5, 1, h, m, 0, 0, time.UTC).UnixMicro() }
+func msAt(h, m int) int64 { return at(h, m) / 1000 }

@@ -1,4 +1,4 @@
-package gold
+package stream
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/medallion-lake/medallion/gold"
 )
 
 // Progress is one StreamingQueryProgress (spec §5). MarshalJSON writes Spark's key order and
@@ -94,7 +96,7 @@ func ProcessedRowsPerSecond(rows int64, triggerDuration time.Duration) float64 {
 
 // EventTimeProgress builds the eventTime map: avg/max/min only when the batch had rows with
 // an event time, watermark (the one this batch ran with) when the query has one.
-func EventTimeProgress(stats EventTimeStats, watermarkMs int64, hasWatermark bool) map[string]string {
+func EventTimeProgress(stats gold.EventTimeStats, watermarkMs int64, hasWatermark bool) map[string]string {
 	m := map[string]string{}
 	if stats.Count > 0 {
 		m["avg"] = FormatProgressTime(stats.Avg())
