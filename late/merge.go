@@ -273,7 +273,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 		}
 	}
 	txn := &table.AppTxn{AppID: appID, Version: gr.ToVersion}
-	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
+	rw := &rewriter{t: gt, snap: gsnap, a: a}
 	if a.session != nil {
 		if len(affected) == 0 {
 			return gr, nil

@@ -130,7 +130,7 @@ func replayOne(ctx context.Context, opts *Options, g *config.Gold, st streamStat
 	if err != nil {
 		return gr, err
 	}
-	rw := &rewriter{t: gt, snap: gsnap, a: a, now: opts.Clock, wopts: opts.WriteOptions}
+	rw := &rewriter{t: gt, snap: gsnap, a: a}
 	if a.session != nil {
 		return replaySessions(ctx, rw, src, st, r, gr)
 	}

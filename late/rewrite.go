@@ -3,7 +3,6 @@ package late
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -31,15 +30,14 @@ const (
 	rewroteRow                  // replaced by the row the callback appended to out
 )
 
-// rewriter is a copy-on-write change of some rows of the gold table: the files that prune
-// lets through are read, the files where row touches a row are rewritten without or with the
-// new rows, extra rows are appended, and everything lands in one WriteSerializable commit.
+// rewriter is a copy-on-write change of some rows of the gold table on table.Rewrite: the
+// files that prune lets through are read, the files where row touches a row are rewritten
+// without or with the new rows, extra rows are appended, and everything lands in one
+// WriteSerializable commit.
 type rewriter struct {
-	t     *table.Table
-	snap  *txlog.Snapshot
-	a     *agg
-	now   func() time.Time
-	wopts table.WriteOptions
+	t    *table.Table
+	snap *txlog.Snapshot
+	a    *agg
 	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted).
 	st writeStats
 }
@@ -53,104 +51,66 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 	if err != nil {
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
-	fs, err := rw.t.FileScan(snap, nil, nil)
-	if err != nil {
-		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
-	}
-	w, err := table.NewDataWriter(rw.t.Bucket(), schema, snap.PartitionColumns(), rw.wopts)
-	if err != nil {
-		return *st, err
-	}
-	var read []string
-	var removes []*txlog.Remove
+	var candidates []*txlog.Add
 	for _, f := range snap.Files() {
-		if !pred.MayMatch(f) {
-			continue
+		if pred.MayMatch(f) {
+			candidates = append(candidates, f)
 		}
-		read = append(read, f.Path)
-		st.FilesRead++
-		parts, err := fs.ReadFile(ctx, f)
-		if err != nil {
-			return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
-		}
-		out, err := table.NewBatch(schema)
-		if err != nil {
-			return *st, err
-		}
-		touched := false
-		for _, b := range parts {
-			for i := range b.Len() {
-				act, err := row(out, b, i)
-				if err != nil {
-					return *st, err
-				}
-				if act == keepRow {
-					out.AppendRow(b, i)
-				} else {
-					touched = true
+	}
+	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
+		// The stream's gold appends are blind and only add windows that are still open, which
+		// these rewrites never touch: WriteSerializable lets them through without a conflict,
+		// while any other writer's data change in the range we read conflicts and we start over.
+		Isolation: txlog.WriteSerializable,
+		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+			parts, err := read()
+			if err != nil {
+				return false, nil, err
+			}
+			out, err := table.NewBatch(schema)
+			if err != nil {
+				return false, nil, err
+			}
+			touched := false
+			for _, b := range parts {
+				for i := range b.Len() {
+					act, err := row(out, b, i)
+					if err != nil {
+						return false, nil, err
+					}
+					if act == keepRow {
+						out.AppendRow(b, i)
+					} else {
+						touched = true
+					}
 				}
 			}
-		}
-		if !touched {
-			continue
-		}
-		if out.Len() > 0 {
-			if err := w.Write(ctx, out); err != nil {
-				return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+			return touched, []*table.Batch{out}, nil
+		},
+		Insert: func() ([]*table.Batch, error) {
+			ins, err := table.NewBatch(schema)
+			if err != nil {
+				return nil, err
 			}
-		}
-		ts := rw.now().UnixMilli()
-		size := f.Size
-		removes = append(removes, &txlog.Remove{Path: f.Path, DeletionTimestamp: &ts, DataChange: true, ExtendedFileMetadata: true,
-			PartitionValues: f.PartitionValues, Size: &size, Stats: f.Stats, Tags: f.Tags, DeletionVector: f.DeletionVector,
-			BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion})
-		st.BytesRemoved += f.Size
-	}
-	ins, err := table.NewBatch(schema)
-	if err != nil {
-		return *st, err
-	}
-	if err := extra(ins); err != nil {
-		return *st, err
-	}
-	if ins.Len() > 0 {
-		if err := w.Write(ctx, ins); err != nil {
-			return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
-		}
-	}
-	adds, err := w.Close(ctx)
+			return []*table.Batch{ins}, extra(ins)
+		},
+		Operation: func(res table.RewriteResult) txlog.Operation {
+			if op.Metrics == nil {
+				op.Metrics = map[string]int64{}
+			}
+			for k, v := range map[string]int64{"numTargetRowsInserted": st.Inserted, "numTargetRowsUpdated": st.Updated,
+				"numTargetRowsDeleted": st.Deleted, "numTargetFilesAdded": int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed)),
+				"numTargetBytesAdded": res.BytesWritten, "numTargetBytesRemoved": res.BytesRemoved} {
+				op.Metrics[k] = v
+			}
+			return op
+		},
+	})
+	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
+	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
 	if err != nil {
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
-	st.FilesAdded, st.FilesRemoved, st.BytesAdded = len(adds), len(removes), w.Bytes()
-	if len(adds) == 0 && len(removes) == 0 && txn == nil {
-		st.Version = snap.Version()
-		return *st, nil
-	}
-	tx := rw.t.Log().Begin(snap)
-	// The stream's gold appends are blind and only add windows that are still open, which
-	// these rewrites never touch: WriteSerializable lets them through without a conflict,
-	// while any other writer's data change in the range we read conflicts and we start over.
-	tx.SetIsolation(txlog.WriteSerializable)
-	tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
-	tx.ReadFiles(read...)
-	tx.Remove(removes...)
-	tx.Add(adds...)
-	if txn != nil {
-		tx.SetTxn(txn.AppID, txn.Version)
-	}
-	if op.Metrics == nil {
-		op.Metrics = map[string]int64{}
-	}
-	for k, v := range map[string]int64{"numTargetRowsInserted": st.Inserted, "numTargetRowsUpdated": st.Updated,
-		"numTargetRowsDeleted": st.Deleted, "numTargetFilesAdded": int64(len(adds)), "numTargetFilesRemoved": int64(len(removes)),
-		"numTargetBytesAdded": st.BytesAdded, "numTargetBytesRemoved": st.BytesRemoved} {
-		op.Metrics[k] = v
-	}
-	v, err := tx.Commit(ctx, op)
-	if err != nil {
-		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
-	}
-	st.Version = v
+	st.Version = res.Version
 	return *st, nil
 }
