@@ -9,6 +9,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/silver"
@@ -109,7 +110,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		rep, err := MergeLate(ctx, Options{Lake: lake, Config: cfg})
+		rep, err := MergeLate(ctx, Options{Lake: lake, Query: specs.Query(cfg)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -140,7 +141,8 @@ func BenchmarkCollector(b *testing.B) {
 			{Name: "start", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}}, {Name: "end", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}}}}},
 		{Name: "n", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}, {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
 		{Name: "late_rows", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}}}
-	a, err := resolve(cfg, &cfg.Gold[0], silver, goldSchema)
+	q := specs.Query(cfg)
+	a, err := resolve(&q, &q.Gold[0], silver, goldSchema)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
 )
 
 // TestMergeLateAndReplayWhileStreaming runs merge-late and replay in a loop while the stream
@@ -46,7 +47,7 @@ func whileStreaming(t *testing.T, lake objstore.Bucket, lines int64, files int) 
 	go func() {
 		defer wg.Done()
 		defer done.Store(true)
-		r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Trigger: config.Trigger{Kind: config.TriggerAvailableNow}, Clock: streamClock})
+		r, err := stream.New(stream.Options{Lake: lake, Query: specs.Query(cfg), Trigger: spec.Trigger{Kind: spec.AvailableNow}, Clock: streamClock})
 		if err == nil {
 			srep, err = r.Run(ctx)
 		}

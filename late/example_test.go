@@ -8,9 +8,11 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -49,13 +51,13 @@ gold:
 	if _, err := x.Run(ctx); err != nil {
 		panic(err)
 	}
-	r, _ := stream.New(stream.Options{Lake: lake, Config: cfg, Trigger: config.Trigger{Kind: config.TriggerAvailableNow}})
+	r, _ := stream.New(stream.Options{Lake: lake, Query: specs.Query(cfg), Trigger: spec.Trigger{Kind: spec.AvailableNow}})
 	srep, err := r.Run(ctx)
 	if err != nil {
 		panic(err)
 	}
 
-	opts := late.Options{Lake: lake, Config: cfg}
+	opts := late.Options{Lake: lake, Query: specs.Query(cfg)}
 	first, err := late.MergeLate(ctx, opts)
 	if err != nil {
 		panic(err)

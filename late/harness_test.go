@@ -12,9 +12,11 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -126,7 +128,7 @@ func ingest(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline) {
 
 func runStream(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline) stream.Report {
 	t.Helper()
-	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Trigger: config.Trigger{Kind: config.TriggerAvailableNow}, Clock: streamClock})
+	r, err := stream.New(stream.Options{Lake: lake, Query: specs.Query(cfg), Trigger: spec.Trigger{Kind: spec.AvailableNow}, Clock: streamClock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func pipeline(t testing.TB, seed, lines int64, files int, extra string) (*mem.Bu
 }
 
 func opts(lake objstore.Bucket, cfg *config.Pipeline) Options {
-	return Options{Lake: lake, Config: cfg, Clock: func() time.Time { return time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC) }}
+	return Options{Lake: lake, Query: specs.Query(cfg), Clock: func() time.Time { return time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC) }}
 }
 
 // srow is a silver row as the oracle sees it.

@@ -9,10 +9,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -26,9 +26,9 @@ const AppIDPrefix = "merge-late:"
 
 // Options configure merge-late and replay.
 type Options struct {
-	// Lake is the bucket every path of Config is relative to.
-	Lake   objstore.Bucket
-	Config *config.Pipeline
+	// Lake is the bucket every path of Query is relative to.
+	Lake  objstore.Bucket
+	Query spec.Query
 	// Gold limits the job to one aggregation (empty: all).
 	Gold   string
 	Clock  func() time.Time
@@ -56,10 +56,10 @@ func (o *Options) open(p string) *table.Table {
 	return table.Open(objstore.WithPrefix(o.Lake, p), table.WithClock(o.Clock), table.WithWriteOptions(o.WriteOptions))
 }
 
-func (o *Options) golds() ([]*config.Gold, error) {
-	var out []*config.Gold
-	for i := range o.Config.Gold {
-		g := &o.Config.Gold[i]
+func (o *Options) golds() ([]*spec.Aggregation, error) {
+	var out []*spec.Aggregation
+	for i := range o.Query.Gold {
+		g := &o.Query.Gold[i]
 		if o.Gold == "" || g.Name == o.Gold {
 			out = append(out, g)
 		}
@@ -122,7 +122,7 @@ func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 	opts.defaults()
 	var rep MergeReport
 	var err error
-	rep.QueryID, err = opts.eachGold(ctx, "merge", func(g *config.Gold, st streamState) error {
+	rep.QueryID, err = opts.eachGold(ctx, "merge", func(g *spec.Aggregation, st streamState) error {
 		gr, err := mergeOne(ctx, &opts, g, st)
 		if err != nil {
 			return err
@@ -139,12 +139,12 @@ func MergeLate(ctx context.Context, opts Options) (MergeReport, error) {
 // eachGold runs fn for every selected aggregation, each under the conflict retry, with the
 // stream's committed state. Before the stream has committed anything there is nothing to do:
 // it returns no query id and no error.
-func (o *Options) eachGold(ctx context.Context, what string, fn func(*config.Gold, streamState) error) (string, error) {
+func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggregation, streamState) error) (string, error) {
 	golds, err := o.golds()
 	if err != nil {
 		return "", err
 	}
-	st, err := readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Config.Stream.Checkpoint)))
+	st, err := readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint)))
 	if errors.Is(err, errNoStream) {
 		o.Logger.Info("late: nothing to "+what, "reason", err)
 		return "", nil
@@ -161,10 +161,10 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*config.Gol
 }
 
 // mergeOne merges one aggregation's new quarantine rows into gold.
-func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState) (MergeGoldReport, error) {
+func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState) (MergeGoldReport, error) {
 	queryID := st.queryID
 	gr := MergeGoldReport{Name: g.Name, FromVersion: -1, ToVersion: -1}
-	if g.OutputMode == config.OutputComplete {
+	if g.OutputMode == spec.OutputComplete {
 		gr.Note = "complete mode has no late rows"
 		return gr, nil
 	}
@@ -202,7 +202,7 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
-	a, err := resolve(opts.Config, g, qschema, gschema)
+	a, err := resolve(&opts.Query, g, qschema, gschema)
 	if err != nil {
 		return gr, err
 	}
@@ -310,9 +310,9 @@ func mergeOne(ctx context.Context, opts *Options, g *config.Gold, st streamState
 	}
 	gr.Gold = &ws
 	if minBatch >= 0 {
-		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(opts.Lake, opts.Config.Stream.Checkpoint)), minBatch, maxBatch)
+		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(opts.Lake, opts.Query.Tables.Checkpoint)), minBatch, maxBatch)
 	}
-	if f := opts.Config.Stream.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
+	if f := opts.Query.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
 		opts.Logger.Warn("late: late rows above the alert fraction", "gold", g.Name, "lateRows", gr.LateRows,
 			"inputRows", gr.InputRows, "fromBatch", minBatch, "toBatch", maxBatch, "fraction", f)
 	}

@@ -173,9 +173,7 @@ func TestMergeLateAlert(t *testing.T) {
 		lake := cloneLake(t, base)
 		var logs bytes.Buffer
 		o := opts(lake, cfg)
-		c := *cfg
-		c.Stream.LateAlertFraction = tc.fraction
-		o.Config = &c
+		o.Query.LateAlertFraction = tc.fraction
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		rep, err := MergeLate(context.Background(), o)
 		if err != nil {

@@ -3,9 +3,9 @@ package late
 import (
 	"fmt"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -19,7 +19,7 @@ const (
 // agg is one gold aggregation resolved against the schema of the rows it reads (silver's
 // columns) and the schema of its gold table.
 type agg struct {
-	cfg      *config.Gold
+	cfg      *spec.Aggregation
 	window   gold.WindowSpec
 	session  *gold.SessionSpec
 	evName   string
@@ -35,17 +35,17 @@ type agg struct {
 	keyCols, aggCol []int
 }
 
-func resolve(cfg *config.Pipeline, g *config.Gold, in, goldSchema *txlog.StructType) (*agg, error) {
-	a := &agg{cfg: g, evName: cfg.Stream.EventTime, keyNames: g.GroupBy, gold: goldSchema}
-	switch g.Window.Type {
-	case config.WindowSession:
+func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructType) (*agg, error) {
+	a := &agg{cfg: g, evName: q.Rules.EventTime, keyNames: g.GroupBy, gold: goldSchema}
+	switch {
+	case g.Window.Session:
 		s, err := gold.NewSessionSpec(g.Window.Gap.Microseconds())
 		if err != nil {
 			return nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
 		}
 		a.session = &s
 	default:
-		w, err := gold.NewWindowSpec(g.Window.Size.Microseconds(), g.Window.EffectiveSlide().Microseconds(), g.Window.StartTime.Microseconds())
+		w, err := gold.NewWindowSpec(g.Window.Size.Microseconds(), g.Window.Slide.Microseconds(), g.Window.Start.Microseconds())
 		if err != nil {
 			return nil, fmt.Errorf("late: gold %s: %w", g.Name, err)
 		}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -70,7 +70,7 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 		return rep, fmt.Errorf("%w: source %q (want silver or bronze)", ErrBadRange, r.Source)
 	}
 	var err error
-	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *config.Gold, st streamState) error {
+	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *spec.Aggregation, st streamState) error {
 		gr, err := replayOne(ctx, &opts, g, st, r)
 		if err != nil {
 			return err
@@ -83,9 +83,9 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 	return rep, err
 }
 
-func replayOne(ctx context.Context, opts *Options, g *config.Gold, st streamState, r Range) (ReplayGoldReport, error) {
+func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState, r Range) (ReplayGoldReport, error) {
 	gr := ReplayGoldReport{Name: g.Name}
-	if g.OutputMode == config.OutputComplete {
+	if g.OutputMode == spec.OutputComplete {
 		gr.Note = "complete mode rewrites the whole table every batch: nothing to replay"
 		return gr, nil
 	}
@@ -126,7 +126,7 @@ func replayOne(ctx context.Context, opts *Options, g *config.Gold, st streamStat
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
-	a, err := resolve(opts.Config, g, src.schema, gschema)
+	a, err := resolve(&opts.Query, g, src.schema, gschema)
 	if err != nil {
 		return gr, err
 	}

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -21,18 +21,18 @@ type replaySource struct {
 	t      *table.Table
 	snap   *txlog.Snapshot
 	schema *txlog.StructType
-	cfg    *config.Pipeline
+	q      *spec.Query
 	bronze bool
 }
 
 // openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze
 // as of the end offset batch upTo read.
 func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo int64) (*replaySource, error) {
-	cfg := opts.Config
-	src := &replaySource{cfg: cfg, bronze: kind == SourceBronze}
+	q := &opts.Query
+	src := &replaySource{q: q, bronze: kind == SourceBronze}
 	var err error
 	if !src.bronze {
-		src.t = opts.open(cfg.Tables.Silver)
+		src.t = opts.open(q.Tables.Silver)
 		if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
 			return nil, fmt.Errorf("late: silver: %w", err)
 		}
@@ -47,8 +47,8 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 			}
 		}
 	} else {
-		src.t = opts.open(cfg.Tables.Bronze)
-		e, err := checkpoint.Open(objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)).ReadOffsets(ctx, upTo)
+		src.t = opts.open(q.Tables.Bronze)
+		e, err := checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)).ReadOffsets(ctx, upTo)
 		if err != nil {
 			return nil, fmt.Errorf("late: %w", err)
 		}
@@ -82,12 +82,7 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
 	var required, dedup []string
 	if s.bronze {
-		for _, c := range s.cfg.Schema {
-			if c.Required {
-				required = append(required, c.Name)
-			}
-		}
-		dedup = s.cfg.Stream.Dedup
+		required, dedup = s.q.Rules.Required, s.q.Dedup
 		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
 	}
 	// table's row filter evaluates on a view whose length comes from the schema's first
@@ -107,7 +102,7 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
 	rules := silver.Rules{EventTime: a.evName}
 	if s.bronze {
-		rules.Required, rules.MaxFutureSkew = required, s.cfg.Stream.MaxFutureSkew.Duration
+		rules.Required, rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
 	}
 	seen := map[string]bool{}
 	var key []byte

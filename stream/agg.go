@@ -75,7 +75,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 		if _, err := r.write(ctx, r.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
-		if f := r.cfg.Stream.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
+		if f := r.q.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
 			r.opts.Logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
@@ -100,7 +100,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 // aggFullSnapshot says whether this batch writes the aggregations' full states: every
 // min_deltas_for_snapshot versions; their deltas in between.
 func (r *Runner) aggFullSnapshot() bool {
-	return r.aggDeltas+1 >= r.cfg.Stream.State.MinDeltasForSnapshot
+	return r.aggDeltas+1 >= r.q.State.MinDeltasForSnapshot
 }
 
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
@@ -283,7 +283,7 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 	inRate := InputRowsPerSecond(st.inputRows, prev, trigger)
 	procRate := ProcessedRowsPerSecond(st.inputRows, total)
 	p := &Progress{
-		ID: r.queryID, RunID: r.runID, Name: r.cfg.Stream.Name, Timestamp: trigger, BatchID: n,
+		ID: r.queryID, RunID: r.runID, Name: r.q.Name, Timestamp: trigger, BatchID: n,
 		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
 		DurationMs: map[string]int64{"addBatch": st.addMs, "commitOffsets": commitMs, "getBatch": st.getMs,
 			"latestOffset": 0, "queryPlanning": 0, "triggerExecution": total.Milliseconds(), "walCommit": walMs},
@@ -310,7 +310,7 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 		endJSON = OffsetJSON(entry.End.String())
 	}
 	p.Sources = []SourceProgress{{
-		Description: "DeltaSource[" + r.cfg.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
+		Description: "DeltaSource[" + r.q.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
 		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
 	}}
 	metrics := map[string]string{
@@ -323,7 +323,7 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
 		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
 	}
-	p.Sink = SinkProgress{Description: "DeltaSink[" + r.cfg.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
+	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	return p
 }
 

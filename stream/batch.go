@@ -80,12 +80,12 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stream: bronze schema: %w", err)
 	}
-	p, err := newPlan(r.cfg, silver.Schema(schema))
+	p, err := newPlan(r.q, silver.Schema(schema))
 	if err != nil {
 		return err
 	}
-	delay := r.cfg.Stream.Watermark.Milliseconds()
-	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.cfg.Stream.IdleTimeout.Milliseconds())
+	delay := r.q.Watermark.Delay.Milliseconds()
+	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.q.IdleTimeout.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("stream: %w", err)
 	}
@@ -168,12 +168,12 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 	if err := r.publish(ctx, n, p); err != nil {
 		return err
 	}
-	retain := int64(r.cfg.Stream.State.MinBatchesToRetain)
+	retain := int64(r.q.State.MinBatchesToRetain)
 	if retain <= 0 {
 		retain = 100
 	}
 	// A dedup state version may need the deltas back to its last full snapshot.
-	retain = max(retain, int64(r.cfg.Stream.State.MinDeltasForSnapshot)+1)
+	retain = max(retain, int64(r.q.State.MinDeltasForSnapshot)+1)
 	if old := n - retain; old >= 0 {
 		if err := r.ckpt.Cleanup(ctx, old); err != nil {
 			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
@@ -452,7 +452,7 @@ func (r *Runner) encodeDedupSection(st *batchStats, evict int64) dedupSection {
 	if r.dedup == nil {
 		return dedupSection{}
 	}
-	if every := r.cfg.Stream.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
+	if every := r.q.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
 		r.dedupDeltas = 0
 		return dedupSection{secDedup, r.dedup.AppendSnapshot(nil)}
 	}
@@ -585,7 +585,7 @@ func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections 
 // stay in memory that long past the watermark. Both of a batch's watermarks shift alike, so a key
 // leaves state only after every row that could repeat it is judged against silver instead.
 func (r *Runner) dedupWatermark(wmMs int64) int64 {
-	return max(0, wmMs-r.cfg.Stream.State.DedupRetention.Duration.Milliseconds())
+	return max(0, wmMs-r.q.State.DedupRetention.Milliseconds())
 }
 
 // restoreDedup rebuilds the dedup state of version v: the nearest full snapshot at or before

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/silver"
@@ -82,7 +83,7 @@ func TestStreamConvergesAfterFailures(t *testing.T) {
 			for k := 1; ; k += step {
 				lake := copyLake(t, base)
 				faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: k, After: after}}})
-				r, _ := New(Options{Lake: faulty, Config: cfg, Clock: runStreamClock})
+				r, _ := New(Options{Lake: faulty, Query: specs.Query(cfg), Clock: runStreamClock})
 				_, firstErr := r.Run(ctx)
 				var err error
 				if k%2 == 0 {
@@ -133,7 +134,7 @@ func TestStreamRandomCrashes(t *testing.T) {
 				{Op: objstore.OpGet, Rate: 0.01},
 				{Op: objstore.OpDelete, Rate: 0.05},
 			}})
-			r, _ := New(Options{Lake: faulty, Config: cfg, Clock: runStreamClock})
+			r, _ := New(Options{Lake: faulty, Query: specs.Query(cfg), Clock: runStreamClock})
 			if _, err := r.Run(ctx); err == nil {
 				break
 			}

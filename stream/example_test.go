@@ -8,6 +8,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream"
@@ -44,7 +45,7 @@ gold:
 	}
 	clock := func() time.Time { return time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC) }
 	env := jobs.Env{Config: cfg, Lake: lake, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
-	r, err := stream.New(stream.Options{Lake: lake, Config: cfg, Clock: clock, Listener: printer{}})
+	r, err := stream.New(stream.Options{Lake: lake, Query: specs.Query(cfg), Clock: clock, Listener: printer{}})
 	if err != nil {
 		panic(err)
 	}

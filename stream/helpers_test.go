@@ -10,7 +10,9 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -158,13 +160,13 @@ func runStreamClock() time.Time { return day.Add(48 * time.Hour) }
 
 func runStream(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline, trigger string) (Report, error) {
 	t.Helper()
-	opts := Options{Lake: lake, Config: cfg, Clock: runStreamClock}
+	opts := Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock}
 	if trigger != "" {
 		tr, err := config.ParseTrigger(trigger)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.Trigger = tr
+		opts.Trigger = specs.Trigger(tr)
 	}
 	r, err := New(opts)
 	if err != nil {
@@ -197,13 +199,11 @@ func goldCounts(t testing.TB, lake objstore.Bucket, path string) []string {
 	return out
 }
 
-type configTrigger = config.Trigger
-
-func parseTrigger(t testing.TB, s string) config.Trigger {
+func parseTrigger(t testing.TB, s string) spec.Trigger {
 	t.Helper()
 	tr, err := config.ParseTrigger(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr
+	return specs.Trigger(tr)
 }

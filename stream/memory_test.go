@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 )
@@ -64,7 +65,7 @@ func BenchmarkStreamMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		cfg := parseConfig(b, "10m", "  dedup: [event_id]", e2eGold)
-		r, err := New(Options{Lake: lake, Config: cfg, Clock: runStreamClock})
+		r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock})
 		if err != nil {
 			b.Fatal(err)
 		}

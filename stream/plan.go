@@ -3,16 +3,16 @@ package stream
 import (
 	"fmt"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
 // aggPlan is one gold aggregation, resolved against the silver schema.
 type aggPlan struct {
-	cfg      *config.Gold
+	cfg      *spec.Aggregation
 	agg      gold.AggConfig
 	keyCols  []int // silver column indexes of the group-by columns
 	aggCols  []int // silver column index per AggSpec.Column (-1 for count(*))
@@ -36,7 +36,7 @@ func timestampType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.Typ
 func longType() txlog.DataType      { return txlog.PrimitiveType{Name: txlog.TypeLong} }
 func doubleType() txlog.DataType    { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
 
-func newPlan(cfg *config.Pipeline, silverSchema *txlog.StructType) (*plan, error) {
+func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 	p := &plan{silver: silverSchema}
 	index := map[string]int{}
 	for i, f := range silverSchema.Fields {
@@ -55,13 +55,13 @@ func newPlan(cfg *config.Pipeline, silverSchema *txlog.StructType) (*plan, error
 		return i, nil
 	}
 	var err error
-	if p.evCol, err = col("stream.event_time", cfg.Stream.EventTime); err != nil {
+	if p.evCol, err = col("stream.event_time", q.Rules.EventTime); err != nil {
 		return nil, err
 	}
 	if p.kinds[p.evCol] != table.KindInt64 {
-		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", cfg.Stream.EventTime, typeName(silverSchema.Fields[p.evCol].Type))
+		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", q.Rules.EventTime, typeName(silverSchema.Fields[p.evCol].Type))
 	}
-	for _, d := range cfg.Stream.Dedup {
+	for _, d := range q.Dedup {
 		i, err := col("stream.dedup", d)
 		if err != nil {
 			return nil, err
@@ -71,18 +71,15 @@ func newPlan(cfg *config.Pipeline, silverSchema *txlog.StructType) (*plan, error
 		}
 		p.dedup = append(p.dedup, i)
 	}
-	p.rules = silver.Rules{EventTime: cfg.Stream.EventTime, MaxFutureSkew: cfg.Stream.MaxFutureSkew.Duration}
-	for _, c := range cfg.Schema {
-		if c.Required {
-			if _, err := col("schema", c.Name); err != nil {
-				return nil, err
-			}
-			p.rules.Required = append(p.rules.Required, c.Name)
+	p.rules = q.Rules
+	for _, c := range q.Rules.Required {
+		if _, err := col("schema", c); err != nil {
+			return nil, err
 		}
 	}
-	delayed := cfg.Stream.Watermark.IsSet() && cfg.Stream.Watermark.Duration >= 0
-	for gi := range cfg.Gold {
-		ap, err := p.newAggPlan(&cfg.Gold[gi], col, !delayed)
+	delayed := q.Watermark.Set && q.Watermark.Delay >= 0
+	for gi := range q.Gold {
+		ap, err := p.newAggPlan(&q.Gold[gi], col, !delayed)
 		if err != nil {
 			return nil, err
 		}
@@ -99,26 +96,26 @@ func keyable(name string, k table.Kind) error {
 	return fmt.Errorf("stream: column %q cannot be a key (decimals and nested types are not supported as keys)", name)
 }
 
-func (p *plan) newAggPlan(g *config.Gold, col func(what, name string) (int, error), noWatermark bool) (*aggPlan, error) {
+func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int, error), noWatermark bool) (*aggPlan, error) {
 	ap := &aggPlan{cfg: g}
 	var err error
-	switch g.Window.Type {
-	case config.WindowSession:
+	switch {
+	case g.Window.Session:
 		s, err := gold.NewSessionSpec(g.Window.Gap.Microseconds())
 		if err != nil {
 			return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 		}
 		ap.agg.Session = &s
 	default:
-		ap.agg.Window, err = gold.NewWindowSpec(g.Window.Size.Microseconds(), g.Window.EffectiveSlide().Microseconds(), g.Window.StartTime.Microseconds())
+		ap.agg.Window, err = gold.NewWindowSpec(g.Window.Size.Microseconds(), g.Window.Slide.Microseconds(), g.Window.Start.Microseconds())
 		if err != nil {
 			return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 		}
 	}
 	switch g.OutputMode {
-	case config.OutputComplete:
+	case spec.OutputComplete:
 		ap.agg.Mode, ap.complete = gold.Complete, true
-	case config.OutputUpdate:
+	case spec.OutputUpdate:
 		// Spark's Delta sink rejects Update (DELTA_UNSUPPORTED_OUTPUT_MODE); we upsert the
 		// updated groups with MERGE on (window, keys) instead, as foreachBatch users do.
 		ap.agg.Mode, ap.update = gold.Update, true

@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 )
@@ -26,11 +26,11 @@ type Listener interface {
 
 // Options configure a Runner.
 type Options struct {
-	// Lake is the bucket every path of Config is relative to.
-	Lake   objstore.Bucket
-	Config *config.Pipeline
-	// Trigger overrides Config.Stream.Trigger when its Kind is set.
-	Trigger config.Trigger
+	// Lake is the bucket every path of Query is relative to.
+	Lake  objstore.Bucket
+	Query spec.Query
+	// Trigger overrides Query.Trigger when its Kind is set.
+	Trigger spec.Trigger
 	// Clock gives batch timestamps and progress times (default time.Now).
 	Clock    func() time.Time
 	Logger   *slog.Logger
@@ -67,7 +67,7 @@ type GoldReport struct {
 // one checkpoint agree through put-if-absent on offsets and txn on the tables.
 type Runner struct {
 	opts    Options
-	cfg     *config.Pipeline
+	q       *spec.Query
 	ckpt    *checkpoint.Dir
 	src     *source.Source
 	bronze  *table.Table
@@ -110,8 +110,8 @@ type Runner struct {
 
 // New prepares a runner; it reads nothing until Run.
 func New(opts Options) (*Runner, error) {
-	if opts.Lake == nil || opts.Config == nil {
-		return nil, errors.New("stream: Lake and Config are required")
+	if opts.Lake == nil {
+		return nil, errors.New("stream: Lake is required")
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -120,24 +120,24 @@ func New(opts Options) (*Runner, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Trigger.Kind == "" {
-		opts.Trigger = opts.Config.Stream.Trigger
+		opts.Trigger = opts.Query.Trigger
 	}
-	cfg := opts.Config
+	q := &opts.Query
 	open := func(p string, wopts table.WriteOptions) *table.Table {
 		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
 	}
-	silverOpts := silver.WriteOptions(cfg.Stream.Dedup, opts.WriteOptions)
+	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)
 	r := &Runner{
 		opts:    opts,
-		cfg:     cfg,
-		ckpt:    checkpoint.Open(objstore.WithPrefix(opts.Lake, cfg.Stream.Checkpoint)),
-		src:     source.New(objstore.WithPrefix(opts.Lake, cfg.Tables.Bronze), source.Options{IgnoreDeletes: cfg.Stream.IgnoreDeletes, IgnoreChanges: cfg.Stream.IgnoreChanges}),
-		bronze:  open(cfg.Tables.Bronze, opts.WriteOptions),
-		silverT: open(cfg.Tables.Silver, silverOpts),
-		rejects: open(cfg.Tables.Rejects, opts.WriteOptions),
+		q:       q,
+		ckpt:    checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)),
+		src:     source.New(objstore.WithPrefix(opts.Lake, q.Tables.Bronze), q.Source),
+		bronze:  open(q.Tables.Bronze, opts.WriteOptions),
+		silverT: open(q.Tables.Silver, silverOpts),
+		rejects: open(q.Tables.Rejects, opts.WriteOptions),
 		runID:   uuid.NewString(),
 	}
-	for _, g := range cfg.Gold {
+	for _, g := range q.Gold {
 		r.golds = append(r.golds, open(g.Table, opts.WriteOptions))
 		r.quars = append(r.quars, open(g.Quarantine, opts.WriteOptions))
 	}
@@ -164,9 +164,9 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 	if err := r.start(ctx); err != nil {
 		return r.report, err
 	}
-	limit := source.ReadLimit{MaxFiles: r.cfg.Stream.MaxFilesPerTrigger, MaxBytes: r.cfg.Stream.MaxBytesPerTrigger.Bytes}
+	limit := r.q.Limit
 	switch r.opts.Trigger.Kind {
-	case config.TriggerOnce:
+	case spec.Once:
 		if r.pending != nil {
 			return r.report, r.runPending(ctx)
 		}
@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 		}
 		_, err = r.step(ctx, latest, source.ReadLimit{}, false)
 		return r.report, err
-	case config.TriggerProcessingTime:
+	case spec.ProcessingTime:
 		interval := r.opts.Trigger.Interval
 		for {
 			began := r.opts.Clock()
@@ -280,7 +280,7 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 // run as a no-data batch to apply it. The moved watermark is recorded in offsets/N like any
 // other, so a re-run uses it exactly.
 func (r *Runner) idleAdvance() bool {
-	idle := r.cfg.Stream.IdleTimeout.Milliseconds()
+	idle := r.q.IdleTimeout.Milliseconds()
 	if idle <= 0 || r.lastDataMs == 0 {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
@@ -25,7 +26,7 @@ func TestDedupDeltaChain(t *testing.T) {
 	if rep.LastBatch < 8 {
 		t.Fatalf("only %d batches: the chain is not exercised", rep.LastBatch+1)
 	}
-	r, _ := New(Options{Lake: chained, Config: cfg})
+	r, _ := New(Options{Lake: chained, Query: specs.Query(cfg)})
 	r.ckpt = checkpoint.Open(objstore.WithPrefix(chained, cfg.Stream.Checkpoint))
 	deltas := 0
 	for v := int64(1); v <= rep.LastBatch+1; v++ {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -31,7 +32,7 @@ func TestProcessingTimeTrigger(t *testing.T) {
 	progress := make(chanListener, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, err := New(Options{Lake: lake, Config: cfg, Trigger: parseTrigger(t, "processing-time=10ms"), Listener: progress})
+	r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Trigger: parseTrigger(t, "processing-time=10ms"), Listener: progress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestIdleTimeoutAdvancesWatermark(t *testing.T) {
 	t0 := day.Add(48 * time.Hour)
 	run := func(at time.Time) Report {
 		t.Helper()
-		r, err := New(Options{Lake: lake, Config: cfg, Clock: func() time.Time { return at }})
+		r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: func() time.Time { return at }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestLateAlert(t *testing.T) {
 			rows = append(rows, ev{ID: ts, T: hm(ts)})
 		}
 		appendBronze(t, lake, rows)
-		r, _ := New(Options{Lake: lake, Config: cfg, Clock: runStreamClock, Logger: logger})
+		r, _ := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock, Logger: logger})
 		if _, err := r.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +162,7 @@ func TestMaxBytesPerTrigger(t *testing.T) {
 		}
 		cfg := parseConfig(t, "10m", "  max_bytes_per_trigger: "+tc.bound, countGold)
 		progress := make(chanListener, 100)
-		r, err := New(Options{Lake: lake, Config: cfg, Clock: runStreamClock, Listener: progress})
+		r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock, Listener: progress})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -104,7 +106,7 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 	first := time.Date(2024, 5, 3, 0, 0, 0, 0, time.UTC)
 	// Reading batch 2's bronze file fails: offsets/2 is written, no sink is.
 	faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpGetRange, KeyPrefix: "bronze/events/part-", Rate: 1}, {Op: objstore.OpGet, KeyPrefix: "bronze/events/part-", Rate: 1}}})
-	r, _ := New(Options{Lake: faulty, Config: cfg, Clock: func() time.Time { return first }, Trigger: mustTrigger(t, "once")})
+	r, _ := New(Options{Lake: faulty, Query: specs.Query(cfg), Clock: func() time.Time { return first }, Trigger: mustTrigger(t, "once")})
 	if _, err := r.Run(ctx); err == nil {
 		t.Fatal("the faulty run succeeded")
 	}
@@ -113,7 +115,7 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 	if err != nil || exists(t, ck, "commits/2") {
 		t.Fatalf("offsets/2 %v (%v); commits/2 must not exist", e, err)
 	}
-	r2, _ := New(Options{Lake: lake, Config: cfg, Clock: func() time.Time { return first.Add(time.Hour) }, Trigger: mustTrigger(t, "once")})
+	r2, _ := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: func() time.Time { return first.Add(time.Hour) }, Trigger: mustTrigger(t, "once")})
 	rep, err := r2.Run(ctx)
 	if err != nil || rep.LastBatch != 2 || rep.Batches != 1 {
 		t.Fatalf("restart: %+v, %v; want a re-run of batch 2 only", rep, err)
@@ -137,7 +139,7 @@ func TestWME5RerunReusesOffsets(t *testing.T) {
 	}
 }
 
-func mustTrigger(t *testing.T, s string) (tr configTrigger) {
+func mustTrigger(t *testing.T, s string) spec.Trigger {
 	t.Helper()
 	return parseTrigger(t, s)
 }
