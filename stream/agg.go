@@ -11,7 +11,6 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/silver"
-	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 )
@@ -20,7 +19,8 @@ import (
 // writes its emitted rows to gold, both with the batch's txn.
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
 // its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
-func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late, evict int64, txn *table.AppTxn, stateReady func(state, delta []byte)) (aggStats, error) {
+func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
+	ap, n, txn := r.ops.plan.aggs[ai], b.n, b.txn
 	buf, ab := &r.buf, &r.buf.aggs[ai]
 	in := &ab.in
 	in.EventTime = buf.selEvt
@@ -38,17 +38,17 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 	}
 	r.fillColumns(ap, ab)
 	began := time.Now()
-	res, err := r.aggs[ai].ProcessBatch(in, late, evict)
+	res, err := r.ops.aggs[ai].ProcessBatch(in, b.late, b.evict)
 	if err != nil {
 		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
 	updMs := time.Since(began).Milliseconds()
 	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
-	if !r.aggFullSnapshot() && r.aggs[ai].SupportsDelta() {
-		as.delta, err = r.aggs[ai].AppendDelta(nil)
+	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
+		as.delta, err = r.ops.aggs[ai].AppendDelta(nil)
 	} else {
-		as.state, err = r.aggs[ai].AppendSnapshot(nil)
+		as.state, err = r.ops.aggs[ai].AppendSnapshot(nil)
 	}
 	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
@@ -68,11 +68,11 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 		for k, li := range res.LateRows {
 			idx[k] = buf.sel[li]
 		}
-		qb, err := silver.QuarantineBatch(r.plan.silver, ap.qschema, &buf.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: r.queryID})
+		qb, err := silver.QuarantineBatch(r.ops.plan.silver, ap.qschema, &buf.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: r.queryID})
 		if err != nil {
 			return as, err
 		}
-		if _, err := r.write(ctx, r.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
+		if _, err := r.write(ctx, r.t.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
 		if f := r.q.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
@@ -86,9 +86,9 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
 		if ap.update {
-			err = r.upsert(ctx, r.golds[ai], ap, gb, txn)
+			err = r.upsert(ctx, r.t.golds[ai], ap, gb, txn)
 		} else {
-			_, err = r.write(ctx, r.golds[ai], []*table.Batch{gb}, txn, ap.complete)
+			_, err = r.write(ctx, r.t.golds[ai], []*table.Batch{gb}, txn, ap.complete)
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
@@ -100,7 +100,7 @@ func (r *Runner) runAgg(ctx context.Context, n int64, ai int, ap *aggPlan, late,
 // aggFullSnapshot says whether this batch writes the aggregations' full states: every
 // min_deltas_for_snapshot versions; their deltas in between.
 func (r *Runner) aggFullSnapshot() bool {
-	return r.aggDeltas+1 >= r.q.State.MinDeltasForSnapshot
+	return r.state.aggDeltas+1 >= r.q.State.MinDeltasForSnapshot
 }
 
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
@@ -132,7 +132,7 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
 	}
 	in.Columns = in.Columns[:0]
 	for ci, c := range ap.aggCols {
-		kind := r.plan.kinds[c]
+		kind := r.ops.plan.kinds[c]
 		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(buf.sel))
 		switch kind {
 		case table.KindFloat64, table.KindFloat32:
@@ -273,7 +273,14 @@ func appendNumber(c *table.Column, v *gold.AggValue) {
 }
 
 // progress builds batch n's StreamingQueryProgress.
-func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offset, st *batchStats, ev gold.EventTimeStats, evict, walMs, commitMs int64, total time.Duration) *Progress {
+// timings are a batch's durations for its progress report.
+type timings struct {
+	walMs, commitMs int64
+	total           time.Duration
+}
+
+func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm timings) *Progress {
+	n, entry, ev, evict, walMs, commitMs, total := b.n, b.entry, st.evStats, b.evict, tm.walMs, tm.commitMs, tm.total
 	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
 	var prev time.Time
 	if !r.prevTrigger.IsZero() {
@@ -319,7 +326,7 @@ func (r *Runner) progress(n int64, entry *checkpoint.Offsets, start *source.Offs
 		"numDuplicatesDropped": strconv.FormatInt(st.duplicates, 10),
 	}
 	for i, a := range st.aggs {
-		name := r.plan.aggs[i].cfg.Name
+		name := r.ops.plan.aggs[i].cfg.Name
 		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
 		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
 	}

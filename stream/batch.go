@@ -56,10 +56,10 @@ type aggStats struct {
 }
 
 func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
-	if r.dedup != nil && newWM > evictWM {
+	if r.ops.dedup != nil && newWM > evictWM {
 		return true
 	}
-	for _, a := range r.plan.aggs {
+	for _, a := range r.ops.plan.aggs {
 		if a.agg.ShouldRunNoDataBatch(newWM, evictWM) {
 			return true
 		}
@@ -69,10 +69,10 @@ func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
 
 // ensurePlan resolves the query against bronze's schema and restores the operators' state.
 func (r *Runner) ensurePlan(ctx context.Context) error {
-	if r.plan != nil {
+	if r.ops.plan != nil {
 		return nil
 	}
-	snap, err := r.bronze.Log().Snapshot(ctx)
+	snap, err := r.t.bronze.Log().Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("stream: bronze table: %w", err)
 	}
@@ -92,43 +92,43 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	dcfg := silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: delay}
 	// The dedup state and every aggregation walk back through the same state versions: each
 	// version is read and decoded once for all of them.
-	r.restoring = map[int64]map[string][]byte{}
-	defer func() { r.restoring = nil }()
-	sections, err := r.stateSections(ctx, r.nextBatch)
+	r.state.restoring = map[int64]map[string][]byte{}
+	defer func() { r.state.restoring = nil }()
+	sections, err := r.stateSections(ctx, r.pos.nextBatch)
 	if err != nil {
 		return err
 	}
 	var dedup *silver.Dedup
 	if len(p.dedup) > 0 {
-		if dedup, r.dedupDeltas, err = r.restoreDedup(ctx, dcfg, r.nextBatch, sections); err != nil {
+		if dedup, r.state.dedupDeltas, err = r.restoreDedup(ctx, dcfg, r.pos.nextBatch, sections); err != nil {
 			return err
 		}
 	}
 	aggs := make([]*gold.Aggregation, len(p.aggs))
-	r.aggDeltas = 0
+	r.state.aggDeltas = 0
 	for i, ap := range p.aggs {
 		var deltas int
-		if aggs[i], deltas, err = r.restoreAgg(ctx, ap, r.nextBatch, sections); err != nil {
+		if aggs[i], deltas, err = r.restoreAgg(ctx, ap, r.pos.nextBatch, sections); err != nil {
 			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 		}
-		r.aggDeltas = max(r.aggDeltas, deltas)
+		r.state.aggDeltas = max(r.state.aggDeltas, deltas)
 	}
 	if s, ok := sections["idle"]; ok {
 		var err error
-		if r.lastDataMs, r.idleBaseWM, err = decodeIdle(s); err != nil {
-			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(r.nextBatch), err)
+		if r.idle.lastDataMs, r.idle.baseWM, err = decodeIdle(s); err != nil {
+			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(r.pos.nextBatch), err)
 		}
 	}
-	if r.resume != nil {
-		if err := r.resume(tracker); err != nil {
+	if r.pos.resume != nil {
+		if err := r.pos.resume(tracker); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
 	}
-	r.plan, r.tracker, r.dedup, r.aggs = p, tracker, dedup, aggs
-	r.lookup = &silver.Lookup{Table: r.silverT, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.queryID}
-	if r.pending == nil && r.resume != nil {
+	r.ops.plan, r.ops.tracker, r.ops.dedup, r.ops.aggs = p, tracker, dedup, aggs
+	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.queryID}
+	if r.pos.pending == nil && r.pos.resume != nil {
 		late, evict := tracker.BatchWatermarks()
-		r.needNoData = r.wantsNoData(evict, late)
+		r.pos.needNoData = r.wantsNoData(evict, late)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 // then writes state n+1, commits/n and the progress.
 func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offsets, files []source.IndexedFile, walMs int64) error {
 	t0 := time.Now()
-	late, evict := r.tracker.BatchWatermarks()
+	late, evict := r.ops.tracker.BatchWatermarks()
 	if entry.BatchWatermarkMs != evict {
 		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", checkpoint.ErrBad, checkpoint.OffsetsKey(n), entry.BatchWatermarkMs, evict)
 	}
@@ -146,7 +146,8 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 		return err
 	}
 	tRead := time.Now()
-	st, err := r.process(ctx, n, entry, batches, late, evict)
+	b := &batchRun{n: n, entry: entry, late: late, evict: evict, txn: &table.AppTxn{AppID: r.queryID, Version: n}}
+	st, err := r.process(ctx, b, batches)
 	if err != nil {
 		return err
 	}
@@ -159,12 +160,12 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 	}
 	commitMs := time.Since(tCommit).Milliseconds()
 
-	start := r.lastEnd
-	r.lastEnd, r.lastEntry, r.nextBatch = entry.End, entry, n+1
-	r.needNoData = r.wantsNoData(next, evict)
+	start := r.pos.lastEnd
+	r.pos.lastEnd, r.pos.lastEntry, r.pos.nextBatch = entry.End, entry, n+1
+	r.pos.needNoData = r.wantsNoData(next, evict)
 	r.account(st, next)
 
-	p := r.progress(n, entry, start, st, st.evStats, evict, walMs, commitMs, time.Since(t0))
+	p := r.progress(b, start, st, timings{walMs: walMs, commitMs: commitMs, total: time.Since(t0)})
 	if err := r.publish(ctx, n, p); err != nil {
 		return err
 	}
@@ -185,14 +186,14 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 func (r *Runner) account(st *batchStats, next int64) {
 	rep := &r.report
 	rep.Batches++
-	rep.LastBatch = r.nextBatch - 1
+	rep.LastBatch = r.pos.nextBatch - 1
 	rep.WatermarkMs = next
 	rep.InputRows += st.inputRows
 	rep.SilverRows += st.silverRows
 	rep.Rejected += st.rejected
 	rep.Duplicates += st.duplicates
 	if rep.Gold == nil {
-		for _, ap := range r.plan.aggs {
+		for _, ap := range r.ops.plan.aggs {
 			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
 		}
 	}
@@ -225,11 +226,11 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 			return nil, err
 		}
 	}
-	if r.aheadUntil >= 0 && len(files) > 0 && entry.End != nil {
-		next, _, err := r.src.NextBatch(ctx, entry.End, r.aheadUntil, r.aheadLimit)
+	if r.ahead.until >= 0 && len(files) > 0 && entry.End != nil {
+		next, _, err := r.src.NextBatch(ctx, entry.End, r.ahead.until, r.ahead.limit)
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
-			r.ahead = p
+			r.ahead.p = p
 			go func() {
 				defer close(p.done)
 				p.batches, p.err = r.read(ctx, p.files)
@@ -241,10 +242,10 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 
 // waitAhead ends the prefetch in flight, if any, and returns it.
 func (r *Runner) waitAhead() *prefetch {
-	p := r.ahead
+	p := r.ahead.p
 	if p != nil {
 		<-p.done
-		r.ahead = nil
+		r.ahead.p = nil
 	}
 	return p
 }
@@ -259,11 +260,11 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 	if len(files) == 0 {
 		return nil, nil
 	}
-	snap, err := r.bronze.Latest(ctx)
+	snap, err := r.t.bronze.Latest(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stream: bronze table: %w", err)
 	}
-	fs, err := r.bronze.FileScan(snap, nil, nil)
+	fs, err := r.t.bronze.FileScan(snap, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stream: bronze scan: %w", err)
 	}
@@ -304,28 +305,63 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 	return out, nil
 }
 
+// batchRun is one batch as it runs: its id and offsets, its late-row and eviction watermarks
+// (ms) and the txn of its table writes.
+type batchRun struct {
+	n           int64
+	entry       *checkpoint.Offsets
+	late, evict int64
+	txn         *table.AppTxn
+}
+
 // process validates, deduplicates and writes one batch to every sink.
-func (r *Runner) process(ctx context.Context, n int64, entry *checkpoint.Offsets, batches []*table.Batch, late, evict int64) (*batchStats, error) {
-	p, buf := r.plan, &r.buf
+func (r *Runner) process(ctx context.Context, b *batchRun, batches []*table.Batch) (*batchStats, error) {
 	st := &batchStats{}
-	rows := 0
-	for _, b := range batches {
-		rows += b.Len()
-	}
-	// Sized once for the batch: growing them row by row copies them over and over.
-	vr := &buf.rows
-	vr.Reset(batches, rows)
-	rejects, err := silver.NewRejects(entry.BatchTimestampMs)
+	rejects, err := r.validate(b, batches, st)
 	if err != nil {
 		return nil, err
 	}
-	for bi, b := range batches {
-		ev := b.Columns[p.evCol]
-		check := p.rules.Bind(b)
-		st.inputRows += int64(b.Len())
-		for i := range b.Len() {
+	r.ops.tracker.Observe(0, r.buf.rows.EventTime, nil)
+	// The batch's event times are all the watermark depends on: the next one is known now,
+	// and with it the state file can be written beside the table writes.
+	st.evStats = r.ops.tracker.Stats(0)
+	st.next = r.ops.tracker.EndBatch(b.entry.BatchTimestampMs)
+	if st.inputRows > 0 {
+		r.idle.lastDataMs, r.idle.baseWM = b.entry.BatchTimestampMs, st.next
+	}
+	if err := r.deduplicate(ctx, b, st); err != nil {
+		return nil, err
+	}
+	if err := r.ensureTables(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.writeSinks(ctx, b, st, rejects); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// validate collects the batch's valid rows in r.buf.rows and returns the others as rejects.
+func (r *Runner) validate(b *batchRun, batches []*table.Batch, st *batchStats) (*silver.Rejects, error) {
+	p := r.ops.plan
+	rows := 0
+	for _, bb := range batches {
+		rows += bb.Len()
+	}
+	// Sized once for the batch: growing them row by row copies them over and over.
+	vr := &r.buf.rows
+	vr.Reset(batches, rows)
+	rejects, err := silver.NewRejects(b.entry.BatchTimestampMs)
+	if err != nil {
+		return nil, err
+	}
+	for bi, bb := range batches {
+		ev := bb.Columns[p.evCol]
+		check := p.rules.Bind(bb)
+		st.inputRows += int64(bb.Len())
+		for i := range bb.Len() {
 			if reason := check.Reject(i); reason != "" {
-				rejects.Add(b, i, reason, check.Detail(i, reason))
+				rejects.Add(bb, i, reason, check.Detail(i, reason))
 				continue
 			}
 			vr.EventTime = append(vr.EventTime, ev.Int64[i])
@@ -334,36 +370,32 @@ func (r *Runner) process(ctx context.Context, n int64, entry *checkpoint.Offsets
 		}
 	}
 	st.rejected = int64(rejects.Batch.Len())
-	r.tracker.Observe(0, vr.EventTime, nil)
-	// The batch's event times are all the watermark depends on: the next one is known now,
-	// and with it the state file can be written beside the table writes.
-	st.evStats = r.tracker.Stats(0)
-	st.next = r.tracker.EndBatch(entry.BatchTimestampMs)
-	if st.inputRows > 0 {
-		r.lastDataMs, r.idleBaseWM = entry.BatchTimestampMs, st.next
-	}
+	return rejects, nil
+}
 
-	// Dedup: first arrival wins; rows at or below the late watermark (whose key state may be
-	// evicted) are checked against silver.
+// deduplicate selects the valid rows that go to silver (r.buf.sel): first arrival wins; rows
+// at or below the late watermark (whose key state may be evicted) are checked against silver.
+func (r *Runner) deduplicate(ctx context.Context, b *batchRun, st *batchStats) error {
+	buf, vr := &r.buf, &r.buf.rows
 	buf.sel, buf.fresh, buf.old = buf.sel[:0], nil, buf.old[:0]
-	if r.dedup == nil {
+	if r.ops.dedup == nil {
 		for i := range vr.EventTime {
 			buf.sel = append(buf.sel, int32(i))
 		}
 	} else {
-		vr.EncodeKeys(p.dedup)
-		res, err := r.dedup.ProcessBatch(vr.Keys, vr.EventTime, nil, r.dedupWatermark(late), r.dedupWatermark(evict))
+		vr.EncodeKeys(r.ops.plan.dedup)
+		res, err := r.ops.dedup.ProcessBatch(vr.Keys, vr.EventTime, nil, r.dedupWatermark(b.late), r.dedupWatermark(b.evict))
 		if err != nil {
-			return nil, fmt.Errorf("stream: dedup: %w", err)
+			return fmt.Errorf("stream: dedup: %w", err)
 		}
 		st.dedup = res
 		buf.sel = append(buf.sel, res.Emit...)
 		buf.fresh = res.Emit
 		dups := int64(len(res.Duplicates))
 		if len(res.Late) > 0 {
-			seen, err := r.lookup.Seen(ctx, n, vr, res.Late)
+			seen, err := r.ops.lookup.Seen(ctx, b.n, vr, res.Late)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for _, i := range res.Late {
 				k := string(vr.Keys[i])
@@ -384,37 +416,37 @@ func (r *Runner) process(ctx context.Context, n int64, entry *checkpoint.Offsets
 	for _, i := range buf.sel {
 		buf.selEvt = append(buf.selEvt, vr.EventTime[i])
 	}
+	return nil
+}
 
-	txn := &table.AppTxn{AppID: r.queryID, Version: n}
-	if err := r.ensureTables(ctx); err != nil {
-		return nil, err
-	}
-	// Silver with the rejects and each aggregation (with its quarantine and gold) run on
-	// goroutines of their own: the tables are independent, each write has the batch's txn,
-	// and the aggregations share only the read-only selection. The state file of batch n+1 is
-	// written as soon as every aggregation has encoded its state, while the tables are still
-	// being written: a crash before commits/n leaves it to be written again by the re-run.
-	for len(buf.aggs) < len(p.aggs) {
+// writeSinks writes silver with the rejects and runs each aggregation (with its quarantine and
+// gold) on goroutines of their own: the tables are independent, each write has the batch's
+// txn, and the aggregations share only the read-only selection. The state file of batch n+1 is
+// written as soon as every aggregation has encoded its state, while the tables are still being
+// written: a crash before commits/n leaves it to be written again by the re-run.
+func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, rejects *silver.Rejects) error {
+	buf, aggs := &r.buf, r.ops.plan.aggs
+	for len(buf.aggs) < len(aggs) {
 		buf.aggs = append(buf.aggs, aggBuffers{})
 	}
-	st.aggs = make([]aggStats, len(p.aggs))
-	errs := make([]error, 2+len(p.aggs))
-	states := make([]aggStats, len(p.aggs)) // each aggregation's state or delta, nothing else
-	published := make([]bool, len(p.aggs))
+	st.aggs = make([]aggStats, len(aggs))
+	errs := make([]error, 2+len(aggs))
+	states := make([]aggStats, len(aggs)) // each aggregation's state or delta, nothing else
+	published := make([]bool, len(aggs))
 	var statesReady, wg sync.WaitGroup
-	statesReady.Add(len(p.aggs))
+	statesReady.Add(len(aggs))
 	judged := silver.Judged{Fresh: buf.sel, Old: buf.old}
 	if len(buf.old) > 0 {
 		judged.Fresh = buf.fresh
 	}
-	wg.Go(func() { errs[0] = r.silverW.Write(ctx, vr, judged, rejects.Batch, txn) })
+	wg.Go(func() { errs[0] = r.t.silverW.Write(ctx, &buf.rows, judged, rejects.Batch, b.txn) })
 	// The dedup section is known now: it is encoded beside the writes, not after them.
 	var dedupSec dedupSection
 	var dedupDone sync.WaitGroup
-	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, evict) })
-	for ai, ap := range p.aggs {
+	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, b.evict) })
+	for ai := range aggs {
 		wg.Go(func() {
-			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, n, ai, ap, late, evict, txn, func(state, delta []byte) {
+			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(state, delta []byte) {
 				states[ai] = aggStats{state: state, delta: delta}
 				published[ai] = true
 				statesReady.Done()
@@ -428,14 +460,11 @@ func (r *Runner) process(ctx context.Context, n int64, entry *checkpoint.Offsets
 		statesReady.Wait()
 		dedupDone.Wait()
 		if !slices.Contains(published, false) {
-			errs[len(errs)-1] = r.writeState(ctx, n, dedupSec, states)
+			errs[len(errs)-1] = r.writeState(ctx, b.n, dedupSec, states)
 		}
 	})
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return errors.Join(errs...)
 }
 
 // dedupSection is the dedup state's section of a state file: its name (secDedup or
@@ -449,21 +478,21 @@ type dedupSection struct {
 // min_deltas_for_snapshot versions, the batch's additions and its eviction watermark in
 // between (the state can be large, a batch's change small).
 func (r *Runner) encodeDedupSection(st *batchStats, evict int64) dedupSection {
-	if r.dedup == nil {
+	if r.ops.dedup == nil {
 		return dedupSection{}
 	}
-	if every := r.q.State.MinDeltasForSnapshot; r.dedupDeltas+1 >= every || st.dedup == nil {
-		r.dedupDeltas = 0
-		return dedupSection{secDedup, r.dedup.AppendSnapshot(nil)}
+	if every := r.q.State.MinDeltasForSnapshot; r.state.dedupDeltas+1 >= every || st.dedup == nil {
+		r.state.dedupDeltas = 0
+		return dedupSection{secDedup, r.ops.dedup.AppendSnapshot(nil)}
 	}
-	r.dedupDeltas++
+	r.state.dedupDeltas++
 	return dedupSection{secDedupDelta, silver.EncodeDedupDelta(&r.buf.rows, st.dedup.Emit, r.dedupWatermark(evict))}
 }
 
 // writeState writes state version n+1: the idleness bookkeeping, the dedup section and each
 // aggregation's state or delta.
 func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, aggs []aggStats) error {
-	sections := map[string][]byte{"idle": encodeIdle(r.lastDataMs, r.idleBaseWM)}
+	sections := map[string][]byte{"idle": encodeIdle(r.idle.lastDataMs, r.idle.baseWM)}
 	order := []string{"idle"}
 	if dedup.name != "" {
 		sections[dedup.name] = dedup.data
@@ -471,7 +500,7 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 	}
 	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
 	// always for session windows), the groups the batch touched in between.
-	for i, ap := range r.plan.aggs {
+	for i, ap := range r.ops.plan.aggs {
 		name := secAgg + ap.cfg.Name
 		if aggs[i].delta != nil {
 			name = secAggDelta + ap.cfg.Name
@@ -482,22 +511,22 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 		order = append(order, name)
 	}
 	if r.aggFullSnapshot() {
-		r.aggDeltas = 0
+		r.state.aggDeltas = 0
 	} else {
-		r.aggDeltas++
+		r.state.aggDeltas++
 	}
 	return r.ckpt.WriteState(ctx, n+1, sections, order)
 }
 
 // ensureTables creates the tables the stream writes that do not exist yet, once per runner.
 func (r *Runner) ensureTables(ctx context.Context) error {
-	if r.tablesReady {
+	if r.t.ready {
 		return nil
 	}
-	ts := []*table.Table{r.silverT, r.rejects}
-	schemas := []*txlog.StructType{r.plan.silver, bronze.RejectsSchema()}
-	for i, ap := range r.plan.aggs {
-		ts = append(ts, r.quars[i], r.golds[i])
+	ts := []*table.Table{r.t.silver, r.t.rejects}
+	schemas := []*txlog.StructType{r.ops.plan.silver, bronze.RejectsSchema()}
+	for i, ap := range r.ops.plan.aggs {
+		ts = append(ts, r.t.quars[i], r.t.golds[i])
 		schemas = append(schemas, ap.qschema, ap.schema)
 	}
 	for i, t := range ts {
@@ -509,7 +538,7 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 			return fmt.Errorf("stream: open table: %w", err)
 		}
 	}
-	r.tablesReady = true
+	r.t.ready = true
 	return nil
 }
 
@@ -531,17 +560,17 @@ const (
 )
 
 // stateSections reads the sections of state version v; version 0, the empty state, has none
-// (nil). During a restore it keeps what it read in r.restoring.
+// (nil). During a restore it keeps what it read in r.state.restoring.
 func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte, error) {
 	if v == 0 {
 		return nil, nil
 	}
-	if sections, ok := r.restoring[v]; ok {
+	if sections, ok := r.state.restoring[v]; ok {
 		return sections, nil
 	}
 	sections, err := r.ckpt.ReadState(ctx, v)
-	if err == nil && r.restoring != nil {
-		r.restoring[v] = sections
+	if err == nil && r.state.restoring != nil {
+		r.state.restoring[v] = sections
 	}
 	return sections, err
 }

@@ -66,46 +66,72 @@ type GoldReport struct {
 // Runner is one streaming query over the lake. Not safe for concurrent use; two runners on
 // one checkpoint agree through put-if-absent on offsets and txn on the tables.
 type Runner struct {
-	opts    Options
-	q       *spec.Query
-	ckpt    *checkpoint.Dir
-	src     *source.Source
-	bronze  *table.Table
-	silverT *table.Table
-	rejects *table.Table
-	golds   []*table.Table
-	quars   []*table.Table
-
+	opts           Options
+	q              *spec.Query
+	ckpt           *checkpoint.Dir
+	src            *source.Source
 	queryID, runID string
-	plan           *plan
-	tracker        *gold.WatermarkTracker
-	dedup          *silver.Dedup
-	lookup         *silver.Lookup
-	silverW        silver.Writer
-	aggs           []*gold.Aggregation
+	t              sinks
+	ops            operators
+	pos            position
+	idle           idleness
+	state          stateLog
+	ahead          readAhead
+	prevTrigger    time.Time
+	report         Report
+	buf            batchBuffers
+}
 
-	started    bool
-	nextBatch  int64
-	lastEnd    *source.Offset
-	lastEntry  *checkpoint.Offsets // offsets of the last committed batch (for the late watermark)
-	pending    *checkpoint.Offsets // an uncommitted batch to re-run first
+// sinks are the tables the query reads and writes.
+type sinks struct {
+	bronze, silver, rejects *table.Table
+	golds, quars            []*table.Table // one per aggregation
+	silverW                 silver.Writer
+	ready                   bool // every table exists
+}
+
+// operators are the query resolved against bronze's schema and its operators' state, as
+// restored from the checkpoint (nil plan: not yet).
+type operators struct {
+	plan    *plan
+	tracker *gold.WatermarkTracker
+	dedup   *silver.Dedup
+	lookup  *silver.Lookup
+	aggs    []*gold.Aggregation
+}
+
+// position is where the query stands in its checkpoint.
+type position struct {
+	started   bool
+	nextBatch int64
+	lastEnd   *source.Offset
+	lastEntry *checkpoint.Offsets // offsets of the last committed batch (for the late watermark)
+	pending   *checkpoint.Offsets // an uncommitted batch to re-run first
+	// needNoData: the watermark asks for a no-data batch.
 	needNoData bool
-	// idle: the batch timestamp of the last batch that read rows and the watermark it left,
-	// from which an idle source's watermark advances with the clock (stream.idle_timeout).
-	lastDataMs, idleBaseWM int64
-	dedupDeltas            int                         // dedup deltas written since the last full snapshot
-	aggDeltas              int                         // aggregation deltas written since the last full snapshots
-	restoring              map[int64]map[string][]byte // state versions read by the restore in progress
-	// ahead reads the next batch's files while a batch runs, up to source version aheadUntil
-	// (-1: no read-ahead) with aheadLimit a batch.
-	ahead       *prefetch
-	aheadUntil  int64
-	aheadLimit  source.ReadLimit
-	resume      func(*gold.WatermarkTracker) error
-	prevTrigger time.Time
-	tablesReady bool
-	report      Report
-	buf         batchBuffers
+	// resume puts the watermark tracker where the checkpoint left it.
+	resume func(*gold.WatermarkTracker) error
+}
+
+// idleness is the batch timestamp of the last batch that read rows and the watermark it left,
+// from which an idle source's watermark advances with the clock (stream.idle_timeout).
+type idleness struct {
+	lastDataMs, baseWM int64
+}
+
+// stateLog counts the state deltas written since the last full snapshots.
+type stateLog struct {
+	dedupDeltas int
+	aggDeltas   int
+	restoring   map[int64]map[string][]byte // state versions read by the restore in progress
+}
+
+// readAhead reads the next batch's files while a batch runs, up to source version until (-1:
+// no read-ahead) with limit a batch.
+type readAhead struct {
+	p     *prefetch
+	until int64
+	limit source.ReadLimit
 }
 
 // New prepares a runner; it reads nothing until Run.
@@ -128,20 +154,19 @@ func New(opts Options) (*Runner, error) {
 	}
 	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)
 	r := &Runner{
-		opts:    opts,
-		q:       q,
-		ckpt:    checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)),
-		src:     source.New(objstore.WithPrefix(opts.Lake, q.Tables.Bronze), q.Source),
-		bronze:  open(q.Tables.Bronze, opts.WriteOptions),
-		silverT: open(q.Tables.Silver, silverOpts),
-		rejects: open(q.Tables.Rejects, opts.WriteOptions),
-		runID:   uuid.NewString(),
+		opts: opts,
+		q:    q,
+		ckpt: checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)),
+		src:  source.New(objstore.WithPrefix(opts.Lake, q.Tables.Bronze), q.Source),
+		t: sinks{bronze: open(q.Tables.Bronze, opts.WriteOptions), silver: open(q.Tables.Silver, silverOpts),
+			rejects: open(q.Tables.Rejects, opts.WriteOptions)},
+		runID: uuid.NewString(),
 	}
 	for _, g := range q.Gold {
-		r.golds = append(r.golds, open(g.Table, opts.WriteOptions))
-		r.quars = append(r.quars, open(g.Quarantine, opts.WriteOptions))
+		r.t.golds = append(r.t.golds, open(g.Table, opts.WriteOptions))
+		r.t.quars = append(r.t.quars, open(g.Quarantine, opts.WriteOptions))
 	}
-	r.silverW = silver.Writer{Silver: r.silverT, Rejects: r.rejects}
+	r.t.silverW = silver.Writer{Silver: r.t.silver, Rejects: r.t.rejects}
 	r.report.LastBatch = -1
 	return r, nil
 }
@@ -152,13 +177,13 @@ func New(opts Options) (*Runner, error) {
 // no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
 // ends the run without an error at a batch boundary).
 func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
-	r.aheadUntil = -1
+	r.ahead.until = -1
 	defer func() {
 		r.waitAhead()
 		if err != nil {
 			// The operators may hold a half-run batch: the next Run reloads them from the
 			// checkpoint, as a restarted process would.
-			r.started, r.plan, r.pending, r.resume = false, nil, nil, nil
+			r.pos.started, r.ops.plan, r.pos.pending, r.pos.resume = false, nil, nil, nil
 		}
 	}()
 	if err := r.start(ctx); err != nil {
@@ -167,7 +192,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 	limit := r.q.Limit
 	switch r.opts.Trigger.Kind {
 	case spec.Once:
-		if r.pending != nil {
+		if r.pos.pending != nil {
 			return r.report, r.runPending(ctx)
 		}
 		latest, err := r.latest(ctx)
@@ -205,7 +230,7 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 
 // drain fixes the source's latest version and runs batches until nothing is left to do.
 func (r *Runner) drain(ctx context.Context, limit source.ReadLimit) error {
-	if r.pending != nil {
+	if r.pos.pending != nil {
 		if err := r.runPending(ctx); err != nil {
 			return err
 		}
@@ -214,8 +239,8 @@ func (r *Runner) drain(ctx context.Context, limit source.ReadLimit) error {
 	if err != nil {
 		return err
 	}
-	r.aheadUntil, r.aheadLimit = latest, limit
-	defer func() { r.aheadUntil = -1 }()
+	r.ahead.until, r.ahead.limit = latest, limit
+	defer func() { r.ahead.until = -1 }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -244,34 +269,34 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 	if err := r.ensurePlan(ctx); err != nil {
 		return false, err
 	}
-	files, end, err := r.src.NextBatch(ctx, r.lastEnd, until, limit)
+	files, end, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, limit)
 	if err != nil {
 		return false, err
 	}
-	if r.lastEnd == nil && len(files) == 0 {
+	if r.pos.lastEnd == nil && len(files) == 0 {
 		return false, nil // an empty table: Delta's source has no offset to start from yet
 	}
-	moved := r.lastEnd == nil || *r.lastEnd != end
-	if !moved && noData && !r.needNoData && !r.idleAdvance() {
+	moved := r.pos.lastEnd == nil || *r.pos.lastEnd != end
+	if !moved && noData && !r.pos.needNoData && !r.idleAdvance() {
 		return false, nil
 	}
 	if !moved && !noData {
 		return false, nil
 	}
-	_, evict := r.tracker.BatchWatermarks()
+	_, evict := r.ops.tracker.BatchWatermarks()
 	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
 	began := time.Now()
-	got, err := r.ckpt.WriteOffsets(ctx, r.nextBatch, entry)
+	got, err := r.ckpt.WriteOffsets(ctx, r.pos.nextBatch, entry)
 	if err != nil {
 		return false, err
 	}
 	walMs := time.Since(began).Milliseconds()
 	if got.BatchWatermarkMs != entry.BatchWatermarkMs || got.End == nil || *got.End != end {
 		// Another run wrote this batch's WAL first: run what it says.
-		r.pending = got
+		r.pos.pending = got
 		return true, r.runPending(ctx)
 	}
-	return true, r.runBatch(ctx, r.nextBatch, got, files, walMs)
+	return true, r.runBatch(ctx, r.pos.nextBatch, got, files, walMs)
 }
 
 // idleAdvance moves the watermark with the clock when the source has been silent for longer
@@ -281,20 +306,20 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 // other, so a re-run uses it exactly.
 func (r *Runner) idleAdvance() bool {
 	idle := r.q.IdleTimeout.Milliseconds()
-	if idle <= 0 || r.lastDataMs == 0 {
+	if idle <= 0 || r.idle.lastDataMs == 0 {
 		return false
 	}
-	silent := r.opts.Clock().UnixMilli() - r.lastDataMs - idle
+	silent := r.opts.Clock().UnixMilli() - r.idle.lastDataMs - idle
 	if silent <= 0 {
 		return false
 	}
-	late, evict := r.tracker.BatchWatermarks()
-	target := r.idleBaseWM + silent
+	late, evict := r.ops.tracker.BatchWatermarks()
+	target := r.idle.baseWM + silent
 	if target <= evict || !r.wantsNoData(target, evict) {
 		return false
 	}
 	// As if the last commit had carried the moved watermark: same late watermark, new eviction.
-	if err := r.tracker.ResumeAfterCommit(late, target); err != nil {
+	if err := r.ops.tracker.ResumeAfterCommit(late, target); err != nil {
 		return false
 	}
 	return true
@@ -310,7 +335,7 @@ func (r *Runner) conf() map[string]string {
 
 // runPending re-runs the uncommitted batch with exactly the files of its recorded offsets.
 func (r *Runner) runPending(ctx context.Context) error {
-	entry := r.pending
+	entry := r.pos.pending
 	if err := r.ensurePlan(ctx); err != nil {
 		return err
 	}
@@ -321,7 +346,7 @@ func (r *Runner) runPending(ctx context.Context) error {
 		if end.Index == -1 {
 			until--
 		}
-		all, _, err := r.src.NextBatch(ctx, r.lastEnd, until, source.ReadLimit{})
+		all, _, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, source.ReadLimit{})
 		if err != nil {
 			return err
 		}
@@ -331,14 +356,14 @@ func (r *Runner) runPending(ctx context.Context) error {
 			}
 		}
 	}
-	r.pending = nil
-	return r.runBatch(ctx, r.nextBatch, entry, files, 0)
+	r.pos.pending = nil
+	return r.runBatch(ctx, r.pos.nextBatch, entry, files, 0)
 }
 
 // start reads the checkpoint: the query id, the last committed batch, the state it left and
 // an uncommitted batch to re-run.
 func (r *Runner) start(ctx context.Context) error {
-	if r.started {
+	if r.pos.started {
 		return nil
 	}
 	id, err := r.ckpt.QueryID(ctx)
@@ -346,7 +371,7 @@ func (r *Runner) start(ctx context.Context) error {
 		return err
 	}
 	r.queryID, r.report.QueryID = id, id
-	r.lastEnd, r.lastEntry, r.needNoData, r.lastDataMs, r.idleBaseWM = nil, nil, false, 0, 0
+	r.pos.lastEnd, r.pos.lastEntry, r.pos.needNoData, r.idle.lastDataMs, r.idle.baseWM = nil, nil, false, 0, 0
 	lastOff, err := r.ckpt.LatestOffsets(ctx)
 	if err != nil {
 		return err
@@ -355,7 +380,7 @@ func (r *Runner) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.nextBatch = 0
+	r.pos.nextBatch = 0
 	switch {
 	case lastOff < 0:
 	case lastCommit >= lastOff:
@@ -367,9 +392,9 @@ func (r *Runner) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.lastEntry, r.lastEnd = e, e.End
-		r.nextBatch = lastOff + 1
-		r.resume = func(t *gold.WatermarkTracker) error {
+		r.pos.lastEntry, r.pos.lastEnd = e, e.End
+		r.pos.nextBatch = lastOff + 1
+		r.pos.resume = func(t *gold.WatermarkTracker) error {
 			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
 		}
 	default:
@@ -383,12 +408,12 @@ func (r *Runner) start(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			prevWM, r.lastEnd, r.lastEntry = prev.BatchWatermarkMs, prev.End, prev
+			prevWM, r.pos.lastEnd, r.pos.lastEntry = prev.BatchWatermarkMs, prev.End, prev
 		}
-		r.pending = e
-		r.nextBatch = lastOff
-		r.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
+		r.pos.pending = e
+		r.pos.nextBatch = lastOff
+		r.pos.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
 	}
-	r.started = true
+	r.pos.started = true
 	return nil
 }
