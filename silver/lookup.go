@@ -43,29 +43,9 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	if err != nil {
 		return nil, fmt.Errorf("silver: %w", err)
 	}
-	// The wanted keys, as encoded and as a batch of the key columns for the bloom filters
-	// silver's files carry on them.
-	keySchema := &txlog.StructType{}
-	for _, c := range l.KeyCols {
-		keySchema.Fields = append(keySchema.Fields, l.Schema.Fields[c])
-	}
-	wanted, err := table.NewBatch(keySchema)
+	w, err := l.wanted(rows, idx)
 	if err != nil {
 		return nil, err
-	}
-	view := &table.Batch{Schema: keySchema, Columns: make([]*table.Column, len(l.KeyCols))}
-	want := map[string]bool{}
-	var wantKeys [][]byte // in the order of wanted's rows
-	for _, i := range idx {
-		if want[string(rows.Keys[i])] {
-			continue
-		}
-		want[string(rows.Keys[i])] = true
-		wantKeys = append(wantKeys, rows.Keys[i])
-		for k, c := range l.KeyCols {
-			view.Columns[k] = rows.Batches[rows.Batch[i]].Columns[c]
-		}
-		wanted.AppendRow(view, int(rows.Row[i]))
 	}
 	skip, err := l.ownFiles(ctx, snap, n)
 	if err != nil {
@@ -98,50 +78,17 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	errs := make([]error, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := range workers {
-		found[w] = map[string]bool{}
+	for k := range workers {
+		found[k] = map[string]bool{}
 		wg.Go(func() {
-			var key []byte
 			var rb table.ReadBuffer // the worker is done with each batch before the next
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(files) || ctx.Err() != nil {
 					return
 				}
-				may, err := fs.MayContain(ctx, files[i], wanted)
-				if err != nil {
-					errs[w] = err
+				if errs[k] = l.match(ctx, fs, files[i], w, &rb, found[k]); errs[k] != nil {
 					return
-				}
-				if !slices.Contains(may, true) {
-					continue // the file's bloom filters rule out every wanted key
-				}
-				// Rows are matched against the keys the file may hold only: a handful of true
-				// resends among thousands of wanted keys, when the file has bloom filters.
-				set := newKeySet(countTrue(may))
-				for j, m := range may {
-					if m {
-						set.add(wantKeys[j], firstHash(wanted.Columns[0], j, &key))
-					}
-				}
-				for b, err := range fs.ReadWith(ctx, files[i:i+1], &rb) {
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					first := b.Columns[0]
-					for row := range b.Len() {
-						if !set.mayHave(firstHash(first, row, &key)) {
-							continue
-						}
-						key = key[:0]
-						for c := range l.KeyCols {
-							key = table.AppendKeyPart(key, b.Columns[c], row)
-						}
-						if set.keys[string(key)] {
-							found[w][string(key)] = true
-						}
-					}
 				}
 			}
 		})
@@ -157,6 +104,78 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 		maps.Copy(seen, f)
 	}
 	return seen, nil
+}
+
+// wantedKeys are the distinct keys a look-up asks for: encoded, and as a batch of the key
+// columns (row j is keys[j]) for the bloom filters silver's files carry on them.
+type wantedKeys struct {
+	batch *table.Batch
+	keys  [][]byte
+}
+
+func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
+	keySchema := &txlog.StructType{}
+	for _, c := range l.KeyCols {
+		keySchema.Fields = append(keySchema.Fields, l.Schema.Fields[c])
+	}
+	b, err := table.NewBatch(keySchema)
+	if err != nil {
+		return nil, err
+	}
+	w := &wantedKeys{batch: b}
+	view := &table.Batch{Schema: keySchema, Columns: make([]*table.Column, len(l.KeyCols))}
+	want := map[string]bool{}
+	for _, i := range idx {
+		if want[string(rows.Keys[i])] {
+			continue
+		}
+		want[string(rows.Keys[i])] = true
+		w.keys = append(w.keys, rows.Keys[i])
+		for k, c := range l.KeyCols {
+			view.Columns[k] = rows.Batches[rows.Batch[i]].Columns[c]
+		}
+		b.AppendRow(view, int(rows.Row[i]))
+	}
+	return w, nil
+}
+
+// match adds to found the wanted keys file f holds.
+func (l *Lookup) match(ctx context.Context, fs *table.FileScan, f *txlog.Add, w *wantedKeys, rb *table.ReadBuffer, found map[string]bool) error {
+	may, err := fs.MayContain(ctx, f, w.batch)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(may, true) {
+		return nil // the file's bloom filters rule out every wanted key
+	}
+	// Rows are matched against the keys the file may hold only: a handful of true resends
+	// among thousands of wanted keys, when the file has bloom filters.
+	var key []byte
+	set := newKeySet(countTrue(may))
+	for j, m := range may {
+		if m {
+			set.add(w.keys[j], firstHash(w.batch.Columns[0], j, &key))
+		}
+	}
+	for b, err := range fs.ReadWith(ctx, []*txlog.Add{f}, rb) {
+		if err != nil {
+			return err
+		}
+		first := b.Columns[0]
+		for row := range b.Len() {
+			if !set.mayHave(firstHash(first, row, &key)) {
+				continue
+			}
+			key = key[:0]
+			for c := range l.KeyCols {
+				key = table.AppendKeyPart(key, b.Columns[c], row)
+			}
+			if set.keys[string(key)] {
+				found[string(key)] = true
+			}
+		}
+	}
+	return nil
 }
 
 // keySet is a set of encoded keys with a bitset of the hashes of their first columns' values

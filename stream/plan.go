@@ -171,24 +171,7 @@ func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int,
 		if spec.Int {
 			num = longType()
 		}
-		switch fn {
-		case gold.Count:
-			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()})
-		case gold.Sum:
-			fields = append(fields, txlog.StructField{Name: a.As, Type: num, Nullable: true})
-		case gold.Min, gold.Max:
-			fields = append(fields, txlog.StructField{Name: a.As, Type: inType, Nullable: true})
-		case gold.Avg:
-			fields = append(fields, txlog.StructField{Name: a.As, Type: doubleType(), Nullable: true},
-				txlog.StructField{Name: a.As + gold.SuffixSum, Type: num, Nullable: true},
-				txlog.StructField{Name: a.As + gold.SuffixCount, Type: longType()})
-		case gold.ApproxCountDistinct:
-			fields = append(fields, txlog.StructField{Name: a.As, Type: longType()},
-				txlog.StructField{Name: a.As + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
-		case gold.ApproxPercentile:
-			fields = append(fields, txlog.StructField{Name: a.As, Nullable: true, Type: txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
-				txlog.StructField{Name: a.As + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}})
-		}
+		fields = append(fields, aggregateFields(fn, a.As, inType, num)...)
 	}
 	fields = append(fields, txlog.StructField{Name: gold.ColLateRows, Type: longType()})
 	if err := ap.agg.Validate(); err != nil {
@@ -204,4 +187,28 @@ func typeName(t txlog.DataType) string {
 		return p.Name
 	}
 	return fmt.Sprintf("%T", t)
+}
+
+// aggregateFields are the gold columns of aggregate fn named as, over an input of type in
+// (num: the type of its sums): gold's row contract (gold/row.go).
+func aggregateFields(fn gold.Func, as string, in, num txlog.DataType) []txlog.StructField {
+	switch fn {
+	case gold.Count:
+		return []txlog.StructField{{Name: as, Type: longType()}}
+	case gold.Sum:
+		return []txlog.StructField{{Name: as, Type: num, Nullable: true}}
+	case gold.Min, gold.Max:
+		return []txlog.StructField{{Name: as, Type: in, Nullable: true}}
+	case gold.Avg:
+		return []txlog.StructField{{Name: as, Type: doubleType(), Nullable: true},
+			{Name: as + gold.SuffixSum, Type: num, Nullable: true},
+			{Name: as + gold.SuffixCount, Type: longType()}}
+	case gold.ApproxCountDistinct:
+		return []txlog.StructField{{Name: as, Type: longType()},
+			{Name: as + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}}}
+	case gold.ApproxPercentile:
+		return []txlog.StructField{{Name: as, Nullable: true, Type: txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
+			{Name: as + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}}}
+	}
+	return nil
 }
