@@ -162,7 +162,6 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 
 // mergeOne merges one aggregation's new quarantine rows into gold.
 func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState) (MergeGoldReport, error) {
-	queryID := st.queryID
 	gr := MergeGoldReport{Name: g.Name, FromVersion: -1, ToVersion: -1}
 	if g.OutputMode == spec.OutputComplete {
 		gr.Note = "complete mode has no late rows"
@@ -177,7 +176,7 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
-	appID := AppIDPrefix + queryID
+	appID := AppIDPrefix + st.queryID
 	if v, ok := gsnap.TxnVersion(appID); ok {
 		gr.FromVersion = v
 	}
@@ -213,65 +212,16 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 	if err != nil {
 		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
-	cols := append(append([]string{a.evName, colLateWatermark}, a.keyNames...), a.inCols...)
-	if qschema.Field(colBatchID) != nil {
-		cols = append(cols, colBatchID)
-	}
-	minBatch, maxBatch := int64(-1), int64(-1)
-	fs, err := qt.FileScan(qsnap, dedupe(cols), nil)
-	if err != nil {
-		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
-	}
 	c, err := newCollector(a)
 	if err != nil {
 		return gr, err
 	}
-	var wins []gold.Window
-	// Sessions are recomputed, not added to: the late rows only say which keys and times.
-	affected := map[string]int64{}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	var kb []byte
-	for b, err := range fs.Read(ctx, adds) {
-		if err != nil {
-			return gr, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
-		}
-		s, err := a.source(b)
-		if err != nil {
-			return gr, err
-		}
-		lw, bid := b.Column(colLateWatermark), b.Column(colBatchID)
-		for i := range b.Len() {
-			if bid != nil && !bid.IsNull(i) {
-				if minBatch < 0 || bid.Int64[i] < minBatch {
-					minBatch = bid.Int64[i]
-				}
-				maxBatch = max(maxBatch, bid.Int64[i])
-			}
-			if s.ev.IsNull(i) || lw.IsNull(i) {
-				return gr, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
-			}
-			gr.LateRows++
-			if a.session != nil {
-				kb = kb[:0]
-				for _, c := range s.keys {
-					kb = table.AppendKeyPart(kb, c, i)
-				}
-				t := s.ev.Int64[i]
-				if last, ok := affected[string(kb)]; !ok || t > last {
-					affected[string(kb)] = t
-				}
-				lo, hi = min(lo, t), max(hi, t+1)
-				continue
-			}
-			wins = a.windowsOf(wins[:0], s.ev.Int64[i], floorDiv(lw.Int64[i], 1000))
-			for _, w := range wins {
-				gr.Pairs++
-				if err := c.add(s, i, w); err != nil {
-					return gr, err
-				}
-			}
-		}
+	lr, err := readLate(ctx, qt, qsnap, a, adds, c)
+	if err != nil {
+		return gr, err
 	}
+	gr.LateRows, gr.Pairs = lr.rows, lr.pairs
+	affected, lo, hi := lr.affected, lr.lo, lr.hi
 	txn := &table.AppTxn{AppID: appID, Version: gr.ToVersion}
 	rw := &rewriter{t: gt, snap: gsnap, a: a}
 	if a.session != nil {
@@ -281,14 +231,14 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		// Silver as of the last batch the merged quarantine holds: later rows reach gold through
 		// the stream or the next merge-late, which recomputes these sessions again.
 		upTo := st.batch
-		if b, ok := qsnap.TxnVersion(queryID); ok {
+		if b, ok := qsnap.TxnVersion(st.queryID); ok {
 			upTo = max(upTo, b)
 		}
-		src, err := openSource(ctx, opts, SourceSilver, queryID, upTo)
+		src, err := openSource(ctx, opts, SourceSilver, st.queryID, upTo)
 		if err != nil {
 			return gr, err
 		}
-		res, err := resessionize(ctx, rw, src, st, lo, hi, affected, txn)
+		res, err := resessionize(ctx, rw, src, st, resessionScope{from: lo, to: hi, only: affected, txn: txn})
 		gr.Gold = res.gold
 		if res.deferred {
 			gr.Note = "late rows inside sessions the stream still holds: merged again by the next run"
@@ -309,14 +259,20 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		return gr, err
 	}
 	gr.Gold = &ws
-	if minBatch >= 0 {
-		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(opts.Lake, opts.Query.Tables.Checkpoint)), minBatch, maxBatch)
-	}
-	if f := opts.Query.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
-		opts.Logger.Warn("late: late rows above the alert fraction", "gold", g.Name, "lateRows", gr.LateRows,
-			"inputRows", gr.InputRows, "fromBatch", minBatch, "toBatch", maxBatch, "fraction", f)
-	}
+	opts.noteInput(ctx, &gr, lr)
 	return gr, nil
+}
+
+// noteInput sets the rows the stream read in the batches that quarantined the merged rows, and
+// warns when the late rows exceed the alert fraction of them.
+func (o *Options) noteInput(ctx context.Context, gr *MergeGoldReport, lr lateRead) {
+	if lr.minBatch >= 0 {
+		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint)), lr.minBatch, lr.maxBatch)
+	}
+	if f := o.Query.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
+		o.Logger.Warn("late: late rows above the alert fraction", "gold", gr.Name, "lateRows", gr.LateRows,
+			"inputRows", gr.InputRows, "fromBatch", lr.minBatch, "toBatch", lr.maxBatch, "fraction", f)
+	}
 }
 
 // upsert combines each group with its gold row (null-safe on the keys) or inserts it.
@@ -384,6 +340,82 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 	}
 	return rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "MERGE", Parameters: map[string]any{
 		"predicate": fmt.Sprintf("[\"(target.window <=> source.window) AND keys %v <=> source\"]", a.keyNames), "appId": txn.AppID}})
+}
+
+// lateRead is what the quarantine rows merge-late reads say.
+type lateRead struct {
+	rows, pairs int64 // late rows, and (row, window) pairs added to the collector
+	// affected is, for session windows, the last late event time of each key; lo and hi
+	// bound the late rows' event times.
+	affected           map[string]int64
+	lo, hi             int64
+	minBatch, maxBatch int64 // the batches that quarantined them (-1: unknown)
+}
+
+// readLate reads the quarantine rows of files adds (through scan of snapshot qsnap) into c,
+// each applied to the windows closed when it was judged; for session windows it only notes
+// the keys and times.
+func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *agg, adds []*txlog.Add, c *collector) (lateRead, error) {
+	g := a.cfg
+	lr := lateRead{affected: map[string]int64{}, lo: math.MaxInt64, hi: math.MinInt64, minBatch: -1, maxBatch: -1}
+	qschema, err := qsnap.Schema()
+	if err != nil {
+		return lr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	cols := append(append([]string{a.evName, colLateWatermark}, a.keyNames...), a.inCols...)
+	if qschema.Field(colBatchID) != nil {
+		cols = append(cols, colBatchID)
+	}
+	fs, err := qt.FileScan(qsnap, dedupe(cols), nil)
+	if err != nil {
+		return lr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
+	}
+	var wins []gold.Window
+	var kb []byte
+	for b, err := range fs.Read(ctx, adds) {
+		if err != nil {
+			return lr, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
+		}
+		s, err := a.source(b)
+		if err != nil {
+			return lr, err
+		}
+		lw, bid := b.Column(colLateWatermark), b.Column(colBatchID)
+		for i := range b.Len() {
+			if bid != nil && !bid.IsNull(i) {
+				if lr.minBatch < 0 || bid.Int64[i] < lr.minBatch {
+					lr.minBatch = bid.Int64[i]
+				}
+				lr.maxBatch = max(lr.maxBatch, bid.Int64[i])
+			}
+			if s.ev.IsNull(i) || lw.IsNull(i) {
+				return lr, fmt.Errorf("late: quarantine %s: a row without %s or %s", g.Quarantine, a.evName, colLateWatermark)
+			}
+			lr.rows++
+			if a.session != nil {
+				// Sessions are recomputed, not added to: the late rows only say which keys
+				// and times.
+				kb = kb[:0]
+				for _, c := range s.keys {
+					kb = table.AppendKeyPart(kb, c, i)
+				}
+				t := s.ev.Int64[i]
+				if last, ok := lr.affected[string(kb)]; !ok || t > last {
+					lr.affected[string(kb)] = t
+				}
+				lr.lo, lr.hi = min(lr.lo, t), max(lr.hi, t+1)
+				continue
+			}
+			wins = a.windowsOf(wins[:0], s.ev.Int64[i], floorDiv(lw.Int64[i], 1000))
+			for _, w := range wins {
+				lr.pairs++
+				if err := c.add(s, i, w); err != nil {
+					return lr, err
+				}
+			}
+		}
+	}
+	return lr, nil
 }
 
 // progressInput sums numInputRows of the stream's kept progress files of batches from..to.

@@ -180,7 +180,8 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	}
 	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
 	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
-	gr.Gold, err = replace(ctx, rw, prune, inRange, groups, nil, fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
+	gr.Gold, err = replace(ctx, rw, replacement{prune: prune, drop: inRange, groups: groups,
+		desc: fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
 	return gr, err
 }
 
@@ -195,8 +196,18 @@ func alignStart(t int64, spec gold.WindowSpec) int64 {
 
 // replace removes the gold rows drop selects (among the files prune lets through) and writes
 // groups instead, keeping the late_rows figure of the rows they replace.
-func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(start, end int64, keys []*table.Column, i int) bool, groups []*group, txn *table.AppTxn, desc string) (*writeStats, error) {
-	a := rw.a
+// replacement is what replace writes: the gold rows drop selects among those prune lets
+// through give way to groups, in one commit with txn (when set) described by desc.
+type replacement struct {
+	prune  table.Expr
+	drop   func(start, end int64, keys []*table.Column, i int) bool
+	groups []*group
+	txn    *table.AppTxn
+	desc   string
+}
+
+func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
+	a, drop, groups := rw.a, rp.drop, rp.groups
 	lateRows := map[string]int64{}
 	var key []byte
 	var keys []*table.Column
@@ -227,7 +238,7 @@ func replace(ctx context.Context, rw *rewriter, prune table.Expr, drop func(star
 		}
 		return nil
 	}
-	ws, err := rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
-		"mode": "Overwrite", "partitionBy": "[]", "predicate": desc}})
+	ws, err := rw.run(ctx, rp.prune, row, extra, rp.txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+		"mode": "Overwrite", "partitionBy": "[]", "predicate": rp.desc}})
 	return &ws, err
 }

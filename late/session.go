@@ -32,7 +32,7 @@ type sessKey struct {
 // whole; sessions still open in the stream (end past its committed watermark) are left to the
 // stream, with everything of that key from their start on.
 func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
-	res, err := resessionize(ctx, rw, src, st, r.From.UnixMicro(), r.To.UnixMicro(), nil, nil)
+	res, err := resessionize(ctx, rw, src, st, resessionScope{from: r.From.UnixMicro(), to: r.To.UnixMicro()})
 	if err != nil {
 		return gr, err
 	}
@@ -54,10 +54,18 @@ type sessionResult struct {
 // the source, in one commit carrying txn when set. A late row that falls into a session the
 // stream still holds cannot be placed yet (the stream will emit that session without it): the
 // commit then goes without txn, so that the next merge-late sees the row again.
-func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, from, to int64, only map[string]int64, txn *table.AppTxn) (sessionResult, error) {
-	var res sessionResult
-	a := rw.a
-	gap := a.session.Gap
+// resessionScope is the range [from, to) (µs) a re-sessionization covers, only the keys of only
+// when set, committed with txn when set.
+type resessionScope struct {
+	from, to int64
+	only     map[string]int64
+	txn      *table.AppTxn
+}
+
+// sessionKeys reads the source rows of each key around the range, widening the read until
+// every key's sessions that touch the range lie inside it, and finds each key's widened range.
+func sessionKeys(ctx context.Context, a *agg, src *replaySource, sc resessionScope) (map[string]*sessKey, error) {
+	from, to, only, gap := sc.from, sc.to, sc.only, a.session.Gap
 	margin := max(4*gap, (to-from)/2)
 	var keys map[string]*sessKey
 	for {
@@ -81,7 +89,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			return nil
 		})
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		whole := true
 		for _, k := range keys {
@@ -105,6 +113,17 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			break
 		}
 		margin *= 4
+	}
+	return keys, nil
+}
+
+func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, sc resessionScope) (sessionResult, error) {
+	var res sessionResult
+	a, from, to, only, txn := rw.a, sc.from, sc.to, sc.only, sc.txn
+	gap := a.session.Gap
+	keys, err := sessionKeys(ctx, a, src, sc)
+	if err != nil {
+		return res, err
 	}
 	wm := st.evictMs * 1000
 	c, err := newCollector(a)
@@ -166,7 +185,8 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		}
 	}
 	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
-	res.gold, err = replace(ctx, rw, prune, drop, groups, txn, fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
-		s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
+	res.gold, err = replace(ctx, rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn,
+		desc: fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
+			s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
 	return res, err
 }
