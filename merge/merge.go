@@ -186,32 +186,11 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	}
 	res := Result{Version: -1}
 
-	// Index the source by key: the first row of each key, and how many rows share it.
-	index := map[string]*sourceRef{}
-	var keyBuf []byte
-	var order []sourceRow // every source row, in order, for the inserts
-	for bi, b := range spec.Source {
-		cols, err := keyColumns(b, spec.Keys, "source")
-		if err != nil {
-			return res, err
-		}
-		for i := 0; i < b.Len(); i++ {
-			res.SourceRows++
-			var ok bool
-			keyBuf, ok = keyOf(keyBuf[:0], cols, i)
-			if !ok {
-				order = append(order, sourceRow{batch: bi, row: i})
-				continue
-			}
-			key := string(keyBuf)
-			order = append(order, sourceRow{batch: bi, row: i, key: key, hasKey: true})
-			if ref, dup := index[key]; dup {
-				ref.count++
-				continue
-			}
-			index[key] = &sourceRef{batch: bi, row: i, count: 1}
-		}
+	index, order, err := indexSource(spec)
+	if err != nil {
+		return res, err
 	}
+	res.SourceRows = int64(len(order))
 
 	// Which target files can hold a source key.
 	pruning, err := keyRanges(schema, spec.Keys, spec.Source)
@@ -277,6 +256,36 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	}
 	res.Version = rw.Version
 	return res, nil
+}
+
+// indexSource indexes the source by key: the first row of each key, and how many rows share
+// it; order is every source row, in order, for the inserts.
+func indexSource(spec Spec) (map[string]*sourceRef, []sourceRow, error) {
+	index := map[string]*sourceRef{}
+	var keyBuf []byte
+	var order []sourceRow
+	for bi, b := range spec.Source {
+		cols, err := keyColumns(b, spec.Keys, "source")
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := 0; i < b.Len(); i++ {
+			var ok bool
+			keyBuf, ok = keyOf(keyBuf[:0], cols, i)
+			if !ok {
+				order = append(order, sourceRow{batch: bi, row: i})
+				continue
+			}
+			key := string(keyBuf)
+			order = append(order, sourceRow{batch: bi, row: i, key: key, hasKey: true})
+			if ref, dup := index[key]; dup {
+				ref.count++
+				continue
+			}
+			index[key] = &sourceRef{batch: bi, row: i, count: 1}
+		}
+	}
+	return index, order, nil
 }
 
 // inserts renders the source rows that matched no target row, in source order, through the
