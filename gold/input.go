@@ -72,8 +72,6 @@ func (c *Column) len() int {
 	return -1
 }
 
-func (c *Column) valid(i int32) bool { return c.Valid == nil || c.Valid[i] }
-
 // Input is one micro-batch for one aggregation, column by column.
 type Input struct {
 	// EventTime is the watermark column in µs; EventValid its non-null mask (nil: no nulls).

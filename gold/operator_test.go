@@ -8,8 +8,6 @@ import (
 	"time"
 )
 
-func ms(usv int64) int64 { return usv / 1000 }
-
 func hhmm(usv int64) string { return time.UnixMicro(usv).UTC().Format("15:04") }
 
 // rowsString renders rows as "[12:05]=3" (window start = count of aggregate 0).

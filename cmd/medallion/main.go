@@ -28,13 +28,6 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
 
-// notBuilt is the answer of a subcommand whose issue has not landed yet.
-func notBuilt(what string) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		return &exitError{code: 2, err: fmt.Errorf("%s is not built yet", what)}
-	}
-}
-
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "medallion",

@@ -40,11 +40,7 @@ func newRunCmd() *cobra.Command {
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
 	} {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
-		if job.run == nil {
-			cmd.RunE = notBuilt("run " + job.name)
-		} else {
-			cmd.RunE = jobCommand(job.name, job.run)
-		}
+		cmd.RunE = jobCommand(job.name, job.run)
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
 		cmd.Flags().String("gold", "", "only this gold aggregation")
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
