@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -78,12 +79,8 @@ func (o *Options) retry(ctx context.Context, name string, fn func() error) error
 			return err
 		}
 		o.Logger.Info("late: concurrent gold commit, starting over", "gold", name, "attempt", attempt, "err", err)
-		t := time.NewTimer(time.Duration(attempt*attempt) * 10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := (backoff.Backoff{Min: 10 * time.Millisecond, Max: time.Second}).Sleep(ctx, attempt); err != nil {
+			return err
 		}
 	}
 	return err

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -39,6 +38,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -435,7 +435,7 @@ func (b *Bucket) putSmallIfAbsent(ctx context.Context, key, k string, body []byt
 	var lastErr error
 	for attempt := range b.maxAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, b.backoff(attempt)); err != nil {
+			if err := (backoff.Backoff{Min: 100 * time.Millisecond, Max: b.maxBackoff}).Sleep(ctx, attempt); err != nil {
 				return fmt.Errorf("s3: put-if-absent %s: %w (last error: %v)", key, err, lastErr)
 			}
 		}
@@ -478,23 +478,6 @@ func (b *Bucket) holds(ctx context.Context, k string, body []byte) bool {
 	defer out.Body.Close()
 	got, err := io.ReadAll(io.LimitReader(out.Body, int64(len(body))+1))
 	return err == nil && bytes.Equal(got, body)
-}
-
-func (b *Bucket) backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond << min(attempt, 10)
-	d = min(d, b.maxBackoff)
-	return d/2 + rand.N(d/2+1) // jitter so racing writers spread out
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // putMultipart uploads first and the rest of r in parts; the object appears only when the
