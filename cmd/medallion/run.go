@@ -91,6 +91,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			return err
 		}
+		defer env.Lake.Close()
 		began := time.Now()
 		summary, err := run(ctx, cmd, env)
 		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}

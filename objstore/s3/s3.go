@@ -530,3 +530,11 @@ func (b *Bucket) putMultipart(ctx context.Context, op, key, k string, first []by
 	}
 	return nil
 }
+
+// Close closes the HTTP client's idle connections; requests still in flight finish.
+func (b *Bucket) Close() error {
+	if c, ok := b.client.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
