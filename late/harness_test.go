@@ -12,6 +12,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -68,11 +69,7 @@ const sessionYAML = `  - name: sess
 
 func testConfig(t testing.TB, extra string) *config.Pipeline {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(testYAML, extra)), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testutil.Pipeline(t, fmt.Sprintf(testYAML, extra))
 }
 
 var streamClock = func() time.Time { return time.Date(2024, 5, 1, 7, 0, 0, 0, time.UTC) }

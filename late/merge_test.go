@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream"
@@ -63,15 +64,6 @@ func goldState(t testing.TB, lake objstore.Bucket, path string) []string {
 	return out
 }
 
-func tableVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
-	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap.Version()
-}
-
 // cloneLake copies every object of a mem lake, so one pipeline run serves many fault runs.
 func cloneLake(t testing.TB, src *mem.Bucket) *mem.Bucket {
 	t.Helper()
@@ -107,7 +99,7 @@ func TestMergeLateTwiceIsANoOp(t *testing.T) {
 	before := map[string][]string{}
 	versions := map[string]int64{}
 	for _, g := range []string{"gold/t5", "gold/s10"} {
-		before[g], versions[g] = goldState(t, lake, g), tableVersion(t, lake, g)
+		before[g], versions[g] = goldState(t, lake, g), testutil.TableVersion(t, lake, g)
 	}
 	second, err := MergeLate(ctx, opts(lake, cfg))
 	if err != nil {
@@ -122,7 +114,7 @@ func TestMergeLateTwiceIsANoOp(t *testing.T) {
 		}
 	}
 	for g, rows := range before {
-		if v := tableVersion(t, lake, g); v != versions[g] {
+		if v := testutil.TableVersion(t, lake, g); v != versions[g] {
 			t.Errorf("%s: second run committed version %d", g, v)
 		}
 		if !slices.Equal(goldState(t, lake, g), rows) {
@@ -248,14 +240,14 @@ func TestMergeLateSessions(t *testing.T) {
 			checkInvariantE(t, lake, srep.WatermarkMs)
 			// A rerun changes no row; it commits only when the first run had to defer late rows
 			// that fell into sessions the stream still holds.
-			v, rows := tableVersion(t, lake, "gold/sess"), goldState(t, lake, "gold/sess")
+			v, rows := testutil.TableVersion(t, lake, "gold/sess"), goldState(t, lake, "gold/sess")
 			if _, err := MergeLate(context.Background(), opts(lake, cfg)); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(goldState(t, lake, "gold/sess"), rows) {
 				t.Fatal("second merge-late changed gold/sess rows")
 			}
-			if deferred := rep.Gold[2].Note != ""; !deferred && tableVersion(t, lake, "gold/sess") != v {
+			if deferred := rep.Gold[2].Note != ""; !deferred && testutil.TableVersion(t, lake, "gold/sess") != v {
 				t.Fatal("second merge-late committed to gold/sess")
 			} else if deferred {
 				t.Logf("deferred: %s", rep.Gold[2].Note)

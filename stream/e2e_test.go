@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
@@ -317,8 +318,8 @@ func TestStreamEndToEndOracle(t *testing.T) {
 				t.Fatal("no late rows: the workload does not exercise quarantine")
 			}
 			// A second run finds nothing new and changes nothing.
-			v := tableVersion(t, lake, "gold/g5")
-			if rep2 := mustRun(t, lake, cfg, "available-now"); rep2.Batches != 0 || tableVersion(t, lake, "gold/g5") != v {
+			v := testutil.TableVersion(t, lake, "gold/g5")
+			if rep2 := mustRun(t, lake, cfg, "available-now"); rep2.Batches != 0 || testutil.TableVersion(t, lake, "gold/g5") != v {
 				t.Fatalf("rerun ran %d batches", rep2.Batches)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -19,12 +20,7 @@ import (
 
 const baseYAML = `
 lake: mem
-schema:
-  - {name: event_id,   type: string, required: true}
-  - {name: event_type, type: string}
-  - {name: amount,     type: double}
-  - {name: event_time, type: timestamp, required: true}
-stream:
+` + testutil.EventsSchema + `stream:
   watermark: %s
 %s
 gold:
@@ -33,11 +29,7 @@ gold:
 
 func parseConfig(t testing.TB, watermark, streamExtra, goldYAML string) *config.Pipeline {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(baseYAML, watermark, streamExtra, goldYAML)), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testutil.Pipeline(t, fmt.Sprintf(baseYAML, watermark, streamExtra, goldYAML))
 }
 
 func declared() *txlog.StructType {
@@ -144,15 +136,6 @@ func tableRows(t testing.TB, lake objstore.Bucket, path string, drop ...string) 
 	}
 	slices.Sort(out)
 	return out
-}
-
-func tableVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
-	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
-	if err != nil {
-		return -1
-	}
-	return snap.Version()
 }
 
 // runStreamClock fixes batch timestamps, so that reruns write identical rejects.

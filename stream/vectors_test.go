@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -49,7 +50,7 @@ func TestC1C2C3(t *testing.T) {
 	if rep.Batches != 1 || !exists(t, ck, "commits/0") || exists(t, ck, "offsets/1") {
 		t.Fatalf("once ran %d batches; want exactly batch 0 and no trailing no-data batch", rep.Batches)
 	}
-	v := tableVersion(t, lake, "silver/events")
+	v := testutil.TableVersion(t, lake, "silver/events")
 	if err := ck.Delete(ctx, "commits/0"); err != nil { // crash after the sinks, before commits/0
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestC1C2C3(t *testing.T) {
 	if rep.Batches != 1 || rep.LastBatch != 0 {
 		t.Fatalf("restart ran batches up to %d (%d), want a re-run of batch 0 only", rep.LastBatch, rep.Batches)
 	}
-	if got := tableVersion(t, lake, "silver/events"); got != v {
+	if got := testutil.TableVersion(t, lake, "silver/events"); got != v {
 		t.Fatalf("C1: re-run of batch 0 made silver version %d, want %d (skipped)", got, v)
 	}
 	if !exists(t, ck, "commits/0") || len(tableRows(t, lake, "silver/events")) != 3 {
