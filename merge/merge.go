@@ -1,8 +1,8 @@
 // Package merge owns MERGE INTO for any Delta table: a source of rows is joined with the
 // target on equality keys, matched target rows are updated or deleted and unmatched source
 // rows are inserted, in one atomic commit. It rewrites only the target files that hold a
-// matched row (copy-on-write), and reads only the files whose partition values or min/max
-// stats can hold a source key.
+// matched row (copy-on-write, through table.Rewrite with the table's write options), and
+// reads only the files whose partition values or min/max stats can hold a source key.
 //
 // Crash guarantees: new files are written under unique names before the single commit that
 // swaps them in, so a crash leaves the previous version intact plus unreferenced files that

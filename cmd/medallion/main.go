@@ -1,6 +1,9 @@
 // Command medallion runs a Delta-Lake medallion pipeline on object storage: ingest into bronze,
 // stream into silver, quarantine and gold, fold late rows back with merge-late, replay ranges,
 // and inspect or maintain any Delta table. See DESIGN.md §8 for the command-line contract.
+//
+// The CLI keeps no state of its own: a command killed at any instant leaves what its job
+// guarantees after a crash (see jobs and the engine packages), and running it again is safe.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Package testutil holds the helpers the packages' tests share: the test pipeline's events
 // schema, parsing a pipeline config, and reading a table's version. Tests only: nothing here
-// writes to a lake.
+// writes to a lake or keeps state, so there is nothing a crash could leave behind.
 package testutil
 
 import (

@@ -1,5 +1,6 @@
 // Package specs builds the engines' typed specs from the pipeline config, so that no engine
-// reads YAML (DESIGN.md §1). It is pure: nothing here touches storage.
+// reads YAML (DESIGN.md §1). It is pure: nothing here touches storage or keeps state, so a
+// crash loses nothing.
 package specs
 
 import (
