@@ -201,41 +201,14 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 	}
 	var sketch []byte
 	for si := range a.specs {
-		spec, v, ci := &a.specs[si], &vals[si], a.aggCol[si]
-		c := out.Columns[ci]
-		set[ci] = true
-		switch spec.Fn {
-		case gold.Count:
-			c.AppendInt64(v.N)
-		case gold.Sum, gold.Min, gold.Max:
-			appendNumber(c, v)
-		case gold.Avg:
-			if v.N == 0 {
-				c.AppendNull()
-			} else {
-				c.AppendFloat64(v.Result(spec).(float64))
-			}
-			appendNumber(out.Columns[ci+1], v)
-			out.Columns[ci+2].AppendInt64(v.N)
-			set[ci+1], set[ci+2] = true, true
-		case gold.ApproxCountDistinct, gold.ApproxPercentile:
-			switch x := v.Result(spec).(type) {
-			case int64:
-				c.AppendInt64(x)
-			case []float64:
-				for _, q := range x {
-					c.Children[0].AppendFloat64(q)
-				}
-				c.AppendList()
-			default:
-				c.AppendNull()
-			}
-			var err error
-			if sketch, err = v.AppendBinary(sketch[:0]); err != nil {
-				return fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, spec.Name, err)
-			}
-			out.Columns[ci+1].AppendBytes(sketch)
-			set[ci+1] = true
+		ci := a.aggCol[si]
+		n, sk, err := gold.AppendAggregate(out.Columns[ci:], &a.specs[si], &vals[si], sketch)
+		if err != nil {
+			return fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, a.specs[si].Name, err)
+		}
+		sketch = sk
+		for k := range n {
+			set[ci+k] = true
 		}
 	}
 	out.Columns[a.lateCol].AppendInt64(lateRows)
@@ -246,20 +219,6 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 		}
 	}
 	return nil
-}
-
-// appendNumber writes a sum, min or max (or avg's sum) in the column's type; no input: null.
-func appendNumber(c *table.Column, v *gold.AggValue) {
-	switch {
-	case v.N == 0:
-		c.AppendNull()
-	case !v.Int:
-		c.AppendFloat64(v.F)
-	case c.Kind == table.KindInt32:
-		c.AppendInt32(int32(v.I))
-	default:
-		c.AppendInt64(v.I)
-	}
 }
 
 // valuesOf reads row i of a gold batch back into mergeable aggregates. A sum, min or max only

@@ -215,61 +215,15 @@ func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
 			}
 		}
 		for si := range ap.agg.Aggs {
-			spec := &ap.agg.Aggs[si]
-			v := &row.Aggs[si]
-			switch spec.Fn {
-			case gold.Count:
-				gb.Columns[ci].AppendInt64(v.N)
-				ci++
-			case gold.Sum, gold.Min, gold.Max:
-				appendNumber(gb.Columns[ci], v)
-				ci++
-			case gold.Avg:
-				if v.N == 0 {
-					gb.Columns[ci].AppendNull()
-				} else {
-					gb.Columns[ci].AppendFloat64(v.Result(spec).(float64))
-				}
-				appendNumber(gb.Columns[ci+1], v)
-				gb.Columns[ci+2].AppendInt64(v.N)
-				ci += 3
-			case gold.ApproxCountDistinct, gold.ApproxPercentile:
-				res := v.Result(spec)
-				switch x := res.(type) {
-				case int64:
-					gb.Columns[ci].AppendInt64(x)
-				case []float64:
-					for _, q := range x {
-						gb.Columns[ci].Children[0].AppendFloat64(q)
-					}
-					gb.Columns[ci].AppendList()
-				default:
-					gb.Columns[ci].AppendNull()
-				}
-				if sketch, err = v.AppendBinary(sketch[:0]); err != nil {
-					return nil, err
-				}
-				gb.Columns[ci+1].AppendBytes(sketch)
-				ci += 2
+			n, sk, err := gold.AppendAggregate(gb.Columns[ci:], &ap.agg.Aggs[si], &row.Aggs[si], sketch)
+			if err != nil {
+				return nil, err
 			}
+			sketch, ci = sk, ci+n
 		}
 		gb.Columns[ci].AppendInt64(0)
 	}
 	return gb, nil
-}
-
-// appendNumber writes a sum, min or max (or avg's sum) in the column's type; no input: null.
-func appendNumber(c *table.Column, v *gold.AggValue) {
-	switch {
-	case v.N == 0:
-		c.AppendNull()
-	case !v.Int:
-		c.AppendFloat64(v.F)
-	case c.Kind == table.KindInt32:
-		c.AppendInt32(int32(v.I))
-	default:
-		c.AppendInt64(v.I)
-	}
 }
 
 // progress builds batch n's StreamingQueryProgress.

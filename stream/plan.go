@@ -32,9 +32,8 @@ type plan struct {
 	aggs   []*aggPlan
 }
 
-func timestampType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.TypeTimestamp} }
-func longType() txlog.DataType      { return txlog.PrimitiveType{Name: txlog.TypeLong} }
-func doubleType() txlog.DataType    { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
+func longType() txlog.DataType   { return txlog.PrimitiveType{Name: txlog.TypeLong} }
+func doubleType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
 
 func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 	p := &plan{silver: silverSchema}
@@ -124,8 +123,7 @@ func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int,
 	}
 	ap.agg.NoWatermark = noWatermark
 	ap.agg.NumKeys = len(g.GroupBy)
-	fields := []txlog.StructField{{Name: gold.ColWindow, Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{
-		{Name: "start", Type: timestampType(), Nullable: true}, {Name: "end", Type: timestampType(), Nullable: true}}}}}
+	fields := []txlog.StructField{gold.WindowField()}
 	for _, k := range g.GroupBy {
 		i, err := col("gold "+g.Name+" group_by", k)
 		if err != nil {
@@ -171,9 +169,9 @@ func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int,
 		if spec.Int {
 			num = longType()
 		}
-		fields = append(fields, aggregateFields(fn, a.As, inType, num)...)
+		fields = append(fields, gold.AggregateFields(fn, a.As, inType, num)...)
 	}
-	fields = append(fields, txlog.StructField{Name: gold.ColLateRows, Type: longType()})
+	fields = append(fields, gold.LateRowsField())
 	if err := ap.agg.Validate(); err != nil {
 		return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 	}
@@ -187,28 +185,4 @@ func typeName(t txlog.DataType) string {
 		return p.Name
 	}
 	return fmt.Sprintf("%T", t)
-}
-
-// aggregateFields are the gold columns of aggregate fn named as, over an input of type in
-// (num: the type of its sums): gold's row contract (gold/row.go).
-func aggregateFields(fn gold.Func, as string, in, num txlog.DataType) []txlog.StructField {
-	switch fn {
-	case gold.Count:
-		return []txlog.StructField{{Name: as, Type: longType()}}
-	case gold.Sum:
-		return []txlog.StructField{{Name: as, Type: num, Nullable: true}}
-	case gold.Min, gold.Max:
-		return []txlog.StructField{{Name: as, Type: in, Nullable: true}}
-	case gold.Avg:
-		return []txlog.StructField{{Name: as, Type: doubleType(), Nullable: true},
-			{Name: as + gold.SuffixSum, Type: num, Nullable: true},
-			{Name: as + gold.SuffixCount, Type: longType()}}
-	case gold.ApproxCountDistinct:
-		return []txlog.StructField{{Name: as, Type: longType()},
-			{Name: as + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}}}
-	case gold.ApproxPercentile:
-		return []txlog.StructField{{Name: as, Nullable: true, Type: txlog.ArrayType{ElementType: doubleType(), ContainsNull: false}},
-			{Name: as + gold.SuffixSketch, Type: txlog.PrimitiveType{Name: txlog.TypeBinary}}}
-	}
-	return nil
 }
