@@ -155,7 +155,6 @@ func New(opts Options) (*Runner, error) {
 	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)
 	r := &Runner{
 		opts: opts,
-		q:    q,
 		ckpt: checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)),
 		src:  source.New(objstore.WithPrefix(opts.Lake, q.Tables.Bronze), q.Source),
 		t: sinks{bronze: open(q.Tables.Bronze, opts.WriteOptions), silver: open(q.Tables.Silver, silverOpts),
@@ -166,6 +165,7 @@ func New(opts Options) (*Runner, error) {
 		r.t.golds = append(r.t.golds, open(g.Table, opts.WriteOptions))
 		r.t.quars = append(r.t.quars, open(g.Quarantine, opts.WriteOptions))
 	}
+	r.q = &r.opts.Query
 	r.t.silverW = silver.Writer{Silver: r.t.silver, Rejects: r.t.rejects}
 	r.report.LastBatch = -1
 	return r, nil
