@@ -647,7 +647,7 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 				reason, detail = ReasonInvalidKey, "the landing key cannot be read safely: "+err.Error()
 			}
 			var st ObjectStats
-			dec.appendReject(&st, f.Key, 0, reason, detail, nil, 0, ingestTime)
+			dec.appendReject(&st, rejected{key: f.Key, offset: 0}, reason, detail, ingestTime)
 			rep.add(st)
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -98,14 +99,6 @@ func sameSet(t *testing.T, got, want map[string]bool) {
 	}
 }
 
-func tableVersion(t *testing.T, lake objstore.Bucket, path string) int64 {
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap.Version()
-}
-
 func TestIngestExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
@@ -130,11 +123,11 @@ func TestIngestExactlyOnce(t *testing.T) {
 	sameSet(t, tableLines(t, lake), want)
 
 	// A second run finds nothing new and commits nothing.
-	v := tableVersion(t, lake, "bronze/events")
+	v := testutil.TableVersion(t, lake, "bronze/events")
 	if rep, err = x.Run(ctx); err != nil || rep.Files != 0 {
 		t.Fatalf("rerun: %+v %v", rep, err)
 	}
-	if tableVersion(t, lake, "bronze/events") != v {
+	if testutil.TableVersion(t, lake, "bronze/events") != v {
 		t.Fatal("a run without new objects committed")
 	}
 

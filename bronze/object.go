@@ -229,7 +229,7 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 			if tr.err != nil {
 				return st, &ioError{fmt.Errorf("bronze: read %s: %w", key, tr.err)}
 			}
-			d.appendReject(&st, key, 0, ReasonCorruptGzip, "not a readable gzip stream: "+err.Error(), nil, 0, ingestTime)
+			d.appendReject(&st, rejected{key: key, offset: 0}, ReasonCorruptGzip, "not a readable gzip stream: "+err.Error(), ingestTime)
 			return st, nil
 		}
 		zr.Multistream(true)
@@ -260,7 +260,7 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 	if errors.Is(err, errTooLarge) {
 		reason = ReasonDecompressedSize
 	}
-	d.appendReject(&st, key, st.Bytes, reason, fmt.Sprintf("%v after %d decompressed bytes; the rest of the object was not read", err, st.Bytes), nil, 0, ingestTime)
+	d.appendReject(&st, rejected{key: key, offset: st.Bytes}, reason, fmt.Sprintf("%v after %d decompressed bytes; the rest of the object was not read", err, st.Bytes), ingestTime)
 	return st, nil
 }
 
@@ -336,7 +336,7 @@ func (d *Decoder) line(st *ObjectStats, key string, offset int64, line []byte, s
 	}
 	contentSize := size - int64(len(line)-len(body))
 	if contentSize > int64(d.limits.MaxLineBytes) {
-		d.appendReject(st, key, offset, ReasonTooLong, fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", contentSize, d.limits.MaxLineBytes), body, contentSize, ingestTime)
+		d.appendReject(st, rejected{key: key, offset: offset, raw: body, rawSize: contentSize}, ReasonTooLong, fmt.Sprintf("line of %d bytes exceeds the %d-byte limit", contentSize, d.limits.MaxLineBytes), ingestTime)
 		return
 	}
 	if err := d.parser.Parse(body); err != nil {
@@ -345,7 +345,7 @@ func (d *Decoder) line(st *ObjectStats, key string, offset int64, line []byte, s
 		if errors.As(err, &le) {
 			reason = le.Reason
 		}
-		d.appendReject(st, key, offset, reason, detail, body, contentSize, ingestTime)
+		d.appendReject(st, rejected{key: key, offset: offset, raw: body, rawSize: contentSize}, reason, detail, ingestTime)
 		return
 	}
 	d.appendParsed(key, offset, ingestTime)
@@ -396,8 +396,18 @@ func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int6
 	cols[n+3].AppendInt64(offset)
 }
 
-func (d *Decoder) appendReject(st *ObjectStats, key string, offset int64, reason, detail string, raw []byte, rawSize, ingestTime int64) {
+// rejected is what a reject row says of the record: the object, the byte offset, and the
+// record's text (nil: none) with its full size.
+type rejected struct {
+	key     string
+	offset  int64
+	raw     []byte
+	rawSize int64
+}
+
+func (d *Decoder) appendReject(st *ObjectStats, r rejected, reason, detail string, ingestTime int64) {
 	st.reject(reason)
+	key, offset, raw, rawSize := r.key, r.offset, r.raw, r.rawSize
 	c := d.Rejects.Columns
 	c[0].AppendString("ingest")
 	c[1].AppendString(reason)
@@ -446,7 +456,7 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			d.appendReject(st, key, 0, ReasonInvalidCSV, "header: "+err.Error(), nil, 0, ingestTime)
+			d.appendReject(st, rejected{key: key, offset: 0}, ReasonInvalidCSV, "header: "+err.Error(), ingestTime)
 			return nil
 		}
 		return err
@@ -477,7 +487,7 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			if !errors.As(err, &pe) {
 				return err
 			}
-			d.appendReject(st, key, offset, ReasonInvalidCSV, err.Error(), nil, cr.InputOffset()-offset, ingestTime)
+			d.appendReject(st, rejected{key: key, offset: offset, rawSize: cr.InputOffset() - offset}, ReasonInvalidCSV, err.Error(), ingestTime)
 			continue
 		}
 		d.csvRecord(rec, header, index, key, offset, ingestTime)

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 const benchBatch = 1 << 16
@@ -67,7 +69,7 @@ func BenchmarkAggregate(b *testing.B) {
 				in := &Input{EventTime: benchTimes(benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
 				var kb []byte
 				for i := 0; i < benchBatch; i++ {
-					kb = AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+					kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
 					in.Keys.Append(kb)
 					in.Columns[0].Float64[i] = float64(i % 100)
 				}
@@ -107,7 +109,7 @@ func BenchmarkStreamAppend(b *testing.B) {
 			in := &Input{EventTime: make([]int64, benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
 			var kb []byte
 			for i := 0; i < benchBatch; i++ {
-				kb = AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+				kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
 				in.Keys.Append(kb)
 				in.Columns[0].Float64[i] = float64(i % 100)
 			}
@@ -157,7 +159,7 @@ func BenchmarkAppendSnapshot(b *testing.B) {
 	for w := range 3 {
 		for k := range keys {
 			in.EventTime = append(in.EventTime, int64(w)*5*minute+rng.Int64N(5*minute))
-			kb = AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
+			kb = table.AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
 			in.Keys.Append(kb)
 			in.Columns[0].Float64 = append(in.Columns[0].Float64, 1)
 		}

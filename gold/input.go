@@ -1,10 +1,8 @@
 package gold
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // ErrBadInput is returned when an Input's columns do not line up with its event-time column or
@@ -125,92 +123,4 @@ func (in *Input) check(specs []AggSpec) error {
 		}
 	}
 	return nil
-}
-
-// Key encoding: one tag byte per key part, then the value. Equal tuples give equal bytes and
-// distinct tuples distinct bytes, so the bytes can be hashed and compared as the group key.
-const (
-	keyNull   = 0
-	keyString = 1
-	keyInt    = 2
-	keyFloat  = 3
-)
-
-// AppendKeyNull appends a null key part.
-func AppendKeyNull(dst []byte) []byte { return append(dst, keyNull) }
-
-// AppendKeyString appends a string key part (length-prefixed, so "a","bc" != "ab","c").
-func AppendKeyString(dst []byte, s string) []byte {
-	dst = append(dst, keyString)
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
-}
-
-// AppendKeyInt64 appends an integer (or timestamp) key part.
-func AppendKeyInt64(dst []byte, v int64) []byte {
-	dst = append(dst, keyInt)
-	return binary.BigEndian.AppendUint64(dst, uint64(v))
-}
-
-// AppendKeyFloat64 appends a float key part; -0 and NaN payloads are normalized as Spark
-// normalizes floating grouping keys.
-func AppendKeyFloat64(dst []byte, v float64) []byte {
-	if v == 0 {
-		v = 0
-	}
-	if math.IsNaN(v) {
-		v = math.NaN()
-	}
-	dst = append(dst, keyFloat)
-	return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
-}
-
-// KeyPart is one decoded key part; Kind is nil for null, else string, int64 or float64.
-type KeyPart = any
-
-// DecodeKey splits an encoded key into its parts, so the runner can write gold's key columns.
-func DecodeKey(key string) ([]KeyPart, error) {
-	var parts []KeyPart
-	for i := 0; i < len(key); {
-		tag := key[i]
-		i++
-		switch tag {
-		case keyNull:
-			parts = append(parts, nil)
-		case keyString:
-			var n uint64
-			shift, ok := uint(0), false
-			for ; i < len(key) && shift < 64; shift += 7 {
-				c := key[i]
-				i++
-				n |= uint64(c&0x7f) << shift
-				if c < 0x80 {
-					ok = true
-					break
-				}
-			}
-			if !ok || uint64(len(key)-i) < n {
-				return nil, fmt.Errorf("%w: key string part is truncated at byte %d", ErrBadInput, i)
-			}
-			parts = append(parts, key[i:i+int(n)])
-			i += int(n)
-		case keyInt, keyFloat:
-			if len(key)-i < 8 {
-				return nil, fmt.Errorf("%w: key number part at byte %d is truncated", ErrBadInput, i-1)
-			}
-			var u uint64
-			for _, c := range []byte(key[i : i+8]) {
-				u = u<<8 | uint64(c)
-			}
-			i += 8
-			if tag == keyInt {
-				parts = append(parts, int64(u))
-			} else {
-				parts = append(parts, math.Float64frombits(u))
-			}
-		default:
-			return nil, fmt.Errorf("%w: key part at byte %d has unknown tag %d", ErrBadInput, i-1, tag)
-		}
-	}
-	return parts, nil
 }

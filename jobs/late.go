@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/medallion-lake/medallion/gold/late"
+	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/late"
 )
 
 // MergeLate folds each gold aggregation's new quarantine rows into its gold table (only
@@ -26,7 +27,7 @@ func ReplayLookback(ctx context.Context, env Env) (late.ReplayReport, error) {
 }
 
 func lateOptions(env Env, goldName string) late.Options {
-	return late.Options{Lake: env.Lake, Config: env.Config, Gold: goldName, Clock: env.clock, Logger: env.Logger}
+	return late.Options{Lake: env.Lake, Query: specs.Query(env.Config), Gold: goldName, Clock: env.clock, Logger: env.Logger}
 }
 
 func (e Env) clock() time.Time {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -44,7 +44,7 @@ func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResu
 	for _, p := range TablePaths(env) {
 		opts := []table.Option{table.WithClock(env.Clock)}
 		if p == env.Config.Tables.Silver {
-			opts = append(opts, table.WithWriteOptions(stream.SilverWriteOptions(env.Config, table.WriteOptions{})))
+			opts = append(opts, table.WithWriteOptions(silver.WriteOptions(env.Config.Stream.Dedup, table.WriteOptions{})))
 		}
 		t := table.Open(objstore.WithPrefix(env.Lake, p), opts...)
 		res := TableResult{Table: p}
@@ -94,9 +94,9 @@ func Checkpoint(ctx context.Context, env Env) ([]TableResult, error) {
 	})
 }
 
-// Catalog maps the config's job schedules to job functions, for the scheduler. Jobs whose
-// implementation is not part of this build are left out with their names returned.
-func Catalog(env Env) (jobs []Scheduled, missing []string) {
+// Catalog maps the config's job schedules to job functions, for the scheduler.
+func Catalog(env Env) []Scheduled {
+	var jobs []Scheduled
 	j := env.Config.Jobs
 	for _, e := range []struct {
 		name     string
@@ -114,19 +114,13 @@ func Catalog(env Env) (jobs []Scheduled, missing []string) {
 		if e.schedule == "" {
 			continue
 		}
-		run := Lookup(e.name)
-		if run == nil {
-			missing = append(missing, e.name)
-			continue
-		}
-		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.schedule, Timeout: e.timeout, Run: run})
+		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.schedule, Timeout: e.timeout, Run: Lookup(e.name)})
 	}
-	return jobs, missing
+	return jobs
 }
 
 // Lookup returns the job function of a job name as the scheduler runs it (scheduled runs use
-// the config's settings: available-now stream, the replay lookback), or nil when this build does
-// not have the job.
+// the config's settings: available-now stream, the replay lookback), or nil for an unknown name.
 func Lookup(name string) Func {
 	switch name {
 	case "ingest":
@@ -134,9 +128,9 @@ func Lookup(name string) Func {
 	case "stream":
 		return func(ctx context.Context, env Env) (any, error) { return Stream(ctx, env, config.Trigger{}, nil) }
 	case "merge-late":
-		return mergeLateFunc
+		return func(ctx context.Context, env Env) (any, error) { return MergeLate(ctx, env, "") }
 	case "replay":
-		return replayFunc
+		return func(ctx context.Context, env Env) (any, error) { return ReplayLookback(ctx, env) }
 	case "optimize":
 		return func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) }
 	case "vacuum":

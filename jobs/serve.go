@@ -50,10 +50,7 @@ func NewServer(env Env) (*Server, error) {
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	leases := NewLeases(env.Lake, holder, env.Config.Serve.LeaseTTL.Duration, env.Clock)
-	catalog, missing := Catalog(env)
-	for _, name := range missing {
-		env.Logger.Warn("job is scheduled in the config but not part of this build; it will not run", "job", name)
-	}
+	catalog := Catalog(env)
 	notify := env.Config.Landing.Notify
 	webhook := notify.Mode == "webhook"
 	if webhook && !hasJob(catalog, "ingest") {

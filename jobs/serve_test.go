@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -19,12 +20,7 @@ func testPipeline(t *testing.T, lake string, extra string) *config.Pipeline {
 	yaml := fmt.Sprintf(`
 lake: %s
 landing: {path: landing/events/}
-schema:
-  - {name: event_id, type: string, required: true}
-  - {name: event_type, type: string}
-  - {name: amount, type: double}
-  - {name: event_time, type: timestamp, required: true}
-stream: {watermark: 10m, dedup: [event_id]}
+`+testutil.EventsSchema+`stream: {watermark: 10m, dedup: [event_id]}
 gold:
   - name: events_5m
     window: {type: tumbling, size: 5m}
@@ -32,11 +28,7 @@ gold:
     aggregates: [{fn: count, as: count}]
 serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 %s`, lake, extra)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testutil.Pipeline(t, yaml)
 }
 
 func TestServeRunsScheduledJobs(t *testing.T) {

@@ -4,7 +4,8 @@ import (
 	"context"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/stream"
+	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/stream"
 )
 
 // Stream runs the streaming query (bronze to silver, quarantine and gold) with the config's
@@ -12,8 +13,8 @@ import (
 func Stream(ctx context.Context, env Env, trigger config.Trigger, listener stream.Listener) (stream.Report, error) {
 	r, err := stream.New(stream.Options{
 		Lake:     env.Lake,
-		Config:   env.Config,
-		Trigger:  trigger,
+		Query:    specs.Query(env.Config),
+		Trigger:  specs.Trigger(trigger),
 		Clock:    env.Clock,
 		Logger:   env.Logger,
 		Listener: listener,

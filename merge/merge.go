@@ -1,8 +1,8 @@
 // Package merge owns MERGE INTO for any Delta table: a source of rows is joined with the
 // target on equality keys, matched target rows are updated or deleted and unmatched source
 // rows are inserted, in one atomic commit. It rewrites only the target files that hold a
-// matched row (copy-on-write), and reads only the files whose partition values or min/max
-// stats can hold a source key.
+// matched row (copy-on-write, through table.Rewrite with the table's write options), and
+// reads only the files whose partition values or min/max stats can hold a source key.
 //
 // Crash guarantees: new files are written under unique names before the single commit that
 // swaps them in, so a crash leaves the previous version intact plus unreferenced files that
@@ -186,32 +186,11 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	}
 	res := Result{Version: -1}
 
-	// Index the source by key: the first row of each key, and how many rows share it.
-	index := map[string]*sourceRef{}
-	var keyBuf []byte
-	var order []sourceRow // every source row, in order, for the inserts
-	for bi, b := range spec.Source {
-		cols, err := keyColumns(b, spec.Keys, "source")
-		if err != nil {
-			return res, err
-		}
-		for i := 0; i < b.Len(); i++ {
-			res.SourceRows++
-			var ok bool
-			keyBuf, ok = keyOf(keyBuf[:0], cols, i)
-			if !ok {
-				order = append(order, sourceRow{batch: bi, row: i})
-				continue
-			}
-			key := string(keyBuf)
-			order = append(order, sourceRow{batch: bi, row: i, key: key, hasKey: true})
-			if ref, dup := index[key]; dup {
-				ref.count++
-				continue
-			}
-			index[key] = &sourceRef{batch: bi, row: i, count: 1}
-		}
+	index, order, err := indexSource(spec)
+	if err != nil {
+		return res, err
 	}
+	res.SourceRows = int64(len(order))
 
 	// Which target files can hold a source key.
 	pruning, err := keyRanges(schema, spec.Keys, spec.Source)
@@ -232,104 +211,110 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 			return res, err
 		}
 	}
-	fs, err := t.FileScan(snap, nil, nil)
-	if err != nil {
-		return res, err
-	}
-	w, err := table.NewDataWriter(t.Bucket(), schema, snap.PartitionColumns(), table.WriteOptions{})
-	if err != nil {
-		return res, err
-	}
-	var removes []*txlog.Remove
-	var read []string
+	var candidates []*txlog.Add
 	if len(index) > 0 {
 		for _, a := range snap.Files() {
-			if !pred.MayMatch(a) {
-				continue
+			if pred.MayMatch(a) {
+				candidates = append(candidates, a)
 			}
-			read = append(read, a.Path)
-			res.FilesRead++
-			batches, err := fs.ReadFile(ctx, a)
+		}
+	}
+	rw, err := t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: spec.Txn, Isolation: spec.Isolation,
+		File: func(ctx context.Context, a *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+			batches, err := read()
 			if err != nil {
-				return res, err
+				return false, nil, err
 			}
 			out, touched, err := applyMatched(spec, schema, batches, index, targetOnly, &res)
-			if err != nil {
-				return res, err
+			if err != nil || !touched {
+				return false, nil, err
 			}
-			if !touched {
-				continue
+			return true, []*table.Batch{out}, nil
+		},
+		Insert: func() ([]*table.Batch, error) { return inserts(spec, schema, order, index, &res) },
+		Operation: func(rw table.RewriteResult) txlog.Operation {
+			var added int64
+			for _, a := range rw.Added {
+				added += a.Size
 			}
-			if err := w.Write(ctx, out); err != nil {
-				return res, err
-			}
-			removes = append(removes, removeOf(a))
-			res.BytesRemoved += a.Size
-		}
-	}
-
-	// Inserts for source rows that matched nothing.
-	if len(spec.NotMatched) > 0 && len(order) > 0 {
-		ins, err := table.NewBatch(schema)
-		if err != nil {
-			return res, err
-		}
-		for _, sr := range order {
-			if sr.hasKey && index[sr.key].matched {
-				continue
-			}
-			src := Row{spec.Source[sr.batch], sr.row}
-			for _, cl := range spec.NotMatched {
-				if cl.Cond != nil && !cl.Cond(src) {
-					continue
-				}
-				if err := insertRow(ins, schema, cl, src); err != nil {
-					return res, err
-				}
-				res.Inserted++
-				break
-			}
-		}
-		if err := w.Write(ctx, ins); err != nil {
-			return res, err
-		}
-	}
-	adds, err := w.Close(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, a := range adds {
+			return txlog.Operation{Name: "MERGE", Parameters: parameters(spec), Metrics: map[string]int64{
+				"numSourceRows": res.SourceRows, "numTargetRowsInserted": res.Inserted, "numTargetRowsUpdated": res.Updated,
+				"numTargetRowsDeleted": res.Deleted, "numTargetRowsMatchedUpdated": res.Updated, "numTargetRowsMatchedDeleted": res.Deleted,
+				"numTargetRowsNotMatchedBySourceUpdated": 0, "numTargetRowsNotMatchedBySourceDeleted": 0,
+				"numTargetRowsCopied": res.Copied, "numOutputRows": res.Inserted + res.Updated + res.Copied,
+				"numTargetFilesAdded": int64(len(rw.Added)), "numTargetFilesRemoved": int64(len(rw.Removed)), "numTargetChangeFilesAdded": 0,
+				"numTargetBytesAdded": added, "numTargetBytesRemoved": rw.BytesRemoved,
+			}}
+		},
+	})
+	res.FilesRead, res.FilesAdded, res.FilesRemoved, res.BytesRemoved = rw.FilesRead, len(rw.Added), len(rw.Removed), rw.BytesRemoved
+	for _, a := range rw.Added {
 		res.BytesAdded += a.Size
 	}
-	res.FilesAdded, res.FilesRemoved = len(adds), len(removes)
-	if len(adds) == 0 && len(removes) == 0 && spec.Txn == nil {
-		res.Version = snap.Version()
-		return res, nil
-	}
-	tx := t.Log().Begin(snap)
-	if spec.Isolation != "" {
-		tx.SetIsolation(spec.Isolation)
-	}
-	tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
-	tx.ReadFiles(read...)
-	tx.Remove(removes...)
-	tx.Add(adds...)
-	if spec.Txn != nil {
-		tx.SetTxn(spec.Txn.AppID, spec.Txn.Version)
-	}
-	v, err := tx.Commit(ctx, txlog.Operation{Name: "MERGE", Parameters: parameters(spec), Metrics: map[string]int64{
-		"numSourceRows": res.SourceRows, "numTargetRowsInserted": res.Inserted, "numTargetRowsUpdated": res.Updated,
-		"numTargetRowsDeleted": res.Deleted, "numTargetRowsMatchedUpdated": res.Updated, "numTargetRowsMatchedDeleted": res.Deleted,
-		"numTargetRowsNotMatchedBySourceUpdated": 0, "numTargetRowsNotMatchedBySourceDeleted": 0,
-		"numTargetRowsCopied": res.Copied, "numOutputRows": res.Inserted + res.Updated + res.Copied,
-		"numTargetFilesAdded": int64(len(adds)), "numTargetFilesRemoved": int64(len(removes)), "numTargetChangeFilesAdded": 0,
-		"numTargetBytesAdded": res.BytesAdded, "numTargetBytesRemoved": res.BytesRemoved,
-	}})
 	if err != nil {
 		return res, err
 	}
-	res.Version = v
+	res.Version = rw.Version
 	return res, nil
+}
+
+// indexSource indexes the source by key: the first row of each key, and how many rows share
+// it; order is every source row, in order, for the inserts.
+func indexSource(spec Spec) (map[string]*sourceRef, []sourceRow, error) {
+	index := map[string]*sourceRef{}
+	var keyBuf []byte
+	var order []sourceRow
+	for bi, b := range spec.Source {
+		cols, err := keyColumns(b, spec.Keys, "source")
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := 0; i < b.Len(); i++ {
+			var ok bool
+			keyBuf, ok = keyOf(keyBuf[:0], cols, i)
+			if !ok {
+				order = append(order, sourceRow{batch: bi, row: i})
+				continue
+			}
+			key := string(keyBuf)
+			order = append(order, sourceRow{batch: bi, row: i, key: key, hasKey: true})
+			if ref, dup := index[key]; dup {
+				ref.count++
+				continue
+			}
+			index[key] = &sourceRef{batch: bi, row: i, count: 1}
+		}
+	}
+	return index, order, nil
+}
+
+// inserts renders the source rows that matched no target row, in source order, through the
+// first not-matched clause whose condition holds.
+func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[string]*sourceRef, res *Result) ([]*table.Batch, error) {
+	if len(spec.NotMatched) == 0 || len(order) == 0 {
+		return nil, nil
+	}
+	ins, err := table.NewBatch(schema)
+	if err != nil {
+		return nil, err
+	}
+	for _, sr := range order {
+		if sr.hasKey && index[sr.key].matched {
+			continue
+		}
+		src := Row{spec.Source[sr.batch], sr.row}
+		for _, cl := range spec.NotMatched {
+			if cl.Cond != nil && !cl.Cond(src) {
+				continue
+			}
+			if err := insertRow(ins, schema, cl, src); err != nil {
+				return nil, err
+			}
+			res.Inserted++
+			break
+		}
+	}
+	return []*table.Batch{ins}, nil
 }
 
 // applyMatched runs the matched clauses over one target file's rows and returns the rows to
@@ -448,12 +433,6 @@ func checkSet(schema *txlog.StructType, set map[string]Value) error {
 		}
 	}
 	return nil
-}
-
-func removeOf(a *txlog.Add) *txlog.Remove {
-	size := a.Size
-	return &txlog.Remove{Path: a.Path, DataChange: true, ExtendedFileMetadata: true, PartitionValues: a.PartitionValues,
-		Size: &size, DeletionVector: a.DeletionVector, BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion}
 }
 
 // keyRanges builds the pruning predicate: every key column (or, for struct keys, every

@@ -296,3 +296,41 @@ func TestMergeIsolation(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeUsesTheTablesWriteOptions: the files a merge writes come from the table's writer
+// (its clock here), and the files it removes are recorded at that clock too.
+func TestMergeUsesTheTablesWriteOptions(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	tbl := table.Open(b, table.WithClock(func() time.Time { return at }))
+	if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Append(ctx, []*table.Batch{batch(t, goldRow{1, "click", 1})}, table.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, tbl, upsertAdd(batch(t, goldRow{1, "click", 2}, goldRow{2, "view", 1})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesAdded != 1 || res.FilesRemoved != 1 {
+		t.Fatalf("merge added %d and removed %d files, want 1 and 1", res.FilesAdded, res.FilesRemoved)
+	}
+	data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(res.Version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions, err := txlog.ParseActions(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range actions {
+		if a.Add != nil && a.Add.ModificationTime != at.UnixMilli() {
+			t.Errorf("added file at %d, want the table's clock %d", a.Add.ModificationTime, at.UnixMilli())
+		}
+		if a.Remove != nil && (a.Remove.DeletionTimestamp == nil || *a.Remove.DeletionTimestamp != at.UnixMilli() || a.Remove.Stats == "") {
+			t.Errorf("remove %+v: want deletionTimestamp %d and the file's stats", a.Remove, at.UnixMilli())
+		}
+	}
+}

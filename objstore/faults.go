@@ -202,3 +202,6 @@ func (f *FaultBucket) List(ctx context.Context, prefix string, opts ListOptions)
 		}
 	}
 }
+
+// Close closes the wrapped bucket; no fault is injected into it.
+func (f *FaultBucket) Close() error { return f.b.Close() }

@@ -205,3 +205,6 @@ func (m *metered) List(ctx context.Context, prefix string, opts ListOptions) ite
 		m.done(OpList, start, failed)
 	}
 }
+
+// Close closes the wrapped bucket.
+func (m *metered) Close() error { return m.b.Close() }

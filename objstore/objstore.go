@@ -69,6 +69,10 @@ type Bucket interface {
 	Delete(ctx context.Context, key string) error
 	// Stat describes the object. ErrNotFound when missing.
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// Close releases what the backend holds (idle connections); the bucket is not used after
+	// it. Whoever opened a bucket closes it. Decorators close what they wrap, except a
+	// WithPrefix view, which does not own its parent and closes nothing.
+	Close() error
 }
 
 // ValidateKey checks a key against the key rules shared by every backend.

@@ -111,3 +111,6 @@ func (p *prefixed) List(ctx context.Context, prefix string, opts ListOptions) it
 		}
 	}
 }
+
+// Close does nothing: a view does not own the bucket it is rooted in.
+func (p *prefixed) Close() error { return nil }

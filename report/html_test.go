@@ -15,27 +15,28 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream"
 )
 
-// writeProgress stores batch n's progress as the stream runner does, through gold.Progress's
+// writeProgress stores batch n's progress as the stream runner does, through stream.Progress's
 // own JSON encoder (the real producer of these files).
 func writeProgress(t *testing.T, lake objstore.Bucket, checkpoint string, n int64, at time.Time, rows int64, late map[string]int64) {
 	t.Helper()
 	metrics := map[string]string{"numSilverRows": strconv.FormatInt(rows, 10)}
 	for g, v := range late {
-		metrics["gold."+g+"."+gold.CustomMetricLateRowsQuarantined] = strconv.FormatInt(v, 10)
+		metrics["gold."+g+"."+stream.CustomMetricLateRowsQuarantined] = strconv.FormatInt(v, 10)
 	}
-	p := &gold.Progress{
+	p := &stream.Progress{
 		ID: "q", RunID: "r", Name: "events", Timestamp: at, BatchID: n, NumInputRows: rows,
 		InputRowsPerSecond: float64(rows) / 30, ProcessedRowsPerSecond: float64(rows) / 2,
 		DurationMs: map[string]int64{"triggerExecution": 2000 + 100*n, "addBatch": 1500},
-		EventTime:  gold.EventTimeProgress(gold.EventTimeStats{Count: 1, Min: at.Add(-time.Hour).UnixMilli(), Max: at.Add(-time.Minute).UnixMilli(), Sum: at.Add(-time.Hour).UnixMilli()}, at.Add(-11*time.Minute).UnixMilli(), true),
-		StateOperators: []gold.StateOperatorProgress{
+		EventTime:  stream.EventTimeProgress(gold.EventTimeStats{Count: 1, Min: at.Add(-time.Hour).UnixMilli(), Max: at.Add(-time.Minute).UnixMilli(), Sum: at.Add(-time.Hour).UnixMilli()}, at.Add(-11*time.Minute).UnixMilli(), true),
+		StateOperators: []stream.StateOperatorProgress{
 			{OperatorName: "dedupe", NumRowsTotal: 1000 * (n + 1)},
 			{OperatorName: "stateStoreSave", NumRowsTotal: 40 + n},
 			{OperatorName: "stateStoreSave", NumRowsTotal: 4},
 		},
-		Sink: gold.SinkProgress{Description: "DeltaSink[silver/events]", NumOutputRows: -1, Metrics: metrics},
+		Sink: stream.SinkProgress{Description: "DeltaSink[silver/events]", NumOutputRows: -1, Metrics: metrics},
 	}
 	data, err := p.MarshalJSON()
 	if err != nil {

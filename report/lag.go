@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"path"
 	"slices"
 	"time"
 
@@ -15,8 +14,9 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/late"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -365,21 +365,14 @@ func progressPerDay(batches []BatchProgress, name string) []DayCount {
 
 // streamQueryID reads the stream's query id from its checkpoint ("" before the first run).
 func streamQueryID(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) (string, error) {
-	key := path.Join(cfg.Stream.Checkpoint, "metadata")
-	data, err := objstore.ReadAll(ctx, lake, key)
-	if errors.Is(err, objstore.ErrNotFound) {
+	id, err := checkpoint.Open(objstore.WithPrefix(lake, cfg.Stream.Checkpoint)).ReadQueryID(ctx)
+	if errors.Is(err, checkpoint.ErrNoQuery) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("report: read %s: %w", key, err)
+		return "", fmt.Errorf("report: %w", err)
 	}
-	var m struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return "", fmt.Errorf("report: %s: %v", key, err)
-	}
-	return m.ID, nil
+	return id, nil
 }
 
 // mergeState finds the last quarantine version merge-late folded into gold (the version of

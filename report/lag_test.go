@@ -14,6 +14,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/table"
@@ -38,11 +39,7 @@ gold:
 
 func testConfig(t testing.TB) *config.Pipeline {
 	t.Helper()
-	cfg, err := config.Parse([]byte(testYAML), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testutil.Pipeline(t, testYAML)
 }
 
 func declaredSchema() *txlog.StructType {

@@ -1,13 +1,11 @@
 package report
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -167,58 +166,44 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 // <stream.checkpoint>/progress/N.json, in batch order. Files that cannot be read as progress
 // are skipped and reported in problems, so that one bad file does not hide the others.
 func StreamProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, limit int) (batches []BatchProgress, problems []string, err error) {
-	prefix := path.Join(cfg.Stream.Checkpoint, "progress") + "/"
-	infos, err := objstore.ListAll(ctx, lake, prefix, objstore.ListOptions{})
+	ckpt := checkpoint.Open(objstore.WithPrefix(lake, cfg.Stream.Checkpoint))
+	ns, err := ckpt.ProgressBatches(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("report: list %s: %w", prefix, err)
+		return nil, nil, fmt.Errorf("report: %w", err)
 	}
-	type file struct {
-		key string
-		n   int64
-	}
-	var files []file
-	for _, o := range infos {
-		name := strings.TrimPrefix(o.Key, prefix)
-		ns, ok := strings.CutSuffix(name, ".json")
-		n, err := strconv.ParseInt(ns, 10, 64)
-		if !ok || err != nil || n < 0 {
-			continue // not a progress file (temporary or foreign objects)
-		}
-		files = append(files, file{o.Key, n})
-	}
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.n, b.n) })
-	if limit > 0 && len(files) > limit {
-		files = files[len(files)-limit:]
+	if limit > 0 && len(ns) > limit {
+		ns = ns[len(ns)-limit:]
 	}
 	// Progress files are small: reading them a few at a time hides the store's latency.
 	type result struct {
 		data []byte
 		err  error
 	}
-	results := make([]result, len(files))
+	results := make([]result, len(ns))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(progressReaders, len(files)) {
+	for range min(progressReaders, len(ns)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i].data, results[i].err = objstore.ReadAll(ctx, lake, files[i].key)
+				results[i].data, results[i].err = ckpt.ReadProgress(ctx, ns[i])
 			}
 		})
 	}
-	for i := range files {
+	for i := range ns {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	for i, f := range files {
+	for i, n := range ns {
+		key := path.Join(cfg.Stream.Checkpoint, checkpoint.ProgressKey(n))
 		data, err := results[i].data, results[i].err
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // removed by a cleanup since the listing
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("report: read %s: %w", f.key, err)
+			return nil, nil, fmt.Errorf("report: read %s: %w", key, err)
 		}
-		bp, err := ParseProgress(f.key, data)
+		bp, err := ParseProgress(key, data)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue

@@ -1,11 +1,9 @@
-// Package silver owns the streaming source over bronze, validation, exact deduplication,
-// watermark tracking input and the silver table.
-//
+package silver
+
 // This file holds the storage-free dedup state logic (Spark's dropDuplicates and
 // dropDuplicatesWithinWatermark, spec §7). After a crash the runner restores the state
 // snapshot of the last committed batch and re-runs the uncommitted one; the logic is
 // deterministic, so the rerun makes the same decisions.
-package silver
 
 import (
 	"bytes"

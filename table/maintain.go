@@ -182,7 +182,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 					return res, err
 				}
 			}
-			removes = append(removes, t.removeOf(a, false))
+			removes = append(removes, t.RemoveOf(a, false))
 			read = append(read, a.Path)
 			res.BytesRemoved += a.Size
 		}

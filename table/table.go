@@ -445,14 +445,6 @@ func (t *Table) FileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*Fil
 	return t.fileScan(snap, cols, filter)
 }
 
-func (t *Table) removeOf(a *txlog.Add, dataChange bool) *txlog.Remove {
-	ts := t.now().UnixMilli()
-	size := a.Size
-	return &txlog.Remove{Path: a.Path, DeletionTimestamp: &ts, DataChange: dataChange, ExtendedFileMetadata: true,
-		PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags, DeletionVector: a.DeletionVector,
-		BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion}
-}
-
 // Overwrite replaces the rows matching predicate with batches in one commit (Delta's
 // replaceWhere): files entirely inside the predicate are removed, files straddling it are
 // rewritten without the matching rows, and every new row must satisfy the predicate, or
@@ -487,84 +479,70 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 			}
 		}
 	}
-	w, err := t.newWriter(snap, schema)
-	if err != nil {
-		return Result{}, err
-	}
-	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns()}
-	var removes []*txlog.Remove
-	var readPaths []string
-	var deletedRows, copiedRows, removedBytes int64
-	scanned := false
+	var candidates []*txlog.Add
 	for _, a := range snap.Files() {
-		if !pred.MayMatch(a) {
-			continue
+		if pred.MayMatch(a) {
+			candidates = append(candidates, a)
 		}
-		readPaths = append(readPaths, a.Path)
-		removes = append(removes, t.removeOf(a, true))
-		removedBytes += a.Size
-		if pred.AllMatch(a) {
-			continue
-		}
-		scanned = true
-		parts, err := fs.ReadFile(ctx, a)
-		if err != nil {
-			return Result{}, err
-		}
-		for _, b := range parts {
-			match := pred.Eval(b)
-			keep := make([]bool, len(match))
-			for i, m := range match {
-				keep[i] = !m
-				if m {
-					deletedRows++
-				} else {
-					copiedRows++
+	}
+	var deletedRows, copiedRows, newRows int64
+	scanned := false
+	rw := Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: opts.Txn, KeepEmpty: true,
+		// Every file the predicate may match is replaced: those entirely inside it by nothing,
+		// the others by their rows outside it.
+		File: func(ctx context.Context, a *txlog.Add, read func() ([]*Batch, error)) (bool, []*Batch, error) {
+			if pred.AllMatch(a) {
+				return true, nil, nil
+			}
+			scanned = true
+			parts, err := read()
+			if err != nil {
+				return false, nil, err
+			}
+			kept := make([]*Batch, 0, len(parts))
+			for _, b := range parts {
+				match := pred.Eval(b)
+				keep := make([]bool, len(match))
+				for i, m := range match {
+					keep[i] = !m
+					if m {
+						deletedRows++
+					} else {
+						copiedRows++
+					}
 				}
+				kept = append(kept, b.Filter(keep))
 			}
-			if err := w.Write(ctx, b.Filter(keep)); err != nil {
-				return Result{}, err
+			return true, kept, nil
+		},
+		Insert: func() ([]*Batch, error) {
+			for _, b := range batches {
+				newRows += int64(b.Len())
 			}
-		}
+			return batches, nil
+		},
+		Operation: func(res RewriteResult) txlog.Operation {
+			metrics := map[string]int64{"numFiles": int64(len(res.Added)), "numOutputRows": newRows + copiedRows, "numOutputBytes": res.BytesWritten,
+				"numRemovedFiles": int64(len(res.Removed)), "numRemovedBytes": res.BytesRemoved, "numAddedChangeFiles": 0}
+			if scanned {
+				metrics["numDeletedRows"] = deletedRows
+				metrics["numCopiedRows"] = copiedRows
+			}
+			params := map[string]any{"mode": "Overwrite", "partitionBy": partitionByJSON(snap.PartitionColumns())}
+			if !whole {
+				params["predicate"] = pred.String()
+			}
+			return txlog.Operation{Name: "WRITE", Parameters: params, Metrics: metrics}
+		},
 	}
-	var newRows int64
-	for _, b := range batches {
-		newRows += int64(b.Len())
-		if err := w.Write(ctx, b); err != nil {
-			return Result{}, err
-		}
-	}
-	adds, err := w.Close(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	tx := t.log.Begin(snap)
 	if whole {
-		tx.ReadWholeTable()
-	} else {
-		tx.ReadPredicate(pred.String(), pred.MayMatchPartition)
+		rw.Read = nil
 	}
-	tx.ReadFiles(readPaths...)
-	tx.Remove(removes...)
-	tx.Add(adds...)
-	if opts.Txn != nil {
-		tx.SetTxn(opts.Txn.AppID, opts.Txn.Version)
-	}
-	metrics := map[string]int64{"numFiles": int64(len(adds)), "numOutputRows": newRows + copiedRows, "numOutputBytes": w.Bytes(),
-		"numRemovedFiles": int64(len(removes)), "numRemovedBytes": removedBytes, "numAddedChangeFiles": 0}
-	if scanned {
-		metrics["numDeletedRows"] = deletedRows
-		metrics["numCopiedRows"] = copiedRows
-	}
-	params := map[string]any{"mode": "Overwrite", "partitionBy": partitionByJSON(snap.PartitionColumns())}
-	if !whole {
-		params["predicate"] = pred.String()
-	}
-	v, err := tx.Commit(ctx, txlog.Operation{Name: "WRITE", Parameters: params, Metrics: metrics})
+	res, err := t.Rewrite(ctx, rw)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Version: v, Added: adds, Removed: removes, RowsWritten: w.Rows(), BytesWritten: w.Bytes()}, nil
+	return Result{Version: res.Version, Added: res.Added, Removed: res.Removed, RowsWritten: res.RowsWritten, BytesWritten: res.BytesWritten}, nil
 }
 
 // isHidden reports whether a key is outside Delta's data area (a path segment starting with

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -553,23 +553,7 @@ func (tx *Transaction) checkConflict(v int64, actions []Action) error {
 	return nil
 }
 
-// sleep waits a jittered exponential backoff, or until ctx is done.
+// sleep waits the backoff of the attempt-th lost race, or until ctx is done.
 func (tx *Transaction) sleep(ctx context.Context, attempt int) error {
-	l := tx.log
-	d := l.backoffMin << min(attempt-1, 20)
-	if d > l.backoffMax || d <= 0 {
-		d = l.backoffMax
-	}
-	d = time.Duration(float64(d) * (0.5 + rand.Float64()))
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Backoff{Min: tx.log.backoffMin, Max: tx.log.backoffMax}.Sleep(ctx, attempt)
 }

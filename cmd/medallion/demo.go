@@ -96,6 +96,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	defer env.Lake.Close()
 	fmt.Fprintf(out, "medallion demo: a local lake in %s (config %s)\n\n", lakeDir, cfgPath)
 
 	step := func(n int, name string) func(format string, args ...any) {

@@ -76,6 +76,7 @@ func runGen(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	defer lake.Close()
 	if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions64(o.Lines, progressbar.OptionSetWriter(f),
 			progressbar.OptionSetDescription("gen"), progressbar.OptionShowCount(),

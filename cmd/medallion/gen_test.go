@@ -9,17 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/internal/testutil"
 )
 
 func writeGenConfig(t *testing.T, lake, extra string) string {
 	t.Helper()
-	cfg := `lake: ` + lake + `
-schema:
-  - {name: event_id, type: string, required: true}
-  - {name: event_type, type: string}
-  - {name: amount, type: double}
-  - {name: event_time, type: timestamp, required: true}
-  - {name: device_id, type: string}
+	cfg := `lake: ` + lake + "\n" + testutil.EventsSchema + `  - {name: device_id, type: string}
 stream: {watermark: 10m, dedup: [event_id]}
 gold:
   - name: g5

@@ -49,6 +49,7 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 			if err != nil {
 				return err
 			}
+			defer lake.Close()
 			rep, err := report.Lag(ctx, lake, cfg, opts)
 			if errors.Is(err, report.ErrBadRange) {
 				return usageError("lag: %v", err)

@@ -1,6 +1,9 @@
 // Command medallion runs a Delta-Lake medallion pipeline on object storage: ingest into bronze,
 // stream into silver, quarantine and gold, fold late rows back with merge-late, replay ranges,
 // and inspect or maintain any Delta table. See DESIGN.md §8 for the command-line contract.
+//
+// The CLI keeps no state of its own: a command killed at any instant leaves what its job
+// guarantees after a crash (see jobs and the engine packages), and running it again is safe.
 package main
 
 import (
@@ -26,13 +29,6 @@ func (e *exitError) Unwrap() error { return e.err }
 // usageError marks a bad invocation or a bad config: exit code 2.
 func usageError(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
-// notBuilt is the answer of a subcommand whose issue has not landed yet.
-func notBuilt(what string) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		return &exitError{code: 2, err: fmt.Errorf("%s is not built yet", what)}
-	}
 }
 
 func newRootCmd() *cobra.Command {

@@ -52,6 +52,7 @@ range.`,
 			if err != nil {
 				return err
 			}
+			defer lake.Close()
 			maxBatches, _ := cmd.Flags().GetInt("batches")
 			rep, err := report.Build(ctx, lake, cfg, report.ReportOptions{Lag: lagOpts, Now: now, MaxBatches: maxBatches})
 			if errors.Is(err, report.ErrBadRange) {

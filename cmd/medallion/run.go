@@ -13,8 +13,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/gold/late"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/late"
 )
 
 // jobRunner runs one job and returns what its one-line JSON summary reports.
@@ -40,11 +40,7 @@ func newRunCmd() *cobra.Command {
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
 	} {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
-		if job.run == nil {
-			cmd.RunE = notBuilt("run " + job.name)
-		} else {
-			cmd.RunE = jobCommand(job.name, job.run)
-		}
+		cmd.RunE = jobCommand(job.name, job.run)
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
 		cmd.Flags().String("gold", "", "only this gold aggregation")
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
@@ -95,6 +91,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			return err
 		}
+		defer env.Lake.Close()
 		began := time.Now()
 		summary, err := run(ctx, cmd, env)
 		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/medallion-lake/medallion/gold/late"
+	"github.com/medallion-lake/medallion/late"
 )
 
 func TestReplayRangeFlags(t *testing.T) {

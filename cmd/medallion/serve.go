@@ -30,6 +30,7 @@ SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe poin
 			if err != nil {
 				return err
 			}
+			defer env.Lake.Close()
 			srv, err := jobs.NewServer(env)
 			if err != nil {
 				return err

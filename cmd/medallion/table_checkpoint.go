@@ -22,6 +22,7 @@ func newTableCheckpointCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer l.Bucket().Close()
 			snap, err := loadSnapshot(ctx, l, vf)
 			if err != nil {
 				return err

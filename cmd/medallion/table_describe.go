@@ -75,6 +75,7 @@ func newTableDescribeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer l.Bucket().Close()
 			snap, err := loadSnapshot(ctx, l, vf)
 			if err != nil {
 				return err

@@ -28,6 +28,7 @@ func newTableHistoryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer l.Bucket().Close()
 			hist, err := l.History(ctx, limit)
 			if err != nil {
 				return err

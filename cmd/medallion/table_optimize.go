@@ -24,6 +24,7 @@ func newTableOptimizeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.Bucket().Close()
 			res, err := t.Optimize(ctx, table.OptimizeOptions{TargetSize: target})
 			if err != nil {
 				return err

@@ -78,6 +78,7 @@ func newTableScanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.Bucket().Close()
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
 			var tw *tabwriter.Writer

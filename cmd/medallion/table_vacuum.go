@@ -25,6 +25,7 @@ func newTableVacuumCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer t.Bucket().Close()
 			res, err := t.Vacuum(ctx, table.VacuumOptions{Retention: retain, Force: force, DryRun: dryRun})
 			if errors.Is(err, table.ErrRetentionTooShort) {
 				return usageError("%v", err)

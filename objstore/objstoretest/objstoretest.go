@@ -56,6 +56,7 @@ func RunBucketTests(t *testing.T, cfg Config) {
 		{"PutIfAbsent", testPutIfAbsent},
 		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"CanceledContext", testCanceledContext},
+		{"Close", testClose},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -525,5 +526,14 @@ func testCanceledContext(t *testing.T, b objstore.Bucket) {
 	_, err := objstore.ListAll(ctx, b, "", objstore.ListOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a canceled context = %v, want context.Canceled", err)
+	}
+}
+
+// testClose closes a bucket that was used: whoever opens a bucket closes it, without an error.
+func testClose(t *testing.T, b objstore.Bucket) {
+	put(t, b, "close/a", []byte("a"))
+	mustGet(t, b, "close/a")
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -39,6 +38,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -388,7 +388,7 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 			}
 			return b.putSmallIfAbsent(ctx, key, k, body)
 		}
-		return b.putObject(ctx, op, key, k, rs, size, ifAbsent)
+		return b.putObject(ctx, putTarget{op, key, k, ifAbsent}, rs, size)
 	}
 	first, err := readPart(r, b.partSize)
 	if err != nil {
@@ -401,9 +401,9 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 		if ifAbsent {
 			return b.putSmallIfAbsent(ctx, key, k, first)
 		}
-		return b.putObject(ctx, op, key, k, bytes.NewReader(first), int64(len(first)), false)
+		return b.putObject(ctx, putTarget{op, key, k, false}, bytes.NewReader(first), int64(len(first)))
 	}
-	return b.putMultipart(ctx, op, key, k, first, r, size, ifAbsent)
+	return b.putMultipart(ctx, putTarget{op, key, k, ifAbsent}, first, r, size)
 }
 
 // readPart reads up to n bytes; fewer only at the end of r. The buffer grows with the data, so
@@ -417,13 +417,20 @@ func readPart(r io.Reader, n int64) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-func (b *Bucket) putObject(ctx context.Context, op, key, k string, body io.ReadSeeker, size int64, ifAbsent bool) error {
-	in := &awss3.PutObjectInput{Bucket: &b.bucket, Key: &k, Body: body, ContentLength: aws.Int64(size)}
-	if ifAbsent {
+// putTarget is one put: the operation's name and the caller's key (for errors), the object's
+// full key k, and whether it must not exist yet.
+type putTarget struct {
+	op, key, k string
+	ifAbsent   bool
+}
+
+func (b *Bucket) putObject(ctx context.Context, t putTarget, body io.ReadSeeker, size int64) error {
+	in := &awss3.PutObjectInput{Bucket: &b.bucket, Key: &t.k, Body: body, ContentLength: aws.Int64(size)}
+	if t.ifAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
 	_, err := b.client.PutObject(ctx, in)
-	return b.wrap(op, key, err)
+	return b.wrap(t.op, t.key, err)
 }
 
 // putSmallIfAbsent is the commit path. It retries by itself rather than through the SDK so it
@@ -435,7 +442,7 @@ func (b *Bucket) putSmallIfAbsent(ctx context.Context, key, k string, body []byt
 	var lastErr error
 	for attempt := range b.maxAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, b.backoff(attempt)); err != nil {
+			if err := (backoff.Backoff{Min: 100 * time.Millisecond, Max: b.maxBackoff}).Sleep(ctx, attempt); err != nil {
 				return fmt.Errorf("s3: put-if-absent %s: %w (last error: %v)", key, err, lastErr)
 			}
 		}
@@ -480,36 +487,19 @@ func (b *Bucket) holds(ctx context.Context, k string, body []byte) bool {
 	return err == nil && bytes.Equal(got, body)
 }
 
-func (b *Bucket) backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond << min(attempt, 10)
-	d = min(d, b.maxBackoff)
-	return d/2 + rand.N(d/2+1) // jitter so racing writers spread out
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // putMultipart uploads first and the rest of r in parts; the object appears only when the
 // upload completes (with If-None-Match: * for put-if-absent). Any failure aborts the upload.
-func (b *Bucket) putMultipart(ctx context.Context, op, key, k string, first []byte, r io.Reader, size int64, ifAbsent bool) error {
-	created, err := b.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &b.bucket, Key: &k})
+func (b *Bucket) putMultipart(ctx context.Context, t putTarget, first []byte, r io.Reader, size int64) error {
+	created, err := b.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &b.bucket, Key: &t.k})
 	if err != nil {
-		return b.wrap(op, key, err)
+		return b.wrap(t.op, t.key, err)
 	}
 	uploadID := created.UploadId
 	abort := func(err error) error {
 		// A fresh context: the caller's may be the reason we are aborting.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, _ = b.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &k, UploadId: uploadID})
+		_, _ = b.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &t.k, UploadId: uploadID})
 		return err
 	}
 	var parts []types.CompletedPart
@@ -517,11 +507,11 @@ func (b *Bucket) putMultipart(ctx context.Context, op, key, k string, first []by
 	part := first
 	for n := int32(1); len(part) > 0; n++ {
 		out, err := b.client.UploadPart(ctx, &awss3.UploadPartInput{
-			Bucket: &b.bucket, Key: &k, UploadId: uploadID, PartNumber: aws.Int32(n),
+			Bucket: &b.bucket, Key: &t.k, UploadId: uploadID, PartNumber: aws.Int32(n),
 			Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part))),
 		})
 		if err != nil {
-			return abort(b.wrap(op, key, err))
+			return abort(b.wrap(t.op, t.key, err))
 		}
 		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n)})
 		total += int64(len(part))
@@ -529,21 +519,29 @@ func (b *Bucket) putMultipart(ctx context.Context, op, key, k string, first []by
 			break
 		}
 		if part, err = readPart(r, b.partSize); err != nil {
-			return abort(fmt.Errorf("s3: %s %s: read body: %w", op, key, err))
+			return abort(fmt.Errorf("s3: %s %s: read body: %w", t.op, t.key, err))
 		}
 	}
 	if size >= 0 && total != size {
-		return abort(fmt.Errorf("s3: %s %s: read %d bytes, caller announced %d", op, key, total, size))
+		return abort(fmt.Errorf("s3: %s %s: read %d bytes, caller announced %d", t.op, t.key, total, size))
 	}
 	in := &awss3.CompleteMultipartUploadInput{
-		Bucket: &b.bucket, Key: &k, UploadId: uploadID,
+		Bucket: &b.bucket, Key: &t.k, UploadId: uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}
-	if ifAbsent {
+	if t.ifAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := b.client.CompleteMultipartUpload(ctx, in); err != nil {
-		return abort(b.wrap(op, key, err))
+		return abort(b.wrap(t.op, t.key, err))
+	}
+	return nil
+}
+
+// Close closes the HTTP client's idle connections; requests still in flight finish.
+func (b *Bucket) Close() error {
+	if c, ok := b.client.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
 	}
 	return nil
 }

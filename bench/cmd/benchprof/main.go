@@ -44,6 +44,7 @@ func run(ctx context.Context, cfgPath, job, out, traceOut string) error {
 	if err != nil {
 		return err
 	}
+	defer env.Lake.Close()
 	f, err := os.Create(out)
 	if err != nil {
 		return err

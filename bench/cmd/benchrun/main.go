@@ -227,6 +227,7 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	if err != nil {
 		return nil, nil, err
 	}
+	defer l.bucket.Close()
 	lakeURL, lake, cfgPath := l.url, l.bucket, l.cfgPath
 
 	rate := float64(c.Events) / o.span.Seconds()
@@ -407,6 +408,7 @@ func backlog(ctx context.Context, o options, c bench.Case, dir string, base benc
 	if err != nil {
 		return failed("failed: backlog lake: " + err.Error())
 	}
+	defer l.bucket.Close()
 	logf("%s: gen of the backlog lake (ingest: %d landing files per commit)", c, t.landingFiles)
 	g := generate(ctx, o, base, l, genArgs)
 	if !g.OK() {

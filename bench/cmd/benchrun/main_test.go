@@ -49,12 +49,12 @@ func TestDetail(t *testing.T) {
 
 func TestOwnFrames(t *testing.T) {
 	top := "File: x\nDuration: 35.40s, Total samples = 13.23s (37.37%)\n      flat  flat%   sum%        cum   cum%\n" +
-		"     0     0%     0%      8.48s 64.10%  github.com/medallion-lake/medallion/gold/stream.(*Runner).Run\n" +
+		"     0     0%     0%      8.48s 64.10%  github.com/medallion-lake/medallion/stream.(*Runner).Run\n" +
 		"     0.79s  5.97%  5.97%      4.14s 31.29%  runtime.mallocgc\n" +
-		"     0     0%     0%      8.19s 61.90%  github.com/medallion-lake/medallion/gold/stream.(*Runner).runBatch\n"
+		"     0     0%     0%      8.19s 61.90%  github.com/medallion-lake/medallion/stream.(*Runner).runBatch\n"
 	got := ownFrames(top, 1)
 	want := "Duration: 35.40s, Total samples = 13.23s (37.37%)\n      flat  flat%   sum%        cum   cum%\n" +
-		"     0     0%     0%      8.48s 64.10%  gold/stream.(*Runner).Run"
+		"     0     0%     0%      8.48s 64.10%  stream.(*Runner).Run"
 	if got != want {
 		t.Errorf("ownFrames =\n%s\nwant\n%s", got, want)
 	}

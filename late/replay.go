@@ -1,0 +1,244 @@
+package late
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ErrBadRange reports a replay range that is empty or reversed.
+var ErrBadRange = errors.New("late: bad replay range")
+
+// Replay sources.
+const (
+	SourceSilver = "silver"
+	SourceBronze = "bronze"
+)
+
+// Range is the event-time range [From, To) a replay recomputes, and where it reads from.
+type Range struct {
+	From, To time.Time
+	// Source is SourceSilver (default) or SourceBronze.
+	Source string
+}
+
+// ReplayReport sums up one replay run.
+type ReplayReport struct {
+	QueryID string             `json:"queryId,omitempty"`
+	From    time.Time          `json:"from"`
+	To      time.Time          `json:"to"`
+	Source  string             `json:"source"`
+	Gold    []ReplayGoldReport `json:"gold"`
+	// LateRows is what the merge-late run that precedes each replay folded in.
+	LateRows int64 `json:"late_rows"`
+}
+
+// ReplayGoldReport is one aggregation's replay.
+type ReplayGoldReport struct {
+	Name string `json:"name"`
+	// StartFrom and StartTo bound the window starts replaced (inclusive), after widening the
+	// range to whole windows and keeping only windows the stream has already emitted.
+	StartFrom *time.Time `json:"windowStartFrom,omitempty"`
+	StartTo   *time.Time `json:"windowStartTo,omitempty"`
+	// InputRows is the number of source rows read.
+	InputRows int64           `json:"inputRows"`
+	Merge     MergeGoldReport `json:"mergeLate"`
+	// Gold is the commit, nil when nothing was replaced.
+	Gold *writeStats `json:"commit,omitempty"`
+	Note string      `json:"note,omitempty"`
+}
+
+// Replay recomputes, for each aggregation, the whole windows of the range from silver (or
+// bronze) and replaces them in gold in one commit. It first runs merge-late, so that the
+// quarantine rows it recounts from the source are never folded in again afterwards.
+func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
+	opts.defaults()
+	if r.Source == "" {
+		r.Source = SourceSilver
+	}
+	rep := ReplayReport{From: r.From.UTC(), To: r.To.UTC(), Source: r.Source}
+	if !r.From.Before(r.To) {
+		return rep, fmt.Errorf("%w: from %s is not before to %s", ErrBadRange, r.From.UTC().Format(time.RFC3339Nano), r.To.UTC().Format(time.RFC3339Nano))
+	}
+	if r.Source != SourceSilver && r.Source != SourceBronze {
+		return rep, fmt.Errorf("%w: source %q (want silver or bronze)", ErrBadRange, r.Source)
+	}
+	var err error
+	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *spec.Aggregation, st streamState) error {
+		gr, err := replayOne(ctx, &opts, g, st, r)
+		if err != nil {
+			return err
+		}
+		rep.Gold = append(rep.Gold, gr)
+		rep.LateRows += gr.Merge.LateRows
+		opts.Logger.Info("late: replay", "gold", g.Name, "inputRows", gr.InputRows, "commit", gr.Gold, "note", gr.Note)
+		return nil
+	})
+	return rep, err
+}
+
+func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState, r Range) (ReplayGoldReport, error) {
+	gr := ReplayGoldReport{Name: g.Name}
+	if g.OutputMode == spec.OutputComplete {
+		gr.Note = "complete mode rewrites the whole table every batch: nothing to replay"
+		return gr, nil
+	}
+	if st.batch < 0 {
+		gr.Note = "the stream has not committed a batch: no window was emitted yet"
+		return gr, nil
+	}
+	var err error
+	if gr.Merge, err = mergeOne(ctx, opts, g, st); err != nil {
+		return gr, err
+	}
+	gt := opts.open(g.Table)
+	gsnap, err := gt.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		gr.Note = "the gold table does not exist yet"
+		return gr, nil
+	}
+	if err != nil {
+		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
+	}
+	// The source is read as of the last batch whose late rows gold has absorbed (or the last
+	// committed batch): later rows reach gold through the stream or a later merge-late.
+	upTo := st.batch
+	if vm, ok := gsnap.TxnVersion(AppIDPrefix + st.queryID); ok {
+		qsnap, err := opts.open(g.Quarantine).Log().SnapshotAt(ctx, vm)
+		if err != nil {
+			return gr, fmt.Errorf("late: quarantine %s version %d: %w", g.Name, vm, err)
+		}
+		if b, ok := qsnap.TxnVersion(st.queryID); ok {
+			upTo = max(upTo, b)
+		}
+	}
+	src, err := openSource(ctx, opts, r.Source, st.queryID, upTo)
+	if err != nil {
+		return gr, err
+	}
+	gschema, err := gsnap.Schema()
+	if err != nil {
+		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
+	}
+	a, err := resolve(&opts.Query, g, src.schema, gschema)
+	if err != nil {
+		return gr, err
+	}
+	rw := &rewriter{t: gt, snap: gsnap, a: a}
+	if a.session != nil {
+		return replaySessions(ctx, rw, src, st, r, gr)
+	}
+	return replayWindows(ctx, rw, src, st, r, gr)
+}
+
+// replayWindows replaces the tumbling or sliding windows overlapping the range.
+func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
+	a := rw.a
+	size, slide := a.window.Size, a.window.Slide
+	from, to := r.From.UnixMicro(), r.To.UnixMicro()
+	// Whole windows: every window with start in (from - size, to).
+	lo := alignStart(from-size, a.window) + slide
+	hi := alignStart(to-1, a.window)
+	// Only windows the stream has emitted (end <= its committed eviction watermark): the
+	// others are still open in its state and it will emit them itself.
+	hi = min(hi, alignStart(st.evictMs*1000-size, a.window))
+	if hi < lo {
+		gr.Note = "no window of the range has been emitted by the stream yet"
+		return gr, nil
+	}
+	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
+	gr.StartFrom, gr.StartTo = &s, &e
+	c, err := newCollector(a)
+	if err != nil {
+		return gr, err
+	}
+	var wins []gold.Window
+	err = src.read(ctx, a, lo, hi+size, func(s *source, i int) error {
+		gr.InputRows++
+		wins = a.window.Assign(wins[:0], s.ev.Int64[i])
+		for _, w := range wins {
+			if w.Start >= lo && w.Start <= hi {
+				if err := c.add(s, i, w); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return gr, err
+	}
+	groups, err := c.groups()
+	if err != nil {
+		return gr, err
+	}
+	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
+	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
+	gr.Gold, err = replace(ctx, rw, replacement{prune: prune, drop: inRange, groups: groups,
+		desc: fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
+	return gr, err
+}
+
+// alignStart is the start of the newest window of spec that starts at or before t.
+func alignStart(t int64, spec gold.WindowSpec) int64 {
+	rem := (t - spec.StartTime) % spec.Slide
+	if rem < 0 {
+		rem += spec.Slide
+	}
+	return t - rem
+}
+
+// replace removes the gold rows drop selects (among the files prune lets through) and writes
+// groups instead, keeping the late_rows figure of the rows they replace.
+// replacement is what replace writes: the gold rows drop selects among those prune lets
+// through give way to groups, in one commit with txn (when set) described by desc.
+type replacement struct {
+	prune  table.Expr
+	drop   func(start, end int64, keys []*table.Column, i int) bool
+	groups []*group
+	txn    *table.AppTxn
+	desc   string
+}
+
+func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
+	a, drop, groups := rw.a, rp.drop, rp.groups
+	lateRows := map[string]int64{}
+	var key []byte
+	var keys []*table.Column
+	row := func(_, b *table.Batch, i int) (rowAction, error) {
+		win := b.Columns[a.winCol]
+		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
+			return keepRow, nil
+		}
+		keys = keys[:0]
+		for _, ci := range a.keyCols {
+			keys = append(keys, b.Columns[ci])
+		}
+		start, end := win.Children[0].Int64[i], win.Children[1].Int64[i]
+		if !drop(start, end, keys, i) {
+			return keepRow, nil
+		}
+		key = groupKey(key[:0], start, end, keys, i)
+		lateRows[string(key)] += intAt(b.Columns[a.lateCol], i)
+		rw.st.Deleted++
+		return dropRow, nil
+	}
+	extra := func(out *table.Batch) error {
+		for _, g := range groups {
+			if err := a.appendRow(out, g.win, g.keys, g.vals, lateRows[g.key]); err != nil {
+				return err
+			}
+			rw.st.Inserted++
+		}
+		return nil
+	}
+	ws, err := rw.run(ctx, rp.prune, row, extra, rp.txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+		"mode": "Overwrite", "partitionBy": "[]", "predicate": rp.desc}})
+	return &ws, err
+}

@@ -1,0 +1,116 @@
+package late
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// writeStats is what one gold commit rewrote.
+type writeStats struct {
+	Version      int64 `json:"version"`
+	Updated      int64 `json:"windowsUpdated"`
+	Inserted     int64 `json:"windowsInserted"`
+	Deleted      int64 `json:"windowsDeleted"`
+	FilesRead    int   `json:"filesRead"`
+	FilesRemoved int   `json:"filesRemoved"`
+	FilesAdded   int   `json:"filesAdded"`
+	BytesRemoved int64 `json:"bytesRemoved"`
+	BytesAdded   int64 `json:"bytesAdded"`
+}
+
+// rowAction is what a rewrite did with one target row.
+type rowAction int
+
+const (
+	keepRow    rowAction = iota // unchanged (copied if its file is rewritten)
+	dropRow                     // removed
+	rewroteRow                  // replaced by the row the callback appended to out
+)
+
+// rewriter is a copy-on-write change of some rows of the gold table on table.Rewrite: the
+// files that prune lets through are read, the files where row touches a row are rewritten
+// without or with the new rows, extra rows are appended, and everything lands in one
+// WriteSerializable commit.
+type rewriter struct {
+	t    *table.Table
+	snap *txlog.Snapshot
+	a    *agg
+	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted).
+	st writeStats
+}
+
+func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *table.Batch, b *table.Batch, i int) (rowAction, error),
+	extra func(out *table.Batch) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
+	st := &rw.st
+	st.Version = -1
+	snap, schema := rw.snap, rw.a.gold
+	pred, err := table.Bind(prune, schema, snap.PartitionColumns())
+	if err != nil {
+		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+	}
+	var candidates []*txlog.Add
+	for _, f := range snap.Files() {
+		if pred.MayMatch(f) {
+			candidates = append(candidates, f)
+		}
+	}
+	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
+		// The stream's gold appends are blind and only add windows that are still open, which
+		// these rewrites never touch: WriteSerializable lets them through without a conflict,
+		// while any other writer's data change in the range we read conflicts and we start over.
+		Isolation: txlog.WriteSerializable,
+		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+			parts, err := read()
+			if err != nil {
+				return false, nil, err
+			}
+			out, err := table.NewBatch(schema)
+			if err != nil {
+				return false, nil, err
+			}
+			touched := false
+			for _, b := range parts {
+				for i := range b.Len() {
+					act, err := row(out, b, i)
+					if err != nil {
+						return false, nil, err
+					}
+					if act == keepRow {
+						out.AppendRow(b, i)
+					} else {
+						touched = true
+					}
+				}
+			}
+			return touched, []*table.Batch{out}, nil
+		},
+		Insert: func() ([]*table.Batch, error) {
+			ins, err := table.NewBatch(schema)
+			if err != nil {
+				return nil, err
+			}
+			return []*table.Batch{ins}, extra(ins)
+		},
+		Operation: func(res table.RewriteResult) txlog.Operation {
+			if op.Metrics == nil {
+				op.Metrics = map[string]int64{}
+			}
+			for k, v := range map[string]int64{"numTargetRowsInserted": st.Inserted, "numTargetRowsUpdated": st.Updated,
+				"numTargetRowsDeleted": st.Deleted, "numTargetFilesAdded": int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed)),
+				"numTargetBytesAdded": res.BytesWritten, "numTargetBytesRemoved": res.BytesRemoved} {
+				op.Metrics[k] = v
+			}
+			return op
+		},
+	})
+	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
+	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
+	if err != nil {
+		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+	}
+	st.Version = res.Version
+	return *st, nil
+}

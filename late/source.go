@@ -1,0 +1,145 @@
+package late
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// replaySource is the table replay recomputes from, as of one stream batch.
+type replaySource struct {
+	t      *table.Table
+	snap   *txlog.Snapshot
+	schema *txlog.StructType
+	q      *spec.Query
+	bronze bool
+}
+
+// openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze
+// as of the end offset batch upTo read.
+func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo int64) (*replaySource, error) {
+	q := &opts.Query
+	src := &replaySource{q: q, bronze: kind == SourceBronze}
+	var err error
+	if !src.bronze {
+		src.t = opts.open(q.Tables.Silver)
+		if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
+			return nil, fmt.Errorf("late: silver: %w", err)
+		}
+		// Leave out what a batch after upTo wrote (a batch running right now).
+		for {
+			v, ok := src.snap.TxnVersion(queryID)
+			if !ok || v <= upTo {
+				break
+			}
+			if src.snap, err = src.t.Log().SnapshotAt(ctx, src.snap.Version()-1); err != nil {
+				return nil, fmt.Errorf("late: silver as of batch %d: %w", upTo, err)
+			}
+		}
+	} else {
+		src.t = opts.open(q.Tables.Bronze)
+		e, err := checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)).ReadOffsets(ctx, upTo)
+		if err != nil {
+			return nil, fmt.Errorf("late: %w", err)
+		}
+		if end := e.End; end == nil {
+			src.snap = nil
+		} else {
+			v := end.ReservoirVersion
+			if end.Index < 0 {
+				v--
+			}
+			if src.snap, err = src.t.Log().SnapshotAt(ctx, v); err != nil {
+				return nil, fmt.Errorf("late: bronze version %d: %w", v, err)
+			}
+		}
+		if src.snap == nil {
+			if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
+				return nil, fmt.Errorf("late: bronze: %w", err)
+			}
+		}
+	}
+	if src.schema, err = src.snap.Schema(); err != nil {
+		return nil, fmt.Errorf("late: source schema: %w", err)
+	}
+	return src, nil
+}
+
+// read calls fn for every valid source row with lo <= event time < hi. From bronze, rows are
+// validated as the stream validates them (event time, required columns, future skew) and
+// deduplicated on stream.dedup, first arrival (commit order, then row order) winning.
+func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s *source, i int) error) error {
+	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
+	var required, dedup []string
+	if s.bronze {
+		required, dedup = s.q.Rules.Required, s.q.Dedup
+		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
+	}
+	// table's row filter evaluates on a view whose length comes from the schema's first
+	// column, so that column must be read too.
+	cols = append(cols, s.schema.Fields[0].Name)
+	filter := table.And(table.Ge(a.evName, time.UnixMicro(lo).UTC()), table.Lt(a.evName, time.UnixMicro(hi).UTC()))
+	fs, err := s.t.FileScan(s.snap, dedupe(cols), filter)
+	if err != nil {
+		return fmt.Errorf("late: source scan: %w", err)
+	}
+	files := slices.Clone(s.snap.Files())
+	if s.bronze {
+		slices.SortStableFunc(files, func(x, y *txlog.Add) int {
+			return cmp.Or(cmp.Compare(x.ModificationTime, y.ModificationTime), cmp.Compare(x.Path, y.Path))
+		})
+	}
+	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
+	rules := silver.Rules{EventTime: a.evName}
+	if s.bronze {
+		rules.Required, rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
+	}
+	seen := map[string]bool{}
+	var key []byte
+	for b, err := range fs.Read(ctx, files) {
+		if err != nil {
+			return fmt.Errorf("late: read source: %w", err)
+		}
+		src, err := a.source(b)
+		if err != nil {
+			return err
+		}
+		var dk []*table.Column
+		for _, c := range dedup {
+			dk = append(dk, b.Column(c))
+		}
+		check := rules.Bind(b)
+		for i := range b.Len() {
+			if check.Reject(i) != "" {
+				continue
+			}
+			if t := src.ev.Int64[i]; t < lo || t >= hi {
+				continue
+			}
+			if len(dk) > 0 { // bronze only: silver is deduplicated
+				key = key[:0]
+				for _, c := range dk {
+					key = table.AppendKeyPart(key, c, i)
+				}
+				if seen[string(key)] {
+					continue
+				}
+				seen[string(key)] = true
+			}
+			if err := fn(src, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

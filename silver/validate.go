@@ -1,0 +1,121 @@
+package silver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/table"
+)
+
+// Validation reject reasons (stage StageValidate in the rejects table).
+const (
+	ReasonMissingEventTime = "missing_event_time"
+	ReasonMissingRequired  = "missing_required"
+	ReasonFuture           = bronze.ReasonFuture
+)
+
+// StageValidate is the rejects table's stage of the rows validation rejects.
+const StageValidate = "validate"
+
+// Rules are the checks a bronze row passes on its way to silver, in order: an event time, every
+// required column, and an event time at most MaxFutureSkew after the row's _ingest_time (such a
+// row never reaches the watermark).
+type Rules struct {
+	EventTime     string
+	Required      []string
+	MaxFutureSkew time.Duration // 0: no limit
+}
+
+// Check is Rules bound to the columns of one batch.
+type Check struct {
+	rules    *Rules
+	ev       *table.Column
+	ingest   *table.Column
+	required []*table.Column // nil where the batch lacks the column: every row misses it
+	skewUs   int64
+}
+
+// Bind looks up the rules' columns in b.
+func (r *Rules) Bind(b *table.Batch) Check {
+	c := Check{rules: r, ev: b.Column(r.EventTime), ingest: b.Column(bronze.ColIngestTime), skewUs: r.MaxFutureSkew.Microseconds()}
+	for _, name := range r.Required {
+		c.required = append(c.required, b.Column(name))
+	}
+	return c
+}
+
+// Reject returns why row i fails validation, "" when it passes.
+func (c *Check) Reject(i int) string {
+	if c.ev == nil || c.ev.IsNull(i) {
+		return ReasonMissingEventTime
+	}
+	if c.firstMissing(i) >= 0 {
+		return ReasonMissingRequired
+	}
+	if c.skewUs > 0 && c.ingest != nil && !c.ingest.IsNull(i) && c.ev.Int64[i] > c.ingest.Int64[i]+c.skewUs {
+		return ReasonFuture
+	}
+	return ""
+}
+
+func (c *Check) firstMissing(i int) int {
+	for k, col := range c.required {
+		if col == nil || col.IsNull(i) {
+			return k
+		}
+	}
+	return -1
+}
+
+// Detail explains reason, as Reject gave it for row i, to a reader of the rejects table.
+func (c *Check) Detail(i int, reason string) string {
+	switch reason {
+	case ReasonMissingEventTime:
+		return fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", c.rules.EventTime)
+	case ReasonMissingRequired:
+		return fmt.Sprintf("required column %q is missing or null (a value that did not parse is in _rescued_data)", c.rules.Required[c.firstMissing(i)])
+	case ReasonFuture:
+		return fmt.Sprintf("event time %s is more than max_future_skew %s after its ingest time %s",
+			table.FormatTimestamp(c.ev.Int64[i], false), c.rules.MaxFutureSkew, table.FormatTimestamp(c.ingest.Int64[i], false))
+	}
+	return ""
+}
+
+// Rejects collects a batch's rejected rows in the rejects table's schema (bronze.RejectsSchema).
+type Rejects struct {
+	Batch *table.Batch
+	atMs  int64
+	raw   []byte
+}
+
+// NewRejects returns an empty collection of rows rejected at atMs (the batch timestamp).
+func NewRejects(atMs int64) (*Rejects, error) {
+	b, err := table.NewBatch(bronze.RejectsSchema())
+	if err != nil {
+		return nil, err
+	}
+	return &Rejects{Batch: b, atMs: atMs}, nil
+}
+
+// Add appends row i of b, rejected for reason (with detail), with the row as JSON.
+func (r *Rejects) Add(b *table.Batch, i int, reason, detail string) {
+	r.raw = table.AppendJSONRow(r.raw[:0], b, i)
+	c := r.Batch.Columns
+	c[0].AppendString(StageValidate)
+	c[1].AppendString(reason)
+	c[2].AppendString(detail)
+	c[3].AppendBytes(r.raw)
+	c[4].AppendInt64(int64(len(r.raw)))
+	if sf := b.Column(bronze.ColSourceFile); sf != nil && !sf.IsNull(i) {
+		c[5].AppendBytes(sf.BytesAt(i))
+	} else {
+		c[5].AppendString("")
+	}
+	if so := b.Column(bronze.ColSourceOffset); so != nil && !so.IsNull(i) {
+		c[6].AppendInt64(so.Int64[i])
+	} else {
+		c[6].AppendInt64(-1)
+	}
+	c[7].AppendInt64(r.atMs * 1000)
+}

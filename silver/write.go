@@ -1,0 +1,117 @@
+package silver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// bloomBits is the bloom filter size of silver's dedup key columns, bits per value.
+const bloomBits = 24
+
+// WriteOptions are the write options of the silver table: base plus bloom filters on the dedup
+// key columns, so that the look-ups of rows below the dedup state's reach (Lookup) skip the
+// files that cannot hold their keys. A look-up probes a batch's late keys (hundreds) at once
+// and a file is skipped only when all are ruled out, so the filters get bloomBits a value
+// (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs that
+// rewrite silver's files (optimize) use them too, so compacted files keep the filters.
+func WriteOptions(dedup []string, base table.WriteOptions) table.WriteOptions {
+	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), dedup...)
+	if base.BloomFilterBitsPerValue == 0 {
+		base.BloomFilterBitsPerValue = bloomBits
+	}
+	return base
+}
+
+// Judged is how dedup split the rows that go to silver (row indexes of Rows, ascending): Fresh
+// were judged by the dedup state, Old against silver's keys (Lookup).
+type Judged struct {
+	Fresh, Old []int32
+}
+
+// Writer writes a batch's silver rows and validation rejects.
+type Writer struct {
+	Silver, Rejects *table.Table
+}
+
+// silverSplitRows is the batch size from which silver is encoded as one file per core: the
+// Parquet encoding of silver is the largest single cost of a batch, and the aggregations that
+// run beside it leave most of a core to spare.
+const silverSplitRows = 1 << 16
+
+// Write appends the rows sel of the bronze batches, in arrival order, to silver and the
+// validation rejects to the rejects table, all with txn. Rows judged against silver's keys (far below the watermark) go to files
+// of their own, so that every other silver file spans a narrow event-time range and the
+// look-ups of later batches read few files.
+func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *table.Batch, txn *table.AppTxn) error {
+	fresh := sel.Fresh
+	var groups [][]int32
+	if n := len(fresh); n > 0 {
+		parts := 1
+		if n >= silverSplitRows {
+			parts = runtime.GOMAXPROCS(0)
+		}
+		for p := range parts {
+			groups = append(groups, fresh[p*n/parts:(p+1)*n/parts])
+		}
+	}
+	if len(sel.Old) > 0 {
+		groups = append(groups, sel.Old)
+	}
+	if len(groups) > 0 {
+		if err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
+			return rows.Select(groups[p])
+		}); err != nil {
+			return fmt.Errorf("silver: %w", err)
+		}
+	}
+	if rejects.Len() > 0 {
+		if _, err := w.Rejects.Append(ctx, []*table.Batch{rejects}, table.AppendOptions{Txn: txn}); err != nil {
+			return fmt.Errorf("silver: rejects: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeParts appends, in one commit with txn, the rows of parts parts, each selected by
+// part(p) and encoded into its own files on its own goroutine.
+func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []Selection) error {
+	// One look at the log for the txn check and every writer; CommitFiles looks again.
+	snap, err := t.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+		return nil
+	}
+	adds := make([][]*txlog.Add, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			w, err := t.WriterAt(snap)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			for _, s := range part(p) {
+				if errs[p] = w.WriteRows(ctx, s.B, s.Rows); errs[p] != nil {
+					return
+				}
+			}
+			adds[p], errs[p] = w.Close(ctx)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
+	return err
+}

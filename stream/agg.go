@@ -1,0 +1,313 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/merge"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
+)
+
+// runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
+// writes its emitted rows to gold, both with the batch's txn.
+// runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
+// its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
+func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
+	ap, n, txn := r.ops.plan.aggs[ai], b.n, b.txn
+	buf, ab := &r.buf, &r.buf.aggs[ai]
+	in := &ab.in
+	in.EventTime = buf.selEvt
+	in.Keys.Reset()
+	if len(ap.keyCols) > 0 {
+		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(buf.sel), len(ap.keyCols)))
+		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(buf.sel)+1)
+		for _, j := range buf.sel {
+			b := buf.rows.Batches[buf.rows.Batch[j]]
+			for _, c := range ap.keyCols {
+				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.rows.Row[j]))
+			}
+			in.Keys.EndValue()
+		}
+	}
+	r.fillColumns(ap, ab)
+	began := time.Now()
+	res, err := r.ops.aggs[ai].ProcessBatch(in, b.late, b.evict)
+	if err != nil {
+		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+	}
+	updMs := time.Since(began).Milliseconds()
+	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
+	// The full state only when this batch writes a full snapshot; its delta otherwise.
+	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
+		as.delta, err = r.ops.aggs[ai].AppendDelta(nil)
+	} else {
+		as.state, err = r.ops.aggs[ai].AppendSnapshot(nil)
+	}
+	if err != nil {
+		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
+	}
+	stateReady(as.state, as.delta)
+	as.res = StateOperatorProgress{
+		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
+		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
+		NumShufflePartitions: 1, NumStateStoreInstances: 1,
+		CustomMetrics: map[string]int64{CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
+	}
+	if ap.agg.Session != nil {
+		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
+	}
+	if len(res.LateRows) > 0 {
+		idx := make([]int32, len(res.LateRows))
+		for k, li := range res.LateRows {
+			idx[k] = buf.sel[li]
+		}
+		qb, err := silver.QuarantineBatch(r.ops.plan.silver, ap.qschema, &buf.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: r.queryID})
+		if err != nil {
+			return as, err
+		}
+		if _, err := r.write(ctx, r.t.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
+			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
+		}
+		if f := r.q.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
+			r.opts.Logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
+				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
+		}
+	}
+	if len(res.Rows) > 0 || ap.complete {
+		gb, err := goldBatch(ap, res.Rows)
+		if err != nil {
+			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+		}
+		if ap.update {
+			err = r.upsert(ctx, r.t.golds[ai], ap, gb, txn)
+		} else {
+			_, err = r.write(ctx, r.t.golds[ai], []*table.Batch{gb}, txn, ap.complete)
+		}
+		if err != nil {
+			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+		}
+	}
+	return as, nil
+}
+
+// aggFullSnapshot says whether this batch writes the aggregations' full states: every
+// min_deltas_for_snapshot versions; their deltas in between.
+func (r *Runner) aggFullSnapshot() bool {
+	return r.state.aggDeltas+1 >= r.q.State.MinDeltasForSnapshot
+}
+
+// upsert merges the groups this batch updated into gold on (window, keys): matched rows take
+// the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
+// are inserted.
+func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
+	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
+	set := map[string]merge.Value{}
+	for _, f := range ap.schema.Fields[len(keys):] {
+		if f.Name != gold.ColLateRows {
+			set[f.Name] = merge.FromSource(f.Name)
+		}
+	}
+	_, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
+		Matched: []merge.Matched{{Set: set}}, NotMatched: []merge.NotMatched{{}}, Txn: txn})
+	return err
+}
+
+// fillColumns builds the aggregate input columns of the selected rows in ab.
+func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
+	buf := &r.buf
+	in := &ab.in
+	k := len(ap.aggCols)
+	for len(ab.colI64) < k {
+		ab.colI64 = append(ab.colI64, nil)
+		ab.colF64 = append(ab.colF64, nil)
+		ab.colBin = append(ab.colBin, gold.Binary{})
+		ab.colOK = append(ab.colOK, nil)
+	}
+	in.Columns = in.Columns[:0]
+	for ci, c := range ap.aggCols {
+		kind := r.ops.plan.kinds[c]
+		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(buf.sel))
+		switch kind {
+		case table.KindFloat64, table.KindFloat32:
+			floats = slices.Grow(floats, len(buf.sel))
+		case table.KindBytes:
+		default:
+			ints = slices.Grow(ints, len(buf.sel))
+		}
+		bin := &ab.colBin[ci]
+		bin.Reset()
+		nulls := false
+		for _, j := range buf.sel {
+			col := buf.rows.Batches[buf.rows.Batch[j]].Columns[c]
+			i := int(buf.rows.Row[j])
+			null := col.IsNull(i)
+			nulls = nulls || null
+			ok = append(ok, !null)
+			switch kind {
+			case table.KindInt64:
+				ints = append(ints, col.Int64[i])
+			case table.KindInt32:
+				ints = append(ints, int64(col.Int32[i]))
+			case table.KindFloat64:
+				floats = append(floats, col.Float64[i])
+			case table.KindFloat32:
+				floats = append(floats, float64(col.Float32[i]))
+			case table.KindBytes:
+				bin.Append(col.BytesAt(i))
+			case table.KindBool:
+				v := int64(0)
+				if col.Bool[i] {
+					v = 1
+				}
+				ints = append(ints, v)
+			default: // count(col) over a nested or decimal column: only nullness matters
+				ints = append(ints, 0)
+			}
+		}
+		ab.colI64[ci], ab.colF64[ci], ab.colOK[ci] = ints, floats, ok
+		gc := gold.Column{}
+		switch kind {
+		case table.KindFloat64, table.KindFloat32:
+			gc.Float64 = nonNil(floats)
+		case table.KindBytes:
+			gc.Bytes = bin
+		default:
+			gc.Int64 = nonNil(ints)
+		}
+		if nulls {
+			gc.Valid = ok
+		}
+		in.Columns = append(in.Columns, gc)
+	}
+}
+
+// goldBatch renders emitted rows in the gold schema.
+func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
+	gb, err := table.NewBatch(ap.schema)
+	if err != nil {
+		return nil, err
+	}
+	win := gb.Columns[0]
+	var sketch []byte
+	for _, row := range rows {
+		win.AppendStruct()
+		win.Children[0].AppendInt64(row.Window.Start)
+		win.Children[1].AppendInt64(row.Window.End)
+		ci := 1
+		if len(ap.keyCols) > 0 {
+			parts, err := table.DecodeKey(row.Key)
+			if err != nil {
+				return nil, err
+			}
+			if len(parts) != len(ap.keyCols) {
+				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
+			}
+			for k := range ap.keyCols {
+				table.AppendKeyValue(gb.Columns[ci], parts[k])
+				ci++
+			}
+		}
+		for si := range ap.agg.Aggs {
+			n, sk, err := gold.AppendAggregate(gb.Columns[ci:], &ap.agg.Aggs[si], &row.Aggs[si], sketch)
+			if err != nil {
+				return nil, err
+			}
+			sketch, ci = sk, ci+n
+		}
+		gb.Columns[ci].AppendInt64(0)
+	}
+	return gb, nil
+}
+
+// progress builds batch n's StreamingQueryProgress.
+// timings are a batch's durations for its progress report.
+type timings struct {
+	walMs, commitMs int64
+	total           time.Duration
+}
+
+func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm timings) *Progress {
+	n, entry, ev, evict, walMs, commitMs, total := b.n, b.entry, st.evStats, b.evict, tm.walMs, tm.commitMs, tm.total
+	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
+	var prev time.Time
+	if !r.prevTrigger.IsZero() {
+		prev = r.prevTrigger
+	}
+	r.prevTrigger = trigger
+	inRate := InputRowsPerSecond(st.inputRows, prev, trigger)
+	procRate := ProcessedRowsPerSecond(st.inputRows, total)
+	p := &Progress{
+		ID: r.queryID, RunID: r.runID, Name: r.q.Name, Timestamp: trigger, BatchID: n,
+		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
+		DurationMs: map[string]int64{"addBatch": st.addMs, "commitOffsets": commitMs, "getBatch": st.getMs,
+			"latestOffset": 0, "queryPlanning": 0, "triggerExecution": total.Milliseconds(), "walCommit": walMs},
+		EventTime: EventTimeProgress(ev, evict, true),
+	}
+	if st.dedup != nil {
+		d := st.dedup
+		p.StateOperators = append(p.StateOperators, StateOperatorProgress{
+			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
+			NumRowsRemoved: d.NumRowsRemoved, NumShufflePartitions: 1, NumStateStoreInstances: 1,
+			// Spark would drop the rows at or below the late watermark; we look their keys up
+			// in silver instead, so nothing is dropped by the watermark here.
+			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates, "numLateRowsCheckedInSilver": d.NumRowsDroppedByWatermark},
+		})
+	}
+	for _, a := range st.aggs {
+		p.StateOperators = append(p.StateOperators, a.res)
+	}
+	var startJSON, endJSON json.RawMessage
+	if start != nil {
+		startJSON = OffsetJSON(start.String())
+	}
+	if entry.End != nil {
+		endJSON = OffsetJSON(entry.End.String())
+	}
+	p.Sources = []SourceProgress{{
+		Description: "DeltaSource[" + r.q.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
+		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
+	}}
+	metrics := map[string]string{
+		"numSilverRows":        strconv.FormatInt(st.silverRows, 10),
+		"numValidationRejects": strconv.FormatInt(st.rejected, 10),
+		"numDuplicatesDropped": strconv.FormatInt(st.duplicates, 10),
+	}
+	for i, a := range st.aggs {
+		name := r.ops.plan.aggs[i].cfg.Name
+		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
+		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+	}
+	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
+	return p
+}
+
+// publish keeps the progress under the checkpoint, logs it and tells the listener.
+func (r *Runner) publish(ctx context.Context, n int64, p *Progress) error {
+	data, err := p.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("stream: progress: %w", err)
+	}
+	if err := r.ckpt.WriteProgress(ctx, n, data); err != nil {
+		return err
+	}
+	r.opts.Logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
+	if r.opts.Listener != nil {
+		r.opts.Listener.OnProgress(p)
+	}
+	return nil
+}
+
+// nonNil keeps an empty column typed: gold tells a column's kind by which slice is set.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

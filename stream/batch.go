@@ -1,0 +1,500 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// batchBuffers are reused from batch to batch so that steady state allocates little.
+type batchBuffers struct {
+	rows   silver.Rows
+	sel    []int32 // valid rows that go to silver, ascending
+	fresh  []int32 // the rows of sel whose key dedup state judged (nil: all of sel)
+	old    []int32 // the rows of sel below state's reach, judged against silver's keys
+	selEvt []int64
+	aggs   []aggBuffers // one per aggregation: they run concurrently
+}
+
+// aggBuffers are one aggregation's input columns, reused from batch to batch.
+type aggBuffers struct {
+	in     gold.Input
+	colI64 [][]int64
+	colF64 [][]float64
+	colBin []gold.Binary
+	colOK  [][]bool
+}
+
+// batchStats is what one batch did, for progress and the report.
+type batchStats struct {
+	inputRows, rejected, duplicates, silverRows int64
+	dedup                                       *silver.DedupResult
+	aggs                                        []aggStats
+	getMs, addMs                                int64
+	evStats                                     gold.EventTimeStats
+	next                                        int64 // the watermark the batch leaves for the next
+}
+
+type aggStats struct {
+	res                  StateOperatorProgress
+	lateRows, outputRows int64
+	state                []byte // the aggregation's full state after the batch, when this batch writes it
+	delta                []byte // or what the batch changed (gold.AppendDelta)
+}
+
+func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
+	if r.ops.dedup != nil && newWM > evictWM {
+		return true
+	}
+	for _, a := range r.ops.plan.aggs {
+		if a.agg.ShouldRunNoDataBatch(newWM, evictWM) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensurePlan resolves the query against bronze's schema and restores the operators' state.
+func (r *Runner) ensurePlan(ctx context.Context) error {
+	if r.ops.plan != nil {
+		return nil
+	}
+	snap, err := r.t.bronze.Log().Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: bronze table: %w", err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: bronze schema: %w", err)
+	}
+	p, err := newPlan(r.q, silver.Schema(schema))
+	if err != nil {
+		return err
+	}
+	delay := r.q.Watermark.Delay.Milliseconds()
+	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.q.IdleTimeout.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	dcfg := silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: delay}
+	// The dedup state and every aggregation walk back through the same state versions: each
+	// version is read and decoded once for all of them.
+	r.state.restoring = map[int64]map[string][]byte{}
+	defer func() { r.state.restoring = nil }()
+	sections, err := r.stateSections(ctx, r.pos.nextBatch)
+	if err != nil {
+		return err
+	}
+	var dedup *silver.Dedup
+	if len(p.dedup) > 0 {
+		if dedup, r.state.dedupDeltas, err = r.restoreDedup(ctx, dcfg, r.pos.nextBatch, sections); err != nil {
+			return err
+		}
+	}
+	aggs := make([]*gold.Aggregation, len(p.aggs))
+	r.state.aggDeltas = 0
+	for i, ap := range p.aggs {
+		var deltas int
+		if aggs[i], deltas, err = r.restoreAgg(ctx, ap, r.pos.nextBatch, sections); err != nil {
+			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
+		}
+		r.state.aggDeltas = max(r.state.aggDeltas, deltas)
+	}
+	if s, ok := sections["idle"]; ok {
+		var err error
+		if r.idle.lastDataMs, r.idle.baseWM, err = decodeIdle(s); err != nil {
+			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(r.pos.nextBatch), err)
+		}
+	}
+	if r.pos.resume != nil {
+		if err := r.pos.resume(tracker); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+	}
+	r.ops.plan, r.ops.tracker, r.ops.dedup, r.ops.aggs = p, tracker, dedup, aggs
+	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.queryID}
+	if r.pos.pending == nil && r.pos.resume != nil {
+		late, evict := tracker.BatchWatermarks()
+		r.pos.needNoData = r.wantsNoData(evict, late)
+	}
+	return nil
+}
+
+// runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
+// then writes state n+1, commits/n and the progress.
+func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offsets, files []source.IndexedFile, walMs int64) error {
+	t0 := time.Now()
+	late, evict := r.ops.tracker.BatchWatermarks()
+	if entry.BatchWatermarkMs != evict {
+		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", checkpoint.ErrBad, checkpoint.OffsetsKey(n), entry.BatchWatermarkMs, evict)
+	}
+	batches, err := r.readAhead(ctx, entry, files)
+	if err != nil {
+		return err
+	}
+	tRead := time.Now()
+	b := &batchRun{n: n, entry: entry, late: late, evict: evict, txn: &table.AppTxn{AppID: r.queryID, Version: n}}
+	st, err := r.process(ctx, b, batches)
+	if err != nil {
+		return err
+	}
+	st.getMs = tRead.Sub(t0).Milliseconds()
+	st.addMs = time.Since(tRead).Milliseconds()
+	next := st.next
+	tCommit := time.Now()
+	if err := r.ckpt.WriteCommit(ctx, n, next); err != nil {
+		return err
+	}
+	commitMs := time.Since(tCommit).Milliseconds()
+
+	start := r.pos.lastEnd
+	r.pos.lastEnd, r.pos.lastEntry, r.pos.nextBatch = entry.End, entry, n+1
+	r.pos.needNoData = r.wantsNoData(next, evict)
+	r.account(st, next)
+
+	p := r.progress(b, start, st, timings{walMs: walMs, commitMs: commitMs, total: time.Since(t0)})
+	if err := r.publish(ctx, n, p); err != nil {
+		return err
+	}
+	retain := int64(r.q.State.MinBatchesToRetain)
+	if retain <= 0 {
+		retain = 100
+	}
+	// A dedup state version may need the deltas back to its last full snapshot.
+	retain = max(retain, int64(r.q.State.MinDeltasForSnapshot)+1)
+	if old := n - retain; old >= 0 {
+		if err := r.ckpt.Cleanup(ctx, old); err != nil {
+			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) account(st *batchStats, next int64) {
+	rep := &r.report
+	rep.Batches++
+	rep.LastBatch = r.pos.nextBatch - 1
+	rep.WatermarkMs = next
+	rep.InputRows += st.inputRows
+	rep.SilverRows += st.silverRows
+	rep.Rejected += st.rejected
+	rep.Duplicates += st.duplicates
+	if rep.Gold == nil {
+		for _, ap := range r.ops.plan.aggs {
+			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
+		}
+	}
+	for i, a := range st.aggs {
+		g := &rep.Gold[i]
+		g.RowsOut += a.outputRows
+		g.LateRows += a.lateRows
+		g.LateGroups += a.res.NumRowsDroppedByWatermark
+	}
+}
+
+// prefetch is the read of the next batch's files, running while the current batch is
+// processed (its Parquet decoding fills the core that silver's encoding leaves idle).
+type prefetch struct {
+	files   []source.IndexedFile
+	done    chan struct{}
+	batches []*table.Batch
+	err     error
+}
+
+// readAhead returns the batch's rows, from the prefetch when it read these very files, and
+// starts reading the next batch's files when the trigger drains the source.
+func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*table.Batch, error) {
+	var batches []*table.Batch
+	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
+		batches = p.batches
+	} else {
+		var err error
+		if batches, err = r.read(ctx, files); err != nil {
+			return nil, err
+		}
+	}
+	if r.ahead.until >= 0 && len(files) > 0 && entry.End != nil {
+		next, _, err := r.src.NextBatch(ctx, entry.End, r.ahead.until, r.ahead.limit)
+		if err == nil && len(next) > 0 {
+			p := &prefetch{files: next, done: make(chan struct{})}
+			r.ahead.p = p
+			go func() {
+				defer close(p.done)
+				p.batches, p.err = r.read(ctx, p.files)
+			}()
+		}
+	}
+	return batches, nil
+}
+
+// waitAhead ends the prefetch in flight, if any, and returns it.
+func (r *Runner) waitAhead() *prefetch {
+	p := r.ahead.p
+	if p != nil {
+		<-p.done
+		r.ahead.p = nil
+	}
+	return p
+}
+
+func sameFiles(a, b []source.IndexedFile) bool {
+	return slices.EqualFunc(a, b, func(x, y source.IndexedFile) bool {
+		return x.Version == y.Version && x.Index == y.Index && x.Add.Path == y.Add.Path
+	})
+}
+
+func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table.Batch, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	snap, err := r.t.bronze.Latest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stream: bronze table: %w", err)
+	}
+	fs, err := r.t.bronze.FileScan(snap, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stream: bronze scan: %w", err)
+	}
+	// Files decode in parallel (Parquet decoding is most of a read); batches keep file order.
+	per := make([][]*table.Batch, len(files))
+	errs := make([]error, len(files))
+	workers := min(len(files), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) || ctx.Err() != nil {
+					return
+				}
+				per[i], errs[i] = fs.ReadFile(ctx, files[i].Add)
+			}
+		}()
+	}
+	wg.Wait()
+	var out []*table.Batch
+	for i, bs := range per {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("stream: read bronze: %w", errs[i])
+		}
+		for _, b := range bs {
+			if b.Len() > 0 {
+				out = append(out, b)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchRun is one batch as it runs: its id and offsets, its late-row and eviction watermarks
+// (ms) and the txn of its table writes.
+type batchRun struct {
+	n           int64
+	entry       *checkpoint.Offsets
+	late, evict int64
+	txn         *table.AppTxn
+}
+
+// process validates, deduplicates and writes one batch to every sink.
+func (r *Runner) process(ctx context.Context, b *batchRun, batches []*table.Batch) (*batchStats, error) {
+	st := &batchStats{}
+	rejects, err := r.validate(b, batches, st)
+	if err != nil {
+		return nil, err
+	}
+	r.ops.tracker.Observe(0, r.buf.rows.EventTime, nil)
+	// The batch's event times are all the watermark depends on: the next one is known now,
+	// and with it the state file can be written beside the table writes.
+	st.evStats = r.ops.tracker.Stats(0)
+	st.next = r.ops.tracker.EndBatch(b.entry.BatchTimestampMs)
+	if st.inputRows > 0 {
+		r.idle.lastDataMs, r.idle.baseWM = b.entry.BatchTimestampMs, st.next
+	}
+	if err := r.deduplicate(ctx, b, st); err != nil {
+		return nil, err
+	}
+	if err := r.ensureTables(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.writeSinks(ctx, b, st, rejects); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// validate collects the batch's valid rows in r.buf.rows and returns the others as rejects.
+func (r *Runner) validate(b *batchRun, batches []*table.Batch, st *batchStats) (*silver.Rejects, error) {
+	p := r.ops.plan
+	rows := 0
+	for _, bb := range batches {
+		rows += bb.Len()
+	}
+	// Sized once for the batch: growing them row by row copies them over and over.
+	vr := &r.buf.rows
+	vr.Reset(batches, rows)
+	rejects, err := silver.NewRejects(b.entry.BatchTimestampMs)
+	if err != nil {
+		return nil, err
+	}
+	for bi, bb := range batches {
+		ev := bb.Columns[p.evCol]
+		check := p.rules.Bind(bb)
+		st.inputRows += int64(bb.Len())
+		for i := range bb.Len() {
+			if reason := check.Reject(i); reason != "" {
+				rejects.Add(bb, i, reason, check.Detail(i, reason))
+				continue
+			}
+			vr.EventTime = append(vr.EventTime, ev.Int64[i])
+			vr.Batch = append(vr.Batch, int32(bi))
+			vr.Row = append(vr.Row, int32(i))
+		}
+	}
+	st.rejected = int64(rejects.Batch.Len())
+	return rejects, nil
+}
+
+// deduplicate selects the valid rows that go to silver (r.buf.sel): first arrival wins; rows
+// at or below the late watermark (whose key state may be evicted) are checked against silver.
+func (r *Runner) deduplicate(ctx context.Context, b *batchRun, st *batchStats) error {
+	buf, vr := &r.buf, &r.buf.rows
+	buf.sel, buf.fresh, buf.old = buf.sel[:0], nil, buf.old[:0]
+	if r.ops.dedup == nil {
+		for i := range vr.EventTime {
+			buf.sel = append(buf.sel, int32(i))
+		}
+	} else {
+		vr.EncodeKeys(r.ops.plan.dedup)
+		res, err := r.ops.dedup.ProcessBatch(vr.Keys, vr.EventTime, nil, r.dedupWatermark(b.late), r.dedupWatermark(b.evict))
+		if err != nil {
+			return fmt.Errorf("stream: dedup: %w", err)
+		}
+		st.dedup = res
+		buf.sel = append(buf.sel, res.Emit...)
+		buf.fresh = res.Emit
+		dups := int64(len(res.Duplicates))
+		if len(res.Late) > 0 {
+			seen, err := r.ops.lookup.Seen(ctx, b.n, vr, res.Late)
+			if err != nil {
+				return err
+			}
+			for _, i := range res.Late {
+				k := string(vr.Keys[i])
+				if seen[k] {
+					dups++
+					continue
+				}
+				seen[k] = true
+				buf.sel = append(buf.sel, i)
+				buf.old = append(buf.old, i)
+			}
+			slices.Sort(buf.sel)
+		}
+		st.duplicates = dups
+	}
+	st.silverRows = int64(len(buf.sel))
+	buf.selEvt = buf.selEvt[:0]
+	for _, i := range buf.sel {
+		buf.selEvt = append(buf.selEvt, vr.EventTime[i])
+	}
+	return nil
+}
+
+// writeSinks writes silver with the rejects and runs each aggregation (with its quarantine and
+// gold) on goroutines of their own: the tables are independent, each write has the batch's
+// txn, and the aggregations share only the read-only selection. The state file of batch n+1 is
+// written as soon as every aggregation has encoded its state, while the tables are still being
+// written: a crash before commits/n leaves it to be written again by the re-run.
+func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, rejects *silver.Rejects) error {
+	buf, aggs := &r.buf, r.ops.plan.aggs
+	for len(buf.aggs) < len(aggs) {
+		buf.aggs = append(buf.aggs, aggBuffers{})
+	}
+	st.aggs = make([]aggStats, len(aggs))
+	errs := make([]error, 2+len(aggs))
+	states := make([]aggStats, len(aggs)) // each aggregation's state or delta, nothing else
+	published := make([]bool, len(aggs))
+	var statesReady, wg sync.WaitGroup
+	statesReady.Add(len(aggs))
+	judged := silver.Judged{Fresh: buf.sel, Old: buf.old}
+	if len(buf.old) > 0 {
+		judged.Fresh = buf.fresh
+	}
+	wg.Go(func() { errs[0] = r.t.silverW.Write(ctx, &buf.rows, judged, rejects.Batch, b.txn) })
+	// The dedup section is known now: it is encoded beside the writes, not after them.
+	var dedupSec dedupSection
+	var dedupDone sync.WaitGroup
+	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, b.evict) })
+	for ai := range aggs {
+		wg.Go(func() {
+			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(state, delta []byte) {
+				states[ai] = aggStats{state: state, delta: delta}
+				published[ai] = true
+				statesReady.Done()
+			})
+			if !published[ai] {
+				statesReady.Done() // it failed before its state, and says why
+			}
+		})
+	}
+	wg.Go(func() {
+		statesReady.Wait()
+		dedupDone.Wait()
+		if !slices.Contains(published, false) {
+			errs[len(errs)-1] = r.writeState(ctx, b.n, dedupSec, states)
+		}
+	})
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureTables creates the tables the stream writes that do not exist yet, once per runner.
+func (r *Runner) ensureTables(ctx context.Context) error {
+	if r.t.ready {
+		return nil
+	}
+	ts := []*table.Table{r.t.silver, r.t.rejects}
+	schemas := []*txlog.StructType{r.ops.plan.silver, bronze.RejectsSchema()}
+	for i, ap := range r.ops.plan.aggs {
+		ts = append(ts, r.t.quars[i], r.t.golds[i])
+		schemas = append(schemas, ap.qschema, ap.schema)
+	}
+	for i, t := range ts {
+		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+				return fmt.Errorf("stream: create table: %w", err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("stream: open table: %w", err)
+		}
+	}
+	r.t.ready = true
+	return nil
+}
+
+// write appends (or, for complete mode, overwrites the whole table) with the batch's txn.
+func (r *Runner) write(ctx context.Context, t *table.Table, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
+	if overwrite {
+		return t.Overwrite(ctx, table.And(), batches, table.AppendOptions{Txn: txn})
+	}
+	return t.Append(ctx, batches, table.AppendOptions{Txn: txn})
+}

@@ -1,0 +1,361 @@
+// Package checkpoint reads and writes the streaming query's checkpoint folder, in Spark's
+// layout: metadata (the query id), offsets/N (written before batch N: its watermark, batch
+// timestamp and the source's end offset), commits/N (after every sink of batch N, with the
+// watermark the next batch runs with), state/N (named sections, opaque here, with a checksum)
+// and progress/N.json. The stream writes it; merge-late, replay and the reports read it
+// through this package only, so the format is parsed in one place.
+//
+// Crash guarantees: metadata, offsets/N and commits/N are written with put-if-absent, so two
+// runs agree on one query id and on what batch N reads, and a batch whose offsets/N has no
+// commits/N is known to be uncommitted. A state or progress file is written whole or not at
+// all (a single put), and a torn or foreign state file fails its checksum (ErrBad) rather
+// than being read. Cleanup removes a batch's files one by one; a crash in between leaves
+// files behind that nothing reads.
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table/source"
+)
+
+// ErrBad reports a checkpoint file that cannot be read: the stream stops rather than guess,
+// because guessing could count rows twice.
+var ErrBad = errors.New("stream: bad checkpoint")
+
+// ErrNoQuery reports a checkpoint without metadata: the stream has not run yet.
+var ErrNoQuery = errors.New("stream: no checkpoint metadata (the stream has not run yet)")
+
+// Offsets is offsets/N: what batch N reads and the watermark and time it runs with.
+type Offsets struct {
+	BatchWatermarkMs int64
+	BatchTimestampMs int64
+	Conf             map[string]string
+	// End is the source offset the batch reads up to (inclusive); nil when the source was empty.
+	End *source.Offset
+}
+
+type offsetMeta struct {
+	BatchWatermarkMs int64             `json:"batchWatermarkMs"`
+	BatchTimestampMs int64             `json:"batchTimestampMs"`
+	Conf             map[string]string `json:"conf"`
+}
+
+// Marshal encodes the entry as Spark does: v1, the metadata line, the source offset ("-":
+// none).
+func (e *Offsets) Marshal() []byte {
+	var b bytes.Buffer
+	b.WriteString("v1\n")
+	m, _ := json.Marshal(offsetMeta{e.BatchWatermarkMs, e.BatchTimestampMs, e.Conf})
+	b.Write(m)
+	b.WriteByte('\n')
+	if e.End == nil {
+		b.WriteString("-")
+	} else {
+		b.WriteString(e.End.String())
+	}
+	return b.Bytes()
+}
+
+// ParseOffsets decodes offsets/N (key names it in errors). The batch watermark must be there:
+// every reader depends on it.
+func ParseOffsets(key string, data []byte) (*Offsets, error) {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) != 3 || lines[0] != "v1" {
+		return nil, fmt.Errorf("%w: %s: want 3 lines starting with v1", ErrBad, key)
+	}
+	var m struct {
+		BatchWatermarkMs *int64            `json:"batchWatermarkMs"`
+		BatchTimestampMs int64             `json:"batchTimestampMs"`
+		Conf             map[string]string `json:"conf"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		return nil, fmt.Errorf("%w: %s line 2: %v", ErrBad, key, err)
+	}
+	if m.BatchWatermarkMs == nil {
+		return nil, fmt.Errorf("%w: %s line 2: no batchWatermarkMs", ErrBad, key)
+	}
+	e := &Offsets{BatchWatermarkMs: *m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf}
+	if lines[2] != "-" {
+		var o source.Offset
+		if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
+			return nil, fmt.Errorf("%w: %s line 3: %v", ErrBad, key, err)
+		}
+		e.End = &o
+	}
+	return e, nil
+}
+
+// Commit is commits/N: batch N is done, and the next batch runs with this watermark.
+type Commit struct {
+	NextBatchWatermarkMs int64 `json:"nextBatchWatermarkMs"`
+}
+
+// ParseCommit decodes commits/N.
+func ParseCommit(key string, data []byte) (Commit, error) {
+	var c Commit
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "v1" {
+		return c, fmt.Errorf("%w: %s: want 2 lines starting with v1", ErrBad, key)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &c); err != nil {
+		return c, fmt.Errorf("%w: %s line 2: %v", ErrBad, key, err)
+	}
+	return c, nil
+}
+
+// Dir is a checkpoint folder.
+type Dir struct {
+	b objstore.Bucket // rooted at the checkpoint folder
+}
+
+// Open returns the checkpoint in b, which is rooted at the checkpoint folder. It reads nothing.
+func Open(b objstore.Bucket) *Dir { return &Dir{b: b} }
+
+// The keys of batch n's files, relative to the checkpoint folder.
+func OffsetsKey(n int64) string  { return "offsets/" + strconv.FormatInt(n, 10) }
+func CommitsKey(n int64) string  { return "commits/" + strconv.FormatInt(n, 10) }
+func StateKey(n int64) string    { return "state/" + strconv.FormatInt(n, 10) }
+func ProgressKey(n int64) string { return "progress/" + strconv.FormatInt(n, 10) + ".json" }
+
+// QueryID reads metadata, creating it once (put-if-absent: two first runs agree on one id).
+func (d *Dir) QueryID(ctx context.Context) (string, error) {
+	for range 3 {
+		id, err := d.ReadQueryID(ctx)
+		if !errors.Is(err, ErrNoQuery) {
+			return id, err
+		}
+		m, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
+		if err := objstore.PutBytesIfAbsent(ctx, d.b, "metadata", m); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+			return "", fmt.Errorf("stream: create checkpoint metadata: %w", err)
+		}
+	}
+	return "", fmt.Errorf("%w: metadata cannot be created", ErrBad)
+}
+
+// ReadQueryID reads the query id of metadata without creating it (ErrNoQuery: none yet).
+func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
+	data, err := objstore.ReadAll(ctx, d.b, "metadata")
+	if errors.Is(err, objstore.ErrNotFound) {
+		return "", ErrNoQuery
+	}
+	if err != nil {
+		return "", fmt.Errorf("stream: read checkpoint metadata: %w", err)
+	}
+	var m struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.ID == "" {
+		return "", fmt.Errorf("%w: metadata: no query id (%v)", ErrBad, err)
+	}
+	return m.ID, nil
+}
+
+// LatestOffsets returns the highest batch with an offsets file, or -1.
+func (d *Dir) LatestOffsets(ctx context.Context) (int64, error) { return d.latest(ctx, "offsets") }
+
+// LatestCommit returns the highest committed batch, or -1.
+func (d *Dir) LatestCommit(ctx context.Context) (int64, error) { return d.latest(ctx, "commits") }
+
+// latest returns the highest batch number under dir, or -1.
+func (d *Dir) latest(ctx context.Context, dir string) (int64, error) {
+	n := int64(-1)
+	for info, err := range d.b.List(ctx, dir+"/", objstore.ListOptions{}) {
+		if err != nil {
+			return 0, fmt.Errorf("stream: list checkpoint %s: %w", dir, err)
+		}
+		name := path.Base(info.Key)
+		v, err := strconv.ParseInt(name, 10, 64)
+		if err != nil || v < 0 {
+			continue // Spark ignores foreign files (e.g. .crc) in its logs too
+		}
+		n = max(n, v)
+	}
+	return n, nil
+}
+
+// ReadOffsets reads offsets/n.
+func (d *Dir) ReadOffsets(ctx context.Context, n int64) (*Offsets, error) {
+	key := OffsetsKey(n)
+	data, err := objstore.ReadAll(ctx, d.b, key)
+	if err != nil {
+		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+	}
+	return ParseOffsets(key, data)
+}
+
+// ReadCommit reads commits/n.
+func (d *Dir) ReadCommit(ctx context.Context, n int64) (Commit, error) {
+	key := CommitsKey(n)
+	data, err := objstore.ReadAll(ctx, d.b, key)
+	if err != nil {
+		return Commit{}, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+	}
+	return ParseCommit(key, data)
+}
+
+// WriteOffsets writes the WAL entry of batch n. If another run wrote it first, the existing
+// entry wins and is returned: a batch runs with exactly what its WAL says.
+func (d *Dir) WriteOffsets(ctx context.Context, n int64, e *Offsets) (*Offsets, error) {
+	err := objstore.PutBytesIfAbsent(ctx, d.b, OffsetsKey(n), e.Marshal())
+	if err == nil {
+		return e, nil
+	}
+	if !errors.Is(err, objstore.ErrAlreadyExists) {
+		// The write may have landed (an unknown outcome): read it back before deciding.
+		if got, rerr := d.ReadOffsets(ctx, n); rerr == nil {
+			return got, nil
+		}
+		return nil, fmt.Errorf("stream: write checkpoint %s: %w", OffsetsKey(n), err)
+	}
+	return d.ReadOffsets(ctx, n)
+}
+
+// WriteCommit marks batch n committed, with the watermark the next batch runs with.
+func (d *Dir) WriteCommit(ctx context.Context, n, nextWM int64) error {
+	m, _ := json.Marshal(Commit{NextBatchWatermarkMs: nextWM})
+	data := append([]byte("v1\n"), m...)
+	if err := objstore.PutBytesIfAbsent(ctx, d.b, CommitsKey(n), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+		return fmt.Errorf("stream: write checkpoint %s: %w", CommitsKey(n), err)
+	}
+	return nil
+}
+
+// ReadState reads the sections of state version v.
+func (d *Dir) ReadState(ctx context.Context, v int64) (map[string][]byte, error) {
+	key := StateKey(v)
+	data, err := objstore.ReadAll(ctx, d.b, key)
+	if err != nil {
+		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+	}
+	return decodeState(key, data)
+}
+
+// WriteState writes state version v: the sections, in order.
+func (d *Dir) WriteState(ctx context.Context, v int64, sections map[string][]byte, order []string) error {
+	if err := objstore.PutBytes(ctx, d.b, StateKey(v), encodeState(sections, order)); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", StateKey(v), err)
+	}
+	return nil
+}
+
+// WriteProgress keeps batch n's progress report (StreamingQueryProgress JSON).
+func (d *Dir) WriteProgress(ctx context.Context, n int64, data []byte) error {
+	if err := objstore.PutBytes(ctx, d.b, ProgressKey(n), data); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", ProgressKey(n), err)
+	}
+	return nil
+}
+
+// ProgressBatches lists the batches that have a progress file, in batch order.
+func (d *Dir) ProgressBatches(ctx context.Context) ([]int64, error) {
+	infos, err := objstore.ListAll(ctx, d.b, "progress/", objstore.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("stream: list checkpoint progress: %w", err)
+	}
+	var out []int64
+	for _, o := range infos {
+		ns, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "progress/"), ".json")
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if !ok || err != nil || n < 0 {
+			continue // not a progress file (temporary or foreign objects)
+		}
+		out = append(out, n)
+	}
+	slices.SortFunc(out, cmp.Compare)
+	return out, nil
+}
+
+// ReadProgress reads batch n's progress file as it is; objstore.ErrNotFound when a cleanup
+// removed it.
+func (d *Dir) ReadProgress(ctx context.Context, n int64) ([]byte, error) {
+	return objstore.ReadAll(ctx, d.b, ProgressKey(n))
+}
+
+// Cleanup removes the files of batch n (and state version n) once they fall out of the
+// retention. A crash between deletes leaves files behind that nothing reads.
+func (d *Dir) Cleanup(ctx context.Context, n int64) error {
+	for _, key := range []string{OffsetsKey(n), CommitsKey(n), StateKey(n), ProgressKey(n)} {
+		if err := d.b.Delete(ctx, key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return fmt.Errorf("stream: clean up checkpoint %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// State files hold named sections (the dedup state, each aggregation's snapshot) with a
+// version and a CRC-32, so a torn or foreign file fails loudly.
+const stateMagic = "MDLSTRM1"
+
+func encodeState(sections map[string][]byte, order []string) []byte {
+	size := len(stateMagic) + binary.MaxVarintLen64 + 4
+	for _, name := range order {
+		size += 2*binary.MaxVarintLen64 + len(name) + len(sections[name])
+	}
+	// Sized once: a full snapshot section can be hundreds of megabytes.
+	dst := append(make([]byte, 0, size), stateMagic...)
+	dst = binary.AppendUvarint(dst, uint64(len(order)))
+	for _, name := range order {
+		dst = binary.AppendUvarint(dst, uint64(len(name)))
+		dst = append(dst, name...)
+		dst = binary.AppendUvarint(dst, uint64(len(sections[name])))
+		dst = append(dst, sections[name]...)
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst))
+}
+
+func decodeState(key string, b []byte) (map[string][]byte, error) {
+	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", ErrBad, key, what) }
+	if len(b) < len(stateMagic)+4 || string(b[:len(stateMagic)]) != stateMagic {
+		return nil, bad("not a state file")
+	}
+	body := b[:len(b)-4]
+	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return nil, bad("checksum mismatch")
+	}
+	r := bufio.NewReader(bytes.NewReader(body[len(stateMagic):]))
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, bad("section count")
+	}
+	out := map[string][]byte{}
+	read := func() ([]byte, error) {
+		l, err := binary.ReadUvarint(r)
+		if err != nil || l > uint64(len(body)) {
+			return nil, bad("section length")
+		}
+		p := make([]byte, l)
+		if _, err := io.ReadFull(r, p); err != nil {
+			return nil, bad("truncated section")
+		}
+		return p, nil
+	}
+	for range n {
+		name, err := read()
+		if err != nil {
+			return nil, err
+		}
+		data, err := read()
+		if err != nil {
+			return nil, err
+		}
+		out[string(name)] = data
+	}
+	return out, nil
+}

@@ -1,0 +1,30 @@
+// Package stream owns the streaming job: micro-batches over the bronze table read as a Delta
+// stream (table/source), silver's validation and dedup on each batch (package silver), every
+// gold aggregation (package gold) in order with the on-time/late split, the checkpoint
+// (package stream/checkpoint) and Spark-shaped progress reports.
+//
+// A batch, in order: read the bronze files of its offset range; reject rows without an event
+// time or a required column, and rows whose event time is beyond _ingest_time +
+// max_future_skew (reason "future", never seen by the watermark); feed the watermark; drop
+// duplicates of stream.dedup (keys in state, and for rows at or below the late-row watermark
+// keys already in silver); append the rest to silver; run every gold aggregation on them with
+// the late-row watermark W(N-1) and the eviction watermark W(N).
+//
+// Tables written (besides silver, which has bronze's columns, and the shared rejects table,
+// stage "validate"): each aggregation's quarantine (silver.QuarantineSchema) and its gold
+// table (the gold-row contract of gold/row.go), with late_rows 0 from the stream, raised by
+// merge-late. Append mode appends closed windows, complete mode overwrites the table, update
+// mode MERGEs on (window, keys).
+//
+// The checkpoint (under stream.checkpoint in the lake) has Spark's layout: metadata (the query
+// id), offsets/N (written before batch N with put-if-absent: watermark, batch timestamp and the
+// source's end offset), state/<N+1> (each aggregation's snapshot; the dedup state as a full
+// snapshot every state.min_deltas_for_snapshot versions and the batch's additions in between),
+// commits/N (after every sink) and progress/N.json.
+//
+// Crash guarantees: every table write of batch N carries txn(appId = query id, version = N) and
+// is skipped when the table already holds it; a batch whose offsets/N has no commits/N is
+// re-run with exactly its recorded offsets, watermark and batch timestamp from state version N,
+// and the operators are deterministic, so a process killed at any instant and run again leaves
+// the same rows in every table as an uninterrupted run.
+package stream

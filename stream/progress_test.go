@@ -1,0 +1,105 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/gold"
+)
+
+// specExampleProgress is batch 4 of vector WM, built from our own pieces (tracker stats,
+// operator metrics) with the §5 example's illustrative timings.
+func specExampleProgress(t *testing.T) *Progress {
+	tr, _ := gold.NewWatermarkTracker(gold.PolicyMin, []int64{10 * 60 * 1000}, 0)
+	tr.Observe(0, []int64{at(12, 21), at(12, 2), at(12, 4)}, nil)
+	return &Progress{
+		ID: "4f0f3c8e-6a51-4c2b-9a57-2b0e9d1d7a10", RunID: "b7e2c1d4-1f3a-4e0b-8c55-0c6f3a9e2d11",
+		Name: "gold_window_counts", Timestamp: time.Date(2024, 5, 1, 12, 30, 0, 0, time.UTC),
+		BatchID: 4, NumInputRows: 3, InputRowsPerSecond: 0.3, ProcessedRowsPerSecond: 2.5,
+		DurationMs: map[string]int64{"triggerExecution": 1200, "addBatch": 950, "walCommit": 45, "commitOffsets": 40,
+			"getBatch": 5, "latestOffset": 60, "queryPlanning": 90},
+		EventTime: EventTimeProgress(tr.Stats(0), msAt(12, 5), true),
+		StateOperators: []StateOperatorProgress{{
+			OperatorName: "stateStoreSave", NumRowsTotal: 4, NumRowsUpdated: 1, AllUpdatesTimeMs: 12,
+			AllRemovalsTimeMs: 3, CommitTimeMs: 110, MemoryUsedBytes: 91240, NumRowsDroppedByWatermark: 1,
+			NumShufflePartitions: 200, NumStateStoreInstances: 200,
+			CustomMetrics: map[string]int64{"stateOnCurrentVersionSizeBytes": 30512, "loadedMapCacheMissCount": 0, "loadedMapCacheHitCount": 400},
+		}},
+		Sources: []SourceProgress{{
+			Description:  "DeltaSource[file:/lake/silver/events]",
+			StartOffset:  OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":41,"index":-1,"isStartingVersion":false}`),
+			EndOffset:    OffsetJSON(`{"sourceVersion":1,"reservoirId":"9d3c...","reservoirVersion":42,"index":-1,"isStartingVersion":false}`),
+			NumInputRows: 3, InputRowsPerSecond: 0.3, ProcessedRowsPerSecond: 2.5,
+			Metrics: map[string]string{"numFilesOutstanding": "0", "numBytesOutstanding": "0"},
+		}},
+		Sink: SinkProgress{Description: "DeltaSink[file:/lake/gold/window_counts]", NumOutputRows: -1},
+	}
+}
+
+func TestProgressGoldenSpecExample(t *testing.T) {
+	golden, err := os.ReadFile("testdata/progress_spec_example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, golden); err != nil {
+		t.Fatal(err)
+	}
+	got, err := specExampleProgress(t).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("progress JSON differs from the spec example:\n got %s\nwant %s", got, want.Bytes())
+	}
+}
+
+func TestProgressOmissions(t *testing.T) {
+	p := specExampleProgress(t)
+	p.Name = ""
+	p.InputRowsPerSecond = math.NaN()
+	p.ProcessedRowsPerSecond = math.Inf(1)
+	p.DurationMs = nil
+	p.EventTime = EventTimeProgress(gold.EventTimeStats{}, 0, true)
+	p.StateOperators[0].CustomMetrics[CustomMetricLateRowsQuarantined] = 2
+	b, _ := p.MarshalJSON()
+	s := string(b)
+	for _, want := range []string{`"name":null`, `"eventTime":{"watermark":"1970-01-01T00:00:00.000Z"}`,
+		`"loadedMapCacheMissCount":0,"numLateRowsQuarantined":2,"stateOnCurrentVersionSizeBytes":30512`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s in %s", want, s)
+		}
+	}
+	for _, absent := range []string{`"durationMs"`, `"batchId":4,"numInputRows":3,"inputRowsPerSecond"`, `Inf`, `NaN`} {
+		if strings.Contains(s, absent) {
+			t.Errorf("unexpected %s in %s", absent, s)
+		}
+	}
+	if !json.Valid(b) {
+		t.Fatalf("invalid JSON %s", s)
+	}
+}
+
+func TestJavaDouble(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 2.5: "2.5", 3: "3.0", 1e7: "1.0E7", 12345678.9: "1.23456789E7",
+		0.0001: "1.0E-4", 0.001: "0.001", -42: "-42.0", 1.0 / 3: "0.3333333333333333"} {
+		if got := JavaDouble(v); got != want {
+			t.Errorf("JavaDouble(%v) = %s, want %s", v, got, want)
+		}
+	}
+	if got := InputRowsPerSecond(3, time.Time{}, time.Now()); got != 0 {
+		t.Errorf("first trigger rate %v", got)
+	}
+	if got := ProcessedRowsPerSecond(5, 0); got != 5000 {
+		t.Errorf("processed rate with 0 duration %v, want 5000 (1 ms floor)", got)
+	}
+}
+
+// at is hh:mm on 2024-05-01 UTC in µs, msAt the same in ms.
+func at(h, m int) int64   { return time.Date(2024, 5, 1, h, m, 0, 0, time.UTC).UnixMicro() }
+func msAt(h, m int) int64 { return at(h, m) / 1000 }

@@ -1,0 +1,419 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
+)
+
+// Listener receives every batch's progress, for embedding users (Spark's
+// StreamingQueryListener.onQueryProgress). It is called on the runner's goroutine.
+type Listener interface {
+	OnProgress(p *Progress)
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Lake is the bucket every path of Query is relative to.
+	Lake  objstore.Bucket
+	Query spec.Query
+	// Trigger overrides Query.Trigger when its Kind is set.
+	Trigger spec.Trigger
+	// Clock gives batch timestamps and progress times (default time.Now).
+	Clock    func() time.Time
+	Logger   *slog.Logger
+	Listener Listener
+	// WriteOptions tune the data files of silver, quarantine and gold.
+	WriteOptions table.WriteOptions
+}
+
+// Report sums up one Run.
+type Report struct {
+	QueryID string `json:"queryId"`
+	// Batches is the number of micro-batches this run executed (re-runs and no-data batches
+	// included); LastBatch is the id of the last one (-1: none ran).
+	Batches   int   `json:"batches"`
+	LastBatch int64 `json:"lastBatchId"`
+	// WatermarkMs is the watermark the next batch will run with.
+	WatermarkMs int64        `json:"watermarkMs"`
+	InputRows   int64        `json:"numInputRows"`
+	SilverRows  int64        `json:"numSilverRows"`
+	Rejected    int64        `json:"numValidationRejects"`
+	Duplicates  int64        `json:"numDuplicatesDropped"`
+	Gold        []GoldReport `json:"gold"`
+}
+
+// GoldReport sums up one aggregation over a Run.
+type GoldReport struct {
+	Name       string `json:"name"`
+	RowsOut    int64  `json:"numOutputRows"`
+	LateRows   int64  `json:"numLateRowsQuarantined"`
+	LateGroups int64  `json:"numRowsDroppedByWatermark"`
+}
+
+// Runner is one streaming query over the lake. Not safe for concurrent use; two runners on
+// one checkpoint agree through put-if-absent on offsets and txn on the tables.
+type Runner struct {
+	opts           Options
+	q              *spec.Query
+	ckpt           *checkpoint.Dir
+	src            *source.Source
+	queryID, runID string
+	t              sinks
+	ops            operators
+	pos            position
+	idle           idleness
+	state          stateLog
+	ahead          readAhead
+	prevTrigger    time.Time
+	report         Report
+	buf            batchBuffers
+}
+
+// sinks are the tables the query reads and writes.
+type sinks struct {
+	bronze, silver, rejects *table.Table
+	golds, quars            []*table.Table // one per aggregation
+	silverW                 silver.Writer
+	ready                   bool // every table exists
+}
+
+// operators are the query resolved against bronze's schema and its operators' state, as
+// restored from the checkpoint (nil plan: not yet).
+type operators struct {
+	plan    *plan
+	tracker *gold.WatermarkTracker
+	dedup   *silver.Dedup
+	lookup  *silver.Lookup
+	aggs    []*gold.Aggregation
+}
+
+// position is where the query stands in its checkpoint.
+type position struct {
+	started   bool
+	nextBatch int64
+	lastEnd   *source.Offset
+	lastEntry *checkpoint.Offsets // offsets of the last committed batch (for the late watermark)
+	pending   *checkpoint.Offsets // an uncommitted batch to re-run first
+	// needNoData: the watermark asks for a no-data batch.
+	needNoData bool
+	// resume puts the watermark tracker where the checkpoint left it.
+	resume func(*gold.WatermarkTracker) error
+}
+
+// idleness is the batch timestamp of the last batch that read rows and the watermark it left,
+// from which an idle source's watermark advances with the clock (stream.idle_timeout).
+type idleness struct {
+	lastDataMs, baseWM int64
+}
+
+// stateLog counts the state deltas written since the last full snapshots.
+type stateLog struct {
+	dedupDeltas int
+	aggDeltas   int
+	restoring   map[int64]map[string][]byte // state versions read by the restore in progress
+}
+
+// readAhead reads the next batch's files while a batch runs, up to source version until (-1:
+// no read-ahead) with limit a batch.
+type readAhead struct {
+	p     *prefetch
+	until int64
+	limit source.ReadLimit
+}
+
+// New prepares a runner; it reads nothing until Run.
+func New(opts Options) (*Runner, error) {
+	if opts.Lake == nil {
+		return nil, errors.New("stream: Lake is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Trigger.Kind == "" {
+		opts.Trigger = opts.Query.Trigger
+	}
+	q := &opts.Query
+	open := func(p string, wopts table.WriteOptions) *table.Table {
+		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
+	}
+	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)
+	r := &Runner{
+		opts: opts,
+		ckpt: checkpoint.Open(objstore.WithPrefix(opts.Lake, q.Tables.Checkpoint)),
+		src:  source.New(objstore.WithPrefix(opts.Lake, q.Tables.Bronze), q.Source),
+		t: sinks{bronze: open(q.Tables.Bronze, opts.WriteOptions), silver: open(q.Tables.Silver, silverOpts),
+			rejects: open(q.Tables.Rejects, opts.WriteOptions)},
+		runID: uuid.NewString(),
+	}
+	for _, g := range q.Gold {
+		r.t.golds = append(r.t.golds, open(g.Table, opts.WriteOptions))
+		r.t.quars = append(r.t.quars, open(g.Quarantine, opts.WriteOptions))
+	}
+	r.q = &r.opts.Query
+	r.t.silverW = silver.Writer{Silver: r.t.silver, Rejects: r.t.rejects}
+	r.report.LastBatch = -1
+	return r, nil
+}
+
+// Run runs the query with its trigger: once (one batch, no read limit), available-now
+// (everything the source holds at the start, in batches of max_files_per_trigger and
+// max_bytes_per_trigger, then the
+// no-data batches the watermark asks for) or processing-time (until ctx is cancelled, which
+// ends the run without an error at a batch boundary).
+func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
+	r.ahead.until = -1
+	defer func() {
+		r.waitAhead()
+		if err != nil {
+			// The operators may hold a half-run batch: the next Run reloads them from the
+			// checkpoint, as a restarted process would.
+			r.pos.started, r.ops.plan, r.pos.pending, r.pos.resume = false, nil, nil, nil
+		}
+	}()
+	if err := r.start(ctx); err != nil {
+		return r.report, err
+	}
+	limit := r.q.Limit
+	switch r.opts.Trigger.Kind {
+	case spec.Once:
+		if r.pos.pending != nil {
+			return r.report, r.runPending(ctx)
+		}
+		latest, err := r.latest(ctx)
+		if err != nil {
+			return r.report, err
+		}
+		_, err = r.step(ctx, latest, source.ReadLimit{}, false)
+		return r.report, err
+	case spec.ProcessingTime:
+		interval := r.opts.Trigger.Interval
+		for {
+			began := r.opts.Clock()
+			if err := r.drain(ctx, limit); err != nil {
+				if ctx.Err() != nil {
+					return r.report, nil
+				}
+				return r.report, err
+			}
+			wait := interval - r.opts.Clock().Sub(began)
+			if wait <= 0 {
+				wait = time.Millisecond
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return r.report, nil
+			case <-t.C:
+			}
+		}
+	default:
+		return r.report, r.drain(ctx, limit)
+	}
+}
+
+// drain fixes the source's latest version and runs batches until nothing is left to do.
+func (r *Runner) drain(ctx context.Context, limit source.ReadLimit) error {
+	if r.pos.pending != nil {
+		if err := r.runPending(ctx); err != nil {
+			return err
+		}
+	}
+	latest, err := r.latest(ctx)
+	if err != nil {
+		return err
+	}
+	r.ahead.until, r.ahead.limit = latest, limit
+	defer func() { r.ahead.until = -1 }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ran, err := r.step(ctx, latest, limit, true)
+		if err != nil || !ran {
+			return err
+		}
+	}
+}
+
+func (r *Runner) latest(ctx context.Context) (int64, error) {
+	v, _, err := r.src.Latest(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream: bronze latest version: %w", err)
+	}
+	return v, nil
+}
+
+// step runs the next batch if there is new data (or, when noData, a no-data batch the
+// watermark asks for) and reports whether it ran one.
+func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, noData bool) (bool, error) {
+	if until < 0 {
+		return false, nil
+	}
+	if err := r.ensurePlan(ctx); err != nil {
+		return false, err
+	}
+	files, end, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, limit)
+	if err != nil {
+		return false, err
+	}
+	if r.pos.lastEnd == nil && len(files) == 0 {
+		return false, nil // an empty table: Delta's source has no offset to start from yet
+	}
+	moved := r.pos.lastEnd == nil || *r.pos.lastEnd != end
+	if !moved && noData && !r.pos.needNoData && !r.idleAdvance() {
+		return false, nil
+	}
+	if !moved && !noData {
+		return false, nil
+	}
+	_, evict := r.ops.tracker.BatchWatermarks()
+	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	began := time.Now()
+	got, err := r.ckpt.WriteOffsets(ctx, r.pos.nextBatch, entry)
+	if err != nil {
+		return false, err
+	}
+	walMs := time.Since(began).Milliseconds()
+	if got.BatchWatermarkMs != entry.BatchWatermarkMs || got.End == nil || *got.End != end {
+		// Another run wrote this batch's WAL first: run what it says.
+		r.pos.pending = got
+		return true, r.runPending(ctx)
+	}
+	return true, r.runBatch(ctx, r.pos.nextBatch, got, files, walMs)
+}
+
+// idleAdvance moves the watermark with the clock when the source has been silent for longer
+// than stream.idle_timeout: from the watermark the last data left, by the time elapsed past
+// the timeout (Flink's idleness, for a single source). It reports whether the next batch must
+// run as a no-data batch to apply it. The moved watermark is recorded in offsets/N like any
+// other, so a re-run uses it exactly.
+func (r *Runner) idleAdvance() bool {
+	idle := r.q.IdleTimeout.Milliseconds()
+	if idle <= 0 || r.idle.lastDataMs == 0 {
+		return false
+	}
+	silent := r.opts.Clock().UnixMilli() - r.idle.lastDataMs - idle
+	if silent <= 0 {
+		return false
+	}
+	late, evict := r.ops.tracker.BatchWatermarks()
+	target := r.idle.baseWM + silent
+	if target <= evict || !r.wantsNoData(target, evict) {
+		return false
+	}
+	// As if the last commit had carried the moved watermark: same late watermark, new eviction.
+	if err := r.ops.tracker.ResumeAfterCommit(late, target); err != nil {
+		return false
+	}
+	return true
+}
+
+func (r *Runner) conf() map[string]string {
+	return map[string]string{
+		"spark.sql.streaming.multipleWatermarkPolicy":    "min",
+		"spark.sql.streaming.noDataMicroBatches.enabled": "true",
+		"spark.sql.streaming.stateStore.providerClass":   "medallion.StateStore",
+	}
+}
+
+// runPending re-runs the uncommitted batch with exactly the files of its recorded offsets.
+func (r *Runner) runPending(ctx context.Context) error {
+	entry := r.pos.pending
+	if err := r.ensurePlan(ctx); err != nil {
+		return err
+	}
+	var files []source.IndexedFile
+	if entry.End != nil {
+		end := *entry.End
+		until := end.ReservoirVersion
+		if end.Index == -1 {
+			until--
+		}
+		all, _, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, source.ReadLimit{})
+		if err != nil {
+			return err
+		}
+		for _, f := range all {
+			if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
+				files = append(files, f)
+			}
+		}
+	}
+	r.pos.pending = nil
+	return r.runBatch(ctx, r.pos.nextBatch, entry, files, 0)
+}
+
+// start reads the checkpoint: the query id, the last committed batch, the state it left and
+// an uncommitted batch to re-run.
+func (r *Runner) start(ctx context.Context) error {
+	if r.pos.started {
+		return nil
+	}
+	id, err := r.ckpt.QueryID(ctx)
+	if err != nil {
+		return err
+	}
+	r.queryID, r.report.QueryID = id, id
+	r.pos.lastEnd, r.pos.lastEntry, r.pos.needNoData, r.idle.lastDataMs, r.idle.baseWM = nil, nil, false, 0, 0
+	lastOff, err := r.ckpt.LatestOffsets(ctx)
+	if err != nil {
+		return err
+	}
+	lastCommit, err := r.ckpt.LatestCommit(ctx)
+	if err != nil {
+		return err
+	}
+	r.pos.nextBatch = 0
+	switch {
+	case lastOff < 0:
+	case lastCommit >= lastOff:
+		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		c, err := r.ckpt.ReadCommit(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		r.pos.lastEntry, r.pos.lastEnd = e, e.End
+		r.pos.nextBatch = lastOff + 1
+		r.pos.resume = func(t *gold.WatermarkTracker) error {
+			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
+		}
+	default:
+		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
+		if err != nil {
+			return err
+		}
+		prevWM := int64(0)
+		if lastOff > 0 {
+			prev, err := r.ckpt.ReadOffsets(ctx, lastOff-1)
+			if err != nil {
+				return err
+			}
+			prevWM, r.pos.lastEnd, r.pos.lastEntry = prev.BatchWatermarkMs, prev.End, prev
+		}
+		r.pos.pending = e
+		r.pos.nextBatch = lastOff
+		r.pos.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
+	}
+	r.pos.started = true
+	return nil
+}

@@ -1,0 +1,116 @@
+// Package spec holds the typed spec of a streaming query: what the stream runner (package
+// stream) and the late-data jobs (package late) run, without YAML. jobs builds it from the
+// pipeline config (jobs/specs); tests and embedding users may build it directly. A spec is a
+// plain value: the engines check it against the tables' schemas when they run, with the same
+// errors whether it came from a config or not.
+//
+// It holds no state, so nothing here is affected by a crash.
+package spec
+
+import (
+	"time"
+
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table/source"
+)
+
+// Query is one streaming query over the lake, with its gold aggregations.
+type Query struct {
+	// Name is the query's name in its progress reports.
+	Name   string
+	Tables Tables
+	// Rules validate bronze rows on their way to silver (event time, required columns, future
+	// skew).
+	Rules silver.Rules
+	// Dedup are the key columns of the exact dedup (none: no dedup).
+	Dedup     []string
+	Watermark Watermark
+	// IdleTimeout moves the watermark with the clock when the source is silent that long
+	// (0: never).
+	IdleTimeout time.Duration
+	Trigger     Trigger
+	// Limit bounds each batch of an available-now or processing-time trigger.
+	Limit  source.ReadLimit
+	Source source.Options
+	// LateAlertFraction logs a warning when a batch's late rows exceed this fraction of its
+	// rows (0: never).
+	LateAlertFraction float64
+	State             State
+	Gold              []Aggregation
+}
+
+// Tables are the lake paths the query reads and writes.
+type Tables struct {
+	Bronze, Silver, Rejects string
+	// Checkpoint is the stream's checkpoint folder.
+	Checkpoint string
+}
+
+// Watermark is the event-time watermark's delay; unset: no watermark.
+type Watermark struct {
+	Delay time.Duration
+	Set   bool
+}
+
+// TriggerKind says how the query runs.
+type TriggerKind string
+
+// The triggers.
+const (
+	// Once runs one batch over everything new.
+	Once TriggerKind = "once"
+	// AvailableNow runs batches (within Limit) until the source is drained, then stops.
+	AvailableNow TriggerKind = "available-now"
+	// ProcessingTime drains the source every Interval until cancelled.
+	ProcessingTime TriggerKind = "processing-time"
+)
+
+// Trigger is when batches run.
+type Trigger struct {
+	Kind     TriggerKind
+	Interval time.Duration // ProcessingTime only
+}
+
+// State tunes the state store.
+type State struct {
+	// MinDeltasForSnapshot is how many state versions hold deltas between full snapshots.
+	MinDeltasForSnapshot int
+	// MinBatchesToRetain is how many batches' checkpoint files are kept (0: 100).
+	MinBatchesToRetain int
+	// DedupRetention keeps dedup keys this long past the watermark.
+	DedupRetention time.Duration
+}
+
+// The output modes of an aggregation.
+const (
+	OutputAppend   = "append"
+	OutputUpdate   = "update"
+	OutputComplete = "complete"
+)
+
+// Aggregation is one gold table: windows over the event time, grouped by columns.
+type Aggregation struct {
+	Name, Table, Quarantine string
+	Window                  Window
+	GroupBy                 []string
+	Aggregates              []Aggregate
+	// OutputMode is OutputAppend (or ""), OutputUpdate or OutputComplete.
+	OutputMode string
+}
+
+// Window is a tumbling (Slide = Size), sliding or session window.
+type Window struct {
+	Session            bool
+	Size, Slide, Start time.Duration // tumbling and sliding
+	Gap                time.Duration // session
+}
+
+// Aggregate is one aggregate column of a gold table.
+type Aggregate struct {
+	// Fn is the function's name (count, sum, min, max, avg, approx_count_distinct,
+	// approx_percentile); Column its input (none: count(*)); As the output column.
+	Fn, Column, As   string
+	Percentiles      []float64
+	RelativeAccuracy float64
+	RSD              float64
+}

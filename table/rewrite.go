@@ -1,0 +1,144 @@
+package table
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Rewrite is one copy-on-write change of a table: MERGE, replaceWhere (Overwrite) and the
+// late-data jobs are all one. Each candidate file is offered to File, which reads it if it
+// needs to and says whether the file is replaced and by which rows; Insert's rows are written
+// after every file; then one commit removes the replaced files and adds the new ones. Data
+// files are written under unique names before that commit, so a crash leaves the table as it
+// was (vacuum removes the orphans later).
+type Rewrite struct {
+	// Snapshot is the version the rewrite reads; the commit conflicts with what later commits
+	// changed in what it read.
+	Snapshot *txlog.Snapshot
+	// Read is the predicate the rewrite read the table with, for conflict detection; nil: the
+	// whole table.
+	Read *Predicate
+	// Candidates are the files offered to File (usually those Read may match).
+	Candidates []*txlog.Add
+	// File decides for one candidate: replace it (removed, with rows written in its place) or
+	// leave it. read returns the file's rows.
+	File func(ctx context.Context, f *txlog.Add, read func() ([]*Batch, error)) (replace bool, rows []*Batch, err error)
+	// Insert, when set, returns rows to add after every file was seen.
+	Insert func() ([]*Batch, error)
+	// Txn makes the commit idempotent: a table holding it already is not rewritten again.
+	Txn *AppTxn
+	// Isolation is the commit's isolation level ("": txlog's default).
+	Isolation txlog.IsolationLevel
+	// KeepEmpty commits even when nothing changes and Txn is nil (replaceWhere records the
+	// overwrite); otherwise such a rewrite returns the snapshot's version without a commit.
+	KeepEmpty bool
+	// Operation builds the commitInfo's operation from what the rewrite did.
+	Operation func(res RewriteResult) txlog.Operation
+}
+
+// RewriteResult is what a Rewrite did.
+type RewriteResult struct {
+	// Version is the committed version, or the snapshot's when nothing was committed.
+	Version      int64
+	Skipped      bool // the table held Txn already
+	FilesRead    int  // candidates offered to File
+	Added        []*txlog.Add
+	Removed      []*txlog.Remove
+	BytesRemoved int64
+	RowsWritten  int64
+	BytesWritten int64
+}
+
+// RemoveOf is the remove action of a data file the table drops or replaces at the table's
+// clock (dataChange false: a compaction that moves rows without changing them).
+func (t *Table) RemoveOf(a *txlog.Add, dataChange bool) *txlog.Remove {
+	ts := t.now().UnixMilli()
+	size := a.Size
+	return &txlog.Remove{Path: a.Path, DeletionTimestamp: &ts, DataChange: dataChange, ExtendedFileMetadata: true,
+		PartitionValues: a.PartitionValues, Size: &size, Stats: a.Stats, Tags: a.Tags, DeletionVector: a.DeletionVector,
+		BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion}
+}
+
+// Rewrite runs rw: its new files are written with the table's write options.
+func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) {
+	snap := rw.Snapshot
+	res := RewriteResult{Version: -1}
+	if rw.Txn != nil {
+		if v, ok := snap.TxnVersion(rw.Txn.AppID); ok && v >= rw.Txn.Version {
+			return RewriteResult{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return res, err
+	}
+	w, err := t.newWriter(snap, schema)
+	if err != nil {
+		return res, err
+	}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns()}
+	var read []string
+	for _, f := range rw.Candidates {
+		read = append(read, f.Path)
+		res.FilesRead++
+		replace, rows, err := rw.File(ctx, f, func() ([]*Batch, error) { return fs.ReadFile(ctx, f) })
+		if err != nil {
+			return res, err
+		}
+		if !replace {
+			continue
+		}
+		if err := writeAll(ctx, w, rows); err != nil {
+			return res, err
+		}
+		res.Removed = append(res.Removed, t.RemoveOf(f, true))
+		res.BytesRemoved += f.Size
+	}
+	if rw.Insert != nil {
+		rows, err := rw.Insert()
+		if err != nil {
+			return res, err
+		}
+		if err := writeAll(ctx, w, rows); err != nil {
+			return res, err
+		}
+	}
+	if res.Added, err = w.Close(ctx); err != nil {
+		return res, err
+	}
+	res.RowsWritten, res.BytesWritten = w.Rows(), w.Bytes()
+	if len(res.Added) == 0 && len(res.Removed) == 0 && rw.Txn == nil && !rw.KeepEmpty {
+		res.Version = snap.Version()
+		return res, nil
+	}
+	tx := t.log.Begin(snap)
+	if rw.Isolation != "" {
+		tx.SetIsolation(rw.Isolation)
+	}
+	if rw.Read == nil {
+		tx.ReadWholeTable()
+	} else {
+		tx.ReadPredicate(rw.Read.String(), rw.Read.MayMatchPartition)
+	}
+	tx.ReadFiles(read...)
+	tx.Remove(res.Removed...)
+	tx.Add(res.Added...)
+	if rw.Txn != nil {
+		tx.SetTxn(rw.Txn.AppID, rw.Txn.Version)
+	}
+	if res.Version, err = tx.Commit(ctx, rw.Operation(res)); err != nil {
+		return res, fmt.Errorf("table: rewrite: %w", err)
+	}
+	return res, nil
+}
+
+func writeAll(ctx context.Context, w *DataWriter, rows []*Batch) error {
+	for _, b := range rows {
+		if err := w.Write(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
