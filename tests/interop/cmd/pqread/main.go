@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return gen(ctx, args[1:], stdout)
 	}
 	if len(args) < 1 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: pqread FILE --schema JSON --out DIR [--columns a,b] [--where EXPR] [--paths p,q] | pqread gen ...", errUsage)
+		return fmt.Errorf("%w: pqread FILE --schema JSON --out DIR [--columns a,b] [--where EXPR] [--paths p,q] | pqread gen [flags]", errUsage)
 	}
 	path := args[0]
 	fs := flag.NewFlagSet("pqread", flag.ContinueOnError)
