@@ -48,7 +48,7 @@ type Run struct {
 	MaxRSSKB   int64   // ru_maxrss of the child (its largest waited-for descendant included)
 	Objects    int64   // objects written by the stage
 	Bytes      int64   // bytes written by the stage
-	// Status is "ok", "not built", "skipped: why" or "failed: why".
+	// Status is "ok", "skipped: why" or "failed: why".
 	Status string
 	// Detail is what the stage itself reported (rows in and out), for the sanity checks.
 	Detail string

@@ -48,7 +48,7 @@ func sample() []Run {
 		Sum(StageEndToEnd, ingest, stream, merge),
 		c(EngineOurs, StageIngestBacklog, 0.8, 2, 120_000, 40e6),
 		c(EngineOurs, StageStreamBacklog, 1.25, 3, 300_000, 20e6),
-		{Engine: EngineOurs, Stage: StageReplay, Backend: "file", Events: 1_000_000, Keys: 1000, Status: "not built"},
+		{Engine: EngineOurs, Stage: StageReplay, Backend: "file", Events: 1_000_000, Keys: 1000, Status: "failed: exit status 1"},
 		minio,
 		c(EngineSpark, StageStream, 70, 140, 1_000_000, 10e6),
 		c(EngineDeltaRS, StageIngest, 8, 6, 400_000, 80e6),
@@ -93,7 +93,7 @@ func TestRatios(t *testing.T) {
 		t.Errorf("want the 4 pairs of the file case and minio's ingest (no backlog rows), got %d: %v", len(got), got)
 	}
 	if r := got["file replay-24h"]; !math.IsNaN(r.Throughput) {
-		t.Errorf("replay not built, no anchor: throughput ratio %v, want NaN", r.Throughput)
+		t.Errorf("replay failed, no anchor: throughput ratio %v, want NaN", r.Throughput)
 	}
 	if e := got["file end-to-end"].Ours; e.WallS != 7 || e.MaxRSSKB != 200_000 || e.Objects != 9 {
 		t.Errorf("end to end sums wall and objects, maxes RSS: %+v", e)
@@ -112,7 +112,7 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"taken under load",
 		"| 1M events, 1k keys, file | stream | spark stream | 18x |",
-		"| 1M events, 1k keys, file | replay-24h | delta-rs replay-24h (not run); ours not built | n/a |",
+		"| 1M events, 1k keys, file | replay-24h | delta-rs replay-24h (not run); ours failed: exit status 1 | n/a |",
 		"| 1M events, 1k keys, minio | ingest | delta-rs ingest | 2.00x |",
 		"| medallion | ingest | ok | 2.00 | 500.0k | 70.0 | 3.00 | 3000 | 98 | 3 | 40.0 |",
 		"| medallion | ingest-backlog | ok | 0.80 | 1.25M | 175.0 | 2.00 | 2000 | 117 | 3 | 40.0 |",

@@ -132,14 +132,11 @@ func crashRun(t *testing.T, bin, cleanCfg, crashCfg string, kills int, seed uint
 	for _, job := range []string{"ingest", "stream", "checkpoint", "optimize", "vacuum"} {
 		clean[job] = timed(t, bin, "run", job, "--config", cleanCfg)
 	}
-	late := []string{}
-	for _, job := range []string{"merge-late", "replay"} {
-		if built, d := runIfBuilt(t, bin, cleanCfg, job); built {
-			late = append(late, job)
-			clean[job] = d
-		}
+	late := []string{"merge-late", "replay"}
+	for _, job := range late {
+		clean[job] = timed(t, bin, append([]string{"run", job, "--config", cleanCfg}, jobArgs[job]...)...)
 	}
-	t.Logf("clean run: %v; late-data jobs built: %v", clean, late)
+	t.Logf("clean run: %v", clean)
 
 	k := &killer{t: t, bin: bin, cfg: crashCfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clean: clean, perJob: map[string]int{}}
 	pick := func(pool []string) string { return pool[k.rng.IntN(len(pool))] }
@@ -226,24 +223,6 @@ func timed(t *testing.T, bin string, args ...string) time.Duration {
 	start := time.Now()
 	lakecheck.MustRun(t, bin, nil, args...)
 	return time.Since(start)
-}
-
-// runIfBuilt runs a job that another engineer may not have landed yet; it reports whether the
-// binary has it and how long the run took.
-func runIfBuilt(t *testing.T, bin, cfg, job string) (bool, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	r, err := lakecheck.Run(context.Background(), bin, nil, append([]string{"run", job, "--config", cfg}, jobArgs[job]...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Code == 2 && strings.Contains(r.Stderr, "not built") {
-		return false, 0
-	}
-	if r.Code != 0 {
-		t.Fatalf("run %s on the clean lake: exit %d\n%s", job, r.Code, r.Stderr)
-	}
-	return true, time.Since(start)
 }
 
 func TestCrashKillLoop(t *testing.T) {

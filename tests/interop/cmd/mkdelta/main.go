@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("mkdelta: %w", err)
 	}
+	defer bucket.Close()
 	t := table.Open(bucket, table.WithLogOptions(txlog.WithEngineInfo("medallion-mkdelta")))
 	switch cmd {
 	case "create":
