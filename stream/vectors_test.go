@@ -179,49 +179,6 @@ func TestT1T2AvailableNowAndOnce(t *testing.T) {
 	}
 }
 
-// TestCompleteMode writes the whole result every batch; late rows are not dropped.
-func TestCompleteMode(t *testing.T) {
-	lake := mem.New()
-	cfg := parseConfig(t, "10m", "", strings.Replace(countGold, "aggregates:", "output_mode: complete\n    aggregates:", 1))
-	for _, in := range [][]string{{"12:07", "12:08", "12:14"}, {"12:09", "12:15", "12:03"}, {"12:21", "12:02", "12:04"}, {"12:12"}} {
-		var rows []ev
-		for _, ts := range in {
-			rows = append(rows, ev{ID: ts, T: hm(ts)})
-		}
-		appendBronze(t, lake, rows)
-		mustRun(t, lake, cfg, "available-now")
-	}
-	want := []string{"12:00=3", "12:05=3", "12:10=2", "12:15=1", "12:20=1"}
-	if got := goldCounts(t, lake, "gold/w5"); !slices.Equal(got, want) {
-		t.Fatalf("complete gold %v, want %v", got, want)
-	}
-	if n := len(tableRows(t, lake, "silver/late_w5")); n != 0 {
-		t.Fatalf("complete mode quarantined %d rows", n)
-	}
-}
-
-// TestUpdateMode is vector WM in Update mode: each batch upserts the groups it changed, so
-// gold ends with every window's final count; the late rows of batch 4 are quarantined.
-func TestUpdateMode(t *testing.T) {
-	lake := mem.New()
-	cfg := parseConfig(t, "10m", "", strings.Replace(countGold, "aggregates:", "output_mode: update\n    aggregates:", 1))
-	for _, in := range [][]string{{"12:07", "12:08", "12:14"}, {"12:09", "12:15", "12:03"}, {"12:21", "12:02", "12:04"}, {"12:12"}} {
-		var rows []ev
-		for _, ts := range in {
-			rows = append(rows, ev{ID: ts, T: hm(ts)})
-		}
-		appendBronze(t, lake, rows)
-		mustRun(t, lake, cfg, "available-now")
-	}
-	want := []string{"12:00=1", "12:05=3", "12:10=2", "12:15=1", "12:20=1"}
-	if got := goldCounts(t, lake, "gold/w5"); !slices.Equal(got, want) {
-		t.Fatalf("update gold %v, want %v", got, want)
-	}
-	if n := len(tableRows(t, lake, "silver/late_w5")); n != 2 {
-		t.Fatalf("update mode quarantined %d rows, want 2", n)
-	}
-}
-
 // TestValidationRejects sends each kind of invalid row to rejects with a reason a person can
 // act on; only valid rows move the watermark.
 func TestValidationRejects(t *testing.T) {
