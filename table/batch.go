@@ -3,6 +3,7 @@ package table
 import (
 	"fmt"
 	"math/big"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -165,7 +166,22 @@ func FormatDecimal(d Decimal128, scale int) string {
 
 // ParseDecimal parses a plain decimal text into an unscaled value of the given scale; digits
 // beyond the scale must be zero.
+//
+// The usual form ([+-]digits[.digits][(e|E)[+-]digits]) is parsed in one pass straight into a
+// Decimal128, so that a hostile value costs time linear in its length: normalising through
+// big.Rat was quadratic, and a million-digit field cost about 70 s of CPU. A value whose
+// significant digits cannot fit 128 bits, or whose exponent has more than maxDecimalExpDigits
+// digits, is refused without further work. Other forms big.Rat accepts (fractions, base
+// prefixes, underscores) still go through big.Rat, but only when short, so no input is
+// expensive.
 func ParseDecimal(s string, scale int) (Decimal128, error) {
+	d, plain, err := parsePlainDecimal(s, scale)
+	if plain {
+		return d, err
+	}
+	if len(s) > maxExoticDecimalLen {
+		return Decimal128{}, fmt.Errorf("table: %q is not a decimal", truncateForError(s))
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return Decimal128{}, fmt.Errorf("table: %q is not a decimal", s)
@@ -174,11 +190,159 @@ func ParseDecimal(s string, scale int) (Decimal128, error) {
 	if !r.IsInt() {
 		return Decimal128{}, fmt.Errorf("table: %q has more than %d fractional digits", s, scale)
 	}
-	d, ok := DecimalFromBigInt(r.Num())
+	d, ok = DecimalFromBigInt(r.Num())
 	if !ok {
 		return Decimal128{}, fmt.Errorf("table: %q does not fit decimal(38,%d)", s, scale)
 	}
 	return d, nil
+}
+
+const (
+	// maxDecimalExpDigits bounds an exponent's digits (after leading zeros): a larger exponent
+	// cannot give a value that fits 128 bits, except for zero, and is refused as absurd.
+	maxDecimalExpDigits = 6
+	// maxExoticDecimalLen bounds the texts that still go through big.Rat.
+	maxExoticDecimalLen = 128
+	// maxDecimalDigits is the most significant digits a 128-bit value can have (2^127 has 39).
+	maxDecimalDigits = 39
+)
+
+// truncateForError keeps an error message short whatever the input.
+func truncateForError(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// parsePlainDecimal parses [+-]digits[.digits][(e|E)[+-]digits] in linear time. plain is false
+// when s has another form, which the caller handles. The result equals big.Rat's for every
+// value it accepts.
+func parsePlainDecimal(s string, scale int) (d Decimal128, plain bool, err error) {
+	i := 0
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intEnd := i
+	fracStart, fracEnd := i, i
+	if i < len(s) && s[i] == '.' {
+		i++
+		fracStart = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		fracEnd = i
+	}
+	if intEnd == intStart && fracEnd == fracStart {
+		return d, false, nil
+	}
+	exp := int64(0)
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			expNeg = s[i] == '-'
+			i++
+		}
+		e0 := i
+		for i < len(s) && s[i] == '0' {
+			i++
+		}
+		sig := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == e0 {
+			return d, false, nil
+		}
+		if i-sig > maxDecimalExpDigits {
+			if i == len(s) {
+				return d, true, fmt.Errorf("table: %q has an exponent of more than %d digits", truncateForError(s), maxDecimalExpDigits)
+			}
+			return d, false, nil
+		}
+		for _, c := range s[sig:i] {
+			exp = exp*10 + int64(c-'0')
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i != len(s) {
+		return d, false, nil
+	}
+	// The value is digits * 10^shift, digits being the integer and fraction digits together.
+	digits := func(k int) byte { // k-th digit of int+frac, without building the string
+		if k < intEnd-intStart {
+			return s[intStart+k]
+		}
+		return s[fracStart+k-(intEnd-intStart)]
+	}
+	n := (intEnd - intStart) + (fracEnd - fracStart)
+	lo, hi := 0, n
+	for lo < hi && digits(lo) == '0' {
+		lo++
+	}
+	if lo == hi {
+		return Decimal128{}, true, nil // zero, whatever the exponent
+	}
+	shift := exp - int64(fracEnd-fracStart) + int64(scale)
+	for digits(hi-1) == '0' {
+		hi--
+		shift++
+	}
+	if shift < 0 {
+		return d, true, fmt.Errorf("table: %q has more than %d fractional digits", truncateForError(s), scale)
+	}
+	tooBig := fmt.Errorf("table: %q does not fit decimal(38,%d)", truncateForError(s), scale)
+	if int64(hi-lo)+shift > maxDecimalDigits {
+		return d, true, tooBig
+	}
+	var u uint128
+	ok := true
+	for k := lo; k < hi && ok; k++ {
+		u, ok = u.mulAdd(10, uint64(digits(k)-'0'))
+	}
+	for k := int64(0); k < shift && ok; k++ {
+		u, ok = u.mulAdd(10, 0)
+	}
+	if !ok || u.hi>>63 != 0 { // the magnitude must stay below 2^127, as DecimalFromBigInt wants
+		return d, true, tooBig
+	}
+	if neg {
+		u = u.negate()
+	}
+	return Decimal128{Hi: int64(u.hi), Lo: u.lo}, true, nil
+}
+
+type uint128 struct{ hi, lo uint64 }
+
+// mulAdd returns u*m+a, and false on overflow of 128 bits.
+func (u uint128) mulAdd(m, a uint64) (uint128, bool) {
+	hiHi, hiLo := bits.Mul64(u.hi, m)
+	loHi, loLo := bits.Mul64(u.lo, m)
+	hi, carry := bits.Add64(hiLo, loHi, 0)
+	if hiHi != 0 || carry != 0 {
+		return u, false
+	}
+	lo, c := bits.Add64(loLo, a, 0)
+	hi, carry = bits.Add64(hi, 0, c)
+	if carry != 0 {
+		return u, false
+	}
+	return uint128{hi, lo}, true
+}
+
+func (u uint128) negate() uint128 {
+	lo, borrow := bits.Sub64(0, u.lo, 0)
+	hi, _ := bits.Sub64(0, u.hi, borrow)
+	return uint128{hi, lo}
 }
 
 // Column is one column of a Batch: a typed slice chosen by Kind, plus a null mask. Only the
