@@ -221,7 +221,11 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, ingestTime int64) (ObjectStats, error) {
 	var st ObjectStats
 	tr := &trackingReader{r: r}
-	var src io.Reader = tr
+	// Every read of the object, and of its decompressed stream, checks ctx: a single huge line
+	// or record, or a run of lines that needs no per-line work, would otherwise hold a job past
+	// a signal or its timeout. bufio reads at most 256 KiB at a time, so decoding stops within
+	// that many bytes of a cancellation, whatever the input.
+	var src io.Reader = &ctxReader{ctx: ctx, r: tr}
 	br := bufio.NewReaderSize(src, 256<<10)
 	if strings.HasSuffix(key, ".gz") || isGzip(br) {
 		zr, err := gzip.NewReader(br)
@@ -233,7 +237,7 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 			return st, nil
 		}
 		zr.Multistream(true)
-		src = &limitedReader{r: zr, n: d.limits.MaxDecompressedBytes}
+		src = &ctxReader{ctx: ctx, r: &limitedReader{r: zr, n: d.limits.MaxDecompressedBytes}}
 		br = bufio.NewReaderSize(src, 256<<10)
 	}
 	var err error
@@ -267,6 +271,19 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 func isGzip(br *bufio.Reader) bool {
 	magic, _ := br.Peek(2)
 	return len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+}
+
+// ctxReader fails its reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 var errTooLarge = errors.New("decompressed size limit reached")
