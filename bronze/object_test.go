@@ -5,9 +5,12 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -274,4 +277,79 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkDecodeBlankLines: a gzip object of blank lines inflates a thousandfold; each blank
+// line must cost about what scanning its bytes costs, not a line's worth of work.
+func BenchmarkDecodeBlankLines(b *testing.B) {
+	for _, tc := range []struct{ name, line string }{
+		{"lf", "\n"},
+		{"crlf", "\r\n"},
+		{"spaces", "  \t \r\n"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data := bytes.Repeat([]byte(tc.line), (16<<20)/len(tc.line))
+			var buf bytes.Buffer
+			w := gzip.NewWriter(&buf)
+			w.Write(data)
+			w.Close()
+			d, _ := NewDecoder(declaredEvents(), Limits{})
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				st, err := d.Decode(context.Background(), bytes.NewReader(buf.Bytes()), "k.json.gz", FormatJSON, 0)
+				if err != nil || st.BlankLines != int64(len(data)/len(tc.line)) {
+					b.Fatalf("%+v %v", st, err)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeBlankLinesExact: blank lines are skipped in runs, across buffer boundaries and in
+// small reads, and still counted exactly; every record and reject keeps its byte offset.
+func TestDecodeBlankLinesExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 1))
+	blanks := []string{"", " ", "\r", "\t \r", "\v\f", "\u00a0", " \u00a0 \r"}
+	record := `{"event_id":"a","event_time":"2024-05-01T12:07:00Z"}`
+	for round := 0; round < 40; round++ {
+		var buf bytes.Buffer
+		var wantBlank int64
+		var wantOffsets []int64 // of the records, in order
+		for i := rng.IntN(3000); i > 0; i-- {
+			if rng.IntN(8) == 0 {
+				wantOffsets = append(wantOffsets, int64(buf.Len()))
+				buf.WriteString(record)
+				if rng.IntN(4) == 0 {
+					buf.WriteString(strings.Repeat(" ", rng.IntN(300<<10))) // spans a buffer
+				}
+			} else {
+				buf.WriteString(strings.Repeat(blanks[rng.IntN(len(blanks))], 1+rng.IntN(3)))
+				wantBlank++
+			}
+			buf.WriteString("\n")
+		}
+		if rng.IntN(2) == 0 { // a last line without its newline
+			buf.WriteString("  ")
+			wantBlank++
+		}
+		data := buf.Bytes()
+		for _, small := range []bool{false, true} {
+			d, _ := NewDecoder(declaredEvents(), Limits{})
+			var r io.Reader = bytes.NewReader(data)
+			if small {
+				r = iotest.HalfReader(r)
+			}
+			st, err := d.Decode(context.Background(), r, "b.json", FormatJSON, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.BlankLines != wantBlank || st.Rows != int64(len(wantOffsets)) || st.Rejected != 0 || st.Bytes != int64(len(data)) {
+				t.Fatalf("round %d: %+v, want %d blank lines, %d rows, %d bytes", round, st, wantBlank, len(wantOffsets), len(data))
+			}
+			offsets := d.Bronze.Columns[len(d.Bronze.Columns)-1].Int64
+			if !slices.Equal(offsets, wantOffsets) {
+				t.Fatalf("round %d: record offsets %v, want %v", round, offsets, wantOffsets)
+			}
+		}
+	}
 }
