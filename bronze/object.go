@@ -46,7 +46,10 @@ type Limits struct {
 	MaxLineBytes int
 	// MaxRawBytes: how much of a rejected line's text the rejects table keeps. Default 64 KiB.
 	MaxRawBytes int
-	// MaxDecompressedBytes bounds a gzip object's inflated size (gzip bombs). Default 64 GiB.
+	// MaxDecompressedBytes bounds a gzip object's inflated size (gzip bombs). Default 1 GiB:
+	// landing objects are batches of events, and a larger inflated object is far more likely
+	// a bomb, whose every GiB costs CPU; a site with larger objects raises
+	// landing.max_decompressed_bytes.
 	MaxDecompressedBytes int64
 }
 
@@ -58,7 +61,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxRawBytes = 64 << 10
 	}
 	if l.MaxDecompressedBytes <= 0 {
-		l.MaxDecompressedBytes = 64 << 30
+		l.MaxDecompressedBytes = 1 << 30
 	}
 	return l
 }
@@ -260,11 +263,12 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 		return st, &ioError{fmt.Errorf("bronze: read %s: %w", key, errors.Join(tr.err, ctx.Err()))}
 	}
 	// The bytes arrived but do not decompress: keep what was read, and record the rest.
-	reason := ReasonCorruptGzip
+	reason, detail := ReasonCorruptGzip, fmt.Sprintf("%v after %d decompressed bytes; the rest of the object was not read", err, st.Bytes)
 	if errors.Is(err, errTooLarge) {
 		reason = ReasonDecompressedSize
+		detail = fmt.Sprintf("the object inflates to more than %d bytes (landing.max_decompressed_bytes); the lines in its first %d decompressed bytes were ingested, the rest was not read: split the object or raise the limit", d.limits.MaxDecompressedBytes, st.Bytes)
 	}
-	d.appendReject(&st, rejected{key: key, offset: st.Bytes}, reason, fmt.Sprintf("%v after %d decompressed bytes; the rest of the object was not read", err, st.Bytes), ingestTime)
+	d.appendReject(&st, rejected{key: key, offset: st.Bytes}, reason, detail, ingestTime)
 	return st, nil
 }
 

@@ -167,6 +167,12 @@ func TestDecodeGzip(t *testing.T) {
 	if st.ByReason[ReasonDecompressedSize] != 1 {
 		t.Fatalf("bomb: %+v", st)
 	}
+	if detail := string(d.Rejects.Columns[2].Data); !strings.Contains(detail, "landing.max_decompressed_bytes") || !strings.Contains(detail, "1048576") {
+		t.Fatalf("bomb: the reject should name the limit and its setting: %q", detail)
+	}
+	if got := (Limits{}).withDefaults().MaxDecompressedBytes; got != 1<<30 {
+		t.Fatalf("default decompressed cap %d, want 1 GiB", got)
+	}
 
 	// Not gzip at all, though named .gz.
 	d, _ = NewDecoder(declaredEvents(), Limits{})

@@ -150,6 +150,9 @@ type Landing struct {
 	MaxFilesPerTrigger int `yaml:"max_files_per_trigger"`
 	// MaxLineBytes is the longest line kept as a record; longer lines are rejected. Default 1MiB.
 	MaxLineBytes ByteSize `yaml:"max_line_bytes"`
+	// MaxDecompressedBytes bounds what one gzip object may inflate to; the rest of a larger
+	// object is rejected with reason decompressed_too_large. Default 1GiB.
+	MaxDecompressedBytes ByteSize `yaml:"max_decompressed_bytes"`
 	// Notify selects how new objects are discovered.
 	Notify Notify `yaml:"notify"`
 }
@@ -484,6 +487,7 @@ func (p *Pipeline) ApplyDefaults() {
 	setStr(&p.Landing.Format, "json")
 	setInt(&p.Landing.MaxFilesPerTrigger, 1000)
 	setSize(&p.Landing.MaxLineBytes, 1<<20)
+	setSize(&p.Landing.MaxDecompressedBytes, 1<<30)
 	setStr(&p.Landing.Notify.Mode, "poll")
 	setStr(&p.Landing.Notify.Path, "/s3-events")
 	setStr(&p.Landing.Notify.ARN, "arn:minio:sqs::PRIMARY:webhook")

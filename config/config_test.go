@@ -67,6 +67,7 @@ func TestParseExample(t *testing.T) {
 		{"path style", p.S3.UsePathStyle(), true},
 		{"landing", p.Landing.Path, "landing/events/"},
 		{"max line", p.Landing.MaxLineBytes.Bytes, int64(1 << 20)},
+		{"max decompressed", p.Landing.MaxDecompressedBytes.Bytes, int64(1 << 30)},
 		{"columns", len(p.Schema), 4},
 		{"event_time type", p.Schema[3].Type.Kind, KindTimestamp},
 		{"event_id required", p.Schema[0].Required, true},

@@ -153,6 +153,11 @@ func (v *validator) landing() {
 	} else if l.MaxLineBytes.Bytes <= 0 {
 		v.fail("landing.max_line_bytes", "%s: expected a positive size, e.g. 1MiB", l.MaxLineBytes)
 	}
+	if err := l.MaxDecompressedBytes.Err(); err != nil {
+		v.fail("landing.max_decompressed_bytes", "%v", err)
+	} else if l.MaxDecompressedBytes.Bytes <= 0 {
+		v.fail("landing.max_decompressed_bytes", "%s: expected a positive size, e.g. 1GiB", l.MaxDecompressedBytes)
+	}
 	n := l.Notify
 	v.enum("landing.notify.mode", n.Mode, "poll", "webhook", "listen")
 	if !strings.HasPrefix(n.Path, "/") {

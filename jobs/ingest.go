@@ -38,8 +38,11 @@ func newIngester(env Env) (*bronze.Ingester, error) {
 		BronzePath:         cfg.Tables.Bronze,
 		RejectsPath:        cfg.Tables.Rejects,
 		CheckpointPath:     IngestCheckpoint(cfg),
-		Limits:             bronze.Limits{MaxLineBytes: int(cfg.Landing.MaxLineBytes.Bytes)},
-		Logger:             env.Logger,
-		Clock:              env.Clock,
+		Limits: bronze.Limits{
+			MaxLineBytes:         int(cfg.Landing.MaxLineBytes.Bytes),
+			MaxDecompressedBytes: cfg.Landing.MaxDecompressedBytes.Bytes,
+		},
+		Logger: env.Logger,
+		Clock:  env.Clock,
 	})
 }
