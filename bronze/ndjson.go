@@ -145,8 +145,12 @@ func (p *LineParser) Parse(line []byte) error {
 		return p.fail(ReasonNotObject, "a JSON value that is not an object")
 	}
 	p.pos++
-	seen := uint64(0) // bit per field for the first 64 fields; see markSeen
-	var seenMore map[int]bool
+	// A declared key is taken once a non-null value of its type filled it: the first such value
+	// wins, and every other occurrence of the key goes to _rescued_data. A null or a value of
+	// the wrong type does not take it, so {"id":null,"id":"e1"} is a record with id "e1", not a
+	// null id that silver would reject. Bit per field for the first 64 fields, then a map.
+	taken := uint64(0)
+	var takenMore map[int]bool
 	p.skipSpace()
 	if p.peek() == '}' {
 		p.pos++
@@ -180,14 +184,9 @@ func (p *LineParser) Parse(line []byte) error {
 		fresh := false
 		if declared {
 			if idx < 64 {
-				fresh = seen&(1<<idx) == 0
-				seen |= 1 << idx
+				fresh = taken&(1<<idx) == 0
 			} else {
-				if seenMore == nil {
-					seenMore = map[int]bool{}
-				}
-				fresh = !seenMore[idx]
-				seenMore[idx] = true
+				fresh = !takenMore[idx]
 			}
 		}
 		fitted := false
@@ -195,6 +194,16 @@ func (p *LineParser) Parse(line []byte) error {
 			fitted, err = p.parseInto(idx)
 			if err != nil {
 				return err
+			}
+			if fitted && p.vals[idx].Valid {
+				if idx < 64 {
+					taken |= 1 << idx
+				} else {
+					if takenMore == nil {
+						takenMore = map[int]bool{}
+					}
+					takenMore[idx] = true
+				}
 			}
 		} else if err := p.skipValue(0); err != nil {
 			return err

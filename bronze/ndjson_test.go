@@ -56,7 +56,7 @@ func oracle(t *testing.T, line []byte) (*oracleLine, bool) {
 	for _, f := range testFields {
 		kinds[f.Name] = f.Kind
 	}
-	seen := map[string]bool{}
+	taken := map[string]bool{} // the first non-null value that fits takes a key; see Parse
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
@@ -68,13 +68,13 @@ func oracle(t *testing.T, line []byte) (*oracleLine, bool) {
 			return nil, false
 		}
 		kind, declared := kinds[key]
-		if !declared || seen[key] {
+		if !declared || taken[key] {
 			out.rescued[key+"#"+strconv.Itoa(len(out.keys))] = raw
 			out.keys = append(out.keys, key)
 			continue
 		}
-		seen[key] = true
 		cell, fits := typeCell(kind, raw)
+		taken[key] = fits && cell.valid
 		if !fits {
 			out.rescued[key+"#"+strconv.Itoa(len(out.keys))] = raw
 			out.keys = append(out.keys, key)
@@ -244,6 +244,7 @@ var corpus = []string{
 	`  {"event_id" : "e2" , "amount" : -3 , "event_time":"2024-05-01 12:07:00.123456"}  `,
 	`{}`,
 	`{"event_id":null,"amount":null}`,
+	`{"event_id":null,"event_id":"e1","amount":"x","amount":2,"amount":3}`,
 	`{"event_id":"caf\u00e9 \"q\" \\ \/ \n\t","event_type":"\ud83d\ude00"}`,
 	`{"event_id":"lone \ud800 surrogate"}`,
 	`{"event_id":42,"amount":"12.5","ok":"true","n":1.0}`,
@@ -332,6 +333,33 @@ func BenchmarkLineParser(b *testing.B) {
 	for b.Loop() {
 		if err := p.Parse(line); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestLineParserDuplicateKeys: the first non-null value of the column's type wins; nulls and
+// values of the wrong type do not take the key, and every other occurrence is rescued.
+func TestLineParserDuplicateKeys(t *testing.T) {
+	p, _ := NewLineParser(testFields)
+	for _, tc := range []struct {
+		line, id, rescued string // id "" means a null event_id
+	}{
+		{`{"event_id":null,"event_id":"e1"}`, "e1", ""},
+		{`{"event_id":"e1","event_id":"e2"}`, "e1", `{"event_id":"e2"}`},
+		{`{"event_id":"e1","event_id":null}`, "e1", `{"event_id":null}`},
+		{`{"event_id":null,"event_id":null}`, "", ""},
+		{`{"event_id":7,"event_id":"e1"}`, "e1", `{"event_id":7}`},
+		{`{"event_id":null,"event_id":"e1","event_id":"e2"}`, "e1", `{"event_id":"e2"}`},
+	} {
+		if err := p.Parse([]byte(tc.line)); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		id := ""
+		if p.Value(0).Valid {
+			id = string(p.Str(0))
+		}
+		if id != tc.id || string(p.Rescued()) != tc.rescued {
+			t.Errorf("%s: event_id %q, rescued %s; want %q, %s", tc.line, id, p.Rescued(), tc.id, tc.rescued)
 		}
 	}
 }
