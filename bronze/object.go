@@ -243,6 +243,13 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 		src = &ctxReader{ctx: ctx, r: &limitedReader{r: zr, n: d.limits.MaxDecompressedBytes}}
 		br = bufio.NewReaderSize(src, 256<<10)
 	}
+	// A UTF-8 byte-order mark, which Windows tools put at the start of a text file, is not
+	// content: skip it, so that the first line is a record and the first CSV header names its
+	// column. Offsets still count it, so they stay byte offsets into the object.
+	if bom, _ := br.Peek(len(utf8BOM)); bytes.Equal(bom, utf8BOM) {
+		br.Discard(len(utf8BOM))
+		st.Bytes = int64(len(utf8BOM))
+	}
 	var err error
 	switch format {
 	case FormatJSON, "":
@@ -251,6 +258,11 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 		err = d.decodeCSV(ctx, br, key, ingestTime, &st)
 	default:
 		return st, fmt.Errorf("bronze: unknown landing format %q (want json or csv)", format)
+	}
+	if err == nil && tr.err != nil {
+		// A Peek (gzip magic, byte-order mark) hands a read error to its caller only once; a
+		// reader that then says EOF must not make a failed read look like a whole object.
+		err = tr.err
 	}
 	if err == nil {
 		return st, nil
@@ -271,6 +283,8 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 	d.appendReject(&st, rejected{key: key, offset: st.Bytes}, reason, detail, ingestTime)
 	return st, nil
 }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 func isGzip(br *bufio.Reader) bool {
 	magic, _ := br.Peek(2)
@@ -310,7 +324,7 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 func (d *Decoder) decodeLines(ctx context.Context, br *bufio.Reader, key string, ingestTime int64, st *ObjectStats) error {
-	var offset int64
+	offset := st.Bytes // past a byte-order mark
 	var long []byte
 	for n := 0; ; n++ {
 		if n&1023 == 0 {
@@ -496,6 +510,7 @@ func (d *Decoder) safeRaw(raw []byte) []byte {
 // decodeCSV reads CSV with a header row. Empty fields are null (Spark's default); header columns
 // that are not declared, values that do not convert, and fields beyond the header are rescued.
 func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, ingestTime int64, st *ObjectStats) error {
+	base := st.Bytes // past a byte-order mark; csv counts from where it starts
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -524,15 +539,15 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			}
 		}
 	}
-	st.Bytes = cr.InputOffset()
+	st.Bytes = base + cr.InputOffset()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		offset := cr.InputOffset()
+		offset := base + cr.InputOffset()
 		rec, err := cr.Read()
 		if err == io.EOF {
-			st.Bytes = cr.InputOffset()
+			st.Bytes = base + cr.InputOffset()
 			return nil
 		}
 		if err != nil {
@@ -540,7 +555,7 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			if !errors.As(err, &pe) {
 				return err
 			}
-			d.appendReject(st, rejected{key: key, offset: offset, rawSize: cr.InputOffset() - offset}, ReasonInvalidCSV, err.Error(), ingestTime)
+			d.appendReject(st, rejected{key: key, offset: offset, rawSize: base + cr.InputOffset() - offset}, ReasonInvalidCSV, err.Error(), ingestTime)
 			continue
 		}
 		d.csvRecord(rec, header, index, key, offset, ingestTime)

@@ -359,3 +359,83 @@ func TestDecodeBlankLinesExact(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeSkipsByteOrderMark: a UTF-8 byte-order mark at the start of an object is not
+// content. It used to make the first JSON line invalid_json and the first CSV header name
+// "\ufeffevent_id", which rescued that column in every row. Offsets still count it.
+func TestDecodeSkipsByteOrderMark(t *testing.T) {
+	const bom = "\xEF\xBB\xBF"
+	jsonLine := `{"event_id":"e1","event_time":"2024-05-01T12:07:00Z"}` + "\n"
+	jsonBody := jsonLine + `{"event_id":"e2"}` + "\n"
+	csvHeader, csvLine := "event_id,event_time\n", "e1,2024-05-01T12:07:00Z\n"
+	csvBody := csvHeader + csvLine + "e2,\n"
+	j2, c1 := int64(3+len(jsonLine)), int64(3+len(csvHeader))
+	for _, tc := range []struct {
+		name, key, format, body string
+		gzipped                 bool
+		wantOffsets             []int64
+	}{
+		{"json", "a.json", FormatJSON, bom + jsonBody, false, []int64{3, j2}},
+		{"json gzip", "a.json.gz", FormatJSON, bom + jsonBody, true, []int64{3, j2}},
+		{"csv", "a.csv", FormatCSV, bom + csvBody, false, []int64{c1, c1 + int64(len(csvLine))}},
+		{"csv gzip", "a.csv.gz", FormatCSV, bom + csvBody, true, []int64{c1, c1 + int64(len(csvLine))}},
+		{"bom only", "b.json", FormatJSON, bom, false, nil},
+		{"bom, blank line", "c.json", FormatJSON, bom + "\n", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := []byte(tc.body)
+			if tc.gzipped {
+				payload = gz(t, payload)
+			}
+			d, _ := NewDecoder(declaredEvents(), Limits{})
+			st := decodeAll(t, d, payload, tc.key, tc.format)
+			if st.Rejected != 0 || st.Rows != int64(len(tc.wantOffsets)) || st.Bytes != int64(len(tc.body)) {
+				t.Fatalf("%+v, want %d rows, no rejects, %d bytes", st, len(tc.wantOffsets), len(tc.body))
+			}
+			cols := d.Bronze.Columns
+			if len(tc.wantOffsets) == 0 {
+				return
+			}
+			if got := string(cols[0].Data[cols[0].Offsets[0]:cols[0].Offsets[1]]); got != "e1" {
+				t.Fatalf("event_id %q, want e1", got)
+			}
+			if rescued := cols[len(declaredEvents().Fields)]; rescued.Len != 0 && !rescued.IsNull(0) {
+				t.Fatalf("rescued data %q: the first column was not recognised", rescued.Data)
+			}
+			if got := cols[len(cols)-1].Int64; !slices.Equal(got, tc.wantOffsets) {
+				t.Fatalf("offsets %v, want %v", got, tc.wantOffsets)
+			}
+		})
+	}
+}
+
+// onceFailingReader returns data, then err once, then EOF: a reader whose error is not sticky.
+type onceFailingReader struct {
+	data   []byte
+	err    error
+	failed bool
+}
+
+func (r *onceFailingReader) Read(p []byte) (int, error) {
+	if len(r.data) > 0 {
+		n := copy(p, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	}
+	if !r.failed {
+		r.failed = true
+		return 0, r.err
+	}
+	return 0, io.EOF
+}
+
+// TestDecodeReadErrorDuringPeek: looking for a byte-order mark peeks at the first bytes, and a
+// peek hands a read error over only once; the read must still fail, not end as a short object.
+func TestDecodeReadErrorDuringPeek(t *testing.T) {
+	boom := errors.New("connection reset")
+	d, _ := NewDecoder(declaredEvents(), Limits{})
+	_, err := d.Decode(context.Background(), &onceFailingReader{data: []byte(`{"`), err: boom}, "k.json", FormatJSON, 0)
+	if !errors.Is(err, boom) { // the batch is retried whole; what was decoded is dropped
+		t.Fatalf("got %v, want the read error", err)
+	}
+}
