@@ -439,3 +439,34 @@ func TestDecodeReadErrorDuringPeek(t *testing.T) {
 		t.Fatalf("got %v, want the read error", err)
 	}
 }
+
+// TestDecodeHugeDecimalIsRescued: a decimal(38,2) value of a million digits (which cost about
+// 70 s of CPU through big.Rat) does not fit its column: the row is kept, the column is null
+// and the value is in _rescued_data under the column's name, as for any value that does not fit.
+func TestDecodeHugeDecimalIsRescued(t *testing.T) {
+	declared := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+		{Name: "price", Type: txlog.DecimalType{Precision: 38, Scale: 2}, Nullable: true},
+	}}
+	huge := strings.Repeat("9", 1_000_000)
+	for _, tc := range []struct{ name, key, format, body string }{
+		{"json number", "a.json", FormatJSON, `{"id":"a","price":` + huge + "}\n"},
+		{"json string", "b.json", FormatJSON, `{"id":"b","price":"` + huge + `.5"}` + "\n"},
+		{"csv", "c.csv", FormatCSV, "id,price\nc," + huge + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder(declared, Limits{MaxLineBytes: 2 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := decodeAll(t, d, []byte(tc.body), tc.key, tc.format)
+			if st.Rows != 1 || st.Rejected != 0 {
+				t.Fatalf("%+v, want the row kept", st)
+			}
+			price, rescued := d.Bronze.Columns[1], d.Bronze.Columns[2]
+			if !price.IsNull(0) || rescued.IsNull(0) || !bytes.Contains(rescued.Data, []byte(`"price":`)) {
+				t.Fatalf("price null %v, rescued %.40q: want the value rescued under its column", price.IsNull(0), rescued.Data)
+			}
+		})
+	}
+}
