@@ -300,9 +300,11 @@ func parsePlainDecimal(s string, scale int) (d Decimal128, plain bool, err error
 	if shift < 0 {
 		return d, true, fmt.Errorf("table: %q has more than %d fractional digits", truncateForError(s), scale)
 	}
-	tooBig := fmt.Errorf("table: %q does not fit decimal(38,%d)", truncateForError(s), scale)
+	tooBig := func() error { // built only when needed: formatting costs more than the parse
+		return fmt.Errorf("table: %q does not fit decimal(38,%d)", truncateForError(s), scale)
+	}
 	if int64(hi-lo)+shift > maxDecimalDigits {
-		return d, true, tooBig
+		return d, true, tooBig()
 	}
 	var u uint128
 	ok := true
@@ -313,7 +315,7 @@ func parsePlainDecimal(s string, scale int) (d Decimal128, plain bool, err error
 		u, ok = u.mulAdd(10, 0)
 	}
 	if !ok || u.hi>>63 != 0 { // the magnitude must stay below 2^127, as DecimalFromBigInt wants
-		return d, true, tooBig
+		return d, true, tooBig()
 	}
 	if neg {
 		u = u.negate()
