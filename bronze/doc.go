@@ -8,6 +8,10 @@
 // Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
 // the declared schema are kept verbatim in _rescued_data, so nothing is lost.
 //
+// Every string column holds valid UTF-8: records with invalid bytes (JSON or CSV) are rejected
+// with invalid_utf8, rejects keep their raw text with invalid bytes as U+FFFD, and an object key
+// that is not UTF-8 is stored Go-quoted (EscapeKey).
+//
 // Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
 // data is written, and committed to each table with txn(appId, batch) in batch order. A process
 // killed at any instant leaves at most a pending batch, which the next run re-runs with the same

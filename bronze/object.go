@@ -392,7 +392,7 @@ func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int6
 		cols[n].AppendBytes(rescued)
 	}
 	cols[n+1].AppendInt64(ingestTime)
-	cols[n+2].AppendString(key)
+	cols[n+2].AppendString(EscapeKey(key))
 	cols[n+3].AppendInt64(offset)
 }
 
@@ -411,14 +411,15 @@ func (d *Decoder) appendReject(st *ObjectStats, r rejected, reason, detail strin
 	c := d.Rejects.Columns
 	c[0].AppendString("ingest")
 	c[1].AppendString(reason)
-	c[2].AppendString(detail)
+	// The detail can quote the key or input bytes; keep the column readable by every engine.
+	c[2].AppendString(strings.ToValidUTF8(detail, "\uFFFD"))
 	if raw == nil {
 		c[3].AppendNull()
 	} else {
 		c[3].AppendBytes(d.safeRaw(raw))
 	}
 	c[4].AppendInt64(rawSize)
-	c[5].AppendString(key)
+	c[5].AppendString(EscapeKey(key))
 	c[6].AppendInt64(offset)
 	c[7].AppendInt64(ingestTime)
 }
@@ -438,6 +439,18 @@ func (d *Decoder) safeRaw(raw []byte) []byte {
 	}
 	d.raw = append(d.raw[:0], bytes.ToValidUTF8(raw, []byte("\uFFFD"))...)
 	return d.raw
+}
+
+// EscapeKey is how a landing key is stored in _source_file and the rejects' source_file. S3
+// keys are bytes, and a key that is not valid UTF-8 would make the whole table unreadable to
+// Polars and pyarrow, so such a key is stored Go-quoted (strconv.Quote: "landing/a\xff.json",
+// with the quotes), which is valid UTF-8, names the exact bytes, and cannot be mistaken for an
+// ordinary key. Valid keys are stored as they are.
+func EscapeKey(key string) string {
+	if utf8.ValidString(key) {
+		return key
+	}
+	return strconv.Quote(key)
 }
 
 // decodeCSV reads CSV with a header row. Empty fields are null (Spark's default); header columns
@@ -490,6 +503,20 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			d.appendReject(st, rejected{key: key, offset: offset, rawSize: cr.InputOffset() - offset}, ReasonInvalidCSV, err.Error(), ingestTime)
 			continue
 		}
+		if i, at := invalidUTF8Field(rec); i >= 0 {
+			// As on the JSON path: a record with bytes that are not UTF-8 is rejected whole,
+			// not stored (string columns must hold valid UTF-8) nor silently repaired.
+			name := "_c" + strconv.Itoa(i)
+			if i < len(header) {
+				name = header[i]
+			}
+			d.appendReject(st, rejected{key: key, offset: offset, raw: []byte(strings.Join(rec, ",")), rawSize: cr.InputOffset() - offset},
+				ReasonInvalidUTF8, fmt.Sprintf("field %d (%s) is not valid UTF-8 at byte %d of the field", i+1, name, at), ingestTime)
+			if ferr := d.maybeFlush(ctx); ferr != nil {
+				return &ioError{ferr}
+			}
+			continue
+		}
 		d.csvRecord(rec, header, index, key, offset, ingestTime)
 		st.Rows++
 		st.Lines++
@@ -497,6 +524,24 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			return &ioError{ferr}
 		}
 	}
+}
+
+// invalidUTF8Field returns the index of the first field that is not valid UTF-8 and the byte
+// offset of the first bad byte within it, or -1.
+func invalidUTF8Field(rec []string) (int, int) {
+	for i, v := range rec {
+		if utf8.ValidString(v) {
+			continue
+		}
+		for at := 0; at < len(v); {
+			r, size := utf8.DecodeRuneInString(v[at:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, at
+			}
+			at += size
+		}
+	}
+	return -1, 0
 }
 
 func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offset, ingestTime int64) {
