@@ -210,3 +210,30 @@ func FuzzCSVSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeCSVRejectedHeader: when the header is rejected, the records after it cannot be
+// matched to columns, but each is still accounted for as a reject, never dropped unseen.
+func TestDecodeCSVRejectedHeader(t *testing.T) {
+	const ts = "2024-05-01T12:07:00Z"
+	rest := "e1,t," + ts + "\n\ne2,t," + ts + "\n"
+	for _, tc := range []struct {
+		name, header, reason string
+	}{
+		{"too long", "event_id," + strings.Repeat("h", 2000) + ",event_time\n", ReasonTooLong},
+		{"bad quote", "event_id,\"event\"type,event_time\n", ReasonInvalidCSV},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder(declaredEvents(), Limits{MaxLineBytes: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := decodeAll(t, d, []byte(tc.header+rest), "a.csv", FormatCSV)
+			if st.Rows != 0 || st.Rejected != 3 || st.ByReason[tc.reason] < 1 || st.BlankLines != 1 {
+				t.Fatalf("stats %+v: want the header and both records rejected, one blank line", st)
+			}
+			if got := d.Rejects.Columns[2].StringAt(2); !strings.Contains(got, "header") {
+				t.Fatalf("a record after a rejected header says %q", got)
+			}
+		})
+	}
+}

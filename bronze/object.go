@@ -486,7 +486,8 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 	var header []string
 	var index []int // header position -> declared field, or -1
 	var offset int64
-	line := int64(1) // of the record's first line, for error details
+	line := int64(1)    // of the record's first line, for error details
+	var badHeader int64 // the line of a rejected header: every later record is rejected too
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -501,10 +502,12 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 		offset += info.size
 		line += info.lines
 		st.Bytes = offset
+		if info.blank {
+			st.BlankLines++
+		}
 		if info.size > 0 && !info.blank {
-			done := d.csvOne(st, cr, info, &header, &index, key, recOffset, recLine, ingestTime)
-			if done {
-				return nil
+			if d.csvOne(st, cr, info, &header, &index, badHeader, key, recOffset, recLine, ingestTime) && header == nil && badHeader == 0 {
+				badHeader = recLine
 			}
 			if ferr := d.maybeFlush(ctx); ferr != nil {
 				return &ioError{ferr}
@@ -516,10 +519,11 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 	}
 }
 
-// csvOne turns one record into a row or a reject; the first record is the header. done: the
-// object cannot be read further (its header was rejected).
-func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, header *[]string, index *[]int, key string, offset, line, ingestTime int64) (done bool) {
-	isHeader := *header == nil
+// csvOne turns one record into a row or a reject; the first record is the header. refused:
+// the record was rejected. badHeader, when not 0, is the line of the object's rejected header:
+// the records cannot be matched to columns, so each is rejected, and counted, too.
+func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, header *[]string, index *[]int, badHeader int64, key string, offset, line, ingestTime int64) (refused bool) {
+	isHeader := *header == nil && badHeader == 0
 	what := "record"
 	if isHeader {
 		what = "header"
@@ -527,15 +531,19 @@ func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, he
 	kept := d.csvRec[:min(int64(len(d.csvRec)), info.content, int64(d.limits.MaxLineBytes))]
 	rej := rejected{key: key, offset: offset, raw: kept, rawSize: info.content}
 	switch {
+	case badHeader != 0 && !info.unterminated && info.content <= int64(d.limits.MaxLineBytes):
+		d.appendReject(st, rej, ReasonInvalidCSV, fmt.Sprintf(
+			"record at line %d: the object's header (line %d) was rejected, so its fields cannot be matched to columns", line, badHeader), ingestTime)
+		return true
 	case info.unterminated:
 		d.appendReject(st, rej, ReasonUnterminatedQuote, fmt.Sprintf(
 			"a quoted field of the %s at line %d is never closed: the rest of the object, %s and %d bytes, is rejected as this one record",
 			what, line, plural(info.lines, "line"), info.size), ingestTime)
-		return isHeader
+		return true
 	case info.content > int64(d.limits.MaxLineBytes):
 		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s at line %d of %d bytes exceeds the %d-byte limit",
 			what, line, info.content, d.limits.MaxLineBytes), ingestTime)
-		return isHeader
+		return true
 	}
 	d.csvSrc.b = d.csvRec
 	rec, err := cr.Read()
@@ -548,7 +556,7 @@ func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, he
 			detail = fmt.Sprintf("%s at line %d, column %d: %v", what, line+int64(pe.Line-pe.StartLine), pe.Column, pe.Err)
 		}
 		d.appendReject(st, rej, ReasonInvalidCSV, detail, ingestTime)
-		return isHeader
+		return true
 	}
 	if isHeader {
 		*header = append([]string{}, rec...)
@@ -572,7 +580,7 @@ func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, he
 		}
 		d.appendReject(st, rej, ReasonInvalidUTF8,
 			fmt.Sprintf("field %d (%s) is not valid UTF-8 at byte %d of the field", i+1, name, at), ingestTime)
-		return false
+		return true
 	}
 	d.csvRecord(rec, *header, *index, key, offset, ingestTime)
 	st.Rows++
