@@ -165,7 +165,6 @@ type Decoder struct {
 	json      []byte
 	csvRec    []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
 	csvSrc    csvFeeder // hands one record at a time to encoding/csv
-	csvOut    []string  // fields of the last record, for the invalid_utf8 check
 }
 
 // csvFeeder is the source of the decoder's csv.Reader: one record, then io.EOF until the next.
