@@ -1,8 +1,9 @@
-"""Hostile landing bytes never make a table unreadable (issue 23, item 2).
+"""Hostile landing bytes never make a table unreadable (issue 23, items 2 and 3).
 
 Polars and pyarrow refuse a whole table when one string cell is not valid UTF-8. This writes a
 landing set with bytes that are not UTF-8 in JSON lines, CSV fields, CSV header names, rescued
-fields and an object key (written from Python, next to `medallion gen`'s objects), runs
+fields and an object key, plus lines and CSV records over `landing.max_line_bytes` and a CSV
+quoted field never closed (written from Python, next to `medallion gen`'s objects), runs
 `medallion run ingest` and `medallion run stream`, and reads every table of the lake with Polars
 and with pyarrow (every data file, every column).
 """
@@ -23,7 +24,7 @@ TS = b"2024-05-01T12:07:00Z"
 
 CONFIG = """
 lake: {lake}
-landing: {{path: landing/events/, format: {fmt}}}
+landing: {{path: landing/events/, format: {fmt}, max_line_bytes: 4KiB}}
 schema:
   - {{name: event_id,   type: string, required: true}}
   - {{name: event_type, type: string}}
@@ -48,6 +49,7 @@ HOSTILE = {
             b'\xc3\xc3\n',
         b"zz-bad\xffkey.json":
             b'{"event_id":"h4","event_type":"t","event_time":"' + TS + b'"}\n{"event_id":\n',
+        b"zz-long.json": b'{"event_id":"h5","event_type":"' + "é".encode() * 5000 + b'"}\n',
     },
     "csv": {
         b"zz-hostile.csv":
@@ -59,6 +61,11 @@ HOSTILE = {
             b"h\xff5,v," + TS + b",4,t\n"
             b"h6,v," + TS + b",4,t\xff\n",
         b"zz-bad\xc0key.csv": b"event_id,event_time,event_type\nh7," + TS + b",t\n\"h8\"x\n",
+        # Item 3: a record over max_line_bytes (its text cut inside a UTF-8 sequence), then a
+        # quoted field never closed, which takes the rest of the object.
+        b"zz-long.csv":
+            b"event_id,event_time,event_type\nh9," + TS + b",\"" + "é".encode() * 5000 + b"\"\n"
+            b"h10," + TS + b",t\nh11," + TS + b",\"open\nh12," + TS + b",t\n",
     },
 }
 
@@ -96,7 +103,10 @@ def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake
     # Nothing was dropped: every landing line is a bronze row or an ingest reject.
     stats = ingest["result"]
     assert stats["lines"] == stats["rows"] + stats["rejected"], stats
-    assert stats["rejects_by_reason"].get("invalid_utf8", 0) > 0, stats
+    by_reason = stats["rejects_by_reason"]
+    assert by_reason.get("invalid_utf8", 0) > 0 and by_reason.get("line_too_long", 0) > 0, stats
+    if fmt == "csv":
+        assert by_reason.get("unterminated_quote") == 1, stats
     rejects = polars.read_delta(str(lake / "bronze" / "rejects"))
     assert rejects.filter(polars.col("reason") == "invalid_utf8").height > 0
     bronze = polars.read_delta(str(lake / "bronze" / "events"))
