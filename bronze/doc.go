@@ -8,6 +8,14 @@
 // Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
 // the declared schema are kept verbatim in _rescued_data, so nothing is lost.
 //
+// Cost per record is bounded: a JSON line or CSV record longer than Limits.MaxLineBytes is
+// rejected (line_too_long) after holding at most that many bytes of it; CSV records are cut
+// where encoding/csv would cut them (readCSVRecord) before encoding/csv sees them.
+//
+// Every string column holds valid UTF-8: records with invalid bytes (JSON or CSV) are rejected
+// with invalid_utf8, rejects keep their raw text with invalid bytes as U+FFFD, and an object key
+// that is not UTF-8 is stored Go-quoted (EscapeKey).
+//
 // Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
 // data is written, and committed to each table with txn(appId, batch) in batch order. A process
 // killed at any instant leaves at most a pending batch, which the next run re-runs with the same

@@ -38,6 +38,8 @@ const (
 	ReasonDecompressedSize = "decompressed_too_large"
 	ReasonObjectMissing    = "object_missing"
 	ReasonInvalidKey       = "invalid_key"
+	// A CSV quoted field that is never closed: the rest of the object is that one record.
+	ReasonUnterminatedQuote = "unterminated_quote"
 )
 
 // Limits bound what one line or object may cost. The zero value means the defaults.
@@ -164,6 +166,20 @@ type Decoder struct {
 	FlushRows int
 	raw       []byte
 	json      []byte
+	csvRec    []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
+	csvSrc    csvFeeder // hands one record at a time to encoding/csv
+}
+
+// csvFeeder is the source of the decoder's csv.Reader: one record, then io.EOF until the next.
+type csvFeeder struct{ b []byte }
+
+func (f *csvFeeder) Read(p []byte) (int, error) {
+	if len(f.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, f.b)
+	f.b = f.b[n:]
+	return n, nil
 }
 
 // maybeFlush hands full batches to Flush.
@@ -459,7 +475,7 @@ func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int6
 		cols[n].AppendBytes(rescued)
 	}
 	cols[n+1].AppendInt64(ingestTime)
-	cols[n+2].AppendString(key)
+	cols[n+2].AppendString(EscapeKey(key))
 	cols[n+3].AppendInt64(offset)
 }
 
@@ -478,14 +494,15 @@ func (d *Decoder) appendReject(st *ObjectStats, r rejected, reason, detail strin
 	c := d.Rejects.Columns
 	c[0].AppendString("ingest")
 	c[1].AppendString(reason)
-	c[2].AppendString(detail)
+	// The detail can quote the key or input bytes; keep the column readable by every engine.
+	c[2].AppendString(strings.ToValidUTF8(detail, "\uFFFD"))
 	if raw == nil {
 		c[3].AppendNull()
 	} else {
 		c[3].AppendBytes(d.safeRaw(raw))
 	}
 	c[4].AppendInt64(rawSize)
-	c[5].AppendString(key)
+	c[5].AppendString(EscapeKey(key))
 	c[6].AppendInt64(offset)
 	c[7].AppendInt64(ingestTime)
 }
@@ -507,64 +524,159 @@ func (d *Decoder) safeRaw(raw []byte) []byte {
 	return d.raw
 }
 
+// EscapeKey is how a landing key is stored in _source_file and the rejects' source_file. S3
+// keys are bytes, and a key that is not valid UTF-8 would make the whole table unreadable to
+// Polars and pyarrow, so such a key is stored Go-quoted (strconv.Quote: "landing/a\xff.json",
+// with the quotes), which is valid UTF-8, names the exact bytes, and cannot be mistaken for an
+// ordinary key. Valid keys are stored as they are.
+func EscapeKey(key string) string {
+	if utf8.ValidString(key) {
+		return key
+	}
+	return strconv.Quote(key)
+}
+
 // decodeCSV reads CSV with a header row. Empty fields are null (Spark's default); header columns
 // that are not declared, values that do not convert, and fields beyond the header are rescued.
+//
+// Records are cut by readCSVRecord and bounded like JSON lines: a record longer than
+// MaxLineBytes is rejected (line_too_long) without being held, and decoding goes on with the
+// next one; a quoted field that is never closed turns the rest of the object into one record,
+// rejected as unterminated_quote with the lines and bytes it swallowed. Only records within
+// the limit reach encoding/csv, one at a time, so it never holds more than the limit either.
 func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, ingestTime int64, st *ObjectStats) error {
-	base := st.Bytes // past a byte-order mark; csv counts from where it starts
-	cr := csv.NewReader(br)
+	d.csvSrc.b = nil
+	cr := csv.NewReader(&d.csvSrc)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			d.appendReject(st, rejected{key: key, offset: 0}, ReasonInvalidCSV, "header: "+err.Error(), ingestTime)
-			return nil
-		}
-		return err
-	}
-	header = append([]string(nil), header...)
-	index := make([]int, len(header)) // header position -> declared field, or -1
-	for i, h := range header {
-		index[i] = -1
-		for j, f := range d.fields {
-			if f.Name == h {
-				index[i] = j
-			}
-		}
-	}
-	st.Bytes = base + cr.InputOffset()
+	var header []string
+	var index []int     // header position -> declared field, or -1
+	offset := st.Bytes  // past a byte-order mark, which the offsets count
+	line := int64(1)    // of the record's first line, for error details
+	var badHeader int64 // the line of a rejected header: every later record is rejected too
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		offset := base + cr.InputOffset()
-		rec, err := cr.Read()
-		if err == io.EOF {
-			st.Bytes = base + cr.InputOffset()
+		var info csvRecordInfo
+		var rerr error
+		d.csvRec, info, rerr = readCSVRecord(br, d.csvRec[:0], d.limits.MaxLineBytes+2)
+		if rerr != nil && rerr != io.EOF {
+			return rerr
+		}
+		recOffset, recLine := offset, line
+		offset += info.size
+		line += info.lines
+		st.Bytes = offset
+		if info.blank {
+			st.BlankLines++
+		}
+		if info.size > 0 && !info.blank {
+			if d.csvOne(st, cr, info, &header, &index, badHeader, key, recOffset, recLine, ingestTime) && header == nil && badHeader == 0 {
+				badHeader = recLine
+			}
+			if ferr := d.maybeFlush(ctx); ferr != nil {
+				return &ioError{ferr}
+			}
+		}
+		if rerr == io.EOF {
 			return nil
 		}
-		if err != nil {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return err
+	}
+}
+
+// csvOne turns one record into a row or a reject; the first record is the header. refused:
+// the record was rejected. badHeader, when not 0, is the line of the object's rejected header:
+// the records cannot be matched to columns, so each is rejected, and counted, too.
+func (d *Decoder) csvOne(st *ObjectStats, cr *csv.Reader, info csvRecordInfo, header *[]string, index *[]int, badHeader int64, key string, offset, line, ingestTime int64) (refused bool) {
+	isHeader := *header == nil && badHeader == 0
+	what := "record"
+	if isHeader {
+		what = "header"
+	}
+	kept := d.csvRec[:min(int64(len(d.csvRec)), info.content, int64(d.limits.MaxLineBytes))]
+	rej := rejected{key: key, offset: offset, raw: kept, rawSize: info.content}
+	switch {
+	case badHeader != 0 && !info.unterminated && info.content <= int64(d.limits.MaxLineBytes):
+		d.appendReject(st, rej, ReasonInvalidCSV, fmt.Sprintf(
+			"record at line %d: the object's header (line %d) was rejected, so its fields cannot be matched to columns", line, badHeader), ingestTime)
+		return true
+	case info.unterminated:
+		d.appendReject(st, rej, ReasonUnterminatedQuote, fmt.Sprintf(
+			"a quoted field of the %s at line %d is never closed: the rest of the object, %s and %d bytes, is rejected as this one record",
+			what, line, plural(info.lines, "line"), info.size), ingestTime)
+		return true
+	case info.content > int64(d.limits.MaxLineBytes):
+		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s at line %d of %d bytes exceeds the %d-byte limit",
+			what, line, info.content, d.limits.MaxLineBytes), ingestTime)
+		return true
+	}
+	d.csvSrc.b = d.csvRec
+	rec, err := cr.Read()
+	d.csvSrc.b = nil
+	if err != nil {
+		var pe *csv.ParseError
+		detail := err.Error()
+		if errors.As(err, &pe) {
+			// encoding/csv numbers only the lines it was given; number them in the object.
+			detail = fmt.Sprintf("%s at line %d, column %d: %v", what, line+int64(pe.Line-pe.StartLine), pe.Column, pe.Err)
+		}
+		d.appendReject(st, rej, ReasonInvalidCSV, detail, ingestTime)
+		return true
+	}
+	if isHeader {
+		*header = append([]string{}, rec...)
+		*index = make([]int, len(rec))
+		for i, h := range rec {
+			(*index)[i] = -1
+			for j, f := range d.fields {
+				if f.Name == h {
+					(*index)[i] = j
+				}
 			}
-			d.appendReject(st, rejected{key: key, offset: offset, rawSize: base + cr.InputOffset() - offset}, ReasonInvalidCSV, err.Error(), ingestTime)
+		}
+		return false
+	}
+	if i, at := invalidUTF8Field(rec); i >= 0 {
+		// As on the JSON path: a record with bytes that are not UTF-8 is rejected whole,
+		// not stored (string columns must hold valid UTF-8) nor silently repaired.
+		name := "_c" + strconv.Itoa(i)
+		if i < len(*header) {
+			name = (*header)[i]
+		}
+		d.appendReject(st, rej, ReasonInvalidUTF8,
+			fmt.Sprintf("field %d (%s) is not valid UTF-8 at byte %d of the field", i+1, name, at), ingestTime)
+		return true
+	}
+	d.csvRecord(rec, *header, *index, key, offset, ingestTime)
+	st.Rows++
+	st.Lines++
+	return false
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.FormatInt(n, 10) + " " + word + "s"
+}
+
+// invalidUTF8Field returns the index of the first field that is not valid UTF-8 and the byte
+// offset of the first bad byte within it, or -1.
+func invalidUTF8Field(rec []string) (int, int) {
+	for i, v := range rec {
+		if utf8.ValidString(v) {
 			continue
 		}
-		d.csvRecord(rec, header, index, key, offset, ingestTime)
-		st.Rows++
-		st.Lines++
-		if ferr := d.maybeFlush(ctx); ferr != nil {
-			return &ioError{ferr}
+		for at := 0; at < len(v); {
+			r, size := utf8.DecodeRuneInString(v[at:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, at
+			}
+			at += size
 		}
 	}
+	return -1, 0
 }
 
 func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offset, ingestTime int64) {
