@@ -42,7 +42,10 @@ func newRunCmd() *cobra.Command {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
 		cmd.RunE = jobCommand(job.name, job.run)
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
-		cmd.Flags().String("gold", "", "only this gold aggregation")
+		if job.name == "merge-late" || job.name == "replay" {
+			// Only these two work on one gold aggregation; elsewhere --gold would be ignored.
+			cmd.Flags().String("gold", "", "only this gold aggregation")
+		}
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
 		if job.name == "stream" {
 			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
@@ -83,6 +86,9 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		sets, _ := cmd.Flags().GetStringArray("set")
 		cfg, err := loadPipelineConfig(path, sets)
 		if err != nil {
+			return err
+		}
+		if _, err := goldFlag(cmd, cfg); err != nil {
 			return err
 		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
@@ -146,19 +152,27 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 }
 
 func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
-	name, err := goldFlag(cmd, env)
+	name, err := goldFlag(cmd, env.Config)
 	if err != nil {
 		return nil, err
 	}
 	return jobs.MergeLate(ctx, env, name)
 }
 
-// goldFlag is --gold, checked against the config before anything runs.
-func goldFlag(cmd *cobra.Command, env jobs.Env) (string, error) {
+// goldFlag is --gold (on the jobs that have it), checked against the config before anything
+// runs: an unknown name is a bad command line (exit 2).
+func goldFlag(cmd *cobra.Command, cfg *config.Pipeline) (string, error) {
+	if cmd.Flags().Lookup("gold") == nil {
+		return "", nil
+	}
 	name, _ := cmd.Flags().GetString("gold")
 	if name != "" {
-		if _, ok := env.Config.GoldByName(name); !ok {
-			return "", fmt.Errorf("--gold %q is not a gold aggregation of %s", name, env.Config.Source())
+		if _, ok := cfg.GoldByName(name); !ok {
+			var names []string
+			for _, g := range cfg.Gold {
+				names = append(names, g.Name)
+			}
+			return "", usageError("%s: --gold %q is not a gold aggregation of %s (it has %s)", subPath(cmd), name, cfg.Source(), strings.Join(names, ", "))
 		}
 	}
 	return name, nil
@@ -169,7 +183,7 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	name, err := goldFlag(cmd, env)
+	name, err := goldFlag(cmd, env.Config)
 	if err != nil {
 		return nil, err
 	}
