@@ -166,10 +166,17 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "medallion:", err)
+	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		code = ee.code
 	}
-	return 1
+	if code == 2 {
+		// A usage or config error: ours, short, and a config's may list several problems.
+		fmt.Fprintln(os.Stderr, "medallion:", err)
+	} else {
+		// A failure: one line, without the SDK's chain, with a hint for the usual causes.
+		fmt.Fprintln(os.Stderr, "medallion:", (&oneLineError{err}).Error())
+	}
+	return code
 }

@@ -102,7 +102,8 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		summary, err := run(ctx, cmd, env)
 		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}
 		if err != nil {
-			result["error"] = err.Error()
+			// The short form: schedulers parse this line; the chain is at debug level.
+			result["error"] = (&oneLineError{err}).Error()
 		}
 		if summary != nil {
 			result["result"] = summary
@@ -113,7 +114,8 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), string(line))
 		if err != nil {
-			logger.Error("job failed", "job", name, "err", err)
+			// Printed once, on one line, by main; the whole chain only for those who ask.
+			logger.Debug("job failed", "job", name, "err", err.Error())
 			return &exitError{code: 1, err: fmt.Errorf("run %s: %w", name, err)}
 		}
 		return nil
