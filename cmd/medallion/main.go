@@ -66,6 +66,9 @@ func strictCommandLine(c *cobra.Command) {
 	} else {
 		c.SuggestionsMinimumDistance = 2
 		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+			if !cmd.HasParent() {
+				return &exitError{code: 2, err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+			}
 			return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", subPath(cmd), err, cmd.CommandPath())}
 		})
 	}
@@ -100,7 +103,7 @@ func strictCommandLine(c *cobra.Command) {
 					names = append(names, sub.Name())
 				}
 			}
-			return usageError("%s: missing subcommand: one of %s", cmd.CommandPath(), strings.Join(names, ", "))
+			return usageError("%s: missing subcommand: one of %s", subPath(cmd), strings.Join(names, ", "))
 		}
 	case c.Args != nil:
 		args := c.Args
