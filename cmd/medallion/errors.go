@@ -38,6 +38,8 @@ func shortError(err error) string {
 			}
 		case errors.As(err, &oe):
 			s = s[:i] + oe.Error()
+		case strings.Contains(s[i:], "get credentials"):
+			s = s[:i] + "no credentials found"
 		}
 	}
 	s = strings.Join(strings.Fields(s), " ")

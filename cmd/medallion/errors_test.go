@@ -101,6 +101,8 @@ func TestErrorHint(t *testing.T) {
 		{api("NotImplemented"), "s3: put k: NotImplemented: the message", "put-if-absent"},
 		{fmt.Errorf("file: put k: %w", objstore.ErrNotSupported), "file: put k: objstore: operation not supported", "put-if-absent"},
 		{errors.New("two\nlines"), "two lines", ""},
+		{errors.New("s3: list k: operation error S3: ListObjectsV2, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"),
+			"s3: list k: no credentials found", "missing credentials"},
 	} {
 		if got := shortError(c.err); got != c.short {
 			t.Errorf("shortError(%v) = %q, want %q", c.err, got, c.short)
