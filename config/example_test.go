@@ -30,7 +30,7 @@ func ExamplePipeline_Override() {
 	if err != nil {
 		panic(err)
 	}
-	// What `medallion run stream --trigger once --gold events_5m` does with its flags.
+	// What `medallion run stream --set stream.trigger=once` does.
 	if err := p.Override("stream.trigger", "once"); err != nil {
 		panic(err)
 	}

@@ -42,7 +42,18 @@ func NewEnv(ctx context.Context, cfg *config.Pipeline, logger *slog.Logger) (Env
 
 // OpenLake opens the config's lake with its S3 settings and the environment's credentials.
 func OpenLake(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
+	return openLake(ctx, cfg, false)
+}
+
+// OpenLakeReadOnly opens the lake for commands that only read (lag, report): it creates
+// nothing, not even a missing lake directory, and refuses writes.
+func OpenLakeReadOnly(ctx context.Context, cfg *config.Pipeline) (objstore.Bucket, error) {
+	return openLake(ctx, cfg, true)
+}
+
+func openLake(ctx context.Context, cfg *config.Pipeline, readOnly bool) (objstore.Bucket, error) {
 	b, err := bucketurl.Open(ctx, cfg.Lake, bucketurl.Options{
+		ReadOnly:        readOnly,
 		Endpoint:        cfg.S3.Endpoint,
 		Region:          cfg.S3.Region,
 		PathStyle:       cfg.S3.PathStyle,

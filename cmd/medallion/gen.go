@@ -191,8 +191,13 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 			}
 		}
 	}
-	if errors.Is(err, config.ErrInvalid) {
+	if err != nil {
+		// A config that is missing, unreadable or invalid is a bad config: exit 2 (README).
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
 		return nil, &exitError{code: 2, err: err}
 	}
-	return cfg, err
+	return cfg, nil
 }

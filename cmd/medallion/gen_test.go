@@ -120,7 +120,7 @@ func TestGenCommandErrors(t *testing.T) {
 		{[]string{"gen", "--config", good, "--events", "10", "--set", "stream.watermrk=1m"}, 2, `unknown key "watermrk"`},
 		{[]string{"gen", "--config", good, "--events", "10", "--start", "yesterday"}, 2, `--start "yesterday"`},
 		{[]string{"gen", "--config", good, "--events", "10", "--duplicates", "2"}, 1, "DuplicateFraction = 2"},
-		{[]string{"gen", "--config", filepath.Join(lake, "missing.yaml"), "--events", "10"}, 1, "missing.yaml"},
+		{[]string{"gen", "--config", filepath.Join(lake, "missing.yaml"), "--events", "10"}, 2, "missing.yaml"}, // a bad config: exit 2 (README),
 	}
 	for _, c := range cases {
 		_, err := runGenCLI(t, c.args...)

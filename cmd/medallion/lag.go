@@ -45,7 +45,7 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 				return err
 			}
 			ctx := cmd.Context()
-			lake, err := jobs.OpenLake(ctx, cfg)
+			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,9 +38,11 @@ func newRootCmd() *cobra.Command {
 		Use:           "medallion",
 		Short:         "A Delta-Lake medallion pipeline on object storage",
 		Long:          "medallion ingests raw events into a bronze Delta table, streams them with Spark's event-time\nsemantics into silver, quarantine and gold, and folds late rows back into gold exactly once.",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("medallion {{.Version}}\n")
 	root.AddCommand(
 		newDemoCmd(),
 		newGenCmd(),
@@ -49,7 +53,109 @@ func newRootCmd() *cobra.Command {
 		newTableCmd(),
 		newExportCmd(),
 	)
+	strictCommandLine(root)
 	return root
+}
+
+// strictCommandLine makes every bad command line exit 2, at every level: an unknown command or
+// subcommand word (with cobra's "did you mean" suggestions), a missing subcommand, extra
+// arguments and an unknown or malformed flag. A scheduler must never read a typo as success.
+func strictCommandLine(c *cobra.Command) {
+	if c.HasParent() {
+		c.SuggestionsMinimumDistance = c.Root().SuggestionsMinimumDistance
+	} else {
+		c.SuggestionsMinimumDistance = 2
+		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+			if !cmd.HasParent() {
+				return &exitError{code: 2, err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+			}
+			return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", subPath(cmd), err, cmd.CommandPath())}
+		})
+	}
+	switch {
+	case c.HasSubCommands():
+		// A group: cobra only checks the first word of the root, and a group without RunE prints
+		// help and succeeds whatever follows it. Check every word and fail without one. A
+		// group below the root ignores the job's flags (run ingets --config F), so the typo is
+		// what gets reported, with its suggestion.
+		if c.HasParent() {
+			c.FParseErrWhitelist.UnknownFlags = true
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return &exitError{code: 2, err: fmt.Errorf("%s (see '%s --help')", msg, cmd.CommandPath())}
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error {
+			if !cmd.HasParent() {
+				return cmd.Help()
+			}
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Usage()
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return usageError("%s: missing subcommand: one of %s", subPath(cmd), strings.Join(names, ", "))
+		}
+	case c.Args != nil:
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", subPath(cmd), err, cmd.CommandPath())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		strictCommandLine(sub)
+	}
+}
+
+// subPath is the command path without the program name, which exitCode prints already.
+func subPath(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return cmd.Name()
+	}
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// version is the module version the binary was built from (go install pkg@v1.2.3), else the VCS
+// revision it was built at (with -dirty for uncommitted changes), else "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "-dirty"
+	}
+	return "devel-" + rev
 }
 
 func main() {
@@ -63,10 +169,17 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "medallion:", err)
+	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		code = ee.code
 	}
-	return 1
+	if code == 2 {
+		// A usage or config error: ours, short, and a config's may list several problems.
+		fmt.Fprintln(os.Stderr, "medallion:", err)
+	} else {
+		// A failure: one line, without the SDK's chain, with a hint for the usual causes.
+		fmt.Fprintln(os.Stderr, "medallion:", (&oneLineError{err}).Error())
+	}
+	return code
 }

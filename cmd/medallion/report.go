@@ -48,7 +48,7 @@ range.`,
 				return err
 			}
 			ctx := cmd.Context()
-			lake, err := jobs.OpenLake(ctx, cfg)
+			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
 			if err != nil {
 				return err
 			}

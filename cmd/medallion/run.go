@@ -42,7 +42,10 @@ func newRunCmd() *cobra.Command {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
 		cmd.RunE = jobCommand(job.name, job.run)
 		cmd.Flags().String("config", "", "pipeline config (YAML)")
-		cmd.Flags().String("gold", "", "only this gold aggregation")
+		if job.name == "merge-late" || job.name == "replay" {
+			// Only these two work on one gold aggregation; elsewhere --gold would be ignored.
+			cmd.Flags().String("gold", "", "only this gold aggregation")
+		}
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
 		if job.name == "stream" {
 			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
@@ -85,6 +88,9 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			return err
 		}
+		if _, err := goldFlag(cmd, cfg); err != nil {
+			return err
+		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		env, err := jobs.NewEnv(ctx, cfg, logger)
@@ -96,7 +102,8 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		summary, err := run(ctx, cmd, env)
 		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}
 		if err != nil {
-			result["error"] = err.Error()
+			// The short form: schedulers parse this line; the chain is at debug level.
+			result["error"] = (&oneLineError{err}).Error()
 		}
 		if summary != nil {
 			result["result"] = summary
@@ -107,7 +114,8 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), string(line))
 		if err != nil {
-			logger.Error("job failed", "job", name, "err", err)
+			// Printed once, on one line, by main; the whole chain only for those who ask.
+			logger.Debug("job failed", "job", name, "err", err.Error())
 			return &exitError{code: 1, err: fmt.Errorf("run %s: %w", name, err)}
 		}
 		return nil
@@ -146,19 +154,27 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 }
 
 func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
-	name, err := goldFlag(cmd, env)
+	name, err := goldFlag(cmd, env.Config)
 	if err != nil {
 		return nil, err
 	}
 	return jobs.MergeLate(ctx, env, name)
 }
 
-// goldFlag is --gold, checked against the config before anything runs.
-func goldFlag(cmd *cobra.Command, env jobs.Env) (string, error) {
+// goldFlag is --gold (on the jobs that have it), checked against the config before anything
+// runs: an unknown name is a bad command line (exit 2).
+func goldFlag(cmd *cobra.Command, cfg *config.Pipeline) (string, error) {
+	if cmd.Flags().Lookup("gold") == nil {
+		return "", nil
+	}
 	name, _ := cmd.Flags().GetString("gold")
 	if name != "" {
-		if _, ok := env.Config.GoldByName(name); !ok {
-			return "", fmt.Errorf("--gold %q is not a gold aggregation of %s", name, env.Config.Source())
+		if _, ok := cfg.GoldByName(name); !ok {
+			var names []string
+			for _, g := range cfg.Gold {
+				names = append(names, g.Name)
+			}
+			return "", usageError("%s: --gold %q is not a gold aggregation of %s (it has %s)", subPath(cmd), name, cfg.Source(), strings.Join(names, ", "))
 		}
 	}
 	return name, nil
@@ -169,7 +185,7 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	name, err := goldFlag(cmd, env)
+	name, err := goldFlag(cmd, env.Config)
 	if err != nil {
 		return nil, err
 	}

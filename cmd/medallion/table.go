@@ -16,5 +16,15 @@ func newTableCmd() *cobra.Command {
 		newTableVacuumCmd(),
 		newTableOptimizeCmd(),
 	)
+	for _, sub := range table.Commands() {
+		run := sub.RunE
+		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			if err != nil && len(args) > 0 {
+				err = explainTableNotFound(cmd.Context(), args[0], err)
+			}
+			return err
+		}
+	}
 	return table
 }

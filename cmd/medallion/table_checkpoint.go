@@ -18,7 +18,7 @@ func newTableCheckpointCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, err := openLog(ctx, args[0])
+			l, err := openLog(ctx, args[0], false)
 			if err != nil {
 				return err
 			}

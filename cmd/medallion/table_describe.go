@@ -16,9 +16,10 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// openLog opens the transaction log of the table at url.
-func openLog(ctx context.Context, url string) (*txlog.Log, error) {
-	b, err := bucketurl.Open(ctx, url, bucketurl.Options{})
+// openLog opens the transaction log of the table at url. readOnly opens the bucket so that
+// nothing is created (describe, history): inspecting a lake must not write to it.
+func openLog(ctx context.Context, url string, readOnly bool) (*txlog.Log, error) {
+	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func newTableDescribeCmd() *cobra.Command {
 				return usageError("--format %q: want text or json", format)
 			}
 			ctx := cmd.Context()
-			l, err := openLog(ctx, args[0])
+			l, err := openLog(ctx, args[0], true)
 			if err != nil {
 				return err
 			}

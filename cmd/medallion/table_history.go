@@ -24,7 +24,7 @@ func newTableHistoryCmd() *cobra.Command {
 				return usageError("--format %q: want table or jsonl", format)
 			}
 			ctx := cmd.Context()
-			l, err := openLog(ctx, args[0])
+			l, err := openLog(ctx, args[0], true)
 			if err != nil {
 				return err
 			}

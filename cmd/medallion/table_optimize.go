@@ -20,7 +20,7 @@ func newTableOptimizeCmd() *cobra.Command {
 				return usageError("--target-size %d: must be positive", target)
 			}
 			ctx := cmd.Context()
-			t, err := openTable(ctx, args[0])
+			t, err := openTable(ctx, args[0], false)
 			if err != nil {
 				return err
 			}

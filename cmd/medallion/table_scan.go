@@ -44,8 +44,9 @@ func (f *tableVersionFlags) scanOptions() (table.ScanOptions, error) {
 	return opts, nil
 }
 
-func openTable(ctx context.Context, url string) (*table.Table, error) {
-	b, err := bucketurl.Open(ctx, url, bucketurl.Options{})
+// openTable opens the table at url; readOnly (scan) creates nothing and refuses writes.
+func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, error) {
+	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func newTableScanCmd() *cobra.Command {
 				opts.Columns = strings.Split(columns, ",")
 			}
 			ctx := cmd.Context()
-			t, err := openTable(ctx, args[0])
+			t, err := openTable(ctx, args[0], true)
 			if err != nil {
 				return err
 			}

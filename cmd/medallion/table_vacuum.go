@@ -21,7 +21,7 @@ func newTableVacuumCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, err := openTable(ctx, args[0])
+			t, err := openTable(ctx, args[0], false)
 			if err != nil {
 				return err
 			}

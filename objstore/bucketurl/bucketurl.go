@@ -37,6 +37,10 @@ type Options struct {
 	SessionToken    string
 	// Getenv reads the environment (os.Getenv when nil); tests pass a map lookup.
 	Getenv func(string) string
+	// ReadOnly opens a file location without creating anything (not the directory, not the
+	// backend's temp directory) and refuses writes; a missing directory is an error. S3 opens
+	// create nothing either way.
+	ReadOnly bool
 }
 
 // Location is a parsed URL.
@@ -113,14 +117,19 @@ func Parse(rawURL string) (Location, error) {
 	}
 }
 
-// Open parses rawURL and opens the bucket rooted there. A file location is created if missing.
+// Open parses rawURL and opens the bucket rooted there. A file location is created if missing,
+// unless opts.ReadOnly.
 func Open(ctx context.Context, rawURL string, opts Options) (objstore.Bucket, error) {
 	loc, err := Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	if loc.Scheme == "file" {
-		b, err := file.New(loc.Path)
+		open := file.New
+		if opts.ReadOnly {
+			open = file.OpenReadOnly
+		}
+		b, err := open(loc.Path)
 		if err != nil {
 			return nil, fmt.Errorf("bucketurl: open %s: %w", loc, err)
 		}

@@ -55,9 +55,13 @@ var errKeyIsDir = errors.New("the key is a directory of other objects")
 // Bucket stores objects as files under one root directory. It is safe for concurrent use,
 // also by several processes sharing the directory.
 type Bucket struct {
-	root *os.Root
-	dir  string
+	root     *os.Root
+	dir      string
+	readOnly bool
 }
+
+// ErrReadOnly is returned by every write to a bucket opened with OpenReadOnly.
+var ErrReadOnly = fmt.Errorf("%w: the bucket is opened read-only", objstore.ErrNotSupported)
 
 var _ objstore.Bucket = (*Bucket)(nil)
 
@@ -80,6 +84,28 @@ func New(root string) (*Bucket, error) {
 	b := &Bucket{root: r, dir: root}
 	b.removeStaleTemps(time.Now().Add(-staleTmpAge))
 	return b, nil
+}
+
+// OpenReadOnly opens the existing directory root as a bucket for reading only: it creates
+// nothing (neither root nor the temp directory), removes no stale temporary files, and every
+// write fails with ErrReadOnly. A missing root is an error wrapping fs.ErrNotExist.
+func OpenReadOnly(root string) (*Bucket, error) {
+	if root == "" {
+		return nil, errors.New("file: empty root directory")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("file: open root: %w", err)
+	}
+	return &Bucket{root: r, dir: root, readOnly: true}, nil
+}
+
+// writable refuses op on a read-only bucket.
+func (b *Bucket) writable(op, key string) error {
+	if b.readOnly {
+		return fmt.Errorf("file: %s %s: %w", op, key, ErrReadOnly)
+	}
+	return nil
 }
 
 // Close releases the root directory handle.
@@ -288,6 +314,9 @@ func (b *Bucket) syncDir(dir string) {
 
 // Put implements objstore.Bucket.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := b.writable("put", key); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -308,6 +337,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) e
 // PutIfAbsent implements objstore.Bucket with link(2), which fails if the name exists, so the
 // object appears complete or not at all and exactly one writer wins.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := b.writable("put", key); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -338,6 +370,9 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 // SetModTime changes an object's modification time, for tests of time travel by timestamp
 // (as mem.Bucket.SetModTime).
 func (b *Bucket) SetModTime(key string, t time.Time) error {
+	if err := b.writable("set mod time", key); err != nil {
+		return err
+	}
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -353,6 +388,9 @@ func (b *Bucket) SetModTime(key string, t time.Time) error {
 // Delete implements objstore.Bucket. It also removes parent directories left empty, so a
 // deleted "a/b" does not block a later object "a".
 func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := b.writable("delete", key); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -250,3 +250,40 @@ func TestTempDirRecreated(t *testing.T) {
 		t.Errorf("Put after the temp directory vanished: %v", err)
 	}
 }
+
+// OpenReadOnly creates nothing, reads what is there and refuses every write.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := file.OpenReadOnly(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing root: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenReadOnly created the missing root: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := file.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if info, err := b.Stat(ctx, "a"); err != nil || info.Size != 1 {
+		t.Errorf("Stat: %+v %v", info, err)
+	}
+	for name, err := range map[string]error{
+		"Put":         b.Put(ctx, "b", strings.NewReader("y"), 1),
+		"PutIfAbsent": b.PutIfAbsent(ctx, "b", strings.NewReader("y"), 1),
+		"Delete":      b.Delete(ctx, "a"),
+		"SetModTime":  b.SetModTime("a", time.Now()),
+	} {
+		if !errors.Is(err, file.ErrReadOnly) || !errors.Is(err, objstore.ErrNotSupported) {
+			t.Errorf("%s: %v, want ErrReadOnly", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("the read-only bucket left %v", entries)
+	}
+}

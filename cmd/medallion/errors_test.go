@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// TestJobErrorOnce: a job that fails on an unreachable store says so once on stderr, on one
+// line, with a hint, and the JSON summary on stdout carries the same short message.
+func TestJobErrorOnce(t *testing.T) {
+	cfg := writeGenConfig(t, "s3://nobucket/lake", "s3: {endpoint: \"http://"+freeAddr(t)+"\", region: us-east-1}\n")
+	cmd := exec.Command(binary(t), "run", "ingest", "--config", cfg)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_MAX_ATTEMPTS=1", "AWS_ENDPOINT_URL=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want 1\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("stdout %s\nstderr %s", stdout.String(), stderr.String())
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if n := strings.Count(stderr.String(), "connection refused"); n != 2 || len(lines) != 1 {
+		// Once in the message, once in the hint, on a single line.
+		t.Errorf("stderr has %d lines, mentions the cause %d times:\n%s", len(lines), n, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "(hint: connection refused: is the object store running?") {
+		t.Errorf("no hint in %q", stderr.String())
+	}
+	if len(lines[0]) > 500 || strings.Contains(stderr.String(), "RequestID") {
+		t.Errorf("the error is not short: %q", lines[0])
+	}
+	if stdout.Len() > 0 {
+		var summary struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &summary); err != nil || summary.OK || !strings.Contains(lines[0], summary.Error) {
+			t.Errorf("summary %q (%v) does not carry the stderr message %q", stdout.String(), err, lines[0])
+		}
+	}
+}
+
+// TestTableNotFoundSaysWhere: the message names the URL and says what it is instead.
+func TestTableNotFoundSaysWhere(t *testing.T) {
+	lake := t.TempDir()
+	cfg := writeGenConfig(t, lake, "")
+	if out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "200", "--seed", "1", "--start", "now"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	if out, err := runGenCLI(t, "run", "ingest", "--config", cfg); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	empty := t.TempDir()
+	for _, c := range []struct {
+		url, want string
+		code      int
+	}{
+		{lake, lake + " is a lake root, not a table; tables below it: bronze", 1},
+		{empty, empty + ": no Delta table there", 1},
+		{cfg, cfg + " is a file, not a table (a config file?", 2},
+	} {
+		for _, sub := range []string{"scan", "describe", "history"} {
+			_, err := runGenCLI(t, "table", sub, c.url)
+			code := 1
+			var ee *exitError
+			if errors.As(err, &ee) {
+				code = ee.code
+			}
+			if err == nil || code != c.code || !strings.Contains(err.Error(), c.want) || !errors.Is(err, txlog.ErrTableNotFound) {
+				t.Errorf("table %s %s: %v (exit %d), want exit %d with %q", sub, c.url, err, code, c.code, c.want)
+			}
+		}
+	}
+}
+
+// TestErrorHint matches the store's error codes and objstore's sentinels, not message text.
+func TestErrorHint(t *testing.T) {
+	api := func(code string) error {
+		return fmt.Errorf("s3: put k: operation error S3: PutObject, https response error StatusCode: 403, RequestID: X, HostID: Y, api error %s: msg: %w",
+			code, &smithy.GenericAPIError{Code: code, Message: "the message"})
+	}
+	for _, c := range []struct {
+		err         error
+		short, hint string
+	}{
+		{api("SignatureDoesNotMatch"), "s3: put k: SignatureDoesNotMatch: the message", "signature mismatch"},
+		{api("NoSuchBucket"), "s3: put k: NoSuchBucket: the message", "no such bucket"},
+		{api("InvalidAccessKeyId"), "s3: put k: InvalidAccessKeyId: the message", "wrong or expired credentials"},
+		{api("NotImplemented"), "s3: put k: NotImplemented: the message", "put-if-absent"},
+		{fmt.Errorf("file: put k: %w", objstore.ErrNotSupported), "file: put k: objstore: operation not supported", "put-if-absent"},
+		{errors.New("two\nlines"), "two lines", ""},
+		{errors.New("s3: list k: operation error S3: ListObjectsV2, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"),
+			"s3: list k: no credentials found", "missing credentials"},
+	} {
+		if got := shortError(c.err); got != c.short {
+			t.Errorf("shortError(%v) = %q, want %q", c.err, got, c.short)
+		}
+		if got := errorHint(c.err); !strings.HasPrefix(got, c.hint) || (c.hint == "") != (got == "") {
+			t.Errorf("errorHint(%v) = %q, want %q...", c.err, got, c.hint)
+		}
+	}
+}
