@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -29,8 +31,11 @@ func shortError(err error) string {
 	s := err.Error()
 	var ae smithy.APIError
 	var oe *net.OpError
+	var cv *tls.CertificateVerificationError
 	if i := strings.Index(s, "operation error "); i >= 0 {
 		switch {
+		case errors.As(err, &cv):
+			s = s[:i] + cv.Error()
 		case errors.As(err, &ae):
 			s = s[:i] + ae.ErrorCode()
 			if m := ae.ErrorMessage(); m != "" {
@@ -58,7 +63,11 @@ func errorHint(err error) string {
 	if errors.As(err, &ae) {
 		code = ae.ErrorCode()
 	}
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
 	switch {
+	case errors.As(err, &cv) || errors.As(err, &ua):
+		return "the store's TLS certificate is not trusted: point AWS_CA_BUNDLE at its CA certificate (PEM)"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused: is the object store running? check s3.endpoint / AWS_ENDPOINT_URL"
 	case code == "NoSuchBucket":

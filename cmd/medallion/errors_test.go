@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +103,9 @@ func TestErrorHint(t *testing.T) {
 		{api("NotImplemented"), "s3: put k: NotImplemented: the message", "put-if-absent"},
 		{fmt.Errorf("file: put k: %w", objstore.ErrNotSupported), "file: put k: objstore: operation not supported", "put-if-absent"},
 		{errors.New("two\nlines"), "two lines", ""},
+		{fmt.Errorf("s3: get k: operation error S3: GetObject, exceeded maximum number of attempts, 8, https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"https://h/k\": %w",
+			&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}),
+			"s3: get k: tls: failed to verify certificate: x509: certificate signed by unknown authority", "the store's TLS certificate is not trusted"},
 		{errors.New("s3: list k: operation error S3: ListObjectsV2, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"),
 			"s3: list k: no credentials found", "missing credentials"},
 	} {
