@@ -229,10 +229,12 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 			continue
 		}
 		var k []byte
+		var h uint32
 		found := false
 		if !null {
 			k = in.Keys.Value(i)
-			if id, _ := R.find(k); id >= 0 {
+			h = R.hash(k)
+			if id := R.find(k, h); id >= 0 {
 				for rr := R.keys[id].head; rr >= 0; rr = R.rows[rr].next {
 					row := &R.rows[rr]
 					if !o.matches(t, row.t) {
@@ -244,8 +246,8 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 					}
 					o.emit(Pair, in.Rows.Value(i), t, R.payload(rr), row.t)
 					r.Matched++
-					if row.flags&flagMatched == 0 {
-						row.flags |= flagMatched
+					if !row.matched() {
+						row.setMatched()
 						o.flipped[Right] = append(o.flipped[Right], rr)
 					}
 				}
@@ -256,7 +258,7 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 			r.Matched++
 			continue
 		}
-		slot, err := L.insert(t, k, null, in.Rows.Value(i), found)
+		slot, err := L.insert(t, k, h, null, in.Rows.Value(i), found)
 		if err != nil {
 			return err
 		}
@@ -285,10 +287,12 @@ func (o *Operator) rightPass(in *Input, lateUs, srUs int64, srOK bool) error {
 			continue
 		}
 		var k []byte
+		var h uint32
 		found := false
 		if !null {
 			k = in.Keys.Value(i)
-			if id, _ := L.find(k); id >= 0 {
+			h = L.hash(k)
+			if id := L.find(k, h); id >= 0 {
 				for lr := L.keys[id].head; lr >= 0; lr = L.rows[lr].next {
 					row := &L.rows[lr]
 					if !o.matches(row.t, t) {
@@ -296,7 +300,7 @@ func (o *Operator) rightPass(in *Input, lateUs, srUs int64, srOK bool) error {
 					}
 					found = true
 					if semi {
-						if row.flags&flagMatched != 0 {
+						if row.matched() {
 							continue // a left semi row comes out once
 						}
 						o.emit(SemiLeft, L.payload(lr), row.t, nil, 0)
@@ -304,9 +308,9 @@ func (o *Operator) rightPass(in *Input, lateUs, srUs int64, srOK bool) error {
 						o.emit(Pair, L.payload(lr), row.t, in.Rows.Value(i), t)
 					}
 					r.Matched++
-					if row.flags&flagMatched == 0 {
-						row.flags |= flagMatched
-						if row.seq < o.startSeq[Left] {
+					if !row.matched() {
+						row.setMatched()
+						if row.seq() < o.startSeq[Left] {
 							o.flipped[Left] = append(o.flipped[Left], lr)
 						}
 					}
@@ -316,7 +320,7 @@ func (o *Operator) rightPass(in *Input, lateUs, srUs int64, srOK bool) error {
 		if srOK && t <= srUs && (found || !preserved) {
 			continue // evicted by this very batch, with nothing left to emit
 		}
-		slot, err := R.insert(t, k, null, in.Rows.Value(i), found)
+		slot, err := R.insert(t, k, h, null, in.Rows.Value(i), found)
 		if err != nil {
 			return err
 		}
@@ -345,7 +349,7 @@ func (o *Operator) evictSides(slOK bool, sl int64, srOK bool, sr int64, emit boo
 		if emit && preserved {
 			visit = func(row int32) {
 				sr := &st.rows[row]
-				if sr.flags&flagMatched != 0 {
+				if sr.matched() {
 					return
 				}
 				if side == Left {

@@ -2,6 +2,7 @@ package join
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,9 +24,9 @@ const (
 // matched flag, key (0 for a null key, else length+1 and the bytes), payload.
 func (s *sideState) appendRow(dst []byte, row int32) []byte {
 	r := &s.rows[row]
-	dst = binary.AppendUvarint(dst, r.seq)
+	dst = binary.AppendUvarint(dst, r.seq())
 	dst = binary.AppendVarint(dst, r.t)
-	dst = append(dst, r.flags&flagMatched)
+	dst = append(dst, r.flagByte())
 	if r.key < 0 {
 		dst = append(dst, 0)
 	} else {
@@ -108,11 +109,11 @@ func (d *decoder) readRow(s *sideState, what string) {
 		d.fail(what + " event time out of range")
 		return
 	}
-	if seq < s.nextSeq {
+	if seq < s.nextSeq || seq >= 1<<(64-flagBits) {
 		d.fail(what + " seq out of order")
 		return
 	}
-	if _, err := s.insertSeq(t, key, kl == 0, payload, flags[0]&flagMatched != 0, seq); err != nil {
+	if _, err := s.insertSeq(t, key, s.hash(key), kl == 0, payload, flags[0]&flagMatched != 0, seq); err != nil {
 		d.err = err
 	}
 }
@@ -148,15 +149,12 @@ func (o *Operator) AppendSnapshot(dst []byte) ([]byte, error) {
 	for _, s := range o.st {
 		rows := make([]int32, 0, s.live)
 		for i := range s.rows {
-			if s.rows[i].flags&flagLive != 0 {
+			if s.rows[i].live() {
 				rows = append(rows, int32(i))
 			}
 		}
 		slices.SortFunc(rows, func(a, b int32) int {
-			if s.rows[a].seq < s.rows[b].seq {
-				return -1
-			}
-			return 1
+			return cmp.Compare(s.rows[a].sf, s.rows[b].sf)
 		})
 		dst = binary.AppendUvarint(dst, s.nextSeq)
 		dst = binary.AppendUvarint(dst, uint64(len(rows)))
@@ -187,8 +185,8 @@ func Restore(spec Spec, b []byte) (*Operator, error) {
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			d.readRow(s, fmt.Sprintf("%s row %d", Side(side), i))
 		}
-		if d.err == nil && next < s.nextSeq {
-			d.fail("next seq below a row's")
+		if d.err == nil && (next < s.nextSeq || next >= 1<<(64-flagBits)) {
+			d.fail("next seq")
 		}
 		s.nextSeq = next
 	}
@@ -215,26 +213,26 @@ func (o *Operator) AppendDelta(dst []byte) ([]byte, error) {
 		dst = binary.AppendUvarint(dst, s.nextSeq)
 		n := 0
 		for _, r := range o.added[side] {
-			if s.rows[r].flags&flagLive != 0 {
+			if s.rows[r].live() {
 				n++
 			}
 		}
 		dst = binary.AppendUvarint(dst, uint64(n))
 		for _, r := range o.added[side] {
-			if s.rows[r].flags&flagLive != 0 {
+			if s.rows[r].live() {
 				dst = s.appendRow(dst, r)
 			}
 		}
 		n = 0
 		for _, r := range o.flipped[side] {
-			if s.rows[r].flags&flagLive != 0 {
+			if s.rows[r].live() {
 				n++
 			}
 		}
 		dst = binary.AppendUvarint(dst, uint64(n))
 		for _, r := range o.flipped[side] {
-			if s.rows[r].flags&flagLive != 0 {
-				dst = binary.AppendUvarint(dst, s.rows[r].seq)
+			if s.rows[r].live() {
+				dst = binary.AppendUvarint(dst, s.rows[r].seq())
 			}
 		}
 	}
@@ -271,8 +269,8 @@ func (o *Operator) ApplyDelta(b []byte) error {
 		if n > 0 && d.err == nil {
 			bySeq = make(map[uint64]int32, s.live)
 			for i := range s.rows {
-				if s.rows[i].flags&flagLive != 0 && s.rows[i].seq < before {
-					bySeq[s.rows[i].seq] = int32(i)
+				if s.rows[i].live() && s.rows[i].seq() < before {
+					bySeq[s.rows[i].seq()] = int32(i)
 				}
 			}
 		}
@@ -283,10 +281,10 @@ func (o *Operator) ApplyDelta(b []byte) error {
 				d.fail(fmt.Sprintf("%s matched row %d: seq %d is not in state", Side(side), i, seq))
 				break
 			}
-			s.rows[r].flags |= flagMatched
+			s.rows[r].setMatched()
 		}
-		if d.err == nil && next < s.nextSeq {
-			d.fail("next seq below a row's")
+		if d.err == nil && (next < s.nextSeq || next >= 1<<(64-flagBits)) {
+			d.fail("next seq")
 		}
 		s.nextSeq = next
 	}

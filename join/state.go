@@ -1,11 +1,13 @@
 package join
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -16,35 +18,45 @@ var ErrStateTooLarge = errors.New("join: state too large")
 const (
 	flagMatched = 1 << iota
 	flagLive
+	flagBits = 2
 )
 
-// stRow is one buffered row. Nothing in it points into the heap, so the collector never walks
-// the state: the payload lives in the side's arena, the key in the key arena.
+// stRow is one buffered row, 32 bytes. Nothing in it points into the heap, so the collector
+// never walks the state: the payload lives in the side's arena, the key in the key arena.
 type stRow struct {
-	t     int64  // event time, µs
-	seq   uint64 // insertion order within the side: chain order, eviction tie-break, snapshot order
-	off   uint32 // payload: uvarint length, then the bytes, at arena[off:]
-	key   int32  // key entry, -1 for a null key (never probed, never probes)
-	next  int32  // the key's next row in insertion order, -1 at the end
-	flags uint8
+	t          int64  // event time, µs
+	sf         uint64 // seq<<flagBits | flags; seq is the insertion order within the side
+	off        uint32 // payload: uvarint length, then the bytes, at arena[off:]
+	key        int32  // key entry, -1 for a null key (never probed, never probes)
+	next, prev int32  // the key's chain, newest first; -1 at the ends
 }
 
-// keyEnt is one distinct key in state with its chain of rows.
+func (r *stRow) seq() uint64     { return r.sf >> flagBits }
+func (r *stRow) matched() bool   { return r.sf&flagMatched != 0 }
+func (r *stRow) live() bool      { return r.sf&flagLive != 0 }
+func (r *stRow) setMatched()     { r.sf |= flagMatched }
+func (r *stRow) flagByte() uint8 { return uint8(r.sf & flagMatched) }
+
+// keyEnt is one distinct key in state and the head of its chain of rows.
 type keyEnt struct {
-	hash       uint64
-	off        uint32 // uvarint length, then the bytes, at karena[off:]
-	head, tail int32  // -1: the entry is free
+	off  uint32 // uvarint length, then the bytes, at karena[off:]
+	head int32  // newest row; -1: the entry is free
+	h    uint32 // the key's hash: removal finds the index slot without reading the key
 }
 
-// heapEnt orders rows for eviction by (event time, seq).
-type heapEnt struct {
-	t   int64
-	row int32
+// slot is one index entry: a key entry and its key's hash.
+type slot struct {
+	h  uint32
+	id int32 // -1: empty
 }
+
+// bucketUs is the width of the eviction buckets: eviction visits only the buckets the state
+// watermark has reached (and splits the last one), never the whole state.
+const bucketUs = 1_000_000
 
 // sideState is one side's buffered rows: an arena of payloads, a chain of rows per key found
-// through an open-addressing index (linear probing, backward-shift deletion), and a min-heap
-// by event time so that eviction visits only the rows it removes.
+// through an open-addressing index (linear probing, backward-shift deletion), and buckets of
+// rows by event time so that eviction visits only the rows it removes.
 type sideState struct {
 	seed     maphash.Seed
 	rows     []stRow
@@ -55,69 +67,85 @@ type sideState struct {
 	arena     []byte
 	deadBytes int
 
-	keys      []keyEnt
-	freeKeys  []int32
-	karena    []byte
-	deadKeys  int
-	index     []int32 // power-of-two size; -1 empty, else a key entry
-	liveKeys  int
-	heap      []heapEnt
-	payloadSz int // live payload bytes (without length prefixes)
+	keys     []keyEnt
+	freeKeys []int32
+	karena   []byte
+	deadKeys int
+	index    []slot // power-of-two size
+	liveKeys int
+
+	buckets   map[int64][]int32 // event-time bucket -> its rows, in no particular order
+	bucketIDs []int64           // ascending
+	lastID    int64             // the bucket of the last row added: rows mostly come in order
+	lastRows  bool              // lastID is set
+	evicting  []int32
 }
 
 func newSideState(seed maphash.Seed) *sideState {
-	s := &sideState{seed: seed}
-	s.index = make([]int32, 16)
-	for i := range s.index {
-		s.index[i] = -1
-	}
+	s := &sideState{seed: seed, buckets: map[int64][]int32{}}
+	s.index = newIndex(16)
 	return s
 }
 
-func (s *sideState) keyBytes(id int32) []byte {
-	p := s.karena[s.keys[id].off:]
+// sized reads a value appendSized wrote at the start of p; short values (one length byte)
+// skip the general varint decoder, which shows in profiles.
+func sized(p []byte) []byte {
+	if p[0] < 0x80 {
+		return p[1 : 1+int(p[0])]
+	}
 	n, w := binary.Uvarint(p)
 	return p[w : w+int(n)]
 }
 
-func (s *sideState) payload(row int32) []byte {
-	p := s.arena[s.rows[row].off:]
-	n, w := binary.Uvarint(p)
-	return p[w : w+int(n)]
-}
+func (s *sideState) keyBytes(id int32) []byte { return sized(s.karena[s.keys[id].off:]) }
 
-// find returns the key entry of k, or -1, and k's hash.
-func (s *sideState) find(k []byte) (int32, uint64) {
+func (s *sideState) payload(row int32) []byte { return sized(s.arena[s.rows[row].off:]) }
+
+// hash is k's 32-bit hash; both sides share the seed, so one hash serves a probe of one side
+// and an insert into the other.
+func (s *sideState) hash(k []byte) uint32 {
 	h := maphash.Bytes(s.seed, k)
-	mask := uint64(len(s.index) - 1)
+	return uint32(h) ^ uint32(h>>32)
+}
+
+// find returns the key entry of k (hash h), or -1. A slot holds the hash beside the id, so a
+// probe reads only the index until a hash matches: a key not in state (most probes) costs one
+// cache line.
+func (s *sideState) find(k []byte, h uint32) int32 {
+	mask := uint32(len(s.index) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		id := s.index[i]
-		if id < 0 {
-			return -1, h
+		e := s.index[i]
+		if e.id < 0 {
+			return -1
 		}
-		if s.keys[id].hash == h && string(s.keyBytes(id)) == string(k) {
-			return id, h
+		if e.h == h && string(s.keyBytes(e.id)) == string(k) {
+			return e.id
 		}
 	}
 }
 
 func (s *sideState) growIndex() {
 	old := s.index
-	s.index = make([]int32, len(old)*2)
-	for i := range s.index {
-		s.index[i] = -1
-	}
-	mask := uint64(len(s.index) - 1)
-	for _, id := range old {
-		if id < 0 {
+	s.index = newIndex(len(old) * 2)
+	mask := uint32(len(s.index) - 1)
+	for _, e := range old {
+		if e.id < 0 {
 			continue
 		}
-		i := s.keys[id].hash & mask
-		for s.index[i] >= 0 {
+		i := e.h & mask
+		for s.index[i].id >= 0 {
 			i = (i + 1) & mask
 		}
-		s.index[i] = id
+		s.index[i] = e
 	}
+}
+
+func newIndex(n int) []slot {
+	idx := make([]slot, n)
+	for i := range idx {
+		idx[i].id = -1
+	}
+	return idx
 }
 
 func appendSized(dst []byte, v []byte) []byte {
@@ -131,7 +159,7 @@ func sizedLen(n int) int {
 }
 
 // addKey creates the entry of a key not in state.
-func (s *sideState) addKey(k []byte, h uint64) (int32, error) {
+func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 	if len(s.karena)+sizedLen(len(k)) > math.MaxUint32 {
 		s.compactKeys()
 		if len(s.karena)+sizedLen(len(k)) > math.MaxUint32 {
@@ -149,46 +177,46 @@ func (s *sideState) addKey(k []byte, h uint64) (int32, error) {
 		id = int32(len(s.keys))
 		s.keys = append(s.keys, keyEnt{})
 	}
-	s.keys[id] = keyEnt{hash: h, off: uint32(len(s.karena)), head: -1, tail: -1}
+	s.keys[id] = keyEnt{off: uint32(len(s.karena)), head: -1, h: h}
 	s.karena = appendSized(s.karena, k)
-	mask := uint64(len(s.index) - 1)
+	mask := uint32(len(s.index) - 1)
 	i := h & mask
-	for s.index[i] >= 0 {
+	for s.index[i].id >= 0 {
 		i = (i + 1) & mask
 	}
-	s.index[i] = id
+	s.index[i] = slot{h: h, id: id}
 	s.liveKeys++
 	return id, nil
 }
 
 // removeKey frees an entry whose chain became empty.
 func (s *sideState) removeKey(id int32) {
-	mask := uint64(len(s.index) - 1)
-	i := s.keys[id].hash & mask
-	for s.index[i] != id {
+	mask := uint32(len(s.index) - 1)
+	i := s.keys[id].h & mask
+	for s.index[i].id != id {
 		i = (i + 1) & mask
 	}
-	for j := (i + 1) & mask; s.index[j] >= 0; j = (j + 1) & mask {
-		home := s.keys[s.index[j]].hash & mask
+	for j := (i + 1) & mask; s.index[j].id >= 0; j = (j + 1) & mask {
+		home := s.index[j].h & mask
 		// Move j into the hole at i unless its home lies cyclically in (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			s.index[i] = s.index[j]
 			i = j
 		}
 	}
-	s.index[i] = -1
+	s.index[i] = slot{id: -1}
 	s.deadKeys += sizedLen(len(s.keyBytes(id)))
-	s.keys[id] = keyEnt{head: -1, tail: -1}
+	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
 	s.liveKeys--
 }
 
-// insert buffers a row with the next seq; key nil with null set stores a null-key row.
-func (s *sideState) insert(t int64, k []byte, null bool, payload []byte, matched bool) (int32, error) {
-	return s.insertSeq(t, k, null, payload, matched, s.nextSeq)
+// insert buffers a row with the next seq: key k with hash h, or a null key when null.
+func (s *sideState) insert(t int64, k []byte, h uint32, null bool, payload []byte, matched bool) (int32, error) {
+	return s.insertSeq(t, k, h, null, payload, matched, s.nextSeq)
 }
 
-func (s *sideState) insertSeq(t int64, k []byte, null bool, payload []byte, matched bool, seq uint64) (int32, error) {
+func (s *sideState) insertSeq(t int64, k []byte, h uint32, null bool, payload []byte, matched bool, seq uint64) (int32, error) {
 	if len(s.arena)+sizedLen(len(payload)) > math.MaxUint32 {
 		s.compactRows()
 		if len(s.arena)+sizedLen(len(payload)) > math.MaxUint32 {
@@ -197,7 +225,7 @@ func (s *sideState) insertSeq(t int64, k []byte, null bool, payload []byte, matc
 	}
 	keyID := int32(-1)
 	if !null {
-		id, h := s.find(k)
+		id := s.find(k, h)
 		if id < 0 {
 			var err error
 			if id, err = s.addKey(k, h); err != nil {
@@ -214,23 +242,21 @@ func (s *sideState) insertSeq(t int64, k []byte, null bool, payload []byte, matc
 		row = int32(len(s.rows))
 		s.rows = append(s.rows, stRow{})
 	}
-	flags := uint8(flagLive)
+	sf := seq<<flagBits | flagLive
 	if matched {
-		flags |= flagMatched
+		sf |= flagMatched
 	}
-	s.rows[row] = stRow{t: t, seq: seq, off: uint32(len(s.arena)), key: keyID, next: -1, flags: flags}
+	s.rows[row] = stRow{t: t, sf: sf, off: uint32(len(s.arena)), key: keyID, next: -1, prev: -1}
 	s.arena = appendSized(s.arena, payload)
-	s.payloadSz += len(payload)
 	if keyID >= 0 {
 		e := &s.keys[keyID]
-		if e.tail < 0 {
-			e.head = row
-		} else {
-			s.rows[e.tail].next = row
+		if e.head >= 0 {
+			s.rows[row].next = e.head
+			s.rows[e.head].prev = row
 		}
-		e.tail = row
+		e.head = row
 	}
-	s.heapPush(heapEnt{t: t, row: row})
+	s.addToBucket(t, row)
 	s.live++
 	if seq >= s.nextSeq {
 		s.nextSeq = seq + 1
@@ -238,95 +264,98 @@ func (s *sideState) insertSeq(t int64, k []byte, null bool, payload []byte, matc
 	return row, nil
 }
 
-func (s *sideState) less(a, b heapEnt) bool {
-	if a.t != b.t {
-		return a.t < b.t
+func bucketOf(t int64) int64 {
+	b := t / bucketUs
+	if t%bucketUs != 0 && t < 0 {
+		b--
 	}
-	return s.rows[a.row].seq < s.rows[b.row].seq
+	return b
 }
 
-func (s *sideState) heapPush(e heapEnt) {
-	s.heap = append(s.heap, e)
-	i := len(s.heap) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(s.heap[i], s.heap[p]) {
-			break
+func (s *sideState) addToBucket(t int64, row int32) {
+	id := bucketOf(t)
+	if !s.lastRows || id != s.lastID {
+		if _, ok := s.buckets[id]; !ok {
+			i, _ := slices.BinarySearch(s.bucketIDs, id)
+			s.bucketIDs = slices.Insert(s.bucketIDs, i, id)
 		}
-		s.heap[i], s.heap[p] = s.heap[p], s.heap[i]
-		i = p
+		s.lastID, s.lastRows = id, true
 	}
+	s.buckets[id] = append(s.buckets[id], row)
 }
 
-func (s *sideState) heapPop() heapEnt {
-	h := s.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && s.less(h[r], h[l]) {
-			m = r
-		}
-		if !s.less(h[m], h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	s.heap = h
-	return top
-}
-
-// evict removes every row with t <= upToUs in (t, seq) order, calling visit on each before it
-// goes. It returns how many it removed.
+// evict removes every row with t <= upToUs, calling visit on each before it goes, in (event
+// time, seq) order whatever the buckets' layout, so that a restored state emits in the same
+// order. It returns how many it removed.
 func (s *sideState) evict(upToUs int64, visit func(row int32)) int {
+	ev := s.evicting[:0]
 	n := 0
-	for len(s.heap) > 0 && s.heap[0].t <= upToUs {
-		row := s.heapPop().row
-		if visit != nil {
-			visit(row)
+	for _, id := range s.bucketIDs {
+		if id*bucketUs > upToUs {
+			break
 		}
-		s.remove(row)
-		n++
+		rows := s.buckets[id]
+		if (id+1)*bucketUs-1 <= upToUs {
+			ev = append(ev, rows...)
+			delete(s.buckets, id)
+			n++
+			continue
+		}
+		// The bucket the watermark falls in: split it.
+		keep := rows[:0]
+		for _, r := range rows {
+			if s.rows[r].t <= upToUs {
+				ev = append(ev, r)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		s.buckets[id] = keep
+		break
 	}
+	s.bucketIDs = s.bucketIDs[:copy(s.bucketIDs, s.bucketIDs[n:])]
 	if n > 0 {
+		s.lastRows = false
+	}
+	slices.SortFunc(ev, func(a, b int32) int {
+		ra, rb := &s.rows[a], &s.rows[b]
+		if ra.t != rb.t {
+			return cmp.Compare(ra.t, rb.t)
+		}
+		return cmp.Compare(ra.sf, rb.sf)
+	})
+	for _, r := range ev {
+		if visit != nil {
+			visit(r)
+		}
+		s.remove(r)
+	}
+	s.evicting = ev[:0]
+	if len(ev) > 0 {
 		s.maybeCompact()
 	}
-	return n
+	return len(ev)
 }
 
-// remove unlinks a row from its key's chain (evictions come mostly from the chain's head, the
-// oldest rows) and frees it.
+// remove unlinks a row from its key's chain and frees it.
 func (s *sideState) remove(row int32) {
 	r := &s.rows[row]
 	if id := r.key; id >= 0 {
-		e := &s.keys[id]
-		prev := int32(-1)
-		for cur := e.head; cur != row; cur = s.rows[cur].next {
-			prev = cur
-		}
-		if prev < 0 {
-			e.head = r.next
+		if r.prev >= 0 {
+			s.rows[r.prev].next = r.next
 		} else {
-			s.rows[prev].next = r.next
+			s.keys[id].head = r.next
 		}
-		if e.tail == row {
-			e.tail = prev
+		if r.next >= 0 {
+			s.rows[r.next].prev = r.prev
 		}
-		if e.head < 0 {
+		if s.keys[id].head < 0 {
 			s.removeKey(id)
 		}
 	}
 	n := len(s.payload(row))
-	s.payloadSz -= n
 	s.deadBytes += sizedLen(n)
-	*r = stRow{key: -1, next: -1}
+	*r = stRow{key: -1, next: -1, prev: -1}
 	s.freeRows = append(s.freeRows, row)
 	s.live--
 }
@@ -346,7 +375,7 @@ func (s *sideState) compactRows() {
 	next := make([]byte, 0, len(s.arena)-s.deadBytes+len(s.arena)/8)
 	for i := range s.rows {
 		r := &s.rows[i]
-		if r.flags&flagLive == 0 {
+		if !r.live() {
 			continue
 		}
 		p := s.payload(int32(i))
@@ -370,11 +399,16 @@ func (s *sideState) compactKeys() {
 	s.karena, s.deadKeys = next, 0
 }
 
-// memoryBytes is the state's footprint: every buffer at its capacity.
+// memoryBytes is the state's footprint: every buffer at its capacity (a bucket's map entry
+// and slice header counted as 48 bytes).
 func (s *sideState) memoryBytes() int64 {
-	return int64(cap(s.rows))*int64(unsafe.Sizeof(stRow{})) +
-		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.index))*4 +
+	n := int64(cap(s.rows))*int64(unsafe.Sizeof(stRow{})) +
+		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting))*4 + int64(cap(s.index))*8 +
 		int64(cap(s.arena)+cap(s.karena)) +
 		int64(cap(s.keys))*int64(unsafe.Sizeof(keyEnt{})) +
-		int64(cap(s.heap))*int64(unsafe.Sizeof(heapEnt{}))
+		int64(cap(s.bucketIDs))*8
+	for _, rows := range s.buckets {
+		n += 48 + int64(cap(rows))*4
+	}
+	return n
 }
