@@ -349,9 +349,6 @@ func (o *Operator) evictSides(slOK bool, sl int64, srOK bool, sr int64, emit boo
 		if emit && preserved {
 			visit = func(row int32) {
 				sr := &st.rows[row]
-				if sr.matched() {
-					return
-				}
 				if side == Left {
 					o.emit(LeftUnmatched, st.payload(row), sr.t, nil, 0)
 				} else {

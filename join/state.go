@@ -64,13 +64,13 @@ type sideState struct {
 	live     int
 	nextSeq  uint64
 
-	arena     []byte
-	deadBytes int
+	arena    []byte
+	deadRows int // rows freed since the arena was last compacted
 
 	keys     []keyEnt
 	freeKeys []int32
 	karena   []byte
-	deadKeys int
+	deadKeys int    // keys freed since the key arena was last compacted
 	index    []slot // power-of-two size
 	liveKeys int
 
@@ -79,6 +79,7 @@ type sideState struct {
 	lastID    int64             // the bucket of the last row added: rows mostly come in order
 	lastRows  bool              // lastID is set
 	evicting  []int32
+	emitting  []int32
 }
 
 func newSideState(seed maphash.Seed) *sideState {
@@ -205,7 +206,7 @@ func (s *sideState) removeKey(id int32) {
 		}
 	}
 	s.index[i] = slot{id: -1}
-	s.deadKeys += sizedLen(len(s.keyBytes(id)))
+	s.deadKeys++ // counted, not measured: reading the key would cost a cache miss
 	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
 	s.liveKeys--
@@ -284,10 +285,10 @@ func (s *sideState) addToBucket(t int64, row int32) {
 	s.buckets[id] = append(s.buckets[id], row)
 }
 
-// evict removes every row with t <= upToUs, calling visit on each before it goes, in (event
-// time, seq) order whatever the buckets' layout, so that a restored state emits in the same
-// order. It returns how many it removed.
-func (s *sideState) evict(upToUs int64, visit func(row int32)) int {
+// evict removes every row with t <= upToUs. Before any goes, visitUnmatched (if set) sees
+// each unmatched one in (event time, seq) order, whatever the buckets' layout, so that a
+// restored state emits in the same order. It returns how many it removed.
+func (s *sideState) evict(upToUs int64, visitUnmatched func(row int32)) int {
 	ev := s.evicting[:0]
 	n := 0
 	for _, id := range s.bucketIDs {
@@ -317,17 +318,27 @@ func (s *sideState) evict(upToUs int64, visit func(row int32)) int {
 	if n > 0 {
 		s.lastRows = false
 	}
-	slices.SortFunc(ev, func(a, b int32) int {
-		ra, rb := &s.rows[a], &s.rows[b]
-		if ra.t != rb.t {
-			return cmp.Compare(ra.t, rb.t)
+	if visitUnmatched != nil {
+		// Only the rows that come out need an order; a silent eviction needs none.
+		em := s.emitting[:0]
+		for _, r := range ev {
+			if !s.rows[r].matched() {
+				em = append(em, r)
+			}
 		}
-		return cmp.Compare(ra.sf, rb.sf)
-	})
+		slices.SortFunc(em, func(a, b int32) int {
+			ra, rb := &s.rows[a], &s.rows[b]
+			if ra.t != rb.t {
+				return cmp.Compare(ra.t, rb.t)
+			}
+			return cmp.Compare(ra.sf, rb.sf)
+		})
+		for _, r := range em {
+			visitUnmatched(r)
+		}
+		s.emitting = em[:0]
+	}
 	for _, r := range ev {
-		if visit != nil {
-			visit(r)
-		}
 		s.remove(r)
 	}
 	s.evicting = ev[:0]
@@ -353,26 +364,34 @@ func (s *sideState) remove(row int32) {
 			s.removeKey(id)
 		}
 	}
-	n := len(s.payload(row))
-	s.deadBytes += sizedLen(n)
+	s.deadRows++
 	*r = stRow{key: -1, next: -1, prev: -1}
 	s.freeRows = append(s.freeRows, row)
 	s.live--
 }
 
-// maybeCompact rewrites an arena once most of it is dead, so that memory follows the live
-// state. Offsets change; nothing else does.
+// maybeCompact rewrites an arena once most of its values are dead, so that memory follows
+// the live state. Offsets change; nothing else does.
 func (s *sideState) maybeCompact() {
-	if s.deadBytes > 1<<16 && s.deadBytes*2 > len(s.arena) {
+	if s.deadRows > 4096 && s.deadRows > s.live {
 		s.compactRows()
 	}
-	if s.deadKeys > 1<<16 && s.deadKeys*2 > len(s.karena) {
+	if s.deadKeys > 4096 && s.deadKeys > s.liveKeys {
 		s.compactKeys()
 	}
 }
 
+// liveShare is the part of an arena of n bytes the live values take, estimated from the
+// counts, plus an eighth to grow into.
+func liveShare(n, live, dead int) int {
+	if live+dead == 0 {
+		return 0
+	}
+	return int(int64(n)*int64(live)/int64(live+dead)) + n/8
+}
+
 func (s *sideState) compactRows() {
-	next := make([]byte, 0, len(s.arena)-s.deadBytes+len(s.arena)/8)
+	next := make([]byte, 0, liveShare(len(s.arena), s.live, s.deadRows))
 	for i := range s.rows {
 		r := &s.rows[i]
 		if !r.live() {
@@ -382,11 +401,11 @@ func (s *sideState) compactRows() {
 		r.off = uint32(len(next))
 		next = appendSized(next, p)
 	}
-	s.arena, s.deadBytes = next, 0
+	s.arena, s.deadRows = next, 0
 }
 
 func (s *sideState) compactKeys() {
-	next := make([]byte, 0, len(s.karena)-s.deadKeys+len(s.karena)/8)
+	next := make([]byte, 0, liveShare(len(s.karena), s.liveKeys, s.deadKeys))
 	for i := range s.keys {
 		e := &s.keys[i]
 		if e.head < 0 {
@@ -403,7 +422,7 @@ func (s *sideState) compactKeys() {
 // and slice header counted as 48 bytes).
 func (s *sideState) memoryBytes() int64 {
 	n := int64(cap(s.rows))*int64(unsafe.Sizeof(stRow{})) +
-		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting))*4 + int64(cap(s.index))*8 +
+		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting)+cap(s.emitting))*4 + int64(cap(s.index))*8 +
 		int64(cap(s.arena)+cap(s.karena)) +
 		int64(cap(s.keys))*int64(unsafe.Sizeof(keyEnt{})) +
 		int64(cap(s.bucketIDs))*8
