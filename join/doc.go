@@ -26,6 +26,13 @@
 // stopped, so a host that checkpoints the state with each committed batch and re-runs the
 // uncommitted batch after a kill converges to the same tables.
 //
+// Not covered, on purpose: Spark's state key watermark (spec §3.3: a window or an event-time
+// column among the join keys) and one-side-only conjuncts (§5.4); the contract has neither, and
+// the host must reject an `on:` pair that names the event-time columns (§9.5). Watermarks
+// takes every row of a side, as §2.1 says; whether Spark's inferred `key IS NOT NULL` filter on
+// a non-preserved side runs below the watermark node (so that null-key rows would not count)
+// is not verified.
+//
 // Units: event times are microseconds since the epoch (UTC), watermarks milliseconds; a test
 // `t <= W` means `t_µs <= W_ms*1000`, as in Spark.
 package join

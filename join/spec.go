@@ -291,6 +291,7 @@ func (s *Spec) Validate() error {
 	case 0, 2:
 	case 1:
 		if s.Type == LeftOuter || s.Type == RightOuter || s.Type == FullOuter {
+			//lint:ignore ST1005 Spark's error text, verbatim with its final period (spec/stream-joins.md §1)
 			return fmt.Errorf("%w: The query is using stream-stream %s join with state format version 1 - correctness issue is discovered. Please discard the checkpoint and rerun the query. See SPARK-26154 for more details.", ErrUnsupportedOperation, s.Type)
 		}
 	default:
