@@ -72,6 +72,21 @@ func randomWorkload(rng *rand.Rand) workload {
 		w.spec.Condition = []Bound{{GE, lower}, {LT, upper}, {LE, upper + 2_000_000}}
 	}
 	w.delays = [2]int64{rng.Int64N(15) * 1000, rng.Int64N(15) * 1000}
+	switch {
+	case w.spec.Type == Inner && rng.IntN(4) == 0:
+		// Spark's "one side condition": only the right state is bounded.
+		w.spec.Condition = []Bound{{GT, lower}}
+	case w.spec.Type == Inner && rng.IntN(4) == 0:
+		// A side without a watermark: never late, never evicted, no watermark node (§2.4).
+		if rng.IntN(2) == 0 {
+			w.spec.LeftWatermark = false
+		} else {
+			w.spec.RightWatermark = false
+		}
+	case w.spec.Type == FullOuter && rng.IntN(4) == 0:
+		// Full outer needs one bound only; the other side keeps its rows (§1).
+		w.spec.Condition = []Bound{{LE, upper}}
+	}
 	nKeys := 1 + rng.IntN(6)
 	var evs []event
 	id := 0
@@ -241,18 +256,26 @@ func oracleSchedule(w workload) []oracleBatch {
 	var node [2]int64
 	var global, prev int64
 	var out []oracleBatch
-	lower, upper := int64(0), int64(0)
-	_ = lower
-	_ = upper
+	has := [2]bool{w.spec.LeftWatermark, w.spec.RightWatermark}
 	for i, b := range w.batches {
 		out = append(out, oracleBatch{data: i, late: prev, evict: global})
 		for _, e := range b {
 			ms := e.t / 1000 // times are non-negative here
 			node[e.side] = max(node[e.side], ms-w.delays[e.side])
 		}
-		next := max(global, min(node[0], node[1]))
+		next := global
+		switch {
+		case has[0] && has[1]:
+			next = max(global, min(node[0], node[1]))
+		case has[0]:
+			next = max(global, node[0])
+		case has[1]:
+			next = max(global, node[1])
+		}
 		prev, global = global, next
-		if !w.once[i] && next > out[len(out)-1].evict {
+		_, lok := oracleStateWatermark(w.spec, Left, 0)
+		_, rok := oracleStateWatermark(w.spec, Right, 0)
+		if !w.once[i] && (lok || rok) && next > out[len(out)-1].evict {
 			out = append(out, oracleBatch{data: -1, late: prev, evict: global})
 			prev = global
 		}
@@ -263,8 +286,12 @@ func oracleSchedule(w workload) []oracleBatch {
 // oracleStateWatermark is the state watermark of side for W (ms), from the conjuncts: for
 // `r.t <(=) l.t + c` the left side gets trunc((W*1000 - c)/1000) (-1 if inclusive), for
 // `r.t >(=) l.t + c` the right side trunc((W*1000 + c)/1000) (-1 if inclusive); the min wins.
-func oracleStateWatermark(spec Spec, side Side, w int64) int64 {
-	best := int64(1 << 62)
+// A side evicts only if both sides carry a watermark.
+func oracleStateWatermark(spec Spec, side Side, w int64) (int64, bool) {
+	if !spec.LeftWatermark || !spec.RightWatermark {
+		return 0, false
+	}
+	best, ok := int64(0), false
 	for _, b := range spec.Condition {
 		var v int64
 		switch {
@@ -278,9 +305,11 @@ func oracleStateWatermark(spec Spec, side Side, w int64) int64 {
 		if b.Op == LE || b.Op == GE {
 			v--
 		}
-		best = min(best, v)
+		if !ok || v < best {
+			best, ok = v, true
+		}
 	}
-	return best
+	return best, ok
 }
 
 func oracleMatch(spec Spec, l, r event) bool {
@@ -333,7 +362,7 @@ func checkAgainstOracle(w workload, steps []step) error {
 			if filtered {
 				continue // never reaches the join: neither late nor stored
 			}
-			if e.t <= s.late*1000 {
+			if has(w.spec, e.side) && e.t <= s.late*1000 {
 				wantLate[e.side] = append(wantLate[e.side], j)
 				late[[2]int{int(e.side), e.id}] = true
 				continue
@@ -381,7 +410,7 @@ func checkAgainstOracle(w workload, steps []step) error {
 			}
 			// The first batch at or after its arrival whose state watermark reaches it.
 			for i := runOf[e.batch]; i < len(sched); i++ {
-				if e.t <= oracleStateWatermark(w.spec, side, sched[i].evict)*1000 {
+				if v, ok := oracleStateWatermark(w.spec, side, sched[i].evict); ok && e.t <= v*1000 {
 					add(fmt.Sprintf("%s-unmatched %s", side, e.payload()), i)
 					break
 				}
@@ -425,4 +454,11 @@ func checkAgainstOracle(w workload, steps []step) error {
 	}
 	_ = late
 	return nil
+}
+
+func has(spec Spec, side Side) bool {
+	if side == Left {
+		return spec.LeftWatermark
+	}
+	return spec.RightWatermark
 }
