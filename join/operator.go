@@ -85,10 +85,12 @@ type Result struct {
 	Unmatched [2]int64
 }
 
+// outRec is an emitted row while the batch runs: its payloads are copied into the result's
+// buffer (int offsets: one batch's output may pass 4 GiB), sliced out at the end.
 type outRec struct {
 	kind   Kind
-	lo, ln uint32
-	ro, rn uint32
+	lo, ln int
+	ro, rn int
 	lt, rt int64
 }
 
@@ -140,9 +142,9 @@ func (o *Operator) matches(lt, rt int64) bool {
 
 func (o *Operator) emit(kind Kind, lp []byte, lt int64, rp []byte, rt int64) {
 	r := outRec{kind: kind, lt: lt, rt: rt}
-	r.lo, r.ln = uint32(len(o.buf)), uint32(len(lp))
+	r.lo, r.ln = len(o.buf), len(lp)
 	o.buf = append(o.buf, lp...)
-	r.ro, r.rn = uint32(len(o.buf)), uint32(len(rp))
+	r.ro, r.rn = len(o.buf), len(rp)
 	o.buf = append(o.buf, rp...)
 	o.recs = append(o.recs, r)
 }
