@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -366,4 +367,51 @@ func (s *Spec) appendFingerprint(dst []byte) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(b.Len()))
 	return append(dst, b.String()...)
+}
+
+// MatchRange is the inclusive range of event times (µs) of the rows on the other side that a
+// row of side at time t can match by the time condition: what merge-late reads of the other
+// side's silver, with data skipping (spec §9.1). ok is false when no time can match.
+func (s *Spec) MatchRange(side Side, t int64) (lo, hi int64, ok bool) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	for _, b := range s.Condition {
+		var l, h int64 = math.MinInt64, math.MaxInt64
+		if side == Left { // partners r: r op t + c
+			switch b.Op {
+			case GE:
+				l = t + b.Offset
+			case GT:
+				l = t + b.Offset + 1
+			case LE:
+				h = t + b.Offset
+			case LT:
+				h = t + b.Offset - 1
+			}
+		} else { // partners l: t op l + c
+			switch b.Op {
+			case GE:
+				h = t - b.Offset
+			case GT:
+				h = t - b.Offset - 1
+			case LE:
+				l = t - b.Offset
+			case LT:
+				l = t - b.Offset + 1
+			}
+		}
+		lo, hi = max(lo, l), min(hi, h)
+	}
+	return lo, hi, lo <= hi
+}
+
+// MatchWindowClosed reports whether a row of side at time t (µs) can no longer meet an on-time
+// partner once the eviction watermark is wMs: its state watermark has reached it, which is
+// when the stream emits an unmatched row, and when merge-late may write a null-extended row
+// for a quarantined one (spec §9.1). A side that is never evicted never closes.
+func (s *Spec) MatchWindowClosed(side Side, t, wMs int64) bool {
+	l, lok, r, rok := s.StateWatermarks(wMs)
+	if side == Left {
+		return lok && t <= l*1000
+	}
+	return rok && t <= r*1000
 }

@@ -3,6 +3,7 @@ package join
 import (
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -265,4 +266,46 @@ func FuzzValidate(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestMatchRange checks the partner ranges against Bound.holds, time by time, for random
+// conditions of every form.
+func TestMatchRange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for round := 0; round < 300; round++ {
+		var s Spec
+		for n := rng.IntN(4); n > 0; n-- {
+			s.Condition = append(s.Condition, Bound{Op(1 + rng.IntN(4)), rng.Int64N(21) - 10})
+		}
+		t0 := rng.Int64N(41) - 20
+		for _, side := range []Side{Left, Right} {
+			lo, hi, ok := s.MatchRange(side, t0)
+			for x := int64(-100); x <= 100; x++ {
+				lt, rt := t0, x
+				if side == Right {
+					lt, rt = x, t0
+				}
+				match := true
+				for _, b := range s.Condition {
+					match = match && b.holds(lt, rt)
+				}
+				if in := ok && lo <= x && x <= hi; in != match {
+					t.Fatalf("%v %s row at %d: partner %d matches %t, range [%d, %d] ok %t", s.Condition, side, t0, x, match, lo, hi, ok)
+				}
+			}
+		}
+	}
+	s := Spec{Type: LeftOuter, NumKeys: 1, Condition: Between(0, 3600*sec), LeftWatermark: true, RightWatermark: true}
+	// JV12: at W = 13:50 the impressions up to 12:49:59.999 are closed, 12:50 is not.
+	w := int64(13*3600_000 + 50*60_000)
+	if !s.MatchWindowClosed(Left, (w-3600_000-1)*1000, w) || s.MatchWindowClosed(Left, (w-3600_000)*1000, w) {
+		t.Error("left window boundary")
+	}
+	if !s.MatchWindowClosed(Right, (w-1)*1000, w) || s.MatchWindowClosed(Right, w*1000, w) {
+		t.Error("right window boundary")
+	}
+	s.LeftWatermark = false
+	if s.MatchWindowClosed(Right, 0, w) {
+		t.Error("a side that is never evicted closed")
+	}
 }
