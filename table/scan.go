@@ -129,7 +129,9 @@ func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*Batch, erro
 }
 
 func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *ReadBuffer, yield func(*Batch) bool) error {
-	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, err) }
+	// Every read of the file goes through ra, which tells a failing store from a bad file.
+	ra := &storeReaderAt{}
+	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
 	var deleted []uint64
 	if add.DeletionVector != nil {
 		var err error
@@ -151,7 +153,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 		size = info.Size
 	}
-	ra := objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
+	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
 	f, err := openParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
 		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
