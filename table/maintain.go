@@ -56,11 +56,24 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	}
 	cutoff := t.now().Add(-opts.Retention)
 	keep := map[string]bool{}
+	var lookupErr error // a DV vacuum could not look up: deleting anything then is unsafe
 	protect := func(path string, dv *txlog.DeletionVector) {
 		keep[path] = true
-		if dv != nil && dv.StorageType == "u" {
+		switch {
+		case dv == nil:
+		case dv.StorageType == "u":
 			if p, err := DeletionVectorPath(dv); err == nil {
 				keep[p] = true
+			}
+		case dv.StorageType == "p":
+			// An absolute path into the table's own root is a file vacuum would otherwise
+			// see as unreferenced; one elsewhere is not ours to delete anyway.
+			k, err := dvKeyInTable(ctx, t.bucket, dv.PathOrInlineDv)
+			switch {
+			case err == nil:
+				keep[k] = true
+			case !errors.Is(err, objstore.ErrNotFound) && lookupErr == nil:
+				lookupErr = err
 			}
 		}
 	}
@@ -71,6 +84,9 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
 			protect(r.Path, r.DeletionVector)
 		}
+	}
+	if lookupErr != nil {
+		return VacuumResult{}, fmt.Errorf("table: vacuum: %w", lookupErr)
 	}
 	var res VacuumResult
 	for info, err := range t.bucket.List(ctx, "", objstore.ListOptions{}) {
@@ -210,7 +226,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	if wopts.StatsColumns == 0 {
 		wopts.StatsColumns = statsColumns(snap.Metadata().Configuration)
 	}
-	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: names}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: names, OpenURL: t.open}
 	var removes []*txlog.Remove
 	var read []string
 	var adds []*txlog.Add

@@ -19,6 +19,8 @@ type FileScan struct {
 	PartitionCols []string
 	Columns       []string   // projected columns (nil: all), in the order wanted
 	Filter        *Predicate // optional; bound to Schema
+	// OpenURL reaches files named by absolute paths outside the table root (nil: none).
+	OpenURL OpenURL
 }
 
 // projection returns the projected schema and, when a filter reads columns outside it, the
@@ -135,7 +137,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	var deleted []uint64
 	if add.DeletionVector != nil {
 		var err error
-		if deleted, err = LoadDeletionVector(ctx, s.Bucket, add.DeletionVector); err != nil {
+		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
 			return wrap(err)
 		}
 	}
