@@ -43,6 +43,7 @@ type rnode struct {
 	// by: a table scale above the file's, after type widening (or an integer read as decimal).
 	rescale  int
 	repeated bool // leaf: the file column has a repetition level
+	variant  bool // a variant: children metadata and value, decoded to JSON text
 	first    int  // first present leaf below (for peeking levels)
 	children []*rnode
 	leaves   []int
@@ -72,6 +73,9 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 	n.def = parentDef
 	if fc.Optional() {
 		n.def++
+	}
+	if t.TypeName() == txlog.TypeVariant {
+		return n.planVariant(fc, parentRep)
 	}
 	switch v := t.(type) {
 	case *txlog.StructType:
@@ -157,6 +161,32 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 			return nil, err
 		}
 	}
+	n.finish()
+	return n, nil
+}
+
+// planVariant plans a variant: the group of its metadata and value binaries. A shredded
+// variant (a typed_value column beside them, Delta's variantShredding feature) is refused.
+func (n *rnode) planVariant(fc *parquet.Column, parentRep int) (*rnode, error) {
+	if fc.Leaf() {
+		return nil, n.fail("file stores %s, the table a variant (a group of metadata and value)", fc.Type())
+	}
+	if fc.Column("typed_value") != nil {
+		return nil, n.fail("the variant is shredded (typed_value), which is not supported")
+	}
+	bin := txlog.PrimitiveType{Name: txlog.TypeBinary}
+	for _, part := range []string{"metadata", "value"} {
+		c := fc.Column(part)
+		if c == nil || !c.Leaf() {
+			return nil, n.fail("a variant group needs a binary %s column", part)
+		}
+		ch, err := planRead(bin, n.name+"."+part, c, n.def, parentRep)
+		if err != nil {
+			return nil, err
+		}
+		n.children = append(n.children, ch)
+	}
+	n.variant = true
 	n.finish()
 	return n, nil
 }
@@ -381,6 +411,9 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 		col.AppendNull()
 		return nil
 	}
+	if n.variant {
+		return a.decodeVariant(n, col)
+	}
 	switch n.kind {
 	case KindStruct:
 		v, ok := a.peek(n.first)
@@ -461,6 +494,30 @@ func (a *assembler) skipPresent(n *rnode) {
 	for _, ch := range n.children {
 		a.skipPresent(ch)
 	}
+}
+
+// decodeVariant appends a variant's JSON text (or null).
+func (a *assembler) decodeVariant(n *rnode, col *Column) error {
+	m, ok1 := a.peek(n.children[0].leaf)
+	v, ok2 := a.peek(n.children[1].leaf)
+	if !ok1 || !ok2 {
+		return n.fail("ran out of values")
+	}
+	a.pos[n.children[0].leaf]++
+	a.pos[n.children[1].leaf]++
+	if m.DefinitionLevel() < n.def {
+		col.AppendNull()
+		return nil
+	}
+	if m.DefinitionLevel() < n.children[0].def || v.DefinitionLevel() < n.children[1].def {
+		return n.fail("a variant without metadata or value")
+	}
+	text, err := variantJSON(nil, m.ByteArray(), v.ByteArray())
+	if err != nil {
+		return n.fail("variant: %v", err)
+	}
+	col.AppendBytes(text)
+	return nil
 }
 
 func (n *rnode) appendValue(col *Column, v parquet.Value) error {

@@ -7,10 +7,11 @@ import (
 )
 
 // Reader features this package (with the table layer) can read. typeWidening: the table layer
-// reads files written before a column was widened at its current type. Everything else, such
+// reads files written before a column was widened at its current type; variantType: it reads
+// a variant as its JSON text (a shredded one, variantShredding, is refused). Everything else, such
 // as catalogManaged (catalogOwned-preview), whose commits a catalog owns, is refused by name.
 var supportedReaderFeatures = []string{"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
-	"typeWidening", "typeWidening-preview"}
+	"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
 
 // Writer features this package can write under: the ones that impose nothing on a writer that
 // only adds and removes whole files, or whose rules txlog enforces itself (appendOnly,
