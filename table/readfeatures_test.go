@@ -28,7 +28,8 @@ import (
 type handFile struct {
 	path string
 	data []byte
-	dv   string // the add action's deletionVector JSON, or ""
+	dv    string // the add action's deletionVector JSON, or ""
+	stats string // the add action's stats JSON, or ""
 }
 
 // handTable writes version 0 of a table: protocol, metaData and one add per file.
@@ -48,6 +49,10 @@ func handTable(t *testing.T, b objstore.Bucket, protocol, schema string, conf ma
 		dv := ""
 		if f.dv != "" {
 			dv = `,"deletionVector":` + f.dv
+		}
+		if f.stats != "" {
+			st, _ := json.Marshal(f.stats)
+			dv += `,"stats":` + string(st)
 		}
 		fmt.Fprintf(&log, `{"add":{"path":%q,"partitionValues":{},"size":%d,"modificationTime":1700000000000,"dataChange":true%s}}`+"\n", f.path, len(f.data), dv)
 	}
@@ -288,8 +293,40 @@ func TestTypeWidening(t *testing.T) {
 			}
 		})
 	}
-	// A narrowing the protocol does not allow stays an error naming the column.
+	// The old file's stats are in its old types; data skipping must read them at the new
+	// types and keep the rows that match.
+	oldStats := `{"numRecords":2,"minValues":{"i":-7,"f":-0.25,"d":"1970-01-01","dec":-0.01,"n":-4,"k":-1},` +
+		`"maxValues":{"i":2147483647,"f":1.5,"d":"2024-03-01","dec":123.45,"n":3,"k":42},` +
+		`"nullCount":{"i":0,"f":0,"d":0,"dec":0,"n":0,"k":0}}`
 	b := mem.New()
+	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}`, schema, nil,
+		handFile{path: "part-0.parquet", data: old, stats: oldStats}, handFile{path: "part-1.parquet", data: newer})
+	for _, c := range []struct {
+		filter Expr
+		ids    []string
+	}{
+		{Ge("d", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)), []string{"-7", "1099511627776"}},
+		{Ge("dec", "123.45"), []string{"-7", "1099511627776"}},
+		{Eq("k", "42.00"), []string{"-7", "1099511627776"}},
+		{Ge("i", int64(2147483647)), []string{"1099511627776", "2147483647"}},
+	} {
+		var got []string
+		for batch, err := range Open(b).Scan(t.Context(), ScanOptions{Filter: c.filter}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range batch.Len() {
+				got = append(got, fmt.Sprint(batch.Columns[0].Int64[r]))
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.ids) {
+			t.Errorf("filter %v: rows i=%v, want %v", c.filter, got, c.ids)
+		}
+	}
+
+	// A narrowing the protocol does not allow stays an error naming the column.
+	b = mem.New()
 	narrowed := strings.Replace(schema, `"decimal(10,4)"`, `"decimal(10,1)"`, 1)
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}`, narrowed, nil,
 		handFile{path: "part-0.parquet", data: old})
