@@ -26,8 +26,8 @@ import (
 
 // handFile is a data file of a hand-built table.
 type handFile struct {
-	path string
-	data []byte
+	path  string
+	data  []byte
 	dv    string // the add action's deletionVector JSON, or ""
 	stats string // the add action's stats JSON, or ""
 }
