@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
@@ -288,6 +289,16 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 		}()
 	}
 	wg.Wait()
+	var missing []source.IndexedFile
+	var cause error
+	for i, err := range errs {
+		if errors.Is(err, objstore.ErrNotFound) {
+			missing, cause = append(missing, files[i]), err
+		}
+	}
+	if len(missing) > 0 {
+		return nil, missingFilesError(snap, missing, cause)
+	}
 	var out []*table.Batch
 	for i, bs := range per {
 		if errs[i] != nil {

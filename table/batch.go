@@ -45,6 +45,8 @@ func KindOf(t txlog.DataType) (Kind, error) {
 			return KindBool, nil
 		case txlog.TypeString, txlog.TypeBinary:
 			return KindBytes, nil
+		case txlog.TypeVariant:
+			return KindBytes, nil // its JSON text: see variant.go
 		case txlog.TypeVoid:
 			return KindNull, nil
 		}

@@ -110,7 +110,8 @@ func fieldIndexFold(s *txlog.StructType, name string) int {
 // one ranged read for a one-row-group file whose filters sit near its end, as ours do.
 // It is safe for concurrent use.
 func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) ([]bool, error) {
-	wrap := func(err error) error { return fmt.Errorf("table: bloom look-up %s: %w", add.Path, err) }
+	store := &storeReaderAt{} // tells a failing store from a bad file
+	wrap := func(err error) error { return fmt.Errorf("table: bloom look-up %s: %w", add.Path, store.blame(err)) }
 	if err := keys.Validate(); err != nil {
 		return nil, wrap(err)
 	}
@@ -150,7 +151,8 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 		}
 		size = info.Size
 	}
-	ra := &spanReaderAt{base: objstore.NewReaderAt(ctx, s.Bucket, add.Path, size), size: size}
+	store.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
+	ra := &spanReaderAt{base: store, size: size}
 	tail := min(size, bloomTailBytes)
 	if err := ra.load(size-tail, tail); err != nil {
 		return nil, wrap(err)

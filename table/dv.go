@@ -95,10 +95,77 @@ func DeletionVectorPath(dv *txlog.DeletionVector) (string, error) {
 	return "", fmt.Errorf("%w: storage type %q has no file", ErrBadDeletionVector, dv.StorageType)
 }
 
-// LoadDeletionVector returns the sorted row indexes a DV deletes. Absolute ("p") paths are
-// resolved against the table bucket by their last path segments, which only works when the DV
-// lives under the table root.
+// OpenURL opens the bucket rooted at a location URL (a directory, "s3://bucket/prefix" or
+// "file:///abs/dir"): how a table reaches files its log names by an absolute path outside its
+// own root, such as the deletion vectors of a shallow clone, which stay with the source table.
+// The caller closes the bucket.
+type OpenURL func(ctx context.Context, url string) (objstore.Bucket, error)
+
+// LoadDeletionVector returns the sorted row indexes a DV deletes. An absolute ("p") path is
+// looked up under the table root (see resolveAbsoluteDV); one outside it is not reachable
+// without an OpenURL (LoadDeletionVectorFrom).
 func LoadDeletionVector(ctx context.Context, b objstore.Bucket, dv *txlog.DeletionVector) ([]uint64, error) {
+	return LoadDeletionVectorFrom(ctx, b, nil, dv)
+}
+
+// resolveAbsoluteDV finds the object an absolute DV path names. The table's bucket does not
+// know its own URL, so the path's trailing segments are tried as keys under the table root,
+// longest first ("s3://b/warehouse/t/ab/deletion_vector_<uuid>.bin" -> "warehouse/t/ab/...",
+// "t/ab/...", "ab/deletion_vector_<uuid>.bin", ...): DV names carry a random UUID, so a match is
+// the file. Conversions and restores write such paths into the table's own root. A path found
+// nowhere under the root (a shallow clone's DV, in its source table) is opened at its own
+// location with open, when one is given; close releases that bucket.
+func resolveAbsoluteDV(ctx context.Context, b objstore.Bucket, open OpenURL, raw string) (bucket objstore.Bucket, key string, close func(), err error) {
+	key, err = dvKeyInTable(ctx, b, raw)
+	if err == nil {
+		return b, key, func() {}, nil
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return nil, "", nil, err
+	}
+	if open == nil {
+		return nil, "", nil, fmt.Errorf("%w: deletion vector %s is not under the table root, and no opener for other locations was given", objstore.ErrNotFound, raw)
+	}
+	i := strings.LastIndex(raw, "/")
+	if i < 0 {
+		return nil, "", nil, fmt.Errorf("%w: absolute DV path %q has no directory", ErrBadDeletionVector, raw)
+	}
+	ext, err := open(ctx, raw[:i])
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("table: open the location of deletion vector %s: %w", raw, err)
+	}
+	return ext, raw[i+1:], func() { ext.Close() }, nil
+}
+
+// dvKeyInTable returns the key under the table root of an absolute DV path, or ErrNotFound.
+func dvKeyInTable(ctx context.Context, b objstore.Bucket, raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: absolute DV path %q: %v", ErrBadDeletionVector, raw, err)
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(segs) == 0 || segs[len(segs)-1] == "" {
+		return "", fmt.Errorf("%w: absolute DV path %q names no file", ErrBadDeletionVector, raw)
+	}
+	for i := range segs {
+		key := strings.Join(segs[i:], "/")
+		if objstore.ValidateKey(key) != nil {
+			continue
+		}
+		_, err := b.Stat(ctx, key)
+		if err == nil {
+			return key, nil
+		}
+		if !errors.Is(err, objstore.ErrNotFound) {
+			return "", fmt.Errorf("table: look up deletion vector %s: %w", raw, err)
+		}
+	}
+	return "", fmt.Errorf("%w: deletion vector %s", objstore.ErrNotFound, raw)
+}
+
+// LoadDeletionVectorFrom is LoadDeletionVector with a way to open locations outside the
+// table root (nil: none).
+func LoadDeletionVectorFrom(ctx context.Context, b objstore.Bucket, open OpenURL, dv *txlog.DeletionVector) ([]uint64, error) {
 	var blob []byte
 	switch dv.StorageType {
 	case "i":
@@ -111,11 +178,20 @@ func LoadDeletionVector(ctx context.Context, b objstore.Bucket, dv *txlog.Deleti
 		}
 		blob = raw[:dv.SizeInBytes]
 	case "u", "p":
-		key, err := DeletionVectorPath(dv)
-		if err != nil {
-			return nil, err
+		var key string
+		if dv.StorageType == "u" {
+			var err error
+			if key, err = DeletionVectorPath(dv); err != nil {
+				return nil, err
+			}
+		} else {
+			ext, k, done, err := resolveAbsoluteDV(ctx, b, open, dv.PathOrInlineDv)
+			if err != nil {
+				return nil, fmt.Errorf("table: read deletion vector: %w", err)
+			}
+			defer done()
+			b, key = ext, k
 		}
-		key = strings.TrimPrefix(key, "/")
 		off := int64(0)
 		if dv.Offset != nil {
 			off = int64(*dv.Offset)

@@ -119,6 +119,8 @@ func appendJSONValue(dst []byte, c *Column, i int) []byte {
 			return strconv.AppendBool(dst, c.Bool[i])
 		case txlog.TypeString:
 			return appendJSONBytes(dst, c.BytesAt(i))
+		case txlog.TypeVariant:
+			return append(dst, c.BytesAt(i)...) // already JSON text
 		case txlog.TypeBinary:
 			dst = append(dst, '"')
 			dst = base64.StdEncoding.AppendEncode(dst, c.BytesAt(i))

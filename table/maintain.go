@@ -1,10 +1,14 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,11 +56,24 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	}
 	cutoff := t.now().Add(-opts.Retention)
 	keep := map[string]bool{}
+	var lookupErr error // a DV vacuum could not look up: deleting anything then is unsafe
 	protect := func(path string, dv *txlog.DeletionVector) {
 		keep[path] = true
-		if dv != nil && dv.StorageType == "u" {
+		switch {
+		case dv == nil:
+		case dv.StorageType == "u":
 			if p, err := DeletionVectorPath(dv); err == nil {
 				keep[p] = true
+			}
+		case dv.StorageType == "p":
+			// An absolute path into the table's own root is a file vacuum would otherwise
+			// see as unreferenced; one elsewhere is not ours to delete anyway.
+			k, err := dvKeyInTable(ctx, t.bucket, dv.PathOrInlineDv)
+			switch {
+			case err == nil:
+				keep[k] = true
+			case !errors.Is(err, objstore.ErrNotFound) && lookupErr == nil:
+				lookupErr = err
 			}
 		}
 	}
@@ -67,6 +84,9 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
 			protect(r.Path, r.DeletionVector)
 		}
+	}
+	if lookupErr != nil {
+		return VacuumResult{}, fmt.Errorf("table: vacuum: %w", lookupErr)
 	}
 	var res VacuumResult
 	for info, err := range t.bucket.List(ctx, "", objstore.ListOptions{}) {
@@ -108,8 +128,40 @@ type OptimizeResult struct {
 	BytesAdded   int64
 }
 
-// Optimize bin-packs the small files of each partition into files of the target size, in one
-// commit whose actions all have dataChange=false (streaming readers skip it).
+// OptimizeTargetSizeTag is the add-action tag optimize writes on its output files (the name
+// Databricks uses), with the target size as its value: it is how a later run recognizes a file
+// it produced itself.
+const OptimizeTargetSizeTag = "OPTIMIZE_TARGET_SIZE"
+
+// PackedSizeTag is the add-action tag with the bytes of the files optimize merged into this one:
+// the size the next optimize with the same target packs it by (see Optimize).
+const PackedSizeTag = "medallion.packedSize"
+
+// packedSize is the size optimize packs a file by: what it was packed from, if optimize wrote
+// it for this target (the larger of that and its real size), else its real size.
+func packedSize(a *txlog.Add, target string) int64 {
+	if a.Tags[OptimizeTargetSizeTag] != target {
+		return a.Size
+	}
+	n, err := strconv.ParseInt(a.Tags[PackedSizeTag], 10, 64)
+	if err != nil {
+		return a.Size
+	}
+	return max(n, a.Size)
+}
+
+// Optimize bin-packs the small files of each partition into files of at most the target size,
+// in one commit whose actions all have dataChange=false (streaming readers skip it).
+//
+// It settles: a second run over an unchanged table is a no-op (no commit). Each bin becomes
+// exactly one output file (the writer does not roll inside a bin), and the bins are packed
+// first-fit decreasing, which leaves no two bins whose sizes add up to the target or less. The
+// outputs are smaller than the files they merged (one footer, better compression), so packing
+// them again by their real sizes could pair two of them, and each run would chase that
+// shrinkage; instead each output records the bytes it was packed from (PackedSizeTag) and is
+// packed by that size while the target stays the same. Then the next run sees exactly the
+// sizes the previous one packed, no two of which fit together: every bin holds one file, and
+// nothing is rewritten. Files appended later are packed with the earlier outputs as usual.
 func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeResult, error) {
 	snap, schema, err := t.snapshotFor(ctx)
 	if err != nil {
@@ -131,6 +183,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 			return OptimizeResult{Version: -1}, fmt.Errorf("%w: optimize filter %s must use partition columns only", ErrBadPredicate, pred)
 		}
 	}
+	tag := strconv.FormatInt(target, 10)
 	groups := map[string][]*txlog.Add{}
 	names := snap.PartitionColumns()
 	physical := make([]string, len(names)) // partitionValues are keyed by physical name
@@ -141,7 +194,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 		}
 	}
 	for _, a := range snap.Files() {
-		if a.Size >= target || (pred != nil && !pred.MayMatch(a)) {
+		if a.Size >= target || packedSize(a, tag) >= target || (pred != nil && !pred.MayMatch(a)) {
 			continue
 		}
 		key := PartitionDir(physical, a.PartitionValues)
@@ -154,25 +207,38 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 		}
 	}
 	sort.Strings(keys)
+	var bins [][]*txlog.Add
+	for _, k := range keys {
+		for _, b := range packBins(groups[k], func(a *txlog.Add) int64 { return packedSize(a, tag) }, target) {
+			if len(b) > 1 {
+				bins = append(bins, b)
+			}
+		}
+	}
 	res := OptimizeResult{Version: -1}
-	if len(keys) == 0 {
+	if len(bins) == 0 {
 		return res, nil
 	}
 	wopts := t.write
-	wopts.TargetFileSize = target
+	// One bin, one file: the bin already fits the target, and a writer rolling on its own
+	// estimate would cut outputs below the target that the next run would pick up again.
+	wopts.TargetFileSize = math.MaxInt64
 	if wopts.StatsColumns == 0 {
 		wopts.StatsColumns = statsColumns(snap.Metadata().Configuration)
 	}
-	w, err := NewDataWriter(t.bucket, schema, names, wopts)
-	if err != nil {
-		return res, err
-	}
-	w.now, w.dataChange = t.now, false
-	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: names}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: names, OpenURL: t.open}
 	var removes []*txlog.Remove
 	var read []string
-	for _, k := range keys {
-		for _, a := range groups[k] {
+	var adds []*txlog.Add
+	for _, bin := range bins {
+		w, err := NewDataWriter(t.bucket, schema, names, wopts)
+		if err != nil {
+			return res, err
+		}
+		w.now, w.dataChange = t.now, false
+		var packed int64
+		for _, a := range bin {
+			packed += packedSize(a, tag)
 			parts, err := fs.ReadFile(ctx, a)
 			if err != nil {
 				return res, err
@@ -186,13 +252,15 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 			read = append(read, a.Path)
 			res.BytesRemoved += a.Size
 		}
-	}
-	adds, err := w.Close(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, a := range adds {
-		res.BytesAdded += a.Size
+		out, err := w.Close(ctx)
+		if err != nil {
+			return res, err
+		}
+		for _, a := range out {
+			a.Tags = map[string]string{OptimizeTargetSizeTag: tag, PackedSizeTag: strconv.FormatInt(packed, 10)}
+			res.BytesAdded += a.Size
+		}
+		adds = append(adds, out...)
 	}
 	tx := t.log.Begin(snap)
 	tx.ReadFiles(read...)
@@ -211,4 +279,45 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	}
 	res.Version, res.FilesRemoved, res.FilesAdded = v, len(removes), len(adds)
 	return res, nil
+}
+
+// packBins packs files smaller than target into bins whose sizes add up to at most target,
+// first-fit decreasing (deterministic: ties broken by path). First fit leaves no two bins
+// that would fit together, so the packing itself does not leave work for a next run.
+func packBins(files []*txlog.Add, size func(*txlog.Add) int64, target int64) [][]*txlog.Add {
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b *txlog.Add) int {
+		if c := cmp.Compare(size(b), size(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	var bins [][]*txlog.Add
+	var load []int64
+	// open lists the bins that can still take the smallest file: the files come largest
+	// first, so a bin that cannot take the last one is full for good and costs nothing more.
+	var open []int
+	smallest := int64(0)
+	if len(files) > 0 {
+		smallest = size(files[len(files)-1])
+	}
+	for _, f := range files {
+		placed := false
+		n := size(f)
+		for _, i := range open {
+			if load[i]+n <= target {
+				bins[i] = append(bins[i], f)
+				load[i] += n
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			bins = append(bins, []*txlog.Add{f})
+			load = append(load, n)
+			open = append(open, len(bins)-1)
+		}
+		open = slices.DeleteFunc(open, func(i int) bool { return load[i]+smallest > target })
+	}
+	return bins
 }

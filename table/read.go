@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"reflect"
 	"strings"
 
@@ -22,22 +23,27 @@ const (
 	unitMillis
 	unitNanos
 	unitInt96
+	unitDays // a date (INT32 days) read as timestamp_ntz: type widening
 )
 
 // rnode is the read plan of one field: where its values are in the file and at which
 // definition levels it is present.
 type rnode struct {
-	name     string
-	kind     Kind
-	typ      txlog.DataType
-	missing  bool // not in the file: always null
-	def      int  // definition level at which the node is non-null
-	rep      int  // list/map: repetition level of the entries
-	elemDef  int  // list/map: definition level at which an entry exists
-	leaf     int  // leaf column index
-	phys     parquet.Kind
-	unit     int
+	name    string
+	kind    Kind
+	typ     txlog.DataType
+	missing bool // not in the file: always null
+	def     int  // definition level at which the node is non-null
+	rep     int  // list/map: repetition level of the entries
+	elemDef int  // list/map: definition level at which an entry exists
+	leaf    int  // leaf column index
+	phys    parquet.Kind
+	unit    int
+	// rescale, for a decimal, is the power of ten the file's unscaled values are multiplied
+	// by: a table scale above the file's, after type widening (or an integer read as decimal).
+	rescale  int
 	repeated bool // leaf: the file column has a repetition level
+	variant  bool // a variant: children metadata and value, decoded to JSON text
 	first    int  // first present leaf below (for peeking levels)
 	children []*rnode
 	leaves   []int
@@ -67,6 +73,9 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 	n.def = parentDef
 	if fc.Optional() {
 		n.def++
+	}
+	if t.TypeName() == txlog.TypeVariant {
+		return n.planVariant(fc, parentRep)
 	}
 	switch v := t.(type) {
 	case *txlog.StructType:
@@ -156,6 +165,32 @@ func planRead(t txlog.DataType, name string, fc *parquet.Column, parentDef, pare
 	return n, nil
 }
 
+// planVariant plans a variant: the group of its metadata and value binaries. A shredded
+// variant (a typed_value column beside them, Delta's variantShredding feature) is refused.
+func (n *rnode) planVariant(fc *parquet.Column, parentRep int) (*rnode, error) {
+	if fc.Leaf() {
+		return nil, n.fail("file stores %s, the table a variant (a group of metadata and value)", fc.Type())
+	}
+	if fc.Column("typed_value") != nil {
+		return nil, n.fail("the variant is shredded (typed_value), which is not supported")
+	}
+	bin := txlog.PrimitiveType{Name: txlog.TypeBinary}
+	for _, part := range []string{"metadata", "value"} {
+		c := fc.Column(part)
+		if c == nil || !c.Leaf() {
+			return nil, n.fail("a variant group needs a binary %s column", part)
+		}
+		ch, err := planRead(bin, n.name+"."+part, c, n.def, parentRep)
+		if err != nil {
+			return nil, err
+		}
+		n.children = append(n.children, ch)
+	}
+	n.variant = true
+	n.finish()
+	return n, nil
+}
+
 // planElement plans a 2-level list element: the repeated field itself, whose repetition was
 // already counted in def.
 func planElement(t txlog.DataType, name string, r *parquet.Column, def, rep int) (*rnode, error) {
@@ -229,16 +264,19 @@ func childByName(fc *parquet.Column, f *txlog.StructField) *parquet.Column {
 	if fc == nil {
 		return nil
 	}
-	name := f.PhysicalName()
-	if c := fc.Column(name); c != nil {
-		return c
-	}
+	// The field id first: in column mapping's id mode it is the only binding (Iceberg-compatible
+	// tables and converted ones keep other engines' column names in their files), and in name
+	// mode Delta writes the same id beside the physical name.
 	if id := fieldID(f); id != 0 {
 		for _, c := range fc.Columns() {
 			if c.ID() == id {
 				return c
 			}
 		}
+	}
+	name := f.PhysicalName()
+	if c := fc.Column(name); c != nil {
+		return c
 	}
 	for _, c := range fc.Columns() {
 		if strings.EqualFold(c.Name(), name) {
@@ -248,7 +286,12 @@ func childByName(fc *parquet.Column, f *txlog.StructField) *parquet.Column {
 	return nil
 }
 
-// planLeaf checks that the file's physical type can hold the Delta type.
+// planLeaf checks that the file's physical type can hold the Delta type. Besides the exact
+// match it accepts the changes Delta's type widening makes (readerFeatures typeWidening): a
+// file written before the change is read at the column's current type. byte, short and int
+// are all INT32 in Parquet, so their widenings to int or long need nothing; int to double,
+// date to timestamp_ntz and a decimal's larger precision or scale (or an integer read as a
+// decimal) convert values.
 func (n *rnode) planLeaf(fc *parquet.Column) error {
 	n.leaf = fc.Index()
 	n.repeated = fc.MaxRepetitionLevel() > 0
@@ -265,6 +308,8 @@ func (n *rnode) planLeaf(fc *parquet.Column) error {
 				n.unit, ok = unitInt96, true
 			case parquet.Int64:
 				n.unit, ok = timeUnit(ft), true
+			case parquet.Int32:
+				n.unit, ok = unitDays, name == txlog.TypeTimestampNTZ && isDate(ft)
 			}
 		default:
 			ok = n.phys == parquet.Int64 || n.phys == parquet.Int32
@@ -272,7 +317,7 @@ func (n *rnode) planLeaf(fc *parquet.Column) error {
 	case KindInt32:
 		ok = n.phys == parquet.Int32
 	case KindFloat64:
-		ok = n.phys == parquet.Double || n.phys == parquet.Float
+		ok = n.phys == parquet.Double || n.phys == parquet.Float || n.phys == parquet.Int32 && !isDate(ft)
 	case KindFloat32:
 		ok = n.phys == parquet.Float
 	case KindBool:
@@ -281,11 +326,45 @@ func (n *rnode) planLeaf(fc *parquet.Column) error {
 		ok = n.phys == parquet.ByteArray || n.phys == parquet.FixedLenByteArray
 	case KindDecimal:
 		ok = n.phys == parquet.Int32 || n.phys == parquet.Int64 || n.phys == parquet.ByteArray || n.phys == parquet.FixedLenByteArray
+		if ok {
+			want := n.typ.(txlog.DecimalType)
+			fileScale, decimal := decimalScale(ft)
+			ct := ft.ConvertedType()
+			if !decimal && (n.phys == parquet.ByteArray || n.phys == parquet.FixedLenByteArray || ct != nil && *ct == deprecated.Decimal) {
+				// Bytes, or a decimal known only by its legacy annotation: as before, trust
+				// the table's scale. Only a plain integer is an integer widened to decimal.
+				fileScale = want.Scale
+			}
+			if n.rescale = want.Scale - fileScale; n.rescale < 0 {
+				return n.fail("file stores %s with scale %d, which the table's %s would cut", ft, fileScale, name)
+			}
+		}
 	}
 	if !ok {
 		return n.fail("file stores %s, which cannot be read as %s", ft, name)
 	}
 	return nil
+}
+
+// isDate reports whether an INT32 column is annotated as a date.
+func isDate(t parquet.Type) bool {
+	if lt := t.LogicalType(); lt != nil {
+		if _, ok := lt.Value.(*format.DateType); ok {
+			return true
+		}
+	}
+	ct := t.ConvertedType()
+	return ct != nil && *ct == deprecated.Date
+}
+
+// decimalScale returns the scale of a column annotated as a decimal, and whether it is one.
+func decimalScale(t parquet.Type) (int, bool) {
+	if lt := t.LogicalType(); lt != nil {
+		if d, ok := lt.Value.(*format.DecimalType); ok {
+			return int(d.Scale), true
+		}
+	}
+	return 0, false
 }
 
 func timeUnit(t parquet.Type) int {
@@ -331,6 +410,9 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 	if n.missing {
 		col.AppendNull()
 		return nil
+	}
+	if n.variant {
+		return a.decodeVariant(n, col)
 	}
 	switch n.kind {
 	case KindStruct:
@@ -414,12 +496,38 @@ func (a *assembler) skipPresent(n *rnode) {
 	}
 }
 
+// decodeVariant appends a variant's JSON text (or null).
+func (a *assembler) decodeVariant(n *rnode, col *Column) error {
+	m, ok1 := a.peek(n.children[0].leaf)
+	v, ok2 := a.peek(n.children[1].leaf)
+	if !ok1 || !ok2 {
+		return n.fail("ran out of values")
+	}
+	a.pos[n.children[0].leaf]++
+	a.pos[n.children[1].leaf]++
+	if m.DefinitionLevel() < n.def {
+		col.AppendNull()
+		return nil
+	}
+	if m.DefinitionLevel() < n.children[0].def || v.DefinitionLevel() < n.children[1].def {
+		return n.fail("a variant without metadata or value")
+	}
+	text, err := variantJSON(nil, m.ByteArray(), v.ByteArray())
+	if err != nil {
+		return n.fail("variant: %v", err)
+	}
+	col.AppendBytes(text)
+	return nil
+}
+
 func (n *rnode) appendValue(col *Column, v parquet.Value) error {
 	switch n.kind {
 	case KindInt64:
 		switch {
 		case n.phys == parquet.Int96:
 			col.AppendInt64(int96Micros(v.Int96()))
+		case n.unit == unitDays:
+			col.AppendInt64(int64(v.Int32()) * 86400_000_000)
 		case n.phys == parquet.Int32:
 			col.AppendInt64(int64(v.Int32()))
 		case n.unit == unitMillis:
@@ -434,6 +542,8 @@ func (n *rnode) appendValue(col *Column, v parquet.Value) error {
 	case KindFloat64:
 		if n.phys == parquet.Float {
 			col.AppendFloat64(float64(v.Float()))
+		} else if n.phys == parquet.Int32 {
+			col.AppendFloat64(float64(v.Int32()))
 		} else {
 			col.AppendFloat64(v.Double())
 		}
@@ -444,18 +554,27 @@ func (n *rnode) appendValue(col *Column, v parquet.Value) error {
 	case KindBytes:
 		col.AppendBytes(v.ByteArray())
 	case KindDecimal:
+		var d Decimal128
 		switch n.phys {
 		case parquet.Int32:
-			col.AppendDecimal(DecimalFromInt64(int64(v.Int32())))
+			d = DecimalFromInt64(int64(v.Int32()))
 		case parquet.Int64:
-			col.AppendDecimal(DecimalFromInt64(v.Int64()))
+			d = DecimalFromInt64(v.Int64())
 		default:
-			d, ok := DecimalFromBytes(v.ByteArray())
-			if !ok {
+			var ok bool
+			if d, ok = DecimalFromBytes(v.ByteArray()); !ok {
 				return n.fail("decimal wider than 128 bits")
 			}
-			col.AppendDecimal(d)
 		}
+		if n.rescale > 0 {
+			b := d.BigInt()
+			b.Mul(b, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.rescale)), nil))
+			var ok bool
+			if d, ok = DecimalFromBigInt(b); !ok {
+				return n.fail("decimal wider than 128 bits at the table's scale")
+			}
+		}
+		col.AppendDecimal(d)
 	}
 	return nil
 }

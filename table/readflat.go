@@ -244,6 +244,8 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			switch n.unit {
 			case unitNanos:
 				x = floorDiv(x, 1000)
+			case unitDays:
+				x *= 86400_000_000
 			default:
 				x *= scale
 			}

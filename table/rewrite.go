@@ -78,7 +78,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	if err != nil {
 		return res, err
 	}
-	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns()}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), OpenURL: t.open}
 	var read []string
 	for _, f := range rw.Candidates {
 		read = append(read, f.Path)

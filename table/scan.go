@@ -19,6 +19,8 @@ type FileScan struct {
 	PartitionCols []string
 	Columns       []string   // projected columns (nil: all), in the order wanted
 	Filter        *Predicate // optional; bound to Schema
+	// OpenURL reaches files named by absolute paths outside the table root (nil: none).
+	OpenURL OpenURL
 }
 
 // projection returns the projected schema and, when a filter reads columns outside it, the
@@ -129,11 +131,13 @@ func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*Batch, erro
 }
 
 func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *ReadBuffer, yield func(*Batch) bool) error {
-	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, err) }
+	// Every read of the file goes through ra, which tells a failing store from a bad file.
+	ra := &storeReaderAt{}
+	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
 	var deleted []uint64
 	if add.DeletionVector != nil {
 		var err error
-		if deleted, err = LoadDeletionVector(ctx, s.Bucket, add.DeletionVector); err != nil {
+		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
 			return wrap(err)
 		}
 	}
@@ -151,7 +155,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 		size = info.Size
 	}
-	ra := objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
+	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
 	f, err := openParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
 		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {

@@ -28,6 +28,7 @@ type Table struct {
 	log    *txlog.Log
 	write  WriteOptions
 	now    func() time.Time
+	open   OpenURL // nil: files outside the table root are out of reach
 
 	mu     sync.Mutex
 	latest *txlog.Snapshot // the newest snapshot seen, refreshed from its version on
@@ -41,6 +42,10 @@ func WithWriteOptions(o WriteOptions) Option { return func(t *Table) { t.write =
 
 // WithClock sets the clock used for modification and deletion times and vacuum cut-offs.
 func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
+
+// WithOpenURL lets the table read files its log names by an absolute path outside its root
+// (deletion vectors of shallow clones), opening their locations with open.
+func WithOpenURL(open OpenURL) Option { return func(t *Table) { t.open = open } }
 
 // WithLogOptions passes options to the transaction log.
 func WithLogOptions(opts ...txlog.Option) Option {
@@ -431,7 +436,7 @@ func (t *Table) fileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*Fil
 	if err != nil {
 		return nil, err
 	}
-	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), Columns: cols}
+	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), Columns: cols, OpenURL: t.open}
 	if filter != nil {
 		if fs.Filter, err = Bind(filter, schema, snap.PartitionColumns()); err != nil {
 			return nil, err

@@ -83,7 +83,7 @@ func (c *Column) Value(i int) any {
 			return c.Float32[i]
 		case txlog.TypeBoolean:
 			return c.Bool[i]
-		case txlog.TypeString:
+		case txlog.TypeString, txlog.TypeVariant:
 			return c.StringAt(i)
 		case txlog.TypeBinary:
 			return append([]byte{}, c.BytesAt(i)...)

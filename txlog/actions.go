@@ -49,8 +49,15 @@ type Metadata struct {
 	CreatedTime      *int64            `json:"createdTime,omitempty"`
 }
 
-// Schema parses SchemaString.
-func (m *Metadata) Schema() (*StructType, error) { return ParseSchema(m.SchemaString) }
+// Schema parses SchemaString. A metaData action without one (the key missing, null or empty,
+// as hand-made or truncated logs have) is ErrCorruptLog with a message that says so, rather
+// than a JSON parser's "unexpected end of JSON input".
+func (m *Metadata) Schema() (*StructType, error) {
+	if strings.TrimSpace(m.SchemaString) == "" {
+		return nil, fmt.Errorf("%w: the metaData action (table id %q) has no schemaString: the table's schema is missing", ErrCorruptLog, m.ID)
+	}
+	return ParseSchema(m.SchemaString)
+}
 
 // DeletionVector is the descriptor of a deletion vector on an add or remove.
 type DeletionVector struct {

@@ -6,8 +6,12 @@ import (
 	"strings"
 )
 
-// Reader features this package (with the table layer) can read.
-var supportedReaderFeatures = []string{"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
+// Reader features this package (with the table layer) can read. typeWidening: the table layer
+// reads files written before a column was widened at its current type; variantType: it reads
+// a variant as its JSON text (a shredded one, variantShredding, is refused). Everything else, such
+// as catalogManaged (catalogOwned-preview), whose commits a catalog owns, is refused by name.
+var supportedReaderFeatures = []string{"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
+	"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
 
 // Writer features this package can write under: the ones that impose nothing on a writer that
 // only adds and removes whole files, or whose rules txlog enforces itself (appendOnly,
@@ -26,7 +30,7 @@ func CheckRead(p Protocol, m Metadata) error {
 	switch p.MinReaderVersion {
 	case 1:
 	case 2:
-		// Reader version 2 means column mapping; only its name mode is implemented.
+		// Reader version 2 means column mapping (name or id mode).
 	case 3:
 		var bad []string
 		for _, f := range p.ReaderFeatures {
@@ -40,8 +44,10 @@ func CheckRead(p Protocol, m Metadata) error {
 	default:
 		return fmt.Errorf("%w: unsupported Delta protocol reader version %d (supported: 1 to 3)", ErrUnsupportedFeature, p.MinReaderVersion)
 	}
-	if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" && mode != "name" {
-		return fmt.Errorf("%w: columnMapping mode %q (only name mode is supported)", ErrUnsupportedFeature, mode)
+	switch mode := m.Configuration["delta.columnMapping.mode"]; mode {
+	case "", "none", "name", "id":
+	default:
+		return fmt.Errorf("%w: columnMapping mode %q (supported: none, name, id)", ErrUnsupportedFeature, mode)
 	}
 	return nil
 }

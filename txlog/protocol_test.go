@@ -18,9 +18,15 @@ func TestCheckRead(t *testing.T) {
 	}{
 		{"plain", Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, Metadata{}, ""},
 		{"column mapping name", Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, cm("name"), ""},
-		{"column mapping id", Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, cm("id"), `columnMapping mode "id"`},
+		{"column mapping id", Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, cm("id"), ""},
+		{"column mapping unknown mode", Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, cm("position"), `columnMapping mode "position"`},
+		{"type widening", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"typeWidening"}}, Metadata{}, ""},
+		{"type widening preview", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"typeWidening-preview"}}, Metadata{}, ""},
+		{"catalog managed", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors", "catalogManaged"}}, Metadata{}, "reader features catalogManaged"},
+		{"catalog owned", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"catalogOwned", "catalogOwned-preview"}}, Metadata{}, "reader features catalogOwned, catalogOwned-preview"},
+		{"reader 4", Protocol{MinReaderVersion: 4, MinWriterVersion: 7}, Metadata{}, "reader version 4"},
 		{"supported features", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "columnMapping"}}, Metadata{}, ""},
-		{"unknown features named", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors", "typeWidening-preview", "variantType"}}, Metadata{}, "reader features typeWidening-preview, variantType"},
+		{"unknown features named", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors", "geospatial", "someFutureFeature"}}, Metadata{}, "reader features geospatial, someFutureFeature"},
 		{"reader 99", Protocol{MinReaderVersion: 99, MinWriterVersion: 7}, Metadata{}, "reader version 99"},
 		{"reader 0", Protocol{MinReaderVersion: 0}, Metadata{}, "reader version 0"},
 	}

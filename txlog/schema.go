@@ -29,6 +29,9 @@ const (
 	TypeTimestamp    = "timestamp"
 	TypeTimestampNTZ = "timestamp_ntz"
 	TypeVoid         = "void"
+	// TypeVariant is semi-structured data (readerFeatures variantType), stored in Parquet as
+	// a group of two binaries, metadata and value.
+	TypeVariant = "variant"
 )
 
 // PrimitiveType is every non-nested, non-decimal type.
@@ -114,7 +117,7 @@ var decimalRE = regexp.MustCompile(`^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$`)
 var primitiveNames = map[string]bool{
 	TypeString: true, TypeLong: true, TypeInteger: true, TypeShort: true, TypeByte: true,
 	TypeFloat: true, TypeDouble: true, TypeBoolean: true, TypeBinary: true, TypeDate: true,
-	TypeTimestamp: true, TypeTimestampNTZ: true, TypeVoid: true,
+	TypeTimestamp: true, TypeTimestampNTZ: true, TypeVoid: true, TypeVariant: true,
 }
 
 // ParseSchema parses a schemaString into a StructType.

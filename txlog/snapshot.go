@@ -41,7 +41,13 @@ func (s *Snapshot) Protocol() Protocol { return s.protocol }
 func (s *Snapshot) Metadata() Metadata { return s.metadata }
 
 // Schema parses the table schema.
-func (s *Snapshot) Schema() (*StructType, error) { return s.metadata.Schema() }
+func (s *Snapshot) Schema() (*StructType, error) {
+	st, err := s.metadata.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("txlog: schema of version %d: %w", s.version, err)
+	}
+	return st, nil
+}
 
 // PartitionColumns are the logical partition column names.
 func (s *Snapshot) PartitionColumns() []string { return slices.Clone(s.metadata.PartitionColumns) }

@@ -12,8 +12,9 @@ func newTableOptimizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "optimize URL",
 		Short: "Compact small files",
-		Long: "Bin-pack the files of each partition that are smaller than the target size into files of the\n" +
-			"target size, in one commit with dataChange=false (streaming readers skip it).",
+		Long: "Bin-pack the files of each partition that are smaller than the target size into files of at most\n" +
+			"the target size, in one commit with dataChange=false (streaming readers skip it). It settles: run\n" +
+			"again on an unchanged table, it rewrites nothing and prints \"nothing to compact\".",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if target < 0 {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/spf13/cobra"
@@ -50,7 +51,12 @@ func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, er
 	if err != nil {
 		return nil, err
 	}
-	return table.Open(b), nil
+	// Deletion vectors of shallow clones stay with the source table: reach them read-only,
+	// with the same S3 settings from the environment.
+	openURL := func(ctx context.Context, u string) (objstore.Bucket, error) {
+		return bucketurl.Open(ctx, u, bucketurl.Options{ReadOnly: true})
+	}
+	return table.Open(b, table.WithOpenURL(openURL)), nil
 }
 
 func newTableScanCmd() *cobra.Command {

@@ -83,6 +83,16 @@ def assert_column_mapping(path: Path) -> None:
         f"{path}: every physical name equals its logical name {physical}; mapping is not exercised"
 
 
+def assert_column_mapping_id(path: Path) -> None:
+    """Spark wrote column mapping in id mode, with field ids in the Parquet files."""
+    metas = [a["metaData"] for a in log_actions(path) if "metaData" in a]
+    assert metas and metas[-1]["configuration"].get("delta.columnMapping.mode") == "id", \
+        f"{path}: column mapping mode is not 'id'"
+    fields = json.loads(metas[-1]["schemaString"])["fields"]
+    assert all("delta.columnMapping.id" in f["metadata"] for f in fields), \
+        f"{path}: a field has no column mapping id: {fields}"
+
+
 def assert_null_partitions(path: Path) -> None:
     values = [a["add"]["partitionValues"] for a in log_actions(path) if "add" in a]
     assert any(None in v.values() for v in values), f"{path}: no null partition value in {values}"
@@ -211,6 +221,19 @@ def spark_checkpoint(spark, path):
 def spark_column_mapping(spark, path):
     _spark_create(spark, path, EVENTS_DDL, {
         "delta.columnMapping.mode": "name", "delta.minReaderVersion": "2",
+        "delta.minWriterVersion": "5"})
+    _spark_events(spark, range(5)).write.format("delta").mode("append").save(str(path))
+    spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN name TO label")
+    spark.sql(f"ALTER TABLE delta.`{path}` DROP COLUMN amount")
+    spark.createDataFrame([(5, "five"), (6, None)], "id BIGINT, label STRING") \
+        .write.format("delta").mode("append").save(str(path))
+
+
+def spark_column_mapping_id(spark, path):
+    """As spark_column_mapping, in id mode (Iceberg-compatible tables): a rename and a drop, so
+    that only the field ids bind the old files' columns."""
+    _spark_create(spark, path, EVENTS_DDL, {
+        "delta.columnMapping.mode": "id", "delta.minReaderVersion": "2",
         "delta.minWriterVersion": "5"})
     _spark_events(spark, range(5)).write.format("delta").mode("append").save(str(path))
     spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN name TO label")
@@ -359,6 +382,12 @@ def _catalogue() -> dict[str, Scenario]:
                  + [{"id": 5, "label": "five"}, {"id": 6, "label": None}],
                  ["CREATE TABLE", "WRITE", "RENAME COLUMN", "DROP COLUMNS", "WRITE"],
                  exercises=assert_column_mapping),
+        Scenario("spark_column_mapping_id", "spark", spark_column_mapping_id,
+                 {"id": "long", "label": "string"},
+                 [{"id": i, "label": f"n{i}"} for i in range(5)]
+                 + [{"id": 5, "label": "five"}, {"id": 6, "label": None}],
+                 ["CREATE TABLE", "WRITE", "RENAME COLUMN", "DROP COLUMNS", "WRITE"],
+                 exercises=assert_column_mapping_id),
         Scenario("spark_partitioned", "spark", spark_partitioned, PARTITIONED, PARTITIONED_ROWS,
                  ["WRITE"], ("part", "n"), assert_null_partitions),
         Scenario("deltars_partitioned", "deltars", deltars_partitioned, PARTITIONED,

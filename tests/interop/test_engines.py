@@ -17,6 +17,7 @@ UNSUPPORTED = {
     ("polars", "spark_delete_dv"): "polars.read_delta goes through delta-rs' pyarrow dataset, "
                                    "which rejects the deletionVectors reader feature",
     ("polars", "spark_column_mapping"): "polars refuses reader version 2 (column mapping)",
+    ("polars", "spark_column_mapping_id"): "polars refuses reader version 2 (column mapping)",
 }
 
 
