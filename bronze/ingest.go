@@ -430,6 +430,12 @@ func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool
 			if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
 				continue // deleted since the event, or not a key we can read: listing reconciles
 			}
+			if err != nil && ctx.Err() == nil {
+				// One key the store refuses to describe must not hold back the others named
+				// with it; events are hints, and the reconciling listing meets this key again.
+				x.log.Warn("cannot look up a notified landing object; the next listing will", "key", k, "err", err)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("bronze: stat %s: %w", k, err)
 			}
