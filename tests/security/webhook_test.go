@@ -180,4 +180,3 @@ func prefixOf(c notification.Config) string {
 	}
 	return b.String()
 }
-
