@@ -503,9 +503,8 @@ func (x *Ingester) change(ctx context.Context, st *state, prev, next fileRecord)
 		case known:
 			appended = true // the last read was of an empty object: nothing to compare
 		default:
-			// A batch re-run after a crash between its table commits and its record, or a
-			// checkpoint written before tails were kept: a store without ETags (a local lake)
-			// grows files in place; on S3 every change is a new object.
+			// A checkpoint written before read ends were kept: a store without ETags (a local
+			// lake) grows files in place; on S3 every change is a new object.
 			appended = prev.ETag == "" && next.ETag == ""
 		}
 	}
@@ -558,6 +557,8 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 		if err != nil {
 			return err
 		}
+	} else if batchRep.ends, err = x.recoverEnds(ctx, b); err != nil {
+		return err
 	}
 	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected, Ends: batchRep.ends}
 	op := txlog.Operation{
@@ -592,6 +593,45 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	x.log.Info("batch committed", "batch", b.BatchID, "files", len(b.Files), "rows", batchRep.Rows,
 		"rejected", batchRep.Rejected, "bronze_version", rec.BronzeVersion)
 	return nil
+}
+
+// recoverEnds rebuilds the read ends of a batch that committed to both tables but not to the
+// checkpoint (a crash in between), without decoding it again: the last bytes of each range as
+// the object holds them now, when the object is still the one listed (same ETag; a store
+// without ETags grows files in place). An object that changed since is marked Short, so that
+// its next change is read as a rewrite: never less than what is new.
+func (x *Ingester) recoverEnds(ctx context.Context, b *batchRecord) (map[string]readEnd, error) {
+	ends := map[string]readEnd{}
+	for _, f := range b.Files {
+		info, err := x.lake.Stat(ctx, f.Key)
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bronze: stat %s: %w", f.Key, err)
+		}
+		if info.Size < f.Size || (f.ETag != "" && info.ETag != f.ETag) {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		from := max(f.Offset, f.Size-tailBytes)
+		rc, err := x.lake.GetRange(ctx, f.Key, from, f.Size-from)
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", f.Key, err)
+		}
+		tail, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", f.Key, err)
+		}
+		if int64(len(tail)) != f.Size-from {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		ends[f.Key] = readEnd{Tail: tail}
+	}
+	return ends, nil
 }
 
 // waitForPredecessor returns once both tables hold batch-1 (or batch is 0). After OrderWait
