@@ -57,6 +57,12 @@ func ParseEvent(body []byte) ([]Object, error) {
 // does not hold back the others of the same notification. err is for a body that is not an
 // event notification at all.
 func ParseEventRecords(body []byte) (objs []Object, bad []error, err error) {
+	return parseEventRecords(body, true)
+}
+
+// parseEventRecords parses one notification; envelope says whether an SNS envelope may wrap it
+// (once: an envelope inside an envelope is not something AWS sends).
+func parseEventRecords(body []byte, envelope bool) (objs []Object, bad []error, err error) {
 	var ev struct {
 		Records []struct {
 			EventName string `json:"eventName"`
@@ -92,8 +98,8 @@ func ParseEventRecords(body []byte) (objs []Object, bad []error, err error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
 	switch {
-	case ev.Type == "Notification" && ev.Message != "":
-		return ParseEventRecords([]byte(ev.Message))
+	case envelope && ev.Type == "Notification" && ev.Message != "":
+		return parseEventRecords([]byte(ev.Message), false)
 	case ev.Type == "SubscriptionConfirmation":
 		// Confirming means fetching a URL the request names: an operator does that, not us.
 		return nil, nil, fmt.Errorf("%w: an SNS subscription confirmation: confirm it by opening its SubscribeURL (%s)", ErrBadEvent, ev.SubscribeURL)
