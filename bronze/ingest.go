@@ -84,8 +84,9 @@ func (r *Report) merge(o Report) {
 
 // Ingester moves landing objects into the bronze and rejects tables exactly once.
 //
-// The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N and its
-// fixed ingest time, claimed with put-if-absent before any data is written) and commits/N
+// The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N, or
+// byte ranges of them, and its fixed ingest time, claimed with put-if-absent before any data is
+// written), ends/N (how each read ended, written before the tables commit) and commits/N
 // (written after both tables committed). Every table commit carries txn(appId, N). So:
 // a crash before the claim loses nothing; a crash after it leaves batch N pending, and the next
 // run re-runs it with the same objects and ingest time, the tables skipping what they already
@@ -246,6 +247,7 @@ type state struct {
 
 func batchKey(id int64) string  { return fmt.Sprintf("batches/%020d.json", id) }
 func commitKey(id int64) string { return fmt.Sprintf("commits/%020d.json", id) }
+func endsKey(id int64) string   { return fmt.Sprintf("ends/%020d.json", id) }
 
 // loadState reads the checkpoint. The query id in metadata.json is created once, with
 // put-if-absent, and names the txn appId of every table commit.
@@ -557,6 +559,13 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 		if err != nil {
 			return err
 		}
+		// How the reads ended is kept before the tables commit, so that a crash before the
+		// commit record cannot lose it: without it, the next growth of these objects would be
+		// taken for a rewrite and read twice.
+		data, _ := json.Marshal(batchRep.ends)
+		if err := objstore.PutBytes(ctx, x.ckpt, endsKey(b.BatchID), data); err != nil {
+			return fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
+		}
 	} else if batchRep.ends, err = x.recoverEnds(ctx, b); err != nil {
 		return err
 	}
@@ -595,12 +604,24 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	return nil
 }
 
-// recoverEnds rebuilds the read ends of a batch that committed to both tables but not to the
-// checkpoint (a crash in between), without decoding it again: the last bytes of each range as
-// the object holds them now, when the object is still the one listed (same ETag; a store
-// without ETags grows files in place). An object that changed since is marked Short, so that
-// its next change is read as a rewrite: never less than what is new.
+// recoverEnds returns the read ends of a batch that committed to both tables but not to the
+// checkpoint (a crash in between), without decoding it again: as recorded before the tables
+// committed or, for a batch of an older version that recorded nothing there, the last bytes of
+// each range as the object holds them now, when the object is still the one listed (same ETag;
+// a store without ETags grows files in place). An object that changed since is marked Short,
+// so that its next change is read as a rewrite: never less than what is new.
 func (x *Ingester) recoverEnds(ctx context.Context, b *batchRecord) (map[string]readEnd, error) {
+	data, err := objstore.ReadAll(ctx, x.ckpt, endsKey(b.BatchID))
+	if err == nil {
+		var ends map[string]readEnd
+		if err := json.Unmarshal(data, &ends); err != nil {
+			return nil, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", endsKey(b.BatchID), err)
+		}
+		return ends, nil
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return nil, fmt.Errorf("bronze: read %s: %w", endsKey(b.BatchID), err)
+	}
 	ends := map[string]readEnd{}
 	for _, f := range b.Files {
 		info, err := x.lake.Stat(ctx, f.Key)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ import (
 func TestRegressionGrowingLandingObject(t *testing.T) {
 	lines := 2000
 	if os.Getenv("MEDALLION_LONG") == "1" {
-		lines = 20000
+		lines = 20000 // and half the runs during the growth are killed at a random instant
 	}
 	t.Run("file", func(t *testing.T) {
 		dir := t.TempDir()
@@ -70,6 +72,7 @@ func TestRegressionGrowingLandingObject(t *testing.T) {
 
 func growWhileIngesting(t *testing.T, cfg string, lines int, appendTo func([]byte), open func(table string) objstore.Bucket, key string) {
 	bin := lakecheck.Binary(t)
+	killing := os.Getenv("MEDALLION_LONG") == "1" // and kill half the runs while the object grows
 	// The writer: chunks of 1 to 37 lines, and now and then a chunk that ends inside a line.
 	var final bytes.Buffer
 	var starts []int64 // the test's own record of where each line starts
@@ -96,8 +99,19 @@ func growWhileIngesting(t *testing.T, cfg string, lines int, appendTo func([]byt
 			time.Sleep(10 * time.Millisecond) // a producer's pace: ingest runs see the object grow
 		}
 	}()
-	runs := 0
+	runs, kills := 0, 0
+	rng := rand.New(rand.NewPCG(23, uint64(lines)))
 	ingest := func() {
+		if killing && rng.IntN(2) == 0 {
+			// SIGKILL at a random instant of the run: the next runs must converge.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(400))*time.Millisecond)
+			r, err := lakecheck.Run(ctx, bin, nil, "run", "ingest", "--config", cfg)
+			cancel()
+			if err != nil || r.Code != 0 {
+				kills++
+			}
+			return
+		}
 		r := lakecheck.MustRun(t, bin, nil, "run", "ingest", "--config", cfg)
 		runs++
 		var sum struct {
@@ -116,6 +130,7 @@ func growWhileIngesting(t *testing.T, cfg string, lines int, appendTo func([]byt
 		ingest()
 	}
 	wg.Wait()
+	killing = false
 	ingest() // what the last runs did not see yet
 
 	// Every (offset) of bronze and rejects once; every line start of the object among them; every
@@ -137,8 +152,12 @@ func growWhileIngesting(t *testing.T, cfg string, lines int, appendTo func([]byt
 			if m[tc.fileCol] != key {
 				continue
 			}
-			var off int64
-			fmt.Sscan(fmt.Sprint(m[tc.offCol]), &off)
+			// Rows prints numbers rounded to 12 digits, in exponent form past a million.
+			f, err := strconv.ParseFloat(fmt.Sprint(m[tc.offCol]), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := int64(f)
 			if prev, dup := seen[off]; dup {
 				t.Fatalf("offset %d ingested twice (%s and %s)", off, prev, tc.table)
 			}
@@ -160,5 +179,5 @@ func growWhileIngesting(t *testing.T, cfg string, lines int, appendTo func([]byt
 	if lost > 0 {
 		t.Fatalf("%d of %d lines lost (in neither bronze nor rejects) after %d ingest runs", lost, lines, runs)
 	}
-	t.Logf("SUMMARY %d lines, %d ingest runs while the object grew, %d pieces of lines cut by a listing (rejects)", lines, runs, len(seen)-lines)
+	t.Logf("SUMMARY %d lines, %d ingest runs while the object grew, %d killed, %d pieces of lines cut by a listing (rejects)", lines, runs, kills, len(seen)-lines)
 }
