@@ -162,14 +162,19 @@ type Decoder struct {
 	parser  *LineParser
 	Bronze  *table.Batch
 	Rejects *table.Batch
-	// Flush, when set, is called whenever Bronze holds FlushRows rows, so that a huge object
-	// is written out in pieces instead of held in memory. It must empty the batches.
+	// Flush, when set, is called whenever the batches hold FlushRows rows or FlushBytes of
+	// input, so that a huge object is written out in pieces instead of held in memory. It must
+	// empty the batches.
 	Flush     func(ctx context.Context) error
 	FlushRows int
-	raw       []byte
-	json      []byte
-	csvRec    []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
-	csvSrc    csvFeeder // hands one record at a time to encoding/csv
+	// FlushBytes bounds the input bytes the batches hold between flushes; default
+	// DefaultFlushBytes.
+	FlushBytes int64
+	held       int64 // input bytes appended since the last flush
+	raw        []byte
+	json       []byte
+	csvRec     []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
+	csvSrc     csvFeeder // hands one record at a time to encoding/csv
 	// base is where the bytes being decoded start in their object (DecodeRange): offsets in
 	// the tables are offsets into the object, whichever range of it a read covers.
 	base int64
@@ -188,12 +193,28 @@ func (f *csvFeeder) Read(p []byte) (int, error) {
 }
 
 // maybeFlush hands full batches to Flush.
-func (d *Decoder) maybeFlush(ctx context.Context) error {
-	if d.Flush == nil || d.Bronze.Len()+d.Rejects.Len() < d.FlushRows {
+// size is the input bytes of the record just appended: rows are bounded by count and by the
+// input they hold, so that lines near max_line_bytes (a million-digit decimal is one, kept
+// whole in _rescued_data) cannot pile up FlushRows of them, gigabytes, in memory.
+func (d *Decoder) maybeFlush(ctx context.Context, size int64) error {
+	d.held += size
+	if d.Flush == nil || (d.Bronze.Len()+d.Rejects.Len() < d.FlushRows && d.held < d.flushBytes()) {
 		return nil
 	}
+	d.held = 0
 	return d.Flush(ctx)
 }
+
+// flushBytes is FlushBytes or its default.
+func (d *Decoder) flushBytes() int64 {
+	if d.FlushBytes > 0 {
+		return d.FlushBytes
+	}
+	return DefaultFlushBytes
+}
+
+// DefaultFlushBytes is how much input a decoder holds as rows before it flushes, by default.
+const DefaultFlushBytes = 32 << 20
 
 // NewDecoder builds a decoder for the declared columns.
 func NewDecoder(declared *txlog.StructType, limits Limits) (*Decoder, error) {
@@ -390,7 +411,7 @@ func (d *Decoder) decodeLines(ctx context.Context, br *bufio.Reader, key string,
 			d.line(st, key, offset, line, size, ingestTime)
 			offset += size
 			st.Bytes += size
-			if ferr := d.maybeFlush(ctx); ferr != nil {
+			if ferr := d.maybeFlush(ctx, size); ferr != nil {
 				return &ioError{ferr}
 			}
 		}
@@ -590,7 +611,7 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			if d.csvOne(st, cr, info, &header, &index, badHeader, key, recOffset, recLine, ingestTime) && header == nil && badHeader == 0 {
 				badHeader = recLine
 			}
-			if ferr := d.maybeFlush(ctx); ferr != nil {
+			if ferr := d.maybeFlush(ctx, info.size); ferr != nil {
 				return &ioError{ferr}
 			}
 		}

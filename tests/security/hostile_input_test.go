@@ -74,10 +74,10 @@ func decimalLine(id string, digits int) string {
 // machine; the measured delay is logged (well under a second here).
 func TestIngestStopsWithinASecondOfSIGTERM(t *testing.T) {
 	bin := lakecheck.Binary(t)
-	members := 1000 // 16 GB of decimals or 64 GiB of blank lines: minutes of work, never finished
+	members := 256 // 4 GB of decimals or 16 GiB of blank lines: far more than the wait before the signal
 	delays := []time.Duration{700 * time.Millisecond}
 	if long() {
-		members = 4000
+		members = 2000
 		delays = []time.Duration{300 * time.Millisecond, 1 * time.Second, 3 * time.Second, 10 * time.Second}
 	}
 	cases := map[string]func() []byte{
@@ -193,8 +193,8 @@ func ingestSummary(t *testing.T, bin, cfg string) (sum struct {
 }
 
 // TestHostileLinesBoundedAndAccounted runs ingest to completion over each attack class of
-// issue 23 that has a cost per line: a decimal of a million digits, a gzip of blank lines
-// (1 MB -> 1 GiB), a huge CSV field, an unterminated CSV quote. Each is read, counted (lines =
+// issue 23 that has a cost per line: a decimal of a million digits (one, and a flood of them),
+// a gzip of blank lines (1 MB -> 1 GiB), a huge CSV field, an unterminated CSV quote. Each is read, counted (lines =
 // rows + rejects, against the test's own count of the lines it wrote) and rejected with its
 // reason where it is not a record, within bounded memory.
 func TestHostileLinesBoundedAndAccounted(t *testing.T) {
@@ -233,6 +233,29 @@ func TestHostileLinesBoundedAndAccounted(t *testing.T) {
 			t.Fatalf("the lines around the bomb must be in bronze:\n%.1000s", bronze)
 		}
 		t.Logf("peak RSS %d MiB", rss>>10)
+	})
+	t.Run("decimal flood", func(t *testing.T) {
+		// 256 MiB (x scale) of million-digit decimals, each a row whose value is rescued whole:
+		// ingest must flush them by size, not hold them all until FlushRows (65,536) rows.
+		dir := t.TempDir()
+		lake := filepath.Join(dir, "lake")
+		landing := filepath.Join(lake, "landing/events")
+		if err := os.MkdirAll(landing, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		n := 16 * 16 * scale
+		if err := os.WriteFile(filepath.Join(landing, "decimals.json.gz"), gzipMembers(t, []byte(decimalLine("d", 1_000_000)), 16, n/16), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := hostileConfig(t, dir, lake, "json", "")
+		sum, rss := ingestSummary(t, bin, cfg)
+		if sum.Lines != int64(n) || sum.Rows+sum.Rejected != int64(n) {
+			t.Fatalf("summary %+v: want %d lines, each a row or a reject", sum, n)
+		}
+		if input := int64(n) * 1_000_000 >> 10; rss > input {
+			t.Errorf("ingest peaked at %d MiB for %d MiB of decimals: rows are not flushed by size", rss>>10, input>>10)
+		}
+		t.Logf("peak RSS %d MiB for %d lines of a million digits", rss>>10, n)
 	})
 	t.Run("csv", func(t *testing.T) {
 		dir := t.TempDir()
