@@ -1,10 +1,12 @@
 package bronze
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -42,18 +44,23 @@ type IngestOptions struct {
 
 // Report is what an ingest run did, for the one-line JSON summary and the logs.
 type Report struct {
-	Batches        int              `json:"batches"`
-	Files          int              `json:"files"`
-	Lines          int64            `json:"lines"`
-	Rows           int64            `json:"rows"`
-	Rejected       int64            `json:"rejected"`
-	BlankLines     int64            `json:"blank_lines"`
-	RejectsBy      map[string]int64 `json:"rejects_by_reason"`
-	Bytes          int64            `json:"bytes"`
-	DurationMs     int64            `json:"duration_ms"`
-	RowsPerSecond  float64          `json:"rows_per_second"`
-	ChangedObjects []string         `json:"changed_objects,omitempty"`
-	BronzeVersion  int64            `json:"bronze_version"`
+	Batches       int              `json:"batches"`
+	Files         int              `json:"files"`
+	Lines         int64            `json:"lines"`
+	Rows          int64            `json:"rows"`
+	Rejected      int64            `json:"rejected"`
+	BlankLines    int64            `json:"blank_lines"`
+	RejectsBy     map[string]int64 `json:"rejects_by_reason"`
+	Bytes         int64            `json:"bytes"`
+	DurationMs    int64            `json:"duration_ms"`
+	RowsPerSecond float64          `json:"rows_per_second"`
+	// ChangedObjects are objects read again because they changed after an earlier read: what
+	// was appended, or, for those also in RewrittenObjects, the whole new content.
+	ChangedObjects   []string `json:"changed_objects,omitempty"`
+	RewrittenObjects []string `json:"rewritten_objects,omitempty"`
+	BronzeVersion    int64    `json:"bronze_version"`
+
+	ends map[string]readEnd // per key read by a batch, for its commit record
 }
 
 func (r *Report) add(st ObjectStats) {
@@ -77,8 +84,9 @@ func (r *Report) merge(o Report) {
 
 // Ingester moves landing objects into the bronze and rejects tables exactly once.
 //
-// The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N and its
-// fixed ingest time, claimed with put-if-absent before any data is written) and commits/N
+// The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N, or
+// byte ranges of them, and its fixed ingest time, claimed with put-if-absent before any data is
+// written), ends/N (how each read ended, written before the tables commit) and commits/N
 // (written after both tables committed). Every table commit carries txn(appId, N). So:
 // a crash before the claim loses nothing; a crash after it leaves batch N pending, and the next
 // run re-runs it with the same objects and ingest time, the tables skipping what they already
@@ -163,11 +171,17 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 	}, nil
 }
 
+// fileRecord is one claimed read: the bytes [Offset, Size) of the object Key as it was listed
+// (Size and ETag are the listing's). A first read has Offset 0; a later read of the same key
+// is either what was appended (Offset = the end of the previous read) or, for a rewritten
+// object, the whole new content again (Offset 0, Rewrite set).
 type fileRecord struct {
 	Key     string `json:"key"`
+	Offset  int64  `json:"offset,omitempty"`
 	Size    int64  `json:"size"`
 	ETag    string `json:"etag,omitempty"`
 	ModTime int64  `json:"modificationTime"`
+	Rewrite bool   `json:"rewrite,omitempty"`
 }
 
 type batchRecord struct {
@@ -182,12 +196,50 @@ type commitRecord struct {
 	RejectsVersion int64 `json:"rejectsVersion"`
 	Rows           int64 `json:"rows"`
 	Rejected       int64 `json:"rejected"`
+	// Ends holds, per key read, how its read ended: when the object is later listed larger,
+	// the same last bytes at the same place tell an append from a rewrite without reading the
+	// object again.
+	Ends map[string]readEnd `json:"ends,omitempty"`
+}
+
+// readEnd is how the read of one range ended: its last bytes (at most tailBytes), or Short
+// when fewer bytes than listed could be read (the object changed under the read).
+type readEnd struct {
+	Tail  []byte `json:"tail,omitempty"`
+	Short bool   `json:"short,omitempty"`
+}
+
+// tailReader counts the bytes read through it and keeps the last tailBytes of them.
+type tailReader struct {
+	r    io.Reader
+	n    int64
+	last [tailBytes]byte
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	got := p[:n]
+	if len(got) >= tailBytes {
+		copy(t.last[:], got[len(got)-tailBytes:])
+	} else if len(got) > 0 {
+		copy(t.last[:], t.last[len(got):])
+		copy(t.last[tailBytes-len(got):], got)
+	}
+	t.n += int64(n)
+	return n, err
+}
+
+// tail returns the last bytes read, at most tailBytes.
+func (t *tailReader) tail() []byte {
+	k := min(t.n, tailBytes)
+	return append([]byte{}, t.last[tailBytes-k:]...)
 }
 
 // state is what the checkpoint says: every claimed object, which batches are committed.
 type state struct {
 	appID     string
-	claimed   map[string]fileRecord
+	claimed   map[string]fileRecord // the latest read of each key
+	claimedIn map[string]int64      // the batch of that read
 	batches   map[int64]*batchRecord
 	committed map[int64]bool
 	next      int64
@@ -195,11 +247,12 @@ type state struct {
 
 func batchKey(id int64) string  { return fmt.Sprintf("batches/%020d.json", id) }
 func commitKey(id int64) string { return fmt.Sprintf("commits/%020d.json", id) }
+func endsKey(id int64) string   { return fmt.Sprintf("ends/%020d.json", id) }
 
 // loadState reads the checkpoint. The query id in metadata.json is created once, with
 // put-if-absent, and names the txn appId of every table commit.
 func (x *Ingester) loadState(ctx context.Context) (*state, error) {
-	st := &state{claimed: map[string]fileRecord{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
+	st := &state{claimed: map[string]fileRecord{}, claimedIn: map[string]int64{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
 	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
 	if errors.Is(err, objstore.ErrNotFound) {
 		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
@@ -229,8 +282,10 @@ func (x *Ingester) loadState(ctx context.Context) (*state, error) {
 			return nil, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", info.Key, err)
 		}
 		st.batches[b.BatchID] = &b
+		// Batches are listed in batch order, so a key's later read replaces its earlier one.
 		for _, f := range b.Files {
 			st.claimed[f.Key] = f
+			st.claimedIn[f.Key] = b.BatchID
 		}
 		if b.BatchID >= st.next {
 			st.next = b.BatchID + 1
@@ -288,12 +343,12 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 			return rep, err
 		}
 	}
+	readThisRun := map[string]bool{}
 	for {
-		candidates, changed, err := x.discover(ctx, st, only)
+		candidates, err := x.discover(ctx, st, only, readThisRun)
 		if err != nil {
 			return rep, err
 		}
-		rep.ChangedObjects = changed
 		if len(candidates) == 0 {
 			break
 		}
@@ -316,6 +371,14 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		st.batches[b.BatchID] = b
 		for _, f := range b.Files {
 			st.claimed[f.Key] = f
+			st.claimedIn[f.Key] = b.BatchID
+			readThisRun[f.Key] = true
+			if f.Offset > 0 || f.Rewrite {
+				rep.ChangedObjects = append(rep.ChangedObjects, f.Key)
+			}
+			if f.Rewrite {
+				rep.RewrittenObjects = append(rep.RewrittenObjects, f.Key)
+			}
 		}
 		st.next++
 		if err := x.runBatch(ctx, st, b, &rep); err != nil {
@@ -332,22 +395,29 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 	return rep, nil
 }
 
-// discover finds objects not yet claimed, in key order: by listing the landing prefix, or, for
-// event-driven ingestion, by looking up only the named keys (a large prefix is not listed). An
-// object that was ingested and has changed since is reported, never re-read.
-func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool) ([]fileRecord, []string, error) {
+// discover finds what is left to read, in key order: objects never claimed, and claimed objects
+// that changed since their last read (see change). It lists the landing prefix or, for
+// event-driven ingestion, looks up only the named keys (a large prefix is not listed). Keys read
+// earlier in this run are left for the next run, so that an object written without pause
+// cannot keep one run going forever.
+func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool, readThisRun map[string]bool) ([]fileRecord, error) {
 	var out []fileRecord
-	var changed []string
-	consider := func(info objstore.ObjectInfo) {
-		if prev, ok := st.claimed[info.Key]; ok {
-			if prev.Size != info.Size || (prev.ETag != "" && info.ETag != "" && prev.ETag != info.ETag) {
-				changed = append(changed, info.Key)
-				x.log.Warn("landing object changed after it was ingested; it is not read again",
-					"key", info.Key, "ingested_size", prev.Size, "size", info.Size)
-			}
-			return
+	consider := func(info objstore.ObjectInfo) error {
+		next := fileRecord{Key: info.Key, Size: info.Size, ETag: info.ETag, ModTime: info.ModTime.UnixMilli()}
+		prev, ok := st.claimed[info.Key]
+		if !ok {
+			out = append(out, next)
+			return nil
 		}
-		out = append(out, fileRecord{Key: info.Key, Size: info.Size, ETag: info.ETag, ModTime: info.ModTime.UnixMilli()})
+		if readThisRun[info.Key] || (prev.Size == info.Size && (prev.ETag == "" || info.ETag == "" || prev.ETag == info.ETag)) {
+			return nil
+		}
+		rec, ok, err := x.change(ctx, st, prev, next)
+		if err != nil || !ok {
+			return err
+		}
+		out = append(out, rec)
+		return nil
 	}
 	if only != nil {
 		keys := make([]string, 0, len(only))
@@ -362,20 +432,94 @@ func (x *Ingester) discover(ctx context.Context, st *state, only map[string]bool
 			if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
 				continue // deleted since the event, or not a key we can read: listing reconciles
 			}
-			if err != nil {
-				return nil, nil, fmt.Errorf("bronze: stat %s: %w", k, err)
+			if err != nil && ctx.Err() == nil {
+				// One key the store refuses to describe must not hold back the others named
+				// with it; events are hints, and the reconciling listing meets this key again.
+				x.log.Warn("cannot look up a notified landing object; the next listing will", "key", k, "err", err)
+				continue
 			}
-			consider(info)
+			if err != nil {
+				return nil, fmt.Errorf("bronze: stat %s: %w", k, err)
+			}
+			if err := consider(info); err != nil {
+				return nil, err
+			}
 		}
-		return out, changed, nil
+		return out, nil
 	}
 	for info, err := range x.lake.List(ctx, x.opts.LandingPrefix, objstore.ListOptions{}) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("bronze: list landing %s: %w", x.opts.LandingPrefix, err)
+			return nil, fmt.Errorf("bronze: list landing %s: %w", x.opts.LandingPrefix, err)
 		}
-		consider(info)
+		if err := consider(info); err != nil {
+			return nil, err
+		}
 	}
-	return out, changed, nil
+	return out, nil
+}
+
+// tailBytes is how much of the end of a read the commit record keeps, to recognise an append.
+const tailBytes = 64
+
+// change decides how to read an object that is no longer what its last read claimed (prev): an
+// object that grew and still holds, where the last read ended, the bytes that read ended with
+// was appended to, and only the new bytes [prev.Size, size) are read; any other change (smaller,
+// same size with another ETag, different bytes at the old end, or a compressed or CSV object,
+// whose appended bytes cannot be read on their own) is a rewrite, and the whole new content is
+// read again. ok is false when the batch that made the last read has not committed yet: its
+// record of the bytes is not there, and a later run decides.
+func (x *Ingester) change(ctx context.Context, st *state, prev, next fileRecord) (fileRecord, bool, error) {
+	batch := st.claimedIn[prev.Key]
+	if !st.committed[batch] {
+		return fileRecord{}, false, nil
+	}
+	appended := false
+	if next.Size > prev.Size && x.opts.Format != FormatCSV && !strings.HasSuffix(prev.Key, ".gz") {
+		var rec commitRecord
+		data, err := objstore.ReadAll(ctx, x.ckpt, commitKey(batch))
+		if err == nil {
+			err = json.Unmarshal(data, &rec)
+		}
+		if err != nil {
+			return fileRecord{}, false, fmt.Errorf("bronze: read ingest checkpoint %s: %w", commitKey(batch), err)
+		}
+		end, known := rec.Ends[prev.Key]
+		tail := end.Tail
+		switch {
+		case known && end.Short:
+			appended = false // the last read did not get what was listed: read it all again
+		case known && len(tail) > 0:
+			rc, err := x.lake.GetRange(ctx, prev.Key, prev.Size-int64(len(tail)), int64(len(tail)))
+			if errors.Is(err, objstore.ErrNotFound) {
+				return fileRecord{}, false, nil // deleted since the listing
+			}
+			if err != nil {
+				return fileRecord{}, false, fmt.Errorf("bronze: read %s: %w", prev.Key, err)
+			}
+			now, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return fileRecord{}, false, fmt.Errorf("bronze: read %s: %w", prev.Key, err)
+			}
+			appended = bytes.Equal(now, tail)
+		case known:
+			appended = true // the last read was of an empty object: nothing to compare
+		default:
+			// A checkpoint written before read ends were kept: a store without ETags (a local
+			// lake) grows files in place; on S3 every change is a new object.
+			appended = prev.ETag == "" && next.ETag == ""
+		}
+	}
+	if appended {
+		next.Offset = prev.Size
+		x.log.Info("landing object grew after it was read; reading what was appended",
+			"key", next.Key, "from", prev.Size, "to", next.Size)
+		return next, true, nil
+	}
+	next.Rewrite = true
+	x.log.Warn("landing object was rewritten after it was read; reading it again in full",
+		"key", next.Key, "read_size", prev.Size, "read_etag", prev.ETag, "size", next.Size, "etag", next.ETag)
+	return next, true, nil
 }
 
 func (x *Ingester) ensureTables(ctx context.Context) error {
@@ -415,8 +559,17 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 		if err != nil {
 			return err
 		}
+		// How the reads ended is kept before the tables commit, so that a crash before the
+		// commit record cannot lose it: without it, the next growth of these objects would be
+		// taken for a rewrite and read twice.
+		data, _ := json.Marshal(batchRep.ends)
+		if err := objstore.PutBytes(ctx, x.ckpt, endsKey(b.BatchID), data); err != nil {
+			return fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
+		}
+	} else if batchRep.ends, err = x.recoverEnds(ctx, b); err != nil {
+		return err
 	}
-	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected}
+	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected, Ends: batchRep.ends}
 	op := txlog.Operation{
 		Name:       "STREAMING UPDATE",
 		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
@@ -449,6 +602,57 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	x.log.Info("batch committed", "batch", b.BatchID, "files", len(b.Files), "rows", batchRep.Rows,
 		"rejected", batchRep.Rejected, "bronze_version", rec.BronzeVersion)
 	return nil
+}
+
+// recoverEnds returns the read ends of a batch that committed to both tables but not to the
+// checkpoint (a crash in between), without decoding it again: as recorded before the tables
+// committed or, for a batch of an older version that recorded nothing there, the last bytes of
+// each range as the object holds them now, when the object is still the one listed (same ETag;
+// a store without ETags grows files in place). An object that changed since is marked Short,
+// so that its next change is read as a rewrite: never less than what is new.
+func (x *Ingester) recoverEnds(ctx context.Context, b *batchRecord) (map[string]readEnd, error) {
+	data, err := objstore.ReadAll(ctx, x.ckpt, endsKey(b.BatchID))
+	if err == nil {
+		var ends map[string]readEnd
+		if err := json.Unmarshal(data, &ends); err != nil {
+			return nil, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", endsKey(b.BatchID), err)
+		}
+		return ends, nil
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return nil, fmt.Errorf("bronze: read %s: %w", endsKey(b.BatchID), err)
+	}
+	ends := map[string]readEnd{}
+	for _, f := range b.Files {
+		info, err := x.lake.Stat(ctx, f.Key)
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bronze: stat %s: %w", f.Key, err)
+		}
+		if info.Size < f.Size || (f.ETag != "" && info.ETag != f.ETag) {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		from := max(f.Offset, f.Size-tailBytes)
+		rc, err := x.lake.GetRange(ctx, f.Key, from, f.Size-from)
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", f.Key, err)
+		}
+		tail, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", f.Key, err)
+		}
+		if int64(len(tail)) != f.Size-from {
+			ends[f.Key] = readEnd{Short: true}
+			continue
+		}
+		ends[f.Key] = readEnd{Tail: tail}
+	}
+	return ends, nil
 }
 
 // waitForPredecessor returns once both tables hold batch-1 (or batch is 0). After OrderWait
@@ -593,6 +797,12 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 		bronzeAdds = append(bronzeAdds, r.bronze...)
 		rejectAdds = append(rejectAdds, r.rejects...)
 		rep.merge(r.rep)
+		for k, e := range r.rep.ends {
+			if rep.ends == nil {
+				rep.ends = map[string]readEnd{}
+			}
+			rep.ends[k] = e
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, rep, err
@@ -637,7 +847,9 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 		if err := ctx.Err(); err != nil {
 			return nil, nil, rep, err
 		}
-		rc, err := x.lake.Get(ctx, f.Key)
+		// Exactly the listed bytes: an object still being written is read as it was listed,
+		// and what is written after is a change that a later listing finds and reads.
+		rc, err := x.lake.GetRange(ctx, f.Key, f.Offset, f.Size-f.Offset)
 		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalidKey) {
 			// Claimed but unreadable: deleted since the listing, or a key S3 stores but the
 			// lake's key rules refuse (".." or empty segments). Record it so it is not silent,
@@ -647,18 +859,40 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 				reason, detail = ReasonInvalidKey, "the landing key cannot be read safely: "+err.Error()
 			}
 			var st ObjectStats
-			dec.appendReject(&st, rejected{key: f.Key, offset: 0}, reason, detail, ingestTime)
+			dec.appendReject(&st, rejected{key: f.Key, offset: f.Offset}, reason, detail, ingestTime)
 			rep.add(st)
 			continue
 		}
 		if err != nil {
 			return nil, nil, rep, fmt.Errorf("bronze: open %s: %w", f.Key, err)
 		}
-		st, err := dec.Decode(ctx, rc, f.Key, x.opts.Format, ingestTime)
+		tr := &tailReader{r: rc}
+		st, err := dec.DecodeRange(ctx, tr, f.Key, x.opts.Format, ingestTime, f.Offset)
+		if err == nil {
+			// A decoder that stopped early (a gzip bomb) left bytes unread: count them, so
+			// that a short read is told from an object cut short.
+			_, err = io.Copy(io.Discard, &ctxReader{ctx: ctx, r: tr})
+			if err != nil {
+				err = &ioError{fmt.Errorf("bronze: read %s: %w", f.Key, err)}
+			}
+		}
 		rc.Close()
 		if err != nil {
 			return nil, nil, rep, err
 		}
+		end := readEnd{Tail: tr.tail()}
+		if want := f.Size - f.Offset; tr.n < want {
+			// The object shrank or was replaced between the listing and the read: what was
+			// read is kept, the missing bytes are recorded, and the new content is read again
+			// in full when it is listed.
+			dec.appendReject(&st, rejected{key: f.Key, offset: f.Offset + tr.n}, ReasonObjectChanged,
+				fmt.Sprintf("the landing object was %d bytes when listed, but only %d bytes from offset %d could be read: it was rewritten or truncated after the listing, and its new content is read again in full", f.Size, tr.n, f.Offset), ingestTime)
+			end = readEnd{Short: true}
+		}
+		if rep.ends == nil {
+			rep.ends = map[string]readEnd{}
+		}
+		rep.ends[f.Key] = end
 		rep.add(st)
 	}
 	if err := ctx.Err(); err != nil {

@@ -38,6 +38,8 @@ const (
 	ReasonDecompressedSize = "decompressed_too_large"
 	ReasonObjectMissing    = "object_missing"
 	ReasonInvalidKey       = "invalid_key"
+	// The object held fewer bytes than listed when it was read: it changed under the read.
+	ReasonObjectChanged = "object_changed"
 	// A CSV quoted field that is never closed: the rest of the object is that one record.
 	ReasonUnterminatedQuote = "unterminated_quote"
 )
@@ -160,14 +162,22 @@ type Decoder struct {
 	parser  *LineParser
 	Bronze  *table.Batch
 	Rejects *table.Batch
-	// Flush, when set, is called whenever Bronze holds FlushRows rows, so that a huge object
-	// is written out in pieces instead of held in memory. It must empty the batches.
+	// Flush, when set, is called whenever the batches hold FlushRows rows or FlushBytes of
+	// input, so that a huge object is written out in pieces instead of held in memory. It must
+	// empty the batches.
 	Flush     func(ctx context.Context) error
 	FlushRows int
-	raw       []byte
-	json      []byte
-	csvRec    []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
-	csvSrc    csvFeeder // hands one record at a time to encoding/csv
+	// FlushBytes bounds the input bytes the batches hold between flushes; default
+	// DefaultFlushBytes.
+	FlushBytes int64
+	held       int64 // input bytes appended since the last flush
+	raw        []byte
+	json       []byte
+	csvRec     []byte    // the current CSV record, at most MaxLineBytes+2 bytes of it
+	csvSrc     csvFeeder // hands one record at a time to encoding/csv
+	// base is where the bytes being decoded start in their object (DecodeRange): offsets in
+	// the tables are offsets into the object, whichever range of it a read covers.
+	base int64
 }
 
 // csvFeeder is the source of the decoder's csv.Reader: one record, then io.EOF until the next.
@@ -183,12 +193,28 @@ func (f *csvFeeder) Read(p []byte) (int, error) {
 }
 
 // maybeFlush hands full batches to Flush.
-func (d *Decoder) maybeFlush(ctx context.Context) error {
-	if d.Flush == nil || d.Bronze.Len()+d.Rejects.Len() < d.FlushRows {
+// size is the input bytes of the record just appended: rows are bounded by count and by the
+// input they hold, so that lines near max_line_bytes (a million-digit decimal is one, kept
+// whole in _rescued_data) cannot pile up FlushRows of them, gigabytes, in memory.
+func (d *Decoder) maybeFlush(ctx context.Context, size int64) error {
+	d.held += size
+	if d.Flush == nil || (d.Bronze.Len()+d.Rejects.Len() < d.FlushRows && d.held < d.flushBytes()) {
 		return nil
 	}
+	d.held = 0
 	return d.Flush(ctx)
 }
+
+// flushBytes is FlushBytes or its default.
+func (d *Decoder) flushBytes() int64 {
+	if d.FlushBytes > 0 {
+		return d.FlushBytes
+	}
+	return DefaultFlushBytes
+}
+
+// DefaultFlushBytes is how much input a decoder holds as rows before it flushes, by default.
+const DefaultFlushBytes = 32 << 20
 
 // NewDecoder builds a decoder for the declared columns.
 func NewDecoder(declared *txlog.StructType, limits Limits) (*Decoder, error) {
@@ -238,6 +264,16 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 // re-run writes the same rows). An error means the object could not be read (retry); bad
 // content is never an error, it becomes rejects.
 func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, ingestTime int64) (ObjectStats, error) {
+	return d.DecodeRange(ctx, r, key, format, ingestTime, 0)
+}
+
+// DecodeRange reads the bytes of one object from byte base on (what was appended to an object
+// after an earlier read): as Decode, with offsets counted from the start of the object. A range
+// that does not start the object has no byte-order mark, and is gzip only if a new gzip member
+// starts there.
+func (d *Decoder) DecodeRange(ctx context.Context, r io.Reader, key, format string, ingestTime, base int64) (ObjectStats, error) {
+	d.base = base
+	defer func() { d.base = 0 }()
 	var st ObjectStats
 	tr := &trackingReader{r: r}
 	// Every read of the object, and of its decompressed stream, checks ctx: a single huge line
@@ -262,7 +298,7 @@ func (d *Decoder) Decode(ctx context.Context, r io.Reader, key, format string, i
 	// A UTF-8 byte-order mark, which Windows tools put at the start of a text file, is not
 	// content: skip it, so that the first line is a record and the first CSV header names its
 	// column. Offsets still count it, so they stay byte offsets into the object.
-	if bom, _ := br.Peek(len(utf8BOM)); bytes.Equal(bom, utf8BOM) {
+	if bom, _ := br.Peek(len(utf8BOM)); base == 0 && bytes.Equal(bom, utf8BOM) {
 		br.Discard(len(utf8BOM))
 		st.Bytes = int64(len(utf8BOM))
 	}
@@ -375,7 +411,7 @@ func (d *Decoder) decodeLines(ctx context.Context, br *bufio.Reader, key string,
 			d.line(st, key, offset, line, size, ingestTime)
 			offset += size
 			st.Bytes += size
-			if ferr := d.maybeFlush(ctx); ferr != nil {
+			if ferr := d.maybeFlush(ctx, size); ferr != nil {
 				return &ioError{ferr}
 			}
 		}
@@ -476,7 +512,7 @@ func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int6
 	}
 	cols[n+1].AppendInt64(ingestTime)
 	cols[n+2].AppendString(EscapeKey(key))
-	cols[n+3].AppendInt64(offset)
+	cols[n+3].AppendInt64(d.base + offset)
 }
 
 // rejected is what a reject row says of the record: the object, the byte offset, and the
@@ -503,7 +539,7 @@ func (d *Decoder) appendReject(st *ObjectStats, r rejected, reason, detail strin
 	}
 	c[4].AppendInt64(rawSize)
 	c[5].AppendString(EscapeKey(key))
-	c[6].AppendInt64(offset)
+	c[6].AppendInt64(d.base + offset)
 	c[7].AppendInt64(ingestTime)
 }
 
@@ -575,7 +611,7 @@ func (d *Decoder) decodeCSV(ctx context.Context, br *bufio.Reader, key string, i
 			if d.csvOne(st, cr, info, &header, &index, badHeader, key, recOffset, recLine, ingestTime) && header == nil && badHeader == 0 {
 				badHeader = recLine
 			}
-			if ferr := d.maybeFlush(ctx); ferr != nil {
+			if ferr := d.maybeFlush(ctx, info.size); ferr != nil {
 				return &ioError{ferr}
 			}
 		}

@@ -470,3 +470,32 @@ func TestDecodeHugeDecimalIsRescued(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeFlushesByBytes: lines near the line limit (here decimals of a million digits, which
+// go whole into _rescued_data) are flushed by the input they hold, not only every FlushRows
+// rows. Before, 200 such lines (200 MB) peaked at 846 MB of RSS in ingest, and FlushRows (65,536)
+// of them would have been 64 GB.
+func TestDecodeFlushesByBytes(t *testing.T) {
+	d, err := NewDecoder(declaredEvents(), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"event_id":"d","amount":` + strings.Repeat("7", 1_000_000) + `,"event_time":"2024-05-01T12:00:00Z"}` + "\n"
+	const n, limit = 20, 4 << 20
+	maxHeld, flushes := 0, 0
+	d.FlushRows, d.FlushBytes = 1<<16, limit
+	d.Flush = func(context.Context) error {
+		maxHeld = max(maxHeld, d.Bronze.Len()+d.Rejects.Len())
+		flushes++
+		d.Bronze.Reset()
+		d.Rejects.Reset()
+		return nil
+	}
+	st, err := d.Decode(context.Background(), strings.NewReader(strings.Repeat(line, n)), "big.json", FormatJSON, 0)
+	if err != nil || st.Lines != n {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if perFlush := limit/len(line) + 1; flushes < n/perFlush || maxHeld > perFlush {
+		t.Fatalf("%d flushes holding up to %d rows of %d bytes; want a flush every %d rows (%d bytes)", flushes, maxHeld, len(line), perFlush, limit)
+	}
+}

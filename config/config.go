@@ -169,7 +169,22 @@ type Notify struct {
 	ARN string `yaml:"arn"`
 	// Reconcile is how often a listing catches objects whose event was lost. Default 5m.
 	Reconcile Duration `yaml:"reconcile"`
+	// AllowUnauthenticated lets serve accept webhook events without a token on an address
+	// other than loopback. Default false: serve refuses to start that way.
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// Token is the bearer token every webhook request must carry, from the environment
+	// (MEDALLION_WEBHOOK_TOKEN) only, never from the file.
+	Token WebhookToken `yaml:"-"`
 }
+
+// WebhookToken is a secret; it prints redacted.
+type WebhookToken string
+
+// String never shows the token.
+func (t WebhookToken) String() string { return setOrNot(string(t)) }
+
+// GoString keeps %#v from printing the token.
+func (t WebhookToken) GoString() string { return "config.WebhookToken(" + t.String() + ")" }
 
 // Column is one declared event column.
 type Column struct {

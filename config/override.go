@@ -179,6 +179,7 @@ func (p *Pipeline) ApplyEnv(lookup func(string) (string, bool)) {
 	if p.S3.Region == "" {
 		p.S3.Region = "us-east-1"
 	}
+	p.Landing.Notify.Token = WebhookToken(first("MEDALLION_WEBHOOK_TOKEN"))
 	p.S3.Credentials = Credentials{
 		AccessKeyID:     first("AWS_ACCESS_KEY_ID"),
 		SecretAccessKey: first("AWS_SECRET_ACCESS_KEY"),

@@ -48,40 +48,57 @@ func NewLeases(lake objstore.Bucket, holder string, ttl time.Duration, now func(
 
 // Lease is a held lease. Context() is cancelled when the lease is lost or released.
 type Lease struct {
-	l       *Leases
-	job     string
-	mu      sync.Mutex
-	gen     int64
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stopped chan struct{}
+	l   *Leases
+	job string
+	mu  sync.Mutex
+	gen int64
+	// heldUntil is when the newest generation this holder surely wrote expires.
+	heldUntil time.Time
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopped   chan struct{}
 }
 
 func genKey(job string, gen int64) string { return path.Join(job, fmt.Sprintf("%020d.json", gen)) }
 
-// current returns the newest generation of a job's lease (-1 when there is none).
-func (l *Leases) current(ctx context.Context, job string) (int64, leaseRecord, error) {
+// current returns the newest generation of a job's lease (-1 when there is none) and every
+// generation stored, oldest first.
+func (l *Leases) current(ctx context.Context, job string) (int64, leaseRecord, []int64, error) {
 	infos, err := objstore.ListAll(ctx, l.bucket, job+"/", objstore.ListOptions{})
 	if err != nil {
-		return 0, leaseRecord{}, fmt.Errorf("jobs: list lease %s: %w", job, err)
+		return 0, leaseRecord{}, nil, fmt.Errorf("jobs: list lease %s: %w", job, err)
 	}
-	for i := len(infos) - 1; i >= 0; i-- {
+	var gens []int64
+	for _, info := range infos {
 		var gen int64
-		if _, err := fmt.Sscanf(strings.TrimPrefix(infos[i].Key, job+"/"), "%020d.json", &gen); err != nil {
-			continue
+		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, job+"/"), "%020d.json", &gen); err == nil && genKey(job, gen) == info.Key {
+			gens = append(gens, gen)
 		}
-		data, err := objstore.ReadAll(ctx, l.bucket, infos[i].Key)
-		if err != nil {
-			return 0, leaseRecord{}, fmt.Errorf("jobs: read lease %s: %w", infos[i].Key, err)
-		}
-		var rec leaseRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
-			// A torn or foreign object cannot hold the lease; treat it as expired.
-			return gen, leaseRecord{}, nil
-		}
-		return gen, rec, nil
 	}
-	return -1, leaseRecord{}, nil
+	if len(gens) == 0 {
+		return -1, leaseRecord{}, nil, nil
+	}
+	gen := gens[len(gens)-1]
+	rec, err := l.read(ctx, job, gen)
+	if errors.Is(err, objstore.ErrNotFound) {
+		// Deleted since the listing: only cleanup deletes, and only old generations.
+		return gen, leaseRecord{}, gens, nil
+	}
+	return gen, rec, gens, err
+}
+
+// read reads one generation. A torn or foreign object cannot hold the lease: it reads as an
+// expired record.
+func (l *Leases) read(ctx context.Context, job string, gen int64) (leaseRecord, error) {
+	data, err := objstore.ReadAll(ctx, l.bucket, genKey(job, gen))
+	if err != nil {
+		return leaseRecord{}, fmt.Errorf("jobs: read lease %s: %w", genKey(job, gen), err)
+	}
+	var rec leaseRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return leaseRecord{}, nil
+	}
+	return rec, nil
 }
 
 func (l *Leases) put(ctx context.Context, job string, gen int64, rec leaseRecord) error {
@@ -91,7 +108,7 @@ func (l *Leases) put(ctx context.Context, job string, gen int64, rec leaseRecord
 
 // Holder reports who holds a job's lease now ("" when free), for status pages.
 func (l *Leases) Holder(ctx context.Context, job string) (string, error) {
-	_, rec, err := l.current(ctx, job)
+	_, rec, _, err := l.current(ctx, job)
 	if err != nil || rec.Released || l.now().UnixMilli() >= rec.Expires {
 		return "", err
 	}
@@ -99,10 +116,12 @@ func (l *Leases) Holder(ctx context.Context, job string) (string, error) {
 }
 
 // Acquire takes the job's lease or returns ErrLeaseHeld. The lease renews itself every TTL/3
-// until Release; if a renewal fails to land in time, the lease's context is cancelled with
-// ErrLeaseLost so the job can stop at a safe point.
+// until Release. If renewals keep failing, for any reason, the lease's context is cancelled
+// with ErrLeaseLost a sixth of the TTL before the last renewal that landed expires, so the job
+// stops at a safe point while the lease is still its own; if another holder took it over, at
+// the first renewal that finds out.
 func (l *Leases) Acquire(ctx context.Context, job string) (*Lease, error) {
-	gen, rec, err := l.current(ctx, job)
+	gen, rec, gens, err := l.current(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +129,8 @@ func (l *Leases) Acquire(ctx context.Context, job string) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s held by %s until %s", ErrLeaseHeld, job, rec.Holder, time.UnixMilli(rec.Expires).UTC().Format(time.RFC3339))
 	}
 	next := gen + 1
-	err = l.put(ctx, job, next, leaseRecord{Holder: l.holder, Expires: l.now().Add(l.ttl).UnixMilli()})
+	expires := l.now().Add(l.ttl)
+	err = l.put(ctx, job, next, leaseRecord{Holder: l.holder, Expires: expires.UnixMilli()})
 	if errors.Is(err, objstore.ErrAlreadyExists) {
 		return nil, fmt.Errorf("%w: %s was taken at the same moment", ErrLeaseHeld, job)
 	}
@@ -118,16 +138,25 @@ func (l *Leases) Acquire(ctx context.Context, job string) (*Lease, error) {
 		return nil, fmt.Errorf("jobs: take lease %s: %w", job, err)
 	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	lease := &Lease{l: l, job: job, gen: next, ctx: lctx, cancel: cancel, stopped: make(chan struct{})}
+	lease := &Lease{l: l, job: job, gen: next, heldUntil: expires, ctx: lctx, cancel: cancel, stopped: make(chan struct{})}
 	go lease.renewLoop()
-	l.cleanup(ctx, job, next)
+	for _, g := range gens {
+		l.cleanup(ctx, job, g, next)
+	}
 	return lease, nil
 }
 
-// cleanup deletes generations well behind the current one; they decide nothing any more.
-func (l *Leases) cleanup(ctx context.Context, job string, gen int64) {
-	for g := gen - 10; g >= 0 && g > gen-20; g-- {
-		_ = l.bucket.Delete(ctx, genKey(job, g))
+// keepGenerations is how many generations behind the newest are kept. Only older ones are
+// deleted: a holder reads the newest and writes the one after, so a deleted generation must be
+// far behind anything a live holder could still try to create (and a holder whose lease expired
+// stops before writing at all).
+const keepGenerations = 10
+
+// cleanup deletes generation gen if it is well behind newest: it decides nothing any more.
+// Best effort: a failed delete is retried by the next Acquire, which sees every generation.
+func (l *Leases) cleanup(ctx context.Context, job string, gen, newest int64) {
+	if gen <= newest-keepGenerations {
+		_ = l.bucket.Delete(ctx, genKey(job, gen))
 	}
 }
 
@@ -136,26 +165,55 @@ func (le *Lease) Context() context.Context { return le.ctx }
 
 func (le *Lease) renewLoop() {
 	defer close(le.stopped)
-	ticker := time.NewTicker(le.l.ttl / 3)
-	defer ticker.Stop()
+	every := le.l.ttl / 3
+	margin := le.l.ttl / 6
+	wait := every
+	var lastErr error
 	for {
+		timer := time.NewTimer(wait)
 		select {
 		case <-le.ctx.Done():
+			timer.Stop()
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
 		le.mu.Lock()
-		next := le.gen + 1
-		err := le.l.put(le.ctx, le.job, next, leaseRecord{Holder: le.l.holder, Expires: le.l.now().Add(le.l.ttl).UnixMilli()})
-		if err == nil {
-			le.gen = next
-		}
-		le.mu.Unlock()
-		if errors.Is(err, objstore.ErrAlreadyExists) {
-			le.cancel(fmt.Errorf("%w: %s was taken over", ErrLeaseLost, le.job))
+		left := le.heldUntil.Add(-margin).Sub(le.l.now())
+		if left <= 0 {
+			le.mu.Unlock()
+			le.cancel(fmt.Errorf("%w: %s could not be renewed before it expires (last error: %v); stopping while it is still ours", ErrLeaseLost, le.job, lastErr))
 			return
 		}
-		// Other errors: try again at the next tick; the lease still has two thirds of its TTL.
+		next := le.gen + 1
+		expires := le.l.now().Add(le.l.ttl)
+		// A renewal that hangs must not outlive the lease.
+		rctx, cancel := context.WithTimeout(le.ctx, left)
+		err := le.l.put(rctx, le.job, next, leaseRecord{Holder: le.l.holder, Expires: expires.UnixMilli()})
+		if errors.Is(err, objstore.ErrAlreadyExists) {
+			// Either another holder took over, or an earlier attempt whose answer was lost
+			// did land: the generation says which.
+			if rec, rerr := le.l.read(rctx, le.job, next); rerr == nil && rec.Holder == le.l.holder && !rec.Released {
+				err, expires = nil, time.UnixMilli(rec.Expires)
+			} else if rerr == nil {
+				cancel()
+				le.mu.Unlock()
+				le.cancel(fmt.Errorf("%w: %s was taken over by %s", ErrLeaseLost, le.job, rec.Holder))
+				return
+			} else {
+				err = rerr
+			}
+		}
+		if err == nil {
+			le.gen, le.heldUntil = next, expires
+			le.l.cleanup(rctx, le.job, next-keepGenerations, next)
+			wait, lastErr = every, nil
+		} else {
+			// Try again soon: the lease still has most of its TTL, and the check above stops
+			// the job in time if the store stays unreachable.
+			wait, lastErr = max(every/4, time.Millisecond), err
+		}
+		cancel()
+		le.mu.Unlock()
 	}
 }
 

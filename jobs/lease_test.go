@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,4 +115,138 @@ func leaseRace(t *testing.T, lake objstore.Bucket) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// flakyLeases is a lake whose lease writes can be made to fail (like an unreachable store),
+// hang until their context ends, or land and then report a failure (a lost answer).
+type flakyLeases struct {
+	objstore.Bucket
+	mode atomic.Int32 // 0 normal, 1 fail, 2 hang, 3 land then fail (once)
+}
+
+const (
+	leaseOK = iota
+	leaseFail
+	leaseHang
+	leaseLostAnswer
+)
+
+func (f *flakyLeases) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	switch f.mode.Load() {
+	case leaseFail:
+		return errors.New("connect: connection refused")
+	case leaseHang:
+		<-ctx.Done()
+		return ctx.Err()
+	case leaseLostAnswer:
+		f.mode.Store(leaseOK)
+		if err := f.Bucket.PutIfAbsent(ctx, key, r, size); err != nil {
+			return err
+		}
+		return errors.New("read: connection reset by peer")
+	}
+	return f.Bucket.PutIfAbsent(ctx, key, r, size)
+}
+
+// TestLeaseStopsBeforeExpiryWhenRenewalsFail: a holder whose renewals keep failing, whether
+// refused at once or hanging, has its context cancelled with ErrLeaseLost before its lease
+// expires, so its job stops while no one else can hold the lease. Before, only a renewal that
+// found the lease taken (412) stopped it, and a holder cut off from the store ran on past its
+// expiry, beside the process that took the lease over.
+func TestLeaseStopsBeforeExpiryWhenRenewalsFail(t *testing.T) {
+	for name, mode := range map[string]int32{"refused": leaseFail, "hanging": leaseHang} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lake := &flakyLeases{Bucket: mem.New()}
+			ttl := 2 * time.Second
+			l, err := NewLeases(lake, "a", ttl, nil).Acquire(context.Background(), "stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			expires := time.Now().Add(ttl) // no later than the expiry Acquire wrote
+			lake.mode.Store(mode)
+			var stoppedAt atomic.Int64
+			context.AfterFunc(l.Context(), func() { stoppedAt.Store(time.Now().UnixNano()) })
+			select {
+			case <-l.Context().Done():
+			case <-time.After(3 * ttl):
+				t.Fatal("the lease context was never cancelled while every renewal failed")
+			}
+			if cause := context.Cause(l.Context()); !errors.Is(cause, ErrLeaseLost) {
+				t.Fatalf("cause %v, want ErrLeaseLost", cause)
+			}
+			for stoppedAt.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if at := time.Unix(0, stoppedAt.Load()); !at.Before(expires) {
+				t.Fatalf("stopped %v after the lease expired", at.Sub(expires))
+			}
+		})
+	}
+}
+
+// TestLeaseRenewalWithLostAnswer: a renewal that landed but whose answer was lost is recognised
+// as the holder's own on the next attempt; the lease is kept.
+func TestLeaseRenewalWithLostAnswer(t *testing.T) {
+	lake := &flakyLeases{Bucket: mem.New()}
+	ttl := 300 * time.Millisecond
+	l, err := NewLeases(lake, "a", ttl, nil).Acquire(context.Background(), "optimize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake.mode.Store(leaseLostAnswer)
+	time.Sleep(3 * ttl) // several renewals, the first of them with its answer lost
+	if l.Context().Err() != nil {
+		t.Fatalf("lease lost after a renewal whose answer was lost: %v", context.Cause(l.Context()))
+	}
+	if lake.mode.Load() != leaseOK {
+		t.Fatal("no renewal was attempted")
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeaseOldGenerationsCleanedUp: neither many short runs nor one long run leaves more than a
+// few lease generations behind. Before, Acquire deleted a window of ten generations only, and
+// a long run's renewals were never deleted.
+func TestLeaseOldGenerationsCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	count := func() int {
+		infos, err := objstore.ListAll(ctx, lake, "_leases/ingest/", objstore.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(infos)
+	}
+	leases := NewLeases(lake, "a", time.Minute, nil)
+	for i := 0; i < 60; i++ {
+		l, err := leases.Acquire(ctx, "ingest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n > keepGenerations+2 {
+		t.Fatalf("%d generations left after 60 runs, want at most %d", n, keepGenerations+2)
+	}
+	// One long run: renewals every 50 ms.
+	l, err := NewLeases(lake, "a", 150*time.Millisecond, nil).Acquire(ctx, "ingest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.gen }
+	for gen0 := gen(); gen() < gen0+2*keepGenerations+2; {
+		if l.Context().Err() != nil {
+			t.Fatalf("lease lost: %v", context.Cause(l.Context()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count(); n > keepGenerations+2 {
+		t.Fatalf("%d generations left during a long run, want at most %d", n, keepGenerations+2)
+	}
+	_ = l.Release(ctx)
 }

@@ -2,12 +2,20 @@ package jobs
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 	"github.com/medallion-lake/medallion/table"
@@ -29,6 +37,11 @@ jobs: {}
 	cfg.ApplyEnv(os.LookupEnv) // the test server's credentials, as Load would read them
 	cfg.Landing.Notify.Mode = "webhook"
 	cfg.Landing.Notify.Reconcile.Duration = time.Hour
+	// MinIO's target sends this token (scripts/minio.sh): events reach ingest only with it.
+	cfg.Landing.Notify.Token = config.WebhookToken(os.Getenv("MEDALLION_TEST_WEBHOOK_TOKEN"))
+	if cfg.Landing.Notify.Token == "" {
+		t.Fatal("MEDALLION_TEST_WEBHOOK_TOKEN is not set: start MinIO with scripts/minio.sh, which configures the webhook token")
+	}
 	cfg.Serve.Listen = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -72,5 +85,152 @@ jobs: {}
 			t.Fatalf("only %d of 3 rows ingested 15 s after the puts: notifications did not arrive", rows)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// webhookEnv is an Env for a webhook on a file lake, with the given token and listen address.
+func webhookEnv(t *testing.T, token, listen string, allow bool) Env {
+	t.Helper()
+	cfg := testPipeline(t, t.TempDir(), "jobs: {}\n")
+	cfg.Landing.Notify.Mode = "webhook"
+	cfg.Landing.Notify.Token = config.WebhookToken(token)
+	cfg.Landing.Notify.AllowUnauthenticated = allow
+	cfg.Serve.Listen = listen
+	env, err := NewEnv(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func postEvent(h http.Handler, auth, body string) int {
+	req := httptest.NewRequest(http.MethodPost, "/s3-events", strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func eventBody(keys ...string) string {
+	var recs []string
+	for _, k := range keys {
+		recs = append(recs, fmt.Sprintf(`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"lake"},"object":{"key":%q,"size":1}}}`, k))
+	}
+	return `{"Records":[` + strings.Join(recs, ",") + `]}`
+}
+
+// TestWebhookRequiresToken: with MEDALLION_WEBHOOK_TOKEN set, a request without the bearer
+// token, or with a wrong one (even one that shares its prefix), is refused with 401 and queues
+// nothing; the right token is accepted. Before, anything was accepted with 204.
+func TestWebhookRequiresToken(t *testing.T) {
+	const token = "0123456789abcdef-secret"
+	env := webhookEnv(t, token, "127.0.0.1:0", false)
+	n, err := newNotifier(env, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := eventBody("landing/events/a.json")
+	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer wrong", "Bearer " + token[:len(token)-1], "Bearer " + token + "x", "Basic " + token, "Basic " + base64.StdEncoding.EncodeToString([]byte("medallion:wrong")), token} {
+		if code := postEvent(n, auth, body); code != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: status %d, want 401", auth, code)
+		}
+	}
+	if len(n.pending) != 0 {
+		t.Fatalf("unauthenticated requests queued %v", n.pending)
+	}
+	if code := postEvent(n, "Bearer "+token, body); code != http.StatusNoContent {
+		t.Fatalf("right token: status %d, want 204", code)
+	}
+	if code := postEvent(n, "bearer "+token, eventBody("landing/events/b.json")); code != http.StatusNoContent {
+		t.Fatalf("scheme is case-insensitive (RFC 9110): status %d", code)
+	}
+	// SNS's HTTPS delivery: the token as the password of Basic authentication.
+	if code := postEvent(n, "Basic "+base64.StdEncoding.EncodeToString([]byte("medallion:"+token)), eventBody("landing/events/c.json")); code != http.StatusNoContent {
+		t.Fatalf("token as the Basic password: status %d, want 204", code)
+	}
+	if !n.pending["landing/events/a.json"] || !n.pending["landing/events/b.json"] || !n.pending["landing/events/c.json"] {
+		t.Fatalf("pending %v, want a.json, b.json and c.json", n.pending)
+	}
+}
+
+// TestWebhookRateLimited: past its budget, a flood of unauthenticated requests gets 429, and
+// authenticated requests still get through.
+func TestWebhookRateLimited(t *testing.T) {
+	const token = "0123456789abcdef-secret"
+	n, err := newNotifier(webhookEnv(t, token, "127.0.0.1:0", false), nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := 0
+	for i := 0; i < 5*webhookRejectBurst; i++ {
+		if postEvent(n, "Bearer nope", eventBody("landing/events/x.json")) == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d bad requests in a row were never limited", 5*webhookRejectBurst)
+	}
+	if code := postEvent(n, "Bearer "+token, eventBody("landing/events/a.json")); code != http.StatusNoContent {
+		t.Fatalf("an authenticated request during a flood of bad ones: %d, want 204", code)
+	}
+	limited = 0
+	for i := 0; i < 2*webhookBurst; i++ {
+		if postEvent(n, "Bearer "+token, eventBody("landing/events/a.json")) == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d authenticated requests in a row were never limited", 2*webhookBurst)
+	}
+}
+
+// TestWebhookBadKeyDoesNotHoldBackBatch: a record whose key does not decode, or breaks the key
+// rules, is skipped; the valid keys of the same notification are queued. Before, the whole
+// notification was refused with 400.
+func TestWebhookBadKeyDoesNotHoldBackBatch(t *testing.T) {
+	n, err := newNotifier(webhookEnv(t, "", "127.0.0.1:0", false), nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := eventBody("landing/events/good-1.json", "landing/events/%zz.json", "landing/events/../x.json", "landing/events//y.json", "landing/events/good-2.json")
+	if code := postEvent(n, "", body); code != http.StatusNoContent {
+		t.Fatalf("status %d, want 204", code)
+	}
+	want := map[string]bool{"landing/events/good-1.json": true, "landing/events/good-2.json": true}
+	if !maps.Equal(n.pending, want) {
+		t.Fatalf("queued %v, want %v", n.pending, want)
+	}
+}
+
+// TestServeRefusesUnauthenticatedWebhook: serve with the webhook on an address other hosts can
+// reach and no token refuses to start, naming what to set; a token, loopback, or the explicit
+// opt-out let it start.
+func TestServeRefusesUnauthenticatedWebhook(t *testing.T) {
+	for _, tc := range []struct {
+		token, listen string
+		allow, ok     bool
+	}{
+		{"", "0.0.0.0:0", false, false},
+		{"", ":0", false, false},
+		{"short", "0.0.0.0:0", false, false},
+		{"", "127.0.0.1:0", false, true},
+		{"", "[::1]:0", false, true},
+		{"", "0.0.0.0:0", true, true},
+		{"0123456789abcdef-secret", "0.0.0.0:0", false, true},
+	} {
+		srv, err := NewServer(webhookEnv(t, tc.token, tc.listen, tc.allow))
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%+v: %v", tc, err)
+				continue
+			}
+			srv.listener.Close()
+			continue
+		}
+		if !errors.Is(err, ErrWebhookUnauthenticated) || !strings.Contains(err.Error(), WebhookTokenEnv) {
+			t.Errorf("%+v: got %v, want ErrWebhookUnauthenticated naming %s", tc, err, WebhookTokenEnv)
+		}
 	}
 }

@@ -113,8 +113,11 @@ func (s *Server) Run(ctx context.Context) error {
 			log.Warn("could not subscribe the bucket to notifications; ingestion falls back to listing", "err", err)
 		}
 		nctx, ncancel := context.WithCancel(ctx)
-		defer ncancel()
-		go s.notifier.run(nctx)
+		// Wait for an event-driven ingest to stop at a safe point before Run returns, so
+		// nothing writes to the lake after serve has stopped.
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); s.notifier.run(nctx) }()
+		defer func() { ncancel(); <-stopped }()
 	}
 	s.scheduler.Start()
 	log.Info("serving", "listen", s.Addr(), "jobs", len(s.scheduler.Statuses()))

@@ -7,7 +7,10 @@
 #   scripts/minio.sh run -- CMD...      start, run CMD with the env set, always stop; CMD's exit code
 #
 # The server has a webhook notification target arn:minio:sqs::PRIMARY:webhook that posts to
-# http://$MEDALLION_TEST_WEBHOOK_ADDR/s3-events, for the event-driven ingestion test.
+# http://$MEDALLION_TEST_WEBHOOK_ADDR/s3-events with `Authorization: Bearer
+# $MEDALLION_TEST_WEBHOOK_TOKEN`, for the event-driven ingestion test, and a second one,
+# arn:minio:sqs::OTHERTEAM:webhook, that nothing listens to: another team's rule, which
+# subscribing must keep.
 #
 # The server is built with `go install` at a pinned pseudo-version (about 6 minutes on 2 cores the
 # first time, then cached under $MEDALLION_CACHE). That version answers `If-None-Match: *` with 412,
@@ -21,6 +24,7 @@ BIN="$BIN_DIR/minio"
 STATE="${MEDALLION_MINIO_STATE:-${TMPDIR:-/tmp}/medallion-minio.state}"
 USER_NAME="medallion"
 PASSWORD="medallion-test-secret"
+WEBHOOK_TOKEN="medallion-test-webhook-token"
 
 log() { echo "minio.sh: $*" >&2; }
 
@@ -51,6 +55,9 @@ start() {
     MINIO_UPDATE=off MINIO_CI_CD=1 \
     MINIO_NOTIFY_WEBHOOK_ENABLE_PRIMARY=on \
     MINIO_NOTIFY_WEBHOOK_ENDPOINT_PRIMARY="http://$webhook/s3-events" \
+    MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_PRIMARY="$WEBHOOK_TOKEN" \
+    MINIO_NOTIFY_WEBHOOK_ENABLE_OTHERTEAM=on \
+    MINIO_NOTIFY_WEBHOOK_ENDPOINT_OTHERTEAM="http://127.0.0.1:$(free_port)/other-team" \
     "$BIN" server --quiet --address "127.0.0.1:$port" "$data/data" >"$data/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 150); do
@@ -59,6 +66,7 @@ start() {
       cat <<ENV
 export MEDALLION_TEST_S3_ENDPOINT=http://127.0.0.1:$port
 export MEDALLION_TEST_WEBHOOK_ADDR=$webhook
+export MEDALLION_TEST_WEBHOOK_TOKEN=$WEBHOOK_TOKEN
 export AWS_ACCESS_KEY_ID=$USER_NAME
 export AWS_SECRET_ACCESS_KEY=$PASSWORD
 export AWS_REGION=us-east-1

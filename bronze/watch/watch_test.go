@@ -20,6 +20,12 @@ func TestParseEvent(t *testing.T) {
 		{"aws test event", `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2024-05-01T00:00:00Z","Bucket":"b"}`, nil, false},
 		{"not json", `hello`, nil, true},
 		{"json without records", `{"a":1}`, nil, true},
+		{"sns delivery", `{"Type":"Notification","MessageId":"m","TopicArn":"arn:aws:sns:us-east-1:1:t","Message":"{\"Records\":[{\"eventName\":\"ObjectCreated:Put\",\"s3\":{\"bucket\":{\"name\":\"b\"},\"object\":{\"key\":\"in/a+b.json\",\"size\":3}}}]}"}`,
+			[]Object{{Bucket: "b", Key: "in/a b.json", Size: 3, Event: "ObjectCreated:Put"}}, false},
+		{"sns subscription confirmation", `{"Type":"SubscriptionConfirmation","SubscribeURL":"https://sns.example/confirm"}`, nil, true},
+		{"eventbridge object created", `{"version":"0","detail-type":"Object Created","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"in/2023-08-08T14:03:40.json","size":5}}}`,
+			[]Object{{Bucket: "b", Key: "in/2023-08-08T14:03:40.json", Size: 5, Event: "ObjectCreated:Object Created"}}, false},
+		{"eventbridge object deleted", `{"version":"0","detail-type":"Object Deleted","source":"aws.s3","detail":{"bucket":{"name":"b"},"object":{"key":"in/x"}}}`, nil, false},
 		{"bad escape", `{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"%zz"}}}]}`, nil, true},
 	} {
 		got, err := ParseEvent([]byte(tc.body))
@@ -49,4 +55,20 @@ func FuzzParseEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseEventRecordsSkipsBadRecord: one record whose key does not decode is reported on its
+// own; the good records of the same notification are still returned.
+func TestParseEventRecordsSkipsBadRecord(t *testing.T) {
+	body := `{"Records":[` +
+		`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"in/one.json","size":1}}},` +
+		`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"in/%zz.json","size":1}}},` +
+		`{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"in/two.json","size":1}}}]}`
+	objs, bad, err := ParseEventRecords([]byte(body))
+	if err != nil || len(bad) != 1 || !errors.Is(bad[0], ErrBadEvent) {
+		t.Fatalf("bad %v, err %v: want one ErrBadEvent for record 1", bad, err)
+	}
+	if len(objs) != 2 || objs[0].Key != "in/one.json" || objs[1].Key != "in/two.json" {
+		t.Fatalf("objects %+v, want one.json and two.json", objs)
+	}
 }

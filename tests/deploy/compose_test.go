@@ -136,6 +136,15 @@ func TestComposePipelinePointsAtMinIO(t *testing.T) {
 	if hook == nil || *hook != "http://pipeline:"+port+cfg.Landing.Notify.Path {
 		t.Fatalf("MinIO's webhook target %v must be serve's %s", hook, cfg.Landing.Notify.Path)
 	}
+	// serve listens beyond loopback here, so it needs the webhook token, and MinIO must send
+	// the same one, or every event is refused with 401.
+	sent, want := minio.Environment["MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_PRIMARY"], svc.Environment["MEDALLION_WEBHOOK_TOKEN"]
+	if sent == nil || want == nil || *sent == "" || *sent != *want {
+		t.Fatalf("MinIO's webhook token %v must be set and equal the pipeline's MEDALLION_WEBHOOK_TOKEN %v", sent, want)
+	}
+	if cfg.Landing.Notify.AllowUnauthenticated {
+		t.Fatal("the compose pipeline must not accept unauthenticated webhook events")
+	}
 }
 
 func mustAtoi(t *testing.T, s string) uint32 {
