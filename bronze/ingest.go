@@ -54,6 +54,8 @@ type Report struct {
 	RowsPerSecond  float64          `json:"rows_per_second"`
 	ChangedObjects []string         `json:"changed_objects,omitempty"`
 	BronzeVersion  int64            `json:"bronze_version"`
+	// Kafka is set when the landing is a Kafka topic (KafkaIngester).
+	Kafka *KafkaReport `json:"kafka,omitempty"`
 }
 
 func (r *Report) add(st ObjectStats) {
