@@ -115,10 +115,10 @@ type KafkaReport struct {
 	Partitions int      `json:"partitions"`
 	// LostRecords counts offsets skipped because retention deleted them (fail_on_data_loss:
 	// false); LostRanges names them, "topic/partition:[from,to)".
-	LostRecords int64            `json:"lost_records"`
-	LostRanges []string       `json:"lost_ranges,omitempty"`
-	Lag        []PartitionLag `json:"lag,omitempty"`
-	TotalLag   int64          `json:"total_lag"`
+	LostRecords int64          `json:"lost_records"`
+	LostRanges  []string       `json:"lost_ranges,omitempty"`
+	Lag         []PartitionLag `json:"lag,omitempty"`
+	TotalLag    int64          `json:"total_lag"`
 }
 
 // PartitionLag is one partition's consumer lag: the log end offset minus the next offset bronze
