@@ -314,7 +314,9 @@ func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
 
 // newClient is a franz-go client on the configured brokers, reading no partition yet.
 func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(x.kopts.Brokers...)}
+	// Requests retry for as long as a read may stall: a broker restart (10-20 s) is waited out,
+	// not failed on franz-go's default 30 s for some requests and forever for others.
+	opts := []kgo.Opt{kgo.SeedBrokers(x.kopts.Brokers...), kgo.RetryTimeout(x.kopts.StallTimeout)}
 	opts = append(opts, x.kopts.ClientOptions...)
 	opts = append(opts, extra...)
 	cl, err := kgo.NewClient(opts...)
