@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -17,6 +21,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/report"
 )
 
 // KafkaCheckpoint is where a Kafka landing keeps its ingest batches: its own prefix beside the
@@ -190,4 +195,64 @@ func GenKafka(ctx context.Context, cfg *config.Pipeline, opts gen.Options, parti
 	}
 	defer cl.Close()
 	return gen.GenerateKafka(ctx, gen.KafkaTarget{Client: cl, Topic: topics[0], Partitions: partitions}, opts)
+}
+
+// KafkaLagReport is KafkaLag for the report, the status page and `medallion lag`: nil for a
+// files landing; a broker that does not answer within 10 s becomes the report's Problem, not an
+// error, so the rest of the report is still shown.
+func KafkaLagReport(ctx context.Context, env Env) *report.KafkaLag {
+	if env.Config.Landing.Kind != config.LandingKafka || env.Config.Landing.Kafka == nil {
+		return nil
+	}
+	out := &report.KafkaLag{Topics: env.Config.Landing.Kafka.TopicList(), Partitions: []bronze.PartitionLag{}}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lag, err := KafkaLag(ctx, env)
+	if err != nil {
+		out.Problem = err.Error()
+		return out
+	}
+	out.Partitions = lag
+	for _, l := range lag {
+		out.Total += l.Lag
+	}
+	return out
+}
+
+// kafkaLagCollector exports the consumer lag of a Kafka landing on /metrics, measured at each
+// scrape: medallion_kafka_consumer_lag{topic,partition} (records) and
+// medallion_kafka_lag_up (1 when the brokers answered).
+type kafkaLagCollector struct {
+	env      Env
+	lag, end *prometheus.Desc
+	up       *prometheus.Desc
+}
+
+func newKafkaLagCollector(env Env) *kafkaLagCollector {
+	return &kafkaLagCollector{
+		env: env,
+		lag: prometheus.NewDesc("medallion_kafka_consumer_lag", "Records in the partition that ingest has not committed to bronze yet (log end offset minus next offset to ingest).", []string{"topic", "partition"}, nil),
+		end: prometheus.NewDesc("medallion_kafka_log_end_offset", "The partition's log end offset (high watermark).", []string{"topic", "partition"}, nil),
+		up:  prometheus.NewDesc("medallion_kafka_lag_up", "1 when the last lag measurement reached the brokers, else 0.", nil, nil),
+	}
+}
+
+func (c *kafkaLagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lag
+	ch <- c.end
+	ch <- c.up
+}
+
+func (c *kafkaLagCollector) Collect(ch chan<- prometheus.Metric) {
+	r := KafkaLagReport(context.Background(), c.env)
+	if r == nil || r.Problem != "" {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, l := range r.Partitions {
+		p := strconv.Itoa(int(l.Partition))
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Lag), l.Topic, p)
+		ch <- prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, float64(l.End), l.Topic, p)
+	}
 }
