@@ -929,18 +929,19 @@ func newKafkaDecoder(declared *txlog.StructType, limits Limits) (*kafkaDecoder, 
 func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format string, ingestTime int64) {
 	value := rec.Value
 	st.Bytes += int64(len(value))
-	where := fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset)
+	// Only rejects need the text: building it for every record cost an allocation per row.
+	where := func() string { return fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset) }
 	rej := rejected{key: source, offset: rec.Offset, raw: value, rawSize: int64(len(value))}
 	if value == nil {
 		rej.raw = nil
 	}
 	if len(value) > d.limits.MaxLineBytes {
-		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s: value of %d bytes exceeds the %d-byte limit", where, len(value), d.limits.MaxLineBytes), ingestTime)
+		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s: value of %d bytes exceeds the %d-byte limit", where(), len(value), d.limits.MaxLineBytes), ingestTime)
 		return
 	}
 	body := bytes.TrimRight(value, "\r\n")
 	if len(bytes.TrimSpace(body)) == 0 {
-		d.appendReject(st, rej, ReasonNotObject, where+": empty value (a tombstone or blank record)", ingestTime)
+		d.appendReject(st, rej, ReasonNotObject, where()+": empty value (a tombstone or blank record)", ingestTime)
 		return
 	}
 	switch format {
@@ -955,7 +956,7 @@ func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format s
 			if errors.As(err, &le) {
 				reason = le.Reason
 			}
-			d.appendReject(st, rej, reason, where+": "+err.Error(), ingestTime)
+			d.appendReject(st, rej, reason, where()+": "+err.Error(), ingestTime)
 			return
 		}
 		d.appendParsed(source, rec.Offset, ingestTime)
@@ -977,7 +978,7 @@ func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format s
 
 // csvValue appends one CSV record (the declared columns in order, no header) as a row; false
 // when it was rejected instead.
-func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, where, source string, offset, ingestTime int64) bool {
+func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, where func() string, source string, offset, ingestTime int64) bool {
 	cr := csv.NewReader(bytes.NewReader(body))
 	cr.FieldsPerRecord = -1
 	rec, err := cr.Read()
@@ -987,7 +988,7 @@ func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, wher
 		}
 	}
 	if err != nil {
-		d.appendReject(st, rej, ReasonInvalidCSV, where+": "+err.Error(), ingestTime)
+		d.appendReject(st, rej, ReasonInvalidCSV, where()+": "+err.Error(), ingestTime)
 		return false
 	}
 	if i, at := invalidUTF8Field(rec); i >= 0 {
@@ -995,7 +996,7 @@ func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, wher
 		if i < len(d.names) {
 			name = d.names[i]
 		}
-		d.appendReject(st, rej, ReasonInvalidUTF8, fmt.Sprintf("%s: field %d (%s) is not valid UTF-8 at byte %d of the field", where, i+1, name, at), ingestTime)
+		d.appendReject(st, rej, ReasonInvalidUTF8, fmt.Sprintf("%s: field %d (%s) is not valid UTF-8 at byte %d of the field", where(), i+1, name, at), ingestTime)
 		return false
 	}
 	d.csvRecord(rec, d.names, d.index, source, offset, ingestTime)
