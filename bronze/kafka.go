@@ -930,7 +930,9 @@ func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format s
 	value := rec.Value
 	st.Bytes += int64(len(value))
 	// Only rejects need the text: building it for every record cost an allocation per row.
-	where := func() string { return fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset) }
+	where := func() string {
+		return fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset)
+	}
 	rej := rejected{key: source, offset: rec.Offset, raw: value, rawSize: int64(len(value))}
 	if value == nil {
 		rej.raw = nil
