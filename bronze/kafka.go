@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -342,7 +343,7 @@ func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts
 		lo.Each(func(o kadm.ListedOffset) {
 			if o.Err != nil {
 				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-					errs = append(errs, fmt.Errorf("bronze: kafka: topic %q does not exist: %w", o.Topic, o.Err))
+					errs = append(errs, fmt.Errorf("bronze: kafka: topic %q does not exist: %w: %w", o.Topic, errNoTopic, o.Err))
 				} else {
 					errs = append(errs, fmt.Errorf("bronze: kafka: %s offset of %s/%d: %w", which.name, o.Topic, o.Partition, o.Err))
 				}
@@ -363,10 +364,35 @@ func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts
 			}
 		}
 		if !found {
-			return nil, nil, fmt.Errorf("bronze: kafka: topic %q does not exist (or has no partitions)", t)
+			return nil, nil, fmt.Errorf("bronze: kafka: topic %q does not exist (or has no partitions): %w", t, errNoTopic)
 		}
 	}
 	return starts, ends, nil
+}
+
+// errNoTopic marks a topic the brokers do not know: retrying cannot help.
+var errNoTopic = errors.New("no such topic")
+
+// listOffsets is listOffsets retried while the brokers cannot be reached (a broker restart
+// refuses connections for 10-20 s), up to StallTimeout; a missing topic fails at once.
+func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[tp]int64, err error) {
+	deadline := time.Now().Add(x.kopts.StallTimeout)
+	wait := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt := 1; ; attempt++ {
+		starts, ends, err = listOffsets(ctx, adm, x.kopts.Topics)
+		if err == nil || errors.Is(err, errNoTopic) || ctx.Err() != nil {
+			return starts, ends, err
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("%w for %s: %w", ErrKafkaStalled, x.kopts.StallTimeout, err)
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			x.b.log.Warn("kafka brokers do not answer; retrying", "err", err, "attempt", attempt)
+		}
+		if err := wait.Sleep(ctx, attempt); err != nil {
+			return nil, nil, err
+		}
+	}
 }
 
 // Run ingests until bronze holds every record that was in the topics when the run started
@@ -403,13 +429,13 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	}
 	// The target: what the topics held at the start. A topic that keeps receiving records does
 	// not keep this run going; the next run takes the rest.
-	_, target, err := listOffsets(ctx, adm, x.kopts.Topics)
+	_, target, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return rep, err
 	}
 	rep.Kafka.Partitions = len(target)
 	for {
-		starts, ends, err := listOffsets(ctx, adm, x.kopts.Topics)
+		starts, ends, err := x.listOffsets(ctx, adm)
 		if err != nil {
 			return rep, err
 		}
@@ -677,7 +703,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 		return nil, nil, rep, nil, nil
 	}
 	// A pending batch re-run long after its claim may find part of its ranges deleted.
-	starts, _, err := listOffsets(ctx, adm, x.kopts.Topics)
+	starts, _, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return nil, nil, rep, nil, err
 	}
@@ -862,7 +888,7 @@ func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafk
 
 // lag is each partition's log end offset minus the next offset bronze will read.
 func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]PartitionLag, error) {
-	_, ends, err := listOffsets(ctx, adm, x.kopts.Topics)
+	_, ends, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return nil, err
 	}

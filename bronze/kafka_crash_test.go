@@ -89,13 +89,48 @@ func TestKafkaExactlyOnceAcrossKills(t *testing.T) {
 	checkExactlyOnce(t, lake, topic, want)
 }
 
-// TestKafkaBrokerRestartMidRun: the broker is killed (kill -9) and restarted while an ingest run
-// is reading: the run waits it out, and bronze holds each record once.
-func TestKafkaBrokerRestartMidRun(t *testing.T) {
-	brokers := kafkaBrokers(t)
-	if os.Getenv("MEDALLION_KAFKA_STATE") == "" {
-		t.Fatal("MEDALLION_KAFKA_STATE is not set: the broker must come from scripts/kafka.sh start or run")
+// privateBroker starts a broker of its own with scripts/kafka.sh (its own state file, stopped at
+// the end of the test), for a test that kills it: the shared broker serves tests of other
+// packages running at the same time. It returns the brokers and the script's environment.
+func privateBroker(t *testing.T) ([]string, []string) {
+	t.Helper()
+	kafkaBrokers(t) // the same skip-or-fail rule as every Kafka test
+	script, err := filepath.Abs("../scripts/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
 	}
+	env := append(os.Environ(), "MEDALLION_KAFKA_STATE="+filepath.Join(t.TempDir(), "kafka.state"))
+	start := exec.Command(script, "start")
+	start.Env = env
+	out, err := start.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kafka.sh start: %v\n%s", err, stderr)
+	}
+	t.Cleanup(func() {
+		stop := exec.Command(script, "stop")
+		stop.Env = env
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Errorf("kafka.sh stop: %v\n%s", err, out)
+		}
+	})
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "export MEDALLION_TEST_KAFKA_BROKERS="); ok {
+			return strings.Split(v, ","), env
+		}
+	}
+	t.Fatalf("kafka.sh start printed no MEDALLION_TEST_KAFKA_BROKERS:\n%s", out)
+	return nil, nil
+}
+
+// TestKafkaBrokerRestartMidRun: the broker is killed (kill -9) and restarted while an ingest run
+// is reading: the run waits it out, and bronze holds each record once. The broker is the test's
+// own, so that the kill does not disturb other packages' tests.
+func TestKafkaBrokerRestartMidRun(t *testing.T) {
+	brokers, env := privateBroker(t)
 	script, err := filepath.Abs("../scripts/kafka.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +176,7 @@ func TestKafkaBrokerRestartMidRun(t *testing.T) {
 		t.Fatal("the run committed its last batch before the restart: it would prove nothing")
 	}
 	restart := exec.Command(script, "restart")
+	restart.Env = env
 	if out, err := restart.CombinedOutput(); err != nil {
 		t.Fatalf("kafka.sh restart: %v\n%s", err, out)
 	}
