@@ -1,11 +1,17 @@
 package bronze
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
 // TestKafkaDecodeRecord: each record value becomes one bronze row, with its _kafka_* columns and
@@ -107,4 +113,33 @@ func FuzzKafkaRecord(f *testing.F) {
 			t.Fatalf("value %q (%s): %d rows, %d rejects", value, format, d.Bronze.Len(), d.Rejects.Len())
 		}
 	})
+}
+
+// TestKafkaUnreachableBrokerFails: with no broker listening, a run fails with ErrKafkaStalled
+// after StallTimeout instead of waiting forever (franz-go itself retries without end), and claims
+// no batch.
+func TestKafkaUnreachableBrokerFails(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a port that refuses connections
+	lake := mem.New()
+	opts := kafkaOptions([]string{addr}, "events")
+	opts.StallTimeout = 1500 * time.Millisecond
+	x, err := NewKafkaIngester(lake, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = x.Run(ctx)
+	if !errors.Is(err, ErrKafkaStalled) || ctx.Err() != nil {
+		t.Fatalf("err = %v (ctx %v): want ErrKafkaStalled well before the test's deadline", err, ctx.Err())
+	}
+	keys, err := objstore.ListAll(ctx, lake, opts.CheckpointPath+"/batches/", objstore.ListOptions{})
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("batches claimed without a broker: %v %v", keys, err)
+	}
 }
