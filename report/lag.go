@@ -131,7 +131,7 @@ type LagReport struct {
 	Candidates  []Candidate
 	Quarantine  []QuarantineLate
 	// Kafka is the consumer lag of a Kafka landing (nil for a files landing), filled by jobs.
-	Kafka *KafkaLag `json:",omitempty"`
+	Kafka *KafkaLag
 }
 
 // niceLadder is the list of "nice" watermark values; a recommendation is rounded up to one of
