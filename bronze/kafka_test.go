@@ -76,8 +76,6 @@ func newProduced() *produced {
 	return &produced{valid: map[string]string{}, bad: map[string]string{}}
 }
 
-func (p *produced) total() int { return len(p.valid) + len(p.bad) }
-
 // produce writes n records spread over partitions [0, parts), about one in badEvery of them not a
 // record (invalid JSON, bad UTF-8, a tombstone, a value over maxLine), and records each offset.
 func produce(t testing.TB, cl *kgo.Client, topic string, parts int32, n int, rng *rand.Rand, badEvery int, maxLine int, into *produced) {
