@@ -139,10 +139,10 @@ func TestKafkaBrokerRestartMidRun(t *testing.T) {
 	cl := kafkaClient(t, brokers)
 	rng := rand.New(rand.NewPCG(11, 12))
 	want := newProduced()
-	produce(t, cl, topic, 4, 40000, rng, 50, 4096, want)
+	produce(t, cl, topic, 4, 20000, rng, 50, 4096, want)
 	lake := fileLake(t)
 	opts := kafkaOptions(brokers, topic)
-	opts.MaxRecordsPerTrigger = 2000
+	opts.MaxRecordsPerTrigger = 1000
 	opts.StallTimeout = 2 * time.Minute
 	type result struct {
 		rep Report
@@ -185,7 +185,7 @@ func TestKafkaBrokerRestartMidRun(t *testing.T) {
 		t.Fatalf("ingest across the broker restart: %v", r.err)
 	}
 	if r.rep.Batches != 20 {
-		t.Fatalf("%d batches, want 20 (40000 offsets, 2000 a batch)", r.rep.Batches)
+		t.Fatalf("%d batches, want 20 (20000 offsets, 1000 a batch)", r.rep.Batches)
 	}
 	checkExactlyOnce(t, lake, topic, want)
 }
