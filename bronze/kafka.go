@@ -89,6 +89,10 @@ type KafkaOptions struct {
 	// SkipDataLoss: offsets that retention deleted before they were read are skipped and
 	// counted (fail_on_data_loss: false) instead of failing the run with ErrDataLoss.
 	SkipDataLoss bool
+	// GroupID, when set, is a consumer group to which each committed batch's end offsets are
+	// also committed, only so that the usual Kafka tools (kafka-consumer-groups, Burrow) show
+	// the lag. It is never read back: the ingest checkpoint is the position. Best effort.
+	GroupID string
 	// ClientOptions are extra franz-go options: TLS, SASL (see jobs for the environment).
 	ClientOptions []kgo.Opt
 	Format        string // FormatJSON (one JSON object per record value) or FormatCSV (one CSV record, declared column order)
@@ -641,11 +645,31 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	for _, r := range b.Ranges {
 		st.done[tp{r.Topic, r.Partition}] = max(st.done[tp{r.Topic, r.Partition}], r.To)
 	}
+	x.commitGroup(ctx, adm, b)
 	rep.Batches++
 	rep.merge(batchRep)
 	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", batchRep.Rows, "rejected", batchRep.Rejected,
 		"lost", lostN, "bronze_version", rec.BronzeVersion)
 	return nil
+}
+
+// commitGroup commits the batch's end offsets to GroupID, for monitoring only: a failure is
+// logged, never an error (bronze already holds the batch, and the checkpoint is the position).
+func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *kafkaBatch) {
+	if x.kopts.GroupID == "" {
+		return
+	}
+	var offs kadm.Offsets
+	for _, r := range b.Ranges {
+		offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.To, LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, x.kopts.GroupID, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		x.b.log.Warn("could not commit offsets to the monitoring consumer group", "group", x.kopts.GroupID, "batch", b.BatchID, "err", err)
+	}
 }
 
 // waitForKafkaPredecessor is waitForPredecessor for Kafka batches: it returns once both tables

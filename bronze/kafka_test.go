@@ -245,6 +245,7 @@ func TestKafkaIngestExactlyOnce(t *testing.T) {
 	lake := fileLake(t)
 	opts := kafkaOptions(brokers, topic)
 	opts.MaxRecordsPerTrigger = 700
+	opts.GroupID = "monitor-" + topic
 	rep, err := runKafka(t, lake, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +257,7 @@ func TestKafkaIngestExactlyOnce(t *testing.T) {
 		t.Fatalf("kafka report %+v: want 4 partitions and no lag", rep.Kafka)
 	}
 	checkExactlyOnce(t, lake, topic, want)
+	checkGroupOffsets(t, cl, opts.GroupID, topic, rep.Kafka.Lag)
 
 	rep, err = runKafka(t, lake, opts)
 	if err != nil || rep.Batches != 0 || rep.Rows != 0 {
@@ -267,6 +269,27 @@ func TestKafkaIngestExactlyOnce(t *testing.T) {
 		t.Fatalf("after 500 more: %+v, %v", rep, err)
 	}
 	checkExactlyOnce(t, lake, topic, want)
+}
+
+// checkGroupOffsets: the monitoring consumer group holds, for every partition, the next offset
+// bronze will read, which is the end offset once ingest has caught up.
+func checkGroupOffsets(t testing.TB, cl *kgo.Client, group, topic string, lag []PartitionLag) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err == nil {
+		err = got.Error()
+	}
+	if err != nil {
+		t.Fatalf("fetch offsets of %s: %v", group, err)
+	}
+	for _, l := range lag {
+		o, ok := got.Lookup(topic, l.Partition)
+		if !ok || o.At != l.End || l.Committed != l.End {
+			t.Fatalf("group %s, partition %d: committed %+v (ok %v), want the end offset %d", group, l.Partition, o, ok, l.End)
+		}
+	}
 }
 
 // TestKafkaStartingOffsetsLatest: a first run with starting_offsets latest ingests nothing that

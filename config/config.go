@@ -185,6 +185,9 @@ type KafkaLanding struct {
 	// FailOnDataLoss: offsets deleted by retention before ingest read them fail the run (true,
 	// the default, as in Spark); false skips and counts them.
 	FailOnDataLoss *bool `yaml:"fail_on_data_loss,omitempty"`
+	// GroupID, when set, is a consumer group that ingest commits each batch's end offsets to, only
+	// for monitoring with Kafka's own tools; the ingest checkpoint stays the position.
+	GroupID string `yaml:"group_id,omitempty"`
 }
 
 // TopicList is Topic or Topics.

@@ -53,7 +53,8 @@ func TestKafkaLandingErrors(t *testing.T) {
 		{"bad broker", "{kind: kafka, kafka: {topic: a, brokers: [nohost]}}", []string{`landing.kafka.brokers[0]: invalid broker "nohost": expected host:port`}},
 		{"bad start", "{kind: kafka, kafka: {topic: a, starting_offsets: middle}}", []string{`landing.kafka.starting_offsets: invalid value "middle": expected earliest or latest`}},
 		{"bad limit", "{kind: kafka, kafka: {topic: a, max_records_per_trigger: -1}}", []string{`landing.kafka.max_records_per_trigger: -1: expected a positive number`}},
-		{"unknown key", "{kind: kafka, kafka: {topic: a, group_id: g}}", []string{`unknown key "group_id" in landing.kafka`}},
+		{"unknown key", "{kind: kafka, kafka: {topic: a, group: g}}", []string{`unknown key "group" in landing.kafka`}},
+		{"bad group", "{kind: kafka, kafka: {topic: a, group_id: \" g\"}}", []string{`landing.kafka.group_id: invalid group " g"`}},
 		{"webhook", "{kind: kafka, kafka: {topic: a}, notify: {mode: webhook}}", []string{`landing.notify.mode: webhook is for S3 landing prefixes`}},
 	}
 	for _, tc := range cases {

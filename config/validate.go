@@ -213,6 +213,9 @@ func (v *validator) kafka(path string, k *KafkaLanding, notifyMode string) {
 	if k.MaxRecordsPerTrigger <= 0 {
 		v.fail(path+".max_records_per_trigger", "%d: expected a positive number of records", k.MaxRecordsPerTrigger)
 	}
+	if k.GroupID != "" && (strings.TrimSpace(k.GroupID) != k.GroupID || strings.ContainsAny(k.GroupID, "\x00\n")) {
+		v.fail(path+".group_id", "invalid group %q: no surrounding spaces or control characters", k.GroupID)
+	}
 	if notifyMode != "" && notifyMode != "poll" {
 		v.fail("landing.notify.mode", "%s is for S3 landing prefixes; a kafka landing reads its topics (use poll, the default)", notifyMode)
 	}

@@ -75,6 +75,7 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 		StartingOffsets:      start,
 		MaxRecordsPerTrigger: k.MaxRecordsPerTrigger,
 		SkipDataLoss:         !k.FailsOnDataLoss(),
+		GroupID:              k.GroupID,
 		ClientOptions:        clientOpts,
 		Format:               src.Landing.Format,
 		Declared:             declared,
