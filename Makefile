@@ -6,14 +6,16 @@ GO ?= go
 PKGS ?= ./...
 TEST_PKGS ?= ./...
 
-.PHONY: test check fmt-check vet mod-check arrows staticcheck go-test interop deps minio build bench fuzz
+.PHONY: test check fmt-check vet mod-check arrows staticcheck go-test interop deps minio kafka build bench fuzz
 
 test: check deps go-test interop
 
-# Everything the tests need that Go does not fetch: the pinned MinIO server, and Chromium for the
-# status page test. Each script is a no-op when its tool is already there.
+# Everything the tests need that Go does not fetch: the pinned MinIO server, the pinned Kafka
+# broker's jars, and Chromium for the status page test. Each script is a no-op when its tool is
+# already there.
 deps:
 	scripts/minio.sh install
+	scripts/kafka.sh install
 	scripts/browser.sh install
 
 check: fmt-check vet mod-check arrows staticcheck
@@ -46,10 +48,12 @@ arrows:
 	$(GO) test -count=1 -run '^(TestImportArrows|TestRankOf)$$' ./internal/archtest
 
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
-# loopback port and always stopped) for every test that touches S3.
-# Both modules run under one server; the tests module runs even when the main one failed.
+# loopback port and always stopped) for every test that touches S3, and a real Kafka broker
+# (pinned jars from Maven Central, KRaft, free loopback ports, always stopped) for the Kafka tests.
+# Both modules run under one of each; the tests module runs even when the main one failed.
 go-test:
-	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 scripts/minio.sh run -- sh -c '\
+	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 MEDALLION_REQUIRE_KAFKA=1 \
+	scripts/minio.sh run -- scripts/kafka.sh run -- sh -c '\
 	  rc=0; \
 	  $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=1; \
 	  if [ -n "$(TEST_PKGS)" ]; then (cd tests && $(GO) test -race -count=1 -timeout 20m $(TEST_PKGS)) || rc=1; fi; \
@@ -63,8 +67,11 @@ interop:
 minio:
 	scripts/minio.sh install
 
+kafka:
+	scripts/kafka.sh install
+
 build:
 	$(GO) build -o medallion ./cmd/medallion
 
 bench:
-	scripts/minio.sh run -- $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	scripts/minio.sh run -- scripts/kafka.sh run -- $(GO) test -run '^$$' -bench . -benchmem $(PKGS)

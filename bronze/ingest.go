@@ -59,6 +59,8 @@ type Report struct {
 	ChangedObjects   []string `json:"changed_objects,omitempty"`
 	RewrittenObjects []string `json:"rewritten_objects,omitempty"`
 	BronzeVersion    int64    `json:"bronze_version"`
+	// Kafka is set when the landing is a Kafka topic (KafkaIngester).
+	Kafka *KafkaReport `json:"kafka,omitempty"`
 
 	ends map[string]readEnd // per key read by a batch, for its commit record
 }

@@ -139,8 +139,19 @@ func setOrNot(s string) string {
 	return "set (redacted)"
 }
 
-// Landing describes the landing prefix that ingest reads.
+// Landing kinds.
+const (
+	LandingFiles = "files" // objects under a prefix of the lake
+	LandingKafka = "kafka" // records of Kafka topics
+)
+
+// Landing describes where ingest reads raw events: a landing prefix (kind files) or Kafka topics.
 type Landing struct {
+	// Kind is files (default: objects under Path) or kafka (records of Kafka.Topic(s); Path,
+	// MaxFilesPerTrigger, MaxDecompressedBytes and Notify are not used).
+	Kind string `yaml:"kind"`
+	// Kafka configures a kafka landing. Only with kind: kafka.
+	Kafka *KafkaLanding `yaml:"kafka,omitempty"`
 	// Path is the landing prefix under Lake. Default "landing/events/".
 	Path string `yaml:"path"`
 	// Format is json (one JSON object a line; ".gz" objects are gunzipped) or csv (with a
@@ -156,6 +167,39 @@ type Landing struct {
 	// Notify selects how new objects are discovered.
 	Notify Notify `yaml:"notify"`
 }
+
+// KafkaLanding is a Kafka landing (DESIGN.md §8): the topics ingest reads, from explicit
+// offsets kept in the ingest checkpoint (no consumer group). TLS and SASL come from the
+// environment (KAFKA_TLS*, KAFKA_SASL_*; see the README), never from the file.
+type KafkaLanding struct {
+	// Brokers are the bootstrap brokers, host:port. Default: KAFKA_BROKERS (comma-separated).
+	Brokers []string `yaml:"brokers,omitempty"`
+	// Topic is the topic to read; Topics reads several into the same bronze table. One of them.
+	Topic  string   `yaml:"topic,omitempty"`
+	Topics []string `yaml:"topics,omitempty"`
+	// StartingOffsets is where the first run starts: earliest (default) or latest. Partitions
+	// added later start at their earliest offset.
+	StartingOffsets string `yaml:"starting_offsets"`
+	// MaxRecordsPerTrigger bounds the offsets one ingest batch reads. Default 1000000.
+	MaxRecordsPerTrigger int64 `yaml:"max_records_per_trigger"`
+	// FailOnDataLoss: offsets deleted by retention before ingest read them fail the run (true,
+	// the default, as in Spark); false skips and counts them.
+	FailOnDataLoss *bool `yaml:"fail_on_data_loss,omitempty"`
+	// GroupID, when set, is a consumer group that ingest commits each batch's end offsets to, only
+	// for monitoring with Kafka's own tools; the ingest checkpoint stays the position.
+	GroupID string `yaml:"group_id,omitempty"`
+}
+
+// TopicList is Topic or Topics.
+func (k *KafkaLanding) TopicList() []string {
+	if k.Topic != "" {
+		return append([]string{k.Topic}, k.Topics...)
+	}
+	return k.Topics
+}
+
+// FailsOnDataLoss is fail_on_data_loss with its default (true).
+func (k *KafkaLanding) FailsOnDataLoss() bool { return k.FailOnDataLoss == nil || *k.FailOnDataLoss }
 
 // Notify configures event-driven ingestion.
 type Notify struct {
@@ -498,6 +542,13 @@ func (p *Pipeline) ApplyDefaults() {
 	}
 	setStr(&p.Lake, "lake")
 	setStr(&p.S3.RequestChecksum, "when_required")
+	setStr(&p.Landing.Kind, LandingFiles)
+	if k := p.Landing.Kafka; k != nil {
+		setStr(&k.StartingOffsets, "earliest")
+		if k.MaxRecordsPerTrigger == 0 {
+			k.MaxRecordsPerTrigger = 1_000_000
+		}
+	}
 	setStr(&p.Landing.Path, "landing/events/")
 	setStr(&p.Landing.Format, "json")
 	setInt(&p.Landing.MaxFilesPerTrigger, 1000)

@@ -180,11 +180,27 @@ func (p *Pipeline) ApplyEnv(lookup func(string) (string, bool)) {
 		p.S3.Region = "us-east-1"
 	}
 	p.Landing.Notify.Token = WebhookToken(first("MEDALLION_WEBHOOK_TOKEN"))
+	if k := p.Landing.Kafka; k != nil && p.Landing.Kind == LandingKafka && len(k.Brokers) == 0 {
+		for _, b := range strings.Split(first("KAFKA_BROKERS"), ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				k.Brokers = append(k.Brokers, b)
+			}
+		}
+	}
 	p.S3.Credentials = Credentials{
 		AccessKeyID:     first("AWS_ACCESS_KEY_ID"),
 		SecretAccessKey: first("AWS_SECRET_ACCESS_KEY"),
 		SessionToken:    first("AWS_SESSION_TOKEN"),
 	}
+}
+
+// LookupEnv reads the environment that ApplyEnv was given (os.LookupEnv after Load): jobs read
+// secrets such as the Kafka SASL password through it, so tests can pass their own.
+func (p *Pipeline) LookupEnv(name string) (string, bool) {
+	if p.env == nil {
+		return "", false
+	}
+	return p.env(name)
 }
 
 // Redacted prints the effective config (defaults and environment applied) as YAML, for logs and

@@ -14,8 +14,15 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 )
 
-// bronzeColumns are the metadata columns bronze adds to the declared schema.
-var bronzeColumns = []string{"_rescued_data", "_ingest_time", "_source_file", "_source_offset"}
+// bronzeColumns are the metadata columns bronze adds to the declared schema; kafkaColumns those
+// it adds for a Kafka landing (reserved for every landing, so a config can switch kinds).
+var (
+	bronzeColumns = []string{"_rescued_data", "_ingest_time", "_source_file", "_source_offset"}
+	kafkaColumns  = []string{"_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key"}
+)
+
+// kafkaTopicRE is Kafka's rule for topic names (legal characters, at most 249 of them).
+var kafkaTopicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 var goldNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -141,6 +148,16 @@ func (v *validator) s3() {
 
 func (v *validator) landing() {
 	l := v.p.Landing
+	if v.enum("landing.kind", l.Kind, LandingFiles, LandingKafka) {
+		switch {
+		case l.Kind == LandingKafka && l.Kafka == nil:
+			v.fail("landing.kafka", "required with kind: kafka: expected {brokers: [host:port], topic: NAME}")
+		case l.Kind == LandingKafka:
+			v.kafka("landing.kafka", l.Kafka, l.Notify.Mode)
+		case l.Kafka != nil:
+			v.fail("landing.kafka", "only read with landing.kind: kafka (kind is %s)", l.Kind)
+		}
+	}
 	if err := objstore.ValidatePrefix(l.Path); err != nil || strings.HasPrefix(l.Path, "/") {
 		v.fail("landing.path", "invalid prefix %q: expected a relative prefix under the lake, e.g. landing/events/", l.Path)
 	}
@@ -166,6 +183,44 @@ func (v *validator) landing() {
 	v.duration("landing.notify.reconcile", n.Reconcile, true, time.Second, "a duration of at least 1s")
 }
 
+// kafka checks a Kafka landing.
+func (v *validator) kafka(path string, k *KafkaLanding, notifyMode string) {
+	for i, b := range k.Brokers {
+		if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+			v.fail(fmt.Sprintf("%s.brokers[%d]", path, i), "invalid broker %q: expected host:port, e.g. 127.0.0.1:9092", b)
+		}
+	}
+	switch {
+	case k.Topic == "" && len(k.Topics) == 0:
+		v.fail(path+".topic", "required: expected a topic name (or topics: a list)")
+	case k.Topic != "" && len(k.Topics) > 0:
+		v.fail(path+".topics", "give topic or topics, not both")
+	}
+	seen := map[string]bool{}
+	for i, t := range k.TopicList() {
+		p := path + ".topic"
+		if k.Topic == "" {
+			p = fmt.Sprintf("%s.topics[%d]", path, i)
+		}
+		if !kafkaTopicRE.MatchString(t) || t == "." || t == ".." {
+			v.fail(p, "invalid topic %q: expected 1 to 249 of A-Z a-z 0-9 . _ -", t)
+		} else if seen[t] {
+			v.fail(p, "topic %q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	v.enum(path+".starting_offsets", k.StartingOffsets, "earliest", "latest")
+	if k.MaxRecordsPerTrigger <= 0 {
+		v.fail(path+".max_records_per_trigger", "%d: expected a positive number of records", k.MaxRecordsPerTrigger)
+	}
+	if k.GroupID != "" && (strings.TrimSpace(k.GroupID) != k.GroupID || strings.ContainsAny(k.GroupID, "\x00\n")) {
+		v.fail(path+".group_id", "invalid group %q: no surrounding spaces or control characters", k.GroupID)
+	}
+	if notifyMode != "" && notifyMode != "poll" {
+		v.fail("landing.notify.mode", "%s is for S3 landing prefixes; a kafka landing reads its topics (use poll, the default)", notifyMode)
+	}
+}
+
 // schema checks the columns and returns them by name.
 func (v *validator) schema() map[string]Column {
 	cols := map[string]Column{}
@@ -181,7 +236,7 @@ func (v *validator) schema() map[string]Column {
 		case strings.TrimSpace(c.Name) != c.Name || strings.ContainsAny(c.Name, ".`\x00\n"):
 			v.fail(path+".name", "invalid column name %q: no surrounding spaces, dots, backticks or control characters", c.Name)
 		case isBronzeColumn(c.Name):
-			v.fail(path+".name", "%q is reserved for bronze metadata (%s)", c.Name, strings.Join(bronzeColumns, ", "))
+			v.fail(path+".name", "%q is reserved for bronze metadata (%s)", c.Name, strings.Join(append(append([]string{}, bronzeColumns...), kafkaColumns...), ", "))
 		default:
 			if prev, dup := lower[strings.ToLower(c.Name)]; dup {
 				v.fail(path+".name", "duplicate column %q (already declared as %q; names are case-insensitive, as in Spark)", c.Name, prev)
@@ -201,7 +256,7 @@ func (v *validator) schema() map[string]Column {
 }
 
 func isBronzeColumn(name string) bool {
-	for _, b := range bronzeColumns {
+	for _, b := range append(append([]string{}, bronzeColumns...), kafkaColumns...) {
 		if strings.EqualFold(name, b) {
 			return true
 		}

@@ -69,8 +69,13 @@ func openLake(ctx context.Context, cfg *config.Pipeline, readOnly bool) (objstor
 
 // DeclaredSchema is the config's event schema as a Delta struct.
 func DeclaredSchema(cfg *config.Pipeline) (*txlog.StructType, error) {
+	return declaredColumns(cfg.Schema)
+}
+
+// declaredColumns is a source's declared columns as a Delta struct.
+func declaredColumns(cols []config.Column) (*txlog.StructType, error) {
 	st := &txlog.StructType{}
-	for _, c := range cfg.Schema {
+	for _, c := range cols {
 		var t txlog.DataType
 		if c.Type.Kind == "decimal" {
 			t = txlog.DecimalType{Precision: c.Type.Precision, Scale: c.Type.Scale}

@@ -2,12 +2,22 @@ package jobs
 
 import (
 	"context"
+	"errors"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
 )
 
-// Ingest moves new landing objects into bronze (and rejects) exactly once, until none is left.
+// Ingest moves new landing objects (or, for landing.kind kafka, the topics' records) into
+// bronze (and rejects) exactly once, until none is left.
 func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
+	if env.Config.Landing.Kind == config.LandingKafka {
+		x, err := NewKafkaIngester(env, topLevelKafkaSource(env.Config))
+		if err != nil {
+			return bronze.Report{}, err
+		}
+		return x.Run(ctx)
+	}
 	x, err := newIngester(env)
 	if err != nil {
 		return bronze.Report{}, err
@@ -17,6 +27,9 @@ func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
 
 // IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
 func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, error) {
+	if env.Config.Landing.Kind == config.LandingKafka {
+		return bronze.Report{}, errors.New("jobs: event-driven ingestion of object keys needs a files landing; this pipeline's landing is kafka")
+	}
 	x, err := newIngester(env)
 	if err != nil {
 		return bronze.Report{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -47,6 +48,9 @@ func NewServer(env Env) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env.Lake = objstore.WithMetrics(env.Lake, reg, "lake")
+	if env.Config.Landing.Kind == config.LandingKafka {
+		reg.MustRegister(newKafkaLagCollector(env))
+	}
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	leases := NewLeases(env.Lake, holder, env.Config.Serve.LeaseTTL.Duration, env.Clock)

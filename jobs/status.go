@@ -42,6 +42,7 @@ func (p *statusPage) current(ctx context.Context) (*report.Report, error) {
 		return nil, err
 	}
 	r.RefreshSeconds = 10
+	r.KafkaLag = KafkaLagReport(ctx, p.env)
 	p.last, p.built = r, now
 	return p.withJobs(ctx, r), nil
 }

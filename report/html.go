@@ -45,6 +45,8 @@ type Report struct {
 	Jobs []JobStatus
 	// RefreshSeconds > 0 makes the page reload itself (the live page of serve).
 	RefreshSeconds int
+	// KafkaLag is the consumer lag of a Kafka landing (nil for a files landing), filled by jobs.
+	KafkaLag *KafkaLag
 }
 
 // JobStatus is one scheduled job as serve's page shows it.
@@ -376,6 +378,24 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 {{- end}}
 </section>
 
+{{- with .KafkaLag}}
+<section id="kafka-lag">
+<h2>Kafka consumer lag</h2>
+<div class="meta">log end offset minus the next offset ingest reads, topics {{range .Topics}}<code>{{.}}</code> {{end}}</div>
+{{- if .Problem}}
+<p class="missing">{{.Problem}}</p>
+{{- else}}
+<table>
+<tr><th>topic</th><th class="num">partition</th><th class="num">ingested to</th><th class="num">end</th><th class="num">lag</th></tr>
+{{- range .Partitions}}
+<tr><td><code>{{.Topic}}</code></td><td class="num">{{.Partition}}</td><td class="num">{{.Committed}}</td><td class="num">{{.End}}</td><td class="num">{{.Lag}}</td></tr>
+{{- end}}
+<tr><td>total</td><td></td><td></td><td></td><td class="num" id="kafka-total-lag">{{.Total}}</td></tr>
+</table>
+{{- end}}
+</section>
+{{- end}}
+
 <section id="tables">
 <h2>Tables</h2>
 <table>
@@ -464,7 +484,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Batches    []batch     `json:"batches"`
 		Problems   []string    `json:"problems"`
 		Jobs       []JobStatus `json:"jobs,omitempty"`
-	}{Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
+		KafkaLag   *KafkaLag   `json:"kafka_lag,omitempty"`
+	}{KafkaLag: r.KafkaLag, Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
 		Tables: []table{}, Checkpoint: r.Checkpoint, Gold: r.Gold, Batches: []batch{}, Problems: r.Problems}
 	if out.Problems == nil {
 		out.Problems = []string{}

@@ -130,6 +130,8 @@ type LagReport struct {
 	Recommended time.Duration
 	Candidates  []Candidate
 	Quarantine  []QuarantineLate
+	// Kafka is the consumer lag of a Kafka landing (nil for a files landing), filled by jobs.
+	Kafka *KafkaLag
 }
 
 // niceLadder is the list of "nice" watermark values; a recommendation is rounded up to one of

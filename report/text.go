@@ -312,8 +312,10 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		Histogram        []bucket     `json:"histogram"`
 		Candidates       []candidate  `json:"candidates"`
 		Quarantine       []quarantine `json:"quarantine"`
+		Kafka            *KafkaLag    `json:"kafka,omitempty"`
 	}{
-		From: ts(r.From), To: ts(r.To), Table: r.Table, EventTime: r.EventTime,
+		Kafka: r.Kafka,
+		From:  ts(r.From), To: ts(r.To), Table: r.Table, EventTime: r.EventTime,
 		Rows: r.Rows, NullEventTime: r.NullEventTime, Future: r.Future, Negative: r.Negative,
 		Avg: seconds(r.Avg), Min: seconds(r.Min), Max: seconds(r.Max),
 		P50: seconds(r.P50), P90: seconds(r.P90), P95: seconds(r.P95), P99: seconds(r.P99),

@@ -25,7 +25,9 @@ func newGenCmd() *cobra.Command {
 configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
 where one device delivers an hour late), duplicates, malformed lines and far-future event times.
 The same seed and flags give byte-identical objects; a rerun skips objects already written.
-It prints a one-line JSON summary that counts every kind of line.`,
+It prints a one-line JSON summary that counts every kind of line.
+When landing.kind is kafka, the lines are produced into the landing topic instead, one record
+each (created with --partitions partitions when it does not exist); a rerun produces them again.`,
 		Args: cobra.NoArgs,
 		RunE: runGen,
 	}
@@ -39,6 +41,7 @@ It prints a one-line JSON summary that counts every kind of line.`,
 	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339), or \"now\": the last line arrives now")
 	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
 	f.Bool("gzip", false, "gzip each object (.json.gz, .csv.gz)")
+	f.Int32("partitions", 4, "partitions of the topic gen creates when landing.kind is kafka")
 	f.Int("event-types", d.EventTypes, "distinct event_type values")
 	f.Int("devices", d.Devices, "distinct devices (device_id, if the schema declares it)")
 	f.Float64("duplicates", d.DuplicateFraction, "fraction of lines that resend an earlier event")
@@ -72,6 +75,9 @@ func runGen(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	ctx := cmd.Context()
+	if cfg.Landing.Kind == config.LandingKafka {
+		return runGenKafka(cmd, cfg, o)
+	}
 	lake, err := jobs.OpenLake(ctx, cfg)
 	if err != nil {
 		return err
@@ -103,6 +109,33 @@ func runGen(cmd *cobra.Command, _ []string) error {
 	if len(st.Keys) > 0 {
 		summary.FirstKey, summary.LastKey = st.Keys[0], st.Keys[len(st.Keys)-1]
 	}
+	line, err := json.Marshal(summary)
+	if err != nil {
+		return fmt.Errorf("gen: summary: %w", err)
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(line))
+	return err
+}
+
+// runGenKafka is gen for a Kafka landing: the workload's lines produced into the topic.
+func runGenKafka(cmd *cobra.Command, cfg *config.Pipeline, o gen.Options) error {
+	parts, _ := cmd.Flags().GetInt32("partitions")
+	if parts <= 0 {
+		return usageError("gen: --partitions must be positive, got %d", parts)
+	}
+	began := time.Now()
+	st, ks, err := jobs.GenKafka(cmd.Context(), cfg, o, parts)
+	if err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
+	secs := time.Since(began).Seconds()
+	summary := struct {
+		gen.KafkaStats
+		Seed int64 `json:"seed"`
+		gen.Stats
+		Seconds   float64 `json:"seconds"`
+		LinesPerS float64 `json:"lines_per_s"`
+	}{KafkaStats: ks, Seed: o.Seed, Stats: st, Seconds: roundTo(secs, 3), LinesPerS: roundTo(float64(st.Lines)/max(secs, 1e-9), 0)}
 	line, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("gen: summary: %w", err)

@@ -57,6 +57,7 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 			if err != nil {
 				return err
 			}
+			rep.Kafka = jobs.KafkaLagReport(ctx, jobs.Env{Config: cfg, Lake: lake})
 			if svg, _ := cmd.Flags().GetString("svg"); svg != "" {
 				if err := os.WriteFile(svg, []byte(report.LagChart(rep).SVG()), 0o644); err != nil {
 					return fmt.Errorf("lag: --svg: %w", err)
@@ -70,7 +71,10 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
 				return err
 			}
-			return rep.WriteText(cmd.OutOrStdout())
+			if err := rep.WriteText(cmd.OutOrStdout()); err != nil || rep.Kafka == nil {
+				return err
+			}
+			return rep.Kafka.WriteText(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().String("config", "", "pipeline config (YAML)")

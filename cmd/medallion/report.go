@@ -61,6 +61,7 @@ range.`,
 			if err != nil {
 				return err
 			}
+			rep.KafkaLag = jobs.KafkaLagReport(ctx, jobs.Env{Config: cfg, Lake: lake})
 			if asJSON {
 				data, err := json.Marshal(rep)
 				if err != nil {

@@ -1,0 +1,1056 @@
+package bronze
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/medallion-lake/medallion/internal/backoff"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Bronze columns of rows read from Kafka, after the metadata columns of BronzeSchema (DESIGN.md
+// §8). _source_file holds "kafka://<topic>/<partition>" and _source_offset the record's offset,
+// so silver's lineage and the rejects' source columns work the same for both landing kinds.
+const (
+	ColKafkaTopic     = "_kafka_topic"
+	ColKafkaPartition = "_kafka_partition"
+	ColKafkaOffset    = "_kafka_offset"
+	ColKafkaTimestamp = "_kafka_timestamp"
+	ColKafkaKey       = "_kafka_key"
+)
+
+// Starting positions of a partition the ingest checkpoint does not know yet.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// ErrDataLoss: offsets the ingest checkpoint expected to read are no longer in the topic
+// (retention deleted them, or the topic was recreated). The error names the topic, partition and
+// offset range; landing.kafka.fail_on_data_loss: false skips them and counts them instead.
+var ErrDataLoss = errors.New("kafka offsets lost")
+
+// ErrKafkaStalled: a claimed offset range made no progress for KafkaOptions.StallTimeout (the
+// broker is down or unreachable); franz-go retries forever, so the ingest has its own deadline.
+var ErrKafkaStalled = errors.New("kafka read made no progress")
+
+// KafkaBronzeSchema is BronzeSchema followed by the _kafka_* columns. _kafka_key is binary, as
+// in Spark's Kafka source: keys are bytes and need not be UTF-8.
+func KafkaBronzeSchema(declared *txlog.StructType) *txlog.StructType {
+	s := BronzeSchema(declared)
+	prim := func(name, typ string, nullable bool) txlog.StructField {
+		return txlog.StructField{Name: name, Type: txlog.PrimitiveType{Name: typ}, Nullable: nullable}
+	}
+	s.Fields = append(s.Fields,
+		prim(ColKafkaTopic, txlog.TypeString, false),
+		prim(ColKafkaPartition, txlog.TypeInteger, false),
+		prim(ColKafkaOffset, txlog.TypeLong, false),
+		prim(ColKafkaTimestamp, txlog.TypeTimestamp, false),
+		prim(ColKafkaKey, txlog.TypeBinary, true),
+	)
+	return s
+}
+
+// KafkaSourceName is what _source_file and the rejects' source_file hold for a Kafka record.
+func KafkaSourceName(topic string, partition int32) string {
+	return "kafka://" + topic + "/" + strconv.Itoa(int(partition))
+}
+
+// KafkaOptions configure a KafkaIngester. Paths are keys under the lake bucket.
+type KafkaOptions struct {
+	Brokers []string
+	Topics  []string
+	// StartingOffsets is where a first run starts: StartEarliest (default) or StartLatest. A
+	// partition that appears later (partitions added to the topic) starts at its earliest
+	// offset, as in Spark, so that none of its records is missed.
+	StartingOffsets string
+	// MaxRecordsPerTrigger bounds the offsets one batch reads, over all partitions, shared in
+	// proportion to what each has to read. Default 1,000,000.
+	MaxRecordsPerTrigger int64
+	// SkipDataLoss: offsets that retention deleted before they were read are skipped and
+	// counted (fail_on_data_loss: false) instead of failing the run with ErrDataLoss.
+	SkipDataLoss bool
+	// GroupID, when set, is a consumer group to which each committed batch's end offsets are
+	// also committed, only so that the usual Kafka tools (kafka-consumer-groups, Burrow) show
+	// the lag. It is never read back: the ingest checkpoint is the position. Best effort.
+	GroupID string
+	// ClientOptions are extra franz-go options: TLS, SASL (see jobs for the environment).
+	ClientOptions []kgo.Opt
+	Format        string // FormatJSON (one JSON object per record value) or FormatCSV (one CSV record, declared column order)
+	Declared      *txlog.StructType
+	BronzePath    string
+	RejectsPath   string
+	// CheckpointPath holds this source's batches; it must not be a file ingest's checkpoint.
+	CheckpointPath string
+	Limits         Limits
+	// Workers read and decode partitions in parallel; default GOMAXPROCS.
+	Workers      int
+	FlushRows    int
+	WriteOptions table.WriteOptions
+	OrderWait    time.Duration
+	// StallTimeout: reading a claimed range fails with ErrKafkaStalled after this long without a
+	// record. Default 2 minutes (a broker restart takes 10-20 s on a loaded machine).
+	StallTimeout time.Duration
+	Logger       *slog.Logger
+	Clock        func() time.Time
+}
+
+// KafkaReport is the Kafka part of an ingest Report.
+type KafkaReport struct {
+	Topics     []string `json:"topics"`
+	Partitions int      `json:"partitions"`
+	// LostRecords counts offsets skipped because retention deleted them (fail_on_data_loss:
+	// false); LostRanges names them, "topic/partition:[from,to)".
+	LostRecords int64          `json:"lost_records"`
+	LostRanges  []string       `json:"lost_ranges,omitempty"`
+	Lag         []PartitionLag `json:"lag,omitempty"`
+	TotalLag    int64          `json:"total_lag"`
+}
+
+// PartitionLag is one partition's consumer lag: the log end offset minus the next offset bronze
+// will read (committed batches only).
+type PartitionLag struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // next offset to ingest; -1: nothing ingested yet
+	End       int64  `json:"end"`
+	Lag       int64  `json:"lag"`
+}
+
+// KafkaIngester moves Kafka records into the bronze and rejects tables exactly once.
+//
+// It keeps the file ingest's crash-safety argument, with offset ranges in place of objects:
+// batches/N in its checkpoint holds, for every partition, the offset range [from, to) of batch N
+// and the batch's fixed ingest time, claimed with put-if-absent before anything is read; both
+// tables commit batch N with txn(appId, N) in batch order; commits/N follows. Kafka offsets are
+// immutable, so re-running a pending batch reads the very same records; the next batch starts
+// where the latest claim ended, so no offset is claimed twice or skipped. A run killed at any
+// instant loses nothing and repeats nothing. No consumer group is used: the checkpoint is the
+// only position.
+type KafkaIngester struct {
+	// b is the file ingest's machinery (tables, checkpoint bucket, idempotent commits), reused
+	// whole; not embedded, so that its file-only methods (IngestKeys) are not ours.
+	b     *Ingester
+	kopts KafkaOptions
+}
+
+// NewKafkaIngester prepares a Kafka ingester over a lake bucket.
+func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, error) {
+	if len(opts.Brokers) == 0 {
+		return nil, errors.New("bronze: kafka: no brokers")
+	}
+	if len(opts.Topics) == 0 {
+		return nil, errors.New("bronze: kafka: no topic")
+	}
+	switch opts.StartingOffsets {
+	case "":
+		opts.StartingOffsets = StartEarliest
+	case StartEarliest, StartLatest:
+	default:
+		return nil, fmt.Errorf("bronze: kafka: starting offsets %q: want earliest or latest", opts.StartingOffsets)
+	}
+	switch opts.Format {
+	case "":
+		opts.Format = FormatJSON
+	case FormatJSON, FormatCSV:
+	default:
+		return nil, fmt.Errorf("bronze: kafka: unknown format %q (want json or csv)", opts.Format)
+	}
+	if opts.MaxRecordsPerTrigger <= 0 {
+		opts.MaxRecordsPerTrigger = 1_000_000
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 2 * time.Minute
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	base, err := NewIngester(lake, IngestOptions{
+		Format: opts.Format, Declared: opts.Declared, BronzePath: opts.BronzePath, RejectsPath: opts.RejectsPath,
+		CheckpointPath: opts.CheckpointPath, Limits: opts.Limits, Workers: opts.Workers, FlushRows: opts.FlushRows,
+		WriteOptions: opts.WriteOptions, OrderWait: opts.OrderWait, Logger: opts.Logger, Clock: opts.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	base.log = base.opts.Logger.With("job", "ingest", "landing", "kafka")
+	topics := append([]string(nil), opts.Topics...)
+	sort.Strings(topics)
+	opts.Topics = topics
+	return &KafkaIngester{b: base, kopts: opts}, nil
+}
+
+// kafkaRange is the offsets [From, To) of one partition.
+type kafkaRange struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	From      int64  `json:"from"`
+	To        int64  `json:"to"`
+}
+
+func (r kafkaRange) String() string {
+	return fmt.Sprintf("%s/%d:[%d,%d)", r.Topic, r.Partition, r.From, r.To)
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// kafkaBatch is batches/N of a Kafka ingest checkpoint.
+type kafkaBatch struct {
+	BatchID    int64 `json:"batchId"`
+	IngestTime int64 `json:"ingestTimeMicros"`
+	// Ranges lists every partition known at the claim, To == From when it has nothing new, so
+	// that the latest batch alone says where each partition stands.
+	Ranges []kafkaRange `json:"ranges"`
+	// Lost are ranges retention deleted before they were read, skipped (fail_on_data_loss: false).
+	Lost []kafkaRange `json:"lost,omitempty"`
+}
+
+type kafkaCommit struct {
+	commitRecord
+	Lost int64 `json:"lost"`
+}
+
+// kafkaState is what the checkpoint says: the next offset of every claimed partition.
+type kafkaState struct {
+	appID     string
+	batches   map[int64]*kafkaBatch
+	committed map[int64]bool
+	next      int64
+	claimed   map[tp]int64 // end of the latest claimed range
+	done      map[tp]int64 // end of the latest committed range
+}
+
+func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error) {
+	// The file ingest's loadState reads metadata.json (the app id) and the commits; its batch
+	// records do not parse as ours, so read those here.
+	base, err := x.loadStateMeta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &kafkaState{appID: base.appID, batches: map[int64]*kafkaBatch{}, committed: base.committed,
+		claimed: map[tp]int64{}, done: map[tp]int64{}}
+	for info, err := range x.b.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
+		if err != nil {
+			return nil, fmt.Errorf("bronze: list kafka ingest batches: %w", err)
+		}
+		data, err := objstore.ReadAll(ctx, x.b.ckpt, info.Key)
+		if err != nil {
+			return nil, fmt.Errorf("bronze: read %s: %w", info.Key, err)
+		}
+		var b kafkaBatch
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("bronze: kafka ingest checkpoint %s is corrupt: %w", info.Key, err)
+		}
+		st.batches[b.BatchID] = &b
+		if b.BatchID >= st.next {
+			st.next = b.BatchID + 1
+		}
+	}
+	ids := make([]int64, 0, len(st.batches))
+	for id := range st.batches {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		for _, r := range st.batches[id].Ranges {
+			st.claimed[tp{r.Topic, r.Partition}] = r.To
+			if st.committed[id] {
+				st.done[tp{r.Topic, r.Partition}] = r.To
+			}
+		}
+	}
+	return st, nil
+}
+
+// loadStateMeta reads the app id and the committed batch ids, without the batch records.
+func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
+	st := &state{committed: map[int64]bool{}}
+	meta, err := objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
+	if errors.Is(err, objstore.ErrNotFound) {
+		// A new query id, created once with put-if-absent: it names the txn appId of every
+		// table commit, distinct from any file ingest's.
+		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
+		if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+			return nil, fmt.Errorf("bronze: create kafka ingest checkpoint: %w", err)
+		}
+		meta, err = objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bronze: read kafka ingest checkpoint metadata: %w", err)
+	}
+	var m struct{ ID string }
+	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
+		return nil, fmt.Errorf("bronze: kafka ingest checkpoint metadata.json is corrupt (%v)", err)
+	}
+	st.appID = "medallion-ingest-" + m.ID
+	for info, err := range x.b.ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
+		if err != nil {
+			return nil, fmt.Errorf("bronze: list kafka ingest commits: %w", err)
+		}
+		var id int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, "commits/"), "%020d.json", &id); err == nil {
+			st.committed[id] = true
+		}
+	}
+	return st, nil
+}
+
+// newClient is a franz-go client on the configured brokers, reading no partition yet.
+func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	// Requests retry for as long as a read may stall: a broker restart (10-20 s) is waited out,
+	// not failed on franz-go's default 30 s for some requests and forever for others.
+	opts := []kgo.Opt{kgo.SeedBrokers(x.kopts.Brokers...), kgo.RetryTimeout(x.kopts.StallTimeout)}
+	opts = append(opts, x.kopts.ClientOptions...)
+	opts = append(opts, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bronze: kafka client for %v: %w", x.kopts.Brokers, err)
+	}
+	return cl, nil
+}
+
+// listOffsets returns the start and end offset of every partition of the topics.
+func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends map[tp]int64, err error) {
+	starts, ends = map[tp]int64{}, map[tp]int64{}
+	for _, which := range []struct {
+		list func(context.Context, ...string) (kadm.ListedOffsets, error)
+		into map[tp]int64
+		name string
+	}{{adm.ListStartOffsets, starts, "start"}, {adm.ListEndOffsets, ends, "end"}} {
+		lo, err := which.list(ctx, topics...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bronze: kafka: list %s offsets of %v: %w", which.name, topics, err)
+		}
+		var errs []error
+		lo.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+					errs = append(errs, fmt.Errorf("bronze: kafka: topic %q does not exist: %w: %w", o.Topic, errNoTopic, o.Err))
+				} else {
+					errs = append(errs, fmt.Errorf("bronze: kafka: %s offset of %s/%d: %w", which.name, o.Topic, o.Partition, o.Err))
+				}
+				return
+			}
+			which.into[tp{o.Topic, o.Partition}] = o.Offset
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, t := range topics {
+		found := false
+		for k := range ends {
+			if k.topic == t {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, nil, fmt.Errorf("bronze: kafka: topic %q does not exist (or has no partitions): %w", t, errNoTopic)
+		}
+	}
+	return starts, ends, nil
+}
+
+// errNoTopic marks a topic the brokers do not know: retrying cannot help.
+var errNoTopic = errors.New("no such topic")
+
+// listOffsets is listOffsets retried while the brokers cannot be reached (a broker restart
+// refuses connections for 10-20 s), up to StallTimeout; a missing topic fails at once.
+func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[tp]int64, err error) {
+	deadline := time.Now().Add(x.kopts.StallTimeout)
+	wait := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt := 1; ; attempt++ {
+		starts, ends, err = listOffsets(ctx, adm, x.kopts.Topics)
+		if err == nil || errors.Is(err, errNoTopic) || ctx.Err() != nil {
+			return starts, ends, err
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("%w for %s: %w", ErrKafkaStalled, x.kopts.StallTimeout, err)
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			x.b.log.Warn("kafka brokers do not answer; retrying", "err", err, "attempt", attempt)
+		}
+		if err := wait.Sleep(ctx, attempt); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// Run ingests until bronze holds every record that was in the topics when the run started
+// (AvailableNow semantics): first any batch a crashed run left pending, then new offsets,
+// MaxRecordsPerTrigger per batch.
+func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
+	start := time.Now()
+	rep := Report{Kafka: &KafkaReport{Topics: x.kopts.Topics}}
+	if err := x.ensureTables(ctx); err != nil {
+		return rep, err
+	}
+	cl, err := x.newClient()
+	if err != nil {
+		return rep, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	st, err := x.loadKafkaState(ctx)
+	if err != nil {
+		return rep, err
+	}
+	var pending []int64
+	for id := range st.batches {
+		if !st.committed[id] {
+			pending = append(pending, id)
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i] < pending[j] })
+	for _, id := range pending {
+		x.b.log.Info("re-running pending batch", "batch", id)
+		if err := x.runKafkaBatch(ctx, adm, st, st.batches[id], &rep); err != nil {
+			return rep, err
+		}
+	}
+	// The target: what the topics held at the start. A topic that keeps receiving records does
+	// not keep this run going; the next run takes the rest.
+	_, target, err := x.listOffsets(ctx, adm)
+	if err != nil {
+		return rep, err
+	}
+	rep.Kafka.Partitions = len(target)
+	for {
+		starts, ends, err := x.listOffsets(ctx, adm)
+		if err != nil {
+			return rep, err
+		}
+		for k, e := range target {
+			ends[k] = min(ends[k], e)
+		}
+		b, err := x.plan(st, starts, ends)
+		if err != nil {
+			return rep, err
+		}
+		if b == nil {
+			break
+		}
+		data, _ := json.Marshal(b)
+		err = objstore.PutBytesIfAbsent(ctx, x.b.ckpt, batchKey(b.BatchID), data)
+		if errors.Is(err, objstore.ErrAlreadyExists) {
+			// Another ingester claimed this batch number: learn its claims and plan again.
+			if st, err = x.loadKafkaState(ctx); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		if err != nil {
+			return rep, fmt.Errorf("bronze: claim kafka batch %d: %w", b.BatchID, err)
+		}
+		st.batches[b.BatchID] = b
+		for _, r := range b.Ranges {
+			st.claimed[tp{r.Topic, r.Partition}] = r.To
+		}
+		st.next++
+		if err := x.runKafkaBatch(ctx, adm, st, b, &rep); err != nil {
+			return rep, err
+		}
+	}
+	rep.DurationMs = time.Since(start).Milliseconds()
+	if secs := time.Since(start).Seconds(); secs > 0 {
+		rep.RowsPerSecond = float64(rep.Rows) / secs
+	}
+	if snap, err := x.b.bronze.Log().Snapshot(ctx); err == nil {
+		rep.BronzeVersion = snap.Version()
+	}
+	if lag, err := x.lag(ctx, adm, st); err == nil {
+		rep.Kafka.Lag = lag
+		for _, l := range lag {
+			rep.Kafka.TotalLag += l.Lag
+		}
+	}
+	return rep, nil
+}
+
+// ensureTables creates bronze (with the _kafka_* columns) and rejects when missing, and refuses
+// a bronze table that a file ingest created: its rows would lack the Kafka columns.
+func (x *KafkaIngester) ensureTables(ctx context.Context) error {
+	for _, t := range []struct {
+		tbl    *table.Table
+		schema *txlog.StructType
+		name   string
+	}{
+		{x.b.bronze, KafkaBronzeSchema(x.b.opts.Declared), x.b.opts.BronzePath},
+		{x.b.rejects, RejectsSchema(), x.b.opts.RejectsPath},
+	} {
+		snap, err := t.tbl.Log().Snapshot(ctx)
+		if err == nil {
+			if schema, serr := snap.Schema(); t.tbl == x.b.bronze && serr == nil && schema.Field(ColKafkaOffset) == nil {
+				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)
+			}
+			continue
+		}
+		if !errors.Is(err, txlog.ErrTableNotFound) {
+			return fmt.Errorf("bronze: open %s: %w", t.name, err)
+		}
+		if _, err := t.tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+			return fmt.Errorf("bronze: create %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// plan chooses the next batch's ranges, or nil when nothing is left to read.
+func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaBatch, error) {
+	keys := make([]tp, 0, len(ends))
+	for k := range ends {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].partition < keys[j].partition
+	})
+	first := len(st.batches) == 0
+	b := &kafkaBatch{BatchID: st.next}
+	var avail []int64
+	var total int64
+	for _, k := range keys {
+		end, logStart := ends[k], starts[k]
+		pos, known := st.claimed[k]
+		if !known {
+			pos = logStart
+			if first && x.kopts.StartingOffsets == StartLatest {
+				pos = end
+			}
+		}
+		switch {
+		case pos < logStart:
+			lost := kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: logStart}
+			if !x.kopts.SkipDataLoss {
+				return nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
+					k.topic, k.partition, pos, logStart, ErrDataLoss)
+			}
+			b.Lost = append(b.Lost, lost)
+			pos = logStart
+		case pos > end:
+			// The partition holds fewer offsets than were ingested: the topic was deleted and
+			// recreated, or the broker lost acknowledged records.
+			if !x.kopts.SkipDataLoss {
+				return nil, fmt.Errorf("bronze: kafka: %s/%d ends at offset %d but offsets up to %d were already ingested (topic recreated?): %w",
+					k.topic, k.partition, end, pos, ErrDataLoss)
+			}
+			x.b.log.Warn("partition is behind what was ingested; reading it from its start", "topic", k.topic, "partition", k.partition, "end", end, "ingested", pos)
+			pos = logStart
+		}
+		b.Ranges = append(b.Ranges, kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: pos})
+		avail = append(avail, end-pos)
+		total += end - pos
+	}
+	if total == 0 && len(b.Lost) == 0 && !(first && x.kopts.StartingOffsets == StartLatest && len(b.Ranges) > 0) {
+		return nil, nil
+	}
+	// Share the limit in proportion to what each partition has, then hand out what rounding
+	// left, in partition order.
+	limit := min(total, x.kopts.MaxRecordsPerTrigger)
+	var given int64
+	for i := range b.Ranges {
+		take := avail[i]
+		if total > limit {
+			take = int64(float64(avail[i]) * float64(limit) / float64(total))
+		}
+		b.Ranges[i].To += take
+		given += take
+	}
+	for i := range b.Ranges {
+		if given >= limit {
+			break
+		}
+		more := min(avail[i]-(b.Ranges[i].To-b.Ranges[i].From), limit-given)
+		b.Ranges[i].To += more
+		given += more
+	}
+	b.IngestTime = x.b.now().UnixMicro()
+	return b, nil
+}
+
+// runKafkaBatch reads the batch's ranges, writes data files, commits both tables idempotently
+// in batch order, then records the batch as committed.
+func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
+	bronzeDone, rejectsDone, err := x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
+	if err != nil {
+		return err
+	}
+	var bronzeAdds, rejectAdds []*txlog.Add
+	var batchRep Report
+	lost := append([]kafkaRange(nil), b.Lost...)
+	if !bronzeDone || !rejectsDone {
+		var late []kafkaRange
+		bronzeAdds, rejectAdds, batchRep, late, err = x.readBatch(ctx, adm, b)
+		if err != nil {
+			return err
+		}
+		lost = append(lost, late...)
+		if err := x.waitForKafkaPredecessor(ctx, adm, st.appID, b.BatchID, rep); err != nil {
+			return err
+		}
+	}
+	var lostN int64
+	for _, r := range lost {
+		lostN += r.To - r.From
+		rep.Kafka.LostRanges = append(rep.Kafka.LostRanges, r.String())
+	}
+	rep.Kafka.LostRecords += lostN
+	rec := kafkaCommit{commitRecord: commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected}, Lost: lostN}
+	op := txlog.Operation{
+		Name:       "STREAMING UPDATE",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
+	}
+	if !bronzeDone {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
+		if rec.BronzeVersion, err = x.b.commit(ctx, x.b.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.BronzePath, err)
+		}
+	}
+	if !rejectsDone {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
+		if rec.RejectsVersion, err = x.b.commit(ctx, x.b.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.RejectsPath, err)
+		}
+	}
+	data, _ := json.Marshal(rec)
+	if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+		return fmt.Errorf("bronze: record kafka batch %d: %w", b.BatchID, err)
+	}
+	st.committed[b.BatchID] = true
+	for _, r := range b.Ranges {
+		st.done[tp{r.Topic, r.Partition}] = max(st.done[tp{r.Topic, r.Partition}], r.To)
+	}
+	x.commitGroup(ctx, adm, b)
+	rep.Batches++
+	rep.merge(batchRep)
+	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", batchRep.Rows, "rejected", batchRep.Rejected,
+		"lost", lostN, "bronze_version", rec.BronzeVersion)
+	return nil
+}
+
+// commitGroup commits the batch's end offsets to GroupID, for monitoring only: a failure is
+// logged, never an error (bronze already holds the batch, and the checkpoint is the position).
+func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *kafkaBatch) {
+	if x.kopts.GroupID == "" {
+		return
+	}
+	var offs kadm.Offsets
+	for _, r := range b.Ranges {
+		offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.To, LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, x.kopts.GroupID, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		x.b.log.Warn("could not commit offsets to the monitoring consumer group", "group", x.kopts.GroupID, "batch", b.BatchID, "err", err)
+	}
+}
+
+// waitForKafkaPredecessor is waitForPredecessor for Kafka batches: it returns once both tables
+// hold batch-1, re-running that batch here if its claimer seems gone after OrderWait.
+func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.Client, appID string, batch int64, rep *Report) error {
+	if batch == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(x.b.opts.OrderWait)
+	pause := 5 * time.Millisecond
+	for {
+		bronzeDone, rejectsDone, err := x.b.alreadyCommitted(ctx, appID, batch-1)
+		if err != nil {
+			return err
+		}
+		if bronzeDone && rejectsDone {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			st, err := x.loadKafkaState(ctx)
+			if err != nil {
+				return err
+			}
+			prev := st.batches[batch-1]
+			if prev == nil {
+				return fmt.Errorf("bronze: kafka ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
+			}
+			x.b.log.Warn("batch before this one is still not committed; running it here", "batch", batch-1)
+			if err := x.runKafkaBatch(ctx, adm, st, prev, rep); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// readBatch reads the batch's ranges on the workers (partition i of the batch to worker i mod
+// W, each worker reading its partitions one after the other, in offset order, into its own data
+// files), so the batch becomes the same rows in the same files on a re-run. late are ranges
+// retention deleted after the claim and before this read (fail_on_data_loss: false).
+func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafkaRange, err error) {
+	var todo []kafkaRange
+	for _, r := range b.Ranges {
+		if r.To > r.From {
+			todo = append(todo, r)
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil, rep, nil, nil
+	}
+	// A pending batch re-run long after its claim may find part of its ranges deleted.
+	starts, _, err := x.listOffsets(ctx, adm)
+	if err != nil {
+		return nil, nil, rep, nil, err
+	}
+	for i, r := range todo {
+		if s := starts[tp{r.Topic, r.Partition}]; s > r.From {
+			gone := kafkaRange{Topic: r.Topic, Partition: r.Partition, From: r.From, To: min(s, r.To)}
+			if !x.kopts.SkipDataLoss {
+				return nil, nil, rep, nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) of batch %d were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
+					r.Topic, r.Partition, gone.From, gone.To, b.BatchID, ErrDataLoss)
+			}
+			late = append(late, gone)
+			todo[i].From = gone.To
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		bronze, rejects []*txlog.Add
+		rep             Report
+		err             error
+	}
+	workers := min(x.b.opts.Workers, len(todo))
+	results := make([]result, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		var share []kafkaRange
+		for i := w; i < len(todo); i += workers {
+			if todo[i].To > todo[i].From {
+				share = append(share, todo[i])
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &results[w]
+			r.bronze, r.rejects, r.rep, r.err = x.kafkaWorker(ctx, share, b.IngestTime)
+			if r.err != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		bronzeAdds = append(bronzeAdds, r.bronze...)
+		rejectAdds = append(rejectAdds, r.rejects...)
+		rep.merge(r.rep)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, rep, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, rep, nil, err
+	}
+	return bronzeAdds, rejectAdds, rep, late, nil
+}
+
+// kafkaWorker reads its ranges one after the other with its own client and decodes them into
+// its own data files.
+func (x *KafkaIngester) kafkaWorker(ctx context.Context, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+	var rep Report
+	if len(ranges) == 0 {
+		return nil, nil, rep, nil
+	}
+	dec, err := newKafkaDecoder(x.b.opts.Declared, x.b.opts.Limits)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	bw, err := table.NewDataWriter(x.b.bronze.Bucket(), dec.Bronze.Schema, nil, x.b.opts.WriteOptions)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	rw, err := table.NewDataWriter(x.b.rejects.Bucket(), dec.Rejects.Schema, nil, x.b.opts.WriteOptions)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	flush := func(ctx context.Context) error {
+		if dec.Bronze.Len() > 0 {
+			if err := bw.Write(ctx, dec.Bronze); err != nil {
+				return err
+			}
+		}
+		if dec.Rejects.Len() > 0 {
+			if err := rw.Write(ctx, dec.Rejects); err != nil {
+				return err
+			}
+		}
+		dec.Bronze.Reset()
+		dec.Rejects.Reset()
+		return nil
+	}
+	dec.Flush, dec.FlushRows = flush, x.b.opts.FlushRows
+	// NoResetOffset: an offset that is gone must fail the read, never silently jump; the
+	// control records (transaction markers) are kept so that a range ending on one is seen
+	// to end, and are not rows.
+	cl, err := x.newClient(kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.KeepControlRecords(), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	defer cl.Close()
+	for _, r := range ranges {
+		st, err := x.readRange(ctx, cl, dec, r, ingestTime)
+		rep.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, Bytes: st.Bytes, RejectsBy: st.ByReason})
+		if err != nil {
+			return nil, nil, rep, err
+		}
+	}
+	if err := flush(ctx); err != nil {
+		return nil, nil, rep, err
+	}
+	bronzeAdds, err := bw.Close(ctx)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	rejectAdds, err := rw.Close(ctx)
+	if err != nil {
+		return nil, nil, rep, err
+	}
+	return bronzeAdds, rejectAdds, rep, nil
+}
+
+// readRange consumes one partition from r.From until it has seen offset r.To-1.
+func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, r kafkaRange, ingestTime int64) (ObjectStats, error) {
+	var st ObjectStats
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.Topic: {r.Partition: kgo.NewOffset().At(r.From)}})
+	defer cl.RemoveConsumePartitions(map[string][]int32{r.Topic: {r.Partition}})
+	source := KafkaSourceName(r.Topic, r.Partition)
+	next := r.From
+	lastProgress := time.Now()
+	for next < r.To {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				err = fmt.Errorf("%w: %w", ErrDataLoss, err)
+			}
+			ferr = errors.Join(ferr, fmt.Errorf("bronze: kafka: read %s/%d at offset %d: %w", t, p, next, err))
+		})
+		if ferr != nil {
+			return st, ferr
+		}
+		progressed := false
+		var derr error
+		fs.EachRecord(func(rec *kgo.Record) {
+			if derr != nil || rec.Topic != r.Topic || rec.Partition != r.Partition || rec.Offset < next || rec.Offset >= r.To {
+				return
+			}
+			next = rec.Offset + 1
+			progressed = true
+			if rec.Attrs.IsControl() {
+				return
+			}
+			dec.record(&st, rec, source, x.b.opts.Format, ingestTime)
+			if err := dec.maybeFlush(ctx, int64(len(rec.Value))); err != nil {
+				derr = err
+			}
+		})
+		if derr != nil {
+			return st, derr
+		}
+		if progressed {
+			lastProgress = time.Now()
+		} else if time.Since(lastProgress) > x.kopts.StallTimeout {
+			return st, fmt.Errorf("bronze: kafka: %s/%d: no record for %s at offset %d (want up to %d): %w",
+				r.Topic, r.Partition, x.kopts.StallTimeout, next, r.To, ErrKafkaStalled)
+		}
+	}
+	return st, nil
+}
+
+// lag is each partition's log end offset minus the next offset bronze will read.
+func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]PartitionLag, error) {
+	_, ends, err := x.listOffsets(ctx, adm)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartitionLag, 0, len(ends))
+	for k, end := range ends {
+		l := PartitionLag{Topic: k.topic, Partition: k.partition, End: end, Committed: -1, Lag: end}
+		if pos, ok := st.done[k]; ok {
+			l.Committed, l.Lag = pos, max(0, end-pos)
+		}
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+// Lag reads the checkpoint and the brokers' end offsets: the consumer lag of every partition,
+// for /metrics, the status page and the report. It writes nothing.
+func (x *KafkaIngester) Lag(ctx context.Context) ([]PartitionLag, error) {
+	cl, err := x.newClient()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	st := &kafkaState{done: map[tp]int64{}}
+	if _, err := x.b.ckpt.Stat(ctx, "metadata.json"); err == nil {
+		if st, err = x.loadKafkaState(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return x.lag(ctx, kadm.NewClient(cl), st)
+}
+
+// kafkaDecoder decodes record values into the Kafka bronze schema, reusing the file decoder's
+// line parser, CSV conversion and rejects.
+type kafkaDecoder struct {
+	*Decoder
+	names []string
+	index []int
+}
+
+func newKafkaDecoder(declared *txlog.StructType, limits Limits) (*kafkaDecoder, error) {
+	d, err := NewDecoder(declared, limits)
+	if err != nil {
+		return nil, err
+	}
+	if d.Bronze, err = table.NewBatch(KafkaBronzeSchema(declared)); err != nil {
+		return nil, err
+	}
+	k := &kafkaDecoder{Decoder: d}
+	for i, f := range d.fields {
+		k.names = append(k.names, f.Name)
+		k.index = append(k.index, i)
+	}
+	return k, nil
+}
+
+// record turns one Kafka record into a bronze row or a reject. Every record is one or the other
+// (records = rows + rejects): an empty value (a tombstone) is not a record of the schema.
+func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format string, ingestTime int64) {
+	value := rec.Value
+	st.Bytes += int64(len(value))
+	// Only rejects need the text: building it for every record cost an allocation per row.
+	where := func() string {
+		return fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset)
+	}
+	rej := rejected{key: source, offset: rec.Offset, raw: value, rawSize: int64(len(value))}
+	if value == nil {
+		rej.raw = nil
+	}
+	if len(value) > d.limits.MaxLineBytes {
+		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s: value of %d bytes exceeds the %d-byte limit", where(), len(value), d.limits.MaxLineBytes), ingestTime)
+		return
+	}
+	body := bytes.TrimRight(value, "\r\n")
+	if len(bytes.TrimSpace(body)) == 0 {
+		d.appendReject(st, rej, ReasonNotObject, where()+": empty value (a tombstone or blank record)", ingestTime)
+		return
+	}
+	switch format {
+	case FormatCSV:
+		if !d.csvValue(st, body, rej, where, source, rec.Offset, ingestTime) {
+			return
+		}
+	default:
+		if err := d.parser.Parse(body); err != nil {
+			var le *LineError
+			reason := ReasonInvalidJSON
+			if errors.As(err, &le) {
+				reason = le.Reason
+			}
+			d.appendReject(st, rej, reason, where()+": "+err.Error(), ingestTime)
+			return
+		}
+		d.appendParsed(source, rec.Offset, ingestTime)
+	}
+	n := len(d.fields) + 4
+	cols := d.Bronze.Columns
+	cols[n].AppendString(rec.Topic)
+	cols[n+1].AppendInt32(rec.Partition)
+	cols[n+2].AppendInt64(rec.Offset)
+	cols[n+3].AppendInt64(rec.Timestamp.UnixMicro())
+	if rec.Key == nil {
+		cols[n+4].AppendNull()
+	} else {
+		cols[n+4].AppendBytes(rec.Key)
+	}
+	st.Rows++
+	st.Lines++
+}
+
+// csvValue appends one CSV record (the declared columns in order, no header) as a row; false
+// when it was rejected instead.
+func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, where func() string, source string, offset, ingestTime int64) bool {
+	cr := csv.NewReader(bytes.NewReader(body))
+	cr.FieldsPerRecord = -1
+	rec, err := cr.Read()
+	if err == nil {
+		if _, more := cr.Read(); more != io.EOF {
+			err = errors.New("the value holds more than one CSV record")
+		}
+	}
+	if err != nil {
+		d.appendReject(st, rej, ReasonInvalidCSV, where()+": "+err.Error(), ingestTime)
+		return false
+	}
+	if i, at := invalidUTF8Field(rec); i >= 0 {
+		name := "_c" + strconv.Itoa(i)
+		if i < len(d.names) {
+			name = d.names[i]
+		}
+		d.appendReject(st, rej, ReasonInvalidUTF8, fmt.Sprintf("%s: field %d (%s) is not valid UTF-8 at byte %d of the field", where(), i+1, name, at), ingestTime)
+		return false
+	}
+	d.csvRecord(rec, d.names, d.index, source, offset, ingestTime)
+	return true
+}
