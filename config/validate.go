@@ -62,6 +62,7 @@ func (p *Pipeline) Validate() error {
 	v.tables()
 	v.stream(cols)
 	v.gold(cols)
+	v.expectations()
 	v.paths()
 	v.jobs()
 	v.serve()
