@@ -63,7 +63,9 @@ func (t sqlType) String() string {
 	return "interval day to second"
 }
 
-func (t sqlType) numeric() bool { return t.k == kInt || t.k == kLong || t.k == kDouble || t.k == kDecimal }
+func (t sqlType) numeric() bool {
+	return t.k == kInt || t.k == kLong || t.k == kDouble || t.k == kDecimal
+}
 
 // intDecimal is the decimal type an integral type widens to (Spark: int -> decimal(10,0),
 // bigint -> decimal(20,0)).
@@ -798,4 +800,3 @@ func castTo(e enode, t sqlType) enode {
 
 // javaDoubleString is Spark's cast of a double to a string.
 func javaDoubleString(f float64) string { return javaDouble(f, 64) }
-

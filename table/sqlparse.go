@@ -210,7 +210,7 @@ func isIdentByte(c byte) bool {
 }
 
 func (p *sqlParser) peek() token { return p.toks[p.i] }
-func (p *sqlParser) next() token  { t := p.toks[p.i]; p.i++; return t }
+func (p *sqlParser) next() token { t := p.toks[p.i]; p.i++; return t }
 
 func (p *sqlParser) accept(kw string) bool {
 	if p.peek().is(kw) {
