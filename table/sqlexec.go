@@ -322,9 +322,18 @@ func (n *notNode) eval(c *evalCtx) *vec {
 }
 
 type logicNode struct {
-	and  bool
-	l, r enode
-	out  vec
+	and   bool
+	l, r  enode
+	out   vec
+	zeros []bool
+}
+
+// noNulls is an all-false null slice of n rows, for the loop over an operand without nulls.
+func (n *logicNode) noNulls(rows int) []bool {
+	if len(n.zeros) < rows {
+		n.zeros = make([]bool, rows)
+	}
+	return n.zeros
 }
 
 func (n *logicNode) typ() sqlType { return sqlType{k: kBool} }
@@ -350,16 +359,27 @@ func (n *logicNode) eval(c *evalCtx) *vec {
 		return o
 	}
 	o.null = growBools(o.null, c.n)
-	for i := range o.b {
-		ln, rn := l.isNull(i), r.isNull(i)
-		lv, rv := lb[i] && !ln, rb[i] && !rn
-		if n.and {
+	lnull, rnull := l.null, r.null
+	if lnull == nil {
+		lnull = n.noNulls(c.n)
+	}
+	if rnull == nil {
+		rnull = n.noNulls(c.n)
+	}
+	lnull, rnull = lnull[:c.n], rnull[:c.n]
+	if n.and {
+		for i := range o.b {
+			ln, rn := lnull[i], rnull[i]
 			lf, rf := !ln && !lb[i], !rn && !rb[i]
-			o.b[i] = lv && rv
+			o.b[i] = !ln && !rn && lb[i] && rb[i]
 			o.null[i] = !lf && !rf && (ln || rn)
-		} else {
-			o.b[i] = lv || rv
-			o.null[i] = !o.b[i] && (ln || rn)
+		}
+	} else {
+		for i := range o.b {
+			ln, rn := lnull[i], rnull[i]
+			v := (lb[i] && !ln) || (rb[i] && !rn)
+			o.b[i] = v
+			o.null[i] = !v && (ln || rn)
 		}
 	}
 	return o
@@ -554,6 +574,9 @@ func equalAt(t sqlType, a *vec, i int, b *vec, j int) bool {
 // eval follows SQL: true when x equals an item; else NULL when x or an item is NULL; else
 // false. NOT IN negates that, NULL staying NULL.
 func (n *inNode) eval(c *evalCtx) *vec {
+	if o := n.evalConst(c); o != nil {
+		return o
+	}
 	x := n.x.eval(c)
 	t := n.x.typ()
 	items := make([]*vec, len(n.list))
@@ -597,6 +620,64 @@ func (n *inNode) eval(c *evalCtx) *vec {
 	if !anyNull {
 		o.null = o.null[:0:0]
 		o.null = nil
+	}
+	return o
+}
+
+// evalConst is IN over a list of non-null literals, the common case, with a loop per type
+// and no per-item dispatch; nil when the list is anything else.
+func (n *inNode) evalConst(c *evalCtx) *vec {
+	lits := make([]*vec, len(n.list))
+	for k, e := range n.list {
+		if lits[k] = literalScalar(e); lits[k] == nil || lits[k].isNull(0) {
+			return nil
+		}
+	}
+	x := n.x.eval(c)
+	o := &n.out
+	o.b = growBools(o.b, c.n)
+	o.null = x.nullSlice(c.n)
+	switch n.x.typ().k {
+	case kString, kBinary:
+		set := make([][]byte, len(lits))
+		for k, l := range lits {
+			set[k] = l.str(0)
+		}
+		for r := range c.n {
+			v := x.str(r)
+			found := false
+			for _, w := range set {
+				if len(v) == len(w) && string(v) == string(w) {
+					found = true
+					break
+				}
+			}
+			o.b[r] = found != n.not
+		}
+	case kDouble:
+		for r, v := range x.f[:c.n] {
+			found := false
+			for _, l := range lits {
+				if compareDoubles(v, l.f[0]) == 0 {
+					found = true
+					break
+				}
+			}
+			o.b[r] = found != n.not
+		}
+	case kBool, kNull:
+		return nil
+	default:
+		for r, v := range x.i[:c.n] {
+			found := false
+			for _, l := range lits {
+				if v == l.i[0] {
+					found = true
+					break
+				}
+			}
+			o.b[r] = found != n.not
+		}
 	}
 	return o
 }
