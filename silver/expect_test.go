@@ -46,7 +46,7 @@ func expectBatch(t testing.TB, n int) *table.Batch {
 func TestExpectationsApply(t *testing.T) {
 	b := expectBatch(t, 20)
 	x, err := NewExpectations([]Expectation{
-		{Name: "non_negative", Expect: "amount >= 0", OnViolation: Drop}, // rows 0-4 negative, 3 and 13 NULL
+		{Name: "non_negative", Expect: "amount >= 0", OnViolation: Drop},        // rows 0-4 negative, 3 and 13 NULL
 		{Name: "not_login", Expect: "event_type <> 'login'", OnViolation: Warn}, // rows 4, 9, 14, 19
 	})
 	if err != nil {
