@@ -68,6 +68,14 @@ func (c *Check) Reject(i int) string {
 // Violated reports whether row i violates any expectation (warn ones included).
 func (c *Check) Violated(i int) bool { return c.violated != nil && c.violated[i] != 0 }
 
+// ViolatedExpectation reports whether row i violates the k-th expectation.
+func (c *Check) ViolatedExpectation(i, k int) bool {
+	return c.violated != nil && c.violated[i]&(1<<k) != 0
+}
+
+// Judged reports whether the rules keep row i, so that expectations judge it.
+func (c *Check) Judged(i int) bool { return c.baseReject(i) == "" }
+
 func (c *Check) baseReject(i int) string {
 	if c.ev == nil || c.ev.IsNull(i) {
 		return ReasonMissingEventTime
