@@ -320,3 +320,26 @@ func progressFiles(t testing.TB, lake objstore.Bucket) []struct{ Expectations []
 	}
 	return out
 }
+
+// TestReplayFromBronzeDropsWhatExpectationsDrop: replay from bronze re-validates rows with the
+// drop expectations too, so gold ends equal to the batch aggregation of silver (which never
+// held the dropped rows) as replay from silver does.
+func TestReplayFromBronzeDropsWhatExpectationsDrop(t *testing.T) {
+	base, cfg, srep := pipeline(t, 15, 4000, 5, `expectations:
+  - {name: big_enough, expect: "amount IS NULL OR amount >= 15", on_violation: drop}
+  - {name: odd_qty, expect: "qty % 5 <> 0", on_violation: warn}
+`)
+	if srep.Expectations[0].Dropped == 0 {
+		t.Fatal("nothing dropped: the test proves nothing")
+	}
+	r := replayRange(silverTimes(t, base), 0.2, 0.7)
+	for _, src := range []string{SourceSilver, SourceBronze} {
+		lake := cloneLake(t, base)
+		damage(t, lake, "gold/t5", r.From.UnixMicro(), r.To.UnixMicro())
+		r.Source = src
+		if _, err := Replay(context.Background(), opts(lake, cfg), r); err != nil {
+			t.Fatal(err)
+		}
+		checkInvariantE(t, lake, srep.WatermarkMs)
+	}
+}

@@ -122,6 +122,26 @@ func (x *Expectations) reset() {
 	}
 }
 
+// Columns lists the top-level columns the expectations read, as written in them.
+func (x *Expectations) Columns() []string {
+	var out []string
+	for _, e := range x.exprs {
+		out = append(out, table.SQLColumns(e)...)
+	}
+	return out
+}
+
+// OnlyDrop keeps the drop expectations: the ones that decide which rows reach silver.
+func OnlyDrop(list []Expectation) []Expectation {
+	var out []Expectation
+	for _, e := range list {
+		if e.OnViolation == Drop {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Len is the number of expectations.
 func (x *Expectations) Len() int { return len(x.list) }
 

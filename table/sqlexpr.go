@@ -341,6 +341,24 @@ func (e *sqlPred) bind(s *txlog.StructType) (bound, error) {
 	return b, nil
 }
 
+// SQLColumns lists the top-level columns a SQL expression from ParseSQL reads, as written
+// (names match case-insensitively), each once; nil for other expressions.
+func SQLColumns(e Expr) []string {
+	sp, ok := e.(*sqlPred)
+	if !ok {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	collectCols(sp.root, func(c *nCol) {
+		if k := strings.ToLower(c.path[0]); !seen[k] {
+			seen[k] = true
+			out = append(out, c.path[0])
+		}
+	})
+	return out
+}
+
 func collectCols(n sqlNode, f func(*nCol)) {
 	switch x := n.(type) {
 	case *nCol:
