@@ -40,6 +40,9 @@ type Expectation struct {
 	OnViolation Action
 }
 
+// maxErrorRow bounds the violating row an ExpectationError carries (it is printed on one line).
+const maxErrorRow = 4096
+
 // ErrExpectationFailed is the error of a batch stopped by an expectation with action fail;
 // errors.As gives the *ExpectationError.
 var ErrExpectationFailed = errors.New("expectation failed")
@@ -213,8 +216,12 @@ func (x *Expectations) Apply(c *Check, b *table.Batch, now time.Time) error {
 				c.drop[i] = true
 			case Fail:
 				if failure == nil {
+					row := table.AppendJSONRow(nil, b, i)
+					if len(row) > maxErrorRow {
+						row = append(row[:maxErrorRow], "…"...)
+					}
 					failure = &ExpectationError{Name: x.list[k].Name, Expect: x.list[k].Expect,
-						Row: string(table.AppendJSONRow(nil, b, i)), SourceOffset: -1}
+						Row: string(row), SourceOffset: -1}
 					if sf := b.Column(bronze.ColSourceFile); sf != nil && !sf.IsNull(i) {
 						failure.SourceFile = sf.StringAt(i)
 					}
