@@ -16,9 +16,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
