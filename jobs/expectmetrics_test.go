@@ -11,7 +11,7 @@ import (
 )
 
 // TestServeExpectationMetrics: the scheduled stream reports each expectation's rows by
-// outcome on /metrics.
+// outcome on /metrics and on the status page.
 func TestServeExpectationMetrics(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testPipeline(t, dir, `jobs: {ingest: {schedule: "@every 1s"}, stream: {schedule: "@every 1s"}}
@@ -67,6 +67,13 @@ expectations:
 			t.Fatalf("/metrics never showed %s:\n%s", missing, grepLines(metrics, "medallion_expectation"))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// The status page shows the same counts.
+	page := get(t, "http://"+srv.Addr()+"/")
+	for _, w := range []string{`<section id="expectations">`, `<tr id="expectation-non_negative"><td>non_negative</td><td>drop</td><td class="num">7</td><td class="num problem">3</td><td class="num">3</td>`} {
+		if !strings.Contains(page, w) {
+			t.Errorf("status page lacks %s", w)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
