@@ -100,10 +100,9 @@ func mergeNulls(dst []bool, n int, srcs ...[]bool) []bool {
 // column nodes
 
 type colNode struct {
-	path  []int
-	t     sqlType
-	delta any
-	out   vec
+	path []int
+	t    sqlType
+	out  vec
 }
 
 func (n *colNode) typ() sqlType { return n.t }

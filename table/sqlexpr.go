@@ -607,7 +607,7 @@ func bindColumn(c *nCol, s *txlog.StructType) (enode, error) {
 		return nil, fmt.Errorf("%w: at position %d: column %s has type %s, which expressions cannot use (expected a number, string, binary, boolean, date or timestamp; decimals up to %d digits)",
 			ErrBadPredicate, c.at, name, typ.TypeName(), maxSQLDecimal)
 	}
-	return &colNode{path: path, t: t, delta: typ}, nil
+	return &colNode{path: path, t: t}, nil
 }
 
 var arithNames = map[string]string{"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division", "%": "remainder"}
