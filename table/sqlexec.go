@@ -3,7 +3,6 @@ package table
 import (
 	"bytes"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,8 +13,8 @@ import (
 // buffers for the next batch. No row walks the tree.
 
 // vec is a node's output over the n rows of a batch. Only the slice of the node's type is
-// used: b (boolean), i (int, bigint, date, timestamp, interval, decimal unscaled), f (double),
-// off/data (string, binary: row r is data[off[r]:off[r+1]]).
+// used: b (boolean), i (int, bigint, date, timestamp, interval), d (decimal unscaled), f
+// (double), off/data (string, binary: row r is data[off[r]:off[r+1]]).
 type vec struct {
 	null []bool // nil: no row is null
 	b    []bool
@@ -23,6 +22,7 @@ type vec struct {
 	f    []float64
 	off  []int32
 	data []byte
+	d    []Decimal128 // decimal unscaled values
 }
 
 func (v *vec) isNull(r int) bool { return v.null != nil && v.null[r] }
@@ -58,6 +58,13 @@ func growBools(s []bool, n int) []bool {
 func growInts(s []int64, n int) []int64 {
 	if cap(s) < n {
 		return make([]int64, n)
+	}
+	return s[:n]
+}
+
+func growDecs(s []Decimal128, n int) []Decimal128 {
+	if cap(s) < n {
+		return make([]Decimal128, n)
 	}
 	return s[:n]
 }
@@ -154,10 +161,7 @@ func (n *colNode) eval(c *evalCtx) *vec {
 	case KindBytes:
 		o.off, o.data = col.Offsets, col.Data
 	case KindDecimal:
-		o.i = growInts(o.i, c.n)
-		for r, v := range col.Decimal[:c.n] {
-			o.i[r] = int64(v.Lo) // precision <= 18: the value fits the low word
-		}
+		o.d = col.Decimal[:c.n]
 	}
 	return o
 }
@@ -176,6 +180,9 @@ func fillZero(o *vec, t sqlType, n int) {
 			o.off = append(o.off, 0)
 		}
 		o.data = o.data[:0]
+	case kDecimal:
+		o.d = growDecs(o.d, n)
+		clear(o.d)
 	default:
 		o.i = growInts(o.i, n)
 		clear(o.i)
@@ -217,6 +224,8 @@ func (n *litNode) scalar() *vec {
 		raw.f = []float64{l.f}
 	case kString:
 		raw.off, raw.data = []int32{0, int32(len(l.s))}, []byte(l.s)
+	case kDecimal:
+		raw.d = []Decimal128{l.dec}
 	default:
 		raw.i = []int64{l.i}
 	}
@@ -269,6 +278,11 @@ func broadcast(one *vec, t sqlType, n int, o *vec) {
 		for range n {
 			o.data = append(o.data, v...)
 			o.off = append(o.off, int32(len(o.data)))
+		}
+	case kDecimal:
+		o.d = growDecs(o.d, n)
+		for r := range o.d {
+			o.d[r] = one.d[0]
 		}
 	default:
 		o.i = growInts(o.i, n)
@@ -486,6 +500,11 @@ func (n *cmpNode) eval(c *evalCtx) *vec {
 			for i := range cmp {
 				cmp[i] = int8(bytes.Compare(l.str(i), s))
 			}
+		case kDecimal:
+			s := n.lit.d[0]
+			for i, v := range l.d[:c.n] {
+				cmp[i] = int8(v.Cmp(s))
+			}
 		default:
 			s := n.lit.i[0]
 			for i, v := range l.i[:c.n] {
@@ -509,6 +528,11 @@ func (n *cmpNode) eval(c *evalCtx) *vec {
 		case kString, kBinary:
 			for i := range cmp {
 				cmp[i] = int8(bytes.Compare(l.str(i), r.str(i)))
+			}
+		case kDecimal:
+			rd := r.d[:c.n]
+			for i, v := range l.d[:c.n] {
+				cmp[i] = int8(v.Cmp(rd[i]))
 			}
 		default:
 			ri := r.i[:c.n]
@@ -566,6 +590,8 @@ func equalAt(t sqlType, a *vec, i int, b *vec, j int) bool {
 		return a.b[i] == b.b[j]
 	case kString, kBinary:
 		return bytes.Equal(a.str(i), b.str(j))
+	case kDecimal:
+		return a.d[i] == b.d[j]
 	}
 	return a.i[i] == b.i[j]
 }
@@ -666,6 +692,17 @@ func (n *inNode) evalConst(c *evalCtx) *vec {
 		}
 	case kBool, kNull:
 		return nil
+	case kDecimal:
+		for r, v := range x.d[:c.n] {
+			found := false
+			for _, l := range lits {
+				if v == l.d[0] {
+					found = true
+					break
+				}
+			}
+			o.b[r] = found != n.not
+		}
 	default:
 		for r, v := range x.i[:c.n] {
 			found := false
@@ -886,6 +923,11 @@ func (n *negNode) eval(c *evalCtx) *vec {
 		for r, v := range x.i[:c.n] {
 			o.i[r] = int64(-int32(v))
 		}
+	case kDecimal:
+		o.d = growDecs(o.d, c.n)
+		for r, v := range x.d[:c.n] {
+			o.d[r] = decNeg(v)
+		}
 	default:
 		o.i = growInts(o.i, c.n)
 		for r, v := range x.i[:c.n] {
@@ -918,6 +960,14 @@ func (n *absNode) eval(c *evalCtx) *vec {
 				v = int64(-int32(v)) // abs of the smallest int wraps, as in Spark
 			}
 			o.i[r] = v
+		}
+	case kDecimal:
+		o.d = growDecs(o.d, c.n)
+		for r, v := range x.d[:c.n] {
+			if v.Hi < 0 {
+				v = decNeg(v)
+			}
+			o.d[r] = v
 		}
 	default:
 		o.i = growInts(o.i, c.n)
@@ -967,14 +1017,6 @@ func addCheck(a, b int64) (int64, bool) {
 		return 0, false
 	}
 	return s, true
-}
-
-// fitsDecimal reports whether unscaled v fits precision p.
-func fitsDecimal(v int64, p int) bool {
-	if p >= 19 {
-		return true
-	}
-	return v > -pow10[p] && v < pow10[p]
 }
 
 func (n *arithNode) eval(c *evalCtx) *vec {
@@ -1065,96 +1107,24 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 	return o
 }
 
-// evalDecimal computes decimal arithmetic exactly; a result that does not fit its type's
-// precision (or 18 digits) is NULL, as Spark's overflow without ANSI mode.
+// evalDecimal computes decimal arithmetic exactly (decArith); a result that does not fit its
+// type's precision is NULL, as Spark's overflow without ANSI mode.
 func (n *arithNode) evalDecimal(c *evalCtx, l, r *vec, setNull func(int)) {
 	o := &n.out
-	o.i = growInts(o.i, c.n)
+	o.d = growDecs(o.d, c.n)
 	ls, rs := n.l.typ().s, n.r.typ().s
-	li, ri := l.i[:c.n], r.i[:c.n]
-	switch n.op {
-	case "+", "-", "%":
-		s := max(ls, rs)
-		for i := range o.i {
-			a, ok1 := mulCheck(li[i], pow10[s-ls])
-			b, ok2 := mulCheck(ri[i], pow10[s-rs])
-			if !ok1 || !ok2 {
-				o.i[i] = 0
-				setNull(i)
-				continue
-			}
-			var v int64
-			ok := true
-			switch n.op {
-			case "+":
-				v, ok = addCheck(a, b)
-			case "-":
-				if b == math.MinInt64 {
-					ok = false
-				} else {
-					v, ok = addCheck(a, -b)
-				}
-			case "%":
-				if b == 0 {
-					ok = false
-				} else if b != -1 {
-					v = a % b
-				}
-			}
-			if !ok || !fitsDecimal(v, n.t.p) {
-				o.i[i] = 0
-				setNull(i)
-				continue
-			}
-			// The remainder's scale may be below s after adjustPrecision (never for + and -).
-			o.i[i] = v
+	ld, rd := l.d[:c.n], r.d[:c.n]
+	for i := range o.d {
+		o.d[i] = Decimal128{}
+		if o.null != nil && o.null[i] {
+			continue
 		}
-	case "*", "/":
-		var a, b, q, rem big.Int
-		ten := big.NewInt(10)
-		for i := range o.i {
-			if o.null != nil && o.null[i] {
-				o.i[i] = 0
-				continue
-			}
-			a.SetInt64(li[i])
-			b.SetInt64(ri[i])
-			var shift int // the power of ten that brings the exact result to scale n.t.s
-			if n.op == "*" {
-				a.Mul(&a, &b)
-				shift = ls + rs - n.t.s
-				b.SetInt64(1)
-			} else {
-				if ri[i] == 0 {
-					o.i[i] = 0
-					setNull(i)
-					continue
-				}
-				// a/10^ls / (b/10^rs) at scale t.s = a*10^(t.s-ls+rs) / b
-				shift = -(n.t.s - ls + rs)
-			}
-			if shift < 0 {
-				a.Mul(&a, new(big.Int).Exp(ten, big.NewInt(int64(-shift)), nil))
-			} else if shift > 0 {
-				b.Mul(&b, new(big.Int).Exp(ten, big.NewInt(int64(shift)), nil))
-			}
-			q.QuoRem(&a, &b, &rem)
-			// Round half up (away from zero), as Spark's ROUND_HALF_UP.
-			rem.Abs(&rem).Mul(&rem, big.NewInt(2))
-			if rem.CmpAbs(&b) >= 0 {
-				if a.Sign()*b.Sign() < 0 {
-					q.Sub(&q, big.NewInt(1))
-				} else {
-					q.Add(&q, big.NewInt(1))
-				}
-			}
-			if !q.IsInt64() || !fitsDecimal(q.Int64(), n.t.p) {
-				o.i[i] = 0
-				setNull(i)
-				continue
-			}
-			o.i[i] = q.Int64()
+		v, ok := decArith(n.op, ld[i], ls, rd[i], rs, n.t.s, n.t.p)
+		if !ok {
+			setNull(i)
+			continue
 		}
+		o.d[i] = v
 	}
 }
 
@@ -1291,6 +1261,15 @@ func (n *coalesceNode) eval(c *evalCtx) *vec {
 				o.b[r] = v.b[r]
 			}
 		}
+	case kDecimal:
+		o.d = growDecs(o.d, c.n)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r], o.d[r] = v == nil, Decimal128{}
+			if v != nil {
+				o.d[r] = v.d[r]
+			}
+		}
 	default:
 		o.i = growInts(o.i, c.n)
 		for r := range c.n {
@@ -1379,8 +1358,8 @@ func castVec(src *vec, from, to sqlType, n int, dst *vec) {
 				dst.f[i] = float64(v)
 			}
 		case kDecimal:
-			for i, v := range src.i[:n] {
-				dst.f[i] = decimalToDouble(v, from.s)
+			for i, v := range src.d[:n] {
+				dst.f[i] = decToDouble(v, from.s)
 			}
 		case kString:
 			for i := range n {
@@ -1399,29 +1378,28 @@ func castVec(src *vec, from, to sqlType, n int, dst *vec) {
 			fillAllNull(dst, to, n)
 		}
 	case kDecimal:
-		dst.i = growInts(dst.i, n)
-		shift := to.s - from.s // from.s is 0 for integers
+		dst.d = growDecs(dst.d, n)
 		if from.k != kInt && from.k != kLong && from.k != kDecimal {
 			fillAllNull(dst, to, n)
 			return
 		}
-		for i, v := range src.i[:n] {
-			dst.i[i] = 0
+		for i := range n {
+			dst.d[i] = Decimal128{}
 			if isNull(i) {
 				continue
 			}
-			var ok bool
-			if shift >= 0 {
-				v, ok = mulCheck(v, pow10[min(shift, 18)])
-				ok = ok && shift <= 18
+			v := Decimal128{}
+			if from.k == kDecimal {
+				v = src.d[i]
 			} else {
-				v, ok = roundHalfUp(v, pow10[min(-shift, 18)]), -shift <= 18
+				v = DecimalFromInt64(src.i[i])
 			}
-			if !ok || !fitsDecimal(v, to.p) {
+			d, ok := decRescale(v, from.s, to.s, to.p) // from.s is 0 for integers
+			if !ok {
 				setNull(i)
 				continue
 			}
-			dst.i[i] = v
+			dst.d[i] = d
 		}
 	case kTimestamp:
 		dst.i = growInts(dst.i, n)
@@ -1509,21 +1487,6 @@ func fillAllNull(dst *vec, t sqlType, n int) {
 	fillZero(dst, t, n)
 }
 
-func roundHalfUp(v, d int64) int64 {
-	q, r := v/d, v%d
-	if r < 0 {
-		r = -r
-	}
-	if r*2 >= d {
-		if v < 0 {
-			q--
-		} else {
-			q++
-		}
-	}
-	return q
-}
-
 // decimalToDouble is exact-then-rounded, like Java's BigDecimal.doubleValue.
 func decimalToDouble(v int64, scale int) float64 {
 	if scale == 0 {
@@ -1546,8 +1509,7 @@ func appendSQLString(dst []byte, src *vec, t sqlType, i int) []byte {
 	case kDouble:
 		return append(dst, javaDoubleString(src.f[i])...)
 	case kDecimal:
-		v := src.i[i]
-		return append(dst, FormatDecimal(Decimal128{Hi: v >> 63, Lo: uint64(v)}, t.s)...)
+		return append(dst, FormatDecimal(src.d[i], t.s)...)
 	case kDate:
 		return append(dst, formatDate(src.i[i])...)
 	case kTimestamp:

@@ -12,9 +12,8 @@ import (
 // This file holds the nodes ParseSQL builds (sql*), their Spark typing (bind) and the typed
 // tree that evaluates them column by column (sqlexec.go).
 
-// maxSQLDecimal is the widest decimal the SQL evaluator computes with: unscaled values are
-// int64, so 18 digits. Wider literals are refused at parse time, wider results are null.
-const maxSQLDecimal = 18
+// maxSQLDecimal is the widest decimal, as in Spark: unscaled values are 128-bit.
+const maxSQLDecimal = 38
 
 type sqlKind uint8
 
@@ -159,7 +158,8 @@ type nCol struct {
 
 type nLit struct {
 	t    sqlType
-	i    int64 // int, bigint, date, timestamp, interval, decimal unscaled
+	i    int64      // int, bigint, date, timestamp, interval
+	dec  Decimal128 // decimal unscaled
 	f    float64
 	s    string
 	b    bool
@@ -256,7 +256,7 @@ func (n *nLit) sql() string {
 	case kDouble:
 		return strconv.FormatFloat(n.f, 'g', -1, 64) + "D"
 	case kDecimal:
-		return FormatDecimal(Decimal128{Hi: n.i >> 63, Lo: uint64(n.i)}, n.t.s) + "BD"
+		return FormatDecimal(n.dec, n.t.s) + "BD"
 	case kString:
 		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(n.s) + "'"
 	case kDate:
@@ -464,9 +464,6 @@ func typeErr(n sqlNode, format string, args ...any) error {
 func columnType(t txlog.DataType) (sqlType, bool) {
 	switch x := t.(type) {
 	case txlog.DecimalType:
-		if x.Precision > maxSQLDecimal {
-			return sqlType{}, false
-		}
 		return sqlType{k: kDecimal, p: x.Precision, s: x.Scale}, true
 	case txlog.PrimitiveType:
 		switch x.Name {
@@ -604,8 +601,8 @@ func bindColumn(c *nCol, s *txlog.StructType) (enode, error) {
 	}
 	t, ok := columnType(typ)
 	if !ok {
-		return nil, fmt.Errorf("%w: at position %d: column %s has type %s, which expressions cannot use (expected a number, string, binary, boolean, date or timestamp; decimals up to %d digits)",
-			ErrBadPredicate, c.at, name, typ.TypeName(), maxSQLDecimal)
+		return nil, fmt.Errorf("%w: at position %d: column %s has type %s, which expressions cannot use (expected a number, string, binary, boolean, date or timestamp)",
+			ErrBadPredicate, c.at, name, typ.TypeName())
 	}
 	return &colNode{path: path, t: t}, nil
 }

@@ -128,7 +128,15 @@ func TestSQLEval(t *testing.T) {
 		{"price * 2 = 25", "TFNFF"},
 		{"price + 0.01 = 12.51", "TFNFF"},
 		{"price - 0.01 < 0", "FTNFT"},
-		{"price / 2 = 6.25", "TFNFF"[:3] + "N" + "F"}, // decimal(21,13): beyond 18 digits is NULL (README: a documented limit; Spark computes 38)
+		{"price / 2 = 6.25", "TFNFF"}, // decimal(21,13): 99999999.99 / 2 needs 21 digits
+		{"price / 3 > 4.16", "TFNTF"},
+		{"price * price > 100", "TFNTF"},
+		{"price * price * price * price > 1e30", "FFNTF"}, // decimal(38,8) after Spark's precision adjustment
+		{"-price < 0", "TFNTF"},
+		{"abs(price) = 0.01", "FFNFT"},
+		{"coalesce(price, 0) = 0", "FTTFF"},
+		{"price IN (12.5, 0)", "TTNFF"},
+		{"12345678901234567890123 + 1 > 12345678901234567890123", "TTTTT"},
 		{"price % 5 = 2.5", "TFNFF"},
 		{"ok", "TFNTF"},
 		{"NOT ok", "FTNFT"},
@@ -252,7 +260,7 @@ func TestSQLParseErrors(t *testing.T) {
 		{"a || b = 'x'", 3, "other than ||"},
 		{"ts < current_timestamp(1)", 24, "current_timestamp takes no argument"},
 		{"`a = 1", 1, "a closing `"},
-		{"x = 12345678901234567890.5", 5, "a decimal of at most 18 digits"},
+		{"x = 1234567890123456789012345678901234567890.5", 5, "a decimal of at most 38 digits"},
 		{"x = 99999999999999999999L", 5, "within the range of its suffix"},
 		{"x = 1.5L", 5, "an integer before the suffix"},
 		{"", 1, "a column, a literal"},
@@ -322,6 +330,7 @@ func TestSQLLiteralTypes(t *testing.T) {
 		{"x = 1e3", "(x = 1000D)"},
 		{"x = 1.5D", "(x = 1.5D)"},
 		{"x = 99999999999999999", "(x = 99999999999999999L)"},
+		{"x = 12345678901234567890", "(x = 12345678901234567890BD)"},
 		{"x = INTERVAL '1.5' MINUTE", "(x = INTERVAL '90.000000' SECOND)"},
 		{"x = DATE '2024-02-29'", "(x = DATE '2024-02-29')"},
 		{"x = TIMESTAMP '2024-02-29 10:00:00.5'", "(x = TIMESTAMP '2024-02-29 10:00:00.5')"},

@@ -644,11 +644,15 @@ func decimalLiteral(lit *nLit, s string, bad func(string) error) (sqlNode, error
 		prec = max(len(strings.TrimLeft(r.FloatString(scale), "-0.")), scale, 1)
 	}
 	if prec > maxSQLDecimal {
-		return nil, bad(fmt.Sprintf("a decimal of at most %d digits (write a double with an exponent, e.g. 1e30)", maxSQLDecimal))
+		return nil, bad(fmt.Sprintf("a decimal of at most %d digits (write a double with an exponent, e.g. 1e40)", maxSQLDecimal))
 	}
 	unscaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(pow10big(scale)))
+	d, ok := DecimalFromBigInt(unscaled.Num())
+	if !ok {
+		return nil, bad(fmt.Sprintf("a decimal of at most %d digits", maxSQLDecimal))
+	}
 	lit.t = sqlType{k: kDecimal, p: prec, s: scale}
-	lit.i = unscaled.Num().Int64()
+	lit.dec = d
 	return lit, nil
 }
 

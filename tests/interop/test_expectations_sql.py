@@ -75,6 +75,10 @@ EXPRS = [
     "id % 2 = 1", "qty % 5 = -2", "id / 0 IS NULL", "id % 0 IS NULL", "amount / 0 IS NULL",
     "amount * 2 > 20", "amount - amount = 0", "2147483647 + 1 < 0", "-2147483648 < 0",
     "price * 2 = 25", "price + 0.01 = 12.51", "price - 0.01 < 0", "price % 5 = 2.5",
+    "price / 2 = 6.25", "price / 3 > 4.16", "price / qty > 1", "price * price > 100",
+    "price * price * price * price > 1e30", "price * price * price * price * price > 0",
+    "-price < 0", "abs(price) = 0.01", "coalesce(price, 0) = 0", "price IN (12.5, 0)",
+    "12345678901234567890123 + 1 > 12345678901234567890123", "id < 12345678901234567890",
     "0.1 + 0.2 = 0.3", "0.1D + 0.2D = 0.3D", "1 / 3 > 0.33", "'5' + 1 = 6", "qty + '1' = 4",
     # functions
     "lower(name) = 'alice'", "upper(name) = 'BOB '", "trim(name) = 'bob'", "trim(name) = 'x_y%z'",
