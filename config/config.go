@@ -72,6 +72,9 @@ type Pipeline struct {
 	Tables Tables `yaml:"tables"`
 	// Stream is the streaming query from bronze to silver, quarantine and gold.
 	Stream Stream `yaml:"stream"`
+	// Expectations are data-quality constraints on the source's rows, checked in order in the
+	// silver stage after the required columns and the event time. Optional.
+	Expectations []Expectation `yaml:"expectations,omitempty"`
 	// Gold lists the aggregations computed by the stream. Required, at least one.
 	Gold []Gold `yaml:"gold"`
 	// Jobs are the schedules of the recurring jobs run by serve.
@@ -240,6 +243,28 @@ type Column struct {
 	// Required rows without this field (or with null) are rejected by silver. Default false.
 	Required bool `yaml:"required"`
 }
+
+// Expectation is a named data-quality constraint (DESIGN.md §4), as Databricks' declarative
+// pipelines have them. The export to Spark carries each as a filter: Expect is Spark SQL.
+type Expectation struct {
+	// Name names the expectation in rejects (reason expectation:<name>), progress, metrics and
+	// errors. Required; unique; letters, digits, _ and -.
+	Name string `yaml:"name"`
+	// Expect is a boolean Spark SQL expression over the source's columns, e.g.
+	// "amount >= 0" or "country IN ('DE', 'FR')". A row passes when it is true; false or NULL
+	// is a violation (write "x IS NULL OR x > 0" to let nulls pass). Required.
+	Expect string `yaml:"expect"`
+	// OnViolation is warn (keep the row, count it), drop (the row goes to rejects) or fail
+	// (the batch commits nothing and the job fails). Default warn.
+	OnViolation string `yaml:"on_violation"`
+}
+
+// Expectation actions.
+const (
+	OnViolationWarn = "warn"
+	OnViolationDrop = "drop"
+	OnViolationFail = "fail"
+)
 
 // Tables are the table paths of the pipeline, relative to the lake.
 type Tables struct {
@@ -541,6 +566,9 @@ func (p *Pipeline) ApplyDefaults() {
 		}
 	}
 	setStr(&p.Lake, "lake")
+	for i := range p.Expectations {
+		setStr(&p.Expectations[i].OnViolation, OnViolationWarn)
+	}
 	setStr(&p.S3.RequestChecksum, "when_required")
 	setStr(&p.Landing.Kind, LandingFiles)
 	if k := p.Landing.Kafka; k != nil {

@@ -69,6 +69,7 @@ func (p *Pipeline) Validate() error {
 	v.tables()
 	v.stream(cols)
 	v.gold(cols)
+	v.expectations()
 	v.paths()
 	v.jobs()
 	v.serve()

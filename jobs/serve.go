@@ -54,7 +54,10 @@ func NewServer(env Env) (*Server, error) {
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	leases := NewLeases(env.Lake, holder, env.Config.Serve.LeaseTTL.Duration, env.Clock)
-	catalog := Catalog(env)
+	catalog, err := withExpectationMetrics(Catalog(env), env, reg)
+	if err != nil {
+		return nil, err
+	}
 	notify := env.Config.Landing.Notify
 	webhook := notify.Mode == "webhook"
 	if webhook && !hasJob(catalog, "ingest") {

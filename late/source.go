@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
@@ -23,6 +24,9 @@ type replaySource struct {
 	schema *txlog.StructType
 	q      *spec.Query
 	bronze bool
+	// nowMs is current_timestamp() for the drop expectations that re-validate bronze rows: the
+	// timestamp of the last batch replay covers (a row's own batch decided with its own).
+	nowMs int64
 }
 
 // openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze
@@ -52,6 +56,7 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 		if err != nil {
 			return nil, fmt.Errorf("late: %w", err)
 		}
+		src.nowMs = e.BatchTimestampMs
 		if end := e.End; end == nil {
 			src.snap = nil
 		} else {
@@ -84,6 +89,21 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	if s.bronze {
 		required, dedup = s.q.Rules.Required, s.q.Dedup
 		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
+	}
+	// Bronze rows a drop expectation rejected never reached silver: replay drops them too.
+	var expect *silver.Expectations
+	if drops := silver.OnlyDrop(s.q.Rules.Expectations); s.bronze && len(drops) > 0 {
+		var err error
+		if expect, err = silver.NewExpectations(drops); err != nil {
+			return fmt.Errorf("late: %w", err)
+		}
+		for _, c := range expect.Columns() {
+			for _, f := range s.schema.Fields {
+				if strings.EqualFold(f.Name, c) {
+					cols = append(cols, f.Name)
+				}
+			}
+		}
 	}
 	// table's row filter evaluates on a view whose length comes from the schema's first
 	// column, so that column must be read too.
@@ -119,6 +139,11 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 			dk = append(dk, b.Column(c))
 		}
 		check := rules.Bind(b)
+		if expect != nil {
+			if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
+				return fmt.Errorf("late: re-validate bronze: %w", err)
+			}
+		}
 		for i := range b.Len() {
 			if check.Reject(i) != "" {
 				continue

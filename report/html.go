@@ -176,6 +176,60 @@ func (r *Report) StateChart() *TimeChart {
 	return c
 }
 
+// ExpectationTotal sums one expectation over the charted batches.
+type ExpectationTotal struct {
+	ExpectationCounts
+	// FailedFraction is Failed / (Passed + Failed), 0 when no row was judged.
+	FailedFraction float64
+}
+
+// ExpectationTotals sums each expectation's counts over the report's batches, in the order
+// they first appear.
+func (r *Report) ExpectationTotals() []ExpectationTotal {
+	var out []ExpectationTotal
+	index := map[string]int{}
+	for _, b := range r.Batches {
+		for _, e := range b.Expectations {
+			i, ok := index[e.Name]
+			if !ok {
+				i = len(out)
+				index[e.Name] = i
+				out = append(out, ExpectationTotal{ExpectationCounts: ExpectationCounts{Name: e.Name, OnViolation: e.OnViolation}})
+			}
+			t := &out[i]
+			t.Passed += e.Passed
+			t.Failed += e.Failed
+			t.Dropped += e.Dropped
+			t.OnViolation = e.OnViolation
+		}
+	}
+	for i := range out {
+		if n := out[i].Passed + out[i].Failed; n > 0 {
+			out[i].FailedFraction = float64(out[i].Failed) / float64(n)
+		}
+	}
+	return out
+}
+
+// ExpectationChart stacks each expectation's violating rows per batch.
+func (r *Report) ExpectationChart() *TimeChart {
+	c := &TimeChart{Title: "Expectation violations per batch", YLabel: "rows", Bars: true}
+	for _, t := range r.ExpectationTotals() {
+		s := Series{Name: t.Name + " (" + t.OnViolation + ")"}
+		for _, b := range r.Batches {
+			var v int64
+			for _, e := range b.Expectations {
+				if e.Name == t.Name {
+					v = e.Failed
+				}
+			}
+			s.Points = append(s.Points, Point{b.Timestamp, float64(v)})
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
 // streamSummary is the headline of the progress section.
 type streamSummary struct {
 	LastBatch                     int64
@@ -265,6 +319,9 @@ type pageData struct {
 	LagSVG                                               string
 	RateSVG, DurationSVG, LateSVG, LateHourSVG, StateSVG string
 	Stream                                               *streamSummary
+	// Expectations and ExpectationSVG: the data-quality section (absent without expectations).
+	Expectations   []ExpectationTotal
+	ExpectationSVG string
 }
 
 // WriteHTML writes the report as one self-contained HTML file: inline CSS and SVG, no script,
@@ -277,6 +334,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if len(r.Batches) > 0 {
 		d.RateSVG, d.DurationSVG = r.RateChart().SVG(), r.DurationChart().SVG()
 		d.LateSVG, d.LateHourSVG, d.StateSVG = r.LateBatchChart().SVG(), r.LateHourChart().SVG(), r.StateChart().SVG()
+		if d.Expectations = r.ExpectationTotals(); len(d.Expectations) > 0 {
+			d.ExpectationSVG = r.ExpectationChart().SVG()
+		}
 	}
 	if err := pageTemplate.Execute(w, d); err != nil {
 		return fmt.Errorf("report: html: %w", err)
@@ -437,6 +497,20 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <p class="problem">Left out: {{.}}</p>
 {{- end}}
 </section>
+{{- if .Expectations}}
+
+<!-- EXPECTATIONS: the progress key expectations, summed over the batches above. -->
+<section id="expectations">
+<h2>Data-quality expectations</h2>
+<table id="expectation-totals">
+<tr><th>expectation</th><th>on violation</th><th class="num">passed</th><th class="num">failed</th><th class="num">dropped</th><th class="num">failed share</th></tr>
+{{- range .Expectations}}
+<tr id="expectation-{{.Name}}"><td>{{.Name}}</td><td>{{.OnViolation}}</td><td class="num">{{digits .Passed}}</td><td class="num{{if .Failed}} problem{{end}}">{{digits .Failed}}</td><td class="num">{{digits .Dropped}}</td><td class="num">{{percent .FailedFraction}}</td></tr>
+{{- end}}
+</table>
+<div class="chart">{{svg .ExpectationSVG}}</div>
+</section>
+{{- end}}
 </body>
 </html>
 `
@@ -455,16 +529,17 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		LastCommit    string `json:"last_commit,omitempty"`
 	}
 	type batch struct {
-		BatchID                int64            `json:"batch_id"`
-		Timestamp              string           `json:"timestamp"`
-		NumInputRows           int64            `json:"num_input_rows"`
-		InputRowsPerSecond     float64          `json:"input_rows_per_second"`
-		ProcessedRowsPerSecond float64          `json:"processed_rows_per_second"`
-		DurationMs             int64            `json:"duration_ms"`
-		Watermark              string           `json:"watermark,omitempty"`
-		MaxEventTime           string           `json:"max_event_time,omitempty"`
-		LateRows               map[string]int64 `json:"late_rows"`
-		StateRows              []NamedCount     `json:"state_rows"`
+		BatchID                int64               `json:"batch_id"`
+		Timestamp              string              `json:"timestamp"`
+		NumInputRows           int64               `json:"num_input_rows"`
+		InputRowsPerSecond     float64             `json:"input_rows_per_second"`
+		ProcessedRowsPerSecond float64             `json:"processed_rows_per_second"`
+		DurationMs             int64               `json:"duration_ms"`
+		Watermark              string              `json:"watermark,omitempty"`
+		MaxEventTime           string              `json:"max_event_time,omitempty"`
+		LateRows               map[string]int64    `json:"late_rows"`
+		StateRows              []NamedCount        `json:"state_rows"`
+		Expectations           []ExpectationCounts `json:"expectations,omitempty"`
 	}
 	rfc := func(t time.Time) string {
 		if t.IsZero() {
@@ -502,7 +577,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.Batches = append(out.Batches, batch{BatchID: b.BatchID, Timestamp: rfc(b.Timestamp), NumInputRows: b.NumInputRows,
 			InputRowsPerSecond: b.InputRowsPerSecond, ProcessedRowsPerSecond: b.ProcessedRowsPerSecond,
 			DurationMs: b.DurationMs, Watermark: rfc(b.Watermark), MaxEventTime: rfc(b.MaxEventTime),
-			LateRows: b.LateRows, StateRows: sr})
+			LateRows: b.LateRows, StateRows: sr, Expectations: b.Expectations})
 	}
 	return json.Marshal(out)
 }

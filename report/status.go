@@ -88,6 +88,19 @@ type BatchProgress struct {
 	LateRows map[string]int64
 	// StateRows is numRowsTotal per state operator, in the progress's order.
 	StateRows []NamedCount
+	// Expectations are the batch's data-quality counts (progress key expectations), in the
+	// config's order; nil without expectations.
+	Expectations []ExpectationCounts
+}
+
+// ExpectationCounts is one expectation's rows in a batch: passed, failed, and of the failed
+// the rows dropped to rejects.
+type ExpectationCounts struct {
+	Name        string `json:"name"`
+	OnViolation string `json:"onViolation"`
+	Passed      int64  `json:"passed"`
+	Failed      int64  `json:"failed"`
+	Dropped     int64  `json:"dropped"`
 }
 
 // NamedCount is a count with its name.
@@ -112,6 +125,7 @@ type progressJSON struct {
 	Sink struct {
 		Metrics map[string]string `json:"metrics"`
 	} `json:"sink"`
+	Expectations []ExpectationCounts `json:"expectations"`
 }
 
 // ParseProgress reads one progress file (key names it in errors).
@@ -141,6 +155,7 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 			*dst = t.UTC()
 		}
 	}
+	bp.Expectations = p.Expectations
 	for _, op := range p.StateOperators {
 		bp.StateRows = append(bp.StateRows, NamedCount{Name: op.OperatorName, Count: op.NumRowsTotal})
 	}

@@ -25,6 +25,9 @@ type Rules struct {
 	EventTime     string
 	Required      []string
 	MaxFutureSkew time.Duration // 0: no limit
+	// Expectations are the source's data-quality constraints, evaluated in order on the rows
+	// the rules above keep (see Expectations).
+	Expectations []Expectation
 }
 
 // Check is Rules bound to the columns of one batch.
@@ -34,6 +37,11 @@ type Check struct {
 	ingest   *table.Column
 	required []*table.Column // nil where the batch lacks the column: every row misses it
 	skewUs   int64
+	// Set by Expectations.Apply: per row, the expectations it violates (bit k for the k-th)
+	// and whether one of them drops it.
+	expect   *Expectations
+	violated []uint64
+	drop     []bool
 }
 
 // Bind looks up the rules' columns in b.
@@ -45,8 +53,30 @@ func (r *Rules) Bind(b *table.Batch) Check {
 	return c
 }
 
-// Reject returns why row i fails validation, "" when it passes.
+// Reject returns why row i fails validation, "" when it passes: the rules first, then the
+// drop expectations (when Expectations.Apply ran on the batch).
 func (c *Check) Reject(i int) string {
+	if r := c.baseReject(i); r != "" {
+		return r
+	}
+	if c.drop != nil && c.drop[i] {
+		return c.expect.reason(c.violated[i])
+	}
+	return ""
+}
+
+// Violated reports whether row i violates any expectation (warn ones included).
+func (c *Check) Violated(i int) bool { return c.violated != nil && c.violated[i] != 0 }
+
+// ViolatedExpectation reports whether row i violates the k-th expectation.
+func (c *Check) ViolatedExpectation(i, k int) bool {
+	return c.violated != nil && c.violated[i]&(1<<k) != 0
+}
+
+// Judged reports whether the rules keep row i, so that expectations judge it.
+func (c *Check) Judged(i int) bool { return c.baseReject(i) == "" }
+
+func (c *Check) baseReject(i int) string {
 	if c.ev == nil || c.ev.IsNull(i) {
 		return ReasonMissingEventTime
 	}
@@ -75,9 +105,14 @@ func (c *Check) Detail(i int, reason string) string {
 		return fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", c.rules.EventTime)
 	case ReasonMissingRequired:
 		return fmt.Sprintf("required column %q is missing or null (a value that did not parse is in _rescued_data)", c.rules.Required[c.firstMissing(i)])
+	case "":
+		return ""
 	case ReasonFuture:
 		return fmt.Sprintf("event time %s is more than max_future_skew %s after its ingest time %s",
 			table.FormatTimestamp(c.ev.Int64[i], false), c.rules.MaxFutureSkew, table.FormatTimestamp(c.ingest.Int64[i], false))
+	}
+	if c.violated != nil && c.violated[i] != 0 {
+		return c.expect.detail(c.violated[i])
 	}
 	return ""
 }

@@ -285,6 +285,10 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
 	}
 	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
+	for _, e := range st.expect {
+		p.Expectations = append(p.Expectations, ExpectationProgress{Name: e.Name, OnViolation: string(e.OnViolation),
+			Passed: e.Passed, Failed: e.Failed, Dropped: e.Dropped})
+	}
 	return p
 }
 

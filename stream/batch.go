@@ -47,6 +47,7 @@ type batchStats struct {
 	getMs, addMs                                int64
 	evStats                                     gold.EventTimeStats
 	next                                        int64 // the watermark the batch leaves for the next
+	expect                                      []silver.ExpectationCount
 }
 
 type aggStats struct {
@@ -197,6 +198,15 @@ func (r *Runner) account(st *batchStats, next int64) {
 		for _, ap := range r.ops.plan.aggs {
 			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
 		}
+	}
+	for i, e := range st.expect {
+		if i >= len(rep.Expectations) {
+			rep.Expectations = append(rep.Expectations, ExpectationProgress{Name: e.Name, OnViolation: string(e.OnViolation)})
+		}
+		x := &rep.Expectations[i]
+		x.Passed += e.Passed
+		x.Failed += e.Failed
+		x.Dropped += e.Dropped
 	}
 	for i, a := range st.aggs {
 		g := &rep.Gold[i]
@@ -366,9 +376,20 @@ func (r *Runner) validate(b *batchRun, batches []*table.Batch, st *batchStats) (
 	if err != nil {
 		return nil, err
 	}
+	if p.expect != nil {
+		p.expect.TakeCounts() // a failed batch may have left some
+	}
+	// current_timestamp() in an expectation is the batch timestamp from the offsets log: a
+	// rerun of the batch decides the same.
+	now := time.UnixMilli(b.entry.BatchTimestampMs)
 	for bi, bb := range batches {
 		ev := bb.Columns[p.evCol]
 		check := p.rules.Bind(bb)
+		if p.expect != nil {
+			if err := p.expect.Apply(&check, bb, now); err != nil {
+				return nil, fmt.Errorf("stream: batch %d: %w", b.n, err)
+			}
+		}
 		st.inputRows += int64(bb.Len())
 		for i := range bb.Len() {
 			if reason := check.Reject(i); reason != "" {
@@ -381,6 +402,9 @@ func (r *Runner) validate(b *batchRun, batches []*table.Batch, st *batchStats) (
 		}
 	}
 	st.rejected = int64(rejects.Batch.Len())
+	if p.expect != nil {
+		st.expect = p.expect.TakeCounts()
+	}
 	return rejects, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
@@ -42,7 +43,23 @@ func benchLake(b *testing.B, lines int64) objstore.Bucket {
 // silver, quarantine and gold tables on a file lake, reporting events per second and CPU time
 // per event.
 func BenchmarkStreamFile(b *testing.B) {
-	benchStream(b, benchLake(b, 400_000))
+	benchStream(b, benchLake(b, 400_000), nil)
+}
+
+// benchExpectations are five expectations of the kinds users write: null-tolerant range,
+// IN list, string function, timestamp bound, LIKE with OR.
+var benchExpectations = []config.Expectation{
+	{Name: "non_negative", Expect: "amount IS NULL OR amount >= 0", OnViolation: "drop"},
+	{Name: "known_type", Expect: "event_type IN ('click', 'view', 'purchase', 'signup')", OnViolation: "warn"},
+	{Name: "id_length", Expect: "length(event_id) > 4", OnViolation: "drop"},
+	{Name: "recent", Expect: "event_time > TIMESTAMP '2020-01-01 00:00:00'", OnViolation: "warn"},
+	{Name: "plausible", Expect: "lower(event_type) LIKE '%i%' OR amount < 1000", OnViolation: "warn"},
+}
+
+// BenchmarkStreamFileExpectations is BenchmarkStreamFile with benchExpectations: the
+// difference in cpu-ns/event is the expectations' cost per event.
+func BenchmarkStreamFileExpectations(b *testing.B) {
+	benchStream(b, benchLake(b, 400_000), benchExpectations)
 }
 
 // BenchmarkStreamMinIO is the same on a real MinIO server (skipped without one: run it with
@@ -50,10 +67,10 @@ func BenchmarkStreamFile(b *testing.B) {
 func BenchmarkStreamMinIO(b *testing.B) {
 	lake := s3test.NewTestBucket(b)
 	copyInto(b, benchLake(b, 100_000), lake)
-	benchStream(b, lake)
+	benchStream(b, lake, nil)
 }
 
-func benchStream(b *testing.B, lake objstore.Bucket) {
+func benchStream(b *testing.B, lake objstore.Bucket, expectations []config.Expectation) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuNanos()
@@ -79,6 +96,7 @@ func benchStream(b *testing.B, lake objstore.Bucket) {
 		cfg := parseConfig(b, "10s", fmt.Sprintf("  dedup: [event_id]\n  checkpoint: run%d/ck\n  max_files_per_trigger: 4", i), gy)
 		cfg.Tables.Silver = fmt.Sprintf("run%d/silver", i)
 		cfg.Tables.Rejects = fmt.Sprintf("run%d/rejects", i)
+		cfg.Expectations = expectations
 		rep := mustRun(b, lake, cfg, "available-now")
 		rows += rep.InputRows
 	}

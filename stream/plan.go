@@ -29,6 +29,7 @@ type plan struct {
 	evCol  int
 	dedup  []int
 	rules  silver.Rules
+	expect *silver.Expectations // nil: none
 	aggs   []*aggPlan
 }
 
@@ -71,6 +72,16 @@ func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 		p.dedup = append(p.dedup, i)
 	}
 	p.rules = q.Rules
+	if len(q.Rules.Expectations) > 0 {
+		x, err := silver.NewExpectations(q.Rules.Expectations)
+		if err != nil {
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		if err := x.Compile(silverSchema); err != nil {
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		p.expect = x
+	}
 	for _, c := range q.Rules.Required {
 		if _, err := col("schema", c); err != nil {
 			return nil, err

@@ -30,6 +30,19 @@ type Progress struct {
 	Sources         []SourceProgress
 	Sink            SinkProgress
 	ObservedMetrics map[string]json.RawMessage
+	// Expectations are the batch's data-quality counts (medallion's addition, after Spark's
+	// keys; absent when the source has no expectations).
+	Expectations []ExpectationProgress
+}
+
+// ExpectationProgress is one expectation's counts over a batch: rows that passed, rows that
+// violated it, and of those the rows dropped to rejects.
+type ExpectationProgress struct {
+	Name        string `json:"name"`
+	OnViolation string `json:"onViolation"`
+	Passed      int64  `json:"passed"`
+	Failed      int64  `json:"failed"`
+	Dropped     int64  `json:"dropped"`
 }
 
 // StateOperatorProgress is one element of stateOperators.
@@ -179,6 +192,23 @@ func (p *Progress) MarshalJSON() ([]byte, error) {
 			w.raw(k, string(p.ObservedMetrics[k]))
 		}
 		w.close()
+	}
+	if len(p.Expectations) > 0 {
+		w.key("expectations")
+		w.b.WriteByte('[')
+		for i, e := range p.Expectations {
+			if i > 0 {
+				w.b.WriteByte(',')
+			}
+			w.open()
+			w.str("name", e.Name)
+			w.str("onViolation", e.OnViolation)
+			w.int("passed", e.Passed)
+			w.int("failed", e.Failed)
+			w.int("dropped", e.Dropped)
+			w.close()
+		}
+		w.b.WriteByte(']')
 	}
 	w.close()
 	return w.b.Bytes(), nil

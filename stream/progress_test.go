@@ -103,3 +103,23 @@ func TestJavaDouble(t *testing.T) {
 // at is hh:mm on 2024-05-01 UTC in µs, msAt the same in ms.
 func at(h, m int) int64   { return time.Date(2024, 5, 1, h, m, 0, 0, time.UTC).UnixMicro() }
 func msAt(h, m int) int64 { return at(h, m) / 1000 }
+
+// The expectations section comes after Spark's keys, one object per expectation in order, and
+// only when the query has expectations.
+func TestProgressExpectations(t *testing.T) {
+	p := specExampleProgress(t)
+	without, _ := p.MarshalJSON()
+	if strings.Contains(string(without), "expectations") {
+		t.Fatalf("a query without expectations writes the key: %s", without)
+	}
+	p.Expectations = []ExpectationProgress{{Name: "a", OnViolation: "drop", Passed: 5, Failed: 2, Dropped: 2},
+		{Name: "b", OnViolation: "warn", Passed: 7}}
+	b, _ := p.MarshalJSON()
+	want := `,"expectations":[{"name":"a","onViolation":"drop","passed":5,"failed":2,"dropped":2},{"name":"b","onViolation":"warn","passed":7,"failed":0,"dropped":0}]}`
+	if !strings.HasSuffix(string(b), want) || !json.Valid(b) {
+		t.Errorf("progress ends %s, want %s", b[max(0, len(b)-len(want)):], want)
+	}
+	if !strings.HasPrefix(string(b), string(without[:len(without)-1])) {
+		t.Error("the expectations changed Spark's part of the progress")
+	}
+}

@@ -53,6 +53,9 @@ type Report struct {
 	Rejected    int64        `json:"numValidationRejects"`
 	Duplicates  int64        `json:"numDuplicatesDropped"`
 	Gold        []GoldReport `json:"gold"`
+	// Expectations sum each expectation's counts over the run's batches (absent without
+	// expectations).
+	Expectations []ExpectationProgress `json:"expectations,omitempty"`
 }
 
 // GoldReport sums up one aggregation over a Run.

@@ -18,6 +18,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -48,7 +49,9 @@ func shortError(err error) string {
 		}
 	}
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxErrorLen {
+	// A failed expectation's message ends with the violating row, which the user needs whole
+	// (silver bounds it).
+	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) {
 		s = s[:maxErrorLen] + "…"
 	}
 	return s

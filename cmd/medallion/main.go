@@ -49,6 +49,7 @@ func newRootCmd() *cobra.Command {
 		newRunCmd(),
 		newServeCmd(),
 		newLagCmd(),
+		newCheckCmd(),
 		newReportCmd(),
 		newTableCmd(),
 		newExportCmd(),

@@ -33,6 +33,9 @@ func Query(cfg *config.Pipeline) spec.Query {
 			q.Rules.Required = append(q.Rules.Required, c.Name)
 		}
 	}
+	for _, e := range cfg.Expectations {
+		q.Rules.Expectations = append(q.Rules.Expectations, silver.Expectation{Name: e.Name, Expect: e.Expect, OnViolation: silver.Action(e.OnViolation)})
+	}
 	for _, g := range cfg.Gold {
 		q.Gold = append(q.Gold, aggregation(g))
 	}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/report"
+)
+
+func newCheckCmd() *cobra.Command {
+	var rf rangeFlags
+	cmd := &cobra.Command{
+		Use:   "check --config F [--since 24h | --from T --to T] [--bronze] [--samples N] [--json]",
+		Short: "Evaluate the config's expectations over rows already in the lake (writes nothing)",
+		Long: `check evaluates every expectation of the config over the silver rows whose event time is in the
+range (all rows by default) and prints, per expectation, the rows that pass and fail, what the
+stream would have done (warn, drop, FAIL the batch) and a few violating rows. --bronze judges the
+bronze table instead, on the rows the stream's other rules keep (required columns, event time,
+max_future_skew): use it to try a new expectation before the stream applies it.
+current_timestamp() is the time check runs. Nothing in the lake is written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString("config")
+			if path == "" {
+				return usageError("check: --config is required")
+			}
+			now := time.Now()
+			rng, err := rf.lagOptions("check", now)
+			if err != nil {
+				return err
+			}
+			sets, _ := cmd.Flags().GetStringArray("set")
+			cfg, err := loadPipelineConfig(path, sets)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer lake.Close()
+			bronzeFlag, _ := cmd.Flags().GetBool("bronze")
+			samples, _ := cmd.Flags().GetInt("samples")
+			rep, err := report.Check(ctx, lake, cfg, report.CheckOptions{From: rng.From, To: rng.To, Bronze: bronzeFlag, Now: now, Samples: samples})
+			switch {
+			case errors.Is(err, report.ErrBadRange):
+				return usageError("check: %v", err)
+			case errors.Is(err, report.ErrNoExpectations):
+				return usageError("check: %s declares no expectations (see the README's Expectations section)", path)
+			case err != nil:
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				data, err := json.Marshal(rep)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+				return err
+			}
+			return rep.WriteText(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().String("config", "", "pipeline config (YAML)")
+	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set expectations[0].expect='amount > 0' (repeatable)")
+	rf.register(cmd)
+	cmd.Flags().Bool("bronze", false, "judge the bronze table instead of silver")
+	cmd.Flags().Int("samples", 3, "violating rows to print per expectation")
+	cmd.Flags().Bool("json", false, "print the verdicts as one JSON object")
+	return cmd
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package silver
+
+func cpuNanos() int64 { return 0 }

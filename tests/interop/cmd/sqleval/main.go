@@ -1,0 +1,165 @@
+// Command sqleval evaluates SQL expressions of medallion's expectation language (table.ParseSQL,
+// evaluated column by column by table.Program) over rows given as JSON, so that the interop
+// suite (tests/interop/test_expectations_sql.py) can compare each answer with Spark SQL's on
+// the same rows. It is a test tool, not part of the medallion CLI.
+//
+//	sqleval < SPEC.json > RESULT.json
+//
+// SPEC is {"schema": DELTA_SCHEMA_JSON, "rows": [ROW, ...], "exprs": [SQL, ...], "now": RFC3339}:
+// each ROW an object keyed by column name (a missing key or null is NULL; timestamps RFC 3339,
+// dates yyyy-mm-dd, decimals as strings, doubles as numbers or "NaN", "Infinity",
+// "-Infinity"; structs as objects). "now" is current_timestamp().
+//
+// RESULT is {"results": [[true|false|null per row] or null, ...], "errors": [null or message,
+// ...]}: one entry per expression, an error when it does not parse or bind.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+type spec struct {
+	Schema json.RawMessage   `json:"schema"`
+	Rows   []json.RawMessage `json:"rows"`
+	Exprs  []string          `json:"exprs"`
+	Now    time.Time         `json:"now"`
+}
+
+type result struct {
+	Results [][]*bool `json:"results"`
+	Errors  []*string `json:"errors"`
+}
+
+func main() {
+	if err := run(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sqleval:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in io.Reader, out io.Writer) error {
+	var s spec
+	if err := json.NewDecoder(in).Decode(&s); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	schema, err := txlog.ParseSchema(string(s.Schema))
+	if err != nil {
+		return fmt.Errorf("spec schema: %w", err)
+	}
+	b, err := table.NewBatch(schema)
+	if err != nil {
+		return err
+	}
+	for i, raw := range s.Rows {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+		for k, f := range schema.Fields {
+			if err := appendValue(b.Columns[k], f.Type, obj[f.Name]); err != nil {
+				return fmt.Errorf("row %d column %s: %w", i, f.Name, err)
+			}
+		}
+	}
+	res := result{}
+	for _, text := range s.Exprs {
+		e, err := table.ParseSQL(text)
+		var p *table.Program
+		if err == nil {
+			p, err = table.CompileSQL(e, schema)
+		}
+		if err != nil {
+			msg := err.Error()
+			res.Results, res.Errors = append(res.Results, nil), append(res.Errors, &msg)
+			continue
+		}
+		val, null := p.Eval(b, s.Now)
+		row := make([]*bool, len(val))
+		for i, v := range val {
+			if null == nil || !null[i] {
+				row[i] = &v
+			}
+		}
+		res.Results, res.Errors = append(res.Results, row), append(res.Errors, nil)
+	}
+	return json.NewEncoder(out).Encode(res)
+}
+
+func appendValue(c *table.Column, t txlog.DataType, v any) error {
+	if v == nil {
+		c.AppendNull()
+		return nil
+	}
+	if st, ok := t.(*txlog.StructType); ok {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("expected an object, got %v", v)
+		}
+		for k, f := range st.Fields {
+			if err := appendValue(c.Children[k], f.Type, obj[f.Name]); err != nil {
+				return fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+		c.AppendStruct()
+		return nil
+	}
+	if dt, ok := t.(txlog.DecimalType); ok {
+		d, err := table.ParseDecimal(fmt.Sprint(v), dt.Scale)
+		if err != nil {
+			return err
+		}
+		return c.AppendValue(table.Decimal{Unscaled: d, Scale: dt.Scale})
+	}
+	switch t.TypeName() {
+	case txlog.TypeLong, txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:
+		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		if err != nil {
+			return err
+		}
+		return c.AppendValue(n)
+	case txlog.TypeDouble, txlog.TypeFloat:
+		switch x := v.(type) {
+		case string:
+			switch x {
+			case "NaN":
+				return c.AppendValue(math.NaN())
+			case "Infinity":
+				return c.AppendValue(math.Inf(1))
+			case "-Infinity":
+				return c.AppendValue(math.Inf(-1))
+			}
+			return fmt.Errorf("unknown double %q", x)
+		case json.Number:
+			f, err := x.Float64()
+			if err != nil {
+				return err
+			}
+			return c.AppendValue(f)
+		}
+	case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+		ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(v))
+		if err != nil {
+			return err
+		}
+		return c.AppendValue(ts)
+	case txlog.TypeDate:
+		d, err := time.Parse("2006-01-02", fmt.Sprint(v))
+		if err != nil {
+			return err
+		}
+		return c.AppendValue(d)
+	}
+	return c.AppendValue(v)
+}
