@@ -23,17 +23,21 @@ func TablePaths(env Env) []string {
 	return paths
 }
 
-// TableResult is one table's line in a maintenance summary.
+// TableResult is one table's line in a maintenance summary. A dry-run vacuum fills the
+// "would delete" fields, never the "deleted" ones, so a reader of the summary cannot mistake
+// one for the other.
 type TableResult struct {
 	Table string `json:"table"`
-	// Optimize
+	// Optimize, checkpoint
 	Version      int64 `json:"version,omitempty"`
-	FilesRemoved int   `json:"files_removed,omitempty"`
-	FilesAdded   int   `json:"files_added,omitempty"`
+	FilesRemoved int   `json:"filesRemoved,omitempty"`
+	FilesAdded   int   `json:"filesAdded,omitempty"`
 	// Vacuum
-	FilesDeleted int    `json:"files_deleted,omitempty"`
-	BytesDeleted int64  `json:"bytes_deleted,omitempty"`
-	Skipped      string `json:"skipped,omitempty"`
+	FilesDeleted     int    `json:"filesDeleted,omitempty"`
+	BytesDeleted     int64  `json:"bytesDeleted,omitempty"`
+	FilesWouldDelete int    `json:"filesWouldDelete,omitempty"`
+	BytesWouldDelete int64  `json:"bytesWouldDelete,omitempty"`
+	Skipped          string `json:"skipped,omitempty"`
 }
 
 // forEachTable runs fn on every existing table of the pipeline; tables not created yet are
@@ -77,7 +81,16 @@ func Vacuum(ctx context.Context, env Env, dryRun bool) ([]TableResult, error) {
 	v := env.Config.Jobs.Vacuum
 	return forEachTable(ctx, env, func(t *table.Table, res *TableResult) error {
 		r, err := t.Vacuum(ctx, table.VacuumOptions{Retention: v.Retain.Duration, Force: v.AllowShortRetention, DryRun: dryRun})
-		res.FilesDeleted, res.BytesDeleted = len(r.Files), r.Bytes
+		if errors.Is(err, table.ErrRetentionTooShort) {
+			// The config validation refuses this first; a config built in code may not have.
+			return fmt.Errorf("jobs.vacuum.retain %s is shorter than %s; set jobs.vacuum.allow_short_retention: true if you are sure: %w",
+				config.FormatDuration(v.Retain.Duration), config.FormatDuration(table.MinVacuumRetention), err)
+		}
+		if dryRun {
+			res.FilesWouldDelete, res.BytesWouldDelete = len(r.Files), r.Bytes
+		} else {
+			res.FilesDeleted, res.BytesDeleted = len(r.Files), r.Bytes
+		}
 		return err
 	})
 }

@@ -181,15 +181,16 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 	cfg, err := config.Load(path)
 	if err == nil {
+		// Every --set first, one validation after: their order does not matter.
+		var kvs []config.KeyValue
 		for _, s := range sets {
 			key, value, ok := strings.Cut(s, "=")
 			if !ok {
 				return nil, usageError("--set %q: expected key=value, e.g. stream.trigger=once", s)
 			}
-			if err = cfg.Override(key, value); err != nil {
-				break
-			}
+			kvs = append(kvs, config.KeyValue{Key: key, Value: value})
 		}
+		err = cfg.OverrideAll(kvs)
 	}
 	if err != nil {
 		// A config that is missing, unreadable or invalid is a bad config: exit 2 (README).

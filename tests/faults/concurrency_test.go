@@ -90,7 +90,7 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 				finished[rec.Job]++
 				runs[rec.Job] = append(runs[rec.Job], span{server, rec.Time.Add(-rec.Duration), rec.Time})
 				var tables []struct {
-					FilesDeleted int `json:"files_deleted"`
+					FilesDeleted int `json:"filesDeleted"`
 				}
 				if rec.Job == "vacuum" && json.Unmarshal(rec.Summary, &tables) == nil {
 					for _, tb := range tables {
