@@ -47,13 +47,13 @@ type Report struct {
 	Lines          int64            `json:"lines"`
 	Rows           int64            `json:"rows"`
 	Rejected       int64            `json:"rejected"`
-	BlankLines     int64            `json:"blank_lines"`
-	RejectsBy      map[string]int64 `json:"rejects_by_reason"`
+	BlankLines     int64            `json:"blankLines"`
+	RejectsBy      map[string]int64 `json:"rejectsByReason"`
 	Bytes          int64            `json:"bytes"`
-	DurationMs     int64            `json:"duration_ms"`
-	RowsPerSecond  float64          `json:"rows_per_second"`
-	ChangedObjects []string         `json:"changed_objects,omitempty"`
-	BronzeVersion  int64            `json:"bronze_version"`
+	DurationMs     int64            `json:"durationMs"`
+	RowsPerSecond  float64          `json:"rowsPerSecond"`
+	ChangedObjects []string         `json:"changedObjects,omitempty"`
+	BronzeVersion  int64            `json:"bronzeVersion"`
 }
 
 func (r *Report) add(st ObjectStats) {

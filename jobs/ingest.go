@@ -12,7 +12,16 @@ func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
 	if err != nil {
 		return bronze.Report{}, err
 	}
-	return x.Run(ctx)
+	rep, err := x.Run(ctx)
+	return withEmptyLists(rep), err
+}
+
+// withEmptyLists makes the summary say {} where it means "none", not null.
+func withEmptyLists(rep bronze.Report) bronze.Report {
+	if rep.RejectsBy == nil {
+		rep.RejectsBy = map[string]int64{}
+	}
+	return rep
 }
 
 // IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
@@ -21,7 +30,8 @@ func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, err
 	if err != nil {
 		return bronze.Report{}, err
 	}
-	return x.IngestKeys(ctx, keys)
+	rep, err := x.IngestKeys(ctx, keys)
+	return withEmptyLists(rep), err
 }
 
 func newIngester(env Env) (*bronze.Ingester, error) {

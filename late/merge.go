@@ -90,7 +90,7 @@ func (o *Options) retry(ctx context.Context, name string, fn func() error) error
 type MergeReport struct {
 	QueryID string `json:"queryId,omitempty"`
 	// LateRows is the number of quarantined rows folded into gold by this run.
-	LateRows int64             `json:"late_rows"`
+	LateRows int64             `json:"lateRows"`
 	Gold     []MergeGoldReport `json:"gold"`
 }
 

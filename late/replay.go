@@ -36,7 +36,7 @@ type ReplayReport struct {
 	Source  string             `json:"source"`
 	Gold    []ReplayGoldReport `json:"gold"`
 	// LateRows is what the merge-late run that precedes each replay folded in.
-	LateRows int64 `json:"late_rows"`
+	LateRows int64 `json:"lateRows"`
 }
 
 // ReplayGoldReport is one aggregation's replay.
