@@ -184,27 +184,41 @@ func (s *Scheduler) runOnce(j Scheduled) {
 	if rerr := lease.Release(context.Background()); rerr != nil {
 		log.Warn("lease release failed; it will expire", "err", rerr)
 	}
-	elapsed := time.Since(start)
-	s.duration.WithLabelValues(j.Name).Observe(elapsed.Seconds())
 	s.running.WithLabelValues(j.Name).Set(0)
+	s.Record(j.Name, start, summary, err)
+}
+
+// Record counts a run of job name that happened outside the schedule (an ingest triggered by a
+// webhook notification) exactly as a scheduled one: in Statuses (so /healthz, /api/status and
+// the status page), medallion_job_runs_total, the duration histogram and the last-success time.
+func (s *Scheduler) Record(name string, start time.Time, summary any, err error) {
+	log := s.log.With("job", name)
+	elapsed := time.Since(start)
+	s.duration.WithLabelValues(name).Observe(elapsed.Seconds())
 	result := "ok"
 	if err != nil {
 		result = "error"
 		log.Error("run failed", "err", err, "duration", elapsed)
 	} else {
-		s.lastOK.WithLabelValues(j.Name).SetToCurrentTime()
+		s.lastOK.WithLabelValues(name).SetToCurrentTime()
 		log.Info("run finished", "duration", elapsed, "summary", summary)
 	}
-	s.runs.WithLabelValues(j.Name, result).Inc()
-	s.update(j.Name, func(st *Status) {
-		st.Running, st.LastEnd, st.LastResult, st.LastSummary = false, time.Now(), result, summary
-		st.Runs++
-		st.LastError = ""
-		if err != nil {
-			st.Failures++
-			st.LastError = err.Error()
-		}
-	})
+	s.runs.WithLabelValues(name, result).Inc()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status[name]
+	if st == nil {
+		st = &Status{Name: name}
+		s.status[name] = st
+	}
+	st.LastStart, st.LastEnd, st.LastResult, st.LastSummary = start, time.Now(), result, summary
+	st.Running = false // runs of one job never overlap: the job's lease serialises them
+	st.Runs++
+	st.LastError = ""
+	if err != nil {
+		st.Failures++
+		st.LastError = err.Error()
+	}
 }
 
 // protect turns a panic in a job into an error, so one bad run never takes serve down.

@@ -79,6 +79,7 @@ func NewServer(env Env) (*Server, error) {
 			ln.Close()
 			return nil, err
 		}
+		s.notifier.record = func(start time.Time, summary any, err error) { sched.Record("ingest", start, summary, err) }
 		s.mux.Handle("POST "+notify.Path, s.notifier)
 	}
 	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
