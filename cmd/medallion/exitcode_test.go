@@ -27,6 +27,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--help"}, 0, ""},
 		{[]string{"inget"}, 2, `unknown command "inget" for "medallion"`},
 		{[]string{"rnu", "ingest"}, 2, "did you mean run?"},
+		{[]string{"inget", "--config", cfg}, 2, `unknown command "inget" for "medallion"; did you mean run ingest?`},
+		{[]string{"merge-late"}, 2, "did you mean run merge-late?"},
 		{[]string{"run", "ingets", "--config", cfg}, 2, `unknown command "ingets" for "medallion run"; did you mean ingest?`},
 		{[]string{"run", "ingets"}, 2, "did you mean ingest?"},
 		{[]string{"run"}, 2, "missing subcommand"},

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 	"github.com/spf13/cobra"
 )
 
@@ -47,6 +50,10 @@ func (f *tableVersionFlags) scanOptions() (table.ScanOptions, error) {
 // openTable opens the table at url; readOnly (scan) creates nothing and refuses writes.
 func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, error) {
 	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
+	if errors.Is(err, fs.ErrNotExist) {
+		// The backend's "open root: ... no such file or directory" reads like our bug.
+		return nil, fmt.Errorf("%s: %w", url, txlog.ErrTableNotFound) // explainTableNotFound says more
+	}
 	if err != nil {
 		return nil, err
 	}
