@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
@@ -112,22 +112,18 @@ func Catalog(env Env) []Scheduled {
 	var jobs []Scheduled
 	j := env.Config.Jobs
 	for _, e := range []struct {
-		name     string
-		schedule string
-		timeout  time.Duration
+		name string
+		job  config.Job
 	}{
-		{"ingest", j.Ingest.Schedule, j.Ingest.Timeout.Duration},
-		{"stream", j.Stream.Schedule, j.Stream.Timeout.Duration},
-		{"merge-late", j.MergeLate.Schedule, j.MergeLate.Timeout.Duration},
-		{"replay", j.Replay.Schedule, j.Replay.Timeout.Duration},
-		{"optimize", j.Optimize.Schedule, j.Optimize.Timeout.Duration},
-		{"vacuum", j.Vacuum.Schedule, j.Vacuum.Timeout.Duration},
-		{"checkpoint", j.Checkpoint.Schedule, j.Checkpoint.Timeout.Duration},
+		{"ingest", j.Ingest}, {"stream", j.Stream}, {"merge-late", j.MergeLate}, {"replay", j.Replay.Job},
+		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint},
 	} {
-		if e.schedule == "" {
+		if e.job.Schedule == "" && e.job.After == "" {
 			continue
 		}
-		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.schedule, Timeout: e.timeout, Run: Lookup(e.name)})
+		// The config says merge_late (a YAML key); the job is merge-late (a command).
+		after := strings.ReplaceAll(e.job.After, "_", "-")
+		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.job.Schedule, After: after, Timeout: e.job.Timeout.Duration, Run: Lookup(e.name)})
 	}
 	return jobs
 }

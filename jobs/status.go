@@ -52,8 +52,15 @@ func (p *statusPage) withJobs(ctx context.Context, r *report.Report) *report.Rep
 	cp.Jobs = nil
 	for _, st := range p.sched.Statuses() {
 		holder, _ := p.leases.Holder(ctx, st.Name)
+		schedule := st.Schedule
+		switch {
+		case st.After != "" && schedule == "":
+			schedule = "after " + st.After
+		case st.After != "":
+			schedule += ", and after " + st.After
+		}
 		cp.Jobs = append(cp.Jobs, report.JobStatus{
-			Name: st.Name, Schedule: st.Schedule, Running: st.Running, LastStart: st.LastStart,
+			Name: st.Name, Schedule: schedule, Running: st.Running, LastStart: st.LastStart,
 			LastEnd: st.LastEnd, LastResult: st.LastResult, LastError: st.LastError, Runs: st.Runs,
 			Failures: st.Failures, NextRun: st.NextRun, LeaseHolder: holder,
 		})
