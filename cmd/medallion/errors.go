@@ -78,9 +78,9 @@ func errorHint(err error) string {
 		return "signature mismatch: check the secret key (AWS_SECRET_ACCESS_KEY) and s3.region"
 	case code == "InvalidAccessKeyId" || code == "AccessDenied" || code == "ExpiredToken" ||
 		code == "InvalidToken" || code == "Forbidden":
-		return "wrong or expired credentials: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or s3.credentials) and the bucket policy"
+		return "wrong or expired credentials: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment, and the bucket policy"
 	case strings.Contains(err.Error(), "get credentials") || strings.Contains(err.Error(), "failed to retrieve credentials"):
-		return "missing credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or s3.credentials)"
+		return "missing credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment (the config file never holds secrets)"
 	case errors.Is(err, file.ErrReadOnly):
 		return ""
 	case code == "NotImplemented" || errors.Is(err, objstore.ErrNotSupported):
