@@ -61,6 +61,7 @@ type Scheduler struct {
 	// Chains: the jobs to run after each job; busy and again keep one run of a job at a time in
 	// this process (a chained run may meet a scheduled one) without losing a trigger; chained
 	// counts the chained runs under way, which Stop waits for.
+	jobs     map[string]Scheduled
 	after    map[string][]Scheduled
 	busy     map[string]bool
 	again    map[string]bool
@@ -78,7 +79,7 @@ func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Sch
 	s := &Scheduler{
 		env: env, leases: leases, log: env.Logger.With("component", "scheduler"),
 		status: map[string]*Status{}, entries: map[string]cron.EntryID{},
-		after: map[string][]Scheduled{}, busy: map[string]bool{}, again: map[string]bool{},
+		jobs: map[string]Scheduled{}, after: map[string][]Scheduled{}, busy: map[string]bool{}, again: map[string]bool{},
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "medallion_job_runs_total", Help: "Job runs by result (ok, error, skipped).",
 		}, []string{"job", "result"}),
@@ -110,6 +111,7 @@ func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Sch
 			continue
 		}
 		s.status[j.Name] = &Status{Name: j.Name, Schedule: j.Schedule, After: j.After}
+		s.jobs[j.Name] = j
 		if j.After != "" {
 			s.after[j.After] = append(s.after[j.After], j)
 		}
@@ -208,6 +210,24 @@ func (s *Scheduler) runOnce(j Scheduled) {
 			return
 		}
 	}
+}
+
+// RunNow starts a run of the named job at once, outside its schedule (in its own goroutine,
+// which Stop waits for), as if its schedule had fired; false when no such job is scheduled.
+func (s *Scheduler) RunNow(name string) bool {
+	s.mu.Lock()
+	j, ok := s.jobs[name]
+	if !ok || s.stopping {
+		s.mu.Unlock()
+		return false
+	}
+	s.chained.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.chained.Done()
+		s.runOnce(j)
+	}()
+	return true
 }
 
 // trigger starts the jobs chained after name (jobs.<job>.after), each in its own goroutine.

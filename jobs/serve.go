@@ -114,11 +114,22 @@ func (s *Server) Run(ctx context.Context) error {
 			log.Warn("could not subscribe the bucket to notifications; ingestion falls back to listing", "err", err)
 		}
 		nctx, ncancel := context.WithCancel(ctx)
-		defer ncancel()
-		go s.notifier.run(nctx)
+		ndone := make(chan struct{})
+		go func() {
+			defer close(ndone)
+			s.notifier.run(nctx)
+		}()
+		// An event-driven ingest is a running job too: Run returns only after it has stopped
+		// (and released its lease), as it does for scheduled jobs.
+		defer func() { ncancel(); <-ndone }()
 	}
 	s.scheduler.Start()
 	log.Info("serving", "listen", s.Addr(), "jobs", len(s.scheduler.Statuses()))
+	// List the landing prefix once now: objects that landed while serve was down are not left
+	// waiting a schedule period (or, with notifications, the reconcile period).
+	if s.scheduler.RunNow("ingest") {
+		log.Info("ingesting what landed before the start", "prefix", s.env.Config.Landing.Path)
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():

@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("medallion {{.Version}}\n")
 	root.AddCommand(
 		newDemoCmd(),
+		newInitCmd(),
 		newGenCmd(),
 		newRunCmd(),
 		newServeCmd(),
