@@ -67,6 +67,8 @@ type Scheduler struct {
 	again    map[string]bool
 	stopping bool
 	chained  sync.WaitGroup
+	// observe, when set, sees each successful run's summary (the pipeline metrics).
+	observe func(job string, summary any)
 
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -308,8 +310,12 @@ func (s *Scheduler) Record(name string, start time.Time, summary any, err error)
 		st.Failures++
 		st.LastError = err.Error()
 	}
+	observe := s.observe
 	s.mu.Unlock()
 	if err == nil {
+		if observe != nil {
+			observe(name, summary)
+		}
 		s.trigger(name)
 	}
 }

@@ -70,6 +70,12 @@ func NewServer(env Env) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	page := &statusPage{env: env, sched: sched, leases: leases, ttl: 5 * time.Second}
+	pm, err := newPipelineMetrics(env, reg, page)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("jobs: register metrics: %w", err)
+	}
+	sched.observe = pm.observe
 	s.mux.HandleFunc("GET /{$}", page.html)
 	s.mux.HandleFunc("GET /api/status", page.api)
 	// Browsers ask for a favicon; answering "no content" keeps their consoles clean.

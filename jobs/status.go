@@ -28,11 +28,20 @@ type statusPage struct {
 const statusLagLookback = 24 * time.Hour
 
 func (p *statusPage) current(ctx context.Context) (*report.Report, error) {
+	r, err := p.atMost(ctx, p.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return p.withJobs(ctx, r), nil
+}
+
+// atMost returns the lake's report, built again when the last one is older than maxAge.
+func (p *statusPage) atMost(ctx context.Context, maxAge time.Duration) (*report.Report, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.env.clock()
-	if p.last != nil && now.Sub(p.built) < p.ttl {
-		return p.withJobs(ctx, p.last), nil
+	if p.last != nil && now.Sub(p.built) < maxAge {
+		return p.last, nil
 	}
 	r, err := report.Build(ctx, p.env.Lake, p.env.Config, report.ReportOptions{
 		Now: now,
@@ -43,7 +52,7 @@ func (p *statusPage) current(ctx context.Context) (*report.Report, error) {
 	}
 	r.RefreshSeconds = 10
 	p.last, p.built = r, now
-	return p.withJobs(ctx, r), nil
+	return r, nil
 }
 
 // withJobs returns a copy of r with the scheduler's current job states and lease holders.
