@@ -1,8 +1,12 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,3 +90,49 @@ func TestChainedJobs(t *testing.T) {
 		t.Fatalf("after a failed run of a: runs %v, b ran %d times", order, status("b").Runs)
 	}
 }
+
+// TestRunLogSeconds: a run's log line gives its duration in seconds (it was a count of
+// nanoseconds in the JSON log).
+func TestRunLogSeconds(t *testing.T) {
+	lake, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	env := Env{Config: testPipeline(t, t.TempDir(), ""), Lake: lake, Clock: time.Now, Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	s, err := NewScheduler(env, NewLeases(lake, "serve-a", 10*time.Second, nil), prometheus.NewRegistry(), []Scheduled{
+		{Name: "a", Schedule: "@every 1h", Run: func(context.Context, Env) (any, error) { time.Sleep(20 * time.Millisecond); return nil, nil }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.runOnce(Scheduled{Name: "a", Run: func(context.Context, Env) (any, error) { time.Sleep(20 * time.Millisecond); return nil, nil }})
+	for _, line := range strings.Split(buf.String(), "\n") {
+		var rec struct {
+			Msg     string
+			Seconds *float64 `json:"seconds"`
+			NS      *int64   `json:"duration"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "run finished" {
+			continue
+		}
+		if rec.Seconds == nil || *rec.Seconds < 0.02 || *rec.Seconds > 5 || rec.NS != nil {
+			t.Fatalf("run finished: %s", line)
+		}
+		return
+	}
+	t.Fatalf("no run finished line in %s", buf.String())
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

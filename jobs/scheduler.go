@@ -290,10 +290,10 @@ func (s *Scheduler) Record(name string, start time.Time, summary any, err error)
 	result := "ok"
 	if err != nil {
 		result = "error"
-		log.Error("run failed", "err", err, "duration", elapsed)
+		log.Error("run failed", "err", err, "seconds", seconds(elapsed))
 	} else {
 		s.lastOK.WithLabelValues(name).SetToCurrentTime()
-		log.Info("run finished", "duration", elapsed, "summary", summary)
+		log.Info("run finished", "seconds", seconds(elapsed), "summary", summary)
 	}
 	s.runs.WithLabelValues(name, result).Inc()
 	s.mu.Lock()
@@ -319,6 +319,10 @@ func (s *Scheduler) Record(name string, start time.Time, summary any, err error)
 		s.trigger(name)
 	}
 }
+
+// seconds is a duration for logs: seconds with millisecond precision (a time.Duration would be
+// logged in nanoseconds by the JSON handler).
+func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // protect turns a panic in a job into an error, so one bad run never takes serve down.
 func (s *Scheduler) protect(ctx context.Context, j Scheduled) (summary any, err error) {

@@ -42,10 +42,10 @@ func newTableVacuumCmd() *cobra.Command {
 				for _, f := range res.Files {
 					fmt.Fprintln(out, f)
 				}
-				fmt.Fprintf(out, "dry run: %d files (%d bytes) would be deleted\n", len(res.Files), res.Bytes)
+				fmt.Fprintf(out, "dry run: %s (%s) would be deleted\n", count(int64(len(res.Files)), "file"), count(res.Bytes, "byte"))
 				return nil
 			}
-			fmt.Fprintf(out, "deleted %d files (%d bytes)\n", len(res.Files), res.Bytes)
+			fmt.Fprintf(out, "deleted %s (%s)\n", count(int64(len(res.Files)), "file"), count(res.Bytes, "byte"))
 			return nil
 		},
 	}
