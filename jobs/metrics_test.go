@@ -41,7 +41,7 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 	}
 	o := gen.DefaultOptions()
 	o.Lines, o.Files, o.Seed, o.OutageRate, o.FutureFraction = 20000, 6, 3, 0.002, 0
-	o.Start = time.Now().UTC().Add(-time.Duration(float64(o.Lines)/o.Rate*float64(time.Second)))
+	o.Start = time.Now().UTC().Add(-time.Duration(float64(o.Lines) / o.Rate * float64(time.Second)))
 	st, err := gen.Generate(context.Background(), env.Lake, o)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 package deploy
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
