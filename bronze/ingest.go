@@ -38,6 +38,8 @@ type IngestOptions struct {
 	OrderWait time.Duration
 	Logger    *slog.Logger
 	Clock     func() time.Time
+	// OnBatch, when set, sees each batch this run counts, once committed (progress bars).
+	OnBatch func(batch Report)
 }
 
 // Report is what an ingest run did, for the one-line JSON summary and the logs.
@@ -458,6 +460,10 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	rep.Batches++
 	rep.Files += len(b.Files)
 	rep.merge(batchRep)
+	if x.opts.OnBatch != nil {
+		batchRep.Batches, batchRep.Files = 1, len(b.Files)
+		x.opts.OnBatch(batchRep)
+	}
 	x.log.Info("batch committed", "batch", b.BatchID, "files", len(b.Files), "rows", batchRep.Rows,
 		"rejected", batchRep.Rejected, "bronze_version", rec.BronzeVersion)
 	return nil

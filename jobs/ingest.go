@@ -8,7 +8,12 @@ import (
 
 // Ingest moves new landing objects into bronze (and rejects) exactly once, until none is left.
 func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
-	x, err := newIngester(env)
+	return IngestProgress(ctx, env, nil)
+}
+
+// IngestProgress is Ingest, calling onBatch (when not nil) after each batch it commits.
+func IngestProgress(ctx context.Context, env Env, onBatch func(bronze.Report)) (bronze.Report, error) {
+	x, err := newIngester(env, onBatch)
 	if err != nil {
 		return bronze.Report{}, err
 	}
@@ -26,7 +31,7 @@ func withEmptyLists(rep bronze.Report) bronze.Report {
 
 // IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
 func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, error) {
-	x, err := newIngester(env)
+	x, err := newIngester(env, nil)
 	if err != nil {
 		return bronze.Report{}, err
 	}
@@ -34,7 +39,7 @@ func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, err
 	return withEmptyLists(rep), err
 }
 
-func newIngester(env Env) (*bronze.Ingester, error) {
+func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error) {
 	cfg := env.Config
 	declared, err := DeclaredSchema(cfg)
 	if err != nil {
@@ -52,7 +57,8 @@ func newIngester(env Env) (*bronze.Ingester, error) {
 			MaxLineBytes:         int(cfg.Landing.MaxLineBytes.Bytes),
 			MaxDecompressedBytes: cfg.Landing.MaxDecompressedBytes.Bytes,
 		},
-		Logger: env.Logger,
-		Clock:  env.Clock,
+		Logger:  env.Logger,
+		Clock:   env.Clock,
+		OnBatch: onBatch,
 	})
 }
