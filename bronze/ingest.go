@@ -40,6 +40,8 @@ type IngestOptions struct {
 	OrderWait time.Duration
 	Logger    *slog.Logger
 	Clock     func() time.Time
+	// OnBatch, when set, sees each batch this run counts, once committed (progress bars).
+	OnBatch func(batch Report)
 }
 
 // Report is what an ingest run did, for the one-line JSON summary and the logs.
@@ -49,16 +51,16 @@ type Report struct {
 	Lines         int64            `json:"lines"`
 	Rows          int64            `json:"rows"`
 	Rejected      int64            `json:"rejected"`
-	BlankLines    int64            `json:"blank_lines"`
-	RejectsBy     map[string]int64 `json:"rejects_by_reason"`
+	BlankLines    int64            `json:"blankLines"`
+	RejectsBy     map[string]int64 `json:"rejectsByReason"`
 	Bytes         int64            `json:"bytes"`
-	DurationMs    int64            `json:"duration_ms"`
-	RowsPerSecond float64          `json:"rows_per_second"`
+	DurationMs    int64            `json:"durationMs"`
+	RowsPerSecond float64          `json:"rowsPerSecond"`
 	// ChangedObjects are objects read again because they changed after an earlier read: what
 	// was appended, or, for those also in RewrittenObjects, the whole new content.
-	ChangedObjects   []string `json:"changed_objects,omitempty"`
-	RewrittenObjects []string `json:"rewritten_objects,omitempty"`
-	BronzeVersion    int64    `json:"bronze_version"`
+	ChangedObjects   []string `json:"changedObjects,omitempty"`
+	RewrittenObjects []string `json:"rewrittenObjects,omitempty"`
+	BronzeVersion    int64    `json:"bronzeVersion"`
 	// Kafka is set when the landing is a Kafka topic (KafkaIngester).
 	Kafka *KafkaReport `json:"kafka,omitempty"`
 
@@ -581,26 +583,42 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 			return err
 		}
 	}
+	// The commits are a few small writes: once decoded, a batch is finished even when ctx is
+	// cancelled (Ctrl-C), so that an interrupted run reports every batch it wrote and its rerun
+	// the rest, their summaries adding up to the landing lines.
+	fin := context.WithoutCancel(ctx)
+	var wroteBronze, wroteRejects bool
 	if !bronzeDone {
 		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, err = x.commit(ctx, x.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.BronzePath, err)
 		}
 	}
 	if !rejectsDone {
 		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, err = x.commit(ctx, x.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
 		}
 	}
 	data, _ := json.Marshal(rec)
-	if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+	if err := objstore.PutBytesIfAbsent(fin, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("bronze: record batch %d: %w", b.BatchID, err)
 	}
 	st.committed[b.BatchID] = true
+	// One run counts a batch: the one whose commit put its rows into bronze, or, when a run that
+	// died had done that already, the one that finished the batch's rejects. Two ingesters
+	// racing on one batch (both decode it, one commit lands) no longer both count it.
+	if !wroteBronze && !(bronzeDone && wroteRejects) {
+		x.log.Info("batch committed by another ingester", "batch", b.BatchID)
+		return nil
+	}
 	rep.Batches++
 	rep.Files += len(b.Files)
 	rep.merge(batchRep)
+	if x.opts.OnBatch != nil {
+		batchRep.Batches, batchRep.Files = 1, len(b.Files)
+		x.opts.OnBatch(batchRep)
+	}
 	x.log.Info("batch committed", "batch", b.BatchID, "files", len(b.Files), "rows", batchRep.Rows,
 		"rejected", batchRep.Rejected, "bronze_version", rec.BronzeVersion)
 	return nil
@@ -730,15 +748,16 @@ func orderModTimes(snap *txlog.Snapshot, adds []*txlog.Add) {
 	}
 }
 
-// commit adds the files with txn(appID, batch) in one commit, unless the table already has it.
-func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (int64, error) {
+// commit adds the files with txn(appID, batch) in one commit, unless the table already has it;
+// wrote says whether this call's commit is the one that landed.
+func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (version int64, wrote bool, err error) {
 	for attempt := 0; ; attempt++ {
 		snap, err := x.snapshot(ctx, t)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
-			return snap.Version(), nil
+			return snap.Version(), false, nil
 		}
 		orderModTimes(snap, adds)
 		tx := t.Log().Begin(snap)
@@ -746,13 +765,13 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 		tx.SetTxn(appID, batch)
 		v, err := tx.Commit(ctx, op)
 		if err == nil {
-			return v, nil
+			return v, true, nil
 		}
 		// Another ingester committed this very batch at the same moment: re-check the txn.
 		if errors.Is(err, txlog.ErrConcurrentTransaction) && attempt < 3 {
 			continue
 		}
-		return 0, err
+		return 0, false, err
 	}
 }
 

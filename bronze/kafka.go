@@ -120,10 +120,10 @@ type KafkaReport struct {
 	Partitions int      `json:"partitions"`
 	// LostRecords counts offsets skipped because retention deleted them (fail_on_data_loss:
 	// false); LostRanges names them, "topic/partition:[from,to)".
-	LostRecords int64          `json:"lost_records"`
-	LostRanges  []string       `json:"lost_ranges,omitempty"`
+	LostRecords int64          `json:"lostRecords"`
+	LostRanges  []string       `json:"lostRanges,omitempty"`
 	Lag         []PartitionLag `json:"lag,omitempty"`
-	TotalLag    int64          `json:"total_lag"`
+	TotalLag    int64          `json:"totalLag"`
 }
 
 // PartitionLag is one partition's consumer lag: the log end offset minus the next offset bronze
@@ -627,13 +627,13 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	}
 	if !bronzeDone {
 		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, err = x.b.commit(ctx, x.b.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+		if rec.BronzeVersion, _, err = x.b.commit(ctx, x.b.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.BronzePath, err)
 		}
 	}
 	if !rejectsDone {
 		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, err = x.b.commit(ctx, x.b.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+		if rec.RejectsVersion, _, err = x.b.commit(ctx, x.b.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.RejectsPath, err)
 		}
 	}

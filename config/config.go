@@ -206,8 +206,8 @@ func (k *KafkaLanding) FailsOnDataLoss() bool { return k.FailOnDataLoss == nil |
 
 // Notify configures event-driven ingestion.
 type Notify struct {
-	// Mode is poll (default: list the prefix), webhook (serve receives S3 event notifications,
-	// with polling as reconciliation) or listen (minio-go ListenBucketNotification).
+	// Mode is poll (default: list the prefix) or webhook (serve receives S3 event notifications,
+	// with polling as reconciliation).
 	Mode string `yaml:"mode"`
 	// Path is the HTTP path on serve.listen that accepts webhook events. Default "/s3-events".
 	Path string `yaml:"path"`
@@ -431,6 +431,10 @@ type Job struct {
 	Schedule string `yaml:"schedule,omitempty"`
 	// Timeout stops a run that takes longer, at a safe point. Default 0: no limit.
 	Timeout Duration `yaml:"timeout,omitempty"`
+	// After names another job (ingest, stream, merge_late, ...): serve runs this one right after
+	// each successful run of that one, so a chain such as ingest -> stream adds no schedule
+	// period of lag. With or without a schedule of its own. Default none.
+	After string `yaml:"after,omitempty"`
 }
 
 // ReplayJob recomputes a recent range of gold.

@@ -54,6 +54,9 @@ func fieldErrors(t *testing.T, err error) []*FieldError {
 }
 
 func TestParseExample(t *testing.T) {
+	// The example leaves the endpoint to the environment, as scripts/minio.sh start sets it.
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
 	p, err := Load("../examples/pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +86,7 @@ func TestParseExample(t *testing.T) {
 		{"aggregate", p.Gold[0].Aggregates[1], Aggregate{Fn: "sum", Column: "amount", As: "total_amount"}},
 		{"replay lookback", p.Jobs.Replay.Lookback.Duration, 24 * time.Hour},
 		{"replay schedule", p.Jobs.Replay.Schedule, "30 2 * * *"},
+		{"stream after", p.Jobs.Stream.After, "ingest"},
 		{"vacuum retain", p.Jobs.Vacuum.Retain.Duration, 168 * time.Hour},
 		{"optimize size", p.Jobs.Optimize.TargetFileSize.Bytes, int64(128 << 20)},
 		{"listen", p.Serve.Listen, "127.0.0.1:9464"},
@@ -268,7 +272,11 @@ func TestErrors(t *testing.T) {
 		{"bad lake scheme", "lake: file:///var/lake", "lake: gs://bucket", []string{`p.yaml:1: lake: unsupported scheme "gs"`}},
 		{"lake with credentials", "lake: file:///var/lake", "lake: s3://key:secret@bucket", []string{`lake: credentials in the URL are not allowed`}},
 		{"bad log level", "", "log: {level: loud}\n", []string{`log.level: invalid value "loud": expected debug, info, warn or error`}},
-		{"bad notify mode", "", "landing: {notify: {mode: push}}\n", []string{`landing.notify.mode: invalid value "push": expected poll, webhook or listen`}},
+		{"bad notify mode", "", "landing: {notify: {mode: push}}\n", []string{`landing.notify.mode: invalid value "push": expected poll or webhook`}},
+		{"notify listen is gone", "", "landing: {notify: {mode: listen}}\n", []string{`landing.notify.mode: invalid value "listen": expected poll or webhook`}},
+		{"after unknown job", "", "jobs: {stream: {after: ingets}}\n", []string{`jobs.stream.after: invalid value "ingets": expected ingest, stream, merge_late`}},
+		{"after itself", "", "jobs: {stream: {after: stream}}\n", []string{`jobs.stream.after: stream runs after stream, which leads back to stream`}},
+		{"after loop", "", "jobs: {stream: {after: ingest}, ingest: {after: merge_late}, merge_late: {after: stream}}\n", []string{`jobs.ingest.after: ingest runs after merge_late`, `a chain must not loop`}},
 		{"bad byte size", "", "landing: {max_line_bytes: 1 furlong}\n", []string{`landing.max_line_bytes: invalid byte size "1 furlong"`}},
 		{"bad gold name", "- name: g5", "- name: g 5", []string{`gold[0].name: invalid name "g 5"`}},
 		{"late alert range", "  watermark: 10m", "  watermark: 10m\n  late_alert_fraction: 2", []string{`stream.late_alert_fraction: 2: expected a fraction between 0 and 1`}},
@@ -326,6 +334,7 @@ func TestValidConfigs(t *testing.T) {
 		{"processing time", "  watermark: 10m", "  watermark: 10m\n  trigger: processing-time=30s"},
 		{"cron with seconds", "", "jobs: {ingest: {schedule: \"*/10 * * * * *\"}, stream: {schedule: \"@every 1m\"}, merge_late: {schedule: \"@hourly\"}}\n"},
 		{"short retention allowed", "", "jobs: {vacuum: {retain: 0s, allow_short_retention: true}}\n"},
+		{"chained jobs", "", "jobs: {ingest: {schedule: \"@every 1m\"}, stream: {after: ingest}, merge_late: {schedule: \"@hourly\", after: stream}}\n"},
 		{"listen any host", "", "serve: {listen: \":9464\"}\n"},
 		{"days", "watermark: 10m", "watermark: 1d"},
 		{"anchors and merge keys", "", "x-defaults: &d {type: tumbling}\n"},

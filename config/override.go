@@ -15,15 +15,52 @@ import (
 // "gold.0.output_mode"). value is YAML ("30s", "true", "[event_id]"). On error the Pipeline is
 // left unchanged. The environment applied by ApplyEnv is applied again.
 func (p *Pipeline) Override(key, value string) error {
+	return p.OverrideAll([]KeyValue{{Key: key, Value: value}})
+}
+
+// KeyValue is one override: a dotted key and its YAML value.
+type KeyValue struct{ Key, Value string }
+
+// OverrideAll sets every key first and validates once, as Override does for one: a rule that
+// ties two keys together (jobs.vacuum.retain and allow_short_retention) sees both, whatever
+// their order on the command line. On error the Pipeline is left unchanged.
+func (p *Pipeline) OverrideAll(kvs []KeyValue) error {
+	if p.root == nil {
+		return &FieldError{Source: "override", Msg: "the config was not parsed from YAML; set the field directly"}
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	root := cloneNode(p.root)
+	var keys []string
+	for _, kv := range kvs {
+		if err := setNode(root, kv.Key, kv.Value); err != nil {
+			return err
+		}
+		keys = append(keys, kv.Key)
+	}
+	np, err := decode(root, p.sourceName())
+	if err != nil {
+		// The value is not echoed: it may be a secret given on the wrong key.
+		return fmt.Errorf("config: override %s: %w", strings.Join(keys, ", "), err)
+	}
+	env := p.env
+	*p = *np
+	if env != nil {
+		p.ApplyEnv(env)
+	}
+	return nil
+}
+
+// setNode writes value (YAML) at the dotted key in the tree root.
+func setNode(root *yaml.Node, key, value string) error {
 	fail := func(format string, args ...any) error {
 		return &FieldError{Source: "override " + key, Msg: fmt.Sprintf(format, args...)}
 	}
-	if p.root == nil {
-		return fail("the config was not parsed from YAML; set the field directly")
-	}
 	var val yaml.Node
 	if err := yaml.Unmarshal([]byte(value), &val); err != nil {
-		return fail("invalid value %q: %v", value, err)
+		// Values such as "a: b" or "{x" are YAML syntax; a shell user rarely means that.
+		return fail("invalid value %q: %v; to set it as text, quote it: --set '%s=\"%s\"'", value, err, key, value)
 	}
 	newVal := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: ""}
 	if val.Kind == yaml.DocumentNode && len(val.Content) > 0 {
@@ -31,7 +68,6 @@ func (p *Pipeline) Override(key, value string) error {
 	}
 	clearLines(newVal)
 
-	root := cloneNode(p.root)
 	cur := root
 	if cur.Kind == yaml.DocumentNode {
 		cur = cur.Content[0]
@@ -88,16 +124,6 @@ func (p *Pipeline) Override(key, value string) error {
 		default:
 			return fail("cannot set %s", key)
 		}
-	}
-	np, err := decode(root, p.sourceName())
-	if err != nil {
-		// The value is not echoed: it may be a secret given on the wrong key.
-		return fmt.Errorf("config: override %s: %w", key, err)
-	}
-	env := p.env
-	*p = *np
-	if env != nil {
-		p.ApplyEnv(env)
 	}
 	return nil
 }

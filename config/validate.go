@@ -177,7 +177,7 @@ func (v *validator) landing() {
 		v.fail("landing.max_decompressed_bytes", "%s: expected a positive size, e.g. 1GiB", l.MaxDecompressedBytes)
 	}
 	n := l.Notify
-	v.enum("landing.notify.mode", n.Mode, "poll", "webhook", "listen")
+	v.enum("landing.notify.mode", n.Mode, "poll", "webhook")
 	if !strings.HasPrefix(n.Path, "/") {
 		v.fail("landing.notify.path", "%q: expected an HTTP path starting with /", n.Path)
 	}
@@ -554,6 +554,46 @@ func (v *validator) paths() {
 	}
 }
 
+// jobNames are the config keys of the jobs.
+func jobNames() []string {
+	return []string{"ingest", "stream", "merge_late", "replay", "optimize", "vacuum", "checkpoint"}
+}
+
+// JobAfter maps each job (config key) to the job it runs after, for the jobs that have one.
+func (j *Jobs) JobAfter() map[string]string {
+	out := map[string]string{}
+	for name, job := range map[string]Job{"ingest": j.Ingest, "stream": j.Stream, "merge_late": j.MergeLate,
+		"replay": j.Replay.Job, "optimize": j.Optimize.Job, "vacuum": j.Vacuum.Job, "checkpoint": j.Checkpoint} {
+		if job.After != "" {
+			out[name] = job.After
+		}
+	}
+	return out
+}
+
+// jobChains checks jobs.*.after: a known job, not itself, no cycle.
+func (v *validator) jobChains() {
+	after := v.p.Jobs.JobAfter()
+	for _, name := range jobNames() {
+		prev, ok := after[name]
+		if !ok {
+			continue
+		}
+		path := "jobs." + name + ".after"
+		if !v.enum(path, prev, jobNames()...) {
+			continue
+		}
+		seen := map[string]bool{name: true}
+		for cur := prev; cur != ""; cur = after[cur] {
+			if seen[cur] {
+				v.fail(path, "%s runs after %s, which leads back to %s: a chain must not loop", name, prev, cur)
+				break
+			}
+			seen[cur] = true
+		}
+	}
+}
+
 func (v *validator) jobs() {
 	j := v.p.Jobs
 	for _, e := range []struct {
@@ -571,6 +611,7 @@ func (v *validator) jobs() {
 		}
 		v.duration(path+".timeout", e.job.Timeout, false, 0, "a non-negative duration (0: no limit)")
 	}
+	v.jobChains()
 	v.duration("jobs.replay.lookback", j.Replay.Lookback, true, 1, "a positive duration such as 24h")
 	v.enum("jobs.replay.source", j.Replay.Source, "silver", "bronze")
 	if err := j.Optimize.TargetFileSize.Err(); err != nil {

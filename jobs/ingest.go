@@ -11,18 +11,34 @@ import (
 // Ingest moves new landing objects (or, for landing.kind kafka, the topics' records) into
 // bronze (and rejects) exactly once, until none is left.
 func Ingest(ctx context.Context, env Env) (bronze.Report, error) {
+	return IngestProgress(ctx, env, nil)
+}
+
+// IngestProgress is Ingest, calling onBatch (when not nil) after each batch it commits (a
+// Kafka landing reports its run once, at the end).
+func IngestProgress(ctx context.Context, env Env, onBatch func(bronze.Report)) (bronze.Report, error) {
 	if env.Config.Landing.Kind == config.LandingKafka {
 		x, err := NewKafkaIngester(env, topLevelKafkaSource(env.Config))
 		if err != nil {
 			return bronze.Report{}, err
 		}
-		return x.Run(ctx)
+		rep, err := x.Run(ctx)
+		return withEmptyLists(rep), err
 	}
-	x, err := newIngester(env)
+	x, err := newIngester(env, onBatch)
 	if err != nil {
 		return bronze.Report{}, err
 	}
-	return x.Run(ctx)
+	rep, err := x.Run(ctx)
+	return withEmptyLists(rep), err
+}
+
+// withEmptyLists makes the summary say {} where it means "none", not null.
+func withEmptyLists(rep bronze.Report) bronze.Report {
+	if rep.RejectsBy == nil {
+		rep.RejectsBy = map[string]int64{}
+	}
+	return rep
 }
 
 // IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
@@ -30,14 +46,15 @@ func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, err
 	if env.Config.Landing.Kind == config.LandingKafka {
 		return bronze.Report{}, errors.New("jobs: event-driven ingestion of object keys needs a files landing; this pipeline's landing is kafka")
 	}
-	x, err := newIngester(env)
+	x, err := newIngester(env, nil)
 	if err != nil {
 		return bronze.Report{}, err
 	}
-	return x.IngestKeys(ctx, keys)
+	rep, err := x.IngestKeys(ctx, keys)
+	return withEmptyLists(rep), err
 }
 
-func newIngester(env Env) (*bronze.Ingester, error) {
+func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error) {
 	cfg := env.Config
 	declared, err := DeclaredSchema(cfg)
 	if err != nil {
@@ -55,7 +72,8 @@ func newIngester(env Env) (*bronze.Ingester, error) {
 			MaxLineBytes:         int(cfg.Landing.MaxLineBytes.Bytes),
 			MaxDecompressedBytes: cfg.Landing.MaxDecompressedBytes.Bytes,
 		},
-		Logger: env.Logger,
-		Clock:  env.Clock,
+		Logger:  env.Logger,
+		Clock:   env.Clock,
+		OnBatch: onBatch,
 	})
 }

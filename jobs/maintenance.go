@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
@@ -23,17 +23,21 @@ func TablePaths(env Env) []string {
 	return paths
 }
 
-// TableResult is one table's line in a maintenance summary.
+// TableResult is one table's line in a maintenance summary. A dry-run vacuum fills the
+// "would delete" fields, never the "deleted" ones, so a reader of the summary cannot mistake
+// one for the other.
 type TableResult struct {
 	Table string `json:"table"`
-	// Optimize
+	// Optimize, checkpoint
 	Version      int64 `json:"version,omitempty"`
-	FilesRemoved int   `json:"files_removed,omitempty"`
-	FilesAdded   int   `json:"files_added,omitempty"`
+	FilesRemoved int   `json:"filesRemoved,omitempty"`
+	FilesAdded   int   `json:"filesAdded,omitempty"`
 	// Vacuum
-	FilesDeleted int    `json:"files_deleted,omitempty"`
-	BytesDeleted int64  `json:"bytes_deleted,omitempty"`
-	Skipped      string `json:"skipped,omitempty"`
+	FilesDeleted     int    `json:"filesDeleted,omitempty"`
+	BytesDeleted     int64  `json:"bytesDeleted,omitempty"`
+	FilesWouldDelete int    `json:"filesWouldDelete,omitempty"`
+	BytesWouldDelete int64  `json:"bytesWouldDelete,omitempty"`
+	Skipped          string `json:"skipped,omitempty"`
 }
 
 // forEachTable runs fn on every existing table of the pipeline; tables not created yet are
@@ -77,7 +81,16 @@ func Vacuum(ctx context.Context, env Env, dryRun bool) ([]TableResult, error) {
 	v := env.Config.Jobs.Vacuum
 	return forEachTable(ctx, env, func(t *table.Table, res *TableResult) error {
 		r, err := t.Vacuum(ctx, table.VacuumOptions{Retention: v.Retain.Duration, Force: v.AllowShortRetention, DryRun: dryRun})
-		res.FilesDeleted, res.BytesDeleted = len(r.Files), r.Bytes
+		if errors.Is(err, table.ErrRetentionTooShort) {
+			// The config validation refuses this first; a config built in code may not have.
+			return fmt.Errorf("jobs.vacuum.retain %s is shorter than %s; set jobs.vacuum.allow_short_retention: true if you are sure: %w",
+				config.FormatDuration(v.Retain.Duration), config.FormatDuration(table.MinVacuumRetention), err)
+		}
+		if dryRun {
+			res.FilesWouldDelete, res.BytesWouldDelete = len(r.Files), r.Bytes
+		} else {
+			res.FilesDeleted, res.BytesDeleted = len(r.Files), r.Bytes
+		}
 		return err
 	})
 }
@@ -99,22 +112,18 @@ func Catalog(env Env) []Scheduled {
 	var jobs []Scheduled
 	j := env.Config.Jobs
 	for _, e := range []struct {
-		name     string
-		schedule string
-		timeout  time.Duration
+		name string
+		job  config.Job
 	}{
-		{"ingest", j.Ingest.Schedule, j.Ingest.Timeout.Duration},
-		{"stream", j.Stream.Schedule, j.Stream.Timeout.Duration},
-		{"merge-late", j.MergeLate.Schedule, j.MergeLate.Timeout.Duration},
-		{"replay", j.Replay.Schedule, j.Replay.Timeout.Duration},
-		{"optimize", j.Optimize.Schedule, j.Optimize.Timeout.Duration},
-		{"vacuum", j.Vacuum.Schedule, j.Vacuum.Timeout.Duration},
-		{"checkpoint", j.Checkpoint.Schedule, j.Checkpoint.Timeout.Duration},
+		{"ingest", j.Ingest}, {"stream", j.Stream}, {"merge-late", j.MergeLate}, {"replay", j.Replay.Job},
+		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint},
 	} {
-		if e.schedule == "" {
+		if e.job.Schedule == "" && e.job.After == "" {
 			continue
 		}
-		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.schedule, Timeout: e.timeout, Run: Lookup(e.name)})
+		// The config says merge_late (a YAML key); the job is merge-late (a command).
+		after := strings.ReplaceAll(e.job.After, "_", "-")
+		jobs = append(jobs, Scheduled{Name: e.name, Schedule: e.job.Schedule, After: after, Timeout: e.job.Timeout.Duration, Run: Lookup(e.name)})
 	}
 	return jobs
 }

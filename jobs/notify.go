@@ -62,6 +62,8 @@ type notifier struct {
 	tokenSum []byte
 	allowed  *rate.Limiter // authenticated requests
 	refused  *rate.Limiter // requests without a valid token
+	// record counts each ingest as a run of the ingest job (set by the Server).
+	record func(start time.Time, summary any, err error)
 }
 
 func newNotifier(env Env, leases *Leases, reg prometheus.Registerer) (*notifier, error) {
@@ -276,7 +278,11 @@ func (n *notifier) ingest(ctx context.Context, keys []string) error {
 		return err
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
+	start := time.Now()
 	rep, err := IngestKeys(lease.Context(), n.env, keys)
+	if n.record != nil {
+		n.record(start, rep, err) // an ingest run like a scheduled one, in status and metrics
+	}
 	if err == nil {
 		n.env.Logger.Info("ingested from notifications", "keys", len(keys), "files", rep.Files, "rows", rep.Rows)
 	}

@@ -19,10 +19,12 @@ import (
 // Func is one job: it runs once and returns a summary for logs and status.
 type Func func(ctx context.Context, env Env) (any, error)
 
-// Scheduled is a job with its cron schedule and time limit.
+// Scheduled is a job with its cron schedule and time limit. A job with After set also runs
+// right after each successful run of the job of that name (a chain: ingest, then stream).
 type Scheduled struct {
 	Name     string
 	Schedule string
+	After    string
 	Timeout  time.Duration
 	Run      Func
 }
@@ -31,6 +33,7 @@ type Scheduled struct {
 type Status struct {
 	Name        string    `json:"name"`
 	Schedule    string    `json:"schedule"`
+	After       string    `json:"after,omitempty"`
 	Running     bool      `json:"running"`
 	LastStart   time.Time `json:"last_start,omitzero"`
 	LastEnd     time.Time `json:"last_end,omitzero"`
@@ -55,6 +58,17 @@ type Scheduler struct {
 	mu      sync.Mutex
 	status  map[string]*Status
 	entries map[string]cron.EntryID
+	// Chains: the jobs to run after each job; busy and again keep one run of a job at a time in
+	// this process (a chained run may meet a scheduled one) without losing a trigger; chained
+	// counts the chained runs under way, which Stop waits for.
+	jobs     map[string]Scheduled
+	after    map[string][]Scheduled
+	busy     map[string]bool
+	again    map[string]bool
+	stopping bool
+	chained  sync.WaitGroup
+	// observe, when set, sees each successful run's summary (the pipeline metrics).
+	observe func(job string, summary any)
 
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -67,6 +81,7 @@ func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Sch
 	s := &Scheduler{
 		env: env, leases: leases, log: env.Logger.With("component", "scheduler"),
 		status: map[string]*Status{}, entries: map[string]cron.EntryID{},
+		jobs: map[string]Scheduled{}, after: map[string][]Scheduled{}, busy: map[string]bool{}, again: map[string]bool{},
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "medallion_job_runs_total", Help: "Job runs by result (ok, error, skipped).",
 		}, []string{"job", "result"}),
@@ -94,18 +109,24 @@ func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Sch
 		cron.WithLogger(cronLogger{s.log}),
 	)
 	for _, j := range jobs {
-		if j.Schedule == "" {
+		if j.Schedule == "" && j.After == "" {
 			continue
 		}
-		if _, err := config.ParseSchedule(j.Schedule); err != nil {
-			return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+		s.status[j.Name] = &Status{Name: j.Name, Schedule: j.Schedule, After: j.After}
+		s.jobs[j.Name] = j
+		if j.After != "" {
+			s.after[j.After] = append(s.after[j.After], j)
 		}
-		s.status[j.Name] = &Status{Name: j.Name, Schedule: j.Schedule}
-		id, err := s.cron.AddFunc(j.Schedule, func() { s.runOnce(j) })
-		if err != nil {
-			return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+		if j.Schedule != "" {
+			if _, err := config.ParseSchedule(j.Schedule); err != nil {
+				return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+			}
+			id, err := s.cron.AddFunc(j.Schedule, func() { s.runOnce(j) })
+			if err != nil {
+				return nil, fmt.Errorf("jobs: %s schedule %q: %w", j.Name, j.Schedule, err)
+			}
+			s.entries[j.Name] = id
 		}
-		s.entries[j.Name] = id
 		for _, r := range []string{"ok", "error", "skipped"} {
 			s.runs.WithLabelValues(j.Name, r) // expose every series from the start
 		}
@@ -120,7 +141,16 @@ func (s *Scheduler) Start() { s.cron.Start() }
 // Stop stops scheduling, asks running jobs to stop at a safe point (their context is cancelled
 // once ctx is done), and waits for them.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	done := s.cron.Stop().Done()
+	s.mu.Lock()
+	s.stopping = true // no new chained runs
+	s.mu.Unlock()
+	cronDone := s.cron.Stop().Done()
+	done := make(chan struct{})
+	go func() {
+		<-cronDone
+		s.chained.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 		s.cancel()
@@ -158,8 +188,70 @@ func (s *Scheduler) update(name string, f func(*Status)) {
 	f(s.status[name])
 }
 
-// runOnce runs one scheduled execution under the job's lease.
+// runOnce runs the job under its lease, unless a run of it is under way in this process: then
+// that run is followed by one more, so a trigger that came during it (new data) is not lost.
 func (s *Scheduler) runOnce(j Scheduled) {
+	s.mu.Lock()
+	if s.busy[j.Name] {
+		s.again[j.Name] = true
+		s.mu.Unlock()
+		return
+	}
+	s.busy[j.Name] = true
+	s.mu.Unlock()
+	for {
+		s.runLeased(j)
+		s.mu.Lock()
+		again := s.again[j.Name] && !s.stopping
+		s.again[j.Name] = false
+		if !again {
+			s.busy[j.Name] = false
+		}
+		s.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// RunNow starts a run of the named job at once, outside its schedule (in its own goroutine,
+// which Stop waits for), as if its schedule had fired; false when no such job is scheduled.
+func (s *Scheduler) RunNow(name string) bool {
+	s.mu.Lock()
+	j, ok := s.jobs[name]
+	if !ok || s.stopping {
+		s.mu.Unlock()
+		return false
+	}
+	s.chained.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.chained.Done()
+		s.runOnce(j)
+	}()
+	return true
+}
+
+// trigger starts the jobs chained after name (jobs.<job>.after), each in its own goroutine.
+func (s *Scheduler) trigger(name string) {
+	for _, j := range s.after[name] {
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		s.chained.Add(1)
+		s.mu.Unlock()
+		s.log.Debug("chained run", "job", j.Name, "after", name)
+		go func() {
+			defer s.chained.Done()
+			s.runOnce(j)
+		}()
+	}
+}
+
+// runLeased runs one execution under the job's lease.
+func (s *Scheduler) runLeased(j Scheduled) {
 	log := s.log.With("job", j.Name)
 	lease, err := s.leases.Acquire(s.ctx, j.Name)
 	if err != nil {
@@ -184,28 +276,53 @@ func (s *Scheduler) runOnce(j Scheduled) {
 	if rerr := lease.Release(context.Background()); rerr != nil {
 		log.Warn("lease release failed; it will expire", "err", rerr)
 	}
-	elapsed := time.Since(start)
-	s.duration.WithLabelValues(j.Name).Observe(elapsed.Seconds())
 	s.running.WithLabelValues(j.Name).Set(0)
+	s.Record(j.Name, start, summary, err)
+}
+
+// Record counts a run of job name that happened outside the schedule (an ingest triggered by a
+// webhook notification) exactly as a scheduled one: in Statuses (so /healthz, /api/status and
+// the status page), medallion_job_runs_total, the duration histogram and the last-success time.
+func (s *Scheduler) Record(name string, start time.Time, summary any, err error) {
+	log := s.log.With("job", name)
+	elapsed := time.Since(start)
+	s.duration.WithLabelValues(name).Observe(elapsed.Seconds())
 	result := "ok"
 	if err != nil {
 		result = "error"
-		log.Error("run failed", "err", err, "duration", elapsed)
+		log.Error("run failed", "err", err, "seconds", seconds(elapsed))
 	} else {
-		s.lastOK.WithLabelValues(j.Name).SetToCurrentTime()
-		log.Info("run finished", "duration", elapsed, "summary", summary)
+		s.lastOK.WithLabelValues(name).SetToCurrentTime()
+		log.Info("run finished", "seconds", seconds(elapsed), "summary", summary)
 	}
-	s.runs.WithLabelValues(j.Name, result).Inc()
-	s.update(j.Name, func(st *Status) {
-		st.Running, st.LastEnd, st.LastResult, st.LastSummary = false, time.Now(), result, summary
-		st.Runs++
-		st.LastError = ""
-		if err != nil {
-			st.Failures++
-			st.LastError = err.Error()
+	s.runs.WithLabelValues(name, result).Inc()
+	s.mu.Lock()
+	st := s.status[name]
+	if st == nil {
+		st = &Status{Name: name}
+		s.status[name] = st
+	}
+	st.LastStart, st.LastEnd, st.LastResult, st.LastSummary = start, time.Now(), result, summary
+	st.Running = false // runs of one job never overlap: the job's lease serialises them
+	st.Runs++
+	st.LastError = ""
+	if err != nil {
+		st.Failures++
+		st.LastError = err.Error()
+	}
+	observe := s.observe
+	s.mu.Unlock()
+	if err == nil {
+		if observe != nil {
+			observe(name, summary)
 		}
-	})
+		s.trigger(name)
+	}
 }
+
+// seconds is a duration for logs: seconds with millisecond precision (a time.Duration would be
+// logged in nanoseconds by the JSON handler).
+func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // protect turns a panic in a job into an error, so one bad run never takes serve down.
 func (s *Scheduler) protect(ctx context.Context, j Scheduled) (summary any, err error) {

@@ -77,6 +77,12 @@ func NewServer(env Env) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	page := &statusPage{env: env, sched: sched, leases: leases, ttl: 5 * time.Second}
+	pm, err := newPipelineMetrics(env, reg, page)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("jobs: register metrics: %w", err)
+	}
+	sched.observe = pm.observe
 	s.mux.HandleFunc("GET /{$}", page.html)
 	s.mux.HandleFunc("GET /api/status", page.api)
 	// Browsers ask for a favicon; answering "no content" keeps their consoles clean.
@@ -86,6 +92,7 @@ func NewServer(env Env) (*Server, error) {
 			ln.Close()
 			return nil, err
 		}
+		s.notifier.record = func(start time.Time, summary any, err error) { sched.Record("ingest", start, summary, err) }
 		s.mux.Handle("POST "+notify.Path, s.notifier)
 	}
 	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
@@ -120,14 +127,22 @@ func (s *Server) Run(ctx context.Context) error {
 			log.Warn("could not subscribe the bucket to notifications; ingestion falls back to listing", "err", err)
 		}
 		nctx, ncancel := context.WithCancel(ctx)
-		// Wait for an event-driven ingest to stop at a safe point before Run returns, so
-		// nothing writes to the lake after serve has stopped.
-		stopped := make(chan struct{})
-		go func() { defer close(stopped); s.notifier.run(nctx) }()
-		defer func() { ncancel(); <-stopped }()
+		ndone := make(chan struct{})
+		go func() {
+			defer close(ndone)
+			s.notifier.run(nctx)
+		}()
+		// An event-driven ingest is a running job too: Run returns only after it has stopped
+		// (and released its lease), as it does for scheduled jobs.
+		defer func() { ncancel(); <-ndone }()
 	}
 	s.scheduler.Start()
 	log.Info("serving", "listen", s.Addr(), "jobs", len(s.scheduler.Statuses()))
+	// List the landing prefix once now: objects that landed while serve was down are not left
+	// waiting a schedule period (or, with notifications, the reconcile period).
+	if s.scheduler.RunNow("ingest") {
+		log.Info("ingesting what landed before the start", "prefix", s.env.Config.Landing.Path)
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():

@@ -28,11 +28,20 @@ type statusPage struct {
 const statusLagLookback = 24 * time.Hour
 
 func (p *statusPage) current(ctx context.Context) (*report.Report, error) {
+	r, err := p.atMost(ctx, p.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return p.withJobs(ctx, r), nil
+}
+
+// atMost returns the lake's report, built again when the last one is older than maxAge.
+func (p *statusPage) atMost(ctx context.Context, maxAge time.Duration) (*report.Report, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.env.clock()
-	if p.last != nil && now.Sub(p.built) < p.ttl {
-		return p.withJobs(ctx, p.last), nil
+	if p.last != nil && now.Sub(p.built) < maxAge {
+		return p.last, nil
 	}
 	r, err := report.Build(ctx, p.env.Lake, p.env.Config, report.ReportOptions{
 		Now: now,
@@ -44,7 +53,7 @@ func (p *statusPage) current(ctx context.Context) (*report.Report, error) {
 	r.RefreshSeconds = 10
 	r.KafkaLag = KafkaLagReport(ctx, p.env)
 	p.last, p.built = r, now
-	return p.withJobs(ctx, r), nil
+	return r, nil
 }
 
 // withJobs returns a copy of r with the scheduler's current job states and lease holders.
@@ -53,8 +62,15 @@ func (p *statusPage) withJobs(ctx context.Context, r *report.Report) *report.Rep
 	cp.Jobs = nil
 	for _, st := range p.sched.Statuses() {
 		holder, _ := p.leases.Holder(ctx, st.Name)
+		schedule := st.Schedule
+		switch {
+		case st.After != "" && schedule == "":
+			schedule = "after " + st.After
+		case st.After != "":
+			schedule += ", and after " + st.After
+		}
 		cp.Jobs = append(cp.Jobs, report.JobStatus{
-			Name: st.Name, Schedule: st.Schedule, Running: st.Running, LastStart: st.LastStart,
+			Name: st.Name, Schedule: schedule, Running: st.Running, LastStart: st.LastStart,
 			LastEnd: st.LastEnd, LastResult: st.LastResult, LastError: st.LastError, Runs: st.Runs,
 			Failures: st.Failures, NextRun: st.NextRun, LeaseHolder: holder,
 		})

@@ -90,7 +90,7 @@ func (o *Options) retry(ctx context.Context, name string, fn func() error) error
 type MergeReport struct {
 	QueryID string `json:"queryId,omitempty"`
 	// LateRows is the number of quarantined rows folded into gold by this run.
-	LateRows int64             `json:"late_rows"`
+	LateRows int64             `json:"lateRows"`
 	Gold     []MergeGoldReport `json:"gold"`
 }
 
@@ -235,7 +235,7 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		if err != nil {
 			return gr, err
 		}
-		res, err := resessionize(ctx, rw, src, st, resessionScope{from: lo, to: hi, only: affected, txn: txn})
+		res, err := resessionize(ctx, rw, src, st, resessionScope{from: lo, to: hi, only: affected, late: lr.times, txn: txn})
 		gr.Gold = res.gold
 		if res.deferred {
 			gr.Note = "late rows inside sessions the stream still holds: merged again by the next run"
@@ -344,7 +344,10 @@ type lateRead struct {
 	rows, pairs int64 // late rows, and (row, window) pairs added to the collector
 	// affected is, for session windows, the last late event time of each key; lo and hi
 	// bound the late rows' event times.
-	affected           map[string]int64
+	affected map[string]int64
+	// times holds, for session windows, every late event time of each key, so that each
+	// recomputed session's late_rows can count the late rows it absorbed.
+	times              map[string][]int64
 	lo, hi             int64
 	minBatch, maxBatch int64 // the batches that quarantined them (-1: unknown)
 }
@@ -354,7 +357,7 @@ type lateRead struct {
 // the keys and times.
 func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *agg, adds []*txlog.Add, c *collector) (lateRead, error) {
 	g := a.cfg
-	lr := lateRead{affected: map[string]int64{}, lo: math.MaxInt64, hi: math.MinInt64, minBatch: -1, maxBatch: -1}
+	lr := lateRead{affected: map[string]int64{}, times: map[string][]int64{}, lo: math.MaxInt64, hi: math.MinInt64, minBatch: -1, maxBatch: -1}
 	qschema, err := qsnap.Schema()
 	if err != nil {
 		return lr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
@@ -400,6 +403,7 @@ func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *ag
 				if last, ok := lr.affected[string(kb)]; !ok || t > last {
 					lr.affected[string(kb)] = t
 				}
+				lr.times[string(kb)] = append(lr.times[string(kb)], t)
 				lr.lo, lr.hi = min(lr.lo, t), max(lr.hi, t+1)
 				continue
 			}

@@ -36,7 +36,7 @@ type ReplayReport struct {
 	Source  string             `json:"source"`
 	Gold    []ReplayGoldReport `json:"gold"`
 	// LateRows is what the merge-late run that precedes each replay folded in.
-	LateRows int64 `json:"late_rows"`
+	LateRows int64 `json:"lateRows"`
 }
 
 // ReplayGoldReport is one aggregation's replay.
@@ -204,11 +204,23 @@ type replacement struct {
 	groups []*group
 	txn    *table.AppTxn
 	desc   string
+	// sessions: a new group's late_rows is the sum over the replaced rows of its key whose
+	// window it covers (a session that absorbs a late row grows, so no old row has its exact
+	// window), plus absorbed[group key], the late rows this merge adds to it.
+	sessions bool
+	absorbed map[string]int64
 }
+
+// windowPrefix is the length of a groupKey's window part (start and end).
+var windowPrefix = len(table.AppendKeyInt64(table.AppendKeyInt64(nil, 0), 0))
+
+// oldSession is a replaced session row's window and late_rows.
+type oldSession struct{ start, end, late int64 }
 
 func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
 	a, drop, groups := rw.a, rp.drop, rp.groups
 	lateRows := map[string]int64{}
+	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte
 	var keys []*table.Column
 	row := func(_, b *table.Batch, i int) (rowAction, error) {
@@ -225,13 +237,27 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 			return keepRow, nil
 		}
 		key = groupKey(key[:0], start, end, keys, i)
-		lateRows[string(key)] += intAt(b.Columns[a.lateCol], i)
+		late := intAt(b.Columns[a.lateCol], i)
+		lateRows[string(key)] += late
+		if rp.sessions && late != 0 {
+			k := string(key[windowPrefix:])
+			old[k] = append(old[k], oldSession{start, end, late})
+		}
 		rw.st.Deleted++
 		return dropRow, nil
 	}
 	extra := func(out *table.Batch) error {
 		for _, g := range groups {
-			if err := a.appendRow(out, g.win, g.keys, g.vals, lateRows[g.key]); err != nil {
+			late := lateRows[g.key]
+			if rp.sessions {
+				late = rp.absorbed[g.key]
+				for _, o := range old[g.key[windowPrefix:]] {
+					if o.start < g.win.End && g.win.Start < o.end {
+						late += o.late
+					}
+				}
+			}
+			if err := a.appendRow(out, g.win, g.keys, g.vals, late); err != nil {
 				return err
 			}
 			rw.st.Inserted++

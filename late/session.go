@@ -59,7 +59,10 @@ type sessionResult struct {
 type resessionScope struct {
 	from, to int64
 	only     map[string]int64
-	txn      *table.AppTxn
+	// late lists the event times of the late rows being merged, per encoded group key (not
+	// sorted); nil for a replay, which merges none.
+	late map[string][]int64
+	txn  *table.AppTxn
 }
 
 // sessionKeys reads the source rows of each key around the range, widening the read until
@@ -131,7 +134,13 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		return res, err
 	}
 	lo, hi := from, to
-	for _, k := range keys {
+	// The late rows each new session absorbs in this merge, by gold group key.
+	absorbed := map[string]int64{}
+	for _, ts := range sc.late {
+		slices.Sort(ts)
+	}
+	var gk []byte
+	for ks, k := range keys {
 		lo, hi = min(lo, k.lo), max(hi, k.hi)
 		rows := k.rows
 		for i := 0; i < len(rows); {
@@ -150,6 +159,14 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 				break
 			}
 			w := gold.Window{Start: rows[i].t, End: end}
+			if ts := sc.late[ks]; len(ts) > 0 {
+				a, _ := slices.BinarySearch(ts, w.Start)
+				b, _ := slices.BinarySearch(ts, w.End)
+				if b > a {
+					gk = groupKey(gk[:0], w.Start, w.End, rows[i].s.keys, rows[i].i)
+					absorbed[string(gk)] = int64(b - a)
+				}
+			}
 			for _, sr := range rows[i : j+1] {
 				if err := c.add(sr.s, sr.i, w); err != nil {
 					return res, err
@@ -184,8 +201,12 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			res.deferred, txn = true, nil
 		}
 	}
+	if res.deferred {
+		// Without txn the next merge-late reads these late rows again and counts them then.
+		clear(absorbed)
+	}
 	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
-	res.gold, err = replace(ctx, rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn,
+	res.gold, err = replace(ctx, rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn, sessions: true, absorbed: absorbed,
 		desc: fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
 			s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
 	return res, err

@@ -105,7 +105,11 @@ func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 func (r *Report) RateChart() *TimeChart {
 	in, proc := Series{Name: "input rows/s"}, Series{Name: "processed rows/s"}
 	for _, b := range r.Batches {
-		in.Points = append(in.Points, Point{b.Timestamp, b.InputRowsPerSecond})
+		// A run's first batch has no previous trigger to measure its input rate against
+		// (progress says 0, as Spark's does): no point, rather than a dip to 0.
+		if b.InputRowsPerSecond > 0 || b.NumInputRows == 0 {
+			in.Points = append(in.Points, Point{b.Timestamp, b.InputRowsPerSecond})
+		}
 		proc.Points = append(proc.Points, Point{b.Timestamp, b.ProcessedRowsPerSecond})
 	}
 	return &TimeChart{Title: "Input and processing rate", YLabel: "rows per second", Series: []Series{in, proc}}
@@ -151,18 +155,26 @@ func (r *Report) LateHourChart() *TimeChart {
 	return c
 }
 
-// StateChart is the rows each state operator holds, per batch. Operators that share a name
-// (one per aggregation) are told apart by their position: "stateStoreSave", "stateStoreSave 2".
+// StateChart is the rows each state operator holds, per batch. The aggregations' operators
+// come in the config's gold order after the dedup state, so each is named after its
+// aggregation ("events_5m"), not after the operator ("stateStoreSave 2").
 func (r *Report) StateChart() *TimeChart {
 	c := &TimeChart{Title: "State rows", YLabel: "rows"}
 	index := map[string]int{}
 	for _, b := range r.Batches {
 		seen := map[string]int{}
+		agg := 0
 		for _, op := range b.StateRows {
 			seen[op.Name]++
 			label := op.Name
-			if k := seen[op.Name]; k > 1 {
-				label = fmt.Sprintf("%s %d", op.Name, k)
+			switch {
+			case op.Name == "dedupe":
+				label = "dedup"
+			case agg < len(r.Gold):
+				label = r.Gold[agg]
+				agg++
+			case seen[op.Name] > 1:
+				label = fmt.Sprintf("%s %d", op.Name, seen[op.Name])
 			}
 			i, ok := index[label]
 			if !ok {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,11 +147,25 @@ func TestBuildReportFromLake(t *testing.T) {
 		`id="stream-last-batch">5<`,
 		`id="stream-input-rows">1,800<`, // 300 + 400 + 500 + 600
 		"Left out: report: bad progress file: _checkpoints/events/progress/6.json",
-		"Late rows per batch", "Input and processing rate", "Batch duration", "State rows", "stateStoreSave 2",
+		"Late rows per batch", "Input and processing rate", "Batch duration", "State rows",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+	// The state chart's legend names each aggregation, not its operator's position.
+	state := rep.StateChart()
+	var names []string
+	for _, sr := range state.Series {
+		names = append(names, sr.Name)
+	}
+	for _, g := range rep.Gold {
+		if !slices.Contains(names, g) {
+			t.Errorf("state chart series %v lack aggregation %s", names, g)
+		}
+	}
+	if strings.Contains(s, "stateStoreSave") {
+		t.Errorf("the page names a state operator instead of its aggregation")
 	}
 	if n := strings.Count(s, "<svg "); n != 6 {
 		t.Errorf("%d charts, want lag + 5 progress charts", n)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,27 @@ type TimeChart struct {
 	Interval time.Duration
 }
 
-type svgBuf struct{ strings.Builder }
+type svgBuf struct {
+	strings.Builder
+	// extraRows are legend rows below the x-axis label: the chart grows by legendRowH each.
+	extraRows int
+}
+
+// legendRowH is the height of one legend row.
+const legendRowH = 16
+
+// String is the SVG, its height grown to hold every legend row.
+func (b *svgBuf) String() string {
+	s := b.Builder.String()
+	if b.extraRows == 0 {
+		return s
+	}
+	h := chartHeight + b.extraRows*legendRowH + 6
+	old := fmt.Sprintf(`viewBox="0 0 %d %d" width="%d" height="%d"`, chartWidth, chartHeight, chartWidth, chartHeight)
+	s = strings.Replace(s, old, fmt.Sprintf(`viewBox="0 0 %d %d" width="%d" height="%d"`, chartWidth, h, chartWidth, h), 1)
+	return strings.Replace(s, fmt.Sprintf(`<rect width="%d" height="%d" fill="#ffffff"/>`, chartWidth, chartHeight),
+		fmt.Sprintf(`<rect width="%d" height="%d" fill="#ffffff"/>`, chartWidth, h), 1)
+}
 
 func (b *svgBuf) f(format string, args ...any) { fmt.Fprintf(&b.Builder, format, args...) }
 
@@ -158,19 +179,27 @@ func (b *svgBuf) frame() {
 	b.f(`<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333333"/>`+"\n", plotLeft, plotTop, plotLeft, plotBottom)
 }
 
-// legend draws swatches and names in one row under the title, left to right; the widths
-// follow the text (about 7 px a character at 12 px) so that long names do not overlap.
+// legend draws swatches and names under the title, left to right; the widths follow the text
+// (about 7 px a character at 12 px) so that long names do not overlap. Items that do not fit in
+// that row go to rows below the x-axis label, and the chart grows to hold them, so that no
+// legend is cut at the right edge.
 func (b *svgBuf) legend(items []legendItem) {
 	b.f(`<g class="legend">` + "\n")
-	x := plotLeft
+	x, y, row := plotLeft, legendY, 0
 	for _, it := range items {
+		w := 22 + 7*len([]rune(it.text))
+		if x > plotLeft && x+w > chartWidth-4 {
+			row++
+			x, y = plotLeft, chartHeight+row*legendRowH-4
+			b.extraRows = row
+		}
 		dash := ""
 		if it.dashed {
 			dash = ` stroke-dasharray="5 3"`
 		}
-		b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>`, x, legendY-4, x+18, legendY-4, it.color, dash)
-		b.f(`<text x="%d" y="%d" fill="#333333">%s</text>`+"\n", x+22, legendY, esc(it.text))
-		x += 22 + 7*len([]rune(it.text)) + 18
+		b.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>`, x, y-4, x+18, y-4, it.color, dash)
+		b.f(`<text x="%d" y="%d" fill="#333333">%s</text>`+"\n", x+22, y, esc(it.text))
+		x += w + 18
 	}
 	b.f("</g>\n")
 }
@@ -347,11 +376,23 @@ func (c *TimeChart) SVG() string {
 	} else {
 		for i, s := range c.Series {
 			color := palette[i%len(palette)]
+			// A line joins neighbouring points only: across a gap (serve was down, the
+			// stream idle) it would draw a ramp through times that had no batch.
+			limit := 3 * max(gap, medianStep(s.Points))
 			var pts []string
-			for _, p := range s.Points {
+			flush := func() {
+				if len(pts) > 0 {
+					b.f(`<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", esc(s.Name), color, strings.Join(pts, " "))
+				}
+				pts = pts[:0]
+			}
+			for k, p := range s.Points {
+				if k > 0 && p.T.Sub(s.Points[k-1].T) > limit {
+					flush()
+				}
 				pts = append(pts, num(x(p.T))+","+num(y(p.V)))
 			}
-			b.f(`<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", esc(s.Name), color, strings.Join(pts, " "))
+			flush()
 			if len(s.Points) <= 60 {
 				for _, p := range s.Points {
 					b.f(`<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s %s: %s</title></circle>`+"\n",
@@ -365,6 +406,19 @@ func (c *TimeChart) SVG() string {
 	b.legend(items)
 	b.f("</svg>\n")
 	return b.String()
+}
+
+// medianStep is the median distance between consecutive points (0 for fewer than two).
+func medianStep(pts []Point) time.Duration {
+	if len(pts) < 2 {
+		return 0
+	}
+	d := make([]time.Duration, 0, len(pts)-1)
+	for k := 1; k < len(pts); k++ {
+		d = append(d, pts[k].T.Sub(pts[k-1].T))
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
 }
 
 // minGap is the smallest distance between two distinct point times of any series.

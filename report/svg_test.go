@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,4 +255,71 @@ func TestTimeChartSVGGolden(t *testing.T) {
 		t.Error("an empty chart does not say no data")
 	}
 	parseSVG(t, empty.SVG())
+}
+
+// TestTimeChartBreaksAtGaps: a line joins neighbouring batches only; an hour without batches
+// is a break in the line, not a ramp across it.
+func TestTimeChartBreaksAtGaps(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	var pts []Point
+	for _, m := range []int{0, 1, 2, 3, 63, 64, 65} {
+		pts = append(pts, Point{t0.Add(time.Duration(m) * time.Minute), float64(m)})
+	}
+	svg := (&TimeChart{Title: "t", Series: []Series{{Name: "rate", Points: pts}}}).SVG()
+	if n := strings.Count(svg, `<polyline class="series" data-name="rate"`); n != 2 {
+		t.Fatalf("%d line pieces for a series with one gap, want 2:\n%s", n, svg)
+	}
+	even := (&TimeChart{Title: "t", Series: []Series{{Name: "rate", Points: pts[:4]}}}).SVG()
+	if n := strings.Count(even, `<polyline class="series"`); n != 1 {
+		t.Fatalf("%d line pieces for evenly spaced points, want 1", n)
+	}
+}
+
+// TestLegendWraps: a legend wider than the chart wraps to rows below the plot, and the chart
+// grows to hold them: no legend text starts or ends beyond the right edge.
+func TestLegendWraps(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	c := &TimeChart{Title: "many"}
+	for i := range 8 {
+		c.Series = append(c.Series, Series{Name: fmt.Sprintf("aggregation_with_a_long_name_%d", i), Points: []Point{{t0, 1}, {t0.Add(time.Minute), 2}}})
+	}
+	svg := c.SVG()
+	re := regexp.MustCompile(`<text x="(\d+)" y="(\d+)" fill="#333333">(aggregation_[^<]*)</text>`)
+	ms := re.FindAllStringSubmatch(svg, -1)
+	if len(ms) != 8 {
+		t.Fatalf("%d legend entries, want 8", len(ms))
+	}
+	maxY := 0
+	for _, m := range ms {
+		x, _ := strconv.Atoi(m[1])
+		y, _ := strconv.Atoi(m[2])
+		maxY = max(maxY, y)
+		if x+7*len(m[3]) > chartWidth {
+			t.Errorf("legend %q at x=%d runs past the chart's %d px", m[3], x, chartWidth)
+		}
+	}
+	h := regexp.MustCompile(`height="(\d+)"`).FindStringSubmatch(svg)
+	height, _ := strconv.Atoi(h[1])
+	if maxY >= height || height <= chartHeight {
+		t.Errorf("legend rows reach y=%d in a chart %d high", maxY, height)
+	}
+}
+
+// TestRateChartFirstBatch: a run's first batch has no input rate (progress says 0): the chart
+// leaves the point out instead of drawing a dip to 0.
+func TestRateChartFirstBatch(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := &Report{Batches: []BatchProgress{
+		{BatchID: 0, Timestamp: t0, NumInputRows: 100, InputRowsPerSecond: 0, ProcessedRowsPerSecond: 50},
+		{BatchID: 1, Timestamp: t0.Add(time.Minute), NumInputRows: 120, InputRowsPerSecond: 2, ProcessedRowsPerSecond: 60},
+		{BatchID: 2, Timestamp: t0.Add(2 * time.Minute), NumInputRows: 0, InputRowsPerSecond: 0, ProcessedRowsPerSecond: 0},
+	}}
+	c := r.RateChart()
+	in := c.Series[0]
+	if len(in.Points) != 2 || in.Points[0].V != 2 || !in.Points[1].T.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("input rate points %v: want batch 1's rate and batch 2's true 0", in.Points)
+	}
+	if len(c.Series[1].Points) != 3 {
+		t.Fatalf("processed rate points %v", c.Series[1].Points)
+	}
 }

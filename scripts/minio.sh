@@ -3,6 +3,8 @@
 #
 #   scripts/minio.sh install            build the pinned server from the Go module proxy (cached)
 #   eval "$(scripts/minio.sh start)"    start it on a free loopback port; prints the env to export
+#                                       (AWS_ENDPOINT_URL and credentials too, so that medallion and
+#                                       a config without s3.endpoint use it)
 #   scripts/minio.sh stop               stop the server started by `start` and delete its data
 #   scripts/minio.sh run -- CMD...      start, run CMD with the env set, always stop; CMD's exit code
 #
@@ -65,6 +67,7 @@ start() {
       printf 'pid=%s\nport=%s\ndata=%s\n' "$pid" "$port" "$data" >"$STATE"
       cat <<ENV
 export MEDALLION_TEST_S3_ENDPOINT=http://127.0.0.1:$port
+export AWS_ENDPOINT_URL=http://127.0.0.1:$port
 export MEDALLION_TEST_WEBHOOK_ADDR=$webhook
 export MEDALLION_TEST_WEBHOOK_TOKEN=$WEBHOOK_TOKEN
 export AWS_ACCESS_KEY_ID=$USER_NAME

@@ -194,7 +194,7 @@ func (r *Runner) account(st *batchStats, next int64) {
 	rep.SilverRows += st.silverRows
 	rep.Rejected += st.rejected
 	rep.Duplicates += st.duplicates
-	if rep.Gold == nil {
+	if len(rep.Gold) == 0 {
 		for _, ap := range r.ops.plan.aggs {
 			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
 		}

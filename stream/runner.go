@@ -43,10 +43,12 @@ type Options struct {
 type Report struct {
 	QueryID string `json:"queryId"`
 	// Batches is the number of micro-batches this run executed (re-runs and no-data batches
-	// included); LastBatch is the id of the last one (-1: none ran).
+	// included); LastBatch is the id of the last committed one, this run's or, when it ran
+	// none, the checkpoint's (-1: the query has never committed a batch).
 	Batches   int   `json:"batches"`
 	LastBatch int64 `json:"lastBatchId"`
-	// WatermarkMs is the watermark the next batch will run with.
+	// WatermarkMs is the watermark the next batch will run with (restored from the checkpoint
+	// when this run had no new data).
 	WatermarkMs int64        `json:"watermarkMs"`
 	InputRows   int64        `json:"numInputRows"`
 	SilverRows  int64        `json:"numSilverRows"`
@@ -171,6 +173,7 @@ func New(opts Options) (*Runner, error) {
 	r.q = &r.opts.Query
 	r.t.silverW = silver.Writer{Silver: r.t.silver, Rejects: r.t.rejects}
 	r.report.LastBatch = -1
+	r.report.Gold = []GoldReport{} // [] in the summary when no batch ran, not null
 	return r, nil
 }
 
@@ -397,6 +400,8 @@ func (r *Runner) start(ctx context.Context) error {
 		}
 		r.pos.lastEntry, r.pos.lastEnd = e, e.End
 		r.pos.nextBatch = lastOff + 1
+		// A run with no new data still says where the query stands.
+		r.report.LastBatch, r.report.WatermarkMs = lastOff, c.NextBatchWatermarkMs
 		r.pos.resume = func(t *gold.WatermarkTracker) error {
 			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
 		}
@@ -415,6 +420,7 @@ func (r *Runner) start(ctx context.Context) error {
 		}
 		r.pos.pending = e
 		r.pos.nextBatch = lastOff
+		r.report.LastBatch, r.report.WatermarkMs = lastOff-1, e.BatchWatermarkMs
 		r.pos.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
 	}
 	r.pos.started = true

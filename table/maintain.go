@@ -26,7 +26,7 @@ const MinVacuumRetention = 7 * 24 * time.Hour
 
 // VacuumOptions tune Vacuum.
 type VacuumOptions struct {
-	// Retention keeps unreferenced files younger than this (default: MinVacuumRetention).
+	// Retention keeps unreferenced files younger than this; zero keeps none (and needs Force).
 	Retention time.Duration
 	// Force allows a retention below MinVacuumRetention.
 	Force bool
@@ -44,11 +44,14 @@ type VacuumResult struct {
 // younger than the retention protects, and that are older than the retention. A crash
 // midway leaves some files deleted and others not: rerunning it finishes the job.
 func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, error) {
-	if opts.Retention == 0 {
-		opts.Retention = MinVacuumRetention
+	// A zero retention means zero (every unreferenced file), never a silent default: callers
+	// pass MinVacuumRetention when they mean Delta's default. Callers name their own override
+	// (a flag, a config key) when they report ErrRetentionTooShort.
+	if opts.Retention < 0 {
+		return VacuumResult{}, fmt.Errorf("table: vacuum retention %s is negative", opts.Retention)
 	}
 	if opts.Retention < MinVacuumRetention && !opts.Force {
-		return VacuumResult{}, fmt.Errorf("%w: %s < %s (set Force to override)", ErrRetentionTooShort, opts.Retention, MinVacuumRetention)
+		return VacuumResult{}, fmt.Errorf("%w: %s < %s", ErrRetentionTooShort, opts.Retention, MinVacuumRetention)
 	}
 	snap, err := t.log.Snapshot(ctx)
 	if err != nil {

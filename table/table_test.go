@@ -277,16 +277,20 @@ func TestOptimizeAndVacuum(t *testing.T) {
 	if _, err := tbl.Vacuum(ctx, VacuumOptions{Retention: time.Hour}); !errors.Is(err, ErrRetentionTooShort) {
 		t.Fatalf("short retention: %v", err)
 	}
+	// A zero retention means zero, so it too is refused without Force (it was a silent 168h).
+	if _, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true}); !errors.Is(err, ErrRetentionTooShort) {
+		t.Fatalf("zero retention: %v", err)
+	}
 	// Nothing is old enough yet.
 	now = t0.Add(time.Hour)
-	if r, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true}); err != nil || len(r.Files) != 0 {
+	if r, err := tbl.Vacuum(ctx, VacuumOptions{Retention: MinVacuumRetention, DryRun: true}); err != nil || len(r.Files) != 0 {
 		t.Fatalf("early vacuum: %+v %v", r, err)
 	}
 	for _, info := range must(objstore.ListAll(ctx, b, "", objstore.ListOptions{})) {
 		b.SetModTime(info.Key, t0)
 	}
 	now = t0.Add(8 * 24 * time.Hour)
-	dry, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true})
+	dry, err := tbl.Vacuum(ctx, VacuumOptions{Retention: MinVacuumRetention, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +300,7 @@ func TestOptimizeAndVacuum(t *testing.T) {
 	if _, err := b.Stat(ctx, dry.Files[0]); err != nil {
 		t.Fatal("dry run deleted a file")
 	}
-	if _, err := tbl.Vacuum(ctx, VacuumOptions{}); err != nil {
+	if _, err := tbl.Vacuum(ctx, VacuumOptions{Retention: MinVacuumRetention}); err != nil {
 		t.Fatal(err)
 	}
 	if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("a", 0, 50)) {

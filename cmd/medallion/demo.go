@@ -118,7 +118,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	}
 	var arrivals []arrival
 	if len(existing) > 0 {
-		done("landing already holds %d objects; generating nothing new", len(existing))
+		done("landing already holds %s; generating nothing new", count(int64(len(existing)), "object"))
 	} else if arrivals, err = demoGen(ctx, env, events, done); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("demo: ingest: %w", err)
 	}
 	ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
-	done("bronze +%s rows, rejects +%s %s", num(ing.Rows), num(ing.Rejected), reasons(ing.RejectsBy))
+	done("bronze +%s, rejects +%s %s", count(ing.Rows, "row"), num(ing.Rejected), reasons(ing.RejectsBy))
 
 	// 3. Stream.
 	done = step(3, "stream")
@@ -156,12 +156,12 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("demo: stream: %w", err)
 	}
-	done("%d micro-batches: silver +%s rows, %s duplicates dropped, %s rows rejected; watermark %s",
-		rep.Batches, num(rep.SilverRows), num(rep.Duplicates), num(rep.Rejected),
+	done("%s: silver +%s, %s dropped, %s rejected; watermark %s",
+		count(int64(rep.Batches), "micro-batch"), count(rep.SilverRows, "row"), count(rep.Duplicates, "duplicate"), count(rep.Rejected, "row"),
 		time.UnixMilli(rep.WatermarkMs).UTC().Format(time.RFC3339))
 	for _, g := range rep.Gold {
-		fmt.Fprintf(out, "            gold %s: +%s windows; %s late rows quarantined (Spark would have dropped them, reporting %s late groups)\n",
-			g.Name, num(g.RowsOut), num(g.LateRows), num(g.LateGroups))
+		fmt.Fprintf(out, "            gold %s: +%s; %s quarantined (Spark would have dropped them, reporting %s)\n",
+			g.Name, count(g.RowsOut, "window"), count(g.LateRows, "late row"), count(g.LateGroups, "late group"))
 	}
 
 	// 4. Merge-late.
@@ -193,7 +193,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 			continue
 		}
 		rows, _ := countRows(ctx, t)
-		fmt.Fprintf(out, "  %-22s version %-3d %8s rows in %d files\n", p, snap.Version(), num(rows), len(snap.Files()))
+		fmt.Fprintf(out, "  %-22s version %-3d %8s %-4s in %s\n", p, snap.Version(), num(rows), noun(rows, "row"), count(int64(len(snap.Files())), "file"))
 	}
 	fmt.Fprintf(out, `
 Explore:
@@ -228,8 +228,8 @@ func demoGen(ctx context.Context, env jobs.Env, events int64, done func(string, 
 	if err != nil {
 		return nil, fmt.Errorf("demo: gen: %w", err)
 	}
-	done("%s lines in %d objects under %s (%s duplicates, %s malformed, %s outage events delivered an hour late)",
-		num(st.Lines), st.Files, o.Prefix, num(st.Duplicates), num(st.Malformed), num(st.OutageEvents))
+	done("%s in %s under %s (%s, %s malformed, %s delivered an hour late)",
+		count(st.Lines, "line"), count(int64(st.Files), "object"), o.Prefix, count(st.Duplicates, "duplicate"), num(st.Malformed), count(st.OutageEvents, "outage event"))
 	// Objects hold equal shares of the lines, in arrival order, at o.Rate lines a second.
 	perFile := float64(st.Lines) / float64(len(st.Keys))
 	var out []arrival
@@ -264,8 +264,8 @@ func demoMergeLate(ctx context.Context, env jobs.Env) (string, error) {
 		}
 		b, _ := json.Marshal(g.Gold)
 		_ = json.Unmarshal(b, &c)
-		parts = append(parts, fmt.Sprintf("%s: %s late rows merged in one commit (version %d): %d windows updated, %d inserted; %d files rewritten",
-			g.Name, num(g.LateRows), c.Version, c.Updated, c.Inserted, c.FilesRemoved))
+		parts = append(parts, fmt.Sprintf("%s: %s merged in one commit (version %d): %s updated, %d inserted; %s rewritten",
+			g.Name, count(g.LateRows, "late row"), c.Version, count(c.Updated, "window"), c.Inserted, count(int64(c.FilesRemoved), "file")))
 	}
 	return strings.Join(parts, "; "), nil
 }
@@ -355,6 +355,22 @@ func reasons(by map[string]int64) string {
 }
 
 // num prints an integer with thousands separators.
+// count is n and the noun, singular or plural as n asks: "1 file", "12 files", "3 micro-batches".
+func count(n int64, singular string) string { return num(n) + " " + noun(n, singular) }
+
+// noun is the singular or the plural (English: +s, +es after ch, sh, s or x) of a noun for n.
+func noun(n int64, singular string) string {
+	if n == 1 {
+		return singular
+	}
+	for _, end := range []string{"ch", "sh", "s", "x"} {
+		if strings.HasSuffix(singular, end) {
+			return singular + "es"
+		}
+	}
+	return singular + "s"
+}
+
 func num(n int64) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")

@@ -32,3 +32,19 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("a second demo must add nothing:\n%s", second)
 	}
 }
+
+// TestPlurals: counts read as people write them ("1 file", "2 files", "1 micro-batch").
+func TestPlurals(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		noun string
+		want string
+	}{
+		{1, "file", "1 file"}, {0, "file", "0 files"}, {1234, "row", "1,234 rows"},
+		{1, "micro-batch", "1 micro-batch"}, {3, "micro-batch", "3 micro-batches"}, {2, "late row", "2 late rows"},
+	} {
+		if got := count(c.n, c.noun); got != c.want {
+			t.Errorf("count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -79,9 +81,9 @@ func errorHint(err error) string {
 		return "signature mismatch: check the secret key (AWS_SECRET_ACCESS_KEY) and s3.region"
 	case code == "InvalidAccessKeyId" || code == "AccessDenied" || code == "ExpiredToken" ||
 		code == "InvalidToken" || code == "Forbidden":
-		return "wrong or expired credentials: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or s3.credentials) and the bucket policy"
+		return "wrong or expired credentials: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment, and the bucket policy"
 	case strings.Contains(err.Error(), "get credentials") || strings.Contains(err.Error(), "failed to retrieve credentials"):
-		return "missing credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or s3.credentials)"
+		return "missing credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment (the config file never holds secrets)"
 	case errors.Is(err, file.ErrReadOnly):
 		return ""
 	case code == "NotImplemented" || errors.Is(err, objstore.ErrNotSupported):
@@ -114,6 +116,11 @@ func explainTableNotFound(ctx context.Context, url string, err error) error {
 	if !errors.Is(err, txlog.ErrTableNotFound) {
 		return err
 	}
+	if loc, perr := bucketurl.Parse(url); perr == nil && loc.Scheme == "file" {
+		if _, serr := os.Stat(loc.Path); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("%s: no such directory%s: %w", url, nearbyTables(ctx, url), txlog.ErrTableNotFound)
+		}
+	}
 	msg := fmt.Sprintf("%s: no Delta table there (no _delta_log)", url)
 	if tables := tablesBelow(ctx, url); len(tables) > 0 {
 		msg = fmt.Sprintf("%s is a lake root, not a table; tables below it: %s", url, strings.Join(tables, ", "))
@@ -145,4 +152,23 @@ func tablesBelow(ctx context.Context, url string) []string {
 	}
 	slices.Sort(tables)
 	return tables
+}
+
+// nearbyTables says which tables lie under the parent directory of a local path
+// that does not exist (a mistyped table name), or "" when there are none or it is not local.
+func nearbyTables(ctx context.Context, url string) string {
+	loc, err := bucketurl.Parse(url)
+	if err != nil || loc.Scheme != "file" {
+		return ""
+	}
+	// Only the parent: walking further up could list a whole disk.
+	dir := filepath.Dir(loc.Path)
+	if _, err := os.Stat(dir); err != nil {
+		return ""
+	}
+	tables := tablesBelow(ctx, dir)
+	if len(tables) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; tables under %s: %s", dir, strings.Join(tables, ", "))
 }

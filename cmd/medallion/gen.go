@@ -24,7 +24,9 @@ func newGenCmd() *cobra.Command {
 		Long: `gen writes N lines of NDJSON (or CSV, per landing.format) into the config's landing prefix, in arrival order: events of the
 configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
 where one device delivers an hour late), duplicates, malformed lines and far-future event times.
-The same seed and flags give byte-identical objects; a rerun skips objects already written.
+By default the events end now (--start now) and fill 8 objects. With the same seed, flags and
+an RFC 3339 --start, every run gives byte-identical objects, and a rerun skips objects already
+written.
 It prints a one-line JSON summary that counts every kind of line.
 When landing.kind is kafka, the lines are produced into the landing topic instead, one record
 each (created with --partitions partitions when it does not exist); a rerun produces them again.`,
@@ -35,10 +37,10 @@ each (created with --partitions partitions when it does not exist); a rerun prod
 	f.String("config", "", "pipeline config (YAML)")
 	f.Int64("events", 0, "number of lines to write (events, duplicates and malformed lines together)")
 	f.Int64("seed", 1, "random seed (same seed, same objects)")
-	f.Int("files", 0, "number of landing objects (default: one per 1,000,000 lines)")
+	f.Int("files", 0, "number of landing objects (default: 8, or one per 1,000,000 lines when that is more)")
 	f.StringArray("set", nil, "override a config key, e.g. --set landing.path=landing/test/ (repeatable)")
 	d := gen.DefaultOptions()
-	f.String("start", d.Start.Format(time.RFC3339), "arrival time of the first line (RFC 3339), or \"now\": the last line arrives now")
+	f.String("start", "now", "arrival time of the first line (RFC 3339, e.g. "+d.Start.Format(time.RFC3339)+" for objects that are the same on every run), or \"now\": the last line arrives now")
 	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
 	f.Bool("gzip", false, "gzip each object (.json.gz, .csv.gz)")
 	f.Int32("partitions", 4, "partitions of the topic gen creates when landing.kind is kafka")
@@ -174,6 +176,12 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 	if o.Files < 0 {
 		return o, usageError("gen: --files must not be negative, got %d", o.Files)
 	}
+	if !f.Changed("files") {
+		// Several objects by default, so that ingest batches and the stream's micro-batches
+		// (one object per batch, as a schedule sees them arrive) show late rows being
+		// quarantined and merged back; one object would be one batch with nothing late.
+		o.Files = int(min(events, max(8, (events+999_999)/1_000_000)))
+	}
 	start, _ := f.GetString("start")
 	if start == "now" {
 		// The last line arrives now: an arrival clock running past the real time would make
@@ -214,15 +222,16 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 	cfg, err := config.Load(path)
 	if err == nil {
+		// Every --set first, one validation after: their order does not matter.
+		var kvs []config.KeyValue
 		for _, s := range sets {
 			key, value, ok := strings.Cut(s, "=")
 			if !ok {
 				return nil, usageError("--set %q: expected key=value, e.g. stream.trigger=once", s)
 			}
-			if err = cfg.Override(key, value); err != nil {
-				break
-			}
+			kvs = append(kvs, config.KeyValue{Key: key, Value: value})
 		}
+		err = cfg.OverrideAll(kvs)
 	}
 	if err != nil {
 		// A config that is missing, unreadable or invalid is a bad config: exit 2 (README).

@@ -43,7 +43,7 @@ func runGenCLI(t *testing.T, args ...string) (string, error) {
 func TestGenCommand(t *testing.T) {
 	lake := t.TempDir()
 	cfg := writeGenConfig(t, lake, "")
-	out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
+	out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01", "--start", "2024-05-01T00:00:00Z")
 	if err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
@@ -71,12 +71,12 @@ func TestGenCommand(t *testing.T) {
 		t.Errorf("%d objects with %d lines; summary %v", len(entries), lines, summary)
 	}
 	// landing.format decides the format.
-	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "100", "--set", "landing.path=landing/csv/", "--set", "landing.format=csv")
+	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "100", "--files", "1", "--start", "2024-05-01T00:00:00Z", "--set", "landing.path=landing/csv/", "--set", "landing.format=csv")
 	if err != nil || !strings.Contains(out, `"last_key":"landing/csv/20240501T000000.000000Z-s1-000000.csv"`) {
 		t.Errorf("csv: %v %s", err, out)
 	}
 	// A rerun converges: same objects, all skipped.
-	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01")
+	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "5000", "--files", "3", "--seed", "4", "--malformed", "0.01", "--start", "2024-05-01T00:00:00Z")
 	if err != nil || !strings.Contains(out, `"skipped":3`) {
 		t.Errorf("rerun: %v %s", err, out)
 	}
@@ -132,5 +132,33 @@ func TestGenCommandErrors(t *testing.T) {
 		if err == nil || code != c.code || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v (code %d), want code %d and %q", c.args, err, code, c.code, c.want)
 		}
+	}
+}
+
+// TestGenDefaults: without --start and --files, gen writes several objects (so that batches and
+// micro-batches show late rows) of events that end now (not in 2024, which made the lag 942 days).
+func TestGenDefaults(t *testing.T) {
+	lake := t.TempDir()
+	cfg := writeGenConfig(t, lake, "")
+	before := time.Now()
+	out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "3000", "--future", "0")
+	if err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	entries, err := os.ReadDir(filepath.Join(lake, "landing", "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary struct {
+		MaxEventTime time.Time `json:"max_event_time"`
+	}
+	if err := json.Unmarshal([]byte(out), &summary); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 8 {
+		t.Errorf("%d landing objects, want 8", len(entries))
+	}
+	if summary.MaxEventTime.After(time.Now()) || summary.MaxEventTime.Before(before.Add(-time.Hour)) {
+		t.Errorf("the newest event is at %v; the run ended at %v", summary.MaxEventTime, before)
 	}
 }

@@ -55,7 +55,7 @@ func TestKafkaGenIngestLag(t *testing.T) {
 			Rejected int64 `json:"rejected"`
 			Kafka    struct {
 				Partitions int   `json:"partitions"`
-				TotalLag   int64 `json:"total_lag"`
+				TotalLag   int64 `json:"totalLag"`
 			} `json:"kafka"`
 		} `json:"result"`
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -45,6 +46,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("medallion {{.Version}}\n")
 	root.AddCommand(
 		newDemoCmd(),
+		newInitCmd(),
 		newGenCmd(),
 		newRunCmd(),
 		newServeCmd(),
@@ -68,6 +70,11 @@ func strictCommandLine(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2
 		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 			if !cmd.HasParent() {
+				// "medallion inget --config F": the unknown word is the mistake, not the flag
+				// meant for the job it names.
+				if args := cmd.Flags().Args(); len(args) > 0 {
+					return unknownCommand(cmd, args[0])
+				}
 				return &exitError{code: 2, err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 			}
 			return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", subPath(cmd), err, cmd.CommandPath())}
@@ -86,11 +93,7 @@ func strictCommandLine(c *cobra.Command) {
 			if len(args) == 0 {
 				return nil
 			}
-			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			return &exitError{code: 2, err: fmt.Errorf("%s (see '%s --help')", msg, cmd.CommandPath())}
+			return unknownCommand(cmd, args[0])
 		}
 		c.RunE = func(cmd *cobra.Command, _ []string) error {
 			if !cmd.HasParent() {
@@ -118,6 +121,28 @@ func strictCommandLine(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		strictCommandLine(sub)
 	}
+}
+
+// unknownCommand is the exit-2 error for an unknown word after cmd, with cobra's suggestions;
+// at the top level, a word near a job's name also suggests "run JOB" (medallion ingest).
+func unknownCommand(cmd *cobra.Command, word string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", word, cmd.CommandPath())
+	s := cmd.SuggestionsFor(word)
+	if !cmd.HasParent() {
+		for _, sub := range cmd.Commands() {
+			if sub.Name() == "run" {
+				for _, job := range sub.SuggestionsFor(word) {
+					if !slices.Contains(s, "run "+job) {
+						s = append(s, "run "+job)
+					}
+				}
+			}
+		}
+	}
+	if len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &exitError{code: 2, err: fmt.Errorf("%s (see '%s --help')", msg, cmd.CommandPath())}
 }
 
 // subPath is the command path without the program name, which exitCode prints already.

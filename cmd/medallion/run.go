@@ -12,9 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/late"
+	"github.com/medallion-lake/medallion/stream"
 )
 
 // jobRunner runs one job and returns what its one-line JSON summary reports.
@@ -122,8 +124,12 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 	}
 }
 
-func runIngest(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
-	rep, err := jobs.Ingest(ctx, env)
+func runIngest(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "ingest", "lines", -1)
+	defer bar.done()
+	rep, err := jobs.IngestProgress(ctx, env, func(b bronze.Report) {
+		bar.add(b.Lines, fmt.Sprintf("ingest: batch of %s", count(int64(b.Files), "object")))
+	})
 	return rep, err
 }
 
@@ -149,7 +155,9 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 		}
 		trigger = t
 	}
-	rep, err := jobs.Stream(ctx, env, trigger, nil)
+	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "stream", "rows", -1)
+	defer bar.done()
+	rep, err := jobs.Stream(ctx, env, trigger, progressListener{bar})
 	return rep, err
 }
 
@@ -159,6 +167,13 @@ func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, e
 		return nil, err
 	}
 	return jobs.MergeLate(ctx, env, name)
+}
+
+// progressListener moves the stream's bar on each batch's progress.
+type progressListener struct{ bar *progress }
+
+func (l progressListener) OnProgress(p *stream.Progress) {
+	l.bar.add(p.NumInputRows, fmt.Sprintf("stream: batch %d", p.BatchID))
 }
 
 // goldFlag is --gold (on the jobs that have it), checked against the config before anything

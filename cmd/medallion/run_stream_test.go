@@ -43,8 +43,24 @@ func TestRunStreamCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stream: %v\n%s", err, out)
 	}
-	if res := summary(out); res["numInputRows"] != float64(0) {
-		t.Fatalf("second run read %v rows", res["numInputRows"])
+	second := summary(out)
+	if second["numInputRows"] != float64(0) {
+		t.Fatalf("second run read %v rows", second["numInputRows"])
+	}
+	// The first run's own figures are the oracle: a run with no new data reports where the
+	// query stands (it said watermarkMs 0 and lastBatchId -1, and the demo printed 1970).
+	out, err = runGenCLI(t, "run", "stream", "--config", cfg, "--trigger", "available-now")
+	if err != nil {
+		t.Fatalf("stream: %v\n%s", err, out)
+	}
+	third := summary(out)
+	if third["batches"] != float64(0) || third["watermarkMs"] != second["watermarkMs"] ||
+		third["lastBatchId"] != second["lastBatchId"] || third["watermarkMs"].(float64) <= 0 {
+		t.Fatalf("idle run reports watermark %v and last batch %v; the run before ended at %v and %v",
+			third["watermarkMs"], third["lastBatchId"], second["watermarkMs"], second["lastBatchId"])
+	}
+	if g, ok := third["gold"].([]any); !ok || g == nil {
+		t.Fatalf("idle run: gold is %#v, want a list", third["gold"])
 	}
 	_, err = runGenCLI(t, "run", "stream", "--config", cfg, "--trigger", "sometimes")
 	var ee *exitError

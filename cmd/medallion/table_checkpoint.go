@@ -36,7 +36,7 @@ func newTableCheckpointCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "log cleanup deleted %d files\n", n)
+				fmt.Fprintf(cmd.OutOrStdout(), "log cleanup deleted %s\n", count(int64(n), "file"))
 			}
 			return nil
 		},

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -20,6 +22,9 @@ import (
 // nothing is created (describe, history): inspecting a lake must not write to it.
 func openLog(ctx context.Context, url string, readOnly bool) (*txlog.Log, error) {
 	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", url, txlog.ErrTableNotFound) // explainTableNotFound says more
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ func newTableHistoryCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			if format == "jsonl" {
 				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
 				for _, h := range hist {
 					if err := enc.Encode(map[string]any{"version": h.Version, "timestamp": h.Timestamp, "commitInfo": h.CommitInfo}); err != nil {
 						return err
@@ -60,7 +61,7 @@ func newTableHistoryCmd() *cobra.Command {
 				}
 				var params []string
 				for _, k := range slices.Sorted(maps.Keys(ci.OperationParameters)) {
-					params = append(params, k+"="+string(ci.OperationParameters[k]))
+					params = append(params, k+"="+plainJSON(ci.OperationParameters[k]))
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), ci.Operation,
 					strings.Join(params, " "), read, ci.IsolationLevel, blind, ci.EngineInfo)
@@ -71,4 +72,20 @@ func newTableHistoryCmd() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or jsonl")
 	return cmd
+}
+
+// plainJSON re-encodes a commitInfo value without HTML escaping: Go's encoder wrote the MERGE
+// predicate's "<=>" as "\u003c=\u003e", which is valid JSON but not what people read.
+func plainJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -41,7 +41,7 @@ func TestTableOptimizeAndVacuumCLI(t *testing.T) {
 		}
 	}
 	out, code := tableCLI("table", "optimize", dir)
-	if code != 0 || !strings.Contains(out, "3 files") || !strings.Contains(out, "into 1 files") {
+	if code != 0 || !strings.Contains(out, "3 files") || !strings.Contains(out, "into 1 file (") {
 		t.Errorf("optimize: exit %d, said %q", code, out)
 	}
 	if _, code := tableCLI("table", "vacuum", dir, "--retain", "1h"); code != 2 {

@@ -34,8 +34,8 @@ func newTableOptimizeCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to compact")
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "version %d: %d files (%d bytes) compacted into %d files (%d bytes)\n",
-				res.Version, res.FilesRemoved, res.BytesRemoved, res.FilesAdded, res.BytesAdded)
+			fmt.Fprintf(cmd.OutOrStdout(), "version %d: %s (%s) compacted into %s (%s)\n",
+				res.Version, count(int64(res.FilesRemoved), "file"), count(res.BytesRemoved, "byte"), count(int64(res.FilesAdded), "file"), count(res.BytesAdded, "byte"))
 			return nil
 		},
 	}

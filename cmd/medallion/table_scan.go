@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +52,10 @@ func (f *tableVersionFlags) scanOptions() (table.ScanOptions, error) {
 // openTable opens the table at url; readOnly (scan) creates nothing and refuses writes.
 func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, error) {
 	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
+	if errors.Is(err, fs.ErrNotExist) {
+		// The backend's "open root: ... no such file or directory" reads like our bug.
+		return nil, fmt.Errorf("%s: %w", url, txlog.ErrTableNotFound) // explainTableNotFound says more
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +145,21 @@ func newTableScanCmd() *cobra.Command {
 	return cmd
 }
 
+// humanFloat writes a float as people do: without binary noise (24709.9, not
+// 24709.90000000002: 12 significant digits for a double, 6 for a float) and without an exponent
+// (1500000, not 1.5e+06). jsonl keeps the exact value.
+func humanFloat(v float64, bits int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	digits := 12
+	if bits == 32 {
+		digits = 6
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
 // writeTableRow prints one row as tab-separated cells in the JSON rendering, with strings
 // unquoted and null as NULL.
 func writeTableRow(tw *tabwriter.Writer, b *table.Batch, i int) {
@@ -151,6 +174,10 @@ func writeTableRow(tw *tabwriter.Writer, b *table.Batch, i int) {
 		case b.Schema.Fields[k].Type.TypeName() == "string":
 			q := strconv.Quote(c.StringAt(i))
 			fmt.Fprint(tw, q[1:len(q)-1])
+		case c.Kind == table.KindFloat64:
+			fmt.Fprint(tw, humanFloat(c.Float64[i], 64))
+		case c.Kind == table.KindFloat32:
+			fmt.Fprint(tw, humanFloat(float64(c.Float32[i]), 32))
 		default:
 			cell = table.AppendJSONValue(cell[:0], c, i)
 			if len(cell) >= 2 && cell[0] == '"' {

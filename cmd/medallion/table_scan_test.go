@@ -51,3 +51,27 @@ func TestTableScanBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHumanFloat: --format table prints floats as people write them, without binary noise or
+// an exponent.
+func TestHumanFloat(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		bits int
+		want string
+	}{
+		{24709.90000000002, 64, "24709.9"}, {0.1 + 0.2, 64, "0.3"}, {1.5e6, 64, "1500000"},
+		{-2.5e-7, 64, "-0.00000025"}, {float64(float32(3.14159274)), 32, "3.14159"}, {29.68240999999998, 64, "29.68241"},
+	} {
+		if got := humanFloat(c.v, c.bits); got != c.want {
+			t.Errorf("humanFloat(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestHistoryPlainJSON: commit parameters print "<=>" as written, not "\u003c=\u003e".
+func TestHistoryPlainJSON(t *testing.T) {
+	if got := plainJSON([]byte(`"[\"(target.window \u003c=\u003e source.window)\"]"`)); got != `"[\"(target.window <=> source.window)\"]"` {
+		t.Errorf("plainJSON = %s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/spf13/cobra"
 )
@@ -16,8 +17,9 @@ func newTableVacuumCmd() *cobra.Command {
 		Use:   "vacuum URL",
 		Short: "Remove unreferenced files older than the retention",
 		Long: "Delete data files that the latest version does not reference and that are older than the\n" +
-			"retention (default 168h). A retention below 168h is refused unless --force is given, because\n" +
-			"readers of older versions and running writers may still need younger files.",
+			"retention (default 168h; 0s means zero). A retention below 168h is refused unless --force is\n" +
+			"given, because readers of older versions and running writers may still need younger files.\n" +
+			"--dry-run lists the files and says what would be deleted; it deletes nothing.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -28,7 +30,9 @@ func newTableVacuumCmd() *cobra.Command {
 			defer t.Bucket().Close()
 			res, err := t.Vacuum(ctx, table.VacuumOptions{Retention: retain, Force: force, DryRun: dryRun})
 			if errors.Is(err, table.ErrRetentionTooShort) {
-				return usageError("%v", err)
+				// Name the flag to change, not the library's option.
+				return usageError("table vacuum: --retain %s is shorter than %s: readers of older versions and running writers may still need those files; add --force if you are sure",
+					config.FormatDuration(retain), config.FormatDuration(table.MinVacuumRetention))
 			}
 			if err != nil {
 				return err
@@ -38,10 +42,10 @@ func newTableVacuumCmd() *cobra.Command {
 				for _, f := range res.Files {
 					fmt.Fprintln(out, f)
 				}
-				fmt.Fprintf(out, "dry run: %d files (%d bytes) would be deleted\n", len(res.Files), res.Bytes)
+				fmt.Fprintf(out, "dry run: %s (%s) would be deleted\n", count(int64(len(res.Files)), "file"), count(res.Bytes, "byte"))
 				return nil
 			}
-			fmt.Fprintf(out, "deleted %d files (%d bytes)\n", len(res.Files), res.Bytes)
+			fmt.Fprintf(out, "deleted %s (%s)\n", count(int64(len(res.Files)), "file"), count(res.Bytes, "byte"))
 			return nil
 		},
 	}

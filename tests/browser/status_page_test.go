@@ -218,6 +218,23 @@ func TestStatusPageInBrowser(t *testing.T) {
 			job: text("#jobs tr[id^=job-] td"),
 			charts: svgs.length,
 			drawn: svgs.filter(s => s.querySelectorAll("path,rect,line,polyline,circle").length > 3).length,
+			// Legends drawn past the chart's right edge are cut off by the browser.
+			cut: svgs.flatMap(s => [...s.querySelectorAll(".legend text")].filter(t => {
+				const b = t.getBBox(); return b.x + b.width > s.viewBox.baseVal.width + 0.5 || b.y + b.height > s.viewBox.baseVal.height + 0.5;
+			}).map(t => t.textContent)),
+			operators: svgs.flatMap(s => [...s.querySelectorAll(".legend text")].map(t => t.textContent)).filter(n => n.startsWith("stateStoreSave")),
+			// The first point of the input rate: a run's first batch has none to show (not 0).
+			firstInput: ([...document.querySelectorAll("circle title")].map(t => t.textContent).find(t => t.startsWith("input rows/s")) || ""),
+			// Marker labels of the lag histogram (p50, p95, p99, watermarks) must not overlap.
+			overlaps: svgs.flatMap(s => {
+				const boxes = [...s.querySelectorAll(".marker-label")].map(t => [t.textContent, t.getBBox()]);
+				const out = [];
+				for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+					const [a, p] = boxes[i], [b, q] = boxes[j];
+					if (p.x < q.x + q.width && q.x < p.x + p.width && p.y < q.y + q.height && q.y < p.y + p.height) out.push(a + "/" + b);
+				}
+				return out;
+			}),
 		};
 	})()`))
 	if err != nil {
@@ -259,6 +276,18 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if charts < 6 || chartShapes < 6 {
 		t.Errorf("%v charts on the page, %v of them with drawn shapes; want the lag histogram and 5 stream charts", charts, chartShapes)
+	}
+	if cut, _ := page["cut"].([]any); len(cut) > 0 {
+		t.Errorf("legend entries cut at the chart's edge: %v", cut)
+	}
+	if ops, _ := page["operators"].([]any); len(ops) > 0 {
+		t.Errorf("legends name state operators, not aggregations: %v", ops)
+	}
+	if first := str("firstInput"); first == "" || strings.HasSuffix(first, ": 0") {
+		t.Errorf("the input rate chart starts with %q: the first batch of a run has no rate to show", first)
+	}
+	if ov, _ := page["overlaps"].([]any); len(ov) > 0 {
+		t.Errorf("marker labels overlap: %v", ov)
 	}
 	if len(consoleErrors) > 0 {
 		t.Errorf("console errors: %v", consoleErrors)

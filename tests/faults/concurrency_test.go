@@ -80,7 +80,7 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 			var rec struct {
 				Time            time.Time
 				Msg, Job, Level string
-				Duration        time.Duration
+				Seconds         float64 // the run's duration
 				Summary         json.RawMessage
 			}
 			if json.Unmarshal([]byte(line), &rec) != nil {
@@ -88,9 +88,9 @@ serve: {lease_ttl: 20s, shutdown_timeout: 60s}
 			}
 			if rec.Msg == "run finished" {
 				finished[rec.Job]++
-				runs[rec.Job] = append(runs[rec.Job], span{server, rec.Time.Add(-rec.Duration), rec.Time})
+				runs[rec.Job] = append(runs[rec.Job], span{server, rec.Time.Add(-time.Duration(rec.Seconds * float64(time.Second))), rec.Time})
 				var tables []struct {
-					FilesDeleted int `json:"files_deleted"`
+					FilesDeleted int `json:"filesDeleted"`
 				}
 				if rec.Job == "vacuum" && json.Unmarshal(rec.Summary, &tables) == nil {
 					for _, tb := range tables {

@@ -103,7 +103,7 @@ def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake
     # Nothing was dropped: every landing line is a bronze row or an ingest reject.
     stats = ingest["result"]
     assert stats["lines"] == stats["rows"] + stats["rejected"], stats
-    by_reason = stats["rejects_by_reason"]
+    by_reason = stats["rejectsByReason"]
     assert by_reason.get("invalid_utf8", 0) > 0 and by_reason.get("line_too_long", 0) > 0, stats
     if fmt == "csv":
         assert by_reason.get("unterminated_quote") == 1, stats

@@ -525,7 +525,7 @@ func detail(stage string, out []byte) string {
 		return d
 	case bench.StageMergeLate, bench.StageReplay:
 		d := ""
-		if in, ok := r["late_rows"]; ok && stage == bench.StageMergeLate {
+		if in, ok := r["lateRows"]; ok && stage == bench.StageMergeLate {
 			d = fmt.Sprintf("late rows %v", in)
 		}
 		golds, _ := r["gold"].([]any)

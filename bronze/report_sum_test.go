@@ -1,0 +1,128 @@
+package bronze
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/mem"
+)
+
+// cancelAfter cancels a run's context right after its k-th write lands, as a Ctrl-C at that
+// instant would.
+type cancelAfter struct {
+	objstore.Bucket
+	mu     sync.Mutex
+	n, k   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) wrote() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n++; c.n == c.k {
+		c.cancel()
+	}
+}
+
+func (c *cancelAfter) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	err := c.Bucket.Put(ctx, key, r, size)
+	c.wrote()
+	return err
+}
+
+func (c *cancelAfter) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	err := c.Bucket.PutIfAbsent(ctx, key, r, size)
+	c.wrote()
+	return err
+}
+
+// TestIngestInterruptedReportsAddUp interrupts an ingest after its k-th write, for every k, and
+// reruns it: the two summaries together count every landing line once (the interrupted run's
+// finished batches, the rerun the rest), as the tables hold them.
+func TestIngestInterruptedReportsAddUp(t *testing.T) {
+	for k := 1; ; k++ {
+		lake := mem.New()
+		rng := rand.New(rand.NewPCG(uint64(k), 9))
+		want := map[string]bool{}
+		for i := 0; i < 5; i++ {
+			for key := range landingObject(t, lake, rng, fmt.Sprintf("landing/events/%03d.json", i), 30) {
+				want[key] = true
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cb := &cancelAfter{Bucket: lake, k: k, cancel: cancel}
+		x, _ := NewIngester(cb, ingestOptions())
+		first, firstErr := x.Run(ctx)
+		cancel()
+		y, _ := NewIngester(lake, ingestOptions())
+		second, err := y.Run(context.Background())
+		if err != nil {
+			t.Fatalf("k=%d: rerun: %v", k, err)
+		}
+		sameSet(t, tableLines(t, lake), want)
+		if got := first.Lines + second.Lines; got != int64(len(want)) {
+			t.Fatalf("k=%d: the summaries count %d + %d lines, landing has %d (first run: %v)", k, first.Lines, second.Lines, len(want), firstErr)
+		}
+		if got := first.Rows + first.Rejected + second.Rows + second.Rejected; got != int64(len(want)) {
+			t.Fatalf("k=%d: rows and rejects in the summaries: %d, landing lines %d", k, got, len(want))
+		}
+		if firstErr == nil {
+			if k < 3 {
+				t.Fatal("the first run was never interrupted: the test proves nothing")
+			}
+			break
+		}
+	}
+}
+
+// TestIngestRacingReportsAddUp runs two ingesters at once, each re-running the other's claimed
+// batches as soon as they look pending: together their summaries count each landing line once.
+func TestIngestRacingReportsAddUp(t *testing.T) {
+	for seed := range uint64(4) {
+		lake, err := file.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		want := map[string]bool{}
+		for i := 0; i < 12; i++ {
+			for key := range landingObject(t, lake, rng, fmt.Sprintf("landing/events/%03d.json", i), 25) {
+				want[key] = true
+			}
+		}
+		var wg sync.WaitGroup
+		reps := make([]Report, 2)
+		errs := make([]error, 2)
+		for i := range reps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				opts := ingestOptions()
+				opts.MaxFilesPerTrigger = 2
+				opts.OrderWait = time.Millisecond // take over the other's batches at once: the race
+				x, err := NewIngester(lake, opts)
+				if err == nil {
+					reps[i], err = x.Run(context.Background())
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		sameSet(t, tableLines(t, lake), want)
+		if got := reps[0].Lines + reps[1].Lines; got != int64(len(want)) {
+			t.Fatalf("seed %d: two racing ingests report %d + %d lines; landing has %d", seed, reps[0].Lines, reps[1].Lines, len(want))
+		}
+	}
+}

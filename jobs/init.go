@@ -1,0 +1,115 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/s3"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// InitReport is what `medallion init` did.
+type InitReport struct {
+	// Bucket is "created", "exists" or "" for a file lake.
+	Bucket string `json:"bucket,omitempty"`
+	// PutIfAbsent is "ok", or "unsafe_commits" when the config opted out of the check.
+	PutIfAbsent string `json:"putIfAbsent"`
+	// Created lists the tables this run created; Existing those that were there already.
+	Created  []string `json:"created"`
+	Existing []string `json:"existing"`
+}
+
+// Init prepares a lake for the pipeline: it creates the S3 bucket when it is missing and the
+// store allows it (MinIO, LocalStack; on AWS the bucket usually exists already), checks that the
+// store refuses to overwrite with put-if-absent (the commit protocol needs it), and creates every
+// table of the pipeline that does not exist yet, empty, with its schema. Running it again changes
+// nothing.
+func Init(ctx context.Context, env Env) (InitReport, error) {
+	rep := InitReport{Created: []string{}, Existing: []string{}}
+	if b, ok := env.Lake.(*s3.Bucket); ok {
+		state, err := ensureBucket(ctx, b.Client(), b.Name())
+		if err != nil {
+			return rep, err
+		}
+		rep.Bucket = state
+	}
+	rep.PutIfAbsent = "unsafe_commits"
+	if !env.Config.UnsafeCommits {
+		if err := objstore.ProbePutIfAbsent(ctx, env.Lake, "_medallion"); err != nil {
+			return rep, fmt.Errorf("jobs: init: %w", err)
+		}
+		rep.PutIfAbsent = "ok"
+	}
+	existed := map[string]bool{}
+	for _, p := range TablePaths(env) {
+		if _, err := table.Open(objstore.WithPrefix(env.Lake, p)).Log().Snapshot(ctx); err == nil {
+			existed[p] = true
+		} else if !errors.Is(err, txlog.ErrTableNotFound) {
+			return rep, fmt.Errorf("jobs: init: %s: %w", p, err)
+		}
+	}
+	declared, err := DeclaredSchema(env.Config)
+	if err != nil {
+		return rep, err
+	}
+	cfg := env.Config
+	for _, t := range []struct {
+		path   string
+		schema *txlog.StructType
+	}{{cfg.Tables.Bronze, bronze.BronzeSchema(declared)}, {cfg.Tables.Rejects, bronze.RejectsSchema()}} {
+		if existed[t.path] {
+			continue
+		}
+		tbl := table.Open(objstore.WithPrefix(env.Lake, t.path), table.WithClock(env.clock))
+		if _, err := tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+			return rep, fmt.Errorf("jobs: init: create %s: %w", t.path, err)
+		}
+	}
+	// Silver, quarantine and gold follow from bronze's schema, as the stream derives them.
+	if err := stream.CreateTables(ctx, stream.Options{Lake: env.Lake, Query: specs.Query(cfg), Clock: env.Clock, Logger: env.Logger}); err != nil {
+		return rep, fmt.Errorf("jobs: init: %w", err)
+	}
+	for _, p := range TablePaths(env) {
+		if existed[p] {
+			rep.Existing = append(rep.Existing, p)
+		} else {
+			rep.Created = append(rep.Created, p)
+		}
+	}
+	return rep, nil
+}
+
+// ensureBucket creates the bucket unless it exists; "created" or "exists".
+func ensureBucket(ctx context.Context, c *awss3.Client, name string) (string, error) {
+	_, err := c.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(name)})
+	if err == nil {
+		return "exists", nil
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) || (api.ErrorCode() != "NotFound" && api.ErrorCode() != "NoSuchBucket") {
+		return "", fmt.Errorf("jobs: init: bucket %s: %w", name, err)
+	}
+	in := &awss3.CreateBucketInput{Bucket: aws.String(name)}
+	if r := c.Options().Region; r != "" && r != "us-east-1" {
+		// S3 wants the region named outside us-east-1; MinIO and LocalStack accept it too.
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	}
+	if _, err := c.CreateBucket(ctx, in); err != nil {
+		if errors.As(err, &api) && (api.ErrorCode() == "BucketAlreadyOwnedByYou" || api.ErrorCode() == "BucketAlreadyExists") {
+			return "exists", nil
+		}
+		return "", fmt.Errorf("jobs: init: create bucket %s: %w", name, err)
+	}
+	return "created", nil
+}

@@ -1,0 +1,182 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/late"
+	"github.com/medallion-lake/medallion/stream"
+)
+
+// metricsMaxAge bounds how old the lake figures of a scrape may be: building them reads every
+// table's log and a day of bronze for the lag, too much for every scrape.
+const metricsMaxAge = time.Minute
+
+// pipelineMetrics are the figures to alert on, beside the job metrics: rows into and out of
+// each table, rejects by reason, late rows quarantined and merged (counters, from each run's
+// summary), and, read from the lake at scrape time (at most metricsMaxAge old), the watermark
+// and its delay, the lag p95, each table's version and the age of its last commit, and the
+// state rows of each stateful operator.
+type pipelineMetrics struct {
+	env        Env
+	rowsIn     *prometheus.CounterVec
+	rowsOut    *prometheus.CounterVec
+	rejects    *prometheus.CounterVec
+	duplicates prometheus.Counter
+	lateQ      *prometheus.CounterVec
+	lateM      *prometheus.CounterVec
+	page       *statusPage
+
+	watermark, watermarkDelay, lagP95, tableAge, tableVersion, stateRows *prometheus.Desc
+}
+
+func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*pipelineMetrics, error) {
+	m := &pipelineMetrics{
+		env: env, page: page,
+		rowsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_table_rows_in_total",
+			Help: "Rows written into a table (landing: lines ingest read)."}, []string{"table"}),
+		rowsOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_table_rows_out_total",
+			Help: "Rows read out of a table by the next job (bronze: the stream's input rows; quarantine: rows merge-late folded into gold)."}, []string{"table"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_rejects_total",
+			Help: "Rows sent to the rejects table, by stage (ingest, stream) and reason."}, []string{"stage", "reason"}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "medallion_duplicates_dropped_total",
+			Help: "Rows the stream dropped as duplicates of an earlier event."}),
+		lateQ: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_late_rows_quarantined_total",
+			Help: "Late rows the stream sent to a gold aggregation's quarantine."}, []string{"gold"}),
+		lateM: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_late_rows_merged_total",
+			Help: "Quarantined late rows merge-late folded into a gold table."}, []string{"gold"}),
+		watermark: prometheus.NewDesc("medallion_watermark_timestamp_seconds",
+			"The stream's watermark after its latest batch.", nil, nil),
+		watermarkDelay: prometheus.NewDesc("medallion_watermark_delay_seconds",
+			"How far the watermark is behind now.", nil, nil),
+		lagP95: prometheus.NewDesc("medallion_lag_p95_seconds",
+			"95th percentile of ingest time minus event time over the last day of bronze.", nil, nil),
+		tableAge: prometheus.NewDesc("medallion_table_last_commit_age_seconds",
+			"Age of the table's latest commit (freshness).", []string{"table"}, nil),
+		tableVersion: prometheus.NewDesc("medallion_table_version",
+			"The table's latest version.", []string{"table"}, nil),
+		stateRows: prometheus.NewDesc("medallion_state_rows",
+			"Rows in a stateful operator's state after the latest batch.", []string{"operator"}, nil),
+	}
+	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM, m} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Every series from the start, so that rate() and absence alerts see zeros, not gaps.
+	cfg := env.Config
+	for _, t := range append([]string{"landing"}, TablePaths(env)...) {
+		m.rowsIn.WithLabelValues(t)
+	}
+	m.rowsOut.WithLabelValues(cfg.Tables.Bronze)
+	for _, g := range cfg.Gold {
+		m.rowsOut.WithLabelValues(g.Quarantine)
+		m.lateQ.WithLabelValues(g.Name)
+		m.lateM.WithLabelValues(g.Name)
+	}
+	m.rejects.WithLabelValues("stream", "validation")
+	return m, nil
+}
+
+// observe counts what one successful run did, from its summary.
+func (m *pipelineMetrics) observe(_ string, summary any) {
+	cfg := m.env.Config
+	add := func(v *prometheus.CounterVec, label string, n int64) {
+		if n > 0 {
+			v.WithLabelValues(label).Add(float64(n))
+		}
+	}
+	switch s := summary.(type) {
+	case bronze.Report:
+		add(m.rowsIn, "landing", s.Lines)
+		add(m.rowsIn, cfg.Tables.Bronze, s.Rows)
+		add(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
+		for reason, n := range s.RejectsBy {
+			m.rejects.WithLabelValues("ingest", reason).Add(float64(n))
+		}
+	case stream.Report:
+		add(m.rowsOut, cfg.Tables.Bronze, s.InputRows)
+		add(m.rowsIn, cfg.Tables.Silver, s.SilverRows)
+		add(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
+		if s.Rejected > 0 {
+			m.rejects.WithLabelValues("stream", "validation").Add(float64(s.Rejected))
+		}
+		m.duplicates.Add(float64(s.Duplicates))
+		for _, g := range s.Gold {
+			gc, ok := cfg.GoldByName(g.Name)
+			if !ok {
+				continue
+			}
+			add(m.rowsIn, gc.Table, g.RowsOut)
+			add(m.rowsIn, gc.Quarantine, g.LateRows)
+			add(m.lateQ, g.Name, g.LateRows)
+		}
+	case late.MergeReport:
+		m.merged(s.Gold)
+	case late.ReplayReport:
+		var merges []late.MergeGoldReport
+		for _, g := range s.Gold {
+			merges = append(merges, g.Merge)
+		}
+		m.merged(merges)
+	}
+}
+
+func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {
+	for _, g := range golds {
+		gc, ok := m.env.Config.GoldByName(g.Name)
+		if !ok || g.LateRows <= 0 {
+			continue
+		}
+		m.lateM.WithLabelValues(g.Name).Add(float64(g.LateRows))
+		m.rowsOut.WithLabelValues(gc.Quarantine).Add(float64(g.LateRows))
+	}
+}
+
+// Describe is the lake figures' part of prometheus.Collector.
+func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows} {
+		ch <- d
+	}
+}
+
+// Collect reads the lake figures (the status page's report, at most metricsMaxAge old). A lake
+// that cannot be read yields none of them: the job metrics say why.
+func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := m.page.atMost(ctx, metricsMaxAge)
+	if err != nil {
+		m.env.Logger.Warn("metrics: lake figures unavailable", "err", err)
+		return
+	}
+	now := m.env.clock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, t := range r.Tables {
+		if !t.Exists {
+			continue
+		}
+		gauge(m.tableVersion, float64(t.Version), t.Path)
+		if !t.LastCommit.IsZero() {
+			gauge(m.tableAge, now.Sub(t.LastCommit).Seconds(), t.Path)
+		}
+	}
+	if r.Lag != nil && r.Lag.Rows > 0 {
+		gauge(m.lagP95, r.Lag.P95.Seconds())
+	}
+	if n := len(r.Batches); n > 0 {
+		last := r.Batches[n-1]
+		if !last.Watermark.IsZero() && last.Watermark.Unix() > 0 {
+			gauge(m.watermark, float64(last.Watermark.UnixMilli())/1000)
+			gauge(m.watermarkDelay, now.Sub(last.Watermark).Seconds())
+		}
+		for _, s := range last.StateRows {
+			gauge(m.stateRows, float64(s.Count), s.Name)
+		}
+	}
+}
