@@ -175,8 +175,8 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.watermark, float64(last.Watermark.UnixMilli())/1000)
 			gauge(m.watermarkDelay, now.Sub(last.Watermark).Seconds())
 		}
-		for _, s := range last.StateRows {
-			gauge(m.stateRows, float64(s.Count), s.Name)
+		for i, label := range r.StateLabels(last.StateRows) {
+			gauge(m.stateRows, float64(last.StateRows[i].Count), label)
 		}
 	}
 }

@@ -162,30 +162,42 @@ func (r *Report) StateChart() *TimeChart {
 	c := &TimeChart{Title: "State rows", YLabel: "rows"}
 	index := map[string]int{}
 	for _, b := range r.Batches {
-		seen := map[string]int{}
-		agg := 0
-		for _, op := range b.StateRows {
-			seen[op.Name]++
-			label := op.Name
-			switch {
-			case op.Name == "dedupe":
-				label = "dedup"
-			case agg < len(r.Gold):
-				label = r.Gold[agg]
-				agg++
-			case seen[op.Name] > 1:
-				label = fmt.Sprintf("%s %d", op.Name, seen[op.Name])
-			}
+		for k, label := range r.StateLabels(b.StateRows) {
 			i, ok := index[label]
 			if !ok {
 				i = len(c.Series)
 				index[label] = i
 				c.Series = append(c.Series, Series{Name: label})
 			}
-			c.Series[i].Points = append(c.Series[i].Points, Point{b.Timestamp, float64(op.Count)})
+			c.Series[i].Points = append(c.Series[i].Points, Point{b.Timestamp, float64(b.StateRows[k].Count)})
 		}
 	}
 	return c
+}
+
+// StateLabels names each state operator of one batch for people and for metric labels:
+// "dedup", then each aggregation after its gold table, in the config's order; an operator
+// beyond those keeps its Spark name, numbered when it repeats. The labels of one batch are
+// distinct.
+func (r *Report) StateLabels(states []NamedCount) []string {
+	labels := make([]string, len(states))
+	seen := map[string]int{}
+	agg := 0
+	for i, op := range states {
+		seen[op.Name]++
+		label := op.Name
+		switch {
+		case op.Name == "dedupe":
+			label = "dedup"
+		case agg < len(r.Gold):
+			label = r.Gold[agg]
+			agg++
+		case seen[op.Name] > 1:
+			label = fmt.Sprintf("%s %d", op.Name, seen[op.Name])
+		}
+		labels[i] = label
+	}
+	return labels
 }
 
 // ExpectationTotal sums one expectation over the charted batches.

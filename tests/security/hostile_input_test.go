@@ -139,8 +139,8 @@ func TestIngestStopsWithinASecondOfSIGTERM(t *testing.T) {
 // ingestSummary runs ingest to completion and returns its summary and its peak RSS in KiB.
 func ingestSummary(t *testing.T, bin, cfg string) (sum struct {
 	Lines, Rows, Rejected int64
-	BlankLines            int64            `json:"blank_lines"`
-	ByReason              map[string]int64 `json:"rejects_by_reason"`
+	BlankLines            int64            `json:"blankLines"`
+	ByReason              map[string]int64 `json:"rejectsByReason"`
 }, maxRSSKiB int64) {
 	t.Helper()
 	cmd := exec.Command(bin, "run", "ingest", "--config", cfg)

@@ -3,6 +3,7 @@ package security
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -55,11 +56,6 @@ func TestWebhookUnauthenticatedRefused(t *testing.T) {
 	line := func(id string) []byte {
 		return []byte(`{"event_id":"` + id + `","event_type":"x","amount":1,"event_time":"2026-01-10T12:00:00Z"}` + "\n")
 	}
-	for _, name := range []string{"planted.json", "good.json"} {
-		if err := os.WriteFile(filepath.Join(landing, name), line(strings.TrimSuffix(name, ".json")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cfg := lakecheck.WriteConfig(t, dir, lake, "")
 
 	// No token, reachable from other hosts: refuse to start, naming the variable to set.
@@ -73,6 +69,14 @@ func TestWebhookUnauthenticatedRefused(t *testing.T) {
 	stop := runServe(t, bin, cfg, []string{"MEDALLION_WEBHOOK_TOKEN=" + webhookToken},
 		"--set", "landing.notify.mode=webhook", "--set", "landing.notify.reconcile=1h", "--set", "serve.listen="+addr)
 	waitHealthy(t, addr, stop)
+	// serve ingests what landed before it started, once; the objects land after that run, so
+	// only an event can bring them in.
+	waitStartIngest(t, addr, stop)
+	for _, name := range []string{"planted.json", "good.json"} {
+		if err := os.WriteFile(filepath.Join(landing, name), line(strings.TrimSuffix(name, ".json")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	url := "http://" + addr + "/s3-events"
 	for _, auth := range []string{"", "Bearer wrong", "Bearer " + webhookToken[:len(webhookToken)-1]} {
 		if code := postEvents(t, url, auth, "landing/events/planted.json"); code != http.StatusUnauthorized {
@@ -179,4 +183,33 @@ func prefixOf(c notification.Config) string {
 		}
 	}
 	return b.String()
+}
+
+// waitStartIngest waits until serve's ingest at start has finished.
+func waitStartIngest(t *testing.T, addr string, out func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			continue
+		}
+		var health struct {
+			Jobs []struct {
+				Name    string `json:"name"`
+				Running bool   `json:"running"`
+				Runs    int64  `json:"runs"`
+			} `json:"jobs"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&health)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/healthz: %v", err)
+		}
+		for _, j := range health.Jobs {
+			if j.Name == "ingest" && j.Runs >= 1 && !j.Running {
+				return
+			}
+		}
+	}
+	t.Fatalf("serve's ingest at start did not finish within 30 s:\n%s", out())
 }
