@@ -25,9 +25,36 @@ type acc struct {
 	hll   []*hyperloglog.Sketch
 	dd    []*ddsketch.DDSketch
 	tmp   [8]byte
+	// sketchBytes is each slot's sketch footprint as last measured (after every batch that
+	// touched it), sketchTotal their sum: the state report counts what sketches hold without
+	// walking every one of them each batch.
+	sketchBytes []int64
+	sketchTotal int64
+	seen        map[uintptr]bool
 }
 
-func newAcc(spec *AggSpec) *acc { return &acc{spec: spec} }
+func (a *acc) hasSketches() bool { return a.hll != nil || a.dd != nil }
+
+// measure refreshes slot s's sketch footprint.
+func (a *acc) measure(s int32) {
+	var n int64
+	switch {
+	case a.hll != nil && a.hll[s] != nil:
+		n = sketchSize(a.hll[s], a.seen)
+	case a.dd != nil && a.dd[s] != nil:
+		n = sketchSize(a.dd[s], a.seen)
+	}
+	a.sketchTotal += n - a.sketchBytes[s]
+	a.sketchBytes[s] = n
+}
+
+func newAcc(spec *AggSpec) *acc {
+	a := &acc{spec: spec}
+	if spec.Fn == ApproxCountDistinct || spec.Fn == ApproxPercentile {
+		a.seen = map[uintptr]bool{}
+	}
+	return a
+}
 
 // grow makes room for slot s (slots are allocated densely from 0).
 func (a *acc) grow(s int32) {
@@ -38,6 +65,9 @@ func (a *acc) grow(s int32) {
 		}
 		if a.spec.Fn == ApproxPercentile {
 			a.dd = append(a.dd, nil)
+		}
+		if a.seen != nil {
+			a.sketchBytes = append(a.sketchBytes, 0)
 		}
 	}
 }
@@ -50,6 +80,10 @@ func (a *acc) clear(s int32) {
 	}
 	if a.dd != nil {
 		a.dd[s] = nil
+	}
+	if a.seen != nil {
+		a.sketchTotal -= a.sketchBytes[s]
+		a.sketchBytes[s] = 0
 	}
 }
 
@@ -208,6 +242,9 @@ func (a *acc) set(s int32, v AggValue) {
 	}
 	if a.dd != nil {
 		a.dd[s] = v.DD
+	}
+	if a.seen != nil {
+		a.measure(s)
 	}
 }
 

@@ -207,22 +207,35 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 // Config is the operator's configuration.
 func (a *Aggregation) Config() AggConfig { return a.cfg }
 
-// MemoryUsedBytes estimates the state's memory for progress (memoryUsedBytes): groups,
-// accumulators, keys and indexes; sketch contents are not counted.
+// MemoryUsedBytes is the state's footprint for progress (memoryUsedBytes): the capacity of
+// every slice, table and string the state holds (groups, accumulators, keys and their index,
+// the per-key window lists, free lists) and what each sketch holds, as last measured. Buffers
+// that live only for a batch (emitted rows, pairs) are not state and are not counted.
 func (a *Aggregation) MemoryUsedBytes() int64 {
-	n := int64(cap(a.groups))*int64(unsafe.Sizeof(group{})) +
-		int64(len(a.keyIDs.slots))*int64(unsafe.Sizeof(keySlot{})) +
-		int64(cap(a.keys))*int64(unsafe.Sizeof("")) + int64(cap(a.keyRefs))*4 + int64(cap(a.keyHash))*8
+	n := int64(unsafe.Sizeof(*a)) +
+		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keys) + sliceBytes(a.keyRefs) +
+		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.kwins)
 	for _, k := range a.keys {
 		n += int64(len(k))
 	}
 	for _, ws := range a.kwins {
-		n += int64(cap(ws)) * int64(unsafe.Sizeof(winSlot{}))
+		n += sliceBytes(ws)
+	}
+	for _, ss := range a.sessions {
+		// The map entry (key, slice header, control byte) and the slice it names.
+		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
 	}
 	for _, ac := range a.accs {
-		n += int64(cap(ac.cells))*int64(unsafe.Sizeof(cell{})) + int64(cap(ac.hll)+cap(ac.dd))*8
+		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
+}
+
+// sliceBytes is the memory a slice's backing array takes.
+func sliceBytes[T any](s []T) int64 {
+	var z T
+	return int64(cap(s)) * int64(unsafe.Sizeof(z))
 }
 
 // NumGroups is the number of (window, key) groups in state.
@@ -364,6 +377,15 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	if a.cfg.Session != nil {
 		for _, s := range a.pairSlot {
 			a.touch(s)
+		}
+	}
+	for _, ac := range a.accs {
+		if ac.seen != nil {
+			for _, s := range a.touched {
+				if a.groups[s].live {
+					ac.measure(s)
+				}
+			}
 		}
 	}
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))

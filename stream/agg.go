@@ -57,6 +57,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
+		MemoryUsedBytes:      r.ops.aggs[ai].MemoryUsedBytes(),
 		NumShufflePartitions: 1, NumStateStoreInstances: 1,
 		CustomMetrics: map[string]int64{CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
 	}
@@ -254,7 +255,7 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 		d := st.dedup
 		p.StateOperators = append(p.StateOperators, StateOperatorProgress{
 			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
-			NumRowsRemoved: d.NumRowsRemoved, NumShufflePartitions: 1, NumStateStoreInstances: 1,
+			NumRowsRemoved: d.NumRowsRemoved, MemoryUsedBytes: st.dedupMem, NumShufflePartitions: 1, NumStateStoreInstances: 1,
 			// Spark would drop the rows at or below the late watermark; we look their keys up
 			// in silver instead, so nothing is dropped by the watermark here.
 			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates, "numLateRowsCheckedInSilver": d.NumRowsDroppedByWatermark},
@@ -283,6 +284,7 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 		name := r.ops.plan.aggs[i].cfg.Name
 		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
 		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+		metrics["gold."+name+".stateMemoryUsedBytes"] = strconv.FormatInt(a.res.MemoryUsedBytes, 10)
 	}
 	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	return p
