@@ -226,7 +226,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
 	}
 	for _, ac := range a.accs {
-		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
 			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
