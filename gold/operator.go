@@ -117,23 +117,20 @@ type Result struct {
 	NumRowsTotal, NumRowsUpdated, NumRowsRemoved int64
 }
 
-type winSlot struct {
-	start   int64
-	slot    int32
-	touched uint32 // batch that last updated it
-}
-
 type lateKey struct {
 	start int64
 	key   string
 }
 
+// group is one (window, key) group in state: 16 bytes. A time window's end is its start plus
+// the size; a session's end is kept beside (Aggregation.ends).
 type group struct {
-	w       Window
-	key     int32
-	live    bool
-	touched uint32
+	start   int64
+	key     int32  // -1: a free slot
+	touched uint32 // the batch that last updated it
 }
+
+func (g *group) live() bool { return g.key >= 0 }
 
 type sessItem struct {
 	key  int32
@@ -153,11 +150,11 @@ type Aggregation struct {
 	keyRefs  []int32
 	freeKeys []int32
 
-	// kwins[key] lists a key's open time windows. A key has only a handful open at a time
-	// (about (delay+size)/slide), so a short scan beats a second hash look-up per event.
-	kwins     [][]winSlot
+	// gtab finds a time window's group by key and start.
+	gtab      groupTable
 	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
 	groups    []group
+	ends      []int64 // session windows: each slot's window end
 	freeSlots []int32
 	live      int64
 	// minEnd is a lower bound of the live groups' window ends (sessions only grow).
@@ -194,6 +191,7 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	a := &Aggregation{
 		cfg:      cfg,
 		keyIDs:   newKeyTable(),
+		gtab:     newGroupTable(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,
@@ -214,12 +212,9 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 func (a *Aggregation) MemoryUsedBytes() int64 {
 	n := int64(unsafe.Sizeof(*a)) +
 		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keys) + sliceBytes(a.keyRefs) +
-		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.kwins)
+		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.gtab.slots) + sliceBytes(a.ends)
 	for _, k := range a.keys {
 		n += int64(len(k))
-	}
-	for _, ws := range a.kwins {
-		n += sliceBytes(ws)
 	}
 	for _, ss := range a.sessions {
 		// The map entry (key, slice header, control byte) and the slice it names.
@@ -241,10 +236,19 @@ func sliceBytes[T any](s []T) int64 {
 // NumGroups is the number of (window, key) groups in state.
 func (a *Aggregation) NumGroups() int { return int(a.live) }
 
-func (a *Aggregation) internKey(k []byte) int32 {
+// window is slot s's window.
+func (a *Aggregation) window(s int32) Window {
+	if a.ends != nil {
+		return Window{a.groups[s].start, a.ends[s]}
+	}
+	return Window{a.groups[s].start, a.groups[s].start + a.cfg.Window.Size}
+}
+
+// internKey returns k's id, adding k when it is new, and k's hash.
+func (a *Aggregation) internKey(k []byte) (int32, uint64) {
 	id, h := a.keyIDs.find(k, a.keys)
 	if id >= 0 {
-		return id
+		return id, h
 	}
 	s := string(k)
 	if n := len(a.freeKeys); n > 0 {
@@ -256,10 +260,9 @@ func (a *Aggregation) internKey(k []byte) int32 {
 		a.keys = append(a.keys, s)
 		a.keyRefs = append(a.keyRefs, 0)
 		a.keyHash = append(a.keyHash, h)
-		a.kwins = append(a.kwins, nil)
 	}
 	a.keyIDs.insert(h, id)
-	return id
+	return id, h
 }
 
 func (a *Aggregation) newSlot(w Window, key int32) int32 {
@@ -273,11 +276,17 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 	} else {
 		s = int32(len(a.groups))
 		a.groups = append(a.groups, group{})
+		if a.cfg.Session != nil {
+			a.ends = append(a.ends, 0)
+		}
 		for _, ac := range a.accs {
 			ac.grow(s)
 		}
 	}
-	a.groups[s] = group{w: w, key: key, live: true}
+	a.groups[s] = group{start: w.Start, key: key}
+	if a.ends != nil {
+		a.ends[s] = w.End
+	}
 	a.minEnd = min(a.minEnd, w.End)
 	a.keyRefs[key]++
 	a.live++
@@ -287,14 +296,7 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 func (a *Aggregation) freeSlot(s int32) {
 	g := &a.groups[s]
 	if a.cfg.Session == nil {
-		ws := a.kwins[g.key]
-		for i := range ws {
-			if ws[i].slot == s {
-				ws[i] = ws[len(ws)-1]
-				a.kwins[g.key] = ws[:len(ws)-1]
-				break
-			}
-		}
+		a.gtab.remove(groupHash(a.keyHash[g.key], g.start, a.cfg.Window.Slide), s)
 	}
 	a.keyRefs[g.key]--
 	if a.keyRefs[g.key] == 0 {
@@ -305,7 +307,7 @@ func (a *Aggregation) freeSlot(s int32) {
 		a.keys[g.key] = ""
 		a.freeKeys = append(a.freeKeys, g.key)
 	}
-	g.live = false
+	g.key = -1
 	for _, ac := range a.accs {
 		ac.clear(s) // drop sketch pointers so evicted state is collectable
 	}
@@ -382,7 +384,7 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	for _, ac := range a.accs {
 		if ac.seen != nil {
 			for _, s := range a.touched {
-				if a.groups[s].live {
+				if a.groups[s].live() {
 					ac.measure(s)
 				}
 			}
@@ -418,12 +420,14 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 	spec := a.cfg.Window
 	var lastKey []byte
 	lastID := int32(-1)
+	var lastHash uint64
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
 		}
 		k := in.key(i)
 		keyID := int32(-1)
+		var keyHash uint64
 		rowLate := false
 		if spec.n == 1 {
 			// Tumbling (and size == slide generally): one window, no candidate list.
@@ -440,34 +444,49 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 			if keyID < 0 {
 				// Runs of one key are common (sorted or single-key inputs); skip the hash then.
 				if lastID >= 0 && bytes.Equal(k, lastKey) {
-					keyID = lastID
+					keyID, keyHash = lastID, lastHash
 				} else {
-					keyID = a.internKey(k)
-					lastKey, lastID = k, keyID
+					keyID, keyHash = a.internKey(k)
+					lastKey, lastID, lastHash = k, keyID, keyHash
 				}
 			}
-			s := a.windowSlot(w, keyID)
+			s := a.windowSlot(w.Start, keyID, keyHash)
 			a.pairSlot = append(a.pairSlot, s)
 			a.pairRow = append(a.pairRow, int32(i))
 		}
 	}
 }
 
-// windowSlot finds or creates the slot of (w, key).
-// It also records the group as touched by this batch, on the cache line the look-up just read.
-func (a *Aggregation) windowSlot(w Window, key int32) int32 {
-	wins := a.kwins[key]
-	for i := range wins {
-		if ws := &wins[i]; ws.start == w.Start {
-			if ws.touched != a.batch {
-				ws.touched = a.batch
-				a.touched = append(a.touched, ws.slot)
+// findWindow is the slot of (start, key) whose key hashes to kh, or -1.
+func (a *Aggregation) findWindow(start int64, key int32, kh uint64) int32 {
+	h := groupHash(kh, start, a.cfg.Window.Slide)
+	t := &a.gtab
+	mask := uint32(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := t.slots[i]
+		if e.slot < 0 {
+			return -1
+		}
+		if e.tag == h {
+			if g := &a.groups[e.slot]; g.start == start && g.key == key {
+				return e.slot
 			}
-			return ws.slot
 		}
 	}
-	s := a.newSlot(w, key)
-	a.kwins[key] = append(wins, winSlot{start: w.Start, slot: s, touched: a.batch})
+}
+
+// windowSlot finds or creates the slot of the time window starting at start for key, whose
+// hash is kh. It also records the group as touched by this batch, on the cache line the
+// look-up just read.
+func (a *Aggregation) windowSlot(start int64, key int32, kh uint64) int32 {
+	s := a.findWindow(start, key, kh)
+	if s < 0 {
+		s = a.newSlot(Window{start, start + a.cfg.Window.Size}, key)
+		a.gtab.insert(groupHash(kh, start, a.cfg.Window.Slide), s)
+	} else if a.groups[s].touched == a.batch {
+		return s
+	}
+	a.groups[s].touched = a.batch
 	a.touched = append(a.touched, s)
 	return s
 }
@@ -498,7 +517,8 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			a.markLate(int32(i), w.Start, k, &rowLate)
 			continue
 		}
-		a.items = append(a.items, sessItem{key: a.internKey(k), w: w, row: int32(i), slot: -1})
+		id, _ := a.internKey(k)
+		a.items = append(a.items, sessItem{key: id, w: w, row: int32(i), slot: -1})
 	}
 	// Pull in the stored sessions of every key that has input, then merge per key by start.
 	n := len(a.items)
@@ -509,7 +529,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 		}
 		seen[it.key] = true
 		for _, s := range a.sessions[it.key] {
-			a.items = append(a.items, sessItem{key: it.key, w: a.groups[s].w, row: -1, slot: s})
+			a.items = append(a.items, sessItem{key: it.key, w: a.window(s), row: -1, slot: s})
 		}
 	}
 	slices.SortFunc(a.items, func(x, y sessItem) int {
@@ -558,7 +578,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			target = a.newSlot(cur, key)
 			a.sessions[key] = append(a.sessions[key], target)
 		}
-		a.groups[target].w = cur
+		a.groups[target].start, a.ends[target] = cur.Start, cur.End
 		for _, it := range a.items[i:j] {
 			if it.slot < 0 {
 				a.pairSlot = append(a.pairSlot, target)
@@ -573,7 +593,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 
 func (a *Aggregation) sortSessions(key int32) {
 	ss := a.sessions[key]
-	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].w.Start, a.groups[y].w.Start) })
+	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].start, a.groups[y].start) })
 }
 
 // dropSession removes a stored session fused into another one.
@@ -592,13 +612,13 @@ func (a *Aggregation) emit(evictUs int64) {
 	switch a.cfg.Mode {
 	case Complete:
 		for s := range a.groups {
-			if a.groups[s].live {
+			if a.groups[s].live() {
 				a.appendRow(int32(s), true)
 			}
 		}
 	case Update:
 		for _, s := range a.touched {
-			if a.groups[s].live {
+			if a.groups[s].live() {
 				a.appendRow(s, true)
 			}
 		}
@@ -630,14 +650,19 @@ func (a *Aggregation) emit(evictUs int64) {
 func (a *Aggregation) collectEvictions(evictUs int64) {
 	a.evictList = a.evictList[:0]
 	a.minEnd = math.MaxInt64
+	size := a.cfg.Window.Size
 	for s := range a.groups {
 		g := &a.groups[s]
+		end := g.start + size
+		if a.ends != nil {
+			end = a.ends[s]
+		}
 		switch {
-		case !g.live:
-		case g.w.End <= evictUs:
+		case !g.live():
+		case end <= evictUs:
 			a.evictList = append(a.evictList, int32(s))
 		default:
-			a.minEnd = min(a.minEnd, g.w.End)
+			a.minEnd = min(a.minEnd, end)
 		}
 	}
 }
@@ -705,6 +730,6 @@ func (a *Aggregation) appendRow(s int32, clone bool) {
 	for _, ac := range a.accs {
 		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
-	a.res.Rows = append(a.res.Rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
+	a.res.Rows = append(a.res.Rows, OutRow{Window: a.window(s), Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
 	a.rowKeys = append(a.rowKeys, g.key)
 }
