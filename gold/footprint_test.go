@@ -89,7 +89,8 @@ func TestMemoryUsedBytesMatchesHeap(t *testing.T) {
 
 // TestMemoryUsedBytesFollowsEviction checks the report follows eviction: after the watermark
 // passes every window the sketches are gone from it, and what is left is the tables' capacity,
-// which the operator keeps for the next windows (plus its free lists).
+// which the operator keeps for the next windows, plus its free lists (4 bytes a slot and a
+// key, with append's slack).
 func TestMemoryUsedBytesFollowsEviction(t *testing.T) {
 	for _, tc := range stateAggs {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +112,7 @@ func TestMemoryUsedBytesFollowsEviction(t *testing.T) {
 					t.Fatalf("sketch bytes %d left after every group left", ac.sketchTotal)
 				}
 			}
-			if after > full-sketches+4*(groups+keys) || (sketches > 0 && full-after < sketches/2) {
+			if after > full-sketches+8*(groups+keys) || (sketches > 0 && full-after < sketches/2) {
 				t.Fatalf("memoryUsedBytes %d -> %d after eviction (sketches held %d)", full, after, sketches)
 			}
 		})

@@ -27,8 +27,8 @@ func newGroupTable() groupTable {
 // together and whose look-ups follow each other, share a cache line of the table instead of
 // costing a miss each. The low 32 bits are kept: the position and a tag that tells a key's
 // windows apart, and other keys' entries nearly always; the group settles every match.
-func groupHash(keyHash uint64, start, slide int64) uint32 {
-	return uint32(keyHash) + uint32(uint64(start)/uint64(slide))
+func groupHash(keyHash uint32, start, slide int64) uint32 {
+	return keyHash + uint32(uint64(start)/uint64(slide))
 }
 
 func (t *groupTable) resize(size int) {

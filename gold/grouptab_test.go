@@ -21,7 +21,7 @@ func TestGroupTableAgainstMap(t *testing.T) {
 	// Key ids are interned for real; their hashes are overwritten with colliding ones.
 	for k := range keys {
 		id, _ := a.internKey([]byte{byte(k), byte(k >> 8)})
-		a.keyHash[id] = uint64(k / 3)
+		a.keyHash[id] = uint32(k / 3)
 		a.keyRefs[id]++ // keep keys alive while their groups come and go
 	}
 	for step := range 50_000 {

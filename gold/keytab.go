@@ -43,40 +43,41 @@ func (t *keyTable) resize(size int) {
 	}
 }
 
-// find returns the id of k (keys[id] holds the key bytes) or -1, and k's hash.
-func (t *keyTable) find(k []byte, keys []string) (int32, uint64) {
-	h := maphash.Bytes(t.seed, k)
-	h32 := uint32(h)
+// find returns the id of k (its bytes at locs[id] in arena) or -1, and k's 32-bit hash.
+func (t *keyTable) find(k []byte, arena []byte, locs []keyLoc) (int32, uint32) {
+	h := uint32(maphash.Bytes(t.seed, k))
 	mask := uint32(len(t.slots) - 1)
-	for i := h32 & mask; ; i = (i + 1) & mask {
+	for i := h & mask; ; i = (i + 1) & mask {
 		e := &t.slots[i]
 		if e.id < 0 {
 			return -1, h
 		}
-		if e.hash == h32 && keys[e.id] == string(k) {
-			return e.id, h
+		if e.hash == h {
+			if l := locs[e.id]; int(l.n) == len(k) && string(arena[l.off:l.off+l.n]) == string(k) {
+				return e.id, h
+			}
 		}
 	}
 }
 
-func (t *keyTable) insert(h uint64, id int32) {
+func (t *keyTable) insert(h uint32, id int32) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)
 	}
 	mask := uint32(len(t.slots) - 1)
-	i := uint32(h) & mask
+	i := h & mask
 	for t.slots[i].id >= 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = keySlot{uint32(h), id}
+	t.slots[i] = keySlot{h, id}
 	t.n++
 }
 
 // remove deletes id (whose key hashes to h), shifting later entries of the probe run back so
 // lookups never need tombstones.
-func (t *keyTable) remove(h uint64, id int32) {
+func (t *keyTable) remove(h uint32, id int32) {
 	mask := uint32(len(t.slots) - 1)
-	i := uint32(h) & mask
+	i := h & mask
 	for t.slots[i].id != id {
 		if t.slots[i].id < 0 {
 			return

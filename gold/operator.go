@@ -144,11 +144,16 @@ type sessItem struct {
 type Aggregation struct {
 	cfg AggConfig
 
-	keyIDs   keyTable
-	keys     []string
-	keyHash  []uint64
-	keyRefs  []int32
-	freeKeys []int32
+	// Keys live in one arena: keyLocs[id] is where key id's bytes are. Keys are never
+	// rewritten in place (a key removed leaves garbage, compacted into a new arena when it
+	// outgrows the live keys), so the strings that emitted rows alias stay valid.
+	keyIDs     keyTable
+	keyArena   []byte
+	keyLocs    []keyLoc
+	keyGarbage int
+	keyHash    []uint32
+	keyRefs    []int32
+	freeKeys   []int32
 
 	// gtab finds a time window's group by key and start.
 	gtab      groupTable
@@ -211,11 +216,8 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 // that live only for a batch (emitted rows, pairs) are not state and are not counted.
 func (a *Aggregation) MemoryUsedBytes() int64 {
 	n := int64(unsafe.Sizeof(*a)) +
-		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keys) + sliceBytes(a.keyRefs) +
+		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keyArena) + sliceBytes(a.keyLocs) + sliceBytes(a.keyRefs) +
 		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.gtab.slots) + sliceBytes(a.ends)
-	for _, k := range a.keys {
-		n += int64(len(k))
-	}
 	for _, ss := range a.sessions {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
@@ -244,25 +246,57 @@ func (a *Aggregation) window(s int32) Window {
 	return Window{a.groups[s].start, a.groups[s].start + a.cfg.Window.Size}
 }
 
+// keyLoc is where a key's bytes are in the arena.
+type keyLoc struct{ off, n uint32 }
+
+// key is key id's bytes as a string aliasing the arena (never rewritten, see keyArena).
+func (a *Aggregation) key(id int32) string {
+	l := a.keyLocs[id]
+	if l.n == 0 {
+		return ""
+	}
+	return unsafe.String(&a.keyArena[l.off], int(l.n))
+}
+
 // internKey returns k's id, adding k when it is new, and k's hash.
-func (a *Aggregation) internKey(k []byte) (int32, uint64) {
-	id, h := a.keyIDs.find(k, a.keys)
+func (a *Aggregation) internKey(k []byte) (int32, uint32) {
+	id, h := a.keyIDs.find(k, a.keyArena, a.keyLocs)
 	if id >= 0 {
 		return id, h
 	}
-	s := string(k)
+	if len(a.keyArena)+len(k) > math.MaxUint32 {
+		a.compactKeys()
+	}
+	loc := keyLoc{uint32(len(a.keyArena)), uint32(len(k))}
+	a.keyArena = append(a.keyArena, k...)
 	if n := len(a.freeKeys); n > 0 {
 		id = a.freeKeys[n-1]
 		a.freeKeys = a.freeKeys[:n-1]
-		a.keys[id], a.keyRefs[id], a.keyHash[id] = s, 0, h
+		a.keyLocs[id], a.keyRefs[id], a.keyHash[id] = loc, 0, h
 	} else {
-		id = int32(len(a.keys))
-		a.keys = append(a.keys, s)
+		id = int32(len(a.keyLocs))
+		a.keyLocs = append(a.keyLocs, loc)
 		a.keyRefs = append(a.keyRefs, 0)
 		a.keyHash = append(a.keyHash, h)
 	}
 	a.keyIDs.insert(h, id)
 	return id, h
+}
+
+// compactKeys copies the live keys into a new arena once removed keys' bytes outweigh them.
+// The old arena is left as it is: strings of emitted rows may still alias it.
+func (a *Aggregation) compactKeys() {
+	live := len(a.keyArena) - a.keyGarbage
+	arena := make([]byte, 0, live+live/4)
+	for id, l := range a.keyLocs {
+		if a.keyRefs[id] == 0 || l.n == 0 {
+			continue
+		}
+		off := len(arena)
+		arena = append(arena, a.keyArena[l.off:l.off+l.n]...)
+		a.keyLocs[id].off = uint32(off)
+	}
+	a.keyArena, a.keyGarbage = arena, 0
 }
 
 func (a *Aggregation) newSlot(w Window, key int32) int32 {
@@ -304,8 +338,12 @@ func (a *Aggregation) freeSlot(s int32) {
 		if a.cfg.Session != nil {
 			delete(a.sessions, g.key)
 		}
-		a.keys[g.key] = ""
+		a.keyGarbage += int(a.keyLocs[g.key].n)
+		a.keyLocs[g.key] = keyLoc{}
 		a.freeKeys = append(a.freeKeys, g.key)
+		if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
+			a.compactKeys()
+		}
 	}
 	g.key = -1
 	for _, ac := range a.accs {
@@ -420,14 +458,14 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 	spec := a.cfg.Window
 	var lastKey []byte
 	lastID := int32(-1)
-	var lastHash uint64
+	var lastHash uint32
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
 		}
 		k := in.key(i)
 		keyID := int32(-1)
-		var keyHash uint64
+		var keyHash uint32
 		rowLate := false
 		if spec.n == 1 {
 			// Tumbling (and size == slide generally): one window, no candidate list.
@@ -458,7 +496,7 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 }
 
 // findWindow is the slot of (start, key) whose key hashes to kh, or -1.
-func (a *Aggregation) findWindow(start int64, key int32, kh uint64) int32 {
+func (a *Aggregation) findWindow(start int64, key int32, kh uint32) int32 {
 	h := groupHash(kh, start, a.cfg.Window.Slide)
 	t := &a.gtab
 	mask := uint32(len(t.slots) - 1)
@@ -478,7 +516,7 @@ func (a *Aggregation) findWindow(start int64, key int32, kh uint64) int32 {
 // windowSlot finds or creates the slot of the time window starting at start for key, whose
 // hash is kh. It also records the group as touched by this batch, on the cache line the
 // look-up just read.
-func (a *Aggregation) windowSlot(start int64, key int32, kh uint64) int32 {
+func (a *Aggregation) windowSlot(start int64, key int32, kh uint32) int32 {
 	s := a.findWindow(start, key, kh)
 	if s < 0 {
 		s = a.newSlot(Window{start, start + a.cfg.Window.Size}, key)
@@ -682,10 +720,10 @@ func (a *Aggregation) sortRows() {
 	if len(rows) < 2 {
 		return
 	}
-	if len(a.keyRank) < len(a.keys) {
-		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keys))[:len(a.keys)]
+	if len(a.keyRank) < len(a.keyLocs) {
+		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
 	}
-	// A row's Key, not a.keys: evicted groups may have freed their key's id by now (ids are
+	// A row's Key, not the arena: evicted groups may have freed their key's id by now (ids are
 	// not reused before the next batch, so they still tell keys apart).
 	a.keyRows = a.keyRows[:0]
 	for i, k := range a.rowKeys {
@@ -730,6 +768,6 @@ func (a *Aggregation) appendRow(s int32, clone bool) {
 	for _, ac := range a.accs {
 		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
-	a.res.Rows = append(a.res.Rows, OutRow{Window: a.window(s), Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
+	a.res.Rows = append(a.res.Rows, OutRow{Window: a.window(s), Key: a.key(g.key), Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
 	a.rowKeys = append(a.rowKeys, g.key)
 }

@@ -69,7 +69,7 @@ func sessString(a *Aggregation) string {
 	var parts []string
 	for s, g := range a.groups {
 		if g.live() {
-			parts = append(parts, a.keys[g.key]+a.window(int32(s)).String()+"="+strconv.FormatInt(a.accs[0].value(int32(s), false).N, 10))
+			parts = append(parts, a.key(g.key)+a.window(int32(s)).String()+"="+strconv.FormatInt(a.accs[0].value(int32(s), false).N, 10))
 		}
 	}
 	slices.Sort(parts)

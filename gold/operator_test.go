@@ -28,7 +28,7 @@ func stateString(a *Aggregation) string {
 	var rows []OutRow
 	for s, g := range a.groups {
 		if g.live() {
-			rows = append(rows, OutRow{Window: a.window(int32(s)), Key: a.keys[g.key], Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
+			rows = append(rows, OutRow{Window: a.window(int32(s)), Key: a.key(g.key), Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
 		}
 	}
 	slices.SortFunc(rows, func(x, y OutRow) int {

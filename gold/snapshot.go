@@ -36,7 +36,7 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 	for s := range a.groups {
 		if g := &a.groups[s]; g.live() {
 			w := a.window(int32(s))
-			entries = append(entries, entry{w.Start, w.End, a.keys[g.key], int32(s)})
+			entries = append(entries, entry{w.Start, w.End, a.key(g.key), int32(s)})
 		}
 	}
 	slices.SortFunc(entries, func(x, y entry) int {
@@ -72,8 +72,9 @@ func (a *Aggregation) appendGroup(dst []byte, s int32, withEnd bool) ([]byte, er
 	if withEnd {
 		dst = binary.AppendVarint(dst, w.End)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
-	dst = append(dst, a.keys[g.key]...)
+	k := a.key(g.key)
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
 	return a.appendValues(dst, s)
 }
 
