@@ -59,7 +59,7 @@ func buildState(t testing.TB, aggs []AggSpec, in *Input) (*Aggregation, int64) {
 	}
 	// The batch's own buffers are not state: drop them before measuring.
 	op.pairSlot, op.pairRow, op.touched, op.winBuf = nil, nil, nil, nil
-	op.res, op.rowKeys, op.rowOrder, op.sorted, op.aggBuf = Result{}, nil, nil, nil, nil
+	op.res, op.emitSlots, op.rowOrder, op.keyIDsBuf, op.aggBuf = Result{}, nil, nil, nil, nil
 	grown := heapAfterGC() - before
 	return op, grown
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
@@ -105,7 +107,8 @@ type OutRow struct {
 // ProcessBatch.
 type Result struct {
 	// Rows are emitted per the output mode, ordered by window start, end, then encoded key
-	// bytes (deterministic, not the keys' SQL order).
+	// bytes (deterministic, not the keys' SQL order); empty when the batch's Input.Out took
+	// them as gold columns.
 	Rows []OutRow
 	// LateRows are the input rows late for at least one of their windows (each once, ascending);
 	// the runner quarantines them with LateWatermarkMs, the watermark that judged them.
@@ -115,6 +118,8 @@ type Result struct {
 	NumRowsDroppedByWatermark int64
 	// NumRowsTotal, NumRowsUpdated, NumRowsRemoved are the state operator metrics.
 	NumRowsTotal, NumRowsUpdated, NumRowsRemoved int64
+	// NumRowsOutput is the number of rows emitted (into Rows, or into Input.Out).
+	NumRowsOutput int64
 }
 
 type lateKey struct {
@@ -176,15 +181,14 @@ type Aggregation struct {
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
-	// Sorting the emitted rows: rowKeys[i] is the key id of Rows[i], keyRank a key's place
-	// among the batch's emitted keys (by bytes), keyRows a row of each such key, rowOrder the
-	// rows' sort keys.
-	rowKeys  []int32
-	keyRank  []int32
-	keyRows  []int32
-	rowOrder []rowSortKey
-	sorted   []OutRow
-	aggBuf   []AggValue
+	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
+	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
+	emitSlots []int32
+	keyRank   []int32
+	keyIDsBuf []int32
+	rowOrder  []rowSortKey
+	aggBuf    []AggValue
+	scratch   []byte
 }
 
 // NewAggregation validates cfg and returns an empty operator.
@@ -383,7 +387,6 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	a.batch++
 	r := &a.res
 	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
-	a.rowKeys = a.rowKeys[:0]
 	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
 	if a.cfg.Session == nil {
 		// A row lands in n windows: size the (slot, row) pairs once for the batch.
@@ -431,7 +434,9 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
 	r.NumRowsUpdated = int64(len(a.touched))
 	a.evictedAt = evictWM * 1000
-	a.emit(a.evictedAt)
+	if err := a.emit(a.evictedAt, in.Out); err != nil {
+		return nil, err
+	}
 	r.NumRowsTotal = a.live
 	return r, nil
 }
@@ -645,19 +650,22 @@ func (a *Aggregation) dropSession(s int32) {
 	a.freeSlot(s)
 }
 
-func (a *Aggregation) emit(evictUs int64) {
+// emit outputs the groups the mode emits, in window and key order, into out (the gold
+// columns) or, without out, into Result.Rows; then it evicts the groups the watermark closed.
+func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
 	r := &a.res
+	a.emitSlots = a.emitSlots[:0]
 	switch a.cfg.Mode {
 	case Complete:
 		for s := range a.groups {
 			if a.groups[s].live() {
-				a.appendRow(int32(s), true)
+				a.emitSlots = append(a.emitSlots, int32(s))
 			}
 		}
 	case Update:
 		for _, s := range a.touched {
 			if a.groups[s].live() {
-				a.appendRow(s, true)
+				a.emitSlots = append(a.emitSlots, s)
 			}
 		}
 	}
@@ -666,10 +674,26 @@ func (a *Aggregation) emit(evictUs int64) {
 		// Only batches whose watermark passed some window end pay for this scan.
 		a.collectEvictions(evictUs)
 	}
-	for _, s := range a.evictList {
-		if a.cfg.Mode == Append {
-			a.appendRow(s, false)
+	if a.cfg.Mode == Append {
+		a.emitSlots = append(a.emitSlots, a.evictList...)
+	}
+	a.sortSlots(a.emitSlots)
+	r.NumRowsOutput = int64(len(a.emitSlots))
+	if out != nil {
+		if err := a.checkOut(out); err != nil {
+			return err
 		}
+		for _, s := range a.emitSlots {
+			if err := a.appendColumns(out, s); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, s := range a.emitSlots {
+			a.appendRow(s, a.cfg.Mode != Append)
+		}
+	}
+	for _, s := range a.evictList {
 		if a.cfg.Session != nil {
 			key := a.groups[s].key
 			ss := a.sessions[key]
@@ -680,7 +704,7 @@ func (a *Aggregation) emit(evictUs int64) {
 		a.freeSlot(s)
 		r.NumRowsRemoved++
 	}
-	a.sortRows()
+	return nil
 }
 
 // collectEvictions lists in evictList the live groups whose window ends at or before evictUs,
@@ -711,34 +735,32 @@ type rowSortKey struct {
 	rank, row  int32
 }
 
-// sortRows orders the result's rows by window start, end, then key bytes. The keys are
-// ranked first, each distinct key once, so that the rows sort on integers: with many keys a
-// batch emits several rows a key, and comparing strings row against row cost more than the
+// sortSlots orders emitted groups by window start, end, then key bytes. The keys are ranked
+// first, each distinct key once, so that the groups sort on integers: with many keys a batch
+// emits several groups a key, and comparing strings group against group cost more than the
 // rest of the emit.
-func (a *Aggregation) sortRows() {
-	rows := a.res.Rows
-	if len(rows) < 2 {
+func (a *Aggregation) sortSlots(slots []int32) {
+	if len(slots) < 2 {
 		return
 	}
 	if len(a.keyRank) < len(a.keyLocs) {
 		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
 	}
-	// A row's Key, not the arena: evicted groups may have freed their key's id by now (ids are
-	// not reused before the next batch, so they still tell keys apart).
-	a.keyRows = a.keyRows[:0]
-	for i, k := range a.rowKeys {
-		if a.keyRank[k] != -1 {
+	a.keyIDsBuf = a.keyIDsBuf[:0]
+	for _, s := range slots {
+		if k := a.groups[s].key; a.keyRank[k] != -1 {
 			a.keyRank[k] = -1
-			a.keyRows = append(a.keyRows, int32(i))
+			a.keyIDsBuf = append(a.keyIDsBuf, k)
 		}
 	}
-	slices.SortFunc(a.keyRows, func(x, y int32) int { return strings.Compare(rows[x].Key, rows[y].Key) })
-	for rank, i := range a.keyRows {
-		a.keyRank[a.rowKeys[i]] = int32(rank)
+	slices.SortFunc(a.keyIDsBuf, func(x, y int32) int { return strings.Compare(a.key(x), a.key(y)) })
+	for rank, k := range a.keyIDsBuf {
+		a.keyRank[k] = int32(rank)
 	}
 	a.rowOrder = a.rowOrder[:0]
-	for i, row := range rows {
-		a.rowOrder = append(a.rowOrder, rowSortKey{row.Window.Start, row.Window.End, a.keyRank[a.rowKeys[i]], int32(i)})
+	for _, s := range slots {
+		w := a.window(s)
+		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
 	}
 	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
 		if c := cmpInt64(x.start, y.start); c != 0 {
@@ -749,15 +771,52 @@ func (a *Aggregation) sortRows() {
 		}
 		return cmpInt64(int64(x.rank), int64(y.rank))
 	})
-	a.sorted = a.sorted[:0]
-	for _, o := range a.rowOrder {
-		a.sorted = append(a.sorted, rows[o.row])
+	for i, o := range a.rowOrder {
+		slots[i] = o.row
 	}
-	// The two row buffers swap: the result is the sorted one, the other is reused next batch.
-	a.res.Rows, a.sorted = a.sorted, rows[:0]
-	for _, i := range a.keyRows {
-		a.keyRank[a.rowKeys[i]] = 0 // any value but -1 marks a key not yet ranked
+	for _, k := range a.keyIDsBuf {
+		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
 	}
+}
+
+// checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,
+// each aggregate's columns, ColLateRows).
+func (a *Aggregation) checkOut(out *table.Batch) error {
+	want := 2 + a.cfg.NumKeys
+	for i := range a.cfg.Aggs {
+		want += aggregateWidth(a.cfg.Aggs[i].Fn)
+	}
+	if len(out.Columns) != want {
+		return fmt.Errorf("%w: the gold batch has %d columns, the aggregation writes %d", ErrBadInput, len(out.Columns), want)
+	}
+	return nil
+}
+
+// appendColumns writes group s as one gold row, straight from the state: no row of values in
+// between.
+func (a *Aggregation) appendColumns(out *table.Batch, s int32) error {
+	cols := out.Columns
+	w := a.window(s)
+	cols[0].AppendStruct()
+	cols[0].Children[0].AppendInt64(w.Start)
+	cols[0].Children[1].AppendInt64(w.End)
+	ci := 1
+	if nk := a.cfg.NumKeys; nk > 0 {
+		if err := table.AppendKeyColumns(cols[1:1+nk], a.key(a.groups[s].key)); err != nil {
+			return fmt.Errorf("gold: group key: %w", err)
+		}
+		ci += nk
+	}
+	for _, ac := range a.accs {
+		v := ac.value(s, false)
+		n, scratch, err := AppendAggregate(cols[ci:], ac.spec, &v, a.scratch)
+		if err != nil {
+			return err
+		}
+		a.scratch, ci = scratch, ci+n
+	}
+	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
+	return nil
 }
 
 // appendRow copies group s into the result; sketches are cloned when the group stays in state.
@@ -769,5 +828,4 @@ func (a *Aggregation) appendRow(s int32, clone bool) {
 		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
 	a.res.Rows = append(a.res.Rows, OutRow{Window: a.window(s), Key: a.key(g.key), Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
-	a.rowKeys = append(a.rowKeys, g.key)
 }

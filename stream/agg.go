@@ -37,13 +37,19 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 		}
 	}
 	r.fillColumns(ap, ab)
+	// The emitted rows go straight from the state into gold's columns.
+	gb, err := table.NewBatch(ap.schema)
+	if err != nil {
+		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+	}
+	in.Out = gb
 	began := time.Now()
 	res, err := r.ops.aggs[ai].ProcessBatch(in, b.late, b.evict)
 	if err != nil {
 		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
 	updMs := time.Since(began).Milliseconds()
-	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
+	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: res.NumRowsOutput}
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
 	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
 		as.delta, err = r.ops.aggs[ai].AppendDelta(nil)
@@ -81,11 +87,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
 	}
-	if len(res.Rows) > 0 || ap.complete {
-		gb, err := goldBatch(ap, res.Rows)
-		if err != nil {
-			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
-		}
+	if res.NumRowsOutput > 0 || ap.complete {
 		if ap.update {
 			err = r.upsert(ctx, r.t.golds[ai], ap, gb, txn)
 		} else {
@@ -187,44 +189,6 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
 		}
 		in.Columns = append(in.Columns, gc)
 	}
-}
-
-// goldBatch renders emitted rows in the gold schema.
-func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
-	gb, err := table.NewBatch(ap.schema)
-	if err != nil {
-		return nil, err
-	}
-	win := gb.Columns[0]
-	var sketch []byte
-	for _, row := range rows {
-		win.AppendStruct()
-		win.Children[0].AppendInt64(row.Window.Start)
-		win.Children[1].AppendInt64(row.Window.End)
-		ci := 1
-		if len(ap.keyCols) > 0 {
-			parts, err := table.DecodeKey(row.Key)
-			if err != nil {
-				return nil, err
-			}
-			if len(parts) != len(ap.keyCols) {
-				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
-			}
-			for k := range ap.keyCols {
-				table.AppendKeyValue(gb.Columns[ci], parts[k])
-				ci++
-			}
-		}
-		for si := range ap.agg.Aggs {
-			n, sk, err := gold.AppendAggregate(gb.Columns[ci:], &ap.agg.Aggs[si], &row.Aggs[si], sketch)
-			if err != nil {
-				return nil, err
-			}
-			sketch, ci = sk, ci+n
-		}
-		gb.Columns[ci].AppendInt64(0)
-	}
-	return gb, nil
 }
 
 // progress builds batch n's StreamingQueryProgress.
