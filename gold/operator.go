@@ -189,6 +189,10 @@ type Aggregation struct {
 	rowOrder  []rowSortKey
 	aggBuf    []AggValue
 	scratch   []byte
+	// countingSort's buffers.
+	sortStarts []int64
+	sortTmp    []int32
+	sortCount  []int32
 }
 
 // NewAggregation validates cfg and returns an empty operator.
@@ -757,6 +761,12 @@ func (a *Aggregation) sortSlots(slots []int32) {
 	for rank, k := range a.keyIDsBuf {
 		a.keyRank[k] = int32(rank)
 	}
+	if a.ends == nil && a.countingSort(slots) {
+		for _, k := range a.keyIDsBuf {
+			a.keyRank[k] = 0
+		}
+		return
+	}
 	a.rowOrder = a.rowOrder[:0]
 	for _, s := range slots {
 		w := a.window(s)
@@ -777,6 +787,65 @@ func (a *Aggregation) sortSlots(slots []int32) {
 	for _, k := range a.keyIDsBuf {
 		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
 	}
+}
+
+// maxSortWindows bounds the distinct windows countingSort handles; a batch emits a handful
+// (the windows its watermark closed), a backlog's first batch a few hundred.
+const maxSortWindows = 4096
+
+// countingSort orders time-window slots by window, then key rank, in two stable counting
+// passes (rank, then window) instead of a comparison sort: the ranks are dense and the
+// windows few. It reports false, leaving slots as they were, when the windows are too many.
+func (a *Aggregation) countingSort(slots []int32) bool {
+	starts := a.sortStarts[:0]
+	for _, s := range slots {
+		st := a.groups[s].start
+		if len(starts) > 0 && starts[len(starts)-1] == st {
+			continue
+		}
+		if !slices.Contains(starts, st) {
+			if len(starts) == maxSortWindows {
+				a.sortStarts = starts
+				return false
+			}
+			starts = append(starts, st)
+		}
+	}
+	slices.Sort(starts)
+	a.sortStarts = starts
+	tmp := slices.Grow(a.sortTmp[:0], len(slots))[:len(slots)]
+	a.sortTmp = tmp
+	// Pass 1: by key rank.
+	count := slices.Grow(a.sortCount[:0], len(a.keyIDsBuf)+1)[:len(a.keyIDsBuf)+1]
+	clear(count)
+	for _, s := range slots {
+		count[a.keyRank[a.groups[s].key]+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range slots {
+		r := a.keyRank[a.groups[s].key]
+		tmp[count[r]] = s
+		count[r]++
+	}
+	// Pass 2, stable: by window.
+	count = slices.Grow(count[:0], len(starts)+1)[:len(starts)+1]
+	clear(count)
+	for _, s := range tmp {
+		w, _ := slices.BinarySearch(starts, a.groups[s].start)
+		count[w+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range tmp {
+		w, _ := slices.BinarySearch(starts, a.groups[s].start)
+		slots[count[w]] = s
+		count[w]++
+	}
+	a.sortCount = count
+	return true
 }
 
 // checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/medallion-lake/medallion/table"
@@ -100,6 +101,18 @@ func TestOutMatchesRows(t *testing.T) {
 				res, err := withRows.ProcessBatch(in, late, evict)
 				if err != nil {
 					t.Fatal(err)
+				}
+				// The order contract, checked on its own: window start, end, then key bytes.
+				if !slices.IsSortedFunc(res.Rows, func(x, y OutRow) int {
+					if x.Window.Start != y.Window.Start {
+						return cmpInt64(x.Window.Start, y.Window.Start)
+					}
+					if x.Window.End != y.Window.End {
+						return cmpInt64(x.Window.End, y.Window.End)
+					}
+					return strings.Compare(x.Key, y.Key)
+				}) {
+					t.Fatalf("batch %d: rows out of order", b)
 				}
 				want := batchValues(rowsBatch(t, schema, aggs, res.Rows))
 				wantLate := append([]int32(nil), res.LateRows...)
