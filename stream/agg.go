@@ -51,10 +51,14 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	updMs := time.Since(began).Milliseconds()
 	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: res.NumRowsOutput}
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
+	// Into last batch's buffer: the state file that held it is written by now, and a state
+	// of many groups would otherwise grow a new buffer, copy by copy, every batch.
 	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
-		as.delta, err = r.ops.aggs[ai].AppendDelta(nil)
+		as.delta, err = r.ops.aggs[ai].AppendDelta(ab.state[:0])
+		ab.state = as.delta
 	} else {
-		as.state, err = r.ops.aggs[ai].AppendSnapshot(nil)
+		as.state, err = r.ops.aggs[ai].AppendSnapshot(ab.state[:0])
+		ab.state = as.state
 	}
 	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)

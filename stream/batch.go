@@ -36,6 +36,7 @@ type aggBuffers struct {
 	colF64 [][]float64
 	colBin []gold.Binary
 	colOK  [][]bool
+	state  []byte // the aggregation's encoded state or delta, reused batch after batch
 }
 
 // batchStats is what one batch did, for progress and the report.
