@@ -39,8 +39,6 @@ type acc struct {
 // usesCells says whether fn keeps a value beside its count.
 func usesCells(fn Func) bool { return fn == Sum || fn == Avg || fn == Min || fn == Max }
 
-func (a *acc) hasSketches() bool { return a.hll != nil || a.dd != nil }
-
 // measure refreshes slot s's sketch footprint.
 func (a *acc) measure(s int32) {
 	var n int64
