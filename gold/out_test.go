@@ -25,7 +25,7 @@ func goldSchema(aggs []AggSpec) *txlog.StructType {
 
 // rowsBatch renders Result.Rows as gold columns the way the stream did before Input.Out: a
 // key decoded into parts, each aggregate through AppendAggregate. It is the oracle.
-func rowsBatch(t *testing.T, schema *txlog.StructType, aggs []AggSpec, rows []OutRow) *table.Batch {
+func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []OutRow) *table.Batch {
 	gb, err := table.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
