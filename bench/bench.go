@@ -52,6 +52,9 @@ type Run struct {
 	Status string
 	// Detail is what the stage itself reported (rows in and out), for the sanity checks.
 	Detail string
+	// Load is the machine's 1-, 5- and 15-minute load average (/proc/loadavg) as the stage
+	// began: on a shared machine wall time says little without it, CPU seconds more.
+	Load string
 }
 
 // OK reports whether the run completed and its numbers mean something.
@@ -62,6 +65,9 @@ func (r Run) EventsPerS() float64 { return safeDiv(float64(r.Events), r.WallS) }
 
 // MBPerS is the landing data (MB, 10^6 bytes) processed per wall second.
 func (r Run) MBPerS() float64 { return safeDiv(float64(r.InputBytes)/1e6, r.WallS) }
+
+// CPUPerEventUS is the CPU time per event in microseconds.
+func (r Run) CPUPerEventUS() float64 { return safeDiv(r.CPUS*1e6, float64(r.Events)) }
 
 // CPUPerEventNS is the CPU time per event in nanoseconds.
 func (r Run) CPUPerEventNS() float64 { return safeDiv(r.CPUS*1e9, float64(r.Events)) }

@@ -9,47 +9,93 @@ import (
 	"github.com/axiomhq/hyperloglog"
 )
 
+// cell is the state of a sum, avg, min or max: the count of inputs and the value, a float's
+// bits or an int64 as the spec says. count and the sketches keep only a count (ns).
 type cell struct {
 	n int64
-	f float64
-	i int64
+	v uint64
 }
 
 // acc is one aggregate's state for every group slot, column by column, so a batch updates it
-// in one tight loop per aggregate instead of one dynamic call per (row, aggregate).
+// in one tight loop per aggregate instead of one dynamic call per (row, aggregate). Each
+// function keeps only what it needs: 8 bytes a group for count, 16 for sum, avg, min and max
+// (count and value on one cache line), 8 and a pointer for a sketch.
 type acc struct {
-	spec *AggSpec
-	// cells holds count, float and int state side by side, so updating a group touches one
-	// cache line per aggregate.
-	cells []cell
+	spec  *AggSpec
+	wide  bool    // usesCells(spec.Fn)
+	ns    []int64 // count, approx_count_distinct, approx_percentile
+	cells []cell  // sum, avg, min, max
 	hll   []*hyperloglog.Sketch
 	dd    []*ddsketch.DDSketch
 	tmp   [8]byte
+	// sketchBytes is each slot's sketch footprint as last measured (after every batch that
+	// touched it), sketchTotal their sum: the state report counts what sketches hold without
+	// walking every one of them each batch.
+	sketchBytes []int64
+	sketchTotal int64
+	seen        map[uintptr]bool
 }
 
-func newAcc(spec *AggSpec) *acc { return &acc{spec: spec} }
+// usesCells says whether fn keeps a value beside its count.
+func usesCells(fn Func) bool { return fn == Sum || fn == Avg || fn == Min || fn == Max }
+
+// measure refreshes slot s's sketch footprint.
+func (a *acc) measure(s int32) {
+	var n int64
+	switch {
+	case a.hll != nil && a.hll[s] != nil:
+		n = sketchSize(a.hll[s], a.seen)
+	case a.dd != nil && a.dd[s] != nil:
+		n = sketchSize(a.dd[s], a.seen)
+	}
+	a.sketchTotal += n - a.sketchBytes[s]
+	a.sketchBytes[s] = n
+}
+
+func newAcc(spec *AggSpec) *acc {
+	a := &acc{spec: spec, wide: usesCells(spec.Fn)}
+	if spec.Fn == ApproxCountDistinct || spec.Fn == ApproxPercentile {
+		a.seen = map[uintptr]bool{}
+	}
+	return a
+}
 
 // grow makes room for slot s (slots are allocated densely from 0).
 func (a *acc) grow(s int32) {
-	for int(s) >= len(a.cells) {
-		a.cells = append(a.cells, cell{})
+	for int(s) >= max(len(a.cells), len(a.ns)) {
+		if a.wide {
+			a.cells = append(a.cells, cell{})
+		} else {
+			a.ns = append(a.ns, 0)
+		}
 		if a.spec.Fn == ApproxCountDistinct {
 			a.hll = append(a.hll, nil)
 		}
 		if a.spec.Fn == ApproxPercentile {
 			a.dd = append(a.dd, nil)
 		}
+		if a.seen != nil {
+			a.sketchBytes = append(a.sketchBytes, 0)
+		}
 	}
 }
 
 // clear resets slot s for reuse by a new group.
 func (a *acc) clear(s int32) {
-	a.cells[s] = cell{}
+	if a.wide {
+		a.cells[s] = cell{}
+	} else {
+		a.ns[s] = 0
+	}
 	if a.hll != nil {
 		a.hll[s] = nil
 	}
 	if a.dd != nil {
 		a.dd[s] = nil
+	}
+	if a.seen != nil {
+		a.sketchTotal -= a.sketchBytes[s]
+		a.sketchBytes[s] = 0
 	}
 }
 
@@ -73,7 +119,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	sp := a.spec
 	if sp.Fn == Count && sp.Column < 0 {
 		for _, s := range slots {
-			a.cells[s].n++
+			a.ns[s]++
 		}
 		return nil
 	}
@@ -82,7 +128,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	case Count:
 		for k, s := range slots {
 			if !hasNulls || c.Valid[rows[k]] {
-				a.cells[s].n++
+				a.ns[s]++
 			}
 		}
 	case Sum, Avg:
@@ -90,7 +136,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
 					cl := &a.cells[s]
-					cl.i += c.Int64[r]
+					cl.v = uint64(int64(cl.v) + c.Int64[r])
 					cl.n++
 				}
 			}
@@ -98,7 +144,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
 					cl := &a.cells[s]
-					cl.f += c.Float64[r]
+					cl.v = math.Float64bits(math.Float64frombits(cl.v) + c.Float64[r])
 					cl.n++
 				}
 			}
@@ -113,13 +159,13 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			cl := &a.cells[s]
 			if sp.Int {
 				x := c.Int64[r]
-				if cl.n == 0 || (isMin && x < cl.i) || (!isMin && x > cl.i) {
-					cl.i = x
+				if cl.n == 0 || (isMin && x < int64(cl.v)) || (!isMin && x > int64(cl.v)) {
+					cl.v = uint64(x)
 				}
 			} else if x := c.Float64[r]; cl.n == 0 {
-				cl.f = x
+				cl.v = math.Float64bits(x)
 			} else {
-				cl.f = pickFloat(sp.Fn, cl.f, x)
+				cl.v = math.Float64bits(pickFloat(sp.Fn, math.Float64frombits(cl.v), x))
 			}
 			cl.n++
 		}
@@ -151,7 +197,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 				binary.LittleEndian.PutUint64(a.tmp[:], math.Float64bits(x))
 				sk.Insert(a.tmp[:])
 			}
-			a.cells[s].n++
+			a.ns[s]++
 		}
 	case ApproxPercentile:
 		for k, s := range slots {
@@ -176,7 +222,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			if err := sk.Add(x); err != nil {
 				return fmt.Errorf("gold: aggregate %q: add %v: %w", sp.Name, x, err)
 			}
-			a.cells[s].n++
+			a.ns[s]++
 		}
 	}
 	return nil
@@ -184,8 +230,18 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 
 // value is slot s as an AggValue; sketches are shared unless clone is set.
 func (a *acc) value(s int32, clone bool) AggValue {
-	c := &a.cells[s]
-	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int, N: c.n, F: c.f, I: c.i}
+	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int}
+	if a.wide {
+		c := &a.cells[s]
+		v.N = c.n
+		if a.spec.Int {
+			v.I = int64(c.v)
+		} else {
+			v.F = math.Float64frombits(c.v)
+		}
+	} else {
+		v.N = a.ns[s]
+	}
 	if a.hll != nil && a.hll[s] != nil {
 		v.HLL = a.hll[s]
 		if clone {
@@ -202,12 +258,23 @@ func (a *acc) value(s int32, clone bool) AggValue {
 }
 
 func (a *acc) set(s int32, v AggValue) {
-	a.cells[s] = cell{n: v.N, f: v.F, i: v.I}
+	if a.wide {
+		x := math.Float64bits(v.F)
+		if a.spec.Int {
+			x = uint64(v.I)
+		}
+		a.cells[s] = cell{n: v.N, v: x}
+	} else {
+		a.ns[s] = v.N
+	}
 	if a.hll != nil {
 		a.hll[s] = v.HLL
 	}
 	if a.dd != nil {
 		a.dd[s] = v.DD
+	}
+	if a.seen != nil {
+		a.measure(s)
 	}
 }
 

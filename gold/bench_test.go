@@ -96,14 +96,24 @@ func BenchmarkAggregate(b *testing.B) {
 
 // BenchmarkStreamAppend is the steady state of a running stream: each 64k-event batch covers
 // the next 10 s of event time (in random order, up to 1 minute out of order), the watermark
-// (delay 10 minutes) advances, and closed windows are emitted and evicted.
+// (delay 10 minutes) advances, and closed windows are emitted and evicted into gold's columns:
+// through Result.Rows rendered row by row ("rows", the stream before Input.Out), or straight
+// from the state ("columns", Input.Out, the stream now).
 func BenchmarkStreamAppend(b *testing.B) {
 	for _, keys := range []int{1_000, 100_000} {
-		b.Run(strconv.Itoa(keys)+"keys", func(b *testing.B) {
+		for _, emit := range []string{"rows", "columns"} {
+			benchStreamAppend(b, keys, emit)
+		}
+	}
+}
+
+func benchStreamAppend(b *testing.B, keys int, emit string) {
+	{
+		b.Run(strconv.Itoa(keys)+"keys-"+emit, func(b *testing.B) {
 			spec, _ := Tumbling(5 * minute)
-			op := mustAgg(b, AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{
-				{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0},
-			}})
+			aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}}
+			op := mustAgg(b, AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: aggs})
+			schema := goldSchema(aggs)
 			tr, _ := NewWatermarkTracker(PolicyMin, []int64{10 * 60 * 1000}, 0)
 			rng := rand.New(rand.NewPCG(1, 1))
 			in := &Input{EventTime: make([]int64, benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
@@ -125,8 +135,20 @@ func BenchmarkStreamAppend(b *testing.B) {
 				base += 10 * second
 				late, evict := tr.BatchWatermarks()
 				tr.Observe(0, in.EventTime, nil)
-				if _, err := op.ProcessBatch(in, late, evict); err != nil {
+				if emit == "columns" {
+					gb, err := table.NewBatch(schema)
+					if err != nil {
+						b.Fatal(err)
+					}
+					in.Out = gb
+				}
+				res, err := op.ProcessBatch(in, late, evict)
+				if err != nil {
 					b.Fatal(err)
+				}
+				if emit == "rows" {
+					// What the stream did with the rows before Input.Out: render them as columns.
+					rowsBatch(b, schema, aggs, res.Rows)
 				}
 				tr.EndBatch(0)
 			}

@@ -33,13 +33,13 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 	dst = binary.AppendVarint(dst, a.evictedAt)
 	n := 0
 	for _, s := range a.touched {
-		if a.groups[s].live {
+		if a.groups[s].live() {
 			n++
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, s := range a.touched {
-		if !a.groups[s].live {
+		if !a.groups[s].live() {
 			continue // evicted by this very batch: the replayed eviction removes it too
 		}
 		var err error
@@ -94,7 +94,8 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 		}
 		key := p[w : w+int(kl)]
 		p = p[w+int(kl):]
-		s := a.windowSlot(Window{Start: start, End: start + a.cfg.Window.Size}, a.internKey(key))
+		id, kh := a.internKey(key)
+		s := a.windowSlot(start, id, kh)
 		for j, ac := range a.accs {
 			v, rest, err := DecodeAggValue(p)
 			if err != nil {

@@ -3,6 +3,8 @@ package gold
 import (
 	"errors"
 	"fmt"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // ErrBadInput is returned when an Input's columns do not line up with its event-time column or
@@ -85,6 +87,10 @@ type Input struct {
 	// non-null mask; a null or non-positive gap filters the row silently, as Spark does.
 	SessionGap      []int64
 	SessionGapValid []bool
+	// Out, when set, takes the batch's emitted rows as gold columns (the gold-row contract:
+	// ColWindow, the NumKeys key columns, each aggregate's columns, ColLateRows), appended in
+	// Result.Rows' order straight from the state, and Result.Rows stays empty.
+	Out *table.Batch
 }
 
 // Len is the number of rows.

@@ -4,7 +4,9 @@ import "hash/maphash"
 
 // keyTable maps encoded group keys to dense ids with open addressing (linear probing,
 // backward-shift deletion). Against map[string]int32 it hashes the bytes once without a
-// string header and keeps hash tags inline, which is the hottest step of aggregation.
+// string header and keeps hash tags inline, which is the hottest step of aggregation. An
+// entry is 8 bytes: the low 32 bits of the key's hash (its position, and a tag that spares
+// most key compares) and the id.
 type keyTable struct {
 	seed  maphash.Seed
 	slots []keySlot // power-of-two size; id < 0 is empty
@@ -12,7 +14,7 @@ type keyTable struct {
 }
 
 type keySlot struct {
-	hash uint64
+	hash uint32
 	id   int32
 }
 
@@ -28,7 +30,7 @@ func (t *keyTable) resize(size int) {
 	for i := range t.slots {
 		t.slots[i].id = -1
 	}
-	mask := uint64(size - 1)
+	mask := uint32(size - 1)
 	for _, e := range old {
 		if e.id < 0 {
 			continue
@@ -41,26 +43,28 @@ func (t *keyTable) resize(size int) {
 	}
 }
 
-// find returns the id of k (keys[id] holds the key bytes) or -1, and k's hash.
-func (t *keyTable) find(k []byte, keys []string) (int32, uint64) {
-	h := maphash.Bytes(t.seed, k)
-	mask := uint64(len(t.slots) - 1)
+// find returns the id of k (its bytes at locs[id] in arena) or -1, and k's 32-bit hash.
+func (t *keyTable) find(k []byte, arena []byte, locs []keyLoc) (int32, uint32) {
+	h := uint32(maphash.Bytes(t.seed, k))
+	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		e := &t.slots[i]
 		if e.id < 0 {
 			return -1, h
 		}
-		if e.hash == h && keys[e.id] == string(k) {
-			return e.id, h
+		if e.hash == h {
+			if l := locs[e.id]; int(l.n) == len(k) && string(arena[l.off:l.off+l.n]) == string(k) {
+				return e.id, h
+			}
 		}
 	}
 }
 
-func (t *keyTable) insert(h uint64, id int32) {
+func (t *keyTable) insert(h uint32, id int32) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(len(t.slots) * 2)
 	}
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	i := h & mask
 	for t.slots[i].id >= 0 {
 		i = (i + 1) & mask
@@ -71,8 +75,8 @@ func (t *keyTable) insert(h uint64, id int32) {
 
 // remove deletes id (whose key hashes to h), shifting later entries of the probe run back so
 // lookups never need tombstones.
-func (t *keyTable) remove(h uint64, id int32) {
-	mask := uint64(len(t.slots) - 1)
+func (t *keyTable) remove(h uint32, id int32) {
+	mask := uint32(len(t.slots) - 1)
 	i := h & mask
 	for t.slots[i].id != id {
 		if t.slots[i].id < 0 {

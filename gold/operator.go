@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
@@ -105,7 +107,8 @@ type OutRow struct {
 // ProcessBatch.
 type Result struct {
 	// Rows are emitted per the output mode, ordered by window start, end, then encoded key
-	// bytes (deterministic, not the keys' SQL order).
+	// bytes (deterministic, not the keys' SQL order); empty when the batch's Input.Out took
+	// them as gold columns.
 	Rows []OutRow
 	// LateRows are the input rows late for at least one of their windows (each once, ascending);
 	// the runner quarantines them with LateWatermarkMs, the watermark that judged them.
@@ -115,12 +118,8 @@ type Result struct {
 	NumRowsDroppedByWatermark int64
 	// NumRowsTotal, NumRowsUpdated, NumRowsRemoved are the state operator metrics.
 	NumRowsTotal, NumRowsUpdated, NumRowsRemoved int64
-}
-
-type winSlot struct {
-	start   int64
-	slot    int32
-	touched uint32 // batch that last updated it
+	// NumRowsOutput is the number of rows emitted (into Rows, or into Input.Out).
+	NumRowsOutput int64
 }
 
 type lateKey struct {
@@ -128,12 +127,15 @@ type lateKey struct {
 	key   string
 }
 
+// group is one (window, key) group in state: 16 bytes. A time window's end is its start plus
+// the size; a session's end is kept beside (Aggregation.ends).
 type group struct {
-	w       Window
-	key     int32
-	live    bool
-	touched uint32
+	start   int64
+	key     int32  // -1: a free slot
+	touched uint32 // the batch that last updated it
 }
+
+func (g *group) live() bool { return g.key >= 0 }
 
 type sessItem struct {
 	key  int32
@@ -147,17 +149,22 @@ type sessItem struct {
 type Aggregation struct {
 	cfg AggConfig
 
-	keyIDs   keyTable
-	keys     []string
-	keyHash  []uint64
-	keyRefs  []int32
-	freeKeys []int32
+	// Keys live in one arena: keyLocs[id] is where key id's bytes are. Keys are never
+	// rewritten in place (a key removed leaves garbage, compacted into a new arena when it
+	// outgrows the live keys), so the strings that emitted rows alias stay valid.
+	keyIDs     keyTable
+	keyArena   []byte
+	keyLocs    []keyLoc
+	keyGarbage int
+	keyHash    []uint32
+	keyRefs    []int32
+	freeKeys   []int32
 
-	// kwins[key] lists a key's open time windows. A key has only a handful open at a time
-	// (about (delay+size)/slide), so a short scan beats a second hash look-up per event.
-	kwins     [][]winSlot
+	// gtab finds a time window's group by key and start.
+	gtab      groupTable
 	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
 	groups    []group
+	ends      []int64 // session windows: each slot's window end
 	freeSlots []int32
 	live      int64
 	// minEnd is a lower bound of the live groups' window ends (sessions only grow).
@@ -174,15 +181,18 @@ type Aggregation struct {
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
-	// Sorting the emitted rows: rowKeys[i] is the key id of Rows[i], keyRank a key's place
-	// among the batch's emitted keys (by bytes), keyRows a row of each such key, rowOrder the
-	// rows' sort keys.
-	rowKeys  []int32
-	keyRank  []int32
-	keyRows  []int32
-	rowOrder []rowSortKey
-	sorted   []OutRow
-	aggBuf   []AggValue
+	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
+	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
+	emitSlots []int32
+	keyRank   []int32
+	keyIDsBuf []int32
+	rowOrder  []rowSortKey
+	aggBuf    []AggValue
+	scratch   []byte
+	// countingSort's buffers.
+	sortStarts []int64
+	sortTmp    []int32
+	sortCount  []int32
 }
 
 // NewAggregation validates cfg and returns an empty operator.
@@ -194,6 +204,7 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	a := &Aggregation{
 		cfg:      cfg,
 		keyIDs:   newKeyTable(),
+		gtab:     newGroupTable(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,
@@ -207,46 +218,93 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 // Config is the operator's configuration.
 func (a *Aggregation) Config() AggConfig { return a.cfg }
 
-// MemoryUsedBytes estimates the state's memory for progress (memoryUsedBytes): groups,
-// accumulators, keys and indexes; sketch contents are not counted.
+// MemoryUsedBytes is the state's footprint for progress (memoryUsedBytes): the capacity of
+// every slice, table and string the state holds (groups, accumulators, keys and their index,
+// the per-key window lists, free lists) and what each sketch holds, as last measured. Buffers
+// that live only for a batch (emitted rows, pairs) are not state and are not counted.
 func (a *Aggregation) MemoryUsedBytes() int64 {
-	n := int64(cap(a.groups))*int64(unsafe.Sizeof(group{})) +
-		int64(len(a.keyIDs.slots))*int64(unsafe.Sizeof(keySlot{})) +
-		int64(cap(a.keys))*int64(unsafe.Sizeof("")) + int64(cap(a.keyRefs))*4 + int64(cap(a.keyHash))*8
-	for _, k := range a.keys {
-		n += int64(len(k))
-	}
-	for _, ws := range a.kwins {
-		n += int64(cap(ws)) * int64(unsafe.Sizeof(winSlot{}))
+	n := int64(unsafe.Sizeof(*a)) +
+		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keyArena) + sliceBytes(a.keyLocs) + sliceBytes(a.keyRefs) +
+		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.gtab.slots) + sliceBytes(a.ends)
+	for _, ss := range a.sessions {
+		// The map entry (key, slice header, control byte) and the slice it names.
+		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
 	}
 	for _, ac := range a.accs {
-		n += int64(cap(ac.cells))*int64(unsafe.Sizeof(cell{})) + int64(cap(ac.hll)+cap(ac.dd))*8
+		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
+}
+
+// sliceBytes is the memory a slice's backing array takes.
+func sliceBytes[T any](s []T) int64 {
+	var z T
+	return int64(cap(s)) * int64(unsafe.Sizeof(z))
 }
 
 // NumGroups is the number of (window, key) groups in state.
 func (a *Aggregation) NumGroups() int { return int(a.live) }
 
-func (a *Aggregation) internKey(k []byte) int32 {
-	id, h := a.keyIDs.find(k, a.keys)
-	if id >= 0 {
-		return id
+// window is slot s's window.
+func (a *Aggregation) window(s int32) Window {
+	if a.ends != nil {
+		return Window{a.groups[s].start, a.ends[s]}
 	}
-	s := string(k)
+	return Window{a.groups[s].start, a.groups[s].start + a.cfg.Window.Size}
+}
+
+// keyLoc is where a key's bytes are in the arena.
+type keyLoc struct{ off, n uint32 }
+
+// key is key id's bytes as a string aliasing the arena (never rewritten, see keyArena).
+func (a *Aggregation) key(id int32) string {
+	l := a.keyLocs[id]
+	if l.n == 0 {
+		return ""
+	}
+	return unsafe.String(&a.keyArena[l.off], int(l.n))
+}
+
+// internKey returns k's id, adding k when it is new, and k's hash.
+func (a *Aggregation) internKey(k []byte) (int32, uint32) {
+	id, h := a.keyIDs.find(k, a.keyArena, a.keyLocs)
+	if id >= 0 {
+		return id, h
+	}
+	if len(a.keyArena)+len(k) > math.MaxUint32 {
+		a.compactKeys()
+	}
+	loc := keyLoc{uint32(len(a.keyArena)), uint32(len(k))}
+	a.keyArena = append(a.keyArena, k...)
 	if n := len(a.freeKeys); n > 0 {
 		id = a.freeKeys[n-1]
 		a.freeKeys = a.freeKeys[:n-1]
-		a.keys[id], a.keyRefs[id], a.keyHash[id] = s, 0, h
+		a.keyLocs[id], a.keyRefs[id], a.keyHash[id] = loc, 0, h
 	} else {
-		id = int32(len(a.keys))
-		a.keys = append(a.keys, s)
+		id = int32(len(a.keyLocs))
+		a.keyLocs = append(a.keyLocs, loc)
 		a.keyRefs = append(a.keyRefs, 0)
 		a.keyHash = append(a.keyHash, h)
-		a.kwins = append(a.kwins, nil)
 	}
 	a.keyIDs.insert(h, id)
-	return id
+	return id, h
+}
+
+// compactKeys copies the live keys into a new arena once removed keys' bytes outweigh them.
+// The old arena is left as it is: strings of emitted rows may still alias it.
+func (a *Aggregation) compactKeys() {
+	live := len(a.keyArena) - a.keyGarbage
+	arena := make([]byte, 0, live+live/4)
+	for id, l := range a.keyLocs {
+		if a.keyRefs[id] == 0 || l.n == 0 {
+			continue
+		}
+		off := len(arena)
+		arena = append(arena, a.keyArena[l.off:l.off+l.n]...)
+		a.keyLocs[id].off = uint32(off)
+	}
+	a.keyArena, a.keyGarbage = arena, 0
 }
 
 func (a *Aggregation) newSlot(w Window, key int32) int32 {
@@ -260,11 +318,17 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 	} else {
 		s = int32(len(a.groups))
 		a.groups = append(a.groups, group{})
+		if a.cfg.Session != nil {
+			a.ends = append(a.ends, 0)
+		}
 		for _, ac := range a.accs {
 			ac.grow(s)
 		}
 	}
-	a.groups[s] = group{w: w, key: key, live: true}
+	a.groups[s] = group{start: w.Start, key: key}
+	if a.ends != nil {
+		a.ends[s] = w.End
+	}
 	a.minEnd = min(a.minEnd, w.End)
 	a.keyRefs[key]++
 	a.live++
@@ -274,14 +338,7 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 func (a *Aggregation) freeSlot(s int32) {
 	g := &a.groups[s]
 	if a.cfg.Session == nil {
-		ws := a.kwins[g.key]
-		for i := range ws {
-			if ws[i].slot == s {
-				ws[i] = ws[len(ws)-1]
-				a.kwins[g.key] = ws[:len(ws)-1]
-				break
-			}
-		}
+		a.gtab.remove(groupHash(a.keyHash[g.key], g.start, a.cfg.Window.Slide), s)
 	}
 	a.keyRefs[g.key]--
 	if a.keyRefs[g.key] == 0 {
@@ -289,10 +346,14 @@ func (a *Aggregation) freeSlot(s int32) {
 		if a.cfg.Session != nil {
 			delete(a.sessions, g.key)
 		}
-		a.keys[g.key] = ""
+		a.keyGarbage += int(a.keyLocs[g.key].n)
+		a.keyLocs[g.key] = keyLoc{}
 		a.freeKeys = append(a.freeKeys, g.key)
+		if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
+			a.compactKeys()
+		}
 	}
-	g.live = false
+	g.key = -1
 	for _, ac := range a.accs {
 		ac.clear(s) // drop sketch pointers so evicted state is collectable
 	}
@@ -330,7 +391,6 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	a.batch++
 	r := &a.res
 	*r = Result{Rows: r.Rows[:0], LateRows: r.LateRows[:0], LateWatermarkMs: lateWM}
-	a.rowKeys = a.rowKeys[:0]
 	a.pairSlot, a.pairRow, a.touched = a.pairSlot[:0], a.pairRow[:0], a.touched[:0]
 	if a.cfg.Session == nil {
 		// A row lands in n windows: size the (slot, row) pairs once for the batch.
@@ -366,10 +426,21 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 			a.touch(s)
 		}
 	}
+	for _, ac := range a.accs {
+		if ac.seen != nil {
+			for _, s := range a.touched {
+				if a.groups[s].live() {
+					ac.measure(s)
+				}
+			}
+		}
+	}
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
 	r.NumRowsUpdated = int64(len(a.touched))
 	a.evictedAt = evictWM * 1000
-	a.emit(a.evictedAt)
+	if err := a.emit(a.evictedAt, in.Out); err != nil {
+		return nil, err
+	}
 	r.NumRowsTotal = a.live
 	return r, nil
 }
@@ -396,12 +467,14 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 	spec := a.cfg.Window
 	var lastKey []byte
 	lastID := int32(-1)
+	var lastHash uint32
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
 		}
 		k := in.key(i)
 		keyID := int32(-1)
+		var keyHash uint32
 		rowLate := false
 		if spec.n == 1 {
 			// Tumbling (and size == slide generally): one window, no candidate list.
@@ -418,34 +491,49 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 			if keyID < 0 {
 				// Runs of one key are common (sorted or single-key inputs); skip the hash then.
 				if lastID >= 0 && bytes.Equal(k, lastKey) {
-					keyID = lastID
+					keyID, keyHash = lastID, lastHash
 				} else {
-					keyID = a.internKey(k)
-					lastKey, lastID = k, keyID
+					keyID, keyHash = a.internKey(k)
+					lastKey, lastID, lastHash = k, keyID, keyHash
 				}
 			}
-			s := a.windowSlot(w, keyID)
+			s := a.windowSlot(w.Start, keyID, keyHash)
 			a.pairSlot = append(a.pairSlot, s)
 			a.pairRow = append(a.pairRow, int32(i))
 		}
 	}
 }
 
-// windowSlot finds or creates the slot of (w, key).
-// It also records the group as touched by this batch, on the cache line the look-up just read.
-func (a *Aggregation) windowSlot(w Window, key int32) int32 {
-	wins := a.kwins[key]
-	for i := range wins {
-		if ws := &wins[i]; ws.start == w.Start {
-			if ws.touched != a.batch {
-				ws.touched = a.batch
-				a.touched = append(a.touched, ws.slot)
+// findWindow is the slot of (start, key) whose key hashes to kh, or -1.
+func (a *Aggregation) findWindow(start int64, key int32, kh uint32) int32 {
+	h := groupHash(kh, start, a.cfg.Window.Slide)
+	t := &a.gtab
+	mask := uint32(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := t.slots[i]
+		if e.slot < 0 {
+			return -1
+		}
+		if e.tag == h {
+			if g := &a.groups[e.slot]; g.start == start && g.key == key {
+				return e.slot
 			}
-			return ws.slot
 		}
 	}
-	s := a.newSlot(w, key)
-	a.kwins[key] = append(wins, winSlot{start: w.Start, slot: s, touched: a.batch})
+}
+
+// windowSlot finds or creates the slot of the time window starting at start for key, whose
+// hash is kh. It also records the group as touched by this batch, on the cache line the
+// look-up just read.
+func (a *Aggregation) windowSlot(start int64, key int32, kh uint32) int32 {
+	s := a.findWindow(start, key, kh)
+	if s < 0 {
+		s = a.newSlot(Window{start, start + a.cfg.Window.Size}, key)
+		a.gtab.insert(groupHash(kh, start, a.cfg.Window.Slide), s)
+	} else if a.groups[s].touched == a.batch {
+		return s
+	}
+	a.groups[s].touched = a.batch
 	a.touched = append(a.touched, s)
 	return s
 }
@@ -476,7 +564,8 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			a.markLate(int32(i), w.Start, k, &rowLate)
 			continue
 		}
-		a.items = append(a.items, sessItem{key: a.internKey(k), w: w, row: int32(i), slot: -1})
+		id, _ := a.internKey(k)
+		a.items = append(a.items, sessItem{key: id, w: w, row: int32(i), slot: -1})
 	}
 	// Pull in the stored sessions of every key that has input, then merge per key by start.
 	n := len(a.items)
@@ -487,7 +576,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 		}
 		seen[it.key] = true
 		for _, s := range a.sessions[it.key] {
-			a.items = append(a.items, sessItem{key: it.key, w: a.groups[s].w, row: -1, slot: s})
+			a.items = append(a.items, sessItem{key: it.key, w: a.window(s), row: -1, slot: s})
 		}
 	}
 	slices.SortFunc(a.items, func(x, y sessItem) int {
@@ -536,7 +625,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 			target = a.newSlot(cur, key)
 			a.sessions[key] = append(a.sessions[key], target)
 		}
-		a.groups[target].w = cur
+		a.groups[target].start, a.ends[target] = cur.Start, cur.End
 		for _, it := range a.items[i:j] {
 			if it.slot < 0 {
 				a.pairSlot = append(a.pairSlot, target)
@@ -551,7 +640,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 
 func (a *Aggregation) sortSessions(key int32) {
 	ss := a.sessions[key]
-	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].w.Start, a.groups[y].w.Start) })
+	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].start, a.groups[y].start) })
 }
 
 // dropSession removes a stored session fused into another one.
@@ -565,19 +654,22 @@ func (a *Aggregation) dropSession(s int32) {
 	a.freeSlot(s)
 }
 
-func (a *Aggregation) emit(evictUs int64) {
+// emit outputs the groups the mode emits, in window and key order, into out (the gold
+// columns) or, without out, into Result.Rows; then it evicts the groups the watermark closed.
+func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
 	r := &a.res
+	a.emitSlots = a.emitSlots[:0]
 	switch a.cfg.Mode {
 	case Complete:
 		for s := range a.groups {
-			if a.groups[s].live {
-				a.appendRow(int32(s), true)
+			if a.groups[s].live() {
+				a.emitSlots = append(a.emitSlots, int32(s))
 			}
 		}
 	case Update:
 		for _, s := range a.touched {
-			if a.groups[s].live {
-				a.appendRow(s, true)
+			if a.groups[s].live() {
+				a.emitSlots = append(a.emitSlots, s)
 			}
 		}
 	}
@@ -586,10 +678,26 @@ func (a *Aggregation) emit(evictUs int64) {
 		// Only batches whose watermark passed some window end pay for this scan.
 		a.collectEvictions(evictUs)
 	}
-	for _, s := range a.evictList {
-		if a.cfg.Mode == Append {
-			a.appendRow(s, false)
+	if a.cfg.Mode == Append {
+		a.emitSlots = append(a.emitSlots, a.evictList...)
+	}
+	a.sortSlots(a.emitSlots)
+	r.NumRowsOutput = int64(len(a.emitSlots))
+	if out != nil {
+		if err := a.checkOut(out); err != nil {
+			return err
 		}
+		for _, s := range a.emitSlots {
+			if err := a.appendColumns(out, s); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, s := range a.emitSlots {
+			a.appendRow(s, a.cfg.Mode != Append)
+		}
+	}
+	for _, s := range a.evictList {
 		if a.cfg.Session != nil {
 			key := a.groups[s].key
 			ss := a.sessions[key]
@@ -600,7 +708,7 @@ func (a *Aggregation) emit(evictUs int64) {
 		a.freeSlot(s)
 		r.NumRowsRemoved++
 	}
-	a.sortRows()
+	return nil
 }
 
 // collectEvictions lists in evictList the live groups whose window ends at or before evictUs,
@@ -608,14 +716,19 @@ func (a *Aggregation) emit(evictUs int64) {
 func (a *Aggregation) collectEvictions(evictUs int64) {
 	a.evictList = a.evictList[:0]
 	a.minEnd = math.MaxInt64
+	size := a.cfg.Window.Size
 	for s := range a.groups {
 		g := &a.groups[s]
+		end := g.start + size
+		if a.ends != nil {
+			end = a.ends[s]
+		}
 		switch {
-		case !g.live:
-		case g.w.End <= evictUs:
+		case !g.live():
+		case end <= evictUs:
 			a.evictList = append(a.evictList, int32(s))
 		default:
-			a.minEnd = min(a.minEnd, g.w.End)
+			a.minEnd = min(a.minEnd, end)
 		}
 	}
 }
@@ -626,34 +739,38 @@ type rowSortKey struct {
 	rank, row  int32
 }
 
-// sortRows orders the result's rows by window start, end, then key bytes. The keys are
-// ranked first, each distinct key once, so that the rows sort on integers: with many keys a
-// batch emits several rows a key, and comparing strings row against row cost more than the
+// sortSlots orders emitted groups by window start, end, then key bytes. The keys are ranked
+// first, each distinct key once, so that the groups sort on integers: with many keys a batch
+// emits several groups a key, and comparing strings group against group cost more than the
 // rest of the emit.
-func (a *Aggregation) sortRows() {
-	rows := a.res.Rows
-	if len(rows) < 2 {
+func (a *Aggregation) sortSlots(slots []int32) {
+	if len(slots) < 2 {
 		return
 	}
-	if len(a.keyRank) < len(a.keys) {
-		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keys))[:len(a.keys)]
+	if len(a.keyRank) < len(a.keyLocs) {
+		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
 	}
-	// A row's Key, not a.keys: evicted groups may have freed their key's id by now (ids are
-	// not reused before the next batch, so they still tell keys apart).
-	a.keyRows = a.keyRows[:0]
-	for i, k := range a.rowKeys {
-		if a.keyRank[k] != -1 {
+	a.keyIDsBuf = a.keyIDsBuf[:0]
+	for _, s := range slots {
+		if k := a.groups[s].key; a.keyRank[k] != -1 {
 			a.keyRank[k] = -1
-			a.keyRows = append(a.keyRows, int32(i))
+			a.keyIDsBuf = append(a.keyIDsBuf, k)
 		}
 	}
-	slices.SortFunc(a.keyRows, func(x, y int32) int { return strings.Compare(rows[x].Key, rows[y].Key) })
-	for rank, i := range a.keyRows {
-		a.keyRank[a.rowKeys[i]] = int32(rank)
+	slices.SortFunc(a.keyIDsBuf, func(x, y int32) int { return strings.Compare(a.key(x), a.key(y)) })
+	for rank, k := range a.keyIDsBuf {
+		a.keyRank[k] = int32(rank)
+	}
+	if a.ends == nil && a.countingSort(slots) {
+		for _, k := range a.keyIDsBuf {
+			a.keyRank[k] = 0
+		}
+		return
 	}
 	a.rowOrder = a.rowOrder[:0]
-	for i, row := range rows {
-		a.rowOrder = append(a.rowOrder, rowSortKey{row.Window.Start, row.Window.End, a.keyRank[a.rowKeys[i]], int32(i)})
+	for _, s := range slots {
+		w := a.window(s)
+		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
 	}
 	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
 		if c := cmpInt64(x.start, y.start); c != 0 {
@@ -664,15 +781,111 @@ func (a *Aggregation) sortRows() {
 		}
 		return cmpInt64(int64(x.rank), int64(y.rank))
 	})
-	a.sorted = a.sorted[:0]
-	for _, o := range a.rowOrder {
-		a.sorted = append(a.sorted, rows[o.row])
+	for i, o := range a.rowOrder {
+		slots[i] = o.row
 	}
-	// The two row buffers swap: the result is the sorted one, the other is reused next batch.
-	a.res.Rows, a.sorted = a.sorted, rows[:0]
-	for _, i := range a.keyRows {
-		a.keyRank[a.rowKeys[i]] = 0 // any value but -1 marks a key not yet ranked
+	for _, k := range a.keyIDsBuf {
+		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
 	}
+}
+
+// maxSortWindows bounds the distinct windows countingSort handles; a batch emits a handful
+// (the windows its watermark closed), a backlog's first batch a few hundred.
+const maxSortWindows = 4096
+
+// countingSort orders time-window slots by window, then key rank, in two stable counting
+// passes (rank, then window) instead of a comparison sort: the ranks are dense and the
+// windows few. It reports false, leaving slots as they were, when the windows are too many.
+func (a *Aggregation) countingSort(slots []int32) bool {
+	starts := a.sortStarts[:0]
+	for _, s := range slots {
+		st := a.groups[s].start
+		if len(starts) > 0 && starts[len(starts)-1] == st {
+			continue
+		}
+		if !slices.Contains(starts, st) {
+			if len(starts) == maxSortWindows {
+				a.sortStarts = starts
+				return false
+			}
+			starts = append(starts, st)
+		}
+	}
+	slices.Sort(starts)
+	a.sortStarts = starts
+	tmp := slices.Grow(a.sortTmp[:0], len(slots))[:len(slots)]
+	a.sortTmp = tmp
+	// Pass 1: by key rank.
+	count := slices.Grow(a.sortCount[:0], len(a.keyIDsBuf)+1)[:len(a.keyIDsBuf)+1]
+	clear(count)
+	for _, s := range slots {
+		count[a.keyRank[a.groups[s].key]+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range slots {
+		r := a.keyRank[a.groups[s].key]
+		tmp[count[r]] = s
+		count[r]++
+	}
+	// Pass 2, stable: by window.
+	count = slices.Grow(count[:0], len(starts)+1)[:len(starts)+1]
+	clear(count)
+	for _, s := range tmp {
+		w, _ := slices.BinarySearch(starts, a.groups[s].start)
+		count[w+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range tmp {
+		w, _ := slices.BinarySearch(starts, a.groups[s].start)
+		slots[count[w]] = s
+		count[w]++
+	}
+	a.sortCount = count
+	return true
+}
+
+// checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,
+// each aggregate's columns, ColLateRows).
+func (a *Aggregation) checkOut(out *table.Batch) error {
+	want := 2 + a.cfg.NumKeys
+	for i := range a.cfg.Aggs {
+		want += aggregateWidth(a.cfg.Aggs[i].Fn)
+	}
+	if len(out.Columns) != want {
+		return fmt.Errorf("%w: the gold batch has %d columns, the aggregation writes %d", ErrBadInput, len(out.Columns), want)
+	}
+	return nil
+}
+
+// appendColumns writes group s as one gold row, straight from the state: no row of values in
+// between.
+func (a *Aggregation) appendColumns(out *table.Batch, s int32) error {
+	cols := out.Columns
+	w := a.window(s)
+	cols[0].AppendStruct()
+	cols[0].Children[0].AppendInt64(w.Start)
+	cols[0].Children[1].AppendInt64(w.End)
+	ci := 1
+	if nk := a.cfg.NumKeys; nk > 0 {
+		if err := table.AppendKeyColumns(cols[1:1+nk], a.key(a.groups[s].key)); err != nil {
+			return fmt.Errorf("gold: group key: %w", err)
+		}
+		ci += nk
+	}
+	for _, ac := range a.accs {
+		v := ac.value(s, false)
+		n, scratch, err := AppendAggregate(cols[ci:], ac.spec, &v, a.scratch)
+		if err != nil {
+			return err
+		}
+		a.scratch, ci = scratch, ci+n
+	}
+	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
+	return nil
 }
 
 // appendRow copies group s into the result; sketches are cloned when the group stays in state.
@@ -683,6 +896,5 @@ func (a *Aggregation) appendRow(s int32, clone bool) {
 	for _, ac := range a.accs {
 		a.aggBuf = append(a.aggBuf, ac.value(s, clone))
 	}
-	a.res.Rows = append(a.res.Rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
-	a.rowKeys = append(a.rowKeys, g.key)
+	a.res.Rows = append(a.res.Rows, OutRow{Window: a.window(s), Key: a.key(g.key), Aggs: a.aggBuf[n:len(a.aggBuf):len(a.aggBuf)]})
 }

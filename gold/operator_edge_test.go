@@ -68,8 +68,8 @@ func keyed(key string, times ...int64) *Input {
 func sessString(a *Aggregation) string {
 	var parts []string
 	for s, g := range a.groups {
-		if g.live {
-			parts = append(parts, a.keys[g.key]+g.w.String()+"="+strconv.FormatInt(a.accs[0].cells[s].n, 10))
+		if g.live() {
+			parts = append(parts, a.key(g.key)+a.window(int32(s)).String()+"="+strconv.FormatInt(a.accs[0].value(int32(s), false).N, 10))
 		}
 	}
 	slices.Sort(parts)

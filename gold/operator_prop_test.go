@@ -152,8 +152,8 @@ func TestSessionsIndependentOfBatching(t *testing.T) {
 		}
 		var got []string
 		for s, g := range op.groups {
-			if g.live {
-				got = append(got, fmt.Sprintf("%s%v=%d", op.keys[g.key], g.w, op.accs[0].cells[s].n))
+			if g.live() {
+				got = append(got, fmt.Sprintf("%s%v=%d", op.key(g.key), op.window(int32(s)), op.accs[0].value(int32(s), false).N))
 			}
 		}
 		slices.Sort(want)

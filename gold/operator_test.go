@@ -27,8 +27,8 @@ func rowsString(rows []OutRow) string {
 func stateString(a *Aggregation) string {
 	var rows []OutRow
 	for s, g := range a.groups {
-		if g.live {
-			rows = append(rows, OutRow{Window: g.w, Key: a.keys[g.key], Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
+		if g.live() {
+			rows = append(rows, OutRow{Window: a.window(int32(s)), Key: a.key(g.key), Aggs: []AggValue{a.accs[0].value(int32(s), false)}})
 		}
 	}
 	slices.SortFunc(rows, func(x, y OutRow) int {

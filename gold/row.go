@@ -69,6 +69,17 @@ func AppendAggregate(cols []*table.Column, spec *AggSpec, v *AggValue, scratch [
 	return 0, scratch, fmt.Errorf("gold: aggregate %s: unknown function %v", spec.Name, spec.Fn)
 }
 
+// aggregateWidth is the number of gold columns AppendAggregate fills for fn.
+func aggregateWidth(fn Func) int {
+	switch fn {
+	case Avg:
+		return 3
+	case ApproxCountDistinct, ApproxPercentile:
+		return 2
+	}
+	return 1
+}
+
 // appendNumber writes a sum, min or max (or avg's sum) in the column's type; no input: null.
 func appendNumber(c *table.Column, v *AggValue) {
 	switch {

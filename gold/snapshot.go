@@ -34,8 +34,9 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 	}
 	entries := make([]entry, 0, a.live)
 	for s := range a.groups {
-		if g := &a.groups[s]; g.live {
-			entries = append(entries, entry{g.w.Start, g.w.End, a.keys[g.key], int32(s)})
+		if g := &a.groups[s]; g.live() {
+			w := a.window(int32(s))
+			entries = append(entries, entry{w.Start, w.End, a.key(g.key), int32(s)})
 		}
 	}
 	slices.SortFunc(entries, func(x, y entry) int {
@@ -66,12 +67,14 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 // its aggregate values.
 func (a *Aggregation) appendGroup(dst []byte, s int32, withEnd bool) ([]byte, error) {
 	g := &a.groups[s]
-	dst = binary.AppendVarint(dst, g.w.Start)
+	w := a.window(s)
+	dst = binary.AppendVarint(dst, w.Start)
 	if withEnd {
-		dst = binary.AppendVarint(dst, g.w.End)
+		dst = binary.AppendVarint(dst, w.End)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(a.keys[g.key])))
-	dst = append(dst, a.keys[g.key]...)
+	k := a.key(g.key)
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
 	return a.appendValues(dst, s)
 }
 
@@ -154,18 +157,16 @@ func RestoreAggregation(cfg AggConfig, b []byte) (*Aggregation, error) {
 		}
 		key := p[w : w+int(kl)]
 		p = p[w+int(kl):]
-		keyID := a.internKey(key)
+		keyID, kh := a.internKey(key)
 		var s int32
 		if a.cfg.Session == nil {
-			for _, ws := range a.kwins[keyID] {
-				if ws.start == win.Start {
-					return nil, fmt.Errorf("%w: group %d repeats window %v", ErrBadState, i, win)
-				}
+			if a.findWindow(win.Start, keyID, kh) >= 0 {
+				return nil, fmt.Errorf("%w: group %d repeats window %v", ErrBadState, i, win)
 			}
 			if win.End-win.Start != a.cfg.Window.Size {
 				return nil, fmt.Errorf("%w: group %d window %v is not %d long", ErrBadState, i, win, a.cfg.Window.Size)
 			}
-			s = a.windowSlot(win, keyID)
+			s = a.windowSlot(win.Start, keyID, kh)
 		} else {
 			s = a.newSlot(win, keyID)
 			a.sessions[keyID] = append(a.sessions[keyID], s)

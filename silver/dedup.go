@@ -362,6 +362,30 @@ func (d *Dedup) Len() int {
 	return n
 }
 
+// MemoryUsedBytes is the state's footprint for progress (memoryUsedBytes): every shard's
+// tags and index slots, its arena chunks, its buckets' key lists and the bucket map, counted
+// by capacity (what is allocated). Per-batch buffers are not state and are not counted.
+func (d *Dedup) MemoryUsedBytes() int64 {
+	var n int64
+	for _, sh := range d.shards {
+		n += int64(unsafe.Sizeof(*sh)) + int64(cap(sh.tags)) + int64(cap(sh.index))*int64(unsafe.Sizeof(indexSlot{})) +
+			int64(cap(sh.chunks))*int64(unsafe.Sizeof([]byte(nil))) + int64(cap(sh.freeChunks))*4 +
+			int64(cap(sh.bucketIDs))*8
+		for _, c := range sh.chunks {
+			n += int64(cap(c))
+		}
+		bucketBytes := func(b *bucket) int64 {
+			return int64(cap(b.keys))*int64(unsafe.Sizeof(bucketKey{})) + int64(cap(b.chunks))*4
+		}
+		n += bucketBytes(&sh.forever)
+		for _, b := range sh.buckets {
+			// The map entry (id, pointer, control byte), the bucket and its lists.
+			n += 8 + 8 + 1 + int64(unsafe.Sizeof(bucket{})) + bucketBytes(b)
+		}
+	}
+	return n
+}
+
 func (d *Dedup) shardOf(h uint64) int { return int(h % uint64(len(d.shards))) }
 
 // ProcessBatch checks each row's encoded key (keys[i]) and event time (µs; valid nil = no

@@ -37,18 +37,28 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 		}
 	}
 	r.fillColumns(ap, ab)
+	// The emitted rows go straight from the state into gold's columns.
+	gb, err := table.NewBatch(ap.schema)
+	if err != nil {
+		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+	}
+	in.Out = gb
 	began := time.Now()
 	res, err := r.ops.aggs[ai].ProcessBatch(in, b.late, b.evict)
 	if err != nil {
 		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
 	updMs := time.Since(began).Milliseconds()
-	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: int64(len(res.Rows))}
+	as := aggStats{lateRows: int64(len(res.LateRows)), outputRows: res.NumRowsOutput}
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
+	// Into last batch's buffer: the state file that held it is written by now, and a state
+	// of many groups would otherwise grow a new buffer, copy by copy, every batch.
 	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
-		as.delta, err = r.ops.aggs[ai].AppendDelta(nil)
+		as.delta, err = r.ops.aggs[ai].AppendDelta(ab.state[:0])
+		ab.state = as.delta
 	} else {
-		as.state, err = r.ops.aggs[ai].AppendSnapshot(nil)
+		as.state, err = r.ops.aggs[ai].AppendSnapshot(ab.state[:0])
+		ab.state = as.state
 	}
 	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
@@ -57,6 +67,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
+		MemoryUsedBytes:      r.ops.aggs[ai].MemoryUsedBytes(),
 		NumShufflePartitions: 1, NumStateStoreInstances: 1,
 		CustomMetrics: map[string]int64{CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
 	}
@@ -80,11 +91,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
 	}
-	if len(res.Rows) > 0 || ap.complete {
-		gb, err := goldBatch(ap, res.Rows)
-		if err != nil {
-			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
-		}
+	if res.NumRowsOutput > 0 || ap.complete {
 		if ap.update {
 			err = r.upsert(ctx, r.t.golds[ai], ap, gb, txn)
 		} else {
@@ -188,44 +195,6 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
 	}
 }
 
-// goldBatch renders emitted rows in the gold schema.
-func goldBatch(ap *aggPlan, rows []gold.OutRow) (*table.Batch, error) {
-	gb, err := table.NewBatch(ap.schema)
-	if err != nil {
-		return nil, err
-	}
-	win := gb.Columns[0]
-	var sketch []byte
-	for _, row := range rows {
-		win.AppendStruct()
-		win.Children[0].AppendInt64(row.Window.Start)
-		win.Children[1].AppendInt64(row.Window.End)
-		ci := 1
-		if len(ap.keyCols) > 0 {
-			parts, err := table.DecodeKey(row.Key)
-			if err != nil {
-				return nil, err
-			}
-			if len(parts) != len(ap.keyCols) {
-				return nil, fmt.Errorf("group key has %d parts, want %d", len(parts), len(ap.keyCols))
-			}
-			for k := range ap.keyCols {
-				table.AppendKeyValue(gb.Columns[ci], parts[k])
-				ci++
-			}
-		}
-		for si := range ap.agg.Aggs {
-			n, sk, err := gold.AppendAggregate(gb.Columns[ci:], &ap.agg.Aggs[si], &row.Aggs[si], sketch)
-			if err != nil {
-				return nil, err
-			}
-			sketch, ci = sk, ci+n
-		}
-		gb.Columns[ci].AppendInt64(0)
-	}
-	return gb, nil
-}
-
 // progress builds batch n's StreamingQueryProgress.
 // timings are a batch's durations for its progress report.
 type timings struct {
@@ -254,7 +223,7 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 		d := st.dedup
 		p.StateOperators = append(p.StateOperators, StateOperatorProgress{
 			OperatorName: "dedupe", NumRowsTotal: d.NumRowsTotal, NumRowsUpdated: d.NumRowsUpdated,
-			NumRowsRemoved: d.NumRowsRemoved, NumShufflePartitions: 1, NumStateStoreInstances: 1,
+			NumRowsRemoved: d.NumRowsRemoved, MemoryUsedBytes: st.dedupMem, NumShufflePartitions: 1, NumStateStoreInstances: 1,
 			// Spark would drop the rows at or below the late watermark; we look their keys up
 			// in silver instead, so nothing is dropped by the watermark here.
 			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates, "numLateRowsCheckedInSilver": d.NumRowsDroppedByWatermark},
@@ -283,6 +252,7 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 		name := r.ops.plan.aggs[i].cfg.Name
 		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
 		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+		metrics["gold."+name+".stateMemoryUsedBytes"] = strconv.FormatInt(a.res.MemoryUsedBytes, 10)
 	}
 	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	for _, e := range st.expect {

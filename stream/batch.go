@@ -37,12 +37,14 @@ type aggBuffers struct {
 	colF64 [][]float64
 	colBin []gold.Binary
 	colOK  [][]bool
+	state  []byte // the aggregation's encoded state or delta, reused batch after batch
 }
 
 // batchStats is what one batch did, for progress and the report.
 type batchStats struct {
 	inputRows, rejected, duplicates, silverRows int64
 	dedup                                       *silver.DedupResult
+	dedupMem                                    int64 // the dedup state's footprint after the batch
 	aggs                                        []aggStats
 	getMs, addMs                                int64
 	evStats                                     gold.EventTimeStats
@@ -423,7 +425,7 @@ func (r *Runner) deduplicate(ctx context.Context, b *batchRun, st *batchStats) e
 		if err != nil {
 			return fmt.Errorf("stream: dedup: %w", err)
 		}
-		st.dedup = res
+		st.dedup, st.dedupMem = res, r.ops.dedup.MemoryUsedBytes()
 		buf.sel = append(buf.sel, res.Emit...)
 		buf.fresh = res.Emit
 		dups := int64(len(res.Duplicates))

@@ -2,14 +2,19 @@ package stream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
 // specExampleProgress is batch 4 of vector WM, built from our own pieces (tracker stats,
@@ -121,5 +126,59 @@ func TestProgressExpectations(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(b), string(without[:len(without)-1])) {
 		t.Error("the expectations changed Spark's part of the progress")
+	}
+}
+
+// TestProgressMemoryUsedBytes: every state operator reports its state's footprint, which
+// grows with the groups and keys it holds and falls back when the watermark closes windows.
+func TestProgressMemoryUsedBytes(t *testing.T) {
+	lake := mem.New()
+	cfg := parseConfig(t, "10m", "  dedup: [event_id]", `
+  - name: w5
+    table: gold/w5
+    quarantine: silver/late_w5
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`)
+	var rows []ev
+	for i := range 2000 {
+		rows = append(rows, ev{ID: fmt.Sprintf("e%05d", i), Type: fmt.Sprintf("k%d", i%500), T: hm("12:00").Add(time.Duration(i) * 300 * time.Millisecond)})
+	}
+	appendBronze(t, lake, rows)
+	progress := make(chanListener, 100)
+	r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock, Listener: progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(progress)
+	var first *Progress
+	for p := range progress {
+		if first == nil {
+			first = p
+		}
+	}
+	if first == nil || len(first.StateOperators) != 2 {
+		t.Fatalf("want a batch with dedupe and one aggregation, got %+v", first)
+	}
+	for _, op := range first.StateOperators {
+		// 2000 dedup keys of 8+ bytes, or 500 keys x 4 windows of groups: far above any
+		// fixed overhead, below what a per-row estimate of Spark's (~1 KB a row) would say.
+		if op.MemoryUsedBytes < 10_000 || op.MemoryUsedBytes > 1<<20 {
+			t.Errorf("%s: memoryUsedBytes %d for %d rows", op.OperatorName, op.MemoryUsedBytes, op.NumRowsTotal)
+		}
+	}
+	if got := first.Sink.Metrics["gold.w5.stateMemoryUsedBytes"]; got != strconv.FormatInt(first.StateOperators[1].MemoryUsedBytes, 10) {
+		t.Errorf("sink metric gold.w5.stateMemoryUsedBytes = %q, want the operator's %d", got, first.StateOperators[1].MemoryUsedBytes)
+	}
+	data, err := first.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), fmt.Sprintf(`"memoryUsedBytes":%d`, first.StateOperators[1].MemoryUsedBytes)) {
+		t.Errorf("progress JSON lacks the aggregation's memoryUsedBytes: %s", data)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 func encodeParts(parts []KeyPart) []byte {
@@ -68,4 +70,59 @@ func FuzzDecodeKey(f *testing.F) {
 			t.Fatalf("re-decode %v: %v %v", parts, again, err)
 		}
 	})
+}
+
+// FuzzAppendKeyColumns: decoding a key straight into columns accepts exactly the keys
+// DecodeKey accepts and writes what AppendKeyValue writes for each of its parts.
+func FuzzAppendKeyColumns(f *testing.F) {
+	f.Add(encodeParts([]KeyPart{"a", nil, int64(7), 1.5}))
+	f.Add(encodeParts([]KeyPart{string(make([]byte, 300)), int64(math.MinInt64)}))
+	f.Add([]byte{keyString, 0xff, 0xff})
+	f.Add([]byte{keyInt, 1, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parts, derr := DecodeKey(string(b))
+		// Columns shaped after the parts when they decode; strings otherwise.
+		n := max(len(parts), 3)
+		direct, viaParts := make([]*Column, n), make([]*Column, n)
+		for k := range n {
+			typ := txlog.PrimitiveType{Name: txlog.TypeString}
+			if k < len(parts) {
+				switch parts[k].(type) {
+				case int64:
+					typ.Name = txlog.TypeLong
+				case float64:
+					typ.Name = txlog.TypeDouble
+				}
+			}
+			direct[k], _ = NewColumn(typ)
+			viaParts[k], _ = NewColumn(typ)
+		}
+		want := len(parts)
+		err := AppendKeyColumns(direct[:want], string(b))
+		if derr != nil {
+			if err == nil || !errors.Is(err, ErrBadKey) {
+				t.Fatalf("DecodeKey fails (%v), AppendKeyColumns gives %v", derr, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("DecodeKey gives %v, AppendKeyColumns fails: %v", parts, err)
+		}
+		for k, p := range parts {
+			AppendKeyValue(viaParts[k], p)
+			if got, want := direct[k].Value(0), viaParts[k].Value(0); !reflect.DeepEqual(got, want) && !(isNaN(got) && isNaN(want)) {
+				t.Fatalf("part %d: %v, want %v", k, got, want)
+			}
+		}
+		if len(parts) > 0 {
+			if err := AppendKeyColumns(direct[:len(parts)-1], string(b)); !errors.Is(err, ErrBadKey) {
+				t.Fatalf("a key of %d parts into %d columns: %v", len(parts), len(parts)-1, err)
+			}
+		}
+	})
+}
+
+func isNaN(v any) bool {
+	f, ok := v.(float64)
+	return ok && math.IsNaN(f)
 }

@@ -611,6 +611,7 @@ func measure(ctx context.Context, base bench.Run, stage string, lake objstore.Bu
 		r.Status = "failed: listing: " + err.Error()
 		return r, nil
 	}
+	r.Load = loadavg()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -626,6 +627,9 @@ func measure(ctx context.Context, base bench.Run, stage string, lake objstore.Bu
 	switch {
 	case err == nil:
 		r.Status = "ok"
+		// CPU per event beside wall, and the load both ran under.
+		logf("%s %s: wall %.2f s, CPU %.2f s (%.3f µs/event), peak RSS %d MB, load %s", base.Engine, stage,
+			r.WallS, r.CPUS, r.CPUPerEventUS(), r.MaxRSSKB/1024, r.Load)
 	default:
 		r.Status = "failed: " + tail(stderr.String(), err)
 		logf("%s %s failed: %s", base.Engine, stage, r.Status)

@@ -1,0 +1,151 @@
+package gold
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// goldSchema is the gold-row contract for one string key and aggs over a double column.
+func goldSchema(aggs []AggSpec) *txlog.StructType {
+	dbl := txlog.PrimitiveType{Name: txlog.TypeDouble}
+	fields := []txlog.StructField{WindowField(), {Name: "k", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}
+	for i, sp := range aggs {
+		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), dbl, dbl)...)
+	}
+	return &txlog.StructType{Fields: append(fields, LateRowsField())}
+}
+
+// rowsBatch renders Result.Rows as gold columns the way the stream did before Input.Out: a
+// key decoded into parts, each aggregate through AppendAggregate. It is the oracle.
+func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []OutRow) *table.Batch {
+	gb, err := table.NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		gb.Columns[0].AppendStruct()
+		gb.Columns[0].Children[0].AppendInt64(row.Window.Start)
+		gb.Columns[0].Children[1].AppendInt64(row.Window.End)
+		parts, err := table.DecodeKey(row.Key)
+		if err != nil || len(parts) != 1 {
+			t.Fatalf("key %q: %v %v", row.Key, parts, err)
+		}
+		table.AppendKeyValue(gb.Columns[1], parts[0])
+		ci := 2
+		for i := range aggs {
+			n, _, err := AppendAggregate(gb.Columns[ci:], &aggs[i], &row.Aggs[i], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci += n
+		}
+		gb.Columns[ci].AppendInt64(0)
+	}
+	return gb
+}
+
+func batchValues(b *table.Batch) [][]any {
+	var out [][]any
+	for i := range b.Len() {
+		var row []any
+		for _, c := range b.Columns {
+			row = append(row, c.Value(i))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// TestOutMatchesRows streams the same random batches through two operators, one emitting
+// Result.Rows and one writing gold columns straight from its state (Input.Out): the columns
+// must hold exactly the rows, in the same order, for every mode and window kind.
+func TestOutMatchesRows(t *testing.T) {
+	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}, {Fn: Min, Column: 0},
+		{Fn: ApproxCountDistinct, Column: 0}, {Fn: ApproxPercentile, Column: 0, Percentiles: []float64{0.5}}}
+	schema := goldSchema(aggs)
+	tumbling, _ := Tumbling(5 * minute)
+	sliding, _ := NewWindowSpec(10*minute, 5*minute, 0)
+	for _, tc := range []struct {
+		name string
+		cfg  AggConfig
+	}{
+		{"append-tumbling", AggConfig{Window: tumbling, Mode: Append}},
+		{"append-sliding", AggConfig{Window: sliding, Mode: Append}},
+		{"update-sliding", AggConfig{Window: sliding, Mode: Update}},
+		{"complete-tumbling", AggConfig{Window: tumbling, Mode: Complete}},
+		{"append-session", AggConfig{Session: &SessionSpec{Gap: 2 * minute}, Mode: Append}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Aggs, tc.cfg.NumKeys = aggs, 1
+			withRows, withOut := mustAgg(t, tc.cfg), mustAgg(t, tc.cfg)
+			tr, _ := NewWatermarkTracker(PolicyMin, []int64{5 * 60 * 1000}, 0)
+			rng := rand.New(rand.NewPCG(8, 9))
+			emitted := 0
+			for b := range 30 {
+				in := &Input{Columns: []Column{{Float64: nil}}}
+				for range 200 {
+					in.EventTime = append(in.EventTime, int64(b)*minute+rng.Int64N(3*minute)-rng.Int64N(10*minute))
+					in.Keys.Append(table.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(40))))
+					in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(rng.IntN(50)))
+				}
+				late, evict := tr.BatchWatermarks()
+				tr.Observe(0, in.EventTime, nil)
+				res, err := withRows.ProcessBatch(in, late, evict)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The order contract, checked on its own: window start, end, then key bytes.
+				if !slices.IsSortedFunc(res.Rows, func(x, y OutRow) int {
+					if x.Window.Start != y.Window.Start {
+						return cmpInt64(x.Window.Start, y.Window.Start)
+					}
+					if x.Window.End != y.Window.End {
+						return cmpInt64(x.Window.End, y.Window.End)
+					}
+					return strings.Compare(x.Key, y.Key)
+				}) {
+					t.Fatalf("batch %d: rows out of order", b)
+				}
+				want := batchValues(rowsBatch(t, schema, aggs, res.Rows))
+				wantLate := append([]int32(nil), res.LateRows...)
+				gb, _ := table.NewBatch(schema)
+				in.Out = gb
+				res, err = withOut.ProcessBatch(in, late, evict)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Rows) != 0 || res.NumRowsOutput != int64(len(want)) || !slices.Equal(res.LateRows, wantLate) {
+					t.Fatalf("batch %d: %d rows, %d output, late %v; want 0, %d, %v", b, len(res.Rows), res.NumRowsOutput, res.LateRows, len(want), wantLate)
+				}
+				if got := batchValues(gb); !reflect.DeepEqual(got, want) {
+					t.Fatalf("batch %d: columns\n%v\nwant rows\n%v", b, got, want)
+				}
+				emitted += len(want)
+				tr.EndBatch(0)
+			}
+			if emitted == 0 {
+				t.Fatal("nothing was emitted: the test compares nothing")
+			}
+		})
+	}
+}
+
+// TestOutWrongShape: a gold batch without the aggregation's columns is a clear error.
+func TestOutWrongShape(t *testing.T) {
+	spec, _ := Tumbling(5 * minute)
+	op := mustAgg(t, AggConfig{Window: spec, Mode: Complete, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}, {Fn: Avg, Column: 0}}})
+	gb, _ := table.NewBatch(goldSchema([]AggSpec{{Fn: Count, Column: -1}}))
+	in := &Input{EventTime: []int64{0}, Columns: []Column{{Float64: []float64{1}}}, Out: gb}
+	in.Keys.Append(table.AppendKeyString(nil, "a"))
+	if _, err := op.ProcessBatch(in, 0, 0); err == nil || !errors.Is(err, ErrBadInput) {
+		t.Fatalf("err %v, want ErrBadInput", err)
+	}
+}
