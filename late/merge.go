@@ -39,6 +39,11 @@ type Options struct {
 	// MaxAttempts bounds the runs of one aggregation's job after conflicts with another
 	// writer (default 8).
 	MaxAttempts int
+	// Progress, when set, follows a Replay (the other jobs do not call it): see ReplayProgress.
+	Progress func(ReplayProgress)
+
+	// track carries Progress's figures down to the source reads of a replay (nil: no hook).
+	track *replayTracker
 }
 
 func (o *Options) defaults() {

@@ -54,6 +54,80 @@ type ReplayGoldReport struct {
 	Note string      `json:"note,omitempty"`
 }
 
+// ReplayProgress is where a replay stands, for a progress bar. Options.Progress receives one
+// when an aggregation starts, when a read of the source starts, after each source file read,
+// and when an aggregation is done. Every figure counts work done, none is an estimate.
+type ReplayProgress struct {
+	// Gold is the aggregation being replayed; GoldDone of the run's GoldTotal are done.
+	Gold      string
+	GoldDone  int
+	GoldTotal int
+	// Pass numbers the reads of the source for Gold, from 1 (session windows widen the range
+	// and read again until every session touching it is whole; 0: no read started yet).
+	Pass int
+	// FilesDone of the pass's FilesTotal source files are read: the files whose statistics
+	// may hold rows of the range (the others are skipped unread).
+	FilesDone, FilesTotal int
+	// Rows counts the source rows of the range read for Gold so far, over every pass (a
+	// window aggregation reads once: at the end it is the report's inputRows).
+	Rows int64
+}
+
+// replayTracker keeps the figures of a replay's ReplayProgress; its methods do nothing on a
+// nil tracker, so that a replay without a hook pays nothing.
+type replayTracker struct {
+	fn func(ReplayProgress)
+	p  ReplayProgress
+}
+
+func newReplayTracker(fn func(ReplayProgress), golds int) *replayTracker {
+	if fn == nil {
+		return nil
+	}
+	return &replayTracker{fn: fn, p: ReplayProgress{GoldTotal: golds}}
+}
+
+// startGold begins gold afresh (also when a conflict with another writer makes it run again).
+func (t *replayTracker) startGold(gold string) {
+	if t == nil {
+		return
+	}
+	t.p.Gold, t.p.Pass, t.p.FilesDone, t.p.FilesTotal, t.p.Rows = gold, 0, 0, 0, 0
+	t.fn(t.p)
+}
+
+func (t *replayTracker) goldDone() {
+	if t == nil {
+		return
+	}
+	t.p.GoldDone++
+	t.fn(t.p)
+}
+
+// startPass begins a read of files source files.
+func (t *replayTracker) startPass(files int) {
+	if t == nil {
+		return
+	}
+	t.p.Pass++
+	t.p.FilesDone, t.p.FilesTotal = 0, files
+	t.fn(t.p)
+}
+
+func (t *replayTracker) row() {
+	if t != nil {
+		t.p.Rows++
+	}
+}
+
+func (t *replayTracker) fileDone() {
+	if t == nil {
+		return
+	}
+	t.p.FilesDone++
+	t.fn(t.p)
+}
+
 // Replay recomputes, for each aggregation, the whole windows of the range from silver (or
 // bronze) and replaces them in gold in one commit. It first runs merge-late, so that the
 // quarantine rows it recounts from the source are never folded in again afterwards.
@@ -69,12 +143,17 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 	if r.Source != SourceSilver && r.Source != SourceBronze {
 		return rep, fmt.Errorf("%w: source %q (want silver or bronze)", ErrBadRange, r.Source)
 	}
+	// An unknown Gold is eachGold's error to report; the tracker only needs the count.
+	golds, _ := opts.golds()
+	opts.track = newReplayTracker(opts.Progress, len(golds))
 	var err error
 	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *spec.Aggregation, st streamState) error {
+		opts.track.startGold(g.Name)
 		gr, err := replayOne(ctx, &opts, g, st, r)
 		if err != nil {
 			return err
 		}
+		opts.track.goldDone()
 		rep.Gold = append(rep.Gold, gr)
 		rep.LateRows += gr.Merge.LateRows
 		opts.Logger.Info("late: replay", "gold", g.Name, "inputRows", gr.InputRows, "commit", gr.Gold, "note", gr.Note)

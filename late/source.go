@@ -27,13 +27,15 @@ type replaySource struct {
 	// nowMs is current_timestamp() for the drop expectations that re-validate bronze rows: the
 	// timestamp of the last batch replay covers (a row's own batch decided with its own).
 	nowMs int64
+	// track follows the files and rows read (nil: nobody watches).
+	track *replayTracker
 }
 
 // openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze
 // as of the end offset batch upTo read.
 func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo int64) (*replaySource, error) {
 	q := &opts.Query
-	src := &replaySource{q: q, bronze: kind == SourceBronze}
+	src := &replaySource{q: q, bronze: kind == SourceBronze, track: opts.track}
 	var err error
 	if !src.bronze {
 		src.t = opts.open(q.Tables.Silver)
@@ -119,6 +121,10 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 			return cmp.Or(cmp.Compare(x.ModificationTime, y.ModificationTime), cmp.Compare(x.Path, y.Path))
 		})
 	}
+	// The files the statistics let through, read one at a time (in the same order) so that
+	// progress can count them, a pass's total known before its first file.
+	files = fs.Files(files)
+	s.track.startPass(len(files))
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
 	rules := silver.Rules{EventTime: a.evName}
 	if s.bronze {
@@ -126,45 +132,49 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	}
 	seen := map[string]bool{}
 	var key []byte
-	for b, err := range fs.Read(ctx, files) {
-		if err != nil {
-			return fmt.Errorf("late: read source: %w", err)
-		}
-		src, err := a.source(b)
-		if err != nil {
-			return err
-		}
-		var dk []*table.Column
-		for _, c := range dedup {
-			dk = append(dk, b.Column(c))
-		}
-		check := rules.Bind(b)
-		if expect != nil {
-			if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
-				return fmt.Errorf("late: re-validate bronze: %w", err)
+	for _, add := range files {
+		for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
+			if err != nil {
+				return fmt.Errorf("late: read source: %w", err)
 			}
-		}
-		for i := range b.Len() {
-			if check.Reject(i) != "" {
-				continue
-			}
-			if t := src.ev.Int64[i]; t < lo || t >= hi {
-				continue
-			}
-			if len(dk) > 0 { // bronze only: silver is deduplicated
-				key = key[:0]
-				for _, c := range dk {
-					key = table.AppendKeyPart(key, c, i)
-				}
-				if seen[string(key)] {
-					continue
-				}
-				seen[string(key)] = true
-			}
-			if err := fn(src, i); err != nil {
+			src, err := a.source(b)
+			if err != nil {
 				return err
 			}
+			var dk []*table.Column
+			for _, c := range dedup {
+				dk = append(dk, b.Column(c))
+			}
+			check := rules.Bind(b)
+			if expect != nil {
+				if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
+					return fmt.Errorf("late: re-validate bronze: %w", err)
+				}
+			}
+			for i := range b.Len() {
+				if check.Reject(i) != "" {
+					continue
+				}
+				if t := src.ev.Int64[i]; t < lo || t >= hi {
+					continue
+				}
+				if len(dk) > 0 { // bronze only: silver is deduplicated
+					key = key[:0]
+					for _, c := range dk {
+						key = table.AppendKeyPart(key, c, i)
+					}
+					if seen[string(key)] {
+						continue
+					}
+					seen[string(key)] = true
+				}
+				s.track.row()
+				if err := fn(src, i); err != nil {
+					return err
+				}
+			}
 		}
+		s.track.fileDone()
 	}
 	return nil
 }
