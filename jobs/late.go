@@ -16,7 +16,15 @@ func MergeLate(ctx context.Context, env Env, goldName string) (late.MergeReport,
 
 // Replay recomputes the whole windows of r from silver (or bronze) and replaces them in gold.
 func Replay(ctx context.Context, env Env, goldName string, r late.Range) (late.ReplayReport, error) {
-	return late.Replay(ctx, lateOptions(env, goldName), r)
+	return ReplayProgress(ctx, env, goldName, r, nil)
+}
+
+// ReplayProgress is Replay, calling progress (when not nil) as it reads the source and
+// finishes each aggregation (see late.ReplayProgress).
+func ReplayProgress(ctx context.Context, env Env, goldName string, r late.Range, progress func(late.ReplayProgress)) (late.ReplayReport, error) {
+	opts := lateOptions(env, goldName)
+	opts.Progress = progress
+	return late.Replay(ctx, opts, r)
 }
 
 // ReplayLookback is the scheduled replay: the configured lookback (jobs.replay.lookback),

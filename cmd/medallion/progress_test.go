@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/late"
 )
 
-// TestProgressQuietOffTerminal: run ingest and run stream draw no progress bar when stderr is
+// TestProgressQuietOffTerminal: run ingest, run stream and run replay draw no progress bar when stderr is
 // not a terminal (a scheduler's log, a pipe): stdout is the one-line summary, stderr has no
 // carriage returns.
 func TestProgressQuietOffTerminal(t *testing.T) {
@@ -18,12 +21,16 @@ func TestProgressQuietOffTerminal(t *testing.T) {
 	if out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "3000", "--files", "3"); err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
-	for _, job := range []string{"ingest", "stream"} {
+	for _, job := range []string{"ingest", "stream", "replay"} {
 		root := newRootCmd()
 		var stdout, stderr bytes.Buffer
 		root.SetOut(&stdout)
 		root.SetErr(&stderr)
-		root.SetArgs([]string{"run", job, "--config", cfg})
+		args := []string{"run", job, "--config", cfg}
+		if job == "replay" {
+			args = append(args, "--since", "30d")
+		}
+		root.SetArgs(args)
 		if err := root.Execute(); err != nil {
 			t.Fatalf("run %s: %v\n%s", job, err, stderr.String())
 		}
@@ -65,5 +72,52 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	if !strings.Contains(screen.String(), "ingest: batch of 1 object") {
 		t.Fatalf("the bar showed %q", screen.String())
+	}
+}
+
+// TestReplayProgressOnTerminal: on a terminal run replay's bar names the aggregation and the
+// files of the source read, and counts the rows read: for a window aggregation the report's
+// inputRows.
+func TestReplayProgressOnTerminal(t *testing.T) {
+	lake := t.TempDir()
+	cfgPath := writeGenConfig(t, lake, "landing: {path: landing/events/, max_files_per_trigger: 1}\n")
+	if out, err := runGenCLI(t, "gen", "--config", cfgPath, "--events", "3000", "--files", "3", "--start", "2024-05-01T00:00:00Z"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	for _, job := range []string{"ingest", "stream"} {
+		if out, err := runGenCLI(t, "run", job, "--config", cfgPath); err != nil {
+			t.Fatalf("run %s: %v\n%s", job, err, out)
+		}
+	}
+	cfg, err := loadPipelineConfig(cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := jobs.NewEnv(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var screen bytes.Buffer
+	bar := newProgress(&screen, true, "replay", "rows", -1)
+	r := late.Range{From: time.Date(2024, 4, 30, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 5, 3, 0, 0, 0, 0, time.UTC)}
+	rep, err := jobs.ReplayProgress(t.Context(), env, "", r, replayProgress(bar))
+	// The bar draws at most every 100ms: the screen shows its first state, State its last.
+	counted, last := bar.bar.State().CurrentNum, bar.bar.State().Description
+	bar.done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Gold) != 1 || rep.Gold[0].InputRows == 0 {
+		t.Fatalf("replay read nothing: the test proves nothing: %+v", rep)
+	}
+	if counted != rep.Gold[0].InputRows {
+		t.Fatalf("the bar counted %d rows; the report read %d", counted, rep.Gold[0].InputRows)
+	}
+	if !strings.Contains(screen.String(), "replay: g5 (1/1)") {
+		t.Fatalf("the bar showed %q", screen.String())
+	}
+	m := regexp.MustCompile(`^replay: g5 \(1/1\) pass 1, file (\d+)/(\d+)$`).FindStringSubmatch(last)
+	if m == nil || m[1] != m[2] || m[1] == "0" {
+		t.Fatalf("the bar ended on %q, not on every file of the one pass read", last)
 	}
 }

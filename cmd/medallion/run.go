@@ -204,7 +204,34 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return jobs.Replay(ctx, env, name, r)
+	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "replay", "rows", -1)
+	defer bar.done()
+	return jobs.ReplayProgress(ctx, env, name, r, replayProgress(bar))
+}
+
+// replayProgress moves the replay's bar by the source rows read since the last report and
+// shows the aggregation, the read pass and its files. Rows restart from 0 when an aggregation
+// starts (again, after a conflict): those are rows read again, counted again.
+func replayProgress(bar *progress) func(late.ReplayProgress) {
+	var rows int64
+	done := 0
+	return func(p late.ReplayProgress) {
+		if p.Rows < rows {
+			rows = 0
+		}
+		// The aggregation's number in the run: the one after those done, unless this report
+		// is the one saying it is done.
+		n := p.GoldDone + 1
+		if p.GoldDone > done {
+			n, done = p.GoldDone, p.GoldDone
+		}
+		what := fmt.Sprintf("replay: %s (%d/%d)", p.Gold, n, p.GoldTotal)
+		if p.Pass > 0 {
+			what += fmt.Sprintf(" pass %d, file %d/%d", p.Pass, p.FilesDone, p.FilesTotal)
+		}
+		bar.add(p.Rows-rows, what)
+		rows = p.Rows
+	}
 }
 
 // replayRange reads --since D | --from T --to T and --source into a range (usage errors: exit 2).
