@@ -22,21 +22,32 @@ func newExportCmd() *cobra.Command {
 	}
 	spark := &cobra.Command{
 		Use:   "spark --config F",
-		Short: "Print a PySpark Structured Streaming job equivalent to the stream",
-		Long: `export spark prints a Python program that runs the pipeline's stream on Spark with Delta: it reads
-bronze as a Delta stream (maxFilesPerTrigger = stream.max_files_per_trigger, maxBytesPerTrigger =
-stream.max_bytes_per_trigger), applies the same
-validation (event time and required columns present, no event time beyond _ingest_time +
-max_future_skew), the same dedup (dropDuplicates on stream.dedup, before the watermark, so that it
-is exact and drops no row as late), withWatermark(event_time, watermark), and one streaming query
-per gold aggregation (window, group-by keys, aggregates, output mode) writing the gold table with
-Delta, with the trigger of stream.trigger. The gold tables have medallion's schema, so they stay
-readable by medallion (table scan) and by the reports.
+		Short: "Print a PySpark job that runs the stream on Spark and keeps the promise",
+		Long: `export spark prints a Python program that runs the pipeline's stream on Spark with Delta and
+keeps medallion's promise: validation with rejects, silver with exact dedup (first arrival wins
+across all time), each aggregation's quarantine judged with the previous batch's watermark, gold
+with medallion's schema; every write carries txn(query id, batch id). medallion's merge-late,
+replay, optimize, vacuum, lag, report and status page work on the tables it writes.
 
-Run it with spark-submit (--packages io.delta:delta-spark_2.12:3.3.2) or with a python that has
-pyspark and delta-spark; --help of the program lists where it writes. What Spark does not do:
-it drops late rows (only the numRowsDroppedByWatermark counter remains: no quarantine, no
-merge-late) and does not reject rows to a rejects table (it filters them out).`,
+Safe by default: it writes its own tables under <lake>/spark/ (spark/silver/events,
+spark/gold/<name>, spark/silver/late_<name>, spark/bronze/rejects, spark/_checkpoints/<stream>)
+and refuses to write into a table whose log holds another query's txn, naming both. With
+--takeover it continues medallion's own stream (its checkpoint and tables) once medallion's
+stream has stopped: see README, "Past one machine". --plain runs Spark's own aggregation
+(late rows dropped, no silver or rejects), the baseline the promise is measured against.
+
+Run it:
+  medallion export spark --config pipeline.yaml > job.py
+  spark-submit --packages io.delta:delta-spark_2.12:3.3.2,org.apache.hadoop:hadoop-aws:3.3.4 job.py
+  python job.py --help     # where it writes, and its options
+On S3 (MinIO, LocalStack, AWS) the s3a settings come from the config's s3 block and the AWS
+environment (AWS_ENDPOINT_URL[_S3], AWS_REGION); credentials from AWS's default provider chain.
+
+Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
+  {"name": "medallion-events", "tasks": [{"task_key": "stream",
+    "spark_python_task": {"python_file": "dbfs:/medallion/job.py", "parameters": ["--trigger", "available-now"]},
+    "new_cluster": {"spark_version": "15.4.x-scala2.12", "node_type_id": "i3.xlarge", "num_workers": 2}}],
+   "schedule": {"quartz_cron_expression": "0 * * * * ?", "timezone_id": "UTC"}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, _ := cmd.Flags().GetString("config")
@@ -212,7 +223,7 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline) {
 	st := &cfg.Stream
 	var required []string
 	for _, c := range cfg.Schema {
-		if c.Required {
+		if c.Required && c.Name != st.EventTime { // checked first, with its own reason
 			required = append(required, c.Name)
 		}
 	}

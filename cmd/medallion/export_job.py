@@ -88,15 +88,23 @@ def is_delta(spark, path):
     return DeltaTable.isDeltaTable(spark, path)
 
 
+def snapshot(spark, path):
+    """The table's latest Delta snapshot (JVM), None when there is no table: read from the log
+    in the driver, without a Spark job."""
+    if not is_delta(spark, path):
+        return None
+    jvm = spark._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
 def table_txns(spark, path):
     """{appId: version} of the txn actions in the table's log (Delta's snapshot keeps the
     latest per appId), {} when there is no table."""
-    if not is_delta(spark, path):
+    snap = snapshot(spark, path)
+    if snap is None:
         return {}
-    jvm = spark._jvm
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
-    it = log.unsafeVolatileSnapshot().transactions().iterator()
+    it = snap.transactions().iterator()
     out = {}
     while it.hasNext():
         kv = it.next()
@@ -142,6 +150,7 @@ class Job:
                     f"gold {n}: session windows are not carried by the exported job yet (merge-late "
                     "re-sessionizes from silver); run it with --plain, or keep it on medallion")
         self.query_id = None
+        self.created = set()
 
     # -- ownership ---------------------------------------------------------------------------
 
@@ -198,23 +207,29 @@ class Job:
         rec = read_text(self.spark, p)
         if rec is not None:
             return json.loads(rec)["version"]
-        version = -1
-        if is_delta(self.spark, self.silver):
-            from delta.tables import DeltaTable
-
-            version = DeltaTable.forPath(self.spark, self.silver).history(1).collect()[0]["version"]
+        snap = snapshot(self.spark, self.silver)
+        version = -1 if snap is None else snap.version()
         write_text(self.spark, p, json.dumps({"version": version}))
         return version
 
     # -- writes ----------------------------------------------------------------------------------
 
     def append(self, df, path, app, version):
+        """Appends df with txn(app, version), unless df is empty: an empty batch leaves the table
+        as it is (a rerun computes the same nothing)."""
+        if df.isEmpty():
+            return
         (df.write.format("delta").mode("append").option("txnAppId", app)
          .option("txnVersion", version).save(path))
 
     def ensure(self, path, schema):
+        """Creates the table (empty, with its schema) on first use, as medallion creates its
+        tables before the first batch."""
+        if path in self.created:
+            return
         if not is_delta(self.spark, path):
             self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
+        self.created.add(path)
 
     # -- one micro-batch -----------------------------------------------------------------------
 
