@@ -177,3 +177,24 @@ func TestSparkInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestExportSparkS3 checks that the config's s3 block reaches the job's S3A settings, and that
+// the job points its tables under <lake>/spark by default.
+func TestExportSparkS3(t *testing.T) {
+	cfg := writeExportConfig(t, "s3://bucket/lake")
+	out, err := runGenCLI(t, "export", "spark", "--config", cfg,
+		"--set", "s3.endpoint=http://127.0.0.1:9000", "--set", "s3.region=eu-west-3", "--set", "s3.path_style=true")
+	if err != nil {
+		t.Fatalf("export spark: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`S3 = {"endpoint": "http://127.0.0.1:9000", "region": "eu-west-3", "path_style": True}` + "\n",
+		`LAKE = "s3a://bucket/lake"` + "\n",
+		`self.root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")`,
+		`"fs.s3a.aws.credentials.provider": "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job lacks %q", want)
+		}
+	}
+}

@@ -287,3 +287,61 @@ def test_job_s3a_settings_follow_config_and_environment(on_files):
     finally:
         job.LAKE, job.S3 = saved
     assert job.s3a_settings({"AWS_ENDPOINT_URL": "http://x"}) == {}  # a file lake needs none
+
+
+def test_takeover_continues_medallions_stream(tmp_path, medallion_bin, spark, deltalake):
+    """--takeover: medallion's stream runs the first half of the workload, then the job continues
+    its checkpoint and tables for the second half. The result equals a lake where medallion ran
+    everything (same bronze: the lake is copied after the second ingest), after merge-late on
+    both: no event lost, none counted twice."""
+    import shutil
+
+    ours_lake, theirs_lake = tmp_path / "medallion" / "lake", tmp_path / "handover" / "lake"
+    ours_lake.parent.mkdir()
+    cfg = tmp_path / "medallion" / "pipeline.yaml"
+    cfg.write_text(pipeline_yaml(str(ours_lake)))
+    run_medallion(medallion_bin, "gen", "--config", str(cfg), *GEN_FLAGS)
+    landing = ours_lake / "landing" / "events"
+    held = tmp_path / "held"
+    held.mkdir()
+    files = sorted(landing.iterdir())
+    for f in files[len(files) // 2:]:
+        f.rename(held / f.name)
+    run_medallion(medallion_bin, "run", "ingest", "--config", str(cfg))
+    run_medallion(medallion_bin, "run", "stream", "--config", str(cfg), timeout=300)
+    run_medallion(medallion_bin, "run", "merge-late", "--config", str(cfg))
+    for f in held.iterdir():
+        f.rename(landing / f.name)
+    run_medallion(medallion_bin, "run", "ingest", "--config", str(cfg))
+    # The handover lake: medallion's tables and checkpoint as they are when its stream stops.
+    shutil.copytree(ours_lake, theirs_lake)
+    theirs_cfg = tmp_path / "handover" / "pipeline.yaml"
+    theirs_cfg.write_text(pipeline_yaml(str(theirs_lake)))
+    medallion_qid = json.loads((theirs_lake / "_checkpoints/events/metadata").read_text())["id"]
+
+    stream = json.loads(run_medallion(medallion_bin, "run", "stream", "--config", str(cfg), timeout=300))
+    assert stream["result"]["numInputRows"] > 0, "the second half must reach the stream"
+    run_medallion(medallion_bin, "run", "merge-late", "--config", str(cfg))
+
+    job_path = tmp_path / "handover" / "job.py"
+    job_path.write_text(run_medallion(medallion_bin, "export", "spark", "--config", str(theirs_cfg)))
+    job = load_job(job_path, "exported_takeover")
+    reports = job.run(spark, job.parse_args(["--takeover"]))[job.QUERY]
+    assert sum(r["numInputRows"] for r in reports) == stream["result"]["numInputRows"]
+    assert reports[0]["id"] == medallion_qid, "the job continues medallion's query"
+    run_medallion(medallion_bin, "run", "merge-late", "--config", str(theirs_cfg))
+
+    def both(table):
+        return read_deltars(ours_lake / table), read_deltars(theirs_lake / table)
+
+    assert_multiset(*both("silver/events"), "silver after takeover")
+    for gold in GOLDS:
+        ours, theirs = both(f"silver/late_{gold}")
+        assert ours, f"{gold}: nothing quarantined"
+        assert_multiset(ours, theirs, f"quarantine {gold} after takeover", drop=("batch_id",))
+        ours, theirs = both(f"gold/{gold}")
+        floats = {c for c in ("total_amount", "avg_amount", "avg_amount_sum", "max_amount") if c in ours[0]}
+        assert_multiset(ours, theirs, f"gold {gold} after takeover", floats=floats)
+    cols = ("stage", "reason", "error", "source_file", "source_offset")
+    ours, theirs = ([{c: r[c] for c in cols} for r in rows] for rows in both("bronze/rejects"))
+    assert_multiset(ours, theirs, "rejects after takeover")
