@@ -183,6 +183,10 @@ DEDUP = [%s]
 	}
 	pf("}\n")
 	pf("TABLES_HELP = %s\n", py(tablesHelp.String()))
+	// Data-quality expectations of the source (DESIGN.md §4), applied in the silver stage:
+	// [{"name", "expect" (a Spark SQL boolean expression), "on_violation": warn|drop|fail}].
+	// Empty until the config carries them (the expectations issue fills this list).
+	pf("EXPECTATIONS = []\n")
 
 	writeSparkValidation(&b, cfg)
 

@@ -239,7 +239,8 @@ class Job:
         late_ms = self.closed_before(n)
         evict_ms = max(late_ms, meta["batchWatermarkMs"])
         qid = self.query_id
-        df = df.drop(WM_COLUMN).withColumn("_reason", reject_reason()).persist()
+        check_expectations_fail(df.drop(WM_COLUMN).where(reject_reason().isNull()), n)
+        df = df.drop(WM_COLUMN).withColumn("_reason", silver_reject_reason()).persist()
         try:
             bronze_cols = [c for c in df.columns if c != "_reason"]
             rejected = df.where(F.col("_reason").isNotNull())
@@ -248,7 +249,7 @@ class Job:
                             {"ignoreNullFields": "false", "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"})
             rej = rejected.select(
                 F.lit("validate").alias("stage"), F.col("_reason").alias("reason"),
-                reject_detail().alias("error"),
+                silver_reject_detail().alias("error"),
                 raw.alias("raw"), F.octet_length(raw).cast("long").alias("raw_bytes"),
                 F.coalesce(F.col("_source_file"), F.lit("")).alias("source_file"),
                 F.coalesce(F.col("_source_offset"), F.lit(-1)).cast("long").alias("source_offset"),
@@ -386,6 +387,43 @@ class Job:
         query.awaitTermination()
         self.close()
         return [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+
+
+def _violated(e):
+    # A NULL result is a violation, as in medallion (and Databricks' expectations).
+    return ~F.coalesce(F.expr(e["expect"]), F.lit(False))
+
+
+def silver_reject_reason():
+    """Validation first, then the first `drop` expectation a row violates
+    ("expectation:<name>"); null when the row goes on to silver."""
+    out = reject_reason()
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "drop":
+            out = F.when(out.isNotNull(), out).when(_violated(e), F.lit("expectation:" + e["name"]))
+    return out
+
+
+def silver_reject_detail():
+    out = reject_detail()
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "drop":
+            out = F.when(out.isNotNull(), out).when(
+                _violated(e), F.lit(f"expectation {e['name']} violated: {e['expect']}"))
+    return out
+
+
+class ExpectationFailed(RuntimeError):
+    """A `fail` expectation was violated: the batch commits nothing."""
+
+
+def check_expectations_fail(valid, n):
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "fail":
+            sample = valid.where(_violated(e)).limit(1).collect()
+            if sample:
+                raise ExpectationFailed(f"batch {n}: expectation {e['name']} ({e['expect']}) failed "
+                                        f"on {json.dumps(sample[0].asDict(), default=str)}")
 
 
 CLOSE_SUFFIX = ":close"
