@@ -345,3 +345,60 @@ def test_takeover_continues_medallions_stream(tmp_path, medallion_bin, spark, de
     cols = ("stage", "reason", "error", "source_file", "source_offset")
     ours, theirs = ([{c: r[c] for c in cols} for r in rows] for rows in both("bronze/rejects"))
     assert_multiset(ours, theirs, "rejects after takeover")
+
+
+def test_job_rerun_after_a_crash_converges(on_files, spark, medallion_bin):
+    """A job killed in the middle of a batch (after silver's write, before the quarantines and
+    gold) and run again writes the same tables as an uninterrupted run: the rerun of the batch
+    dedups against the silver version recorded before the crash, and txn skips what landed."""
+    job = on_files.job
+    root = on_files.lake_uri + "/crashed"
+    args = job.parse_args(["--root", root])
+    original = job.Job.aggregate
+
+    class Killed(Exception):
+        pass
+
+    def crash_in_batch_1(self, name, fresh, silver, n, late_ms, evict_ms):
+        if n == 1:
+            raise Killed(f"killed in batch {n} after silver's write")
+        return original(self, name, fresh, silver, n, late_ms, evict_ms)
+
+    job.Job.aggregate = crash_in_batch_1
+    try:
+        with pytest.raises(Exception, match="killed in batch 1"):
+            job.run(spark, args)
+    finally:
+        job.Job.aggregate = original
+    crashed = Path(root.removeprefix("file://"))
+    assert (crashed / "_checkpoints/events/offsets/1").exists()
+    assert not (crashed / "_checkpoints/events/commits/1").exists()
+    job.run(spark, args)
+    cfg = on_files.cfg.parent / "crashed.yaml"
+    cfg.write_text(pipeline_yaml(on_files.lake_uri.removeprefix("file://"), "crashed/"))
+    run_medallion(medallion_bin, "run", "merge-late", "--config", str(cfg))
+    drops = {"bronze/rejects": ("rejected_at",), "silver/late_t5m": ("query_id",),
+             "silver/late_s10m": ("query_id",)}
+    for table in ("silver/events", "bronze/rejects", "silver/late_t5m", "silver/late_s10m",
+                  "gold/t5m", "gold/s10m"):
+        assert_multiset(on_files.read("spark/" + table), read_deltars(crashed / table),
+                        f"{table} after a crash and a rerun", drop=drops.get(table, ()),
+                        floats=("total_amount", "avg_amount", "avg_amount_sum") if table == "gold/t5m" else ())
+
+
+def test_medallions_jobs_work_on_sparks_tables(on_files, medallion_bin, tmp_path):
+    """replay, optimize, vacuum, lag and report run on the tables the job wrote (merge-late ran in
+    the fixture), and gold still holds invariant E afterwards. Runs last: it rewrites Spark's
+    gold and compacts its files."""
+    cfg = str(on_files.cfg)
+    out = {}
+    for args in (["run", "replay", "--since", "48h"], ["run", "optimize"], ["run", "vacuum"],
+                 ["lag"]):
+        out[args[-1]] = run_medallion(medallion_bin, *args, "--config", cfg, timeout=300)
+    optimized = {r["table"]: r for r in json.loads(out["optimize"])["result"]}
+    assert optimized["spark/silver/events"].get("files_removed", 0) > 1, optimized
+    html = tmp_path / "report.html"
+    run_medallion(medallion_bin, "report", "--config", cfg, "--html", str(html))
+    assert "spark/gold/t5m" in html.read_text()
+    for gold in GOLDS:
+        test_invariant_e_on_sparks_tables(on_files, gold)
