@@ -75,6 +75,11 @@ def write_text(spark, p, text):
         out.close()
 
 
+def delete(spark, p):
+    fs, jpath = _path(spark, p)
+    fs.delete(jpath, False)
+
+
 def list_names(spark, p):
     fs, jpath = _path(spark, p)
     if not fs.exists(jpath):
@@ -267,6 +272,10 @@ class Job:
             for name in self.names:
                 self.aggregate(name, fresh, silver, n, late_ms, evict_ms)
             fresh.unpersist()
+            # Records as old as the offsets Spark keeps (minBatchesToRetain, 100) are never read
+            # again: a rerun only ever repeats the last batch.
+            for old in (f"silver-{n - RETAIN}", f"close-{n - RETAIN}"):
+                delete(spark, f"{self.ckpt}/{RECORDS}/{old}")
         finally:
             df.unpersist()
 
@@ -427,6 +436,7 @@ def check_expectations_fail(valid, n):
 
 
 CLOSE_SUFFIX = ":close"
+RETAIN = 100
 RECORDS = "medallion_export"
 WM_COLUMN = "_medallion_watermark_time"
 
@@ -493,10 +503,9 @@ def run(spark, opts):
         job = Job(spark, opts)
         progress = {QUERY: job.run()}
     else:
+        if opts.takeover:
+            raise ValueError("--plain never takes over medallion's tables")
         names = opts.gold or list(GOLD)
-        for name in names:
-            if opts.root is None and opts.takeover:
-                raise ValueError("--plain never takes over medallion's tables")
         queries = {name: start_plain(spark, name, opts) for name in names}
         progress = {}
         for name, query in queries.items():
