@@ -321,8 +321,9 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	return runs, notes, nil
 }
 
-// exportedJob runs the job `medallion export spark` prints over medallion's bronze twice, as a
-// program (python job.py, local[2]): keeping the promise (its default: silver, rejects,
+// exportedJob runs the job `medallion export spark` prints over medallion's bronze twice, through
+// its own parse_args, session and run (bench/spark_export.py, local[2]; the JVM is waited for so
+// that its CPU counts): keeping the promise (its default: silver, rejects,
 // quarantine, gold, under <lake>/spark) and --plain (Spark's own aggregation, late rows
 // dropped). The note says what the promise costs on Spark, and how the job compares with
 // medallion's stream over the same bronze.
@@ -341,13 +342,14 @@ func exportedJob(ctx context.Context, o options, anchor bench.Run, cfgPath, dir 
 	var runs []bench.Run
 	for _, mode := range []struct{ engine, flag string }{{bench.EngineSparkExport, ""}, {bench.EngineSparkPlain, "--plain"}} {
 		logf("exported Spark job %s", mode.engine)
-		args := append([]string{job}, confs...)
+		args := append([]string{filepath.Join(o.repo, "bench", "spark_export.py"), job}, confs...)
 		if mode.flag != "" {
 			args = append(args, mode.flag)
 		}
 		a := anchor
 		a.Engine = mode.engine
-		r, _ := measure(ctx, a, bench.StageStream, nil, []string{filepath.Join(dir, "lake", "spark")}, o.python, args...)
+		r, out := measure(ctx, a, bench.StageStream, nil, []string{filepath.Join(dir, "lake", "spark")}, o.python, args...)
+		r.Detail = string(bytes.TrimSpace(lastLine(out)))
 		runs = append(runs, r)
 	}
 	promise, plain := runs[0], runs[1]
