@@ -19,6 +19,10 @@ const (
 	EngineOurs    = "medallion"
 	EngineSpark   = "spark"
 	EngineDeltaRS = "delta-rs"
+	// The job `medallion export spark` prints, keeping the promise, and with --plain (Spark's
+	// own aggregation): what the promise costs on Spark.
+	EngineSparkExport = "spark-export"
+	EngineSparkPlain  = "spark-export-plain"
 
 	StageGen       = "gen"
 	StageIngest    = "ingest"

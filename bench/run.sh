@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates bench/RESULTS.md and bench/results.svg: medallion's stages side by side with Spark
-# Structured Streaming and delta-rs on the same workload, in one run on this machine.
+# Structured Streaming and delta-rs on the same workload, in one run on this machine; on the file
+# backend also the job `medallion export spark` prints, run over medallion's bronze keeping the
+# promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
 #                [--no-anchors] [-- extra benchrun flags]

@@ -65,11 +65,21 @@ func TestExportSpark(t *testing.T) {
 		`MAX_FILES_PER_TRIGGER = 7`,
 		`WATERMARK = "90 seconds"`,
 		`EVENT_TIME = "event_time"`,
-		// validation: event time first, then the other required columns in schema order
-		"df = df.where(F.col(\"`event_time`\").isNotNull()\n                  & F.col(\"`event_id`\").isNotNull()\n                  & F.col(\"`qty`\").isNotNull())",
-		// 1h30m0.25s = 5400.25 s
-		`make_dt_interval(0, 0, 0, 5400.250000)`,
-		`df = df.dropDuplicates(["event_id"])`,
+		`DEDUP = ["event_id"]`,
+		`CHECKPOINT = "_checkpoints/clicks"`,
+		`SILVER = "silver/events"`,
+		`REJECTS = "bronze/rejects"`,
+		// validation in medallion's order: event time, then the required columns in schema order
+		// (event_id, qty), then the future skew of 1h30m0.25s = 5400250000 µs.
+		"return (F.when(F.col(\"`event_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
+			"            .when(F.col(\"`event_id`\").isNull(), F.lit(\"missing_required\"))\n" +
+			"            .when(F.col(\"`qty`\").isNull(), F.lit(\"missing_required\"))\n" +
+			"            .when(F.col(\"`_ingest_time`\").isNotNull() & (F.unix_micros(F.col(\"`event_time`\")) > " +
+			"F.unix_micros(F.col(\"`_ingest_time`\")) + 5400250000), F.lit(\"future\")))",
+		// the rejects' texts are medallion's
+		`F.lit("required column \"qty\" is missing or null (a value that did not parse is in _rescued_data)")`,
+		`is more than max_future_skew 1h30m0.25s after its ingest time `,
+		`df = df.dropDuplicates(DEDUP)`,
 		`return df.withWatermark(EVENT_TIME, WATERMARK)`,
 		// tumbling: slide = size, start 0; the key with a space is quoted
 		"F.window(EVENT_TIME, \"300 seconds\", \"300 seconds\", \"0 seconds\").alias(\"window\"), F.col(\"`event type`\"))",
@@ -82,11 +92,13 @@ func TestExportSpark(t *testing.T) {
 		"F.max(F.col(\"`amount`\").cast(\"double\")).alias(\"max_amount\")",
 		`F.lit(0).cast("long").alias("late_rows")`,
 		`F.window(EVENT_TIME, "600 seconds", "300 seconds", "60 seconds")`,
-		`"s10m": {"table": "gold/s10m", "output_mode": "update", "keys": []}`,
+		`"s10m": {"table": "gold/s10m", "quarantine": "silver/late_s10m", "output_mode": "update", "keys": [],` +
+			"\n" + `        "window": {"type": "sliding", "size_us": 600000000, "slide_us": 300000000, "start_us": 60000000}},`,
 		`F.session_window(EVENT_TIME, "1500 milliseconds")`,
-		`"sess": {"table": "gold/sess", "output_mode": "complete", "keys": ["event_id"]}`,
+		`"sess": {"table": "gold/sess", "quarantine": "silver/late_sess", "output_mode": "complete", "keys": ["event_id"],`,
+		`S3 = {"endpoint": "", "region": "us-east-1", "path_style": None}`,
 		"f\"t.`{c}` <=> s.`{c}`\"",
-		`ap.add_argument("--trigger", default="available-now"`,
+		`TRIGGER = "available-now"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job lacks %q", want)
@@ -124,12 +136,12 @@ func TestExportSparkLakes(t *testing.T) {
 
 func TestExportSparkTrigger(t *testing.T) {
 	for set, want := range map[string]string{
-		"stream.trigger=once":                 `default="once"`,
-		"stream.trigger=processing-time=90s":  `default="processing-time=90 seconds"`,
-		"stream.trigger=processing-time=1.5s": `default="processing-time=1500 milliseconds"`,
+		"stream.trigger=once":                 `"once"`,
+		"stream.trigger=processing-time=90s":  `"processing-time=90 seconds"`,
+		"stream.trigger=processing-time=1.5s": `"processing-time=1500 milliseconds"`,
 	} {
 		out, err := runGenCLI(t, "export", "spark", "--config", writeExportConfig(t, t.TempDir()), "--set", set)
-		if err != nil || !strings.Contains(out, `ap.add_argument("--trigger", `+want) {
+		if err != nil || !strings.Contains(out, "TRIGGER = "+want+"\n") {
 			t.Errorf("--set %s: err %v, want the trigger %s", set, err, want)
 		}
 	}
@@ -162,6 +174,27 @@ func TestSparkInterval(t *testing.T) {
 	} {
 		if got := sparkInterval(d); got != want {
 			t.Errorf("sparkInterval(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestExportSparkS3 checks that the config's s3 block reaches the job's S3A settings, and that
+// the job points its tables under <lake>/spark by default.
+func TestExportSparkS3(t *testing.T) {
+	cfg := writeExportConfig(t, "s3://bucket/lake")
+	out, err := runGenCLI(t, "export", "spark", "--config", cfg,
+		"--set", "s3.endpoint=http://127.0.0.1:9000", "--set", "s3.region=eu-west-3", "--set", "s3.path_style=true")
+	if err != nil {
+		t.Fatalf("export spark: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`S3 = {"endpoint": "http://127.0.0.1:9000", "region": "eu-west-3", "path_style": True}` + "\n",
+		`LAKE = "s3a://bucket/lake"` + "\n",
+		`self.root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")`,
+		`"fs.s3a.aws.credentials.provider": "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job lacks %q", want)
 		}
 	}
 }

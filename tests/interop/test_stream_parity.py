@@ -1,5 +1,6 @@
-"""Spark parity of the stream (issue 9 item 5): the PySpark job printed by `medallion export spark`
-and medallion's own stream run over the same bronze table, with the same maxFilesPerTrigger, so
+"""Spark parity of the stream (issue 9 item 5): the PySpark job printed by `medallion export spark`,
+run with --plain (Spark's own streaming aggregation, one query per gold table), and medallion's
+own stream run over the same bronze table, with the same maxFilesPerTrigger, so
 that their micro-batches coincide. Our gold before merge-late must equal Spark's gold (rows as
 multisets, floating-point aggregates within a relative 1e-9: the two engines add in different
 orders), and per batch id our group-level numRowsDroppedByWatermark must equal Spark's.
@@ -187,8 +188,9 @@ def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spa
     job_path.write_text(run_medallion(medallion_bin, "export", "spark", "--config", str(cfg)))
     job = load_job(job_path)
     spark_root = tmp_path / "spark"
-    args = job.parse_args(["--gold-root", spark_root.as_uri(),
-                           "--checkpoint-root", (spark_root / "_ckpt").as_uri()])
+    # --plain: Spark's own streaming aggregation, whose counters this test compares.
+    args = job.parse_args(["--plain", "--root", spark_root.as_uri(),
+                           "--checkpoint", (spark_root / "_ckpt").as_uri()])
 
     # Two rounds: the later half of the landing files arrives after both streams ran once, so
     # each engine starts from bronze's snapshot, then restarts from its checkpoint and reads
@@ -261,6 +263,6 @@ def test_exported_job_runs_as_a_program(tmp_path, medallion_bin, spark):
     proc = subprocess.run([sys.executable, str(job), "--help"], capture_output=True, text=True,
                           timeout=120, check=False, env={**os.environ, "COLUMNS": "1000"})
     assert proc.returncode == 0, proc.stderr
-    for want in ("--gold-root", "--checkpoint-root", "{sess,upd,cpl}",
+    for want in ("--root", "--checkpoint", "--takeover", "--plain", "{sess,upd,cpl}",
                  (tmp_path / "lake").as_uri() + "/bronze/events"):
         assert want in proc.stdout, f"job --help lacks {want!r}:\n{proc.stdout}"

@@ -299,6 +299,9 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 			"--landing", landing, "--out", sparkOut)
 		r.Detail = string(bytes.TrimSpace(lastLine(out)))
 		runs = append(runs, r)
+		exported, note := exportedJob(ctx, o, anchor, cfgPath, dir, ours[1])
+		runs = append(runs, exported...)
+		notes = append(notes, fmt.Sprintf("%s: %s", c, note))
 	}
 
 	anchor.Engine = bench.EngineDeltaRS
@@ -316,6 +319,48 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		notes = append(notes, fmt.Sprintf("%s: %s", c, crossCheck(replayOut, polars)))
 	}
 	return runs, notes, nil
+}
+
+// exportedJob runs the job `medallion export spark` prints over medallion's bronze twice, through
+// its own parse_args, session and run (bench/spark_export.py, local[2]; the JVM is waited for so
+// that its CPU counts): keeping the promise (its default: silver, rejects,
+// quarantine, gold, under <lake>/spark) and --plain (Spark's own aggregation, late rows
+// dropped). The note says what the promise costs on Spark, and how the job compares with
+// medallion's stream over the same bronze.
+func exportedJob(ctx context.Context, o options, anchor bench.Run, cfgPath, dir string, stream bench.Run) ([]bench.Run, string) {
+	job := filepath.Join(dir, "export_job.py")
+	out, err := exec.CommandContext(ctx, o.bin, "export", "spark", "--config", cfgPath).Output()
+	if err == nil {
+		err = os.WriteFile(job, out, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("exported Spark job: export failed: %v", err)
+	}
+	confs := []string{"--conf", "spark.master=local[2]", "--conf", "spark.jars=" + os.Getenv("MEDALLION_INTEROP_JARS"),
+		"--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.databricks.delta.snapshotPartitions=2",
+		"--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"}
+	var runs []bench.Run
+	for _, mode := range []struct{ engine, flag string }{{bench.EngineSparkExport, ""}, {bench.EngineSparkPlain, "--plain"}} {
+		logf("exported Spark job %s", mode.engine)
+		args := append([]string{filepath.Join(o.repo, "bench", "spark_export.py"), job}, confs...)
+		if mode.flag != "" {
+			args = append(args, mode.flag)
+		}
+		a := anchor
+		a.Engine = mode.engine
+		r, out := measure(ctx, a, bench.StageStream, nil, []string{filepath.Join(dir, "lake", "spark")}, o.python, args...)
+		r.Detail = string(bytes.TrimSpace(lastLine(out)))
+		runs = append(runs, r)
+	}
+	promise, plain := runs[0], runs[1]
+	if !promise.OK() || !plain.OK() {
+		return runs, fmt.Sprintf("exported Spark job: promise %s, plain %s", promise.Status, plain.Status)
+	}
+	return runs, fmt.Sprintf("exported Spark job over medallion's bronze: keeping the promise costs %.2fx the wall time "+
+		"(%.1f s vs %.1f s) and %.2fx the CPU (%.1f s vs %.1f s) of Spark's plain aggregation; "+
+		"medallion's stream over the same bronze: %.1f s wall, %.1f s CPU",
+		promise.WallS/plain.WallS, promise.WallS, plain.WallS, promise.CPUS/plain.CPUS, promise.CPUS, plain.CPUS,
+		stream.WallS, stream.CPUS)
 }
 
 // caseLake is one lake of a case: where it lives, its config and a handle for the listings.

@@ -1,0 +1,556 @@
+
+
+# --------------------------------------------------------------------------------------------
+# The rest of this file is the same for every pipeline (cmd/medallion/export_job.py).
+
+def session(confs):
+    builder = (SparkSession.builder.appName("medallion-" + QUERY)
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog",
+                       "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               # Window bounds are UTC instants, as in medallion.
+               .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in s3a_settings(os.environ).items():
+        builder = builder.config("spark.hadoop." + key, value)
+    for kv in confs:
+        key, _, value = kv.partition("=")
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def s3a_settings(env):
+    """Hadoop S3A settings for an s3a:// lake: the pipeline config's s3 block first, the AWS
+    environment second (as medallion reads them), credentials from AWS's default provider chain
+    (environment, profile, web identity, instance role) so no secret is ever printed here."""
+    if not LAKE.startswith("s3a://"):
+        return {}
+    endpoint = S3["endpoint"] or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or ""
+    region = S3["region"] or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    path_style = S3["path_style"]
+    if path_style is None:
+        path_style = bool(endpoint)  # MinIO and LocalStack serve buckets by path, AWS by host
+    out = {
+        "fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.endpoint.region": region,
+        "fs.s3a.path.style.access": str(path_style).lower(),
+        "fs.s3a.aws.credentials.provider": "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+    }
+    if endpoint:
+        out["fs.s3a.endpoint"] = endpoint
+        out["fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https://")).lower()
+    return out
+
+
+# ---- Files next to the tables (checkpoint records), through Hadoop's file systems ----------
+
+def _path(spark, p):
+    jpath = spark._jvm.org.apache.hadoop.fs.Path(p)
+    return jpath.getFileSystem(spark._jsc.hadoopConfiguration()), jpath
+
+
+def read_text(spark, p):
+    fs, jpath = _path(spark, p)
+    if not fs.exists(jpath):
+        return None
+    jvm = spark._jvm
+    stream = fs.open(jpath)
+    try:
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
+        lines = []
+        line = reader.readLine()
+        while line is not None:
+            lines.append(line)
+            line = reader.readLine()
+        return "\n".join(lines)
+    finally:
+        stream.close()
+
+
+def write_text(spark, p, text):
+    fs, jpath = _path(spark, p)
+    out = fs.create(jpath, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def delete(spark, p):
+    fs, jpath = _path(spark, p)
+    fs.delete(jpath, False)
+
+
+def list_names(spark, p):
+    fs, jpath = _path(spark, p)
+    if not fs.exists(jpath):
+        return []
+    return [s.getPath().getName() for s in fs.listStatus(jpath)]
+
+
+def is_delta(spark, path):
+    from delta.tables import DeltaTable
+
+    return DeltaTable.isDeltaTable(spark, path)
+
+
+def snapshot(spark, path):
+    """The table's latest Delta snapshot (JVM), None when there is no table: read from the log
+    in the driver, without a Spark job."""
+    if not is_delta(spark, path):
+        return None
+    jvm = spark._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
+def table_txns(spark, path):
+    """{appId: version} of the txn actions in the table's log (Delta's snapshot keeps the
+    latest per appId), {} when there is no table."""
+    snap = snapshot(spark, path)
+    if snap is None:
+        return {}
+    it = snap.transactions().iterator()
+    out = {}
+    while it.hasNext():
+        kv = it.next()
+        out[kv._1()] = kv._2()
+    return out
+
+
+class OwnershipError(RuntimeError):
+    """A table the job would write holds another query's txn."""
+
+
+# ---- The job ---------------------------------------------------------------------------------
+
+class Job:
+    """The promise-keeping stream. One streaming query reads bronze (the watermark is tracked by
+    Spark on the valid rows' event times; the query has no stateful operator) and hands every
+    micro-batch to batch(), which writes, each with txn(query id, batch id):
+      rejects     rows failing validation (missing event time or required column, future skew),
+      silver      the batch's rows whose dedup key silver has never held (first arrival wins,
+                  across all time: an anti-join with silver as of the version before the batch),
+      quarantine  per aggregation, the batch's silver rows with a window that had already closed
+                  (window end <= the previous batch's watermark: the judging watermark),
+      gold        append: the windows the batch closes (end <= its watermark), aggregated from
+                  silver, which holds every on-time row of a still-open window; update: the
+                  groups the batch touched, cumulative, merged; complete: all of silver.
+    Every table gets medallion's schema, so merge-late, replay, optimize, vacuum and the reports
+    work on them. A rerun of a batch (after a crash) reads the same silver version and writes
+    nothing twice (txn)."""
+
+    def __init__(self, spark, opts):
+        self.spark, self.opts = spark, opts
+        self.root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")
+        self.ckpt = opts.checkpoint or (self.root + "/" + CHECKPOINT)
+        self.bronze = opts.bronze or BRONZE
+        self.names = opts.gold or list(GOLD)
+        self.silver = self.root + "/" + SILVER
+        self.rejects = self.root + "/" + REJECTS
+        self.tables = {n: (self.root + "/" + GOLD[n]["table"], self.root + "/" + GOLD[n]["quarantine"])
+                       for n in self.names}
+        for n in self.names:
+            if GOLD[n]["window"]["type"] == "session":
+                raise NotImplementedError(
+                    f"gold {n}: session windows are not carried by the exported job yet (merge-late "
+                    "re-sessionizes from silver); run it with --plain, or keep it on medallion")
+        self.query_id = None
+        self.created = set()
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    def own_query_id(self):
+        """The checkpoint's query id, written now when the checkpoint is new: Spark adopts an
+        existing metadata file, so the id is known before the first write."""
+        meta = read_text(self.spark, self.ckpt + "/metadata")
+        if meta is None:
+            import uuid
+
+            qid = str(uuid.uuid4())
+            write_text(self.spark, self.ckpt + "/metadata", json.dumps({"id": qid}) + "\n")
+            return qid
+        return json.loads(meta.splitlines()[0])["id"]
+
+    def check_ownership(self):
+        qid = self.query_id
+        allowed = {qid, qid + CLOSE_SUFFIX, "merge-late:" + qid}
+        paths = [self.silver, self.rejects] + [p for pair in self.tables.values() for p in pair]
+        for path in paths:
+            for app, version in table_txns(self.spark, path).items():
+                # Ingest writes the rejects table too; it is no streaming query.
+                if app in allowed or app.startswith("medallion-ingest-"):
+                    continue
+                raise OwnershipError(
+                    f"refusing to write {path}: its log holds txn(appId={app}, version={version}) "
+                    f"of another query, not this job's query {qid} (checkpoint {self.ckpt}). "
+                    "Write elsewhere (--root), or hand the pipeline over with --takeover "
+                    "(README: Past one machine)")
+
+    # -- checkpoint records --------------------------------------------------------------------
+
+    def offsets(self, n):
+        """offsets/n's batch metadata (batchWatermarkMs, batchTimestampMs)."""
+        text = read_text(self.spark, f"{self.ckpt}/offsets/{n}")
+        return json.loads(text.splitlines()[1]) if text else None
+
+    def closed_before(self, n):
+        """The judging (late-row) watermark of batch n, ms: every window ending at or before it
+        has been emitted. The previous batch's watermark, or the bound its closing step reached."""
+        if n == 0:
+            return 0
+        prev = self.offsets(n - 1)
+        closed = prev["batchWatermarkMs"] if prev else 0
+        rec = read_text(self.spark, f"{self.ckpt}/{RECORDS}/close-{n - 1}")
+        if rec:
+            closed = max(closed, json.loads(rec)["closedMs"])
+        return closed
+
+    def silver_version(self, n):
+        """The silver version batch n dedups against: recorded before its first write, so that a
+        rerun of the batch reads the same one."""
+        p = f"{self.ckpt}/{RECORDS}/silver-{n}"
+        rec = read_text(self.spark, p)
+        if rec is not None:
+            return json.loads(rec)["version"]
+        snap = snapshot(self.spark, self.silver)
+        version = -1 if snap is None else snap.version()
+        write_text(self.spark, p, json.dumps({"version": version}))
+        return version
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def append(self, df, path, app, version):
+        """Appends df with txn(app, version), unless df is empty: an empty batch leaves the table
+        as it is (a rerun computes the same nothing)."""
+        if df.isEmpty():
+            return
+        (df.write.format("delta").mode("append").option("txnAppId", app)
+         .option("txnVersion", version).save(path))
+
+    def ensure(self, path, schema):
+        """Creates the table (empty, with its schema) on first use, as medallion creates its
+        tables before the first batch."""
+        if path in self.created:
+            return
+        if not is_delta(self.spark, path):
+            self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
+        self.created.add(path)
+
+    # -- one micro-batch -----------------------------------------------------------------------
+
+    def batch(self, df, n):
+        spark = self.spark
+        meta = self.offsets(n)
+        late_ms = self.closed_before(n)
+        evict_ms = max(late_ms, meta["batchWatermarkMs"])
+        qid = self.query_id
+        check_expectations_fail(df.drop(WM_COLUMN).where(reject_reason().isNull()), n)
+        df = df.drop(WM_COLUMN).withColumn("_reason", silver_reject_reason()).persist()
+        try:
+            bronze_cols = [c for c in df.columns if c != "_reason"]
+            rejected = df.where(F.col("_reason").isNotNull())
+            # The row as JSON, nulls and microseconds kept, as medallion's rejects hold it.
+            raw = F.to_json(F.struct(*[F.col(f"`{c}`") for c in bronze_cols]),
+                            {"ignoreNullFields": "false", "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"})
+            rej = rejected.select(
+                F.lit("validate").alias("stage"), F.col("_reason").alias("reason"),
+                silver_reject_detail().alias("error"),
+                raw.alias("raw"), F.octet_length(raw).cast("long").alias("raw_bytes"),
+                F.coalesce(F.col("_source_file"), F.lit("")).alias("source_file"),
+                F.coalesce(F.col("_source_offset"), F.lit(-1)).cast("long").alias("source_offset"),
+                F.timestamp_millis(F.lit(meta["batchTimestampMs"])).alias("rejected_at"))
+            self.ensure(self.rejects, rej.schema)
+            self.append(rej, self.rejects, qid, n)
+
+            valid = df.where(F.col("_reason").isNull()).drop("_reason")
+            version = self.silver_version(n)
+            fresh = self.dedup(valid, version) if DEDUP else valid
+            fresh = fresh.persist()
+            self.ensure(self.silver, valid.schema)
+            self.append(fresh, self.silver, qid, n)
+            silver = spark.read.format("delta").load(self.silver)
+            for name in self.names:
+                self.aggregate(name, fresh, silver, n, late_ms, evict_ms)
+            fresh.unpersist()
+            # Records as old as the offsets Spark keeps (minBatchesToRetain, 100) are never read
+            # again: a rerun only ever repeats the last batch.
+            for old in (f"silver-{n - RETAIN}", f"close-{n - RETAIN}"):
+                delete(spark, f"{self.ckpt}/{RECORDS}/{old}")
+        finally:
+            df.unpersist()
+
+    def dedup(self, valid, version):
+        """First arrival wins: within the batch, the earliest row per key in bronze order; across
+        batches, only keys silver (as of `version`) has never held. Null keys compare equal, as
+        in medallion's key encoding."""
+        order = [F.col("_ingest_time"), F.col("_source_file"), F.col("_source_offset")]
+        w = Window.partitionBy(*[F.col(f"`{k}`") for k in DEDUP]).orderBy(*order)
+        first = valid.withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn")
+        if version < 0:
+            return first
+        old = (self.spark.read.format("delta").option("versionAsOf", version).load(self.silver)
+               .select(*[F.col(f"`{k}`").alias(f"_old_{i}") for i, k in enumerate(DEDUP)]).distinct())
+        cond = [first[f"`{k}`"].eqNullSafe(old[f"_old_{i}"]) for i, k in enumerate(DEDUP)]
+        return first.join(old, cond, "left_anti")
+
+    def aggregate(self, name, fresh, silver, n, late_ms, evict_ms):
+        spec = GOLD[name]
+        gold_path, quarantine_path = self.tables[name]
+        build = globals()["gold_" + name.replace("-", "_")]
+        qid = self.query_id
+        if spec["output_mode"] == "complete":
+            # No late rows and no eviction in complete mode: the whole result every batch.
+            (build(silver).write.format("delta").mode("overwrite").option("txnAppId", qid)
+             .option("txnVersion", n).save(gold_path))
+            return
+        w = spec["window"]
+        late = fresh.where(min_window_end_us(w) <= late_ms * 1000)
+        q = late.select("*", F.timestamp_millis(F.lit(late_ms)).alias("late_watermark"),
+                        F.lit(n).cast("long").alias("batch_id"), F.lit(qid).alias("query_id"))
+        self.ensure(quarantine_path, q.schema)
+        self.append(q, quarantine_path, qid, n)
+        if spec["output_mode"] == "append":
+            self.emit(name, silver, late_ms, evict_ms, qid, n)
+            return
+        # Update: the groups this batch's on-time rows touched, with their cumulative values
+        # (from silver: a window gets rows only while open), merged on (window, keys).
+        touched = build(fresh).where(F.col("window.end") > ts_us(late_ms * 1000))
+        keys = ["window", *spec["keys"]]
+        tk = touched.select(*[F.col(f"`{k}`").alias(f"_k{i}") for i, k in enumerate(keys)])
+        lo, hi = touched.agg(F.min("window.start"), F.max("window.end")).collect()[0]
+        if lo is None:
+            return
+        rows = build(silver.where((F.col(f"`{EVENT_TIME}`") >= F.lit(lo)) & (F.col(f"`{EVENT_TIME}`") < F.lit(hi))))
+        rows = rows.join(tk, [rows[f"`{k}`"].eqNullSafe(tk[f"_k{i}"]) for i, k in enumerate(keys)], "left_semi")
+        self.upsert(rows, gold_path, spec["keys"], qid, n)
+
+    def emit(self, name, silver, closed_ms, evict_ms, app, version):
+        """Append the windows ending in (closed_ms, evict_ms] to gold, aggregated from silver."""
+        if evict_ms <= closed_ms:
+            return
+        w = GOLD[name]["window"]
+        lo_us, hi_us = closed_ms * 1000 - w["size_us"], evict_ms * 1000
+        ev = F.col(f"`{EVENT_TIME}`")
+        rows = globals()["gold_" + name.replace("-", "_")](
+            silver.where((ev >= ts_us(lo_us)) & (ev < ts_us(hi_us))))
+        rows = rows.where((F.col("window.end") > ts_us(closed_ms * 1000)) & (F.col("window.end") <= ts_us(hi_us)))
+        gold_path = self.tables[name][0]
+        self.ensure(gold_path, rows.schema)
+        self.append(rows, gold_path, app, version)
+
+    def upsert(self, rows, path, keys, app, version):
+        from delta.tables import DeltaTable
+
+        self.ensure(path, rows.schema)
+        cond = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in ["window", *keys])
+        update = {f"`{c}`": f"s.`{c}`" for c in rows.columns if c not in ("late_rows",)}
+        conf = self.spark.conf
+        # MERGE carries the txn through these session settings (Delta's idempotent DML).
+        conf.set("spark.databricks.delta.write.txnAppId", app)
+        conf.set("spark.databricks.delta.write.txnVersion", str(version))
+        try:
+            (DeltaTable.forPath(self.spark, path).alias("t").merge(rows.alias("s"), cond)
+             .whenMatchedUpdate(set=update).whenNotMatchedInsertAll().execute())
+        finally:
+            conf.unset("spark.databricks.delta.write.txnAppId")
+            conf.unset("spark.databricks.delta.write.txnVersion")
+
+    def close(self):
+        """What Spark's no-data batch would do after the last batch of a run (a query without a
+        stateful operator runs none): emit the windows the final watermark closes, and record
+        the bound, which is then the next batch's judging watermark, as in medallion."""
+        commits = [int(c) for c in list_names(self.spark, self.ckpt + "/commits") if c.isdigit()]
+        if not commits:
+            return
+        n = max(commits)
+        rec_path = f"{self.ckpt}/{RECORDS}/close-{n}"
+        if read_text(self.spark, rec_path) is not None:
+            return
+        final = json.loads(read_text(self.spark, f"{self.ckpt}/commits/{n}").splitlines()[1]).get("nextBatchWatermarkMs", 0)
+        evict_ms = max(self.closed_before(n), self.offsets(n)["batchWatermarkMs"])
+        if final > evict_ms:
+            silver = self.spark.read.format("delta").load(self.silver)
+            for name in self.names:
+                if GOLD[name]["output_mode"] == "append":
+                    self.emit(name, silver, evict_ms, final, self.query_id + CLOSE_SUFFIX, n)
+        write_text(self.spark, rec_path, json.dumps({"closedMs": max(final, evict_ms)}))
+
+    def start(self):
+        self.query_id = self.own_query_id()
+        self.check_ownership()
+        reader = self.spark.readStream.format("delta").option(
+            "maxFilesPerTrigger", self.opts.max_files_per_trigger or MAX_FILES_PER_TRIGGER)
+        if MAX_BYTES_PER_TRIGGER:
+            reader = reader.option("maxBytesPerTrigger", str(MAX_BYTES_PER_TRIGGER))
+        df = reader.load(self.bronze)
+        # The watermark sees the valid rows' event times only (rejected rows never move it);
+        # Spark tracks it even without a stateful operator and records it in offsets/N.
+        df = df.withColumn(WM_COLUMN, F.when(reject_reason().isNull(), F.col(f"`{EVENT_TIME}`")))
+        df = df.withWatermark(WM_COLUMN, WATERMARK)
+        writer = (df.writeStream.queryName(QUERY).option("checkpointLocation", self.ckpt)
+                  .foreachBatch(lambda batch, n: self.batch(batch, n)))
+        return trigger(writer, self.opts.trigger).start()
+
+    def run(self):
+        query = self.start()
+        query.awaitTermination()
+        self.close()
+        return [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+
+
+def _violated(e):
+    # A NULL result is a violation, as in medallion (and Databricks' expectations).
+    return ~F.coalesce(F.expr(e["expect"]), F.lit(False))
+
+
+def silver_reject_reason():
+    """Validation first, then the first `drop` expectation a row violates
+    ("expectation:<name>"); null when the row goes on to silver."""
+    out = reject_reason()
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "drop":
+            out = F.when(out.isNotNull(), out).when(_violated(e), F.lit("expectation:" + e["name"]))
+    return out
+
+
+def silver_reject_detail():
+    out = reject_detail()
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "drop":
+            out = F.when(out.isNotNull(), out).when(
+                _violated(e), F.lit(f"expectation {e['name']} violated: {e['expect']}"))
+    return out
+
+
+class ExpectationFailed(RuntimeError):
+    """A `fail` expectation was violated: the batch commits nothing."""
+
+
+def check_expectations_fail(valid, n):
+    for e in EXPECTATIONS:
+        if e["on_violation"] == "fail":
+            sample = valid.where(_violated(e)).limit(1).collect()
+            if sample:
+                raise ExpectationFailed(f"batch {n}: expectation {e['name']} ({e['expect']}) failed "
+                                        f"on {json.dumps(sample[0].asDict(), default=str)}")
+
+
+CLOSE_SUFFIX = ":close"
+RETAIN = 100
+RECORDS = "medallion_export"
+WM_COLUMN = "_medallion_watermark_time"
+
+
+def ts_us(us):
+    return F.timestamp_micros(F.lit(int(us)))
+
+
+def min_window_end_us(w):
+    """The end (µs) of the earliest window holding the row's event time, as Spark assigns
+    windows (size, slide, start offset): a row is late for some window iff this end is at or
+    before the judging watermark."""
+    t = F.unix_micros(F.col(f"`{EVENT_TIME}`"))
+    size, slide, start = F.lit(w["size_us"]), F.lit(w["slide_us"]), F.lit(w["start_us"])
+    last = t - F.pmod(t - start, slide)
+    # the earliest start still > t - size: last - k*slide, k = ceil((last - t + size) / slide) - 1
+    k = F.floor((last - t + size + slide - 1) / slide) - 1
+    return last - k * slide + size
+
+
+def upsert(path, keys):
+    """foreachBatch for update mode of the plain job: the Delta sink takes append and complete
+    only, so each batch's updated groups (cumulative values) are merged on (window, keys);
+    replaying a batch merges the same values again."""
+    def write(batch, batch_id):
+        from delta.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(batch.sparkSession, path):
+            batch.limit(0).write.format("delta").mode("append").save(path)
+        cond = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in ["window", *keys])
+        (DeltaTable.forPath(batch.sparkSession, path).alias("t")
+         .merge(batch.alias("s"), cond).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    return write
+
+
+def trigger(writer, spec):
+    if spec == "once":
+        return writer.trigger(once=True)
+    if spec.startswith("processing-time="):
+        return writer.trigger(processingTime=spec.partition("=")[2])
+    return writer.trigger(availableNow=True)
+
+
+def start_plain(spark, name, opts):
+    """--plain: Spark's own streaming aggregation (late rows dropped, no silver, no rejects),
+    to measure what the promise costs."""
+    spec = GOLD[name]
+    root = opts.root or LAKE + "/spark/plain"
+    df = globals()["gold_" + name.replace("-", "_")](events(spark, opts.bronze, opts.max_files_per_trigger))
+    path = root + "/" + spec["table"]
+    writer = (df.writeStream.queryName(QUERY + "_" + name)
+              .option("checkpointLocation", (opts.checkpoint or root + "/" + CHECKPOINT) + "/" + name))
+    writer = trigger(writer, opts.trigger)
+    if spec["output_mode"] == "update":
+        return writer.outputMode("update").foreachBatch(upsert(path, spec["keys"])).start()
+    return writer.format("delta").outputMode(spec["output_mode"]).start(path)
+
+
+def run(spark, opts):
+    """Runs the job: the promise-keeping stream (default), or with opts.plain one Spark
+    aggregation query per gold table. Returns {name: progress reports}: one entry per gold
+    table for --plain, one entry QUERY otherwise."""
+    if not opts.plain:
+        job = Job(spark, opts)
+        progress = {QUERY: job.run()}
+    else:
+        if opts.takeover:
+            raise ValueError("--plain never takes over medallion's tables")
+        names = opts.gold or list(GOLD)
+        queries = {name: start_plain(spark, name, opts) for name in names}
+        progress = {}
+        for name, query in queries.items():
+            query.awaitTermination()
+            # dicts in PySpark 3.5, StreamingQueryProgress objects in 4.x
+            progress[name] = [p if isinstance(p, dict) else json.loads(p.json)
+                              for p in query.recentProgress]
+    if opts.progress_dir:
+        os.makedirs(opts.progress_dir, exist_ok=True)
+        for name, reports in progress.items():
+            with open(os.path.join(opts.progress_dir, name + ".json"), "w") as f:
+                json.dump(reports, f, indent=1)
+    return progress
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=TABLES_HELP)
+    ap.add_argument("--root", help="where the job's tables go (default: " + LAKE + "/spark; "
+                    "with --takeover, the lake itself)")
+    ap.add_argument("--checkpoint", help="the query's checkpoint (default: <root>/" + CHECKPOINT + ")")
+    ap.add_argument("--takeover", action="store_true",
+                    help="continue medallion's stream: write the lake's own tables and continue "
+                         "medallion's checkpoint (stop medallion's stream first; README: Past one machine)")
+    ap.add_argument("--bronze", help="bronze table (default: " + BRONZE + ")")
+    ap.add_argument("--gold", action="append", choices=list(GOLD), help="only this aggregation (repeatable)")
+    ap.add_argument("--plain", action="store_true",
+                    help="Spark's own aggregation only (drops late rows; no silver, rejects or "
+                         "quarantine): the baseline the promise is measured against")
+    ap.add_argument("--max-files-per-trigger", type=int, help=f"default {MAX_FILES_PER_TRIGGER}")
+    ap.add_argument("--trigger", default=TRIGGER, help="once | available-now | processing-time=30 seconds")
+    ap.add_argument("--progress-dir", help="write the progress reports here as <query>.json")
+    ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(argv)
+    spark = session(opts.conf)
+    try:
+        run(spark, opts)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
