@@ -185,8 +185,15 @@ DEDUP = [%s]
 	pf("TABLES_HELP = %s\n", py(tablesHelp.String()))
 	// Data-quality expectations of the source (DESIGN.md §4), applied in the silver stage:
 	// [{"name", "expect" (a Spark SQL boolean expression), "on_violation": warn|drop|fail}].
-	// Empty until the config carries them (the expectations issue fills this list).
-	pf("EXPECTATIONS = []\n")
+	// Expect is Spark SQL as the user wrote it: the job hands it to F.expr unchanged.
+	pf("EXPECTATIONS = [")
+	for i, e := range cfg.Expectations {
+		if i > 0 {
+			pf(",")
+		}
+		pf("\n    {\"name\": %s, \"expect\": %s, \"on_violation\": %s}", py(e.Name), py(e.Expect), py(e.OnViolation))
+	}
+	pf("]\n")
 
 	writeSparkValidation(&b, cfg)
 

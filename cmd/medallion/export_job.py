@@ -414,12 +414,19 @@ def silver_reject_reason():
 
 
 def silver_reject_detail():
+    """The rejects' error column; a row a `drop` expectation rejects names every expectation it
+    violates, in order, worded as medallion words it."""
     out = reject_detail()
-    for e in EXPECTATIONS:
-        if e["on_violation"] == "drop":
-            out = F.when(out.isNotNull(), out).when(
-                _violated(e), F.lit(f"expectation {e['name']} violated: {e['expect']}"))
-    return out
+    drops = [e for e in EXPECTATIONS if e["on_violation"] == "drop"]
+    if not drops:
+        return out
+    dropped = _violated(drops[0])
+    for e in drops[1:]:
+        dropped = dropped | _violated(e)
+    parts = [F.when(_violated(e), F.lit(f"{e['name']} ({e['on_violation']}): {e['expect']} is false or NULL"))
+             for e in EXPECTATIONS]
+    return F.when(out.isNotNull(), out).when(
+        dropped, F.concat(F.lit("violated expectations: "), F.concat_ws("; ", *parts)))
 
 
 class ExpectationFailed(RuntimeError):

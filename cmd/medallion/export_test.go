@@ -147,6 +147,32 @@ func TestExportSparkTrigger(t *testing.T) {
 	}
 }
 
+// TestExportSparkExpectations: the job carries the config's expectations, in order, with their
+// SQL text unchanged (quotes included) for F.expr, and the empty list when there are none.
+func TestExportSparkExpectations(t *testing.T) {
+	lake := t.TempDir()
+	out, err := runGenCLI(t, "export", "spark", "--config", writeExportConfig(t, lake))
+	if err != nil || !strings.Contains(out, "EXPECTATIONS = []\n") {
+		t.Fatalf("no expectations: err %v, want EXPECTATIONS = []", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "pipeline.yaml")
+	body := strings.ReplaceAll(exportConfig, "%LAKE%", lake) + `expectations:
+  - {name: positive, expect: "amount IS NULL OR amount > 0", on_violation: drop}
+  - {name: known, expect: "` + "`event type`" + ` IN ('a', 'b')"}
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runGenCLI(t, "export", "spark", "--config", cfg)
+	want := "EXPECTATIONS = [\n" +
+		`    {"name": "positive", "expect": "amount IS NULL OR amount \u003e 0", "on_violation": "drop"},` + "\n" +
+		`    {"name": "known", "expect": "` + "`event type`" + ` IN ('a', 'b')", "on_violation": "warn"}]` + "\n"
+	if err != nil || !strings.Contains(out, want) {
+		i := strings.Index(out, "EXPECTATIONS")
+		t.Fatalf("err %v; want\n%s\ngot\n%s", err, want, out[max(i, 0):min(len(out), max(i, 0)+300)])
+	}
+}
+
 func TestExportSparkErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("lake: x\nschema: []\nnope: 1\n"), 0o644); err != nil {

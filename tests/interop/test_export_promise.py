@@ -70,6 +70,11 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             "  max_files_per_trigger: 3\n"
             "  dedup: [event_id]\n"
             "  trigger: available-now\n"
+            # Expectations: the drop one sends the larger amounts (about one row in six) to
+            # rejects on both engines; the warn one only counts.
+            "expectations:\n"
+            "  - {name: modest_amount, expect: \"amount IS NULL OR amount < 40\", on_violation: drop}\n"
+            "  - {name: has_type, expect: \"event_type IS NOT NULL\", on_violation: warn}\n"
             "gold:\n"
             "  - name: t5m\n"
             f"    table: {prefix}gold/t5m\n"
@@ -223,7 +228,7 @@ def test_rejects_equal_medallions(both):
     ours = [{c: r[c] for c in cols} for r in both.read("bronze/rejects") if r["stage"] == "validate"]
     theirs = [{c: r[c] for c in cols} for r in both.read("spark/bronze/rejects")]
     reasons = {r["reason"] for r in ours}
-    assert "future" in reasons and "missing_event_time" in reasons, reasons
+    assert "future" in reasons and "missing_event_time" in reasons and "expectation:modest_amount" in reasons, reasons
     assert_multiset(ours, theirs, "rejects")
     raw = both.read("spark/bronze/rejects")
     assert all(json.loads(r["raw"])["event_id"] and r["raw_bytes"] == len(r["raw"].encode()) for r in raw)
