@@ -61,7 +61,7 @@ func kafkaCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []str
 	defer l.bucket.Close()
 
 	logf("%s: gen into Kafka topic %s (%d partitions)", c, topic, o.kafkaPartitions)
-	g := generate(ctx, o, base, l, append(genArgs(o, c), "--partitions", fmt.Sprint(o.kafkaPartitions)))
+	g := generate(ctx, o, base, l, append(workloadArgs(o, c), "--partitions", fmt.Sprint(o.kafkaPartitions)))
 	g.Stage = bench.StageKafkaGen
 	runs := []bench.Run{g}
 	if !g.OK() {

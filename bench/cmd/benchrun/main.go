@@ -253,7 +253,7 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	defer l.bucket.Close()
 	lakeURL, lake, cfgPath := l.url, l.bucket, l.cfgPath
 
-	genArgs := genArgs(o, c)
+	genArgs := workloadArgs(o, c)
 	base := bench.Run{Engine: bench.EngineOurs, Backend: c.Backend, Events: c.Events, Keys: c.Keys}
 	var runs []bench.Run
 	logf("%s: gen %s", c, strings.Join(genArgs, " "))
@@ -333,8 +333,8 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	return runs, notes, nil
 }
 
-// genArgs are the `medallion gen` arguments of a case's workload (see the report's Workload).
-func genArgs(o options, c bench.Case) []string {
+// workloadArgs are the `medallion gen` arguments of a case's workload (see the report's Workload).
+func workloadArgs(o options, c bench.Case) []string {
 	rate := float64(c.Events) / o.span.Seconds()
 	files := landingFiles(o.span)
 	// A burst delivers OutageDuration (1h) x rate / devices events; about 40% of them end up late (measured at 100k-1M
