@@ -36,6 +36,12 @@ const (
 	// no anchor is paired with them (Pairs does not name them) and the plot leaves them out.
 	StageIngestBacklog = "ingest-backlog"
 	StageStreamBacklog = "stream-backlog"
+
+	// The Kafka stages (bench/run.sh --kafka): gen produces the case's records into a topic of
+	// a local broker, then our ingest (landing.kind kafka) and Spark's Kafka source each write a
+	// Delta bronze table from the whole topic. The plot leaves them out.
+	StageKafkaGen    = "kafka-gen"
+	StageKafkaIngest = "kafka-ingest"
 )
 
 // Run is one measured child process (or, for end to end, the sum of several).
@@ -138,6 +144,7 @@ var Pairs = []Pair{
 	{StageStream, EngineSpark, StageStream, "Spark reads landing JSON directly; ours reads bronze"},
 	{StageEndToEnd, EngineSpark, StageStream, "ingest + stream + merge-late vs Spark's streaming job"},
 	{StageReplay, EngineDeltaRS, StageReplay, "recompute 24h of gold from silver, overwrite"},
+	{StageKafkaIngest, EngineSpark, StageKafkaIngest, "Kafka topic -> Delta bronze, same records; Spark: Kafka source, from_json, Delta append"},
 }
 
 // Ratio is ours/theirs for one metric; NaN when either side is missing.

@@ -207,3 +207,41 @@ func TestTargets(t *testing.T) {
 		t.Errorf("Targets without backlog stages mention them:\n%s", got)
 	}
 }
+
+// Issue 19: our Kafka ingest is paired with Spark's Kafka source on the same case and judged at
+// 1M records/s and 10x Spark. Figures by hand: 1M records in 2 s (500k/s) on 1 CPU-s against
+// Spark's 100 s on 150 CPU-s: 50x the throughput, 1/150 the CPU.
+func TestKafkaRatioAndTargets(t *testing.T) {
+	ours := Run{Engine: EngineOurs, Stage: StageKafkaIngest, Backend: "file", Events: 1_000_000, Keys: 1000,
+		WallS: 2, CPUS: 1, MaxRSSKB: 100_000, Status: "ok"}
+	spark := ours
+	spark.Engine, spark.WallS, spark.CPUS, spark.MaxRSSKB = EngineSpark, 100, 150, 1_000_000
+	gen := ours
+	gen.Stage = StageKafkaGen
+	var found bool
+	for _, r := range Ratios([]Run{gen, ours, spark}) {
+		if r.Pair.Stage != StageKafkaIngest {
+			continue
+		}
+		found = true
+		if math.Abs(r.Throughput-50) > 1e-9 || math.Abs(r.CPU-1.0/150) > 1e-12 || math.Abs(r.RSS-0.1) > 1e-12 {
+			t.Errorf("kafka ratio: throughput %v, CPU %v, RSS %v; want 50, 1/150, 0.1", r.Throughput, r.CPU, r.RSS)
+		}
+	}
+	if !found {
+		t.Fatal("no ratio for the Kafka stage")
+	}
+	got := strings.Join(Targets([]Run{gen, ours, spark}), "\n")
+	for _, want := range []string{
+		"1M events, 1k keys, file: Kafka ingest at 500.0k records/s, target 1M/s: NOT met",
+		"1M events, 1k keys, file: Kafka ingest 50x Spark's throughput (Spark spends 150x our CPU seconds), target 10x: met",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Targets lack %q:\n%s", want, got)
+		}
+	}
+	// Without Spark's run there is a throughput verdict and no ratio line.
+	if got := strings.Join(Targets([]Run{gen, ours}), "\n"); strings.Contains(got, "Spark") || !strings.Contains(got, "Kafka ingest at 500.0k") {
+		t.Errorf("Targets without the anchor:\n%s", got)
+	}
+}

@@ -80,7 +80,7 @@ func (r *Report) Markdown(plotFile string) string {
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rt.Case, rt.Pair.Stage, anchor,
 			ratio(rt.Throughput), ratio(rt.CPU), ratio(rt.RSS), ratio(rt.Wall), ratio(rt.Writes), rt.Pair.Why)
 	}
-	w("\n## Targets (issue 10)\n\n")
+	w("\n## Targets (issue 10; Kafka: issue 19)\n\n")
 	for _, t := range Targets(r.Runs) {
 		w("- %s\n", t)
 	}
@@ -239,6 +239,17 @@ func Targets(runs []Run) []string {
 		for _, rt := range ratios {
 			if rt.Case == c && rt.Pair.Stage == StageEndToEnd && rt.Ours.OK() && !math.IsNaN(rt.Throughput) {
 				out = append(out, fmt.Sprintf("%s: end to end %s Spark's throughput, target 10x: %s", c, ratio(rt.Throughput), verdict(rt.Throughput >= 10)))
+			}
+		}
+		// Issue 19: Kafka -> bronze at 1M records/s and 10x Spark's Kafka source.
+		if k, ok := oursRun(runs, StageKafkaIngest, c); ok && k.OK() {
+			v := k.EventsPerS()
+			out = append(out, fmt.Sprintf("%s: Kafka ingest at %s records/s, target 1M/s: %s", c, si(v), verdict(v >= 1e6)))
+			for _, rt := range ratios {
+				if rt.Case == c && rt.Pair.Stage == StageKafkaIngest && !math.IsNaN(rt.Throughput) {
+					out = append(out, fmt.Sprintf("%s: Kafka ingest %s Spark's throughput (Spark spends %s our CPU seconds), target 10x: %s",
+						c, ratio(rt.Throughput), ratio(1/rt.CPU), verdict(rt.Throughput >= 10)))
+				}
 			}
 		}
 	}

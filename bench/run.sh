@@ -5,12 +5,18 @@
 # promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
-#                [--no-anchors] [-- extra benchrun flags]
+#                [--no-anchors] [--kafka|--no-kafka] [-- extra benchrun flags]
 #
 #   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
 #                BenchmarkStreamMemory: a few minutes on a quiet machine
 #   --no-micro   skip the go test -bench microbenchmarks
 #   --no-anchors medallion only (no Spark, no delta-rs)
+#   --kafka      also measure Kafka -> bronze on the file cases (issue 19): a broker started with
+#                scripts/kafka.sh, the case's records produced into a topic with `medallion gen`,
+#                our `run ingest` (landing.kind kafka) beside Spark's Kafka source (cases up to
+#                1M records; its jars fetched from Maven Central into the same cache). On by
+#                default in a full run when the broker can be installed (java, mvn), off in --quick.
+#   --no-kafka   no Kafka stage
 #
 # Defaults: --sizes 1M,10M --keys 1k,100k --backends file,minio. The anchors use the interop
 # virtualenv and Spark's Delta jars (scripts/interop.sh setup, cached); MinIO is started with
@@ -21,18 +27,21 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sizes) sizes="$2"; shift 2 ;;
     --keys) keys="$2"; shift 2 ;;
     --backends) backends="$2"; shift 2 ;;
-    --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms benchskip=BenchmarkStreamMemory; shift ;;
+    --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms benchskip=BenchmarkStreamMemory
+      [[ "$kafka" == auto ]] && kafka=false; shift ;;
+    --kafka) kafka=true; shift ;;
+    --no-kafka) kafka=false; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka]" >&2; exit 2 ;;
   esac
 done
 
@@ -40,9 +49,10 @@ log() { echo "bench/run.sh: $*" >&2; }
 
 bin="$(mktemp -d "${TMPDIR:-/tmp}/medallion-bench-bin.XXXXXX")"
 work="${BENCH_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/medallion-bench-work.XXXXXX")}"
-minio_started=false
+minio_started=false kafka_started=false
 cleanup() {
   if $minio_started; then scripts/minio.sh stop || true; fi
+  if $kafka_started; then scripts/kafka.sh stop || true; fi
   rm -rf "$bin"
   if [[ "${BENCH_KEEP:-0}" != 1 ]]; then rm -rf "$work"; fi
 }
@@ -65,9 +75,40 @@ if [[ ",$backends," == *",minio,"* ]]; then
   minio_started=true
 fi
 
+# Spark's Kafka source for Spark 3.5 and what it needs beyond Spark's own jars (3.5.7: the 3.5.8 of
+# pyspark is not on Maven Central), pinned, into the Maven cache scripts/kafka.sh uses.
+kafka_jars() {
+  local cache="${MEDALLION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/medallion}" jars="" a g n v f
+  for a in org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7 org.apache.spark:spark-token-provider-kafka-0-10_2.12:3.5.7 \
+    org.apache.kafka:kafka-clients:3.4.1 org.apache.commons:commons-pool2:2.11.1; do
+    IFS=: read -r g n v <<<"$a"
+    f="$cache/m2/${g//.//}/$n/$v/$n-$v.jar"
+    if [[ ! -f "$f" ]]; then
+      mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$cache/m2" \
+        org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get -Dartifact="$a" -Dtransitive=false >&2 || return 1
+    fi
+    jars+="${jars:+,}$f"
+  done
+  echo "$jars"
+}
+
+kafka_flags=()
+if [[ "$kafka" == auto ]]; then
+  if scripts/kafka.sh install; then kafka=true; else log "no Kafka broker could be installed: no Kafka stage"; kafka=false; fi
+fi
+if $kafka; then
+  export MEDALLION_KAFKA_STATE="$bin/kafka.state"
+  eval "$(scripts/kafka.sh start)"
+  kafka_started=true
+  kafka_flags=(--kafka --kafka-brokers "$MEDALLION_TEST_KAFKA_BROKERS")
+  if $anchors; then
+    if jars="$(kafka_jars)"; then kafka_flags+=(--kafka-jars "$jars"); else log "Spark's Kafka jars could not be fetched: no Spark Kafka anchor"; fi
+  fi
+fi
+
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
   --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
-  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')${extra[*]:+ -- ${extra[*]}}" \
-  "${extra[@]}"
+  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')${extra[*]:+ -- ${extra[*]}}" \
+  "${kafka_flags[@]}" "${extra[@]}"
 log "wrote bench/RESULTS.md and bench/results.svg"

@@ -9,8 +9,9 @@ start excluded) and in total.
 Jars: spark.jars must hold Delta's (eval "$(scripts/interop.sh env)") and the Kafka source's,
 spark-sql-kafka-0-10_2.12-3.5.7 with spark-token-provider-kafka-0-10_2.12-3.5.7,
 kafka-clients-3.4.1 and commons-pool2-2.11.1 (3.5.7: the 3.5.8 of pyspark is not on Maven
-Central), passed with --kafka-jars. The JVM is a child of this process: a parent's wait4 rusage
-(CPU, peak RSS) includes it.
+Central), passed with --kafka-jars (bench/run.sh --kafka fetches them). The JVM is a child of
+this process and is waited for before exit, so the parent's wait4 rusage (CPU, peak RSS)
+includes it.
 """
 import argparse
 import json
@@ -65,7 +66,21 @@ def main():
     rows.write.format("delta").mode("append").save(a.out)
     done = time.time()
     n = spark.read.format("delta").load(a.out).count()
+    gateway = spark.sparkContext._gateway
     spark.stop()
+    # Wait for the JVM before exiting: the parent's wait4 rusage (CPU, peak RSS) counts a
+    # descendant only once it has been waited for, and the JVM does nearly all of the work.
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        gateway.shutdown()
+        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except Exception:
+            proc.kill()
+            proc.wait()
     print(json.dumps({"engine": "spark", "rows": n, "job_seconds": round(done - job, 3),
                       "total_seconds": round(time.time() - began, 3)}))
 

@@ -48,6 +48,13 @@ type options struct {
 	backlogEvents      int64
 	backlogStreamFiles int
 	backlogStreamBytes string
+	// The Kafka stage: on or off, where the broker is, Spark's Kafka jars, the topic's
+	// partitions and the largest case Spark's (slow) Kafka anchor runs on.
+	kafka           bool
+	kafkaBrokers    string
+	kafkaJars       string
+	kafkaPartitions int
+	kafkaSparkMax   int64
 }
 
 func main() {
@@ -73,11 +80,20 @@ func main() {
 	flag.Int64Var(&o.backlogEvents, "backlog-events", 250_000, "backlog ingest: landing.max_files_per_trigger = ceil(this / events per landing file)")
 	flag.IntVar(&o.backlogStreamFiles, "backlog-stream-files", 1000, "backlog stream: stream.max_files_per_trigger")
 	flag.StringVar(&o.backlogStreamBytes, "backlog-stream-bytes", "16MB", "backlog stream: stream.max_bytes_per_trigger (Delta's soft maxBytesPerTrigger)")
+	flag.BoolVar(&o.kafka, "kafka", false, "also measure Kafka -> bronze on the file cases: gen into a topic, our ingest (landing.kind kafka) and Spark's Kafka source")
+	flag.StringVar(&o.kafkaBrokers, "kafka-brokers", os.Getenv("MEDALLION_TEST_KAFKA_BROKERS"), "bootstrap brokers of the Kafka stage (default: $MEDALLION_TEST_KAFKA_BROKERS, from scripts/kafka.sh start)")
+	flag.StringVar(&o.kafkaJars, "kafka-jars", "", "comma-separated jars of Spark's Kafka source (empty: no Spark Kafka anchor)")
+	flag.IntVar(&o.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka stage's topic")
+	flag.Int64Var(&o.kafkaSparkMax, "kafka-spark-max", 1_000_000, "largest case Spark's Kafka source runs on (about 3k records/s on a loaded 2-core machine)")
 	flag.Parse()
 	o.sizes, o.keys, o.backends = split(sizes), split(keys), split(backends)
 	o.anchors = o.python != ""
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "benchrun: --medallion BINARY is required")
+		os.Exit(2)
+	}
+	if o.kafka && o.kafkaBrokers == "" {
+		fmt.Fprintln(os.Stderr, "benchrun: --kafka needs --kafka-brokers or MEDALLION_TEST_KAFKA_BROKERS (scripts/kafka.sh start)")
 		os.Exit(2)
 	}
 	if err := checkBacklogFlags(o); err != nil {
@@ -140,6 +156,9 @@ func run(ctx context.Context, o options) error {
 	if o.backlog {
 		rep.Workload = append(rep.Workload, backlogLine(o))
 	}
+	if o.kafka {
+		rep.Workload = append(rep.Workload, kafkaLine(o))
+	}
 	rep.Workload = append(rep.Workload,
 		"Spark: local[2], JSON file source with the declared schema, withWatermark, one windowed aggregation query per gold table (both concurrently), Delta sink, Trigger.AvailableNow; JVM defaults otherwise (driver memory 2g)",
 		"what each side does: our ingest + stream write bronze, silver (exact dedup), a quarantine per gold table and gold, and keep every late row "+
@@ -159,6 +178,10 @@ func run(ctx context.Context, o options) error {
 			for _, backend := range o.backends {
 				c := bench.Case{Events: n, Keys: int(keys), Backend: backend}
 				runs, notes, err := runCase(ctx, o, c)
+				if o.kafka && backend == "file" {
+					kr, kn := kafkaCase(ctx, o, c)
+					runs, notes = append(runs, kr...), append(notes, kn...)
+				}
 				if err == nil && o.prof != "" && backend == "file" {
 					profs, perr := profile(ctx, o, c)
 					rep.Profiles = append(rep.Profiles, profs...)
@@ -230,18 +253,10 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	defer l.bucket.Close()
 	lakeURL, lake, cfgPath := l.url, l.bucket, l.cfgPath
 
-	rate := float64(c.Events) / o.span.Seconds()
-	files := landingFiles(o.span)
-	// A burst delivers OutageDuration (1h) x rate / devices events; about 40% of them end up late (measured at 100k-1M
-	// events; the stream's report gives the exact fraction).
-	burst := math.Max(1, math.Floor(3600*rate/float64(c.Keys)))
-	outageRate := o.lateTarget / (0.4 * burst)
-	genArgs := []string{"--events", fmt.Sprint(c.Events), "--start", "now", "--rate", fmt.Sprint(rate), "--files", fmt.Sprint(files),
-		"--devices", fmt.Sprint(c.Keys), "--future", "0", "--malformed", "0", "--wrong-types", "0",
-		"--outage-rate", fmt.Sprint(outageRate)}
+	genArgs := workloadArgs(o, c)
 	base := bench.Run{Engine: bench.EngineOurs, Backend: c.Backend, Events: c.Events, Keys: c.Keys}
 	var runs []bench.Run
-	logf("%s: gen (rate %.1f/s, %d files, outage rate %.2g)", c, rate, files, outageRate)
+	logf("%s: gen %s", c, strings.Join(genArgs, " "))
 	genRun := generate(ctx, o, base, l, genArgs)
 	runs = append(runs, genRun)
 	if !genRun.OK() {
@@ -363,6 +378,19 @@ func exportedJob(ctx context.Context, o options, anchor bench.Run, cfgPath, dir 
 		stream.WallS, stream.CPUS)
 }
 
+// workloadArgs are the `medallion gen` arguments of a case's workload (see the report's Workload).
+func workloadArgs(o options, c bench.Case) []string {
+	rate := float64(c.Events) / o.span.Seconds()
+	files := landingFiles(o.span)
+	// A burst delivers OutageDuration (1h) x rate / devices events; about 40% of them end up late (measured at 100k-1M
+	// events; the stream's report gives the exact fraction).
+	burst := math.Max(1, math.Floor(3600*rate/float64(c.Keys)))
+	outageRate := o.lateTarget / (0.4 * burst)
+	return []string{"--events", fmt.Sprint(c.Events), "--start", "now", "--rate", fmt.Sprint(rate), "--files", fmt.Sprint(files),
+		"--devices", fmt.Sprint(c.Keys), "--future", "0", "--malformed", "0", "--wrong-types", "0",
+		"--outage-rate", fmt.Sprint(outageRate)}
+}
+
 // caseLake is one lake of a case: where it lives, its config and a handle for the listings.
 type caseLake struct {
 	url, cfgPath string
@@ -475,6 +503,9 @@ type triggers struct {
 	landingFiles int    // landing.max_files_per_trigger
 	streamFiles  int    // stream.max_files_per_trigger
 	streamBytes  string // stream.max_bytes_per_trigger; empty: no bound
+	// landing, when set, replaces the landing line's flow mapping (the Kafka lake's
+	// `{kind: kafka, ...}`); landingFiles is then unused.
+	landing string
 }
 
 // microTriggers make micro-batches follow arrival as Spark's maxFilesPerTrigger 1 does: one
@@ -510,8 +541,12 @@ func pipelineYAML(lake, s3 string, t triggers) string {
 	if t.streamBytes != "" {
 		bytesBound = fmt.Sprintf("  max_bytes_per_trigger: %s\n", t.streamBytes)
 	}
+	landing := fmt.Sprintf("{path: landing/events/, format: json, max_files_per_trigger: %d}", t.landingFiles)
+	if t.landing != "" {
+		landing = t.landing
+	}
 	return fmt.Sprintf(`lake: %q
-%slanding: {path: landing/events/, format: json, max_files_per_trigger: %d}
+%slanding: %s
 schema:
   - {name: event_id,   type: string, required: true}
   - {name: event_type, type: string}
@@ -537,7 +572,7 @@ stream:
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total_amount}]
 jobs:
   replay: {lookback: 24h}
-`, lake, s3, t.landingFiles, t.streamFiles, bytesBound)
+`, lake, s3, landing, t.streamFiles, bytesBound)
 }
 
 // detail picks, from a job's one-line JSON summary, the numbers worth a glance.

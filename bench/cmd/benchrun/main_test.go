@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/medallion-lake/medallion/bench"
 	"github.com/medallion-lake/medallion/config"
 )
 
@@ -125,5 +127,40 @@ func TestCheckBacklogFlags(t *testing.T) {
 		if err := checkBacklogFlags(bad); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+}
+
+// The Kafka lake's config loads through the real loader as a Kafka landing of the given
+// brokers and topic, read from the earliest offset.
+func TestPipelineYAMLKafka(t *testing.T) {
+	dir := t.TempDir()
+	tr := microTriggers()
+	tr.landing = kafkaLanding("127.0.0.1:9092, 127.0.0.1:9093", "bench-1M-1k-file-7")
+	p := filepath.Join(dir, "kafka.yaml")
+	if err := os.WriteFile(p, []byte(pipelineYAML(filepath.Join(dir, "lake"), "", tr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Landing.Kafka
+	if cfg.Landing.Kind != config.LandingKafka || k == nil {
+		t.Fatalf("landing kind %q, kafka %+v; want a kafka landing", cfg.Landing.Kind, k)
+	}
+	if strings.Join(k.Brokers, ",") != "127.0.0.1:9092,127.0.0.1:9093" || strings.Join(k.TopicList(), ",") != "bench-1M-1k-file-7" ||
+		k.StartingOffsets != "earliest" {
+		t.Errorf("kafka landing %+v: want brokers 127.0.0.1:9092 and :9093, topic bench-1M-1k-file-7, earliest", k)
+	}
+}
+
+// A rerun of a killed harness must not produce into the topic of the run before: the topic
+// differs with the time, and names the case.
+func TestKafkaTopic(t *testing.T) {
+	c := bench.Case{Events: 1_000_000, Keys: 1000, Backend: "file"}
+	now := time.Unix(1_700_000_000, 0)
+	a, b := kafkaTopic(c, now), kafkaTopic(c, now.Add(time.Nanosecond))
+	if a == b || !strings.HasPrefix(a, "bench-1M-1k-file-") {
+		t.Errorf("topics %q and %q: want distinct names starting bench-1M-1k-file-", a, b)
 	}
 }
