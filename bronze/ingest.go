@@ -840,30 +840,10 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 	if err != nil {
 		return nil, nil, rep, err
 	}
-	bw, err := table.NewDataWriter(x.bronze.Bucket(), dec.Bronze.Schema, nil, x.opts.WriteOptions)
+	out, err := x.openOutputs(dec)
 	if err != nil {
 		return nil, nil, rep, err
 	}
-	rw, err := table.NewDataWriter(x.rejects.Bucket(), dec.Rejects.Schema, nil, x.opts.WriteOptions)
-	if err != nil {
-		return nil, nil, rep, err
-	}
-	flush := func(ctx context.Context) error {
-		if dec.Bronze.Len() > 0 {
-			if err := bw.Write(ctx, dec.Bronze); err != nil {
-				return err
-			}
-		}
-		if dec.Rejects.Len() > 0 {
-			if err := rw.Write(ctx, dec.Rejects); err != nil {
-				return err
-			}
-		}
-		dec.Bronze.Reset()
-		dec.Rejects.Reset()
-		return nil
-	}
-	dec.Flush, dec.FlushRows = flush, x.opts.FlushRows
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, rep, err
@@ -919,16 +899,62 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 	if err := ctx.Err(); err != nil {
 		return nil, nil, rep, err
 	}
-	if err := flush(ctx); err != nil {
-		return nil, nil, rep, err
-	}
-	bronzeAdds, err := bw.Close(ctx)
-	if err != nil {
-		return nil, nil, rep, err
-	}
-	rejectAdds, err := rw.Close(ctx)
+	bronzeAdds, rejectAdds, err := out.close(ctx)
 	if err != nil {
 		return nil, nil, rep, err
 	}
 	return bronzeAdds, rejectAdds, rep, nil
+}
+
+// workerOutput is one worker's own bronze and rejects data files, which its decoder flushes
+// into as its batches fill.
+type workerOutput struct {
+	dec             *Decoder
+	bronze, rejects *table.DataWriter
+}
+
+// openOutputs opens a worker's data files and makes dec flush into them.
+func (x *Ingester) openOutputs(dec *Decoder) (*workerOutput, error) {
+	bw, err := table.NewDataWriter(x.bronze.Bucket(), dec.Bronze.Schema, nil, x.opts.WriteOptions)
+	if err != nil {
+		return nil, err
+	}
+	rw, err := table.NewDataWriter(x.rejects.Bucket(), dec.Rejects.Schema, nil, x.opts.WriteOptions)
+	if err != nil {
+		return nil, err
+	}
+	out := &workerOutput{dec: dec, bronze: bw, rejects: rw}
+	dec.Flush, dec.FlushRows = out.flush, x.opts.FlushRows
+	return out, nil
+}
+
+// flush writes the decoder's batches out and empties them.
+func (o *workerOutput) flush(ctx context.Context) error {
+	if o.dec.Bronze.Len() > 0 {
+		if err := o.bronze.Write(ctx, o.dec.Bronze); err != nil {
+			return err
+		}
+	}
+	if o.dec.Rejects.Len() > 0 {
+		if err := o.rejects.Write(ctx, o.dec.Rejects); err != nil {
+			return err
+		}
+	}
+	o.dec.Bronze.Reset()
+	o.dec.Rejects.Reset()
+	return nil
+}
+
+// close flushes what is left and closes both files, returning their adds.
+func (o *workerOutput) close(ctx context.Context) (bronzeAdds, rejectAdds []*txlog.Add, err error) {
+	if err := o.flush(ctx); err != nil {
+		return nil, nil, err
+	}
+	if bronzeAdds, err = o.bronze.Close(ctx); err != nil {
+		return nil, nil, err
+	}
+	if rejectAdds, err = o.rejects.Close(ctx); err != nil {
+		return nil, nil, err
+	}
+	return bronzeAdds, rejectAdds, nil
 }

@@ -800,30 +800,10 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, ranges []kafkaRange, in
 	if err != nil {
 		return nil, nil, rep, err
 	}
-	bw, err := table.NewDataWriter(x.b.bronze.Bucket(), dec.Bronze.Schema, nil, x.b.opts.WriteOptions)
+	out, err := x.b.openOutputs(dec.Decoder)
 	if err != nil {
 		return nil, nil, rep, err
 	}
-	rw, err := table.NewDataWriter(x.b.rejects.Bucket(), dec.Rejects.Schema, nil, x.b.opts.WriteOptions)
-	if err != nil {
-		return nil, nil, rep, err
-	}
-	flush := func(ctx context.Context) error {
-		if dec.Bronze.Len() > 0 {
-			if err := bw.Write(ctx, dec.Bronze); err != nil {
-				return err
-			}
-		}
-		if dec.Rejects.Len() > 0 {
-			if err := rw.Write(ctx, dec.Rejects); err != nil {
-				return err
-			}
-		}
-		dec.Bronze.Reset()
-		dec.Rejects.Reset()
-		return nil
-	}
-	dec.Flush, dec.FlushRows = flush, x.b.opts.FlushRows
 	// NoResetOffset: an offset that is gone must fail the read, never silently jump; the
 	// control records (transaction markers) are kept so that a range ending on one is seen
 	// to end, and are not rows.
@@ -839,14 +819,7 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, ranges []kafkaRange, in
 			return nil, nil, rep, err
 		}
 	}
-	if err := flush(ctx); err != nil {
-		return nil, nil, rep, err
-	}
-	bronzeAdds, err := bw.Close(ctx)
-	if err != nil {
-		return nil, nil, rep, err
-	}
-	rejectAdds, err := rw.Close(ctx)
+	bronzeAdds, rejectAdds, err := out.close(ctx)
 	if err != nil {
 		return nil, nil, rep, err
 	}
