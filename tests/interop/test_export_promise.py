@@ -409,7 +409,7 @@ def test_medallions_jobs_work_on_sparks_tables(on_files, medallion_bin, tmp_path
                  ["lag"]):
         out[args[-1]] = run_medallion(medallion_bin, *args, "--config", cfg, timeout=300)
     optimized = {r["table"]: r for r in json.loads(out["optimize"])["result"]}
-    assert optimized["spark/silver/events"].get("files_removed", 0) > 1, optimized
+    assert optimized["spark/silver/events"].get("filesRemoved", 0) > 1, optimized
     html = tmp_path / "report.html"
     run_medallion(medallion_bin, "report", "--config", cfg, "--html", str(html))
     assert "spark/gold/t5m" in html.read_text()
