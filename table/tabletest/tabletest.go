@@ -353,10 +353,15 @@ func (g *gen) bytes(k uint64) []byte {
 	return b
 }
 
+// maxRowGroups keeps a drawn layout under the 32,767 row groups a Parquet file can hold
+// (parquet-go refuses to write more: a row group's ordinal is a 16-bit number).
+const maxRowGroups = 32_000
+
 // RandomWriteOptions draws the writer's knobs that change the page and row-group layout:
 // row groups of one, a few or all rows, tiny to default page buffers, each codec.
 func RandomWriteOptions(r *rand.Rand, rows int) table.WriteOptions {
-	groups := []int{rows, max(rows/3, 1), max(rows/7+r.IntN(100), 1), 1 + r.IntN(5000)}
+	least := max((rows+maxRowGroups-1)/maxRowGroups, 1)
+	groups := []int{rows, max(rows/3, least), max(rows/7+r.IntN(100), least), max(1+r.IntN(5000), least)}
 	pages := []int{0, 256, 1 << 10, 4 << 10, 64 << 10}
 	codecs := []string{table.CompressionSnappy, table.CompressionZstd}
 	return table.WriteOptions{
