@@ -468,10 +468,10 @@ func parseDate(b []byte) (int64, bool) {
 	y, ok1 := digits(b[0:4])
 	m, ok2 := digits(b[5:7])
 	d, ok3 := digits(b[8:10])
-	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > table.DaysInMonth(y, m) {
 		return 0, false
 	}
-	return daysFromCivil(y, m, d), true
+	return table.DaysFromCivil(y, m, d), true
 }
 
 func bytesToString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -2,6 +2,8 @@ package bronze
 
 import (
 	"errors"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // errBadTimestamp is returned for any text that is not one of the accepted timestamp forms.
@@ -30,7 +32,7 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
 		return 0, errBadTimestamp
 	}
-	if year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59 {
+	if year < 1 || month < 1 || month > 12 || day < 1 || day > table.DaysInMonth(year, month) || hour > 23 || minute > 59 || second > 59 {
 		return 0, errBadTimestamp
 	}
 	rest := b[19:]
@@ -67,7 +69,7 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	default:
 		return 0, errBadTimestamp
 	}
-	days := daysFromCivil(year, month, day)
+	days := table.DaysFromCivil(year, month, day)
 	secs := days*86400 + int64(hour*3600+minute*60+second) - offsetSec
 	return secs*1_000_000 + frac, nil
 }
@@ -81,36 +83,4 @@ func digits(b []byte) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	return v, true
-}
-
-func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
-
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if isLeap(y) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil counts days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
-// (H. Hinnant's algorithm).
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
 }

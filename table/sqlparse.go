@@ -729,39 +729,10 @@ func parseDateString(s string) (int64, bool) {
 		}
 		*vals[i] = n
 	}
-	if m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+	if m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m) {
 		return 0, false
 	}
-	return daysFromCivil(y, m, d), true
-}
-
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil counts days since 1970-01-01 in the proleptic Gregorian calendar.
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
+	return DaysFromCivil(y, m, d), true
 }
 
 // parseTimestampString reads the timestamp forms Spark casts from strings: a date alone, or
