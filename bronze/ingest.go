@@ -679,13 +679,30 @@ func (x *Ingester) recoverEnds(ctx context.Context, b *batchRecord) (map[string]
 // it stops waiting for the other claimer and re-runs the missing batches itself; the txn
 // check makes a double run harmless.
 func (x *Ingester) waitForPredecessor(ctx context.Context, appID string, batch int64, rep *Report) error {
-	if batch == 0 {
+	return x.waitForBatch(ctx, appID, batch-1, func(ctx context.Context) error {
+		// Re-read the claims: the batch before may have been claimed by another ingester.
+		st, err := x.loadState(ctx)
+		if err != nil {
+			return err
+		}
+		prev := st.batches[batch-1]
+		if prev == nil {
+			return fmt.Errorf("bronze: ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
+		}
+		return x.runBatch(ctx, st, prev, rep)
+	})
+}
+
+// waitForBatch returns once both tables hold batch (at once when batch < 0), polling with a
+// growing pause; past OrderWait it calls rerun to run the batch here, and polls again.
+func (x *Ingester) waitForBatch(ctx context.Context, appID string, batch int64, rerun func(context.Context) error) error {
+	if batch < 0 {
 		return nil
 	}
 	deadline := time.Now().Add(x.opts.OrderWait)
 	pause := 5 * time.Millisecond
 	for {
-		bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, appID, batch-1)
+		bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, appID, batch)
 		if err != nil {
 			return err
 		}
@@ -693,17 +710,8 @@ func (x *Ingester) waitForPredecessor(ctx context.Context, appID string, batch i
 			return nil
 		}
 		if time.Now().After(deadline) {
-			// Re-read the claims: the batch before may have been claimed by another ingester.
-			st, err := x.loadState(ctx)
-			if err != nil {
-				return err
-			}
-			prev := st.batches[batch-1]
-			if prev == nil {
-				return fmt.Errorf("bronze: ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
-			}
-			x.log.Warn("batch before this one is still not committed; running it here", "batch", batch-1)
-			if err := x.runBatch(ctx, st, prev, rep); err != nil {
+			x.log.Warn("batch before this one is still not committed; running it here", "batch", batch)
+			if err := rerun(ctx); err != nil {
 				return err
 			}
 			continue

@@ -675,41 +675,17 @@ func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *ka
 // waitForKafkaPredecessor is waitForPredecessor for Kafka batches: it returns once both tables
 // hold batch-1, re-running that batch here if its claimer seems gone after OrderWait.
 func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.Client, appID string, batch int64, rep *Report) error {
-	if batch == 0 {
-		return nil
-	}
-	deadline := time.Now().Add(x.b.opts.OrderWait)
-	pause := 5 * time.Millisecond
-	for {
-		bronzeDone, rejectsDone, err := x.b.alreadyCommitted(ctx, appID, batch-1)
+	return x.b.waitForBatch(ctx, appID, batch-1, func(ctx context.Context) error {
+		st, err := x.loadKafkaState(ctx)
 		if err != nil {
 			return err
 		}
-		if bronzeDone && rejectsDone {
-			return nil
+		prev := st.batches[batch-1]
+		if prev == nil {
+			return fmt.Errorf("bronze: kafka ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
 		}
-		if time.Now().After(deadline) {
-			st, err := x.loadKafkaState(ctx)
-			if err != nil {
-				return err
-			}
-			prev := st.batches[batch-1]
-			if prev == nil {
-				return fmt.Errorf("bronze: kafka ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
-			}
-			x.b.log.Warn("batch before this one is still not committed; running it here", "batch", batch-1)
-			if err := x.runKafkaBatch(ctx, adm, st, prev, rep); err != nil {
-				return err
-			}
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, time.Second)
-	}
+		return x.runKafkaBatch(ctx, adm, st, prev, rep)
+	})
 }
 
 // readBatch reads the batch's ranges on the workers (partition i of the batch to worker i mod
