@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -34,17 +33,12 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 			if err != nil {
 				return err
 			}
-			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(path, sets)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
+			cfg, lake, err := openConfigReadOnly(cmd, path)
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
+			ctx := cmd.Context()
 			bronzeFlag, _ := cmd.Flags().GetBool("bronze")
 			samples, _ := cmd.Flags().GetInt("samples")
 			rep, err := report.Check(ctx, lake, cfg, report.CheckOptions{From: rng.From, To: rng.To, Bronze: bronzeFlag, Now: now, Samples: samples})

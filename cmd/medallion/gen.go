@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/objstore"
 )
 
 func newGenCmd() *cobra.Command {
@@ -219,6 +220,21 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 
 // loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
 // a usage error (exit code 2). Other commands can use it too.
+// openConfigReadOnly loads the config at path with the command's --set overrides and opens
+// its lake read-only, for the commands that only read (lag, report, check).
+func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objstore.Bucket, error) {
+	sets, _ := cmd.Flags().GetStringArray("set")
+	cfg, err := loadPipelineConfig(path, sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, lake, nil
+}
+
 func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 	cfg, err := config.Load(path)
 	if err == nil {

@@ -39,17 +39,12 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 			if err != nil {
 				return err
 			}
-			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(path, sets)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
+			cfg, lake, err := openConfigReadOnly(cmd, path)
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
+			ctx := cmd.Context()
 			rep, err := report.Lag(ctx, lake, cfg, opts)
 			if errors.Is(err, report.ErrBadRange) {
 				return usageError("lag: %v", err)

@@ -42,17 +42,12 @@ range.`,
 			if err != nil {
 				return err
 			}
-			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(path, sets)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			lake, err := jobs.OpenLakeReadOnly(ctx, cfg)
+			cfg, lake, err := openConfigReadOnly(cmd, path)
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
+			ctx := cmd.Context()
 			maxBatches, _ := cmd.Flags().GetInt("batches")
 			rep, err := report.Build(ctx, lake, cfg, report.ReportOptions{Lag: lagOpts, Now: now, MaxBatches: maxBatches})
 			if errors.Is(err, report.ErrBadRange) {
