@@ -96,6 +96,9 @@ type Aggregation struct {
 	Aggregates              []Aggregate
 	// OutputMode is OutputAppend (or ""), OutputUpdate or OutputComplete.
 	OutputMode string
+	// TimeColumn is the input column the windows are over (empty: the query's event time;
+	// for an aggregation over a join, a time column of the joined table).
+	TimeColumn string
 }
 
 // Window is a tumbling (Slide = Size), sliding or session window.
@@ -114,3 +117,47 @@ type Aggregate struct {
 	RelativeAccuracy float64
 	RSD              float64
 }
+
+// Join is one stream-stream join query (spec/stream-joins.md): it reads the silver tables of
+// two sources as Delta streams, joins them with Spark's rules, appends the joined rows to
+// Table and the rows Spark would drop as late to Quarantine (join.QuarantineSchema), and runs
+// its own aggregations (Gold, each with TimeColumn) over the joined rows with the watermark
+// the join propagates (join.Spec.OutputWatermark).
+type Join struct {
+	// Name names the join (config joins[].name, progress, metrics, --source).
+	Name string
+	// Type is the config name of the join type: inner, left_outer, right_outer, full_outer
+	// or left_semi (join.ParseType).
+	Type        string
+	Left, Right JoinInput
+	// On are the equi-join key pairs.
+	On []JoinKey
+	// Lower and Upper bound the time condition:
+	// right.time BETWEEN left.time + Lower AND left.time + Upper.
+	Lower, Upper time.Duration
+	// Table is the joined table, Quarantine the join's late input rows.
+	Table, Quarantine string
+	// Checkpoint is the join query's checkpoint folder.
+	Checkpoint string
+	Trigger    Trigger
+	// Limit bounds what one batch reads of each side.
+	Limit source.ReadLimit
+	State State
+	// Gold are the aggregations over the joined rows.
+	Gold []Aggregation
+}
+
+// JoinInput is one side of a join: a source's silver table and its event time.
+type JoinInput struct {
+	// Source is the source's name; joined right columns whose name is taken get the prefix
+	// Source + "_".
+	Source string
+	// Silver is the source's silver table, read as a stream.
+	Silver string
+	// EventTime is the source's event-time column; Watermark its delay (unset: no watermark).
+	EventTime string
+	Watermark Watermark
+}
+
+// JoinKey is one equality of the join condition: left.Left = right.Right.
+type JoinKey struct{ Left, Right string }
