@@ -345,22 +345,9 @@ func (r *Runner) runPending(ctx context.Context) error {
 	if err := r.ensurePlan(ctx); err != nil {
 		return err
 	}
-	var files []source.IndexedFile
-	if entry.End != nil {
-		end := *entry.End
-		until := end.ReservoirVersion
-		if end.Index == -1 {
-			until--
-		}
-		all, _, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, source.ReadLimit{})
-		if err != nil {
-			return err
-		}
-		for _, f := range all {
-			if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
-				files = append(files, f)
-			}
-		}
+	files, err := filesThrough(ctx, r.src, r.pos.lastEnd, entry.End)
+	if err != nil {
+		return err
 	}
 	r.pos.pending = nil
 	return r.runBatch(ctx, r.pos.nextBatch, entry, files, 0)
@@ -425,4 +412,27 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	r.pos.started = true
 	return nil
+}
+
+// filesThrough lists the files of src after start up to and including end (nil: none), the
+// files a recorded batch read, for its re-run.
+func filesThrough(ctx context.Context, src *source.Source, start, end *source.Offset) ([]source.IndexedFile, error) {
+	if end == nil {
+		return nil, nil
+	}
+	until := end.ReservoirVersion
+	if end.Index == -1 {
+		until--
+	}
+	all, _, err := src.NextBatch(ctx, start, until, source.ReadLimit{})
+	if err != nil {
+		return nil, err
+	}
+	var files []source.IndexedFile
+	for _, f := range all {
+		if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
+			files = append(files, f)
+		}
+	}
+	return files, nil
 }
