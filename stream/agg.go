@@ -12,6 +12,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
@@ -297,16 +298,22 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 
 // publish keeps the progress under the checkpoint, logs it and tells the listener.
 func (r *Runner) publish(ctx context.Context, n int64, p *Progress) error {
+	return publishProgress(ctx, r.ckpt, r.opts.Logger, r.opts.Listener, n, p)
+}
+
+// publishProgress writes batch n's progress to the checkpoint, logs it and tells listener
+// (nil: none).
+func publishProgress(ctx context.Context, ckpt *checkpoint.Dir, logger *slog.Logger, listener Listener, n int64, p *Progress) error {
 	data, err := p.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream: progress: %w", err)
 	}
-	if err := r.ckpt.WriteProgress(ctx, n, data); err != nil {
+	if err := ckpt.WriteProgress(ctx, n, data); err != nil {
 		return err
 	}
-	r.opts.Logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
-	if r.opts.Listener != nil {
-		r.opts.Listener.OnProgress(p)
+	logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
+	if listener != nil {
+		listener.OnProgress(p)
 	}
 	return nil
 }

@@ -290,7 +290,7 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 		return false, nil
 	}
 	_, evict := r.ops.tracker.BatchWatermarks()
-	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: queryConf(), End: &end}
 	began := time.Now()
 	got, err := r.ckpt.WriteOffsets(ctx, r.pos.nextBatch, entry)
 	if err != nil {
@@ -331,7 +331,8 @@ func (r *Runner) idleAdvance() bool {
 	return true
 }
 
-func (r *Runner) conf() map[string]string {
+// queryConf is the Spark configuration recorded in every offsets entry.
+func queryConf() map[string]string {
 	return map[string]string{
 		"spark.sql.streaming.multipleWatermarkPolicy":    "min",
 		"spark.sql.streaming.noDataMicroBatches.enabled": "true",
