@@ -921,19 +921,6 @@ func floorMs(us int64) int64 {
 	return ms
 }
 
-// newColumns returns empty columns for the fields.
-func newColumns(fields []txlog.StructField) ([]*table.Column, error) {
-	cols := make([]*table.Column, len(fields))
-	for i, f := range fields {
-		c, err := table.NewColumn(f.Type)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = c
-	}
-	return cols, nil
-}
-
 // outputBatch renders the operator's rows in the joined schema: each side's payload decoded
 // into its columns, nulls for the side a row lacks.
 func (r *JoinRunner) outputBatch(res *join.Result) (*table.Batch, error) {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/medallion-lake/medallion/table"
@@ -60,7 +61,7 @@ func payloadBatch(t testing.TB) *table.Batch {
 	// Row 2: extremes, empty values, a struct with null fields, an empty list.
 	c[0].AppendInt64(-1 << 63)
 	c[1].AppendInt32(-1 << 31)
-	c[2].AppendFloat64(-0.0)
+	c[2].AppendFloat64(math.Copysign(0, -1))
 	c[3].AppendFloat32(3.4e38)
 	c[4].AppendBool(false)
 	c[5].AppendString("")
