@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,52 @@ func TestJoinRejects(t *testing.T) {
 	appendSilver(t, lake, "silver/clk", rows(jR("1", 101)))
 	if rep := runJoin(t, lake, joinSpec("inner", -5*s, 5*s, 10*s, 10*s), spec.AvailableNow); rep.OutputRows != 1 {
 		t.Fatalf("after the right table appeared: %+v", rep)
+	}
+}
+
+// progressCh passes each batch's progress to the test.
+type progressCh chan *Progress
+
+func (c progressCh) OnProgress(p *Progress) { c <- p }
+
+// TestJoinProcessingTime: a processing-time join picks up rows appended while it runs, runs
+// the no-data batch the watermark asks for, and stops without an error when cancelled.
+func TestJoinProcessingTime(t *testing.T) {
+	lake := mem.New()
+	j := joinSpec("left_outer", 0, 5*time.Second, 10*time.Second, 10*time.Second)
+	appendSilver(t, lake, "silver/imp", rows(jL("1", 10), jL("2", 10)))
+	appendSilver(t, lake, "silver/clk", rows(jR("1", 12)))
+	ch := make(progressCh, 100)
+	r, err := NewJoin(JoinOptions{Lake: lake, Join: j, Trigger: spec.Trigger{Kind: spec.ProcessingTime, Interval: 5 * time.Millisecond}, Listener: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var rep JoinReport
+	go func() {
+		var err error
+		rep, err = r.Run(ctx)
+		done <- err
+	}()
+	<-ch
+	appendSilver(t, lake, "silver/imp", rows(jL("3", 100)))
+	appendSilver(t, lake, "silver/clk", rows(jR("3", 101)))
+	// The batches after read the new rows (one side each, or both at once); then W = 90 s,
+	// and the batch that runs with it evicts L2@10 unmatched.
+	for p := range ch {
+		if p.EventTime["watermark"] == "1970-01-01T00:01:30.000Z" {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := joinedRows(t, lake, j.Table); !slices.Equal(got, []string{"(L1@10,R1@12)", "(L2@10,null)", "(L3@100,R3@101)"}) {
+		t.Fatalf("joined %v", got)
+	}
+	if rep.Batches < 3 || rep.WatermarkMs != 90000 {
+		t.Fatalf("report %+v", rep)
 	}
 }
