@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -149,61 +150,92 @@ func jvectors() []jvector {
 // watermark after it, its batch count, and the progress's dropped counts.
 func TestJoinVectors(t *testing.T) {
 	for _, vec := range jvectors() {
-		t.Run(vec.name, func(t *testing.T) {
-			lake := mem.New()
-			trigger := vec.trigger
-			if trigger == "" {
-				trigger = spec.AvailableNow
+		t.Run(vec.name, func(t *testing.T) { testJoinVector(t, vec, false) })
+	}
+}
+
+// TestJoinVectorsOneRunner runs the vectors with one runner for all steps, as a process
+// that never stops: the same rows as with a new runner per step.
+func TestJoinVectorsOneRunner(t *testing.T) {
+	for _, vec := range jvectors() {
+		t.Run(vec.name, func(t *testing.T) { testJoinVector(t, vec, true) })
+	}
+}
+
+func testJoinVector(t *testing.T, vec jvector, reuse bool) {
+	lake := mem.New()
+	trigger := vec.trigger
+	if trigger == "" {
+		trigger = spec.AvailableNow
+	}
+	appendSilver(t, lake, "silver/imp", nil)
+	appendSilver(t, lake, "silver/clk", nil)
+	var prevOut, prevLate []string
+	last := int64(-1)
+	var runner *JoinRunner
+	var before JoinReport
+	for i, st := range vec.steps {
+		if len(st.left) > 0 {
+			appendSilver(t, lake, "silver/imp", st.left)
+		}
+		if len(st.right) > 0 {
+			appendSilver(t, lake, "silver/clk", st.right)
+		}
+		if runner == nil || !reuse {
+			var err error
+			if runner, err = NewJoin(JoinOptions{Lake: lake, Join: vec.join, Trigger: spec.Trigger{Kind: trigger}, Clock: runStreamClock}); err != nil {
+				t.Fatal(err)
 			}
-			appendSilver(t, lake, "silver/imp", nil)
-			appendSilver(t, lake, "silver/clk", nil)
-			var prevOut, prevLate []string
-			last := int64(-1)
-			for i, st := range vec.steps {
-				if len(st.left) > 0 {
-					appendSilver(t, lake, "silver/imp", st.left)
-				}
-				if len(st.right) > 0 {
-					appendSilver(t, lake, "silver/clk", st.right)
-				}
-				rep := runJoin(t, lake, vec.join, trigger)
-				out, late := joinedRows(t, lake, vec.join.Table), quarantinedRows(t, lake, vec.join.Quarantine)
-				gotOut, gotLate := minus(out, prevOut), minus(late, prevLate)
-				wantOut, wantLate := slices.Sorted(slices.Values(st.out)), slices.Sorted(slices.Values(st.late))
-				if !slices.Equal(gotOut, wantOut) {
-					t.Fatalf("step %d: joined rows %v, want %v", i+1, gotOut, wantOut)
-				}
-				if !slices.Equal(gotLate, wantLate) {
-					t.Fatalf("step %d: quarantined rows %v, want %v", i+1, gotLate, wantLate)
-				}
-				if len(minus(prevOut, out)) > 0 {
-					t.Fatalf("step %d: joined rows disappeared: %v", i+1, minus(prevOut, out))
-				}
-				if st.wMs != nil && rep.WatermarkMs != *st.wMs {
-					t.Fatalf("step %d: watermark %d ms, want %d", i+1, rep.WatermarkMs, *st.wMs)
-				}
-				if st.batches > 0 && rep.Batches != st.batches {
-					t.Fatalf("step %d: %d batches, want %d", i+1, rep.Batches, st.batches)
-				}
-				if rep.Batches == 0 {
-					t.Fatalf("step %d: no batch ran", i+1)
-				}
-				var dropped, lateL, lateR float64
-				for _, p := range joinProgress(t, lake, vec.join.Checkpoint, last+1, rep.LastBatch) {
-					op := joinOperator(t, p)
-					dropped += op["numRowsDroppedByWatermark"].(float64)
-					cm := op["customMetrics"].(map[string]any)
-					lateL += cm[JoinMetricLateLeftRows].(float64)
-					lateR += cm[JoinMetricLateRightRows].(float64)
-				}
-				if int(dropped) != len(st.late) || int(lateL+lateR) != len(st.late) || rep.LateLeftRows+rep.LateRightRows != int64(len(st.late)) {
-					t.Fatalf("step %d: progress dropped %v (left %v, right %v), report %d+%d, want %d", i+1, dropped, lateL, lateR, rep.LateLeftRows, rep.LateRightRows, len(st.late))
-				}
-				if rep.OutputRows != int64(len(st.out)) {
-					t.Fatalf("step %d: report says %d output rows, want %d", i+1, rep.OutputRows, len(st.out))
-				}
-				prevOut, prevLate, last = out, late, rep.LastBatch
-			}
-		})
+			before = JoinReport{}
+		}
+		rep, err := runner.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A reused runner's report sums all its runs: this step's share is the difference.
+		rep.Batches -= before.Batches
+		rep.OutputRows -= before.OutputRows
+		rep.LateLeftRows -= before.LateLeftRows
+		rep.LateRightRows -= before.LateRightRows
+		before.Batches += rep.Batches
+		before.OutputRows += rep.OutputRows
+		before.LateLeftRows += rep.LateLeftRows
+		before.LateRightRows += rep.LateRightRows
+		out, late := joinedRows(t, lake, vec.join.Table), quarantinedRows(t, lake, vec.join.Quarantine)
+		gotOut, gotLate := minus(out, prevOut), minus(late, prevLate)
+		wantOut, wantLate := slices.Sorted(slices.Values(st.out)), slices.Sorted(slices.Values(st.late))
+		if !slices.Equal(gotOut, wantOut) {
+			t.Fatalf("step %d: joined rows %v, want %v", i+1, gotOut, wantOut)
+		}
+		if !slices.Equal(gotLate, wantLate) {
+			t.Fatalf("step %d: quarantined rows %v, want %v", i+1, gotLate, wantLate)
+		}
+		if len(minus(prevOut, out)) > 0 {
+			t.Fatalf("step %d: joined rows disappeared: %v", i+1, minus(prevOut, out))
+		}
+		if st.wMs != nil && rep.WatermarkMs != *st.wMs {
+			t.Fatalf("step %d: watermark %d ms, want %d", i+1, rep.WatermarkMs, *st.wMs)
+		}
+		if st.batches > 0 && rep.Batches != st.batches {
+			t.Fatalf("step %d: %d batches, want %d", i+1, rep.Batches, st.batches)
+		}
+		if rep.Batches == 0 {
+			t.Fatalf("step %d: no batch ran", i+1)
+		}
+		var dropped, lateL, lateR float64
+		for _, p := range joinProgress(t, lake, vec.join.Checkpoint, last+1, rep.LastBatch) {
+			op := joinOperator(t, p)
+			dropped += op["numRowsDroppedByWatermark"].(float64)
+			cm := op["customMetrics"].(map[string]any)
+			lateL += cm[JoinMetricLateLeftRows].(float64)
+			lateR += cm[JoinMetricLateRightRows].(float64)
+		}
+		if int(dropped) != len(st.late) || int(lateL+lateR) != len(st.late) || rep.LateLeftRows+rep.LateRightRows != int64(len(st.late)) {
+			t.Fatalf("step %d: progress dropped %v (left %v, right %v), report %d+%d, want %d", i+1, dropped, lateL, lateR, rep.LateLeftRows, rep.LateRightRows, len(st.late))
+		}
+		if rep.OutputRows != int64(len(st.out)) {
+			t.Fatalf("step %d: report says %d output rows, want %d", i+1, rep.OutputRows, len(st.out))
+		}
+		prevOut, prevLate, last = out, late, rep.LastBatch
 	}
 }
