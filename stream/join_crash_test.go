@@ -134,7 +134,7 @@ func TestJoinRestartAtEveryBatchBoundary(t *testing.T) {
 }
 
 // TestJoinRandomCrashes kills join runs at random object-store calls (reads, writes,
-// deletes, before or after they land) until enough runs have crashed (10; 200 with
+// deletes, before or after they land) until enough runs have crashed (40; 1,000 with
 // MEDALLION_LONG=1), a fresh runner each time as a restarted process; every table ends as in
 // an uninterrupted run.
 func TestJoinRandomCrashes(t *testing.T) {
@@ -144,9 +144,9 @@ func TestJoinRandomCrashes(t *testing.T) {
 	ref := copyLake(t, base)
 	runJoin(t, ref, j, spec.AvailableNow)
 	want := joinSnapshot(t, ref)
-	minCrashes := 10
+	minCrashes := 40
 	if os.Getenv("MEDALLION_LONG") == "1" {
-		minCrashes = 200
+		minCrashes = 1000
 	}
 	crashes := 0
 	for round := uint64(0); crashes < minCrashes; round++ {
