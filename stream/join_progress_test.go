@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
 )
 
 // TestJoinProgressAndOffsets runs an inner ±5s join (delays 10s) and reads the join's progress and offsets log: Spark's symmetricHashJoin operator with medallion's
@@ -167,5 +168,44 @@ func TestJoinProcessingTime(t *testing.T) {
 	}
 	if rep.Batches < 3 || rep.WatermarkMs != 90000 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// TestCreateJoinTables: init creates the joined table, the join quarantine and the gold
+// tables with the joined schema (the right columns renamed) before any batch, and refuses a
+// join whose silver table is missing, naming it.
+func TestCreateJoinTables(t *testing.T) {
+	lake := mem.New()
+	j := crashJoin()
+	appendSilver(t, lake, "silver/imp", nil)
+	err := CreateJoinTables(context.Background(), JoinOptions{Lake: lake, Join: j})
+	if err == nil || !strings.Contains(err.Error(), "silver/clk") {
+		t.Fatalf("err = %v, want one naming silver/clk", err)
+	}
+	appendSilver(t, lake, "silver/clk", nil)
+	if err := CreateJoinTables(context.Background(), JoinOptions{Lake: lake, Join: j}); err != nil {
+		t.Fatal(err)
+	}
+	for path, cols := range map[string]string{
+		"gold/joined":        "id k t clk_id clk_k clk_t",
+		"silver/late_joined": "id k t clk_id clk_k clk_t side late_watermark batch_id query_id",
+		"gold/jcount":        "window k count late_rows",
+		"silver/late_jcount": "id k t clk_id clk_k clk_t late_watermark batch_id query_id",
+	} {
+		snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		schema, _ := snap.Schema()
+		var names []string
+		for _, f := range schema.Fields {
+			names = append(names, f.Name)
+		}
+		if got := strings.Join(names, " "); got != cols {
+			t.Fatalf("%s has columns %s, want %s", path, got, cols)
+		}
+	}
+	if n, _ := checkpoint.Open(objstore.WithPrefix(lake, j.Checkpoint)).LatestOffsets(context.Background()); n != -1 {
+		t.Fatalf("init wrote offsets/%d", n)
 	}
 }
