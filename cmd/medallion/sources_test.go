@@ -205,6 +205,43 @@ func TestTwoFileSources(t *testing.T) {
 		}
 	}
 
+	// lag measures each source on its own bronze; the report lists both sources with the
+	// rows each stream read (the oracle: the bronze rows counted above).
+	out, err = runCLI(t, "lag", "--config", cfg, "--json")
+	if err != nil {
+		t.Fatalf("lag: %v\n%s", err, out)
+	}
+	var lag struct {
+		Sources []struct {
+			Source string         `json:"source"`
+			Lag    map[string]any `json:"lag"`
+		} `json:"sources"`
+	}
+	if err := json.Unmarshal([]byte(out), &lag); err != nil || len(lag.Sources) != 2 || lag.Sources[0].Source != "events" ||
+		lag.Sources[1].Source != "clicks" || lag.Sources[0].Lag == nil || lag.Sources[1].Lag == nil {
+		t.Fatalf("lag --json: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "report", "--config", cfg, "--json")
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	var rep struct {
+		Sources []struct {
+			Name      string `json:"name"`
+			Bronze    string `json:"bronze"`
+			InputRows *int64 `json:"numInputRows"`
+		} `json:"sources"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Sources) != 2 {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	for _, s := range rep.Sources {
+		bronzeRows, _ := scanRows(t, filepath.Join(lake, "bronze", s.Name), nil)
+		if s.Bronze != "bronze/"+s.Name || s.InputRows == nil || *s.InputRows != int64(bronzeRows) {
+			t.Errorf("report source %s: bronze %q, input rows %v; bronze holds %d rows", s.Name, s.Bronze, s.InputRows, bronzeRows)
+		}
+	}
+
 	// A name that is neither a source nor (for stream) a join is a bad command line.
 	_, err = runGenCLI(t, "run", "ingest", "--config", cfg, "--source", "nope")
 	var ee *exitError
