@@ -152,7 +152,7 @@ func Lookup(name string) Func {
 		return func(ctx context.Context, env Env) (any, error) {
 			if env.Config.MultiSource() {
 				reps, err := IngestSources(ctx, env, "", nil)
-				return map[string]any{"sources": reps}, err
+				return MultiIngestReport{Sources: reps}, err
 			}
 			return Ingest(ctx, env)
 		}
@@ -175,7 +175,7 @@ func Lookup(name string) Func {
 			if env.Config.MultiSource() {
 				now := env.clock()
 				reps, err := ReplaySources(ctx, env, "", late.Range{From: now.Add(-env.Config.Jobs.Replay.Lookback.Duration), To: now}, nil)
-				return map[string]any{"queries": reps}, err
+				return MultiReplayReport{Queries: reps}, err
 			}
 			return ReplayLookback(ctx, env)
 		}

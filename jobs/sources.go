@@ -51,6 +51,16 @@ func CheckSource(cfg *config.Pipeline, name string, joinsToo bool) error {
 	return fmt.Errorf("%w %q: %s has %s", ErrUnknownSource, name, cfg.Source(), strings.Join(names, ", "))
 }
 
+// MultiIngestReport is a several-source ingest run: what run ingest prints and serve records.
+type MultiIngestReport struct {
+	Sources []SourceIngestReport `json:"sources"`
+}
+
+// MultiReplayReport is a several-source replay run.
+type MultiReplayReport struct {
+	Queries []QueryReplayReport `json:"queries"`
+}
+
 // SourceIngestReport is one source's ingest in a several-source run.
 type SourceIngestReport struct {
 	Source string `json:"source"`

@@ -2,9 +2,13 @@ package jobs
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
@@ -130,6 +134,84 @@ func TestIngestKeysRoutesBySource(t *testing.T) {
 		}
 		if n != want {
 			t.Errorf("%s has %d rows, want %d", path, n, want)
+		}
+	}
+}
+
+// TestServeRunsEverySource: serve's scheduled ingest and the stream chained after it run both
+// sources of a two-source config, and /metrics counts each source's rows on its own tables
+// (the oracle: the lines written here).
+func TestServeRunsEverySource(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testutil.Pipeline(t, "lake: "+dir+"\n"+`
+landing: {path: landing/events/}
+`+testutil.EventsSchema+`stream: {watermark: 10m}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id, type: string}
+      - {name: click_time, type: timestamp}
+    stream: {event_time: click_time, watermark: 1h}
+gold:
+  - name: events_5m
+    window: {type: tumbling, size: 5m}
+    aggregates: [{fn: count}]
+jobs: {ingest: {schedule: "@every 1h"}, stream: {after: ingest}}
+serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
+`)
+	ctx := context.Background()
+	env, err := NewEnv(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev, cl strings.Builder
+	for i := range 7 {
+		fmt.Fprintf(&ev, `{"event_id":"e%d","event_time":"2024-05-01T12:0%d:00Z"}`+"\n", i, i)
+	}
+	for i := range 4 {
+		fmt.Fprintf(&cl, `{"click_id":"c%d","click_time":"2024-05-01T12:0%d:00Z"}`+"\n", i, i)
+	}
+	for key, body := range map[string]string{"landing/events/a.json": ev.String(), "landing/clicks/a.json": cl.String()} {
+		if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := NewServer(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var st Status
+		for _, s := range srv.Scheduler().Statuses() {
+			if s.Name == "stream" {
+				st = s
+			}
+		}
+		if st.Runs > 0 {
+			if st.LastResult != "ok" {
+				t.Fatalf("stream: %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest -> stream did not finish in 60 s: %+v", srv.Scheduler().Statuses())
+		}
+	}
+	resp, err := http.Get("http://" + srv.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`medallion_table_rows_in_total{table="bronze/events"} 7`, `medallion_table_rows_in_total{table="bronze/clicks"} 4`,
+		`medallion_table_rows_in_total{table="silver/events"} 7`, `medallion_table_rows_in_total{table="silver/clicks"} 4`,
+		`medallion_table_rows_out_total{table="bronze/clicks"} 4`, `medallion_table_rows_in_total{table="landing"} 11`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }

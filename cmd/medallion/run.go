@@ -141,7 +141,7 @@ func runIngest(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 		reps, err := jobs.IngestSources(ctx, env, only, func(source string, b bronze.Report) {
 			bar.add(b.Lines, fmt.Sprintf("ingest %s: batch of %s", source, count(int64(b.Files), "object")))
 		})
-		return map[string]any{"sources": reps}, err
+		return jobs.MultiIngestReport{Sources: reps}, err
 	}
 	rep, err := jobs.IngestProgress(ctx, env, func(b bronze.Report) {
 		bar.add(b.Lines, fmt.Sprintf("ingest: batch of %s", count(int64(b.Files), "object")))
@@ -244,7 +244,7 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	defer bar.done()
 	if env.Config.MultiSource() {
 		reps, err := jobs.ReplaySources(ctx, env, name, r, replayProgress(bar))
-		return map[string]any{"queries": reps}, err
+		return jobs.MultiReplayReport{Queries: reps}, err
 	}
 	return jobs.ReplayProgress(ctx, env, name, r, replayProgress(bar))
 }
