@@ -99,7 +99,7 @@ func demoMergeJoin(ctx context.Context, env jobs.Env, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "            join %s: %s merged: +%s, %s replaced, +%s\n", demoJoin, count(rep.LateRows, "late click"),
+	fmt.Fprintf(out, "            join %s: %s merged: +%s, %s replaced, +%s\n", demoJoin, count(rep.LateRows, "late input row"),
 		count(rep.PairsAdded, "pair"), count(rep.NullRowsReplaced, "null-extended row"), count(rep.NullRowsAdded, "null-extended row"))
 	fmt.Fprintf(out, "            joined table %s: %s with a click, %s without (before merge-late: %s and %s)\n",
 		j.Table, num(after.pairs), num(after.unmatched), num(before.pairs), num(before.unmatched))
