@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 
-	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -70,14 +69,73 @@ type JoinTime struct {
 	Upper Duration `yaml:"upper"`
 }
 
-// Join types as the config names them.
+// Join types as the config names them (join.ParseType reads the same names).
 const (
 	JoinInner      = "inner"
 	JoinLeftOuter  = "left_outer"
 	JoinRightOuter = "right_outer"
 	JoinFullOuter  = "full_outer"
 	JoinLeftSemi   = "left_semi"
+	// JoinLeftAnti and JoinCross parse, so that the Spark check (jobs/specs.Check) answers them
+	// with Spark's own text.
+	JoinLeftAnti = "left_anti"
+	JoinCross    = "cross"
 )
+
+// JoinColumns are the joined table's columns of j, named as DESIGN.md §8 says (and join.Output
+// does; jobs/specs checks that they agree): the left source's silver columns, then the
+// right's, a right column whose name is taken prefixed with the right source's name and "_";
+// left_semi keeps the left columns. ok is false when a source or a column type is unknown, or
+// a renamed column collides again.
+func (p *Pipeline) JoinColumns(j Join) (cols []Column, ok bool) {
+	l, lok := p.SourceByName(j.Left)
+	r, rok := p.SourceByName(j.Right)
+	if !lok || !rok {
+		return nil, false
+	}
+	left, right := l.silverColumns(), r.silverColumns()
+	if left == nil || right == nil {
+		return nil, false
+	}
+	taken := map[string]bool{}
+	for _, c := range left {
+		taken[c.Name] = true
+		cols = append(cols, c)
+	}
+	if j.Type == JoinLeftSemi {
+		return cols, true
+	}
+	for _, c := range right {
+		if taken[c.Name] {
+			c.Name = j.Right + "_" + c.Name
+			if taken[c.Name] {
+				return nil, false
+			}
+		}
+		taken[c.Name] = true
+		cols = append(cols, c)
+	}
+	return cols, true
+}
+
+// silverColumns are the source's silver columns with their config types: the declared ones,
+// then bronze's metadata columns (and the Kafka ones for a kafka landing); nil when a declared
+// type is invalid.
+func (s Source) silverColumns() []Column {
+	st := s.SilverSchema()
+	if st == nil {
+		return nil
+	}
+	out := make([]Column, 0, len(st.Fields))
+	for i, f := range st.Fields {
+		if i < len(s.Schema) {
+			out = append(out, Column{Name: f.Name, Type: s.Schema[i].Type})
+			continue
+		}
+		out = append(out, Column{Name: f.Name, Type: metaColumnType(f.Type)})
+	}
+	return out
+}
 
 func (p *Pipeline) defaultSources() {
 	for i := range p.Sources {
@@ -236,40 +294,4 @@ func (t ColumnType) deltaType() txlog.DataType {
 		return txlog.DecimalType{Precision: t.Precision, Scale: t.Scale}
 	}
 	return txlog.PrimitiveType{Name: string(t.Kind)}
-}
-
-// JoinSpec is the join operator's spec of j (type, keys, the BETWEEN condition in µs and which
-// sides carry a watermark), on which join.Spec.Validate gives Spark's answer.
-func (p *Pipeline) JoinSpec(j Join) (join.Spec, error) {
-	t, err := join.ParseType(j.Type)
-	if err != nil {
-		return join.Spec{}, err
-	}
-	l, _ := p.SourceByName(j.Left)
-	r, _ := p.SourceByName(j.Right)
-	return join.Spec{
-		Type:           t,
-		NumKeys:        len(j.On),
-		Condition:      join.Between(j.Time.Lower.Microseconds(), j.Time.Upper.Microseconds()),
-		LeftWatermark:  l.Stream.Watermark.IsSet(),
-		RightWatermark: r.Stream.Watermark.IsSet(),
-	}, nil
-}
-
-// JoinOutput is the joined table's schema of j (join.Output over both sources' silver schemas).
-func (p *Pipeline) JoinOutput(j Join) (*join.OutputColumns, error) {
-	l, lok := p.SourceByName(j.Left)
-	r, rok := p.SourceByName(j.Right)
-	if !lok || !rok {
-		return nil, fmt.Errorf("config: join %s: unknown source", j.Name)
-	}
-	ls, rs := l.SilverSchema(), r.SilverSchema()
-	if ls == nil || rs == nil {
-		return nil, fmt.Errorf("config: join %s: a source's schema is invalid", j.Name)
-	}
-	t, err := join.ParseType(j.Type)
-	if err != nil {
-		return nil, err
-	}
-	return join.Output(t, ls, rs, j.Right)
 }

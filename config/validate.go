@@ -678,3 +678,9 @@ func (v *validator) serve() {
 	v.duration("serve.lease_ttl", s.LeaseTTL, true, time.Second, "a duration of at least 1s")
 	v.duration("serve.shutdown_timeout", s.ShutdownTimeout, true, 0, "a non-negative duration")
 }
+
+// FieldError is a problem at path, located at its line in the file, for checks made above this
+// package (Spark's join rules, checked with the join operator by jobs/specs.Check).
+func (p *Pipeline) FieldError(path, format string, args ...any) *FieldError {
+	return &FieldError{Source: p.sourceName(), Line: p.lineOf(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,12 +1,10 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
-	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -72,7 +70,7 @@ func (v *validator) joins(inputs map[string]*goldInput) {
 		}
 		left := v.joinSide(path+".left", j.Left, inputs)
 		right := v.joinSide(path+".right", j.Right, inputs)
-		typ, typeOK := v.joinType(path+".type", j.Type)
+		typeOK := v.enum(path+".type", j.Type, JoinInner, JoinLeftOuter, JoinRightOuter, JoinFullOuter, JoinLeftSemi, JoinLeftAnti, JoinCross)
 		if len(j.On) == 0 {
 			v.fail(path+".on", "required: Stream-stream join without equality predicate is not supported (expected e.g. [{left: ad_id, right: ad_id}])")
 		}
@@ -90,24 +88,20 @@ func (v *validator) joins(inputs map[string]*goldInput) {
 		if right != nil && j.Time.Right != right.eventTime {
 			v.fail(path+".time.right", "%q is not the event-time column of source %q (%q): Spark evicts join state by the watermarked column, so the time condition must use it", j.Time.Right, j.Right, right.eventTime)
 		}
-		if left == nil || right == nil || !typeOK || !lowerOK || !upperOK {
+		// Spark's own rejections (type and watermark combinations) are checked with the join
+		// operator's rules by jobs/specs.Check, which every command runs after Parse: config
+		// sits below join in DESIGN.md §1.
+		if left == nil || right == nil || !typeOK || j.Type == JoinLeftAnti || j.Type == JoinCross {
 			continue
 		}
-		if len(j.On) > 0 {
-			sp := join.Spec{Type: typ, NumKeys: len(j.On), Condition: join.Between(j.Time.Lower.Microseconds(), j.Time.Upper.Microseconds()),
-				LeftWatermark: left.watermark, RightWatermark: right.watermark}
-			if err := sp.Validate(); err != nil {
-				v.fail(path+".type", "%s", sparkText(err))
-				continue
-			}
-		}
-		if typ == join.LeftAnti || typ == join.Cross {
+		list, ok := v.p.JoinColumns(j)
+		if !ok {
+			v.fail(path+".right", "the joined columns of %q and %q collide: a right column renamed %s_<column> is taken too", j.Left, j.Right, j.Right)
 			continue
 		}
-		cols, err := v.joinColumns(j, typ)
-		if err != nil {
-			v.fail(path+".right", "%v", err)
-			continue
+		cols := &colSet{byName: map[string]Column{}, list: list, what: fmt.Sprintf("the columns of join %q", j.Name)}
+		for _, c := range list {
+			cols.byName[c.Name] = c
 		}
 		if j.Name != "" {
 			if _, dup := inputs[j.Name]; !dup {
@@ -115,17 +109,6 @@ func (v *validator) joins(inputs map[string]*goldInput) {
 			}
 		}
 	}
-}
-
-// sparkText is Spark's own message of a join.Spec.Validate rejection, without our prefix.
-func sparkText(err error) string {
-	msg := err.Error()
-	for _, sentinel := range []error{join.ErrUnsupportedOperation, join.ErrBadSpec} {
-		if errors.Is(err, sentinel) {
-			msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
-		}
-	}
-	return msg
 }
 
 // joinSide checks that name is a source and returns it as an input, or nil.
@@ -154,17 +137,6 @@ func (v *validator) sourceList() []string {
 		}
 	}
 	return out
-}
-
-// joinType parses joins[].type; left_anti and cross parse, so that Validate answers with Spark's
-// text.
-func (v *validator) joinType(path, name string) (join.Type, bool) {
-	t, err := join.ParseType(name)
-	if err != nil {
-		v.fail(path, "invalid value %q: expected %s", name, orList([]string{JoinInner, JoinLeftOuter, JoinRightOuter, JoinFullOuter, JoinLeftSemi}))
-		return 0, false
-	}
-	return t, true
 }
 
 // joinKey checks one on: pair: both columns exist, have the same type and are not the
@@ -213,39 +185,6 @@ func (v *validator) joinOffset(path string, d Duration) bool {
 // maxJoinOffsetUs is the join operator's bound on a time offset (join.Spec.Validate).
 const maxJoinOffsetUs = 100 * 366 * 86400 * 1_000_000
 
-// joinColumns is the joined table's columns of j, named as join.Output names them.
-func (v *validator) joinColumns(j Join, t join.Type) (*colSet, error) {
-	l, _ := v.p.SourceByName(j.Left)
-	r, _ := v.p.SourceByName(j.Right)
-	ls, rs := l.SilverSchema(), r.SilverSchema()
-	if ls == nil || rs == nil {
-		return nil, errors.New("a source's schema has invalid types (reported there)")
-	}
-	out, err := join.Output(t, ls, rs, j.Right)
-	if err != nil {
-		return nil, err
-	}
-	cols := &colSet{byName: map[string]Column{}, what: fmt.Sprintf("the columns of join %q", j.Name)}
-	types := map[string]ColumnType{}
-	for _, c := range append(append([]Column{}, l.Schema...), r.Schema...) {
-		types[c.Name] = c.Type
-	}
-	for i, f := range out.Schema.Fields {
-		orig := f.Name
-		if i >= len(ls.Fields) {
-			orig = rs.Fields[i-len(ls.Fields)].Name
-		}
-		ct, ok := types[orig]
-		if !ok || isBronzeColumn(orig) {
-			ct = metaColumnType(f.Type)
-		}
-		c := Column{Name: f.Name, Type: ct}
-		cols.list = append(cols.list, c)
-		cols.byName[f.Name] = c
-	}
-	return cols, nil
-}
-
 // metaColumnType is the config type of a bronze metadata column's Delta type.
 func metaColumnType(delta txlog.DataType) ColumnType {
 	p, ok := delta.(txlog.PrimitiveType)
@@ -264,8 +203,8 @@ func (v *validator) goldInput(path string, g Gold, inputs map[string]*goldInput)
 	name := v.p.GoldSource(g)
 	in, ok := inputs[name]
 	if !ok {
-		if g.Source == "" {
-			return nil // the top-level stream's own errors are reported there
+		if _, isJoin := v.p.JoinByName(g.Source); g.Source == "" || isJoin {
+			return nil // the input's own errors are reported there
 		}
 		var names []string
 		for n := range inputs {

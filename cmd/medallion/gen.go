@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -248,6 +249,9 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 			kvs = append(kvs, config.KeyValue{Key: key, Value: value})
 		}
 		err = cfg.OverrideAll(kvs)
+	}
+	if err == nil {
+		err = specs.Check(cfg) // Spark's answer to each join, from the join operator's rules
 	}
 	if err != nil {
 		// A config that is missing, unreadable or invalid is a bad config: exit 2 (README).

@@ -260,3 +260,27 @@ func TestExportSparkRefusesSeveralSources(t *testing.T) {
 		t.Fatalf("export spark of a several-source config: %v\n%s", err, out)
 	}
 }
+
+// TestJoinSparkRejectionExits2: a join Spark would reject is a bad config for every command,
+// with Spark's text and the field, exit 2 (the check runs after Parse, with the operator's rules).
+func TestJoinSparkRejectionExits2(t *testing.T) {
+	lake := t.TempDir()
+	path := twoSourceConfig(t, lake)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), "gold:", `joins:
+  - {name: ec, left: events, right: clicks, type: left_anti, on: [{left: ad_id, right: ad_id}], time: {lower: 0s, upper: 1h}}
+gold:`, 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "stream"}, {"lag"}, {"init"}} {
+		_, err := runGenCLI(t, append(args, "--config", path)...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "joins[0].type: LeftAnti joins with a streaming DataFrame/Dataset on the right are not supported") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
