@@ -284,3 +284,30 @@ gold:`, 1)
 		}
 	}
 }
+
+// TestGenSource: gen --source writes that source's events (its columns) under its landing
+// prefix, and nothing under the top-level one.
+func TestGenSource(t *testing.T) {
+	lake := t.TempDir()
+	cfg := twoSourceConfig(t, lake)
+	if out, err := runGenCLI(t, "gen", "--config", cfg, "--source", "clicks", "--events", "200", "--files", "2", "--seed", "3"); err != nil {
+		t.Fatalf("gen --source clicks: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(lake, "landing", "events")); !os.IsNotExist(err) {
+		t.Fatalf("gen --source clicks wrote the events landing: %v", err)
+	}
+	entries, err := os.ReadDir(filepath.Join(lake, "landing", "clicks"))
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("clicks landing: %v %v", entries, err)
+	}
+	data, err := os.ReadFile(filepath.Join(lake, "landing", "clicks", entries[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"click_time"`) || strings.Contains(string(data), `"event_time"`) {
+		t.Errorf("clicks lines do not follow the clicks schema:\n%.300s", data)
+	}
+	if _, err := runGenCLI(t, "gen", "--config", cfg, "--source", "nope", "--events", "1"); err == nil {
+		t.Error("gen --source nope accepted")
+	}
+}
