@@ -422,8 +422,11 @@ type SourceRow struct {
 	// LastBatch, InputRows, Watermark and LateRows come from its progress (nil: no batch yet).
 	LastBatch *int64 `json:"lastBatchId"`
 	InputRows *int64 `json:"numInputRows"`
-	Watermark string `json:"watermark,omitempty"`
-	LateRows  *int64 `json:"numLateRowsQuarantined"`
+	// SilverRows and ValidationRejects sum the batches' sink metrics (nil: none reported).
+	SilverRows        *int64 `json:"numSilverRows"`
+	ValidationRejects *int64 `json:"numValidationRejects"`
+	Watermark         string `json:"watermark,omitempty"`
+	LateRows          *int64 `json:"numLateRowsQuarantined"`
 }
 
 // SourceRows lists every source of a several-source report (none for a single-source one):
@@ -455,6 +458,17 @@ func (r *Report) SourceRows() []SourceRow {
 				late += n.Count
 			}
 			row.LastBatch, row.InputRows, row.Watermark, row.LateRows = &last, &in, sum.Watermark, &late
+		}
+		for _, b := range s.Batches {
+			for _, f := range [...]struct{ src, dst **int64 }{{&b.SilverRows, &row.SilverRows}, {&b.ValidationRejects, &row.ValidationRejects}} {
+				if *f.src == nil {
+					continue
+				}
+				if *f.dst == nil {
+					*f.dst = new(int64)
+				}
+				**f.dst += **f.src
+			}
 		}
 		out = append(out, row)
 	}
@@ -664,9 +678,9 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <section id="sources">
 <h2>Sources</h2>
 <table id="source-table">
-<tr><th>source</th><th>bronze</th><th>silver</th><th class="num">lag p95</th><th>recommended watermark</th><th class="num">last batch</th><th class="num">input rows</th><th>watermark</th><th class="num">late rows</th></tr>
+<tr><th>source</th><th>bronze</th><th>silver</th><th class="num">lag p95</th><th>recommended watermark</th><th class="num">last batch</th><th class="num">input rows</th><th class="num">silver rows</th><th class="num">validation rejects</th><th>watermark</th><th class="num">late rows</th></tr>
 {{- range .}}
-<tr id="source-{{.Name}}"><td>{{.Name}}</td><td><code>{{.Bronze}}</code></td><td><code>{{.Silver}}</code></td><td class="num">{{.P95}}</td><td>{{.Recommended}}</td><td class="num">{{opt .LastBatch}}</td><td class="num">{{opt .InputRows}}</td><td>{{if .Watermark}}{{.Watermark}}{{else}}—{{end}}</td><td class="num">{{opt .LateRows}}</td></tr>
+<tr id="source-{{.Name}}"><td>{{.Name}}</td><td><code>{{.Bronze}}</code></td><td><code>{{.Silver}}</code></td><td class="num">{{.P95}}</td><td>{{.Recommended}}</td><td class="num">{{opt .LastBatch}}</td><td class="num">{{opt .InputRows}}</td><td class="num">{{opt .SilverRows}}</td><td class="num">{{opt .ValidationRejects}}</td><td>{{if .Watermark}}{{.Watermark}}{{else}}—{{end}}</td><td class="num">{{opt .LateRows}}</td></tr>
 {{- end}}
 </table>
 </section>

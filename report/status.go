@@ -99,6 +99,9 @@ type BatchProgress struct {
 	// Expectations are the batch's data-quality counts (progress key expectations), in the
 	// config's order; nil without expectations.
 	Expectations []ExpectationCounts
+	// SilverRows and ValidationRejects are the sink metrics numSilverRows and
+	// numValidationRejects (nil when the progress has none).
+	SilverRows, ValidationRejects *int64
 }
 
 // ExpectationCounts is one expectation's rows in a batch: passed, failed, and of the failed
@@ -166,6 +169,15 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 	bp.Expectations = p.Expectations
 	for _, op := range p.StateOperators {
 		bp.StateRows = append(bp.StateRows, NamedCount{Name: op.OperatorName, Count: op.NumRowsTotal})
+	}
+	for k, dst := range map[string]**int64{"numSilverRows": &bp.SilverRows, "numValidationRejects": &bp.ValidationRejects} {
+		if v, ok := p.Sink.Metrics[k]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return BatchProgress{}, fmt.Errorf("%w: %s: sink metric %s = %q: not an integer", ErrBadProgress, key, k, v)
+			}
+			*dst = &n
+		}
 	}
 	for k, v := range p.Sink.Metrics {
 		name, ok := strings.CutPrefix(k, "gold.")

@@ -227,9 +227,11 @@ func TestTwoFileSources(t *testing.T) {
 	}
 	var rep struct {
 		Sources []struct {
-			Name      string `json:"name"`
-			Bronze    string `json:"bronze"`
-			InputRows *int64 `json:"numInputRows"`
+			Name              string `json:"name"`
+			Bronze            string `json:"bronze"`
+			InputRows         *int64 `json:"numInputRows"`
+			SilverRows        *int64 `json:"numSilverRows"`
+			ValidationRejects *int64 `json:"numValidationRejects"`
 		} `json:"sources"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Sources) != 2 {
@@ -237,8 +239,11 @@ func TestTwoFileSources(t *testing.T) {
 	}
 	for _, s := range rep.Sources {
 		bronzeRows, _ := scanRows(t, filepath.Join(lake, "bronze", s.Name), nil)
-		if s.Bronze != "bronze/"+s.Name || s.InputRows == nil || *s.InputRows != int64(bronzeRows) {
-			t.Errorf("report source %s: bronze %q, input rows %v; bronze holds %d rows", s.Name, s.Bronze, s.InputRows, bronzeRows)
+		silverRows, _ := scanRows(t, filepath.Join(lake, "silver", s.Name), nil)
+		if s.Bronze != "bronze/"+s.Name || s.InputRows == nil || *s.InputRows != int64(bronzeRows) ||
+			s.SilverRows == nil || *s.SilverRows != int64(silverRows) || s.ValidationRejects == nil || *s.ValidationRejects != 1 {
+			t.Errorf("report source %s: bronze %q, input rows %v, silver rows %v, validation rejects %v; bronze holds %d rows, silver %d, 1 row lacks its time",
+				s.Name, s.Bronze, s.InputRows, s.SilverRows, s.ValidationRejects, bronzeRows, silverRows)
 		}
 	}
 
