@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
@@ -139,9 +141,10 @@ func randomWorkload(rng *rand.Rand, n int) [][2][]jrow {
 // merge-late of randomized workloads, for every join type: merges are interleaved with the
 // batches at random, and a final rerun must change nothing.
 func TestMergeLateJoinRandom(t *testing.T) {
-	seeds := 3
-	if testing.Short() {
-		seeds = 1
+	// One seed per type by default (seconds); MEDALLION_LONG=1 runs eight.
+	seeds := 1
+	if os.Getenv("MEDALLION_LONG") == "1" {
+		seeds = 8
 	}
 	for _, typ := range []string{"inner", "left_outer", "right_outer", "full_outer", "left_semi"} {
 		for seed := range seeds {
@@ -199,5 +202,88 @@ func TestMergeLateJoinPending(t *testing.T) {
 			}
 			s.checkJ("second merge")
 		})
+	}
+}
+
+// TestMergeLateJoinSemiOnce is JV10 (spec §10): a left semi join emits each left row once;
+// the late R2@22 matches L2@20, which the stream already emitted, so merge-late must not add
+// it again.
+func TestMergeLateJoinSemiOnce(t *testing.T) {
+	s := newJoinSim(t, mem.New(), simJoin("left_semi", -5*time.Second, 5*time.Second, 10*time.Second, 10*time.Second))
+	sec := func(id, k string, v int64) jrow { return jrow{id: id, ad: ad(k), t: v * 1_000_000} }
+	s.step([]jrow{sec("L1", "1", 10)}, []jrow{sec("R1", "1", 12), sec("R1b", "1", 8)})
+	s.step(nil, []jrow{sec("R1c", "1", 14)})
+	s.step([]jrow{sec("L2", "2", 20)}, []jrow{sec("R2", "2", 21)})
+	s.step([]jrow{sec("L9", "9", 60)}, []jrow{sec("R9", "9", 60)})
+	s.step(nil, []jrow{sec("R2b", "2", 22)}) // late: 22 <= 50
+	want := []string{"L1/1@10000000|-", "L2/2@20000000|-", "L9/9@60000000|-"}
+	if got := s.joinedRows(); !slices.Equal(got, want) {
+		t.Fatalf("stream:\n%s", diffLines(got, want))
+	}
+	rep := s.merge()
+	if got := s.joinedRows(); !slices.Equal(got, want) {
+		t.Fatalf("after merge-late (%+v):\n%s", rep, diffLines(got, want))
+	}
+	if rep.LateRows != 1 || rep.SemiRowsAdded != 0 {
+		t.Fatalf("report %+v: want the late row read and nothing added", rep)
+	}
+	s.checkJ("JV10")
+}
+
+// TestMergeLateJoinCrash fails every storage call of a merge in turn (before it, and after a
+// write took effect): the joined table is always either as the stream left it or fully
+// merged (one commit), and a rerun converges to invariant J.
+func TestMergeLateJoinCrash(t *testing.T) {
+	// Every write fails in turn: data files (put) and the commit (put-if-absent), before
+	// the call and after it took effect; a read failure only aborts earlier.
+	for _, op := range []string{objstore.OpGet, objstore.OpPut, objstore.OpPutIfAbsent} {
+		// The same lake afresh for each kind of fault.
+		lake := mem.New()
+		rng := rand.New(rand.NewPCG(7, 18))
+		s := newJoinSim(t, lake, simJoin("full_outer", -2*time.Second, 5*time.Second, 10*time.Second, 20*time.Second))
+		for _, b := range randomWorkload(rng, 120) {
+			s.step(b[0], b[1])
+		}
+		before, want := s.joinedRows(), s.oracle(s.lastEvict)
+		if slices.Equal(before, want) {
+			t.Fatal("the workload needs no merge: it tests nothing")
+		}
+		merged := false
+		for nth := 1; ; nth++ {
+			if nth > 500 {
+				t.Fatal("merge-late never ran without a fault")
+			}
+			if op == objstore.OpGet && nth > 5 {
+				break
+			}
+			fb := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: nth, After: nth%2 == 0 && op != objstore.OpGet}}})
+			_, err := MergeLateJoin(s.ctx, Options{Lake: fb, MaxAttempts: 1}, s.j)
+			got := s.joinedRows()
+			switch {
+			case slices.Equal(got, want):
+				merged = true
+			case merged || !slices.Equal(got, before):
+				t.Fatalf("%s fault %d (err %v) left the joined table half merged:\n%s", op, nth, err, diffLines(got, want))
+			}
+			if fb.Fired() == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			if err == nil && !merged {
+				t.Fatalf("%s fault %d: no error and no merge", op, nth)
+			}
+		}
+		if op == objstore.OpGet {
+			continue
+		}
+		if !merged {
+			t.Fatalf("%s: the merge never landed", op)
+		}
+		if rep := s.merge(); rep.Commit != nil {
+			t.Fatalf("%s: a rerun after the merge landed committed again: %+v", op, rep)
+		}
+		s.checkJ(op + " faults")
 	}
 }
