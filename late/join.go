@@ -68,7 +68,7 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 		return rep, err
 	}
 	ckb := objstore.WithPrefix(opts.Lake, j.Checkpoint)
-	st, err := readStreamState(ctx, checkpoint.Open(ckb))
+	st, in, err := readJoinState(ctx, ckb)
 	if errors.Is(err, errNoStream) {
 		rep.Note = "the join has not run yet"
 		return rep, nil
@@ -80,10 +80,6 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 	if st.batch < 0 {
 		rep.Note = "the join has not committed a batch yet"
 		return rep, nil
-	}
-	in, err := readJoinInputs(ctx, ckb, st.batch)
-	if err != nil {
-		return rep, err
 	}
 	err = opts.retry(ctx, j.Name, func() error {
 		r := JoinMergeReport{Name: j.Name, QueryID: st.queryID, WatermarkMs: st.evictMs, FromVersion: -1, ToVersion: -1}
@@ -172,20 +168,45 @@ type joinInputs struct {
 	left, right int64
 }
 
-// readJoinInputs reads the end offsets of the join's batch from offsets/N in Spark's layout
-// for a query with several sources: after the version line and the metadata line, one line
-// per source in the order left, right ("-": nothing read yet). A checkpoint with one source
-// line or none says nothing about the sides: merge-late then reads the latest silver, which
-// is exact when the join has read everything (run merge-late after run stream).
-func readJoinInputs(ctx context.Context, ckb objstore.Bucket, batch int64) (joinInputs, error) {
-	key := checkpoint.OffsetsKey(batch)
+// readJoinState reads the join query's checkpoint: its query id, last committed batch and
+// that batch's eviction watermark (as readStreamState), and the silver versions the batch had
+// read of each side. offsets/N of a join may follow Spark's layout for a query with several
+// sources: after the version and metadata lines, one line per source in the order left,
+// right ("-": nothing read yet). With a single source line or none it says nothing about the
+// sides: merge-late then reads the latest silver, which is exact when the join has read
+// everything its sources wrote (run merge-late after run stream).
+func readJoinState(ctx context.Context, ckb objstore.Bucket) (streamState, joinInputs, error) {
+	ckpt := checkpoint.Open(ckb)
+	st := streamState{batch: -1}
+	id, err := ckpt.ReadQueryID(ctx)
+	if errors.Is(err, checkpoint.ErrNoQuery) {
+		return st, joinInputs{}, errNoStream
+	}
+	if err != nil {
+		return st, joinInputs{}, fmt.Errorf("late: %w", err)
+	}
+	st.queryID = id
+	if st.batch, err = ckpt.LatestCommit(ctx); err != nil || st.batch < 0 {
+		return st, joinInputs{}, err
+	}
+	key := checkpoint.OffsetsKey(st.batch)
 	data, err := objstore.ReadAll(ctx, ckb, key)
 	if err != nil {
-		return joinInputs{}, fmt.Errorf("late: join checkpoint %s: %w", key, err)
+		return st, joinInputs{}, fmt.Errorf("late: join checkpoint %s: %w", key, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) < 2 {
+		_, err := checkpoint.ParseOffsets(key, data)
+		return st, joinInputs{}, fmt.Errorf("late: %w", err)
+	}
+	// The watermark is on the metadata line, whatever follows it.
+	e, err := checkpoint.ParseOffsets(key, []byte(lines[0]+"\n"+lines[1]+"\n-"))
+	if err != nil {
+		return st, joinInputs{}, fmt.Errorf("late: %w", err)
+	}
+	st.evictMs = e.BatchWatermarkMs
 	if len(lines) < 4 {
-		return joinInputs{}, nil
+		return st, joinInputs{}, nil
 	}
 	in := joinInputs{known: true}
 	for k, dst := range []*int64{&in.left, &in.right} {
@@ -196,7 +217,7 @@ func readJoinInputs(ctx context.Context, ckb objstore.Bucket, batch int64) (join
 		}
 		var o tsource.Offset
 		if err := json.Unmarshal([]byte(line), &o); err != nil {
-			return joinInputs{}, fmt.Errorf("%w: %s line %d: %v", checkpoint.ErrBad, key, 3+k, err)
+			return st, joinInputs{}, fmt.Errorf("late: %w: %s line %d: %v", checkpoint.ErrBad, key, 3+k, err)
 		}
 		// The offset is the position after file Index of the version (-1: before its
 		// first file), so the batch read everything up to the version before.
@@ -205,7 +226,7 @@ func readJoinInputs(ctx context.Context, ckb objstore.Bucket, batch int64) (join
 			*dst--
 		}
 	}
-	return in, nil
+	return st, in, nil
 }
 
 // silverSnapshot is side's silver as the join's last batch had read it (nil: nothing yet).

@@ -16,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
+	tsource "github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -66,6 +67,11 @@ type joinSim struct {
 	oschema *txlog.StructType
 	// lastEvict is the eviction watermark of the last batch run (W_last).
 	lastEvict int64
+	// silverV is the last silver version of each side the join has read (-1: none).
+	silverV [2]int64
+	// oneSourceLine writes offsets/N with Spark's single-source layout (no silver versions)
+	// instead of one line per side.
+	oneSourceLine bool
 }
 
 func simJoin(typ string, lower, upper, leftDelay, rightDelay time.Duration) spec.Join {
@@ -92,7 +98,7 @@ func newJoinSim(t testing.TB, lake objstore.Bucket, j spec.Join) *joinSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &joinSim{t: t, ctx: ctx, lake: lake, j: j, op: op, wm: wm}
+	s := &joinSim{t: t, ctx: ctx, lake: lake, j: j, op: op, wm: wm, silverV: [2]int64{-1, -1}}
 	s.ckpt = checkpoint.Open(objstore.WithPrefix(lake, j.Checkpoint))
 	if s.queryID, err = s.ckpt.QueryID(ctx); err != nil {
 		t.Fatal(err)
@@ -161,9 +167,11 @@ func (s *joinSim) step(left, right []jrow) {
 			in[side].Rows.Append(binary.AppendUvarint(nil, uint64(len(s.payload[side]))))
 			s.payload[side] = append(s.payload[side], *r)
 		}
-		if _, err := s.open(path).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+		res, err := s.open(path).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		s.silverV[side] = res.Version
 		s.rows[side] = append(s.rows[side], rows...)
 		s.wm.Observe(join.Side(side), in[side].EventTime)
 	}
@@ -181,8 +189,23 @@ func (s *joinSim) run(left, right *join.Input) {
 	t := s.t
 	late, evict := s.wm.Batch()
 	n := s.batch
-	if _, err := s.ckpt.WriteOffsets(s.ctx, n, &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: n}); err != nil {
-		t.Fatal(err)
+	if s.oneSourceLine {
+		if _, err := s.ckpt.WriteOffsets(s.ctx, n, &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: n}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// Spark's layout for two sources: one end offset per line, left then right.
+		data := fmt.Sprintf("v1\n{\"batchWatermarkMs\":%d,\"batchTimestampMs\":%d,\"conf\":{}}", evict, n)
+		for _, v := range s.silverV {
+			if v < 0 {
+				data += "\n-"
+			} else {
+				data += "\n" + tsource.Offset{SourceVersion: 1, ReservoirID: "x", ReservoirVersion: v, Index: 0}.String()
+			}
+		}
+		if err := objstore.PutBytesIfAbsent(s.ctx, objstore.WithPrefix(s.lake, s.j.Checkpoint), checkpoint.OffsetsKey(n), []byte(data)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	res, err := s.op.ProcessBatch(left, right, late, evict)
 	if err != nil {

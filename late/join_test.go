@@ -11,6 +11,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/table"
 )
 
 // at is a time of 2024-05-01 (hh:mm or hh:mm:ss) in µs.
@@ -31,6 +32,7 @@ func at(t testing.TB, hhmm string) int64 {
 // replaces (I2,null) and writes (I5,null), whose window W_last has closed.
 func TestMergeLateJoinJV12(t *testing.T) {
 	s := newJoinSim(t, mem.New(), simJoin("left_outer", 0, time.Hour, 10*time.Minute, 20*time.Minute))
+	s.oneSourceLine = true // and the others write one line per side
 	I := func(id, k, hhmm string) jrow { return jrow{id: id, ad: ad(k), t: at(t, hhmm)} }
 	s.step([]jrow{I("I1", "ad1", "12:00"), I("I2", "ad2", "12:05")}, []jrow{I("C1", "ad1", "12:10")})
 	s.step([]jrow{I("I3", "ad3", "12:40")}, []jrow{I("C9", "ad9", "12:45")})
@@ -286,4 +288,34 @@ func TestMergeLateJoinCrash(t *testing.T) {
 		}
 		s.checkJ(op + " faults")
 	}
+}
+
+// TestMergeLateJoinSilverAsRead: rows a source appended to silver after the join's last
+// batch are not the join's yet (the next batch judges them); merge-late reads silver as the
+// join's offsets say, so it neither pairs them nor counts them.
+func TestMergeLateJoinSilverAsRead(t *testing.T) {
+	s := newJoinSim(t, mem.New(), simJoin("inner", 0, 10*time.Second, 10*time.Second, 10*time.Second))
+	sec := func(id, k string, v int64) jrow { return jrow{id: id, ad: ad(k), t: v * 1_000_000} }
+	s.step([]jrow{sec("L1", "z", 100)}, []jrow{sec("R1", "z", 100)}) // W = 90
+	s.step([]jrow{sec("L2", "a", 85)}, nil)                          // late
+	// The clicks source writes R2@93 to silver; the join has not read it.
+	b, _ := table.NewBatch(rightSchema)
+	r2 := sec("R2", "a", 93)
+	appendRow(b.Columns, &r2)
+	if _, err := s.open(s.j.Right.Silver).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep := s.merge()
+	if rep.PairsAdded != 0 {
+		t.Fatalf("merge-late paired a row the join has not read: %+v", rep)
+	}
+	s.checkJ("before the join reads R2") // the oracle knows only the rows the join read
+	// The join's next batch reads R2 (on time, but L2 is not in its state): merge pairs them.
+	s.rows[1] = append(s.rows[1], r2)
+	s.silverV[1]++
+	s.step(nil, nil)
+	if rep := s.merge(); rep.PairsAdded != 1 {
+		t.Fatalf("after the join read R2: %+v, want 1 pair added", rep)
+	}
+	s.checkJ("after the join read R2")
 }
