@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
@@ -44,6 +46,11 @@ type JoinMergeReport struct {
 	WatermarkMs int64 `json:"watermarkMs"`
 	// Commit is the joined table's version written, nil when nothing was committed.
 	Commit *int64 `json:"commitVersion,omitempty"`
+	// Gold is the replay of the join's aggregations over the event times the merged rows
+	// touch (nil: the join has none, or no row was merged): the joined rows merge-late
+	// writes never passed through the stream's aggregations, so their windows are recomputed
+	// from the joined table (invariant E over the joined table).
+	Gold *ReplayReport `json:"gold,omitempty"`
 	// Note says why nothing was committed, when nothing was.
 	Note string `json:"note,omitempty"`
 }
@@ -81,12 +88,26 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 		rep.Note = "the join has not committed a batch yet"
 		return rep, nil
 	}
+	var touched span
 	err = opts.retry(ctx, j.Name, func() error {
 		r := JoinMergeReport{Name: j.Name, QueryID: st.queryID, WatermarkMs: st.evictMs, FromVersion: -1, ToVersion: -1}
-		err := mergeJoinOnce(ctx, &opts, p, st, in, &r)
+		var err error
+		touched, err = mergeJoinOnce(ctx, &opts, p, st, in, &r)
 		rep = r
 		return err
 	})
+	if err == nil && len(j.Gold) > 0 && touched.lo <= touched.hi {
+		// Every window of the times the merged rows (and the pending ones) touch is replayed
+		// from the joined table; windows the stream has not emitted yet are left to it, and
+		// the rows stay pending until they are (joinPlan.settled).
+		g, gerr := Replay(ctx, Options{Lake: opts.Lake, Query: JoinQuery(j), Join: &j, Clock: opts.Clock, Logger: opts.Logger,
+			WriteOptions: opts.WriteOptions, MaxAttempts: opts.MaxAttempts},
+			Range{From: time.UnixMicro(touched.lo).UTC(), To: time.UnixMicro(touched.hi + 1).UTC()})
+		rep.Gold = &g
+		if gerr != nil {
+			return rep, fmt.Errorf("late: join %s: replay of its aggregations: %w", j.Name, gerr)
+		}
+	}
 	if err == nil {
 		opts.Logger.Info("late: merge-late join", "join", j.Name, "lateRows", rep.LateRows, "pending", rep.PendingRows,
 			"pairsAdded", rep.PairsAdded, "nullRowsAdded", rep.NullRowsAdded, "nullRowsReplaced", rep.NullRowsReplaced,
@@ -95,12 +116,23 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 	return rep, err
 }
 
+// JoinQuery is the query late's aggregation jobs (MergeLate, Replay, with Options.Join set
+// to j) run for the aggregations over join j: its joined table is their silver, its
+// checkpoint theirs, and their default time column the left source's event time.
+func JoinQuery(j spec.Join) spec.Query {
+	return spec.Query{Name: j.Name, Tables: spec.Tables{Silver: j.Table, Checkpoint: j.Checkpoint},
+		Rules: silver.Rules{EventTime: j.Left.EventTime}, Gold: j.Gold, State: j.State, Limit: j.Limit}
+}
+
 // joinPlan is a spec.Join resolved for merge-late: the operator's spec (for the condition,
 // the match ranges and the state watermarks) and the column names on every table involved.
 type joinPlan struct {
 	j    *spec.Join
 	spec join.Spec
 	typ  join.Type
+	// reach is how far (µs) a joined row's time columns can lie from a row it holds;
+	// goldHorizon the widest window (or session gap) of the join's aggregations.
+	reach, goldHorizon int64
 }
 
 func newJoinPlan(j *spec.Join) (*joinPlan, error) {
@@ -113,6 +145,10 @@ func newJoinPlan(j *spec.Join) (*joinPlan, error) {
 		LeftWatermark: j.Left.Watermark.Set, RightWatermark: j.Right.Watermark.Set}}
 	if err := p.spec.Validate(); err != nil {
 		return nil, fmt.Errorf("late: join %s: %w", j.Name, err)
+	}
+	p.reach = max(0, j.Upper.Microseconds(), -j.Lower.Microseconds())
+	for _, g := range j.Gold {
+		p.goldHorizon = max(p.goldHorizon, g.Window.Size.Microseconds(), g.Window.Gap.Microseconds())
 	}
 	return p, nil
 }
@@ -158,7 +194,12 @@ func (p *joinPlan) settled(s join.Side, t, wMs int64) bool {
 		return false
 	}
 	_, hi, ok := p.spec.MatchRange(s, t)
-	return !ok || p.final(1-s, hi, wMs)
+	if ok && !p.final(1-s, hi, wMs) {
+		return false
+	}
+	// The join's aggregations replay the windows of the rows merged; until the stream has
+	// emitted every window those rows fall in, a replay cannot fix them yet.
+	return len(p.j.Gold) == 0 || t+p.reach+p.goldHorizon <= p.spec.OutputWatermark(wMs)*1000
 }
 
 // joinInputs are the silver versions the join's last committed batch had read of each side

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
@@ -69,6 +70,9 @@ type joinSim struct {
 	lastEvict int64
 	// silverV is the last silver version of each side the join has read (-1: none).
 	silverV [2]int64
+	// gold simulates the stream's aggregation over the join (j.Gold[0], when set): a
+	// tumbling count per left key over the left event time, append mode.
+	gold *goldSim
 	// oneSourceLine writes offsets/N with Spark's single-source layout (no silver versions)
 	// instead of one line per side.
 	oneSourceLine bool
@@ -267,8 +271,174 @@ func (s *joinSim) run(left, right *join.Input) {
 	if err := s.ckpt.WriteCommit(s.ctx, n, evict); err != nil {
 		t.Fatal(err)
 	}
+	if s.gold != nil {
+		s.gold.batch(s, res, late, evict)
+	}
 	s.lastEvict = evict
 	s.batch++
+}
+
+// goldSim is the stream's windowed count over the joined rows (left key, left event time):
+// a row whose window the aggregation's late watermark (the join's output watermark of the
+// previous batch) has closed goes to the aggregation's quarantine, the others to state; a
+// window is appended once the output watermark of the batch passes its end.
+type goldSim struct {
+	size    int64 // µs
+	schema  *txlog.StructType
+	qschema *txlog.StructType
+	state   map[[2]string]int64 // (window start, key) -> count
+}
+
+func (s *joinSim) withGold(size time.Duration) {
+	s.t.Helper()
+	s.j.Gold = []spec.Aggregation{{Name: "n_per_ad", Table: "gold/n_per_ad", Quarantine: "silver/late_n_per_ad",
+		Window: spec.Window{Size: size, Slide: size}, GroupBy: []string{"ad"}, Aggregates: []spec.Aggregate{{Fn: "count", As: "n"}},
+		TimeColumn: "event_time"}}
+	g := &goldSim{size: size.Microseconds(), state: map[[2]string]int64{}}
+	g.schema = &txlog.StructType{Fields: []txlog.StructField{gold.WindowField(),
+		{Name: "ad", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}}
+	g.schema.Fields = append(g.schema.Fields, gold.AggregateFields(gold.Count, "n", nil, nil)...)
+	g.schema.Fields = append(g.schema.Fields, gold.LateRowsField())
+	g.qschema = silver.QuarantineSchema(s.oschema)
+	for path, schema := range map[string]*txlog.StructType{"gold/n_per_ad": g.schema, "silver/late_n_per_ad": g.qschema} {
+		if _, err := s.open(path).Create(s.ctx, schema, nil, nil); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	s.gold = g
+}
+
+func (g *goldSim) batch(s *joinSim, res *join.Result, late, evict int64) {
+	t := s.t
+	p, _ := newJoinPlan(&s.j)
+	aggLate, aggEvict := p.spec.OutputWatermark(late)*1000, p.spec.OutputWatermark(evict)*1000
+	q, _ := table.NewBatch(g.qschema)
+	nl := len(leftSchema.Fields)
+	for _, r := range res.Rows {
+		if !r.Kind.HasLeft() {
+			continue // no left event time: no window
+		}
+		id, _ := binary.Uvarint(r.Left)
+		l := &s.payload[0][id]
+		start := l.t - ((l.t%g.size)+g.size)%g.size
+		if start+g.size <= aggLate {
+			appendRow(q.Columns[:nl], l)
+			if r.Kind.HasRight() && len(q.Columns) > nl+3 {
+				id, _ := binary.Uvarint(r.Right)
+				appendRow(q.Columns[nl:], &s.payload[1][id])
+			} else {
+				appendNulls(q.Columns[nl : len(q.Columns)-3])
+			}
+			q.Column(silver.ColLateWatermark).AppendInt64(aggLate)
+			q.Column(silver.ColBatchID).AppendInt64(s.batch)
+			q.Column(silver.ColQueryID).AppendString(s.queryID)
+			continue
+		}
+		g.state[[2]string{fmt.Sprint(start), keyOf(l.ad)}]++
+	}
+	txn := &table.AppTxn{AppID: s.queryID, Version: s.batch}
+	if q.Len() > 0 {
+		if _, err := s.open("silver/late_n_per_ad").Append(s.ctx, []*table.Batch{q}, table.AppendOptions{Txn: txn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := table.NewBatch(g.schema)
+	var keys [][2]string
+	for k := range g.state {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	for _, k := range keys {
+		var start int64
+		fmt.Sscan(k[0], &start)
+		if start+g.size > aggEvict {
+			continue
+		}
+		w := out.Columns[0]
+		w.AppendStruct()
+		w.Children[0].AppendInt64(start)
+		w.Children[1].AppendInt64(start + g.size)
+		if k[1] == "<null>" {
+			out.Columns[1].AppendNull()
+		} else {
+			out.Columns[1].AppendString(k[1])
+		}
+		out.Columns[2].AppendInt64(g.state[k])
+		out.Columns[3].AppendInt64(0)
+		delete(g.state, k)
+	}
+	if out.Len() > 0 {
+		if _, err := s.open("gold/n_per_ad").Append(s.ctx, []*table.Batch{out}, table.AppendOptions{Txn: txn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func keyOf(k *string) string {
+	if k == nil {
+		return "<null>"
+	}
+	return *k
+}
+
+// checkE asserts invariant E over the joined table: gold holds, for every window the
+// aggregation has emitted (end <= the join's output watermark of the last batch), the count
+// per left key of the oracle's joined rows, computed here from the oracle's rows.
+func (s *joinSim) checkE(what string) {
+	t := s.t
+	t.Helper()
+	p, _ := newJoinPlan(&s.j)
+	wm := p.spec.OutputWatermark(s.lastEvict) * 1000
+	size := s.gold.size
+	want := map[[2]string]int64{}
+	for _, row := range s.oracle(s.lastEvict) {
+		left := row[:strings.IndexByte(row, '|')]
+		if left == "-" {
+			continue
+		}
+		var tt int64
+		fmt.Sscan(left[strings.LastIndexByte(left, '@')+1:], &tt)
+		k := left[strings.IndexByte(left, '/')+1 : strings.LastIndexByte(left, '@')]
+		if k == "null" {
+			k = "<null>"
+		}
+		start := tt - ((tt%size)+size)%size
+		if start+size <= wm {
+			want[[2]string{fmt.Sprint(start), k}]++
+		}
+	}
+	got := map[[2]string]int64{}
+	for b, err := range s.open("gold/n_per_ad").Scan(s.ctx, table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Len() {
+			k := "<null>"
+			if !b.Columns[1].IsNull(i) {
+				k = b.Columns[1].StringAt(i)
+			}
+			key := [2]string{fmt.Sprint(b.Columns[0].Children[0].Int64[i]), k}
+			if _, dup := got[key]; dup {
+				t.Fatalf("%s: gold has two rows for window %v", what, key)
+			}
+			got[key] = b.Columns[2].Int64[i]
+		}
+	}
+	var bad []string
+	for k, n := range want {
+		if got[k] != n {
+			bad = append(bad, fmt.Sprintf("window %s key %s: gold %d, batch %d", k[0], k[1], got[k], n))
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("window %s key %s: gold %d, batch none", k[0], k[1], n))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Fatalf("%s: invariant E over the joined table broken at output watermark %d:\n%s", what, wm, strings.Join(bad[:min(len(bad), 20)], "\n"))
+	}
 }
 
 // merge runs merge-late for the join.

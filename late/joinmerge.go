@@ -75,7 +75,15 @@ type sideIndex struct {
 // span is an inclusive event-time range (µs).
 type span struct{ lo, hi int64 }
 
-func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport) error {
+// mergeJoinOnce is one attempt of MergeLateJoin. It returns the range of event times (either
+// side's) of the joined rows it reconciled, empty when none.
+func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport) (span, error) {
+	touched := span{lo: math.MaxInt64, hi: math.MinInt64}
+	err := mergeJoin(ctx, opts, p, st, in, rep, &touched)
+	return touched, err
+}
+
+func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport, touched *span) error {
 	j := p.j
 	m := &merger{opts: opts, p: p, st: st, in: in}
 	jt, qt := opts.open(j.Table), opts.open(j.Quarantine)
@@ -153,6 +161,7 @@ func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamSta
 	for s := range X {
 		for _, c := range X[s] {
 			m.want(c, &spans, keys)
+			touched.lo, touched.hi = min(touched.lo, c.t-p.reach), max(touched.hi, c.t+p.reach)
 		}
 	}
 	if idx, err = m.readSides(ctx, spans, keys); err != nil {
