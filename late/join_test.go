@@ -366,7 +366,7 @@ func TestMergeLateJoinGoldPending(t *testing.T) {
 	if rep.PairsAdded != 1 {
 		t.Fatalf("first merge: %+v", rep)
 	}
-	s.checkE("first merge") // window [80, 90) is not emitted: the output watermark is 84.999
+	s.checkE("first merge")                                          // window [80, 90) is not emitted: the output watermark is 84.999
 	s.step([]jrow{sec("L3", "z", 120)}, []jrow{sec("R3", "z", 120)}) // W = 110 emits [80, 90)
 	rep = s.merge()
 	if rep.PendingRows != 2 || rep.Gold == nil {
