@@ -416,11 +416,12 @@ func (m *merger) readQuarantine(ctx context.Context, qt *table.Table, qsnap *txl
 		return out, err
 	}
 	if len(old) > 0 {
-		// Only rows late enough to be unsettled at prevW can be pending: skip the files whose
-		// event times are all older (with a margin of the condition's width on both sides).
+		// Only rows recent enough to be unsettled at prevW can be pending: skip the files whose
+		// event times are all older. Every bound settled tests lies above prevW minus twice
+		// the condition's width and the widest window of the join's aggregations.
 		w := max(prevW, 0) * 1000
 		width := abs(j.Lower.Microseconds()) + abs(j.Upper.Microseconds())
-		from := time.UnixMicro(max(w-2*width-2_000_000, -62135596800000000)).UTC()
+		from := time.UnixMicro(max(w-2*width-m.p.goldHorizon-2_000_000, -62135596800000000)).UTC()
 		filter := table.Or(table.Ge(m.cols[0].joinedT, from), table.Ge(m.cols[1].joinedT, from))
 		if prevW < 0 {
 			filter = nil
