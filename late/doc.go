@@ -1,7 +1,7 @@
 // Package late owns the late-data loop of the pipeline: merge-late, which folds each gold
 // aggregation's quarantined late rows back into its gold table (and each join's quarantined
-// input rows into its joined table, below), and replay, which recomputes
-// whole windows of a time range from silver (or bronze) and overwrites exactly that range.
+// input rows into its joined table, below), and replay, which recomputes whole windows of a
+// time range from silver (or bronze) and overwrites exactly that range.
 //
 // Merge-late reads the quarantine rows added by the commits after the version recorded in
 // gold's txn(appId = "merge-late:" + query id), applies each row only to the windows that had
