@@ -41,6 +41,11 @@ type JoinMergeReport struct {
 	PairsRemoved     int64 `json:"pairsRemoved,omitempty"`
 	SemiRowsAdded    int64 `json:"semiRowsAdded,omitempty"`
 	SemiRowsRemoved  int64 `json:"semiRowsRemoved,omitempty"`
+	// SilverFilesRead counts the silver data files the run opened (each read counts), of
+	// SilverFiles in the two snapshots it read (each read counts them again): data skipping
+	// on the event time and the match ranges keeps the first well below the second.
+	SilverFilesRead int `json:"silverFilesRead"`
+	SilverFiles     int `json:"silverFiles"`
 	// WatermarkMs is the join's last committed eviction watermark (W_last) the run judged
 	// match windows with.
 	WatermarkMs int64 `json:"watermarkMs"`

@@ -93,7 +93,7 @@ func randomWorkload(rng *rand.Rand, n int) [][2][]jrow {
 	for side := range 2 {
 		t := start
 		for i := range n {
-			t += int64(rng.IntN(400)) * 1000 // ms steps
+			t += int64(rng.IntN(2000)) * 1000 // ms steps
 			r := jrow{id: fmt.Sprintf("%c%d", "LR"[side], i), t: t}
 			if rng.IntN(30) > 0 {
 				r.ad = ad(string(rune('a' + rng.IntN(5))))
@@ -151,23 +151,26 @@ func TestMergeLateJoinRandom(t *testing.T) {
 	for _, typ := range []string{"inner", "left_outer", "right_outer", "full_outer", "left_semi"} {
 		for seed := range seeds {
 			t.Run(fmt.Sprintf("%s/%d", typ, seed), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(uint64(seed), 18))
+				rng := rand.New(rand.NewPCG(uint64(seed), uint64(len(typ))))
 				lower := []time.Duration{0, -5 * time.Second, 2 * time.Second}[rng.IntN(3)]
 				upper := []time.Duration{5 * time.Second, 10 * time.Second}[rng.IntN(2)]
 				s := newJoinSim(t, mem.New(), simJoin(typ, lower, upper, 10*time.Second, 20*time.Second))
 				merges, late, pending := 0, int64(0), int64(0)
-				for i, b := range randomWorkload(rng, 250) {
+				read, files := 0, 0
+				for i, b := range randomWorkload(rng, 400) {
 					s.step(b[0], b[1])
-					if rng.IntN(6) == 0 {
+					if rng.IntN(3) == 0 {
 						rep := s.merge()
 						late += rep.LateRows - rep.PendingRows
 						pending += rep.PendingRows
+						read, files = read+rep.SilverFilesRead, files+rep.SilverFiles
 						merges++
 						s.checkJ(fmt.Sprintf("merge %d after batch %d", merges, i))
 					}
 				}
 				rep := s.merge()
 				late += rep.LateRows - rep.PendingRows
+				read, files = read+rep.SilverFilesRead, files+rep.SilverFiles
 				s.checkJ("final merge")
 				if again := s.merge(); again.Commit != nil {
 					t.Fatalf("rerun committed: %+v", again)
@@ -176,6 +179,11 @@ func TestMergeLateJoinRandom(t *testing.T) {
 				t.Logf("%d batches, %d+%d rows, %d late rows merged over %d merges (%d rows re-merged while pending)", s.batch, len(s.rows[0]), len(s.rows[1]), late, merges+1, pending)
 				if late == 0 {
 					t.Fatal("the workload had no late rows: it tests nothing")
+				}
+				// Data skipping: the merges open at most half of the silver files (about a third here).
+				t.Logf("silver files opened: %d of %d", read, files)
+				if files == 0 || read*2 > files {
+					t.Fatalf("merges opened %d of %d silver files: data skipping does not work", read, files)
 				}
 			})
 		}

@@ -44,6 +44,7 @@ type merger struct {
 	cols [2]sideCols
 	snap [2]*txlog.Snapshot // silver as the join read it (nil: nothing)
 	tab  [2]*table.Table
+	rep  *JoinMergeReport
 }
 
 // cand is a row whose joined-table rows the merge reconciles, identified by its value.
@@ -85,7 +86,7 @@ func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamSta
 
 func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport, touched *span) error {
 	j := p.j
-	m := &merger{opts: opts, p: p, st: st, in: in}
+	m := &merger{opts: opts, p: p, st: st, in: in, rep: rep}
 	jt, qt := opts.open(j.Table), opts.open(j.Quarantine)
 	jsnap, err := jt.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
@@ -572,7 +573,10 @@ func (m *merger) readSides(ctx context.Context, spans [2][]span, keys [2]map[str
 			return out, fmt.Errorf("late: join %s: %s silver: %w", m.p.j.Name, join.Side(s), err)
 		}
 		var kb, rb []byte
-		for b, err := range fs.Read(ctx, fs.Files(m.snap[s].Files())) {
+		files := fs.Files(m.snap[s].Files())
+		m.rep.SilverFilesRead += len(files)
+		m.rep.SilverFiles += len(m.snap[s].Files())
+		for b, err := range fs.Read(ctx, files) {
 			if err != nil {
 				return out, fmt.Errorf("late: join %s: read %s silver: %w", m.p.j.Name, join.Side(s), err)
 			}
