@@ -158,6 +158,14 @@ func newJoinPlan(j *spec.Join) (*joinPlan, error) {
 	return p, nil
 }
 
+// watermarked reports whether side s has a watermark (its late rows are quarantined).
+func (p *joinPlan) watermarked(s join.Side) bool {
+	if s == join.Left {
+		return p.spec.LeftWatermark
+	}
+	return p.spec.RightWatermark
+}
+
 // preserves reports whether side's unmatched rows come out null-extended.
 func (p *joinPlan) preserves(s join.Side) bool {
 	switch p.typ {
@@ -179,9 +187,12 @@ func (p *joinPlan) nullRow(s join.Side, t, wMs int64) bool {
 
 // final reports whether what the joined table holds for a row of side at t (µs) can no
 // longer change by the stream once the eviction watermark is wMs: no on-time partner can
-// still arrive (every later on-time row is after wMs), and on a preserved side that is
+// still arrive (every later on-time row of a watermarked side is after wMs), and on a preserved side that is
 // evicted, its null-extended row has been decided.
 func (p *joinPlan) final(s join.Side, t, wMs int64) bool {
+	if !p.watermarked(1 - s) {
+		return false // the other side's rows are never late: a partner can arrive any time
+	}
 	if _, hi, ok := p.spec.MatchRange(s, t); ok && (hi == math.MaxInt64 || hi > wMs*1000) {
 		return false
 	}

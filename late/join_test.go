@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -420,4 +421,27 @@ func TestMergeLateJoinUncommitted(t *testing.T) {
 	if got := s.joinedRows(); !slices.Equal(got, before) {
 		t.Fatalf("the refused merge changed the joined table:\n%s", diffLines(got, before))
 	}
+}
+
+// TestMergeLateJoinUnwatermarkedSide: with no watermark on the right, its rows are never
+// late and can arrive at any time, so a late left row stays pending for good and pairs with a
+// right row that arrives long after the left row's window passed the watermark.
+func TestMergeLateJoinUnwatermarkedSide(t *testing.T) {
+	j := simJoin("inner", 0, 5*time.Second, 10*time.Second, 0)
+	j.Right.Watermark = spec.Watermark{}
+	s := newJoinSim(t, mem.New(), j)
+	sec := func(id, k string, v int64) jrow { return jrow{id: id, ad: ad(k), t: v * 1_000_000} }
+	// No state watermark, so no no-data batches: W reaches the late watermark a batch later.
+	s.step([]jrow{sec("L1", "z", 100)}, nil) // the left node alone: 90
+	s.step([]jrow{sec("L0", "z", 101)}, nil) // runs with W = 90
+	s.step([]jrow{sec("L2", "a", 85)}, nil)  // late: 85 <= 90
+	if rep := s.merge(); rep.LateRows != 1 {
+		t.Fatalf("first merge: %+v", rep)
+	}
+	s.step([]jrow{sec("L3", "z", 200)}, nil) // W = 190
+	s.step(nil, []jrow{sec("R2", "a", 87)})  // not late: the right has no watermark
+	if rep := s.merge(); rep.PairsAdded != 1 || rep.PendingRows != 1 {
+		t.Fatalf("merge: %+v, want the pending L2 paired with R2", rep)
+	}
+	s.checkJ("after R2")
 }
