@@ -4,11 +4,11 @@
 // runs the same workload through PySpark's stream-stream join and compares the two batch by
 // batch.
 //
-// It drives the operator exactly as a stream host does (spec/stream-joins.md §2, §4, §7): every
-// input row feeds its side's watermark node, late rows are judged by the previous batch's
-// eviction watermark, state is evicted by this batch's, and a no-data batch follows a data batch
-// when Spec.ShouldRunNoDataBatch says Spark would run one. It lives under tests/ so that it is
-// never part of the medallion binary.
+// It drives the operator exactly as a stream host does (spec/stream-joins.md §2, §4, §7): the
+// input rows feed their side's watermark node (Watermarks.ObserveInput), late rows are judged by
+// the previous batch's eviction watermark, state is evicted by this batch's, and a no-data batch
+// follows a data batch when Spec.ShouldRunNoDataBatch says Spark would run one. It lives under
+// tests/ so that it is never part of the medallion binary.
 //
 // Input:
 //
@@ -129,14 +129,10 @@ func runType(wl *workload, name string) ([]batch, error) {
 	}
 	var out []batch
 	runBatch := func(s int, left, right *join.Input) (int64, error) {
-		// Every row of the batch feeds its node, late ones too (spec §2.1); a nil input is
-		// a no-data batch.
-		if left != nil {
-			wm.Observe(join.Left, left.EventTime)
-		}
-		if right != nil {
-			wm.Observe(join.Right, right.EventTime)
-		}
+		// The batch's rows feed their nodes, late ones too (spec §2.1), null keys only on a
+		// preserved side (ObserveInput); nil inputs are a no-data batch.
+		wm.ObserveInput(join.Left, left)
+		wm.ObserveInput(join.Right, right)
 		late, evict := wm.Batch()
 		res, err := op.ProcessBatch(left, right, late, evict)
 		if err != nil {
