@@ -4,7 +4,8 @@
 JSON file source with the declared schema, one file per micro-batch (maxFilesPerTrigger 1), the
 two sides split by their `side` column, withWatermark on each (impressions 10 minutes, clicks
 20 minutes), a left outer join on the impression id with `click.t BETWEEN impression.t AND
-impression.t + 1 hour`, Trigger.AvailableNow (which runs the no-data batches too), and the noop
+impression.t + 1 hour`, Trigger.AvailableNow (over this backlog Spark runs one no-data batch,
+after the last file: a data batch takes the place of each earlier one), and the noop
 sink: the output is computed and discarded, as joinbench discards ours. local[2], like the other
 anchors. Prints a one-line JSON summary on stdout: input rows, batches, rows dropped by the
 watermark, output rows, the peak state rows, and the seconds of the query alone (session start

@@ -84,11 +84,13 @@ func joinStage(ctx context.Context, o options) ([]bench.Run, []string) {
 	return append(runs, sr), notes
 }
 
-// joinCrossCheck compares what the two engines say they did on the same files: Spark's input
-// rows count each file once per side that reads it, so its events are twice ours.
+// joinCrossCheck compares what the two engines say they did on the same files: batches run,
+// rows dropped as late, rows emitted (the noop sink's count) and the peak of state rows must
+// all be equal.
 func joinCrossCheck(c bench.Case, ours, theirs joinSummary) string {
 	verdict := "agree"
-	if ours.Dropped != theirs.Dropped || (theirs.OutRows > 0 && ours.OutRows != theirs.OutRows) {
+	if ours.Dropped != theirs.Dropped || ours.Batches != theirs.Batches || ours.StateRowsPeak != theirs.StateRowsPeak ||
+		(theirs.OutRows > 0 && ours.OutRows != theirs.OutRows) {
 		verdict = "DISAGREE"
 	}
 	return fmt.Sprintf("%s: join cross-check %s: rows dropped as late ours %d, Spark %d; output rows ours %d, Spark %d (0: not reported); "+
@@ -101,7 +103,7 @@ func joinLine(o options) string {
 	return fmt.Sprintf("join (`%s`, issue 18): `joinbench gen` writes %s events as %d micro-batch JSON files, half impressions "+
 		"(fresh ids), half clicks (80%% on an impression of the last hour, 19%% on no impression, 1%% half an hour late); a left outer "+
 		"join on the id with `click.t BETWEEN impression.t AND impression.t + 1 hour`, watermark delays 10 and 20 minutes, "+
-		"no-data batches as AvailableNow runs them, output discarded. Ours: `joinbench run` parses the files and drives the join "+
+		"one no-data batch after the last file as AvailableNow runs them over a backlog, output discarded. Ours: `joinbench run` parses the files and drives the join "+
 		"operator as the stream host does (bench/cmd/joinbench; the operator only, not a join query's Delta reads and writes); Spark: "+
 		"bench/spark_join.py, JSON file source (maxFilesPerTrigger 1), withWatermark per side, the same join, noop sink, "+
 		"Trigger.AvailableNow, local[2]. Events/s counts both sides; the state's bytes per buffered row (ours, at its peak) is in "+
