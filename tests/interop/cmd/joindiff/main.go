@@ -14,7 +14,11 @@
 //
 //	{"types": ["inner", ...], "lower_us": -5000000, "upper_us": 10000000,
 //	 "left_delay_ms": 20000, "right_delay_ms": 30000,
-//	 "steps": [{"left": [[id, key|null, t_us], ...], "right": [...]}, ...]}
+//	 "steps": [{"left": [[id, key|null, t_us], ...], "right": [...], "more": [{"left": ...}]}, ...]}
+//
+// Each step is one file (left and right rows) plus the files in "more", each its own data
+// batch, with a no-data batch only after the step's last file (Spark runs one only when no new
+// data is available).
 //
 // Output: {"<type>": [{"step": s, "no_data": bool, "late_ms": W_late, "watermark_ms": W,
 // "dropped": n, "rows": [[left id|null, right id|null], ...]}, ...], ...}; a left_semi row is
@@ -44,9 +48,17 @@ type workload struct {
 // row is [id, key or null, event time µs].
 type row [3]*int64
 
-type step struct {
+// file is one file of the source: one micro-batch.
+type file struct {
 	Left  []row `json:"left"`
 	Right []row `json:"right"`
+}
+
+// step is what arrives before one processAllAvailable(): a file, and More files written with
+// it, which Spark (maxFilesPerTrigger 1) runs as one data batch each.
+type step struct {
+	file
+	More []file `json:"more"`
 }
 
 type batch struct {
@@ -158,23 +170,28 @@ func runType(wl *workload, name string) ([]batch, error) {
 		return evict, nil
 	}
 	for s, st := range wl.Steps {
-		left, err := input(st.Left, "left")
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", s, err)
-		}
-		right, err := input(st.Right, "right")
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", s, err)
-		}
-		evict, err := runBatch(s, left, right)
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", s, err)
-		}
-		if next := wm.EndBatch(); spec.ShouldRunNoDataBatch(next, evict) {
-			if _, err := runBatch(s, nil, nil); err != nil {
-				return nil, fmt.Errorf("step %d, no-data batch: %w", s, err)
+		for f, fl := range append([]file{st.file}, st.More...) {
+			left, err := input(fl.Left, "left")
+			if err != nil {
+				return nil, fmt.Errorf("step %d file %d: %w", s, f, err)
 			}
-			wm.EndBatch()
+			right, err := input(fl.Right, "right")
+			if err != nil {
+				return nil, fmt.Errorf("step %d file %d: %w", s, f, err)
+			}
+			evict, err := runBatch(s, left, right)
+			if err != nil {
+				return nil, fmt.Errorf("step %d file %d: %w", s, f, err)
+			}
+			// Spark plans a no-data batch only when no new data is available: while files
+			// remain, the next one's data batch takes its place.
+			next := wm.EndBatch()
+			if f == len(st.More) && spec.ShouldRunNoDataBatch(next, evict) {
+				if _, err := runBatch(s, nil, nil); err != nil {
+					return nil, fmt.Errorf("step %d, no-data batch: %w", s, err)
+				}
+				wm.EndBatch()
+			}
 		}
 	}
 	return out, nil

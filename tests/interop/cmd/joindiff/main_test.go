@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,5 +40,35 @@ func TestRunRejects(t *testing.T) {
 		if err := run(strings.NewReader(in), &bytes.Buffer{}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestRunBacklog is JV4's two steps as two files of one step: no no-data batch runs between
+// them (Spark runs one only when no new data is available), so the second file is judged late
+// against W = 0, not 10 s, and its four rows pair up instead of two being dropped.
+func TestRunBacklog(t *testing.T) {
+	in := `{"types": ["inner"], "lower_us": -5000000, "upper_us": 5000000,
+	  "left_delay_ms": 10000, "right_delay_ms": 10000,
+	  "steps": [{"left": [[1, 1, 20000000]], "right": [[2, 1, 20000000]],
+	             "more": [{"left": [[3, 1, 10000000], [4, 1, 10001000]], "right": [[5, 1, 10000000], [6, 1, 10001000]]}]}]}`
+	var out bytes.Buffer
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string][]batch
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	b := got["inner"]
+	if len(b) != 2 || b[0].WatermarkMs != 0 || b[1].LateMs != 0 || b[1].WatermarkMs != 10000 || b[1].Dropped != 0 || b[1].NoData {
+		t.Fatalf("batches %+v, want two data batches, the second judged late at 0 and evicting at 10 s", b)
+	}
+	var pairs []string
+	for _, r := range b[1].Rows {
+		pairs = append(pairs, fmt.Sprintf("%d-%d", *r[0], *r[1]))
+	}
+	slices.Sort(pairs)
+	if want := []string{"3-5", "3-6", "4-5", "4-6"}; !slices.Equal(pairs, want) {
+		t.Errorf("second batch pairs %v, want %v", pairs, want)
 	}
 }
