@@ -19,7 +19,9 @@
 #   --no-kafka   no Kafka stage
 #   --join       also measure the stream-stream join (issue 18): the same 1M events in micro-batch
 #                files through our join operator (bench/cmd/joinbench) and Spark's stream-stream
-#                join (bench/spark_join.py). On by default in a full run, off in --quick.
+#                join (bench/spark_join.py). On by default in a full run (Spark's side costs about
+#                100 CPU seconds: under 2 minutes on 2 quiet cores, 5 at load average 17-24), off
+#                in --quick.
 #   --no-join    no join stage
 #
 # Defaults: --sizes 1M,10M --keys 1k,100k --backends file,minio. The anchors use the interop
