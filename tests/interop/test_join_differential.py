@@ -12,8 +12,9 @@ which drives join.Operator with join.Watermarks as a stream host does.
 
 Workloads are seeded: skewed keys (two hot keys take half the rows), null keys, rows up to 1.6x
 their side's delay behind its frontier (so some are behind the watermark, some exactly on a
-boundary at µs precision), exact resends of earlier rows, several steps, three (lower, upper,
-delays) shapes. MEDALLION_JOIN_DIFF_SEEDS=N runs seeds 1..N (default 1: each seed costs Spark
+boundary at µs precision), exact resends of earlier rows, several steps, some of them a backlog
+of 2-3 files read one a batch (maxFilesPerTrigger 1: no no-data batch between them, so the late
+watermark lags), three (lower, upper, delays) shapes. MEDALLION_JOIN_DIFF_SEEDS=N runs seeds 1..N (default 1: each seed costs Spark
 about a minute per shape on 2 idle cores).
 
 The one deliberate difference (spec §9.2): in a full outer join Spark pairs null keys, emitting
@@ -68,7 +69,7 @@ def workload(seed: int, shape: str) -> dict:
         # generator can tell (it ignores null keys and no-data batches, which is good enough to
         # land rows on, just below and just above it).
         w_est = min(node.values())
-        frontier += rng.randint(0, 10) * 1_000_000
+        frontier += rng.randint(0, 10) * (max(ldelay, rdelay) + upper) * 100  # µs: 0 to delay + upper
         for side in ("left", "right"):
             for _ in range(rng.randint(0, 7)):
                 u = rng.random()
@@ -92,9 +93,27 @@ def workload(seed: int, shape: str) -> dict:
         for side in ("left", "right"):
             if step[side]:
                 node[side] = max(node[side], max(t for _, _, t in step[side]) // 1000 - delay[side])
+        if rng.random() < 0.35:
+            step = split_files(rng, step)
         steps.append(step)
     return {"types": TYPES, "lower_us": lower * 1000, "upper_us": upper * 1000,
             "left_delay_ms": ldelay, "right_delay_ms": rdelay, "steps": steps}
+
+
+def split_files(rng: random.Random, step: dict) -> dict:
+    """Spreads a step's rows over 2 or 3 files written together: a backlog, which Spark reads one
+    file a batch (maxFilesPerTrigger 1) with no no-data batch in between."""
+    n = rng.randint(2, 3)
+    files = [{"left": [], "right": []} for _ in range(n)]
+    for side in ("left", "right"):
+        for row in step[side]:
+            files[rng.randrange(n)][side].append(row)
+    files = [f for f in files if f["left"] or f["right"]]
+    return {**files[0], "more": files[1:]}
+
+
+def step_files(step: dict) -> list[dict]:
+    return [{"left": step["left"], "right": step["right"]}] + step.get("more", [])
 
 
 @pytest.fixture(scope="session")
@@ -133,7 +152,7 @@ def spark_batches(spark, tmp: Path, wl: dict) -> dict[str, list[dict]]:
     src_dir.mkdir()
     schema = T.StructType([T.StructField("side", T.StringType()), T.StructField("id", T.LongType()),
                            T.StructField("k", T.LongType()), T.StructField("t_us", T.LongType())])
-    src = spark.readStream.schema(schema).json(str(src_dir))
+    src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src_dir))
 
     def side(name: str, p: str, delay_ms: int):
         return (src.where(F.col("side") == name)
@@ -160,13 +179,18 @@ def spark_batches(spark, tmp: Path, wl: dict) -> dict[str, list[dict]]:
     step_end: dict[str, list[int]] = {jt: [] for jt in wl["types"]}
     try:
         t0 = time.monotonic()
+        mtime = int(time.time())
         for s, step in enumerate(wl["steps"]):
-            lines = [json.dumps({"side": "L" if sd == "left" else "R", "id": i, "k": k, "t_us": t})
-                     for sd in ("left", "right") for i, k, t in step[sd]]
-            # Written aside and renamed in: the file source must never list a partial file.
-            part = tmp / f".step-{s:04d}.json"
-            part.write_text("\n".join(lines) + "\n")
-            part.rename(src_dir / f"step-{s:04d}.json")
+            for f, fl in enumerate(step_files(step)):
+                lines = [json.dumps({"side": "L" if sd == "left" else "R", "id": i, "k": k, "t_us": t})
+                         for sd in ("left", "right") for i, k, t in fl[sd]]
+                # Written aside and renamed in: the file source must never list a partial file.
+                # It takes files oldest first: distinct modification times fix the order.
+                part = tmp / f".step-{s:04d}-{f}.json"
+                part.write_text("\n".join(lines) + "\n")
+                mtime += 1
+                os.utime(part, (mtime, mtime))
+                part.rename(src_dir / f"step-{s:04d}-{f}.json")
             for jt, q in queries.items():
                 q.processAllAvailable()
                 step_end[jt].append(max(got[jt]))
@@ -200,12 +224,19 @@ def full_outer_expectation(wl: dict, batches: list[dict]) -> list[list]:
     """Spark's full outer rows per batch, with its (Lnull, Rnull) pairs turned into medallion's
     null-extended rows (spec §9.2), each in the first batch at or after its arrival whose state
     watermark evicts it."""
-    info = {}  # id -> (side, t_us, arrival step) of the null-key rows
+    info = {}  # id -> (side, t_us, (step, file)) of the null-key rows
     for s, step in enumerate(wl["steps"]):
-        for sd in ("left", "right"):
-            for i, k, t in step[sd]:
-                if k is None:
-                    info[i] = (sd, t, s)
+        for f, fl in enumerate(step_files(step)):
+            for sd in ("left", "right"):
+                for i, k, t in fl[sd]:
+                    if k is None:
+                        info[i] = (sd, t, (s, f))
+    # Each batch's place: (step, index within the step); file f of a step is its batch f.
+    place, prev, j = [], None, 0
+    for b in batches:
+        j = j + 1 if b["step"] == prev else 0
+        prev = b["step"]
+        place.append((b["step"], j))
     paired = set()
     rows = []
     for b in batches:
@@ -220,7 +251,7 @@ def full_outer_expectation(wl: dict, batches: list[dict]) -> list[list]:
     for i in sorted(paired):
         sd, t, arrival = info[i]
         for n, b in enumerate(batches):
-            if b["step"] < arrival:
+            if place[n] < arrival:
                 continue
             w = b["watermark_ms"]
             state_wm = w - upper_ms - 1 if sd == "left" else w + lower_ms - 1
@@ -272,7 +303,8 @@ def test_join_differential(spark, joindiff_bin, tmp_path, seed, shape):
     # The workload must exercise what it is meant to: late rows, null keys, no-data batches,
     # null-extended rows.
     assert sum(b["dropped"] for b in theirs["full_outer"]) > 0, "no late row in the workload"
-    assert any(k is None for st in wl["steps"] for sd in ("left", "right") for _, k, _ in st[sd])
+    assert any(k is None for st in wl["steps"] for fl in step_files(st) for sd in ("left", "right")
+               for _, k, _ in fl[sd])
     assert len(theirs["inner"]) > len(wl["steps"]), "no no-data batch in the workload"
     assert any(None in r for b in theirs["full_outer"] for r in b["rows"]), "no null-extended row"
     check(ours, theirs, wl)
