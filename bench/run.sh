@@ -5,7 +5,7 @@
 # promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
-#                [--no-anchors] [--kafka|--no-kafka] [-- extra benchrun flags]
+#                [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [-- extra benchrun flags]
 #
 #   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
 #                BenchmarkStreamMemory: a few minutes on a quiet machine
@@ -17,6 +17,12 @@
 #                1M records; its jars fetched from Maven Central into the same cache). On by
 #                default in a full run when the broker can be installed (java, mvn), off in --quick.
 #   --no-kafka   no Kafka stage
+#   --join       also measure the stream-stream join (issue 18): the same 1M events in micro-batch
+#                files through our join operator (bench/cmd/joinbench) and Spark's stream-stream
+#                join (bench/spark_join.py). On by default in a full run (Spark's side costs about
+#                100 CPU seconds: under 2 minutes on 2 quiet cores, 5 at load average 17-24), off
+#                in --quick.
+#   --no-join    no join stage
 #
 # Defaults: --sizes 1M,10M --keys 1k,100k --backends file,minio. The anchors use the interop
 # virtualenv and Spark's Delta jars (scripts/interop.sh setup, cached); MinIO is started with
@@ -27,7 +33,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto join=auto
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -35,13 +41,15 @@ while [[ $# -gt 0 ]]; do
     --keys) keys="$2"; shift 2 ;;
     --backends) backends="$2"; shift 2 ;;
     --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms benchskip=BenchmarkStreamMemory
-      [[ "$kafka" == auto ]] && kafka=false; shift ;;
+      [[ "$kafka" == auto ]] && kafka=false; [[ "$join" == auto ]] && join=false; shift ;;
     --kafka) kafka=true; shift ;;
     --no-kafka) kafka=false; shift ;;
+    --join) join=true; shift ;;
+    --no-join) join=false; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--join|--no-join]" >&2; exit 2 ;;
   esac
 done
 
@@ -62,6 +70,8 @@ log "building medallion and benchrun"
 go build -o "$bin/medallion" ./cmd/medallion
 go build -o "$bin/benchrun" ./bench/cmd/benchrun
 go build -o "$bin/benchprof" ./bench/cmd/benchprof
+go build -o "$bin/joinbench" ./bench/cmd/joinbench
+[[ "$join" == auto ]] && join=true
 
 python=""
 if $anchors; then
@@ -109,6 +119,7 @@ fi
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
   --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
-  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')${extra[*]:+ -- ${extra[*]}}" \
+  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')$($join && echo ' --join')${extra[*]:+ -- ${extra[*]}}" \
+  --join="$join" --joinbench "$bin/joinbench" \
   "${kafka_flags[@]}" "${extra[@]}"
 log "wrote bench/RESULTS.md and bench/results.svg"
