@@ -153,13 +153,9 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 	if err != nil {
 		return "", err
 	}
-	var st streamState
-	if o.Join != nil {
-		// A join's checkpoint may list both sides' offsets (readJoinState).
-		st, _, err = readJoinState(ctx, objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint))
-	} else {
-		st, err = readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint)))
-	}
+	// readJoinState reads a source query's checkpoint as readStreamState does, and a join
+	// query's too, whose offsets may list both sides' offsets.
+	st, _, err := readJoinState(ctx, objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint))
 	if errors.Is(err, errNoStream) {
 		o.Logger.Info("late: nothing to "+what, "reason", err)
 		return "", nil
