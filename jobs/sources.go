@@ -197,12 +197,11 @@ func MergeLateSources(ctx context.Context, env Env, goldName string) (MergeLateR
 				return rep, fmt.Errorf("join %s: %w", j.Name, err)
 			}
 		}
-		q, ok := specs.JoinGoldQuery(j)
-		if !ok || !hasGold(q.Gold, goldName) {
+		if !hasGold(j.Gold, goldName) {
 			continue
 		}
 		opts := lateOptions(env, goldName)
-		opts.Query = q
+		opts.Query, opts.Join = late.JoinQuery(j), &j
 		r, err := late.MergeLate(ctx, opts)
 		rep.Queries = append(rep.Queries, QueryMergeReport{Source: j.Name, MergeReport: r})
 		if err != nil {
@@ -222,12 +221,12 @@ type QueryReplayReport struct {
 // source's from its own silver (or bronze), each join's from the joined table.
 func ReplaySources(ctx context.Context, env Env, goldName string, r late.Range, progress func(late.ReplayProgress)) ([]QueryReplayReport, error) {
 	out := []QueryReplayReport{}
-	run := func(name string, q spec.Query, ok bool) error {
-		if !ok || !hasGold(q.Gold, goldName) {
+	run := func(name string, q spec.Query, j *spec.Join) error {
+		if !hasGold(q.Gold, goldName) {
 			return nil
 		}
 		opts := lateOptions(env, goldName)
-		opts.Query = q
+		opts.Query, opts.Join = q, j
 		opts.Progress = progress
 		rep, err := late.Replay(ctx, opts, r)
 		out = append(out, QueryReplayReport{Source: name, ReplayReport: rep})
@@ -237,14 +236,13 @@ func ReplaySources(ctx context.Context, env Env, goldName string, r late.Range, 
 		return nil
 	}
 	for _, s := range env.Config.AllSources() {
-		q, ok := specs.SourceQuery(env.Config, s.Name)
-		if err := run(s.Name, q, ok); err != nil {
+		q, _ := specs.SourceQuery(env.Config, s.Name)
+		if err := run(s.Name, q, nil); err != nil {
 			return out, err
 		}
 	}
 	for _, j := range specs.Joins(env.Config) {
-		q, ok := specs.JoinGoldQuery(j)
-		if err := run(j.Name, q, ok); err != nil {
+		if err := run(j.Name, late.JoinQuery(j), &j); err != nil {
 			return out, err
 		}
 	}

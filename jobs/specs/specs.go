@@ -110,25 +110,6 @@ func joinInput(cfg *config.Pipeline, name string) spec.JoinInput {
 		Watermark: spec.Watermark{Delay: src.Stream.Watermark.Duration, Set: src.Stream.Watermark.IsSet()}}
 }
 
-// JoinGoldQuery is the query late/ runs merge-late and replay of a join's aggregations with: its
-// silver is the joined table, its checkpoint the join's (whose offsets carry the watermark the
-// aggregations saw), its gold the aggregations over the join (TimeColumn set), its event time
-// the default time column. ok is false when the join has no aggregations.
-func JoinGoldQuery(j spec.Join) (spec.Query, bool) {
-	if len(j.Gold) == 0 {
-		return spec.Query{}, false
-	}
-	return spec.Query{
-		Name:      j.Name,
-		Tables:    spec.Tables{Silver: j.Table, Checkpoint: j.Checkpoint},
-		Rules:     silver.Rules{EventTime: j.Left.EventTime},
-		Watermark: spec.Watermark{Set: j.Left.Watermark.Set || j.Right.Watermark.Set},
-		Trigger:   j.Trigger,
-		State:     j.State,
-		Gold:      j.Gold,
-	}, true
-}
-
 // Trigger is a config trigger as the stream runs it (an unset trigger stays unset).
 func Trigger(t config.Trigger) spec.Trigger {
 	return spec.Trigger{Kind: spec.TriggerKind(t.Kind), Interval: t.Interval}
