@@ -2,11 +2,9 @@ package late
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/join"
@@ -15,7 +13,6 @@ import (
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
-	tsource "github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -251,30 +248,20 @@ func readJoinState(ctx context.Context, ckb objstore.Bucket) (streamState, joinI
 	if err != nil {
 		return st, joinInputs{}, fmt.Errorf("late: join checkpoint %s: %w", key, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) < 2 {
-		_, err := checkpoint.ParseOffsets(key, data)
-		return st, joinInputs{}, fmt.Errorf("late: %w", err)
-	}
-	// The watermark is on the metadata line, whatever follows it.
-	e, err := checkpoint.ParseOffsets(key, []byte(lines[0]+"\n"+lines[1]+"\n-"))
+	e, err := checkpoint.ParseOffsets(key, data)
 	if err != nil {
 		return st, joinInputs{}, fmt.Errorf("late: %w", err)
 	}
 	st.evictMs = e.BatchWatermarkMs
-	if len(lines) < 4 {
+	if len(e.Sources) < 2 {
 		return st, joinInputs{}, nil
 	}
 	in := joinInputs{known: true}
 	for k, dst := range []*int64{&in.left, &in.right} {
-		line := lines[2+k]
-		if line == "-" {
+		o := e.Sources[k]
+		if o == nil {
 			*dst = -1
 			continue
-		}
-		var o tsource.Offset
-		if err := json.Unmarshal([]byte(line), &o); err != nil {
-			return st, joinInputs{}, fmt.Errorf("late: %w: %s line %d: %v", checkpoint.ErrBad, key, 3+k, err)
 		}
 		// The offset is the position after file Index of the version (-1: before its
 		// first file), so the batch read everything up to the version before.
