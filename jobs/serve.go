@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -48,7 +47,7 @@ func NewServer(env Env) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env.Lake = objstore.WithMetrics(env.Lake, reg, "lake")
-	if env.Config.Landing.Kind == config.LandingKafka {
+	if hasKafkaSource(env.Config) {
 		reg.MustRegister(newKafkaLagCollector(env))
 	}
 	host, _ := os.Hostname()
