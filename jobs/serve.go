@@ -62,7 +62,7 @@ func NewServer(env Env) (*Server, error) {
 	if webhook && !hasJob(catalog, "ingest") {
 		// Notifications are hints; a periodic listing catches every object whose event was lost.
 		catalog = append(catalog, Scheduled{Name: "ingest", Schedule: "@every " + notify.Reconcile.Duration.String(),
-			Run: func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }})
+			Run: Lookup("ingest")}) // every source, as the scheduled ingest
 	}
 	sched, err := NewScheduler(env, leases, reg, catalog)
 	if err != nil {
