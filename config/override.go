@@ -206,10 +206,17 @@ func (p *Pipeline) ApplyEnv(lookup func(string) (string, bool)) {
 		p.S3.Region = "us-east-1"
 	}
 	p.Landing.Notify.Token = WebhookToken(first("MEDALLION_WEBHOOK_TOKEN"))
-	if k := p.Landing.Kafka; k != nil && p.Landing.Kind == LandingKafka && len(k.Brokers) == 0 {
-		for _, b := range strings.Split(first("KAFKA_BROKERS"), ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				k.Brokers = append(k.Brokers, b)
+	// Every Kafka source without brokers of its own takes KAFKA_BROKERS.
+	landings := []*Landing{&p.Landing}
+	for i := range p.Sources {
+		landings = append(landings, &p.Sources[i].Landing)
+	}
+	for _, l := range landings {
+		if k := l.Kafka; k != nil && l.Kind == LandingKafka && len(k.Brokers) == 0 {
+			for _, b := range strings.Split(first("KAFKA_BROKERS"), ",") {
+				if b = strings.TrimSpace(b); b != "" {
+					k.Brokers = append(k.Brokers, b)
+				}
 			}
 		}
 	}

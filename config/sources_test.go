@@ -257,3 +257,21 @@ func FuzzJoinsConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestKafkaSourceBrokersFromEnv: a Kafka source of sources: without brokers takes
+// KAFKA_BROKERS, as the top-level landing does.
+func TestKafkaSourceBrokersFromEnv(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(twoSources, "    stream: {event_time: click_time", "    landing: {kind: kafka, kafka: {topic: clicks}}\n    stream: {event_time: click_time", 1)), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ApplyEnv(func(k string) (string, bool) {
+		if k == "KAFKA_BROKERS" {
+			return "b1:9092, b2:9092", true
+		}
+		return "", false
+	})
+	if got := p.Sources[0].Landing.Kafka.Brokers; len(got) != 2 || got[0] != "b1:9092" || got[1] != "b2:9092" {
+		t.Errorf("brokers %v", got)
+	}
+}

@@ -244,16 +244,40 @@ func (c *kafkaLagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 }
 
+// Collect measures every Kafka source's lag (a several-source config may have more than one;
+// their topics tell them apart). up is 1 only when every source's brokers answered.
 func (c *kafkaLagCollector) Collect(ch chan<- prometheus.Metric) {
-	r := KafkaLagReport(context.Background(), c.env)
-	if r == nil || r.Problem != "" {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
+	up := 1.0
+	seen := map[string]bool{}
+	for _, src := range c.env.Config.AllSources() {
+		se, ok := c.env.ForSource(src.Name)
+		if !ok || src.Landing.Kind != config.LandingKafka {
+			continue
+		}
+		r := KafkaLagReport(context.Background(), se)
+		if r == nil || r.Problem != "" {
+			up = 0
+			continue
+		}
+		for _, l := range r.Partitions {
+			p := strconv.Itoa(int(l.Partition))
+			if seen[l.Topic+"/"+p] {
+				continue // two sources reading one topic: one series
+			}
+			seen[l.Topic+"/"+p] = true
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Lag), l.Topic, p)
+			ch <- prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, float64(l.End), l.Topic, p)
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	for _, l := range r.Partitions {
-		p := strconv.Itoa(int(l.Partition))
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Lag), l.Topic, p)
-		ch <- prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, float64(l.End), l.Topic, p)
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+}
+
+// hasKafkaSource reports whether any source of cfg reads Kafka.
+func hasKafkaSource(cfg *config.Pipeline) bool {
+	for _, s := range cfg.AllSources() {
+		if s.Landing.Kind == config.LandingKafka {
+			return true
+		}
 	}
+	return false
 }

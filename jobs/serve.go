@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -48,7 +47,7 @@ func NewServer(env Env) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env.Lake = objstore.WithMetrics(env.Lake, reg, "lake")
-	if env.Config.Landing.Kind == config.LandingKafka {
+	if hasKafkaSource(env.Config) {
 		reg.MustRegister(newKafkaLagCollector(env))
 	}
 	host, _ := os.Hostname()
@@ -63,7 +62,7 @@ func NewServer(env Env) (*Server, error) {
 	if webhook && !hasJob(catalog, "ingest") {
 		// Notifications are hints; a periodic listing catches every object whose event was lost.
 		catalog = append(catalog, Scheduled{Name: "ingest", Schedule: "@every " + notify.Reconcile.Duration.String(),
-			Run: func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }})
+			Run: Lookup("ingest")}) // every source, as the scheduled ingest
 	}
 	sched, err := NewScheduler(env, leases, reg, catalog)
 	if err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
@@ -213,5 +216,29 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestWebhookQueuesEveryFileSource: the webhook queues the keys of every files source's landing
+// prefix (a Kafka source has none) and ignores the rest.
+func TestWebhookQueuesEveryFileSource(t *testing.T) {
+	cfg := testutil.Pipeline(t, "lake: "+t.TempDir()+"\n"+severalSources)
+	cfg.Landing.Notify.Mode = "webhook"
+	cfg.Serve.Listen = "127.0.0.1:0"
+	env, err := NewEnv(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := newNotifier(env, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := eventBody("landing/events/a.json", "landing/clicks/b.json", "landing/orders/c.json", "elsewhere/d.json")
+	if code := postEvent(n, "", body); code != http.StatusNoContent {
+		t.Fatalf("status %d, want 204", code)
+	}
+	want := map[string]bool{"landing/events/a.json": true, "landing/clicks/b.json": true}
+	if !maps.Equal(n.pending, want) {
+		t.Fatalf("queued %v, want %v", n.pending, want)
 	}
 }

@@ -26,6 +26,8 @@ sources:
       - {name: ad_id,      type: string}
       - {name: click_time, type: timestamp, required: true}
     stream: {event_time: click_time, watermark: 30m, dedup: [click_id]}
+    expectations:
+      - {name: ad_is_even, expect: "ad_id IN ('ad0', 'ad2')"}   # warn: counted, kept
 gold:
   - name: events_5m
     window: {type: tumbling, size: 5m}
@@ -245,6 +247,35 @@ func TestTwoFileSources(t *testing.T) {
 			t.Errorf("report source %s: bronze %q, input rows %v, silver rows %v, validation rejects %v; bronze holds %d rows, silver %d, 1 row lacks its time",
 				s.Name, s.Bronze, s.InputRows, s.SilverRows, s.ValidationRejects, bronzeRows, silverRows)
 		}
+	}
+
+	// check judges the one source with expectations on its own silver: ids i%3 give ad0, ad1,
+	// ad2, so the clicks with i%3 == 1 fail (counted here from the lines written).
+	out, err = runCLI(t, "check", "--config", cfg, "--json")
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	var chk struct {
+		Sources []struct {
+			Source string `json:"source"`
+			Check  struct {
+				Table        string `json:"table"`
+				Expectations []struct {
+					Passed, Failed int64
+				} `json:"expectations"`
+			} `json:"check"`
+		} `json:"sources"`
+	}
+	wantFailed := int64(0)
+	for i := range clGood {
+		if i%3 == 1 {
+			wantFailed++
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &chk); err != nil || len(chk.Sources) != 1 || chk.Sources[0].Source != "clicks" ||
+		chk.Sources[0].Check.Table != "silver/clicks" || len(chk.Sources[0].Check.Expectations) != 1 ||
+		chk.Sources[0].Check.Expectations[0].Failed != wantFailed || chk.Sources[0].Check.Expectations[0].Passed != int64(clGood)-wantFailed {
+		t.Fatalf("check --json: %v\n%s", err, out)
 	}
 
 	// A name that is neither a source nor (for stream) a join is a bad command line.

@@ -18,6 +18,26 @@ func TestRunSummariesOneCasing(t *testing.T) {
 	if out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "3000", "--files", "3", "--seed", "5"); err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
+	checkSummaries(t, cfg)
+}
+
+// TestRunSummariesSeveralSources: the several-source summaries (sources, joins and queries
+// lists) keep the same rules.
+func TestRunSummariesSeveralSources(t *testing.T) {
+	lake := t.TempDir()
+	cfg := twoSourceConfig(t, lake)
+	for _, args := range [][]string{{}, {"--source", "clicks"}} {
+		if out, err := runGenCLI(t, append([]string{"gen", "--config", cfg, "--events", "2000", "--files", "2", "--seed", "5"}, args...)...); err != nil {
+			t.Fatalf("gen %v: %v\n%s", args, err, out)
+		}
+	}
+	checkSummaries(t, cfg)
+}
+
+// checkSummaries runs every job on cfg and checks each summary's field names: camelCase, never
+// null, each documented in the README.
+func checkSummaries(t *testing.T, cfg string) {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
