@@ -3,9 +3,13 @@ package gold
 import (
 	"cmp"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // TestSortKeysMatchesBytes: sortKeys (8-byte prefixes after the common prefix, bytes on ties)
@@ -88,4 +92,49 @@ func TestEmitOrderManyWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEmitGrowsOutOnce: a batch that closes many windows reserves gold's columns once
+// (growOut) instead of growing them append by append, which allocated about four times their
+// final size on the way (Go grows a large slice by 1.25x). The second of two equal emits is
+// measured, so the operator's own buffers are warm.
+func TestEmitGrowsOutOnce(t *testing.T) {
+	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}}
+	op := mustAgg(t, AggConfig{Window: mustTumbling(t, 5*minute), Mode: Append, NumKeys: 1, Aggs: aggs})
+	const keys = 60_000
+	var allocated, held uint64
+	for round := range 2 {
+		in := &Input{Columns: []Column{{Float64: make([]float64, keys)}}}
+		for k := range keys {
+			in.EventTime = append(in.EventTime, int64(round)*hour+int64(k%300)*second)
+			in.Keys.Append(table.AppendKeyString(nil, "device-"+strconv.Itoa(k)))
+		}
+		if _, err := op.ProcessBatch(in, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		out, err := table.NewBatch(goldSchema(aggs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		if _, err := op.ProcessBatch(&Input{Columns: []Column{{Float64: []float64{}}}, Out: out}, 0, (int64(round)*hour+10*minute)/1000); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1)
+		if out.Len() != keys {
+			t.Fatalf("round %d: %d rows emitted, want %d", round, out.Len(), keys)
+		}
+		allocated, held = m1.TotalAlloc-m0.TotalAlloc, 0
+		for _, c := range out.Columns {
+			held += uint64(8*(cap(c.Int64)+cap(c.Float64)) + cap(c.Data) + 4*cap(c.Offsets))
+			for _, ch := range c.Children {
+				held += uint64(8 * cap(ch.Int64))
+			}
+		}
+	}
+	if allocated > held+held/2 {
+		t.Fatalf("emitting %d rows allocated %d bytes for columns that hold %d", keys, allocated, held)
+	}
+	t.Logf("emit allocated %d bytes, the columns hold %d", allocated, held)
 }

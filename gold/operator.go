@@ -688,6 +688,7 @@ func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
 		if err := a.checkOut(out); err != nil {
 			return err
 		}
+		a.growOut(out, len(a.emitSlots))
 		for _, s := range a.emitSlots {
 			if err := a.appendColumns(out, s); err != nil {
 				return err
@@ -929,6 +930,27 @@ func (a *Aggregation) countingPasses(slots []int32, ranks, windows int, window f
 		count[w]++
 	}
 	a.sortCount = count
+}
+
+// growOut reserves n more rows in every gold column (and, in the key columns, the live keys'
+// average bytes for each) before the rows are appended: a batch that closes a backlog's
+// windows emits a million groups, and growing its columns append by append copied them over
+// and over and left the old arrays to the collector.
+func (a *Aggregation) growOut(out *table.Batch, n int) {
+	if n == 0 {
+		return
+	}
+	keyBytes := 0
+	if k, nk := a.keyIDs.len(), a.cfg.NumKeys; k > 0 && nk > 0 {
+		keyBytes = n * ((len(a.keyArena)-a.keyGarbage)/k + 1) / nk
+	}
+	for i := range out.Columns {
+		if i >= 1 && i <= a.cfg.NumKeys {
+			out.Columns[i].Grow(n, keyBytes)
+		} else {
+			out.Columns[i].Grow(n, 0)
+		}
+	}
 }
 
 // checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,
