@@ -42,6 +42,12 @@ const (
 	// Delta bronze table from the whole topic. The plot leaves them out.
 	StageKafkaGen    = "kafka-gen"
 	StageKafkaIngest = "kafka-ingest"
+
+	// The join stage (bench/run.sh --join, issue 18): the same micro-batch files through
+	// medallion's stream-stream join operator (bench/cmd/joinbench) and Spark's
+	// (bench/spark_join.py). Its case's events count both sides and its keys are the distinct
+	// join keys of the left side. The plot leaves it out.
+	StageJoin = "join"
 )
 
 // Run is one measured child process (or, for end to end, the sum of several).
@@ -65,6 +71,9 @@ type Run struct {
 	// Load is the machine's 1-, 5- and 15-minute load average (/proc/loadavg) as the stage
 	// began: on a shared machine wall time says little without it, CPU seconds more.
 	Load string
+	// StateBytesPerRow is, for our join stage, the join state's bytes per buffered row at its
+	// peak row count (join.Operator.StateBytes / StateRows); 0 elsewhere.
+	StateBytesPerRow float64
 }
 
 // OK reports whether the run completed and its numbers mean something.
@@ -145,6 +154,7 @@ var Pairs = []Pair{
 	{StageEndToEnd, EngineSpark, StageStream, "ingest + stream + merge-late vs Spark's streaming job"},
 	{StageReplay, EngineDeltaRS, StageReplay, "recompute 24h of gold from silver, overwrite"},
 	{StageKafkaIngest, EngineSpark, StageKafkaIngest, "Kafka topic -> Delta bronze, same records; Spark: Kafka source, from_json, Delta append"},
+	{StageJoin, EngineSpark, StageJoin, "the same micro-batch files through a stream-stream left outer join, output discarded; ours: the join operator"},
 }
 
 // Ratio is ours/theirs for one metric; NaN when either side is missing.

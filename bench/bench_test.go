@@ -245,3 +245,44 @@ func TestKafkaRatioAndTargets(t *testing.T) {
 		t.Errorf("Targets without the anchor:\n%s", got)
 	}
 }
+
+// Issue 18: our join stage is paired with Spark's join on the same case and judged at 10x
+// Spark's throughput and under 150 state bytes per buffered row. Figures by hand: 1M events in
+// 4 s on 2 CPU-s against Spark's 200 s on 300 CPU-s: 50x the throughput, 1/150 the CPU; 120 and
+// then 160 bytes a row.
+func TestJoinRatioAndTargets(t *testing.T) {
+	ours := Run{Engine: EngineOurs, Stage: StageJoin, Backend: "file", Events: 1_000_000, Keys: 500_000,
+		WallS: 4, CPUS: 2, MaxRSSKB: 100_000, Status: "ok", StateBytesPerRow: 120}
+	spark := ours
+	spark.Engine, spark.WallS, spark.CPUS, spark.MaxRSSKB, spark.StateBytesPerRow = EngineSpark, 200, 300, 1_000_000, 0
+	var found bool
+	for _, r := range Ratios([]Run{ours, spark}) {
+		if r.Pair.Stage != StageJoin {
+			continue
+		}
+		found = true
+		if math.Abs(r.Throughput-50) > 1e-9 || math.Abs(r.CPU-1.0/150) > 1e-12 {
+			t.Errorf("join ratio: throughput %v, CPU %v; want 50, 1/150", r.Throughput, r.CPU)
+		}
+	}
+	if !found {
+		t.Fatal("no ratio for the join stage")
+	}
+	got := strings.Join(Targets([]Run{ours, spark}), "\n")
+	for _, want := range []string{
+		"1M events, 500k keys, file: join 50x Spark's throughput (Spark spends 150x our CPU seconds), target 10x: met",
+		"1M events, 500k keys, file: join state 120 bytes per buffered row, target under 150: met",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Targets lack %q:\n%s", want, got)
+		}
+	}
+	ours.StateBytesPerRow, ours.WallS = 160, 40
+	got = strings.Join(Targets([]Run{ours, spark}), "\n")
+	for _, want := range []string{"join 5.00x Spark's throughput (Spark spends 150x our CPU seconds), target 10x: NOT met",
+		"join state 160 bytes per buffered row, target under 150: NOT met"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Targets lack %q:\n%s", want, got)
+		}
+	}
+}

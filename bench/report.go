@@ -80,7 +80,7 @@ func (r *Report) Markdown(plotFile string) string {
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rt.Case, rt.Pair.Stage, anchor,
 			ratio(rt.Throughput), ratio(rt.CPU), ratio(rt.RSS), ratio(rt.Wall), ratio(rt.Writes), rt.Pair.Why)
 	}
-	w("\n## Targets (issue 10; Kafka: issue 19)\n\n")
+	w("\n## Targets (issue 10; Kafka: issue 19; join: issue 18)\n\n")
 	for _, t := range Targets(r.Runs) {
 		w("- %s\n", t)
 	}
@@ -253,11 +253,35 @@ func Targets(runs []Run) []string {
 			}
 		}
 	}
+	out = append(out, joinTargets(runs, ratios)...)
 	for _, stage := range []string{StageStream, StageStreamBacklog} {
 		out = append(out, flatness(runs, stage)...)
 	}
 	if len(out) == 0 {
 		out = append(out, "no file-backend runs to check")
+	}
+	return out
+}
+
+// joinTargets checks issue 18's goals for the join stage: 10x Spark's throughput (events over
+// both sides) and under 150 bytes of state per buffered row.
+func joinTargets(runs []Run, ratios []Ratio) []string {
+	var out []string
+	for _, c := range Cases(runs) {
+		j, ok := oursRun(runs, StageJoin, c)
+		if !ok || !j.OK() {
+			continue
+		}
+		for _, rt := range ratios {
+			if rt.Case == c && rt.Pair.Stage == StageJoin && !math.IsNaN(rt.Throughput) {
+				out = append(out, fmt.Sprintf("%s: join %s Spark's throughput (Spark spends %s our CPU seconds), target 10x: %s",
+					c, ratio(rt.Throughput), ratio(1/rt.CPU), verdict(rt.Throughput >= 10)))
+			}
+		}
+		if j.StateBytesPerRow > 0 {
+			out = append(out, fmt.Sprintf("%s: join state %.0f bytes per buffered row, target under 150: %s",
+				c, j.StateBytesPerRow, verdict(j.StateBytesPerRow < 150)))
+		}
 	}
 	return out
 }

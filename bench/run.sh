@@ -5,7 +5,8 @@
 # promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
-#                [--no-anchors] [--kafka|--no-kafka] [--stages ingest,replay-24h,...] [-- extra benchrun flags]
+#                [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [--stages ingest,replay-24h,...]
+#                [-- extra benchrun flags]
 #
 #   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
 #                BenchmarkStreamMemory: a few minutes on a quiet machine
@@ -17,9 +18,15 @@
 #                1M records; its jars fetched from Maven Central into the same cache). On by
 #                default in a full run when the broker can be installed (java, mvn), off in --quick.
 #   --no-kafka   no Kafka stage
+#   --join       also measure the stream-stream join (issue 18): the same 1M events in micro-batch
+#                files through our join operator (bench/cmd/joinbench) and Spark's stream-stream
+#                join (bench/spark_join.py). On by default in a full run (Spark's side costs about
+#                100 CPU seconds: under 2 minutes on 2 quiet cores, 5 at load average 17-24), off
+#                in --quick.
+#   --no-join    no join stage
 #   --stages     only these stages and their anchors (default: all): ingest, stream, merge-late,
 #                replay-24h (or replay), end-to-end (or e2e), ingest-backlog, stream-backlog,
-#                kafka-ingest (or kafka). The stages a selected one reads from run too (replay
+#                kafka-ingest (or kafka), join. The stages a selected one reads from run too (replay
 #                needs ingest and stream), later ones and other anchors do not; e.g.
 #                `bench/run.sh --quick --no-micro --stages replay` is replay beside polars.
 #
@@ -32,7 +39,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto stages=""
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto join=auto stages=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,14 +47,16 @@ while [[ $# -gt 0 ]]; do
     --keys) keys="$2"; shift 2 ;;
     --backends) backends="$2"; shift 2 ;;
     --quick) sizes="1M" keys="1k" backends="file" benchtime=100ms benchskip=BenchmarkStreamMemory
-      [[ "$kafka" == auto ]] && kafka=false; shift ;;
+      [[ "$kafka" == auto ]] && kafka=false; [[ "$join" == auto ]] && join=false; shift ;;
     --kafka) kafka=true; shift ;;
     --no-kafka) kafka=false; shift ;;
+    --join) join=true; shift ;;
+    --no-join) join=false; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
     --stages) stages="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--stages ingest,replay-24h,...]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [--stages ingest,replay-24h,...]" >&2; exit 2 ;;
   esac
 done
 
@@ -68,6 +77,10 @@ log "building medallion and benchrun"
 go build -o "$bin/medallion" ./cmd/medallion
 go build -o "$bin/benchrun" ./bench/cmd/benchrun
 go build -o "$bin/benchprof" ./bench/cmd/benchprof
+go build -o "$bin/joinbench" ./bench/cmd/joinbench
+# A stage filter without the join stage runs no join.
+if [[ "$join" == auto && -n "$stages" && ",$stages," != *",join,"* ]]; then join=false; fi
+[[ "$join" == auto ]] && join=true
 
 python=""
 if $anchors; then
@@ -117,6 +130,7 @@ fi
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
   --sizes "$sizes" --keys "$keys" --backends "$backends" --stages "$stages" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
-  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')${stages:+ --stages $stages}${extra[*]:+ -- ${extra[*]}}" \
+  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')$($join && echo ' --join')${stages:+ --stages $stages}${extra[*]:+ -- ${extra[*]}}" \
+  --join="$join" --joinbench "$bin/joinbench" \
   "${kafka_flags[@]}" "${extra[@]}"
 log "wrote bench/RESULTS.md and bench/results.svg"

@@ -75,6 +75,12 @@ type Pipeline struct {
 	// Expectations are data-quality constraints on the source's rows, checked in order in the
 	// silver stage after the required columns and the event time. Optional.
 	Expectations []Expectation `yaml:"expectations,omitempty"`
+	// Sources are more sources besides the top-level one (named stream.name), each its own
+	// landing -> bronze -> silver chain and streaming query (DESIGN.md §8). Optional.
+	Sources []Source `yaml:"sources,omitempty"`
+	// Joins are stream-stream joins of two sources, each its own query (spec/stream-joins.md).
+	// Optional.
+	Joins []Join `yaml:"joins,omitempty"`
 	// Gold lists the aggregations computed by the stream. Required, at least one.
 	Gold []Gold `yaml:"gold"`
 	// Jobs are the schedules of the recurring jobs run by serve.
@@ -344,6 +350,13 @@ type Gold struct {
 	Aggregates []Aggregate `yaml:"aggregates"`
 	// OutputMode is append (default), update or complete.
 	OutputMode string `yaml:"output_mode"`
+	// Source names the input: a source or a join. Default: the top-level stream (stream.name).
+	// Read it through Pipeline.GoldSource, which applies the default.
+	Source string `yaml:"source,omitempty"`
+	// TimeColumn is the input column the windows are over. Default: the source's event time;
+	// for a join, the left source's event-time column as the joined table names it. Read it
+	// through Pipeline.GoldTimeColumn.
+	TimeColumn string `yaml:"time_column,omitempty"`
 }
 
 // Window types.
@@ -548,63 +561,19 @@ func unjoin(err error) []error {
 
 // ApplyDefaults fills every unset optional field with its documented default.
 func (p *Pipeline) ApplyDefaults() {
-	setStr := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	setInt := func(n *int, v int) {
-		if *n == 0 {
-			*n = v
-		}
-	}
-	// A value written but invalid (even "") is kept, so that Validate reports it.
-	setDur := func(d *Duration, v Duration) {
-		if !d.IsSet() && d.Err() == nil {
-			*d = v
-		}
-	}
-	setSize := func(b *ByteSize, v int64) {
-		if !b.IsSet() && b.Err() == nil {
-			*b = NewByteSize(v)
-		}
-	}
 	setStr(&p.Lake, "lake")
-	for i := range p.Expectations {
-		setStr(&p.Expectations[i].OnViolation, OnViolationWarn)
-	}
 	setStr(&p.S3.RequestChecksum, "when_required")
-	setStr(&p.Landing.Kind, LandingFiles)
-	if k := p.Landing.Kafka; k != nil {
-		setStr(&k.StartingOffsets, "earliest")
-		if k.MaxRecordsPerTrigger == 0 {
-			k.MaxRecordsPerTrigger = 1_000_000
-		}
-	}
-	setStr(&p.Landing.Path, "landing/events/")
-	setStr(&p.Landing.Format, "json")
-	setInt(&p.Landing.MaxFilesPerTrigger, 1000)
-	setSize(&p.Landing.MaxLineBytes, 1<<20)
-	setSize(&p.Landing.MaxDecompressedBytes, 1<<30)
-	setStr(&p.Landing.Notify.Mode, "poll")
-	setStr(&p.Landing.Notify.Path, "/s3-events")
-	setStr(&p.Landing.Notify.ARN, "arn:minio:sqs::PRIMARY:webhook")
-	setDur(&p.Landing.Notify.Reconcile, NewDuration(5*60e9))
-	setStr(&p.Tables.Bronze, "bronze/events")
-	setStr(&p.Tables.Rejects, "bronze/rejects")
-	setStr(&p.Tables.Silver, "silver/events")
+	defaultExpectations(p.Expectations)
+	defaultLanding(&p.Landing, "landing/events/")
+	defaultTables(&p.Tables, "bronze/events", "silver/events")
 	s := &p.Stream
 	setStr(&s.Name, "events")
-	setStr(&s.Checkpoint, "_checkpoints/"+s.Name)
-	setStr(&s.EventTime, "event_time")
-	setDur(&s.MaxFutureSkew, NewDuration(3600e9))
 	if s.Trigger.Kind == "" && s.Trigger.err == nil {
 		s.Trigger = Trigger{Kind: TriggerAvailableNow, text: string(TriggerAvailableNow)}
 	}
-	setInt(&s.MaxFilesPerTrigger, 1000)
-	setInt(&s.State.MinDeltasForSnapshot, 10)
-	setInt(&s.State.MinBatchesToRetain, 100)
-	setDur(&s.State.DedupRetention, s.Watermark)
+	defaultStream(s, s.Trigger)
+	p.defaultSources()
+	p.defaultJoins()
 	for i := range p.Gold {
 		g := &p.Gold[i]
 		if g.Name != "" {
@@ -637,6 +606,79 @@ func (p *Pipeline) ApplyDefaults() {
 	setDur(&p.Serve.ShutdownTimeout, NewDuration(30e9))
 	setStr(&p.Log.Level, "info")
 	setStr(&p.Log.Format, "auto")
+}
+
+func setStr(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+func setInt(n *int, v int) {
+	if *n == 0 {
+		*n = v
+	}
+}
+
+// setDur keeps a value written but invalid (even ""), so that Validate reports it.
+func setDur(d *Duration, v Duration) {
+	if !d.IsSet() && d.Err() == nil {
+		*d = v
+	}
+}
+
+func setSize(b *ByteSize, v int64) {
+	if !b.IsSet() && b.Err() == nil {
+		*b = NewByteSize(v)
+	}
+}
+
+func defaultExpectations(es []Expectation) {
+	for i := range es {
+		setStr(&es[i].OnViolation, OnViolationWarn)
+	}
+}
+
+// defaultLanding fills a source's landing; path is its default prefix.
+func defaultLanding(l *Landing, path string) {
+	setStr(&l.Kind, LandingFiles)
+	if k := l.Kafka; k != nil {
+		setStr(&k.StartingOffsets, "earliest")
+		if k.MaxRecordsPerTrigger == 0 {
+			k.MaxRecordsPerTrigger = 1_000_000
+		}
+	}
+	setStr(&l.Path, path)
+	setStr(&l.Format, "json")
+	setInt(&l.MaxFilesPerTrigger, 1000)
+	setSize(&l.MaxLineBytes, 1<<20)
+	setSize(&l.MaxDecompressedBytes, 1<<30)
+	setStr(&l.Notify.Mode, "poll")
+	setStr(&l.Notify.Path, "/s3-events")
+	setStr(&l.Notify.ARN, "arn:minio:sqs::PRIMARY:webhook")
+	setDur(&l.Notify.Reconcile, NewDuration(5*60e9))
+}
+
+// defaultTables fills a source's tables; the rejects table is shared by default.
+func defaultTables(t *Tables, bronze, silver string) {
+	setStr(&t.Bronze, bronze)
+	setStr(&t.Rejects, "bronze/rejects")
+	setStr(&t.Silver, silver)
+}
+
+// defaultStream fills a source's query settings; s.Name must be set. trigger is the default
+// trigger (the top-level stream's, for a source of sources:).
+func defaultStream(s *Stream, trigger Trigger) {
+	setStr(&s.Checkpoint, "_checkpoints/"+s.Name)
+	setStr(&s.EventTime, "event_time")
+	setDur(&s.MaxFutureSkew, NewDuration(3600e9))
+	if s.Trigger.Kind == "" && s.Trigger.err == nil {
+		s.Trigger = trigger
+	}
+	setInt(&s.MaxFilesPerTrigger, 1000)
+	setInt(&s.State.MinDeltasForSnapshot, 10)
+	setInt(&s.State.MinBatchesToRetain, 100)
+	setDur(&s.State.DedupRetention, s.Watermark)
 }
 
 // Source is the file name the config was read from.

@@ -14,14 +14,14 @@ const maxExpectations = 64
 // expectations checks each expectation at load: its name and action, and its expression
 // parsed and typed against the source's bronze columns (the declared ones and the metadata
 // columns), so that a typo fails here with the position rather than in the first batch.
-func (v *validator) expectations() {
-	if len(v.p.Expectations) > maxExpectations {
-		v.fail("expectations", "%d expectations: expected at most %d per source", len(v.p.Expectations), maxExpectations)
+func (v *validator) expectations(pre string, src Source) {
+	if len(src.Expectations) > maxExpectations {
+		v.fail(pre+"expectations", "%d expectations: expected at most %d per source", len(src.Expectations), maxExpectations)
 	}
-	schema := v.bronzeSchema()
+	schema := bronzeSchema(src.Schema)
 	seen := map[string]bool{}
-	for i, e := range v.p.Expectations {
-		path := fmt.Sprintf("expectations[%d]", i)
+	for i, e := range src.Expectations {
+		path := fmt.Sprintf("%sexpectations[%d]", pre, i)
 		switch {
 		case e.Name == "":
 			v.fail(path+".name", "required: expected a name such as non_negative_amount")
@@ -53,9 +53,9 @@ func (v *validator) expectations() {
 
 // bronzeSchema is the bronze table's schema as the config declares it, or nil when a column
 // type is invalid.
-func (v *validator) bronzeSchema() *txlog.StructType {
+func bronzeSchema(schema []Column) *txlog.StructType {
 	st := &txlog.StructType{}
-	for _, c := range v.p.Schema {
+	for _, c := range schema {
 		if c.Type.Err() != nil || c.Type.Kind == "" {
 			return nil
 		}

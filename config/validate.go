@@ -64,12 +64,25 @@ func (p *Pipeline) Validate() error {
 	v := &validator{p: p}
 	v.lake()
 	v.s3()
-	v.landing()
-	cols := v.schema()
-	v.tables()
-	v.stream(cols)
-	v.gold(cols)
-	v.expectations()
+	inputs := map[string]*goldInput{}
+	for i, s := range p.AllSources() {
+		pre := ""
+		if i > 0 {
+			pre = fmt.Sprintf("sources[%d].", i-1)
+			v.sourceHeader(pre, s)
+		}
+		v.landing(pre, s.Landing)
+		cols := v.schema(pre, s.Schema)
+		v.tables(pre, s.Tables)
+		v.stream(pre, s, cols)
+		v.expectations(pre, s)
+		if _, dup := inputs[s.Name]; !dup && s.Name != "" {
+			inputs[s.Name] = &goldInput{cols: cols, eventTime: s.Stream.EventTime, watermark: s.Stream.Watermark.IsSet()}
+		}
+	}
+	v.sourceNames()
+	v.joins(inputs)
+	v.gold(inputs)
 	v.paths()
 	v.jobs()
 	v.serve()
@@ -147,45 +160,46 @@ func (v *validator) s3() {
 	v.enum("s3.request_checksum", s.RequestChecksum, "when_required", "when_supported")
 }
 
-func (v *validator) landing() {
-	l := v.p.Landing
-	if v.enum("landing.kind", l.Kind, LandingFiles, LandingKafka) {
+func (v *validator) landing(pre string, l Landing) {
+	pre += "landing."
+	if v.enum(pre+"kind", l.Kind, LandingFiles, LandingKafka) {
 		switch {
 		case l.Kind == LandingKafka && l.Kafka == nil:
-			v.fail("landing.kafka", "required with kind: kafka: expected {brokers: [host:port], topic: NAME}")
+			v.fail(pre+"kafka", "required with kind: kafka: expected {brokers: [host:port], topic: NAME}")
 		case l.Kind == LandingKafka:
-			v.kafka("landing.kafka", l.Kafka, l.Notify.Mode)
+			v.kafka(pre, l.Kafka, l.Notify.Mode)
 		case l.Kafka != nil:
-			v.fail("landing.kafka", "only read with landing.kind: kafka (kind is %s)", l.Kind)
+			v.fail(pre+"kafka", "only read with %skind: kafka (kind is %s)", pre, l.Kind)
 		}
 	}
 	if err := objstore.ValidatePrefix(l.Path); err != nil || strings.HasPrefix(l.Path, "/") {
-		v.fail("landing.path", "invalid prefix %q: expected a relative prefix under the lake, e.g. landing/events/", l.Path)
+		v.fail(pre+"path", "invalid prefix %q: expected a relative prefix under the lake, e.g. landing/events/", l.Path)
 	}
-	v.enum("landing.format", l.Format, "json", "csv")
+	v.enum(pre+"format", l.Format, "json", "csv")
 	if l.MaxFilesPerTrigger < 0 {
-		v.fail("landing.max_files_per_trigger", "%d is negative: expected a positive number of files", l.MaxFilesPerTrigger)
+		v.fail(pre+"max_files_per_trigger", "%d is negative: expected a positive number of files", l.MaxFilesPerTrigger)
 	}
 	if err := l.MaxLineBytes.Err(); err != nil {
-		v.fail("landing.max_line_bytes", "%v", err)
+		v.fail(pre+"max_line_bytes", "%v", err)
 	} else if l.MaxLineBytes.Bytes <= 0 {
-		v.fail("landing.max_line_bytes", "%s: expected a positive size, e.g. 1MiB", l.MaxLineBytes)
+		v.fail(pre+"max_line_bytes", "%s: expected a positive size, e.g. 1MiB", l.MaxLineBytes)
 	}
 	if err := l.MaxDecompressedBytes.Err(); err != nil {
-		v.fail("landing.max_decompressed_bytes", "%v", err)
+		v.fail(pre+"max_decompressed_bytes", "%v", err)
 	} else if l.MaxDecompressedBytes.Bytes <= 0 {
-		v.fail("landing.max_decompressed_bytes", "%s: expected a positive size, e.g. 1GiB", l.MaxDecompressedBytes)
+		v.fail(pre+"max_decompressed_bytes", "%s: expected a positive size, e.g. 1GiB", l.MaxDecompressedBytes)
 	}
 	n := l.Notify
-	v.enum("landing.notify.mode", n.Mode, "poll", "webhook")
+	v.enum(pre+"notify.mode", n.Mode, "poll", "webhook")
 	if !strings.HasPrefix(n.Path, "/") {
-		v.fail("landing.notify.path", "%q: expected an HTTP path starting with /", n.Path)
+		v.fail(pre+"notify.path", "%q: expected an HTTP path starting with /", n.Path)
 	}
-	v.duration("landing.notify.reconcile", n.Reconcile, true, time.Second, "a duration of at least 1s")
+	v.duration(pre+"notify.reconcile", n.Reconcile, true, time.Second, "a duration of at least 1s")
 }
 
 // kafka checks a Kafka landing.
-func (v *validator) kafka(path string, k *KafkaLanding, notifyMode string) {
+func (v *validator) kafka(pre string, k *KafkaLanding, notifyMode string) {
+	path := pre + "kafka"
 	for i, b := range k.Brokers {
 		if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
 			v.fail(fmt.Sprintf("%s.brokers[%d]", path, i), "invalid broker %q: expected host:port, e.g. 127.0.0.1:9092", b)
@@ -218,19 +232,19 @@ func (v *validator) kafka(path string, k *KafkaLanding, notifyMode string) {
 		v.fail(path+".group_id", "invalid group %q: no surrounding spaces or control characters", k.GroupID)
 	}
 	if notifyMode != "" && notifyMode != "poll" {
-		v.fail("landing.notify.mode", "%s is for S3 landing prefixes; a kafka landing reads its topics (use poll, the default)", notifyMode)
+		v.fail(pre+"notify.mode", "%s is for S3 landing prefixes; a kafka landing reads its topics (use poll, the default)", notifyMode)
 	}
 }
 
 // schema checks the columns and returns them by name.
-func (v *validator) schema() map[string]Column {
-	cols := map[string]Column{}
-	if len(v.p.Schema) == 0 {
-		v.fail("schema", "required: expected a list of columns, e.g. - {name: event_id, type: string}")
+func (v *validator) schema(pre string, schema []Column) *colSet {
+	cols := &colSet{byName: map[string]Column{}, list: schema, what: pre + "schema"}
+	if len(schema) == 0 {
+		v.fail(pre+"schema", "required: expected a list of columns, e.g. - {name: event_id, type: string}")
 	}
 	lower := map[string]string{}
-	for i, c := range v.p.Schema {
-		path := fmt.Sprintf("schema[%d]", i)
+	for i, c := range schema {
+		path := fmt.Sprintf("%sschema[%d]", pre, i)
 		switch {
 		case c.Name == "":
 			v.fail(path+".name", "required: expected a column name")
@@ -243,7 +257,7 @@ func (v *validator) schema() map[string]Column {
 				v.fail(path+".name", "duplicate column %q (already declared as %q; names are case-insensitive, as in Spark)", c.Name, prev)
 			} else {
 				lower[strings.ToLower(c.Name)] = c.Name
-				cols[c.Name] = c
+				cols.byName[c.Name] = c
 			}
 		}
 		switch {
@@ -265,11 +279,10 @@ func isBronzeColumn(name string) bool {
 	return false
 }
 
-func (v *validator) tables() {
-	t := v.p.Tables
-	v.tablePath("tables.bronze", t.Bronze)
-	v.tablePath("tables.rejects", t.Rejects)
-	v.tablePath("tables.silver", t.Silver)
+func (v *validator) tables(pre string, t Tables) {
+	v.tablePath(pre+"tables.bronze", t.Bronze)
+	v.tablePath(pre+"tables.rejects", t.Rejects)
+	v.tablePath(pre+"tables.silver", t.Silver)
 }
 
 func (v *validator) tablePath(path, value string) {
@@ -282,30 +295,37 @@ func (v *validator) tablePath(path, value string) {
 	}
 }
 
-// column checks that name is a schema column (cols holds the valid ones).
-func (v *validator) column(path, name string, cols map[string]Column) (Column, bool) {
+// colSet is the columns an input offers: a source's schema, or a join's joined columns.
+type colSet struct {
+	byName map[string]Column // the valid ones
+	list   []Column          // all, in order, for messages
+	what   string            // "schema", "sources[0].schema", "the columns of join x"
+}
+
+// column checks that name is a column of cols.
+func (v *validator) column(path, name string, cols *colSet) (Column, bool) {
 	if name == "" {
-		v.fail(path, "required: expected a column name from schema")
+		v.fail(path, "required: expected a column name from %s", cols.what)
 		return Column{}, false
 	}
-	c, ok := cols[name]
+	c, ok := cols.byName[name]
 	if !ok {
-		names := make([]string, 0, len(v.p.Schema))
-		for _, c := range v.p.Schema {
+		names := make([]string, 0, len(cols.list))
+		for _, c := range cols.list {
 			names = append(names, c.Name)
 		}
 		hint := ""
-		for _, c := range v.p.Schema {
+		for _, c := range cols.list {
 			if strings.EqualFold(c.Name, name) {
 				hint = fmt.Sprintf(" (did you mean %q? names are matched exactly)", c.Name)
 			}
 		}
-		v.fail(path, "column %q is not in schema%s (columns: %s)", name, hint, strings.Join(names, ", "))
+		v.fail(path, "column %q is not in %s%s (columns: %s)", name, cols.what, hint, strings.Join(names, ", "))
 	}
 	return c, ok
 }
 
-func (v *validator) columnList(path string, names []string, cols map[string]Column) {
+func (v *validator) columnList(path string, names []string, cols *colSet) {
 	seen := map[string]bool{}
 	for i, n := range names {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -318,54 +338,55 @@ func (v *validator) columnList(path string, names []string, cols map[string]Colu
 	}
 }
 
-func (v *validator) stream(cols map[string]Column) {
-	s := v.p.Stream
-	if s.Name == "" || !goldNameRE.MatchString(s.Name) {
-		v.fail("stream.name", "invalid name %q: expected letters, digits, '_' and '-'", s.Name)
+func (v *validator) stream(pre string, src Source, cols *colSet) {
+	s := src.Stream
+	pre += "stream."
+	if pre == "stream." && (s.Name == "" || !goldNameRE.MatchString(s.Name)) {
+		v.fail(pre+"name", "invalid name %q: expected letters, digits, '_' and '-'", s.Name)
 	}
-	v.tablePath("stream.checkpoint", s.Checkpoint)
-	if c, ok := v.column("stream.event_time", s.EventTime, cols); ok && c.Type.Err() == nil && !c.Type.IsTimestamp() {
-		v.fail("stream.event_time", "column %q has type %s: expected timestamp or timestamp_ntz", c.Name, c.Type)
+	v.tablePath(pre+"checkpoint", s.Checkpoint)
+	if c, ok := v.column(pre+"event_time", s.EventTime, cols); ok && c.Type.Err() == nil && !c.Type.IsTimestamp() {
+		v.fail(pre+"event_time", "column %q has type %s: expected timestamp or timestamp_ntz", c.Name, c.Type)
 	}
 	if s.Watermark.IsSet() || s.Watermark.Err() != nil {
-		v.duration("stream.watermark", s.Watermark, false, 0, "a non-negative duration such as 10m")
+		v.duration(pre+"watermark", s.Watermark, false, 0, "a non-negative duration such as 10m")
 	} else {
 		for i, g := range v.p.Gold {
-			if g.OutputMode == OutputAppend {
-				v.fail("stream.watermark", "required by gold[%d] (%s) in append mode: Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark", i, g.Name)
+			if g.OutputMode == OutputAppend && v.p.GoldSource(g) == src.Name {
+				v.fail(pre+"watermark", "required by gold[%d] (%s) in append mode: Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark", i, g.Name)
 				break
 			}
 		}
 	}
-	v.duration("stream.max_future_skew", s.MaxFutureSkew, true, 0, "a non-negative duration such as 1h")
-	v.duration("stream.idle_timeout", s.IdleTimeout, false, 0, "a non-negative duration (0 disables idleness)")
-	v.columnList("stream.dedup", s.Dedup, cols)
+	v.duration(pre+"max_future_skew", s.MaxFutureSkew, true, 0, "a non-negative duration such as 1h")
+	v.duration(pre+"idle_timeout", s.IdleTimeout, false, 0, "a non-negative duration (0 disables idleness)")
+	v.columnList(pre+"dedup", s.Dedup, cols)
 	if err := s.Trigger.Err(); err != nil {
-		v.fail("stream.trigger", "%v", err)
+		v.fail(pre+"trigger", "%v", err)
 	}
 	if s.MaxFilesPerTrigger < 0 {
-		v.fail("stream.max_files_per_trigger", "%d is negative: expected a positive number of files", s.MaxFilesPerTrigger)
+		v.fail(pre+"max_files_per_trigger", "%d is negative: expected a positive number of files", s.MaxFilesPerTrigger)
 	}
 	if err := s.MaxBytesPerTrigger.Err(); err != nil {
-		v.fail("stream.max_bytes_per_trigger", "%v", err)
+		v.fail(pre+"max_bytes_per_trigger", "%v", err)
 	} else if s.MaxBytesPerTrigger.Bytes < 0 {
-		v.fail("stream.max_bytes_per_trigger", "%s is negative: expected a size such as 256MB (0: no bound)", s.MaxBytesPerTrigger)
+		v.fail(pre+"max_bytes_per_trigger", "%s is negative: expected a size such as 256MB (0: no bound)", s.MaxBytesPerTrigger)
 	}
 	if s.LateAlertFraction < 0 || s.LateAlertFraction > 1 || math.IsNaN(s.LateAlertFraction) {
-		v.fail("stream.late_alert_fraction", "%v: expected a fraction between 0 and 1", s.LateAlertFraction)
+		v.fail(pre+"late_alert_fraction", "%v: expected a fraction between 0 and 1", s.LateAlertFraction)
 	}
 	if s.State.MinDeltasForSnapshot < 0 {
-		v.fail("stream.state.min_deltas_for_snapshot", "%d is negative: expected a positive number", s.State.MinDeltasForSnapshot)
+		v.fail(pre+"state.min_deltas_for_snapshot", "%d is negative: expected a positive number", s.State.MinDeltasForSnapshot)
 	}
 	if s.State.DedupRetention.Duration < 0 {
-		v.fail("stream.state.dedup_retention", "%s is negative: expected a duration such as 10m", s.State.DedupRetention)
+		v.fail(pre+"state.dedup_retention", "%s is negative: expected a duration such as 10m", s.State.DedupRetention)
 	}
 	if s.State.MinBatchesToRetain < 0 {
-		v.fail("stream.state.min_batches_to_retain", "%d is negative: expected a positive number", s.State.MinBatchesToRetain)
+		v.fail(pre+"state.min_batches_to_retain", "%d is negative: expected a positive number", s.State.MinBatchesToRetain)
 	}
 }
 
-func (v *validator) gold(cols map[string]Column) {
+func (v *validator) gold(inputs map[string]*goldInput) {
 	if len(v.p.Gold) == 0 {
 		v.fail("gold", "required: expected at least one aggregation, e.g. - {name: events_5m, window: {type: tumbling, size: 5m}, aggregates: [{fn: count}]}")
 	}
@@ -389,6 +410,11 @@ func (v *validator) gold(cols map[string]Column) {
 			v.tablePath(path+".quarantine", g.Quarantine)
 		}
 		v.window(path+".window", g.Window)
+		in := v.goldInput(path, g, inputs)
+		if in == nil {
+			continue
+		}
+		cols := in.cols
 		v.columnList(path+".group_by", g.GroupBy, cols)
 		if v.enum(path+".output_mode", g.OutputMode, OutputAppend, OutputUpdate, OutputComplete) &&
 			g.OutputMode == OutputUpdate && g.Window.Type == WindowSession {
@@ -440,7 +466,7 @@ func (v *validator) window(path string, w Window) {
 	}
 }
 
-func (v *validator) aggregates(path string, g Gold, cols map[string]Column) {
+func (v *validator) aggregates(path string, g Gold, cols *colSet) {
 	if len(g.Aggregates) == 0 {
 		v.fail(path+".aggregates", "required: expected at least one aggregate, e.g. - {fn: count, as: count}")
 	}
@@ -529,17 +555,31 @@ func (v *validator) paths() {
 			return
 		}
 		if first, dup := owner[path]; dup {
+			if strings.HasSuffix(field, "tables.rejects") && strings.HasSuffix(first, "tables.rejects") {
+				return // sources may share one rejects table: its rows name their source file
+			}
 			v.fail(field, "path %q is also %s: every table needs its own path", path, first)
 			return
 		}
 		owner[path] = field
 		order = append(order, struct{ field, path string }{field, path})
 	}
-	add("landing.path", p.Landing.Path)
-	add("tables.bronze", p.Tables.Bronze)
-	add("tables.rejects", p.Tables.Rejects)
-	add("tables.silver", p.Tables.Silver)
-	add("stream.checkpoint", p.Stream.Checkpoint)
+	for i, s := range p.AllSources() {
+		pre := ""
+		if i > 0 {
+			pre = fmt.Sprintf("sources[%d].", i-1)
+		}
+		add(pre+"landing.path", s.Landing.Path)
+		add(pre+"tables.bronze", s.Tables.Bronze)
+		add(pre+"tables.rejects", s.Tables.Rejects)
+		add(pre+"tables.silver", s.Tables.Silver)
+		add(pre+"stream.checkpoint", s.Stream.Checkpoint)
+	}
+	for i, j := range p.Joins {
+		add(fmt.Sprintf("joins[%d].table", i), j.Table)
+		add(fmt.Sprintf("joins[%d].quarantine", i), j.Quarantine)
+		add(fmt.Sprintf("joins[%d].checkpoint", i), j.Checkpoint)
+	}
 	for i, g := range p.Gold {
 		add(fmt.Sprintf("gold[%d].table", i), g.Table)
 		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
@@ -637,4 +677,10 @@ func (v *validator) serve() {
 	}
 	v.duration("serve.lease_ttl", s.LeaseTTL, true, time.Second, "a duration of at least 1s")
 	v.duration("serve.shutdown_timeout", s.ShutdownTimeout, true, 0, "a non-negative duration")
+}
+
+// FieldError is a problem at path, located at its line in the file, for checks made above this
+// package (Spark's join rules, checked with the join operator by jobs/specs.Check).
+func (p *Pipeline) FieldError(path, format string, args ...any) *FieldError {
+	return &FieldError{Source: p.sourceName(), Line: p.lineOf(path), Path: path, Msg: fmt.Sprintf(format, args...)}
 }

@@ -26,20 +26,26 @@ func newExpectationMetrics(env Env, reg prometheus.Registerer) (*expectationMetr
 		return nil, err
 	}
 	// Every series exists from the start, so that rate() sees the first batch.
-	for _, e := range env.Config.Expectations {
-		for _, o := range []string{"passed", "failed", "dropped"} {
-			m.rows.WithLabelValues(m.source, e.Name, o)
+	for _, src := range env.Config.AllSources() {
+		for _, e := range src.Expectations {
+			for _, o := range []string{"passed", "failed", "dropped"} {
+				m.rows.WithLabelValues(src.Name, e.Name, o)
+			}
 		}
 	}
 	return m, nil
 }
 
-// OnProgress adds one batch's counts.
+// OnProgress adds one batch's counts, under the source its query is named after.
 func (m *expectationMetrics) OnProgress(p *stream.Progress) {
+	source := p.Name
+	if source == "" {
+		source = m.source
+	}
 	for _, e := range p.Expectations {
-		m.rows.WithLabelValues(m.source, e.Name, "passed").Add(float64(e.Passed))
-		m.rows.WithLabelValues(m.source, e.Name, "failed").Add(float64(e.Failed))
-		m.rows.WithLabelValues(m.source, e.Name, "dropped").Add(float64(e.Dropped))
+		m.rows.WithLabelValues(source, e.Name, "passed").Add(float64(e.Passed))
+		m.rows.WithLabelValues(source, e.Name, "failed").Add(float64(e.Failed))
+		m.rows.WithLabelValues(source, e.Name, "dropped").Add(float64(e.Dropped))
 	}
 }
 
@@ -53,6 +59,9 @@ func withExpectationMetrics(catalog []Scheduled, env Env, reg prometheus.Registe
 	for i := range catalog {
 		if catalog[i].Name == "stream" {
 			catalog[i].Run = func(ctx context.Context, env Env) (any, error) {
+				if env.Config.MultiSource() {
+					return StreamSources(ctx, env, "", config.Trigger{}, m)
+				}
 				return Stream(ctx, env, config.Trigger{}, m)
 			}
 		}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
@@ -43,6 +44,9 @@ func withEmptyLists(rep bronze.Report) bronze.Report {
 
 // IngestKeys ingests the named landing objects only (event-driven ingestion), exactly once.
 func IngestKeys(ctx context.Context, env Env, keys []string) (bronze.Report, error) {
+	if env.Config.MultiSource() {
+		return ingestKeysBySource(ctx, env, keys)
+	}
 	if env.Config.Landing.Kind == config.LandingKafka {
 		return bronze.Report{}, errors.New("jobs: event-driven ingestion of object keys needs a files landing; this pipeline's landing is kafka")
 	}
@@ -76,4 +80,49 @@ func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error)
 		Clock:   env.Clock,
 		OnBatch: onBatch,
 	})
+}
+
+// ingestKeysBySource routes each key to the files source whose landing prefix holds it and
+// ingests each source's keys into its own bronze; the report sums them. Keys under no source's
+// prefix are left to the reconciling listing (which would not find them either: they are not
+// landing objects).
+func ingestKeysBySource(ctx context.Context, env Env, keys []string) (bronze.Report, error) {
+	bySource := map[string][]string{}
+	for _, k := range keys {
+		if name, ok := LandingSourceOf(env.Config, k); ok {
+			bySource[name] = append(bySource[name], k)
+		}
+	}
+	var sum bronze.Report
+	for _, s := range env.Config.AllSources() {
+		ks := bySource[s.Name]
+		if len(ks) == 0 {
+			continue
+		}
+		se, _ := env.ForSource(s.Name)
+		rep, err := IngestKeys(ctx, se, ks)
+		sum = sumReports(sum, rep)
+		if err != nil {
+			return withEmptyLists(sum), fmt.Errorf("source %s: %w", s.Name, err)
+		}
+	}
+	return withEmptyLists(sum), nil
+}
+
+// sumReports adds b's counts to a: what several sources' ingests did together.
+func sumReports(a, b bronze.Report) bronze.Report {
+	a.Batches += b.Batches
+	a.Files += b.Files
+	a.Lines += b.Lines
+	a.Rows += b.Rows
+	a.Rejected += b.Rejected
+	a.BlankLines += b.BlankLines
+	a.Bytes += b.Bytes
+	for k, v := range b.RejectsBy {
+		if a.RejectsBy == nil {
+			a.RejectsBy = map[string]int64{}
+		}
+		a.RejectsBy[k] += v
+	}
+	return a
 }

@@ -11,10 +11,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/s3"
 	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -59,26 +62,16 @@ func Init(ctx context.Context, env Env) (InitReport, error) {
 			return rep, fmt.Errorf("jobs: init: %s: %w", p, err)
 		}
 	}
-	declared, err := DeclaredSchema(env.Config)
-	if err != nil {
-		return rep, err
-	}
-	cfg := env.Config
-	for _, t := range []struct {
-		path   string
-		schema *txlog.StructType
-	}{{cfg.Tables.Bronze, bronze.BronzeSchema(declared)}, {cfg.Tables.Rejects, bronze.RejectsSchema()}} {
-		if existed[t.path] {
-			continue
-		}
-		tbl := table.Open(objstore.WithPrefix(env.Lake, t.path), table.WithClock(env.clock))
-		if _, err := tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-			return rep, fmt.Errorf("jobs: init: create %s: %w", t.path, err)
+	for _, src := range env.Config.AllSources() {
+		se, _ := env.ForSource(src.Name)
+		if err := initSource(ctx, se, existed); err != nil {
+			return rep, err
 		}
 	}
-	// Silver, quarantine and gold follow from bronze's schema, as the stream derives them.
-	if err := stream.CreateTables(ctx, stream.Options{Lake: env.Lake, Query: specs.Query(cfg), Clock: env.Clock, Logger: env.Logger}); err != nil {
-		return rep, fmt.Errorf("jobs: init: %w", err)
+	for _, j := range specs.Joins(env.Config) {
+		if err := initJoin(ctx, env, j, existed); err != nil {
+			return rep, err
+		}
 	}
 	for _, p := range TablePaths(env) {
 		if existed[p] {
@@ -88,6 +81,81 @@ func Init(ctx context.Context, env Env) (InitReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// initSource creates one source's bronze and rejects tables, then its silver, quarantine and
+// gold tables as its stream derives them from bronze's schema. env is the source's view.
+func initSource(ctx context.Context, env Env, existed map[string]bool) error {
+	declared, err := DeclaredSchema(env.Config)
+	if err != nil {
+		return err
+	}
+	cfg := env.Config
+	bronzeSchema := bronze.BronzeSchema(declared)
+	if cfg.Landing.Kind == config.LandingKafka {
+		bronzeSchema = bronze.KafkaBronzeSchema(declared)
+	}
+	for _, t := range []struct {
+		path   string
+		schema *txlog.StructType
+	}{{cfg.Tables.Bronze, bronzeSchema}, {cfg.Tables.Rejects, bronze.RejectsSchema()}} {
+		if err := createTable(ctx, env, t.path, t.schema, existed); err != nil {
+			return err
+		}
+	}
+	// Silver, quarantine and gold follow from bronze's schema, as the stream derives them.
+	if err := stream.CreateTables(ctx, stream.Options{Lake: env.Lake, Query: specs.Query(cfg), Clock: env.Clock, Logger: env.Logger}); err != nil {
+		return fmt.Errorf("jobs: init: source %s: %w", cfg.Stream.Name, err)
+	}
+	return nil
+}
+
+// initJoin creates a join's joined table and quarantine from its sources' silver schemas
+// (join.Output, join.QuarantineSchema), read from the silver tables initSource created. The
+// aggregations over the join are created by the join query itself.
+func initJoin(ctx context.Context, env Env, j spec.Join, existed map[string]bool) error {
+	typ, err := join.ParseType(j.Type)
+	if err != nil {
+		return err
+	}
+	schemaOf := func(path string) (*txlog.StructType, error) {
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Log().Snapshot(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: init: join %s: silver %s: %w", j.Name, path, err)
+		}
+		return snap.Schema()
+	}
+	left, err := schemaOf(j.Left.Silver)
+	if err != nil {
+		return err
+	}
+	right, err := schemaOf(j.Right.Silver)
+	if err != nil {
+		return err
+	}
+	out, err := join.Output(typ, left, right, j.Right.Source)
+	if err != nil {
+		return fmt.Errorf("jobs: init: join %s: %w", j.Name, err)
+	}
+	q, err := join.QuarantineSchema(left, right, j.Right.Source)
+	if err != nil {
+		return fmt.Errorf("jobs: init: join %s: %w", j.Name, err)
+	}
+	if err := createTable(ctx, env, j.Table, out.Schema, existed); err != nil {
+		return err
+	}
+	return createTable(ctx, env, j.Quarantine, q, existed)
+}
+
+func createTable(ctx context.Context, env Env, path string, schema *txlog.StructType, existed map[string]bool) error {
+	if existed[path] {
+		return nil
+	}
+	tbl := table.Open(objstore.WithPrefix(env.Lake, path), table.WithClock(env.clock))
+	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+		return fmt.Errorf("jobs: init: create %s: %w", path, err)
+	}
+	return nil
 }
 
 // ensureBucket creates the bucket unless it exists; "created" or "exists".

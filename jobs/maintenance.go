@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
@@ -16,9 +17,24 @@ import (
 // TablePaths lists every table of the pipeline (under the lake), bronze first, gold last.
 func TablePaths(env Env) []string {
 	cfg := env.Config
-	paths := []string{cfg.Tables.Bronze, cfg.Tables.Rejects, cfg.Tables.Silver}
+	var paths []string
+	seen := map[string]bool{}
+	add := func(ps ...string) {
+		for _, p := range ps {
+			if !seen[p] { // sources may share the rejects table
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+	}
+	for _, s := range cfg.AllSources() {
+		add(s.Tables.Bronze, s.Tables.Rejects, s.Tables.Silver)
+	}
+	for _, j := range cfg.Joins {
+		add(j.Table, j.Quarantine)
+	}
 	for _, g := range cfg.Gold {
-		paths = append(paths, g.Quarantine, g.Table)
+		add(g.Quarantine, g.Table)
 	}
 	return paths
 }
@@ -133,13 +149,36 @@ func Catalog(env Env) []Scheduled {
 func Lookup(name string) Func {
 	switch name {
 	case "ingest":
-		return func(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }
+		return func(ctx context.Context, env Env) (any, error) {
+			if env.Config.MultiSource() {
+				reps, err := IngestSources(ctx, env, "", nil)
+				return MultiIngestReport{Sources: reps}, err
+			}
+			return Ingest(ctx, env)
+		}
 	case "stream":
-		return func(ctx context.Context, env Env) (any, error) { return Stream(ctx, env, config.Trigger{}, nil) }
+		return func(ctx context.Context, env Env) (any, error) {
+			if env.Config.MultiSource() {
+				return StreamSources(ctx, env, "", config.Trigger{}, nil)
+			}
+			return Stream(ctx, env, config.Trigger{}, nil)
+		}
 	case "merge-late":
-		return func(ctx context.Context, env Env) (any, error) { return MergeLate(ctx, env, "") }
+		return func(ctx context.Context, env Env) (any, error) {
+			if env.Config.MultiSource() {
+				return MergeLateSources(ctx, env, "")
+			}
+			return MergeLate(ctx, env, "")
+		}
 	case "replay":
-		return func(ctx context.Context, env Env) (any, error) { return ReplayLookback(ctx, env) }
+		return func(ctx context.Context, env Env) (any, error) {
+			if env.Config.MultiSource() {
+				now := env.clock()
+				reps, err := ReplaySources(ctx, env, "", late.Range{From: now.Add(-env.Config.Jobs.Replay.Lookback.Duration), To: now}, nil)
+				return MultiReplayReport{Queries: reps}, err
+			}
+			return ReplayLookback(ctx, env)
+		}
 	case "optimize":
 		return func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) }
 	case "vacuum":

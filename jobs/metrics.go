@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/stream"
 )
@@ -73,7 +74,9 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 	for _, t := range append([]string{"landing"}, TablePaths(env)...) {
 		m.rowsIn.WithLabelValues(t)
 	}
-	m.rowsOut.WithLabelValues(cfg.Tables.Bronze)
+	for _, src := range cfg.AllSources() {
+		m.rowsOut.WithLabelValues(src.Tables.Bronze)
+	}
 	for _, g := range cfg.Gold {
 		m.rowsOut.WithLabelValues(g.Quarantine)
 		m.lateQ.WithLabelValues(g.Name)
@@ -86,45 +89,95 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 // observe counts what one successful run did, from its summary.
 func (m *pipelineMetrics) observe(_ string, summary any) {
 	cfg := m.env.Config
-	add := func(v *prometheus.CounterVec, label string, n int64) {
-		if n > 0 {
-			v.WithLabelValues(label).Add(float64(n))
+	view := func(name string) *config.Pipeline {
+		if v, ok := cfg.ForSource(name); ok {
+			return v
 		}
+		return cfg
 	}
 	switch s := summary.(type) {
 	case bronze.Report:
-		add(m.rowsIn, "landing", s.Lines)
-		add(m.rowsIn, cfg.Tables.Bronze, s.Rows)
-		add(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
-		for reason, n := range s.RejectsBy {
-			m.rejects.WithLabelValues("ingest", reason).Add(float64(n))
+		m.ingested(cfg, s)
+	case MultiIngestReport:
+		for _, r := range s.Sources {
+			m.ingested(view(r.Source), r.Report)
 		}
 	case stream.Report:
-		add(m.rowsOut, cfg.Tables.Bronze, s.InputRows)
-		add(m.rowsIn, cfg.Tables.Silver, s.SilverRows)
-		add(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
-		if s.Rejected > 0 {
-			m.rejects.WithLabelValues("stream", "validation").Add(float64(s.Rejected))
+		m.streamed(cfg, s)
+	case StreamReport:
+		for _, r := range s.Sources {
+			m.streamed(view(r.Source), r.Report)
 		}
-		m.duplicates.Add(float64(s.Duplicates))
-		for _, g := range s.Gold {
-			gc, ok := cfg.GoldByName(g.Name)
+		for _, j := range s.Joins {
+			jc, ok := cfg.JoinByName(j.Name)
 			if !ok {
 				continue
 			}
-			add(m.rowsIn, gc.Table, g.RowsOut)
-			add(m.rowsIn, gc.Quarantine, g.LateRows)
-			add(m.lateQ, g.Name, g.LateRows)
+			addCount(m.rowsIn, jc.Table, j.OutputRows)
+			addCount(m.rowsIn, jc.Quarantine, j.LateLeftRows+j.LateRightRows)
+			m.goldRows(j.Gold)
 		}
 	case late.MergeReport:
 		m.merged(s.Gold)
-	case late.ReplayReport:
-		var merges []late.MergeGoldReport
-		for _, g := range s.Gold {
-			merges = append(merges, g.Merge)
+	case MergeLateReport:
+		for _, q := range s.Queries {
+			m.merged(q.Gold)
 		}
-		m.merged(merges)
+	case late.ReplayReport:
+		m.replayed(s)
+	case MultiReplayReport:
+		for _, q := range s.Queries {
+			m.replayed(q.ReplayReport)
+		}
 	}
+}
+
+func addCount(v *prometheus.CounterVec, label string, n int64) {
+	if n > 0 {
+		v.WithLabelValues(label).Add(float64(n))
+	}
+}
+
+// ingested counts one source's ingest; cfg is that source's view.
+func (m *pipelineMetrics) ingested(cfg *config.Pipeline, s bronze.Report) {
+	addCount(m.rowsIn, "landing", s.Lines)
+	addCount(m.rowsIn, cfg.Tables.Bronze, s.Rows)
+	addCount(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
+	for reason, n := range s.RejectsBy {
+		m.rejects.WithLabelValues("ingest", reason).Add(float64(n))
+	}
+}
+
+// streamed counts one source query's run; cfg is that source's view.
+func (m *pipelineMetrics) streamed(cfg *config.Pipeline, s stream.Report) {
+	addCount(m.rowsOut, cfg.Tables.Bronze, s.InputRows)
+	addCount(m.rowsIn, cfg.Tables.Silver, s.SilverRows)
+	addCount(m.rowsIn, cfg.Tables.Rejects, s.Rejected)
+	if s.Rejected > 0 {
+		m.rejects.WithLabelValues("stream", "validation").Add(float64(s.Rejected))
+	}
+	m.duplicates.Add(float64(s.Duplicates))
+	m.goldRows(s.Gold)
+}
+
+func (m *pipelineMetrics) goldRows(golds []stream.GoldReport) {
+	for _, g := range golds {
+		gc, ok := m.env.Config.GoldByName(g.Name)
+		if !ok {
+			continue
+		}
+		addCount(m.rowsIn, gc.Table, g.RowsOut)
+		addCount(m.rowsIn, gc.Quarantine, g.LateRows)
+		addCount(m.lateQ, g.Name, g.LateRows)
+	}
+}
+
+func (m *pipelineMetrics) replayed(s late.ReplayReport) {
+	var merges []late.MergeGoldReport
+	for _, g := range s.Gold {
+		merges = append(merges, g.Merge)
+	}
+	m.merged(merges)
 }
 
 func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/medallion-lake/medallion/bronze/watch"
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 )
@@ -195,12 +196,11 @@ func (n *notifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.events.WithLabelValues("bad").Inc()
 		n.env.Logger.Warn("skipped a notification record; the reconciling listing will find its object", "err", e)
 	}
-	landing := n.env.Config.Landing.Path
 	queued := 0
 	n.mu.Lock()
 	for _, o := range objs {
 		key := n.lakeKey(o)
-		if key == "" || !strings.HasPrefix(key, landing) {
+		if _, ok := LandingSourceOf(n.env.Config, key); key == "" || !ok {
 			n.events.WithLabelValues("ignored").Inc()
 			continue
 		}
@@ -298,13 +298,35 @@ func subscribeLake(ctx context.Context, env Env) error {
 	if loc.Scheme != "s3" {
 		return fmt.Errorf("jobs: landing.notify.mode webhook needs an s3:// lake, not %s", env.Config.Lake)
 	}
-	prefix := env.Config.Landing.Path
-	if loc.Prefix != "" {
-		prefix = loc.Prefix + "/" + prefix
-	}
 	s3 := env.Config.S3
-	return watch.Subscribe(ctx, watch.MinIO{
-		Endpoint: s3.Endpoint, AccessKeyID: s3.Credentials.AccessKeyID,
-		SecretAccessKey: s3.Credentials.SecretAccessKey, SessionToken: s3.Credentials.SessionToken,
-	}, loc.Bucket, prefix, env.Config.Landing.Notify.ARN)
+	// Every files source's landing prefix notifies the same webhook; keys are routed back to
+	// their source by prefix (LandingSourceOf).
+	for _, src := range env.Config.AllSources() {
+		if src.Landing.Kind != config.LandingFiles {
+			continue
+		}
+		prefix := src.Landing.Path
+		if loc.Prefix != "" {
+			prefix = loc.Prefix + "/" + prefix
+		}
+		if err := watch.Subscribe(ctx, watch.MinIO{
+			Endpoint: s3.Endpoint, AccessKeyID: s3.Credentials.AccessKeyID,
+			SecretAccessKey: s3.Credentials.SecretAccessKey, SessionToken: s3.Credentials.SessionToken,
+		}, loc.Bucket, prefix, env.Config.Landing.Notify.ARN); err != nil {
+			return fmt.Errorf("source %s: %w", src.Name, err)
+		}
+	}
+	return nil
+}
+
+// LandingSourceOf is the files source whose landing prefix holds key (the longest such prefix
+// when prefixes nest), for routing event notifications to their source.
+func LandingSourceOf(cfg *config.Pipeline, key string) (string, bool) {
+	best, bestLen := "", -1
+	for _, s := range cfg.AllSources() {
+		if s.Landing.Kind == config.LandingFiles && strings.HasPrefix(key, s.Landing.Path) && len(s.Landing.Path) > bestLen {
+			best, bestLen = s.Name, len(s.Landing.Path)
+		}
+	}
+	return best, bestLen >= 0
 }

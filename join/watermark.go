@@ -15,6 +15,7 @@ import (
 // A host running other watermarked sources in the same query combines their nodes the same
 // way; this type covers a query that is just the join.
 type Watermarks struct {
+	typ       Type
 	has       [2]bool
 	delayMs   [2]int64
 	value     [2]int64
@@ -31,6 +32,7 @@ func NewWatermarks(spec *Spec, leftDelayMs, rightDelayMs int64) (*Watermarks, er
 		return nil, fmt.Errorf("%w: negative watermark delay (%d ms, %d ms)", ErrBadSpec, leftDelayMs, rightDelayMs)
 	}
 	return &Watermarks{
+		typ:     spec.Type,
 		has:     [2]bool{spec.LeftWatermark, spec.RightWatermark},
 		delayMs: [2]int64{leftDelayMs, rightDelayMs},
 	}, nil
@@ -50,6 +52,27 @@ func (w *Watermarks) Observe(side Side, eventTimeUs []int64) {
 		}
 		if !w.batchSeen[side] || ms > w.batchMax[side] {
 			w.batchMax[side], w.batchSeen[side] = ms, true
+		}
+	}
+}
+
+// ObserveInput feeds the rows of a side's batch that reach Spark's watermark node: all of them,
+// late rows too, except rows with a null key on a side the join does not preserve. Spark infers
+// `key IS NOT NULL` for such a side and pushes that filter below withWatermark (the physical plan
+// of an inner join reads `Filter isnotnull(k)` under `EventTimeWatermark`), so those rows never
+// move the watermark; on a preserved side (outer joins) they do. Verified against PySpark 3.5.8
+// by tests/interop/test_join_differential.py.
+func (w *Watermarks) ObserveInput(side Side, in *Input) {
+	if in == nil {
+		return
+	}
+	if in.KeyNull == nil || w.typ.preserves(side) {
+		w.Observe(side, in.EventTime)
+		return
+	}
+	for i, t := range in.EventTime {
+		if !in.KeyNull[i] {
+			w.Observe(side, []int64{t})
 		}
 	}
 }

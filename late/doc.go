@@ -1,6 +1,7 @@
 // Package late owns the late-data loop of the pipeline: merge-late, which folds each gold
-// aggregation's quarantined late rows back into its gold table, and replay, which recomputes
-// whole windows of a time range from silver (or bronze) and overwrites exactly that range.
+// aggregation's quarantined late rows back into its gold table (and each join's quarantined
+// input rows into its joined table, below), and replay, which recomputes whole windows of a
+// time range from silver (or bronze) and overwrites exactly that range.
 //
 // Merge-late reads the quarantine rows added by the commits after the version recorded in
 // gold's txn(appId = "merge-late:" + query id), applies each row only to the windows that had
@@ -22,4 +23,52 @@
 // makes them live, so a process killed at any instant leaves gold unchanged; merge-late's txn
 // makes a rerun skip a merge that landed, and replay is a deterministic function of silver, so
 // a rerun rewrites the same rows.
+//
+// Merge-late for a join (MergeLateJoin, spec/stream-joins.md §9.1) does not add deltas: it
+// reconciles. Its unit is a row value of one side (identical rows are one value counted with
+// its copies, since identical inputs give identical outputs). The candidates of a run are the
+// join quarantine's rows of the versions not merged yet, the earlier quarantined rows still
+// pending, and every silver row of the other side that pairs with one of those. For each
+// candidate it computes the batch join's rows that hold it from the two silver tables as the
+// join's last committed batch read them (offsets/N, one line per source; without them, the
+// latest silver): every pair with its partners, counted as the product of the two values'
+// copies; a null-extended row when it has no partner, its side is preserved and its match
+// window is closed at W_last (left: t <= W_last - upper - 1 ms, right: t <= W_last + lower -
+// 1 ms); for left_semi the left row once per copy when it has a partner. It reads the joined
+// table's rows that hold a candidate and, when the two multisets differ, replaces those rows
+// in one copy-on-write commit. That one rule covers appending the missing pairs, replacing a
+// null-extended row that now has a match, writing a closed late row's null row, a left_semi
+// row the stream emitted again, and never adding a semi row twice. The rows that hold no
+// candidate are the stream's, and equal the batch join's: a row pairs with a late row only if
+// it is a candidate, and was one at every merge since that late row arrived.
+//
+// Reads use data skipping on the event times: the quarantine's new versions whole and its
+// older files only where a pending row can be; each side's silver only within the match
+// ranges (join.Spec.MatchRange) of the candidates, and only their join keys; the joined
+// table only within the candidates' times.
+//
+// Pending rows: a quarantined row needs merging again while the stream can still change the
+// rows that hold it or its partners: an on-time partner can still arrive (its match range
+// reaches past the watermark), or a preserved side's null row is not decided yet (its window
+// is open), for it or for any row it can pair with; and, when the join has aggregations,
+// until the windows its joined rows fall in are emitted. The commit carries txn(appId =
+// "merge-late:" + the join's query id, version = the quarantine version merged), the
+// high-water mark of the rows read as new, and records in its commitInfo the watermark it
+// judged with; the next run re-reads the earlier quarantine rows not settled at that
+// watermark (every earlier row when it cannot be found: slower, never wrong). Because the run
+// reconciles instead of adding, merging a row again changes nothing once the table is right,
+// so a rerun is a no-op and a pending row is harmless to revisit.
+//
+// Aggregations over a join: with Options.Join set and the Query of JoinQuery, MergeLate and
+// Replay use the join's output watermark (join.Spec.OutputWatermark of the batch watermark)
+// and the aggregation's time_column. The rows merge-late writes into the joined table never
+// went through the stream's aggregations, so MergeLateJoin then replays, for each of the
+// join's aggregations, the windows over the event times its candidates touch (invariant E
+// over the joined table); windows the stream has not emitted yet are left to it and their
+// rows stay pending until it has.
+//
+// A join merge refuses to run (ErrJoinUncommitted) while the joined table or the quarantine
+// hold a batch the join's checkpoint has not committed: the stream's rerun of that batch
+// comes first. A commit that fails leaves the joined table as it was (data files first, then
+// one commit), and a rerun reconciles again to the same rows.
 package late

@@ -42,6 +42,13 @@ type Options struct {
 	// Progress, when set, follows a Replay (the other jobs do not call it): see ReplayProgress.
 	Progress func(ReplayProgress)
 
+	// Join, when set, is the join whose joined table Query.Tables.Silver is and whose
+	// checkpoint Query.Tables.Checkpoint is (JoinQuery builds that Query): its aggregations
+	// were judged and emitted with the watermark the join propagates (join.Spec.
+	// OutputWatermark of the batch watermark, spec/stream-joins.md §3.4), not the batch
+	// watermark itself.
+	Join *spec.Join
+
 	// track carries Progress's figures down to the source reads of a replay (nil: no hook).
 	track *replayTracker
 }
@@ -146,13 +153,22 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 	if err != nil {
 		return "", err
 	}
-	st, err := readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint)))
+	// readJoinState reads a source query's checkpoint as readStreamState does, and a join
+	// query's too, whose offsets may list both sides' offsets.
+	st, _, err := readJoinState(ctx, objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint))
 	if errors.Is(err, errNoStream) {
 		o.Logger.Info("late: nothing to "+what, "reason", err)
 		return "", nil
 	}
 	if err != nil {
 		return "", err
+	}
+	if o.Join != nil {
+		p, err := newJoinPlan(o.Join)
+		if err != nil {
+			return "", err
+		}
+		st.evictMs = p.spec.OutputWatermark(st.evictMs)
 	}
 	for _, g := range golds {
 		if err := o.retry(ctx, g.Name, func() error { return fn(g, st) }); err != nil {

@@ -37,6 +37,10 @@ type agg struct {
 
 func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructType) (*agg, error) {
 	a := &agg{cfg: g, evName: q.Rules.EventTime, keyNames: g.GroupBy, gold: goldSchema}
+	if g.TimeColumn != "" {
+		// An aggregation over a join windows one of the joined table's time columns.
+		a.evName = g.TimeColumn
+	}
 	switch {
 	case g.Window.Session:
 		s, err := gold.NewSessionSpec(g.Window.Gap.Microseconds())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/config"
@@ -47,6 +48,14 @@ type Report struct {
 	RefreshSeconds int
 	// KafkaLag is the consumer lag of a Kafka landing (nil for a files landing), filled by jobs.
 	KafkaLag *KafkaLag
+	// Name is the source the lag, checkpoint and batches are about, in a several-source config
+	// (the top-level source for the report itself; empty for a single-source config).
+	Name string
+	// Sources are the other sources of a several-source config, each as its own report (their
+	// tables are listed in Tables too).
+	Sources []*Report
+	// Joins are the join queries' panels (several-source configs).
+	Joins []JoinPanel
 }
 
 // JobStatus is one scheduled job as serve's page shows it.
@@ -75,6 +84,60 @@ func (j JobStatus) Duration() time.Duration {
 // Build reads the lag, the tables and the stream progress of a pipeline. A pipeline without
 // bronze or progress yet gives a report that says so; only storage errors fail.
 func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts ReportOptions) (*Report, error) {
+	if !cfg.MultiSource() {
+		return buildSource(ctx, lake, cfg, opts)
+	}
+	// Every source from its single-source view (its own bronze, lag, checkpoint and the
+	// aggregations over it), the top-level one as the report itself; then the joins.
+	var r *Report
+	var tables []TableStatus
+	seen := map[string]bool{}
+	for i, s := range cfg.AllSources() {
+		v, _ := cfg.ForSource(s.Name)
+		sub, err := buildSource(ctx, lake, v, opts)
+		if err != nil {
+			return nil, fmt.Errorf("report: source %s: %w", s.Name, err)
+		}
+		sub.Name = s.Name
+		for _, t := range sub.Tables {
+			if seen[t.Path] {
+				continue // a rejects table the sources share
+			}
+			seen[t.Path] = true
+			t.Role = s.Name + " " + t.Role
+			tables = append(tables, t)
+		}
+		if i == 0 {
+			r = sub
+		} else {
+			r.Sources = append(r.Sources, sub)
+		}
+	}
+	var joinTables []TableStatus
+	for _, j := range cfg.Joins {
+		joinTables = append(joinTables, TableStatus{Role: j.Name + " joined", Path: j.Table}, TableStatus{Role: j.Name + " quarantine", Path: j.Quarantine})
+		for _, g := range cfg.GoldOf(j.Name) {
+			joinTables = append(joinTables, TableStatus{Role: "quarantine " + g.Name, Path: g.Quarantine}, TableStatus{Role: "gold " + g.Name, Path: g.Table})
+		}
+	}
+	if err := tableStatuses(ctx, lake, joinTables); err != nil {
+		return nil, err
+	}
+	r.Tables = append(tables, joinTables...)
+	limit := opts.MaxBatches
+	if limit == 0 {
+		limit = DefaultMaxBatches
+	}
+	var err error
+	if r.Joins, err = JoinPanels(ctx, lake, cfg, limit); err != nil {
+		return nil, err
+	}
+	r.Source = cfg.Source()
+	return r, nil
+}
+
+// buildSource is Build for one source (a single-source config or a source's view).
+func buildSource(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts ReportOptions) (*Report, error) {
 	r := &Report{Generated: opts.Now, Source: cfg.Source(), Lake: cfg.Lake, Checkpoint: cfg.Stream.Checkpoint}
 	for _, g := range cfg.Gold {
 		r.Gold = append(r.Gold, g.Name)
@@ -372,7 +435,95 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // our own escaped SVG
 	"rng":   rangeText,
 	"count": optCount,
+	"opt":   optInt,
 }).Parse(pageHTML))
+
+// optInt prints a figure that may be missing (nil) as "—".
+func optInt(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	return groupDigits(*p)
+}
+
+// SourceRow is one source in the status page's sources table (several-source configs).
+type SourceRow struct {
+	Name       string `json:"name"`
+	Bronze     string `json:"bronze"`
+	Silver     string `json:"silver"`
+	Checkpoint string `json:"checkpoint"`
+	// LagRows, LagP95Ms and RecommendedMs come from the source's lag (nil: not measured).
+	LagRows       *int64 `json:"lagRows"`
+	LagP95Ms      *int64 `json:"lagP95Ms"`
+	RecommendedMs *int64 `json:"recommendedWatermarkMs"`
+	// LastBatch, InputRows, Watermark and LateRows come from its progress (nil: no batch yet).
+	LastBatch *int64 `json:"lastBatchId"`
+	InputRows *int64 `json:"numInputRows"`
+	// SilverRows and ValidationRejects sum the batches' sink metrics (nil: none reported).
+	SilverRows        *int64 `json:"numSilverRows"`
+	ValidationRejects *int64 `json:"numValidationRejects"`
+	Watermark         string `json:"watermark,omitempty"`
+	LateRows          *int64 `json:"numLateRowsQuarantined"`
+}
+
+// SourceRows lists every source of a several-source report (none for a single-source one):
+// the report's own source first.
+func (r *Report) SourceRows() []SourceRow {
+	if r.Name == "" {
+		return nil
+	}
+	var out []SourceRow
+	for _, s := range append([]*Report{r}, r.Sources...) {
+		row := SourceRow{Name: s.Name, Checkpoint: s.Checkpoint}
+		for _, t := range s.Tables {
+			// The report's own Tables list every source's, prefixed with the source's name.
+			switch strings.TrimPrefix(t.Role, s.Name+" ") {
+			case "bronze":
+				row.Bronze = t.Path
+			case "silver":
+				row.Silver = t.Path
+			}
+		}
+		if l := s.Lag; l != nil {
+			rows, p95, rec := l.Rows, l.P95.Milliseconds(), l.Recommended.Milliseconds()
+			row.LagRows, row.LagP95Ms, row.RecommendedMs = &rows, &p95, &rec
+		}
+		if sum := s.summary(); sum != nil {
+			last, in := sum.LastBatch, sum.InputRows
+			var late int64
+			for _, n := range sum.LateRows {
+				late += n.Count
+			}
+			row.LastBatch, row.InputRows, row.Watermark, row.LateRows = &last, &in, sum.Watermark, &late
+		}
+		for _, b := range s.Batches {
+			for _, f := range [...]struct{ src, dst **int64 }{{&b.SilverRows, &row.SilverRows}, {&b.ValidationRejects, &row.ValidationRejects}} {
+				if *f.src == nil {
+					continue
+				}
+				if *f.dst == nil {
+					*f.dst = new(int64)
+				}
+				**f.dst += **f.src
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// P95 and Recommended print the lag figures for the page.
+func (s SourceRow) P95() string { return optLag(s.LagP95Ms) }
+
+// Recommended is the recommended watermark, or "—".
+func (s SourceRow) Recommended() string { return optLag(s.RecommendedMs) }
+
+func optLag(ms *int64) string {
+	if ms == nil {
+		return "—"
+	}
+	return FormatLag(time.Duration(*ms) * time.Millisecond)
+}
 
 // pageData is what the template reads.
 type pageData struct {
@@ -567,6 +718,44 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <p class="problem">Left out: {{.}}</p>
 {{- end}}
 </section>
+{{- with .SourceRows}}
+
+<!-- SOURCES: every source of a several-source config, each its own query and checkpoint. -->
+<section id="sources">
+<h2>Sources</h2>
+<table id="source-table">
+<tr><th>source</th><th>bronze</th><th>silver</th><th class="num">lag p95</th><th>recommended watermark</th><th class="num">last batch</th><th class="num">input rows</th><th class="num">silver rows</th><th class="num">validation rejects</th><th>watermark</th><th class="num">late rows</th></tr>
+{{- range .}}
+<tr id="source-{{.Name}}"><td>{{.Name}}</td><td><code>{{.Bronze}}</code></td><td><code>{{.Silver}}</code></td><td class="num">{{.P95}}</td><td>{{.Recommended}}</td><td class="num">{{opt .LastBatch}}</td><td class="num">{{opt .InputRows}}</td><td class="num">{{opt .SilverRows}}</td><td class="num">{{opt .ValidationRejects}}</td><td>{{if .Watermark}}{{.Watermark}}{{else}}—{{end}}</td><td class="num">{{opt .LateRows}}</td></tr>
+{{- end}}
+</table>
+</section>
+{{- end}}
+{{- if .Joins}}
+
+<!-- JOINS: each join query's progress (its checkpoint's progress files, read leniently). -->
+<section id="joins">
+<h2>Joins</h2>
+{{- range .Joins}}
+<h3 id="join-{{.Name}}">{{.Name}}: {{.Left}} {{.Type}} {{.Right}}</h3>
+<div class="meta">joined <code>{{.Table}}</code>, quarantine <code>{{.Quarantine}}</code>, from <code>{{.Checkpoint}}/progress/</code>{{if .Batches}}, the last {{.Batches}} batches{{end}}</div>
+<div class="figures">
+<div class="figure"><div class="v" id="join-{{.Name}}-last-batch">{{opt .LastBatch}}</div><div class="k">last batch</div></div>
+<div class="figure"><div class="v" id="join-{{.Name}}-output-rows">{{opt .OutputRows}}</div><div class="k">output rows</div></div>
+<div class="figure"><div class="v">{{if .Watermark}}{{.Watermark}}{{else}}—{{end}}</div><div class="k">watermark</div></div>
+</div>
+<table id="join-{{.Name}}-sides">
+<tr><th></th><th class="num">left: {{.Left}}</th><th class="num">right: {{.Right}}</th></tr>
+<tr><td>input rows</td><td class="num">{{opt .LeftRows}}</td><td class="num">{{opt .RightRows}}</td></tr>
+<tr><td>late rows (quarantined)</td><td class="num">{{opt .LateLeft}}</td><td class="num">{{opt .LateRight}}</td></tr>
+<tr><td>state rows (last batch)</td><td class="num">{{opt .StateLeft}}</td><td class="num">{{opt .StateRight}}</td></tr>
+</table>
+{{- range .Problems}}
+<p class="problem">Left out: {{.}}</p>
+{{- end}}
+{{- end}}
+</section>
+{{- end}}
 {{- if .Expectations}}
 
 <!-- EXPECTATIONS: the progress key expectations, summed over the batches above. -->
@@ -631,7 +820,10 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Problems   []string    `json:"problems"`
 		Jobs       []JobStatus `json:"jobs,omitempty"`
 		KafkaLag   *KafkaLag   `json:"kafka_lag,omitempty"`
-	}{KafkaLag: r.KafkaLag, Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
+		Name       string      `json:"name,omitempty"`
+		Sources    []SourceRow `json:"sources,omitempty"`
+		Joins      []JoinPanel `json:"joins,omitempty"`
+	}{Name: r.Name, Sources: r.SourceRows(), Joins: r.Joins, KafkaLag: r.KafkaLag, Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
 		Tables: []table{}, Checkpoint: r.Checkpoint, Gold: r.Gold, Batches: []batch{}, Problems: r.Problems}
 	if out.Problems == nil {
 		out.Problems = []string{}

@@ -47,6 +47,14 @@ func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]
 	for _, g := range cfg.Gold {
 		out = append(out, TableStatus{Role: "quarantine " + g.Name, Path: g.Quarantine}, TableStatus{Role: "gold " + g.Name, Path: g.Table})
 	}
+	if err := tableStatuses(ctx, lake, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tableStatuses fills each table's status from its transaction log.
+func tableStatuses(ctx context.Context, lake objstore.Bucket, out []TableStatus) error {
 	for i := range out {
 		ts := &out[i]
 		log := table.Open(objstore.WithPrefix(lake, ts.Path)).Log()
@@ -55,13 +63,13 @@ func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("report: table %s: %w", ts.Path, err)
+			return fmt.Errorf("report: table %s: %w", ts.Path, err)
 		}
 		ts.Exists, ts.Version, ts.Files, ts.Bytes = true, snap.Version(), len(snap.Files()), snap.TotalSize()
 		ts.LastCommit = snap.Timestamp()
 		hist, err := log.History(ctx, 1)
 		if err != nil {
-			return nil, fmt.Errorf("report: table %s: history: %w", ts.Path, err)
+			return fmt.Errorf("report: table %s: history: %w", ts.Path, err)
 		}
 		if len(hist) > 0 {
 			ts.LastCommit = hist[0].Timestamp
@@ -70,7 +78,7 @@ func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // BatchProgress is what the report uses of one StreamingQueryProgress.
@@ -94,6 +102,9 @@ type BatchProgress struct {
 	// Expectations are the batch's data-quality counts (progress key expectations), in the
 	// config's order; nil without expectations.
 	Expectations []ExpectationCounts
+	// SilverRows and ValidationRejects are the sink metrics numSilverRows and
+	// numValidationRejects (nil when the progress has none).
+	SilverRows, ValidationRejects *int64
 }
 
 // ExpectationCounts is one expectation's rows in a batch: passed, failed, and of the failed
@@ -163,6 +174,15 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 	for _, op := range p.StateOperators {
 		bp.StateRows = append(bp.StateRows, NamedCount{Name: op.OperatorName, Count: op.NumRowsTotal})
 		bp.StateBytes = append(bp.StateBytes, NamedCount{Name: op.OperatorName, Count: op.MemoryUsedBytes})
+	}
+	for k, dst := range map[string]**int64{"numSilverRows": &bp.SilverRows, "numValidationRejects": &bp.ValidationRejects} {
+		if v, ok := p.Sink.Metrics[k]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return BatchProgress{}, fmt.Errorf("%w: %s: sink metric %s = %q: not an integer", ErrBadProgress, key, k, v)
+			}
+			*dst = &n
+		}
 	}
 	for k, v := range p.Sink.Metrics {
 		name, ok := strings.CutPrefix(k, "gold.")

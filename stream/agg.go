@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -11,32 +12,65 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
-// runAgg feeds the batch's silver rows to one aggregation, quarantines its late rows and
-// writes its emitted rows to gold, both with the batch's txn.
+// aggRun is one aggregation over one batch, whatever hosts it (the source query over its
+// silver rows, a join query over its joined rows): the input rows selected from rows, the
+// operator and its buffers, and where its late rows and output go.
+type aggRun struct {
+	ap *aggPlan
+	op *gold.Aggregation
+	ab *aggBuffers
+	// schema and kinds are the input rows' (silver's, or the joined table's) columns.
+	schema *txlog.StructType
+	kinds  []table.Kind
+	// rows are the batch's rows; sel the ones the aggregation reads, selEvt their times.
+	rows   *silver.Rows
+	sel    []int32
+	selEvt []int64
+	gold   *table.Table
+	quar   *table.Table
+	// full: this batch writes the full state, not a delta.
+	full      bool
+	queryID   string
+	lateAlert float64
+	logger    *slog.Logger
+}
+
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
 // its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
 func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
-	ap, n, txn := r.ops.plan.aggs[ai], b.n, b.txn
-	buf, ab := &r.buf, &r.buf.aggs[ai]
+	buf := &r.buf
+	a := &aggRun{ap: r.ops.plan.aggs[ai], op: r.ops.aggs[ai], ab: &buf.aggs[ai], schema: r.ops.plan.silver, kinds: r.ops.plan.kinds,
+		rows: &buf.rows, sel: buf.sel, selEvt: buf.selEvt, gold: r.t.golds[ai], quar: r.t.quars[ai],
+		full: r.aggFullSnapshot(), queryID: r.queryID, lateAlert: r.q.LateAlertFraction, logger: r.opts.Logger}
+	return a.run(ctx, b, stateReady)
+}
+
+// run feeds the selected rows to the aggregation with the batch's late and eviction
+// watermarks, quarantines its late rows and writes its emitted rows to gold, both with the
+// batch's txn.
+func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, delta []byte)) (aggStats, error) {
+	ap, n, txn, ab := a.ap, b.n, b.txn, a.ab
 	in := &ab.in
-	in.EventTime = buf.selEvt
+	in.EventTime = a.selEvt
 	in.Keys.Reset()
 	if len(ap.keyCols) > 0 {
-		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(buf.sel), len(ap.keyCols)))
-		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(buf.sel)+1)
-		for _, j := range buf.sel {
-			b := buf.rows.Batches[buf.rows.Batch[j]]
+		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(a.sel), len(ap.keyCols)))
+		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(a.sel)+1)
+		for _, j := range a.sel {
+			b := a.rows.Batches[a.rows.Batch[j]]
 			for _, c := range ap.keyCols {
-				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(buf.rows.Row[j]))
+				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
 			}
 			in.Keys.EndValue()
 		}
 	}
-	r.fillColumns(ap, ab)
+	a.fillColumns()
 	// The emitted rows go straight from the state into gold's columns.
 	gb, err := table.NewBatch(ap.schema)
 	if err != nil {
@@ -44,7 +78,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	}
 	in.Out = gb
 	began := time.Now()
-	res, err := r.ops.aggs[ai].ProcessBatch(in, b.late, b.evict)
+	res, err := a.op.ProcessBatch(in, b.late, b.evict)
 	if err != nil {
 		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
@@ -53,11 +87,11 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
 	// Into last batch's buffer: the state file that held it is written by now, and a state
 	// of many groups would otherwise grow a new buffer, copy by copy, every batch.
-	if !r.aggFullSnapshot() && r.ops.aggs[ai].SupportsDelta() {
-		as.delta, err = r.ops.aggs[ai].AppendDelta(ab.state[:0])
+	if !a.full && a.op.SupportsDelta() {
+		as.delta, err = a.op.AppendDelta(ab.state[:0])
 		ab.state = as.delta
 	} else {
-		as.state, err = r.ops.aggs[ai].AppendSnapshot(ab.state[:0])
+		as.state, err = a.op.AppendSnapshot(ab.state[:0])
 		ab.state = as.state
 	}
 	if err != nil {
@@ -67,7 +101,7 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
-		MemoryUsedBytes:      r.ops.aggs[ai].MemoryUsedBytes(),
+		MemoryUsedBytes:      a.op.MemoryUsedBytes(),
 		NumShufflePartitions: 1, NumStateStoreInstances: 1,
 		CustomMetrics: map[string]int64{CustomMetricLateRowsQuarantined: int64(len(res.LateRows))},
 	}
@@ -77,25 +111,25 @@ func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady fun
 	if len(res.LateRows) > 0 {
 		idx := make([]int32, len(res.LateRows))
 		for k, li := range res.LateRows {
-			idx[k] = buf.sel[li]
+			idx[k] = a.sel[li]
 		}
-		qb, err := silver.QuarantineBatch(r.ops.plan.silver, ap.qschema, &buf.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: r.queryID})
+		qb, err := silver.QuarantineBatch(a.schema, ap.qschema, a.rows, idx, silver.Late{WatermarkMs: res.LateWatermarkMs, Batch: n, QueryID: a.queryID})
 		if err != nil {
 			return as, err
 		}
-		if _, err := r.write(ctx, r.t.quars[ai], []*table.Batch{qb}, txn, false); err != nil {
+		if _, err := write(ctx, a.quar, []*table.Batch{qb}, txn, false); err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
-		if f := r.q.LateAlertFraction; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
-			r.opts.Logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
+		if f := a.lateAlert; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
+			a.logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
 	}
 	if res.NumRowsOutput > 0 || ap.complete {
 		if ap.update {
-			err = r.upsert(ctx, r.t.golds[ai], ap, gb, txn)
+			err = upsert(ctx, a.gold, ap, gb, txn)
 		} else {
-			_, err = r.write(ctx, r.t.golds[ai], []*table.Batch{gb}, txn, ap.complete)
+			_, err = write(ctx, a.gold, []*table.Batch{gb}, txn, ap.complete)
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
@@ -113,7 +147,7 @@ func (r *Runner) aggFullSnapshot() bool {
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
 // the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
 // are inserted.
-func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
+func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
 	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
 	set := map[string]merge.Value{}
 	for _, f := range ap.schema.Fields[len(keys):] {
@@ -126,9 +160,9 @@ func (r *Runner) upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *ta
 	return err
 }
 
-// fillColumns builds the aggregate input columns of the selected rows in ab.
-func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
-	buf := &r.buf
+// fillColumns builds the aggregate input columns of the selected rows in a.ab.
+func (a *aggRun) fillColumns() {
+	ap, ab := a.ap, a.ab
 	in := &ab.in
 	k := len(ap.aggCols)
 	for len(ab.colI64) < k {
@@ -139,21 +173,21 @@ func (r *Runner) fillColumns(ap *aggPlan, ab *aggBuffers) {
 	}
 	in.Columns = in.Columns[:0]
 	for ci, c := range ap.aggCols {
-		kind := r.ops.plan.kinds[c]
-		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(buf.sel))
+		kind := a.kinds[c]
+		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(a.sel))
 		switch kind {
 		case table.KindFloat64, table.KindFloat32:
-			floats = slices.Grow(floats, len(buf.sel))
+			floats = slices.Grow(floats, len(a.sel))
 		case table.KindBytes:
 		default:
-			ints = slices.Grow(ints, len(buf.sel))
+			ints = slices.Grow(ints, len(a.sel))
 		}
 		bin := &ab.colBin[ci]
 		bin.Reset()
 		nulls := false
-		for _, j := range buf.sel {
-			col := buf.rows.Batches[buf.rows.Batch[j]].Columns[c]
-			i := int(buf.rows.Row[j])
+		for _, j := range a.sel {
+			col := a.rows.Batches[a.rows.Batch[j]].Columns[c]
+			i := int(a.rows.Row[j])
 			null := col.IsNull(i)
 			nulls = nulls || null
 			ok = append(ok, !null)
@@ -264,16 +298,22 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 
 // publish keeps the progress under the checkpoint, logs it and tells the listener.
 func (r *Runner) publish(ctx context.Context, n int64, p *Progress) error {
+	return publishProgress(ctx, r.ckpt, r.opts.Logger, r.opts.Listener, n, p)
+}
+
+// publishProgress writes batch n's progress to the checkpoint, logs it and tells listener
+// (nil: none).
+func publishProgress(ctx context.Context, ckpt *checkpoint.Dir, logger *slog.Logger, listener Listener, n int64, p *Progress) error {
 	data, err := p.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream: progress: %w", err)
 	}
-	if err := r.ckpt.WriteProgress(ctx, n, data); err != nil {
+	if err := ckpt.WriteProgress(ctx, n, data); err != nil {
 		return err
 	}
-	r.opts.Logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
-	if r.opts.Listener != nil {
-		r.opts.Listener.OnProgress(p)
+	logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
+	if listener != nil {
+		listener.OnProgress(p)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	r.state.aggDeltas = 0
 	for i, ap := range p.aggs {
 		var deltas int
-		if aggs[i], deltas, err = r.restoreAgg(ctx, ap, r.pos.nextBatch, sections); err != nil {
+		if aggs[i], deltas, err = restoreAgg(ctx, ap, r.pos.nextBatch, sections, r.stateSections); err != nil {
 			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 		}
 		r.state.aggDeltas = max(r.state.aggDeltas, deltas)
@@ -270,18 +270,29 @@ func sameFiles(a, b []source.IndexedFile) bool {
 }
 
 func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table.Batch, error) {
+	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files)
+	if len(missing) > 0 {
+		return nil, missingFilesError(snap, missing, cause)
+	}
+	return out, err
+}
+
+// readTableFiles reads the data files of a streamed table (what names it in errors), decoding
+// them in parallel (Parquet decoding is most of a read) and keeping file order; empty batches
+// are left out. Files gone from the store come back in missing, with one of their errors as
+// cause, for the caller to explain.
+func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
 	if len(files) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil, nil
 	}
-	snap, err := r.t.bronze.Latest(ctx)
+	snap, err = t.Latest(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stream: bronze table: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("stream: %s table: %w", what, err)
 	}
-	fs, err := r.t.bronze.FileScan(snap, nil, nil)
+	fs, err := t.FileScan(snap, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("stream: bronze scan: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("stream: %s scan: %w", what, err)
 	}
-	// Files decode in parallel (Parquet decoding is most of a read); batches keep file order.
 	per := make([][]*table.Batch, len(files))
 	errs := make([]error, len(files))
 	workers := min(len(files), runtime.GOMAXPROCS(0))
@@ -301,20 +312,17 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 		}()
 	}
 	wg.Wait()
-	var missing []source.IndexedFile
-	var cause error
 	for i, err := range errs {
 		if errors.Is(err, objstore.ErrNotFound) {
 			missing, cause = append(missing, files[i]), err
 		}
 	}
 	if len(missing) > 0 {
-		return nil, missingFilesError(snap, missing, cause)
+		return nil, snap, missing, cause, nil
 	}
-	var out []*table.Batch
 	for i, bs := range per {
 		if errs[i] != nil {
-			return nil, fmt.Errorf("stream: read bronze: %w", errs[i])
+			return nil, nil, nil, nil, fmt.Errorf("stream: read %s: %w", what, errs[i])
 		}
 		for _, b := range bs {
 			if b.Len() > 0 {
@@ -323,9 +331,9 @@ func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
-	return out, nil
+	return out, snap, nil, nil, nil
 }
 
 // batchRun is one batch as it runs: its id and offsets, its late-row and eviction watermarks
@@ -515,6 +523,15 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 		ts = append(ts, r.t.quars[i], r.t.golds[i])
 		schemas = append(schemas, ap.qschema, ap.schema)
 	}
+	if err := createMissing(ctx, ts, schemas); err != nil {
+		return err
+	}
+	r.t.ready = true
+	return nil
+}
+
+// createMissing creates each table of ts that does not exist yet with its schema.
+func createMissing(ctx context.Context, ts []*table.Table, schemas []*txlog.StructType) error {
 	for i, t := range ts {
 		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
@@ -524,12 +541,11 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 			return fmt.Errorf("stream: open table: %w", err)
 		}
 	}
-	r.t.ready = true
 	return nil
 }
 
 // write appends (or, for complete mode, overwrites the whole table) with the batch's txn.
-func (r *Runner) write(ctx context.Context, t *table.Table, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
+func write(ctx context.Context, t *table.Table, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
 	if overwrite {
 		return t.Overwrite(ctx, table.And(), batches, table.AppendOptions{Txn: txn})
 	}

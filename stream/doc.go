@@ -22,6 +22,12 @@
 // snapshot every state.min_deltas_for_snapshot versions and the batch's additions in between),
 // commits/N (after every sink) and progress/N.json.
 //
+// A stream-stream join is a query of its own (JoinRunner, join.go): it reads the silver tables
+// of two sources as Delta streams, runs package join's operator with per-source watermarks kept
+// in its checkpoint, appends to the joined table and the join quarantine, and hosts the
+// aggregations over the join with the watermark the join propagates. join.go's comment
+// describes its checkpoint, which has the same layout.
+//
 // Crash guarantees: every table write of batch N carries txn(appId = query id, version = N) and
 // is skipped when the table already holds it; a batch whose offsets/N has no commits/N is
 // re-run with exactly its recorded offsets, watermark and batch timestamp from state version N,

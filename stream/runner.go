@@ -290,7 +290,7 @@ func (r *Runner) step(ctx context.Context, until int64, limit source.ReadLimit, 
 		return false, nil
 	}
 	_, evict := r.ops.tracker.BatchWatermarks()
-	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: r.conf(), End: &end}
+	entry := &checkpoint.Offsets{BatchWatermarkMs: evict, BatchTimestampMs: r.opts.Clock().UnixMilli(), Conf: queryConf(), End: &end}
 	began := time.Now()
 	got, err := r.ckpt.WriteOffsets(ctx, r.pos.nextBatch, entry)
 	if err != nil {
@@ -331,7 +331,8 @@ func (r *Runner) idleAdvance() bool {
 	return true
 }
 
-func (r *Runner) conf() map[string]string {
+// queryConf is the Spark configuration recorded in every offsets entry.
+func queryConf() map[string]string {
 	return map[string]string{
 		"spark.sql.streaming.multipleWatermarkPolicy":    "min",
 		"spark.sql.streaming.noDataMicroBatches.enabled": "true",
@@ -345,22 +346,9 @@ func (r *Runner) runPending(ctx context.Context) error {
 	if err := r.ensurePlan(ctx); err != nil {
 		return err
 	}
-	var files []source.IndexedFile
-	if entry.End != nil {
-		end := *entry.End
-		until := end.ReservoirVersion
-		if end.Index == -1 {
-			until--
-		}
-		all, _, err := r.src.NextBatch(ctx, r.pos.lastEnd, until, source.ReadLimit{})
-		if err != nil {
-			return err
-		}
-		for _, f := range all {
-			if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
-				files = append(files, f)
-			}
-		}
+	files, err := filesThrough(ctx, r.src, r.pos.lastEnd, entry.End)
+	if err != nil {
+		return err
 	}
 	r.pos.pending = nil
 	return r.runBatch(ctx, r.pos.nextBatch, entry, files, 0)
@@ -425,4 +413,27 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	r.pos.started = true
 	return nil
+}
+
+// filesThrough lists the files of src after start up to and including end (nil: none), the
+// files a recorded batch read, for its re-run.
+func filesThrough(ctx context.Context, src *source.Source, start, end *source.Offset) ([]source.IndexedFile, error) {
+	if end == nil {
+		return nil, nil
+	}
+	until := end.ReservoirVersion
+	if end.Index == -1 {
+		until--
+	}
+	all, _, err := src.NextBatch(ctx, start, until, source.ReadLimit{})
+	if err != nil {
+		return nil, err
+	}
+	var files []source.IndexedFile
+	for _, f := range all {
+		if f.Version < end.ReservoirVersion || f.Version == end.ReservoirVersion && f.Index <= end.Index {
+			files = append(files, f)
+		}
+	}
+	return files, nil
 }

@@ -43,9 +43,20 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 		sections[dedup.name] = dedup.data
 		order = append(order, dedup.name)
 	}
-	// The aggregations likewise: a full snapshot every min_deltas_for_snapshot versions (and
-	// always for session windows), the groups the batch touched in between.
-	for i, ap := range r.ops.plan.aggs {
+	order = aggSections(sections, order, r.ops.plan.aggs, aggs)
+	if r.aggFullSnapshot() {
+		r.state.aggDeltas = 0
+	} else {
+		r.state.aggDeltas++
+	}
+	return r.ckpt.WriteState(ctx, n+1, sections, order)
+}
+
+// aggSections adds each aggregation's state or delta to a state file's sections: a full
+// snapshot every min_deltas_for_snapshot versions (and always for session windows), the groups
+// the batch touched in between. It returns order with their names appended.
+func aggSections(sections map[string][]byte, order []string, aps []*aggPlan, aggs []aggStats) []string {
+	for i, ap := range aps {
 		name := secAgg + ap.cfg.Name
 		if aggs[i].delta != nil {
 			name = secAggDelta + ap.cfg.Name
@@ -55,12 +66,7 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 		}
 		order = append(order, name)
 	}
-	if r.aggFullSnapshot() {
-		r.state.aggDeltas = 0
-	} else {
-		r.state.aggDeltas++
-	}
-	return r.ckpt.WriteState(ctx, n+1, sections, order)
+	return order
 }
 
 // State sections of the dedup operator and of each aggregation (the prefix, then its name):
@@ -90,7 +96,7 @@ func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte,
 
 // restoreAgg rebuilds an aggregation's state of version v: its nearest full snapshot at or
 // before v, then every later delta in order. It returns the number of deltas replayed.
-func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections map[string][]byte) (*gold.Aggregation, int, error) {
+func restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error)) (*gold.Aggregation, int, error) {
 	var deltas [][]byte
 	for {
 		var a *gold.Aggregation
@@ -117,7 +123,7 @@ func (r *Runner) restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections 
 		}
 		deltas = append(deltas, s)
 		v--
-		if sections, err = r.stateSections(ctx, v); err != nil {
+		if sections, err = read(ctx, v); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -8,6 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -41,7 +44,18 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 			ctx := cmd.Context()
 			bronzeFlag, _ := cmd.Flags().GetBool("bronze")
 			samples, _ := cmd.Flags().GetInt("samples")
-			rep, err := report.Check(ctx, lake, cfg, report.CheckOptions{From: rng.From, To: rng.To, Bronze: bronzeFlag, Now: now, Samples: samples})
+			only, _ := cmd.Flags().GetString("source")
+			if err := jobs.CheckSource(cfg, only, false); err != nil {
+				return usageError("check: --source: %v", err)
+			}
+			copts := report.CheckOptions{From: rng.From, To: rng.To, Bronze: bronzeFlag, Now: now, Samples: samples}
+			if cfg.MultiSource() && only == "" {
+				return checkSources(cmd, cfg, lake, copts, path)
+			}
+			if only != "" {
+				cfg, _ = cfg.ForSource(only)
+			}
+			rep, err := report.Check(ctx, lake, cfg, copts)
 			switch {
 			case errors.Is(err, report.ErrBadRange):
 				return usageError("check: %v", err)
@@ -67,5 +81,53 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 	cmd.Flags().Bool("bronze", false, "judge the bronze table instead of silver")
 	cmd.Flags().Int("samples", 3, "violating rows to print per expectation")
 	cmd.Flags().Bool("json", false, "print the verdicts as one JSON object")
+	cmd.Flags().String("source", "", "only this source (default: every source with expectations)")
 	return cmd
+}
+
+// checkSources is `check` over every source of a several-source config that declares
+// expectations, each judged on its own tables, printed under its name (or as
+// {"sources": [{"source": name, ...}]} with --json).
+func checkSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket, opts report.CheckOptions, path string) error {
+	type sourceCheck struct {
+		Source string              `json:"source"`
+		Check  *report.CheckReport `json:"check"`
+	}
+	var out []sourceCheck
+	for _, s := range cfg.AllSources() {
+		if len(s.Expectations) == 0 {
+			continue
+		}
+		v, _ := cfg.ForSource(s.Name)
+		rep, err := report.Check(cmd.Context(), lake, v, opts)
+		switch {
+		case errors.Is(err, report.ErrBadRange):
+			return usageError("check: %v", err)
+		case err != nil:
+			return fmt.Errorf("source %s: %w", s.Name, err)
+		}
+		out = append(out, sourceCheck{Source: s.Name, Check: rep})
+	}
+	if len(out) == 0 {
+		return usageError("check: %s declares no expectations on any source (see the README's Expectations section)", path)
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		data, err := json.Marshal(map[string]any{"sources": out})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+		return err
+	}
+	w := cmd.OutOrStdout()
+	for i, sc := range out {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== source %s ==\n", sc.Source)
+		if err := sc.Check.WriteText(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -50,8 +50,29 @@ gold:
       - {fn: count, as: count}
       - {fn: sum, column: amount, as: total_amount}
       - {fn: avg, column: amount, as: avg_amount}
+# A second source: clicks on the events, some of them delivered hours late; and a join of the
+# two (README "Joins"): every event with the clicks within an hour after it.
+sources:
+  - name: clicks
+    landing: {path: landing/clicks/, format: json, max_files_per_trigger: 1}
+    schema:
+      - {name: click_id,   type: string, required: true}
+      - {name: event_id,   type: string, required: true}
+      - {name: click_time, type: timestamp, required: true}
+    tables: {bronze: bronze/clicks, silver: silver/clicks}
+    stream: {event_time: click_time, watermark: 10m, dedup: [click_id], max_files_per_trigger: 1}
+joins:
+  - name: events_clicks
+    left: events
+    right: clicks
+    type: left_outer
+    on: [{left: event_id, right: event_id}]
+    time: {lower: 0s, upper: 1h}           # click_time BETWEEN event_time AND event_time + 1 hour
 log: {level: warn}
 `
+
+// demoJoin is the demo config's join.
+const demoJoin = "events_clicks"
 
 func newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -121,6 +142,14 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		done("landing already holds %s; generating nothing new", count(int64(len(existing)), "object"))
 	} else if arrivals, err = demoGen(ctx, env, events, done); err != nil {
 		return err
+	} else {
+		clicks, err := demoClicks(ctx, env, arrivals, out)
+		if err != nil {
+			return err
+		}
+		// Ingest sees both sources' objects in the order they arrived.
+		arrivals = append(arrivals, clicks...)
+		sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].end.Before(arrivals[j].end) })
 	}
 
 	// 2. Ingest, each object as if ingest ran when its last line arrived, so that the ingest
@@ -143,11 +172,13 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 			ing.RejectsBy[k] += v
 		}
 	}
-	rest, err := jobs.Ingest(ctx, env) // anything else in landing (a rerun: nothing)
+	rests, err := jobs.IngestSources(ctx, env, "", nil) // anything else in landing (a rerun: nothing)
 	if err != nil {
 		return fmt.Errorf("demo: ingest: %w", err)
 	}
-	ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
+	for _, rest := range rests {
+		ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
+	}
 	done("bronze +%s, rejects +%s %s", count(ing.Rows, "row"), num(ing.Rejected), reasons(ing.RejectsBy))
 
 	// 3. Stream.
@@ -162,6 +193,10 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	for _, g := range rep.Gold {
 		fmt.Fprintf(out, "            gold %s: +%s; %s quarantined (Spark would have dropped them, reporting %s)\n",
 			g.Name, count(g.RowsOut, "window"), count(g.LateRows, "late row"), count(g.LateGroups, "late group"))
+	}
+	joinsOK, err := demoStreamJoin(ctx, env, out)
+	if err != nil {
+		return err
 	}
 
 	// 4. Merge-late.
@@ -182,6 +217,11 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	printChanges(out, g, before, after)
+	if joinsOK {
+		if err := demoMergeJoin(ctx, env, out); err != nil {
+			return err
+		}
+	}
 
 	rel := func(p string) string { return filepath.Join(lakeFlag, p) }
 	fmt.Fprintf(out, "\nTables (every one a Delta table that Spark, delta-rs, DuckDB and Polars read):\n")

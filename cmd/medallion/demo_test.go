@@ -24,6 +24,16 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("demo output lacks %q:\n%s", want, first)
 		}
 	}
+	// The second source and the join: clicks are generated and streamed; the join runs, or
+	// says plainly that this build has no join host yet.
+	for _, want := range []string{"clicks: ", "under landing/clicks/", "bronze/clicks", "silver/clicks"} {
+		if !strings.Contains(first, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, first)
+		}
+	}
+	if !strings.Contains(first, joinsUnavailable) && !strings.Contains(first, "join events_clicks: ") {
+		t.Fatalf("demo output shows neither the join nor that joins are unavailable:\n%s", first)
+	}
 	if !regexp.MustCompile(`bronze \+[1-9][0-9,]* rows`).MatchString(first) {
 		t.Fatalf("the first demo ingested nothing:\n%s", first)
 	}

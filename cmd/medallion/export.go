@@ -59,6 +59,12 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 			if err != nil {
 				return err
 			}
+			if cfg.MultiSource() {
+				// The exported job is one query over one bronze table; several sources and
+				// joins would need one job per query and the join host's per-source
+				// watermarks, which the export does not write.
+				return usageError("export spark: %s has sources: or joins:, which the export does not support yet: export a single-source config (several sources and joins run in medallion itself)", p)
+			}
 			return writeSparkJob(cmd.OutOrStdout(), cfg)
 		},
 	}

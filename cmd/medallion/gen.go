@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -45,6 +46,7 @@ each (created with --partitions partitions when it does not exist); a rerun prod
 	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
 	f.Bool("gzip", false, "gzip each object (.json.gz, .csv.gz)")
 	f.Int32("partitions", 4, "partitions of the topic gen creates when landing.kind is kafka")
+	f.String("source", "", "write this source's events (its schema and landing) instead of the top-level source's")
 	f.Int("event-types", d.EventTypes, "distinct event_type values")
 	f.Int("devices", d.Devices, "distinct devices (device_id, if the schema declares it)")
 	f.Float64("duplicates", d.DuplicateFraction, "fraction of lines that resend an earlier event")
@@ -72,6 +74,12 @@ func runGen(cmd *cobra.Command, _ []string) error {
 	cfg, err := loadPipelineConfig(path, sets)
 	if err != nil {
 		return err
+	}
+	if name, _ := cmd.Flags().GetString("source"); name != "" {
+		if err := jobs.CheckSource(cfg, name, false); err != nil {
+			return usageError("gen: --source: %v", err)
+		}
+		cfg, _ = cfg.ForSource(name)
 	}
 	o, err := genOptions(cmd, cfg, events)
 	if err != nil {
@@ -248,6 +256,9 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 			kvs = append(kvs, config.KeyValue{Key: key, Value: value})
 		}
 		err = cfg.OverrideAll(kvs)
+	}
+	if err == nil {
+		err = specs.Check(cfg) // Spark's answer to each join, from the join operator's rules
 	}
 	if err != nil {
 		// A config that is missing, unreadable or invalid is a bad config: exit 2 (README).

@@ -12,6 +12,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -45,6 +46,19 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 			}
 			defer lake.Close()
 			ctx := cmd.Context()
+			only, _ := cmd.Flags().GetString("source")
+			if err := jobs.CheckSource(cfg, only, false); err != nil {
+				return usageError("lag: --source: %v", err)
+			}
+			if cfg.MultiSource() && only == "" {
+				if svg, _ := cmd.Flags().GetString("svg"); svg != "" {
+					return usageError("lag: --svg draws one source's histogram: give --source too (%s has several)", path)
+				}
+				return lagSources(cmd, cfg, lake, opts)
+			}
+			if only != "" {
+				cfg, _ = cfg.ForSource(only)
+			}
 			rep, err := report.Lag(ctx, lake, cfg, opts)
 			if errors.Is(err, report.ErrBadRange) {
 				return usageError("lag: %v", err)
@@ -77,7 +91,69 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 	rf.register(cmd)
 	cmd.Flags().Bool("json", false, "print the figures as one JSON object")
 	cmd.Flags().String("svg", "", "also write the lag histogram as SVG to this file")
+	cmd.Flags().String("source", "", "only this source (default: every source, each under its name)")
 	return cmd
+}
+
+// sourceLag is one source's lag in `lag --json` of a several-source config.
+type sourceLag struct {
+	Source string            `json:"source"`
+	Lag    *report.LagReport `json:"lag"`
+	// Problem says why the lag was not measured (no bronze table yet).
+	Problem string           `json:"problem,omitempty"`
+	Kafka   *report.KafkaLag `json:"kafka,omitempty"`
+}
+
+// lagSources is `lag` over every source of a several-source config: each measured on its own
+// bronze table, printed under its name (or as {"sources": [...]} with --json).
+func lagSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket, opts report.LagOptions) error {
+	ctx := cmd.Context()
+	var out []sourceLag
+	for _, s := range cfg.AllSources() {
+		v, _ := cfg.ForSource(s.Name)
+		sl := sourceLag{Source: s.Name}
+		rep, err := report.Lag(ctx, lake, v, opts)
+		switch {
+		case errors.Is(err, report.ErrBadRange):
+			return usageError("lag: %v", err)
+		case errors.Is(err, report.ErrNoBronze):
+			sl.Problem = "no bronze table yet: run ingest first"
+		case err != nil:
+			return fmt.Errorf("source %s: %w", s.Name, err)
+		default:
+			sl.Lag = rep
+		}
+		sl.Kafka = jobs.KafkaLagReport(ctx, jobs.Env{Config: v, Lake: lake})
+		out = append(out, sl)
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		data, err := json.Marshal(map[string]any{"sources": out})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+		return err
+	}
+	w := cmd.OutOrStdout()
+	for i, sl := range out {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== source %s ==\n", sl.Source)
+		if sl.Lag == nil {
+			fmt.Fprintln(w, sl.Problem)
+			continue
+		}
+		if err := sl.Lag.WriteText(w); err != nil {
+			return err
+		}
+		if sl.Kafka != nil {
+			if err := sl.Kafka.WriteText(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // rangeFlags are --from/--to/--since: an event-time range.

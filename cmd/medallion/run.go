@@ -48,6 +48,12 @@ func newRunCmd() *cobra.Command {
 			// Only these two work on one gold aggregation; elsewhere --gold would be ignored.
 			cmd.Flags().String("gold", "", "only this gold aggregation")
 		}
+		if job.name == "ingest" {
+			cmd.Flags().String("source", "", "only this source (default: every source)")
+		}
+		if job.name == "stream" {
+			cmd.Flags().String("source", "", "only this source or join (default: every source, then every join)")
+		}
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
 		if job.name == "stream" {
 			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
@@ -93,6 +99,9 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if _, err := goldFlag(cmd, cfg); err != nil {
 			return err
 		}
+		if _, err := sourceFlag(cmd, cfg); err != nil {
+			return err
+		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		env, err := jobs.NewEnv(ctx, cfg, logger)
@@ -127,10 +136,30 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 func runIngest(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "ingest", "lines", -1)
 	defer bar.done()
+	if env.Config.MultiSource() {
+		only, _ := cmd.Flags().GetString("source")
+		reps, err := jobs.IngestSources(ctx, env, only, func(source string, b bronze.Report) {
+			bar.add(b.Lines, fmt.Sprintf("ingest %s: batch of %s", source, count(int64(b.Files), "object")))
+		})
+		return jobs.MultiIngestReport{Sources: reps}, err
+	}
 	rep, err := jobs.IngestProgress(ctx, env, func(b bronze.Report) {
 		bar.add(b.Lines, fmt.Sprintf("ingest: batch of %s", count(int64(b.Files), "object")))
 	})
 	return rep, err
+}
+
+// sourceFlag is --source (on ingest and stream), checked against the config before anything
+// runs: an unknown name is a bad command line (exit 2).
+func sourceFlag(cmd *cobra.Command, cfg *config.Pipeline) (string, error) {
+	if cmd.Flags().Lookup("source") == nil || cmd.Name() == "replay" {
+		return "", nil
+	}
+	name, _ := cmd.Flags().GetString("source")
+	if err := jobs.CheckSource(cfg, name, cmd.Name() == "stream"); err != nil {
+		return "", usageError("%s: --source: %v", subPath(cmd), err)
+	}
+	return name, nil
 }
 
 func runOptimize(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {
@@ -157,6 +186,10 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	}
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "stream", "rows", -1)
 	defer bar.done()
+	if env.Config.MultiSource() {
+		only, _ := cmd.Flags().GetString("source")
+		return jobs.StreamSources(ctx, env, only, trigger, progressListener{bar})
+	}
 	rep, err := jobs.Stream(ctx, env, trigger, progressListener{bar})
 	return rep, err
 }
@@ -165,6 +198,9 @@ func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, e
 	name, err := goldFlag(cmd, env.Config)
 	if err != nil {
 		return nil, err
+	}
+	if env.Config.MultiSource() {
+		return jobs.MergeLateSources(ctx, env, name)
 	}
 	return jobs.MergeLate(ctx, env, name)
 }
@@ -206,6 +242,10 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	}
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "replay", "rows", -1)
 	defer bar.done()
+	if env.Config.MultiSource() {
+		reps, err := jobs.ReplaySources(ctx, env, name, r, replayProgress(bar))
+		return jobs.MultiReplayReport{Queries: reps}, err
+	}
 	return jobs.ReplayProgress(ctx, env, name, r, replayProgress(bar))
 }
 

@@ -10,7 +10,8 @@ import (
 	"github.com/medallion-lake/medallion/table/source"
 )
 
-// Query is the streaming query of cfg, with cfg's trigger.
+// Query is the streaming query of cfg's top-level source (stream.name), with cfg's trigger and
+// the gold aggregations over that source. For a single-source config that is every aggregation.
 func Query(cfg *config.Pipeline) spec.Query {
 	s := &cfg.Stream
 	q := spec.Query{
@@ -36,10 +37,77 @@ func Query(cfg *config.Pipeline) spec.Query {
 	for _, e := range cfg.Expectations {
 		q.Rules.Expectations = append(q.Rules.Expectations, silver.Expectation{Name: e.Name, Expect: e.Expect, OnViolation: silver.Action(e.OnViolation)})
 	}
-	for _, g := range cfg.Gold {
+	for _, g := range cfg.GoldOf(s.Name) {
 		q.Gold = append(q.Gold, aggregation(g))
 	}
 	return q
+}
+
+// Queries are the streaming queries of every source, the top-level one first, each with its own
+// tables, checkpoint and gold aggregations.
+func Queries(cfg *config.Pipeline) []spec.Query {
+	var out []spec.Query
+	for _, s := range cfg.AllSources() {
+		if q, ok := SourceQuery(cfg, s.Name); ok {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// SourceQuery is the streaming query of the source named name.
+func SourceQuery(cfg *config.Pipeline, name string) (spec.Query, bool) {
+	v, ok := cfg.ForSource(name)
+	if !ok {
+		return spec.Query{}, false
+	}
+	return Query(v), true
+}
+
+// Joins are the join queries of cfg, each with the aggregations over it (TimeColumn set).
+func Joins(cfg *config.Pipeline) []spec.Join {
+	out := make([]spec.Join, 0, len(cfg.Joins))
+	for _, j := range cfg.Joins {
+		out = append(out, joinSpec(cfg, j))
+	}
+	return out
+}
+
+// Join is the join query named name.
+func Join(cfg *config.Pipeline, name string) (spec.Join, bool) {
+	j, ok := cfg.JoinByName(name)
+	if !ok {
+		return spec.Join{}, false
+	}
+	return joinSpec(cfg, *j), true
+}
+
+func joinSpec(cfg *config.Pipeline, j config.Join) spec.Join {
+	s := &cfg.Stream
+	out := spec.Join{
+		Name: j.Name, Type: j.Type,
+		Left: joinInput(cfg, j.Left), Right: joinInput(cfg, j.Right),
+		Lower: j.Time.Lower.Duration, Upper: j.Time.Upper.Duration,
+		Table: j.Table, Quarantine: j.Quarantine, Checkpoint: j.Checkpoint,
+		Trigger: Trigger(s.Trigger),
+		Limit:   source.ReadLimit{MaxFiles: s.MaxFilesPerTrigger, MaxBytes: s.MaxBytesPerTrigger.Bytes},
+		State:   spec.State{MinDeltasForSnapshot: s.State.MinDeltasForSnapshot, MinBatchesToRetain: s.State.MinBatchesToRetain},
+	}
+	for _, on := range j.On {
+		out.On = append(out.On, spec.JoinKey{Left: on.Left, Right: on.Right})
+	}
+	for _, g := range cfg.GoldOf(j.Name) {
+		a := aggregation(g)
+		a.TimeColumn = cfg.GoldTimeColumn(g)
+		out.Gold = append(out.Gold, a)
+	}
+	return out
+}
+
+func joinInput(cfg *config.Pipeline, name string) spec.JoinInput {
+	src, _ := cfg.SourceByName(name)
+	return spec.JoinInput{Source: src.Name, Silver: src.Tables.Silver, EventTime: src.Stream.EventTime,
+		Watermark: spec.Watermark{Delay: src.Stream.Watermark.Duration, Set: src.Stream.Watermark.IsSet()}}
 }
 
 // Trigger is a config trigger as the stream runs it (an unset trigger stays unset).

@@ -61,3 +61,47 @@ func TestTrigger(t *testing.T) {
 		t.Errorf("an unset trigger became %+v", got)
 	}
 }
+
+// TestQueriesAndJoinsOfTheJoinsExample maps examples/joins.yaml: one query per source, the
+// top-level one first, each with only its own aggregations; one join with its own.
+func TestQueriesAndJoinsOfTheJoinsExample(t *testing.T) {
+	cfg, err := config.Load("../../examples/joins.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := Queries(cfg)
+	if len(qs) != 2 || qs[0].Name != "impressions" || qs[1].Name != "clicks" {
+		t.Fatalf("queries %+v", qs)
+	}
+	if qs[1].Tables != (spec.Tables{Bronze: "bronze/clicks", Silver: "silver/clicks", Rejects: "bronze/rejects", Checkpoint: "_checkpoints/clicks"}) ||
+		qs[1].Rules.EventTime != "click_time" || qs[1].Watermark != (spec.Watermark{Delay: 3 * time.Hour, Set: true}) ||
+		len(qs[1].Gold) != 0 || len(qs[1].Rules.Expectations) != 1 {
+		t.Errorf("clicks query %+v", qs[1])
+	}
+	if len(qs[0].Gold) != 1 || qs[0].Gold[0].Name != "impressions_1h" || !reflect.DeepEqual(Query(cfg), qs[0]) {
+		t.Errorf("impressions query gold %+v", qs[0].Gold)
+	}
+	js := Joins(cfg)
+	if len(js) != 1 {
+		t.Fatalf("joins %+v", js)
+	}
+	j := js[0]
+	want := spec.Join{Name: "impressions_clicks", Type: "left_outer",
+		Left:  spec.JoinInput{Source: "impressions", Silver: "silver/impressions", EventTime: "impression_time", Watermark: spec.Watermark{Delay: 2 * time.Hour, Set: true}},
+		Right: spec.JoinInput{Source: "clicks", Silver: "silver/clicks", EventTime: "click_time", Watermark: spec.Watermark{Delay: 3 * time.Hour, Set: true}},
+		On:    []spec.JoinKey{{Left: "ad_id", Right: "ad_id"}}, Lower: 0, Upper: time.Hour,
+		Table: "silver/impressions_clicks", Quarantine: "silver/late_impressions_clicks", Checkpoint: "_checkpoints/impressions_clicks",
+		Trigger: spec.Trigger{Kind: spec.AvailableNow}, Limit: source.ReadLimit{MaxFiles: 1000},
+		State: spec.State{MinDeltasForSnapshot: 10, MinBatchesToRetain: 100}}
+	gold := j.Gold
+	j.Gold = nil
+	if !reflect.DeepEqual(j, want) {
+		t.Errorf("join\n got %+v\nwant %+v", j, want)
+	}
+	if len(gold) != 1 || gold[0].Name != "clicks_per_ad_1h" || gold[0].TimeColumn != "impression_time" {
+		t.Errorf("join gold %+v", gold)
+	}
+	if _, ok := SourceQuery(cfg, "impressions_clicks"); ok {
+		t.Error("a join has no source query")
+	}
+}

@@ -49,12 +49,27 @@ type Offsets struct {
 	Conf             map[string]string
 	// End is the source offset the batch reads up to (inclusive); nil when the source was empty.
 	End *source.Offset
+	// Sources are the end offsets of a query over several sources, in its order (a join:
+	// left, then right), nil for a source with no offset yet; one line each in the file, as
+	// Spark writes them. End is then Sources[0]. Empty for a single-source query.
+	Sources []*source.Offset
+	// SourceWatermarksMs are, for a join, each source's watermark (its max event time seen
+	// minus its delay, 0 before its first row) by source name, as they stood when the batch
+	// began: BatchWatermarkMs is their min. Medallion's addition to Spark's metadata.
+	SourceWatermarksMs map[string]int64
+	// OutputWatermarkMs is, for a join, the watermark the join propagates downstream
+	// (join.Spec.OutputWatermark of BatchWatermarkMs, at least 0): the eviction watermark of
+	// the join's aggregations in this batch; their late watermark is the previous batch's
+	// value (0 for batch 0). Nil for a single-source query.
+	OutputWatermarkMs *int64
 }
 
 type offsetMeta struct {
-	BatchWatermarkMs int64             `json:"batchWatermarkMs"`
-	BatchTimestampMs int64             `json:"batchTimestampMs"`
-	Conf             map[string]string `json:"conf"`
+	BatchWatermarkMs   int64             `json:"batchWatermarkMs"`
+	BatchTimestampMs   int64             `json:"batchTimestampMs"`
+	Conf               map[string]string `json:"conf"`
+	SourceWatermarksMs map[string]int64  `json:"sourceWatermarksMs,omitempty"`
+	OutputWatermarkMs  *int64            `json:"outputWatermarkMs,omitempty"`
 }
 
 // Marshal encodes the entry as Spark does: v1, the metadata line, the source offset ("-":
@@ -62,13 +77,19 @@ type offsetMeta struct {
 func (e *Offsets) Marshal() []byte {
 	var b bytes.Buffer
 	b.WriteString("v1\n")
-	m, _ := json.Marshal(offsetMeta{e.BatchWatermarkMs, e.BatchTimestampMs, e.Conf})
+	m, _ := json.Marshal(offsetMeta{e.BatchWatermarkMs, e.BatchTimestampMs, e.Conf, e.SourceWatermarksMs, e.OutputWatermarkMs})
 	b.Write(m)
-	b.WriteByte('\n')
-	if e.End == nil {
-		b.WriteString("-")
-	} else {
-		b.WriteString(e.End.String())
+	ends := e.Sources
+	if len(ends) == 0 {
+		ends = []*source.Offset{e.End}
+	}
+	for _, end := range ends {
+		b.WriteByte('\n')
+		if end == nil {
+			b.WriteString("-")
+		} else {
+			b.WriteString(end.String())
+		}
 	}
 	return b.Bytes()
 }
@@ -77,13 +98,15 @@ func (e *Offsets) Marshal() []byte {
 // every reader depends on it.
 func ParseOffsets(key string, data []byte) (*Offsets, error) {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) != 3 || lines[0] != "v1" {
-		return nil, fmt.Errorf("%w: %s: want 3 lines starting with v1", ErrBad, key)
+	if len(lines) < 3 || lines[0] != "v1" {
+		return nil, fmt.Errorf("%w: %s: want 3 or more lines starting with v1", ErrBad, key)
 	}
 	var m struct {
-		BatchWatermarkMs *int64            `json:"batchWatermarkMs"`
-		BatchTimestampMs int64             `json:"batchTimestampMs"`
-		Conf             map[string]string `json:"conf"`
+		BatchWatermarkMs   *int64            `json:"batchWatermarkMs"`
+		BatchTimestampMs   int64             `json:"batchTimestampMs"`
+		Conf               map[string]string `json:"conf"`
+		SourceWatermarksMs map[string]int64  `json:"sourceWatermarksMs"`
+		OutputWatermarkMs  *int64            `json:"outputWatermarkMs"`
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
 		return nil, fmt.Errorf("%w: %s line 2: %v", ErrBad, key, err)
@@ -91,13 +114,23 @@ func ParseOffsets(key string, data []byte) (*Offsets, error) {
 	if m.BatchWatermarkMs == nil {
 		return nil, fmt.Errorf("%w: %s line 2: no batchWatermarkMs", ErrBad, key)
 	}
-	e := &Offsets{BatchWatermarkMs: *m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf}
-	if lines[2] != "-" {
-		var o source.Offset
-		if err := json.Unmarshal([]byte(lines[2]), &o); err != nil {
-			return nil, fmt.Errorf("%w: %s line 3: %v", ErrBad, key, err)
+	e := &Offsets{BatchWatermarkMs: *m.BatchWatermarkMs, BatchTimestampMs: m.BatchTimestampMs, Conf: m.Conf,
+		SourceWatermarksMs: m.SourceWatermarksMs, OutputWatermarkMs: m.OutputWatermarkMs}
+	var ends []*source.Offset
+	for i, line := range lines[2:] {
+		if line == "-" {
+			ends = append(ends, nil)
+			continue
 		}
-		e.End = &o
+		var o source.Offset
+		if err := json.Unmarshal([]byte(line), &o); err != nil {
+			return nil, fmt.Errorf("%w: %s line %d: %v", ErrBad, key, i+3, err)
+		}
+		ends = append(ends, &o)
+	}
+	e.End = ends[0]
+	if len(ends) > 1 {
+		e.Sources = ends
 	}
 	return e, nil
 }

@@ -93,3 +93,36 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// TestJoinOffsetsGolden pins a join's offsets/N: Spark's shape with one offset line per
+// source (left, then right; "-" for a source with no offset yet), and medallion's per-source
+// and output watermarks in the metadata line, which late/ and report/ read.
+func TestJoinOffsetsGolden(t *testing.T) {
+	out := int64(1714565089999)
+	e := &Offsets{BatchWatermarkMs: 1714565100000, BatchTimestampMs: 1714566000000,
+		Conf:               map[string]string{"spark.sql.streaming.multipleWatermarkPolicy": "min"},
+		Sources:            []*source.Offset{{SourceVersion: 1, ReservoirID: "a1", ReservoirVersion: 7, Index: 0}, nil},
+		SourceWatermarksMs: map[string]int64{"impressions": 1714565400000, "clicks": 1714565100000},
+		OutputWatermarkMs:  &out}
+	got := e.Marshal()
+	want, err := os.ReadFile(filepath.Join("testdata", "offsets_join.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, bytes.TrimRight(want, "\n")) {
+		t.Fatalf("offsets/N =\n%s\nwant\n%s", got, want)
+	}
+	back, err := ParseOffsets("offsets/4", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Sources) != 2 || back.Sources[1] != nil || *back.Sources[0] != *e.Sources[0] || back.End != back.Sources[0] ||
+		back.SourceWatermarksMs["clicks"] != 1714565100000 || back.SourceWatermarksMs["impressions"] != 1714565400000 ||
+		back.OutputWatermarkMs == nil || *back.OutputWatermarkMs != out {
+		t.Fatalf("round trip: %+v", back)
+	}
+	single, err := ParseOffsets("offsets/4", (&Offsets{End: e.Sources[0]}).Marshal())
+	if err != nil || single.Sources != nil || single.OutputWatermarkMs != nil || single.SourceWatermarksMs != nil {
+		t.Fatalf("a single-source entry parses as %+v, %v", single, err)
+	}
+}

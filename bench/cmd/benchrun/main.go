@@ -55,6 +55,12 @@ type options struct {
 	kafkaJars       string
 	kafkaPartitions int
 	kafkaSparkMax   int64
+	// The join stage (issue 18): on or off, the joinbench binary, its events over both sides
+	// and micro-batches.
+	join        bool
+	joinbench   string
+	joinEvents  int64
+	joinBatches int
 	// stages is the --stages filter (empty: every stage).
 	stages stageSet
 }
@@ -87,6 +93,11 @@ func main() {
 	flag.StringVar(&o.kafkaJars, "kafka-jars", "", "comma-separated jars of Spark's Kafka source (empty: no Spark Kafka anchor)")
 	flag.IntVar(&o.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka stage's topic")
 	flag.Int64Var(&o.kafkaSparkMax, "kafka-spark-max", 1_000_000, "largest case Spark's Kafka source runs on (about 3k records/s on a loaded 2-core machine)")
+	var joinEvents string
+	flag.BoolVar(&o.join, "join", false, "also measure the stream-stream join: the same micro-batch files through our join operator (--joinbench) and Spark's join")
+	flag.StringVar(&o.joinbench, "joinbench", "", "the joinbench binary (bench/cmd/joinbench), required with --join")
+	flag.StringVar(&joinEvents, "join-events", "1M", "events of the join stage, both sides together")
+	flag.IntVar(&o.joinBatches, "join-batches", 40, "micro-batches (files) of the join stage")
 	flag.StringVar(&stages, "stages", "", "stages to measure, comma separated (empty: all): "+strings.Join(stageOrder, ",")+
 		"; the stages a selected one needs run too, anchors only beside selected stages")
 	flag.Parse()
@@ -104,6 +115,14 @@ func main() {
 	if o.kafka && o.kafkaBrokers == "" {
 		fmt.Fprintln(os.Stderr, "benchrun: --kafka needs --kafka-brokers or MEDALLION_TEST_KAFKA_BROKERS (scripts/kafka.sh start)")
 		os.Exit(2)
+	}
+	if o.join {
+		n, err := bench.ParseCount(joinEvents)
+		if err != nil || o.joinbench == "" || o.joinBatches <= 0 {
+			fmt.Fprintf(os.Stderr, "benchrun: --join needs --joinbench BINARY, a count --join-events and positive --join-batches (%v)\n", err)
+			os.Exit(2)
+		}
+		o.joinEvents = n
 	}
 	if err := checkBacklogFlags(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
@@ -168,6 +187,9 @@ func run(ctx context.Context, o options) error {
 	if o.kafka {
 		rep.Workload = append(rep.Workload, kafkaLine(o))
 	}
+	if o.join && o.stages.want(bench.StageJoin) {
+		rep.Workload = append(rep.Workload, joinLine(o))
+	}
 	rep.Workload = append(rep.Workload,
 		"Spark: local[2], JSON file source with the declared schema, withWatermark, one windowed aggregation query per gold table (both concurrently), Delta sink, Trigger.AvailableNow; JVM defaults otherwise (driver memory 2g)",
 		"what each side does: our ingest + stream write bronze, silver (exact dedup), a quarantine per gold table and gold, and keep every late row "+
@@ -209,6 +231,13 @@ func run(ctx context.Context, o options) error {
 					return err
 				}
 			}
+		}
+	}
+	if o.join && o.stages.want(bench.StageJoin) {
+		runs, notes := joinStage(ctx, o)
+		rep.Runs, rep.Notes = append(rep.Runs, runs...), append(rep.Notes, notes...)
+		if err := write(o, rep); err != nil {
+			return err
 		}
 	}
 	if o.micro {

@@ -180,6 +180,8 @@ func TestStages(t *testing.T) {
 			[]string{bench.StageReplay, bench.StageIngestBacklog}},
 		{"stream-backlog", []string{bench.StageStreamBacklog}, []string{bench.StageIngestBacklog, bench.StageStreamBacklog},
 			[]string{bench.StageIngest, bench.StageStream}},
+		{"join", []string{bench.StageJoin}, []string{bench.StageJoin},
+			[]string{bench.StageIngest, bench.StageIngestBacklog, bench.StageKafkaIngest}},
 		{" merge-late , kafka", []string{bench.StageMergeLate, bench.StageKafkaIngest},
 			[]string{bench.StageIngest, bench.StageStream, bench.StageMergeLate}, []string{bench.StageReplay}},
 	} {

@@ -19,7 +19,7 @@ type stageSet map[string]bool
 // stageOrder is every stage --stages accepts, in the order a case runs them.
 var stageOrder = []string{
 	bench.StageIngest, bench.StageStream, bench.StageMergeLate, bench.StageReplay, bench.StageEndToEnd,
-	bench.StageIngestBacklog, bench.StageStreamBacklog, bench.StageKafkaIngest,
+	bench.StageIngestBacklog, bench.StageStreamBacklog, bench.StageKafkaIngest, bench.StageJoin,
 }
 
 // stageAliases are the short names a user types for stages whose report names are longer.

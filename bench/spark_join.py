@@ -1,0 +1,99 @@
+"""The Spark anchor of the join benchmark: Spark's stream-stream join over the micro-batch files
+`joinbench gen` writes (bench/cmd/joinbench, which runs medallion's join over the same files).
+
+JSON file source with the declared schema, one file per micro-batch (maxFilesPerTrigger 1), the
+two sides split by their `side` column, withWatermark on each (impressions 10 minutes, clicks
+20 minutes), a left outer join on the impression id with `click.t BETWEEN impression.t AND
+impression.t + 1 hour`, Trigger.AvailableNow (over this backlog Spark runs one no-data batch,
+after the last file: a data batch takes the place of each earlier one), and the noop
+sink: the output is computed and discarded, as joinbench discards ours. local[2], like the other
+anchors. Prints a one-line JSON summary on stdout: input rows, batches, rows dropped by the
+watermark, output rows, the peak state rows, and the seconds of the query alone (session start
+excluded) and in total.
+
+The JVM is a child of this process and is waited for before exit, so the parent's wait4 rusage
+(CPU, peak RSS) includes it.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True, help="the micro-batch files (joinbench gen)")
+    ap.add_argument("--checkpoint", default="", help="checkpoint directory (default: a temp dir)")
+    ap.add_argument("--driver-memory", default="2g")
+    a = ap.parse_args()
+    began = time.time()
+
+    from pyspark.sql import SparkSession, functions as F, types as T
+
+    spark = (
+        SparkSession.builder.master("local[2]").appName("medallion-bench-join")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.memory", a.driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    schema = T.StructType([T.StructField("side", T.StringType()), T.StructField("id", T.LongType()),
+                           T.StructField("k", T.LongType()), T.StructField("t_us", T.LongType())])
+    src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(a.dir)
+
+    def side(name, p, delay):
+        return (src.where(F.col("side") == name)
+                .select(F.col("id").alias(p + "id"), F.col("k").alias(p + "k"),
+                        F.expr("timestamp_micros(t_us)").alias(p + "t"))
+                .withWatermark(p + "t", delay))
+
+    impressions, clicks = side("L", "l", "10 minutes"), side("R", "r", "20 minutes")
+    joined = impressions.join(
+        clicks, F.expr("lk = rk AND rt >= lt AND rt <= lt + INTERVAL 1 HOUR"), "left_outer")
+    checkpoint = a.checkpoint or tempfile.mkdtemp(prefix="spark-join-ck-")
+    job = time.time()
+    q = (joined.writeStream.format("noop").option("checkpointLocation", checkpoint)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    done = time.time()
+    batches, rows, dropped, out, state_peak = 0, 0, 0, 0, 0
+    for p in q.recentProgress:
+        if "addBatch" not in p["durationMs"]:
+            continue  # an idle report, not a batch
+        batches += 1
+        rows += p["numInputRows"]
+        out += max(p.get("sink", {}).get("numOutputRows", 0), 0)
+        for op in p["stateOperators"]:
+            dropped += op.get("numRowsDroppedByWatermark", 0)
+            state_peak = max(state_peak, op.get("numRowsTotal", 0))
+    gateway = spark.sparkContext._gateway
+    spark.stop()
+    # Wait for the JVM before exiting: the parent's wait4 rusage (CPU, peak RSS) counts a
+    # descendant only once it has been waited for, and the JVM does nearly all of the work.
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        gateway.shutdown()
+        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except Exception:
+            proc.kill()
+            proc.wait()
+    print(json.dumps({"engine": "spark", "events": rows, "batches": batches, "dropped": dropped,
+                      "out_rows": out, "state_rows_peak": state_peak,
+                      "job_seconds": round(done - job, 3), "total_seconds": round(time.time() - began, 3)}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+package stream
+
+// The join's row payloads: the join operator keeps each buffered input row as opaque bytes
+// (join.Input.Rows) and hands them back in its output, so the join host encodes a silver row
+// into bytes and decodes it back into the joined table's columns. The encoding is private to
+// the host but lives in the join's checkpoint (state snapshots and deltas), so it must stay
+// readable by later versions: change it only with a new state format.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/medallion-lake/medallion/table"
+)
+
+// errBadRow reports a payload that does not decode against the side's columns: a state file
+// from another schema, or a corrupt one.
+var errBadRow = errors.New("bad join row payload")
+
+// appendRowPayload appends row i of cols (one value each, in order) to dst: per value a
+// presence byte (0: null), then the value; numbers as varints or fixed little-endian bits,
+// bytes length-prefixed, structs field by field, lists and maps as an element count then the
+// elements.
+func appendRowPayload(dst []byte, cols []*table.Column, i int) []byte {
+	for _, c := range cols {
+		dst = appendValue(dst, c, i)
+	}
+	return dst
+}
+
+func appendValue(dst []byte, c *table.Column, i int) []byte {
+	if c.Kind == table.KindNull || c.IsNull(i) {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	switch c.Kind {
+	case table.KindInt64:
+		dst = binary.AppendVarint(dst, c.Int64[i])
+	case table.KindInt32:
+		dst = binary.AppendVarint(dst, int64(c.Int32[i]))
+	case table.KindFloat64:
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[i]))
+	case table.KindFloat32:
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[i]))
+	case table.KindBool:
+		v := byte(0)
+		if c.Bool[i] {
+			v = 1
+		}
+		dst = append(dst, v)
+	case table.KindBytes:
+		b := c.BytesAt(i)
+		dst = binary.AppendUvarint(dst, uint64(len(b)))
+		dst = append(dst, b...)
+	case table.KindDecimal:
+		d := c.Decimal[i]
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(d.Hi))
+		dst = binary.LittleEndian.AppendUint64(dst, d.Lo)
+	case table.KindStruct:
+		for _, ch := range c.Children {
+			dst = appendValue(dst, ch, i)
+		}
+	case table.KindList, table.KindMap:
+		s, e := c.ListRange(i)
+		dst = binary.AppendUvarint(dst, uint64(e-s))
+		for j := s; j < e; j++ {
+			for _, ch := range c.Children {
+				dst = appendValue(dst, ch, j)
+			}
+		}
+	}
+	return dst
+}
+
+// decodeRowPayload appends the values of one appendRowPayload payload to cols, which have
+// the columns' types, and returns the bytes left over (none for a well-formed payload).
+func decodeRowPayload(cols []*table.Column, p []byte) ([]byte, error) {
+	var err error
+	for k, c := range cols {
+		if p, err = decodeValue(c, p); err != nil {
+			return nil, fmt.Errorf("%w: column %d: %v", errBadRow, k, err)
+		}
+	}
+	return p, nil
+}
+
+func decodeValue(c *table.Column, p []byte) ([]byte, error) {
+	if len(p) == 0 {
+		return nil, errors.New("truncated")
+	}
+	present := p[0]
+	p = p[1:]
+	if present == 0 {
+		c.AppendNull()
+		return p, nil
+	}
+	if present != 1 {
+		return nil, fmt.Errorf("presence byte %d", present)
+	}
+	switch c.Kind {
+	case table.KindInt64, table.KindInt32:
+		v, n := binary.Varint(p)
+		if n <= 0 {
+			return nil, errors.New("bad varint")
+		}
+		p = p[n:]
+		if c.Kind == table.KindInt64 {
+			c.AppendInt64(v)
+		} else {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, errors.New("int out of range")
+			}
+			c.AppendInt32(int32(v))
+		}
+	case table.KindFloat64:
+		if len(p) < 8 {
+			return nil, errors.New("truncated double")
+		}
+		c.AppendFloat64(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+		p = p[8:]
+	case table.KindFloat32:
+		if len(p) < 4 {
+			return nil, errors.New("truncated float")
+		}
+		c.AppendFloat32(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		p = p[4:]
+	case table.KindBool:
+		if len(p) < 1 || p[0] > 1 {
+			return nil, errors.New("bad boolean")
+		}
+		c.AppendBool(p[0] == 1)
+		p = p[1:]
+	case table.KindBytes:
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) {
+			return nil, errors.New("truncated bytes")
+		}
+		c.AppendBytes(p[k : k+int(n)])
+		p = p[k+int(n):]
+	case table.KindDecimal:
+		if len(p) < 16 {
+			return nil, errors.New("truncated decimal")
+		}
+		c.AppendDecimal(table.Decimal128{Hi: int64(binary.LittleEndian.Uint64(p)), Lo: binary.LittleEndian.Uint64(p[8:])})
+		p = p[16:]
+	case table.KindStruct:
+		var err error
+		for _, ch := range c.Children {
+			if p, err = decodeValue(ch, p); err != nil {
+				return nil, err
+			}
+		}
+		c.AppendStruct()
+	case table.KindList, table.KindMap:
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) { // every element takes a byte at least
+			return nil, errors.New("bad element count")
+		}
+		p = p[k:]
+		var err error
+		for range n {
+			for _, ch := range c.Children {
+				if p, err = decodeValue(ch, p); err != nil {
+					return nil, err
+				}
+			}
+		}
+		c.AppendList()
+	default:
+		return nil, fmt.Errorf("kind %d cannot hold a value", c.Kind)
+	}
+	return p, nil
+}
+
+// appendNulls appends a null to each of cols: the side an output row lacks.
+func appendNulls(cols []*table.Column) {
+	for _, c := range cols {
+		c.AppendNull()
+	}
+}
