@@ -926,6 +926,9 @@ func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, err
 	}
 	var out []bench.Profile
 	for _, job := range []string{"ingest", "stream"} {
+		if job == bench.StageStream && !o.stages.want(bench.StageStream) {
+			continue // ingest's profile runs anyway: the stream's reads its bronze
+		}
 		logf("%s: CPU profile of %s", c, job)
 		pp := filepath.Join(dir, job+".pprof")
 		if b, err := exec.CommandContext(ctx, o.prof, "--config", cfgPath, "--job", job, "--cpuprofile", pp).CombinedOutput(); err != nil {
