@@ -5,7 +5,8 @@
 # promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
-#                [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [-- extra benchrun flags]
+#                [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [--stages ingest,replay-24h,...]
+#                [-- extra benchrun flags]
 #
 #   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
 #                BenchmarkStreamMemory: a few minutes on a quiet machine
@@ -23,6 +24,11 @@
 #                100 CPU seconds: under 2 minutes on 2 quiet cores, 5 at load average 17-24), off
 #                in --quick.
 #   --no-join    no join stage
+#   --stages     only these stages and their anchors (default: all): ingest, stream, merge-late,
+#                replay-24h (or replay), end-to-end (or e2e), ingest-backlog, stream-backlog,
+#                kafka-ingest (or kafka), join. The stages a selected one reads from run too (replay
+#                needs ingest and stream), later ones and other anchors do not; e.g.
+#                `bench/run.sh --quick --no-micro --stages replay` is replay beside polars.
 #
 # Defaults: --sizes 1M,10M --keys 1k,100k --backends file,minio. The anchors use the interop
 # virtualenv and Spark's Delta jars (scripts/interop.sh setup, cached); MinIO is started with
@@ -33,7 +39,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto join=auto
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto join=auto stages=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -48,8 +54,9 @@ while [[ $# -gt 0 ]]; do
     --no-join) join=false; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
+    --stages) stages="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--join|--no-join]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--join|--no-join] [--stages ingest,replay-24h,...]" >&2; exit 2 ;;
   esac
 done
 
@@ -71,6 +78,8 @@ go build -o "$bin/medallion" ./cmd/medallion
 go build -o "$bin/benchrun" ./bench/cmd/benchrun
 go build -o "$bin/benchprof" ./bench/cmd/benchprof
 go build -o "$bin/joinbench" ./bench/cmd/joinbench
+# A stage filter without the join stage runs no join.
+if [[ "$join" == auto && -n "$stages" && ",$stages," != *",join,"* ]]; then join=false; fi
 [[ "$join" == auto ]] && join=true
 
 python=""
@@ -103,6 +112,8 @@ kafka_jars() {
 }
 
 kafka_flags=()
+# A stage filter without the Kafka stage needs no broker.
+if [[ "$kafka" == auto && -n "$stages" && ",$stages," != *",kafka,"* && ",$stages," != *",kafka-ingest,"* ]]; then kafka=false; fi
 if [[ "$kafka" == auto ]]; then
   if scripts/kafka.sh install; then kafka=true; else log "no Kafka broker could be installed: no Kafka stage"; kafka=false; fi
 fi
@@ -117,9 +128,9 @@ if $kafka; then
 fi
 
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
-  --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
+  --sizes "$sizes" --keys "$keys" --backends "$backends" --stages "$stages" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
-  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')$($join && echo ' --join')${extra[*]:+ -- ${extra[*]}}" \
+  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')$($join && echo ' --join')${stages:+ --stages $stages}${extra[*]:+ -- ${extra[*]}}" \
   --join="$join" --joinbench "$bin/joinbench" \
   "${kafka_flags[@]}" "${extra[@]}"
 log "wrote bench/RESULTS.md and bench/results.svg"

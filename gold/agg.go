@@ -264,7 +264,12 @@ func (v *AggValue) AppendBinary(dst []byte) ([]byte, error) {
 			return nil, fmt.Errorf("gold: encode hll: %w", err)
 		}
 	case v.DD != nil:
-		v.DD.Encode(&dst, false)
+		// Encode takes a pointer to the buffer: a copy of its header, declared here, is what
+		// goes to the heap, and only for a DDSketch. Passing &dst moved dst to the heap on
+		// every call, one allocation per group and aggregate of every state delta.
+		b := dst
+		v.DD.Encode(&b, false)
+		dst = b
 	}
 	// The sketch decoders trust their input (a corrupt length can make them allocate or loop
 	// without bound), so a checksum guards them against corrupt state.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // deltaMagic starts every state delta; the byte after it is the format version.
@@ -26,17 +27,23 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 	if !a.SupportsDelta() {
 		return nil, fmt.Errorf("gold: session windows keep no state deltas")
 	}
-	start := len(dst)
-	dst = append(dst, deltaMagic...)
-	dst = append(dst, deltaVersion)
-	dst = a.cfg.appendFingerprint(dst)
-	dst = binary.AppendVarint(dst, a.evictedAt)
-	n := 0
+	n, size := 0, 0
 	for _, s := range a.touched {
 		if a.groups[s].live() {
 			n++
+			size += a.groupSize(s, false)
 		}
 	}
+	var fp [64]byte
+	header := a.cfg.appendFingerprint(fp[:0])
+	// One buffer of the delta's size (see groupSize): magic, version, fingerprint, two varints,
+	// the groups and the checksum.
+	dst = slices.Grow(dst, len(deltaMagic)+1+len(header)+2*binary.MaxVarintLen64+size+4)
+	start := len(dst)
+	dst = append(dst, deltaMagic...)
+	dst = append(dst, deltaVersion)
+	dst = append(dst, header...)
+	dst = binary.AppendVarint(dst, a.evictedAt)
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, s := range a.touched {
 		if !a.groups[s].live() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -21,10 +22,6 @@ const (
 // runner can store state version N+1 and a restore fails loudly on corruption or on a changed
 // aggregation.
 func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
-	start := len(dst)
-	dst = append(dst, snapshotMagic...)
-	dst = append(dst, snapshotVersion)
-	dst = a.cfg.appendFingerprint(dst)
 	// Sort copies of the sort keys, not slot numbers: the comparisons then read one
 	// contiguous slice instead of chasing each slot into the groups and keys.
 	type entry struct {
@@ -49,9 +46,19 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 		return strings.Compare(x.key, y.key)
 	})
 	slots := make([]int32, len(entries))
+	size := 0
 	for i, e := range entries {
 		slots[i] = e.slot
+		size += a.groupSize(e.slot, true)
 	}
+	var fp [64]byte
+	header := a.cfg.appendFingerprint(fp[:0])
+	// One buffer of the snapshot's size (see groupSize).
+	dst = slices.Grow(dst, len(snapshotMagic)+1+len(header)+binary.MaxVarintLen64+size+4)
+	start := len(dst)
+	dst = append(dst, snapshotMagic...)
+	dst = append(dst, snapshotVersion)
+	dst = append(dst, header...)
 	dst = binary.AppendUvarint(dst, uint64(len(slots)))
 	for _, s := range slots {
 		var err error
@@ -61,6 +68,47 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
 }
+
+// groupSize is the number of bytes appendGroup appends for group s (for a sketch, its last
+// measured footprint: a guess, append grows the buffer if it falls short). A snapshot or delta
+// of a million groups is written into one buffer of its size, sized first: grown by doubling
+// it was copied over and over, and the stream, which reuses the buffer batch after batch, kept
+// up to twice the state's encoded size alive for good (170 MB of a 650 MB live heap at 100k
+// keys, 1M events).
+func (a *Aggregation) groupSize(s int32, withEnd bool) int {
+	w := a.window(s)
+	n := varintLen(w.Start)
+	if withEnd {
+		n += varintLen(w.End)
+	}
+	kl := int(a.keyLocs[a.groups[s].key].n)
+	n += uvarintLen(uint64(kl)) + kl
+	for _, ac := range a.accs {
+		// AppendBinary: function and flags, N, the float's 8 bytes, I, and a sketch.
+		var cn, ci int64
+		switch {
+		case ac.wide:
+			c := &ac.cells[s]
+			cn = c.n
+			if ac.spec.Int {
+				ci = int64(c.v)
+			}
+		default:
+			cn = ac.ns[s]
+		}
+		n += 2 + varintLen(cn) + 8 + varintLen(ci)
+		if ac.sketchBytes != nil {
+			n += 8 + int(ac.sketchBytes[s])
+		}
+	}
+	return n
+}
+
+// uvarintLen is the length of binary.AppendUvarint(nil, x).
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// varintLen is the length of binary.AppendVarint(nil, v) (zig-zag, then a uvarint).
+func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 
 // appendGroup appends group s as snapshots and deltas store it: its window's start, its end
 // (snapshots only: a delta's groups are time windows, whose end the size gives), its key and

@@ -20,7 +20,7 @@ const metricsMaxAge = time.Minute
 // each table, rejects by reason, late rows quarantined and merged (counters, from each run's
 // summary), and, read from the lake at scrape time (at most metricsMaxAge old), the watermark
 // and its delay, the lag p95, each table's version and the age of its last commit, and the
-// state rows of each stateful operator.
+// state rows and state bytes (memoryUsedBytes) of each stateful operator.
 type pipelineMetrics struct {
 	env        Env
 	rowsIn     *prometheus.CounterVec
@@ -31,7 +31,7 @@ type pipelineMetrics struct {
 	lateM      *prometheus.CounterVec
 	page       *statusPage
 
-	watermark, watermarkDelay, lagP95, tableAge, tableVersion, stateRows *prometheus.Desc
+	watermark, watermarkDelay, lagP95, tableAge, tableVersion, stateRows, stateBytes *prometheus.Desc
 }
 
 func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*pipelineMetrics, error) {
@@ -61,6 +61,8 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 			"The table's latest version.", []string{"table"}, nil),
 		stateRows: prometheus.NewDesc("medallion_state_rows",
 			"Rows in a stateful operator's state after the latest batch.", []string{"operator"}, nil),
+		stateBytes: prometheus.NewDesc("medallion_state_memory_bytes",
+			"Memory a stateful operator's state holds after the latest batch (memoryUsedBytes of its progress).", []string{"operator"}, nil),
 	}
 	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM, m} {
 		if err := reg.Register(c); err != nil {
@@ -191,7 +193,7 @@ func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {
 
 // Describe is the lake figures' part of prometheus.Collector.
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows} {
+	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows, m.stateBytes} {
 		ch <- d
 	}
 }
@@ -230,6 +232,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for i, label := range r.StateLabels(last.StateRows) {
 			gauge(m.stateRows, float64(last.StateRows[i].Count), label)
+			if i < len(last.StateBytes) {
+				gauge(m.stateBytes, float64(last.StateBytes[i].Count), label)
+			}
 		}
 	}
 }

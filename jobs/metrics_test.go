@@ -159,5 +159,11 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 	if _, ok := families["medallion_state_rows"]; !ok {
 		t.Error("/metrics has no medallion_state_rows")
 	}
+	// The state's footprint, beside its rows: the dedup index and an aggregation hold memory.
+	for _, op := range []string{"dedup", "events_5m"} {
+		if b := must("medallion_state_memory_bytes", "operator", op); b <= 0 {
+			t.Errorf("medallion_state_memory_bytes{operator=%q} = %v, want the state's bytes", op, b)
+		}
+	}
 	t.Logf("landing %v, bronze %v, silver %v, late %v quarantined and merged", landing, bronzeIn, silver, q)
 }

@@ -238,6 +238,43 @@ func (r *Report) StateChart() *TimeChart {
 	return c
 }
 
+// StateFootprint is one state operator after the latest batch: its rows beside its bytes.
+type StateFootprint struct {
+	Name        string
+	Rows, Bytes int64
+}
+
+// BytesPerRow is the state's cost per row (per open group, per key): 0 without rows.
+func (f StateFootprint) BytesPerRow() int64 {
+	if f.Rows == 0 {
+		return 0
+	}
+	return f.Bytes / f.Rows
+}
+
+// StateFootprints is every state operator of the latest batch with its memoryUsedBytes, named as
+// StateLabels names them; nil when no batch reports bytes (progress files before memoryUsedBytes
+// was filled in say 0), so the page shows no table of zeros.
+func (r *Report) StateFootprints() []StateFootprint {
+	if len(r.Batches) == 0 {
+		return nil
+	}
+	b := r.Batches[len(r.Batches)-1]
+	if len(b.StateBytes) != len(b.StateRows) {
+		return nil
+	}
+	var out []StateFootprint
+	some := false
+	for i, label := range r.StateLabels(b.StateRows) {
+		out = append(out, StateFootprint{Name: label, Rows: b.StateRows[i].Count, Bytes: b.StateBytes[i].Count})
+		some = some || b.StateBytes[i].Count > 0
+	}
+	if !some {
+		return nil
+	}
+	return out
+}
+
 // StateLabels names each state operator of one batch for people and for metric labels:
 // "dedup", then each aggregation after its gold table, in the config's order; an operator
 // beyond those keeps its Spark name, numbered when it repeats. The labels of one batch are
@@ -665,6 +702,15 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <div class="chart">{{svg $.LateHourSVG}}</div>
 <div class="chart">{{svg $.StateSVG}}</div>
 </div>
+{{- with $.StateFootprints}}
+<table id="state-footprint">
+<caption>State after the latest batch</caption>
+<tr><th>operator</th><th class="num">rows</th><th class="num">memory</th><th class="num">bytes/row</th></tr>
+{{- range .}}
+<tr><td>{{.Name}}</td><td class="num">{{count .Rows}}</td><td class="num">{{bytes .Bytes}}</td><td class="num">{{.BytesPerRow}}</td></tr>
+{{- end}}
+</table>
+{{- end}}
 {{- else}}
 <p class="missing">No progress yet: the stream has not run a batch.</p>
 {{- end}}
@@ -752,6 +798,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		MaxEventTime           string              `json:"max_event_time,omitempty"`
 		LateRows               map[string]int64    `json:"late_rows"`
 		StateRows              []NamedCount        `json:"state_rows"`
+		StateBytes             []NamedCount        `json:"state_bytes,omitempty"`
 		Expectations           []ExpectationCounts `json:"expectations,omitempty"`
 	}
 	rfc := func(t time.Time) string {
@@ -793,7 +840,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.Batches = append(out.Batches, batch{BatchID: b.BatchID, Timestamp: rfc(b.Timestamp), NumInputRows: b.NumInputRows,
 			InputRowsPerSecond: b.InputRowsPerSecond, ProcessedRowsPerSecond: b.ProcessedRowsPerSecond,
 			DurationMs: b.DurationMs, Watermark: rfc(b.Watermark), MaxEventTime: rfc(b.MaxEventTime),
-			LateRows: b.LateRows, StateRows: sr, Expectations: b.Expectations})
+			LateRows: b.LateRows, StateRows: sr, StateBytes: b.StateBytes, Expectations: b.Expectations})
 	}
 	return json.Marshal(out)
 }

@@ -261,3 +261,51 @@ func FuzzParseProgress(f *testing.F) {
 		}
 	})
 }
+
+// TestStateFootprint: memoryUsedBytes of each state operator is read from progress and shown
+// beside its rows on the page (and in the JSON), named as the state chart names them.
+func TestStateFootprint(t *testing.T) {
+	data := []byte(`{"timestamp":"2024-05-01T00:00:30.000Z","batchId":3,"numInputRows":10,` +
+		`"stateOperators":[{"operatorName":"dedupe","numRowsTotal":1000,"memoryUsedBytes":48000},` +
+		`{"operatorName":"stateStoreSave","numRowsTotal":200,"memoryUsedBytes":12800},` +
+		`{"operatorName":"stateStoreSave","numRowsTotal":0,"memoryUsedBytes":0}]}`)
+	b, err := ParseProgress("progress/3.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []NamedCount{{"dedupe", 48000}, {"stateStoreSave", 12800}, {"stateStoreSave", 0}}
+	if !slices.Equal(b.StateBytes, want) {
+		t.Fatalf("StateBytes %v, want %v", b.StateBytes, want)
+	}
+	r := &Report{Source: "p.yaml", Gold: []string{"events_5m", "events_1h"}, Batches: []BatchProgress{b}}
+	fp := r.StateFootprints()
+	wantFP := []StateFootprint{{"dedup", 1000, 48000}, {"events_5m", 200, 12800}, {"events_1h", 0, 0}}
+	if !slices.Equal(fp, wantFP) {
+		t.Fatalf("StateFootprints %+v, want %+v", fp, wantFP)
+	}
+	if fp[0].BytesPerRow() != 48 || fp[1].BytesPerRow() != 64 || fp[2].BytesPerRow() != 0 {
+		t.Errorf("bytes per row %d %d %d, want 48 64 0", fp[0].BytesPerRow(), fp[1].BytesPerRow(), fp[2].BytesPerRow())
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, page.String())
+	for _, s := range []string{`id="state-footprint"`, `<td>events_5m</td><td class="num">200</td><td class="num">12.5 KiB</td><td class="num">64</td>`} {
+		if !strings.Contains(page.String(), s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"state_bytes":[{"name":"dedupe","count":48000}`) {
+		t.Errorf("JSON lacks the state bytes: %s", js)
+	}
+	// Progress without bytes (older files, all zero): no table of zeros.
+	r.Batches[0].StateBytes = []NamedCount{{"dedupe", 0}, {"stateStoreSave", 0}, {"stateStoreSave", 0}}
+	if fp := r.StateFootprints(); fp != nil {
+		t.Errorf("StateFootprints without bytes = %+v, want none", fp)
+	}
+}

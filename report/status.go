@@ -96,6 +96,9 @@ type BatchProgress struct {
 	LateRows map[string]int64
 	// StateRows is numRowsTotal per state operator, in the progress's order.
 	StateRows []NamedCount
+	// StateBytes is memoryUsedBytes per state operator, parallel to StateRows (the state's
+	// footprint: what a key costs is rows beside bytes).
+	StateBytes []NamedCount
 	// Expectations are the batch's data-quality counts (progress key expectations), in the
 	// config's order; nil without expectations.
 	Expectations []ExpectationCounts
@@ -130,8 +133,9 @@ type progressJSON struct {
 	DurationMs             map[string]int64  `json:"durationMs"`
 	EventTime              map[string]string `json:"eventTime"`
 	StateOperators         []struct {
-		OperatorName string `json:"operatorName"`
-		NumRowsTotal int64  `json:"numRowsTotal"`
+		OperatorName    string `json:"operatorName"`
+		NumRowsTotal    int64  `json:"numRowsTotal"`
+		MemoryUsedBytes int64  `json:"memoryUsedBytes"`
 	} `json:"stateOperators"`
 	Sink struct {
 		Metrics map[string]string `json:"metrics"`
@@ -169,6 +173,7 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 	bp.Expectations = p.Expectations
 	for _, op := range p.StateOperators {
 		bp.StateRows = append(bp.StateRows, NamedCount{Name: op.OperatorName, Count: op.NumRowsTotal})
+		bp.StateBytes = append(bp.StateBytes, NamedCount{Name: op.OperatorName, Count: op.MemoryUsedBytes})
 	}
 	for k, dst := range map[string]**int64{"numSilverRows": &bp.SilverRows, "numValidationRejects": &bp.ValidationRejects} {
 		if v, ok := p.Sink.Metrics[k]; ok {

@@ -61,11 +61,13 @@ type options struct {
 	joinbench   string
 	joinEvents  int64
 	joinBatches int
+	// stages is the --stages filter (empty: every stage).
+	stages stageSet
 }
 
 func main() {
 	var o options
-	var sizes, keys, backends string
+	var sizes, keys, backends, stages string
 	flag.StringVar(&sizes, "sizes", "1M", "event counts, comma separated (1M,10M,50M)")
 	flag.StringVar(&keys, "keys", "1k", "distinct group-by keys, comma separated (1k,100k)")
 	flag.StringVar(&backends, "backends", "file", "file,minio (minio needs MEDALLION_TEST_S3_ENDPOINT and AWS_* set)")
@@ -96,8 +98,15 @@ func main() {
 	flag.StringVar(&o.joinbench, "joinbench", "", "the joinbench binary (bench/cmd/joinbench), required with --join")
 	flag.StringVar(&joinEvents, "join-events", "1M", "events of the join stage, both sides together")
 	flag.IntVar(&o.joinBatches, "join-batches", 40, "micro-batches (files) of the join stage")
+	flag.StringVar(&stages, "stages", "", "stages to measure, comma separated (empty: all): "+strings.Join(stageOrder, ",")+
+		"; the stages a selected one needs run too, anchors only beside selected stages")
 	flag.Parse()
 	o.sizes, o.keys, o.backends = split(sizes), split(keys), split(backends)
+	var err error
+	if o.stages, err = parseStages(stages); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(2)
+	}
 	o.anchors = o.python != ""
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "benchrun: --medallion BINARY is required")
@@ -178,7 +187,7 @@ func run(ctx context.Context, o options) error {
 	if o.kafka {
 		rep.Workload = append(rep.Workload, kafkaLine(o))
 	}
-	if o.join {
+	if o.join && o.stages.want(bench.StageJoin) {
 		rep.Workload = append(rep.Workload, joinLine(o))
 	}
 	rep.Workload = append(rep.Workload,
@@ -200,11 +209,11 @@ func run(ctx context.Context, o options) error {
 			for _, backend := range o.backends {
 				c := bench.Case{Events: n, Keys: int(keys), Backend: backend}
 				runs, notes, err := runCase(ctx, o, c)
-				if o.kafka && backend == "file" {
+				if o.kafka && backend == "file" && o.stages.want(bench.StageKafkaIngest) {
 					kr, kn := kafkaCase(ctx, o, c)
 					runs, notes = append(runs, kr...), append(notes, kn...)
 				}
-				if err == nil && o.prof != "" && backend == "file" {
+				if err == nil && o.prof != "" && backend == "file" && (o.stages.want(bench.StageIngest) || o.stages.want(bench.StageStream)) {
 					profs, perr := profile(ctx, o, c)
 					rep.Profiles = append(rep.Profiles, profs...)
 					if perr != nil {
@@ -224,7 +233,7 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	if o.join {
+	if o.join && o.stages.want(bench.StageJoin) {
 		runs, notes := joinStage(ctx, o)
 		rep.Runs, rep.Notes = append(rep.Runs, runs...), append(rep.Notes, notes...)
 		if err := write(o, rep); err != nil {
@@ -275,6 +284,15 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	if !o.stages.mainLake() {
+		// Only the backlog lake's stages (or none) are selected: no main lake, no anchors.
+		var runs []bench.Run
+		if o.backlog && o.stages.backlog() {
+			base := bench.Run{Engine: bench.EngineOurs, Backend: c.Backend, Events: c.Events, Keys: c.Keys}
+			runs = backlog(ctx, o, c, dir, base, workloadArgs(o, c))
+		}
+		return runs, nil, nil
+	}
 	l, err := newLake(ctx, c, dir, "lake", microTriggers())
 	if err != nil {
 		return nil, nil, err
@@ -308,6 +326,10 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		{bench.StageMergeLate, []string{"run", "merge-late"}},
 		{bench.StageReplay, []string{"run", "replay", "--since", "24h"}},
 	} {
+		if !o.stages.runs(st.stage) {
+			ours = append(ours, bench.Run{})
+			continue
+		}
 		logf("%s: medallion %s", c, st.stage)
 		r, out := measure(ctx, base, st.stage, lake, nil, o.bin, append(st.args, "--config", cfgPath)...)
 		r.Detail = detail(st.stage, out)
@@ -317,8 +339,10 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		runs = append(runs, r)
 		ours = append(ours, r)
 	}
-	runs = append(runs, bench.Sum(bench.StageEndToEnd, ours[0], ours[1], ours[2]))
-	if o.backlog {
+	if o.stages.runs(bench.StageEndToEnd) {
+		runs = append(runs, bench.Sum(bench.StageEndToEnd, ours[0], ours[1], ours[2]))
+	}
+	if o.backlog && o.stages.backlog() {
 		runs = append(runs, backlog(ctx, o, c, dir, base, genArgs)...)
 	}
 
@@ -335,7 +359,7 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		notes = append(notes, fmt.Sprintf("%s: Spark runs on the file backend only (no S3 connector in the pinned environment); this case's Spark ratios use the file run", c))
 		landing = lakeURL + "/landing/events"
 		drOut, drLake, drDirs = lakeURL+"/_anchors/deltars", lake, nil
-	} else {
+	} else if o.stages.want(bench.StageStream) || o.stages.want(bench.StageEndToEnd) {
 		sparkOut := filepath.Join(dir, "spark")
 		logf("%s: spark streaming", c)
 		anchor.Engine = bench.EngineSpark
@@ -349,11 +373,16 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	}
 
 	anchor.Engine = bench.EngineDeltaRS
-	logf("%s: delta-rs ingest", c)
-	r, out := measure(ctx, anchor, bench.StageIngest, drLake, drDirs, o.python, py("deltars.py"), "ingest",
-		"--landing", landing, "--out", drOut+"/bronze")
-	r.Detail = string(bytes.TrimSpace(lastLine(out)))
-	runs = append(runs, r)
+	if o.stages.want(bench.StageIngest) {
+		logf("%s: delta-rs ingest", c)
+		r, out := measure(ctx, anchor, bench.StageIngest, drLake, drDirs, o.python, py("deltars.py"), "ingest",
+			"--landing", landing, "--out", drOut+"/bronze")
+		r.Detail = string(bytes.TrimSpace(lastLine(out)))
+		runs = append(runs, r)
+	}
+	if !o.stages.want(bench.StageReplay) {
+		return runs, notes, nil
+	}
 	logf("%s: delta-rs/polars replay", c)
 	r, polars := measure(ctx, anchor, bench.StageReplay, drLake, drDirs, o.python, py("deltars.py"), "replay",
 		"--silver", lakeURL+"/"+l.cfg.Tables.Silver, "--out", drOut+"/gold")
@@ -519,6 +548,9 @@ func backlog(ctx context.Context, o options, c bench.Case, dir string, base benc
 	base.InputBytes = g.InputBytes
 	var runs []bench.Run
 	for _, st := range stages {
+		if !o.stages.runs(st.stage) {
+			continue
+		}
 		logf("%s: medallion %s", c, st.stage)
 		r, out := measure(ctx, base, st.stage, l.bucket, nil, o.bin, append(st.args, "--config", l.cfgPath)...)
 		r.Detail = detail(st.stage, out)
@@ -894,6 +926,9 @@ func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, err
 	}
 	var out []bench.Profile
 	for _, job := range []string{"ingest", "stream"} {
+		if job == bench.StageStream && !o.stages.want(bench.StageStream) {
+			continue // ingest's profile runs anyway: the stream's reads its bronze
+		}
 		logf("%s: CPU profile of %s", c, job)
 		pp := filepath.Join(dir, job+".pprof")
 		if b, err := exec.CommandContext(ctx, o.prof, "--config", cfgPath, "--job", job, "--cpuprofile", pp).CombinedOutput(); err != nil {
