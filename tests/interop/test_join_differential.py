@@ -6,16 +6,18 @@ Spark runs the workload the way spec/stream-joins.md's vectors were verified: on
 running query per join type, both inputs in one JSON file source split by a `side` column,
 withWatermark on each side, the contract's condition `L.k = R.k AND R.t BETWEEN L.t + lower AND
 L.t + upper`, a foreachBatch sink recording rows per batch id, processAllAvailable() after each
-step (one file a step: one data batch, plus the no-data batch Spark runs when the watermark moved),
-and recentProgress for the watermarks and the drop counts. medallion runs tests/interop/cmd/joindiff,
+step (a data batch per file, plus the no-data batch Spark runs when the watermark moved), and
+recentProgress for the watermarks and the drop counts. medallion runs tests/interop/cmd/joindiff,
 which drives join.Operator with join.Watermarks as a stream host does.
 
-Workloads are seeded: skewed keys (two hot keys take half the rows), null keys, rows up to 1.6x
-their side's delay behind its frontier (so some are behind the watermark, some exactly on a
-boundary at µs precision), exact resends of earlier rows, several steps, some of them a backlog
-of 2-3 files read one a batch (maxFilesPerTrigger 1: no no-data batch between them, so the late
-watermark lags), three (lower, upper, delays) shapes. MEDALLION_JOIN_DIFF_SEEDS=N runs seeds 1..N (default 1: each seed costs Spark
-about a minute per shape on 2 idle cores).
+Workloads are seeded: skewed keys (two hot keys take half the rows), null keys (at least one a
+side), rows up to 1.6x their side's delay behind its frontier, a row on or just behind the late
+boundary in every step after the first (the generator tracks the watermark as a full outer
+join's nodes do, so the row is late there), sub-millisecond times, exact resends of earlier
+rows, some steps written as a backlog of 2-3 files read one a batch (maxFilesPerTrigger 1: no
+no-data batch between them, so the late watermark lags), three (lower, upper, delays) shapes.
+MEDALLION_JOIN_DIFF_SEEDS=N runs seeds 1..N (default 1: each seed costs Spark about a minute per
+shape at load average 20, less on a quiet machine).
 
 The one deliberate difference (spec §9.2): in a full outer join Spark pairs null keys, emitting
 (Lnull, Rnull) when the later of the two arrives; medallion never matches a null key. So for
@@ -71,7 +73,7 @@ def workload(seed: int, shape: str) -> dict:
         w_est = min(node.values())
         frontier += rng.randint(0, 10) * (max(ldelay, rdelay) + upper) * 100  # µs: 0 to delay + upper
         for side in ("left", "right"):
-            for _ in range(rng.randint(0, 7)):
+            for _ in range(rng.randint(1, 10)):
                 u = rng.random()
                 key = None if u < 0.1 else rng.randint(0, 1) if u < 0.55 else rng.randint(2, 8)
                 if w_est and rng.random() < 0.15:
@@ -87,8 +89,15 @@ def workload(seed: int, shape: str) -> dict:
                     seen[side].append(row)
             if seen[side] and rng.random() < 0.3:
                 step[side].append(list(rng.choice(seen[side])))  # an exact resend
-        if not step["left"] and not step["right"]:
-            step["left"].append([next_id, 0, frontier])
+        if not steps:
+            # Every workload has null keys on both sides...
+            for side in ("left", "right"):
+                step[side].append([next_id, None, frontier - rng.randint(0, delay[side]) * 1000])
+                next_id += 1
+        elif w_est:
+            # ... and a row on or just behind the late boundary in every later step.
+            side = rng.choice(("left", "right"))
+            step[side].append([next_id, rng.randint(0, 3), w_est * 1000 - rng.choice([0, 1, 1000])])
             next_id += 1
         for side in ("left", "right"):
             if step[side]:
