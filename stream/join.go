@@ -769,7 +769,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 	}
 	tRead := time.Now()
 	for s := range inputs {
-		r.wm.Observe(join.Side(s), inputs[s].EventTime)
+		r.wm.ObserveInput(join.Side(s), inputs[s])
 	}
 	jb.next = r.wm.EndBatch()
 	res, err := r.op.ProcessBatch(inputs[0], inputs[1], late, evict)
