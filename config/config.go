@@ -63,6 +63,11 @@ type Pipeline struct {
 	// UnsafeCommits allows commits on a store that cannot put-if-absent (concurrent writers may
 	// then lose commits). Default false.
 	UnsafeCommits bool `yaml:"unsafe_commits"`
+	// MemoryLimit is a soft limit on the process's memory (Go's runtime/debug.SetMemoryLimit):
+	// as the heap nears it, the garbage collector runs more often instead of letting the heap
+	// grow to twice the live data. The GOMEMLIMIT environment variable, when set, wins.
+	// Default 0: no limit.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
 	// Landing is where raw event files arrive.
 	Landing Landing `yaml:"landing"`
 	// Schema is the event schema: the columns of bronze (plus its metadata columns) and silver.

@@ -63,6 +63,11 @@ func (p *Pipeline) lineOf(path string) int {
 func (p *Pipeline) Validate() error {
 	v := &validator{p: p}
 	v.lake()
+	if err := p.MemoryLimit.Err(); err != nil {
+		v.fail("memory_limit", "%v", err)
+	} else if p.MemoryLimit.Bytes < 0 {
+		v.fail("memory_limit", "%s is negative: expected a size such as 1GiB (0: no limit)", p.MemoryLimit)
+	}
 	v.s3()
 	inputs := map[string]*goldInput{}
 	for i, s := range p.AllSources() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -226,8 +227,6 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 	return o
 }
 
-// loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
-// a usage error (exit code 2). Other commands can use it too.
 // openConfigReadOnly loads the config at path with the command's --set overrides and opens
 // its lake read-only, for the commands that only read (lag, report, check).
 func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objstore.Bucket, error) {
@@ -243,6 +242,8 @@ func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objs
 	return cfg, lake, nil
 }
 
+// loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
+// a usage error (exit code 2). It sets the process's memory limit (memory_limit) as it goes.
 func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 	cfg, err := config.Load(path)
 	if err == nil {
@@ -268,5 +269,18 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 		}
 		return nil, &exitError{code: 2, err: err}
 	}
+	applyMemoryLimit(cfg.MemoryLimit.Bytes, os.LookupEnv)
 	return cfg, nil
+}
+
+// applyMemoryLimit sets Go's soft memory limit to limit bytes (0: leave it), unless GOMEMLIMIT
+// is set in the environment, which the runtime has applied already and which wins.
+func applyMemoryLimit(limit int64, env func(string) (string, bool)) {
+	if limit <= 0 {
+		return
+	}
+	if _, set := env("GOMEMLIMIT"); set {
+		return
+	}
+	debug.SetMemoryLimit(limit)
 }
