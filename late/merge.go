@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -41,6 +42,8 @@ type Options struct {
 	MaxAttempts int
 	// Progress, when set, follows a Replay (the other jobs do not call it): see ReplayProgress.
 	Progress func(ReplayProgress)
+	// Workers is how many goroutines a replay reads and aggregates silver with (0: GOMAXPROCS).
+	Workers int
 
 	// track carries Progress's figures down to the source reads of a replay (nil: no hook).
 	track *replayTracker
@@ -56,6 +59,13 @@ func (o *Options) defaults() {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 8
 	}
+}
+
+func (o *Options) workers() int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 func (o *Options) open(p string) *table.Table {

@@ -114,9 +114,9 @@ func (t *replayTracker) startPass(files int) {
 	t.fn(t.p)
 }
 
-func (t *replayTracker) row() {
+func (t *replayTracker) rows(n int64) {
 	if t != nil {
-		t.p.Rows++
+		t.p.Rows += n
 	}
 }
 
@@ -213,11 +213,11 @@ func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 	if a.session != nil {
 		return replaySessions(ctx, rw, src, st, r, gr)
 	}
-	return replayWindows(ctx, rw, src, st, r, gr)
+	return replayWindows(ctx, rw, src, st, r, gr, opts.workers())
 }
 
 // replayWindows replaces the tumbling or sliding windows overlapping the range.
-func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
+func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport, workers int) (ReplayGoldReport, error) {
 	a := rw.a
 	size, slide := a.window.Size, a.window.Slide
 	from, to := r.From.UnixMicro(), r.To.UnixMicro()
@@ -233,13 +233,34 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	}
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
 	gr.StartFrom, gr.StartTo = &s, &e
-	c, err := newCollector(a)
-	if err != nil {
+	rp := replacement{}
+	var err error
+	if canHashAgg(a) {
+		if gr.InputRows, rp.emit, err = hashWindows(ctx, src, a, lo, hi, workers); err != nil {
+			return gr, err
+		}
+	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, src, a, lo, hi); err != nil {
 		return gr, err
 	}
+	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
+	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
+	rp.prune, rp.drop = prune, inRange
+	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
+	gr.Gold, err = replace(ctx, rw, rp)
+	return gr, err
+}
+
+// collectWindows aggregates the windows with start in [lo, hi] row by row with the
+// collector (sketches: gold's own operator), returning the rows read and the groups.
+func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64) (int64, []*group, error) {
+	c, err := newCollector(a)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rows int64
 	var wins []gold.Window
-	err = src.read(ctx, a, lo, hi+size, func(s *source, i int) error {
-		gr.InputRows++
+	err = src.read(ctx, a, lo, hi+a.window.Size, func(s *source, i int) error {
+		rows++
 		wins = a.window.Assign(wins[:0], s.ev.Int64[i])
 		for _, w := range wins {
 			if w.Start >= lo && w.Start <= hi {
@@ -251,17 +272,43 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 		return nil
 	})
 	if err != nil {
-		return gr, err
+		return rows, nil, err
 	}
 	groups, err := c.groups()
+	return rows, groups, err
+}
+
+// hashWindows aggregates the windows with start in [lo, hi] with the columnar engine, one
+// partial table per worker folded into one, and returns the rows read and the writer of its
+// gold rows.
+func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int) (int64, func(*table.Batch, func([]byte) int64) (int64, error), error) {
+	parts := make([]*hashAgg, workers)
+	rows := make([]int64, workers)
+	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, func(w int, s *source, sel []int32) error {
+		if parts[w] == nil {
+			parts[w] = newHashAgg(a)
+		}
+		rows[w] += int64(len(sel))
+		return parts[w].add(s, sel, lo, hi)
+	})
 	if err != nil {
-		return gr, err
+		return 0, nil, err
 	}
-	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
-	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
-	gr.Gold, err = replace(ctx, rw, replacement{prune: prune, drop: inRange, groups: groups,
-		desc: fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
-	return gr, err
+	h := newHashAgg(a)
+	var n int64
+	for w, p := range parts {
+		n += rows[w]
+		if p == nil {
+			continue
+		}
+		if h.groups() == 0 {
+			h = p
+			continue
+		}
+		h.merge(p)
+		parts[w] = nil
+	}
+	return n, h.emit, nil
 }
 
 // alignStart is the start of the newest window of spec that starts at or before t.
@@ -281,8 +328,11 @@ type replacement struct {
 	prune  table.Expr
 	drop   func(start, end int64, keys []*table.Column, i int) bool
 	groups []*group
-	txn    *table.AppTxn
-	desc   string
+	// emit, when set, writes the new rows instead of groups (the columnar engine), taking
+	// each row's late_rows from its groupKey encoding.
+	emit func(out *table.Batch, late func(key []byte) int64) (int64, error)
+	txn  *table.AppTxn
+	desc string
 	// sessions: a new group's late_rows is the sum over the replaced rows of its key whose
 	// window it covers (a session that absorbs a late row grows, so no old row has its exact
 	// window), plus absorbed[group key], the late rows this merge adds to it.
@@ -315,17 +365,25 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		if !drop(start, end, keys, i) {
 			return keepRow, nil
 		}
-		key = groupKey(key[:0], start, end, keys, i)
-		late := intAt(b.Columns[a.lateCol], i)
-		lateRows[string(key)] += late
-		if rp.sessions && late != 0 {
-			k := string(key[windowPrefix:])
-			old[k] = append(old[k], oldSession{start, end, late})
+		// Only windows merge-late touched carry late rows: a map of the others would cost a
+		// string per replaced row and find nothing.
+		if late := intAt(b.Columns[a.lateCol], i); late != 0 {
+			key = groupKey(key[:0], start, end, keys, i)
+			lateRows[string(key)] += late
+			if rp.sessions {
+				k := string(key[windowPrefix:])
+				old[k] = append(old[k], oldSession{start, end, late})
+			}
 		}
 		rw.st.Deleted++
 		return dropRow, nil
 	}
 	extra := func(out *table.Batch) error {
+		if rp.emit != nil {
+			n, err := rp.emit(out, func(k []byte) int64 { return lateRows[string(k)] })
+			rw.st.Inserted += n
+			return err
+		}
 		for _, g := range groups {
 			late := lateRows[g.key]
 			if rp.sessions {
