@@ -416,9 +416,10 @@ func compareBytes(a, b []byte) int {
 	return 0
 }
 
-// emit appends every group to out as gold rows in order (see order); late gives a group's
-// late_rows from its groupKey encoding (nil: 0 for all). It returns the rows appended.
-func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64) (int64, error) {
+// emit appends every group to out as gold rows in order (see order), calling flush (nil:
+// never) after every emitChunk rows; late gives a group's late_rows from its groupKey
+// encoding (nil: 0 for all). It returns the rows appended.
+func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64, flush func() error) (int64, error) {
 	a := h.a
 	// Each key's parts decoded once, not once per window.
 	parts := make([][]table.KeyPart, len(h.khash))
@@ -487,6 +488,11 @@ func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64) (int64, er
 			c.AppendNull()
 		}
 		rows++
+		if flush != nil && rows%emitChunk == 0 {
+			if err := flush(); err != nil {
+				return rows, err
+			}
+		}
 	}
 	return rows, nil
 }

@@ -321,7 +321,7 @@ func TestHashAggOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := h.emit(out, nil)
+			n, err := h.emit(out, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,7 +438,7 @@ func BenchmarkReplayAggregate(b *testing.B) {
 				for _, p := range hs[1:] {
 					hs[0].merge(p)
 				}
-				if _, err := hs[0].emit(out(b), nil); err != nil {
+				if _, err := hs[0].emit(out(b), nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

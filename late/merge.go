@@ -44,6 +44,11 @@ type Options struct {
 	Progress func(ReplayProgress)
 	// Workers is how many goroutines a replay reads and aggregates silver with (0: GOMAXPROCS).
 	Workers int
+	// SlicePairs bounds the (row, window) pairs a replay of count, sum, avg, min and max
+	// aggregates at once, as the source's statistics estimate them: the range is cut into
+	// slices of whole windows, aggregated and written one after another into one commit, so
+	// memory follows the slice, not the range (0: DefaultSlicePairs; < 0: one slice).
+	SlicePairs int64
 
 	// track carries Progress's figures down to the source reads of a replay (nil: no hook).
 	track *replayTracker
@@ -59,6 +64,20 @@ func (o *Options) defaults() {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 8
 	}
+}
+
+// DefaultSlicePairs is Options.SlicePairs's default: about 2M groups at most, a few hundred
+// MB of aggregation state over both cores' partial tables.
+const DefaultSlicePairs = 2_000_000
+
+func (o *Options) slicePairs() int64 {
+	switch {
+	case o.SlicePairs == 0:
+		return DefaultSlicePairs
+	case o.SlicePairs < 0:
+		return 0
+	}
+	return o.SlicePairs
 }
 
 func (o *Options) workers() int {
@@ -338,7 +357,7 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 		rw.st.Updated++
 		return rewroteRow, nil
 	}
-	extra := func(out *table.Batch) error {
+	extra := func(out *table.Batch, _ func() error) error {
 		for _, g := range groups {
 			if matched[g] {
 				continue

@@ -32,7 +32,8 @@ const (
 
 // rewriter is a copy-on-write change of some rows of the gold table on table.Rewrite: the
 // files that prune lets through are read, the files where row touches a row are rewritten
-// without or with the new rows, extra rows are appended, and everything lands in one
+// without or with the new rows, extra rows are appended (written out whenever extra calls
+// flush, so that they need not all be held at once), and everything lands in one
 // WriteSerializable commit.
 type rewriter struct {
 	t    *table.Table
@@ -43,7 +44,7 @@ type rewriter struct {
 }
 
 func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *table.Batch, b *table.Batch, i int) (rowAction, error),
-	extra func(out *table.Batch) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
+	extra func(out *table.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
 	st := &rw.st
 	st.Version = -1
 	snap, schema := rw.snap, rw.a.gold
@@ -87,12 +88,25 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 			}
 			return touched, []*table.Batch{out}, nil
 		},
-		Insert: func() ([]*table.Batch, error) {
+		InsertEach: func(ctx context.Context, write func(*table.Batch) error) error {
 			ins, err := table.NewBatch(schema)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return []*table.Batch{ins}, extra(ins)
+			flush := func() error {
+				if ins.Len() == 0 {
+					return nil
+				}
+				if err := write(ins); err != nil {
+					return err
+				}
+				ins.Reset()
+				return nil
+			}
+			if err := extra(ins, flush); err != nil {
+				return err
+			}
+			return flush()
 		},
 		Operation: func(res table.RewriteResult) txlog.Operation {
 			if op.Metrics == nil {
