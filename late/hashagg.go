@@ -417,9 +417,9 @@ func compareBytes(a, b []byte) int {
 }
 
 // emit appends every group to out as gold rows in order (see order), calling flush (nil:
-// never) after every emitChunk rows; late gives a group's late_rows from its groupKey
-// encoding (nil: 0 for all). It returns the rows appended.
-func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64, flush func() error) (int64, error) {
+// never) after every emitChunk rows; late holds the groups' late_rows (nil: 0 for all). It
+// returns the rows appended.
+func (h *hashAgg) emit(out *table.Batch, late *lateIndex, flush func() error) (int64, error) {
 	a := h.a
 	// Each key's parts decoded once, not once per window.
 	parts := make([][]table.KeyPart, len(h.khash))
@@ -447,9 +447,22 @@ func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64, flush func
 	var gk []byte
 	var vals gold.AggValue
 	var rows int64
+	grow := func() {
+		// Room for a chunk: appends then never copy what they hold so far.
+		if out.Len() == 0 {
+			for _, c := range out.Columns {
+				c.Grow(emitChunk, emitChunk*16)
+			}
+		}
+	}
+	grow()
+	lateStart, lateWin := int64(math.MinInt64), false
 	for _, g := range h.order() {
 		kid, start := h.gkey[g], h.gstart[g]
 		end := start + a.window.Size
+		if late != nil && start != lateStart {
+			lateStart, lateWin = start, late.starts[start]
+		}
 		if parts[kid] == nil {
 			p, err := table.DecodeKey(string(h.key(kid)))
 			if err != nil || len(p) != len(a.keyCols) {
@@ -478,10 +491,10 @@ func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64, flush func
 			}
 		}
 		var lr int64
-		if late != nil {
+		if lateWin {
 			gk = table.AppendKeyInt64(table.AppendKeyInt64(gk[:0], start), end)
 			gk = append(gk, h.key(kid)...)
-			lr = late(gk)
+			lr = late.rows[string(gk)]
 		}
 		out.Columns[a.lateCol].AppendInt64(lr)
 		for _, c := range unset {
@@ -492,6 +505,7 @@ func (h *hashAgg) emit(out *table.Batch, late func(key []byte) int64, flush func
 			if err := flush(); err != nil {
 				return rows, err
 			}
+			grow()
 		}
 	}
 	return rows, nil

@@ -127,11 +127,12 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 			}
 		}
 	}
-	// table's row filter evaluates on a view whose length comes from the schema's first
-	// column, so that column must be read too.
-	cols = dedupe(append(cols, s.schema.Fields[0].Name))
+	// The time filter skips files on their statistics; rows are kept by the loop below, so
+	// the scans that read need no row filter (which would also read the schema's first
+	// column: a view's length comes from it).
+	cols = dedupe(cols)
 	filter := table.And(table.Ge(a.evName, time.UnixMicro(lo).UTC()), table.Lt(a.evName, time.UnixMicro(hi).UTC()))
-	fs, err := s.t.FileScan(s.snap, cols, filter)
+	skip, err := s.t.FileScan(s.snap, nil, filter)
 	if err != nil {
 		return fmt.Errorf("late: source scan: %w", err)
 	}
@@ -143,7 +144,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 	}
 	// The files the statistics let through, read one at a time (in the same order) so that
 	// progress can count them, a pass's total known before its first file.
-	files = fs.Files(files)
+	files = skip.Files(files)
 	s.track.startPass(len(files))
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
 	rules := silver.Rules{EventTime: a.evName}
@@ -153,13 +154,10 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 	seen := map[string]bool{}
 	var mu sync.Mutex // guards the tracker and the first error
 	work := func(ctx context.Context, w int) error {
-		// A scan of each worker's own: a bound predicate is not meant to be shared.
-		fs := fs
-		if w > 0 {
-			var err error
-			if fs, err = s.t.FileScan(s.snap, cols, filter); err != nil {
-				return fmt.Errorf("late: source scan: %w", err)
-			}
+		// A scan of each worker's own.
+		fs, err := s.t.FileScan(s.snap, cols, nil)
+		if err != nil {
+			return fmt.Errorf("late: source scan: %w", err)
 		}
 		var key []byte
 		var sel []int32
@@ -193,7 +191,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 				sel = sel[:0]
 				ev := src.ev.Int64
 				for i := range b.Len() {
-					if t := ev[i]; t < lo || t >= hi {
+					if t := ev[i]; t < lo || t >= hi || src.ev.IsNull(i) {
 						continue
 					}
 					if check.Reject(i) != "" {
