@@ -86,8 +86,12 @@ func canHashAgg(a *agg) bool {
 	return true
 }
 
-func newHashAgg(a *agg) *hashAgg {
-	h := &hashAgg{a: a, seed: maphash.MakeSeed(), koff: []int{0}}
+func newHashAgg(a *agg) *hashAgg { return newHashAggSeed(a, maphash.MakeSeed()) }
+
+// newHashAggSeed is newHashAgg hashing keys with seed: partial tables that share theirs
+// merge without hashing the keys again.
+func newHashAggSeed(a *agg, seed maphash.Seed) *hashAgg {
+	h := &hashAgg{a: a, seed: seed, koff: []int{0}}
 	h.kslots = emptySlots(1024)
 	h.gslots = emptySlots(1024)
 	for i := range a.specs {
@@ -129,10 +133,14 @@ func (h *hashAgg) groups() int { return len(h.gkey) }
 
 // intern returns the id of encoded key k, adding it when new.
 func (h *hashAgg) intern(k []byte) int32 {
+	return h.internHashed(k, uint32(maphash.Bytes(h.seed, k)))
+}
+
+// internHashed is intern of a key whose hash under h's seed is hv.
+func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 	if (len(h.khash)+1)*4 > len(h.kslots)*3 {
 		h.kslots = rehash(h.kslots, len(h.kslots)*2)
 	}
-	hv := uint32(maphash.Bytes(h.seed, k))
 	mask := uint32(len(h.kslots) - 1)
 	i := hv & mask
 	for ; h.kslots[i].id >= 0; i = (i + 1) & mask {
@@ -344,7 +352,11 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 func (h *hashAgg) merge(o *hashAgg) {
 	kids := make([]int32, len(o.khash))
 	for id := range kids {
-		kids[id] = h.intern(o.key(int32(id)))
+		if o.seed == h.seed {
+			kids[id] = h.internHashed(o.key(int32(id)), o.khash[id])
+		} else {
+			kids[id] = h.intern(o.key(int32(id)))
+		}
 	}
 	for og := range o.gkey {
 		g := h.group(kids[o.gkey[og]], o.gstart[og])

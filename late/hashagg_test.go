@@ -2,6 +2,7 @@ package late
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -295,9 +296,16 @@ func TestHashAggOracle(t *testing.T) {
 			base := int64(1_700_000_000_000_000) - span/10
 			wlo := alignStart(base+int64(tc.cutLo*float64(span)), a.window)
 			whi := alignStart(base+int64(tc.cutHi*float64(span)), a.window)
+			// Partial tables with one hash seed (as a replay's) and, for an even count, each
+			// with its own (merge then hashes the keys again).
 			parts := make([]*hashAgg, tc.parts)
+			seed := maphash.MakeSeed()
 			for i := range parts {
-				parts[i] = newHashAgg(a)
+				if tc.parts%2 == 0 {
+					parts[i] = newHashAgg(a)
+				} else {
+					parts[i] = newHashAggSeed(a, seed)
+				}
 			}
 			var sel []int32
 			for k, b := range batches {
@@ -427,8 +435,9 @@ func BenchmarkReplayAggregate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				hs := make([]*hashAgg, parts)
+				seed := maphash.MakeSeed()
 				for i := range hs {
-					hs[i] = newHashAgg(a)
+					hs[i] = newHashAggSeed(a, seed)
 				}
 				for k, s := range srcs {
 					if err := hs[k%parts].add(s, sels[k], lo, hi); err != nil {

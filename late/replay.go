@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"time"
 
@@ -332,9 +333,10 @@ func hashWindows(src *replaySource, a *agg, lo, hi int64, workers int, slicePair
 func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64) (*hashAgg, error) {
 	parts := make([]*hashAgg, workers)
 	counts := make([]int64, workers)
-	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, func(w int, s *source, sel []int32) error {
+	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
+	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
 		if parts[w] == nil {
-			parts[w] = newHashAgg(a)
+			parts[w] = newHashAggSeed(a, seed)
 		}
 		ev := s.ev.Int64
 		for _, r := range sel {

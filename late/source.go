@@ -87,7 +87,7 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 // validated as the stream validates them (event time, required columns, future skew) and
 // deduplicated on stream.dedup, first arrival (commit order, then row order) winning.
 func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s *source, i int) error) error {
-	return s.readBatches(ctx, a, lo, hi, 1, func(_ int, src *source, sel []int32) error {
+	return s.readBatches(ctx, a, lo, hi, 1, false, func(_ int, src *source, sel []int32) error {
 		for _, i := range sel {
 			if err := fn(src, int(i)); err != nil {
 				return err
@@ -102,8 +102,9 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 // files are shared out among that many goroutines, fn's first argument naming the caller's
 // worker (0 <= w < workers; one worker's calls never overlap, and it reads the same files in
 // every run); bronze is read in order by
-// one worker, since its deduplication keeps the first arrival.
-func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, workers int, fn func(w int, s *source, sel []int32) error) error {
+// one worker, since its deduplication keeps the first arrival. With reuse, each batch's
+// buffers are decoded into again for the next one, so fn must not keep a batch's rows.
+func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, workers int, reuse bool, fn func(w int, s *source, sel []int32) error) error {
 	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
 	var required, dedup []string
 	if s.bronze {
@@ -161,6 +162,12 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 		}
 		var key []byte
 		var sel []int32
+		// reuse: fn is done with each batch before the next, so the worker's reads share
+		// their buffers (the session reads keep rows of earlier batches).
+		var buf *table.ReadBuffer
+		if reuse {
+			buf = &table.ReadBuffer{}
+		}
 		// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
 		// partial aggregates (and the order of a float sum's additions) are the same in every
 		// run, and replaying twice writes the same values.
@@ -170,7 +177,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 			}
 			add := files[f]
 			var rows int64
-			for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
+			for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, buf) {
 				if err != nil {
 					return fmt.Errorf("late: read source %s: %w", add.Path, err)
 				}
