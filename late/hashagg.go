@@ -1,6 +1,7 @@
 package late
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -154,6 +155,55 @@ func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 	h.khash = append(h.khash, hv)
 	h.kslots[i] = hslot{hv, id}
 	return id
+}
+
+// find returns the id of encoded key k, or -1.
+func (h *hashAgg) find(k []byte) int32 {
+	hv := uint32(maphash.Bytes(h.seed, k))
+	mask := uint32(len(h.kslots) - 1)
+	for i := hv & mask; h.kslots[i].id >= 0; i = (i + 1) & mask {
+		if e := h.kslots[i]; e.hash == hv && string(h.key(e.id)) == string(k) {
+			return e.id
+		}
+	}
+	return -1
+}
+
+// findGroup returns the id of (key id, window start), or -1.
+func (h *hashAgg) findGroup(kid int32, start int64) int32 {
+	hv := h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
+	mask := uint32(len(h.gslots) - 1)
+	for i := hv & mask; h.gslots[i].id >= 0; i = (i + 1) & mask {
+		if e := h.gslots[i]; e.hash == hv && h.gkey[e.id] == kid && h.gstart[e.id] == start {
+			return e.id
+		}
+	}
+	return -1
+}
+
+// lateRows gives each group its late_rows from late (by groupKey encoding), looking up
+// late's entries (the few groups merge-late touched) in the table rather than every group
+// in late's map (which cost as much as the rest of the emission at 100k keys).
+func (h *hashAgg) lateRows(late map[string]int64) []int64 {
+	if len(late) == 0 {
+		return nil
+	}
+	out := make([]int64, len(h.gkey))
+	intTag := table.AppendKeyInt64(nil, 0)[0]
+	for k, n := range late {
+		if len(k) < windowPrefix || k[0] != intTag {
+			continue
+		}
+		start := int64(binary.BigEndian.Uint64([]byte(k[1:9])))
+		kid := h.find([]byte(k[windowPrefix:]))
+		if kid < 0 {
+			continue
+		}
+		if g := h.findGroup(kid, start); g >= 0 && h.gstart[g]+h.a.window.Size == int64(binary.BigEndian.Uint64([]byte(k[10:18]))) {
+			out[g] += n
+		}
+	}
+	return out
 }
 
 // group returns the id of (key id, window start), adding it when new. The hash puts a key's
@@ -431,7 +481,7 @@ func compareBytes(a, b []byte) int {
 // emit appends every group to out as gold rows in order (see order), calling flush (nil:
 // never) after every emitChunk rows; late holds the groups' late_rows (nil: 0 for all). It
 // returns the rows appended.
-func (h *hashAgg) emit(out *table.Batch, late *lateIndex, flush func() error) (int64, error) {
+func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
 	// Each key's parts decoded once, not once per window.
 	parts := make([][]table.KeyPart, len(h.khash))
@@ -456,7 +506,6 @@ func (h *hashAgg) emit(out *table.Batch, late *lateIndex, flush func() error) (i
 		}
 	}
 	win := out.Columns[a.winCol]
-	var gk []byte
 	var vals gold.AggValue
 	var rows int64
 	grow := func() {
@@ -468,13 +517,10 @@ func (h *hashAgg) emit(out *table.Batch, late *lateIndex, flush func() error) (i
 		}
 	}
 	grow()
-	lateStart, lateWin := int64(math.MinInt64), false
+	lateOf := h.lateRows(late)
 	for _, g := range h.order() {
 		kid, start := h.gkey[g], h.gstart[g]
 		end := start + a.window.Size
-		if late != nil && start != lateStart {
-			lateStart, lateWin = start, late.starts[start]
-		}
 		if parts[kid] == nil {
 			p, err := table.DecodeKey(string(h.key(kid)))
 			if err != nil || len(p) != len(a.keyCols) {
@@ -503,10 +549,8 @@ func (h *hashAgg) emit(out *table.Batch, late *lateIndex, flush func() error) (i
 			}
 		}
 		var lr int64
-		if lateWin {
-			gk = table.AppendKeyInt64(table.AppendKeyInt64(gk[:0], start), end)
-			gk = append(gk, h.key(kid)...)
-			lr = late.rows[string(gk)]
+		if lateOf != nil {
+			lr = lateOf[g]
 		}
 		out.Columns[a.lateCol].AppendInt64(lr)
 		for _, c := range unset {

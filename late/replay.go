@@ -280,14 +280,7 @@ func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 }
 
 // emitFunc writes gold rows into out, flushing it as it fills; it returns the rows written.
-type emitFunc func(ctx context.Context, out *table.Batch, late *lateIndex, flush func() error) (int64, error)
-
-// lateIndex is the late_rows of the replaced gold rows that had any, by groupKey encoding;
-// starts lists their windows, so that the rows of other windows skip the look-up.
-type lateIndex struct {
-	rows   map[string]int64
-	starts map[int64]bool
-}
+type emitFunc func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error)
 
 // emitChunk is how many gold rows the engine appends before it flushes them to the writer.
 const emitChunk = 1 << 16
@@ -302,7 +295,7 @@ const emitChunk = 1 << 16
 // are read again by the next slice for the windows that start there. Each source row is
 // counted in *inputRows once, by the slice whose share of the time line holds it.
 func hashWindows(src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
-	return func(ctx context.Context, out *table.Batch, late *lateIndex, flush func() error) (int64, error) {
+	return func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
 		var written int64
 		for k, sl := range cuts {
@@ -453,7 +446,7 @@ type replacement struct {
 	drop   func(start, end int64, keys []*table.Column, i int) bool
 	groups []*group
 	// emit, when set, writes the new rows instead of groups (the columnar engine), taking
-	// each row's late_rows from the late index (nil: none), calling flush to
+	// each row's late_rows from late (by groupKey encoding), calling flush to
 	// write out's rows whenever it holds enough.
 	emit emitFunc
 	txn  *table.AppTxn
@@ -474,7 +467,6 @@ type oldSession struct{ start, end, late int64 }
 func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
 	a, drop, groups := rw.a, rp.drop, rp.groups
 	lateRows := map[string]int64{}
-	lateStarts := map[int64]bool{}   // the window starts of lateRows' keys
 	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte
 	var keys []*table.Column
@@ -496,7 +488,6 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		if late := intAt(b.Columns[a.lateCol], i); late != 0 {
 			key = groupKey(key[:0], start, end, keys, i)
 			lateRows[string(key)] += late
-			lateStarts[start] = true
 			if rp.sessions {
 				k := string(key[windowPrefix:])
 				old[k] = append(old[k], oldSession{start, end, late})
@@ -507,11 +498,7 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 	}
 	extra := func(out *table.Batch, flush func() error) error {
 		if rp.emit != nil {
-			var late *lateIndex
-			if len(lateRows) > 0 {
-				late = &lateIndex{rows: lateRows, starts: lateStarts}
-			}
-			n, err := rp.emit(ctx, out, late, flush)
+			n, err := rp.emit(ctx, out, lateRows, flush)
 			rw.st.Inserted += n
 			return err
 		}

@@ -3,6 +3,7 @@ package late
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -226,3 +227,60 @@ const slidingNumericYAML = `  - name: s15
       - {fn: avg, column: amount, as: mean}
       - {fn: sum, column: qty, as: qsum}
 `
+
+// lateRowsOf maps each gold row with late rows (window start, key columns) to its late_rows.
+func lateRowsOf(t testing.TB, lake objstore.Bucket, path string, keys ...string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	tbl := table.Open(objstore.WithPrefix(lake, path))
+	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		win, late := b.Column("window"), b.Column("late_rows")
+		for i := range b.Len() {
+			if late.Int64[i] == 0 {
+				continue
+			}
+			k := fmt.Sprint(win.Children[0].Int64[i])
+			for _, c := range keys {
+				k += "|" + string(table.AppendJSONValue(nil, b.Column(c), i))
+			}
+			out[k] += late.Int64[i]
+		}
+	}
+	return out
+}
+
+// TestReplayKeepsLateRows: the windows a replay rewrites keep the late_rows merge-late
+// folded into them, whether the engine writes them in one slice or many.
+func TestReplayKeepsLateRows(t *testing.T) {
+	base, cfg, _ := pipeline(t, 16, 6000, 6, slidingNumericYAML)
+	if _, err := MergeLate(context.Background(), opts(base, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	wantT5, wantS15 := lateRowsOf(t, base, "gold/t5", "event_type", "device_id"), lateRowsOf(t, base, "gold/s15", "device_id")
+	if len(wantT5) == 0 || len(wantS15) == 0 {
+		t.Fatalf("no gold row has late rows (t5 %d, s15 %d): the test proves nothing", len(wantT5), len(wantS15))
+	}
+	r := replayRange(silverTimes(t, base), 0, 1)
+	r.To = r.To.Add(time.Hour)
+	for _, pairs := range []int64{-1, 300} {
+		lake := cloneLake(t, base)
+		o := opts(lake, cfg)
+		o.SlicePairs, o.Workers = pairs, 2
+		rep, err := Replay(context.Background(), o, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Gold[0].Gold == nil || rep.Gold[0].Gold.Deleted == 0 {
+			t.Fatalf("slice pairs %d: the replay replaced nothing: %+v", pairs, rep.Gold[0])
+		}
+		if got := lateRowsOf(t, lake, "gold/t5", "event_type", "device_id"); !maps.Equal(got, wantT5) {
+			t.Errorf("slice pairs %d: t5 late rows %v, want %v", pairs, got, wantT5)
+		}
+		if got := lateRowsOf(t, lake, "gold/s15", "device_id"); !maps.Equal(got, wantS15) {
+			t.Errorf("slice pairs %d: s15 late rows %v, want %v", pairs, got, wantS15)
+		}
+	}
+}
