@@ -129,9 +129,6 @@ func rehash(slots []hslot, size int) []hslot {
 
 func (h *hashAgg) key(id int32) []byte { return h.arena[h.koff[id]:h.koff[id+1]] }
 
-// groups is the number of groups.
-func (h *hashAgg) groups() int { return len(h.gkey) }
-
 // intern returns the id of encoded key k, adding it when new.
 func (h *hashAgg) intern(k []byte) int32 {
 	return h.internHashed(k, uint32(maphash.Bytes(h.seed, k)))
@@ -158,11 +155,11 @@ func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 }
 
 // find returns the id of encoded key k, or -1.
-func (h *hashAgg) find(k []byte) int32 {
-	hv := uint32(maphash.Bytes(h.seed, k))
+func (h *hashAgg) find(k string) int32 {
+	hv := uint32(maphash.String(h.seed, k)) // as maphash.Bytes of the same bytes
 	mask := uint32(len(h.kslots) - 1)
 	for i := hv & mask; h.kslots[i].id >= 0; i = (i + 1) & mask {
-		if e := h.kslots[i]; e.hash == hv && string(h.key(e.id)) == string(k) {
+		if e := h.kslots[i]; e.hash == hv && string(h.key(e.id)) == k {
 			return e.id
 		}
 	}
@@ -188,14 +185,22 @@ func (h *hashAgg) lateRows(late map[string]int64) []int64 {
 	if len(late) == 0 {
 		return nil
 	}
+	if len(h.gstart) == 0 {
+		return nil
+	}
 	out := make([]int64, len(h.gkey))
 	intTag := table.AppendKeyInt64(nil, 0)[0]
+	// A slice's table holds only its windows: the others' entries need no key look-up.
+	lo, hi := slices.Min(h.gstart), slices.Max(h.gstart)
 	for k, n := range late {
 		if len(k) < windowPrefix || k[0] != intTag {
 			continue
 		}
 		start := int64(binary.BigEndian.Uint64([]byte(k[1:9])))
-		kid := h.find([]byte(k[windowPrefix:]))
+		if start < lo || start > hi {
+			continue
+		}
+		kid := h.find(k[windowPrefix:])
 		if kid < 0 {
 			continue
 		}
@@ -419,14 +424,14 @@ func (h *hashAgg) merge(o *hashAgg) {
 // order returns the group ids by window start, then by encoded key bytes (the order the
 // collector wrote): the keys are sorted once, and the groups placed with two counting
 // passes (by key rank, then stably by window) instead of a comparison sort of every group.
-func (h *hashAgg) order() []int32 {
+func (h *hashAgg) order() (ord, rank []int32) {
 	nk := len(h.khash)
 	byKey := make([]int32, nk)
 	for i := range byKey {
 		byKey[i] = int32(i)
 	}
 	slices.SortFunc(byKey, func(x, y int32) int { return compareBytes(h.key(x), h.key(y)) })
-	rank := make([]int32, nk)
+	rank = make([]int32, nk)
 	for r, id := range byKey {
 		rank[id] = int32(r)
 	}
@@ -447,7 +452,7 @@ func (h *hashAgg) order() []int32 {
 	}
 	// Pass 2, stable: by window (starts are slide apart from the earliest).
 	if ng == 0 {
-		return tmp
+		return tmp, rank
 	}
 	lo := slices.Min(h.gstart)
 	slide := h.a.window.Slide
@@ -465,7 +470,7 @@ func (h *hashAgg) order() []int32 {
 		out[wc[w]] = g
 		wc[w]++
 	}
-	return out
+	return out, rank
 }
 
 func compareBytes(a, b []byte) int {
@@ -483,7 +488,8 @@ func compareBytes(a, b []byte) int {
 // returns the rows appended.
 func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
-	// Each key's parts decoded once, not once per window.
+	// Each key's parts decoded once, not once per window, kept by key rank: within a window
+	// the groups come in rank order, so the look-ups walk the slice instead of jumping.
 	parts := make([][]table.KeyPart, len(h.khash))
 	set := make([]bool, len(out.Columns))
 	set[a.winCol], set[a.lateCol] = true, true
@@ -518,21 +524,23 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 	}
 	grow()
 	lateOf := h.lateRows(late)
-	for _, g := range h.order() {
+	ord, rank := h.order()
+	for _, g := range ord {
 		kid, start := h.gkey[g], h.gstart[g]
 		end := start + a.window.Size
-		if parts[kid] == nil {
+		kr := rank[kid]
+		if parts[kr] == nil {
 			p, err := table.DecodeKey(string(h.key(kid)))
 			if err != nil || len(p) != len(a.keyCols) {
 				return rows, fmt.Errorf("late: gold %s: bad group key (%v)", a.cfg.Name, err)
 			}
-			parts[kid] = p
+			parts[kr] = p
 		}
 		win.AppendStruct()
 		win.Children[0].AppendInt64(start)
 		win.Children[1].AppendInt64(end)
 		for k, ci := range a.keyCols {
-			table.AppendKeyValue(out.Columns[ci], parts[kid][k])
+			table.AppendKeyValue(out.Columns[ci], parts[kr][k])
 		}
 		for si := range h.st {
 			st := &h.st[si]
