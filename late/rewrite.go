@@ -58,22 +58,29 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 			candidates = append(candidates, f)
 		}
 	}
+	whole, err := rw.t.FileScan(snap, nil, nil)
+	if err != nil {
+		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+	}
+	var buf table.ReadBuffer
 	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
 		// The stream's gold appends are blind and only add windows that are still open, which
 		// these rewrites never touch: WriteSerializable lets them through without a conflict,
 		// while any other writer's data change in the range we read conflicts and we start over.
 		Isolation: txlog.WriteSerializable,
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
-			parts, err := read()
-			if err != nil {
-				return false, nil, err
-			}
+		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
 			out, err := table.NewBatch(schema)
 			if err != nil {
 				return false, nil, err
 			}
 			touched := false
-			for _, b := range parts {
+			// A row group at a time into one buffer (kept rows are copied into out), not the
+			// whole file at once: gold files reach the 128 MB target, several times that
+			// decoded, and a replay drops nearly all of their rows.
+			for b, err := range whole.ReadWith(ctx, []*txlog.Add{f}, &buf) {
+				if err != nil {
+					return false, nil, fmt.Errorf("late: gold %s: read %s: %w", rw.a.cfg.Name, f.Path, err)
+				}
 				for i := range b.Len() {
 					act, err := row(out, b, i)
 					if err != nil {
