@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -41,6 +42,13 @@ type Options struct {
 	MaxAttempts int
 	// Progress, when set, follows a Replay (the other jobs do not call it): see ReplayProgress.
 	Progress func(ReplayProgress)
+	// Workers is how many goroutines a replay reads and aggregates silver with (0: GOMAXPROCS).
+	Workers int
+	// SlicePairs bounds the (row, window) pairs a replay of count, sum, avg, min and max
+	// aggregates at once, as the source's statistics estimate them: the range is cut into
+	// slices of whole windows, aggregated and written one after another into one commit, so
+	// memory follows the slice, not the range (0: DefaultSlicePairs; < 0: one slice).
+	SlicePairs int64
 
 	// Join, when set, is the join whose joined table Query.Tables.Silver is and whose
 	// checkpoint Query.Tables.Checkpoint is (JoinQuery builds that Query): its aggregations
@@ -63,6 +71,27 @@ func (o *Options) defaults() {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 8
 	}
+}
+
+// DefaultSlicePairs is Options.SlicePairs's default: about 2M groups at most, a few hundred
+// MB of aggregation state over both cores' partial tables.
+const DefaultSlicePairs = 2_000_000
+
+func (o *Options) slicePairs() int64 {
+	switch {
+	case o.SlicePairs == 0:
+		return DefaultSlicePairs
+	case o.SlicePairs < 0:
+		return 0
+	}
+	return o.SlicePairs
+}
+
+func (o *Options) workers() int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 func (o *Options) open(p string) *table.Table {
@@ -344,7 +373,7 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 		rw.st.Updated++
 		return rewroteRow, nil
 	}
-	extra := func(out *table.Batch) error {
+	extra := func(out *table.Batch, _ func() error) error {
 		for _, g := range groups {
 			if matched[g] {
 				continue

@@ -2,8 +2,11 @@ package late
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"math"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -114,9 +117,9 @@ func (t *replayTracker) startPass(files int) {
 	t.fn(t.p)
 }
 
-func (t *replayTracker) row() {
+func (t *replayTracker) rows(n int64) {
 	if t != nil {
-		t.p.Rows++
+		t.p.Rows += n
 	}
 }
 
@@ -213,11 +216,11 @@ func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 	if a.session != nil {
 		return replaySessions(ctx, rw, src, st, r, gr)
 	}
-	return replayWindows(ctx, rw, src, st, r, gr)
+	return replayWindows(ctx, rw, src, st, r, gr, opts.workers(), opts.slicePairs())
 }
 
 // replayWindows replaces the tumbling or sliding windows overlapping the range.
-func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
+func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport, workers int, slicePairs int64) (ReplayGoldReport, error) {
 	a := rw.a
 	size, slide := a.window.Size, a.window.Slide
 	from, to := r.From.UnixMicro(), r.To.UnixMicro()
@@ -233,13 +236,32 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	}
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
 	gr.StartFrom, gr.StartTo = &s, &e
-	c, err := newCollector(a)
-	if err != nil {
+	rp := replacement{}
+	var err error
+	if canHashAgg(a) {
+		rp.emit = hashWindows(src, a, lo, hi, workers, slicePairs, &gr.InputRows)
+	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, src, a, lo, hi); err != nil {
 		return gr, err
 	}
+	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
+	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
+	rp.prune, rp.drop = prune, inRange
+	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
+	gr.Gold, err = replace(ctx, rw, rp)
+	return gr, err
+}
+
+// collectWindows aggregates the windows with start in [lo, hi] row by row with the
+// collector (sketches: gold's own operator), returning the rows read and the groups.
+func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64) (int64, []*group, error) {
+	c, err := newCollector(a)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rows int64
 	var wins []gold.Window
-	err = src.read(ctx, a, lo, hi+size, func(s *source, i int) error {
-		gr.InputRows++
+	err = src.read(ctx, a, lo, hi+a.window.Size, func(s *source, i int) error {
+		rows++
 		wins = a.window.Assign(wins[:0], s.ev.Int64[i])
 		for _, w := range wins {
 			if w.Start >= lo && w.Start <= hi {
@@ -251,17 +273,159 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 		return nil
 	})
 	if err != nil {
-		return gr, err
+		return rows, nil, err
 	}
 	groups, err := c.groups()
-	if err != nil {
-		return gr, err
+	return rows, groups, err
+}
+
+// emitFunc writes gold rows into out, flushing it as it fills; it returns the rows written.
+type emitFunc func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error)
+
+// emitChunk is how many gold rows the engine appends before it flushes them to the writer.
+const emitChunk = 1 << 16
+
+// hashWindows returns the writer of the windows with start in [lo, hi], computed with the
+// columnar engine when the rewrite asks for its new rows (after the old ones were read, so
+// late_rows is known): the window starts are cut into slices of whole windows expected to
+// hold at most slicePairs (row, window) pairs each, and each slice is read (only the files
+// its time range may hold), aggregated on every worker, merged, written and dropped before
+// the next, so memory is bounded by a slice, not by the range. A sliding window belongs to
+// the slice of its start, so it is whole in one slice: the rows of the slice's last windows
+// are read again by the next slice for the windows that start there. Each source row is
+// counted in *inputRows once, by the slice whose share of the time line holds it.
+func hashWindows(src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
+	return func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
+		cuts := windowSlices(src, a, lo, hi, slicePairs)
+		var written int64
+		for k, sl := range cuts {
+			// The part of the time line whose rows this slice counts.
+			own0, own1 := sl[0], int64(math.MaxInt64)
+			if k+1 < len(cuts) {
+				own1 = cuts[k+1][0]
+			}
+			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, inputRows)
+			if err != nil {
+				return written, err
+			}
+			n, err := h.emit(out, late, flush)
+			written += n
+			if err != nil {
+				return written, err
+			}
+			if err := flush(); err != nil {
+				return written, err
+			}
+		}
+		return written, nil
 	}
-	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
-	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
-	gr.Gold, err = replace(ctx, rw, replacement{prune: prune, drop: inRange, groups: groups,
-		desc: fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
-	return gr, err
+}
+
+// aggregateSlice aggregates the windows with start in [lo, hi] over the workers' partial
+// tables, merged in worker order; the rows with time in [own0, own1) are added to *rows.
+func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64) (*hashAgg, error) {
+	parts := make([]*hashAgg, workers)
+	counts := make([]int64, workers)
+	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
+	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
+		if parts[w] == nil {
+			parts[w] = newHashAggSeed(a, seed)
+		}
+		ev := s.ev.Int64
+		for _, r := range sel {
+			if t := ev[r]; t >= own0 && t < own1 {
+				counts[w]++
+			}
+		}
+		return parts[w].add(s, sel, lo, hi)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var h *hashAgg
+	for w, p := range parts {
+		*rows += counts[w]
+		switch {
+		case p == nil:
+		case h == nil:
+			h = p
+		default:
+			h.merge(p)
+		}
+		parts[w] = nil
+	}
+	if h == nil {
+		h = newHashAgg(a)
+	}
+	return h, nil
+}
+
+// windowSlices cuts the window starts lo, lo+slide, ..., hi into consecutive slices [first,
+// last start] expected to hold at most maxPairs (row, window) pairs each, from the source
+// files' statistics: each file's numRecords spread evenly over its event-time range. Files
+// without statistics count nothing (a slice then holds more than expected, never fewer rows).
+func windowSlices(src *replaySource, a *agg, lo, hi, maxPairs int64) [][2]int64 {
+	size, slide := a.window.Size, a.window.Slide
+	n := (hi-lo)/slide + 1
+	whole := [][2]int64{{lo, hi}}
+	if maxPairs <= 0 || n <= 1 || n > 1<<20 {
+		return whole
+	}
+	// rows[i]: expected rows with time in [lo + i*slide, lo + (i+1)*slide), over the
+	// time line the range reads, [lo, hi+size).
+	end := hi + size
+	nb := (end - lo + slide - 1) / slide
+	rows := make([]float64, nb)
+	for _, f := range src.snap.Files() {
+		recs, t0, t1, ok := timeStats(f, a.evName)
+		if !ok || t1 < lo || t0 >= end {
+			continue
+		}
+		span := float64(t1-t0) + 1
+		for b := max((t0-lo)/slide, 0); b < nb && lo+b*slide <= t1; b++ {
+			b0, b1 := max(lo+b*slide, t0), min(lo+(b+1)*slide-1, t1)
+			rows[b] += float64(recs) * float64(b1-b0+1) / span
+		}
+	}
+	// A window starting at bucket i holds the rows of buckets i .. i+size/slide (rounded up).
+	per := int((size + slide - 1) / slide)
+	var out [][2]int64
+	first, pairs := int64(0), 0.0
+	for i := range n {
+		var w float64
+		for b := i; b < min(i+int64(per), nb); b++ {
+			w += rows[b]
+		}
+		if i > first && pairs+w > float64(maxPairs) {
+			out = append(out, [2]int64{lo + first*slide, lo + (i-1)*slide})
+			first, pairs = i, 0
+		}
+		pairs += w
+	}
+	return append(out, [2]int64{lo + first*slide, hi})
+}
+
+// timeStats reads a data file's row count and the range of column col from its statistics.
+func timeStats(f *txlog.Add, col string) (recs, lo, hi int64, ok bool) {
+	if f.Stats == "" {
+		return 0, 0, 0, false
+	}
+	var st struct {
+		NumRecords int64          `json:"numRecords"`
+		Min        map[string]any `json:"minValues"`
+		Max        map[string]any `json:"maxValues"`
+	}
+	if json.Unmarshal([]byte(f.Stats), &st) != nil {
+		return 0, 0, 0, false
+	}
+	at := func(m map[string]any) (int64, bool) {
+		s, _ := m[col].(string)
+		t, err := time.Parse(time.RFC3339Nano, s)
+		return t.UnixMicro(), err == nil
+	}
+	lo, ok0 := at(st.Min)
+	hi, ok1 := at(st.Max)
+	return st.NumRecords, lo, hi, ok0 && ok1 && lo <= hi
 }
 
 // alignStart is the start of the newest window of spec that starts at or before t.
@@ -281,8 +445,12 @@ type replacement struct {
 	prune  table.Expr
 	drop   func(start, end int64, keys []*table.Column, i int) bool
 	groups []*group
-	txn    *table.AppTxn
-	desc   string
+	// emit, when set, writes the new rows instead of groups (the columnar engine), taking
+	// each row's late_rows from late (by groupKey encoding), calling flush to
+	// write out's rows whenever it holds enough.
+	emit emitFunc
+	txn  *table.AppTxn
+	desc string
 	// sessions: a new group's late_rows is the sum over the replaced rows of its key whose
 	// window it covers (a session that absorbs a late row grows, so no old row has its exact
 	// window), plus absorbed[group key], the late rows this merge adds to it.
@@ -315,17 +483,25 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		if !drop(start, end, keys, i) {
 			return keepRow, nil
 		}
-		key = groupKey(key[:0], start, end, keys, i)
-		late := intAt(b.Columns[a.lateCol], i)
-		lateRows[string(key)] += late
-		if rp.sessions && late != 0 {
-			k := string(key[windowPrefix:])
-			old[k] = append(old[k], oldSession{start, end, late})
+		// Only windows merge-late touched carry late rows: a map of the others would cost a
+		// string per replaced row and find nothing.
+		if late := intAt(b.Columns[a.lateCol], i); late != 0 {
+			key = groupKey(key[:0], start, end, keys, i)
+			lateRows[string(key)] += late
+			if rp.sessions {
+				k := string(key[windowPrefix:])
+				old[k] = append(old[k], oldSession{start, end, late})
+			}
 		}
 		rw.st.Deleted++
 		return dropRow, nil
 	}
-	extra := func(out *table.Batch) error {
+	extra := func(out *table.Batch, flush func() error) error {
+		if rp.emit != nil {
+			n, err := rp.emit(ctx, out, lateRows, flush)
+			rw.st.Inserted += n
+			return err
+		}
 		for _, g := range groups {
 			late := lateRows[g.key]
 			if rp.sessions {

@@ -3,6 +3,7 @@ package late
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -147,6 +148,139 @@ func TestReplayConvergesAfterFailures(t *testing.T) {
 			if failed < 2 {
 				t.Fatalf("%s after=%v: only %d runs had a fault injected", op, after, failed)
 			}
+		}
+	}
+}
+
+// TestReplaySlicesAndWorkers: a replay cut into many time slices (a small SlicePairs) writes
+// the same gold as one slice, and every run, on one worker or several, reports the same
+// input rows and satisfies invariant E; the sliced runs really read the source once a slice.
+// (Across worker counts a float sum adds in another order, so only the one-worker runs are
+// compared cell for cell.)
+func TestReplaySlicesAndWorkers(t *testing.T) {
+	base, cfg, srep := pipeline(t, 15, 6000, 6, slidingNumericYAML)
+	r := replayRange(silverTimes(t, base), 0.1, 0.9)
+	r.From = r.From.Add(777 * time.Millisecond)
+	type run struct {
+		pairs   int64
+		workers int
+	}
+	var states []map[string][]string
+	var inputs [][]int64
+	runs := []run{{-1, 1}, {400, 1}, {1, 1}, {400, 3}, {1, 2}}
+	for _, c := range runs {
+		lake := cloneLake(t, base)
+		damage(t, lake, "gold/t5", r.From.UnixMicro(), r.To.UnixMicro())
+		damage(t, lake, "gold/s10", r.From.UnixMicro(), r.To.UnixMicro())
+		damage(t, lake, "gold/s15", r.From.UnixMicro(), r.To.UnixMicro())
+		o := opts(lake, cfg)
+		o.SlicePairs, o.Workers = c.pairs, c.workers
+		passes := 0
+		o.Progress = func(p ReplayProgress) { passes = max(passes, p.Pass) }
+		rep, err := Replay(context.Background(), o, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.pairs > 0 && passes < 3 {
+			t.Errorf("%+v: %d passes over the source: the range was not sliced", c, passes)
+		}
+		if c.pairs < 0 && passes != 1 {
+			t.Errorf("%+v: %d passes over the source, want 1", c, passes)
+		}
+		checkInvariantE(t, lake, srep.WatermarkMs)
+		silver := readSilver(t, lake, "silver/events")
+		closed := func(_, end int64) bool { return end <= srep.WatermarkMs*1000 }
+		if n := diffGold("s15", readGold(t, lake, "gold/s15", []string{"device_id"}),
+			batchWindows(silver, 15*time.Second, 5*time.Second, []string{"device_id"}, closed), t5Checks, t.Errorf); n > 0 {
+			t.Fatalf("%+v: s15: %d differences from the batch aggregation", c, n)
+		}
+		var in []int64
+		for _, g := range rep.Gold {
+			in = append(in, g.InputRows)
+		}
+		inputs = append(inputs, in)
+		states = append(states, map[string][]string{"gold/t5": goldState(t, lake, "gold/t5"), "gold/s10": goldState(t, lake, "gold/s10"),
+			"gold/s15": goldState(t, lake, "gold/s15")})
+	}
+	for k := 1; k < len(states); k++ {
+		if !slices.Equal(inputs[k], inputs[0]) {
+			t.Errorf("run %d: input rows %v, one slice read %v", k, inputs[k], inputs[0])
+		}
+		for g, rows := range states[0] {
+			if runs[k].workers == 1 && !slices.Equal(states[k][g], rows) {
+				t.Errorf("run %d: %s differs from the one-slice replay's", k, g)
+			}
+		}
+	}
+}
+
+// slidingNumericYAML adds a sliding window of three windows a row whose aggregates the
+// columnar engine computes (s10's sketches keep the collector).
+const slidingNumericYAML = `  - name: s15
+    window: {type: sliding, size: 15s, slide: 5s}
+    group_by: [device_id]
+    aggregates:
+      - {fn: count, as: n}
+      - {fn: sum, column: amount, as: total}
+      - {fn: min, column: amount, as: lo}
+      - {fn: max, column: qty, as: hi}
+      - {fn: avg, column: amount, as: mean}
+      - {fn: sum, column: qty, as: qsum}
+`
+
+// lateRowsOf maps each gold row with late rows (window start, key columns) to its late_rows.
+func lateRowsOf(t testing.TB, lake objstore.Bucket, path string, keys ...string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	tbl := table.Open(objstore.WithPrefix(lake, path))
+	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		win, late := b.Column("window"), b.Column("late_rows")
+		for i := range b.Len() {
+			if late.Int64[i] == 0 {
+				continue
+			}
+			k := fmt.Sprint(win.Children[0].Int64[i])
+			for _, c := range keys {
+				k += "|" + string(table.AppendJSONValue(nil, b.Column(c), i))
+			}
+			out[k] += late.Int64[i]
+		}
+	}
+	return out
+}
+
+// TestReplayKeepsLateRows: the windows a replay rewrites keep the late_rows merge-late
+// folded into them, whether the engine writes them in one slice or many.
+func TestReplayKeepsLateRows(t *testing.T) {
+	base, cfg, _ := pipeline(t, 16, 6000, 6, slidingNumericYAML)
+	if _, err := MergeLate(context.Background(), opts(base, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	wantT5, wantS15 := lateRowsOf(t, base, "gold/t5", "event_type", "device_id"), lateRowsOf(t, base, "gold/s15", "device_id")
+	if len(wantT5) == 0 || len(wantS15) == 0 {
+		t.Fatalf("no gold row has late rows (t5 %d, s15 %d): the test proves nothing", len(wantT5), len(wantS15))
+	}
+	r := replayRange(silverTimes(t, base), 0, 1)
+	r.To = r.To.Add(time.Hour)
+	for _, pairs := range []int64{-1, 300} {
+		lake := cloneLake(t, base)
+		o := opts(lake, cfg)
+		o.SlicePairs, o.Workers = pairs, 2
+		rep, err := Replay(context.Background(), o, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Gold[0].Gold == nil || rep.Gold[0].Gold.Deleted == 0 {
+			t.Fatalf("slice pairs %d: the replay replaced nothing: %+v", pairs, rep.Gold[0])
+		}
+		if got := lateRowsOf(t, lake, "gold/t5", "event_type", "device_id"); !maps.Equal(got, wantT5) {
+			t.Errorf("slice pairs %d: t5 late rows %v, want %v", pairs, got, wantT5)
+		}
+		if got := lateRowsOf(t, lake, "gold/s15", "device_id"); !maps.Equal(got, wantS15) {
+			t.Errorf("slice pairs %d: s15 late rows %v, want %v", pairs, got, wantS15)
 		}
 	}
 }

@@ -32,7 +32,8 @@ const (
 
 // rewriter is a copy-on-write change of some rows of the gold table on table.Rewrite: the
 // files that prune lets through are read, the files where row touches a row are rewritten
-// without or with the new rows, extra rows are appended, and everything lands in one
+// without or with the new rows, extra rows are appended (written out whenever extra calls
+// flush, so that they need not all be held at once), and everything lands in one
 // WriteSerializable commit.
 type rewriter struct {
 	t    *table.Table
@@ -43,7 +44,7 @@ type rewriter struct {
 }
 
 func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *table.Batch, b *table.Batch, i int) (rowAction, error),
-	extra func(out *table.Batch) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
+	extra func(out *table.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
 	st := &rw.st
 	st.Version = -1
 	snap, schema := rw.snap, rw.a.gold
@@ -57,22 +58,29 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 			candidates = append(candidates, f)
 		}
 	}
+	whole, err := rw.t.FileScan(snap, nil, nil)
+	if err != nil {
+		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+	}
+	var buf table.ReadBuffer
 	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
 		// The stream's gold appends are blind and only add windows that are still open, which
 		// these rewrites never touch: WriteSerializable lets them through without a conflict,
 		// while any other writer's data change in the range we read conflicts and we start over.
 		Isolation: txlog.WriteSerializable,
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
-			parts, err := read()
-			if err != nil {
-				return false, nil, err
-			}
+		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
 			out, err := table.NewBatch(schema)
 			if err != nil {
 				return false, nil, err
 			}
 			touched := false
-			for _, b := range parts {
+			// A row group at a time into one buffer (kept rows are copied into out), not the
+			// whole file at once: gold files reach the 128 MB target, several times that
+			// decoded, and a replay drops nearly all of their rows.
+			for b, err := range whole.ReadWith(ctx, []*txlog.Add{f}, &buf) {
+				if err != nil {
+					return false, nil, fmt.Errorf("late: gold %s: read %s: %w", rw.a.cfg.Name, f.Path, err)
+				}
 				for i := range b.Len() {
 					act, err := row(out, b, i)
 					if err != nil {
@@ -87,12 +95,25 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 			}
 			return touched, []*table.Batch{out}, nil
 		},
-		Insert: func() ([]*table.Batch, error) {
+		InsertEach: func(ctx context.Context, write func(*table.Batch) error) error {
 			ins, err := table.NewBatch(schema)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return []*table.Batch{ins}, extra(ins)
+			flush := func() error {
+				if ins.Len() == 0 {
+					return nil
+				}
+				if err := write(ins); err != nil {
+					return err
+				}
+				ins.Reset()
+				return nil
+			}
+			if err := extra(ins, flush); err != nil {
+				return err
+			}
+			return flush()
 		},
 		Operation: func(res table.RewriteResult) txlog.Operation {
 			if op.Metrics == nil {

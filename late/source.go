@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
@@ -86,12 +87,32 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 // validated as the stream validates them (event time, required columns, future skew) and
 // deduplicated on stream.dedup, first arrival (commit order, then row order) winning.
 func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s *source, i int) error) error {
+	return s.readBatches(ctx, a, lo, hi, 1, false, func(_ int, src *source, sel []int32) error {
+		for _, i := range sel {
+			if err := fn(src, int(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readBatches is read a batch at a time: fn gets each decoded batch of the source's columns
+// and the rows of it that pass (sel, ascending). With workers > 1 and a silver source, the
+// files are shared out among that many goroutines, fn's first argument naming the caller's
+// worker (0 <= w < workers; one worker's calls never overlap, and it reads the same files in
+// every run); bronze is read in order by
+// one worker, since its deduplication keeps the first arrival. With reuse, each batch's
+// buffers are decoded into again for the next one, so fn must not keep a batch's rows.
+func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, workers int, reuse bool, fn func(w int, s *source, sel []int32) error) error {
 	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
 	var required, dedup []string
 	if s.bronze {
 		required, dedup = s.q.Rules.Required, s.q.Dedup
 		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
+		workers = 1
 	}
+	workers = max(workers, 1)
 	// Bronze rows a drop expectation rejected never reached silver: replay drops them too.
 	var expect *silver.Expectations
 	if drops := silver.OnlyDrop(s.q.Rules.Expectations); s.bronze && len(drops) > 0 {
@@ -107,11 +128,12 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 			}
 		}
 	}
-	// table's row filter evaluates on a view whose length comes from the schema's first
-	// column, so that column must be read too.
-	cols = append(cols, s.schema.Fields[0].Name)
+	// The time filter skips files on their statistics; rows are kept by the loop below, so
+	// the scans that read need no row filter (which would also read the schema's first
+	// column: a view's length comes from it).
+	cols = dedupe(cols)
 	filter := table.And(table.Ge(a.evName, time.UnixMicro(lo).UTC()), table.Lt(a.evName, time.UnixMicro(hi).UTC()))
-	fs, err := s.t.FileScan(s.snap, dedupe(cols), filter)
+	skip, err := s.t.FileScan(s.snap, nil, filter)
 	if err != nil {
 		return fmt.Errorf("late: source scan: %w", err)
 	}
@@ -123,7 +145,7 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 	}
 	// The files the statistics let through, read one at a time (in the same order) so that
 	// progress can count them, a pass's total known before its first file.
-	files = fs.Files(files)
+	files = skip.Files(files)
 	s.track.startPass(len(files))
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
 	rules := silver.Rules{EventTime: a.evName}
@@ -131,50 +153,103 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 		rules.Required, rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
 	}
 	seen := map[string]bool{}
-	var key []byte
-	for _, add := range files {
-		for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
-			if err != nil {
-				return fmt.Errorf("late: read source: %w", err)
-			}
-			src, err := a.source(b)
-			if err != nil {
+	var mu sync.Mutex // guards the tracker and the first error
+	work := func(ctx context.Context, w int) error {
+		// A scan of each worker's own.
+		fs, err := s.t.FileScan(s.snap, cols, nil)
+		if err != nil {
+			return fmt.Errorf("late: source scan: %w", err)
+		}
+		var key []byte
+		var sel []int32
+		// reuse: fn is done with each batch before the next, so the worker's reads share
+		// their buffers (the session reads keep rows of earlier batches).
+		var buf *table.ReadBuffer
+		if reuse {
+			buf = &table.ReadBuffer{}
+		}
+		// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
+		// partial aggregates (and the order of a float sum's additions) are the same in every
+		// run, and replaying twice writes the same values.
+		for f := w; f < len(files); f += workers {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var dk []*table.Column
-			for _, c := range dedup {
-				dk = append(dk, b.Column(c))
-			}
-			check := rules.Bind(b)
-			if expect != nil {
-				if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
-					return fmt.Errorf("late: re-validate bronze: %w", err)
+			add := files[f]
+			var rows int64
+			for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, buf) {
+				if err != nil {
+					return fmt.Errorf("late: read source %s: %w", add.Path, err)
 				}
-			}
-			for i := range b.Len() {
-				if check.Reject(i) != "" {
-					continue
-				}
-				if t := src.ev.Int64[i]; t < lo || t >= hi {
-					continue
-				}
-				if len(dk) > 0 { // bronze only: silver is deduplicated
-					key = key[:0]
-					for _, c := range dk {
-						key = table.AppendKeyPart(key, c, i)
-					}
-					if seen[string(key)] {
-						continue
-					}
-					seen[string(key)] = true
-				}
-				s.track.row()
-				if err := fn(src, i); err != nil {
+				src, err := a.source(b)
+				if err != nil {
 					return err
 				}
+				var dk []*table.Column
+				for _, c := range dedup {
+					dk = append(dk, b.Column(c))
+				}
+				check := rules.Bind(b)
+				if expect != nil {
+					if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
+						return fmt.Errorf("late: re-validate bronze: %w", err)
+					}
+				}
+				sel = sel[:0]
+				ev := src.ev.Int64
+				for i := range b.Len() {
+					if t := ev[i]; t < lo || t >= hi || src.ev.IsNull(i) {
+						continue
+					}
+					if check.Reject(i) != "" {
+						continue
+					}
+					if len(dk) > 0 { // bronze only: silver is deduplicated
+						key = key[:0]
+						for _, c := range dk {
+							key = table.AppendKeyPart(key, c, i)
+						}
+						if seen[string(key)] {
+							continue
+						}
+						seen[string(key)] = true
+					}
+					sel = append(sel, int32(i))
+				}
+				rows += int64(len(sel))
+				if len(sel) > 0 {
+					if err := fn(w, src, sel); err != nil {
+						return err
+					}
+				}
 			}
+			mu.Lock()
+			s.track.rows(rows)
+			s.track.fileDone()
+			mu.Unlock()
 		}
-		s.track.fileDone()
+		return nil
 	}
-	return nil
+	if workers == 1 {
+		return work(ctx, 0)
+	}
+	// The first error stops the others at their next file or batch.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			if err := work(ctx, w); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }

@@ -27,6 +27,10 @@ type Rewrite struct {
 	File func(ctx context.Context, f *txlog.Add, read func() ([]*Batch, error)) (replace bool, rows []*Batch, err error)
 	// Insert, when set, returns rows to add after every file was seen.
 	Insert func() ([]*Batch, error)
+	// InsertEach, when set, adds rows after Insert's by handing them to write a batch at a
+	// time: each is encoded before write returns, so the caller may reuse or drop it and the
+	// rows of a large rewrite need not all be held at once. Still one commit at the end.
+	InsertEach func(ctx context.Context, write func(*Batch) error) error
 	// Txn makes the commit idempotent: a table holding it already is not rewritten again.
 	Txn *AppTxn
 	// Isolation is the commit's isolation level ("": txlog's default).
@@ -102,6 +106,11 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 			return res, err
 		}
 		if err := writeAll(ctx, w, rows); err != nil {
+			return res, err
+		}
+	}
+	if rw.InsertEach != nil {
+		if err := rw.InsertEach(ctx, func(b *Batch) error { return w.Write(ctx, b) }); err != nil {
 			return res, err
 		}
 	}
