@@ -111,6 +111,11 @@ type Ingester struct {
 	// instead of reloading the log and its checkpoint (which grows with the table).
 	snapMu sync.Mutex
 	snaps  map[*table.Table]*txlog.Snapshot
+
+	// blocks keeps the decoders of NDJSON blocks across objects and batches.
+	blocks *decoderPool
+	// blockBytes sizes the NDJSON blocks (0: blockBytes); tests cut small ones.
+	blockBytes int
 }
 
 // snapshot returns t's latest snapshot, replaying only the commits since the cached one.
@@ -164,7 +169,9 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 		opts.LandingPrefix += "/"
 	}
 	tableOpts := []table.Option{table.WithClock(opts.Clock)}
+	declared, limits := opts.Declared, opts.Limits
 	return &Ingester{
+		blocks:  &decoderPool{newDecoder: func() (*Decoder, error) { return NewDecoder(declared, limits) }},
 		lake:    lake,
 		ckpt:    objstore.WithPrefix(lake, opts.CheckpointPath),
 		opts:    opts,
@@ -852,6 +859,12 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 	if err != nil {
 		return nil, nil, rep, err
 	}
+	// NDJSON objects are decoded in blocks on every core while this goroutine writes the
+	// blocks before: a batch of one large object (landing.max_files_per_trigger: 1) is not
+	// decoded on one core. Up to two blocks a core are in flight, enough to keep the cores
+	// busy while the writer encodes.
+	dec.blockBytes = x.blockBytes
+	dec.pipeline = &blockPipeline{depth: 2 * runtime.GOMAXPROCS(0), pool: x.blocks, write: out.write}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, rep, err
@@ -950,6 +963,27 @@ func (o *workerOutput) flush(ctx context.Context) error {
 	}
 	o.dec.Bronze.Reset()
 	o.dec.Rejects.Reset()
+	return nil
+}
+
+// write writes a block decoder's batches, after what the worker's own decoder holds (rows of
+// the objects before, in order).
+func (o *workerOutput) write(ctx context.Context, bd *Decoder) error {
+	if o.dec.Bronze.Len()+o.dec.Rejects.Len() > 0 {
+		if err := o.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if bd.Bronze.Len() > 0 {
+		if err := o.bronze.Write(ctx, bd.Bronze); err != nil {
+			return err
+		}
+	}
+	if bd.Rejects.Len() > 0 {
+		if err := o.rejects.Write(ctx, bd.Rejects); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
