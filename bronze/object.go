@@ -177,6 +177,8 @@ type Decoder struct {
 	csvSrc     csvFeeder // hands one record at a time to encoding/csv
 	block      []byte    // the buffer of the block being decoded (decodeLinesSerial)
 	blockBytes int       // the size of NDJSON blocks; 0: blockBytes (tests cut smaller ones)
+	keyFor     string    // the key escapedKey is EscapeKey of
+	escapedKey string
 	// pipeline, when set, decodes NDJSON blocks on other goroutines (blockPipeline).
 	pipeline *blockPipeline
 	// base is where the bytes being decoded start in their object (DecodeRange): offsets in
@@ -447,7 +449,10 @@ func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int6
 		cols[n].AppendBytes(rescued)
 	}
 	cols[n+1].AppendInt64(ingestTime)
-	cols[n+2].AppendString(EscapeKey(key))
+	if key != d.keyFor || d.keyFor == "" {
+		d.keyFor, d.escapedKey = key, EscapeKey(key) // once per object, not per row
+	}
+	cols[n+2].AppendString(d.escapedKey)
 	cols[n+3].AppendInt64(d.base + offset)
 }
 
