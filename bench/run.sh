@@ -5,7 +5,7 @@
 # promise and with --plain (Spark's own aggregation): the Notes give what the promise costs.
 #
 #   bench/run.sh [--sizes 1M,10M,50M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro]
-#                [--no-anchors] [--kafka|--no-kafka] [-- extra benchrun flags]
+#                [--no-anchors] [--kafka|--no-kafka] [--stages ingest,replay-24h,...] [-- extra benchrun flags]
 #
 #   --quick      1M events, 1k keys, file backend, short microbenchmarks without the long
 #                BenchmarkStreamMemory: a few minutes on a quiet machine
@@ -17,6 +17,11 @@
 #                1M records; its jars fetched from Maven Central into the same cache). On by
 #                default in a full run when the broker can be installed (java, mvn), off in --quick.
 #   --no-kafka   no Kafka stage
+#   --stages     only these stages and their anchors (default: all): ingest, stream, merge-late,
+#                replay-24h (or replay), end-to-end (or e2e), ingest-backlog, stream-backlog,
+#                kafka-ingest (or kafka). The stages a selected one reads from run too (replay
+#                needs ingest and stream), later ones and other anchors do not; e.g.
+#                `bench/run.sh --quick --no-micro --stages replay` is replay beside polars.
 #
 # Defaults: --sizes 1M,10M --keys 1k,100k --backends file,minio. The anchors use the interop
 # virtualenv and Spark's Delta jars (scripts/interop.sh setup, cached); MinIO is started with
@@ -27,7 +32,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto
+sizes="1M,10M" keys="1k,100k" backends="file,minio" micro=true benchtime=300ms benchskip="" anchors=true kafka=auto stages=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,8 +45,9 @@ while [[ $# -gt 0 ]]; do
     --no-kafka) kafka=false; shift ;;
     --no-micro) micro=false; shift ;;
     --no-anchors) anchors=false; shift ;;
+    --stages) stages="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--sizes 1M,10M] [--keys 1k,100k] [--backends file,minio] [--quick] [--no-micro] [--no-anchors] [--kafka|--no-kafka] [--stages ingest,replay-24h,...]" >&2; exit 2 ;;
   esac
 done
 
@@ -93,6 +99,8 @@ kafka_jars() {
 }
 
 kafka_flags=()
+# A stage filter without the Kafka stage needs no broker.
+if [[ "$kafka" == auto && -n "$stages" && ",$stages," != *",kafka,"* && ",$stages," != *",kafka-ingest,"* ]]; then kafka=false; fi
 if [[ "$kafka" == auto ]]; then
   if scripts/kafka.sh install; then kafka=true; else log "no Kafka broker could be installed: no Kafka stage"; kafka=false; fi
 fi
@@ -107,8 +115,8 @@ if $kafka; then
 fi
 
 "$bin/benchrun" --medallion "$bin/medallion" --benchprof "$bin/benchprof" --python "$python" --repo "$ROOT" --work "$work" \
-  --sizes "$sizes" --keys "$keys" --backends "$backends" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
+  --sizes "$sizes" --keys "$keys" --backends "$backends" --stages "$stages" --micro="$micro" --benchtime "$benchtime" --bench-skip "$benchskip" \
   --out bench/RESULTS.md --svg bench/results.svg \
-  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')${extra[*]:+ -- ${extra[*]}}" \
+  --command "bench/run.sh --sizes $sizes --keys $keys --backends $backends$($micro || echo ' --no-micro')$($anchors || echo ' --no-anchors')$($kafka && echo ' --kafka')${stages:+ --stages $stages}${extra[*]:+ -- ${extra[*]}}" \
   "${kafka_flags[@]}" "${extra[@]}"
 log "wrote bench/RESULTS.md and bench/results.svg"

@@ -55,11 +55,13 @@ type options struct {
 	kafkaJars       string
 	kafkaPartitions int
 	kafkaSparkMax   int64
+	// stages is the --stages filter (empty: every stage).
+	stages stageSet
 }
 
 func main() {
 	var o options
-	var sizes, keys, backends string
+	var sizes, keys, backends, stages string
 	flag.StringVar(&sizes, "sizes", "1M", "event counts, comma separated (1M,10M,50M)")
 	flag.StringVar(&keys, "keys", "1k", "distinct group-by keys, comma separated (1k,100k)")
 	flag.StringVar(&backends, "backends", "file", "file,minio (minio needs MEDALLION_TEST_S3_ENDPOINT and AWS_* set)")
@@ -85,8 +87,15 @@ func main() {
 	flag.StringVar(&o.kafkaJars, "kafka-jars", "", "comma-separated jars of Spark's Kafka source (empty: no Spark Kafka anchor)")
 	flag.IntVar(&o.kafkaPartitions, "kafka-partitions", 4, "partitions of the Kafka stage's topic")
 	flag.Int64Var(&o.kafkaSparkMax, "kafka-spark-max", 1_000_000, "largest case Spark's Kafka source runs on (about 3k records/s on a loaded 2-core machine)")
+	flag.StringVar(&stages, "stages", "", "stages to measure, comma separated (empty: all): "+strings.Join(stageOrder, ",")+
+		"; the stages a selected one needs run too, anchors only beside selected stages")
 	flag.Parse()
 	o.sizes, o.keys, o.backends = split(sizes), split(keys), split(backends)
+	var err error
+	if o.stages, err = parseStages(stages); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(2)
+	}
 	o.anchors = o.python != ""
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "benchrun: --medallion BINARY is required")
@@ -178,11 +187,11 @@ func run(ctx context.Context, o options) error {
 			for _, backend := range o.backends {
 				c := bench.Case{Events: n, Keys: int(keys), Backend: backend}
 				runs, notes, err := runCase(ctx, o, c)
-				if o.kafka && backend == "file" {
+				if o.kafka && backend == "file" && o.stages.want(bench.StageKafkaIngest) {
 					kr, kn := kafkaCase(ctx, o, c)
 					runs, notes = append(runs, kr...), append(notes, kn...)
 				}
-				if err == nil && o.prof != "" && backend == "file" {
+				if err == nil && o.prof != "" && backend == "file" && (o.stages.want(bench.StageIngest) || o.stages.want(bench.StageStream)) {
 					profs, perr := profile(ctx, o, c)
 					rep.Profiles = append(rep.Profiles, profs...)
 					if perr != nil {
@@ -246,6 +255,15 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	if !o.stages.mainLake() {
+		// Only the backlog lake's stages (or none) are selected: no main lake, no anchors.
+		var runs []bench.Run
+		if o.backlog && o.stages.backlog() {
+			base := bench.Run{Engine: bench.EngineOurs, Backend: c.Backend, Events: c.Events, Keys: c.Keys}
+			runs = backlog(ctx, o, c, dir, base, workloadArgs(o, c))
+		}
+		return runs, nil, nil
+	}
 	l, err := newLake(ctx, c, dir, "lake", microTriggers())
 	if err != nil {
 		return nil, nil, err
@@ -279,6 +297,10 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		{bench.StageMergeLate, []string{"run", "merge-late"}},
 		{bench.StageReplay, []string{"run", "replay", "--since", "24h"}},
 	} {
+		if !o.stages.runs(st.stage) {
+			ours = append(ours, bench.Run{})
+			continue
+		}
 		logf("%s: medallion %s", c, st.stage)
 		r, out := measure(ctx, base, st.stage, lake, nil, o.bin, append(st.args, "--config", cfgPath)...)
 		r.Detail = detail(st.stage, out)
@@ -288,8 +310,10 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		runs = append(runs, r)
 		ours = append(ours, r)
 	}
-	runs = append(runs, bench.Sum(bench.StageEndToEnd, ours[0], ours[1], ours[2]))
-	if o.backlog {
+	if o.stages.runs(bench.StageEndToEnd) {
+		runs = append(runs, bench.Sum(bench.StageEndToEnd, ours[0], ours[1], ours[2]))
+	}
+	if o.backlog && o.stages.backlog() {
 		runs = append(runs, backlog(ctx, o, c, dir, base, genArgs)...)
 	}
 
@@ -306,7 +330,7 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 		notes = append(notes, fmt.Sprintf("%s: Spark runs on the file backend only (no S3 connector in the pinned environment); this case's Spark ratios use the file run", c))
 		landing = lakeURL + "/landing/events"
 		drOut, drLake, drDirs = lakeURL+"/_anchors/deltars", lake, nil
-	} else {
+	} else if o.stages.want(bench.StageStream) || o.stages.want(bench.StageEndToEnd) {
 		sparkOut := filepath.Join(dir, "spark")
 		logf("%s: spark streaming", c)
 		anchor.Engine = bench.EngineSpark
@@ -320,11 +344,16 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 	}
 
 	anchor.Engine = bench.EngineDeltaRS
-	logf("%s: delta-rs ingest", c)
-	r, out := measure(ctx, anchor, bench.StageIngest, drLake, drDirs, o.python, py("deltars.py"), "ingest",
-		"--landing", landing, "--out", drOut+"/bronze")
-	r.Detail = string(bytes.TrimSpace(lastLine(out)))
-	runs = append(runs, r)
+	if o.stages.want(bench.StageIngest) {
+		logf("%s: delta-rs ingest", c)
+		r, out := measure(ctx, anchor, bench.StageIngest, drLake, drDirs, o.python, py("deltars.py"), "ingest",
+			"--landing", landing, "--out", drOut+"/bronze")
+		r.Detail = string(bytes.TrimSpace(lastLine(out)))
+		runs = append(runs, r)
+	}
+	if !o.stages.want(bench.StageReplay) {
+		return runs, notes, nil
+	}
 	logf("%s: delta-rs/polars replay", c)
 	r, polars := measure(ctx, anchor, bench.StageReplay, drLake, drDirs, o.python, py("deltars.py"), "replay",
 		"--silver", lakeURL+"/"+l.cfg.Tables.Silver, "--out", drOut+"/gold")

@@ -164,3 +164,49 @@ func TestKafkaTopic(t *testing.T) {
 		t.Errorf("topics %q and %q: want distinct names starting bench-1M-1k-file-", a, b)
 	}
 }
+
+func TestStages(t *testing.T) {
+	for _, tc := range []struct {
+		flag      string
+		want, run []string // selected; run (selected or needed by a selected one)
+		skip      []string // must not run
+	}{
+		{"", stageOrder, stageOrder, nil},
+		{"ingest", []string{bench.StageIngest}, []string{bench.StageIngest},
+			[]string{bench.StageStream, bench.StageMergeLate, bench.StageReplay, bench.StageEndToEnd, bench.StageIngestBacklog, bench.StageStreamBacklog}},
+		{"replay", []string{bench.StageReplay}, []string{bench.StageIngest, bench.StageStream, bench.StageReplay},
+			[]string{bench.StageMergeLate, bench.StageEndToEnd, bench.StageIngestBacklog}},
+		{"e2e", []string{bench.StageEndToEnd}, []string{bench.StageIngest, bench.StageStream, bench.StageMergeLate},
+			[]string{bench.StageReplay, bench.StageIngestBacklog}},
+		{"stream-backlog", []string{bench.StageStreamBacklog}, []string{bench.StageIngestBacklog, bench.StageStreamBacklog},
+			[]string{bench.StageIngest, bench.StageStream}},
+		{" merge-late , kafka", []string{bench.StageMergeLate, bench.StageKafkaIngest},
+			[]string{bench.StageIngest, bench.StageStream, bench.StageMergeLate}, []string{bench.StageReplay}},
+	} {
+		s, err := parseStages(tc.flag)
+		if err != nil {
+			t.Fatalf("parseStages(%q): %v", tc.flag, err)
+		}
+		for _, st := range tc.want {
+			if !s.want(st) {
+				t.Errorf("--stages %q: %s not selected", tc.flag, st)
+			}
+		}
+		for _, st := range tc.run {
+			if !s.runs(st) {
+				t.Errorf("--stages %q: %s does not run", tc.flag, st)
+			}
+		}
+		for _, st := range tc.skip {
+			if s.runs(st) || s.want(st) {
+				t.Errorf("--stages %q: %s runs", tc.flag, st)
+			}
+		}
+	}
+	if s, _ := parseStages("replay,ingest"); s.String() != "ingest,replay-24h" {
+		t.Errorf("String() = %q", s.String())
+	}
+	if _, err := parseStages("ingest,bogus"); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("parseStages(bogus) = %v, want an error naming the stage", err)
+	}
+}
