@@ -519,6 +519,9 @@ func backlog(ctx context.Context, o options, c bench.Case, dir string, base benc
 	base.InputBytes = g.InputBytes
 	var runs []bench.Run
 	for _, st := range stages {
+		if !o.stages.runs(st.stage) {
+			continue
+		}
 		logf("%s: medallion %s", c, st.stage)
 		r, out := measure(ctx, base, st.stage, l.bucket, nil, o.bin, append(st.args, "--config", l.cfgPath)...)
 		r.Detail = detail(st.stage, out)
