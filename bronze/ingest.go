@@ -355,9 +355,32 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		}
 	}
 	readThisRun := map[string]bool{}
+	// Batch N commits (a few small writes, each synced, and the tables' logs read again) while
+	// batch N+1 is listed, claimed, decoded and written: the commits wait for the batch before,
+	// as they always did, and the next batch's data files are invisible until its own commit.
+	// At most one batch is committing; its counts join rep when it is done.
+	var inflight *committing
+	settle := func() error {
+		if inflight == nil {
+			return nil
+		}
+		c := inflight
+		inflight = nil
+		<-c.done
+		rep.Batches += c.rep.Batches
+		rep.Files += c.rep.Files
+		rep.merge(c.rep)
+		if c.err != nil {
+			return c.err
+		}
+		st.committed[c.id] = true
+		return nil
+	}
+	defer settle() // an error return has settled already; this only keeps goroutines from outliving run
 	for {
 		candidates, err := x.discover(ctx, st, only, readThisRun)
 		if err != nil {
+			err = errors.Join(err, settle()) // settle first: it adds to rep
 			return rep, err
 		}
 		if len(candidates) == 0 {
@@ -371,13 +394,17 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		err = objstore.PutBytesIfAbsent(ctx, x.ckpt, batchKey(b.BatchID), data)
 		if errors.Is(err, objstore.ErrAlreadyExists) {
 			// Another ingester claimed this batch number: learn its claims and choose again.
+			if err := settle(); err != nil {
+				return rep, err
+			}
 			if st, err = x.loadState(ctx); err != nil {
 				return rep, err
 			}
 			continue
 		}
 		if err != nil {
-			return rep, fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err)
+			err = errors.Join(fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err), settle())
+			return rep, err
 		}
 		st.batches[b.BatchID] = b
 		for _, f := range b.Files {
@@ -392,9 +419,21 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 			}
 		}
 		st.next++
-		if err := x.runBatch(ctx, st, b, &rep); err != nil {
+		d, err := x.prepareBatch(ctx, st.appID, b)
+		if serr := settle(); err != nil || serr != nil {
+			err = errors.Join(err, serr)
 			return rep, err
 		}
+		c := &committing{id: b.BatchID, done: make(chan struct{})}
+		inflight = c
+		appID := st.appID
+		go func() {
+			defer close(c.done)
+			c.err = x.commitBatch(ctx, appID, d, &c.rep)
+		}()
+	}
+	if err := settle(); err != nil {
+		return rep, err
 	}
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if secs := time.Since(start).Seconds(); secs > 0 {
@@ -404,6 +443,14 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		rep.BronzeVersion = snap.Version()
 	}
 	return rep, nil
+}
+
+// committing is a batch whose commit runs beside the next batch's decoding.
+type committing struct {
+	id   int64
+	rep  Report // what the commit counted
+	err  error
+	done chan struct{}
 }
 
 // discover finds what is left to read, in key order: objects never claimed, and claimed objects
@@ -559,51 +606,93 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 // runBatch decodes the batch's objects on the workers, writes data files, and commits both
 // tables idempotently, then records the batch as committed.
 func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep *Report) error {
-	bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, st.appID, b.BatchID)
+	d, err := x.prepareBatch(ctx, st.appID, b)
 	if err != nil {
 		return err
 	}
-	var bronzeAdds, rejectAdds []*txlog.Add
-	var batchRep Report
-	if !bronzeDone || !rejectsDone {
-		bronzeAdds, rejectAdds, batchRep, err = x.decodeAll(ctx, b)
+	if err := x.commitBatch(ctx, st.appID, d, rep); err != nil {
+		return err
+	}
+	st.committed[b.BatchID] = true
+	return nil
+}
+
+// preparedBatch is a batch whose data files are written and whose read ends are recorded: what
+// is left is to commit it (commitBatch).
+type preparedBatch struct {
+	b                       *batchRecord
+	bronzeDone, rejectsDone bool
+	bronzeAdds, rejectAdds  []*txlog.Add
+	rep                     Report
+}
+
+// prepareBatch decodes the batch's objects on the workers and writes its data files, unless
+// both tables hold it already. Nothing it writes is visible before commitBatch, so it may run
+// while the batch before commits.
+func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecord) (*preparedBatch, error) {
+	d := &preparedBatch{b: b}
+	var err error
+	d.bronzeDone, d.rejectsDone, err = x.alreadyCommitted(ctx, appID, b.BatchID)
+	if err != nil {
+		return nil, err
+	}
+	if !d.bronzeDone || !d.rejectsDone {
+		d.bronzeAdds, d.rejectAdds, d.rep, err = x.decodeAll(ctx, b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// How the reads ended is kept before the tables commit, so that a crash before the
 		// commit record cannot lose it: without it, the next growth of these objects would be
 		// taken for a rewrite and read twice.
-		data, _ := json.Marshal(batchRep.ends)
+		data, _ := json.Marshal(d.rep.ends)
 		if err := objstore.PutBytes(ctx, x.ckpt, endsKey(b.BatchID), data); err != nil {
-			return fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
+			return nil, fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
 		}
-	} else if batchRep.ends, err = x.recoverEnds(ctx, b); err != nil {
-		return err
+	} else if d.rep.ends, err = x.recoverEnds(ctx, b); err != nil {
+		return nil, err
 	}
+	return d, nil
+}
+
+// commitBatch commits a prepared batch to both tables, after the batch before it, and records
+// it as committed in the checkpoint; rep counts it when this run's commit is the one that put
+// its rows in. It does not touch the run's state, so that it can run beside the next
+// batch's prepareBatch.
+func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBatch, rep *Report) error {
+	b, batchRep, bronzeDone, rejectsDone := d.b, d.rep, d.bronzeDone, d.rejectsDone
+	var err error
 	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected, Ends: batchRep.ends}
 	op := txlog.Operation{
 		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
-	}
-	if !bronzeDone || !rejectsDone {
-		if err := x.waitForPredecessor(ctx, st.appID, b.BatchID, rep); err != nil {
-			return err
-		}
+		Parameters: map[string]any{"outputMode": "Append", "queryId": appID, "epochId": fmt.Sprint(b.BatchID)},
 	}
 	// The commits are a few small writes: once decoded, a batch is finished even when ctx is
 	// cancelled (Ctrl-C), so that an interrupted run reports every batch it wrote and its rerun
-	// the rest, their summaries adding up to the landing lines.
+	// the rest, their summaries adding up to the landing lines. That includes seeing that the
+	// batch before is committed (the run's own batch before, which commits while this one
+	// decodes); only a wait for another ingester's batch stops at a cancellation.
 	fin := context.WithoutCancel(ctx)
+	if !bronzeDone || !rejectsDone {
+		prevBronze, prevRejects, err := x.alreadyCommitted(fin, appID, b.BatchID-1)
+		if err != nil {
+			return err
+		}
+		if b.BatchID > 0 && (!prevBronze || !prevRejects) {
+			if err := x.waitForPredecessor(ctx, appID, b.BatchID, rep); err != nil {
+				return err
+			}
+		}
+	}
 	var wroteBronze, wroteRejects bool
 	if !bronzeDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(d.bronzeAdds))}
+		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, appID, b.BatchID, d.bronzeAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.BronzePath, err)
 		}
 	}
 	if !rejectsDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(d.rejectAdds))}
+		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, appID, b.BatchID, d.rejectAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
 		}
 	}
@@ -611,7 +700,6 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	if err := objstore.PutBytesIfAbsent(fin, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("bronze: record batch %d: %w", b.BatchID, err)
 	}
-	st.committed[b.BatchID] = true
 	// One run counts a batch: the one whose commit put its rows into bronze, or, when a run that
 	// died had done that already, the one that finished the batch's rejects. Two ingesters
 	// racing on one batch (both decode it, one commit lands) no longer both count it.
