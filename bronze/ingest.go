@@ -377,23 +377,28 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		return nil
 	}
 	defer settle() // an error return has settled already; this only keeps goroutines from outliving run
+	// One listing feeds batches until what it found is claimed: listing the landing prefix
+	// again for every batch cost a walk of every object per batch. Objects that arrive
+	// meanwhile are found by the listing after, in this run.
+	var queued []fileRecord
 	for {
-		candidates, err := x.discover(ctx, st, only, readThisRun)
-		if err != nil {
-			err = errors.Join(err, settle()) // settle first: it adds to rep
-			return rep, err
+		if len(queued) == 0 {
+			var err error
+			if queued, err = x.discover(ctx, st, only, readThisRun); err != nil {
+				err = errors.Join(err, settle()) // settle first: it adds to rep
+				return rep, err
+			}
 		}
-		if len(candidates) == 0 {
+		if len(queued) == 0 {
 			break
 		}
-		if len(candidates) > x.opts.MaxFilesPerTrigger {
-			candidates = candidates[:x.opts.MaxFilesPerTrigger]
-		}
+		candidates := queued[:min(len(queued), x.opts.MaxFilesPerTrigger)]
 		b := &batchRecord{BatchID: st.next, IngestTime: x.now().UnixMicro(), Files: candidates}
 		data, _ := json.Marshal(b)
 		err = objstore.PutBytesIfAbsent(ctx, x.ckpt, batchKey(b.BatchID), data)
 		if errors.Is(err, objstore.ErrAlreadyExists) {
 			// Another ingester claimed this batch number: learn its claims and choose again.
+			queued = nil
 			if err := settle(); err != nil {
 				return rep, err
 			}
@@ -406,6 +411,7 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 			err = errors.Join(fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err), settle())
 			return rep, err
 		}
+		queued = queued[len(candidates):]
 		st.batches[b.BatchID] = b
 		for _, f := range b.Files {
 			st.claimed[f.Key] = f
@@ -419,11 +425,13 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 			}
 		}
 		st.next++
-		d, err := x.prepareBatch(ctx, st.appID, b)
+		d, err := x.prepareBatch(ctx, st.appID, b, true)
 		if serr := settle(); err != nil || serr != nil {
 			err = errors.Join(err, serr)
 			return rep, err
 		}
+		// Commit records are written after both tables commit; settle marked this run's own.
+		d.prevDone = b.BatchID == 0 || st.committed[b.BatchID-1]
 		c := &committing{id: b.BatchID, done: make(chan struct{})}
 		inflight = c
 		appID := st.appID
@@ -606,7 +614,7 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 // runBatch decodes the batch's objects on the workers, writes data files, and commits both
 // tables idempotently, then records the batch as committed.
 func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep *Report) error {
-	d, err := x.prepareBatch(ctx, st.appID, b)
+	d, err := x.prepareBatch(ctx, st.appID, b, false)
 	if err != nil {
 		return err
 	}
@@ -624,17 +632,24 @@ type preparedBatch struct {
 	bronzeDone, rejectsDone bool
 	bronzeAdds, rejectAdds  []*txlog.Add
 	rep                     Report
+	// prevDone: the checkpoint, or this run, saw both tables commit the batch before, so
+	// commitBatch need not read their logs to learn it.
+	prevDone bool
 }
 
 // prepareBatch decodes the batch's objects on the workers and writes its data files, unless
 // both tables hold it already. Nothing it writes is visible before commitBatch, so it may run
-// while the batch before commits.
-func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecord) (*preparedBatch, error) {
+// while the batch before commits. fresh: this run has just claimed the batch, so no table can
+// hold it yet (another ingester runs a batch it did not claim only after OrderWait), and the
+// tables' logs are not read to learn it; commit checks the txn again anyway.
+func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecord, fresh bool) (*preparedBatch, error) {
 	d := &preparedBatch{b: b}
 	var err error
-	d.bronzeDone, d.rejectsDone, err = x.alreadyCommitted(ctx, appID, b.BatchID)
-	if err != nil {
-		return nil, err
+	if !fresh {
+		d.bronzeDone, d.rejectsDone, err = x.alreadyCommitted(ctx, appID, b.BatchID)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if !d.bronzeDone || !d.rejectsDone {
 		d.bronzeAdds, d.rejectAdds, d.rep, err = x.decodeAll(ctx, b)
@@ -672,7 +687,7 @@ func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBat
 	// batch before is committed (the run's own batch before, which commits while this one
 	// decodes); only a wait for another ingester's batch stops at a cancellation.
 	fin := context.WithoutCancel(ctx)
-	if !bronzeDone || !rejectsDone {
+	if (!bronzeDone || !rejectsDone) && !d.prevDone {
 		prevBronze, prevRejects, err := x.alreadyCommitted(fin, appID, b.BatchID-1)
 		if err != nil {
 			return err
