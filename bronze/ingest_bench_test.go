@@ -109,3 +109,42 @@ func BenchmarkIngestObject(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestCommits measures many small batches, the harness's 1M-event case in miniature:
+// 24 landing objects of 10k lines on a file lake, one object a commit, so the per-batch costs
+// (listing, claim, the synced commits, the tables' logs) weigh as much as the decoding. A batch
+// commits while the next is decoded; events/s is wall time, cpu-ns/event getrusage's CPU.
+func BenchmarkIngestCommits(b *testing.B) {
+	const objects, perObject = 24, 10_000
+	ctx := context.Background()
+	lake, err := file.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := gen.DefaultOptions()
+	o.Lines, o.Files, o.Prefix = objects*perObject, objects, "landing/events/"
+	if _, err := gen.Generate(ctx, lake, o); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	run, cpu := 0, 0.0
+	for b.Loop() {
+		run++
+		opts := ingestOptions()
+		opts.MaxFilesPerTrigger, opts.FlushRows = 1, 1<<16
+		dir := fmt.Sprintf("run%d/", run)
+		opts.BronzePath, opts.RejectsPath, opts.CheckpointPath = dir+"bronze", dir+"rejects", dir+"ckpt"
+		x, err := NewIngester(lake, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c0 := cpuSeconds()
+		rep, err := x.Run(ctx)
+		cpu += cpuSeconds() - c0
+		if err != nil || rep.Lines != objects*perObject || rep.Batches != objects {
+			b.Fatalf("%+v %v", rep, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*objects*perObject/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(cpu*1e9/(float64(b.N)*objects*perObject), "cpu-ns/event")
+}
