@@ -30,7 +30,8 @@ type IngestOptions struct {
 	RejectsPath        string // e.g. "bronze/rejects"
 	CheckpointPath     string // e.g. "_checkpoints/ingest"
 	Limits             Limits
-	// Workers decode and encode objects in parallel; default GOMAXPROCS.
+	// Workers encode objects' data files in parallel (an object to a worker); default
+	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core.
 	Workers int
 	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
 	FlushRows    int
