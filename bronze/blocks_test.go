@@ -235,3 +235,62 @@ func smallBlocks(x *Ingester, err error) (*Ingester, error) {
 	}
 	return x, err
 }
+
+// TestBlockPipelineStreamErrors: a gzip object cut short and a gzip bomb end the same way
+// through the pipeline as serially: the whole lines before the failure are rows, and one
+// reject at the decompressed offset where reading stopped says why.
+func TestBlockPipelineStreamErrors(t *testing.T) {
+	var lines []byte
+	for i := 0; i < 3000; i++ {
+		lines = append(lines, fmt.Sprintf(`{"event_id":"e%d","event_time":"2024-05-01T12:07:00Z"}`+"\n", i)...)
+	}
+	full := gz(t, lines)
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		limits Limits
+		reason string
+	}{
+		{"truncated", full[:len(full)/2], Limits{}, ReasonCorruptGzip},
+		{"bomb", full, Limits{MaxDecompressedBytes: int64(len(lines) / 3)}, ReasonDecompressedSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			decode := func(parallel bool) (ObjectStats, *gotLines) {
+				d, _ := NewDecoder(declaredEvents(), tc.limits)
+				d.blockBytes = 500
+				g := &gotLines{rows: map[int64]string{}, rejects: map[int64][3]string{}}
+				if parallel {
+					pool := &decoderPool{newDecoder: func() (*Decoder, error) { return NewDecoder(declaredEvents(), tc.limits) }}
+					d.pipeline = &blockPipeline{depth: 4, pool: pool, write: func(_ context.Context, bd *Decoder) error {
+						g.add(t, bd)
+						return nil
+					}}
+				}
+				st, err := d.Decode(context.Background(), bytes.NewReader(tc.data), "k.json.gz", FormatJSON, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.add(t, d)
+				return st, g
+			}
+			serial, gs := decode(false)
+			piped, gp := decode(true)
+			if serial.ByReason[tc.reason] != 1 || serial.Rows == 0 || serial.Rows >= 3000 {
+				t.Fatalf("serial: %+v", serial)
+			}
+			if fmt.Sprint(serial) != fmt.Sprint(piped) || fmt.Sprint(gs.rejects) != fmt.Sprint(gp.rejects) || len(gs.rows) != len(gp.rows) {
+				t.Fatalf("serial %+v %v, pipelined %+v %v", serial, gs.rejects, piped, gp.rejects)
+			}
+			// The rows are whole lines: the reject is where the last row's line ends.
+			var last int64
+			for off := range gp.rows {
+				last = max(last, off)
+			}
+			for off := range gp.rejects {
+				if want := last + int64(bytes.IndexByte(lines[last:], '\n')+1); off != want {
+					t.Fatalf("reject at %d, the last whole line ends at %d", off, want)
+				}
+			}
+		})
+	}
+}
