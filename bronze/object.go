@@ -386,8 +386,8 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 func (d *Decoder) line(st *ObjectStats, key string, offset int64, line []byte, size int64, ingestTime int64) {
-	body := bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(body)) == 0 {
+	body := trimEOL(line)
+	if len(body) == 0 || (asciiSpace[body[0]] != 0 || body[0] >= utf8.RuneSelf) && len(bytes.TrimSpace(body)) == 0 {
 		st.BlankLines++
 		return
 	}
@@ -408,6 +408,15 @@ func (d *Decoder) line(st *ObjectStats, key string, offset int64, line []byte, s
 	d.appendParsed(key, offset, ingestTime)
 	st.Rows++
 	st.Lines++
+}
+
+// trimEOL is bytes.TrimRight(b, "\r\n") without building a cutset each line (it showed at 4%
+// of the decode).
+func trimEOL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // appendParsed moves the parser's cells into the bronze batch.
