@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/file"
 )
 
 // wantLine is the test's own account of one generated line: what the decoder must make of it.
@@ -293,4 +296,68 @@ func TestBlockPipelineStreamErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIngestLargeObjectDefaultBlocks ingests one object of several default-size blocks, one
+// object a commit, on a file lake: records of skewed sizes (most short, some of hundreds of KiB
+// that fill a block and are still within the line limit, two over the limit by far), runs of
+// blank lines and bad JSON. Every non-blank line is in bronze or rejects exactly once at its
+// byte offset, as the test's own account of the object says, and the counts add up.
+func TestIngestLargeObjectDefaultBlocks(t *testing.T) {
+	ctx := context.Background()
+	lake, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	key := "landing/events/big.json"
+	var data []byte
+	want := map[string]bool{}
+	var rows, rejects, big, huge int64
+	for i := 0; i < 15000; i++ {
+		at := fmt.Sprintf("%s@%d", key, len(data))
+		var line string
+		switch k := rng.IntN(1000); {
+		case k < 2: // hundreds of KiB: a block on its own, within the 1 MiB limit
+			line = fmt.Sprintf(`{"event_id":"big-%d","event_type":"%s","event_time":"2024-05-01T12:07:00Z"}`, i, strings.Repeat("p", 300<<10+rng.IntN(600<<10)))
+			rows++
+			big++
+		case k < 3 && i%2 == 0: // far over the limit
+			line = fmt.Sprintf(`{"event_id":"huge-%d","event_type":"%s"}`, i, strings.Repeat("h", 1<<20+rng.IntN(2<<20)))
+			rejects++
+			huge++
+		case k < 30:
+			line = `{"event_id":` // bad JSON
+			rejects++
+		case k < 60:
+			data = append(data, strings.Repeat(" \n", 1+rng.IntN(50))...)
+			continue
+		default:
+			line = fmt.Sprintf(`{"event_id":"e-%d","amount":%d.5,"event_time":"2024-05-01T12:07:00Z"}`, i, rng.IntN(1000))
+			rows++
+		}
+		want[at] = true
+		data = append(data, line...)
+		data = append(data, '\n')
+	}
+	if err := objstore.PutBytes(ctx, lake, key, data); err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 8*blockBytes || big == 0 || huge == 0 {
+		t.Fatalf("the object is %d bytes with %d lines of a block and %d over the limit: want several blocks and both kinds", len(data), big, huge)
+	}
+	opts := ingestOptions()
+	opts.MaxFilesPerTrigger, opts.FlushRows = 1, 1<<16
+	x, err := NewIngester(lake, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := x.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows != rows || rep.Rejected != rejects || rep.Bytes != int64(len(data)) {
+		t.Fatalf("report %+v, want %d rows, %d rejected, %d bytes", rep, rows, rejects, len(data))
+	}
+	sameSet(t, tableLines(t, lake), want)
 }
