@@ -339,12 +339,32 @@ type blockPipeline struct {
 // nothing every time.
 type decoderPool struct {
 	newDecoder func() (*Decoder, error)
+	// slots, when set, bounds the decoders in use across all workers: each holds a block and
+	// its rows, so a machine with many cores (a worker each, two blocks a core in flight per
+	// worker) would otherwise hold workers x cores blocks.
+	slots chan struct{}
 
 	mu   sync.Mutex
 	free []*Decoder
 }
 
-func (p *decoderPool) get() (*Decoder, error) {
+// get takes a decoder, waiting for one to be put back when slots are all in use.
+func (p *decoderPool) get(ctx context.Context) (*Decoder, error) {
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	d, err := p.take()
+	if err != nil && p.slots != nil {
+		<-p.slots
+	}
+	return d, err
+}
+
+func (p *decoderPool) take() (*Decoder, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := len(p.free); n > 0 {
@@ -361,6 +381,9 @@ func (p *decoderPool) put(d *Decoder) {
 	p.mu.Lock()
 	p.free = append(p.free, d)
 	p.mu.Unlock()
+	if p.slots != nil {
+		<-p.slots
+	}
 }
 
 type pendingBlock struct {
@@ -381,9 +404,11 @@ func (p *blockPipeline) run(ctx context.Context, d *Decoder, br *bufio.Reader, k
 		defer close(queue)
 		lb := d.lineBlocks(br, st.Bytes)
 		for ctx.Err() == nil {
-			dec, err := p.pool.get()
+			dec, err := p.pool.get(ctx)
 			if err != nil {
-				readErr = err
+				if ctx.Err() == nil {
+					readErr = err
+				}
 				return
 			}
 			blk, ok, err := lb.next(dec.block)

@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/objstore/mem"
 )
 
 // wantLine is the test's own account of one generated line: what the decoder must make of it.
@@ -358,6 +360,35 @@ func TestIngestLargeObjectDefaultBlocks(t *testing.T) {
 	}
 	if rep.Rows != rows || rep.Rejected != rejects || rep.Bytes != int64(len(data)) {
 		t.Fatalf("report %+v, want %d rows, %d rejected, %d bytes", rep, rows, rejects, len(data))
+	}
+	sameSet(t, tableLines(t, lake), want)
+}
+
+// TestIngestOneDecoderSlot: with a single block decoder for all workers (the bound a machine's
+// cores set), three workers still get through a batch of several objects cut into many blocks:
+// a worker's queued blocks hold their decoders only until it writes them, so no worker waits
+// on another forever, and every line lands once.
+func TestIngestOneDecoderSlot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lake := mem.New()
+	rng := rand.New(rand.NewPCG(8, 9))
+	want := map[string]bool{}
+	for i := 0; i < 6; i++ {
+		for k := range landingObject(t, lake, rng, fmt.Sprintf("landing/events/%03d.json", i), 200) {
+			want[k] = true
+		}
+	}
+	opts := ingestOptions()
+	opts.MaxFilesPerTrigger, opts.Workers = 6, 3
+	x, err := smallBlocks(NewIngester(lake, opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.blocks.slots = make(chan struct{}, 1)
+	rep, err := x.Run(ctx)
+	if err != nil || rep.Lines != int64(len(want)) {
+		t.Fatalf("%+v %v", rep, err)
 	}
 	sameSet(t, tableLines(t, lake), want)
 }

@@ -172,7 +172,10 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 	tableOpts := []table.Option{table.WithClock(opts.Clock)}
 	declared, limits := opts.Declared, opts.Limits
 	return &Ingester{
-		blocks:  &decoderPool{newDecoder: func() (*Decoder, error) { return NewDecoder(declared, limits) }},
+		blocks: &decoderPool{
+			newDecoder: func() (*Decoder, error) { return NewDecoder(declared, limits) },
+			slots:      make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0))),
+		},
 		lake:    lake,
 		ckpt:    objstore.WithPrefix(lake, opts.CheckpointPath),
 		opts:    opts,
