@@ -3,7 +3,10 @@
 // table with a reason, the source object, the byte offset and the raw text.
 //
 // The hot path parses each line straight into typed columnar batches with a schema-driven
-// scanner (no encoding/json, no per-line allocation) and encodes Parquet on every core.
+// scanner (no encoding/json, no per-line allocation) and encodes Parquet on every core. An
+// NDJSON object is cut into blocks of whole lines that are decoded on every core while the
+// blocks before are written, in the object's order (blocks.go); a batch commits while the next
+// is decoded.
 //
 // Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
 // the declared schema are kept verbatim in _rescued_data, so nothing is lost.

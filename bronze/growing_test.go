@@ -92,7 +92,7 @@ func TestIngestGrowingObject(t *testing.T) {
 			want := map[string]bool{}
 			first := eventLines(key, 0, 50, 0, want)
 			lake.appendTo(t, key, first)
-			x, err := NewIngester(lake, ingestOptions())
+			x, err := smallBlocks(NewIngester(lake, ingestOptions()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestIngestRewrittenObject(t *testing.T) {
 				}
 			}
 			put(eventLines(key, 0, 20, 0, map[string]bool{}))
-			x, err := NewIngester(lake, ingestOptions())
+			x, err := smallBlocks(NewIngester(lake, ingestOptions()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestIngestReadsListedSize(t *testing.T) {
 		lake.appendTo(t, key, more[:len(more)-10])
 		lake.appendTo(t, key, more[len(more)-10:])
 	}}
-	x, err := NewIngester(grower, ingestOptions())
+	x, err := smallBlocks(NewIngester(grower, ingestOptions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestIngestLineCutByListing(t *testing.T) {
 	all := eventLines(key, 0, 10, 0, want)
 	cut := len(all) - 30
 	lake.appendTo(t, key, all[:cut])
-	x, err := NewIngester(lake, ingestOptions())
+	x, err := smallBlocks(NewIngester(lake, ingestOptions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,17 +295,17 @@ func TestIngestGrowingConvergesAfterFailures(t *testing.T) {
 					}
 				}
 				grow(0, 10)
-				x, _ := NewIngester(lake, ingestOptions())
+				x, _ := smallBlocks(NewIngester(lake, ingestOptions()))
 				if _, err := x.Run(ctx); err != nil {
 					t.Fatal(err)
 				}
 				grow(10, 25)
 				faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: k, After: after}}})
-				y, _ := NewIngester(faulty, ingestOptions())
+				y, _ := smallBlocks(NewIngester(faulty, ingestOptions()))
 				_, firstErr := y.Run(ctx)
 				// The objects grow again before the rerun (on S3, each growth is a new ETag).
 				grow(25, 30)
-				z, _ := NewIngester(lake, ingestOptions())
+				z, _ := smallBlocks(NewIngester(lake, ingestOptions()))
 				if _, err := z.Run(ctx); err != nil {
 					t.Fatalf("%s k=%d after=%v: clean rerun failed: %v (first run: %v)", op, k, after, err, firstErr)
 				}

@@ -30,7 +30,8 @@ type IngestOptions struct {
 	RejectsPath        string // e.g. "bronze/rejects"
 	CheckpointPath     string // e.g. "_checkpoints/ingest"
 	Limits             Limits
-	// Workers decode and encode objects in parallel; default GOMAXPROCS.
+	// Workers encode objects' data files in parallel (an object to a worker); default
+	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core.
 	Workers int
 	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
 	FlushRows    int
@@ -111,6 +112,11 @@ type Ingester struct {
 	// instead of reloading the log and its checkpoint (which grows with the table).
 	snapMu sync.Mutex
 	snaps  map[*table.Table]*txlog.Snapshot
+
+	// blocks keeps the decoders of NDJSON blocks across objects and batches.
+	blocks *decoderPool
+	// blockBytes sizes the NDJSON blocks (0: blockBytes); tests cut small ones.
+	blockBytes int
 }
 
 // snapshot returns t's latest snapshot, replaying only the commits since the cached one.
@@ -164,7 +170,12 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 		opts.LandingPrefix += "/"
 	}
 	tableOpts := []table.Option{table.WithClock(opts.Clock)}
+	declared, limits := opts.Declared, opts.Limits
 	return &Ingester{
+		blocks: &decoderPool{
+			newDecoder: func() (*Decoder, error) { return NewDecoder(declared, limits) },
+			slots:      make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0))),
+		},
 		lake:    lake,
 		ckpt:    objstore.WithPrefix(lake, opts.CheckpointPath),
 		opts:    opts,
@@ -348,30 +359,63 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		}
 	}
 	readThisRun := map[string]bool{}
-	for {
-		candidates, err := x.discover(ctx, st, only, readThisRun)
-		if err != nil {
-			return rep, err
+	// Batch N commits (a few small writes, each synced, and the tables' logs read again) while
+	// batch N+1 is listed, claimed, decoded and written: the commits wait for the batch before,
+	// as they always did, and the next batch's data files are invisible until its own commit.
+	// At most one batch is committing; its counts join rep when it is done.
+	var inflight *committing
+	settle := func() error {
+		if inflight == nil {
+			return nil
 		}
-		if len(candidates) == 0 {
+		c := inflight
+		inflight = nil
+		<-c.done
+		rep.Batches += c.rep.Batches
+		rep.Files += c.rep.Files
+		rep.merge(c.rep)
+		if c.err != nil {
+			return c.err
+		}
+		st.committed[c.id] = true
+		return nil
+	}
+	defer settle() // an error return has settled already; this only keeps goroutines from outliving run
+	// One listing feeds batches until what it found is claimed: listing the landing prefix
+	// again for every batch cost a walk of every object per batch. Objects that arrive
+	// meanwhile are found by the listing after, in this run.
+	var queued []fileRecord
+	for {
+		if len(queued) == 0 {
+			var err error
+			if queued, err = x.discover(ctx, st, only, readThisRun); err != nil {
+				err = errors.Join(err, settle()) // settle first: it adds to rep
+				return rep, err
+			}
+		}
+		if len(queued) == 0 {
 			break
 		}
-		if len(candidates) > x.opts.MaxFilesPerTrigger {
-			candidates = candidates[:x.opts.MaxFilesPerTrigger]
-		}
+		candidates := queued[:min(len(queued), x.opts.MaxFilesPerTrigger)]
 		b := &batchRecord{BatchID: st.next, IngestTime: x.now().UnixMicro(), Files: candidates}
 		data, _ := json.Marshal(b)
 		err = objstore.PutBytesIfAbsent(ctx, x.ckpt, batchKey(b.BatchID), data)
 		if errors.Is(err, objstore.ErrAlreadyExists) {
 			// Another ingester claimed this batch number: learn its claims and choose again.
+			queued = nil
+			if err := settle(); err != nil {
+				return rep, err
+			}
 			if st, err = x.loadState(ctx); err != nil {
 				return rep, err
 			}
 			continue
 		}
 		if err != nil {
-			return rep, fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err)
+			err = errors.Join(fmt.Errorf("bronze: claim batch %d: %w", b.BatchID, err), settle())
+			return rep, err
 		}
+		queued = queued[len(candidates):]
 		st.batches[b.BatchID] = b
 		for _, f := range b.Files {
 			st.claimed[f.Key] = f
@@ -385,9 +429,23 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 			}
 		}
 		st.next++
-		if err := x.runBatch(ctx, st, b, &rep); err != nil {
+		d, err := x.prepareBatch(ctx, st.appID, b, true)
+		if serr := settle(); err != nil || serr != nil {
+			err = errors.Join(err, serr)
 			return rep, err
 		}
+		// Commit records are written after both tables commit; settle marked this run's own.
+		d.prevDone = b.BatchID == 0 || st.committed[b.BatchID-1]
+		c := &committing{id: b.BatchID, done: make(chan struct{})}
+		inflight = c
+		appID := st.appID
+		go func() {
+			defer close(c.done)
+			c.err = x.commitBatch(ctx, appID, d, &c.rep)
+		}()
+	}
+	if err := settle(); err != nil {
+		return rep, err
 	}
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if secs := time.Since(start).Seconds(); secs > 0 {
@@ -397,6 +455,14 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		rep.BronzeVersion = snap.Version()
 	}
 	return rep, nil
+}
+
+// committing is a batch whose commit runs beside the next batch's decoding.
+type committing struct {
+	id   int64
+	rep  Report // what the commit counted
+	err  error
+	done chan struct{}
 }
 
 // discover finds what is left to read, in key order: objects never claimed, and claimed objects
@@ -552,51 +618,100 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 // runBatch decodes the batch's objects on the workers, writes data files, and commits both
 // tables idempotently, then records the batch as committed.
 func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep *Report) error {
-	bronzeDone, rejectsDone, err := x.alreadyCommitted(ctx, st.appID, b.BatchID)
+	d, err := x.prepareBatch(ctx, st.appID, b, false)
 	if err != nil {
 		return err
 	}
-	var bronzeAdds, rejectAdds []*txlog.Add
-	var batchRep Report
-	if !bronzeDone || !rejectsDone {
-		bronzeAdds, rejectAdds, batchRep, err = x.decodeAll(ctx, b)
+	if err := x.commitBatch(ctx, st.appID, d, rep); err != nil {
+		return err
+	}
+	st.committed[b.BatchID] = true
+	return nil
+}
+
+// preparedBatch is a batch whose data files are written and whose read ends are recorded: what
+// is left is to commit it (commitBatch).
+type preparedBatch struct {
+	b                       *batchRecord
+	bronzeDone, rejectsDone bool
+	bronzeAdds, rejectAdds  []*txlog.Add
+	rep                     Report
+	// prevDone: the checkpoint, or this run, saw both tables commit the batch before, so
+	// commitBatch need not read their logs to learn it.
+	prevDone bool
+}
+
+// prepareBatch decodes the batch's objects on the workers and writes its data files, unless
+// both tables hold it already. Nothing it writes is visible before commitBatch, so it may run
+// while the batch before commits. fresh: this run has just claimed the batch, so no table can
+// hold it yet (another ingester runs a batch it did not claim only after OrderWait), and the
+// tables' logs are not read to learn it; commit checks the txn again anyway.
+func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecord, fresh bool) (*preparedBatch, error) {
+	d := &preparedBatch{b: b}
+	var err error
+	if !fresh {
+		d.bronzeDone, d.rejectsDone, err = x.alreadyCommitted(ctx, appID, b.BatchID)
 		if err != nil {
-			return err
+			return nil, err
+		}
+	}
+	if !d.bronzeDone || !d.rejectsDone {
+		d.bronzeAdds, d.rejectAdds, d.rep, err = x.decodeAll(ctx, b)
+		if err != nil {
+			return nil, err
 		}
 		// How the reads ended is kept before the tables commit, so that a crash before the
 		// commit record cannot lose it: without it, the next growth of these objects would be
 		// taken for a rewrite and read twice.
-		data, _ := json.Marshal(batchRep.ends)
+		data, _ := json.Marshal(d.rep.ends)
 		if err := objstore.PutBytes(ctx, x.ckpt, endsKey(b.BatchID), data); err != nil {
-			return fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
+			return nil, fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
 		}
-	} else if batchRep.ends, err = x.recoverEnds(ctx, b); err != nil {
-		return err
+	} else if d.rep.ends, err = x.recoverEnds(ctx, b); err != nil {
+		return nil, err
 	}
+	return d, nil
+}
+
+// commitBatch commits a prepared batch to both tables, after the batch before it, and records
+// it as committed in the checkpoint; rep counts it when this run's commit is the one that put
+// its rows in. It does not touch the run's state, so that it can run beside the next
+// batch's prepareBatch.
+func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBatch, rep *Report) error {
+	b, batchRep, bronzeDone, rejectsDone := d.b, d.rep, d.bronzeDone, d.rejectsDone
+	var err error
 	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected, Ends: batchRep.ends}
 	op := txlog.Operation{
 		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
-	}
-	if !bronzeDone || !rejectsDone {
-		if err := x.waitForPredecessor(ctx, st.appID, b.BatchID, rep); err != nil {
-			return err
-		}
+		Parameters: map[string]any{"outputMode": "Append", "queryId": appID, "epochId": fmt.Sprint(b.BatchID)},
 	}
 	// The commits are a few small writes: once decoded, a batch is finished even when ctx is
 	// cancelled (Ctrl-C), so that an interrupted run reports every batch it wrote and its rerun
-	// the rest, their summaries adding up to the landing lines.
+	// the rest, their summaries adding up to the landing lines. That includes seeing that the
+	// batch before is committed (the run's own batch before, which commits while this one
+	// decodes); only a wait for another ingester's batch stops at a cancellation.
 	fin := context.WithoutCancel(ctx)
+	if (!bronzeDone || !rejectsDone) && !d.prevDone {
+		prevBronze, prevRejects, err := x.alreadyCommitted(fin, appID, b.BatchID-1)
+		if err != nil {
+			return err
+		}
+		if b.BatchID > 0 && (!prevBronze || !prevRejects) {
+			if err := x.waitForPredecessor(ctx, appID, b.BatchID, rep); err != nil {
+				return err
+			}
+		}
+	}
 	var wroteBronze, wroteRejects bool
 	if !bronzeDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(d.bronzeAdds))}
+		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, appID, b.BatchID, d.bronzeAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.BronzePath, err)
 		}
 	}
 	if !rejectsDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
+		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(d.rejectAdds))}
+		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, appID, b.BatchID, d.rejectAdds, op); err != nil {
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
 		}
 	}
@@ -604,7 +719,6 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 	if err := objstore.PutBytesIfAbsent(fin, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("bronze: record batch %d: %w", b.BatchID, err)
 	}
-	st.committed[b.BatchID] = true
 	// One run counts a batch: the one whose commit put its rows into bronze, or, when a run that
 	// died had done that already, the one that finished the batch's rejects. Two ingesters
 	// racing on one batch (both decode it, one commit lands) no longer both count it.
@@ -852,6 +966,12 @@ func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime in
 	if err != nil {
 		return nil, nil, rep, err
 	}
+	// NDJSON objects are decoded in blocks on every core while this goroutine writes the
+	// blocks before: a batch of one large object (landing.max_files_per_trigger: 1) is not
+	// decoded on one core. Up to two blocks a core are in flight, enough to keep the cores
+	// busy while the writer encodes.
+	dec.blockBytes = x.blockBytes
+	dec.pipeline = &blockPipeline{depth: 2 * runtime.GOMAXPROCS(0), pool: x.blocks, write: out.write}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, rep, err
@@ -950,6 +1070,27 @@ func (o *workerOutput) flush(ctx context.Context) error {
 	}
 	o.dec.Bronze.Reset()
 	o.dec.Rejects.Reset()
+	return nil
+}
+
+// write writes a block decoder's batches, after what the worker's own decoder holds (rows of
+// the objects before, in order).
+func (o *workerOutput) write(ctx context.Context, bd *Decoder) error {
+	if o.dec.Bronze.Len()+o.dec.Rejects.Len() > 0 {
+		if err := o.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if bd.Bronze.Len() > 0 {
+		if err := o.bronze.Write(ctx, bd.Bronze); err != nil {
+			return err
+		}
+	}
+	if bd.Rejects.Len() > 0 {
+		if err := o.rejects.Write(ctx, bd.Rejects); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -109,7 +109,7 @@ func TestIngestExactlyOnce(t *testing.T) {
 			want[k] = true
 		}
 	}
-	x, err := NewIngester(lake, ingestOptions())
+	x, err := smallBlocks(NewIngester(lake, ingestOptions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +169,9 @@ func TestIngestConvergesAfterFailures(t *testing.T) {
 					}
 				}
 				faulty := objstore.WithFaults(lake, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, Nth: k, After: after}}})
-				x, _ := NewIngester(faulty, ingestOptions())
+				x, _ := smallBlocks(NewIngester(faulty, ingestOptions()))
 				_, firstErr := x.Run(ctx)
-				y, _ := NewIngester(lake, ingestOptions())
+				y, _ := smallBlocks(NewIngester(lake, ingestOptions()))
 				if _, err := y.Run(ctx); err != nil {
 					t.Fatalf("%s k=%d after=%v: clean rerun failed: %v (first run: %v)", op, k, after, err, firstErr)
 				}
@@ -219,7 +219,7 @@ func concurrentIngesters(t *testing.T, lake objstore.Bucket) {
 			opts := ingestOptions()
 			opts.MaxFilesPerTrigger = 2
 			opts.Clock = func() time.Time { return time.Unix(1714565000, 0) }
-			x, err := NewIngester(lake, opts)
+			x, err := smallBlocks(NewIngester(lake, opts))
 			if err == nil {
 				_, err = x.Run(ctx)
 			}

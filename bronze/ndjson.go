@@ -2,6 +2,7 @@ package bronze
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
@@ -87,6 +88,10 @@ type LineParser struct {
 	scratch []byte
 	rescued []byte
 	pos     int
+	// order[k] is the declared field the k-th key of the last line named (-1: none): lines
+	// of one source list their keys in one order, so the k-th key of this line is checked
+	// against that field's name first, which costs a comparison instead of a map look-up.
+	order []int
 }
 
 // NewLineParser builds a parser for the declared fields. Names must be unique.
@@ -156,7 +161,7 @@ func (p *LineParser) Parse(line []byte) error {
 		p.pos++
 		return p.finish()
 	}
-	for {
+	for k := 0; ; {
 		p.skipSpace()
 		if p.peek() != '"' {
 			return p.fail(ReasonInvalidJSON, "expected a quoted key")
@@ -180,7 +185,25 @@ func (p *LineParser) Parse(line []byte) error {
 		} else {
 			key = line[kStart:kEnd]
 		}
-		idx, declared := p.index[string(key)] // no allocation: the compiler special-cases this
+		idx, declared := -1, false
+		if k < len(p.order) {
+			if j := p.order[k]; j >= 0 && string(key) == p.fields[j].Name {
+				idx, declared = j, true
+			}
+		}
+		if !declared {
+			idx, declared = p.index[string(key)] // no allocation: the compiler special-cases this
+			seen := idx
+			if !declared {
+				seen = -1
+			}
+			if k < len(p.order) {
+				p.order[k] = seen
+			} else if k < maxOrderedKeys {
+				p.order = append(p.order, seen)
+			}
+		}
+		k++
 		fresh := false
 		if declared {
 			if idx < 64 {
@@ -223,6 +246,9 @@ func (p *LineParser) Parse(line []byte) error {
 		}
 	}
 }
+
+// maxOrderedKeys bounds the key positions whose field is remembered (LineParser.order).
+const maxOrderedKeys = 256
 
 func (p *LineParser) finish() error {
 	p.skipSpace()
@@ -512,7 +538,13 @@ func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
 	line := p.line
 	p.pos++ // opening quote
 	start = p.pos
-	for i := p.pos; i < len(line); i++ {
+	i := p.pos
+	// Eight bytes at a time while none of them ends the fast path: most strings are short
+	// ASCII without escapes, and this is most of the parser's time.
+	for i+8 <= len(line) && !hasSpecialByte(binary.LittleEndian.Uint64(line[i:])) {
+		i += 8
+	}
+	for ; i < len(line); i++ {
 		c := line[i]
 		if !stringSpecial[c] {
 			continue
@@ -538,6 +570,16 @@ func (p *LineParser) scanString() (start, end int, inScratch bool, err error) {
 	}
 	p.pos = len(line)
 	return 0, 0, false, p.fail(ReasonInvalidJSON, "unterminated string")
+}
+
+// hasSpecialByte reports whether any byte of w is one of stringSpecial's: a quote, a
+// backslash, below 0x20 or at least 0x80. The has-zero-byte test ((x-0x01..)&^x&0x80..) is
+// exact about whether some byte matches, which is all the caller needs.
+func hasSpecialByte(w uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ (lo * '"')
+	bslash := w ^ (lo * '\\')
+	return ((quote-lo)&^quote|(bslash-lo)&^bslash|(w-lo*0x20)&^w|w)&hi != 0
 }
 
 // stringSpecial marks the bytes that end the fast path inside a string: the quote, the

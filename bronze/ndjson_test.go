@@ -3,10 +3,12 @@ package bronze
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -360,6 +362,65 @@ func TestLineParserDuplicateKeys(t *testing.T) {
 		}
 		if id != tc.id || string(p.Rescued()) != tc.rescued {
 			t.Errorf("%s: event_id %q, rescued %s; want %q, %s", tc.line, id, p.Rescued(), tc.id, tc.rescued)
+		}
+	}
+}
+
+// TestHasSpecialByte checks the word-at-a-time test against the byte table: every byte value
+// at every position of words of otherwise plain bytes, and random words.
+func TestHasSpecialByte(t *testing.T) {
+	word := func(b [8]byte) uint64 { return binary.LittleEndian.Uint64(b[:]) }
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			var b [8]byte
+			for i := range b {
+				b[i] = 'a'
+			}
+			b[pos] = byte(c)
+			if got := hasSpecialByte(word(b)); got != stringSpecial[c] {
+				t.Fatalf("byte %#x at %d: %v, want %v", c, pos, got, stringSpecial[c])
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 200000; n++ {
+		var b [8]byte
+		want := false
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				b[i] = byte(0x20 + rng.IntN(0x60)) // mostly plain ASCII
+			}
+			want = want || stringSpecial[b[i]]
+		}
+		if got := hasSpecialByte(word(b)); got != want {
+			t.Fatalf("%q: %v, want %v", b[:], got, want)
+		}
+	}
+}
+
+// TestLineParserKeyOrderChanges: the parser guesses each key's field from the line before;
+// lines whose keys come in other orders, or with undeclared keys in between, parse the same.
+func TestLineParserKeyOrderChanges(t *testing.T) {
+	p, _ := NewLineParser(testFields[:4])
+	lines := []string{
+		`{"event_id":"a","event_type":"t","amount":1,"event_time":"2024-05-01T12:07:00Z"}`,
+		`{"event_time":"2024-05-01T12:07:00Z","amount":2,"event_type":"u","event_id":"b"}`,
+		`{"x":1,"event_id":"c","event_type":"v","amount":3,"event_time":"2024-05-01T12:07:00Z"}`,
+		`{"event_id":"d","x":1,"event_type":"w","amount":4,"event_time":"2024-05-01T12:07:00Z"}`,
+		`{"event_id":"e","event_type":"z","amount":5,"event_time":"2024-05-01T12:07:00Z"}`,
+	}
+	for i, l := range lines {
+		if err := p.Parse([]byte(l)); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		id, typ, amount := string(p.Str(0)), string(p.Str(1)), p.Value(2).Float
+		want := []string{"a", "b", "c", "d", "e"}[i]
+		if id != want || typ == "" || amount != float64(i+1) {
+			t.Errorf("%s: id %q type %q amount %v", l, id, typ, amount)
+		}
+		if (i == 2 || i == 3) != (string(p.Rescued()) == `{"x":1}`) {
+			t.Errorf("%s: rescued %s", l, p.Rescued())
 		}
 	}
 }
