@@ -176,27 +176,24 @@ func joinKillLoop(t *testing.T, cleanCfg, crashCfg string, put func(lake string)
 	t.Logf("clean run: %v", clean)
 
 	k := &killer{t: t, bin: bin, cfg: crashCfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clean: clean, perJob: map[string]int{}}
-	// untilDone runs job, killed at random instants (a quota spread over the rounds), with a
-	// checkpoint run now and then, until it completes once.
+	// untilDone runs job, killed at random instants, with a checkpoint run now and then, until
+	// it completed once and the kills reached killsBy (a quota spread over the rounds): runs
+	// after the first completion are reruns with nothing new, which must change nothing.
 	quota := func(share int) int { return kills * share / 100 }
 	untilDone := func(job string, killsBy int) {
-		attempts := 0
-		for {
+		done := false
+		for attempts := 0; !done || k.kills < killsBy; attempts++ {
+			if attempts > 40+20*kills {
+				t.Fatalf("%s does not finish: %d kills, %d completed, %d failed; last failure: %s", job, k.kills, k.completed, k.failed, k.lastFailure)
+			}
 			if k.rng.IntN(10) < 2 {
 				k.run("checkpoint")
 			}
-			var done bool
-			if k.kills < killsBy {
-				done = k.run(job)
-			} else {
-				lakecheck.MustRun(t, bin, nil, "run", job, "--config", crashCfg)
+			if k.kills >= killsBy {
+				lakecheck.MustRun(t, bin, nil, "run", job, "--config", crashCfg) // quota reached
 				done = true
-			}
-			if done {
-				return
-			}
-			if attempts++; attempts > 200 {
-				t.Fatalf("%s does not finish: %d kills, %d completed, %d failed; last failure: %s", job, k.kills, k.completed, k.failed, k.lastFailure)
+			} else if k.run(job) {
+				done = true
 			}
 		}
 	}
@@ -207,7 +204,7 @@ func joinKillLoop(t *testing.T, cleanCfg, crashCfg string, put func(lake string)
 		untilDone("ingest", quota(90*(2*r+1)/(2*rounds)))
 		untilDone("stream", quota(90*(2*r+2)/(2*rounds)))
 	}
-	untilDone("merge-late", kills)
+	untilDone("merge-late", max(kills, k.kills+1+kills/10))                   // merge-late is killed at least once
 	lakecheck.MustRun(t, bin, nil, "run", "merge-late", "--config", crashCfg) // a rerun changes nothing
 
 	ctx := context.Background()
