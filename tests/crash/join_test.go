@@ -227,8 +227,13 @@ func joinKillLoop(t *testing.T, cleanCfg, crashCfg string, put func(lake string)
 			t.Errorf("crashed %s: %v", c.table, err)
 			continue
 		}
+		cleanRep, err := lakecheck.CheckLog(ctx, open(cleanLake, c.table))
+		if err != nil {
+			t.Errorf("clean %s: %v", c.table, err)
+			continue
+		}
 		checks++
-		t.Logf("%s: %d rows, %d versions, as the clean run", c.table, len(want), rep.Versions)
+		t.Logf("%s: %d rows as the clean run; %d versions (clean run: %d)", c.table, len(want), rep.Versions, cleanRep.Versions)
 	}
 	// The workload must prove something: pairs, late rows on both sides, closed windows.
 	for _, tbl := range []string{"silver/jo", "silver/jx", "silver/late_jo", "gold/clicks_per_ad"} {
