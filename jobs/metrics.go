@@ -20,7 +20,10 @@ const metricsMaxAge = time.Minute
 // each table, rejects by reason, late rows quarantined and merged (counters, from each run's
 // summary), and, read from the lake at scrape time (at most metricsMaxAge old), the watermark
 // and its delay, the lag p95, each table's version and the age of its last commit, and the
-// state rows and state bytes (memoryUsedBytes) of each stateful operator.
+// state rows and state bytes (memoryUsedBytes) of each stateful operator; per join and side,
+// input rows, late rows quarantined and merged, matched and unmatched rows emitted (counters),
+// and its state rows and bytes and each input source's watermark (gauges, from the join's last
+// progress).
 type pipelineMetrics struct {
 	env        Env
 	rowsIn     *prometheus.CounterVec
@@ -30,6 +33,11 @@ type pipelineMetrics struct {
 	lateQ      *prometheus.CounterVec
 	lateM      *prometheus.CounterVec
 	page       *statusPage
+
+	joinIn, joinLate, joinUnmatched *prometheus.CounterVec // by join and side
+	joinMatched, joinMerged         *prometheus.CounterVec // by join
+	joinStateRows, joinStateBytes   *prometheus.Desc       // by join and side
+	joinSourceWatermark             *prometheus.Desc       // by join and source
 
 	watermark, watermarkDelay, lagP95, tableAge, tableVersion, stateRows, stateBytes *prometheus.Desc
 }
@@ -63,8 +71,25 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 			"Rows in a stateful operator's state after the latest batch.", []string{"operator"}, nil),
 		stateBytes: prometheus.NewDesc("medallion_state_memory_bytes",
 			"Memory a stateful operator's state holds after the latest batch (memoryUsedBytes of its progress).", []string{"operator"}, nil),
+		joinIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_join_input_rows_total",
+			Help: "Rows a join query read from a side's silver table."}, []string{"join", "side"}),
+		joinLate: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_join_late_rows_quarantined_total",
+			Help: "Input rows of a side a join judged late (Spark drops them) and sent to its quarantine."}, []string{"join", "side"}),
+		joinUnmatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_join_unmatched_rows_total",
+			Help: "Null-extended rows a join emitted for a side's rows that found no match in their window."}, []string{"join", "side"}),
+		joinMatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_join_matched_rows_total",
+			Help: "Pairs a join emitted (left_semi: left rows)."}, []string{"join"}),
+		joinMerged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_join_late_rows_merged_total",
+			Help: "Quarantined input rows merge-late joined into the joined table."}, []string{"join"}),
+		joinStateRows: prometheus.NewDesc("medallion_join_state_rows",
+			"Rows a join buffers for a side after its latest batch.", []string{"join", "side"}, nil),
+		joinStateBytes: prometheus.NewDesc("medallion_join_state_bytes",
+			"Bytes of a side's join state after its latest batch.", []string{"join", "side"}, nil),
+		joinSourceWatermark: prometheus.NewDesc("medallion_join_source_watermark_timestamp_seconds",
+			"A join input source's watermark (its max event time seen minus its delay) after the join's latest batch.", []string{"join", "source"}, nil),
 	}
-	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM, m} {
+	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM,
+		m.joinIn, m.joinLate, m.joinUnmatched, m.joinMatched, m.joinMerged, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -81,6 +106,17 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 		m.rowsOut.WithLabelValues(g.Quarantine)
 		m.lateQ.WithLabelValues(g.Name)
 		m.lateM.WithLabelValues(g.Name)
+	}
+	for _, j := range cfg.Joins {
+		for _, side := range []string{"left", "right"} {
+			m.joinIn.WithLabelValues(j.Name, side)
+			m.joinLate.WithLabelValues(j.Name, side)
+			m.joinUnmatched.WithLabelValues(j.Name, side)
+		}
+		m.joinMatched.WithLabelValues(j.Name)
+		m.joinMerged.WithLabelValues(j.Name)
+		m.rowsIn.WithLabelValues(j.Table)
+		m.rowsIn.WithLabelValues(j.Quarantine)
 	}
 	m.rejects.WithLabelValues("stream", "validation")
 	return m, nil
@@ -115,6 +151,7 @@ func (m *pipelineMetrics) observe(_ string, summary any) {
 			}
 			addCount(m.rowsIn, jc.Table, j.OutputRows)
 			addCount(m.rowsIn, jc.Quarantine, j.LateLeftRows+j.LateRightRows)
+			m.joined(j)
 			m.goldRows(j.Gold)
 		}
 	case late.MergeReport:
@@ -122,6 +159,12 @@ func (m *pipelineMetrics) observe(_ string, summary any) {
 	case MergeLateReport:
 		for _, q := range s.Queries {
 			m.merged(q.Gold)
+		}
+		for _, j := range s.Joins {
+			if jc, ok := cfg.JoinByName(j.Name); ok && j.LateRows > 0 {
+				m.joinMerged.WithLabelValues(j.Name).Add(float64(j.LateRows))
+				m.rowsOut.WithLabelValues(jc.Quarantine).Add(float64(j.LateRows))
+			}
 		}
 	case late.ReplayReport:
 		m.replayed(s)
@@ -160,6 +203,17 @@ func (m *pipelineMetrics) streamed(cfg *config.Pipeline, s stream.Report) {
 	m.goldRows(s.Gold)
 }
 
+// joined counts one join query's run by side.
+func (m *pipelineMetrics) joined(j stream.JoinReport) {
+	m.joinIn.WithLabelValues(j.Name, "left").Add(float64(j.LeftRows))
+	m.joinIn.WithLabelValues(j.Name, "right").Add(float64(j.RightRows))
+	m.joinLate.WithLabelValues(j.Name, "left").Add(float64(j.LateLeftRows))
+	m.joinLate.WithLabelValues(j.Name, "right").Add(float64(j.LateRightRows))
+	m.joinUnmatched.WithLabelValues(j.Name, "left").Add(float64(j.LeftUnmatchedRows))
+	m.joinUnmatched.WithLabelValues(j.Name, "right").Add(float64(j.RightUnmatchedRows))
+	m.joinMatched.WithLabelValues(j.Name).Add(float64(j.MatchedRows))
+}
+
 func (m *pipelineMetrics) goldRows(golds []stream.GoldReport) {
 	for _, g := range golds {
 		gc, ok := m.env.Config.GoldByName(g.Name)
@@ -193,7 +247,8 @@ func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {
 
 // Describe is the lake figures' part of prometheus.Collector.
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows, m.stateBytes} {
+	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows, m.stateBytes,
+		m.joinStateRows, m.joinStateBytes, m.joinSourceWatermark} {
 		ch <- d
 	}
 }
@@ -234,6 +289,23 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.stateRows, float64(last.StateRows[i].Count), label)
 			if i < len(last.StateBytes) {
 				gauge(m.stateBytes, float64(last.StateBytes[i].Count), label)
+			}
+		}
+	}
+	for _, j := range r.Joins {
+		for side, v := range map[string]*int64{"left": j.StateLeft, "right": j.StateRight} {
+			if v != nil {
+				gauge(m.joinStateRows, float64(*v), j.Name, side)
+			}
+		}
+		for side, v := range map[string]*int64{"left": j.StateBytesLeft, "right": j.StateBytesRight} {
+			if v != nil {
+				gauge(m.joinStateBytes, float64(*v), j.Name, side)
+			}
+		}
+		for src, wm := range j.SourceWatermarks {
+			if wm.Unix() > 0 { // the epoch is "no watermark yet"
+				gauge(m.joinSourceWatermark, float64(wm.UnixMilli())/1000, j.Name, src)
 			}
 		}
 	}

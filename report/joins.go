@@ -24,6 +24,8 @@ const (
 	metricLateLeftRows  = "numLateLeftRows"
 	metricLateRightRows = "numLateRightRows"
 	metricMatchedRows   = "numMatchedRows"
+	metricLeftBytes     = "leftStateMemoryUsedBytes"
+	metricRightBytes    = "rightStateMemoryUsedBytes"
 )
 
 // JoinPanel is one join query as the status page shows it: what its checkpoint's progress files
@@ -49,6 +51,12 @@ type JoinPanel struct {
 	LateRight   *int64 `json:"numLateRightRows"`
 	StateLeft   *int64 `json:"numLeftStateRows"`
 	StateRight  *int64 `json:"numRightStateRows"`
+	// StateBytesLeft and StateBytesRight are each side's state size after the last batch read.
+	StateBytesLeft  *int64 `json:"leftStateMemoryUsedBytes,omitempty"`
+	StateBytesRight *int64 `json:"rightStateMemoryUsedBytes,omitempty"`
+	// SourceWatermarks are each input source's watermark after the last batch read, by source
+	// name (RFC 3339), from the progress's eventTime "watermark.<source>" entries.
+	SourceWatermarks map[string]time.Time `json:"sourceWatermarks,omitempty"`
 	// Problems are progress files that could not be read at all.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -120,6 +128,16 @@ func joinPanel(ctx context.Context, lake objstore.Bucket, j config.Join, limit i
 				p.Watermark = t.UTC().Format(time.RFC3339)
 			}
 		}
+		for _, src := range []string{j.Left, j.Right} {
+			if wm, ok := pj.EventTime["watermark."+src]; ok {
+				if t, err := time.Parse(time.RFC3339Nano, wm); err == nil {
+					if p.SourceWatermarks == nil {
+						p.SourceWatermarks = map[string]time.Time{}
+					}
+					p.SourceWatermarks[src] = t.UTC()
+				}
+			}
+		}
 		if v, ok := pj.Sink.Metrics["numOutputRows"]; ok {
 			var n int64
 			if _, err := fmt.Sscan(v, &n); err == nil {
@@ -138,7 +156,8 @@ func joinPanel(ctx context.Context, lake objstore.Bucket, j config.Join, limit i
 				}
 			}
 			// State is a level, not a flow: the last batch's.
-			for name, dst := range map[string]**int64{metricLeftState: &p.StateLeft, metricRightState: &p.StateRight} {
+			for name, dst := range map[string]**int64{metricLeftState: &p.StateLeft, metricRightState: &p.StateRight,
+				metricLeftBytes: &p.StateBytesLeft, metricRightBytes: &p.StateBytesRight} {
 				if v, ok := m[name]; ok {
 					*dst = &v
 				}
