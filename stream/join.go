@@ -248,38 +248,18 @@ func (r *JoinRunner) Run(ctx context.Context) (rep JoinReport, err error) {
 	if ok, err := r.ensurePlan(ctx); err != nil || !ok {
 		return r.report, err
 	}
-	switch r.opts.Trigger.Kind {
-	case spec.Once:
+	once := func(ctx context.Context) error {
 		if r.pos.pending != nil {
-			return r.report, r.runPending(ctx)
+			return r.runPending(ctx)
 		}
 		until, err := r.latest(ctx)
 		if err != nil {
-			return r.report, err
+			return err
 		}
 		_, err = r.step(ctx, until, source.ReadLimit{}, false)
-		return r.report, err
-	case spec.ProcessingTime:
-		for {
-			began := r.opts.Clock()
-			if err := r.drain(ctx); err != nil {
-				if ctx.Err() != nil {
-					return r.report, nil
-				}
-				return r.report, err
-			}
-			wait := max(r.opts.Trigger.Interval-r.opts.Clock().Sub(began), time.Millisecond)
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return r.report, nil
-			case <-t.C:
-			}
-		}
-	default:
-		return r.report, r.drain(ctx)
+		return err
 	}
+	return r.report, runTrigger(ctx, r.opts.Trigger, r.opts.Clock, once, r.drain)
 }
 
 // drain fixes both sides' latest versions and runs batches until nothing is left to do.

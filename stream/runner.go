@@ -196,41 +196,47 @@ func (r *Runner) Run(ctx context.Context) (rep Report, err error) {
 		return r.report, err
 	}
 	limit := r.q.Limit
-	switch r.opts.Trigger.Kind {
-	case spec.Once:
+	once := func(ctx context.Context) error {
 		if r.pos.pending != nil {
-			return r.report, r.runPending(ctx)
+			return r.runPending(ctx)
 		}
 		latest, err := r.latest(ctx)
 		if err != nil {
-			return r.report, err
+			return err
 		}
 		_, err = r.step(ctx, latest, source.ReadLimit{}, false)
-		return r.report, err
+		return err
+	}
+	return r.report, runTrigger(ctx, r.opts.Trigger, r.opts.Clock, once, func(ctx context.Context) error { return r.drain(ctx, limit) })
+}
+
+// runTrigger runs a query's batches as its trigger says: once; drain until nothing is left
+// (available-now); or drain every interval until ctx ends (processing-time, where
+// cancellation is a clean stop, not an error).
+func runTrigger(ctx context.Context, t spec.Trigger, clock func() time.Time, once, drain func(context.Context) error) error {
+	switch t.Kind {
+	case spec.Once:
+		return once(ctx)
 	case spec.ProcessingTime:
-		interval := r.opts.Trigger.Interval
 		for {
-			began := r.opts.Clock()
-			if err := r.drain(ctx, limit); err != nil {
+			began := clock()
+			if err := drain(ctx); err != nil {
 				if ctx.Err() != nil {
-					return r.report, nil
+					return nil
 				}
-				return r.report, err
+				return err
 			}
-			wait := interval - r.opts.Clock().Sub(began)
-			if wait <= 0 {
-				wait = time.Millisecond
-			}
-			t := time.NewTimer(wait)
+			wait := max(t.Interval-clock().Sub(began), time.Millisecond)
+			timer := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
-				t.Stop()
-				return r.report, nil
-			case <-t.C:
+				timer.Stop()
+				return nil
+			case <-timer.C:
 			}
 		}
 	default:
-		return r.report, r.drain(ctx, limit)
+		return drain(ctx)
 	}
 }
 
