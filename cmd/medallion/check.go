@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,23 +112,7 @@ func checkSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket
 	if len(out) == 0 {
 		return usageError("check: %s declares no expectations on any source (see the README's Expectations section)", path)
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		data, err := json.Marshal(map[string]any{"sources": out})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-		return err
-	}
-	w := cmd.OutOrStdout()
-	for i, sc := range out {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "== source %s ==\n", sc.Source)
-		if err := sc.Check.WriteText(w); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printPerSource(cmd, out, func(sc sourceCheck) string { return sc.Source }, func(w io.Writer, sc sourceCheck) error {
+		return sc.Check.WriteText(w)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -126,6 +127,24 @@ func lagSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket, 
 		sl.Kafka = jobs.KafkaLagReport(ctx, jobs.Env{Config: v, Lake: lake})
 		out = append(out, sl)
 	}
+	return printPerSource(cmd, out, func(sl sourceLag) string { return sl.Source }, func(w io.Writer, sl sourceLag) error {
+		if sl.Lag == nil {
+			_, err := fmt.Fprintln(w, sl.Problem)
+			return err
+		}
+		if err := sl.Lag.WriteText(w); err != nil {
+			return err
+		}
+		if sl.Kafka != nil {
+			return sl.Kafka.WriteText(w)
+		}
+		return nil
+	})
+}
+
+// printPerSource prints a several-source result: with --json one object {"sources": out}, else
+// each source's text under a "== source NAME ==" heading.
+func printPerSource[T any](cmd *cobra.Command, out []T, name func(T) string, text func(io.Writer, T) error) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		data, err := json.Marshal(map[string]any{"sources": out})
 		if err != nil {
@@ -135,22 +154,13 @@ func lagSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket, 
 		return err
 	}
 	w := cmd.OutOrStdout()
-	for i, sl := range out {
+	for i, item := range out {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "== source %s ==\n", sl.Source)
-		if sl.Lag == nil {
-			fmt.Fprintln(w, sl.Problem)
-			continue
-		}
-		if err := sl.Lag.WriteText(w); err != nil {
+		fmt.Fprintf(w, "== source %s ==\n", name(item))
+		if err := text(w, item); err != nil {
 			return err
-		}
-		if sl.Kafka != nil {
-			if err := sl.Kafka.WriteText(w); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
