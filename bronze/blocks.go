@@ -471,10 +471,5 @@ func (s *ObjectStats) merge(o ObjectStats) {
 	s.Rejected += o.Rejected
 	s.BlankLines += o.BlankLines
 	s.Bytes += o.Bytes
-	for k, v := range o.ByReason {
-		if s.ByReason == nil {
-			s.ByReason = map[string]int64{}
-		}
-		s.ByReason[k] += v
-	}
+	addReasons(&s.ByReason, o.ByReason)
 }

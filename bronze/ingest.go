@@ -79,11 +79,24 @@ func (r *Report) merge(o Report) {
 	r.Rejected += o.Rejected
 	r.BlankLines += o.BlankLines
 	r.Bytes += o.Bytes
-	for k, v := range o.RejectsBy {
-		if r.RejectsBy == nil {
-			r.RejectsBy = map[string]int64{}
+	addReasons(&r.RejectsBy, o.RejectsBy)
+}
+
+// Add adds o to r: what two ingests did together (their batches, files and counts; not
+// timings or lists).
+func (r *Report) Add(o Report) {
+	r.Batches += o.Batches
+	r.Files += o.Files
+	r.merge(o)
+}
+
+// addReasons adds the counts by reason of src to *dst, making it when needed.
+func addReasons(dst *map[string]int64, src map[string]int64) {
+	for k, v := range src {
+		if *dst == nil {
+			*dst = map[string]int64{}
 		}
-		r.RejectsBy[k] += v
+		(*dst)[k] += v
 	}
 }
 

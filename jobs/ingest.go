@@ -101,28 +101,10 @@ func ingestKeysBySource(ctx context.Context, env Env, keys []string) (bronze.Rep
 		}
 		se, _ := env.ForSource(s.Name)
 		rep, err := IngestKeys(ctx, se, ks)
-		sum = sumReports(sum, rep)
+		sum.Add(rep)
 		if err != nil {
 			return withEmptyLists(sum), fmt.Errorf("source %s: %w", s.Name, err)
 		}
 	}
 	return withEmptyLists(sum), nil
-}
-
-// sumReports adds b's counts to a: what several sources' ingests did together.
-func sumReports(a, b bronze.Report) bronze.Report {
-	a.Batches += b.Batches
-	a.Files += b.Files
-	a.Lines += b.Lines
-	a.Rows += b.Rows
-	a.Rejected += b.Rejected
-	a.BlankLines += b.BlankLines
-	a.Bytes += b.Bytes
-	for k, v := range b.RejectsBy {
-		if a.RejectsBy == nil {
-			a.RejectsBy = map[string]int64{}
-		}
-		a.RejectsBy[k] += v
-	}
-	return a
 }
