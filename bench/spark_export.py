@@ -5,6 +5,7 @@ and rows the job read."""
 import importlib.util
 import json
 import sys
+from sparkstop import stop_and_wait
 
 
 def main():
@@ -18,19 +19,7 @@ def main():
     progress = job.run(spark, opts)
     summary = {name: {"batches": len(reports), "numInputRows": sum(r["numInputRows"] for r in reports)}
                for name, reports in progress.items()}
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        gateway.shutdown()
-        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except Exception:
-            proc.kill()
-            proc.wait()
+    stop_and_wait(spark)
     print(json.dumps(summary))
 
 

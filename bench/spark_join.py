@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from sparkstop import stop_and_wait
 
 
 def main():
@@ -75,21 +76,7 @@ def main():
         for op in p["stateOperators"]:
             dropped += op.get("numRowsDroppedByWatermark", 0)
             state_peak = max(state_peak, op.get("numRowsTotal", 0))
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    # Wait for the JVM before exiting: the parent's wait4 rusage (CPU, peak RSS) counts a
-    # descendant only once it has been waited for, and the JVM does nearly all of the work.
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        gateway.shutdown()
-        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except Exception:
-            proc.kill()
-            proc.wait()
+    stop_and_wait(spark)
     print(json.dumps({"engine": "spark", "events": rows, "batches": batches, "dropped": dropped,
                       "out_rows": out, "state_rows_peak": state_peak,
                       "job_seconds": round(done - job, 3), "total_seconds": round(time.time() - began, 3)}))

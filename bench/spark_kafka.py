@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from sparkstop import stop_and_wait
 
 
 def main():
@@ -66,21 +67,7 @@ def main():
     rows.write.format("delta").mode("append").save(a.out)
     done = time.time()
     n = spark.read.format("delta").load(a.out).count()
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    # Wait for the JVM before exiting: the parent's wait4 rusage (CPU, peak RSS) counts a
-    # descendant only once it has been waited for, and the JVM does nearly all of the work.
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        gateway.shutdown()
-        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except Exception:
-            proc.kill()
-            proc.wait()
+    stop_and_wait(spark)
     print(json.dumps({"engine": "spark", "rows": n, "job_seconds": round(done - job, 3),
                       "total_seconds": round(time.time() - began, 3)}))
 

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from sparkstop import stop_and_wait
 
 
 def main():
@@ -98,19 +99,7 @@ def main():
         summary["gold"][name]["rows"] = row["rows"]
         summary["gold"][name]["events"] = row["events"]
 
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        gateway.shutdown()
-        # The JVM exits when its stdin closes (PythonGatewayServer), not on shutdown.
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except Exception:
-            proc.kill()
-            proc.wait()
+    stop_and_wait(spark)
     print(json.dumps(summary))
 
 
