@@ -47,6 +47,10 @@ staticcheck:
 arrows:
 	$(GO) test -count=1 -run '^(TestImportArrows|TestRankOf)$$' ./internal/archtest
 
+# Tests that count allocations: the race detector adds its own, so go-test runs them again
+# without it (under -race they skip).
+ALLOC_TESTS = TestStateBufferSizedOnce|TestEmitGrowsOutOnce
+
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
 # loopback port and always stopped) for every test that touches S3, and a real Kafka broker
 # (pinned jars from Maven Central, KRaft, free loopback ports, always stopped) for the Kafka tests.
@@ -56,6 +60,7 @@ go-test:
 	scripts/minio.sh run -- scripts/kafka.sh run -- sh -c '\
 	  rc=0; \
 	  $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=1; \
+	  $(GO) test -count=1 -run "$(ALLOC_TESTS)" ./gold/ || rc=1; \
 	  if [ -n "$(TEST_PKGS)" ]; then (cd tests && $(GO) test -race -count=1 -timeout 20m $(TEST_PKGS)) || rc=1; fi; \
 	  exit $$rc'
 

@@ -13,6 +13,9 @@ import (
 // to the header's bound and the allocator's rounding. Values cover every varint length (negative, zero,
 // large) and integer sums.
 func TestStateBufferSizedOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("counts allocations, which the race detector adds to; make go-test runs it without -race")
+	}
 	spec, _ := Tumbling(5 * minute)
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, tc := range []struct {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package gold
+
+const raceEnabled = false
