@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -34,11 +35,41 @@ type jrow struct {
 	ad  *string
 	t   int64
 	arr int64 // arrival order, for the generator
+	// x is the value of the wide left schema's further columns (nil: all null), used by the
+	// tests of row identity across column kinds.
+	x *xvals
+}
+
+// xvals is one value of each further column of wideLeftSchema, in its order.
+type xvals struct {
+	amount int64 // decimal(10,2), unscaled
+	tag    string
+	score  float64
+	ratio  float32
+	day    int32 // date: days since the epoch
+	seen   int64 // timestamp_ntz µs
+	blob   string
+	flag   bool
+	labels []string
 }
 
 func ad(s string) *string { return &s }
 
 var (
+	// wideLeftSchema is leftSchema with a column of every kind silver can hold after the
+	// three the simulation joins on.
+	wideLeftSchema = &txlog.StructType{Fields: append(slices.Clone(leftSchema.Fields),
+		txlog.StructField{Name: "amount", Type: txlog.DecimalType{Precision: 10, Scale: 2}, Nullable: true},
+		txlog.StructField{Name: "meta", Type: &txlog.StructType{Fields: []txlog.StructField{
+			{Name: "tag", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}}, Nullable: true},
+		txlog.StructField{Name: "score", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
+		txlog.StructField{Name: "ratio", Type: txlog.PrimitiveType{Name: txlog.TypeFloat}, Nullable: true},
+		txlog.StructField{Name: "day", Type: txlog.PrimitiveType{Name: txlog.TypeDate}, Nullable: true},
+		txlog.StructField{Name: "seen", Type: txlog.PrimitiveType{Name: txlog.TypeTimestampNTZ}, Nullable: true},
+		txlog.StructField{Name: "blob", Type: txlog.PrimitiveType{Name: txlog.TypeBinary}, Nullable: true},
+		txlog.StructField{Name: "flag", Type: txlog.PrimitiveType{Name: txlog.TypeBoolean}, Nullable: true},
+		txlog.StructField{Name: "labels", Type: txlog.ArrayType{ElementType: txlog.PrimitiveType{Name: txlog.TypeString}, ContainsNull: true}, Nullable: true},
+	)}
 	leftSchema = &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "imp_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: false},
 		{Name: "ad", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
@@ -57,6 +88,7 @@ type joinSim struct {
 	ctx     context.Context
 	lake    objstore.Bucket
 	j       spec.Join
+	schema  [2]*txlog.StructType // of the left and right silver tables
 	op      *join.Operator
 	wm      *join.Watermarks
 	queryID string
@@ -89,6 +121,13 @@ func simJoin(typ string, lower, upper, leftDelay, rightDelay time.Duration) spec
 
 func newJoinSim(t testing.TB, lake objstore.Bucket, j spec.Join) *joinSim {
 	t.Helper()
+	return newJoinSimSchemas(t, lake, j, leftSchema, rightSchema)
+}
+
+// newJoinSimSchemas is newJoinSim over other silver schemas: each starts with the three
+// columns of leftSchema (rightSchema), the columns appendRow writes.
+func newJoinSimSchemas(t testing.TB, lake objstore.Bucket, j spec.Join, leftSchema, rightSchema *txlog.StructType) *joinSim {
+	t.Helper()
 	ctx := context.Background()
 	p, err := newJoinPlan(&j)
 	if err != nil {
@@ -102,7 +141,7 @@ func newJoinSim(t testing.TB, lake objstore.Bucket, j spec.Join) *joinSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &joinSim{t: t, ctx: ctx, lake: lake, j: j, op: op, wm: wm, silverV: [2]int64{-1, -1}}
+	s := &joinSim{t: t, ctx: ctx, lake: lake, j: j, schema: [2]*txlog.StructType{leftSchema, rightSchema}, op: op, wm: wm, silverV: [2]int64{-1, -1}}
 	s.ckpt = checkpoint.Open(objstore.WithPrefix(lake, j.Checkpoint))
 	if s.queryID, err = s.ckpt.QueryID(ctx); err != nil {
 		t.Fatal(err)
@@ -134,6 +173,49 @@ func appendRow(cols []*table.Column, r *jrow) {
 		cols[1].AppendString(*r.ad)
 	}
 	cols[2].AppendInt64(r.t)
+	if len(cols) > 3 {
+		appendX(cols[3:], r.x)
+	}
+}
+
+// appendX writes x onto the further columns of wideLeftSchema.
+func appendX(cols []*table.Column, x *xvals) {
+	if x == nil {
+		appendNulls(cols)
+		return
+	}
+	cols[0].AppendDecimal(table.Decimal128{Hi: x.amount >> 63, Lo: uint64(x.amount)})
+	cols[1].Children[0].AppendString(x.tag)
+	cols[1].AppendStruct()
+	cols[2].AppendFloat64(x.score)
+	cols[3].AppendFloat32(x.ratio)
+	cols[4].AppendInt32(x.day)
+	cols[5].AppendInt64(x.seen)
+	cols[6].AppendBytes([]byte(x.blob))
+	cols[7].AppendBool(x.flag)
+	for _, l := range x.labels {
+		cols[8].Children[0].AppendString(l)
+	}
+	cols[8].AppendList()
+}
+
+// readX reads row i of the further columns of wideLeftSchema (nil: the amount is null, as
+// appendX writes a nil x).
+func readX(cols []*table.Column, i int) *xvals {
+	if cols[0].IsNull(i) {
+		return nil
+	}
+	d := cols[0].Decimal[i]
+	x := &xvals{amount: int64(d.Lo), tag: cols[1].Children[0].StringAt(i), score: cols[2].Float64[i],
+		ratio: cols[3].Float32[i], day: cols[4].Int32[i], seen: cols[5].Int64[i], blob: string(cols[6].BytesAt(i)), flag: cols[7].Bool[i]}
+	s, e := cols[8].ListRange(i)
+	for j := s; j < e; j++ {
+		x.labels = append(x.labels, cols[8].Children[0].StringAt(j))
+	}
+	if d.Hi != int64(d.Lo)>>63 {
+		x.amount = math.MinInt64 // out of the test's range: shows as a difference
+	}
+	return x
 }
 
 func appendNulls(cols []*table.Column) {
@@ -151,10 +233,10 @@ func (s *joinSim) step(left, right []jrow) {
 		if len(rows) == 0 {
 			continue
 		}
-		schema := leftSchema
+		schema := s.schema[side]
 		path := s.j.Left.Silver
 		if side == 1 {
-			schema, path = rightSchema, s.j.Right.Silver
+			path = s.j.Right.Silver
 		}
 		b, _ := table.NewBatch(schema)
 		in[side] = &join.Input{KeyNull: make([]bool, len(rows))}
@@ -217,7 +299,7 @@ func (s *joinSim) run(left, right *join.Input) {
 	}
 	txn := &table.AppTxn{AppID: s.queryID, Version: n}
 	out, _ := table.NewBatch(s.oschema)
-	nl := len(leftSchema.Fields)
+	nl := len(s.schema[0].Fields)
 	for _, r := range res.Rows {
 		if r.Kind.HasLeft() {
 			id, _ := binary.Uvarint(r.Left)
@@ -240,7 +322,7 @@ func (s *joinSim) run(left, right *join.Input) {
 		}
 	}
 	q, _ := table.NewBatch(s.qschema)
-	nr := len(rightSchema.Fields)
+	nr := len(s.schema[1].Fields)
 	for side, idx := range res.Late {
 		in := left
 		if side == 1 {
@@ -313,7 +395,7 @@ func (g *goldSim) batch(s *joinSim, res *join.Result, late, evict int64) {
 	p, _ := newJoinPlan(&s.j)
 	aggLate, aggEvict := p.spec.OutputWatermark(late)*1000, p.spec.OutputWatermark(evict)*1000
 	q, _ := table.NewBatch(g.qschema)
-	nl := len(leftSchema.Fields)
+	nl := len(s.schema[0].Fields)
 	for _, r := range res.Rows {
 		if !r.Kind.HasLeft() {
 			continue // no left event time: no window
@@ -460,6 +542,11 @@ func fmtRow(r *jrow) string {
 	if r.ad != nil {
 		k = *r.ad
 	}
+	if x := r.x; x != nil {
+		// Floats by their bits: -0 and each NaN payload are values of their own.
+		return fmt.Sprintf("%s/%s@%d{%d %q %x %x %d %d %q %t %q}", r.id, k, r.t, x.amount, x.tag,
+			math.Float64bits(x.score), math.Float32bits(x.ratio), x.day, x.seen, x.blob, x.flag, x.labels)
+	}
 	return fmt.Sprintf("%s/%s@%d", r.id, k, r.t)
 }
 
@@ -467,7 +554,7 @@ func fmtRow(r *jrow) string {
 func (s *joinSim) joinedRows() []string {
 	s.t.Helper()
 	var out []string
-	nl := len(leftSchema.Fields)
+	nl := len(s.schema[0].Fields)
 	for b, err := range s.open(s.j.Table).Scan(s.ctx, table.ScanOptions{}) {
 		if err != nil {
 			s.t.Fatal(err)
@@ -480,6 +567,9 @@ func (s *joinSim) joinedRows() []string {
 				r := &jrow{id: cols[0].StringAt(i), t: cols[2].Int64[i]}
 				if !cols[1].IsNull(i) {
 					r.ad = ad(cols[1].StringAt(i))
+				}
+				if len(cols) > 3 {
+					r.x = readX(cols[3:], i)
 				}
 				return r
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -323,17 +324,17 @@ func newEncoder(b *table.Batch, timeName string, keys, cols []string) (*encoder,
 }
 
 // row encodes row i: its key (and whether a part is null) and the whole row. Two rows are
-// the same value exactly when their encodings are equal (decimal and nested columns encode
-// as null: rows that differ only there count as one value).
+// the same value exactly when their row encodings are equal, so the row is encoded with the
+// join host's payload codec, exact for every column kind (decimal, nested, float bits), not
+// with the key encoding, which writes decimal and nested values as null and normalizes -0 and
+// NaN: rows differing only there would count as one value, and the merge would write one
+// row's values for both. Keys keep the key encoding: it is what the join operator matches on.
 func (e *encoder) row(i int, kb, rb []byte) (key, enc []byte, keyNull bool) {
 	for _, c := range e.keys {
 		keyNull = keyNull || c.IsNull(i)
 		kb = table.AppendKeyPart(kb, c, i)
 	}
-	for _, c := range e.cols {
-		rb = table.AppendKeyPart(rb, c, i)
-	}
-	return kb, rb, keyNull
+	return kb, stream.AppendRowIdentity(rb, e.cols, i), keyNull
 }
 
 // readQuarantine reads the quarantined rows to merge, per side, by value: every row of the
