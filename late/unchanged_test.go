@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -301,4 +302,44 @@ func TestRowMultiset(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkRowMultiset is the comparison's cost per gold row: the gold rows of
+// BenchmarkReplayAggregate's workload (sliding windows, every function of the engine, sketches
+// included) added to a multiset, once for the rows replaced and once for the rows written in
+// a real replay. Compare its ns/goldrow with that benchmark's cost per gold row.
+func BenchmarkRowMultiset(b *testing.B) {
+	const rows = 200_000
+	const span = int64(6 * time.Hour / time.Microsecond)
+	a := testAgg(b, spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute})
+	h := newHashAgg(a)
+	for _, bt := range skewedBatches(b, 1, rows, 8192, 100_000, span) {
+		s, err := a.source(bt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sel := make([]int32, bt.Len())
+		for i := range sel {
+			sel[i] = int32(i)
+		}
+		if err := h.add(s, sel, math.MinInt64/2, math.MaxInt64/2); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out, err := table.NewBatch(a.gold)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.emit(out, nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m, _ := newRowMultisets()
+		for i := range out.Len() {
+			m.add(out, i)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*out.Len()), "ns/goldrow")
+	b.ReportMetric(float64(out.Len()), "goldrows")
 }
