@@ -54,7 +54,11 @@ type ReplayGoldReport struct {
 	Merge     MergeGoldReport `json:"mergeLate"`
 	// Gold is the commit, nil when nothing was replaced.
 	Gold *writeStats `json:"commit,omitempty"`
-	Note string      `json:"note,omitempty"`
+	// Unchanged: the recomputed windows equal gold's rows of the range (window, keys,
+	// aggregates bit for bit, late_rows), so nothing was committed (Gold is nil) and gold's
+	// version and files stay as they were.
+	Unchanged bool   `json:"unchanged,omitempty"`
+	Note      string `json:"note,omitempty"`
 }
 
 // ReplayProgress is where a replay stands, for a progress bar. Options.Progress receives one
@@ -248,7 +252,16 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	rp.prune, rp.drop = prune, inRange
 	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
 	gr.Gold, err = replace(ctx, rw, rp)
-	return gr, err
+	return noteUnchanged(gr), err
+}
+
+// noteUnchanged reports a replay whose rewrite found nothing to change as committing nothing.
+func noteUnchanged(gr ReplayGoldReport) ReplayGoldReport {
+	if gr.Gold != nil && gr.Gold.Unchanged {
+		gr.Gold, gr.Unchanged = nil, true
+		gr.Note = "the recomputed windows equal gold's rows of the range: nothing committed"
+	}
+	return gr
 }
 
 // collectWindows aggregates the windows with start in [lo, hi] row by row with the
@@ -466,6 +479,9 @@ type oldSession struct{ start, end, late int64 }
 
 func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
 	a, drop, groups := rw.a, rp.drop, rp.groups
+	// The rows replace drops and the rows it writes are compared before the commit: equal,
+	// gold is left as it is (table.Rewrite.Unchanged; a txn to record always commits).
+	rw.compare = true
 	lateRows := map[string]int64{}
 	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte

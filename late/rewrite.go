@@ -19,6 +19,9 @@ type writeStats struct {
 	FilesAdded   int   `json:"filesAdded"`
 	BytesRemoved int64 `json:"bytesRemoved"`
 	BytesAdded   int64 `json:"bytesAdded"`
+	// Unchanged: the rows the rewrite would write equal the rows it would replace, so it
+	// committed nothing (Version is the version read; the counts above are zero).
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // rowAction is what a rewrite did with one target row.
@@ -41,6 +44,10 @@ type rewriter struct {
 	a    *agg
 	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted).
 	st writeStats
+	// compare makes run commit nothing when the rows dropped and the rows extra writes are
+	// equal multisets (a replay that recomputes what gold holds). Only for callers whose row
+	// callback keeps or drops rows and never rewrites one.
+	compare bool
 }
 
 func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *table.Batch, b *table.Batch, i int) (rowAction, error),
@@ -63,11 +70,22 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
 	var buf table.ReadBuffer
+	// old and added: the rows dropped and the rows written in their place, compared before
+	// the commit when rw.compare is set; rewrote: a row was rewritten in place, which the
+	// comparison does not follow, so the rewrite always commits.
+	var old, added *rowMultiset
+	var unchanged func() bool
+	rewrote := false
+	if rw.compare {
+		old, added = newRowMultisets()
+		unchanged = func() bool { return !rewrote && old.equal(added) }
+	}
 	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
 		// The stream's gold appends are blind and only add windows that are still open, which
 		// these rewrites never touch: WriteSerializable lets them through without a conflict,
 		// while any other writer's data change in the range we read conflicts and we start over.
 		Isolation: txlog.WriteSerializable,
+		Unchanged: unchanged,
 		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
 			out, err := table.NewBatch(schema)
 			if err != nil {
@@ -86,10 +104,14 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 					if err != nil {
 						return false, nil, err
 					}
-					if act == keepRow {
+					switch {
+					case act == keepRow:
 						out.AppendRow(b, i)
-					} else {
+					case old != nil && act == dropRow:
 						touched = true
+						old.add(b, i)
+					default:
+						touched, rewrote = true, true
 					}
 				}
 			}
@@ -103,6 +125,11 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 			flush := func() error {
 				if ins.Len() == 0 {
 					return nil
+				}
+				if added != nil {
+					for i := range ins.Len() {
+						added.add(ins, i)
+					}
 				}
 				if err := write(ins); err != nil {
 					return err
@@ -133,5 +160,8 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
 	st.Version = res.Version
+	if res.Unchanged {
+		st.Updated, st.Inserted, st.Deleted, st.Unchanged = 0, 0, 0, true
+	}
 	return *st, nil
 }

@@ -37,7 +37,7 @@ func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st str
 		return gr, err
 	}
 	gr.InputRows, gr.StartFrom, gr.StartTo, gr.Gold = res.inputRows, &res.from, &res.to, res.gold
-	return gr, nil
+	return noteUnchanged(gr), nil
 }
 
 // sessionResult is what resessionize replaced.

@@ -40,14 +40,24 @@ type Rewrite struct {
 	KeepEmpty bool
 	// Operation builds the commitInfo's operation from what the rewrite did.
 	Operation func(res RewriteResult) txlog.Operation
+	// Unchanged, when set and Txn is nil, is asked once every file and insert was written,
+	// just before the commit: true says the rows written equal the rows replaced, so the
+	// commit would only move rows between files. Nothing is committed then (a replay that
+	// recomputes what the table holds must not add a version and files for readers' caches
+	// and vacuum) and the files written are deleted, best effort: a crash or failed delete
+	// leaves them unreferenced, as any rewrite that dies before its commit, for vacuum.
+	Unchanged func() bool
 }
 
 // RewriteResult is what a Rewrite did.
 type RewriteResult struct {
 	// Version is the committed version, or the snapshot's when nothing was committed.
-	Version      int64
-	Skipped      bool // the table held Txn already
-	FilesRead    int  // candidates offered to File
+	Version int64
+	Skipped bool // the table held Txn already
+	// Unchanged: Rewrite.Unchanged said so and nothing was committed (Added and Removed are
+	// empty, the files written deleted).
+	Unchanged    bool
+	FilesRead    int // candidates offered to File
 	Added        []*txlog.Add
 	Removed      []*txlog.Remove
 	BytesRemoved int64
@@ -118,6 +128,14 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		return res, err
 	}
 	res.RowsWritten, res.BytesWritten = w.Rows(), w.Bytes()
+	if rw.Unchanged != nil && rw.Txn == nil && rw.Unchanged() {
+		for _, a := range res.Added {
+			// Best effort: the file is referenced by no version, so a failed delete only
+			// leaves vacuum an orphan to remove.
+			_ = t.bucket.Delete(ctx, a.Path)
+		}
+		return RewriteResult{Version: snap.Version(), Unchanged: true, FilesRead: res.FilesRead}, nil
+	}
 	if len(res.Added) == 0 && len(res.Removed) == 0 && rw.Txn == nil && !rw.KeepEmpty {
 		res.Version = snap.Version()
 		return res, nil
