@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -347,6 +348,19 @@ func (x *Ingester) IngestKeys(ctx context.Context, keys []string) (Report, error
 	return x.run(ctx, want)
 }
 
+// pendingBatches are the ids of the claimed batches without a commit record, in order: a run
+// re-runs them before it claims anything new.
+func pendingBatches[B any](claimed map[int64]B, committed map[int64]bool) []int64 {
+	var pending []int64
+	for id := range claimed {
+		if !committed[id] {
+			pending = append(pending, id)
+		}
+	}
+	slices.Sort(pending)
+	return pending
+}
+
 func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error) {
 	start := time.Now()
 	var rep Report
@@ -358,14 +372,7 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 		return rep, err
 	}
 	// Pending batches first, in order.
-	var pending []int64
-	for id := range st.batches {
-		if !st.committed[id] {
-			pending = append(pending, id)
-		}
-	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i] < pending[j] })
-	for _, id := range pending {
+	for _, id := range pendingBatches(st.batches, st.committed) {
 		x.log.Info("re-running pending batch", "batch", id, "files", len(st.batches[id].Files))
 		if err := x.runBatch(ctx, st, st.batches[id], &rep); err != nil {
 			return rep, err

@@ -418,14 +418,7 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	var pending []int64
-	for id := range st.batches {
-		if !st.committed[id] {
-			pending = append(pending, id)
-		}
-	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i] < pending[j] })
-	for _, id := range pending {
+	for _, id := range pendingBatches(st.batches, st.committed) {
 		x.b.log.Info("re-running pending batch", "batch", id)
 		if err := x.runKafkaBatch(ctx, adm, st, st.batches[id], &rep); err != nil {
 			return rep, err
