@@ -394,20 +394,12 @@ func (r *JoinRunner) start(ctx context.Context) error {
 	if r.pos.started {
 		return nil
 	}
-	id, err := r.ckpt.QueryID(ctx)
+	h, err := r.ckpt.ReadHead(ctx)
 	if err != nil {
 		return err
 	}
-	r.queryID, r.report.QueryID = id, id
+	r.queryID, r.report.QueryID = h.QueryID, h.QueryID
 	r.pos = joinPosition{}
-	lastOff, err := r.ckpt.LatestOffsets(ctx)
-	if err != nil {
-		return err
-	}
-	lastCommit, err := r.ckpt.LatestCommit(ctx)
-	if err != nil {
-		return err
-	}
 	ends := func(e *checkpoint.Offsets, n int64) ([2]*source.Offset, error) {
 		if len(e.Sources) != 2 {
 			return [2]*source.Offset{}, fmt.Errorf("%w: %s has %d source offsets, a join has 2 (is this a source query's checkpoint?)", checkpoint.ErrBad, checkpoint.OffsetsKey(n), len(e.Sources))
@@ -420,42 +412,26 @@ func (r *JoinRunner) start(ctx context.Context) error {
 		}
 		return 0
 	}
-	switch {
-	case lastOff < 0:
-	case lastCommit >= lastOff:
-		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
-		if err != nil {
+	switch e, c := h.Entry, h.Commit; {
+	case h.Last < 0:
+	case c != nil:
+		if r.pos.lastEnd, err = ends(e, h.Last); err != nil {
 			return err
 		}
-		c, err := r.ckpt.ReadCommit(ctx, lastOff)
-		if err != nil {
-			return err
-		}
-		if r.pos.lastEnd, err = ends(e, lastOff); err != nil {
-			return err
-		}
-		r.pos.nextBatch, r.pos.lastOutWM = lastOff+1, outWM(e)
-		r.report.LastBatch, r.report.WatermarkMs = lastOff, c.NextBatchWatermarkMs
+		r.pos.nextBatch, r.pos.lastOutWM = h.Last+1, outWM(e)
+		r.report.LastBatch, r.report.WatermarkMs = h.Last, c.NextBatchWatermarkMs
 	default:
-		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
-		if err != nil {
+		if _, err := ends(e, h.Last); err != nil {
 			return err
 		}
-		if _, err := ends(e, lastOff); err != nil {
-			return err
-		}
-		if lastOff > 0 {
-			prev, err := r.ckpt.ReadOffsets(ctx, lastOff-1)
-			if err != nil {
-				return err
-			}
-			if r.pos.lastEnd, err = ends(prev, lastOff-1); err != nil {
+		if prev := h.Prev; prev != nil {
+			if r.pos.lastEnd, err = ends(prev, h.Last-1); err != nil {
 				return err
 			}
 			r.pos.lastOutWM = outWM(prev)
 		}
-		r.pos.pending, r.pos.nextBatch = e, lastOff
-		r.report.LastBatch, r.report.WatermarkMs = lastOff-1, e.BatchWatermarkMs
+		r.pos.pending, r.pos.nextBatch = e, h.Last
+		r.report.LastBatch, r.report.WatermarkMs = h.Last-1, e.BatchWatermarkMs
 	}
 	r.pos.started = true
 	return nil

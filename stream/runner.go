@@ -366,55 +366,31 @@ func (r *Runner) start(ctx context.Context) error {
 	if r.pos.started {
 		return nil
 	}
-	id, err := r.ckpt.QueryID(ctx)
+	h, err := r.ckpt.ReadHead(ctx)
 	if err != nil {
 		return err
 	}
-	r.queryID, r.report.QueryID = id, id
+	r.queryID, r.report.QueryID = h.QueryID, h.QueryID
 	r.pos.lastEnd, r.pos.lastEntry, r.pos.needNoData, r.idle.lastDataMs, r.idle.baseWM = nil, nil, false, 0, 0
-	lastOff, err := r.ckpt.LatestOffsets(ctx)
-	if err != nil {
-		return err
-	}
-	lastCommit, err := r.ckpt.LatestCommit(ctx)
-	if err != nil {
-		return err
-	}
 	r.pos.nextBatch = 0
-	switch {
-	case lastOff < 0:
-	case lastCommit >= lastOff:
-		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
-		if err != nil {
-			return err
-		}
-		c, err := r.ckpt.ReadCommit(ctx, lastOff)
-		if err != nil {
-			return err
-		}
+	switch e, c := h.Entry, h.Commit; {
+	case h.Last < 0:
+	case c != nil:
 		r.pos.lastEntry, r.pos.lastEnd = e, e.End
-		r.pos.nextBatch = lastOff + 1
+		r.pos.nextBatch = h.Last + 1
 		// A run with no new data still says where the query stands.
-		r.report.LastBatch, r.report.WatermarkMs = lastOff, c.NextBatchWatermarkMs
+		r.report.LastBatch, r.report.WatermarkMs = h.Last, c.NextBatchWatermarkMs
 		r.pos.resume = func(t *gold.WatermarkTracker) error {
 			return t.ResumeAfterCommit(e.BatchWatermarkMs, c.NextBatchWatermarkMs)
 		}
 	default:
-		e, err := r.ckpt.ReadOffsets(ctx, lastOff)
-		if err != nil {
-			return err
-		}
 		prevWM := int64(0)
-		if lastOff > 0 {
-			prev, err := r.ckpt.ReadOffsets(ctx, lastOff-1)
-			if err != nil {
-				return err
-			}
+		if prev := h.Prev; prev != nil {
 			prevWM, r.pos.lastEnd, r.pos.lastEntry = prev.BatchWatermarkMs, prev.End, prev
 		}
 		r.pos.pending = e
-		r.pos.nextBatch = lastOff
-		r.report.LastBatch, r.report.WatermarkMs = lastOff-1, e.BatchWatermarkMs
+		r.pos.nextBatch = h.Last
+		r.report.LastBatch, r.report.WatermarkMs = h.Last-1, e.BatchWatermarkMs
 		r.pos.resume = func(t *gold.WatermarkTracker) error { return t.ResumeRerun(prevWM, e.BatchWatermarkMs) }
 	}
 	r.pos.started = true

@@ -200,6 +200,51 @@ func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 	return m.ID, nil
 }
 
+// Head is where a query stands when a run starts: the batch to resume after, or to re-run.
+type Head struct {
+	QueryID string
+	// Last is the highest batch with an offsets file (-1: none yet); Entry is its offsets.
+	Last  int64
+	Entry *Offsets
+	// Commit is commits/Last when batch Last is committed; nil when it must be re-run.
+	Commit *Commit
+	// Prev is offsets/(Last-1) when batch Last must be re-run (nil for batch 0): where the
+	// re-run resumes from.
+	Prev *Offsets
+}
+
+// ReadHead reads the query id (creating it on the first run), the latest offsets and whether
+// that batch committed, and the entries a restarting query needs to resume.
+func (d *Dir) ReadHead(ctx context.Context) (Head, error) {
+	h := Head{Last: -1}
+	var err error
+	if h.QueryID, err = d.QueryID(ctx); err != nil {
+		return h, err
+	}
+	if h.Last, err = d.LatestOffsets(ctx); err != nil || h.Last < 0 {
+		return h, err
+	}
+	lastCommit, err := d.LatestCommit(ctx)
+	if err != nil {
+		return h, err
+	}
+	if h.Entry, err = d.ReadOffsets(ctx, h.Last); err != nil {
+		return h, err
+	}
+	if lastCommit >= h.Last {
+		c, err := d.ReadCommit(ctx, h.Last)
+		if err != nil {
+			return h, err
+		}
+		h.Commit = &c
+		return h, nil
+	}
+	if h.Last > 0 {
+		h.Prev, err = d.ReadOffsets(ctx, h.Last-1)
+	}
+	return h, err
+}
+
 // LatestOffsets returns the highest batch with an offsets file, or -1.
 func (d *Dir) LatestOffsets(ctx context.Context) (int64, error) { return d.latest(ctx, "offsets") }
 
