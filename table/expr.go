@@ -503,7 +503,13 @@ func (b *boundCmp) rows(bt *Batch, out []uint8) {
 		switch {
 		case col.IsNull(i):
 			out[i] = outNull
-		case !b.nan && cmpHolds(b.op, compare(b.ref.class, colScalar(b.ref, col, i), b.lit)):
+		case b.nan:
+			out[i] = outFalse
+		case b.ref.class == classFloat && math.IsNaN(colScalar(b.ref, col, i).f):
+			// A NaN compares false with everything, as IEEE 754 and Arrow say (so `c != x`,
+			// NOT(c = x), holds for it); compare alone would call it equal.
+			out[i] = outFalse
+		case cmpHolds(b.op, compare(b.ref.class, colScalar(b.ref, col, i), b.lit)):
 			out[i] = outTrue
 		default:
 			out[i] = outFalse
@@ -520,6 +526,9 @@ func (b *boundIn) rows(bt *Batch, out []uint8) {
 		}
 		v := colScalar(b.ref, col, i)
 		out[i] = outFalse
+		if b.ref.class == classFloat && math.IsNaN(v.f) {
+			continue // equal to no literal
+		}
 		for _, l := range b.lits {
 			if compare(b.ref.class, v, l) == 0 {
 				out[i] = outTrue
@@ -783,7 +792,9 @@ func (b *boundCmp) file(fi *fileInfo) uint8 {
 	}
 	lo := compare(b.ref.class, ci.min, b.lit)
 	hi := compare(b.ref.class, ci.max, b.lit)
-	exact := lo == 0 && hi == 0 && compare(b.ref.class, ci.min, ci.max) == 0
+	// A float column's statistics leave NaNs out, so min = max = lit does not make every row
+	// equal to lit.
+	exact := lo == 0 && hi == 0 && compare(b.ref.class, ci.min, ci.max) == 0 && b.ref.class != classFloat
 	var canT, canF bool
 	switch b.op {
 	case OpEq:

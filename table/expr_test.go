@@ -2,6 +2,7 @@ package table
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -165,5 +166,42 @@ func TestSkippingAgreesWithRows(t *testing.T) {
 		if p.AllMatch(add) && !all {
 			t.Errorf("%s: AllMatch but some rows do not match", e)
 		}
+	}
+}
+
+// TestPredicateRowsNaN: a NaN compares false with every literal, so NOT(c = x) holds for it,
+// as in IEEE 754 and Arrow (the reader differential test against pyarrow found `c != x`
+// dropping NaN rows), and a file whose statistics say min = max = x may still hold NaNs.
+func TestPredicateRowsNaN(t *testing.T) {
+	b, _ := NewBatch(mustSchema(t, `{"type":"struct","fields":[{"name":"x","type":"double","nullable":true,"metadata":{}}]}`))
+	for _, v := range []float64{1.5, math.NaN(), 2} {
+		b.Columns[0].AppendFloat64(v)
+	}
+	for _, c := range []struct {
+		e    Expr
+		want []bool
+	}{
+		{Eq("x", 1.5), []bool{true, false, false}},
+		{Not(Eq("x", 1.5)), []bool{false, true, true}},
+		{Lt("x", 2.0), []bool{true, false, false}},
+		{Ge("x", 1.5), []bool{true, false, true}},
+		{In("x", 1.5, 2.0), []bool{true, false, true}},
+		{Not(In("x", 1.5)), []bool{false, true, true}},
+	} {
+		p, err := Bind(c.e, b.Schema, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.e, err)
+		}
+		if got := p.Eval(b); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.e, got, c.want)
+		}
+	}
+	p, err := Bind(Not(Eq("x", 1.5)), b.Schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := `{"numRecords":2,"minValues":{"x":1.5},"maxValues":{"x":1.5},"nullCount":{"x":0}}`
+	if !p.MayMatch(&txlog.Add{Path: "f.parquet", Stats: stats, PartitionValues: map[string]*string{}}) {
+		t.Error("NOT(x = 1.5) skipped a file with min = max = 1.5, which may hold NaNs")
 	}
 }
