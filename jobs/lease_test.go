@@ -158,7 +158,9 @@ func TestLeaseStopsBeforeExpiryWhenRenewalsFail(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			lake := &flakyLeases{Bucket: mem.New()}
-			ttl := 2 * time.Second
+			// The holder stops ttl/6 before expiry; 6 s leaves a second for a loaded machine
+			// (race detector, every package at once) to schedule the renewal goroutine.
+			ttl := 6 * time.Second
 			l, err := NewLeases(lake, "a", ttl, nil).Acquire(context.Background(), "stream")
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +191,7 @@ func TestLeaseStopsBeforeExpiryWhenRenewalsFail(t *testing.T) {
 // as the holder's own on the next attempt; the lease is kept.
 func TestLeaseRenewalWithLostAnswer(t *testing.T) {
 	lake := &flakyLeases{Bucket: mem.New()}
-	ttl := 300 * time.Millisecond
+	ttl := 1200 * time.Millisecond // a loaded machine may delay a renewal by a few hundred ms
 	l, err := NewLeases(lake, "a", ttl, nil).Acquire(context.Background(), "optimize")
 	if err != nil {
 		t.Fatal(err)
