@@ -72,7 +72,7 @@ func main() {
 	flag.StringVar(&keys, "keys", "1k", "distinct group-by keys, comma separated (1k,100k)")
 	flag.StringVar(&backends, "backends", "file", "file,minio (minio needs MEDALLION_TEST_S3_ENDPOINT and AWS_* set)")
 	flag.StringVar(&o.bin, "medallion", "", "the medallion binary to measure (required)")
-	flag.StringVar(&o.prof, "benchprof", "", "the benchprof binary: CPU profiles of ingest and stream on the file backend (empty: none)")
+	flag.StringVar(&o.prof, "benchprof", "", "the benchprof binary: CPU profiles of ingest, stream and replay on the file backend (empty: none)")
 	flag.StringVar(&o.python, "python", "", "python of the interop venv (empty: no Spark or delta-rs anchors)")
 	flag.StringVar(&o.repo, "repo", ".", "repository root (for bench/*.py and the microbenchmarks)")
 	flag.StringVar(&o.work, "work", "", "scratch directory for lakes and anchor outputs (default: a temp dir)")
@@ -213,7 +213,7 @@ func run(ctx context.Context, o options) error {
 					kr, kn := kafkaCase(ctx, o, c)
 					runs, notes = append(runs, kr...), append(notes, kn...)
 				}
-				if err == nil && o.prof != "" && backend == "file" && (o.stages.want(bench.StageIngest) || o.stages.want(bench.StageStream)) {
+				if err == nil && o.prof != "" && backend == "file" && (o.stages.want(bench.StageIngest) || o.stages.want(bench.StageStream) || o.stages.want(bench.StageReplay)) {
 					profs, perr := profile(ctx, o, c)
 					rep.Profiles = append(rep.Profiles, profs...)
 					if perr != nil {
@@ -899,7 +899,7 @@ func caseName(c bench.Case) string {
 	return fmt.Sprintf("%s-%s-%s", bench.Count(c.Events), bench.Count(int64(c.Keys)), c.Backend)
 }
 
-// profile reruns ingest and stream in process under the CPU profiler, on a fresh lake whose
+// profile reruns ingest, stream and replay in process under the CPU profiler, on a fresh lake whose
 // landing files are hard links to the case's (file backend only).
 func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, error) {
 	src := filepath.Join(o.work, caseName(c))
@@ -925,9 +925,12 @@ func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, err
 		return nil, err
 	}
 	var out []bench.Profile
-	for _, job := range []string{"ingest", "stream"} {
-		if job == bench.StageStream && !o.stages.want(bench.StageStream) {
-			continue // ingest's profile runs anyway: the stream's reads its bronze
+	for _, job := range []string{"ingest", "stream", "replay"} {
+		// ingest's profile runs anyway: the stream's reads its bronze, and replay reads the
+		// stream's silver (its lookback in pipelineYAML is the replay stage's 24h).
+		if job == bench.StageStream && !o.stages.want(bench.StageStream) && !o.stages.want(bench.StageReplay) ||
+			job == "replay" && !o.stages.want(bench.StageReplay) {
+			continue
 		}
 		logf("%s: CPU profile of %s", c, job)
 		pp := filepath.Join(dir, job+".pprof")
