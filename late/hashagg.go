@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/table"
@@ -422,11 +423,12 @@ func (h *hashAgg) merge(o *hashAgg) {
 }
 
 // order returns the group ids by window start, then by encoded key bytes (the order the
-// collector wrote): the keys are sorted once, and the groups placed with two counting
-// passes (by key rank, then stably by window) instead of a comparison sort of every group.
-func (h *hashAgg) order() (ord, rank []int32) {
+// collector wrote), and the key ids by those bytes (byKey) with each key id's place in it
+// (rank): the keys are sorted once, and the groups placed with two counting passes (by key
+// rank, then stably by window) instead of a comparison sort of every group.
+func (h *hashAgg) order() (ord, byKey, rank []int32) {
 	nk := len(h.khash)
-	byKey := make([]int32, nk)
+	byKey = make([]int32, nk)
 	for i := range byKey {
 		byKey[i] = int32(i)
 	}
@@ -452,7 +454,7 @@ func (h *hashAgg) order() (ord, rank []int32) {
 	}
 	// Pass 2, stable: by window (starts are slide apart from the earliest).
 	if ng == 0 {
-		return tmp, rank
+		return tmp, byKey, rank
 	}
 	lo := slices.Min(h.gstart)
 	slide := h.a.window.Slide
@@ -470,7 +472,30 @@ func (h *hashAgg) order() (ord, rank []int32) {
 		out[wc[w]] = g
 		wc[w]++
 	}
-	return out, rank
+	return out, byKey, rank
+}
+
+// keyColumns decodes every key once into columns of the gold key columns' types, one row
+// per key in byKey order (row r: the key of rank r).
+func (h *hashAgg) keyColumns(out *table.Batch, byKey []int32) ([]*table.Column, error) {
+	a := h.a
+	cols := make([]*table.Column, len(a.keyCols))
+	for k, ci := range a.keyCols {
+		c, err := table.NewColumn(out.Columns[ci].Type)
+		if err != nil {
+			return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
+		}
+		c.Grow(len(byKey), len(h.arena))
+		cols[k] = c
+	}
+	for _, kid := range byKey {
+		// The bytes are copied into the columns: no string of them is kept.
+		k := h.key(kid)
+		if err := table.AppendKeyColumns(cols, unsafe.String(unsafe.SliceData(k), len(k))); err != nil {
+			return nil, fmt.Errorf("late: gold %s: bad group key: %w", a.cfg.Name, err)
+		}
+	}
+	return cols, nil
 }
 
 func compareBytes(a, b []byte) int {
@@ -488,9 +513,6 @@ func compareBytes(a, b []byte) int {
 // returns the rows appended.
 func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
-	// Each key's parts decoded once, not once per window, kept by key rank: within a window
-	// the groups come in rank order, so the look-ups walk the slice instead of jumping.
-	parts := make([][]table.KeyPart, len(h.khash))
 	set := make([]bool, len(out.Columns))
 	set[a.winCol], set[a.lateCol] = true, true
 	for _, ci := range a.keyCols {
@@ -524,48 +546,89 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 	}
 	grow()
 	lateOf := h.lateRows(late)
-	ord, rank := h.order()
-	for _, g := range ord {
-		kid, start := h.gkey[g], h.gstart[g]
-		end := start + a.window.Size
-		kr := rank[kid]
-		if parts[kr] == nil {
-			p, err := table.DecodeKey(string(h.key(kid)))
-			if err != nil || len(p) != len(a.keyCols) {
-				return rows, fmt.Errorf("late: gold %s: bad group key (%v)", a.cfg.Name, err)
-			}
-			parts[kr] = p
+	ord, byKey, rank := h.order()
+	// Each key decoded once, not once per window, into compact columns by key rank: within
+	// a window the groups come in rank order, so the gathers walk the columns forward. The
+	// decoded parts kept per key before (a slice of boxed values each) cost a cache miss or
+	// two per gold row at 100k keys: a quarter of the replay's CPU.
+	kcols, err := h.keyColumns(out, byKey)
+	if err != nil {
+		return 0, err
+	}
+	keyOut := make([]*table.Column, len(a.keyCols))
+	for k, ci := range a.keyCols {
+		keyOut[k] = out.Columns[ci]
+	}
+	// Column by column over a chunk of groups, each gather of a group's state (scattered in
+	// table order) in its own tight loop: the loads overlap, where one loop over rows that
+	// called the appends of every column between them waited on each miss in turn.
+	var (
+		kr     []int32
+		ns     []int64
+		vs     []uint64
+		starts []int64
+	)
+	for c0 := 0; c0 < len(ord); c0 += emitChunk {
+		chunk := ord[c0:min(c0+emitChunk, len(ord))]
+		starts = starts[:0]
+		kr = kr[:0]
+		for _, g := range chunk {
+			starts = append(starts, h.gstart[g])
+			kr = append(kr, rank[h.gkey[g]])
 		}
-		win.AppendStruct()
-		win.Children[0].AppendInt64(start)
-		win.Children[1].AppendInt64(end)
-		for k, ci := range a.keyCols {
-			table.AppendKeyValue(out.Columns[ci], parts[kr][k])
+		for _, start := range starts {
+			win.AppendStruct()
+			win.Children[0].AppendInt64(start)
+			win.Children[1].AppendInt64(start + a.window.Size)
+		}
+		for k, c := range keyOut {
+			kc := kcols[k]
+			for _, r := range kr {
+				c.AppendFrom(kc, int(r))
+			}
 		}
 		for si := range h.st {
 			st := &h.st[si]
-			vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: st.n[g]}
+			ns = ns[:0]
+			for _, g := range chunk {
+				ns = append(ns, st.n[g])
+			}
+			vs = vs[:0]
 			if st.wide {
-				if st.spec.Int {
-					vals.I = int64(st.v[g])
-				} else {
-					vals.F = math.Float64frombits(st.v[g])
+				for _, g := range chunk {
+					vs = append(vs, st.v[g])
 				}
 			}
-			if _, _, err := gold.AppendAggregate(out.Columns[a.aggCol[si]:], st.spec, &vals, nil); err != nil {
-				return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+			cols := out.Columns[a.aggCol[si]:]
+			for i, n := range ns {
+				vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
+				if st.wide {
+					if st.spec.Int {
+						vals.I = int64(vs[i])
+					} else {
+						vals.F = math.Float64frombits(vs[i])
+					}
+				}
+				if _, _, err := gold.AppendAggregate(cols, st.spec, &vals, nil); err != nil {
+					return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+				}
 			}
 		}
-		var lr int64
-		if lateOf != nil {
-			lr = lateOf[g]
+		lc := out.Columns[a.lateCol]
+		for _, g := range chunk {
+			var lr int64
+			if lateOf != nil {
+				lr = lateOf[g]
+			}
+			lc.AppendInt64(lr)
 		}
-		out.Columns[a.lateCol].AppendInt64(lr)
 		for _, c := range unset {
-			c.AppendNull()
+			for range chunk {
+				c.AppendNull()
+			}
 		}
-		rows++
-		if flush != nil && rows%emitChunk == 0 {
+		rows += int64(len(chunk))
+		if flush != nil && len(chunk) == emitChunk {
 			if err := flush(); err != nil {
 				return rows, err
 			}

@@ -340,9 +340,39 @@ func TestHashAggOracle(t *testing.T) {
 			if int(n) != len(got) {
 				t.Fatalf("emit reports %d rows, wrote %d", n, len(got))
 			}
+			// The collector's order: by window start, then by encoded key.
 			starts := out.Column(gold.ColWindow).Children[0].Int64
-			if !slices.IsSorted(starts) {
-				t.Error("rows are not in window order")
+			var prev, key []byte
+			for i := range out.Len() {
+				key = table.AppendKeyPart(table.AppendKeyPart(table.AppendKeyInt64(key[:0], starts[i]), out.Column("dev"), i), out.Column("zone"), i)
+				if i > 0 && string(prev) >= string(key) {
+					t.Fatalf("row %d (%s) is not after row %d (%s)", i, got[i], i-1, got[i-1])
+				}
+				prev = append(prev[:0], key...)
+			}
+			// Emitted again through a flush every emitChunk rows (as a replay writes them), the
+			// same rows in the same order.
+			chunk, err := table.NewBatch(a.gold)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flushed []string
+			flushes := 0
+			n, err = h.emit(chunk, nil, func() error {
+				if err := chunk.Validate(); err != nil {
+					return err
+				}
+				flushes++
+				flushed = append(flushed, renderGold(t, chunk)...)
+				chunk.Reset()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flushed = append(flushed, renderGold(t, chunk)...)
+			if int(n) != len(got) || !slices.Equal(flushed, got) || flushes != len(got)/emitChunk {
+				t.Fatalf("emit in chunks: %d rows in %d flushes, want the %d rows of one emit in %d", len(flushed), flushes, len(got), len(got)/emitChunk)
 			}
 			want := oracleRows(batches, a.window.Size, a.window.Slide, a.window.StartTime, wlo, whi)
 			if len(want) < 10 {
