@@ -423,8 +423,34 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 	st.n[g] += n
 }
 
+// reserveGroups makes room for n groups in all: the slot table sized once (not doubled and
+// rehashed step by step as the groups arrive) and the per-group arrays grown to hold them.
+func (h *hashAgg) reserveGroups(n int) {
+	size := len(h.gslots)
+	for n*4 > size*3 {
+		size *= 2
+	}
+	if size > len(h.gslots) {
+		h.gslots = rehash(h.gslots, size)
+	}
+	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
+		h.gkey = slices.Grow(h.gkey, m)
+		h.gstart = slices.Grow(h.gstart, m)
+		for k := range h.st {
+			s := &h.st[k]
+			s.n = slices.Grow(s.n, m)
+			if s.wide {
+				s.v = slices.Grow(s.v, m)
+			}
+		}
+	}
+}
+
 // merge folds every group of o (a partial table over other rows) into h.
 func (h *hashAgg) merge(o *hashAgg) {
+	// At most every group of o is new: one resize for all of them. (The partial tables of
+	// a replay hold mostly different windows, so little of this room is wasted.)
+	h.reserveGroups(len(h.gkey) + len(o.gkey))
 	kids := make([]int32, len(o.khash))
 	for id := range kids {
 		if o.seed == h.seed {
