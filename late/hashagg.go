@@ -42,11 +42,19 @@ type hashAgg struct {
 
 	st []aggState
 
-	// Per-batch scratch.
+	// Per-batch scratch: the rows' encoded keys (row k's at kbuf[koffs[k]:koffs[k+1]]),
+	// their hashes and key ids; the (row, window) pairs' key ids, window starts and hashes,
+	// their group ids and rows.
 	kbuf       []byte
+	koffs      []int
+	khv        []uint32
 	kids       []int32
+	pkid       []int32
+	pstart     []int64
+	phv        []uint32
 	gids, rows []int32
 	wins       []gold.Window
+	touchSink  int32
 }
 
 // hslot is an open-addressing entry: the low 32 bits of a hash (home position and a tag that
@@ -216,10 +224,18 @@ func (h *hashAgg) lateRows(late map[string]int64) []int64 {
 // consecutive windows side by side (as gold's group table does): a sliding window's row
 // updates them one after another.
 func (h *hashAgg) group(kid int32, start int64) int32 {
+	return h.groupHashed(kid, start, h.groupHash(kid, start))
+}
+
+func (h *hashAgg) groupHash(kid int32, start int64) uint32 {
+	return h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
+}
+
+// groupHashed is group of a pair whose groupHash is hv.
+func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	if (len(h.gkey)+1)*4 > len(h.gslots)*3 {
 		h.gslots = rehash(h.gslots, len(h.gslots)*2)
 	}
-	hv := h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
 	mask := uint32(len(h.gslots) - 1)
 	i := hv & mask
 	for ; h.gslots[i].id >= 0; i = (i + 1) & mask {
@@ -260,27 +276,73 @@ func (h *hashAgg) growGroups() {
 	}
 }
 
-// add folds rows sel of s into the windows with start in [wlo, whi].
+// touch reads the slot where each of hvs starts its probe, in a loop of independent loads:
+// the cache misses of a whole batch overlap (a dozen at a time) instead of stalling the probe
+// loop one by one, which at 100k keys (tables far larger than the caches) was most of the
+// look-ups' time. The probes that follow then find their slots in cache. The sum is kept
+// only so that the loads are not optimized away.
+func touch(slots []hslot, hvs []uint32) int32 {
+	mask := uint32(len(slots) - 1)
+	var x int32
+	for _, hv := range hvs {
+		x += slots[hv&mask].id
+	}
+	return x
+}
+
+// reserveKeys sizes the key slot table for n keys in all (see reserveGroups).
+func (h *hashAgg) reserveKeys(n int) {
+	size := len(h.kslots)
+	for n*4 > size*3 {
+		size *= 2
+	}
+	if size > len(h.kslots) {
+		h.kslots = rehash(h.kslots, size)
+	}
+}
+
+// add folds rows sel of s into the windows with start in [wlo, whi]. Each step runs over the
+// whole batch before the next (encode and hash the keys, touch their slots, find their ids;
+// the same for the (key, window) pairs), so that the table look-ups of a batch overlap their
+// cache misses (see touch); the tables are sized for the batch first, so no rehash moves the
+// slots between the touch and the probes.
 func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	// Hash each row's key once, whatever the number of its windows.
-	h.kids = h.kids[:0]
+	h.kbuf, h.koffs, h.khv = h.kbuf[:0], h.koffs[:0], h.khv[:0]
 	for _, r := range sel {
-		h.kbuf = h.kbuf[:0]
+		k0 := len(h.kbuf)
 		for _, c := range s.keys {
 			h.kbuf = table.AppendKeyPart(h.kbuf, c, int(r))
 		}
-		h.kids = append(h.kids, h.intern(h.kbuf))
+		h.koffs = append(h.koffs, k0)
+		h.khv = append(h.khv, uint32(maphash.Bytes(h.seed, h.kbuf[k0:])))
 	}
-	h.gids, h.rows = h.gids[:0], h.rows[:0]
+	h.koffs = append(h.koffs, len(h.kbuf))
+	h.reserveKeys(len(h.khash) + len(sel))
+	h.touchSink += touch(h.kslots, h.khv)
+	h.kids = h.kids[:0]
+	for k, hv := range h.khv {
+		h.kids = append(h.kids, h.internHashed(h.kbuf[h.koffs[k]:h.koffs[k+1]], hv))
+	}
+	h.pkid, h.pstart, h.phv, h.rows = h.pkid[:0], h.pstart[:0], h.phv[:0], h.rows[:0]
 	ev, w := s.ev.Int64, h.a.window
 	for k, r := range sel {
 		h.wins = w.Assign(h.wins[:0], ev[r])
 		for _, win := range h.wins {
 			if win.Start >= wlo && win.Start <= whi {
-				h.gids = append(h.gids, h.group(h.kids[k], win.Start))
+				kid := h.kids[k]
+				h.pkid = append(h.pkid, kid)
+				h.pstart = append(h.pstart, win.Start)
+				h.phv = append(h.phv, h.groupHash(kid, win.Start))
 				h.rows = append(h.rows, r)
 			}
 		}
+	}
+	h.reserveGroups(len(h.gkey) + len(h.pkid))
+	h.touchSink += touch(h.gslots, h.phv)
+	h.gids = h.gids[:0]
+	for k, hv := range h.phv {
+		h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
 	}
 	for k := range h.st {
 		st := &h.st[k]
@@ -434,6 +496,8 @@ func (h *hashAgg) reserveGroups(n int) {
 		h.gslots = rehash(h.gslots, size)
 	}
 	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
+		// At least double (slices.Grow of a few more would grow a large slice by a quarter).
+		m = max(m, len(h.gkey), 1024)
 		h.gkey = slices.Grow(h.gkey, m)
 		h.gstart = slices.Grow(h.gstart, m)
 		for k := range h.st {
