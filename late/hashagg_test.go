@@ -485,3 +485,43 @@ func BenchmarkReplayAggregate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHashAggMerge folds one partial table into another as a two-worker replay does at
+// 100k keys: each holds the groups of half of 400k skewed rows in sliding 10m/5m windows over
+// 24h (random halves, so the tables share many groups: more work per group than a replay's
+// workers, which read different files, have). Only the merge is timed.
+func BenchmarkHashAggMerge(b *testing.B) {
+	const rows = 400_000
+	const span = int64(24 * time.Hour / time.Microsecond)
+	a := testAgg(b, spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute})
+	batches := skewedBatches(b, 3, rows, 8192, 100_000, span)
+	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
+	build := func(seed maphash.Seed, bs []*table.Batch) *hashAgg {
+		h := newHashAggSeed(a, seed)
+		for _, bt := range bs {
+			s, err := a.source(bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sel := make([]int32, bt.Len())
+			for i := range sel {
+				sel[i] = int32(i)
+			}
+			if err := h.add(s, sel, lo, hi); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return h
+	}
+	seed := maphash.MakeSeed()
+	b.ReportAllocs()
+	var groups int
+	for b.Loop() {
+		b.StopTimer()
+		h0, h1 := build(seed, batches[:len(batches)/2]), build(seed, batches[len(batches)/2:])
+		b.StartTimer()
+		h0.merge(h1)
+		groups = len(h0.gkey)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*groups), "ns/group")
+}
