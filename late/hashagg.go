@@ -138,12 +138,8 @@ func rehash(slots []hslot, size int) []hslot {
 
 func (h *hashAgg) key(id int32) []byte { return h.arena[h.koff[id]:h.koff[id+1]] }
 
-// intern returns the id of encoded key k, adding it when new.
-func (h *hashAgg) intern(k []byte) int32 {
-	return h.internHashed(k, uint32(maphash.Bytes(h.seed, k)))
-}
-
-// internHashed is intern of a key whose hash under h's seed is hv.
+// internHashed returns the id of encoded key k, whose hash under h's seed is hv, adding it
+// when new.
 func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 	if (len(h.khash)+1)*4 > len(h.kslots)*3 {
 		h.kslots = rehash(h.kslots, len(h.kslots)*2)
@@ -177,7 +173,7 @@ func (h *hashAgg) find(k string) int32 {
 
 // findGroup returns the id of (key id, window start), or -1.
 func (h *hashAgg) findGroup(kid int32, start int64) int32 {
-	hv := h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
+	hv := h.groupHash(kid, start)
 	mask := uint32(len(h.gslots) - 1)
 	for i := hv & mask; h.gslots[i].id >= 0; i = (i + 1) & mask {
 		if e := h.gslots[i]; e.hash == hv && h.gkey[e.id] == kid && h.gstart[e.id] == start {
@@ -220,18 +216,15 @@ func (h *hashAgg) lateRows(late map[string]int64) []int64 {
 	return out
 }
 
-// group returns the id of (key id, window start), adding it when new. The hash puts a key's
-// consecutive windows side by side (as gold's group table does): a sliding window's row
-// updates them one after another.
-func (h *hashAgg) group(kid int32, start int64) int32 {
-	return h.groupHashed(kid, start, h.groupHash(kid, start))
-}
-
+// groupHash is the hash of group (key id, window start). It puts a key's consecutive
+// windows side by side (as gold's group table does): a sliding window's row updates them one
+// after another.
 func (h *hashAgg) groupHash(kid int32, start int64) uint32 {
 	return h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
 }
 
-// groupHashed is group of a pair whose groupHash is hv.
+// groupHashed returns the id of (key id, window start), whose groupHash is hv, adding it
+// when new.
 func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	if (len(h.gkey)+1)*4 > len(h.gslots)*3 {
 		h.gslots = rehash(h.gslots, len(h.gslots)*2)
