@@ -281,11 +281,16 @@ func TestHashAggOracle(t *testing.T) {
 		keys         uint64
 		parts        int
 		cutLo, cutHi float64 // the window starts kept, as fractions of the span
+		// subset: each batch is added through a random selection of its rows (as a replay
+		// passes the rows of its time range), the oracle given only those.
+		subset bool
 	}{
-		{"tumbling 5m, 100k keys, 1 part", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 1, 0, 1},
-		{"sliding 10m/5m, 100k keys, 3 parts", spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute}, 100_000, 3, 0.2, 0.7},
-		{"sliding 7m/3m offset 1m, 1k keys, 2 parts", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 2, 0.1, 0.9},
-		{"tumbling 1h, 10 keys, 4 parts", spec.Window{Size: time.Hour, Slide: time.Hour}, 10, 4, 0, 0.5},
+		{"tumbling 5m, 100k keys, 1 part", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 1, 0, 1, false},
+		{"tumbling 5m, 100k keys, 2 parts, row subsets", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 2, 0, 1, true},
+		{"sliding 10m/5m, 100k keys, 3 parts", spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute}, 100_000, 3, 0.2, 0.7, false},
+		{"sliding 7m/3m offset 1m, 1k keys, 2 parts", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 2, 0.1, 0.9, false},
+		{"sliding 7m/3m offset 1m, 1k keys, 3 parts, row subsets", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 3, 0.1, 0.9, true},
+		{"tumbling 1h, 10 keys, 4 parts", spec.Window{Size: time.Hour, Slide: time.Hour}, 10, 4, 0, 0.5, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testAgg(t, tc.win)
@@ -308,14 +313,27 @@ func TestHashAggOracle(t *testing.T) {
 				}
 			}
 			var sel []int32
+			rng := rand.New(rand.NewPCG(tc.keys, 11))
+			oracleIn := batches
+			if tc.subset {
+				oracleIn = nil
+			}
 			for k, b := range batches {
 				src, err := a.source(b)
 				if err != nil {
 					t.Fatal(err)
 				}
 				sel = sel[:0]
+				keep := make([]bool, b.Len())
 				for i := range b.Len() {
+					if tc.subset && rng.IntN(4) == 0 {
+						continue
+					}
+					keep[i] = true
 					sel = append(sel, int32(i))
+				}
+				if tc.subset {
+					oracleIn = append(oracleIn, b.Filter(keep))
 				}
 				if err := parts[k%tc.parts].add(src, sel, wlo, whi); err != nil {
 					t.Fatal(err)
@@ -374,7 +392,7 @@ func TestHashAggOracle(t *testing.T) {
 			if int(n) != len(got) || !slices.Equal(flushed, got) || flushes != len(got)/emitChunk {
 				t.Fatalf("emit in chunks: %d rows in %d flushes, want the %d rows of one emit in %d", len(flushed), flushes, len(got), len(got)/emitChunk)
 			}
-			want := oracleRows(batches, a.window.Size, a.window.Slide, a.window.StartTime, wlo, whi)
+			want := oracleRows(oracleIn, a.window.Size, a.window.Slide, a.window.StartTime, wlo, whi)
 			if len(want) < 10 {
 				t.Fatalf("the oracle has %d groups: the test proves little", len(want))
 			}
