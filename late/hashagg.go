@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/table"
@@ -41,11 +42,19 @@ type hashAgg struct {
 
 	st []aggState
 
-	// Per-batch scratch.
+	// Per-batch scratch: the rows' encoded keys (row k's at kbuf[koffs[k]:koffs[k+1]]),
+	// their hashes and key ids; the (row, window) pairs' key ids, window starts and hashes,
+	// their group ids and rows.
 	kbuf       []byte
+	koffs      []int
+	khv        []uint32
 	kids       []int32
+	pkid       []int32
+	pstart     []int64
+	phv        []uint32
 	gids, rows []int32
 	wins       []gold.Window
+	touchSink  int32
 }
 
 // hslot is an open-addressing entry: the low 32 bits of a hash (home position and a tag that
@@ -129,12 +138,8 @@ func rehash(slots []hslot, size int) []hslot {
 
 func (h *hashAgg) key(id int32) []byte { return h.arena[h.koff[id]:h.koff[id+1]] }
 
-// intern returns the id of encoded key k, adding it when new.
-func (h *hashAgg) intern(k []byte) int32 {
-	return h.internHashed(k, uint32(maphash.Bytes(h.seed, k)))
-}
-
-// internHashed is intern of a key whose hash under h's seed is hv.
+// internHashed returns the id of encoded key k, whose hash under h's seed is hv, adding it
+// when new.
 func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 	if (len(h.khash)+1)*4 > len(h.kslots)*3 {
 		h.kslots = rehash(h.kslots, len(h.kslots)*2)
@@ -168,7 +173,7 @@ func (h *hashAgg) find(k string) int32 {
 
 // findGroup returns the id of (key id, window start), or -1.
 func (h *hashAgg) findGroup(kid int32, start int64) int32 {
-	hv := h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
+	hv := h.groupHash(kid, start)
 	mask := uint32(len(h.gslots) - 1)
 	for i := hv & mask; h.gslots[i].id >= 0; i = (i + 1) & mask {
 		if e := h.gslots[i]; e.hash == hv && h.gkey[e.id] == kid && h.gstart[e.id] == start {
@@ -211,20 +216,28 @@ func (h *hashAgg) lateRows(late map[string]int64) []int64 {
 	return out
 }
 
-// group returns the id of (key id, window start), adding it when new. The hash puts a key's
-// consecutive windows side by side (as gold's group table does): a sliding window's row
-// updates them one after another.
-func (h *hashAgg) group(kid int32, start int64) int32 {
+// groupHash is the hash of group (key id, window start). It puts a key's consecutive
+// windows side by side (as gold's group table does): a sliding window's row updates them one
+// after another.
+func (h *hashAgg) groupHash(kid int32, start int64) uint32 {
+	return h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
+}
+
+// groupHashed returns the id of (key id, window start), whose groupHash is hv, adding it
+// when new.
+func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	if (len(h.gkey)+1)*4 > len(h.gslots)*3 {
 		h.gslots = rehash(h.gslots, len(h.gslots)*2)
 	}
-	hv := h.khash[kid] + uint32(uint64(start)/uint64(h.a.window.Slide))
 	mask := uint32(len(h.gslots) - 1)
 	i := hv & mask
 	for ; h.gslots[i].id >= 0; i = (i + 1) & mask {
 		if e := h.gslots[i]; e.hash == hv && h.gkey[e.id] == kid && h.gstart[e.id] == start {
 			return e.id
 		}
+	}
+	if len(h.gkey) == cap(h.gkey) {
+		h.growGroups()
 	}
 	g := int32(len(h.gkey))
 	h.gkey = append(h.gkey, kid)
@@ -240,27 +253,89 @@ func (h *hashAgg) group(kid int32, start int64) int32 {
 	return g
 }
 
-// add folds rows sel of s into the windows with start in [wlo, whi].
+// growGroups doubles the room of every per-group array at once. Left to append, each grew
+// by a quarter at a time once large, and the copies of a million groups' arrays were a
+// third of group's time at 100k keys.
+func (h *hashAgg) growGroups() {
+	n := max(len(h.gkey), 1024)
+	h.gkey = slices.Grow(h.gkey, n)
+	h.gstart = slices.Grow(h.gstart, n)
+	for k := range h.st {
+		s := &h.st[k]
+		s.n = slices.Grow(s.n, n)
+		if s.wide {
+			s.v = slices.Grow(s.v, n)
+		}
+	}
+}
+
+// touch reads the slot where each of hvs starts its probe, in a loop of independent loads:
+// the cache misses of a whole batch overlap (a dozen at a time) instead of stalling the probe
+// loop one by one, which at 100k keys (tables far larger than the caches) was most of the
+// look-ups' time. The probes that follow then find their slots in cache. The sum is kept
+// only so that the loads are not optimized away.
+func touch(slots []hslot, hvs []uint32) int32 {
+	mask := uint32(len(slots) - 1)
+	var x int32
+	for _, hv := range hvs {
+		x += slots[hv&mask].id
+	}
+	return x
+}
+
+// reserveKeys sizes the key slot table for n keys in all (see reserveGroups).
+func (h *hashAgg) reserveKeys(n int) {
+	size := len(h.kslots)
+	for n*4 > size*3 {
+		size *= 2
+	}
+	if size > len(h.kslots) {
+		h.kslots = rehash(h.kslots, size)
+	}
+}
+
+// add folds rows sel of s into the windows with start in [wlo, whi]. Each step runs over the
+// whole batch before the next (encode and hash the keys, touch their slots, find their ids;
+// the same for the (key, window) pairs), so that the table look-ups of a batch overlap their
+// cache misses (see touch); the tables are sized for the batch first, so no rehash moves the
+// slots between the touch and the probes.
 func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	// Hash each row's key once, whatever the number of its windows.
-	h.kids = h.kids[:0]
+	h.kbuf, h.koffs, h.khv = h.kbuf[:0], h.koffs[:0], h.khv[:0]
 	for _, r := range sel {
-		h.kbuf = h.kbuf[:0]
+		k0 := len(h.kbuf)
 		for _, c := range s.keys {
 			h.kbuf = table.AppendKeyPart(h.kbuf, c, int(r))
 		}
-		h.kids = append(h.kids, h.intern(h.kbuf))
+		h.koffs = append(h.koffs, k0)
+		h.khv = append(h.khv, uint32(maphash.Bytes(h.seed, h.kbuf[k0:])))
 	}
-	h.gids, h.rows = h.gids[:0], h.rows[:0]
+	h.koffs = append(h.koffs, len(h.kbuf))
+	h.reserveKeys(len(h.khash) + len(sel))
+	h.touchSink += touch(h.kslots, h.khv)
+	h.kids = h.kids[:0]
+	for k, hv := range h.khv {
+		h.kids = append(h.kids, h.internHashed(h.kbuf[h.koffs[k]:h.koffs[k+1]], hv))
+	}
+	h.pkid, h.pstart, h.phv, h.rows = h.pkid[:0], h.pstart[:0], h.phv[:0], h.rows[:0]
 	ev, w := s.ev.Int64, h.a.window
 	for k, r := range sel {
 		h.wins = w.Assign(h.wins[:0], ev[r])
 		for _, win := range h.wins {
 			if win.Start >= wlo && win.Start <= whi {
-				h.gids = append(h.gids, h.group(h.kids[k], win.Start))
+				kid := h.kids[k]
+				h.pkid = append(h.pkid, kid)
+				h.pstart = append(h.pstart, win.Start)
+				h.phv = append(h.phv, h.groupHash(kid, win.Start))
 				h.rows = append(h.rows, r)
 			}
 		}
+	}
+	h.reserveGroups(len(h.gkey) + len(h.pkid))
+	h.touchSink += touch(h.gslots, h.phv)
+	h.gids = h.gids[:0]
+	for k, hv := range h.phv {
+		h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
 	}
 	for k := range h.st {
 		st := &h.st[k]
@@ -403,30 +478,80 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 	st.n[g] += n
 }
 
-// merge folds every group of o (a partial table over other rows) into h.
-func (h *hashAgg) merge(o *hashAgg) {
-	kids := make([]int32, len(o.khash))
-	for id := range kids {
-		if o.seed == h.seed {
-			kids[id] = h.internHashed(o.key(int32(id)), o.khash[id])
-		} else {
-			kids[id] = h.intern(o.key(int32(id)))
+// reserveGroups makes room for n groups in all: the slot table sized once (not doubled and
+// rehashed step by step as the groups arrive) and the per-group arrays grown to hold them.
+func (h *hashAgg) reserveGroups(n int) {
+	size := len(h.gslots)
+	for n*4 > size*3 {
+		size *= 2
+	}
+	if size > len(h.gslots) {
+		h.gslots = rehash(h.gslots, size)
+	}
+	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
+		// At least double (slices.Grow of a few more would grow a large slice by a quarter).
+		m = max(m, len(h.gkey), 1024)
+		h.gkey = slices.Grow(h.gkey, m)
+		h.gstart = slices.Grow(h.gstart, m)
+		for k := range h.st {
+			s := &h.st[k]
+			s.n = slices.Grow(s.n, m)
+			if s.wide {
+				s.v = slices.Grow(s.v, m)
+			}
 		}
 	}
-	for og := range o.gkey {
-		g := h.group(kids[o.gkey[og]], o.gstart[og])
-		for k := range h.st {
-			h.st[k].mergeValue(g, &o.st[k], int32(og))
+}
+
+// merge folds every group of o (a partial table over other rows) into h.
+func (h *hashAgg) merge(o *hashAgg) {
+	// At most every group of o is new: one resize for all of them. (The partial tables of
+	// a replay hold mostly different windows, so little of this room is wasted.)
+	h.reserveGroups(len(h.gkey) + len(o.gkey))
+	h.reserveKeys(len(h.khash) + len(o.khash))
+	// As add does: a step of look-ups at a time, their first slots touched before the probes.
+	const step = 4096
+	kids := make([]int32, len(o.khash))
+	hvs := make([]uint32, 0, step)
+	for k0 := 0; k0 < len(kids); k0 += step {
+		k1 := min(k0+step, len(kids))
+		hvs = hvs[:0]
+		for id := k0; id < k1; id++ {
+			if o.seed == h.seed {
+				hvs = append(hvs, o.khash[id])
+			} else {
+				hvs = append(hvs, uint32(maphash.Bytes(h.seed, o.key(int32(id)))))
+			}
+		}
+		h.touchSink += touch(h.kslots, hvs)
+		for k, hv := range hvs {
+			kids[k0+k] = h.internHashed(o.key(int32(k0+k)), hv)
+		}
+	}
+	for g0 := 0; g0 < len(o.gkey); g0 += step {
+		g1 := min(g0+step, len(o.gkey))
+		hvs = hvs[:0]
+		for og := g0; og < g1; og++ {
+			hvs = append(hvs, h.groupHash(kids[o.gkey[og]], o.gstart[og]))
+		}
+		h.touchSink += touch(h.gslots, hvs)
+		for k, hv := range hvs {
+			og := g0 + k
+			g := h.groupHashed(kids[o.gkey[og]], o.gstart[og], hv)
+			for i := range h.st {
+				h.st[i].mergeValue(g, &o.st[i], int32(og))
+			}
 		}
 	}
 }
 
 // order returns the group ids by window start, then by encoded key bytes (the order the
-// collector wrote): the keys are sorted once, and the groups placed with two counting
-// passes (by key rank, then stably by window) instead of a comparison sort of every group.
-func (h *hashAgg) order() (ord, rank []int32) {
+// collector wrote), and the key ids by those bytes (byKey) with each key id's place in it
+// (rank): the keys are sorted once, and the groups placed with two counting passes (by key
+// rank, then stably by window) instead of a comparison sort of every group.
+func (h *hashAgg) order() (ord, byKey, rank []int32) {
 	nk := len(h.khash)
-	byKey := make([]int32, nk)
+	byKey = make([]int32, nk)
 	for i := range byKey {
 		byKey[i] = int32(i)
 	}
@@ -452,7 +577,7 @@ func (h *hashAgg) order() (ord, rank []int32) {
 	}
 	// Pass 2, stable: by window (starts are slide apart from the earliest).
 	if ng == 0 {
-		return tmp, rank
+		return tmp, byKey, rank
 	}
 	lo := slices.Min(h.gstart)
 	slide := h.a.window.Slide
@@ -470,7 +595,30 @@ func (h *hashAgg) order() (ord, rank []int32) {
 		out[wc[w]] = g
 		wc[w]++
 	}
-	return out, rank
+	return out, byKey, rank
+}
+
+// keyColumns decodes every key once into columns of the gold key columns' types, one row
+// per key in byKey order (row r: the key of rank r).
+func (h *hashAgg) keyColumns(out *table.Batch, byKey []int32) ([]*table.Column, error) {
+	a := h.a
+	cols := make([]*table.Column, len(a.keyCols))
+	for k, ci := range a.keyCols {
+		c, err := table.NewColumn(out.Columns[ci].Type)
+		if err != nil {
+			return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
+		}
+		c.Grow(len(byKey), len(h.arena))
+		cols[k] = c
+	}
+	for _, kid := range byKey {
+		// The bytes are copied into the columns: no string of them is kept.
+		k := h.key(kid)
+		if err := table.AppendKeyColumns(cols, unsafe.String(unsafe.SliceData(k), len(k))); err != nil {
+			return nil, fmt.Errorf("late: gold %s: bad group key: %w", a.cfg.Name, err)
+		}
+	}
+	return cols, nil
 }
 
 func compareBytes(a, b []byte) int {
@@ -488,9 +636,6 @@ func compareBytes(a, b []byte) int {
 // returns the rows appended.
 func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
-	// Each key's parts decoded once, not once per window, kept by key rank: within a window
-	// the groups come in rank order, so the look-ups walk the slice instead of jumping.
-	parts := make([][]table.KeyPart, len(h.khash))
 	set := make([]bool, len(out.Columns))
 	set[a.winCol], set[a.lateCol] = true, true
 	for _, ci := range a.keyCols {
@@ -524,48 +669,89 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 	}
 	grow()
 	lateOf := h.lateRows(late)
-	ord, rank := h.order()
-	for _, g := range ord {
-		kid, start := h.gkey[g], h.gstart[g]
-		end := start + a.window.Size
-		kr := rank[kid]
-		if parts[kr] == nil {
-			p, err := table.DecodeKey(string(h.key(kid)))
-			if err != nil || len(p) != len(a.keyCols) {
-				return rows, fmt.Errorf("late: gold %s: bad group key (%v)", a.cfg.Name, err)
-			}
-			parts[kr] = p
+	ord, byKey, rank := h.order()
+	// Each key decoded once, not once per window, into compact columns by key rank: within
+	// a window the groups come in rank order, so the gathers walk the columns forward. The
+	// decoded parts kept per key before (a slice of boxed values each) cost a cache miss or
+	// two per gold row at 100k keys: a quarter of the replay's CPU.
+	kcols, err := h.keyColumns(out, byKey)
+	if err != nil {
+		return 0, err
+	}
+	keyOut := make([]*table.Column, len(a.keyCols))
+	for k, ci := range a.keyCols {
+		keyOut[k] = out.Columns[ci]
+	}
+	// Column by column over a chunk of groups, each gather of a group's state (scattered in
+	// table order) in its own tight loop: the loads overlap, where one loop over rows that
+	// called the appends of every column between them waited on each miss in turn.
+	var (
+		kr     []int32
+		ns     []int64
+		vs     []uint64
+		starts []int64
+	)
+	for c0 := 0; c0 < len(ord); c0 += emitChunk {
+		chunk := ord[c0:min(c0+emitChunk, len(ord))]
+		starts = starts[:0]
+		kr = kr[:0]
+		for _, g := range chunk {
+			starts = append(starts, h.gstart[g])
+			kr = append(kr, rank[h.gkey[g]])
 		}
-		win.AppendStruct()
-		win.Children[0].AppendInt64(start)
-		win.Children[1].AppendInt64(end)
-		for k, ci := range a.keyCols {
-			table.AppendKeyValue(out.Columns[ci], parts[kr][k])
+		for _, start := range starts {
+			win.AppendStruct()
+			win.Children[0].AppendInt64(start)
+			win.Children[1].AppendInt64(start + a.window.Size)
+		}
+		for k, c := range keyOut {
+			kc := kcols[k]
+			for _, r := range kr {
+				c.AppendFrom(kc, int(r))
+			}
 		}
 		for si := range h.st {
 			st := &h.st[si]
-			vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: st.n[g]}
+			ns = ns[:0]
+			for _, g := range chunk {
+				ns = append(ns, st.n[g])
+			}
+			vs = vs[:0]
 			if st.wide {
-				if st.spec.Int {
-					vals.I = int64(st.v[g])
-				} else {
-					vals.F = math.Float64frombits(st.v[g])
+				for _, g := range chunk {
+					vs = append(vs, st.v[g])
 				}
 			}
-			if _, _, err := gold.AppendAggregate(out.Columns[a.aggCol[si]:], st.spec, &vals, nil); err != nil {
-				return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+			cols := out.Columns[a.aggCol[si]:]
+			for i, n := range ns {
+				vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
+				if st.wide {
+					if st.spec.Int {
+						vals.I = int64(vs[i])
+					} else {
+						vals.F = math.Float64frombits(vs[i])
+					}
+				}
+				if _, _, err := gold.AppendAggregate(cols, st.spec, &vals, nil); err != nil {
+					return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+				}
 			}
 		}
-		var lr int64
-		if lateOf != nil {
-			lr = lateOf[g]
+		lc := out.Columns[a.lateCol]
+		for _, g := range chunk {
+			var lr int64
+			if lateOf != nil {
+				lr = lateOf[g]
+			}
+			lc.AppendInt64(lr)
 		}
-		out.Columns[a.lateCol].AppendInt64(lr)
 		for _, c := range unset {
-			c.AppendNull()
+			for range chunk {
+				c.AppendNull()
+			}
 		}
-		rows++
-		if flush != nil && rows%emitChunk == 0 {
+		rows += int64(len(chunk))
+		if flush != nil && len(chunk) == emitChunk {
 			if err := flush(); err != nil {
 				return rows, err
 			}

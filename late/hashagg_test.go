@@ -281,11 +281,16 @@ func TestHashAggOracle(t *testing.T) {
 		keys         uint64
 		parts        int
 		cutLo, cutHi float64 // the window starts kept, as fractions of the span
+		// subset: each batch is added through a random selection of its rows (as a replay
+		// passes the rows of its time range), the oracle given only those.
+		subset bool
 	}{
-		{"tumbling 5m, 100k keys, 1 part", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 1, 0, 1},
-		{"sliding 10m/5m, 100k keys, 3 parts", spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute}, 100_000, 3, 0.2, 0.7},
-		{"sliding 7m/3m offset 1m, 1k keys, 2 parts", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 2, 0.1, 0.9},
-		{"tumbling 1h, 10 keys, 4 parts", spec.Window{Size: time.Hour, Slide: time.Hour}, 10, 4, 0, 0.5},
+		{"tumbling 5m, 100k keys, 1 part", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 1, 0, 1, false},
+		{"tumbling 5m, 100k keys, 2 parts, row subsets", spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute}, 100_000, 2, 0, 1, true},
+		{"sliding 10m/5m, 100k keys, 3 parts", spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute}, 100_000, 3, 0.2, 0.7, false},
+		{"sliding 7m/3m offset 1m, 1k keys, 2 parts", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 2, 0.1, 0.9, false},
+		{"sliding 7m/3m offset 1m, 1k keys, 3 parts, row subsets", spec.Window{Size: 7 * time.Minute, Slide: 3 * time.Minute, Start: time.Minute}, 1_000, 3, 0.1, 0.9, true},
+		{"tumbling 1h, 10 keys, 4 parts", spec.Window{Size: time.Hour, Slide: time.Hour}, 10, 4, 0, 0.5, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testAgg(t, tc.win)
@@ -308,14 +313,27 @@ func TestHashAggOracle(t *testing.T) {
 				}
 			}
 			var sel []int32
+			rng := rand.New(rand.NewPCG(tc.keys, 11))
+			oracleIn := batches
+			if tc.subset {
+				oracleIn = nil
+			}
 			for k, b := range batches {
 				src, err := a.source(b)
 				if err != nil {
 					t.Fatal(err)
 				}
 				sel = sel[:0]
+				keep := make([]bool, b.Len())
 				for i := range b.Len() {
+					if tc.subset && rng.IntN(4) == 0 {
+						continue
+					}
+					keep[i] = true
 					sel = append(sel, int32(i))
+				}
+				if tc.subset {
+					oracleIn = append(oracleIn, b.Filter(keep))
 				}
 				if err := parts[k%tc.parts].add(src, sel, wlo, whi); err != nil {
 					t.Fatal(err)
@@ -340,11 +358,41 @@ func TestHashAggOracle(t *testing.T) {
 			if int(n) != len(got) {
 				t.Fatalf("emit reports %d rows, wrote %d", n, len(got))
 			}
+			// The collector's order: by window start, then by encoded key.
 			starts := out.Column(gold.ColWindow).Children[0].Int64
-			if !slices.IsSorted(starts) {
-				t.Error("rows are not in window order")
+			var prev, key []byte
+			for i := range out.Len() {
+				key = table.AppendKeyPart(table.AppendKeyPart(table.AppendKeyInt64(key[:0], starts[i]), out.Column("dev"), i), out.Column("zone"), i)
+				if i > 0 && string(prev) >= string(key) {
+					t.Fatalf("row %d (%s) is not after row %d (%s)", i, got[i], i-1, got[i-1])
+				}
+				prev = append(prev[:0], key...)
 			}
-			want := oracleRows(batches, a.window.Size, a.window.Slide, a.window.StartTime, wlo, whi)
+			// Emitted again through a flush every emitChunk rows (as a replay writes them), the
+			// same rows in the same order.
+			chunk, err := table.NewBatch(a.gold)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flushed []string
+			flushes := 0
+			n, err = h.emit(chunk, nil, func() error {
+				if err := chunk.Validate(); err != nil {
+					return err
+				}
+				flushes++
+				flushed = append(flushed, renderGold(t, chunk)...)
+				chunk.Reset()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flushed = append(flushed, renderGold(t, chunk)...)
+			if int(n) != len(got) || !slices.Equal(flushed, got) || flushes != len(got)/emitChunk {
+				t.Fatalf("emit in chunks: %d rows in %d flushes, want the %d rows of one emit in %d", len(flushed), flushes, len(got), len(got)/emitChunk)
+			}
+			want := oracleRows(oracleIn, a.window.Size, a.window.Slide, a.window.StartTime, wlo, whi)
 			if len(want) < 10 {
 				t.Fatalf("the oracle has %d groups: the test proves little", len(want))
 			}
@@ -454,4 +502,44 @@ func BenchmarkReplayAggregate(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 		})
 	}
+}
+
+// BenchmarkHashAggMerge folds one partial table into another as a two-worker replay does at
+// 100k keys: each holds the groups of half of 400k skewed rows in sliding 10m/5m windows over
+// 24h (random halves, so the tables share many groups: more work per group than a replay's
+// workers, which read different files, have). Only the merge is timed.
+func BenchmarkHashAggMerge(b *testing.B) {
+	const rows = 400_000
+	const span = int64(24 * time.Hour / time.Microsecond)
+	a := testAgg(b, spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute})
+	batches := skewedBatches(b, 3, rows, 8192, 100_000, span)
+	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
+	build := func(seed maphash.Seed, bs []*table.Batch) *hashAgg {
+		h := newHashAggSeed(a, seed)
+		for _, bt := range bs {
+			s, err := a.source(bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sel := make([]int32, bt.Len())
+			for i := range sel {
+				sel[i] = int32(i)
+			}
+			if err := h.add(s, sel, lo, hi); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return h
+	}
+	seed := maphash.MakeSeed()
+	b.ReportAllocs()
+	var groups int
+	for b.Loop() {
+		b.StopTimer()
+		h0, h1 := build(seed, batches[:len(batches)/2]), build(seed, batches[len(batches)/2:])
+		b.StartTimer()
+		h0.merge(h1)
+		groups = len(h0.gkey)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*groups), "ns/group")
 }

@@ -684,6 +684,11 @@ func (b *Batch) AppendRow(src *Batch, r int) {
 	}
 }
 
+// AppendFrom appends row r of src, a column of c's type, to c: a gather from a column of
+// distinct values (a replay's group keys, decoded once each) into output rows that repeat
+// them, without boxing each value on the way.
+func (c *Column) AppendFrom(src *Column, r int) { c.appendFrom(src, r) }
+
 // appendFrom copies row r of src (same type) onto c.
 func (c *Column) appendFrom(src *Column, r int) {
 	if src.IsNull(r) {
