@@ -45,6 +45,7 @@ type options struct {
 	// The backlog stages: on or off, the events an ingest commit aims at (landing files per
 	// trigger follow from it) and the stream's bounds.
 	backlog            bool
+	exportJob          bool
 	backlogEvents      int64
 	backlogStreamFiles int
 	backlogStreamBytes string
@@ -84,6 +85,7 @@ func main() {
 	flag.BoolVar(&o.micro, "micro", true, "run the go test -bench microbenchmarks")
 	flag.StringVar(&o.microTime, "benchtime", "300ms", "-benchtime of the microbenchmarks")
 	flag.StringVar(&o.microSkip, "bench-skip", "", "go test -skip: microbenchmarks not to run (e.g. the long BenchmarkStreamMemory)")
+	flag.BoolVar(&o.exportJob, "export-job", true, "also run the job `medallion export spark` prints, twice (promise and --plain), on the file cases: about 3x Spark's own streaming job's time")
 	flag.BoolVar(&o.backlog, "backlog", true, "also measure ingest and stream with backlog triggers, on a second lake of each case")
 	flag.Int64Var(&o.backlogEvents, "backlog-events", 250_000, "backlog ingest: landing.max_files_per_trigger = ceil(this / events per landing file)")
 	flag.IntVar(&o.backlogStreamFiles, "backlog-stream-files", 1000, "backlog stream: stream.max_files_per_trigger")
@@ -367,9 +369,11 @@ func runCase(ctx context.Context, o options, c bench.Case) ([]bench.Run, []strin
 			"--landing", landing, "--out", sparkOut)
 		r.Detail = string(bytes.TrimSpace(lastLine(out)))
 		runs = append(runs, r)
-		exported, note := exportedJob(ctx, o, anchor, cfgPath, dir, ours[1])
-		runs = append(runs, exported...)
-		notes = append(notes, fmt.Sprintf("%s: %s", c, note))
+		if o.exportJob {
+			exported, note := exportedJob(ctx, o, anchor, cfgPath, dir, ours[1])
+			runs = append(runs, exported...)
+			notes = append(notes, fmt.Sprintf("%s: %s", c, note))
+		}
 	}
 
 	anchor.Engine = bench.EngineDeltaRS
