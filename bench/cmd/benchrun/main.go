@@ -936,6 +936,14 @@ func profile(ctx context.Context, o options, c bench.Case) ([]bench.Profile, err
 			job == "replay" && !o.stages.want(bench.StageReplay) {
 			continue
 		}
+		if job == "replay" {
+			// The replay stage runs after merge-late, which leaves it no quarantine to fold
+			// in first; without this the profile would count merge-late's work as replay's.
+			mp := filepath.Join(dir, "merge-late.pprof")
+			if b, err := exec.CommandContext(ctx, o.prof, "--config", cfgPath, "--job", "merge-late", "--cpuprofile", mp).CombinedOutput(); err != nil {
+				return out, fmt.Errorf("benchprof merge-late: %v: %s", err, tail(string(b), err))
+			}
+		}
 		logf("%s: CPU profile of %s", c, job)
 		pp := filepath.Join(dir, job+".pprof")
 		if b, err := exec.CommandContext(ctx, o.prof, "--config", cfgPath, "--job", job, "--cpuprofile", pp).CombinedOutput(); err != nil {
