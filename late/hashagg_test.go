@@ -417,6 +417,15 @@ func TestHashAggOracle(t *testing.T) {
 	}
 }
 
+// allRows is the selection of every row of a batch of n rows.
+func allRows(n int) []int32 {
+	sel := make([]int32, n)
+	for i := range sel {
+		sel[i] = int32(i)
+	}
+	return sel
+}
+
 // BenchmarkReplayAggregate aggregates 200k skewed rows into sliding 10m/5m windows over 100k
 // keys (every function of the engine), from decoded batches to gold rows: the row-at-a-time
 // collector replay used before, then the columnar engine in one and two partial tables. The
@@ -433,10 +442,7 @@ func BenchmarkReplayAggregate(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sel := make([]int32, bt.Len())
-		for i := range sel {
-			sel[i] = int32(i)
-		}
+		sel := allRows(bt.Len())
 		srcs, sels = append(srcs, s), append(sels, sel)
 	}
 	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
@@ -521,10 +527,7 @@ func BenchmarkHashAggMerge(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sel := make([]int32, bt.Len())
-			for i := range sel {
-				sel[i] = int32(i)
-			}
+			sel := allRows(bt.Len())
 			if err := h.add(s, sel, lo, hi); err != nil {
 				b.Fatal(err)
 			}

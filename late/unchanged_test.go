@@ -318,10 +318,7 @@ func BenchmarkRowMultiset(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sel := make([]int32, bt.Len())
-		for i := range sel {
-			sel[i] = int32(i)
-		}
+		sel := allRows(bt.Len())
 		if err := h.add(s, sel, math.MinInt64/2, math.MaxInt64/2); err != nil {
 			b.Fatal(err)
 		}
