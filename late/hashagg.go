@@ -283,14 +283,19 @@ func touch(slots []hslot, hvs []uint32) int32 {
 }
 
 // reserveKeys sizes the key slot table for n keys in all (see reserveGroups).
-func (h *hashAgg) reserveKeys(n int) {
-	size := len(h.kslots)
+func (h *hashAgg) reserveKeys(n int) { h.kslots = reserveSlots(h.kslots, n) }
+
+// reserveSlots returns slots, or slots rehashed into a larger power of two, with room for
+// n entries at a load of at most three quarters.
+func reserveSlots(slots []hslot, n int) []hslot {
+	size := len(slots)
 	for n*4 > size*3 {
 		size *= 2
 	}
-	if size > len(h.kslots) {
-		h.kslots = rehash(h.kslots, size)
+	if size > len(slots) {
+		return rehash(slots, size)
 	}
+	return slots
 }
 
 // add folds rows sel of s into the windows with start in [wlo, whi]. Each step runs over the
@@ -480,13 +485,7 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 // reserveGroups makes room for n groups in all: the slot table sized once (not doubled and
 // rehashed step by step as the groups arrive) and the per-group arrays grown to hold them.
 func (h *hashAgg) reserveGroups(n int) {
-	size := len(h.gslots)
-	for n*4 > size*3 {
-		size *= 2
-	}
-	if size > len(h.gslots) {
-		h.gslots = rehash(h.gslots, size)
-	}
+	h.gslots = reserveSlots(h.gslots, n)
 	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
 		// At least double (slices.Grow of a few more would grow a large slice by a quarter).
 		h.growGroups(max(m, len(h.gkey), 1024))
