@@ -189,3 +189,30 @@ func TestKafkaBrokerRestartMidRun(t *testing.T) {
 	}
 	checkExactlyOnce(t, lake, topic, want)
 }
+
+// TestKafkaClusterIDsNeverLookLikeOptions: the cluster ids scripts/kafka.sh formats a broker's
+// storage with never start with "-". One in 64 did (URL-safe base64 of a random UUID), and the
+// storage tool read it as an option, so one broker start in 64 failed ("argument
+// --cluster-id/-t: expected one argument"; CI lost a run to it).
+func TestKafkaClusterIDsNeverLookLikeOptions(t *testing.T) {
+	script, err := filepath.Abs("../scripts/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000 // before the fix, all of them were free of "-" only once in e^78
+	out, err := exec.Command("bash", script, "cluster-ids", strconv.Itoa(n)).Output()
+	if err != nil {
+		t.Fatalf("kafka.sh cluster-ids: %v", err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) != n {
+		t.Fatalf("%d ids, want %d", len(ids), n)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if strings.HasPrefix(id, "-") || len(id) != 22 || seen[id] {
+			t.Fatalf("cluster id %q: starts with -, is not 22 characters, or repeats", id)
+		}
+		seen[id] = true
+	}
+}

@@ -8,6 +8,7 @@
 #                                       same ports and data (the broker-restart test uses it)
 #   scripts/kafka.sh stop               stop the broker started by `start` and delete its data
 #   scripts/kafka.sh run -- CMD...      start, run CMD with the env set, always stop; CMD's exit code
+#   scripts/kafka.sh cluster-ids [N]    print N cluster ids as `start` makes them (its test uses it)
 #
 # The broker is `org.apache.kafka:kafka_2.13` (the server and its storage tool) plus
 # `log4j-slf4j-impl` (without a binding the broker logs nothing), resolved with
@@ -135,6 +136,21 @@ wait_ready() {
   return 1
 }
 
+# cluster_ids N prints N new cluster ids, one a line, made here: `StorageTool random-uuid` would
+# cost one more JVM start. Like Kafka's own Uuid.randomUuid, never one that starts with "-": the
+# format tool would read it as an option ("argument --cluster-id/-t: expected one argument"), one
+# start in 64.
+cluster_ids() {
+  python3 - "$1" <<'PY'
+import base64, sys, uuid
+for _ in range(int(sys.argv[1])):
+    cid = "-"
+    while cid.startswith("-"):
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    print(cid)
+PY
+}
+
 start() {
   install
   need java "Java 17 or later, to run the broker"
@@ -145,8 +161,7 @@ start() {
   cport=$(free_port)
   while [[ "$cport" == "$bport" ]]; do cport=$(free_port); done
   write_config "$dir" "$bport" "$cport"
-  # A cluster id made here: `StorageTool random-uuid` would cost one more JVM start.
-  cid=$(python3 -c 'import uuid,base64;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())')
+  cid=$(cluster_ids 1)
   mkdir -p "$dir/logs"
   # shellcheck disable=SC2046
   java $(java_opts "$dir") -cp "$LIBS/*" kafka.tools.StorageTool format -t "$cid" \
@@ -215,6 +230,7 @@ case "${1:-}" in
   start) start ;;
   restart) restart ;;
   stop) stop ;;
+  cluster-ids) cluster_ids "${2:-1}" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 install|start|restart|stop|run -- CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|restart|stop|cluster-ids [N]|run -- CMD..." >&2; exit 2 ;;
 esac
