@@ -56,7 +56,17 @@ jobs: {}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(300 * time.Millisecond) // let the subscription land
+	// MinIO's webhook target (no queue dir) may drop an event the webhook does not answer: wait
+	// until the server answers instead of a fixed 300 ms sleep, which a loaded machine can outlast.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never answered on %s", addr)
+		}
+	}
 
 	line := `{"event_id":"%s","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}` + "\n"
 	put := time.Now()
