@@ -31,9 +31,17 @@ type IngestOptions struct {
 	RejectsPath        string // e.g. "bronze/rejects"
 	CheckpointPath     string // e.g. "_checkpoints/ingest"
 	Limits             Limits
-	// Workers encode objects' data files in parallel (an object to a worker); default
-	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core.
+	// Workers encode parts of a batch (runs of its objects, see PartBytes) at once; default
+	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core. It changes
+	// speed only: the data files a batch becomes do not depend on it.
 	Workers int
+	// PartBytes and MaxParts cut a batch's objects, in their listed order, into parts, each
+	// encoded into data files of its own: as many parts as the batch's listed bytes hold
+	// PartBytes, at most MaxParts and at most one an object, each about the same size.
+	// Defaults 1 MiB and 16. Every ingester with the same values writes a batch into the same
+	// files, whatever its machine.
+	PartBytes int64
+	MaxParts  int
 	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
 	FlushRows    int
 	WriteOptions table.WriteOptions
@@ -167,6 +175,12 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 	}
 	if opts.FlushRows <= 0 {
 		opts.FlushRows = 1 << 16
+	}
+	if opts.PartBytes <= 0 {
+		opts.PartBytes = DefaultPartBytes
+	}
+	if opts.MaxParts <= 0 {
+		opts.MaxParts = DefaultMaxParts
 	}
 	if opts.Format == "" {
 		opts.Format = FormatJSON
@@ -917,46 +931,38 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 	}
 }
 
-// decodeAll spreads the batch's objects over the workers; each decodes into its own batches
-// and writes its own data files, so both cores encode Parquet. The spread is fixed (object i to
-// worker i mod W) and the adds are listed in worker order: a batch always becomes the same data
-// files in the same order, which keeps everything downstream (the stream's micro-batches count
-// bronze files) the same on a re-run.
+// decodeAll cuts the batch's objects, in their listed order, into parts (cutParts: a function
+// of the objects' listed sizes alone, never of the machine) and encodes each part into data
+// files of its own, the parts on Workers goroutines at once, so that every core encodes
+// Parquet. The adds are listed part after part, each part's in the order it wrote them, and
+// orderModTimes keeps that order for a stream that starts from a snapshot: reading bronze in
+// commit order reads the batch's rows in arrival order (the objects' listing order, then each
+// line's offset), and the batch becomes the same data files, holding the same rows, with any
+// number of cores (the stream's micro-batches count bronze files, so its batches, watermarks
+// and first arrivals are the same on every machine).
 func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add, []*txlog.Add, Report, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sizes := make([]int64, len(b.Files))
+	for i, f := range b.Files {
+		sizes[i] = f.Size - f.Offset
+	}
+	bounds := cutParts(sizes, x.opts.PartBytes, x.opts.MaxParts)
 	type result struct {
 		bronze, rejects []*txlog.Add
 		rep             Report
 		err             error
 	}
-	workers := min(x.opts.Workers, max(1, len(b.Files)))
-	results := make([]result, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		var share []fileRecord
-		for i := w; i < len(b.Files); i += workers {
-			share = append(share, b.Files[i])
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &results[w]
-			r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, share, b.IngestTime)
-			if r.err != nil {
-				cancel()
-			}
-		}()
+	results := make([]result, len(bounds)-1)
+	err := runParts(ctx, len(results), x.opts.Workers, func(ctx context.Context, _, p int) error {
+		r := &results[p]
+		r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, b.Files[bounds[p]:bounds[p+1]], b.IngestTime)
+		return r.err
+	})
+	if err != nil {
+		return nil, nil, Report{}, err
 	}
-	wg.Wait()
 	var bronzeAdds, rejectAdds []*txlog.Add
 	var rep Report
-	var errs []error
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
 		bronzeAdds = append(bronzeAdds, r.bronze...)
 		rejectAdds = append(rejectAdds, r.rejects...)
 		rep.merge(r.rep)
@@ -966,12 +972,6 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 			}
 			rep.ends[k] = e
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, rep, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, rep, err
 	}
 	return bronzeAdds, rejectAdds, rep, nil
 }
