@@ -887,23 +887,6 @@ func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int
 	return done[0], done[1], nil
 }
 
-// orderModTimes makes the modification times of a commit's files strictly increasing in the
-// order they are listed, and later than every file the table holds. A Delta stream that starts
-// from a snapshot orders files by modification time, then by (random) name: with this, that order
-// is bronze's commit order, the same for every copy of the pipeline's input and for Spark. The
-// times move by at most a few milliseconds, far below any retention.
-func orderModTimes(snap *txlog.Snapshot, adds []*txlog.Add) {
-	floor := int64(0)
-	for _, f := range snap.Files() {
-		floor = max(floor, f.ModificationTime)
-	}
-	for _, a := range adds {
-		floor++
-		a.ModificationTime = max(a.ModificationTime, floor)
-		floor = a.ModificationTime
-	}
-}
-
 // commit adds the files with txn(appID, batch) in one commit, unless the table already has it;
 // wrote says whether this call's commit is the one that landed.
 func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (version int64, wrote bool, err error) {
@@ -915,7 +898,8 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
 			return snap.Version(), false, nil
 		}
-		orderModTimes(snap, adds)
+		// A stream that starts from a snapshot reads it in commit order (table.SequenceModTimes).
+		table.SequenceModTimes(snap, adds)
 		tx := t.Log().Begin(snap)
 		tx.Add(adds...)
 		tx.SetTxn(appID, batch)
@@ -935,7 +919,7 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 // of the objects' listed sizes alone, never of the machine) and encodes each part into data
 // files of its own, the parts on Workers goroutines at once, so that every core encodes
 // Parquet. The adds are listed part after part, each part's in the order it wrote them, and
-// orderModTimes keeps that order for a stream that starts from a snapshot: reading bronze in
+// table.SequenceModTimes keeps that order for a stream that starts from a snapshot: reading bronze in
 // commit order reads the batch's rows in arrival order (the objects' listing order, then each
 // line's offset), and the batch becomes the same data files, holding the same rows, with any
 // number of cores (the stream's micro-batches count bronze files, so its batches, watermarks

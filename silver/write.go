@@ -114,6 +114,10 @@ func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTx
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	_, err = t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
+	// The parts finish in any order: their files' modification times are made to follow the
+	// commit's order, which is arrival order, for a stream (a join) that starts from a snapshot.
+	all := slices.Concat(adds...)
+	table.SequenceModTimes(snap, all)
+	_, err = t.CommitFiles(ctx, all, table.AppendOptions{Txn: txn})
 	return err
 }
