@@ -936,9 +936,18 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 		err             error
 	}
 	results := make([]result, len(bounds)-1)
-	err := runParts(ctx, len(results), x.opts.Workers, func(ctx context.Context, _, p int) error {
+	// A decoder a worker, kept from part to part: its batches have grown to their size.
+	decoders := make([]*Decoder, x.opts.Workers)
+	err := runParts(ctx, len(results), x.opts.Workers, func(ctx context.Context, w, p int) error {
+		if decoders[w] == nil {
+			dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
+			if err != nil {
+				return err
+			}
+			decoders[w] = dec
+		}
 		r := &results[p]
-		r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, b.Files[bounds[p]:bounds[p+1]], b.IngestTime)
+		r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, decoders[w], b.Files[bounds[p]:bounds[p+1]], b.IngestTime)
 		return r.err
 	})
 	if err != nil {
@@ -960,12 +969,10 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 	return bronzeAdds, rejectAdds, rep, nil
 }
 
-func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+// worker decodes one part's objects with dec (empty, and left empty when it returns without
+// an error) into data files of the part's own.
+func (x *Ingester) worker(ctx context.Context, dec *Decoder, files []fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
-	dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
-	if err != nil {
-		return nil, nil, rep, err
-	}
 	out, err := x.openOutputs(dec)
 	if err != nil {
 		return nil, nil, rep, err
@@ -1057,6 +1064,10 @@ func (x *Ingester) openOutputs(dec *Decoder) (*workerOutput, error) {
 	}
 	out := &workerOutput{dec: dec, bronze: bw, rejects: rw}
 	dec.Flush, dec.FlushRows = out.flush, x.opts.FlushRows
+	// A decoder kept from an earlier part starts this one as a new decoder would: when it
+	// flushes must depend on this part's input alone, or the files would depend on which parts
+	// a worker happened to take.
+	dec.held = 0
 	return out, nil
 }
 

@@ -744,6 +744,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 	// A client a worker, made on its first part: a part's reads never overlap another's.
 	workers := min(x.b.opts.Workers, len(results))
 	clients := make([]*kgo.Client, workers)
+	decoders := make([]*kafkaDecoder, workers) // kept from part to part: their batches have grown
 	defer func() {
 		for _, cl := range clients {
 			if cl != nil {
@@ -762,9 +763,16 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 			}
 			clients[w] = cl
 		}
+		if decoders[w] == nil {
+			dec, err := newKafkaDecoder(x.b.opts.Declared, x.b.opts.Limits)
+			if err != nil {
+				return err
+			}
+			decoders[w] = dec
+		}
 		r := &results[p]
 		var err error
-		r.bronze, r.rejects, r.rep, err = x.kafkaWorker(ctx, clients[w], todo[bounds[p]:bounds[p+1]], b.IngestTime)
+		r.bronze, r.rejects, r.rep, err = x.kafkaWorker(ctx, clients[w], decoders[w], todo[bounds[p]:bounds[p+1]], b.IngestTime)
 		return err
 	})
 	if err != nil {
@@ -778,16 +786,12 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 	return bronzeAdds, rejectAdds, rep, late, nil
 }
 
-// kafkaWorker reads one part's ranges one after the other with the worker's client and
-// decodes them into data files of the part's own.
-func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+// kafkaWorker reads one part's ranges one after the other with the worker's client and decoder
+// (empty, and left empty when it returns without an error) into data files of the part's own.
+func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
 	if len(ranges) == 0 {
 		return nil, nil, rep, nil
-	}
-	dec, err := newKafkaDecoder(x.b.opts.Declared, x.b.opts.Limits)
-	if err != nil {
-		return nil, nil, rep, err
 	}
 	out, err := x.b.openOutputs(dec.Decoder)
 	if err != nil {

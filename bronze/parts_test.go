@@ -125,7 +125,7 @@ func TestBatchFilesKeepLandingOrderOnAnyMachine(t *testing.T) {
 				}
 			}
 			opts := ingestOptions()
-			opts.MaxFilesPerTrigger, opts.PartBytes, opts.FlushRows = 4, 4<<10, 1<<16
+			opts.MaxFilesPerTrigger, opts.PartBytes, opts.FlushRows = 4, 4<<10, 7
 			x, err := NewIngester(lake, opts)
 			if err != nil {
 				t.Fatal(err)
