@@ -919,11 +919,11 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 // of the objects' listed sizes alone, never of the machine) and encodes each part into data
 // files of its own, the parts on Workers goroutines at once, so that every core encodes
 // Parquet. The adds are listed part after part, each part's in the order it wrote them, and
-// table.SequenceModTimes keeps that order for a stream that starts from a snapshot: reading bronze in
-// commit order reads the batch's rows in arrival order (the objects' listing order, then each
-// line's offset), and the batch becomes the same data files, holding the same rows, with any
-// number of cores (the stream's micro-batches count bronze files, so its batches, watermarks
-// and first arrivals are the same on every machine).
+// commit keeps that order for a stream that starts from a snapshot (table.SequenceModTimes):
+// reading bronze in commit order reads the batch's rows in arrival order (the objects' listing
+// order, then each line's offset), and the batch becomes the same data files, holding the same
+// rows, with any number of cores (the stream's micro-batches count bronze files, so its
+// batches, watermarks and first arrivals are the same on every machine).
 func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	sizes := make([]int64, len(b.Files))
 	for i, f := range b.Files {
