@@ -8,6 +8,13 @@
 // blocks before are written, in the object's order (blocks.go); a batch commits while the next
 // is decoded.
 //
+// Arrival order (docs/arrival-order.md): bronze read in commit order holds the rows in batch
+// order, then the batch's objects in listing order (Kafka: (topic, partition), then offset),
+// then line offset. A batch is cut into contiguous parts by its objects' listed sizes
+// (parts.go), each part its own data files listed in the commit in order, so the files a batch
+// becomes, and with them the stream's micro-batches and first arrivals, never depend on the
+// number of cores.
+//
 // Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
 // the declared schema are kept verbatim in _rescued_data, so nothing is lost.
 //

@@ -31,9 +31,17 @@ type IngestOptions struct {
 	RejectsPath        string // e.g. "bronze/rejects"
 	CheckpointPath     string // e.g. "_checkpoints/ingest"
 	Limits             Limits
-	// Workers encode objects' data files in parallel (an object to a worker); default
-	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core.
+	// Workers encode parts of a batch (runs of its objects, see PartBytes) at once; default
+	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core. It changes
+	// speed only: the data files a batch becomes do not depend on it.
 	Workers int
+	// PartBytes and MaxParts cut a batch's objects, in their listed order, into parts, each
+	// encoded into data files of its own: as many parts as the batch's listed bytes hold
+	// PartBytes, at most MaxParts and at most one an object, each about the same size.
+	// Defaults 1 MiB and 16. Every ingester with the same values writes a batch into the same
+	// files, whatever its machine.
+	PartBytes int64
+	MaxParts  int
 	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
 	FlushRows    int
 	WriteOptions table.WriteOptions
@@ -167,6 +175,12 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 	}
 	if opts.FlushRows <= 0 {
 		opts.FlushRows = 1 << 16
+	}
+	if opts.PartBytes <= 0 {
+		opts.PartBytes = DefaultPartBytes
+	}
+	if opts.MaxParts <= 0 {
+		opts.MaxParts = DefaultMaxParts
 	}
 	if opts.Format == "" {
 		opts.Format = FormatJSON
@@ -873,23 +887,6 @@ func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int
 	return done[0], done[1], nil
 }
 
-// orderModTimes makes the modification times of a commit's files strictly increasing in the
-// order they are listed, and later than every file the table holds. A Delta stream that starts
-// from a snapshot orders files by modification time, then by (random) name: with this, that order
-// is bronze's commit order, the same for every copy of the pipeline's input and for Spark. The
-// times move by at most a few milliseconds, far below any retention.
-func orderModTimes(snap *txlog.Snapshot, adds []*txlog.Add) {
-	floor := int64(0)
-	for _, f := range snap.Files() {
-		floor = max(floor, f.ModificationTime)
-	}
-	for _, a := range adds {
-		floor++
-		a.ModificationTime = max(a.ModificationTime, floor)
-		floor = a.ModificationTime
-	}
-}
-
 // commit adds the files with txn(appID, batch) in one commit, unless the table already has it;
 // wrote says whether this call's commit is the one that landed.
 func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, batch int64, adds []*txlog.Add, op txlog.Operation) (version int64, wrote bool, err error) {
@@ -901,7 +898,8 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
 			return snap.Version(), false, nil
 		}
-		orderModTimes(snap, adds)
+		// A stream that starts from a snapshot reads it in commit order (table.SequenceModTimes).
+		table.SequenceModTimes(snap, adds)
 		tx := t.Log().Begin(snap)
 		tx.Add(adds...)
 		tx.SetTxn(appID, batch)
@@ -917,46 +915,47 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 	}
 }
 
-// decodeAll spreads the batch's objects over the workers; each decodes into its own batches
-// and writes its own data files, so both cores encode Parquet. The spread is fixed (object i to
-// worker i mod W) and the adds are listed in worker order: a batch always becomes the same data
-// files in the same order, which keeps everything downstream (the stream's micro-batches count
-// bronze files) the same on a re-run.
+// decodeAll cuts the batch's objects, in their listed order, into parts (cutParts: a function
+// of the objects' listed sizes alone, never of the machine) and encodes each part into data
+// files of its own, the parts on Workers goroutines at once, so that every core encodes
+// Parquet. The adds are listed part after part, each part's in the order it wrote them, and
+// commit keeps that order for a stream that starts from a snapshot (table.SequenceModTimes):
+// reading bronze in commit order reads the batch's rows in arrival order (the objects' listing
+// order, then each line's offset), and the batch becomes the same data files, holding the same
+// rows, with any number of cores (the stream's micro-batches count bronze files, so its
+// batches, watermarks and first arrivals are the same on every machine).
 func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add, []*txlog.Add, Report, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	sizes := make([]int64, len(b.Files))
+	for i, f := range b.Files {
+		sizes[i] = f.Size - f.Offset
+	}
+	bounds := cutParts(sizes, x.opts.PartBytes, x.opts.MaxParts)
 	type result struct {
 		bronze, rejects []*txlog.Add
 		rep             Report
 		err             error
 	}
-	workers := min(x.opts.Workers, max(1, len(b.Files)))
-	results := make([]result, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		var share []fileRecord
-		for i := w; i < len(b.Files); i += workers {
-			share = append(share, b.Files[i])
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &results[w]
-			r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, share, b.IngestTime)
-			if r.err != nil {
-				cancel()
+	results := make([]result, len(bounds)-1)
+	// A decoder a worker, kept from part to part: its batches have grown to their size.
+	decoders := make([]*Decoder, x.opts.Workers)
+	err := runParts(ctx, len(results), x.opts.Workers, func(ctx context.Context, w, p int) error {
+		if decoders[w] == nil {
+			dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
+			if err != nil {
+				return err
 			}
-		}()
+			decoders[w] = dec
+		}
+		r := &results[p]
+		r.bronze, r.rejects, r.rep, r.err = x.worker(ctx, decoders[w], b.Files[bounds[p]:bounds[p+1]], b.IngestTime)
+		return r.err
+	})
+	if err != nil {
+		return nil, nil, Report{}, err
 	}
-	wg.Wait()
 	var bronzeAdds, rejectAdds []*txlog.Add
 	var rep Report
-	var errs []error
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
 		bronzeAdds = append(bronzeAdds, r.bronze...)
 		rejectAdds = append(rejectAdds, r.rejects...)
 		rep.merge(r.rep)
@@ -967,21 +966,13 @@ func (x *Ingester) decodeAll(ctx context.Context, b *batchRecord) ([]*txlog.Add,
 			rep.ends[k] = e
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, rep, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, rep, err
-	}
 	return bronzeAdds, rejectAdds, rep, nil
 }
 
-func (x *Ingester) worker(ctx context.Context, files []fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+// worker decodes one part's objects with dec (empty, and left empty when it returns without
+// an error) into data files of the part's own.
+func (x *Ingester) worker(ctx context.Context, dec *Decoder, files []fileRecord, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
-	dec, err := NewDecoder(x.opts.Declared, x.opts.Limits)
-	if err != nil {
-		return nil, nil, rep, err
-	}
 	out, err := x.openOutputs(dec)
 	if err != nil {
 		return nil, nil, rep, err
@@ -1073,6 +1064,10 @@ func (x *Ingester) openOutputs(dec *Decoder) (*workerOutput, error) {
 	}
 	out := &workerOutput{dec: dec, bronze: bw, rejects: rw}
 	dec.Flush, dec.FlushRows = out.flush, x.opts.FlushRows
+	// A decoder kept from an earlier part starts this one as a new decoder would: when it
+	// flushes must depend on this part's input alone, or the files would depend on which parts
+	// a worker happened to take.
+	dec.held = 0
 	return out, nil
 }
 

@@ -10,10 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,8 +102,15 @@ type KafkaOptions struct {
 	// CheckpointPath holds this source's batches; it must not be a file ingest's checkpoint.
 	CheckpointPath string
 	Limits         Limits
-	// Workers read and decode partitions in parallel; default GOMAXPROCS.
-	Workers      int
+	// Workers read and decode parts of a batch (runs of its partitions, see PartRecords) at
+	// once; default GOMAXPROCS. It changes speed only: the data files a batch becomes do not.
+	Workers int
+	// PartRecords and MaxParts cut a batch's partition ranges, in (topic, partition) order,
+	// into parts, each written into data files of its own: as many as the batch's records hold
+	// PartRecords, at most MaxParts (and one a partition), each about the same size. Defaults
+	// 4096 and 16 (DefaultMaxParts).
+	PartRecords  int64
+	MaxParts     int
 	FlushRows    int
 	WriteOptions table.WriteOptions
 	OrderWait    time.Duration
@@ -183,6 +190,12 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.PartRecords <= 0 {
+		opts.PartRecords = defaultKafkaPartRecords
+	}
+	if opts.MaxParts <= 0 {
+		opts.MaxParts = DefaultMaxParts
 	}
 	base, err := NewIngester(lake, IngestOptions{
 		Format: opts.Format, Declared: opts.Declared, BronzePath: opts.BronzePath, RejectsPath: opts.RejectsPath,
@@ -681,9 +694,11 @@ func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.C
 	})
 }
 
-// readBatch reads the batch's ranges on the workers (partition i of the batch to worker i mod
-// W, each worker reading its partitions one after the other, in offset order, into its own data
-// files), so the batch becomes the same rows in the same files on a re-run. late are ranges
+// readBatch reads the batch's ranges, cut in (topic, partition) order into parts (cutParts, by
+// their record counts: never by the number of cores), each part's partitions one after the
+// other in offset order into data files of its own, the parts on the workers at once. The adds
+// are listed part after part, so bronze's commit order is the batch's arrival order (topic,
+// partition, offset), and the batch becomes the same rows in the same files on any machine. late are ranges
 // retention deleted after the claim and before this read (fail_on_data_loss: false).
 func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafkaRange, err error) {
 	var todo []kafkaRange
@@ -711,76 +726,77 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 			todo[i].From = gone.To
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Retention may have emptied a range since the claim.
+	todo = slices.DeleteFunc(todo, func(r kafkaRange) bool { return r.To <= r.From })
+	if len(todo) == 0 {
+		return nil, nil, rep, late, nil
+	}
+	sizes := make([]int64, len(todo))
+	for i, r := range todo {
+		sizes[i] = r.To - r.From
+	}
+	bounds := cutParts(sizes, x.kopts.PartRecords, x.kopts.MaxParts)
 	type result struct {
 		bronze, rejects []*txlog.Add
 		rep             Report
-		err             error
 	}
-	workers := min(x.b.opts.Workers, len(todo))
-	results := make([]result, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		var share []kafkaRange
-		for i := w; i < len(todo); i += workers {
-			if todo[i].To > todo[i].From {
-				share = append(share, todo[i])
+	results := make([]result, len(bounds)-1)
+	// A client a worker, made on its first part: a part's reads never overlap another's.
+	workers := min(x.b.opts.Workers, len(results))
+	clients := make([]*kgo.Client, workers)
+	decoders := make([]*kafkaDecoder, workers) // kept from part to part: their batches have grown
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &results[w]
-			r.bronze, r.rejects, r.rep, r.err = x.kafkaWorker(ctx, share, b.IngestTime)
-			if r.err != nil {
-				cancel()
+	}()
+	err = runParts(ctx, len(results), workers, func(ctx context.Context, w, p int) error {
+		if clients[w] == nil {
+			// NoResetOffset: an offset that is gone must fail the read, never silently jump;
+			// the control records (transaction markers) are kept so that a range ending on
+			// one is seen to end, and are not rows.
+			cl, err := x.newClient(kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.KeepControlRecords(), kgo.FetchMaxWait(500*time.Millisecond))
+			if err != nil {
+				return err
 			}
-		}()
+			clients[w] = cl
+		}
+		if decoders[w] == nil {
+			dec, err := newKafkaDecoder(x.b.opts.Declared, x.b.opts.Limits)
+			if err != nil {
+				return err
+			}
+			decoders[w] = dec
+		}
+		r := &results[p]
+		var err error
+		r.bronze, r.rejects, r.rep, err = x.kafkaWorker(ctx, clients[w], decoders[w], todo[bounds[p]:bounds[p+1]], b.IngestTime)
+		return err
+	})
+	if err != nil {
+		return nil, nil, rep, nil, err
 	}
-	wg.Wait()
-	var errs []error
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
 		bronzeAdds = append(bronzeAdds, r.bronze...)
 		rejectAdds = append(rejectAdds, r.rejects...)
 		rep.merge(r.rep)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, rep, nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, rep, nil, err
-	}
 	return bronzeAdds, rejectAdds, rep, late, nil
 }
 
-// kafkaWorker reads its ranges one after the other with its own client and decodes them into
-// its own data files.
-func (x *KafkaIngester) kafkaWorker(ctx context.Context, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+// kafkaWorker reads one part's ranges one after the other with the worker's client and decoder
+// (empty, and left empty when it returns without an error) into data files of the part's own.
+func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
 	if len(ranges) == 0 {
 		return nil, nil, rep, nil
-	}
-	dec, err := newKafkaDecoder(x.b.opts.Declared, x.b.opts.Limits)
-	if err != nil {
-		return nil, nil, rep, err
 	}
 	out, err := x.b.openOutputs(dec.Decoder)
 	if err != nil {
 		return nil, nil, rep, err
 	}
-	// NoResetOffset: an offset that is gone must fail the read, never silently jump; the
-	// control records (transaction markers) are kept so that a range ending on one is seen
-	// to end, and are not rows.
-	cl, err := x.newClient(kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.KeepControlRecords(), kgo.FetchMaxWait(500*time.Millisecond))
-	if err != nil {
-		return nil, nil, rep, err
-	}
-	defer cl.Close()
 	for _, r := range ranges {
 		st, err := x.readRange(ctx, cl, dec, r, ingestTime)
 		rep.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, Bytes: st.Bytes, RejectsBy: st.ByReason})

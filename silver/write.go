@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -40,10 +39,16 @@ type Writer struct {
 	Silver, Rejects *table.Table
 }
 
-// silverSplitRows is the batch size from which silver is encoded as one file per core: the
+// silverPartRows and silverMaxParts cut a batch's silver rows into parts encoded at once: the
 // Parquet encoding of silver is the largest single cost of a batch, and the aggregations that
-// run beside it leave most of a core to spare.
-const silverSplitRows = 1 << 16
+// run beside it leave most of a core to spare. A batch of n rows is min(n/silverPartRows,
+// silverMaxParts) parts (at least one), contiguous runs in arrival order: the files depend on
+// the rows alone, never on the number of cores, so a query that streams silver (a join, with
+// its max_files_per_trigger) sees the same files on every machine.
+const (
+	silverPartRows = 1 << 15
+	silverMaxParts = 4
+)
 
 // Write appends the rows sel of the bronze batches, in arrival order, to silver and the
 // validation rejects to the rejects table, all with txn. Rows judged against silver's keys (far below the watermark) go to files
@@ -53,10 +58,7 @@ func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *tab
 	fresh := sel.Fresh
 	var groups [][]int32
 	if n := len(fresh); n > 0 {
-		parts := 1
-		if n >= silverSplitRows {
-			parts = runtime.GOMAXPROCS(0)
-		}
+		parts := max(1, min(n/silverPartRows, silverMaxParts))
 		for p := range parts {
 			groups = append(groups, fresh[p*n/parts:(p+1)*n/parts])
 		}
@@ -112,6 +114,10 @@ func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTx
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	_, err = t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
+	// The parts finish in any order: their files' modification times are made to follow the
+	// commit's order, which is arrival order, for a stream (a join) that starts from a snapshot.
+	all := slices.Concat(adds...)
+	table.SequenceModTimes(snap, all)
+	_, err = t.CommitFiles(ctx, all, table.AppendOptions{Txn: txn})
 	return err
 }
