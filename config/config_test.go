@@ -259,6 +259,9 @@ func TestErrors(t *testing.T) {
 		{"containing table path", "", "tables: {bronze: silver}\n", []string{`path "silver/events" is inside tables.bronze ("silver")`}},
 		{"table path escapes", "", "tables: {bronze: ../bronze}\n", []string{`tables.bronze: invalid table path "../bronze"`}},
 		{"absolute table path", "", "tables: {bronze: /bronze}\n", []string{`tables.bronze: invalid table path "/bronze"`}},
+		// delta-rs reads %41 in a table path as "A" and cannot open the table (Spark can).
+		{"percent in table path", "", "tables: {silver: \"silver/100%\"}\n", []string{`tables.silver: invalid table path "silver/100%": '%' is not allowed in a path under the lake`}},
+		{"percent in gold table", "", "  - name: g1h\n    table: gold/g%41\n    window: {type: tumbling, size: 1h}\n    aggregates: [{fn: count}]\n", []string{`gold[1].table: invalid table path "gold/g%41": '%' is not allowed`}},
 		{"bad trigger", "  watermark: 10m", "  watermark: 10m\n  trigger: every-minute", []string{`p.yaml:9: stream.trigger: invalid trigger "every-minute": expected once, available-now or processing-time=<duration>`}},
 		{"bad trigger interval", "  watermark: 10m", "  watermark: 10m\n  trigger: processing-time=soon", []string{`stream.trigger: invalid trigger "processing-time=soon": invalid duration "soon"`}},
 		{"bad cron", "", "jobs: {ingest: {schedule: \"61 * * * *\"}}\n", []string{`p.yaml:14: jobs.ingest.schedule: invalid schedule "61 * * * *"`}},

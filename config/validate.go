@@ -297,6 +297,13 @@ func (v *validator) tablePath(path, value string) {
 	}
 	if err := objstore.ValidateKey(strings.TrimSuffix(value, "/")); err != nil || strings.Contains(value, "://") {
 		v.fail(path, "invalid table path %q: expected a relative path under the lake (no leading /, no empty, . or .. segments)", value)
+		return
+	}
+	// delta-rs takes %XX in a table's path for an escaped character, even in a plain path, and
+	// then looks for the log somewhere else: such a table is written fine and Spark reads it,
+	// but delta-rs (and what is built on it: Polars, DuckDB's delta extension) cannot open it.
+	if strings.Contains(value, "%") {
+		v.fail(path, "invalid table path %q: '%%' is not allowed in a path under the lake (delta-rs reads %%XX as an escaped character and cannot open the table); use another character, such as _ or -", value)
 	}
 }
 

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/late"
+	"github.com/medallion-lake/medallion/report"
 	"github.com/medallion-lake/medallion/stream"
 )
 
@@ -19,7 +21,7 @@ const metricsMaxAge = time.Minute
 // pipelineMetrics are the figures to alert on, beside the job metrics: rows into and out of
 // each table, rejects by reason, late rows quarantined and merged (counters, from each run's
 // summary), and, read from the lake at scrape time (at most metricsMaxAge old), the watermark
-// and its delay, the lag p95, each table's version and the age of its last commit, and the
+// and its delay, each source's watermark ahead of now, the lag p95, each table's version and the age of its last commit, and the
 // state rows and state bytes (memoryUsedBytes) of each stateful operator; per join and side,
 // input rows, late rows quarantined and merged, matched and unmatched rows emitted (counters),
 // and its state rows and bytes and each input source's watermark (gauges, from the join's last
@@ -38,6 +40,8 @@ type pipelineMetrics struct {
 	joinMatched, joinMerged         *prometheus.CounterVec // by join
 	joinStateRows, joinStateBytes   *prometheus.Desc       // by join and side
 	joinSourceWatermark             *prometheus.Desc       // by join and source
+
+	watermarkAhead *prometheus.Desc // by source
 
 	watermark, watermarkDelay, lagP95, tableAge, tableVersion, stateRows, stateBytes *prometheus.Desc
 }
@@ -61,6 +65,8 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 			"The stream's watermark after its latest batch.", nil, nil),
 		watermarkDelay: prometheus.NewDesc("medallion_watermark_delay_seconds",
 			"How far the watermark is behind now.", nil, nil),
+		watermarkAhead: prometheus.NewDesc("medallion_watermark_ahead_seconds",
+			"How far a source's stream watermark is ahead of now (0 when behind): above 0, rows stamped now are late and go to quarantine.", []string{"source"}, nil),
 		lagP95: prometheus.NewDesc("medallion_lag_p95_seconds",
 			"95th percentile of ingest time minus event time over the last day of bronze.", nil, nil),
 		tableAge: prometheus.NewDesc("medallion_table_last_commit_age_seconds",
@@ -247,7 +253,7 @@ func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {
 
 // Describe is the lake figures' part of prometheus.Collector.
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.lagP95, m.tableAge, m.tableVersion, m.stateRows, m.stateBytes,
+	for _, d := range []*prometheus.Desc{m.watermark, m.watermarkDelay, m.watermarkAhead, m.lagP95, m.tableAge, m.tableVersion, m.stateRows, m.stateBytes,
 		m.joinStateRows, m.joinStateBytes, m.joinSourceWatermark} {
 		ch <- d
 	}
@@ -289,6 +295,15 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.stateRows, float64(last.StateRows[i].Count), label)
 			if i < len(last.StateBytes) {
 				gauge(m.stateBytes, float64(last.StateBytes[i].Count), label)
+			}
+		}
+	}
+	// Each source's stream watermark against the clock: an event stamped in the future moves
+	// it past now, and every on-time row after it is quarantined.
+	for _, src := range append([]*report.Report{r}, r.Sources...) {
+		if n := len(src.Batches); n > 0 {
+			if wm := src.Batches[n-1].Watermark; !wm.IsZero() && wm.Unix() > 0 {
+				gauge(m.watermarkAhead, max(wm.Sub(now).Seconds(), 0), cmp.Or(src.Name, m.env.Config.Stream.Name))
 			}
 		}
 	}

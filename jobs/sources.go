@@ -10,8 +10,11 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/late"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // ErrUnknownSource is returned for a --source that names no source (or, for stream, no join).
@@ -145,12 +148,41 @@ func StreamJoin(ctx context.Context, env Env, name string, trigger config.Trigge
 	if !ok {
 		return stream.JoinReport{Name: name}, fmt.Errorf("%w %q", ErrUnknownSource, name)
 	}
+	if err := ensureJoinInputs(ctx, env, j); err != nil {
+		return stream.JoinReport{Name: name}, err
+	}
 	r, err := stream.NewJoin(stream.JoinOptions{Lake: env.Lake, Join: j, Trigger: specs.Trigger(trigger), Clock: env.Clock,
 		Logger: env.Logger, Listener: listener})
 	if err != nil {
 		return stream.JoinReport{Name: name}, err
 	}
 	return r.Run(ctx)
+}
+
+// ensureJoinInputs creates, as `medallion init` does, the tables of a join's input source whose
+// silver table does not exist yet: a source that has never had a row. Spark runs a join's
+// micro-batch as soon as either input has new data, even when the other has never had any
+// (spec/stream-joins.md §7); the join reads an empty silver table as "no rows yet", but with no
+// table at all it has no schema to plan with and would run nothing.
+func ensureJoinInputs(ctx context.Context, env Env, j spec.Join) error {
+	for _, in := range []spec.JoinInput{j.Left, j.Right} {
+		_, err := table.Open(objstore.WithPrefix(env.Lake, in.Silver)).Log().Snapshot(ctx)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, txlog.ErrTableNotFound) {
+			return fmt.Errorf("join %s: silver %s: %w", j.Name, in.Silver, err)
+		}
+		se, ok := env.ForSource(in.Source)
+		if !ok {
+			return fmt.Errorf("%w %q (input of join %s)", ErrUnknownSource, in.Source, j.Name)
+		}
+		env.Logger.Info("join input has never had a row: creating its tables as init does", "join", j.Name, "source", in.Source, "silver", in.Silver)
+		if err := initSource(ctx, se, map[string]bool{}); err != nil {
+			return fmt.Errorf("join %s: %w", j.Name, err)
+		}
+	}
+	return nil
 }
 
 // QueryMergeReport is the merge-late of one query's aggregations: a source's, or a join's

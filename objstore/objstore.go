@@ -31,6 +31,16 @@ var ErrAlreadyExists = errors.New("objstore: object already exists")
 // ErrInvalidKey reports a key that breaks the key rules (absolute, "..", empty segment, NUL).
 var ErrInvalidKey = errors.New("objstore: invalid key")
 
+// ErrStorageFull reports a write the store refused for lack of room: a full disk or an
+// exhausted quota (ENOSPC, EDQUOT on a file system; MinIO's XMinioStorageFull or a bucket quota,
+// HTTP 507 Insufficient Storage). Nothing was stored, and retrying cannot help until space is
+// freed, so callers fail at once instead of retrying.
+var ErrStorageFull = errors.New("objstore: storage full")
+
+// ErrStoreReadOnly reports a write to a store that refuses all writes (a file system mounted
+// read-only, EROFS). Nothing was stored; retrying cannot help.
+var ErrStoreReadOnly = errors.New("objstore: store is read-only")
+
 // ErrNotSupported reports an operation the backend cannot perform safely (for example
 // put-if-absent on a store without conditional writes).
 var ErrNotSupported = errors.New("objstore: operation not supported")

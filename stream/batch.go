@@ -164,6 +164,7 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 	}
 	commitMs := time.Since(tCommit).Milliseconds()
 
+	r.warnWatermarkAhead(n, evict, next)
 	start := r.pos.lastEnd
 	r.pos.lastEnd, r.pos.lastEntry, r.pos.nextBatch = entry.End, entry, n+1
 	r.pos.needNoData = r.wantsNoData(next, evict)
@@ -185,6 +186,26 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 		}
 	}
 	return nil
+}
+
+// warnWatermarkAhead logs a warning when batch n moved the watermark (from evict to next) past
+// wall clock plus the watermark delay: an event stamped in the future (inside
+// stream.max_future_skew) did it, and from the next batch on every row stamped with the current
+// time is late and goes to quarantine. Logged once, by the batch that moved it there; the
+// medallion_watermark_ahead_seconds gauge keeps showing it.
+func (r *Runner) warnWatermarkAhead(n, evict, next int64) {
+	delay := r.q.Watermark.Delay
+	if delay <= 0 || next <= evict {
+		return
+	}
+	now := r.opts.Clock()
+	wm := time.UnixMilli(next).UTC()
+	if ahead := wm.Sub(now); ahead > delay {
+		r.opts.Logger.Warn("stream: the watermark is ahead of wall clock; rows stamped now will be quarantined as late",
+			"query", r.q.Name, "batch", n, "watermark", wm.Format(time.RFC3339Nano), "now", now.UTC().Format(time.RFC3339Nano),
+			"aheadSeconds", ahead.Seconds(), "watermarkDelay", delay.String(),
+			"hint", "an event time in the future moved it (lower stream.max_future_skew, fix the producer's clock); merge-late folds the quarantined rows back")
+	}
 }
 
 func (r *Runner) account(st *batchStats, next int64) {

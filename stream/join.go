@@ -439,7 +439,9 @@ func (r *JoinRunner) start(ctx context.Context) error {
 
 // ensurePlan resolves the join against the two silver schemas and restores the operator, the
 // watermarks and the aggregations from state version nextBatch. It reports false, without an
-// error, while a silver table does not exist yet.
+// error, while a silver table does not exist yet: it has no schema to plan with. An empty silver
+// table is "no rows yet" and a batch runs for the other side's rows, as in Spark, so jobs
+// creates a missing input's tables (as init does) before it runs a join.
 func (r *JoinRunner) ensurePlan(ctx context.Context) (bool, error) {
 	if r.plan != nil {
 		return true, nil

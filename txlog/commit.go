@@ -376,6 +376,11 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 				err = nil
 			case ours == resultTheirs:
 				err = objstore.ErrAlreadyExists
+			case errors.Is(err, objstore.ErrStorageFull) || errors.Is(err, objstore.ErrStoreReadOnly):
+				// The store refused this write and stored nothing (read back: the version is
+				// not there, so no earlier attempt landed either); it would refuse every retry
+				// too. Fail now with the store's error, which names the path and the way out.
+				return -1, fmt.Errorf("txlog: commit %s: %w", key, err)
 			default:
 				l.logger.Warn("txlog: commit put failed, retrying", "key", key, "err", err)
 				if attempt >= limit {

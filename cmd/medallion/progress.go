@@ -32,7 +32,11 @@ func newProgress(w io.Writer, tty bool, desc, units string, total int64) *progre
 		progressbar.OptionSetDescription(desc), progressbar.OptionShowCount(),
 		progressbar.OptionSetItsString(units), progressbar.OptionShowIts(),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
-		progressbar.OptionSpinnerType(14))}
+		progressbar.OptionSpinnerType(14),
+		// No spinner timer: with one, the library starts a goroutine per bar of unknown length
+		// that draws on its own and reads the bar's start time unlocked, a data race with add
+		// (and it could draw after done). At zero the spinner turns when add draws.
+		progressbar.OptionSetSpinnerChangeInterval(0))}
 }
 
 // add counts n more units and shows what (the batch) is being done.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,37 @@ func TestReplayProgressOnTerminal(t *testing.T) {
 	if m == nil || m[1] != m[2] || m[1] == "0" {
 		t.Fatalf("the bar ended on %q, not on every file of the one pass read", last)
 	}
+}
+
+// TestProgressStartsNoGoroutine: the bar draws only from the goroutine that calls add, describe
+// and done. schollz/progressbar's spinner refresh goroutine (started for a bar of unknown length
+// when the spinner changes on a timer) read the bar's start time without its lock and could
+// draw after Finish, a data race that failed `make test` under -race on a loaded machine. The
+// goroutine is created inside newProgress, so it is in the goroutine list when newProgress
+// returns (no waiting needed to see it).
+func TestProgressStartsNoGoroutine(t *testing.T) {
+	for _, total := range []int64{-1, 10} {
+		var screen bytes.Buffer
+		bar := newProgress(&screen, true, "ingest", "lines", total)
+		stacks := make([]byte, 1<<20)
+		stacks = stacks[:runtime.Stack(stacks, true)]
+		bar.add(1, "ingest: batch of 1 object")
+		bar.done()
+		if bytes.Contains(stacks, []byte("created by github.com/schollz/progressbar")) {
+			t.Errorf("total %d: newProgress left a goroutine of the progressbar library running:\n%s", total, goroutineOf(stacks, "created by github.com/schollz/progressbar"))
+		}
+		if !strings.Contains(screen.String(), "ingest: batch of 1 object") {
+			t.Errorf("total %d: the bar showed %q", total, screen.String())
+		}
+	}
+}
+
+// goroutineOf is the first goroutine in a runtime.Stack dump whose trace contains marker.
+func goroutineOf(stacks []byte, marker string) string {
+	for _, g := range strings.Split(string(stacks), "\n\n") {
+		if strings.Contains(g, marker) {
+			return g
+		}
+	}
+	return ""
 }

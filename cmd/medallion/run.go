@@ -116,7 +116,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 			// The short form: schedulers parse this line; the chain is at debug level.
 			result["error"] = (&oneLineError{err}).Error()
 		}
-		if summary != nil {
+		if summary := emptyNotNull(summary); summary != nil {
 			result["result"] = summary
 		}
 		line, merr := json.Marshal(result)

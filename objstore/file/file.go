@@ -27,6 +27,7 @@ import (
 	"iter"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -325,11 +326,11 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) e
 	}
 	tmp, err := b.writeTemp(ctx, key, r, size)
 	if err != nil {
-		return err
+		return b.storageError(key, err)
 	}
 	if err := b.place(key, tmp, b.root.Rename); err != nil {
 		_ = b.root.Remove(tmp)
-		return fmt.Errorf("file: put %s: %w", key, err)
+		return b.storageError(key, fmt.Errorf("file: put %s: %w", key, err))
 	}
 	return nil
 }
@@ -348,13 +349,15 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 	}
 	tmp, err := b.writeTemp(ctx, key, r, size)
 	if err != nil {
-		return err
+		return b.storageError(key, err)
 	}
 	defer b.root.Remove(tmp)
 	err = b.place(key, tmp, b.root.Link)
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EROFS):
+		return b.storageError(key, fmt.Errorf("file: put %s: %w", key, err))
 	case errors.Is(err, errParentIsObject), errors.Is(err, errKeyIsDir):
 		return fmt.Errorf("file: put %s: %w", key, err)
 	case errors.Is(err, fs.ErrExist):
@@ -365,6 +368,23 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 	default:
 		return fmt.Errorf("file: put %s: %w", key, err)
 	}
+}
+
+// storageError marks err, from a put of key, with objstore.ErrStorageFull when the file system
+// is full or over quota (ENOSPC, EDQUOT) and with objstore.ErrStoreReadOnly when it is mounted
+// read-only (EROFS), naming the file and saying the way out; any other error is returned as is.
+// The object was not stored: the temporary file is removed and link or rename never ran.
+func (b *Bucket) storageError(key string, err error) error {
+	full := filepath.Join(b.dir, filepath.FromSlash(key))
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: the disk is full writing %s: free space (or raise the quota) on the file system of %s and rerun: %w",
+			objstore.ErrStorageFull, full, b.dir, err)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: the file system is mounted read-only writing %s: remount %s read-write and rerun: %w",
+			objstore.ErrStoreReadOnly, full, b.dir, err)
+	}
+	return err
 }
 
 // SetModTime changes an object's modification time, for tests of time travel by timestamp

@@ -18,6 +18,7 @@ package s3
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -248,6 +249,11 @@ func (b *Bucket) wrap(op, key string, err error) error {
 		return fmt.Errorf("s3: %s %s: %w", op, key, objstore.ErrNotFound)
 	case code == "PreconditionFailed" || httpStatus(err) == http.StatusPreconditionFailed:
 		return fmt.Errorf("s3: %s %s: %w", op, key, objstore.ErrAlreadyExists)
+	case code == "XMinioStorageFull" || code == "XMinioAdminBucketQuotaExceeded" || httpStatus(err) == http.StatusInsufficientStorage:
+		// MinIO answers a full disk with XMinioStorageFull (HTTP 507; 500 before 2021) and an
+		// exhausted bucket quota with XMinioAdminBucketQuotaExceeded: nothing was stored.
+		return fmt.Errorf("s3: %s %s: %w: the store is full (%s): free space or raise the bucket quota of %q and rerun: %w",
+			op, key, objstore.ErrStorageFull, cmp.Or(code, "HTTP 507"), b.bucket, err)
 	}
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -461,8 +467,8 @@ func (b *Bucket) putSmallIfAbsent(ctx context.Context, key, k string, body []byt
 			}
 			return wrapped
 		}
-		if ctx.Err() != nil {
-			return wrapped
+		if ctx.Err() != nil || errors.Is(wrapped, objstore.ErrStorageFull) {
+			return wrapped // a full store may answer 500, which the SDK calls retryable
 		}
 		switch {
 		case errorCode(err) == "ConditionalRequestConflict" || httpStatus(err) == http.StatusConflict:

@@ -272,3 +272,40 @@ func TestMissingBucketIsNotNotFound(t *testing.T) {
 		t.Errorf("Get on a missing bucket = %v, want an error naming the bucket, not ErrNotFound", err)
 	}
 }
+
+// TestStorageFullIsNotRetried: MinIO refuses a put on a full disk with XMinioStorageFull (HTTP
+// 507; 500 in releases before 2021) and on an exhausted bucket quota with
+// XMinioAdminBucketQuotaExceeded. Each is objstore.ErrStorageFull and a put-if-absent (every
+// Delta commit) does not retry it, even as a 500.
+func TestStorageFullIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		code   string
+	}{
+		{http.StatusInsufficientStorage, "XMinioStorageFull"},
+		{http.StatusInternalServerError, "XMinioStorageFull"},
+		{http.StatusBadRequest, "XMinioAdminBucketQuotaExceeded"},
+		{http.StatusInsufficientStorage, "InsufficientStorage"},
+	} {
+		ft := &faultyTransport{}
+		b := newFaulty(t, ft)
+		puts := 0
+		ft.rule = func(_ int, req *http.Request) (*http.Response, bool) {
+			if isPut(req) {
+				puts++
+				return xmlError(tc.status, tc.code), false
+			}
+			return nil, false
+		}
+		err := objstore.PutBytesIfAbsent(context.Background(), b, "_delta_log/00000000000000000001.json", []byte("v"))
+		if !errors.Is(err, objstore.ErrStorageFull) || !strings.Contains(err.Error(), "_delta_log/00000000000000000001.json") {
+			t.Errorf("%d %s: put-if-absent = %v, want ErrStorageFull naming the key", tc.status, tc.code, err)
+		}
+		if puts != 1 {
+			t.Errorf("%d %s: %d PUTs, want 1 (no retry)", tc.status, tc.code, puts)
+		}
+		if err := objstore.PutBytes(context.Background(), b, "part-1.parquet", []byte("v")); !errors.Is(err, objstore.ErrStorageFull) {
+			t.Errorf("%d %s: put = %v, want ErrStorageFull", tc.status, tc.code, err)
+		}
+	}
+}

@@ -337,3 +337,22 @@ def test_join_null_key_watermark(spark, joindiff_bin, tmp_path):
     assert theirs["inner"][2]["rows"] == [(5, 6)]
     assert theirs["full_outer"][2]["dropped"] == 2
     check(ours, theirs, wl)
+
+
+def test_join_one_side_empty_first(spark, joindiff_bin, tmp_path):
+    """The right input has no row in the first two steps (issue 30, item 9): Spark runs a data
+    micro-batch for each step's left rows all the same, and since the right node has never had a
+    row it counts 0 (spec §2.2), the global watermark stays 0 and no no-data batch follows. The
+    workload is seed 1 of the jv1 shape with the first two steps' right rows removed (each step
+    one file, so every step is one batch)."""
+    wl = workload(1, "jv1")
+    for st in wl["steps"][:2]:
+        left = [r for fl in step_files(st) for r in fl["left"]]
+        st.clear()
+        st.update({"left": left, "right": []})
+    ours, theirs = run_both(spark, joindiff_bin, tmp_path, wl)
+    for jt in wl["types"]:
+        first = theirs[jt][:2]
+        assert [(b["step"], b["batch_id"], b["watermark_ms"]) for b in first] == [(0, 0, 0), (1, 1, 0)], \
+            f"{jt}: Spark's first batches {first}"
+    check(ours, theirs, wl)
