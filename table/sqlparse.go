@@ -33,8 +33,8 @@ func (e *SQLError) Unwrap() error { return ErrSQLSyntax }
 // the text (parsing is linear in it): a longer list belongs in a table, a deeper nesting is a
 // generated text that can be written flat.
 const (
-	// MaxSQLBytes bounds the text: 1 MiB.
-	MaxSQLBytes = 1 << 20
+	// MaxSQLBytes bounds the text: 4 MiB, room for 100,000 ids of 30 characters.
+	MaxSQLBytes = 4 << 20
 	// MaxSQLTokens bounds the column names, literals, operators, commas and parentheses: a
 	// 100,000-item IN list has about 200,000.
 	MaxSQLTokens = 250_000
