@@ -6,10 +6,12 @@
 // *FieldError naming the file, the line, the field path and what is expected. Secrets never come
 // from the file: S3 credentials are read from the AWS_* environment only, and Redacted never
 // prints them. The package reads files and the environment but writes nothing, so a crash leaves
-// nothing behind.
+// nothing behind. LoadContext and ParseContext stop promptly when their context ends (the
+// expectations' parser checks it as it goes), with ctx's error rather than ErrInvalid.
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -502,11 +504,18 @@ type Log struct {
 
 // Load reads, parses and validates a config file, then applies the AWS_* environment.
 func Load(path string) (*Pipeline, error) {
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext is Load that stops when ctx ends (a signal during the load of a large config):
+// its error then wraps ctx's (errors.Is(err, context.Canceled)) and not ErrInvalid, since the
+// config was not found bad, only not read to the end. See ParseContext.
+func LoadContext(ctx context.Context, path string) (*Pipeline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	p, err := Parse(data, path)
+	p, err := ParseContext(ctx, data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -517,14 +526,50 @@ func Load(path string) (*Pipeline, error) {
 // Parse decodes a config strictly, fills in defaults and validates it. source names the file
 // in messages. The environment is not read (see ApplyEnv).
 func Parse(data []byte, source string) (*Pipeline, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(source, err)
-	}
-	return decode(&root, source)
+	return ParseContext(context.Background(), data, source)
 }
 
-func decode(root *yaml.Node, source string) (*Pipeline, error) {
+// ParseContext is Parse that stops when ctx ends, with an error wrapping ctx's. The costly
+// part of a large config, its expectations (parsed and typed), checks ctx every few thousand
+// tokens; the YAML decoding cannot be interrupted, so when ctx ends first it is left to
+// finish in the background and its result is dropped.
+func ParseContext(ctx context.Context, data []byte, source string) (*Pipeline, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, loadStopped(source, err)
+	}
+	root, err := unmarshalContext(ctx, data)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, loadStopped(source, err)
+		}
+		return nil, syntaxError(source, err)
+	}
+	return decode(ctx, root, source)
+}
+
+// unmarshalContext is yaml.Unmarshal into a node tree, abandoned (not stopped: the library
+// cannot be) when ctx ends first.
+func unmarshalContext(ctx context.Context, data []byte) (*yaml.Node, error) {
+	var root yaml.Node
+	if ctx.Done() == nil {
+		return &root, yaml.Unmarshal(data, &root)
+	}
+	done := make(chan error, 1) // buffered: an abandoned decoding does not block
+	go func() { done <- yaml.Unmarshal(data, &root) }()
+	select {
+	case err := <-done:
+		return &root, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// loadStopped is the error of a load that ctx stopped: not ErrInvalid.
+func loadStopped(source string, err error) error {
+	return fmt.Errorf("config: loading %s stopped before the end: %w", source, err)
+}
+
+func decode(ctx context.Context, root *yaml.Node, source string) (*Pipeline, error) {
 	d := &decoder{source: source, lines: map[string]int{}, badLines: map[int]bool{}}
 	p := d.decode(root)
 	if p == nil {
@@ -533,7 +578,10 @@ func decode(root *yaml.Node, source string) (*Pipeline, error) {
 	p.source, p.root, p.lines = source, root, d.lines
 	p.ApplyDefaults()
 	errs := d.errs
-	if err := p.Validate(); err != nil {
+	if err := p.validate(ctx); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, loadStopped(source, err)
+		}
 		errs = append(errs, unjoin(err)...)
 	}
 	if len(errs) > 0 {

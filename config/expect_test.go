@@ -1,8 +1,15 @@
 package config
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 func TestExpectationsConfig(t *testing.T) {
@@ -56,5 +63,106 @@ func TestExpectationsConfigErrors(t *testing.T) {
 	_, err := Parse([]byte(minimal+"expectations:\n  - {name: a, expect: \"amount > 0\"}\n  - {name: A, expect: \"amount > 1\"}\n"), "p.yaml")
 	if err == nil || !strings.Contains(err.Error(), `expectations[1].name: duplicate expectation "A"`) {
 		t.Errorf("duplicate names: %v", err)
+	}
+}
+
+// An expectation over a parser limit fails at load with the file, line, key path, the
+// expectation's name, the limit and the value found (each counted here from the text built).
+func TestExpectationsConfigLimits(t *testing.T) {
+	nested := strings.Repeat("(", table.MaxSQLDepth+1) + "amount > 0" + strings.Repeat(")", table.MaxSQLDepth+1)
+	items := table.MaxSQLTokens/2 + 10 // event_type IN ('a', ... ): 2 tokens an item, 4 more
+	long := "event_type IN (" + strings.Repeat("'a', ", items-1) + "'a')"
+	huge := "event_type = '" + strings.Repeat("x", table.MaxSQLBytes) + "'"
+	cases := []struct {
+		expect string
+		want   []string
+	}{
+		{nested, []string{`p.yaml:18: expectations[2].expect: expectation "positive_amount": at position 1001: parentheses nested 1001 deep`,
+			"expected at most 1000 levels"}},
+		{strings.Repeat("NOT ", table.MaxSQLDepth+1) + "amount > 0", []string{`expectations[2].expect: expectation "positive_amount": at position 4001: nesting deeper than 1000`}},
+		{long, []string{`expectations[2].expect: expectation "positive_amount": the expression has ` + fmt.Sprint(2*items+3) + " tokens", fmt.Sprintf("expected at most %d", table.MaxSQLTokens)}},
+		{huge, []string{`expectations[2].expect: expectation "positive_amount": the expression is ` + fmt.Sprint(len(huge)) + " bytes long", fmt.Sprintf("expected at most %d", table.MaxSQLBytes)}},
+	}
+	for _, c := range cases {
+		text := minimal + "expectations:\n  - {name: a, expect: \"amount > 1\"}\n  - {name: b, expect: \"amount > 2\"}\n  - name: positive_amount\n    expect: \"" + c.expect + "\"\n"
+		_, err := Parse([]byte(text), "p.yaml")
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%.30s...: err %.300v, want ErrInvalid", c.expect, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%.30s...: error %.400q lacks %q", c.expect, err, w)
+			}
+		}
+		if len(err.Error()) > 1000 {
+			t.Errorf("%.30s...: error of %d bytes", c.expect, len(err.Error()))
+		}
+	}
+}
+
+// countingCtx counts the calls of Err and reports Canceled from call cancelAt on (0: never).
+type countingCtx struct {
+	context.Context
+	calls, cancelAt int
+}
+
+func (c *countingCtx) Err() error {
+	c.calls++
+	if c.cancelAt > 0 && c.calls >= c.cancelAt {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A context that ends during the load of a large expectation stops the load where the parser
+// looks at it next, with an error that is context.Canceled and not ErrInvalid (the config
+// is not bad, only not read); the same context left alone loads the config.
+func TestParseContextStopsAtExpectations(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(minimal + "expectations:\n")
+	for k := range 4 {
+		fmt.Fprintf(&sb, "  - name: known_%d\n    expect: \"event_id IN (", k)
+		for i := range 20_000 {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			fmt.Fprintf(&sb, "'evt-%08d'", i)
+		}
+		sb.WriteString(")\"\n")
+	}
+	data := []byte(sb.String())
+	full := &countingCtx{Context: context.Background()}
+	if _, err := ParseContext(full, data, "p.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	// 4 expectations of 40,000 tokens: the parser looks at ctx every few thousand tokens.
+	if full.calls < 4*40_000/4096 {
+		t.Fatalf("the load looked at its context %d times", full.calls)
+	}
+	for _, at := range []int{1, 2, full.calls / 3, full.calls - 2} {
+		ctx := &countingCtx{Context: context.Background(), cancelAt: at}
+		_, err := ParseContext(ctx, data, "p.yaml")
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "p.yaml") {
+			t.Errorf("cancelled at look %d of %d: %v, want context.Canceled naming the file", at, full.calls, err)
+		}
+		// It stops at that look: what is left of the load looks a fixed number of times more
+		// (the validation's end and the decoding's), not once per few thousand tokens.
+		if ctx.calls > at+4 {
+			t.Errorf("cancelled at look %d: %d looks in all, the load went on", at, ctx.calls)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ParseContext(ctx, data, "p.yaml"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before: %v", err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadContext(ctx, path); !errors.Is(err, context.Canceled) || errors.Is(err, ErrInvalid) {
+		t.Errorf("LoadContext cancelled before: %v", err)
 	}
 }

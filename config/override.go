@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,6 +27,13 @@ type KeyValue struct{ Key, Value string }
 // ties two keys together (jobs.vacuum.retain and allow_short_retention) sees both, whatever
 // their order on the command line. On error the Pipeline is left unchanged.
 func (p *Pipeline) OverrideAll(kvs []KeyValue) error {
+	return p.OverrideAllContext(context.Background(), kvs)
+}
+
+// OverrideAllContext is OverrideAll that stops when ctx ends, as ParseContext does (the
+// whole config is validated again, its expectations parsed again); the Pipeline is then left
+// unchanged and the error wraps ctx's.
+func (p *Pipeline) OverrideAllContext(ctx context.Context, kvs []KeyValue) error {
 	if p.root == nil {
 		return &FieldError{Source: "override", Msg: "the config was not parsed from YAML; set the field directly"}
 	}
@@ -39,7 +48,10 @@ func (p *Pipeline) OverrideAll(kvs []KeyValue) error {
 		}
 		keys = append(keys, kv.Key)
 	}
-	np, err := decode(root, p.sourceName())
+	np, err := decode(ctx, root, p.sourceName())
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
 	if err != nil {
 		// The value is not echoed: it may be a secret given on the wrong key.
 		return fmt.Errorf("config: override %s: %w", strings.Join(keys, ", "), err)

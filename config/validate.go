@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -28,6 +29,7 @@ var goldNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // validator collects every problem with its path; the line comes from the decoded file.
 type validator struct {
+	ctx  context.Context // ends the costly checks (expectations) early; see Pipeline.validate
 	p    *Pipeline
 	errs []error
 }
@@ -61,7 +63,13 @@ func (p *Pipeline) lineOf(path string) int {
 // Validate checks the whole config and returns every problem (errors.Join of *FieldError), or
 // nil. It does not fill defaults: call ApplyDefaults first on a config built in code.
 func (p *Pipeline) Validate() error {
-	v := &validator{p: p}
+	return p.validate(context.Background())
+}
+
+// validate is Validate that returns ctx's error alone, and no problem, when ctx ends before
+// the checks do: the expectations' parsing stops early, so the problems found are not all.
+func (p *Pipeline) validate(ctx context.Context) error {
+	v := &validator{ctx: ctx, p: p}
 	v.lake()
 	if err := p.MemoryLimit.Err(); err != nil {
 		v.fail("memory_limit", "%v", err)
@@ -93,6 +101,9 @@ func (p *Pipeline) Validate() error {
 	v.serve()
 	v.enum("log.level", p.Log.Level, "debug", "info", "warn", "error")
 	v.enum("log.format", p.Log.Format, "auto", "json", "text")
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return errors.Join(v.errs...)
 }
 

@@ -71,7 +71,7 @@ func Check(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 		// Every row is judged and counted here, whatever its action: fail only names rows.
 		list = append(list, silver.Expectation{Name: e.Name, Expect: e.Expect, OnViolation: silver.Warn})
 	}
-	x, err := silver.NewExpectations(list)
+	x, err := silver.NewExpectationsContext(ctx, list)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package silver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -79,7 +80,11 @@ type ExpectationCount struct {
 
 // ParseExpectation parses e.Expect; the error names the expectation and the position.
 func ParseExpectation(e Expectation) (table.Expr, error) {
-	x, err := table.ParseSQL(e.Expect)
+	return parseExpectation(context.Background(), e)
+}
+
+func parseExpectation(ctx context.Context, e Expectation) (table.Expr, error) {
+	x, err := table.ParseSQLContext(ctx, e.Expect)
 	if err != nil {
 		return nil, fmt.Errorf("expectation %q: %w", e.Name, err)
 	}
@@ -98,6 +103,13 @@ type Expectations struct {
 
 // NewExpectations parses every expectation.
 func NewExpectations(list []Expectation) (*Expectations, error) {
+	return NewExpectationsContext(context.Background(), list)
+}
+
+// NewExpectationsContext is NewExpectations that stops with ctx's error when ctx ends: the
+// parser checks it as it goes (a config's expectations, already parsed once at load, are
+// parsed again here, in time linear in their text).
+func NewExpectationsContext(ctx context.Context, list []Expectation) (*Expectations, error) {
 	if len(list) > MaxExpectations {
 		return nil, fmt.Errorf("silver: %d expectations: at most %d per source", len(list), MaxExpectations)
 	}
@@ -108,7 +120,7 @@ func NewExpectations(list []Expectation) (*Expectations, error) {
 		default:
 			return nil, fmt.Errorf("expectation %q: on_violation %q: expected warn, drop or fail", e.Name, e.OnViolation)
 		}
-		ex, err := ParseExpectation(e)
+		ex, err := parseExpectation(ctx, e)
 		if err != nil {
 			return nil, err
 		}

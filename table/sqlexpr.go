@@ -1,10 +1,12 @@
 package table
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -147,8 +149,17 @@ func widerCommon(a, b sqlType) (sqlType, bool) {
 // Parsed nodes.
 
 type sqlNode interface {
-	sql() string
+	// writeSQL renders the node fully parenthesized into sb (see sqlPred.Canonical).
+	writeSQL(sb *strings.Builder)
 	pos() int
+}
+
+// sqlText renders n: one builder for the whole tree, so that a long chain (a OR b OR ...)
+// costs time linear in its size.
+func sqlText(n sqlNode) string {
+	var sb strings.Builder
+	n.writeSQL(&sb)
+	return sb.String()
 }
 
 type nCol struct {
@@ -232,15 +243,18 @@ func quoteIdent(s string) string {
 	return s
 }
 
-func (n *nCol) sql() string {
-	parts := make([]string, len(n.path))
+func (n *nCol) writeSQL(sb *strings.Builder) {
 	for i, p := range n.path {
-		parts[i] = quoteIdent(p)
+		if i > 0 {
+			sb.WriteByte('.')
+		}
+		sb.WriteString(quoteIdent(p))
 	}
-	return strings.Join(parts, ".")
 }
 
-func (n *nLit) sql() string {
+func (n *nLit) writeSQL(sb *strings.Builder) { sb.WriteString(n.literalSQL()) }
+
+func (n *nLit) literalSQL() string {
 	switch n.t.k {
 	case kNull:
 		return "NULL"
@@ -258,7 +272,7 @@ func (n *nLit) sql() string {
 	case kDecimal:
 		return FormatDecimal(n.dec, n.t.s) + "BD"
 	case kString:
-		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(n.s) + "'"
+		return "'" + sqlStringEscaper.Replace(n.s) + "'"
 	case kDate:
 		return "DATE '" + formatDate(n.i) + "'"
 	case kTimestamp:
@@ -267,42 +281,83 @@ func (n *nLit) sql() string {
 	return "INTERVAL '" + FormatDecimal(Decimal128{Hi: n.i >> 63, Lo: uint64(n.i)}, 6) + "' SECOND"
 }
 
-func (n *nUnary) sql() string {
+var sqlStringEscaper = strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+
+func (n *nUnary) writeSQL(sb *strings.Builder) {
 	if n.op == "NOT" {
-		return "(NOT " + n.x.sql() + ")"
+		sb.WriteString("(NOT ")
+	} else {
+		sb.WriteString("(- ")
 	}
-	return "(- " + n.x.sql() + ")"
+	n.x.writeSQL(sb)
+	sb.WriteByte(')')
 }
-func (n *nBin) sql() string { return "(" + n.l.sql() + " " + n.op + " " + n.r.sql() + ")" }
-func (n *nIsNull) sql() string {
+
+func (n *nBin) writeSQL(sb *strings.Builder) {
+	sb.WriteByte('(')
+	n.l.writeSQL(sb)
+	sb.WriteString(" " + n.op + " ")
+	n.r.writeSQL(sb)
+	sb.WriteByte(')')
+}
+
+func (n *nIsNull) writeSQL(sb *strings.Builder) {
+	sb.WriteByte('(')
+	n.x.writeSQL(sb)
 	if n.not {
-		return "(" + n.x.sql() + " IS NOT NULL)"
+		sb.WriteString(" IS NOT NULL)")
+	} else {
+		sb.WriteString(" IS NULL)")
 	}
-	return "(" + n.x.sql() + " IS NULL)"
 }
+
 func notWord(not bool) string {
 	if not {
 		return " NOT"
 	}
 	return ""
 }
-func (n *nIn) sql() string {
-	parts := make([]string, len(n.list))
+
+func (n *nIn) writeSQL(sb *strings.Builder) {
+	sb.WriteByte('(')
+	n.x.writeSQL(sb)
+	sb.WriteString(notWord(n.not) + " IN (")
 	for i, v := range n.list {
-		parts[i] = v.sql()
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		v.writeSQL(sb)
 	}
-	return "(" + n.x.sql() + notWord(n.not) + " IN (" + strings.Join(parts, ", ") + "))"
+	sb.WriteString("))")
 }
-func (n *nBetween) sql() string {
-	return "(" + n.x.sql() + notWord(n.not) + " BETWEEN " + n.lo.sql() + " AND " + n.hi.sql() + ")"
+
+func (n *nBetween) writeSQL(sb *strings.Builder) {
+	sb.WriteByte('(')
+	n.x.writeSQL(sb)
+	sb.WriteString(notWord(n.not) + " BETWEEN ")
+	n.lo.writeSQL(sb)
+	sb.WriteString(" AND ")
+	n.hi.writeSQL(sb)
+	sb.WriteByte(')')
 }
-func (n *nLike) sql() string { return "(" + n.x.sql() + notWord(n.not) + " LIKE " + n.pat.sql() + ")" }
-func (n *nCall) sql() string {
-	parts := make([]string, len(n.args))
+
+func (n *nLike) writeSQL(sb *strings.Builder) {
+	sb.WriteByte('(')
+	n.x.writeSQL(sb)
+	sb.WriteString(notWord(n.not) + " LIKE ")
+	n.pat.writeSQL(sb)
+	sb.WriteByte(')')
+}
+
+func (n *nCall) writeSQL(sb *strings.Builder) {
+	sb.WriteString(n.name + "(")
 	for i, a := range n.args {
-		parts[i] = a.sql()
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		a.writeSQL(sb)
 	}
-	return n.name + "(" + strings.Join(parts, ", ") + ")"
+	sb.WriteByte(')')
 }
 
 func formatDate(days int64) string { return time.Unix(days*86400, 0).UTC().Format("2006-01-02") }
@@ -323,10 +378,14 @@ func (e *sqlPred) String() string { return strings.TrimSpace(e.text) }
 
 // Canonical renders the expression fully parenthesized, every literal typed: two texts with
 // the same canonical form mean the same.
-func (e *sqlPred) Canonical() string { return e.root.sql() }
+func (e *sqlPred) Canonical() string { return sqlText(e.root) }
 
 func (e *sqlPred) bind(s *txlog.StructType) (bound, error) {
-	root, err := bindSQL(e.root, s)
+	return e.bindContext(context.Background(), s)
+}
+
+func (e *sqlPred) bindContext(ctx context.Context, s *txlog.StructType) (bound, error) {
+	root, err := (&sqlBinder{ctx: ctx, s: s}).bind(e.root)
 	if err != nil {
 		return nil, err
 	}
@@ -433,11 +492,20 @@ type Program struct {
 // nested fields with dots), Spark's implicit casts are inserted, and a type mismatch is an
 // error (ErrBadPredicate) naming its position.
 func CompileSQL(e Expr, schema *txlog.StructType) (*Program, error) {
+	return CompileSQLContext(context.Background(), e, schema)
+}
+
+// CompileSQLContext is CompileSQL that stops with ctx's error when ctx ends: it checks ctx
+// every few thousand nodes.
+func CompileSQLContext(ctx context.Context, e Expr, schema *txlog.StructType) (*Program, error) {
 	sp, ok := e.(*sqlPred)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s is not a SQL expression from ParseSQL", ErrBadPredicate, e)
 	}
-	b, err := sp.bind(schema)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := sp.bindContext(ctx, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +525,25 @@ func (p *Program) Eval(b *Batch, now time.Time) (value, null []bool) {
 }
 
 func typeErr(n sqlNode, format string, args ...any) error {
-	return fmt.Errorf("%w: at position %d: %s: expected %s", ErrBadPredicate, n.pos(), n.sql(), fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: at position %d: %s: expected %s", ErrBadPredicate, n.pos(), errorSQL(n), fmt.Sprintf(format, args...))
+}
+
+// maxErrorSQL bounds the part of an expression an error quotes: the position says where
+// the rest is.
+const maxErrorSQL = 200
+
+// errorSQL is n rendered for an error message, cut after maxErrorSQL bytes.
+func errorSQL(n sqlNode) string { return shortenSQL(sqlText(n)) }
+
+func shortenSQL(s string) string {
+	if len(s) <= maxErrorSQL {
+		return s
+	}
+	cut := maxErrorSQL
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // columnType maps a Delta type to the evaluator's.
@@ -488,14 +574,27 @@ func columnType(t txlog.DataType) (sqlType, bool) {
 	return sqlType{}, false
 }
 
-func bindSQL(n sqlNode, s *txlog.StructType) (enode, error) {
+// sqlBinder binds parsed nodes to a schema (bind), checking its context as it goes.
+type sqlBinder struct {
+	ctx   context.Context
+	s     *txlog.StructType
+	steps int
+}
+
+func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
+	bd.steps++
+	if bd.steps%ctxCheckEvery == 0 {
+		if err := bd.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 	switch x := n.(type) {
 	case *nCol:
-		return bindColumn(x, s)
+		return bindColumn(x, bd.s)
 	case *nLit:
 		return &litNode{lit: x}, nil
 	case *nUnary:
-		a, err := bindSQL(x.x, s)
+		a, err := bd.bind(x.x)
 		if err != nil {
 			return nil, err
 		}
@@ -516,38 +615,31 @@ func bindSQL(n sqlNode, s *txlog.StructType) (enode, error) {
 		}
 		return &negNode{x: a}, nil
 	case *nBin:
-		l, err := bindSQL(x.l, s)
+		l, err := bd.bind(x.l)
 		if err != nil {
 			return nil, err
 		}
-		r, err := bindSQL(x.r, s)
+		r, err := bd.bind(x.r)
 		if err != nil {
 			return nil, err
 		}
 		return bindBinary(x, l, r)
 	case *nIsNull:
-		a, err := bindSQL(x.x, s)
+		a, err := bd.bind(x.x)
 		if err != nil {
 			return nil, err
 		}
 		return &isNullNode{x: a, not: x.not}, nil
 	case *nIn:
-		return bindIn(x, s)
+		return bd.bindIn(x)
 	case *nBetween:
-		// Spark rewrites BETWEEN to x >= lo AND x <= hi; each comparison is typed on its own.
-		ge := &nBin{op: ">=", l: x.x, r: x.lo, at: x.at}
-		le := &nBin{op: "<=", l: x.x, r: x.hi, at: x.at}
-		var e sqlNode = &nBin{op: "AND", l: ge, r: le, at: x.at}
-		if x.not {
-			e = &nUnary{op: "NOT", x: e, at: x.at}
-		}
-		return bindSQL(e, s)
+		return bd.bindBetween(x)
 	case *nLike:
-		a, err := bindSQL(x.x, s)
+		a, err := bd.bind(x.x)
 		if err != nil {
 			return nil, err
 		}
-		p, err := bindSQL(x.pat, s)
+		p, err := bd.bind(x.pat)
 		if err != nil {
 			return nil, err
 		}
@@ -565,13 +657,13 @@ func bindSQL(n sqlNode, s *txlog.StructType) (enode, error) {
 		}
 		return e, nil
 	case *nCall:
-		return bindCall(x, s)
+		return bd.bindCall(x)
 	}
 	return nil, fmt.Errorf("%w: unknown node %T", ErrBadPredicate, n)
 }
 
 func bindColumn(c *nCol, s *txlog.StructType) (enode, error) {
-	name := c.sql()
+	name := shortenSQL(sqlText(c))
 	st := s
 	var path []int
 	var typ txlog.DataType
@@ -717,15 +809,47 @@ func adjustPrecision(t sqlType) sqlType {
 	return sqlType{k: kDecimal, p: 38, s: max(38-intDigits, minScale)}
 }
 
-func bindIn(x *nIn, s *txlog.StructType) (enode, error) {
-	a, err := bindSQL(x.x, s)
+// bindBetween follows Spark, which rewrites BETWEEN to x >= lo AND x <= hi, each comparison
+// typed on its own. x is bound once and evaluated once for both: binding the rewritten tree
+// bound x twice, and a chain (x BETWEEN a AND b BETWEEN c AND d ...) took time exponential
+// in its length.
+func (bd *sqlBinder) bindBetween(x *nBetween) (enode, error) {
+	xe, err := bd.bind(x.x)
+	if err != nil {
+		return nil, err
+	}
+	xe = shareNode(xe)
+	ge := &nBin{op: ">=", l: x.x, r: x.lo, at: x.at}
+	le := &nBin{op: "<=", l: x.x, r: x.hi, at: x.at}
+	bounds := [2]enode{}
+	for i, cmp := range []*nBin{ge, le} {
+		r, err := bd.bind(cmp.r)
+		if err != nil {
+			return nil, err
+		}
+		if bounds[i], err = bindBinary(cmp, xe, r); err != nil {
+			return nil, err
+		}
+	}
+	e, err := bindBinary(&nBin{op: "AND", l: ge, r: le, at: x.at}, bounds[0], bounds[1])
+	if err != nil {
+		return nil, err
+	}
+	if x.not {
+		e = &notNode{x: e}
+	}
+	return e, nil
+}
+
+func (bd *sqlBinder) bindIn(x *nIn) (enode, error) {
+	a, err := bd.bind(x.x)
 	if err != nil {
 		return nil, err
 	}
 	t := a.typ()
 	list := make([]enode, len(x.list))
 	for i, v := range x.list {
-		if list[i], err = bindSQL(v, s); err != nil {
+		if list[i], err = bd.bind(v); err != nil {
 			return nil, err
 		}
 		w, ok := widerCommon(t, list[i].typ())
@@ -744,11 +868,11 @@ func bindIn(x *nIn, s *txlog.StructType) (enode, error) {
 	return n, nil
 }
 
-func bindCall(c *nCall, s *txlog.StructType) (enode, error) {
+func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
 	args := make([]enode, len(c.args))
 	for i, a := range c.args {
 		var err error
-		if args[i], err = bindSQL(a, s); err != nil {
+		if args[i], err = bd.bind(a); err != nil {
 			return nil, err
 		}
 	}

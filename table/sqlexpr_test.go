@@ -1,6 +1,7 @@
 package table
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -385,29 +386,51 @@ func TestSQLLikePatterns(t *testing.T) {
 }
 
 // FuzzParseSQL: any text either parses or fails with a *SQLError that names a position
-// inside the text (or just after it); a parsed text's canonical form parses again to itself,
-// and binding and evaluating never panic.
+// inside the text (or just after it), or with an *SQLLimitError; a parsed text's canonical
+// form parses again to itself (unless its parentheses pass MaxSQLDepth), and binding and
+// evaluating never panic. A cancelled context stops any text.
 func FuzzParseSQL(f *testing.F) {
 	for _, s := range []string{"id > 2", "name LIKE 'a%' AND amount BETWEEN 1 AND 2", "coalesce(qty, 'x') = 'x'",
 		"ts > current_timestamp() - INTERVAL '1' DAY", "NOT (ok OR st.code IN ('DE', NULL))", "price * 2.5 / 0 IS NULL",
-		"`st`.`code` = \"x\"", "1e400 > 0", "x = 1.2.3", "length(trim(upper(name))) % 3 = -1"} {
+		"`st`.`code` = \"x\"", "1e400 > 0", "x = 1.2.3", "length(trim(upper(name))) % 3 = -1",
+		// The limits and the shapes that were slow.
+		strings.Repeat("(", MaxSQLDepth+1) + "ok" + strings.Repeat(")", MaxSQLDepth+1),
+		strings.Repeat("(", MaxSQLDepth) + "ok" + strings.Repeat(")", MaxSQLDepth),
+		strings.Repeat("NOT ", MaxSQLDepth+1) + "ok", strings.Repeat("(NOT ", 501) + "ok" + strings.Repeat(")", 501),
+		"id = " + strings.Repeat("- ", MaxSQLDepth) + "1", "ok" + strings.Repeat(" BETWEEN false AND true", 30),
+		"id IN (" + strings.Repeat("1, ", 100) + "NULL, id)", "name IN (" + strings.Repeat("'a' 'b', ", 50) + "'c')",
+		"amount IN (" + strings.Repeat("0.5D, -0.0D, ", 20) + "1)", "price NOT IN (" + strings.Repeat("1.25, ", 20) + "NULL)",
+		"x = " + strings.Repeat("1", 200) + "BD", "ts > INTERVAL '" + strings.Repeat("1", 100) + "' SECOND"} {
 		f.Add(s)
 	}
 	b := sqlTestBatch(f)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
 	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := ParseSQLContext(cancelled, s); !errors.Is(err, context.Canceled) && len(s) <= MaxSQLBytes {
+			t.Fatalf("%q: with a cancelled context: %v", s, err)
+		}
 		e, err := ParseSQL(s)
 		if err != nil {
 			var se *SQLError
-			if !errors.As(err, &se) {
+			var le *SQLLimitError
+			switch {
+			case errors.As(err, &le):
+				if le.Pos < 0 || le.Pos > len([]rune(s))+1 || le.Found != 0 && le.Found <= le.Max {
+					t.Fatalf("%q: limit error %+v", s, *le)
+				}
+			case !errors.As(err, &se):
 				t.Fatalf("%q: error %v is not a *SQLError", s, err)
-			}
-			if se.Pos < 1 || se.Pos > len([]rune(s))+1 {
+			case se.Pos < 1 || se.Pos > len([]rune(s))+1:
 				t.Fatalf("%q: position %d outside the text", s, se.Pos)
 			}
 			return
 		}
 		canon := e.(*sqlPred).Canonical()
 		e2, err := ParseSQL(canon)
+		if errors.Is(err, ErrSQLLimit) {
+			return // the canonical form parenthesizes every operator: a long chain nests deep
+		}
 		if err != nil {
 			t.Fatalf("%q: canonical %q does not parse: %v", s, canon, err)
 		}

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/big"
@@ -28,6 +29,54 @@ func (e *SQLError) Error() string {
 // Unwrap makes errors.Is(err, ErrSQLSyntax) true.
 func (e *SQLError) Unwrap() error { return ErrSQLSyntax }
 
+// Limits on one SQL expression. They keep a config load short and its memory small whatever
+// the text (parsing is linear in it): a longer list belongs in a table, a deeper nesting is a
+// generated text that can be written flat.
+const (
+	// MaxSQLBytes bounds the text: 4 MiB, room for 100,000 ids of 30 characters.
+	MaxSQLBytes = 4 << 20
+	// MaxSQLTokens bounds the column names, literals, operators, commas and parentheses: a
+	// 100,000-item IN list has about 200,000.
+	MaxSQLTokens = 250_000
+	// MaxSQLDepth bounds the nesting: parentheses, NOT, unary signs, function calls and IN
+	// lists inside one another.
+	MaxSQLDepth = 1000
+)
+
+// ErrSQLLimit reports SQL text over one of the limits above; the error is a *SQLLimitError.
+var ErrSQLLimit = errors.New("table: SQL expression over a limit")
+
+// SQLLimitError says which limit a SQL expression passed, the limit and the value found.
+type SQLLimitError struct {
+	Limit string // "length", "tokens" or "depth"
+	Max   int
+	// Found is the value in the text; 0 when the parser stopped at the limit without
+	// measuring the whole text (nesting by NOT or signs rather than parentheses).
+	Found int
+	Pos   int // 1-based character column where the limit was passed; 0: the whole text
+}
+
+func (e *SQLLimitError) Error() string {
+	at := ""
+	if e.Pos > 0 {
+		at = fmt.Sprintf("at position %d: ", e.Pos)
+	}
+	switch e.Limit {
+	case "length":
+		return fmt.Sprintf("the expression is %d bytes long: expected at most %d (the limit on an expression's text; a list that long belongs in a table, or split the expectation)", e.Found, e.Max)
+	case "tokens":
+		return fmt.Sprintf("the expression has %d tokens (names, literals, operators, commas, parentheses): expected at most %d (split the expectation)", e.Found, e.Max)
+	}
+	found := fmt.Sprintf("parentheses nested %d deep", e.Found)
+	if e.Found == 0 {
+		found = fmt.Sprintf("nesting deeper than %d", e.Max)
+	}
+	return fmt.Sprintf("%s%s (parentheses, NOT, signs and function calls inside one another): expected at most %d levels (write it flat: a OR b OR c needs no parentheses)", at, found, e.Max)
+}
+
+// Unwrap makes errors.Is(err, ErrSQLLimit) true.
+func (e *SQLLimitError) Unwrap() error { return ErrSQLLimit }
+
 // ParseSQL parses a boolean SQL expression in the subset of Spark SQL that data-quality
 // expectations use (DESIGN.md §4): column references (nested fields with dots, `quoted`
 // names with backticks), literals (numbers, strings, TRUE, FALSE, NULL, TIMESTAMP '...',
@@ -35,9 +84,23 @@ func (e *SQLError) Unwrap() error { return ErrSQLSyntax }
 // IS [NOT] NULL, [NOT] IN (...), [NOT] BETWEEN, [NOT] LIKE, + - * / %, parentheses and the
 // functions length, lower, upper, trim, abs, coalesce and current_timestamp(). The result is
 // an Expr: Bind it to a schema to check names and types (Spark's implicit casts) and to
-// evaluate it, column by column, with Spark's null rules.
+// evaluate it, column by column, with Spark's null rules. Parsing takes time linear in the
+// text; a text over MaxSQLBytes, MaxSQLTokens or MaxSQLDepth is an *SQLLimitError.
 func ParseSQL(text string) (Expr, error) {
-	p := &sqlParser{src: text}
+	return ParseSQLContext(context.Background(), text)
+}
+
+// ParseSQLContext is ParseSQL that stops with ctx's error (errors.Is(err, context.Canceled))
+// when ctx ends: it checks ctx every few thousand tokens, so a long text does not hold up a
+// signal.
+func ParseSQLContext(ctx context.Context, text string) (Expr, error) {
+	if len(text) > MaxSQLBytes {
+		return nil, &SQLLimitError{Limit: "length", Max: MaxSQLBytes, Found: len(text)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := &sqlParser{src: text, ctx: ctx}
 	if err := p.lex(); err != nil {
 		return nil, err
 	}
@@ -50,6 +113,10 @@ func ParseSQL(text string) (Expr, error) {
 	}
 	return &sqlPred{root: n, text: text}, nil
 }
+
+// ctxCheckEvery is how many tokens (lexing) or nodes (parsing, binding) pass between two
+// checks of the context: a few hundred microseconds of work.
+const ctxCheckEvery = 4096
 
 type tokKind int
 
@@ -73,19 +140,40 @@ func (t token) describe() string {
 	case tkEOF:
 		return "the end of the expression"
 	case tkString:
-		return "string '" + t.text + "'"
+		return "string '" + shortenSQL(t.text) + "'"
 	case tkQuoted:
-		return "`" + t.text + "`"
+		return "`" + shortenSQL(t.text) + "`"
 	}
-	return strconv.Quote(t.text)
+	return strconv.Quote(shortenSQL(t.text))
 }
 
 func (t token) is(kw string) bool { return t.kind == tkIdent && strings.EqualFold(t.text, kw) }
 
 type sqlParser struct {
-	src  string
-	toks []token
-	i    int
+	src   string
+	toks  []token
+	i     int
+	ctx   context.Context
+	depth int // current nesting (parentheses, NOT, signs, calls)
+	steps int // operands and nesting levels so far, to check ctx every ctxCheckEvery
+}
+
+// enter counts one more level of nesting at t; the caller leaves it with p.depth--.
+func (p *sqlParser) enter(t token) error {
+	p.depth++
+	if p.depth > MaxSQLDepth {
+		return &SQLLimitError{Limit: "depth", Max: MaxSQLDepth, Pos: t.pos}
+	}
+	return p.tick()
+}
+
+// tick checks the context every ctxCheckEvery calls (operands and nesting levels).
+func (p *sqlParser) tick() error {
+	p.steps++
+	if p.steps%ctxCheckEvery == 0 {
+		return p.ctx.Err()
+	}
+	return nil
 }
 
 func (p *sqlParser) errAt(t token, expected string) error {
@@ -96,15 +184,38 @@ func (p *sqlParser) errAt(t token, expected string) error {
 // escapes, and adjacent string literals concatenated.
 func (p *sqlParser) lex() error {
 	s := p.src
-	col := func(off int) int { return utf8.RuneCountInString(s[:off]) + 1 }
+	// col is the 1-based character column of byte offset off. Offsets only grow, so the runes
+	// are counted once, from the previous offset: counting from the start each time made the
+	// lexer quadratic (a 20,000-item IN list took seconds).
+	colOff, colRunes := 0, 0
+	col := func(off int) int {
+		colRunes += utf8.RuneCountInString(s[colOff:off])
+		colOff = off
+		return colRunes + 1
+	}
+	// str collects a string literal and the ones adjacent to it ('a' 'b' is 'ab'): one
+	// builder for the run, so that many adjacent literals are not copied again each time.
+	var sb strings.Builder
+	// Parentheses nesting, measured whole here so that the error says how deep the text goes.
+	parens, maxParens, overAt := 0, 0, 0
+	nextCheck := ctxCheckEvery
 	for i := 0; i < len(s); {
+		if len(p.toks) >= nextCheck {
+			nextCheck += ctxCheckEvery
+			if err := p.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		c := s[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
 		case c == '\'' || c == '"':
 			start := i
-			var sb strings.Builder
+			adjacent := len(p.toks) > 0 && p.toks[len(p.toks)-1].kind == tkString
+			if !adjacent {
+				sb.Reset() // drops the buffer: the previous token keeps its text
+			}
 			i++
 			closed := false
 			for i < len(s) {
@@ -140,8 +251,8 @@ func (p *sqlParser) lex() error {
 			if !closed {
 				return &SQLError{Pos: col(start), Found: "an unterminated string", Expected: "a closing " + string(c)}
 			}
-			if n := len(p.toks); n > 0 && p.toks[n-1].kind == tkString {
-				p.toks[n-1].text += sb.String()
+			if adjacent {
+				p.toks[len(p.toks)-1].text = sb.String() // no copy: the builder's bytes so far
 			} else {
 				p.toks = append(p.toks, token{tkString, sb.String(), col(start)})
 			}
@@ -177,7 +288,7 @@ func (p *sqlParser) lex() error {
 				i++
 			}
 			if i < len(s) && isIdentByte(s[i]) {
-				return &SQLError{Pos: col(start), Found: strconv.Quote(s[start : i+1]), Expected: "a number (digits, a fraction, an exponent, or a suffix L, S, Y, D, F, BD)"}
+				return &SQLError{Pos: col(start), Found: strconv.Quote(shortenSQL(s[start : i+1])), Expected: "a number (digits, a fraction, an exponent, or a suffix L, S, Y, D, F, BD)"}
 			}
 			p.toks = append(p.toks, token{tkNumber, s[start:i], col(start)})
 		case isIdentByte(c) && !(c >= '0' && c <= '9'):
@@ -192,6 +303,18 @@ func (p *sqlParser) lex() error {
 				if strings.HasPrefix(s[i:], op) {
 					p.toks = append(p.toks, token{tkOp, op, col(start)})
 					i += len(op)
+					switch op {
+					case "(":
+						parens++
+						if parens > maxParens {
+							maxParens = parens
+							if parens == MaxSQLDepth+1 {
+								overAt = p.toks[len(p.toks)-1].pos
+							}
+						}
+					case ")":
+						parens--
+					}
 					break
 				}
 			}
@@ -201,7 +324,13 @@ func (p *sqlParser) lex() error {
 			}
 		}
 	}
-	p.toks = append(p.toks, token{tkEOF, "", utf8.RuneCountInString(s) + 1})
+	p.toks = append(p.toks, token{tkEOF, "", col(len(s))})
+	if n := len(p.toks) - 1; n > MaxSQLTokens {
+		return &SQLLimitError{Limit: "tokens", Max: MaxSQLTokens, Found: n}
+	}
+	if maxParens > MaxSQLDepth {
+		return &SQLLimitError{Limit: "depth", Max: MaxSQLDepth, Found: maxParens, Pos: overAt}
+	}
 	return nil
 }
 
@@ -277,7 +406,11 @@ func (p *sqlParser) parseAnd() (sqlNode, error) {
 func (p *sqlParser) parseNot() (sqlNode, error) {
 	if t := p.peek(); t.is("not") {
 		p.i++
+		if err := p.enter(t); err != nil {
+			return nil, err
+		}
 		x, err := p.parseNot()
+		p.depth--
 		if err != nil {
 			return nil, err
 		}
@@ -332,7 +465,11 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 		switch t2 := p.peek(); {
 		case t2.is("in"):
 			p.i++
+			open := p.peek()
 			if err := p.expectOp("(", "( after IN"); err != nil {
+				return nil, err
+			}
+			if err := p.enter(open); err != nil {
 				return nil, err
 			}
 			var list []sqlNode
@@ -350,6 +487,7 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 				}
 				break
 			}
+			p.depth--
 			l = &nIn{x: l, list: list, not: not, at: t.pos}
 		case t2.is("between"):
 			p.i++
@@ -429,7 +567,11 @@ func (p *sqlParser) parseUnary() (sqlNode, error) {
 			p.i++
 			return p.number(n, "-")
 		}
+		if err := p.enter(t); err != nil {
+			return nil, err
+		}
 		x, err := p.parseUnary()
+		p.depth--
 		if err != nil {
 			return nil, err
 		}
@@ -444,6 +586,10 @@ func (p *sqlParser) parseUnary() (sqlNode, error) {
 const primaryWanted = "a column, a literal, a function call, ( or NOT"
 
 func (p *sqlParser) parsePrimary() (sqlNode, error) {
+	// Every operand passes here: the context is checked as the parse goes, whatever its shape.
+	if err := p.tick(); err != nil {
+		return nil, err
+	}
 	t := p.next()
 	switch t.kind {
 	case tkNumber:
@@ -452,7 +598,11 @@ func (p *sqlParser) parsePrimary() (sqlNode, error) {
 		return &nLit{t: sqlType{k: kString}, s: t.text, at: t.pos}, nil
 	case tkOp:
 		if t.text == "(" {
+			if err := p.enter(t); err != nil {
+				return nil, err
+			}
 			x, err := p.parseOr()
+			p.depth--
 			if err != nil {
 				return nil, err
 			}
@@ -517,9 +667,12 @@ func (p *sqlParser) call(t token) (sqlNode, error) {
 	name := strings.ToLower(t.text)
 	want, ok := sqlFuncs[name]
 	if !ok {
-		return nil, &SQLError{Pos: t.pos, Found: "function " + t.text, Expected: "one of the functions length, lower, upper, trim, abs, coalesce, current_timestamp"}
+		return nil, &SQLError{Pos: t.pos, Found: "function " + shortenSQL(t.text), Expected: "one of the functions length, lower, upper, trim, abs, coalesce, current_timestamp"}
 	}
-	p.i++ // (
+	if err := p.enter(p.next()); err != nil { // (
+		return nil, err
+	}
+	defer func() { p.depth-- }()
 	var args []sqlNode
 	if !p.acceptOp(")") {
 		for {
@@ -561,7 +714,7 @@ func (p *sqlParser) call(t token) (sqlNode, error) {
 func (p *sqlParser) number(t token, sign string) (sqlNode, error) {
 	txt := t.text
 	bad := func(what string) error {
-		return &SQLError{Pos: t.pos, Found: strconv.Quote(sign + txt), Expected: what}
+		return &SQLError{Pos: t.pos, Found: strconv.Quote(shortenSQL(sign + txt)), Expected: what}
 	}
 	lit := &nLit{at: t.pos}
 	suffix := ""
@@ -621,6 +774,11 @@ func (p *sqlParser) number(t token, sign string) (sqlNode, error) {
 // decimalLiteral types s ("12.50", "-.5", "1e3" with BD) as decimal(p,s) with the digits
 // written, as Spark does.
 func decimalLiteral(lit *nLit, s string, bad func(string) error) (sqlNode, error) {
+	// A decimal's precision is at least its significant digits: a longer one is refused
+	// before big.Rat, whose conversion of a million digits takes seconds.
+	if mant, _, _ := strings.Cut(strings.ToLower(strings.TrimLeft(s, "+-")), "e"); len(strings.TrimLeft(strings.Replace(mant, ".", "", 1), "0")) > maxSQLDecimal {
+		return nil, bad(fmt.Sprintf("a decimal of at most %d digits (write a double with an exponent, e.g. 1e40)", maxSQLDecimal))
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return nil, bad("a decimal number")
@@ -673,6 +831,10 @@ func typedLiteral(kw, s token) (sqlNode, error) {
 	return &nLit{t: sqlType{k: kTimestamp}, i: us, at: kw.pos}, nil
 }
 
+// maxIntervalText bounds an interval's quantity: microseconds fit in 19 digits; the rest is
+// room for a fraction with trailing zeros.
+const maxIntervalText = 64
+
 var intervalUnits = map[string]int64{"day": 86400e6, "days": 86400e6, "hour": 3600e6, "hours": 3600e6,
 	"minute": 60e6, "minutes": 60e6, "second": 1e6, "seconds": 1e6}
 
@@ -695,6 +857,9 @@ func (p *sqlParser) interval(kw token) (sqlNode, error) {
 	}
 	q := new(big.Rat)
 	txt := strings.TrimSpace(v.text)
+	if len(txt) > maxIntervalText {
+		return nil, &SQLError{Pos: v.pos, Found: v.describe(), Expected: "a whole number of microseconds within range"}
+	}
 	if _, ok := q.SetString(sign + txt); !ok || strings.ContainsAny(txt, "eE/") {
 		return nil, &SQLError{Pos: v.pos, Found: v.describe(), Expected: "a number of " + strings.ToLower(u.text)}
 	}

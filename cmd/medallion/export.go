@@ -55,7 +55,7 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 				return usageError("export spark: --config is required")
 			}
 			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(p, sets)
+			cfg, err := loadPipelineConfig(cmd.Context(), p, sets)
 			if err != nil {
 				return err
 			}

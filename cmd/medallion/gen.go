@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func runGen(cmd *cobra.Command, _ []string) error {
 		return usageError("gen: --events must be a positive number of lines, got %d", events)
 	}
 	sets, _ := f.GetStringArray("set")
-	cfg, err := loadPipelineConfig(path, sets)
+	cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
 	if err != nil {
 		return err
 	}
@@ -227,11 +228,15 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 	return o
 }
 
+// errLoadStopped is the error of a command stopped by SIGINT or SIGTERM while it loaded its
+// config: the config is not known to be bad, and nothing was done.
+var errLoadStopped = errors.New("stopped by a signal while loading the config; nothing was done")
+
 // openConfigReadOnly loads the config at path with the command's --set overrides and opens
 // its lake read-only, for the commands that only read (lag, report, check).
 func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objstore.Bucket, error) {
 	sets, _ := cmd.Flags().GetStringArray("set")
-	cfg, err := loadPipelineConfig(path, sets)
+	cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,9 +248,12 @@ func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objs
 }
 
 // loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
-// a usage error (exit code 2). It sets the process's memory limit (memory_limit) as it goes.
-func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
-	cfg, err := config.Load(path)
+// a usage error (exit code 2). SIGINT or SIGTERM (ctx ends) during the load stops it at
+// once with errLoadStopped, exit code 1 (the config is not known to be bad; nothing was done;
+// serve turns it into its graceful exit 0). It sets the process's memory limit
+// (memory_limit) as it goes.
+func loadPipelineConfig(ctx context.Context, path string, sets []string) (*config.Pipeline, error) {
+	cfg, err := config.LoadContext(ctx, path)
 	if err == nil {
 		// Every --set first, one validation after: their order does not matter.
 		var kvs []config.KeyValue
@@ -256,7 +264,10 @@ func loadPipelineConfig(path string, sets []string) (*config.Pipeline, error) {
 			}
 			kvs = append(kvs, config.KeyValue{Key: key, Value: value})
 		}
-		err = cfg.OverrideAll(kvs)
+		err = cfg.OverrideAllContext(ctx, kvs)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, &exitError{code: 1, err: fmt.Errorf("%w: %w", errLoadStopped, err)}
 	}
 	if err == nil {
 		err = specs.Check(cfg) // Spark's answer to each join, from the join operator's rules

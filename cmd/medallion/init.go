@@ -25,7 +25,7 @@ nothing. No Docker needed: a local lake or any S3 endpoint (AWS_ENDPOINT_URL) wi
 				return usageError("init: --config is required")
 			}
 			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(path, sets)
+			cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
 			if err != nil {
 				return err
 			}

@@ -27,7 +27,7 @@ gold:
 		return path
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
-	if _, err := loadPipelineConfig(write("memory_limit: 900MiB\n"), nil); err != nil {
+	if _, err := loadPipelineConfig(t.Context(), write("memory_limit: 900MiB\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
@@ -40,10 +40,10 @@ gold:
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set, memory_limit changed the limit to %d", got)
 	}
-	if _, err := loadPipelineConfig(write("memory_limit: lots\n"), nil); exitCode(err) != 2 {
+	if _, err := loadPipelineConfig(t.Context(), write("memory_limit: lots\n"), nil); exitCode(err) != 2 {
 		t.Errorf("memory_limit: lots: %v (exit %d), want a bad config", err, exitCode(err))
 	}
-	if _, err := loadPipelineConfig(write("memory_limit: -1GiB\n"), nil); exitCode(err) != 2 {
+	if _, err := loadPipelineConfig(t.Context(), write("memory_limit: -1GiB\n"), nil); exitCode(err) != 2 {
 		t.Errorf("memory_limit: -1GiB: %v (exit %d), want a bad config", err, exitCode(err))
 	}
 }

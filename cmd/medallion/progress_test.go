@@ -49,7 +49,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	if out, err := runGenCLI(t, "gen", "--config", cfgPath, "--events", "3000", "--files", "3"); err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
-	cfg, err := loadPipelineConfig(cfgPath, nil)
+	cfg, err := loadPipelineConfig(t.Context(), cfgPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestReplayProgressOnTerminal(t *testing.T) {
 			t.Fatalf("run %s: %v\n%s", job, err, out)
 		}
 	}
-	cfg, err := loadPipelineConfig(cfgPath, nil)
+	cfg, err := loadPipelineConfig(t.Context(), cfgPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 			return usageError("run %s: --config is required", name)
 		}
 		sets, _ := cmd.Flags().GetStringArray("set")
-		cfg, err := loadPipelineConfig(path, sets)
+		cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/medallion-lake/medallion/jobs"
@@ -21,7 +24,12 @@ SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe poin
 				return usageError("serve: --config is required")
 			}
 			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(path, sets)
+			cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
+			if errors.Is(err, errLoadStopped) {
+				// SIGINT and SIGTERM stop serve gracefully, before its start as after it: exit 0.
+				fmt.Fprintln(cmd.ErrOrStderr(), "medallion: serve:", errors.Unwrap(err))
+				return nil
+			}
 			if err != nil {
 				return err
 			}

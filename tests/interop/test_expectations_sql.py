@@ -65,6 +65,13 @@ EXPRS = [
     "name IN ('Alice', 'bob')", "name NOT IN ('Alice', 'bob')", "name IN ('Alice', NULL)",
     "name NOT IN ('Alice', NULL)", "qty IN (0, 3, 12)", "qty IN ('3', 0)", "id IN (1, 2, id + 10)",
     "amount IN (0, 10.5)", "st.code IN ('DE', 'FR')",
+    # lists long enough for the hash set (issue 30), with NULL, NaN, -0.0 and non-literal items
+    "qty IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12)", "qty NOT IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, NULL)",
+    "name IN ('Alice', 'bob ', '', 'x', '\tTab ')", "name NOT IN ('Alice', 'x', 'y', NULL)",
+    "amount IN (-0.0, 1, 2, 3, 4, 5, 6, 7, 8, 10.5, 'NaN')", "amount IN (1D, 2D, 3D, 4D, 5D, 6D, 7D, 8D, -0.0D, amount)",
+    "price IN (12.5, 0, 1, 2, 3, 4, 5.55, 6, 7, 8, 9)", "id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, id + 10, NULL)",
+    "st.code IN ('DE', 'FR', 'de', '1.9', 'x')", "ok IN (TRUE, TRUE, TRUE, TRUE, TRUE, TRUE, TRUE, TRUE, TRUE)",
+    "lower(name) BETWEEN 'a' AND 'c'", "qty + 1 NOT BETWEEN 1 AND 4", "(qty BETWEEN 0 AND 3) BETWEEN TRUE AND TRUE",
     "qty BETWEEN 0 AND 3", "qty NOT BETWEEN 0 AND 3", "amount BETWEEN -1 AND 10.5",
     "ts BETWEEN TIMESTAMP '2024-03-01 00:00:00' AND TIMESTAMP '2024-03-01 23:59:59'",
     "name LIKE 'A%'", "name LIKE '%e'", "name LIKE '%c%e'", "name LIKE '_ob_'", "name NOT LIKE '%o%'",
