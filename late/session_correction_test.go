@@ -296,9 +296,9 @@ func TestSessionCorrectionChains(t *testing.T) {
 		// session never holds d, so nothing is counted twice.
 		name: "into the open session",
 		steps: []step{
-			{evs: []cev{{"a", "k", 0}, {"z1", "z", 40 * m}}}, // emits k [0,30m)
-			{evs: []cev{{"b", "k", 45 * m}}},                 // k [45m,75m) in state
-			{evs: []cev{{"d", "k", 20 * m}}, merge: true},    // on time, touches both
+			{evs: []cev{{"a", "k", 0}, {"z1", "z", 40 * m}}},       // emits k [0,30m)
+			{evs: []cev{{"b", "k", 45 * m}}},                       // k [45m,75m) in state
+			{evs: []cev{{"d", "k", 20 * m}}, merge: true},          // on time, touches both
 			{evs: []cev{{"zz", "zz", 3 * time.Hour}}, merge: true}, // closes the others
 		},
 		corrections: 1,
@@ -308,9 +308,9 @@ func TestSessionCorrectionChains(t *testing.T) {
 		// stream remembers the late row's session, so the second row is a correction too.
 		name: "after a late row merged",
 		steps: []step{
-			{evs: []cev{{"z1", "z", 50 * m}}},             // watermark 40m
-			{evs: []cev{{"a", "k", 10 * m}}, merge: true}, // late: [10m,40m) ends at 40m
-			{evs: []cev{{"b", "k", 35 * m}}},              // on time (65m > 40m), touches it
+			{evs: []cev{{"z1", "z", 50 * m}}},                      // watermark 40m
+			{evs: []cev{{"a", "k", 10 * m}}, merge: true},          // late: [10m,40m) ends at 40m
+			{evs: []cev{{"b", "k", 35 * m}}},                       // on time (65m > 40m), touches it
 			{evs: []cev{{"zz", "zz", 3 * time.Hour}}, merge: true}, // closes the others
 		},
 		corrections: 1,
@@ -320,10 +320,10 @@ func TestSessionCorrectionChains(t *testing.T) {
 		// that was emitted on its own; all end in one session.
 		name: "chained corrections",
 		steps: []step{
-			{evs: []cev{{"a", "k", 0}, {"z1", "z", 40 * m}}}, // emits k [0,30m)
-			{evs: []cev{{"b", "k", 25 * m}}},                 // correction [25m,55m)
-			{evs: []cev{{"c", "k", 50 * m}}, merge: true},    // correction [50m,80m)
-			{evs: []cev{{"d", "k", 75 * m}}},                 // correction [75m,105m)
+			{evs: []cev{{"a", "k", 0}, {"z1", "z", 40 * m}}},       // emits k [0,30m)
+			{evs: []cev{{"b", "k", 25 * m}}},                       // correction [25m,55m)
+			{evs: []cev{{"c", "k", 50 * m}}, merge: true},          // correction [50m,80m)
+			{evs: []cev{{"d", "k", 75 * m}}},                       // correction [75m,105m)
 			{evs: []cev{{"zz", "zz", 3 * time.Hour}}, merge: true}, // closes the others
 		},
 		corrections: 3,
