@@ -177,10 +177,11 @@ type Aggregation struct {
 	batch  uint32
 
 	// settled: for session windows in Append mode with a static gap, each key's extents the
-	// stream no longer holds (session.go); settledMinEnd a lower bound of their ends, and
-	// pendingSettle the windows of this batch's late and correction rows, settled once the
-	// batch's rows are routed.
-	settled       map[int32][]Window
+	// stream no longer holds, by key id (session.go); settledKeys the ids that have some,
+	// settledMinEnd a lower bound of their ends, and pendingSettle the windows of this batch's
+	// late and correction rows, settled once the batch's rows are routed.
+	settled       [][]Window
+	settledKeys   []int32
 	settledMinEnd int64
 	pendingSettle []sessItem
 
@@ -221,7 +222,6 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,
-		settled:  map[int32][]Window{},
 
 		settledMinEnd: math.MaxInt64,
 	}
@@ -246,8 +246,9 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
 	}
-	for _, es := range a.settled {
-		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(es)+1) + sliceBytes(es)
+	n += sliceBytes(a.settled) + sliceBytes(a.settledKeys) + sliceBytes(a.pendingSettle)
+	for _, k := range a.settledKeys {
+		n += sliceBytes(a.settled[k])
 	}
 	for _, ac := range a.accs {
 		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
@@ -751,6 +752,10 @@ func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
 			ss := a.sessions[key]
 			if i := slices.Index(ss, s); i >= 0 {
 				a.sessions[key] = slices.Delete(ss, i, i+1)
+			}
+			if len(a.sessions[key]) == 0 {
+				// The key may live on for its settled extents: keep the map to the keys in state.
+				delete(a.sessions, key)
 			}
 			if track {
 				a.settle(key, a.window(s))

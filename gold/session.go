@@ -99,6 +99,9 @@ func (a *Aggregation) tracksSettled() bool {
 
 // touchesSettled says whether w merges with (overlaps or touches) a settled extent of key.
 func (a *Aggregation) touchesSettled(key int32, w Window) bool {
+	if int(key) >= len(a.settled) {
+		return false
+	}
 	for _, e := range a.settled[key] {
 		if w.Start <= e.End && e.Start <= w.End {
 			return true
@@ -110,11 +113,21 @@ func (a *Aggregation) touchesSettled(key int32, w Window) bool {
 // settle adds w to key's settled extents, merging it with the extents it touches. A key with
 // extents holds one reference, so that its id stays valid while they are kept.
 func (a *Aggregation) settle(key int32, w Window) {
-	es, ok := a.settled[key]
-	if !ok {
-		a.keyRefs[key]++
+	if n := len(a.keyLocs); len(a.settled) < n {
+		a.settled = append(a.settled, make([][]Window, n-len(a.settled))...)
 	}
-	a.settled[key] = MergeSessions(append(es, w))
+	es := a.settled[key]
+	switch {
+	case len(es) == 0:
+		a.keyRefs[key]++
+		a.settledKeys = append(a.settledKeys, key)
+		es = append(es, w)
+	case es[len(es)-1].End < w.Start: // the common case: after everything settled before
+		es = append(es, w)
+	default:
+		es = MergeSessions(append(es, w))
+	}
+	a.settled[key] = es
 	a.settledMinEnd = min(a.settledMinEnd, w.End)
 }
 
@@ -132,11 +145,13 @@ func (a *Aggregation) settlePending() {
 // evictUs. Only batches whose watermark passed the least such end pay for the scan.
 func (a *Aggregation) evictSettled(evictUs int64) {
 	gap := a.cfg.Session.Gap
-	if len(a.settled) == 0 || evictUs < a.settledMinEnd+gap {
+	if len(a.settledKeys) == 0 || evictUs < a.settledMinEnd+gap {
 		return
 	}
 	a.settledMinEnd = math.MaxInt64
-	for key, es := range a.settled {
+	keys := a.settledKeys[:0]
+	for _, key := range a.settledKeys {
+		es := a.settled[key]
 		kept := es[:0]
 		for _, e := range es {
 			if e.End+gap > evictUs {
@@ -144,20 +159,21 @@ func (a *Aggregation) evictSettled(evictUs int64) {
 				a.settledMinEnd = min(a.settledMinEnd, e.End)
 			}
 		}
+		a.settled[key] = kept
 		if len(kept) > 0 {
-			a.settled[key] = kept
+			keys = append(keys, key)
 			continue
 		}
-		delete(a.settled, key)
 		a.releaseKey(key)
 	}
+	a.settledKeys = keys
 }
 
 // NumSettled is the number of settled extents kept (for tests and state metrics).
 func (a *Aggregation) NumSettled() int {
 	n := 0
-	for _, es := range a.settled {
-		n += len(es)
+	for _, k := range a.settledKeys {
+		n += len(a.settled[k])
 	}
 	return n
 }
@@ -171,10 +187,7 @@ const settledTag = 's'
 // appendSettled appends the settled section: the tag, the number of keys, then per key in
 // byte order its key, its number of extents and each extent's start and length.
 func (a *Aggregation) appendSettled(dst []byte) []byte {
-	keys := make([]int32, 0, len(a.settled))
-	for k := range a.settled {
-		keys = append(keys, k)
-	}
+	keys := slices.Clone(a.settledKeys)
 	slices.SortFunc(keys, func(x, y int32) int { return strings.Compare(a.key(x), a.key(y)) })
 	dst = append(dst, settledTag)
 	dst = binary.AppendUvarint(dst, uint64(len(keys)))
@@ -212,7 +225,7 @@ func (a *Aggregation) restoreSettled(p []byte) ([]byte, error) {
 		}
 		p = p[w:]
 		id, _ := a.internKey(key)
-		if _, dup := a.settled[id]; dup {
+		if int(id) < len(a.settled) && len(a.settled[id]) > 0 {
 			return nil, fmt.Errorf("%w: settled key %d repeats a key", ErrBadState, i)
 		}
 		for j := uint64(0); j < m; j++ {

@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 // sessionBatchCase is one ProcessBatch call of a settled-session test: keyed rows, the late and
@@ -190,6 +194,72 @@ func TestSessionSettledSnapshot(t *testing.T) {
 		b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 		if _, err := RestoreAggregation(cfg, b); !errors.Is(err, ErrBadState) {
 			t.Errorf("settled section %x: %v, want ErrBadState", bad, err)
+		}
+	}
+}
+
+// BenchmarkSessionAppend is a running session stream: each 64k-event batch covers the next
+// 10 s of event time (up to 3 minutes out of order), gap 5 s, watermark delay 2 minutes, so
+// sessions close every batch and some rows arrive after their key's session was emitted.
+// "static" keeps settled extents and routes corrections; "per-row-gap" is the same stream
+// through the per-row gap path, which keeps Spark's behaviour: the baseline of the extents'
+// cost, in the same run.
+func BenchmarkSessionAppend(b *testing.B) {
+	for _, keys := range []int{100_000, 1_000_000} {
+		for _, mode := range []string{"static", "per-row-gap"} {
+			b.Run(strconv.Itoa(keys)+"keys-"+mode, func(b *testing.B) {
+				gap := 5 * second
+				cfg := sessionCfg(Append, gap)
+				in := &Input{EventTime: make([]int64, benchBatch)}
+				if mode == "per-row-gap" {
+					cfg.Session.Gap = 0
+					in.SessionGap = make([]int64, benchBatch)
+					for i := range in.SessionGap {
+						in.SessionGap[i] = gap
+					}
+				}
+				op := mustAgg(b, cfg)
+				tr, _ := NewWatermarkTracker(PolicyMin, []int64{2 * 60 * 1000}, 0)
+				rng := rand.New(rand.NewPCG(1, 1))
+				var kb []byte
+				for range benchBatch {
+					kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+					in.Keys.Append(kb)
+				}
+				offsets := make([]int64, benchBatch)
+				for i := range offsets {
+					offsets[i] = rng.Int64N(10*second) - rng.Int64N(3*minute)
+				}
+				base := at(12, 0)
+				var corrections int64
+				step := func() {
+					for i, o := range offsets {
+						in.EventTime[i] = base + o
+					}
+					base += 10 * second
+					late, evict := tr.BatchWatermarks()
+					tr.Observe(0, in.EventTime, nil)
+					res, err := op.ProcessBatch(in, late, evict)
+					if err != nil {
+						b.Fatal(err)
+					}
+					corrections += res.NumCorrectionRows
+					tr.EndBatch(0)
+				}
+				for range 50 { // past the first evictions
+					step()
+				}
+				corrections = 0
+				b.ReportAllocs()
+				b.ResetTimer()
+				c0 := cpuNanos()
+				for i := 0; i < b.N; i++ {
+					step()
+				}
+				reportCPU(b, c0, b.N*benchBatch)
+				b.ReportMetric(float64(corrections)/float64(b.N), "corrections/op")
+				b.ReportMetric(float64(op.NumSettled()), "extents")
+			})
 		}
 	}
 }
