@@ -246,7 +246,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
 	}
-	n += sliceBytes(a.settled) + sliceBytes(a.settledKeys) + sliceBytes(a.pendingSettle)
+	n += sliceBytes(a.settled) + sliceBytes(a.settledKeys)
 	for _, k := range a.settledKeys {
 		n += sliceBytes(a.settled[k])
 	}

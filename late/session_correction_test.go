@@ -14,8 +14,13 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/internal/testutil"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
 )
 
 // correctionYAML is the reproduction: watermark 10m, sessions of 30m by key, dedup on
@@ -165,99 +170,115 @@ func oracleSessions(evs []cev, gap time.Duration) map[string][]string {
 	return out
 }
 
+// correctionCase is one randomized arrival of session events: the distinct events, the
+// landing objects in order (resends included, the last one closing every session), and after
+// which objects merge-late runs.
+type correctionCase struct {
+	name, delay string
+	evs         []cev
+	objects     [][]cev
+	mergeAfter  []bool
+}
+
+// newCorrectionCase draws case c: events of two keys at whole minutes over two and a half
+// hours (so that sessions often touch exactly, t2 == t1 + gap), a fifth of them sent twice, in
+// a shuffled or a lagged order, cut into objects of one to three events, under a random
+// watermark delay, with merge-late after a third of the objects. A last object holds an event
+// of another key, far ahead, which closes every session of the others.
+func newCorrectionCase(c int) correctionCase {
+	rng := rand.New(rand.NewPCG(uint64(c), 30))
+	delays := []string{"0s", "5m", "10m", "30m", "1h"}
+	cc := correctionCase{delay: delays[rng.IntN(len(delays))]}
+	for i := range 4 + rng.IntN(12) {
+		key := string(rune('k' + rng.IntN(2)))
+		cc.evs = append(cc.evs, cev{fmt.Sprintf("e%d", i), key, time.Duration(rng.IntN(10)*15+rng.IntN(2)*rng.IntN(15)) * time.Minute})
+	}
+	arrivals := slices.Clone(cc.evs)
+	for _, e := range cc.evs {
+		if rng.IntN(5) == 0 { // a resend, deduplicated on event_id
+			arrivals = append(arrivals, e)
+		}
+	}
+	order := "shuffled"
+	if rng.IntN(2) == 0 {
+		rng.Shuffle(len(arrivals), func(i, j int) { arrivals[i], arrivals[j] = arrivals[j], arrivals[i] })
+	} else {
+		// Mostly in time order, each event delayed by up to an hour: the watermark then moves
+		// in small steps and sessions close while rows that touch them are on their way, which
+		// a full shuffle (one early event moves the watermark to the end) rarely gives.
+		order = "lagged"
+		due := make([]time.Duration, len(arrivals))
+		idx := make([]int, len(arrivals))
+		for i := range arrivals {
+			due[i], idx[i] = arrivals[i].at+time.Duration(rng.IntN(60))*time.Minute, i
+		}
+		slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(due[x], due[y]) })
+		sorted := make([]cev, len(arrivals))
+		for i, j := range idx {
+			sorted[i] = arrivals[j]
+		}
+		arrivals = sorted
+	}
+	for rest := arrivals; len(rest) > 0; {
+		n := min(len(rest), 1+rng.IntN(3))
+		cc.objects = append(cc.objects, rest[:n])
+		cc.mergeAfter = append(cc.mergeAfter, rng.IntN(3) == 0)
+		rest = rest[n:]
+	}
+	cc.objects = append(cc.objects, []cev{{"close", "zz", 6 * time.Hour}})
+	cc.mergeAfter = append(cc.mergeAfter, true)
+	cc.name = fmt.Sprintf("%d_%s_wm%s", c, order, cc.delay)
+	return cc
+}
+
+// checkOracle checks gold's sessions against the batch sessionization of the case's distinct
+// events.
+func (cc *correctionCase) checkOracle(t *testing.T, lake objstore.Bucket) {
+	t.Helper()
+	want := oracleSessions(cc.evs, 30*time.Minute)
+	got := goldSessions(t, lake)
+	if _, open := got["zz"]; open {
+		t.Fatalf("gold holds zz's session, which is still open: %v", got["zz"])
+	}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("gold sessions after stream and merge-late differ from the batch sessionization\nobjects %v\n got %v\nwant %v", cc.objects, got, want)
+	}
+}
+
 // TestSessionCorrectionsRandomized: events of a few keys arrive in random order, in random
 // objects, some of them twice, under a random watermark delay, with merge-late run at random
-// points between the stream's batches; a last event of another key closes every session.
-// After the stream and merge-late, gold's sessions equal a batch sessionization of the
-// distinct events (oracleSessions), and a replay over the whole range changes nothing.
-// MEDALLION_LONG=1 runs more cases.
+// points between the stream's batches (newCorrectionCase). After the stream and merge-late,
+// gold's sessions equal a batch sessionization of the distinct events (oracleSessions), and a
+// replay over the whole range changes nothing. MEDALLION_LONG=1 runs more cases.
 func TestSessionCorrectionsRandomized(t *testing.T) {
 	cases := 40
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		cases = 400
 	}
-	delays := []string{"0s", "5m", "10m", "30m", "1h"}
 	corrections := 0
 	for c := range cases {
-		rng := rand.New(rand.NewPCG(uint64(c), 30))
-		delay := delays[rng.IntN(len(delays))]
-		// Whole minutes over two and a half hours, so that sessions often touch exactly (t2 == t1 + gap).
-		var evs []cev
-		for i := range 4 + rng.IntN(12) {
-			key := string(rune('k' + rng.IntN(2)))
-			evs = append(evs, cev{fmt.Sprintf("e%d", i), key, time.Duration(rng.IntN(10)*15+rng.IntN(2)*rng.IntN(15)) * time.Minute})
-		}
-		arrivals := slices.Clone(evs)
-		for _, e := range evs {
-			if rng.IntN(5) == 0 { // a resend, deduplicated on event_id
-				arrivals = append(arrivals, e)
-			}
-		}
-		order := "shuffled"
-		if rng.IntN(2) == 0 {
-			rng.Shuffle(len(arrivals), func(i, j int) { arrivals[i], arrivals[j] = arrivals[j], arrivals[i] })
-		} else {
-			// Mostly in time order, each event delayed by up to an hour: the watermark then
-			// moves in small steps and sessions close while rows that touch them are on their
-			// way, which a full shuffle (one early event moves the watermark to the end) rarely
-			// gives.
-			order = "lagged"
-			due := map[*cev]time.Duration{}
-			for i := range arrivals {
-				due[&arrivals[i]] = arrivals[i].at + time.Duration(rng.IntN(60))*time.Minute
-			}
-			idx := make([]int, len(arrivals))
-			for i := range idx {
-				idx[i] = i
-			}
-			slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(due[&arrivals[x]], due[&arrivals[y]]) })
-			sorted := make([]cev, len(arrivals))
-			for i, j := range idx {
-				sorted[i] = arrivals[j]
-			}
-			arrivals = sorted
-		}
-		t.Run(fmt.Sprintf("%d_%s_wm%s", c, order, delay), func(t *testing.T) {
+		cc := newCorrectionCase(c)
+		t.Run(cc.name, func(t *testing.T) {
 			ctx := context.Background()
 			lake := mem.New()
-			cfg := correctionConfig(t, delay)
-			merge := func() {
-				t.Helper()
-				rep, err := MergeLate(ctx, opts(lake, cfg))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rep.Gold) > 0 && rep.Gold[0].Note != "" {
-					t.Logf("merge-late: %s", rep.Gold[0].Note)
-				}
-			}
-			obj := 0
-			for rest := arrivals; len(rest) > 0; obj++ {
-				n := min(len(rest), 1+rng.IntN(3))
-				landObject(t, lake, obj, rest[:n]...)
-				rest = rest[n:]
+			cfg := correctionConfig(t, cc.delay)
+			for i, obj := range cc.objects {
+				landObject(t, lake, i, obj...)
 				ingest(t, lake, cfg)
-				srep := runStream(t, lake, cfg)
-				for _, q := range srep.Gold {
+				for _, q := range runStream(t, lake, cfg).Gold {
 					corrections += int(q.SessionCorrections)
 				}
-				if rng.IntN(3) == 0 {
-					merge()
+				if cc.mergeAfter[i] {
+					rep, err := MergeLate(ctx, opts(lake, cfg))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(rep.Gold) > 0 && rep.Gold[0].Note != "" {
+						t.Logf("merge-late after object %d: %s", i, rep.Gold[0].Note)
+					}
 				}
 			}
-			// An event of another key, far ahead, closes every session of the others.
-			landObject(t, lake, obj, cev{"close", "zz", 6 * time.Hour})
-			ingest(t, lake, cfg)
-			runStream(t, lake, cfg)
-			merge()
-			want := oracleSessions(evs, 30*time.Minute)
-			got := goldSessions(t, lake)
-			if _, open := got["zz"]; open {
-				t.Fatalf("gold holds zz's session, which is still open: %v", got["zz"])
-			}
-			if !maps.EqualFunc(got, want, slices.Equal) {
-				t.Fatalf("gold sessions after stream and merge-late differ from the batch sessionization\narrivals %v\n got %v\nwant %v", arrivals, got, want)
-			}
+			cc.checkOracle(t, lake)
 			before := goldState(t, lake, "gold/sess")
 			if _, err := Replay(ctx, opts(lake, cfg), Range{From: corrBase, To: corrBase.Add(5 * time.Hour)}); err != nil {
 				t.Fatal(err)
@@ -361,4 +382,101 @@ func TestSessionCorrectionChains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionCorrectionsSurviveStreamCrashes: the stream keeps its settled extents in the state
+// it snapshots each batch, so runs killed at random object-store calls (a fresh runner after
+// each, as a restarted process) route the same rows as corrections and end with the same gold
+// and quarantine rows as an uninterrupted run; merge-late then gives the batch sessionization.
+func TestSessionCorrectionsSurviveStreamCrashes(t *testing.T) {
+	ctx := context.Background()
+	minCrashes := 12
+	if testing.Short() {
+		minCrashes = 4
+	}
+	tried := 0
+	for c := 0; tried < 3 && c < 200; c++ {
+		cc := newCorrectionCase(c)
+		cfg := correctionConfig(t, cc.delay)
+		base := mem.New()
+		for i, obj := range cc.objects {
+			landObject(t, base, i, obj...)
+			ingest(t, base, cfg)
+		}
+		ref := cloneLake(t, base)
+		if runStream(t, ref, cfg).Gold[0].SessionCorrections == 0 {
+			continue // no correction in one run over everything: nothing to prove here
+		}
+		tried++
+		want := map[string][]string{}
+		for _, p := range []string{"gold/sess", "silver/late_sess"} {
+			want[p] = rowsWithout(t, ref, p, silver.ColQueryID)
+		}
+		t.Run(cc.name, func(t *testing.T) {
+			crashes := 0
+			for round := uint64(0); crashes < minCrashes; round++ {
+				lake := cloneLake(t, base)
+				for attempt := uint64(0); ; attempt++ {
+					faulty := objstore.WithFaults(lake, objstore.FaultPlan{Seed: uint64(c)<<32 | round<<16 | attempt, Faults: []objstore.Fault{
+						{Op: objstore.OpPut, Rate: 0.05, After: attempt%2 == 1},
+						{Op: objstore.OpPutIfAbsent, Rate: 0.05, After: attempt%2 == 0},
+						{Op: objstore.OpGet, Rate: 0.02},
+					}})
+					r, err := stream.New(stream.Options{Lake: faulty, Query: specs.Query(cfg), Trigger: spec.Trigger{Kind: spec.AvailableNow}, Clock: streamClock})
+					if err == nil {
+						if _, err = r.Run(ctx); err == nil {
+							break
+						}
+					}
+					if crashes++; attempt > 200 {
+						t.Fatalf("round %d: no run got through in 200 attempts: %v", round, err)
+					}
+				}
+				for p, rows := range want {
+					if got := rowsWithout(t, lake, p, silver.ColQueryID); !slices.Equal(got, rows) {
+						t.Fatalf("round %d, %d crashes: %s differs from the uninterrupted run's\n got %v\nwant %v", round, crashes, p, got, rows)
+					}
+				}
+				if _, err := MergeLate(ctx, opts(lake, cfg)); err != nil {
+					t.Fatal(err)
+				}
+				cc.checkOracle(t, lake)
+			}
+		})
+	}
+	if tried == 0 {
+		t.Fatal("no case had a correction: the test proves nothing")
+	}
+}
+
+// rowsWithout is every row of the table at path as sorted JSON, without the columns drop.
+func rowsWithout(t testing.TB, lake objstore.Bucket, path string, drop ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tbl := table.Open(objstore.WithPrefix(lake, path))
+	snap, err := tbl.Log().Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, f := range schema.Fields {
+		if !slices.Contains(drop, f.Name) {
+			cols = append(cols, f.Name)
+		}
+	}
+	var out []string
+	for b, err := range tbl.Scan(ctx, table.ScanOptions{Columns: cols}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Len() {
+			out = append(out, string(table.AppendJSONRow(nil, b, i)))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
