@@ -1,7 +1,10 @@
 // Package gold owns the event-time core of the streaming job: window assignment (tumbling,
 // sliding, session), the watermark tracker, mergeable aggregates, the per-aggregation operator
 // that splits (row, window) pairs into on-time and late, the output modes and state snapshots
-// and deltas. It follows spec/streaming-semantics.md to the letter. It also holds the gold-row
+// and deltas. It follows spec/streaming-semantics.md to the letter, with one addition: a
+// session row on time by Spark's rule that touches a session already emitted (or a row already
+// quarantined) is reported with the late rows as a correction instead of starting a second,
+// overlapping session (session.go; docs/late-data.md). It also holds the gold-row
 // contract (row.go): the columns of a gold table and how an aggregate's value is written into
 // them, shared by the stream and the late-data jobs; group keys use table's key encoding.
 //

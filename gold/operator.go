@@ -114,6 +114,10 @@ type Result struct {
 	// the runner quarantines them with LateWatermarkMs, the watermark that judged them.
 	LateRows        []int32
 	LateWatermarkMs int64
+	// NumCorrectionRows is how many of LateRows are session corrections: on time by Spark's
+	// rule, but touching a session already emitted or a row already quarantined (see
+	// session.go). Spark counts them nowhere; they are not in NumRowsDroppedByWatermark.
+	NumCorrectionRows int64
 	// NumRowsDroppedByWatermark is Spark's counter: distinct late groups (key + window).
 	NumRowsDroppedByWatermark int64
 	// NumRowsTotal, NumRowsUpdated, NumRowsRemoved are the state operator metrics.
@@ -172,6 +176,15 @@ type Aggregation struct {
 	accs   []*acc
 	batch  uint32
 
+	// settled: for session windows in Append mode with a static gap, each key's extents the
+	// stream no longer holds, by key id (session.go); settledKeys the ids that have some,
+	// settledMinEnd a lower bound of their ends, and pendingSettle the windows of this batch's
+	// late and correction rows, settled once the batch's rows are routed.
+	settled       [][]Window
+	settledKeys   []int32
+	settledMinEnd int64
+	pendingSettle []sessItem
+
 	winBuf    []Window
 	pairSlot  []int32
 	pairRow   []int32
@@ -209,6 +222,8 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,
+
+		settledMinEnd: math.MaxInt64,
 	}
 	for i := range a.cfg.Aggs {
 		a.accs = append(a.accs, newAcc(&a.cfg.Aggs[i]))
@@ -230,6 +245,10 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 	for _, ss := range a.sessions {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
+	}
+	n += sliceBytes(a.settled) + sliceBytes(a.settledKeys)
+	for _, k := range a.settledKeys {
+		n += sliceBytes(a.settled[k])
 	}
 	for _, ac := range a.accs {
 		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
@@ -341,25 +360,32 @@ func (a *Aggregation) freeSlot(s int32) {
 	if a.cfg.Session == nil {
 		a.gtab.remove(groupHash(a.keyHash[g.key], g.start, a.cfg.Window.Slide), s)
 	}
-	a.keyRefs[g.key]--
-	if a.keyRefs[g.key] == 0 {
-		a.keyIDs.remove(a.keyHash[g.key], g.key)
-		if a.cfg.Session != nil {
-			delete(a.sessions, g.key)
-		}
-		a.keyGarbage += int(a.keyLocs[g.key].n)
-		a.keyLocs[g.key] = keyLoc{}
-		a.freeKeys = append(a.freeKeys, g.key)
-		if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
-			a.compactKeys()
-		}
-	}
+	a.releaseKey(g.key)
 	g.key = -1
 	for _, ac := range a.accs {
 		ac.clear(s) // drop sketch pointers so evicted state is collectable
 	}
 	a.freeSlots = append(a.freeSlots, s)
 	a.live--
+}
+
+// releaseKey drops one reference to key (a group's, or its settled extents'), and the key
+// itself with the last one.
+func (a *Aggregation) releaseKey(key int32) {
+	a.keyRefs[key]--
+	if a.keyRefs[key] != 0 {
+		return
+	}
+	a.keyIDs.remove(a.keyHash[key], key)
+	if a.cfg.Session != nil {
+		delete(a.sessions, key)
+	}
+	a.keyGarbage += int(a.keyLocs[key].n)
+	a.keyLocs[key] = keyLoc{}
+	a.freeKeys = append(a.freeKeys, key)
+	if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
+		a.compactKeys()
+	}
 }
 
 func (in *Input) key(i int) []byte {
@@ -407,6 +433,10 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	var err error
 	if a.cfg.Session != nil {
 		err = a.sessionBatch(in, lateUs, dropLate)
+		if r.NumCorrectionRows > 0 {
+			slices.Sort(r.LateRows)
+		}
+		a.settlePending()
 	} else {
 		a.windowBatch(in, lateUs, dropLate)
 	}
@@ -441,6 +471,9 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	a.evictedAt = evictWM * 1000
 	if err := a.emit(a.evictedAt, in.Out); err != nil {
 		return nil, err
+	}
+	if a.tracksSettled() {
+		a.evictSettled(a.evictedAt)
 	}
 	r.NumRowsTotal = a.live
 	return r, nil
@@ -544,6 +577,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 		return fmt.Errorf("%w: session gap is per row but the batch has no gap column", ErrBadInput)
 	}
 	a.items = a.items[:0]
+	track := a.tracksSettled()
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
@@ -563,9 +597,21 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 		if dropLate && w.End <= lateUs {
 			rowLate := false
 			a.markLate(int32(i), w.Start, k, &rowLate)
+			if track {
+				id, _ := a.internKey(k)
+				a.pendingSettle = append(a.pendingSettle, sessItem{key: id, w: w, row: int32(i), slot: -1})
+			}
 			continue
 		}
 		id, _ := a.internKey(k)
+		if track && a.touchesSettled(id, w) {
+			// A correction: merging it into state would emit a session overlapping one that
+			// gold or the quarantine already holds (session.go).
+			a.res.LateRows = append(a.res.LateRows, int32(i))
+			a.res.NumCorrectionRows++
+			a.pendingSettle = append(a.pendingSettle, sessItem{key: id, w: w, row: int32(i), slot: -1})
+			continue
+		}
 		a.items = append(a.items, sessItem{key: id, w: w, row: int32(i), slot: -1})
 	}
 	// Pull in the stored sessions of every key that has input, then merge per key by start.
@@ -699,12 +745,20 @@ func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
 			a.appendRow(s, a.cfg.Mode != Append)
 		}
 	}
+	track := a.tracksSettled()
 	for _, s := range a.evictList {
 		if a.cfg.Session != nil {
 			key := a.groups[s].key
 			ss := a.sessions[key]
 			if i := slices.Index(ss, s); i >= 0 {
 				a.sessions[key] = slices.Delete(ss, i, i+1)
+			}
+			if len(a.sessions[key]) == 0 {
+				// The key may live on for its settled extents: keep the map to the keys in state.
+				delete(a.sessions, key)
+			}
+			if track {
+				a.settle(key, a.window(s))
 			}
 		}
 		a.freeSlot(s)

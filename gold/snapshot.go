@@ -66,6 +66,9 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if a.tracksSettled() {
+		dst = a.appendSettled(dst)
+	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
 }
 
@@ -229,6 +232,11 @@ func RestoreAggregation(cfg AggConfig, b []byte) (*Aggregation, error) {
 			}
 			ac.set(s, v)
 			p = rest
+		}
+	}
+	if len(p) > 0 && p[0] == settledTag && a.tracksSettled() {
+		if p, err = a.restoreSettled(p[1:]); err != nil {
+			return nil, err
 		}
 	}
 	if len(p) != 0 {

@@ -9,7 +9,12 @@
 // row in the stream), and upserts gold in one commit carrying txn(that appId, quarantine
 // version). For session windows a late row can extend or bridge sessions, so merge-late
 // re-sessionizes the late rows' keys over the affected range from silver instead and replaces
-// those sessions, with the same txn. Replay widens the range to whole windows (per key for
+// those sessions, with the same txn. The session quarantine also holds the stream's
+// corrections (rows on time by Spark's rule that touch a session already in gold, gold's
+// session.go): merged the same way, they fuse what the stream emitted apart. Sessions from a
+// key's first one the stream still holds are left to it (with no txn, so the rows are merged
+// again once it has emitted them): the stream's open sessions and what gold and the
+// quarantine hold never share a row. Replay widens the range to whole windows (per key for
 // sessions), keeps only windows the stream has already emitted, and replaces them in one
 // commit; it runs merge-late first, and reads the source as of the last batch whose late rows
 // gold has absorbed, so that no row is counted by both.

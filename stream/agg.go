@@ -107,6 +107,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 	}
 	if ap.agg.Session != nil {
 		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
+		as.res.CustomMetrics[CustomMetricSessionCorrections] = res.NumCorrectionRows
 	}
 	if len(res.LateRows) > 0 {
 		idx := make([]int32, len(res.LateRows))

@@ -236,6 +236,7 @@ func (r *Runner) account(st *batchStats, next int64) {
 		g.RowsOut += a.outputRows
 		g.LateRows += a.lateRows
 		g.LateGroups += a.res.NumRowsDroppedByWatermark
+		g.SessionCorrections += a.res.CustomMetrics[CustomMetricSessionCorrections]
 	}
 }
 

@@ -1015,6 +1015,7 @@ func (r *JoinRunner) account(n int64, jb *joinBatch) {
 		g.RowsOut += a.outputRows
 		g.LateRows += a.lateRows
 		g.LateGroups += a.res.NumRowsDroppedByWatermark
+		g.SessionCorrections += a.res.CustomMetrics[CustomMetricSessionCorrections]
 	}
 }
 

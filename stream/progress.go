@@ -68,6 +68,13 @@ type StateOperatorProgress struct {
 // group-level numRowsDroppedByWatermark).
 const CustomMetricLateRowsQuarantined = "numLateRowsQuarantined"
 
+// CustomMetricSessionCorrections is the customMetrics key of a session aggregation's
+// corrections: rows on time by Spark's rule that touch a session already emitted (or a row
+// already quarantined), which Spark would emit as a second, overlapping session. They are
+// quarantined with the late rows (counted in CustomMetricLateRowsQuarantined too), and
+// merge-late re-sessionizes their keys (docs/late-data.md).
+const CustomMetricSessionCorrections = "numSessionCorrectionsQuarantined"
+
 // SourceProgress is one element of sources. Offsets are raw JSON (OffsetJSON), nil for null.
 type SourceProgress struct {
 	Description                                string

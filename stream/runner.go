@@ -66,6 +66,10 @@ type GoldReport struct {
 	RowsOut    int64  `json:"numOutputRows"`
 	LateRows   int64  `json:"numLateRowsQuarantined"`
 	LateGroups int64  `json:"numRowsDroppedByWatermark"`
+	// SessionCorrections (session windows only) are the rows of LateRows that were on time by
+	// Spark's rule but touch a session already emitted: kept for merge-late instead of being
+	// emitted as a second, overlapping session.
+	SessionCorrections int64 `json:"numSessionCorrectionsQuarantined,omitempty"`
 }
 
 // Runner is one streaming query over the lake. Not safe for concurrent use; two runners on
