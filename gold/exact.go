@@ -381,6 +381,31 @@ func (x *Exact) AppendBinary(dst []byte) []byte {
 	return dst
 }
 
+// encodedLen is len(x.AppendBinary(nil)), computed without encoding: state buffers are
+// sized before they are filled.
+func (x *Exact) encodedLen() int {
+	if w := x.wide; w != nil && (w.nan || w.posInf || w.negInf) {
+		return 1
+	}
+	var buf [exactWideLimbs]uint64
+	l, lsb := x.total(&buf)
+	magnitude(l)
+	low := 0
+	for low < len(l) && l[low] == 0 {
+		low++
+	}
+	if low == len(l) {
+		return 3
+	}
+	z := low*64 + bits.TrailingZeros64(l[low])
+	top := len(l) - 1
+	for l[top] == 0 {
+		top--
+	}
+	n := (top*64 + bits.Len64(l[top]) - z + 7) / 8
+	return 1 + varintLen(int64(lsb+z)) + uvarintLen(uint64(n)) + n
+}
+
 // DecodeExact decodes one AppendBinary encoding and returns the bytes after it.
 func DecodeExact(b []byte) (Exact, []byte, error) {
 	var x Exact
