@@ -28,9 +28,9 @@ type acc struct {
 	cells []cell  // sum, avg, min, max
 	// xs are the exact sums of a float sum or avg (cells then keep only the counts).
 	xs  []Exact
-	hll   []*hyperloglog.Sketch
-	dd    []*ddsketch.DDSketch
-	tmp   [8]byte
+	hll []*hyperloglog.Sketch
+	dd  []*ddsketch.DDSketch
+	tmp [8]byte
 	// sketchBytes is each slot's sketch footprint as last measured (after every batch that
 	// touched it), sketchTotal their sum: the state report counts what sketches hold without
 	// walking every one of them each batch.

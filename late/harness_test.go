@@ -199,8 +199,8 @@ type okey struct {
 
 // oval accumulates every aggregate the tests check.
 type oval struct {
-	n              int64
-	amtN, qtyN     int64
+	n          int64
+	amtN, qtyN int64
 	// amtExact is the exact sum of the amounts (big.Rat, independent of gold.Exact): gold's
 	// total and mean must be it correctly rounded, bit for bit.
 	amtExact       big.Rat
