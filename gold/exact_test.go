@@ -2,6 +2,8 @@ package gold
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -308,4 +310,69 @@ func BenchmarkExactAdd(b *testing.B) {
 		}
 		_ = x.Float64()
 	})
+}
+
+// appendV1Value is an AggValue as state format version 1 wrote it, before sums were exact:
+// function, flags, count, the float's bits, the int.
+func appendV1Value(dst []byte, fn Func, n int64, f float64) []byte {
+	dst = append(dst, byte(fn), 0)
+	dst = binary.AppendVarint(dst, n)
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(f))
+	return binary.AppendVarint(dst, 0)
+}
+
+// TestRestoreVersion1State: a snapshot written before sums were exact (format version 1, a
+// float sum as its double only) restores, its sum taken as the exact value of that double, and
+// the operator goes on summing exactly from there.
+func TestRestoreVersion1State(t *testing.T) {
+	spec, err := NewWindowSpec(10*minute, 10*minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}}}
+	op := mustAgg(t, cfg)
+	old := 0.1 + 0.2 // 0.30000000000000004, what float order left in the state
+	b := append([]byte(snapshotMagic), 1)
+	b = op.cfg.appendFingerprint(b)
+	b = binary.AppendUvarint(b, 1)
+	b = binary.AppendVarint(b, 0)
+	b = binary.AppendVarint(b, 10*minute)
+	key := []byte("k")
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = appendV1Value(b, Count, 2, 0)
+	b = appendV1Value(b, Sum, 2, old)
+	b = appendV1Value(b, Avg, 2, old)
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	restored, err := RestoreAggregation(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Input{EventTime: []int64{minute}, Columns: []Column{{Float64: []float64{0.3}}}}
+	in.Keys.Append(key)
+	res, err := restored.ProcessBatch(in, 0, 20*minute/1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 {
+		t.Fatalf("%d rows emitted, want 1", len(res.Rows))
+	}
+	var o ratOracle
+	o.add(old)
+	o.add(0.3)
+	row := res.Rows[0]
+	if got, want := row.Aggs[1].Result(&cfg.Aggs[1]).(float64), o.result(1); !sameFloat(got, want) {
+		t.Errorf("sum %v, want %v", got, want)
+	}
+	if got, want := row.Aggs[2].Result(&cfg.Aggs[2]).(float64), o.result(3); !sameFloat(got, want) {
+		t.Errorf("avg %v, want %v", got, want)
+	}
+	// The snapshot it writes now is version 2 and carries the exact sum.
+	snap, err := restored.AppendSnapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap[len(snapshotMagic)] != snapshotVersion {
+		t.Errorf("snapshot version %d, want %d", snap[len(snapshotMagic)], snapshotVersion)
+	}
 }

@@ -2,8 +2,14 @@ package late
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // TestReplayAfterMergeLateCommitsNothing is issue 30's reproduction of inexact sums: after the
@@ -53,5 +59,123 @@ func TestReplayAfterMergeLateCommitsNothing(t *testing.T) {
 			}
 		}
 		checkInvariantE(t, lake, srep.WatermarkMs)
+	}
+}
+
+// makeLegacyGold rewrites the gold table at path as one created before sums were exact (or
+// by Spark's export): the same rows without the internal exact-sum columns. Only for a gold
+// table no merge-late has written to (its txn ids are not carried over).
+func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := table.Open(objstore.WithPrefix(lake, path))
+	snap, err := tbl.Log().Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := &txlog.StructType{}
+	for _, f := range schema.Fields {
+		if !strings.HasSuffix(f.Name, "_exact") {
+			legacy.Fields = append(legacy.Fields, f)
+		}
+	}
+	if len(legacy.Fields) == len(schema.Fields) {
+		t.Fatalf("%s has no exact-sum column to drop", path)
+	}
+	var rows []*table.Batch
+	for b, err := range tbl.Scan(ctx, table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := table.NewBatch(legacy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, f := range legacy.Fields {
+			lb.Columns[k] = b.Column(f.Name)
+		}
+		rows = append(rows, lb)
+	}
+	for info, err := range lake.List(ctx, path+"/", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lake.Delete(ctx, info.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl = table.Open(objstore.WithPrefix(lake, path))
+	if _, err := tbl.Create(ctx, legacy, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Append(ctx, rows, table.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goldFields lists the columns of the gold table at path.
+func goldFields(t testing.TB, lake objstore.Bucket, path string) []string {
+	t.Helper()
+	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range schema.Fields {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// TestLegacyGoldGainsExactColumns: merge-late into a gold table that lacks the exact-sum
+// columns adds them (nullable, at the end) and reads a null as the exact value of the double
+// there; a replay then makes every window exact (equal to the big.Rat oracle), and a second
+// replay commits nothing.
+func TestLegacyGoldGainsExactColumns(t *testing.T) {
+	lake, cfg, srep := pipeline(t, 31, 5000, 5, "")
+	ctx := context.Background()
+	makeLegacyGold(t, lake, "gold/t5")
+	if got := goldFields(t, lake, "gold/t5"); slices.Contains(got, "_total_exact") {
+		t.Fatalf("legacy gold still has _total_exact: %v", got)
+	}
+	mrep, err := MergeLate(ctx, opts(lake, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range mrep.Gold {
+		if g.Name == "t5" && (g.Gold == nil || g.Gold.Updated == 0) {
+			t.Fatalf("merge-late updated no t5 row: the test proves nothing: %+v", g)
+		}
+	}
+	got := goldFields(t, lake, "gold/t5")
+	if n := len(got); n < 3 || got[n-3] != "late_rows" || got[n-2] != "_total_exact" || got[n-1] != "_mean_exact" {
+		t.Fatalf("gold/t5 columns after merge-late %v, want late_rows, _total_exact, _mean_exact last", got)
+	}
+	r := replayRange(silverTimes(t, lake), 0, 1)
+	r.To = r.To.Add(time.Hour)
+	if _, err := Replay(ctx, opts(lake, cfg), r); err != nil {
+		t.Fatal(err)
+	}
+	checkInvariantE(t, lake, srep.WatermarkMs)
+	v := goldVersion(t, lake, "gold/t5")
+	rep, err := Replay(ctx, opts(lake, cfg), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rep.Gold {
+		if !g.Unchanged {
+			t.Errorf("%s: a second replay committed %+v", g.Name, g.Gold)
+		}
+	}
+	if got := goldVersion(t, lake, "gold/t5"); got != v {
+		t.Errorf("gold/t5 version %d after the second replay, want %d", got, v)
 	}
 }
