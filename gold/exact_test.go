@@ -44,10 +44,10 @@ func (o *ratOracle) result(n int64) float64 {
 		return math.Inf(-1)
 	}
 	q := new(big.Rat).Quo(&o.sum, new(big.Rat).SetInt64(n))
-	f, _ := q.Float64()
-	if f == 0 {
-		return 0 // +0 for an exact zero, as Exact and Spark's 0.0 + ... give
+	if q.Sign() == 0 {
+		return 0 // +0 for an exact zero, as Spark's sum, which starts from 0.0, gives
 	}
+	f, _ := q.Float64() // a negative mean too small for a double is -0, as IEEE division gives
 	return f
 }
 
@@ -181,6 +181,7 @@ func TestExactRounding(t *testing.T) {
 		{"below the tie", []float64{1, ulp1 / 2, -math.SmallestNonzeroFloat64}},
 		{"carry into the next binade", []float64{2 - ulp1, ulp1 / 2}},
 		{"subnormal result", []float64{math.Ldexp(1, -1000), -math.Ldexp(1, -1000), 3 * math.SmallestNonzeroFloat64}},
+		{"negative mean underflows", []float64{-math.SmallestNonzeroFloat64}},
 		{"subnormal tie", []float64{math.Ldexp(1, -1022), -math.Ldexp(1, -1022) + math.SmallestNonzeroFloat64, math.Ldexp(1, -1080)}},
 		{"overflow", []float64{math.MaxFloat64, math.MaxFloat64}},
 		{"overflow undone", []float64{math.MaxFloat64, math.MaxFloat64, -math.MaxFloat64}},
