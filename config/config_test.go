@@ -237,6 +237,7 @@ func TestErrors(t *testing.T) {
 		{"rsd out of range", "{fn: count}", "{fn: approx_count_distinct, column: event_id, rsd: 0.5}", []string{`gold[0].aggregates[0].rsd: 0.5: expected a relative standard deviation`}},
 		{"output name collides", "{fn: count}", "{fn: count, as: event_type}", []string{`gold[0].aggregates[0].as: output column "event_type" collides with group_by[0]`}},
 		{"output name twice", "{fn: count}", "{fn: count}, {fn: count, column: amount, as: count}", []string{`gold[0].aggregates[1].as: output column "count" collides with aggregates[0]`}},
+		{"exact-sum column collides", "{fn: count}", "{fn: max, column: amount, as: _total_exact}, {fn: sum, column: amount, as: total}", []string{`gold[0].aggregates[1].as: gold keeps this aggregate's exact sum in the internal column "_total_exact", which collides with aggregates[0]`}},
 		{"no aggregates", "    aggregates: [{fn: count}]\n", "", []string{`gold[0].aggregates: required`}},
 		{"unknown window type", "type: tumbling", "type: hopping", []string{`p.yaml:11: gold[0].window.type: invalid value "hopping": expected tumbling, sliding or session`}},
 		{"missing size", "{type: tumbling, size: 5m}", "{type: tumbling}", []string{`p.yaml:11: gold[0].window.size: required`}},

@@ -563,6 +563,16 @@ func (v *validator) aggregates(path string, g Gold, cols *colSet) {
 		} else {
 			outNames[strings.ToLower(a.As)] = fmt.Sprintf("aggregates[%d]", i)
 		}
+		if a.Fn == FnSum || a.Fn == FnAvg {
+			// A float sum or avg keeps its exact sum in gold's internal column _<as>_exact
+			// (docs/exact-sums.md); reserved for every sum and avg, whatever the column type.
+			exact := "_" + a.As + "_exact"
+			if prev, dup := outNames[strings.ToLower(exact)]; dup {
+				v.fail(ap+".as", "gold keeps this aggregate's exact sum in the internal column %q, which collides with %s: rename one of them", exact, prev)
+			} else {
+				outNames[strings.ToLower(exact)] = fmt.Sprintf("the internal exact-sum column of aggregates[%d]", i)
+			}
+		}
 	}
 }
 

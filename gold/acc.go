@@ -19,15 +19,18 @@ type cell struct {
 // acc is one aggregate's state for every group slot, column by column, so a batch updates it
 // in one tight loop per aggregate instead of one dynamic call per (row, aggregate). Each
 // function keeps only what it needs: 8 bytes a group for count, 16 for sum, avg, min and max
-// (count and value on one cache line), 8 and a pointer for a sketch.
+// (count and value on one cache line), 40 more for the exact sum of a float sum or avg, 8 and
+// a pointer for a sketch.
 type acc struct {
 	spec  *AggSpec
 	wide  bool    // usesCells(spec.Fn)
 	ns    []int64 // count, approx_count_distinct, approx_percentile
 	cells []cell  // sum, avg, min, max
-	hll   []*hyperloglog.Sketch
-	dd    []*ddsketch.DDSketch
-	tmp   [8]byte
+	// xs are the exact sums of a float sum or avg (cells then keep only the counts).
+	xs  []Exact
+	hll []*hyperloglog.Sketch
+	dd  []*ddsketch.DDSketch
+	tmp [8]byte
 	// sketchBytes is each slot's sketch footprint as last measured (after every batch that
 	// touched it), sketchTotal their sum: the state report counts what sketches hold without
 	// walking every one of them each batch.
@@ -65,6 +68,9 @@ func (a *acc) grow(s int32) {
 	for int(s) >= max(len(a.cells), len(a.ns)) {
 		if a.wide {
 			a.cells = append(a.cells, cell{})
+			if a.spec.ExactSum() {
+				a.xs = append(a.xs, Exact{})
+			}
 		} else {
 			a.ns = append(a.ns, 0)
 		}
@@ -86,6 +92,9 @@ func (a *acc) clear(s int32) {
 		a.cells[s] = cell{}
 	} else {
 		a.ns[s] = 0
+	}
+	if a.xs != nil {
+		a.xs[s] = Exact{} // drops, never changes, a wide part an emitted value may share
 	}
 	if a.hll != nil {
 		a.hll[s] = nil
@@ -143,9 +152,8 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 		} else {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
-					cl := &a.cells[s]
-					cl.v = math.Float64bits(math.Float64frombits(cl.v) + c.Float64[r])
-					cl.n++
+					a.xs[s].Add(c.Float64[r])
+					a.cells[s].n++
 				}
 			}
 		}
@@ -234,9 +242,16 @@ func (a *acc) value(s int32, clone bool) AggValue {
 	if a.wide {
 		c := &a.cells[s]
 		v.N = c.n
-		if a.spec.Int {
+		switch {
+		case a.spec.Int:
 			v.I = int64(c.v)
-		} else {
+		case a.xs != nil:
+			v.X = a.xs[s]
+			if clone {
+				v.X = v.X.Clone()
+			}
+			v.F = v.X.Float64()
+		default:
 			v.F = math.Float64frombits(c.v)
 		}
 	} else {
@@ -264,6 +279,9 @@ func (a *acc) set(s int32, v AggValue) {
 			x = uint64(v.I)
 		}
 		a.cells[s] = cell{n: v.N, v: x}
+		if a.xs != nil {
+			a.xs[s] = v.X
+		}
 	} else {
 		a.ns[s] = v.N
 	}

@@ -126,13 +126,23 @@ type AggValue struct {
 	Int bool
 	// N is the count for Count and the number of non-null inputs for every other function.
 	N int64
-	// F is the float Sum, Min or Max, and Avg's sum.
+	// F is the float Sum, Min or Max, and Avg's sum: for Sum and Avg, X correctly rounded.
 	F float64
+	// X is the exact sum of a float Sum or Avg (see Exact): what merges add up, so that F
+	// does not depend on the order of the additions.
+	X Exact
 	// I is the integral Sum, Min or Max.
 	I   int64
 	HLL *hyperloglog.Sketch
 	DD  *ddsketch.DDSketch
 }
+
+// exact says whether v keeps an exact sum in X: a float Sum or Avg.
+func (v *AggValue) exact() bool { return (v.Fn == Sum || v.Fn == Avg) && !v.Int }
+
+// ExactSum says whether the aggregate keeps an exact float sum (a float Sum or Avg), which
+// gold stores in its internal column ExactColumn(Name) beside the public double.
+func (s *AggSpec) ExactSum() bool { return (s.Fn == Sum || s.Fn == Avg) && !s.Int }
 
 // Merge folds o into v. Both must come from the same AggSpec.
 func (v *AggValue) Merge(o *AggValue) error {
@@ -143,8 +153,12 @@ func (v *AggValue) Merge(o *AggValue) error {
 	case Count:
 		v.N += o.N
 	case Sum, Avg:
-		v.F += o.F
-		v.I += o.I
+		if v.Int {
+			v.I += o.I
+		} else {
+			v.X.AddExact(&o.X)
+			v.F = v.X.Float64()
+		}
 		v.N += o.N
 	case Min, Max:
 		if o.N == 0 {
@@ -222,7 +236,8 @@ func (v *AggValue) Result(spec *AggSpec) any {
 		if v.Int {
 			return float64(v.I) / float64(v.N)
 		}
-		return v.F / float64(v.N)
+		// The exact sum divided by the count, rounded once.
+		return v.X.Quo(v.N)
 	case ApproxPercentile:
 		qs, err := v.DD.GetValuesAtQuantiles(spec.Percentiles)
 		if err != nil {
@@ -245,10 +260,16 @@ func (v *AggValue) AppendBinary(dst []byte) ([]byte, error) {
 	if v.HLL != nil || v.DD != nil {
 		flags |= 2
 	}
+	if v.exact() {
+		flags |= 4
+	}
 	dst = append(dst, byte(v.Fn), flags)
 	dst = binary.AppendVarint(dst, v.N)
 	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(v.F))
 	dst = binary.AppendVarint(dst, v.I)
+	if flags&4 != 0 {
+		dst = v.X.AppendBinary(dst)
+	}
 	if flags&2 == 0 {
 		return dst, nil
 	}
@@ -313,15 +334,17 @@ func usable(f func() error) (err error) {
 	return f()
 }
 
-// DecodeAggValue decodes one AppendBinary encoding and returns the remaining bytes.
+// DecodeAggValue decodes one AppendBinary encoding and returns the remaining bytes. A float
+// Sum or Avg written before sums were exact (no exact part) takes the exact value of its
+// float: the best that is known of it, and what it has always been read as.
 func DecodeAggValue(b []byte) (AggValue, []byte, error) {
 	var v AggValue
 	if len(b) < 2 {
 		return v, nil, fmt.Errorf("%w: aggregate header truncated", ErrBadState)
 	}
 	v.Fn, v.Int = Func(b[0]), b[1]&1 != 0
-	hasSketch := b[1]&2 != 0
-	if v.Fn < Count || v.Fn > ApproxPercentile || b[1]&^3 != 0 {
+	hasSketch, hasExact := b[1]&2 != 0, b[1]&4 != 0
+	if v.Fn < Count || v.Fn > ApproxPercentile || b[1]&^7 != 0 || hasExact && !v.exact() {
 		return v, nil, fmt.Errorf("%w: aggregate header %#x %#x", ErrBadState, b[0], b[1])
 	}
 	b = b[2:]
@@ -339,6 +362,19 @@ func DecodeAggValue(b []byte) (AggValue, []byte, error) {
 		return v, nil, fmt.Errorf("%w: aggregate int truncated", ErrBadState)
 	}
 	b = b[w:]
+	switch {
+	case hasExact:
+		x, rest, err := DecodeExact(b)
+		if err != nil {
+			return v, nil, err
+		}
+		v.X, b = x, rest
+		if f := v.X.Float64(); math.Float64bits(f) != math.Float64bits(v.F) && !(math.IsNaN(f) && math.IsNaN(v.F)) {
+			return v, nil, fmt.Errorf("%w: %s of %v does not round its exact sum (%v)", ErrBadState, v.Fn, v.F, f)
+		}
+	case v.exact():
+		v.X = ExactOf(v.F)
+	}
 	if !hasSketch {
 		return v, b, nil
 	}

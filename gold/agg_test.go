@@ -89,7 +89,7 @@ func TestAggValueEncodingRoundTrip(t *testing.T) {
 	vals := []AggValue{
 		{Fn: Count, N: 42},
 		{Fn: Sum, Int: true, N: 3, I: -9},
-		{Fn: Avg, N: 2, F: 3.5},
+		{Fn: Avg, N: 2, F: 3.5, X: ExactOf(3.5)},
 		{Fn: Min, N: 1, F: math.Inf(-1)},
 		sketchAgg(t, acd, Column{Int64: ids}, len(ids)),
 		sketchAgg(t, pct, Column{Int64: ids}, len(ids)),

@@ -11,7 +11,7 @@ import (
 // deltaMagic starts every state delta; the byte after it is the format version.
 const (
 	deltaMagic   = "MDLGDLT\x00"
-	deltaVersion = 1
+	deltaVersion = 2
 )
 
 // SupportsDelta reports whether AppendDelta can describe a batch's change: time windows can
@@ -70,8 +70,8 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 	if crc32.ChecksumIEEE(body) != sum {
 		return fmt.Errorf("%w: delta checksum mismatch", ErrBadState)
 	}
-	if v := body[len(deltaMagic)]; v != deltaVersion {
-		return fmt.Errorf("%w: delta format version %d, this build reads %d", ErrBadState, v, deltaVersion)
+	if v := body[len(deltaMagic)]; !readableVersion(v) {
+		return fmt.Errorf("%w: delta format version %d, this build reads 1 and %d", ErrBadState, v, deltaVersion)
 	}
 	p := body[len(deltaMagic)+1:]
 	fp := a.cfg.appendFingerprint(nil)

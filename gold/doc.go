@@ -7,6 +7,8 @@
 // overlapping session (session.go; docs/late-data.md). It also holds the gold-row
 // contract (row.go): the columns of a gold table and how an aggregate's value is written into
 // them, shared by the stream and the late-data jobs; group keys use table's key encoding.
+// Float sums and averages are exact (Exact, exact.go): order-independent, correctly rounded
+// once when read, kept exactly in state and, encoded, in gold's internal _<as>_exact columns.
 //
 // Everything here is pure and does no I/O (row.go uses table's in-memory columns and txlog's
 // schema types, nothing that reads or writes storage): the stream runner adapts columnar

@@ -251,7 +251,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		n += sliceBytes(a.settled[k])
 	}
 	for _, ac := range a.accs {
-		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.xs) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
 			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
@@ -1008,11 +1008,14 @@ func (a *Aggregation) growOut(out *table.Batch, n int) {
 }
 
 // checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,
-// each aggregate's columns, ColLateRows).
+// each aggregate's columns, ColLateRows, the exact sums).
 func (a *Aggregation) checkOut(out *table.Batch) error {
 	want := 2 + a.cfg.NumKeys
 	for i := range a.cfg.Aggs {
 		want += aggregateWidth(a.cfg.Aggs[i].Fn)
+		if a.cfg.Aggs[i].ExactSum() {
+			want++
+		}
 	}
 	if len(out.Columns) != want {
 		return fmt.Errorf("%w: the gold batch has %d columns, the aggregation writes %d", ErrBadInput, len(out.Columns), want)
@@ -1044,6 +1047,13 @@ func (a *Aggregation) appendColumns(out *table.Batch, s int32) error {
 		a.scratch, ci = scratch, ci+n
 	}
 	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
+	for _, ac := range a.accs {
+		if ac.xs != nil {
+			ci++
+			v := AggValue{N: ac.cells[s].n, X: ac.xs[s]}
+			a.scratch = AppendExact(cols[ci], &v, a.scratch)
+		}
+	}
 	return nil
 }
 

@@ -17,10 +17,13 @@ import (
 func goldSchema(aggs []AggSpec) *txlog.StructType {
 	dbl := txlog.PrimitiveType{Name: txlog.TypeDouble}
 	fields := []txlog.StructField{WindowField(), {Name: "k", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}
+	named := slices.Clone(aggs)
 	for i, sp := range aggs {
 		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), dbl, dbl)...)
+		named[i].Name = "a" + strconv.Itoa(i)
 	}
-	return &txlog.StructType{Fields: append(fields, LateRowsField())}
+	fields = append(fields, LateRowsField())
+	return &txlog.StructType{Fields: append(fields, ExactFields(named)...)}
 }
 
 // rowsBatch renders Result.Rows as gold columns the way the stream did before Input.Out: a
@@ -48,6 +51,12 @@ func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []Ou
 			ci += n
 		}
 		gb.Columns[ci].AppendInt64(0)
+		for i := range aggs {
+			if aggs[i].ExactSum() {
+				ci++
+				AppendExact(gb.Columns[ci], &row.Aggs[i], nil)
+			}
+		}
 	}
 	return gb
 }

@@ -2,6 +2,7 @@ package gold
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -11,7 +12,11 @@ import (
 // replay rewrite and the reports read. In order: ColWindow (struct<start: timestamp, end:
 // timestamp>), the group-by columns (their keys in table's key encoding while in state), each
 // aggregate (avg followed by <as>SuffixSum and <as>SuffixCount, sketches followed by
-// <as>SuffixSketch holding AggValue.AppendBinary), then ColLateRows.
+// <as>SuffixSketch holding AggValue.AppendBinary), then ColLateRows, then for each float sum
+// or avg in order its internal exact sum, ExactColumn(<as>) (Exact.AppendBinary; null where
+// the public column is null). The exact columns come last so that a gold table created
+// before them (or by Spark's export) gains them the way Delta adds columns: appended,
+// nullable, null in its existing rows, which then stand for the exact value of their double.
 const (
 	// ColWindow is gold's window struct<start: timestamp, end: timestamp>.
 	ColWindow = "window"
@@ -23,7 +28,61 @@ const (
 	SuffixSum    = "_sum"
 	SuffixCount  = "_count"
 	SuffixSketch = "_sketch"
+	// SuffixExact with a leading "_" names a float sum's or avg's exact sum: _<as>_exact.
+	SuffixExact = "_exact"
 )
+
+// ExactColumn is the internal gold column that keeps the exact sum of the float sum or avg
+// named as: binary, Exact's canonical encoding. Not part of gold's public columns; the
+// leading underscore keeps it apart from the names a config gives.
+func ExactColumn(as string) string { return "_" + as + SuffixExact }
+
+// ExactFields are the internal exact-sum columns of specs, in the order gold keeps them
+// (after ColLateRows).
+func ExactFields(specs []AggSpec) []txlog.StructField {
+	var out []txlog.StructField
+	for i := range specs {
+		if specs[i].ExactSum() {
+			out = append(out, txlog.StructField{Name: ExactColumn(specs[i].Name), Type: txlog.PrimitiveType{Name: txlog.TypeBinary}, Nullable: true})
+		}
+	}
+	return out
+}
+
+// AppendExact appends v's exact sum to its gold column c (null without input) and returns
+// scratch, reused and grown. Only for aggregates with ExactSum.
+func AppendExact(c *table.Column, v *AggValue, scratch []byte) []byte {
+	if v.N == 0 {
+		c.AppendNull()
+		return scratch
+	}
+	scratch = v.X.AppendBinary(scratch[:0])
+	c.AppendBytes(scratch)
+	return scratch
+}
+
+// ReadExact is the exact sum a gold row holds for a float sum or avg: its exact column's
+// value (exact; nil when the table has no such column, or it is null) or, without one, the
+// exact value of the double the row holds (f), as for rows written before sums were exact or
+// by another engine. The public double wins: an exact value that does not round to f (the
+// double was rewritten by another engine, which left the internal column alone) is dropped
+// for f's exact value.
+func ReadExact(exact []byte, f float64) (Exact, error) {
+	if exact == nil {
+		return ExactOf(f), nil
+	}
+	x, rest, err := DecodeExact(exact)
+	if err != nil {
+		return x, err
+	}
+	if len(rest) != 0 {
+		return x, fmt.Errorf("%w: %d bytes after the exact sum", ErrBadState, len(rest))
+	}
+	if r := x.Float64(); math.Float64bits(r) != math.Float64bits(f) && !(math.IsNaN(r) && math.IsNaN(f)) {
+		return ExactOf(f), nil
+	}
+	return x, nil
+}
 
 // AppendAggregate appends aggregate spec's value v to the gold columns cols[0:n] it occupies
 // (n is 1, or 3 for avg, 2 for sketches) and returns n. scratch is reused for sketches and

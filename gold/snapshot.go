@@ -14,8 +14,13 @@ import (
 // snapshotMagic starts every operator snapshot; the byte after it is the format version.
 const (
 	snapshotMagic   = "MDLGOLD\x00"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
+
+// readableVersion says whether this build reads state format version v: version 1 (before
+// float sums were exact) decodes a float sum's exact value from its double, version 2 carries
+// it.
+func readableVersion(v byte) bool { return v == 1 || v == 2 }
 
 // AppendSnapshot appends the operator's full state: deterministic bytes (groups sorted by
 // window and key), a versioned header, a fingerprint of the configuration and a CRC-32, so the
@@ -100,6 +105,9 @@ func (a *Aggregation) groupSize(s int32, withEnd bool) int {
 			cn = ac.ns[s]
 		}
 		n += 2 + varintLen(cn) + 8 + varintLen(ci)
+		if ac.xs != nil {
+			n += ac.xs[s].encodedLen()
+		}
 		if ac.sketchBytes != nil {
 			n += 8 + int(ac.sketchBytes[s])
 		}
@@ -178,8 +186,8 @@ func RestoreAggregation(cfg AggConfig, b []byte) (*Aggregation, error) {
 	if crc32.ChecksumIEEE(body) != sum {
 		return nil, fmt.Errorf("%w: snapshot checksum mismatch", ErrBadState)
 	}
-	if v := body[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, fmt.Errorf("%w: snapshot format version %d, this build reads %d", ErrBadState, v, snapshotVersion)
+	if v := body[len(snapshotMagic)]; !readableVersion(v) {
+		return nil, fmt.Errorf("%w: snapshot format version %d, this build reads 1 and %d", ErrBadState, v, snapshotVersion)
 	}
 	p := body[len(snapshotMagic)+1:]
 	fp := a.cfg.appendFingerprint(nil)

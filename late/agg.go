@@ -210,6 +210,10 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 		for k := range n {
 			set[ci+k] = true
 		}
+		if xi := a.exactCol[si]; xi >= 0 {
+			sketch = gold.AppendExact(out.Columns[xi], &vals[si], sketch)
+			set[xi] = true
+		}
 	}
 	out.Columns[a.lateCol].AppendInt64(lateRows)
 	set[a.lateCol] = true
@@ -222,7 +226,9 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 }
 
 // valuesOf reads row i of a gold batch back into mergeable aggregates. A sum, min or max only
-// needs to know whether it saw any input, so its count is 1 when it is not null.
+// needs to know whether it saw any input, so its count is 1 when it is not null. A float
+// sum's or avg's exact sum comes from its exact column, or is the exact value of the double
+// where that is null or missing (gold.ReadExact).
 func (a *agg) valuesOf(b *table.Batch, i int) ([]gold.AggValue, int64, error) {
 	vals := make([]gold.AggValue, len(a.specs))
 	for si := range a.specs {
@@ -253,6 +259,17 @@ func (a *agg) valuesOf(b *table.Batch, i int) ([]gold.AggValue, int64, error) {
 				return nil, 0, fmt.Errorf("late: gold %s aggregate %s: sketch of row %d: %w", a.cfg.Name, spec.Name, i, err)
 			}
 			*v = d
+		}
+		if spec.ExactSum() && v.N > 0 {
+			var enc []byte
+			if xi := a.exactCol[si]; xi >= 0 && !b.Columns[xi].IsNull(i) {
+				enc = b.Columns[xi].BytesAt(i)
+			}
+			x, err := gold.ReadExact(enc, v.F)
+			if err != nil {
+				return nil, 0, fmt.Errorf("late: gold %s column %s of row %d: %w", a.cfg.Name, gold.ExactColumn(spec.Name), i, err)
+			}
+			v.X = x
 		}
 	}
 	return vals, intAt(b.Columns[a.lateCol], i), nil

@@ -19,6 +19,13 @@
 // commit; it runs merge-late first, and reads the source as of the last batch whose late rows
 // gold has absorbed, so that no row is counted by both.
 //
+// Float sums and averages are exact (gold.Exact): merge-late adds the late rows to the exact
+// sum a gold row keeps in its internal _<as>_exact column (a null there, or a table without
+// the column, stands for the exact value of the row's double), and replay recomputes exact
+// sums whatever its worker count, so a replay of a range gold already holds finds every row
+// equal and commits nothing. Before either writes to a gold table that lacks those columns (created before
+// sums were exact, or by Spark's export) it adds them with a metaData action of its own.
+//
 // Concurrency: both jobs commit at WriteSerializable with copy-on-write of the touched files
 // only. The stream's gold appends are blind appends, which never conflict with them, and they
 // only ever add windows that are still open, which these jobs never touch; merge-late and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -198,9 +199,11 @@ type okey struct {
 
 // oval accumulates every aggregate the tests check.
 type oval struct {
-	n              int64
-	amtN, qtyN     int64
-	amtSum         float64
+	n          int64
+	amtN, qtyN int64
+	// amtExact is the exact sum of the amounts (big.Rat, independent of gold.Exact): gold's
+	// total and mean must be it correctly rounded, bit for bit.
+	amtExact       big.Rat
 	qtySum         int64
 	amtMin, amtMax float64
 	qtyMax         int64
@@ -223,7 +226,8 @@ func (v *oval) add(r srow) {
 			v.amtMax = r.amt
 		}
 		v.amtN++
-		v.amtSum += r.amt
+		var x big.Rat
+		v.amtExact.Add(&v.amtExact, x.SetFloat64(r.amt))
 	}
 	if r.qtyOK {
 		if v.qtyN == 0 || r.qty > v.qtyMax {
@@ -349,8 +353,26 @@ func readGold(t testing.TB, lake objstore.Bucket, path string, by []string) []gr
 	return out
 }
 
-func closeTo(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+// sameFloat is bit equality (NaN equal to NaN): gold's sums are exact, so its doubles equal
+// the oracle's correctly rounded ones, with no tolerance.
+func sameFloat(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
+}
+
+// amtTotal and amtMean are the exact sum and mean of the amounts correctly rounded
+// (big.Rat.Float64 rounds to nearest, ties to even); an exact zero is +0.
+func (v *oval) amtTotal() float64 { return ratFloat(&v.amtExact) }
+
+func (v *oval) amtMean() float64 {
+	if v.amtN == 0 {
+		return 0 // orNull drops it
+	}
+	return ratFloat(new(big.Rat).Quo(&v.amtExact, new(big.Rat).SetInt64(v.amtN)))
+}
+
+func ratFloat(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	return f + 0 // -0 to +0
 }
 
 // checkGold compares gold with the oracle: same groups, once each, same aggregates. check
@@ -392,7 +414,7 @@ func diffGold(name string, got []grow, want map[okey]*oval, check map[string]fun
 				ok = v == e
 			case float64:
 				x, isF := v.(float64)
-				ok = isF && closeTo(x, e)
+				ok = isF && sameFloat(x, e)
 			}
 			if !ok {
 				report("%s: %v %s = %v, batch aggregation %v", name, g.key, col, v, exp)
@@ -416,10 +438,10 @@ func orNull[T any](ok bool, v T) any {
 
 var t5Checks = map[string]func(*oval) any{
 	"n":     func(v *oval) any { return v.n },
-	"total": func(v *oval) any { return orNull(v.amtN > 0, v.amtSum) },
+	"total": func(v *oval) any { return orNull(v.amtN > 0, v.amtTotal()) },
 	"lo":    func(v *oval) any { return orNull(v.amtN > 0, v.amtMin) },
 	"hi":    func(v *oval) any { return orNull(v.qtyN > 0, v.qtyMax) },
-	"mean":  func(v *oval) any { return orNull(v.amtN > 0, v.amtSum/float64(v.amtN)) },
+	"mean":  func(v *oval) any { return orNull(v.amtN > 0, v.amtMean()) },
 	"qsum":  func(v *oval) any { return orNull(v.qtyN > 0, v.qtySum) },
 }
 
@@ -434,7 +456,7 @@ var s10Checks = map[string]func(*oval) any{
 
 var sessChecks = map[string]func(*oval) any{
 	"n":     func(v *oval) any { return v.n },
-	"total": func(v *oval) any { return orNull(v.amtN > 0, v.amtSum) },
+	"total": func(v *oval) any { return orNull(v.amtN > 0, v.amtTotal()) },
 }
 
 // checkInvariantE checks every tumbling and sliding gold table against the batch aggregation

@@ -22,8 +22,8 @@ import (
 // session windows keep the collector (canHashAgg).
 //
 // One hashAgg is filled by one goroutine; a replay gives each worker its own and folds them
-// together with merge. A float sum depends on the order of its additions, so a parallel
-// replay's float sums may differ from a serial one's in the last bits, as Spark's do.
+// together with merge. Float sums are exact (gold.Exact) until they are written, so a
+// parallel replay's sums and averages equal a serial one's and the stream's bit for bit.
 type hashAgg struct {
 	a    *agg
 	seed maphash.Seed
@@ -65,12 +65,15 @@ type hslot struct {
 }
 
 // aggState is one aggregate for every group: n counts the inputs (count's value), v holds a
-// sum, min or max as int64 or float64 bits (unused for count).
+// sum, min or max as int64 or float64 bits (unused for count), x a float sum's or avg's
+// exact sum (v is then unused).
 type aggState struct {
-	spec *gold.AggSpec
-	wide bool
-	n    []int64
-	v    []uint64
+	spec  *gold.AggSpec
+	wide  bool
+	exact bool
+	n     []int64
+	v     []uint64
+	x     []gold.Exact
 }
 
 // canHashAgg says whether hashAgg computes a's aggregates: windows (not sessions) of count,
@@ -106,7 +109,7 @@ func newHashAggSeed(a *agg, seed maphash.Seed) *hashAgg {
 	h.gslots = emptySlots(1024)
 	for i := range a.specs {
 		sp := &a.specs[i]
-		h.st = append(h.st, aggState{spec: sp, wide: sp.Fn != gold.Count})
+		h.st = append(h.st, aggState{spec: sp, wide: sp.Fn != gold.Count, exact: sp.ExactSum()})
 	}
 	return h
 }
@@ -248,6 +251,9 @@ func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 		if s.wide {
 			s.v = append(s.v, 0)
 		}
+		if s.exact {
+			s.x = append(s.x, gold.Exact{})
+		}
 	}
 	h.gslots[i] = hslot{hv, g}
 	return g
@@ -264,6 +270,9 @@ func (h *hashAgg) growGroups(n int) {
 		s.n = slices.Grow(s.n, n)
 		if s.wide {
 			s.v = slices.Grow(s.v, n)
+		}
+		if s.exact {
+			s.x = slices.Grow(s.x, n)
 		}
 	}
 }
@@ -416,7 +425,7 @@ func (st *aggState) updateFloat(gids, rows []int32, c *table.Column, nulls bool,
 	case gold.Sum, gold.Avg:
 		for k, g := range gids {
 			if r := rows[k]; !nulls || !c.IsNull(int(r)) {
-				st.v[g] = math.Float64bits(math.Float64frombits(st.v[g]) + at(r))
+				st.x[g].Add(at(r))
 				st.n[g]++
 			}
 		}
@@ -460,16 +469,14 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 	if n == 0 {
 		return
 	}
-	if st.wide {
+	if st.exact {
+		st.x[g].AddExact(&o.x[og])
+	} else if st.wide {
 		switch x := o.v[og]; {
 		case st.n[g] == 0:
 			st.v[g] = x
 		case st.spec.Fn == gold.Sum || st.spec.Fn == gold.Avg:
-			if st.spec.Int {
-				st.v[g] = uint64(int64(st.v[g]) + int64(x))
-			} else {
-				st.v[g] = math.Float64bits(math.Float64frombits(st.v[g]) + math.Float64frombits(x))
-			}
+			st.v[g] = uint64(int64(st.v[g]) + int64(x))
 		case st.spec.Int:
 			isMin := st.spec.Fn == gold.Min
 			if (isMin && int64(x) < int64(st.v[g])) || (!isMin && int64(x) > int64(st.v[g])) {
@@ -639,6 +646,9 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 		for k := range n {
 			set[a.aggCol[si]+k] = true
 		}
+		if ci := a.exactCol[si]; ci >= 0 {
+			set[ci] = true
+		}
 	}
 	for i, ok := range set {
 		if !ok {
@@ -675,10 +685,11 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 	// table order) in its own tight loop: the loads overlap, where one loop over rows that
 	// called the appends of every column between them waited on each miss in turn.
 	var (
-		kr     []int32
-		ns     []int64
-		vs     []uint64
-		starts []int64
+		kr      []int32
+		ns      []int64
+		vs      []uint64
+		starts  []int64
+		scratch []byte
 	)
 	for c0 := 0; c0 < len(ord); c0 += emitChunk {
 		chunk := ord[c0:min(c0+emitChunk, len(ord))]
@@ -712,17 +723,26 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 				}
 			}
 			cols := out.Columns[a.aggCol[si]:]
+			xc := (*table.Column)(nil)
+			if ci := a.exactCol[si]; ci >= 0 {
+				xc = out.Columns[ci]
+			}
 			for i, n := range ns {
 				vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
-				if st.wide {
-					if st.spec.Int {
-						vals.I = int64(vs[i])
-					} else {
-						vals.F = math.Float64frombits(vs[i])
-					}
+				switch {
+				case st.exact:
+					vals.X = st.x[chunk[i]]
+					vals.F = vals.X.Float64()
+				case st.wide && st.spec.Int:
+					vals.I = int64(vs[i])
+				case st.wide:
+					vals.F = math.Float64frombits(vs[i])
 				}
 				if _, _, err := gold.AppendAggregate(cols, st.spec, &vals, nil); err != nil {
 					return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+				}
+				if xc != nil {
+					scratch = gold.AppendExact(xc, &vals, scratch)
 				}
 			}
 		}

@@ -285,6 +285,9 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		if err != nil {
 			return gr, err
 		}
+		if err := evolveGold(ctx, &opts.Query, g, rw, qschema); err != nil {
+			return gr, err
+		}
 		res, err := resessionize(ctx, rw, src, st, resessionScope{from: lo, to: hi, only: affected, late: lr.times, txn: txn})
 		gr.Gold = res.gold
 		if res.deferred {
@@ -300,6 +303,9 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		// Nothing to fold in: leave gold alone rather than commit only the txn; the next run
 		// reads these (row-less) versions again, which costs a few small reads.
 		return gr, nil
+	}
+	if err := evolveGold(ctx, &opts.Query, g, rw, qschema); err != nil {
+		return gr, err
 	}
 	ws, err := upsert(ctx, rw, groups, txn)
 	if err != nil {

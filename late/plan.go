@@ -33,6 +33,12 @@ type agg struct {
 	// each aggregate and late_rows.
 	winCol, lateCol int
 	keyCols, aggCol []int
+	// exactCol is each aggregate's internal exact-sum column (gold.ExactColumn) in the gold
+	// schema: -1 for an aggregate without one, or a gold table that lacks it (created before
+	// sums were exact, or by Spark: see evolveGold).
+	exactCol []int
+	// missingExact are the exact-sum columns the gold table lacks.
+	missingExact []txlog.StructField
 }
 
 func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructType) (*agg, error) {
@@ -129,6 +135,16 @@ func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructTyp
 			}
 		}
 		a.aggCol = append(a.aggCol, i)
+		xi := -1
+		if s.ExactSum() {
+			xi = goldSchema.FieldIndex(gold.ExactColumn(s.Name))
+		}
+		a.exactCol = append(a.exactCol, xi)
+	}
+	for _, f := range gold.ExactFields(a.specs) {
+		if goldSchema.FieldIndex(f.Name) < 0 {
+			a.missingExact = append(a.missingExact, f)
+		}
 	}
 	return a, nil
 }

@@ -217,6 +217,9 @@ func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 		return gr, err
 	}
 	rw := &rewriter{t: gt, snap: gsnap, a: a}
+	if err := evolveGold(ctx, &opts.Query, g, rw, src.schema); err != nil {
+		return gr, err
+	}
 	if a.session != nil {
 		return replaySessions(ctx, rw, src, st, r, gr)
 	}

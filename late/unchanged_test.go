@@ -126,56 +126,7 @@ func TestReplayUnchangedOneRow(t *testing.T) {
 	}
 	// Bump the count of one window of the range in place: one file rewritten, every other
 	// row the same.
-	tbl := table.Open(objstore.WithPrefix(lake, "gold/t5"))
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := snap.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cnt, win := -1, -1
-	for i, f := range schema.Fields {
-		switch f.Name {
-		case "n":
-			cnt = i
-		case "window":
-			win = i
-		}
-	}
-	if cnt < 0 || win < 0 {
-		t.Fatalf("gold/t5 has no window or count n: %v", schema.Fields)
-	}
-	bumped := false
-	_, err = tbl.Rewrite(ctx, table.Rewrite{Snapshot: snap, Candidates: snap.Files(),
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
-			if bumped {
-				return false, nil, nil
-			}
-			bs, err := read()
-			if err != nil {
-				return false, nil, err
-			}
-			for _, b := range bs {
-				start := b.Columns[win].Children[0].Int64
-				for i := range b.Len() {
-					if !bumped && start[i] >= lo && start[i] <= hi && !b.Columns[cnt].IsNull(i) {
-						b.Columns[cnt].Int64[i]++
-						bumped = true
-					}
-				}
-			}
-			return bumped, bs, nil
-		},
-		Operation: func(table.RewriteResult) txlog.Operation { return txlog.Operation{Name: "WRITE"} },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bumped {
-		t.Fatal("no gold row in the range to change: the test proves nothing")
-	}
+	bumpCount(t, lake, "gold/t5", lo, hi)
 	if invariantEDiffs(t, lake, srep.WatermarkMs, func(string, ...any) {}) == 0 {
 		t.Fatal("gold equals the batch aggregation after the change: the test proves nothing")
 	}
@@ -339,4 +290,62 @@ func BenchmarkRowMultiset(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*out.Len()), "ns/goldrow")
 	b.ReportMetric(float64(out.Len()), "goldrows")
+}
+
+// bumpCount adds one to the count n of one row of the gold table at path whose window starts
+// in [lo, hi], in place: one file rewritten, every other row the same. A replay of the range
+// then has something to put right.
+func bumpCount(t testing.TB, lake objstore.Bucket, path string, lo, hi int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := table.Open(objstore.WithPrefix(lake, path))
+	snap, err := tbl.Log().Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt, win := -1, -1
+	for i, f := range schema.Fields {
+		switch f.Name {
+		case "n":
+			cnt = i
+		case "window":
+			win = i
+		}
+	}
+	if cnt < 0 || win < 0 {
+		t.Fatalf("%s has no window or count n: %v", path, schema.Fields)
+	}
+	bumped := false
+	_, err = tbl.Rewrite(ctx, table.Rewrite{Snapshot: snap, Candidates: snap.Files(),
+		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+			if bumped {
+				return false, nil, nil
+			}
+			bs, err := read()
+			if err != nil {
+				return false, nil, err
+			}
+			for _, b := range bs {
+				start := b.Columns[win].Children[0].Int64
+				for i := range b.Len() {
+					if !bumped && start[i] >= lo && start[i] <= hi && !b.Columns[cnt].IsNull(i) {
+						b.Columns[cnt].Int64[i]++
+						bumped = true
+					}
+				}
+			}
+			return bumped, bs, nil
+		},
+		Operation: func(table.RewriteResult) txlog.Operation { return txlog.Operation{Name: "WRITE"} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bumped {
+		t.Fatalf("%s: no row in the range to change: the test proves nothing", path)
+	}
 }

@@ -683,6 +683,11 @@ func (r *JoinRunner) ensureTables(ctx context.Context) error {
 	if err := createMissing(ctx, ts, schemas); err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)
 	}
+	for i, ap := range r.plan.agg.aggs {
+		if err := addExactColumns(ctx, r.golds[i], ap); err != nil {
+			return fmt.Errorf("stream: join %s: %w", r.j.Name, err)
+		}
+	}
 	r.ready = true
 	return nil
 }

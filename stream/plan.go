@@ -183,6 +183,7 @@ func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int,
 		fields = append(fields, gold.AggregateFields(fn, a.As, inType, num)...)
 	}
 	fields = append(fields, gold.LateRowsField())
+	fields = append(fields, gold.ExactFields(ap.agg.Aggs)...)
 	if err := ap.agg.Validate(); err != nil {
 		return nil, fmt.Errorf("stream: gold %s: %w", g.Name, err)
 	}

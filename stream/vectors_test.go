@@ -232,7 +232,10 @@ func TestSessionS5ThroughRunner(t *testing.T) {
 		mustRun(t, lake, cfg, "available-now")
 	}
 	got := tableRows(t, lake, "gold/s")
-	want := []string{`{"window":{"start":"2024-05-01T00:00:00Z","end":"2024-05-01T00:00:30Z"},"event_type":"A","count":4,"total":4,"late_rows":0}`}
+	// _total_exact is the internal exact sum, 4 = 1·2^2 in gold.Exact's canonical encoding
+	// (docs/exact-sums.md): flags 0, the exponent 2 as a zig-zag varint (0x04), one byte of
+	// significand, 0x01: AAQBAQ== in base64.
+	want := []string{`{"window":{"start":"2024-05-01T00:00:00Z","end":"2024-05-01T00:00:30Z"},"event_type":"A","count":4,"total":4,"late_rows":0,"_total_exact":"AAQBAQ=="}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sessions %v, want %v", got, want)
 	}
