@@ -88,6 +88,11 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before any state is decoded: a changed definition is refused by name, not by a state
+	// that does not decode.
+	if err := checkDefinitions(ctx, queryDefinedTables(r.q, r.t.silver, r.t.golds)); err != nil {
+		return err
+	}
 	delay := r.q.Watermark.Delay.Milliseconds()
 	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.q.IdleTimeout.Milliseconds())
 	if err != nil {
@@ -517,28 +522,49 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 	if r.t.ready {
 		return nil
 	}
-	ts := []*table.Table{r.t.silver, r.t.rejects}
-	schemas := []*txlog.StructType{r.ops.plan.silver, bronze.RejectsSchema()}
+	defs := queryDefinedTables(r.q, r.t.silver, r.t.golds)
+	ts := []outTable{{r.t.silver, r.ops.plan.silver, r.q.Tables.Silver, true, defs[0].def.props()}, {r.t.rejects, bronze.RejectsSchema(), r.q.Tables.Rejects, false, nil}}
 	for i, ap := range r.ops.plan.aggs {
-		ts = append(ts, r.t.quars[i], r.t.golds[i])
-		schemas = append(schemas, ap.qschema, ap.schema)
+		ts = append(ts, outTable{r.t.quars[i], ap.qschema, ap.cfg.Quarantine, true, nil}, outTable{r.t.golds[i], ap.schema, ap.cfg.Table, false, defs[1+i].def.props()})
 	}
-	if err := createMissing(ctx, ts, schemas); err != nil {
+	if err := createMissing(ctx, ts); err != nil {
 		return err
 	}
 	r.t.ready = true
 	return nil
 }
 
-// createMissing creates each table of ts that does not exist yet with its schema.
-func createMissing(ctx context.Context, ts []*table.Table, schemas []*txlog.StructType) error {
-	for i, t := range ts {
-		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
-			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-				return fmt.Errorf("stream: create table: %w", err)
+// outTable is a table a query writes, with the schema the query writes it with.
+type outTable struct {
+	t      *table.Table
+	schema *txlog.StructType
+	path   string // for errors
+	// evolve: the table follows its input's schema (silver follows bronze, a quarantine
+	// silver), so columns added upstream are added to it before a row carries them.
+	evolve bool
+	// props are the table properties it is created with (its PropDefinition).
+	props map[string]string
+}
+
+// createMissing creates each table that does not exist yet with its schema, and evolves
+// those that follow their input to its columns (table.Evolve: a metaData commit that adds the
+// new, nullable columns, before any row of them is written; nothing when they are there).
+func createMissing(ctx context.Context, ts []outTable) error {
+	for _, o := range ts {
+		_, err := o.t.Log().Snapshot(ctx)
+		switch {
+		case errors.Is(err, txlog.ErrTableNotFound):
+			if _, err := o.t.Create(ctx, o.schema, nil, o.props); err != nil && !errors.Is(err, table.ErrTableExists) {
+				return fmt.Errorf("stream: create table %s: %w", o.path, err)
 			}
-		} else if err != nil {
-			return fmt.Errorf("stream: open table: %w", err)
+		case err != nil:
+			return fmt.Errorf("stream: open table %s: %w", o.path, err)
+		}
+		if o.evolve {
+			if _, err := o.t.Evolve(ctx, o.schema, nil); err != nil {
+				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
+					"see docs/schema-evolution.md for the ways out", o.path, err)
+			}
 		}
 	}
 	return nil
