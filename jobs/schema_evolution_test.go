@@ -3,6 +3,9 @@ package jobs
 import (
 	"context"
 	"errors"
+	"io"
+	"maps"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,21 +13,27 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // evolvingPipeline is a one-source pipeline whose schema block is schema.
 func evolvingPipeline(t *testing.T, lake, schema string) *config.Pipeline {
 	t.Helper()
-	return testutil.Pipeline(t, "lake: "+lake+`
+	return testutil.Pipeline(t, evolvingYAML(lake, schema))
+}
+
+func evolvingYAML(lake, schema string) string {
+	return "lake: " + lake + `
 landing: {path: landing/events/}
-`+schema+`stream: {watermark: 10m, dedup: [event_id]}
+` + schema + `stream: {watermark: 10m, dedup: [event_id]}
 gold:
   - name: events_5m
     window: {type: tumbling, size: 5m}
     group_by: [event_type]
     aggregates: [{fn: count, as: count}]
-`)
+`
 }
 
 // scanColumn returns, per value of keyCol, the value of col in the table at path (the string
@@ -196,4 +205,239 @@ func TestSchemaChangeRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// definitionPipeline: events with dedup and a 5-minute count by event_type, clicks joined
+// to events, each part replaceable by a test.
+func definitionPipeline(t *testing.T, lake string, edit map[string]string) *config.Pipeline {
+	t.Helper()
+	y := "lake: " + lake + `
+landing: {path: landing/events/}
+` + testutil.EventsSchema + `stream: {watermark: 10m, dedup: [event_id]}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id, type: string}
+      - {name: event_id, type: string}
+      - {name: click_time, type: timestamp}
+    stream: {event_time: click_time, watermark: 1h}
+joins:
+  - {name: ec, left: events, right: clicks, type: left_outer, on: [{left: event_id, right: event_id}], time: {lower: 0s, upper: 1h}}
+gold:
+  - name: events_5m
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+    output_mode: append
+`
+	for old, repl := range edit {
+		if !strings.Contains(y, old) {
+			t.Fatalf("no %q in the pipeline", old)
+		}
+		y = strings.Replace(y, old, repl, 1)
+	}
+	return testutil.Pipeline(t, y)
+}
+
+// TestDefinitionChangeRefused: a changed gold window, grouping, aggregate or output mode, a
+// changed dedup, a changed join, and a join whose source gained a column are refused at start
+// with stream.ErrDefinitionChanged naming what changed and the ways out, never a state error;
+// the definition put back runs again.
+func TestDefinitionChangeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit map[string]string
+		want []string
+	}{
+		{"window", map[string]string{"size: 5m}": "size: 10m}"}, []string{"gold events_5m", `window was "tumbling size 5m0s", is now "tumbling size 10m0s"`}},
+		{"group_by", map[string]string{"group_by: [event_type]": "group_by: []"}, []string{"gold events_5m", `group_by was "event_type", is now ""`}},
+		{"aggregates", map[string]string{"{fn: count, as: count}": "{fn: count, as: n}"}, []string{`aggregates was "count(*) as count", is now "count(*) as n"`}},
+		{"output_mode", map[string]string{"output_mode: append": "output_mode: update"}, []string{`output_mode was "append", is now "update"`}},
+		{"dedup", map[string]string{"dedup: [event_id]": "dedup: [event_id, event_type]"}, []string{"silver/events", `dedup was "event_id", is now "event_id, event_type"`}},
+		{"join type", map[string]string{"type: left_outer": "type: inner"}, []string{"join ec", `type was "left_outer", is now "inner"`, "_checkpoints/ec"}},
+		{"join bounds", map[string]string{"upper: 1h": "upper: 2h"}, []string{"join ec", "time was"}},
+		{"source grew", map[string]string{"- {name: click_time, type: timestamp}": "- {name: click_time, type: timestamp}\n      - {name: device, type: string}"},
+			[]string{"join ec", "device is new", "silver/late_ec"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			env, err := NewEnv(ctx, definitionPipeline(t, dir, nil), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, body := range map[string]string{
+				"landing/events/a.json": `{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}` + "\n",
+				"landing/clicks/a.json": `{"click_id":"c1","event_id":"e1","click_time":"2024-05-01T12:01:00Z"}` + "\n",
+			} {
+				if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runIngestStream(t, env)
+			env.Lake.Close()
+
+			env, err = NewEnv(ctx, definitionPipeline(t, dir, tc.edit), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Lake.Close()
+			if _, err := IngestSources(ctx, env, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			if !errors.Is(err, stream.ErrDefinitionChanged) {
+				t.Fatalf("stream: error %v, want stream.ErrDefinitionChanged", err)
+			}
+			for _, w := range append(tc.want, "Ways out", "full refresh") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDefinitionAdoptedByOldTables: a gold table created before definitions were recorded
+// (no medallion.definition property) adopts the config's definition on the next run, and a
+// change after that is refused.
+func TestDefinitionAdoptedByOldTables(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Lake.Close()
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
+		[]byte(`{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	// As a table written before the property existed: the same metadata without it.
+	gt := table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"))
+	snap, err := gt.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := snap.Metadata()
+	meta.Configuration = maps.Clone(meta.Configuration)
+	delete(meta.Configuration, stream.PropDefinition)
+	tx := gt.Log().Begin(snap)
+	tx.SetMetadata(meta)
+	if _, err := tx.Commit(ctx, txlog.Operation{Name: "UNSET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	snap, err = table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m")).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Metadata().Configuration[stream.PropDefinition]; !strings.Contains(got, "tumbling size 5m0s") {
+		t.Fatalf("gold's definition after the run: %q, want the config's adopted", got)
+	}
+	env.Config = testutil.Pipeline(t, strings.Replace(evolvingYAML(dir, testutil.EventsSchema), "size: 5m", "size: 10m", 1))
+	if _, err := StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil); !errors.Is(err, stream.ErrDefinitionChanged) {
+		t.Fatalf("after adoption, a changed window: %v, want stream.ErrDefinitionChanged", err)
+	}
+}
+
+// TestAddedColumnConvergesAfterCrash: a run under the grown schema that fails at its N-th
+// commit to any Delta log (before or after the object is stored, so both sides of the
+// metaData commit and of the data commits after it), rerun without faults, gives the tables
+// of an uninterrupted run: the column added once, its values in bronze and silver.
+func TestAddedColumnConvergesAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	template := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, template, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
+		[]byte(`{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/b.json",
+		[]byte(`{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	env.Lake.Close()
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
+
+	for n := 1; ; n++ {
+		fired := false
+		for _, after := range []bool{false, true} {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+				t.Fatal(err)
+			}
+			env, err := NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clean := env.Lake
+			faulty := objstore.WithFaults(clean, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpPutIfAbsent, KeyPrefix: "", Nth: n, After: after}}})
+			env.Lake = &logOnly{FaultBucket: faulty, clean: clean}
+			_, ierr := IngestSources(ctx, env, "", nil)
+			if ierr == nil {
+				_, ierr = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			}
+			fired = fired || faulty.Fired() > 0
+			env.Lake = clean
+			runIngestStream(t, env)
+			for _, path := range []string{"bronze/events", "silver/events"} {
+				got := scanColumn(t, env, path, "event_id", "country")
+				if got["evo-1"] != "DE" || got["old-1"] != nil || len(got) != 2 {
+					t.Fatalf("fault at commit %d (after=%v, run error %v): %s country %v, want old-1 null, evo-1 DE", n, after, ierr, path, got)
+				}
+				if adds := addColumnCommits(t, env, path); adds != 1 {
+					t.Fatalf("fault at commit %d (after=%v): %s has %d ADD COLUMNS commits, want 1", n, after, path, adds)
+				}
+			}
+			clean.Close()
+		}
+		if !fired {
+			if n < 3 {
+				t.Fatalf("only %d commits in the run: the loop tested nothing", n-1)
+			}
+			t.Logf("a fault at each of the %d log commits of the run converged", n-1)
+			return
+		}
+	}
+}
+
+// logOnly injects its faults into puts of Delta log entries only; every other call goes to
+// the clean bucket.
+type logOnly struct {
+	*objstore.FaultBucket
+	clean objstore.Bucket
+}
+
+func (l *logOnly) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.Contains(key, "/_delta_log/") && strings.HasSuffix(key, ".json") {
+		return l.FaultBucket.PutIfAbsent(ctx, key, r, size)
+	}
+	return l.clean.PutIfAbsent(ctx, key, r, size)
+}
+
+// addColumnCommits counts the commits of the table at path whose operation is ADD COLUMNS.
+func addColumnCommits(t *testing.T, env Env, path string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for key, err := range env.Lake.List(ctx, path+"/_delta_log/", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(key.Key, ".json") {
+			continue
+		}
+		data, err := objstore.ReadAll(ctx, env.Lake, key.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(data), `"operation":"ADD COLUMNS"`)
+	}
+	return n
 }
