@@ -240,7 +240,7 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 		batches = p.batches
 	} else {
 		var err error
-		if batches, err = r.read(ctx, files); err != nil {
+		if batches, err = r.read(ctx, files, r.ops.plan.silver); err != nil {
 			return nil, err
 		}
 	}
@@ -249,9 +249,10 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
 			r.ahead.p = p
+			planned := r.ops.plan.silver
 			go func() {
 				defer close(p.done)
-				p.batches, p.err = r.read(ctx, p.files)
+				p.batches, p.err = r.read(ctx, p.files, planned)
 			}()
 		}
 	}
@@ -274,25 +275,57 @@ func sameFiles(a, b []source.IndexedFile) bool {
 	})
 }
 
-func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table.Batch, error) {
-	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files)
+// read reads bronze files; planned is the bronze (= silver) schema the query was planned with.
+func (r *Runner) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*table.Batch, error) {
+	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files, planned)
 	if len(missing) > 0 {
 		return nil, missingFilesError(snap, missing, cause)
 	}
 	return out, err
 }
 
+// ErrInputSchemaChanged reports an input table whose columns changed (schema evolution) while
+// a query ran: the query was planned with the old columns, so it stops before the batch and
+// the next run plans with the new ones.
+var ErrInputSchemaChanged = errors.New("stream: the input table's schema changed while the query ran")
+
+// sameColumns refuses a snapshot whose columns are not the ones the query planned with
+// (planned nil: no check).
+func sameColumns(what string, snap *txlog.Snapshot, planned *txlog.StructType) error {
+	if planned == nil {
+		return nil
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: %s schema: %w", what, err)
+	}
+	d := table.DiffSchema(planned, schema)
+	if len(d.Added) == 0 && d.Compatible() && len(schema.Fields) == len(planned.Fields) {
+		same := true
+		for i := range schema.Fields {
+			same = same && schema.Fields[i].Name == planned.Fields[i].Name
+		}
+		if same {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s table version %d has other columns than the run started with; run the query again to take them", ErrInputSchemaChanged, what, snap.Version())
+}
+
 // readTableFiles reads the data files of a streamed table (what names it in errors), decoding
 // them in parallel (Parquet decoding is most of a read) and keeping file order; empty batches
 // are left out. Files gone from the store come back in missing, with one of their errors as
 // cause, for the caller to explain.
-func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
+func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile, planned *txlog.StructType) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
 	if len(files) == 0 {
 		return nil, nil, nil, nil, nil
 	}
 	snap, err = t.Latest(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("stream: %s table: %w", what, err)
+	}
+	if err := sameColumns(what, snap, planned); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	fs, err := t.FileScan(snap, nil, nil)
 	if err != nil {

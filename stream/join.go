@@ -751,7 +751,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 	jb := &joinBatch{}
 	var inputs [2]*join.Input
 	for s := range r.in {
-		bs, _, missing, cause, err := readTableFiles(ctx, r.in[s], join.Side(s).String()+" silver", files[s])
+		bs, _, missing, cause, err := readTableFiles(ctx, r.in[s], join.Side(s).String()+" silver", files[s], r.plan.schema[s])
 		if len(missing) > 0 {
 			return fmt.Errorf("stream: join %s: %d files of %s the join has not read yet are gone (a vacuum of that silver table ran while the join lagged behind): %w", r.j.Name, len(missing), []string{r.j.Left.Silver, r.j.Right.Silver}[s], cause)
 		}
