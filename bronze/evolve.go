@@ -158,7 +158,11 @@ func declaredChangeError(path string, old, declared *txlog.StructType) error {
 		what = append(what, s)
 	}
 	for _, c := range d.Changed {
-		what = append(what, fmt.Sprintf("column %s changed from %s to %s", c.Old.Name, declaredString(c.Old), declaredString(c.New)))
+		s := fmt.Sprintf("column %s changed from %s to %s", c.Old.Name, declaredString(c.Old), declaredString(c.New))
+		if c.Old.Nullable == c.New.Nullable && typeWidening(c.Old.Type, c.New.Type) {
+			s += " (a widening Delta's typeWidening table feature allows, which medallion does not write yet)"
+		}
+		what = append(what, s)
 	}
 	return fmt.Errorf("%w: bronze table %s was written with another `schema:`: %s. "+
 		"Only new columns can be added to an existing table: keep the old definition and add a new column "+
@@ -174,4 +178,30 @@ func declaredString(f txlog.StructField) string {
 		s += ", required: true"
 	}
 	return s + "}"
+}
+
+// typeWidening reports whether Delta's typeWidening feature allows changing a column from old
+// to new (PROTOCOL.md, "Type Widening"): integers to wider integers, decimals or double, float
+// to double, date to timestamp_ntz, a decimal to one with room for all its values.
+func typeWidening(old, new txlog.DataType) bool {
+	rank := map[string]int{txlog.TypeByte: 1, txlog.TypeShort: 2, txlog.TypeInteger: 3, txlog.TypeLong: 4}
+	o, n := old.TypeName(), new.TypeName()
+	od, oDec := old.(txlog.DecimalType)
+	nd, nDec := new.(txlog.DecimalType)
+	switch {
+	case rank[o] > 0 && rank[n] > rank[o]:
+		return true
+	case rank[o] > 0 && rank[o] <= 3 && n == txlog.TypeDouble:
+		return true
+	case rank[o] > 0 && nDec:
+		// Delta's minimum targets: decimal(10,0) for byte, short and int, decimal(20,0) for long.
+		return nd.Precision-nd.Scale >= map[bool]int{true: 20, false: 10}[rank[o] == 4]
+	case o == txlog.TypeFloat && n == txlog.TypeDouble:
+		return true
+	case o == txlog.TypeDate && n == txlog.TypeTimestampNTZ:
+		return true
+	case oDec && nDec:
+		return nd.Scale >= od.Scale && nd.Precision-nd.Scale >= od.Precision-od.Scale && (nd.Precision > od.Precision || nd.Scale > od.Scale)
+	}
+	return false
 }

@@ -95,7 +95,7 @@ type Evolution struct {
 	Changed bool     // a metaData action was committed
 }
 
-// Evolve gives the table the columns of want that it lacks, nullable and placed after the
+// Evolve gives the table the columns of want that it lacks (they must be nullable), placed after the
 // column that precedes them in want (as ALTER TABLE ADD COLUMNS ... AFTER), and sets the
 // configuration entries props, in one commit of a metaData action (and of a protocol action
 // when a new column's type needs a table feature). Existing rows read the new columns as null.
@@ -123,6 +123,9 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 			return Evolution{}, &SchemaChangeError{Diff: d}
 		}
 		for _, f := range d.Added {
+			if !f.Nullable {
+				return Evolution{}, fmt.Errorf("%w: new column %s is NOT NULL, and rows the table holds already would have it null; add it nullable", ErrIncompatibleSchema, f.Name)
+			}
 			for _, g := range schema.Fields {
 				if strings.EqualFold(f.Name, g.Name) {
 					return Evolution{}, fmt.Errorf("%w: new column %s differs from column %s only in case, and Delta column names are case-insensitive", ErrIncompatibleSchema, f.Name, g.Name)

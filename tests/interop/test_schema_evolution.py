@@ -56,9 +56,10 @@ def lines(ids_countries: list[tuple[str, object]], at: datetime) -> str:
     return "\n".join(out) + "\n"
 
 
-def oracle(landing: Path) -> dict[str, object]:
-    """event_id -> the country its first landing line gives (a string), or None."""
-    want: dict[str, object] = {}
+def oracle(landing: Path) -> dict[tuple[str, str], object]:
+    """(landing file name, event_id) -> the country its first line in that file gives (a
+    string), or None."""
+    want: dict[tuple[str, str], object] = {}
     for f in sorted(landing.glob("*.json")):
         for line in f.read_text().splitlines():
             try:
@@ -68,7 +69,7 @@ def oracle(landing: Path) -> dict[str, object]:
             if not isinstance(row, dict) or not isinstance(row.get("event_id"), str):
                 continue
             c = row.get("country")
-            want.setdefault(row["event_id"], c if isinstance(c, str) else None)
+            want.setdefault((f.name, row["event_id"]), c if isinstance(c, str) else None)
     return want
 
 
@@ -100,29 +101,32 @@ def read_all(spark, lake: Path, step: str) -> dict[str, list[dict]]:
     return out
 
 
-def check_country(tables: dict[str, list[dict]], want: dict[str, object], step: str,
-                  evolved: bool, backfilled: bool, rescued_before: set[str]):
+def check_country(tables: dict[str, list[dict]], want: dict[tuple[str, str], object], step: str,
+                  evolved: bool, backfilled: bool, files_before: set[str]):
+    """Every bronze and silver row against the oracle of its own landing line (its
+    _source_file and event_id): rows of files ingested before the column existed keep the value
+    rescued until the backfill moves it."""
     for name in ("bronze/events", "silver/events"):
         rows = tables[name]
         assert rows, f"{step}: {name} is empty"
         for r in rows:
-            eid = r["event_id"]
+            f = r["_source_file"].rsplit("/", 1)[-1]
+            key = (f, r["event_id"])
+            assert key in want, f"{step}: {name}: row {key} is in no landing file"
             if not evolved:
                 assert "country" not in r, f"{step}: {name} has country before the config does"
                 continue
-            got = r["country"]
-            rescued = r["_rescued_data"]
-            if eid in rescued_before and not backfilled:
-                # Ingested before the column existed: the value is still rescued, not lost.
-                assert got is None, f"{step}: {name}: {eid} country {got!r} before the backfill"
-                if want.get(eid) is not None:
-                    assert rescued and json.loads(rescued).get("country") == want[eid], \
-                        f"{step}: {name}: {eid} rescued {rescued!r} lost {want[eid]!r}"
+            got, rescued = r["country"], r["_rescued_data"]
+            if f in files_before and not backfilled:
+                assert got is None, f"{step}: {name}: {key} country {got!r} before the backfill"
+                if want[key] is not None:
+                    assert rescued and json.loads(rescued).get("country") == want[key], \
+                        f"{step}: {name}: {key} rescued {rescued!r} lost {want[key]!r}"
                 continue
-            assert got == want.get(eid), f"{step}: {name}: {eid} country {got!r}, want {want.get(eid)!r}"
+            assert got == want[key], f"{step}: {name}: {key} country {got!r}, want {want[key]!r}"
             if got is not None:
                 assert not rescued or "country" not in json.loads(rescued), \
-                    f"{step}: {name}: {eid} has country both in the column and in {rescued!r}"
+                    f"{step}: {name}: {key} has country both in the column and in {rescued!r}"
 
 
 def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, polars):
@@ -148,8 +152,8 @@ def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, po
     (landing / "zz-before.json").write_text(lines(before, now))
     loop()
     want = oracle(landing)
-    rescued_before = {eid for eid in want}  # every row so far was ingested without the column
-    check_country(read_all(spark, lake, "before"), want, "before", False, False, rescued_before)
+    files_before = {f for f, _ in want}  # every file so far was ingested without the column
+    check_country(read_all(spark, lake, "before"), want, "before", False, False, files_before)
 
     cfg.write_text(pipeline(lake, SCHEMA + COUNTRY))
     after = [("evo-a1", "DE"), ("evo-a2", ...), ("evo-a3", "ES"), ("evo-b1", "XX")]  # b1 resent: a duplicate
@@ -157,19 +161,20 @@ def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, po
     loop()
     want = oracle(landing)
     tables = read_all(spark, lake, "evolved")
-    check_country(tables, want, "evolved", True, False, rescued_before)
+    check_country(tables, want, "evolved", True, False, files_before)
     assert any(r["event_id"] == "evo-a1" and r["country"] == "DE" for r in tables["silver/events"])
     ops = [op for _, op in deltars_history(lake / "bronze/events")]
     assert ops.count("ADD COLUMNS") == 1, f"bronze history {ops}"
 
     med("run", "backfill-columns")
     tables = read_all(spark, lake, "backfilled")
-    check_country(tables, want, "backfilled", True, True, rescued_before)
+    check_country(tables, want, "backfilled", True, True, files_before)
     silver = {r["event_id"]: r for r in tables["silver/events"]}
     assert silver["evo-b1"]["country"] == "FR" and silver["evo-b4"]["country"] == "IT"
     assert silver["evo-b2"]["country"] is None and json.loads(silver["evo-b2"]["_rescued_data"]) == {"country": 5}
     for r in tables["silver/late_t5m"]:
-        assert r["country"] == want.get(r["event_id"]), f"quarantine: {r['event_id']} country {r['country']!r}"
+        key = (r["_source_file"].rsplit("/", 1)[-1], r["event_id"])
+        assert r["country"] == want[key], f"quarantine: {key} country {r['country']!r}, want {want[key]!r}"
     versions = {name: len(deltars_history(lake / name)) for name in TABLES}
     med("run", "backfill-columns")
     assert {name: len(deltars_history(lake / name)) for name in TABLES} == versions, "a second backfill committed"
