@@ -160,7 +160,8 @@ func declaredChangeError(path string, old, declared *txlog.StructType) error {
 	for _, c := range d.Changed {
 		s := fmt.Sprintf("column %s changed from %s to %s", c.Old.Name, declaredString(c.Old), declaredString(c.New))
 		if c.Old.Nullable == c.New.Nullable && typeWidening(c.Old.Type, c.New.Type) {
-			s += " (a widening Delta's typeWidening table feature allows, which medallion does not write yet)"
+			s += " (a widening Delta's typeWidening table feature allows; medallion does not apply it, because a table with " +
+				"that reader feature can no longer be read by delta-rs 1.6)"
 		}
 		what = append(what, s)
 	}
