@@ -26,9 +26,18 @@
 // with invalid_utf8, rejects keep their raw text with invalid bytes as U+FFFD, and an object key
 // that is not UTF-8 is stored Go-quoted (EscapeKey).
 //
+// Schema evolution (evolve.go): before writing, ingest brings an existing bronze table in line
+// with the declared columns: a new column is added with one metaData commit (nullable; older
+// rows read null) before any row carries it, the declared schema is recorded in the table
+// property PropDeclaredSchema, and any other change (a column removed, renamed, retyped or made
+// required) is refused with ErrSchemaChange. backfill.go moves values older rows kept in
+// _rescued_data into such columns (`run backfill-columns`), one idempotent copy-on-write commit
+// per table.
+//
 // Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
 // data is written, and committed to each table with txn(appId, batch) in batch order. A process
 // killed at any instant leaves at most a pending batch, which the next run re-runs with the same
 // objects and the same ingest time; tables skip what they already hold. Two ingesters on one lake
-// never claim one object twice.
+// never claim one object twice. A schema change is its own commit before the batch's: a crash
+// between the two leaves the column added, which the rerun finds and keeps.
 package bronze

@@ -635,16 +635,28 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 		{x.bronze, BronzeSchema(x.opts.Declared), x.opts.BronzePath},
 		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
 	} {
-		_, err := t.tbl.Log().Snapshot(ctx)
-		if err == nil {
-			continue
+		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, t.tbl == x.bronze); err != nil {
+			return err
 		}
-		if !errors.Is(err, txlog.ErrTableNotFound) {
-			return fmt.Errorf("bronze: open %s: %w", t.name, err)
-		}
-		if _, err := t.tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-			return fmt.Errorf("bronze: create %s: %w", t.name, err)
-		}
+	}
+	return nil
+}
+
+// ensureTable creates the table with schema when it is missing; bronze (isBronze) goes
+// through EnsureBronzeTable.
+func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, declared *txlog.StructType, isBronze bool) error {
+	if isBronze {
+		return EnsureBronzeTable(ctx, tbl, name, schema, declared)
+	}
+	_, err := tbl.Log().Snapshot(ctx)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, txlog.ErrTableNotFound) {
+		return fmt.Errorf("bronze: open %s: %w", name, err)
+	}
+	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+		return fmt.Errorf("bronze: create %s: %w", name, err)
 	}
 	return nil
 }

@@ -512,13 +512,9 @@ func (x *KafkaIngester) ensureTables(ctx context.Context) error {
 			if schema, serr := snap.Schema(); t.tbl == x.b.bronze && serr == nil && schema.Field(ColKafkaOffset) == nil {
 				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)
 			}
-			continue
 		}
-		if !errors.Is(err, txlog.ErrTableNotFound) {
-			return fmt.Errorf("bronze: open %s: %w", t.name, err)
-		}
-		if _, err := t.tbl.Create(ctx, t.schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-			return fmt.Errorf("bronze: create %s: %w", t.name, err)
+		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.b.opts.Declared, t.tbl == x.b.bronze); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -95,13 +95,14 @@ func initSource(ctx context.Context, env Env, existed map[string]bool) error {
 	if cfg.Landing.Kind == config.LandingKafka {
 		bronzeSchema = bronze.KafkaBronzeSchema(declared)
 	}
-	for _, t := range []struct {
-		path   string
-		schema *txlog.StructType
-	}{{cfg.Tables.Bronze, bronzeSchema}, {cfg.Tables.Rejects, bronze.RejectsSchema()}} {
-		if err := createTable(ctx, env, t.path, t.schema, existed); err != nil {
-			return err
-		}
+	// An existing bronze table gets the columns added to `schema:` (or refuses a change it
+	// cannot take), as ingest would, so that silver below follows it.
+	btbl := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.WithClock(env.clock))
+	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared); err != nil {
+		return fmt.Errorf("jobs: init: %w", err)
+	}
+	if err := createTable(ctx, env, cfg.Tables.Rejects, bronze.RejectsSchema(), existed); err != nil {
+		return err
 	}
 	// Silver, quarantine and gold follow from bronze's schema, as the stream derives them.
 	if err := stream.CreateTables(ctx, stream.Options{Lake: env.Lake, Query: specs.Query(cfg), Clock: env.Clock, Logger: env.Logger}); err != nil {

@@ -88,6 +88,11 @@ func (r *Runner) ensurePlan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before any state is decoded: a changed definition is refused by name, not by a state
+	// that does not decode.
+	if err := checkDefinitions(ctx, queryDefinedTables(r.q, r.t.silver, r.t.golds)); err != nil {
+		return err
+	}
 	delay := r.q.Watermark.Delay.Milliseconds()
 	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.q.IdleTimeout.Milliseconds())
 	if err != nil {
@@ -257,7 +262,7 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 		batches = p.batches
 	} else {
 		var err error
-		if batches, err = r.read(ctx, files); err != nil {
+		if batches, err = r.read(ctx, files, r.ops.plan.silver); err != nil {
 			return nil, err
 		}
 	}
@@ -266,9 +271,10 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
 			r.ahead.p = p
+			planned := r.ops.plan.silver
 			go func() {
 				defer close(p.done)
-				p.batches, p.err = r.read(ctx, p.files)
+				p.batches, p.err = r.read(ctx, p.files, planned)
 			}()
 		}
 	}
@@ -291,25 +297,57 @@ func sameFiles(a, b []source.IndexedFile) bool {
 	})
 }
 
-func (r *Runner) read(ctx context.Context, files []source.IndexedFile) ([]*table.Batch, error) {
-	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files)
+// read reads bronze files; planned is the bronze (= silver) schema the query was planned with.
+func (r *Runner) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*table.Batch, error) {
+	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files, planned)
 	if len(missing) > 0 {
 		return nil, missingFilesError(snap, missing, cause)
 	}
 	return out, err
 }
 
+// ErrInputSchemaChanged reports an input table whose columns changed (schema evolution) while
+// a query ran: the query was planned with the old columns, so it stops before the batch and
+// the next run plans with the new ones.
+var ErrInputSchemaChanged = errors.New("stream: the input table's schema changed while the query ran")
+
+// sameColumns refuses a snapshot whose columns are not the ones the query planned with
+// (planned nil: no check).
+func sameColumns(what string, snap *txlog.Snapshot, planned *txlog.StructType) error {
+	if planned == nil {
+		return nil
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: %s schema: %w", what, err)
+	}
+	d := table.DiffSchema(planned, schema)
+	if len(d.Added) == 0 && d.Compatible() && len(schema.Fields) == len(planned.Fields) {
+		same := true
+		for i := range schema.Fields {
+			same = same && schema.Fields[i].Name == planned.Fields[i].Name
+		}
+		if same {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s table version %d has other columns than the run started with; run the query again to take them", ErrInputSchemaChanged, what, snap.Version())
+}
+
 // readTableFiles reads the data files of a streamed table (what names it in errors), decoding
 // them in parallel (Parquet decoding is most of a read) and keeping file order; empty batches
 // are left out. Files gone from the store come back in missing, with one of their errors as
 // cause, for the caller to explain.
-func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
+func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile, planned *txlog.StructType) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
 	if len(files) == 0 {
 		return nil, nil, nil, nil, nil
 	}
 	snap, err = t.Latest(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("stream: %s table: %w", what, err)
+	}
+	if err := sameColumns(what, snap, planned); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	fs, err := t.FileScan(snap, nil, nil)
 	if err != nil {
@@ -539,13 +577,12 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 	if r.t.ready {
 		return nil
 	}
-	ts := []*table.Table{r.t.silver, r.t.rejects}
-	schemas := []*txlog.StructType{r.ops.plan.silver, bronze.RejectsSchema()}
+	defs := queryDefinedTables(r.q, r.t.silver, r.t.golds)
+	ts := []outTable{{r.t.silver, r.ops.plan.silver, r.q.Tables.Silver, true, defs[0].def.props()}, {r.t.rejects, bronze.RejectsSchema(), r.q.Tables.Rejects, false, nil}}
 	for i, ap := range r.ops.plan.aggs {
-		ts = append(ts, r.t.quars[i], r.t.golds[i])
-		schemas = append(schemas, ap.qschema, ap.schema)
+		ts = append(ts, outTable{r.t.quars[i], ap.qschema, ap.cfg.Quarantine, true, nil}, outTable{r.t.golds[i], ap.schema, ap.cfg.Table, false, defs[1+i].def.props()})
 	}
-	if err := createMissing(ctx, ts, schemas); err != nil {
+	if err := createMissing(ctx, ts); err != nil {
 		return err
 	}
 	for i, ap := range r.ops.plan.aggs {
@@ -596,15 +633,37 @@ func addExactColumns(ctx context.Context, t *table.Table, ap *aggPlan) error {
 	return nil
 }
 
-// createMissing creates each table of ts that does not exist yet with its schema.
-func createMissing(ctx context.Context, ts []*table.Table, schemas []*txlog.StructType) error {
-	for i, t := range ts {
-		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
-			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
-				return fmt.Errorf("stream: create table: %w", err)
+// outTable is a table a query writes, with the schema the query writes it with.
+type outTable struct {
+	t      *table.Table
+	schema *txlog.StructType
+	path   string // for errors
+	// evolve: the table follows its input's schema (silver follows bronze, a quarantine
+	// silver), so columns added upstream are added to it before a row carries them.
+	evolve bool
+	// props are the table properties it is created with (its PropDefinition).
+	props map[string]string
+}
+
+// createMissing creates each table that does not exist yet with its schema, and evolves
+// those that follow their input to its columns (table.Evolve: a metaData commit that adds the
+// new, nullable columns, before any row of them is written; nothing when they are there).
+func createMissing(ctx context.Context, ts []outTable) error {
+	for _, o := range ts {
+		_, err := o.t.Log().Snapshot(ctx)
+		switch {
+		case errors.Is(err, txlog.ErrTableNotFound):
+			if _, err := o.t.Create(ctx, o.schema, nil, o.props); err != nil && !errors.Is(err, table.ErrTableExists) {
+				return fmt.Errorf("stream: create table %s: %w", o.path, err)
 			}
-		} else if err != nil {
-			return fmt.Errorf("stream: open table: %w", err)
+		case err != nil:
+			return fmt.Errorf("stream: open table %s: %w", o.path, err)
+		}
+		if o.evolve {
+			if _, err := o.t.Evolve(ctx, o.schema, nil); err != nil {
+				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
+					"see docs/schema-evolution.md for the ways out", o.path, err)
+			}
 		}
 	}
 	return nil

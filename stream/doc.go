@@ -22,6 +22,14 @@
 // snapshot every state.min_deltas_for_snapshot versions and the batch's additions in between),
 // commits/N (after every sink) and progress/N.json.
 //
+// Schemas and definitions (definition.go, docs/schema-evolution.md): silver and each quarantine
+// follow bronze's columns, so a column added to bronze is added to them (table.Evolve, one
+// metaData commit) before the first batch writes a row of it; a query whose input gains columns
+// while it runs stops before the next batch (ErrInputSchemaChanged). The silver, gold and joined
+// tables record the definition they are written under (PropDefinition); a query whose config
+// changed a definition, or a join whose inputs gained columns, is refused at start with
+// ErrDefinitionChanged, before any state is decoded.
+//
 // A stream-stream join is a query of its own (JoinRunner, join.go): it reads the silver tables
 // of two sources as Delta streams, runs package join's operator with per-source watermarks kept
 // in its checkpoint, appends to the joined table and the join quarantine, and hosts the

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -464,6 +465,12 @@ func (r *JoinRunner) ensurePlan(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := checkDefinitions(ctx, joinDefinedTables(r.j, r.out, r.golds)); err != nil {
+		return false, err
+	}
+	if err := r.checkOutputColumns(ctx, p); err != nil {
+		return false, err
+	}
 	r.restoring = map[int64]map[string][]byte{}
 	defer func() { r.restoring = nil }()
 	v := r.pos.nextBatch
@@ -674,13 +681,12 @@ func (r *JoinRunner) ensureTables(ctx context.Context) error {
 	if r.ready {
 		return nil
 	}
-	ts := []*table.Table{r.out, r.quar}
-	schemas := []*txlog.StructType{r.plan.out.Schema, r.plan.qschema}
+	defs := joinDefinedTables(r.j, r.out, r.golds)
+	ts := []outTable{{r.out, r.plan.out.Schema, r.j.Table, false, defs[0].def.props()}, {r.quar, r.plan.qschema, r.j.Quarantine, false, nil}}
 	for i, ap := range r.plan.agg.aggs {
-		ts = append(ts, r.quars[i], r.golds[i])
-		schemas = append(schemas, ap.qschema, ap.schema)
+		ts = append(ts, outTable{r.quars[i], ap.qschema, ap.cfg.Quarantine, false, nil}, outTable{r.golds[i], ap.schema, ap.cfg.Table, false, defs[1+i].def.props()})
 	}
-	if err := createMissing(ctx, ts, schemas); err != nil {
+	if err := createMissing(ctx, ts); err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)
 	}
 	for i, ap := range r.plan.agg.aggs {
@@ -690,6 +696,40 @@ func (r *JoinRunner) ensureTables(ctx context.Context) error {
 	}
 	r.ready = true
 	return nil
+}
+
+// checkOutputColumns refuses a joined table that exists without columns the join's output now
+// has: a source's silver gained columns (schema evolution). The join's state holds rows of
+// the old width and its joined table and quarantine were written without the columns, so the
+// join cannot take them where it stands; it says so rather than decode state it cannot.
+func (r *JoinRunner) checkOutputColumns(ctx context.Context, p *joinPlan) error {
+	snap, err := r.out.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream: join %s: joined table %s: %w", r.j.Name, r.j.Table, err)
+	}
+	have, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: join %s: joined table %s: %w", r.j.Name, r.j.Table, err)
+	}
+	d := table.DiffSchema(have, p.out.Schema)
+	if len(d.Added) == 0 && d.Compatible() {
+		return nil
+	}
+	var what []string
+	for _, f := range d.Added {
+		what = append(what, f.Name+" is new")
+	}
+	if !d.Compatible() {
+		what = append(what, d.Error())
+	}
+	return fmt.Errorf("%w: join %s: the columns of its sources' silver tables (%s, %s) changed since the joined table %s was created: %s. "+
+		"A join does not evolve its schema in place (its state holds rows of the old columns). Ways out: a full refresh of the join "+
+		"(delete %s, %s, the join's gold and quarantine tables and its checkpoint %s; the next run joins both silver tables from the start), "+
+		"or a new join name with new tables and checkpoint. See docs/schema-evolution.md",
+		ErrDefinitionChanged, r.j.Name, r.j.Left.Silver, r.j.Right.Silver, r.j.Table, strings.Join(what, "; "), r.j.Table, r.j.Quarantine, r.j.Checkpoint)
 }
 
 // joinBatch is what one join batch did, for progress and the report.
@@ -718,7 +758,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 	jb := &joinBatch{}
 	var inputs [2]*join.Input
 	for s := range r.in {
-		bs, _, missing, cause, err := readTableFiles(ctx, r.in[s], join.Side(s).String()+" silver", files[s])
+		bs, _, missing, cause, err := readTableFiles(ctx, r.in[s], join.Side(s).String()+" silver", files[s], r.plan.schema[s])
 		if len(missing) > 0 {
 			return fmt.Errorf("stream: join %s: %d files of %s the join has not read yet are gone (a vacuum of that silver table ran while the join lagged behind): %w", r.j.Name, len(missing), []string{r.j.Left.Silver, r.j.Right.Silver}[s], cause)
 		}

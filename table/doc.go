@@ -5,7 +5,9 @@
 // skipping, row filters, deletion vectors, column mapping), and the table operations built on
 // txlog commits: create, append, scan, replaceWhere overwrite, optimize and vacuum, and the
 // one copy-on-write primitive (Table.Rewrite) that replaceWhere, MERGE (package merge) and the
-// late-data jobs all use. Subpackage source reads a table as a stream.
+// late-data jobs all use, and schema evolution (Evolve: nullable columns added in one metaData
+// commit, every other change refused with ErrIncompatibleSchema). Subpackage source reads a
+// table as a stream.
 //
 // Crash guarantees: data files get unique names and are written before the commit that makes
 // them live, so a crash at any instant leaves the table at its previous version plus, at worst,

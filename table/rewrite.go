@@ -47,6 +47,11 @@ type Rewrite struct {
 	// and vacuum) and the files written are deleted, best effort: a crash or failed delete
 	// leaves them unreferenced, as any rewrite that dies before its commit, for vacuum.
 	Unchanged func() bool
+	// NoDataChange marks the commit's adds and removes dataChange=false: the rows written hold
+	// what the rows removed held, only arranged otherwise (a backfill that moves rescued
+	// values into their columns), so streaming readers of the table skip the commit instead
+	// of failing on its removes or reading its rows twice.
+	NoDataChange bool
 }
 
 // RewriteResult is what a Rewrite did.
@@ -92,6 +97,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	if err != nil {
 		return res, err
 	}
+	w.dataChange = !rw.NoDataChange
 	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), OpenURL: t.open}
 	var read []string
 	for _, f := range rw.Candidates {
@@ -107,7 +113,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		if err := writeAll(ctx, w, rows); err != nil {
 			return res, err
 		}
-		res.Removed = append(res.Removed, t.RemoveOf(f, true))
+		res.Removed = append(res.Removed, t.RemoveOf(f, !rw.NoDataChange))
 		res.BytesRemoved += f.Size
 	}
 	if rw.Insert != nil {

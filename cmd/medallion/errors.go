@@ -17,10 +17,13 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -52,8 +55,9 @@ func shortError(err error) string {
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	// A failed expectation's message ends with the violating row, which the user needs whole
-	// (silver bounds it).
-	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) {
+	// (silver bounds it); a refused schema or definition change ends with the ways out.
+	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) && !errors.Is(err, bronze.ErrSchemaChange) &&
+		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, table.ErrIncompatibleSchema) {
 		s = s[:maxErrorLen] + "…"
 	}
 	return s

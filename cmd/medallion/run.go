@@ -40,6 +40,7 @@ func newRunCmd() *cobra.Command {
 		{"optimize", "Compact small files of every pipeline table", runOptimize},
 		{"vacuum", "Remove unreferenced files older than the retention, on every pipeline table", runVacuum},
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
+		{"backfill-columns", "Move values kept in _rescued_data into columns added to schema: since (bronze, silver, quarantine)", runBackfillColumns},
 	} {
 		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
 		cmd.RunE = jobCommand(job.name, job.run)
@@ -48,7 +49,7 @@ func newRunCmd() *cobra.Command {
 			// Only these two work on one gold aggregation; elsewhere --gold would be ignored.
 			cmd.Flags().String("gold", "", "only this gold aggregation")
 		}
-		if job.name == "ingest" {
+		if job.name == "ingest" || job.name == "backfill-columns" {
 			cmd.Flags().String("source", "", "only this source (default: every source)")
 		}
 		if job.name == "stream" {
@@ -169,6 +170,11 @@ func runOptimize(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, erro
 func runVacuum(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
 	dry, _ := cmd.Flags().GetBool("dry-run")
 	return jobs.Vacuum(ctx, env, dry)
+}
+
+func runBackfillColumns(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	only, _ := cmd.Flags().GetString("source")
+	return jobs.BackfillColumns(ctx, env, only)
 }
 
 func runCheckpoint(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {

@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs/specs"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// SourceBackfillReport is what backfill-columns did to one source's tables.
+type SourceBackfillReport struct {
+	Source string                  `json:"source"`
+	Tables []bronze.BackfillResult `json:"tables"`
+}
+
+// BackfillColumns moves values that rows of bronze, silver and the quarantines keep in
+// _rescued_data into the declared columns that now exist for them (a column added to
+// `schema:` after those rows were ingested), for every source or the one named only: bronze
+// first (evolved to the declared columns as ingest would), then silver and each quarantine of
+// the source's aggregations (evolved as the stream would), each with one idempotent
+// copy-on-write commit (bronze.BackfillTable). Silver is rewritten the same way as bronze, so
+// that it holds what a replay from the backfilled bronze would give. Tables that do not exist
+// yet are skipped. See docs/schema-evolution.md.
+func BackfillColumns(ctx context.Context, env Env, only string) ([]SourceBackfillReport, error) {
+	if err := CheckSource(env.Config, only, false); err != nil {
+		return nil, err
+	}
+	out := []SourceBackfillReport{}
+	for _, s := range env.Config.AllSources() {
+		if only != "" && s.Name != only {
+			continue
+		}
+		se, _ := env.ForSource(s.Name)
+		rep, err := backfillSource(ctx, se)
+		out = append(out, SourceBackfillReport{Source: s.Name, Tables: rep})
+		if err != nil {
+			return out, fmt.Errorf("source %s: %w", s.Name, err)
+		}
+	}
+	return out, nil
+}
+
+func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, error) {
+	cfg := env.Config
+	rep := []bronze.BackfillResult{}
+	declared, err := DeclaredSchema(cfg)
+	if err != nil {
+		return rep, err
+	}
+	format := bronze.FormatJSON
+	if cfg.Landing.Format == bronze.FormatCSV {
+		format = bronze.FormatCSV
+	}
+	p, err := bronze.NewPromoter(declared, format)
+	if err != nil {
+		return rep, err
+	}
+	open := func(path string) *table.Table {
+		return table.Open(objstore.WithPrefix(env.Lake, path), table.WithClock(env.clock))
+	}
+	bt := open(cfg.Tables.Bronze)
+	if _, err := bt.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+		return rep, nil
+	}
+	want := bronze.BronzeSchema(declared)
+	if cfg.Landing.Kind == config.LandingKafka {
+		want = bronze.KafkaBronzeSchema(declared)
+	}
+	if err := bronze.EnsureBronzeTable(ctx, bt, cfg.Tables.Bronze, want, declared); err != nil {
+		return rep, err
+	}
+	snap, err := bt.Latest(ctx)
+	if err != nil {
+		return rep, err
+	}
+	bschema, err := snap.Schema()
+	if err != nil {
+		return rep, err
+	}
+	r, err := bronze.BackfillTable(ctx, bt, cfg.Tables.Bronze, p)
+	rep = append(rep, r)
+	if err != nil {
+		return rep, err
+	}
+	silverSchema := silver.Schema(bschema)
+	followers := []struct {
+		path   string
+		schema *txlog.StructType
+	}{{cfg.Tables.Silver, silverSchema}}
+	for _, g := range specs.Query(cfg).Gold {
+		followers = append(followers, struct {
+			path   string
+			schema *txlog.StructType
+		}{g.Quarantine, silver.QuarantineSchema(silverSchema)})
+	}
+	for _, f := range followers {
+		t := open(f.path)
+		if _, err := t.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+			continue
+		} else if err != nil {
+			return rep, fmt.Errorf("jobs: backfill-columns: %s: %w", f.path, err)
+		}
+		if _, err := t.Evolve(ctx, f.schema, nil); err != nil {
+			return rep, fmt.Errorf("jobs: backfill-columns: table %s cannot take the columns of bronze: %w", f.path, err)
+		}
+		r, err := bronze.BackfillTable(ctx, t, f.path, p)
+		rep = append(rep, r)
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}

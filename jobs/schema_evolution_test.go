@@ -1,0 +1,545 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/internal/testutil"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// evolvingPipeline is a one-source pipeline whose schema block is schema.
+func evolvingPipeline(t *testing.T, lake, schema string) *config.Pipeline {
+	t.Helper()
+	return testutil.Pipeline(t, evolvingYAML(lake, schema))
+}
+
+func evolvingYAML(lake, schema string) string {
+	return "lake: " + lake + `
+landing: {path: landing/events/}
+` + schema + `stream: {watermark: 10m, dedup: [event_id]}
+gold:
+  - name: events_5m
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`
+}
+
+// scanColumn returns, per value of keyCol, the value of col in the table at path (the string
+// form of table.Batch.Row's cell; "<nil>" for null) and fails when the table lacks col.
+func scanColumn(t *testing.T, env Env, path, keyCol, col string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]any{}
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, path)).Scan(ctx, table.ScanOptions{}) {
+		if err != nil {
+			t.Fatalf("scan %s: %v", path, err)
+		}
+		ki, ci := b.Schema.FieldIndex(keyCol), b.Schema.FieldIndex(col)
+		if ki < 0 || ci < 0 {
+			t.Fatalf("table %s has no column %s (columns %v)", path, col, b.Schema.Fields)
+		}
+		for i := range b.Len() {
+			row := b.Row(i)
+			out[row[ki].(string)] = row[ci]
+		}
+	}
+	return out
+}
+
+func runIngestStream(t *testing.T, env Env) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := IngestSources(ctx, env, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAddedColumnReachesBronzeAndSilver is reproduction 1 of issue 30: a column added to
+// `schema:` after bronze and silver exist is added to both tables (nullable, old rows null)
+// before the first row that carries it, and that row keeps its value in bronze and silver.
+func TestAddedColumnReachesBronzeAndSilver(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, body string) {
+		t.Helper()
+		if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("landing/events/a.json", `{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","country":"FR"}`+"\n")
+	runIngestStream(t, env)
+	env.Lake.Close()
+
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
+	env, err = NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Lake.Close()
+	put("landing/events/b.json", `{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`+"\n")
+	runIngestStream(t, env)
+
+	for _, path := range []string{"bronze/events", "silver/events"} {
+		got := scanColumn(t, env, path, "event_id", "country")
+		if got["evo-1"] != "DE" {
+			t.Errorf("%s: country of evo-1 is %v, want DE", path, got["evo-1"])
+		}
+		if got["old-1"] != nil {
+			t.Errorf("%s: country of old-1 (written before the column existed) is %v, want null", path, got["old-1"])
+		}
+		rescued := scanColumn(t, env, path, "event_id", "_rescued_data")
+		if r, _ := rescued["old-1"].(string); !strings.Contains(r, `"FR"`) {
+			t.Errorf("%s: old-1's rescued data %v lost the value it rescued", path, rescued["old-1"])
+		}
+		if rescued["evo-1"] != nil {
+			t.Errorf("%s: evo-1's rescued data is %v, want null", path, rescued["evo-1"])
+		}
+	}
+}
+
+// schemaWith is testutil.EventsSchema with its column lines replaced as edit says (old line
+// -> new line; an empty new line removes it) and extra lines added.
+func schemaWith(t *testing.T, edit map[string]string, extra ...string) string {
+	t.Helper()
+	s := testutil.EventsSchema
+	for old, repl := range edit {
+		if !strings.Contains(s, old) {
+			t.Fatalf("no %q in the schema", old)
+		}
+		if repl == "" {
+			s = strings.Replace(s, "  "+old+"\n", "", 1)
+		} else {
+			s = strings.Replace(s, old, repl, 1)
+		}
+	}
+	for _, e := range extra {
+		s += e + "\n"
+	}
+	return s
+}
+
+// TestSchemaChangeRefused: a change of an existing column (another type, removed, renamed,
+// made required) is refused by ingest and by the stream at start, naming the column, its old
+// and new definitions and the ways out, and nothing is committed to bronze.
+func TestSchemaChangeRefused(t *testing.T) {
+	const (
+		amount = "- {name: amount,     type: double}"
+		evType = "- {name: event_type, type: string}"
+	)
+	for _, tc := range []struct {
+		name   string
+		schema func(t *testing.T) string
+		want   []string
+	}{
+		{"retyped", func(t *testing.T) string {
+			return schemaWith(t, map[string]string{amount: "- {name: amount, type: string}"})
+		},
+			[]string{"column amount changed from {type: double} to {type: string}"}},
+		{"narrowed", func(t *testing.T) string {
+			return schemaWith(t, map[string]string{amount: "- {name: amount, type: float}"})
+		},
+			[]string{"column amount changed from {type: double} to {type: float}"}},
+		{"removed", func(t *testing.T) string { return schemaWith(t, map[string]string{amount: ""}) },
+			[]string{"column amount ({type: double}) was removed"}},
+		{"renamed", func(t *testing.T) string {
+			return schemaWith(t, map[string]string{amount: "- {name: amount_eur, type: double}"})
+		},
+			[]string{"column amount ({type: double}) was removed (renamed to amount_eur?"}},
+		{"required", func(t *testing.T) string {
+			return schemaWith(t, map[string]string{evType: "- {name: event_type, type: string, required: true}"})
+		}, []string{"column event_type changed from {type: string} to {type: string, required: true}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
+				[]byte(`{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
+				t.Fatal(err)
+			}
+			runIngestStream(t, env)
+			env.Lake.Close()
+
+			env, err = NewEnv(ctx, evolvingPipeline(t, dir, tc.schema(t)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Lake.Close()
+			before := testutil.TableVersion(t, env.Lake, "bronze/events")
+			_, ingestErr := IngestSources(ctx, env, "", nil)
+			_, streamErr := StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			for job, err := range map[string]error{"ingest": ingestErr, "stream": streamErr} {
+				if !errors.Is(err, bronze.ErrSchemaChange) {
+					t.Fatalf("%s: error %v, want bronze.ErrSchemaChange", job, err)
+				}
+				for _, w := range append(tc.want, "bronze/events", "add a new column", "new tables.bronze") {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: error %q does not say %q", job, err, w)
+					}
+				}
+			}
+			if after := testutil.TableVersion(t, env.Lake, "bronze/events"); after != before {
+				t.Errorf("bronze went from version %d to %d under a refused schema", before, after)
+			}
+		})
+	}
+}
+
+// definitionPipeline: events with dedup and a 5-minute count by event_type, clicks joined
+// to events, each part replaceable by a test.
+func definitionPipeline(t *testing.T, lake string, edit map[string]string) *config.Pipeline {
+	t.Helper()
+	y := "lake: " + lake + `
+landing: {path: landing/events/}
+` + testutil.EventsSchema + `stream: {watermark: 10m, dedup: [event_id]}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id, type: string}
+      - {name: event_id, type: string}
+      - {name: click_time, type: timestamp}
+    stream: {event_time: click_time, watermark: 1h}
+joins:
+  - {name: ec, left: events, right: clicks, type: left_outer, on: [{left: event_id, right: event_id}], time: {lower: 0s, upper: 1h}}
+gold:
+  - name: events_5m
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+    output_mode: append
+`
+	for old, repl := range edit {
+		if !strings.Contains(y, old) {
+			t.Fatalf("no %q in the pipeline", old)
+		}
+		y = strings.Replace(y, old, repl, 1)
+	}
+	return testutil.Pipeline(t, y)
+}
+
+// TestDefinitionChangeRefused: a changed gold window, grouping, aggregate or output mode, a
+// changed dedup, a changed join, and a join whose source gained a column are refused at start
+// with stream.ErrDefinitionChanged naming what changed and the ways out, never a state error;
+// the definition put back runs again.
+func TestDefinitionChangeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit map[string]string
+		want []string
+	}{
+		{"window", map[string]string{"size: 5m}": "size: 10m}"}, []string{"gold events_5m", `window was "tumbling size 5m0s", is now "tumbling size 10m0s"`}},
+		{"group_by", map[string]string{"group_by: [event_type]": "group_by: []"}, []string{"gold events_5m", `group_by was "event_type", is now ""`}},
+		{"aggregates", map[string]string{"{fn: count, as: count}": "{fn: count, as: n}"}, []string{`aggregates was "count(*) as count", is now "count(*) as n"`}},
+		{"output_mode", map[string]string{"output_mode: append": "output_mode: update"}, []string{`output_mode was "append", is now "update"`}},
+		{"dedup", map[string]string{"dedup: [event_id]": "dedup: [event_id, event_type]"}, []string{"silver/events", `dedup was "event_id", is now "event_id, event_type"`}},
+		{"join type", map[string]string{"type: left_outer": "type: inner"}, []string{"join ec", `type was "left_outer", is now "inner"`, "_checkpoints/ec"}},
+		{"join bounds", map[string]string{"upper: 1h": "upper: 2h"}, []string{"join ec", "time was"}},
+		{"source grew", map[string]string{"- {name: click_time, type: timestamp}": "- {name: click_time, type: timestamp}\n      - {name: device, type: string}"},
+			[]string{"join ec", "device is new", "silver/late_ec"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			env, err := NewEnv(ctx, definitionPipeline(t, dir, nil), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, body := range map[string]string{
+				"landing/events/a.json": `{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}` + "\n",
+				"landing/clicks/a.json": `{"click_id":"c1","event_id":"e1","click_time":"2024-05-01T12:01:00Z"}` + "\n",
+			} {
+				if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runIngestStream(t, env)
+			env.Lake.Close()
+
+			env, err = NewEnv(ctx, definitionPipeline(t, dir, tc.edit), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Lake.Close()
+			if _, err := IngestSources(ctx, env, "", nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			if !errors.Is(err, stream.ErrDefinitionChanged) {
+				t.Fatalf("stream: error %v, want stream.ErrDefinitionChanged", err)
+			}
+			for _, w := range append(tc.want, "Ways out", "full refresh") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDefinitionAdoptedByOldTables: a gold table created before definitions were recorded
+// (no medallion.definition property) adopts the config's definition on the next run, and a
+// change after that is refused.
+func TestDefinitionAdoptedByOldTables(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Lake.Close()
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
+		[]byte(`{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	// As a table written before the property existed: the same metadata without it.
+	gt := table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"))
+	snap, err := gt.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := snap.Metadata()
+	meta.Configuration = maps.Clone(meta.Configuration)
+	delete(meta.Configuration, stream.PropDefinition)
+	tx := gt.Log().Begin(snap)
+	tx.SetMetadata(meta)
+	if _, err := tx.Commit(ctx, txlog.Operation{Name: "UNSET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	snap, err = table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m")).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Metadata().Configuration[stream.PropDefinition]; !strings.Contains(got, "tumbling size 5m0s") {
+		t.Fatalf("gold's definition after the run: %q, want the config's adopted", got)
+	}
+	env.Config = testutil.Pipeline(t, strings.Replace(evolvingYAML(dir, testutil.EventsSchema), "size: 5m", "size: 10m", 1))
+	if _, err := StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil); !errors.Is(err, stream.ErrDefinitionChanged) {
+		t.Fatalf("after adoption, a changed window: %v, want stream.ErrDefinitionChanged", err)
+	}
+}
+
+// TestAddedColumnConvergesAfterCrash: a run under the grown schema that fails at its N-th
+// commit to any Delta log (before or after the object is stored, so both sides of the
+// metaData commit and of the data commits after it), rerun without faults, gives the tables
+// of an uninterrupted run: the column added once, its values in bronze and silver.
+func TestAddedColumnConvergesAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	template := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, template, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
+		[]byte(`{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	runIngestStream(t, env)
+	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/b.json",
+		[]byte(`{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	env.Lake.Close()
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
+
+	for n := 1; ; n++ {
+		fired := false
+		for _, after := range []bool{false, true} {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+				t.Fatal(err)
+			}
+			env, err := NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clean := env.Lake
+			faulty := objstore.WithFaults(clean, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpPutIfAbsent, KeyPrefix: "", Nth: n, After: after}}})
+			env.Lake = &logOnly{FaultBucket: faulty, clean: clean}
+			_, ierr := IngestSources(ctx, env, "", nil)
+			if ierr == nil {
+				_, ierr = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			}
+			fired = fired || faulty.Fired() > 0
+			env.Lake = clean
+			runIngestStream(t, env)
+			for _, path := range []string{"bronze/events", "silver/events"} {
+				got := scanColumn(t, env, path, "event_id", "country")
+				if got["evo-1"] != "DE" || got["old-1"] != nil || len(got) != 2 {
+					t.Fatalf("fault at commit %d (after=%v, run error %v): %s country %v, want old-1 null, evo-1 DE", n, after, ierr, path, got)
+				}
+				if adds := addColumnCommits(t, env, path); adds != 1 {
+					t.Fatalf("fault at commit %d (after=%v): %s has %d ADD COLUMNS commits, want 1", n, after, path, adds)
+				}
+			}
+			clean.Close()
+		}
+		if !fired {
+			if n < 3 {
+				t.Fatalf("only %d commits in the run: the loop tested nothing", n-1)
+			}
+			t.Logf("a fault at each of the %d log commits of the run converged", n-1)
+			return
+		}
+	}
+}
+
+// logOnly injects its faults into puts of Delta log entries only; every other call goes to
+// the clean bucket.
+type logOnly struct {
+	*objstore.FaultBucket
+	clean objstore.Bucket
+}
+
+func (l *logOnly) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.Contains(key, "/_delta_log/") && strings.HasSuffix(key, ".json") {
+		return l.FaultBucket.PutIfAbsent(ctx, key, r, size)
+	}
+	return l.clean.PutIfAbsent(ctx, key, r, size)
+}
+
+// addColumnCommits counts the commits of the table at path whose operation is ADD COLUMNS.
+func addColumnCommits(t *testing.T, env Env, path string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for key, err := range env.Lake.List(ctx, path+"/_delta_log/", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(key.Key, ".json") {
+			continue
+		}
+		data, err := objstore.ReadAll(ctx, env.Lake, key.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(data), `"operation":"ADD COLUMNS"`)
+	}
+	return n
+}
+
+// TestBackfillColumns: after a column is added, backfill-columns moves the values that older
+// rows kept in _rescued_data into it, in bronze, silver and the quarantine alike (so silver
+// is what replaying the backfilled bronze would give); values that do not fit stay rescued;
+// a rerun commits nothing; and the stream goes on after it without reading a row twice.
+func TestBackfillColumns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(env Env, key, body string) {
+		t.Helper()
+		if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(env, "landing/events/a.json", strings.Join([]string{
+		`{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","country":"FR","x":1}`,
+		`{"event_id":"old-2","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","country":7}`,
+		`{"event_id":"old-3","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`,
+		`{"event_id":"old-4","event_type":"a","amount":1,"event_time":"2024-05-01T13:00:00Z","country":"IT"}`,
+	}, "\n")+"\n")
+	runIngestStream(t, env)
+	// Late for the 5-minute windows once the 13:00 row moved the watermark: quarantined.
+	put(env, "landing/events/b.json", `{"event_id":"late-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:01:00Z","country":"ES","y":"k"}`+"\n")
+	runIngestStream(t, env)
+	env.Lake.Close()
+
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
+	env, err = NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Lake.Close()
+	runIngestStream(t, env)
+	put(env, "landing/events/c.json", `{"event_id":"new-1","event_type":"a","amount":1,"event_time":"2024-05-01T13:01:00Z","country":"DE"}`+"\n")
+
+	rep, err := BackfillColumns(ctx, env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The oracle, from the landing lines: country where it is a string, and the rest of
+	// each line's undeclared keys still rescued.
+	wantCountry := map[string]any{"old-1": "FR", "old-2": nil, "old-3": nil, "old-4": "IT", "late-1": "ES"}
+	wantRescued := map[string]any{"old-1": `{"x":1}`, "old-2": `{"country":7}`, "old-3": nil, "old-4": nil, "late-1": `{"y":"k"}`}
+	check := func(path string, ids ...string) {
+		t.Helper()
+		country := scanColumn(t, env, path, "event_id", "country")
+		rescued := scanColumn(t, env, path, "event_id", "_rescued_data")
+		for _, id := range ids {
+			if country[id] != wantCountry[id] || rescued[id] != wantRescued[id] {
+				t.Errorf("%s: %s has country %v, rescued %v; want %v, %v", path, id, country[id], rescued[id], wantCountry[id], wantRescued[id])
+			}
+		}
+	}
+	check("bronze/events", "old-1", "old-2", "old-3", "old-4", "late-1")
+	check("silver/events", "old-1", "old-2", "old-3", "old-4", "late-1")
+	check("silver/late_events_5m", "late-1")
+	moved := map[string]int64{}
+	for _, s := range rep {
+		for _, r := range s.Tables {
+			moved[r.Table] = r.ValuesMoved
+		}
+	}
+	if moved["bronze/events"] != 3 || moved["silver/events"] != 3 || moved["silver/late_events_5m"] != 1 {
+		t.Errorf("values moved %v, want bronze 3, silver 3, quarantine 1", moved)
+	}
+
+	versions := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, p := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+			out[p] = testutil.TableVersion(t, env.Lake, p)
+		}
+		return out
+	}
+	before := versions()
+	if _, err := BackfillColumns(ctx, env, "events"); err != nil {
+		t.Fatal(err)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("a second backfill committed: versions %v -> %v", before, after)
+	}
+
+	// The stream skips the backfill's commits (dataChange=false) and reads each row once.
+	runIngestStream(t, env)
+	country := scanColumn(t, env, "silver/events", "event_id", "country")
+	if country["new-1"] != "DE" || len(country) != 6 {
+		t.Errorf("silver after the backfill and one more batch: %v, want the 5 rows above and new-1 DE", country)
+	}
+	n := 0
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "silver/events")).Scan(ctx, table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += b.Len()
+	}
+	if n != 6 {
+		t.Errorf("silver has %d rows, want 6", n)
+	}
+}
