@@ -284,6 +284,9 @@ func (x *Ingester) loadState(ctx context.Context) (*state, error) {
 	st := &state{claimed: map[string]fileRecord{}, claimedIn: map[string]int64{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
 	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
 	if errors.Is(err, objstore.ErrNotFound) {
+		if err := checkLostID(ctx, x.ckpt, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
+			return nil, err
+		}
 		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
 		if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 			return nil, fmt.Errorf("bronze: create ingest checkpoint: %w", err)
@@ -364,11 +367,15 @@ func pendingBatches[B any](claimed map[int64]B, committed map[int64]bool) []int6
 func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error) {
 	start := time.Now()
 	var rep Report
-	if err := x.ensureTables(ctx); err != nil {
-		return rep, err
-	}
 	st, err := x.loadState(ctx)
 	if err != nil {
+		return rep, err
+	}
+	// Before a table is created: a table gone with its batches is refused, not made anew.
+	if err := x.checkCommitted(ctx, st, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
+		return rep, err
+	}
+	if err := x.ensureTables(ctx); err != nil {
 		return rep, err
 	}
 	// Pending batches first, in order.
@@ -621,7 +628,7 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 		{x.bronze, BronzeSchema(x.opts.Declared), x.opts.BronzePath},
 		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
 	} {
-		_, err := t.tbl.Log().Snapshot(ctx)
+		_, err := x.snapshot(ctx, t.tbl) // cached: the commits refresh it
 		if err == nil {
 			continue
 		}

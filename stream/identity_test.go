@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
@@ -209,7 +211,34 @@ func TestStreamRefusesTableBehind(t *testing.T) {
 		lake := fresh()
 		dropLastCommit(t, lake, "bronze/events")
 		refused(t, lake, checkpoint.ErrTableBehind, "bronze/events", "ingest")
+		// The documented recovery: the ingest refuses too, rolls back, writes the lost
+		// version again from the same landing objects; then the stream goes on.
+		x := e2eIngester(t, lake)
+		if _, err := x.Run(ctx); !errors.Is(err, bronze.ErrTableBehind) {
+			t.Fatalf("ingest with bronze behind: %v, want bronze.ErrTableBehind", err)
+		}
+		if _, err := x.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 2", e2eGold), "available-now")
+		sameTables(t, "after the ingest's rollback", snapshotTables(t, lake), want)
 	})
+}
+
+// e2eIngester is landBronze's ingester.
+func e2eIngester(t *testing.T, lake objstore.Bucket) *bronze.Ingester {
+	t.Helper()
+	x, err := bronze.NewIngester(lake, bronze.IngestOptions{LandingPrefix: "landing/events/", Declared: declared(),
+		BronzePath: "bronze/events", RejectsPath: "bronze/rejects", CheckpointPath: "_checkpoints/ingest",
+		MaxFilesPerTrigger: 1, FlushRows: 400, Workers: 1,
+		Clock: func() time.Time { return time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
 
 // TestStreamRerunAfterTableCommitIsNotBehind: a kill between a table's commit and commits/N
