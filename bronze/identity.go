@@ -260,7 +260,9 @@ func (x *Ingester) committedBatches(ctx context.Context, what string) ([]int64, 
 }
 
 // Rollback is Ingester.Rollback for the Kafka ingest checkpoint (same layout).
-func (x *KafkaIngester) Rollback(ctx context.Context) (IngestRollback, error) { return x.b.Rollback(ctx) }
+func (x *KafkaIngester) Rollback(ctx context.Context) (IngestRollback, error) {
+	return x.b.Rollback(ctx)
+}
 
 // RecoverID is Ingester.RecoverID for the Kafka ingest checkpoint.
 func (x *KafkaIngester) RecoverID(ctx context.Context) (string, error) { return x.b.RecoverID(ctx) }
