@@ -37,8 +37,8 @@ func checkLostID(ctx context.Context, ckpt objstore.Bucket, what string) error {
 			if err != nil {
 				return fmt.Errorf("bronze: list %s %s: %w", what, dir, err)
 			}
-			return fmt.Errorf("bronze: %s: %w: %s exists. Recover the id from the tables' txn: medallion checkpoint "+
-				"recover-id --config F --query SOURCE --ingest (docs/recovery.md)", what, ErrQueryIDLost, info.Key)
+			return fmt.Errorf("bronze: %s: %w: %s exists. Recover the id from the tables' txn: medallion recover "+
+				"query-id --config F --query SOURCE --ingest (docs/recovery.md)", what, ErrQueryIDLost, info.Key)
 		}
 	}
 	return nil
@@ -96,7 +96,7 @@ func (x *Ingester) checkCommitted(ctx context.Context, st *state, what string) e
 
 const behindHint = "a _delta_log entry was deleted or the table restored from an older backup. Put the missing entries " +
 	"back if you have them; otherwise roll the ingest checkpoint back to the last batch both tables hold, so the lost " +
-	"batches are ingested again from the same landing objects: medallion checkpoint rollback --config F --query SOURCE " +
+	"batches are ingested again from the same landing objects: medallion recover rollback --config F --query SOURCE " +
 	"--ingest (docs/recovery.md)"
 
 // ingestAppPrefix starts the txn app id of every ingest commit: the prefix, then the id in
@@ -124,7 +124,7 @@ func (x *Ingester) Rollback(ctx context.Context) (IngestRollback, error) {
 	what := "ingest checkpoint " + x.opts.CheckpointPath
 	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
 	if err != nil {
-		return IngestRollback{}, fmt.Errorf("bronze: %s: read metadata.json: %w (a lost id: recover-id first)", what, err)
+		return IngestRollback{}, fmt.Errorf("bronze: %s: read metadata.json: %w (a lost id: medallion recover query-id --ingest first)", what, err)
 	}
 	var m struct{ ID string }
 	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {

@@ -123,7 +123,7 @@ func TestIngestRefusesLostID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.Run(ctx); !errors.Is(err, ErrQueryIDLost) || !strings.Contains(err.Error(), "recover-id") {
+	if _, err := x.Run(ctx); !errors.Is(err, ErrQueryIDLost) || !strings.Contains(err.Error(), "query-id") {
 		t.Fatalf("ingest without metadata.json: %v, want ErrQueryIDLost with the recovery", err)
 	}
 	if !maps.Equal(before, objectSizes(t, lake)) {

@@ -22,6 +22,19 @@ import (
 // ErrUnknownGold reports a --gold name the config does not declare.
 var ErrUnknownGold = errors.New("late: unknown gold aggregation")
 
+// ErrTableBehind reports a quarantine at a version below the one its gold's (or joined
+// table's) merge-late txn says was merged: a deleted _delta_log entry or a restore from an
+// older backup. Merging on would skip the rows the stream writes into those versions again.
+var ErrTableBehind = errors.New("quarantine is behind what merge-late merged")
+
+// quarantineBehind is the ErrTableBehind of quarantine q at version has, whose rows target
+// recorded as merged up to version merged under appID.
+func quarantineBehind(q, target, appID string, has, merged int64) error {
+	return fmt.Errorf("%w: quarantine %s is at version %d, but %s holds txn(%s) for version %d; recover the stream "+
+		"first (its run refuses and names the recovery: medallion recover rollback --config F --query NAME, "+
+		"docs/recovery.md), then run merge-late", ErrTableBehind, q, has, target, appID, merged)
+}
+
 // AppIDPrefix starts the txn appId merge-late records in gold ("merge-late:" + query id),
 // whose version is the last quarantine version merged.
 const AppIDPrefix = "merge-late:"
@@ -236,6 +249,9 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
 	gr.ToVersion = qsnap.Version()
+	if gr.ToVersion < gr.FromVersion {
+		return gr, quarantineBehind(g.Quarantine, g.Table, appID, gr.ToVersion, gr.FromVersion)
+	}
 	if gr.ToVersion <= gr.FromVersion {
 		gr.UpToDate, gr.ToVersion = true, gr.FromVersion
 		return gr, nil

@@ -142,7 +142,7 @@ func TestStreamRefusesLostQueryID(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			refused(t, lake, checkpoint.ErrQueryIDLost, "_checkpoints/events", "metadata", "recover-id")
+			refused(t, lake, checkpoint.ErrQueryIDLost, "_checkpoints/events", "metadata", "query-id")
 			got, err := RecoverQueryID(ctx, lake, "_checkpoints/events", []string{"silver/events", "gold/g5"})
 			if err != nil {
 				t.Fatal(err)

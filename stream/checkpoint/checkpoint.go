@@ -214,9 +214,9 @@ func ReadVersion(end *source.Offset) int64 {
 const (
 	behindHint = "a _delta_log entry was deleted or the table restored from an older backup. Put the missing " +
 		"_delta_log entries back if you have them; otherwise roll the checkpoint back to the last batch the table " +
-		"holds, so the lost batches run again: medallion checkpoint rollback --config F --query NAME (docs/recovery.md)"
+		"holds, so the lost batches run again: medallion recover rollback --config F --query NAME (docs/recovery.md)"
 	behindReadHint = "a _delta_log entry of the input was deleted or the table restored from an older backup. Put the " +
-		"missing entries back, or recover the job that writes the input first (for bronze: medallion checkpoint " +
+		"missing entries back, or recover the job that writes the input first (for bronze: medallion recover " +
 		"rollback --ingest, then run ingest, which writes the lost batches again), then run this query (docs/recovery.md)"
 )
 
@@ -275,7 +275,7 @@ func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 		}
 		if found != "" {
 			return "", fmt.Errorf("%w: metadata is missing but %s exists. Recover the id (it is in the progress "+
-				"files and the tables' txn): medallion checkpoint recover-id --config F --query NAME (docs/recovery.md)",
+				"files and the tables' txn): medallion recover query-id --config F --query NAME (docs/recovery.md)",
 				ErrQueryIDLost, found)
 		}
 		return "", ErrNoQuery
