@@ -1,13 +1,18 @@
 // Package checkpoint reads and writes the streaming query's checkpoint folder, in Spark's
 // layout: metadata (the query id), offsets/N (written before batch N: its watermark, batch
 // timestamp and the source's end offset), commits/N (after every sink of batch N, with the
-// watermark the next batch runs with), state/N (named sections, opaque here, with a checksum)
+// watermark the next batch runs with and, for every table the query writes, the last batch
+// whose txn it holds and that commit's version: Commit.Tables), state/N (named sections, opaque here, with a checksum)
 // and progress/N.json. The stream writes it; merge-late, replay and the reports read it
 // through this package only, so the format is parsed in one place.
 //
 // Crash guarantees: metadata, offsets/N and commits/N are written with put-if-absent, so two
 // runs agree on one query id and on what batch N reads, and a batch whose offsets/N has no
-// commits/N is known to be uncommitted. A state or progress file is written whole or not at
+// commits/N is known to be uncommitted. Identity is checked, never assumed: metadata is
+// created only in a checkpoint without offsets, commits or state (else ErrQueryIDLost), and
+// CheckTable and CheckRead tell a query whose tables went back (ErrTableBehind). A checkpoint
+// rolled back (RemoveCommit, newest first) has several batches without commits/N: ReadHead
+// returns the first, and Recorded the last, to re-run in order. A state or progress file is written whole or not at
 // all (a single put), and a torn or foreign state file fails its checksum (ErrBad) rather
 // than being read. Cleanup removes a batch's files one by one; a crash in between leaves
 // files behind that nothing reads.
