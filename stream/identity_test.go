@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -257,4 +258,57 @@ func TestStreamRerunAfterTableCommitIsNotBehind(t *testing.T) {
 	}
 	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 2", e2eGold), "available-now")
 	sameTables(t, "after the re-run of the last batch", snapshotTables(t, lake), want)
+}
+
+// TestJoinRefusesLostIDAndTablesBehind: the join query checks its identity as a source query
+// does: a lost metadata, its joined table or an aggregation's gold gone back, and a silver
+// input gone back are refused with nothing written; recover-id and Rollback converge to an
+// uninterrupted run.
+func TestJoinRefusesLostIDAndTablesBehind(t *testing.T) {
+	ctx := context.Background()
+	base := joinWorkload(t, 3, 8)
+	j := crashJoin()
+	ref := copyLake(t, base)
+	runJoin(t, ref, j, spec.AvailableNow)
+	want := joinSnapshot(t, ref)
+	refusedJoin := func(t *testing.T, lake objstore.Bucket, want error, mention string) {
+		t.Helper()
+		before := lakeState(t, lake)
+		_, err := tryJoin(lake, j, spec.AvailableNow, nil)
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), mention) {
+			t.Fatalf("the join ran (err %v); want %v naming %s", err, want, mention)
+		}
+		if !maps.Equal(before, lakeState(t, lake)) {
+			t.Fatal("the refused join changed the lake")
+		}
+	}
+	t.Run("metadata", func(t *testing.T) {
+		lake := copyLake(t, ref)
+		if err := objstore.WithPrefix(lake, "_checkpoints/j").Delete(ctx, "metadata"); err != nil {
+			t.Fatal(err)
+		}
+		refusedJoin(t, lake, checkpoint.ErrQueryIDLost, "_checkpoints/j")
+		if _, err := RecoverQueryID(ctx, lake, "_checkpoints/j", joinTables); err != nil {
+			t.Fatal(err)
+		}
+		runJoin(t, lake, j, spec.AvailableNow)
+		sameJoinTables(t, "after recover-id", joinSnapshot(t, lake), want)
+	})
+	for _, path := range []string{"gold/joined", "gold/jcount"} {
+		t.Run(path, func(t *testing.T) {
+			lake := copyLake(t, ref)
+			dropLastCommit(t, lake, path)
+			refusedJoin(t, lake, checkpoint.ErrTableBehind, path)
+			if _, err := Rollback(ctx, lake, "_checkpoints/j"); err != nil {
+				t.Fatal(err)
+			}
+			runJoin(t, lake, j, spec.AvailableNow)
+			sameJoinTables(t, "after rollback", joinSnapshot(t, lake), want)
+		})
+	}
+	t.Run("silver input", func(t *testing.T) {
+		lake := copyLake(t, ref)
+		dropLastCommit(t, lake, "silver/clk")
+		refusedJoin(t, lake, checkpoint.ErrTableBehind, "silver/clk")
+	})
 }
