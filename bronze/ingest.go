@@ -220,7 +220,10 @@ type batchRecord struct {
 }
 
 type commitRecord struct {
-	BatchID        int64 `json:"batchId"`
+	BatchID int64 `json:"batchId"`
+	// BronzeVersion and RejectsVersion are the versions the batch committed at, 0 when the run
+	// that wrote the record found the batch committed already: a table below them has lost
+	// the batch (checkCommitted).
 	BronzeVersion  int64 `json:"bronzeVersion"`
 	RejectsVersion int64 `json:"rejectsVersion"`
 	Rows           int64 `json:"rows"`
@@ -906,7 +909,9 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 			return 0, false, err
 		}
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
-			return snap.Version(), false, nil
+			// Not the version of the batch's commit (the snapshot may hold later ones): 0, so
+			// that the commit record claims no version for it (checkCommitted).
+			return 0, false, nil
 		}
 		orderModTimes(snap, adds)
 		tx := t.Log().Begin(snap)

@@ -45,10 +45,12 @@ type Writer struct {
 // run beside it leave most of a core to spare.
 const silverSplitRows = 1 << 16
 
-// Written is the table versions a Write committed (or found its txn in): -1 for a table it
-// did not write, because the batch had no rows for it.
+// Written is the table versions a Write committed: -1 for a table it did not write, because
+// the batch had no rows for it. Skipped marks a table that held the txn already (a re-run):
+// its version is then the snapshot's that showed it, not the commit's.
 type Written struct {
-	Silver, Rejects int64
+	Silver, Rejects               int64
+	SilverSkipped, RejectsSkipped bool
 }
 
 // Write appends the rows sel of the bronze batches, in arrival order, to silver and the
@@ -72,35 +74,35 @@ func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *tab
 		groups = append(groups, sel.Old)
 	}
 	if len(groups) > 0 {
-		v, err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
+		res, err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
 			return rows.Select(groups[p])
 		})
 		if err != nil {
 			return out, fmt.Errorf("silver: %w", err)
 		}
-		out.Silver = v
+		out.Silver, out.SilverSkipped = res.Version, res.Skipped
 	}
 	if rejects.Len() > 0 {
 		res, err := w.Rejects.Append(ctx, []*table.Batch{rejects}, table.AppendOptions{Txn: txn})
 		if err != nil {
 			return out, fmt.Errorf("silver: rejects: %w", err)
 		}
-		out.Rejects = res.Version
+		out.Rejects, out.RejectsSkipped = res.Version, res.Skipped
 	}
 	return out, nil
 }
 
 // writeParts appends, in one commit with txn, the rows of parts parts, each selected by
-// part(p) and encoded into its own files on its own goroutine. It returns the version that
-// committed them, or that already held txn.
-func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []Selection) (int64, error) {
+// part(p) and encoded into its own files on its own goroutine. Its result is CommitFiles',
+// or Skipped when the table already held txn.
+func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []Selection) (table.Result, error) {
 	// One look at the log for the txn check and every writer; CommitFiles looks again.
 	snap, err := t.Latest(ctx)
 	if err != nil {
-		return 0, err
+		return table.Result{}, err
 	}
 	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-		return snap.Version(), nil
+		return table.Result{Version: snap.Version(), Skipped: true}, nil
 	}
 	adds := make([][]*txlog.Add, parts)
 	errs := make([]error, parts)
@@ -122,8 +124,7 @@ func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTx
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return table.Result{}, err
 	}
-	res, err := t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
-	return res.Version, err
+	return t.CommitFiles(ctx, slices.Concat(adds...), table.AppendOptions{Txn: txn})
 }

@@ -121,25 +121,23 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		if err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
-		b.marks.wrote(a.quar, qr.Version)
+		b.marks.wrote(a.quar, qr.Version, qr.Skipped)
 		if f := a.lateAlert; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
 			a.logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
 	}
 	if res.NumRowsOutput > 0 || ap.complete {
-		var v int64
+		var wr table.Result
 		if ap.update {
-			v, err = upsert(ctx, a.gold, ap, gb, txn)
+			wr, err = upsert(ctx, a.gold, ap, gb, txn)
 		} else {
-			var wr table.Result
 			wr, err = write(ctx, a.gold, []*table.Batch{gb}, txn, ap.complete)
-			v = wr.Version
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
-		b.marks.wrote(a.gold, v)
+		b.marks.wrote(a.gold, wr.Version, wr.Skipped)
 	}
 	return as, nil
 }
@@ -153,7 +151,7 @@ func (r *Runner) aggFullSnapshot() bool {
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
 // the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
 // are inserted.
-func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) (int64, error) {
+func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) (table.Result, error) {
 	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
 	set := map[string]merge.Value{}
 	for _, f := range ap.schema.Fields[len(keys):] {
@@ -163,7 +161,7 @@ func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, t
 	}
 	res, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
 		Matched: []merge.Matched{{Set: set}}, NotMatched: []merge.NotMatched{{}}, Txn: txn})
-	return res.Version, err
+	return table.Result{Version: res.Version, Skipped: res.Skipped}, err
 }
 
 // fillColumns builds the aggregate input columns of the selected rows in a.ab.

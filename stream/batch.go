@@ -491,8 +491,8 @@ func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, re
 	wg.Go(func() {
 		var w silver.Written
 		w, errs[0] = r.t.silverW.Write(ctx, &buf.rows, judged, rejects.Batch, b.txn)
-		b.marks.wrote(r.t.silver, w.Silver)
-		b.marks.wrote(r.t.rejects, w.Rejects)
+		b.marks.wrote(r.t.silver, w.Silver, w.SilverSkipped)
+		b.marks.wrote(r.t.rejects, w.Rejects, w.RejectsSkipped)
 	})
 	// The dedup section is known now: it is encoded beside the writes, not after them.
 	var dedupSec dedupSection

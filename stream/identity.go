@@ -36,10 +36,17 @@ func newTableMarks(batch int64, paths map[*table.Table]string) *tableMarks {
 	return &tableMarks{batch: batch, paths: paths, got: map[string]checkpoint.TableMark{}}
 }
 
-// wrote records that t holds the batch's txn at version v. A nil receiver records nothing.
-func (m *tableMarks) wrote(t *table.Table, v int64) {
+// wrote records that t holds the batch's txn: committed at version v, or (skipped) found in a
+// snapshot of version v, which may hold later commits of other writers (a shared rejects
+// table): then the version recorded stays the one before, a lower bound of the batch's commit,
+// so that losing another writer's commit never reads as losing this query's. A nil receiver
+// or a negative v (nothing written) records nothing.
+func (m *tableMarks) wrote(t *table.Table, v int64, skipped bool) {
 	if m == nil || v < 0 {
 		return
+	}
+	if skipped {
+		v = -1
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -56,7 +63,12 @@ func (m *tableMarks) over(prev map[string]checkpoint.TableMark) map[string]check
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	maps.Copy(out, m.got)
+	for p, g := range m.got {
+		if g.Version < 0 {
+			g.Version = out[p].Version // a skipped write: the last version known to be this query's
+		}
+		out[p] = g
+	}
 	return out
 }
 

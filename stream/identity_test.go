@@ -312,3 +312,36 @@ func TestJoinRefusesLostIDAndTablesBehind(t *testing.T) {
 		refusedJoin(t, lake, checkpoint.ErrTableBehind, "silver/clk")
 	})
 }
+
+// TestTableMarksSkippedKeepsOwnVersion: a write skipped because the table already held the
+// batch's txn (a re-run) records the batch but not the snapshot's version, which may be
+// another writer's later commit (ingest's, on the shared rejects table): losing that commit
+// must not read as this query's table being behind.
+func TestTableMarksSkippedKeepsOwnVersion(t *testing.T) {
+	silverT, rejectsT, goldT := &table.Table{}, &table.Table{}, &table.Table{}
+	paths := map[*table.Table]string{silverT: "silver", rejectsT: "rejects", goldT: "gold"}
+	prev := map[string]checkpoint.TableMark{"silver": {Batch: 3, Version: 7}, "rejects": {Batch: 2, Version: 9}, "gold": {Batch: 1, Version: 2}}
+	for _, tc := range []struct {
+		name  string
+		write func(m *tableMarks)
+		want  map[string]checkpoint.TableMark
+	}{
+		{"committed", func(m *tableMarks) { m.wrote(silverT, 8, false); m.wrote(rejectsT, 12, false) },
+			map[string]checkpoint.TableMark{"silver": {Batch: 4, Version: 8}, "rejects": {Batch: 4, Version: 12}, "gold": {Batch: 1, Version: 2}}},
+		{"skipped", func(m *tableMarks) { m.wrote(silverT, 8, true); m.wrote(rejectsT, 40, true) },
+			map[string]checkpoint.TableMark{"silver": {Batch: 4, Version: 7}, "rejects": {Batch: 4, Version: 9}, "gold": {Batch: 1, Version: 2}}},
+		{"not written", func(m *tableMarks) { m.wrote(silverT, -1, false) }, prev},
+		{"skipped, first record", func(m *tableMarks) { m.wrote(goldT, 5, true) },
+			map[string]checkpoint.TableMark{"silver": {Batch: 3, Version: 7}, "rejects": {Batch: 2, Version: 9}, "gold": {Batch: 4, Version: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTableMarks(4, paths)
+			tc.write(m)
+			if got := m.over(prev); !maps.Equal(got, tc.want) {
+				t.Fatalf("marks %v, want %v", got, tc.want)
+			}
+		})
+	}
+	var none *tableMarks
+	none.wrote(silverT, 3, false) // a batch without marks records nothing, and does not panic
+}

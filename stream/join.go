@@ -824,7 +824,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 		if err != nil {
 			return fmt.Errorf("stream: join %s: joined table: %w", r.j.Name, err)
 		}
-		marks.wrote(r.out, wr.Version)
+		marks.wrote(r.out, wr.Version, wr.Skipped)
 	}
 	if err := r.quarantine(ctx, res, inputs, late, n, txn, marks); err != nil {
 		return err
@@ -1005,7 +1005,7 @@ func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2
 	if err != nil {
 		return fmt.Errorf("stream: join %s: quarantine: %w", r.j.Name, err)
 	}
-	marks.wrote(r.quar, wr.Version)
+	marks.wrote(r.quar, wr.Version, wr.Skipped)
 	return nil
 }
 
