@@ -141,3 +141,58 @@ func TestIngestRefusesLostID(t *testing.T) {
 	}
 	sameSet(t, tableLines(t, lake), want)
 }
+
+// TestKafkaIngestRefusesTableBehind: the Kafka ingest has the same checks as the file ingest
+// (reproduction 3 on a Kafka landing): bronze's last commit deleted is refused, and the
+// rollback re-reads the lost batch's offset ranges into bronze, every record exactly once.
+// A lost metadata.json is refused and recovered from the tables' txn.
+func TestKafkaIngestRefusesTableBehind(t *testing.T) {
+	ctx := context.Background()
+	brokers := kafkaBrokers(t)
+	topic := newTopic(t, brokers, 2)
+	cl := kafkaClient(t, brokers)
+	want := newProduced()
+	produce(t, cl, topic, 2, 1200, rand.New(rand.NewPCG(5, 6)), 25, 4096, want)
+	lake := fileLake(t)
+	opts := kafkaOptions(brokers, topic)
+	opts.MaxRecordsPerTrigger = 500
+	if _, err := runKafka(t, lake, opts); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, lake, topic, want)
+
+	dropLastLogEntry(t, lake, "bronze/events")
+	before := objectSizes(t, lake)
+	if _, err := runKafka(t, lake, opts); !errors.Is(err, ErrTableBehind) || !strings.Contains(err.Error(), "kafka ingest checkpoint") {
+		t.Fatalf("kafka ingest with bronze behind: %v, want ErrTableBehind naming the checkpoint", err)
+	}
+	if !maps.Equal(before, objectSizes(t, lake)) {
+		t.Fatal("the refused run changed the lake")
+	}
+	x, err := NewKafkaIngester(lake, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb, err := x.Rollback(ctx); err != nil || rb.To != rb.From-1 {
+		t.Fatalf("rollback: %+v %v, want one batch", rb, err)
+	}
+	if _, err := runKafka(t, lake, opts); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, lake, topic, want)
+
+	ck := objstore.WithPrefix(lake, opts.CheckpointPath)
+	if err := ck.Delete(ctx, "metadata.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runKafka(t, lake, opts); !errors.Is(err, ErrQueryIDLost) {
+		t.Fatalf("kafka ingest without metadata.json: %v, want ErrQueryIDLost", err)
+	}
+	if _, err := x.RecoverID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := runKafka(t, lake, opts); err != nil || rep.Lines != 0 {
+		t.Fatalf("after recover-id: %+v %v, want nothing new", rep, err)
+	}
+	checkExactlyOnce(t, lake, topic, want)
+}
