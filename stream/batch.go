@@ -542,7 +542,8 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 // createMissing creates each table of ts that does not exist yet with its schema.
 func createMissing(ctx context.Context, ts []*table.Table, schemas []*txlog.StructType) error {
 	for i, t := range ts {
-		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+		// Latest: the snapshot stays cached for the batch's writes, which refresh it.
+		if _, err := t.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 			if _, err := t.Create(ctx, schemas[i], nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
 				return fmt.Errorf("stream: create table: %w", err)
 			}

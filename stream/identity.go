@@ -6,8 +6,8 @@ package stream
 // every table the query reads as a stream is at least at the version its offsets read: a
 // deleted _delta_log entry or a bucket restored from an older backup stops the query with
 // checkpoint.ErrTableBehind instead of losing rows or counting them twice. The checks use the
-// snapshots a run loads anyway (each table's latest, cached by table.Table for its writes),
-// once per run, never per batch.
+// checkpoint's last entries, the latest bronze snapshot every run loads, and one small read of
+// each written table's recorded commit, once per run, never per batch.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
@@ -74,11 +75,17 @@ func (m *tableMarks) over(prev map[string]checkpoint.TableMark) map[string]check
 
 // checkWritten refuses to start when a table the checkpoint recorded is behind it. byPath
 // are the tables the query writes now; a recorded table the config no longer names is not
-// checked (the query no longer writes it).
+// checked (the query no longer writes it). The usual case costs one small read a table: the
+// recorded commit is there and carries the recorded txn (commitHolds); only when it does not
+// (a table gone back; a recorded version that is a lower bound; a commit removed by log
+// cleanup) is the table's snapshot loaded to decide.
 func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]checkpoint.TableMark, byPath map[string]*table.Table) error {
 	for p, m := range marks {
 		t := byPath[p]
 		if t == nil {
+			continue
+		}
+		if commitHolds(ctx, t.Bucket(), m.Version, queryID, m.Batch) {
 			continue
 		}
 		snap, err := t.Latest(ctx)
@@ -93,6 +100,25 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 		}
 	}
 	return nil
+}
+
+// commitHolds reports whether the table's commit of version v exists and carries txn(appID,
+// batch): then the table is at v or later and holds the batch. Any failure to tell is false.
+func commitHolds(ctx context.Context, b objstore.Bucket, v int64, appID string, batch int64) bool {
+	data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
+	if err != nil {
+		return false
+	}
+	actions, err := txlog.ParseActions(data)
+	if err != nil {
+		return false
+	}
+	for _, a := range actions {
+		if a.Txn != nil && a.Txn.AppID == appID && a.Txn.Version == batch {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRead refuses to start when a table the query reads as a stream is at a version below
