@@ -188,6 +188,30 @@ func TestRecoveryConverges(t *testing.T) {
 				if _, err := Stream(ctx, env, config.Trigger{}, nil); !errors.Is(err, checkpoint.ErrTableBehind) {
 					t.Fatalf("stream: %v, want ErrTableBehind", err)
 				}
+				// Replay from a silver without the lost batch would replace gold's windows with less.
+				day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+				if _, err := Replay(ctx, env, "", late.Range{From: day, To: day.Add(24 * time.Hour)}); !errors.Is(err, checkpoint.ErrTableBehind) {
+					t.Fatalf("replay: %v, want ErrTableBehind", err)
+				}
+			},
+			func(t *testing.T, env Env) {
+				if rep, err := Rollback(ctx, env, "", false); err != nil || rep.ToBatch >= rep.FromBatch {
+					t.Fatalf("recover rollback: %+v %v", rep, err)
+				}
+			}},
+		{"gold behind the stream",
+			func(t *testing.T, env Env) {
+				// merge-late's commit and the stream's before it.
+				dropLastLogEntry(t, env.Lake, "gold/events_5s")
+				dropLastLogEntry(t, env.Lake, "gold/events_5s")
+			},
+			func(t *testing.T, env Env) {
+				if _, err := MergeLate(ctx, env, ""); !errors.Is(err, checkpoint.ErrTableBehind) {
+					t.Fatalf("merge-late: %v, want ErrTableBehind (its inserts would meet the stream's re-run)", err)
+				}
+				if _, err := Stream(ctx, env, config.Trigger{}, nil); !errors.Is(err, checkpoint.ErrTableBehind) {
+					t.Fatalf("stream: %v, want ErrTableBehind", err)
+				}
 			},
 			func(t *testing.T, env Env) {
 				if rep, err := Rollback(ctx, env, "", false); err != nil || rep.ToBatch >= rep.FromBatch {
@@ -197,8 +221,8 @@ func TestRecoveryConverges(t *testing.T) {
 		{"quarantine behind",
 			func(t *testing.T, env Env) { dropLastLogEntry(t, env.Lake, "silver/late_events_5s") },
 			func(t *testing.T, env Env) {
-				if _, err := MergeLate(ctx, env, ""); !errors.Is(err, late.ErrTableBehind) {
-					t.Fatalf("merge-late: %v, want late.ErrTableBehind", err)
+				if _, err := MergeLate(ctx, env, ""); !errors.Is(err, checkpoint.ErrTableBehind) {
+					t.Fatalf("merge-late: %v, want ErrTableBehind", err)
 				}
 				if _, err := Stream(ctx, env, config.Trigger{}, nil); !errors.Is(err, checkpoint.ErrTableBehind) {
 					t.Fatalf("stream: %v, want ErrTableBehind", err)
