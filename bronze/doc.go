@@ -39,5 +39,8 @@
 // killed at any instant leaves at most a pending batch, which the next run re-runs with the same
 // objects and the same ingest time; tables skip what they already hold. Two ingesters on one lake
 // never claim one object twice. A schema change is its own commit before the batch's: a crash
-// between the two leaves the column added, which the rerun finds and keeps.
+// between the two leaves the column added, which the rerun finds and keeps. A run refuses to
+// start, writing nothing, when metadata.json (the id behind every txn) is missing while batches
+// exist, or when bronze or rejects lacks the last committed batch or is below the version it
+// recorded (identity.go); Rollback and RecoverID are the recoveries (docs/recovery.md).
 package bronze

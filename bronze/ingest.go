@@ -234,7 +234,10 @@ type batchRecord struct {
 }
 
 type commitRecord struct {
-	BatchID        int64 `json:"batchId"`
+	BatchID int64 `json:"batchId"`
+	// BronzeVersion and RejectsVersion are the versions the batch committed at, 0 when the run
+	// that wrote the record found the batch committed already: a table below them has lost
+	// the batch (checkCommitted).
 	BronzeVersion  int64 `json:"bronzeVersion"`
 	RejectsVersion int64 `json:"rejectsVersion"`
 	Rows           int64 `json:"rows"`
@@ -298,6 +301,9 @@ func (x *Ingester) loadState(ctx context.Context) (*state, error) {
 	st := &state{claimed: map[string]fileRecord{}, claimedIn: map[string]int64{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
 	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
 	if errors.Is(err, objstore.ErrNotFound) {
+		if err := checkLostID(ctx, x.ckpt, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
+			return nil, err
+		}
 		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
 		if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 			return nil, fmt.Errorf("bronze: create ingest checkpoint: %w", err)
@@ -378,11 +384,15 @@ func pendingBatches[B any](claimed map[int64]B, committed map[int64]bool) []int6
 func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error) {
 	start := time.Now()
 	var rep Report
-	if err := x.ensureTables(ctx); err != nil {
-		return rep, err
-	}
 	st, err := x.loadState(ctx)
 	if err != nil {
+		return rep, err
+	}
+	// Before a table is created: a table gone with its batches is refused, not made anew.
+	if err := x.checkCommitted(ctx, st, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
+		return rep, err
+	}
+	if err := x.ensureTables(ctx); err != nil {
 		return rep, err
 	}
 	// Pending batches first, in order.
@@ -908,7 +918,9 @@ func (x *Ingester) commit(ctx context.Context, t *table.Table, appID string, bat
 			return 0, false, err
 		}
 		if v, ok := snap.TxnVersion(appID); ok && v >= batch {
-			return snap.Version(), false, nil
+			// Not the version of the batch's commit (the snapshot may hold later ones): 0, so
+			// that the commit record claims no version for it (checkCommitted).
+			return 0, false, nil
 		}
 		// A stream that starts from a snapshot reads it in commit order (table.SequenceModTimes).
 		table.SequenceModTimes(snap, adds)

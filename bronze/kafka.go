@@ -302,6 +302,9 @@ func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
 	st := &state{committed: map[int64]bool{}}
 	meta, err := objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
 	if errors.Is(err, objstore.ErrNotFound) {
+		if err := checkLostID(ctx, x.b.ckpt, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
+			return nil, err
+		}
 		// A new query id, created once with put-if-absent: it names the txn appId of every
 		// table commit, distinct from any file ingest's.
 		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
@@ -418,6 +421,14 @@ func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (star
 func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	start := time.Now()
 	rep := Report{Kafka: &KafkaReport{Topics: x.kopts.Topics}}
+	st, err := x.loadKafkaState(ctx)
+	if err != nil {
+		return rep, err
+	}
+	// Before a table is created: a table gone with its batches is refused, not made anew.
+	if err := x.b.checkCommitted(ctx, &state{appID: st.appID, committed: st.committed}, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
+		return rep, err
+	}
 	if err := x.ensureTables(ctx); err != nil {
 		return rep, err
 	}
@@ -427,10 +438,6 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	st, err := x.loadKafkaState(ctx)
-	if err != nil {
-		return rep, err
-	}
 	for _, id := range pendingBatches(st.batches, st.committed) {
 		x.b.log.Info("re-running pending batch", "batch", id)
 		if err := x.runKafkaBatch(ctx, adm, st, st.batches[id], &rep); err != nil {
@@ -507,7 +514,7 @@ func (x *KafkaIngester) ensureTables(ctx context.Context) error {
 		{x.b.bronze, KafkaBronzeSchema(x.b.opts.Declared), x.b.opts.BronzePath},
 		{x.b.rejects, RejectsSchema(), x.b.opts.RejectsPath},
 	} {
-		snap, err := t.tbl.Log().Snapshot(ctx)
+		snap, err := x.b.snapshot(ctx, t.tbl) // cached: the commits refresh it
 		if err == nil {
 			if schema, serr := snap.Schema(); t.tbl == x.b.bronze && serr == nil && schema.Field(ColKafkaOffset) == nil {
 				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)

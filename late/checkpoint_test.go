@@ -3,6 +3,7 @@ package late
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -26,6 +27,11 @@ func TestReadStreamState(t *testing.T) {
 			"offsets/1": "v1\n{\"batchWatermarkMs\":5000,\"batchTimestampMs\":2}\n{\"reservoirVersion\":3,\"index\":-1}", "commits/1": "v1\n{}",
 			"offsets/2": "v1\n{\"batchWatermarkMs\":9000,\"batchTimestampMs\":3}\n-", "commits/2.crc": "x"},
 			want: streamState{queryID: "q", batch: 1, evictMs: 5000}},
+		{name: "committed with tables", files: map[string]string{"metadata": `{"id":"q"}`,
+			"offsets/0": "v1\n{\"batchWatermarkMs\":7,\"batchTimestampMs\":1}\n-",
+			"commits/0": "v1\n{\"nextBatchWatermarkMs\":5,\"tables\":{\"gold/g\":{\"batch\":0,\"version\":3}}}"},
+			want: streamState{queryID: "q", batch: 0, evictMs: 7, tables: map[string]checkpoint.TableMark{"gold/g": {Batch: 0, Version: 3}}}},
+		{name: "lost id", files: map[string]string{"commits/0": "v1\n{}", "offsets/0": "v1\n{\"batchWatermarkMs\":0}\n-"}, wantErr: checkpoint.ErrQueryIDLost},
 		{name: "metadata without id", files: map[string]string{"metadata": `{}`}, bad: true},
 		{name: "offsets missing", files: map[string]string{"metadata": `{"id":"q"}`, "commits/4": "v1\n{}"}, bad: true},
 		{name: "offsets torn", files: map[string]string{"metadata": `{"id":"q"}`, "commits/0": "v1\n{}", "offsets/0": "v1\n{\"batchWat"}, bad: true},
@@ -49,7 +55,7 @@ func TestReadStreamState(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case got != tc.want:
+			case !reflect.DeepEqual(got, tc.want):
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -34,7 +34,10 @@
 // Crash guarantees: data files are written under unique names before the single commit that
 // makes them live, so a process killed at any instant leaves gold unchanged; merge-late's txn
 // makes a rerun skip a merge that landed, and replay is a deterministic function of silver, so
-// a rerun rewrites the same rows.
+// a rerun rewrites the same rows. The stream's query id is read, never created: a checkpoint
+// that lost it (checkpoint.ErrQueryIDLost) stops merge-late, and a quarantine below the version
+// merge-late's txn recorded (a deleted _delta_log entry), or a gold, quarantine or (replay)
+// silver table behind the stream's last commit record, stops it with checkpoint.ErrTableBehind.
 //
 // Merge-late for a join (MergeLateJoin, spec/stream-joins.md §9.1) does not add deltas: it
 // reconciles. Its unit is a row value of one side (identical rows are one value counted with

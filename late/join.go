@@ -78,6 +78,7 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 	}
 	ckb := objstore.WithPrefix(opts.Lake, j.Checkpoint)
 	st, in, err := readJoinState(ctx, ckb)
+	st.ckpt = j.Checkpoint
 	if errors.Is(err, errNoStream) {
 		rep.Note = "the join has not run yet"
 		return rep, nil
@@ -253,6 +254,9 @@ func readJoinState(ctx context.Context, ckb objstore.Bucket) (streamState, joinI
 		return st, joinInputs{}, fmt.Errorf("late: %w", err)
 	}
 	st.evictMs = e.BatchWatermarkMs
+	if err := st.readTables(ctx, ckpt); err != nil {
+		return st, joinInputs{}, err
+	}
 	if len(e.Sources) < 2 {
 		return st, joinInputs{}, nil
 	}

@@ -116,6 +116,12 @@ func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, 
 	if v, ok := qsnap.TxnVersion(st.queryID); ok && v > st.batch {
 		return fmt.Errorf("%w: join %s: the quarantine holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, v, st.batch)
 	}
+	if err := errors.Join(st.check(j.Table, jsnap), st.check(j.Quarantine, qsnap)); err != nil {
+		return fmt.Errorf("join %s: %w", j.Name, err)
+	}
+	if qsnap.Version() < rep.FromVersion {
+		return quarantineBehind(j.Quarantine, j.Table, appID, qsnap.Version(), rep.FromVersion)
+	}
 	rep.ToVersion = max(qsnap.Version(), rep.FromVersion)
 	if err := m.resolve(ctx, jsnap, qsnap); err != nil {
 		return err

@@ -22,6 +22,16 @@ import (
 // ErrUnknownGold reports a --gold name the config does not declare.
 var ErrUnknownGold = errors.New("late: unknown gold aggregation")
 
+// quarantineBehind is the checkpoint.ErrTableBehind of quarantine q at version has, whose
+// rows target records as merged up to version merged under appID (a deleted _delta_log entry,
+// a restore from an older backup): merging on would take the rows the stream writes into
+// those versions again as merged.
+func quarantineBehind(q, target, appID string, has, merged int64) error {
+	return fmt.Errorf("late: %w: quarantine %s is at version %d, but %s holds txn(%s) for version %d; recover the "+
+		"stream first (its run refuses and names the recovery: medallion recover rollback --config F --query NAME, "+
+		"docs/recovery.md), then run merge-late", checkpoint.ErrTableBehind, q, has, target, appID, merged)
+}
+
 // AppIDPrefix starts the txn appId merge-late records in gold ("merge-late:" + query id),
 // whose version is the last quarantine version merged.
 const AppIDPrefix = "merge-late:"
@@ -185,6 +195,7 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 	// readJoinState reads a source query's checkpoint as readStreamState does, and a join
 	// query's too, whose offsets may list both sides' offsets.
 	st, _, err := readJoinState(ctx, objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint))
+	st.ckpt = o.Query.Tables.Checkpoint
 	if errors.Is(err, errNoStream) {
 		o.Logger.Info("late: nothing to "+what, "reason", err)
 		return "", nil
@@ -235,7 +246,13 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 	if err != nil {
 		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}
+	if err := errors.Join(st.check(g.Table, gsnap), st.check(g.Quarantine, qsnap)); err != nil {
+		return gr, err
+	}
 	gr.ToVersion = qsnap.Version()
+	if gr.ToVersion < gr.FromVersion {
+		return gr, quarantineBehind(g.Quarantine, g.Table, appID, gr.ToVersion, gr.FromVersion)
+	}
 	if gr.ToVersion <= gr.FromVersion {
 		gr.UpToDate, gr.ToVersion = true, gr.FromVersion
 		return gr, nil

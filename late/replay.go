@@ -208,6 +208,12 @@ func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 	if err != nil {
 		return gr, err
 	}
+	if !src.bronze {
+		// Silver without a batch the stream committed would replace gold's windows with less.
+		if err := st.check(opts.Query.Tables.Silver, src.latest); err != nil {
+			return gr, err
+		}
+	}
 	gschema, err := gsnap.Schema()
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)

@@ -20,8 +20,11 @@ import (
 
 // replaySource is the table replay recomputes from, as of one stream batch.
 type replaySource struct {
-	t      *table.Table
-	snap   *txlog.Snapshot
+	t    *table.Table
+	snap *txlog.Snapshot
+	// latest is silver's latest snapshot (snap may be an earlier one): what the identity
+	// check compares with the stream's checkpoint.
+	latest *txlog.Snapshot
 	schema *txlog.StructType
 	q      *spec.Query
 	bronze bool
@@ -43,6 +46,7 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 		if src.snap, err = src.t.Log().Snapshot(ctx); err != nil {
 			return nil, fmt.Errorf("late: silver: %w", err)
 		}
+		src.latest = src.snap
 		// Leave out what a batch after upTo wrote (a batch running right now).
 		for {
 			v, ok := src.snap.TxnVersion(queryID)

@@ -50,11 +50,20 @@ const (
 	silverMaxParts = 4
 )
 
+// Written is the table versions a Write committed: -1 for a table it did not write, because
+// the batch had no rows for it. Skipped marks a table that held the txn already (a re-run):
+// its version is then the snapshot's that showed it, not the commit's.
+type Written struct {
+	Silver, Rejects               int64
+	SilverSkipped, RejectsSkipped bool
+}
+
 // Write appends the rows sel of the bronze batches, in arrival order, to silver and the
 // validation rejects to the rejects table, all with txn. Rows judged against silver's keys (far below the watermark) go to files
 // of their own, so that every other silver file spans a narrow event-time range and the
 // look-ups of later batches read few files.
-func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *table.Batch, txn *table.AppTxn) error {
+func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *table.Batch, txn *table.AppTxn) (Written, error) {
+	out := Written{Silver: -1, Rejects: -1}
 	fresh := sel.Fresh
 	var groups [][]int32
 	if n := len(fresh); n > 0 {
@@ -67,30 +76,35 @@ func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *tab
 		groups = append(groups, sel.Old)
 	}
 	if len(groups) > 0 {
-		if err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
+		res, err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
 			return rows.Select(groups[p])
-		}); err != nil {
-			return fmt.Errorf("silver: %w", err)
+		})
+		if err != nil {
+			return out, fmt.Errorf("silver: %w", err)
 		}
+		out.Silver, out.SilverSkipped = res.Version, res.Skipped
 	}
 	if rejects.Len() > 0 {
-		if _, err := w.Rejects.Append(ctx, []*table.Batch{rejects}, table.AppendOptions{Txn: txn}); err != nil {
-			return fmt.Errorf("silver: rejects: %w", err)
+		res, err := w.Rejects.Append(ctx, []*table.Batch{rejects}, table.AppendOptions{Txn: txn})
+		if err != nil {
+			return out, fmt.Errorf("silver: rejects: %w", err)
 		}
+		out.Rejects, out.RejectsSkipped = res.Version, res.Skipped
 	}
-	return nil
+	return out, nil
 }
 
 // writeParts appends, in one commit with txn, the rows of parts parts, each selected by
-// part(p) and encoded into its own files on its own goroutine.
-func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []Selection) error {
+// part(p) and encoded into its own files on its own goroutine. Its result is CommitFiles',
+// or Skipped when the table already held txn.
+func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTxn, part func(p int) []Selection) (table.Result, error) {
 	// One look at the log for the txn check and every writer; CommitFiles looks again.
 	snap, err := t.Latest(ctx)
 	if err != nil {
-		return err
+		return table.Result{}, err
 	}
 	if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
-		return nil
+		return table.Result{Version: snap.Version(), Skipped: true}, nil
 	}
 	adds := make([][]*txlog.Add, parts)
 	errs := make([]error, parts)
@@ -112,12 +126,11 @@ func writeParts(ctx context.Context, t *table.Table, parts int, txn *table.AppTx
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return table.Result{}, err
 	}
 	// The parts finish in any order: their files' modification times are made to follow the
 	// commit's order, which is arrival order, for a stream (a join) that starts from a snapshot.
 	all := slices.Concat(adds...)
 	table.SequenceModTimes(snap, all)
-	_, err = t.CommitFiles(ctx, all, table.AppendOptions{Txn: txn})
-	return err
+	return t.CommitFiles(ctx, all, table.AppendOptions{Txn: txn})
 }

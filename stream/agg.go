@@ -118,23 +118,27 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		if err != nil {
 			return as, err
 		}
-		if _, err := write(ctx, a.quar, []*table.Batch{qb}, txn, false); err != nil {
+		qr, err := write(ctx, a.quar, []*table.Batch{qb}, txn, false)
+		if err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
+		b.marks.wrote(a.quar, qr.Version, qr.Skipped)
 		if f := a.lateAlert; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
 			a.logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
 		}
 	}
 	if res.NumRowsOutput > 0 || ap.complete {
+		var wr table.Result
 		if ap.update {
-			err = upsert(ctx, a.gold, ap, gb, txn)
+			wr, err = upsert(ctx, a.gold, ap, gb, txn)
 		} else {
-			_, err = write(ctx, a.gold, []*table.Batch{gb}, txn, ap.complete)
+			wr, err = write(ctx, a.gold, []*table.Batch{gb}, txn, ap.complete)
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 		}
+		b.marks.wrote(a.gold, wr.Version, wr.Skipped)
 	}
 	return as, nil
 }
@@ -148,7 +152,7 @@ func (r *Runner) aggFullSnapshot() bool {
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
 // the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
 // are inserted.
-func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) error {
+func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) (table.Result, error) {
 	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
 	set := map[string]merge.Value{}
 	for _, f := range ap.schema.Fields[len(keys):] {
@@ -156,9 +160,9 @@ func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, t
 			set[f.Name] = merge.FromSource(f.Name)
 		}
 	}
-	_, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
+	res, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
 		Matched: []merge.Matched{{Set: set}}, NotMatched: []merge.NotMatched{{}}, Txn: txn})
-	return err
+	return table.Result{Version: res.Version, Skipped: res.Skipped}, err
 }
 
 // fillColumns builds the aggregate input columns of the selected rows in a.ab.

@@ -155,7 +155,8 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 		return err
 	}
 	tRead := time.Now()
-	b := &batchRun{n: n, entry: entry, late: late, evict: evict, txn: &table.AppTxn{AppID: r.queryID, Version: n}}
+	b := &batchRun{n: n, entry: entry, late: late, evict: evict, txn: &table.AppTxn{AppID: r.queryID, Version: n},
+		marks: newTableMarks(n, r.t.paths)}
 	st, err := r.process(ctx, b, batches)
 	if err != nil {
 		return err
@@ -164,10 +165,12 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 	st.addMs = time.Since(tRead).Milliseconds()
 	next := st.next
 	tCommit := time.Now()
-	if err := r.ckpt.WriteCommit(ctx, n, next); err != nil {
+	tables := b.marks.over(r.pos.tables)
+	if err := r.ckpt.WriteCommitRecord(ctx, n, checkpoint.Commit{NextBatchWatermarkMs: next, Tables: tables}); err != nil {
 		return err
 	}
 	commitMs := time.Since(tCommit).Milliseconds()
+	r.pos.tables = tables
 
 	r.warnWatermarkAhead(n, evict, next)
 	start := r.pos.lastEnd
@@ -397,12 +400,13 @@ func readTableFiles(ctx context.Context, t *table.Table, what string, files []so
 }
 
 // batchRun is one batch as it runs: its id and offsets, its late-row and eviction watermarks
-// (ms) and the txn of its table writes.
+// (ms), the txn of its table writes and where they record what they committed.
 type batchRun struct {
 	n           int64
 	entry       *checkpoint.Offsets
 	late, evict int64
 	txn         *table.AppTxn
+	marks       *tableMarks
 }
 
 // process validates, deduplicates and writes one batch to every sink.
@@ -544,7 +548,12 @@ func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, re
 	if len(buf.old) > 0 {
 		judged.Fresh = buf.fresh
 	}
-	wg.Go(func() { errs[0] = r.t.silverW.Write(ctx, &buf.rows, judged, rejects.Batch, b.txn) })
+	wg.Go(func() {
+		var w silver.Written
+		w, errs[0] = r.t.silverW.Write(ctx, &buf.rows, judged, rejects.Batch, b.txn)
+		b.marks.wrote(r.t.silver, w.Silver, w.SilverSkipped)
+		b.marks.wrote(r.t.rejects, w.Rejects, w.RejectsSkipped)
+	})
 	// The dedup section is known now: it is encoded beside the writes, not after them.
 	var dedupSec dedupSection
 	var dedupDone sync.WaitGroup
@@ -650,7 +659,8 @@ type outTable struct {
 // new, nullable columns, before any row of them is written; nothing when they are there).
 func createMissing(ctx context.Context, ts []outTable) error {
 	for _, o := range ts {
-		_, err := o.t.Log().Snapshot(ctx)
+		// Latest: the snapshot stays cached for the batch's writes, which refresh it.
+		_, err := o.t.Latest(ctx)
 		switch {
 		case errors.Is(err, txlog.ErrTableNotFound):
 			if _, err := o.t.Create(ctx, o.schema, nil, o.props); err != nil && !errors.Is(err, table.ErrTableExists) {

@@ -41,4 +41,10 @@
 // re-run with exactly its recorded offsets, watermark and batch timestamp from state version N,
 // and the operators are deterministic, so a process killed at any instant and run again leaves
 // the same rows in every table as an uninterrupted run.
+//
+// Identity (identity.go, recover.go): commits/N records what each written table holds; a run
+// refuses to start (nothing written) when the query id is lost, a written table lacks a batch
+// the checkpoint calls committed or is below the recorded version, or an input is below the
+// version the offsets read. RecoverQueryID and Rollback are the recoveries (docs/recovery.md);
+// a rolled-back checkpoint's batches are re-run one by one with their recorded offsets.
 package stream

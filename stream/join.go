@@ -133,6 +133,10 @@ type JoinRunner struct {
 	golds, quars   []*table.Table
 	queryID, runID string
 	ready          bool // every table written exists
+	// byPath are the tables the join writes by their path in the lake, paths the reverse:
+	// the names commits/N records them under (identity.go).
+	byPath map[string]*table.Table
+	paths  map[*table.Table]string
 
 	plan *joinPlan // nil: not resolved or not restored yet
 	op   *join.Operator
@@ -157,6 +161,10 @@ type joinPosition struct {
 	lastOutWM  int64 // the output watermark of the last batch (its aggregations' eviction)
 	pending    *checkpoint.Offsets
 	needNoData bool
+	// tables is what the last commits/N recorded of the tables written; recorded the highest
+	// batch with an offsets file (identity.go, Runner's position).
+	tables   map[string]checkpoint.TableMark
+	recorded int64
 }
 
 // joinPlan is the join resolved against the two silver schemas.
@@ -227,6 +235,14 @@ func NewJoin(opts JoinOptions) (*JoinRunner, error) {
 		r.golds = append(r.golds, open(g.Table))
 		r.quars = append(r.quars, open(g.Quarantine))
 	}
+	r.byPath = map[string]*table.Table{j.Table: r.out, j.Quarantine: r.quar}
+	for i, g := range j.Gold {
+		r.byPath[g.Table], r.byPath[g.Quarantine] = r.golds[i], r.quars[i]
+	}
+	r.paths = map[*table.Table]string{}
+	for p, t := range r.byPath {
+		r.paths[t] = p
+	}
 	r.report = JoinReport{Name: j.Name, LastBatch: -1, Gold: []GoldReport{}}
 	return r, nil
 }
@@ -265,7 +281,7 @@ func (r *JoinRunner) Run(ctx context.Context) (rep JoinReport, err error) {
 
 // drain fixes both sides' latest versions and runs batches until nothing is left to do.
 func (r *JoinRunner) drain(ctx context.Context) error {
-	if r.pos.pending != nil {
+	for r.pos.pending != nil {
 		if err := r.runPending(ctx); err != nil {
 			return err
 		}
@@ -386,7 +402,16 @@ func (r *JoinRunner) runPending(ctx context.Context) error {
 		}
 	}
 	r.pos.pending = nil
-	return r.runBatch(ctx, r.pos.nextBatch, entry, files)
+	if err := r.runBatch(ctx, r.pos.nextBatch, entry, files); err != nil {
+		return err
+	}
+	if r.pos.nextBatch > r.pos.recorded {
+		return nil
+	}
+	// A rolled-back checkpoint: the next batch runs as recorded too.
+	var err error
+	r.pos.pending, err = r.ckpt.ReadOffsets(ctx, r.pos.nextBatch)
+	return err
 }
 
 // start reads the checkpoint: the query id, the last committed batch and an uncommitted batch
@@ -397,10 +422,16 @@ func (r *JoinRunner) start(ctx context.Context) error {
 	}
 	h, err := r.ckpt.ReadHead(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("stream: join %s: checkpoint %s: %w", r.j.Name, r.j.Checkpoint, err)
 	}
 	r.queryID, r.report.QueryID = h.QueryID, h.QueryID
-	r.pos = joinPosition{}
+	if err := r.checkIdentity(ctx, h); err != nil {
+		return err
+	}
+	r.pos = joinPosition{recorded: h.Recorded}
+	if h.Committed != nil {
+		r.pos.tables = h.Committed.Tables
+	}
 	ends := func(e *checkpoint.Offsets, n int64) ([2]*source.Offset, error) {
 		if len(e.Sources) != 2 {
 			return [2]*source.Offset{}, fmt.Errorf("%w: %s has %d source offsets, a join has 2 (is this a source query's checkpoint?)", checkpoint.ErrBad, checkpoint.OffsetsKey(n), len(e.Sources))
@@ -435,6 +466,29 @@ func (r *JoinRunner) start(ctx context.Context) error {
 		r.report.LastBatch, r.report.WatermarkMs = h.Last-1, e.BatchWatermarkMs
 	}
 	r.pos.started = true
+	return nil
+}
+
+// checkIdentity refuses to run when a silver input is behind the offsets the checkpoint read
+// it to, or a table the join writes is behind what the last commit recorded (identity.go).
+func (r *JoinRunner) checkIdentity(ctx context.Context, h checkpoint.Head) error {
+	e, n, err := furthestRead(ctx, r.ckpt, h)
+	if err != nil {
+		return err
+	}
+	if e != nil && len(e.Sources) == 2 {
+		for s, in := range [2]spec.JoinInput{r.j.Left, r.j.Right} {
+			if err := checkRead(ctx, in.Silver, r.j.Checkpoint, checkpoint.OffsetsKey(n), r.src[s], e.Sources[s]); err != nil {
+				return fmt.Errorf("join %s: %w", r.j.Name, err)
+			}
+		}
+	}
+	if h.Committed == nil {
+		return nil
+	}
+	if err := checkWritten(ctx, r.j.Checkpoint, h.QueryID, h.Committed.Tables, r.byPath); err != nil {
+		return fmt.Errorf("join %s: %w", r.j.Name, err)
+	}
 	return nil
 }
 
@@ -793,6 +847,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 		return err
 	}
 	txn := &table.AppTxn{AppID: r.queryID, Version: n}
+	marks := newTableMarks(n, r.paths)
 	sections := map[string][]byte{}
 	order := []string{secJoinWM}
 	if sections[secJoinWM], err = r.wm.AppendBinary(nil); err != nil {
@@ -812,14 +867,16 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 		return fmt.Errorf("stream: join %s state: %w", r.j.Name, err)
 	}
 	if out.Len() > 0 {
-		if _, err := write(ctx, r.out, []*table.Batch{out}, txn, false); err != nil {
+		wr, err := write(ctx, r.out, []*table.Batch{out}, txn, false)
+		if err != nil {
 			return fmt.Errorf("stream: join %s: joined table: %w", r.j.Name, err)
 		}
+		marks.wrote(r.out, wr.Version, wr.Skipped)
 	}
-	if err := r.quarantine(ctx, res, inputs, late, n, txn); err != nil {
+	if err := r.quarantine(ctx, res, inputs, late, n, txn, marks); err != nil {
 		return err
 	}
-	if err := r.runAggs(ctx, n, entry, out, txn, jb); err != nil {
+	if err := r.runAggs(ctx, n, entry, out, txn, marks, jb); err != nil {
 		return err
 	}
 	order = aggSections(sections, order, r.plan.agg.aggs, jb.aggs)
@@ -839,10 +896,12 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 	jb.getMs = tRead.Sub(t0).Milliseconds()
 	jb.addMs = time.Since(tRead).Milliseconds()
 	tCommit := time.Now()
-	if err := r.ckpt.WriteCommit(ctx, n, jb.next); err != nil {
+	tables := marks.over(r.pos.tables)
+	if err := r.ckpt.WriteCommitRecord(ctx, n, checkpoint.Commit{NextBatchWatermarkMs: jb.next, Tables: tables}); err != nil {
 		return err
 	}
 	commitMs := time.Since(tCommit).Milliseconds()
+	r.pos.tables = tables
 	start := r.pos.lastEnd
 	r.pos.lastEnd, r.pos.nextBatch = [2]*source.Offset{entry.Sources[0], entry.Sources[1]}, n+1
 	if entry.OutputWatermarkMs != nil {
@@ -963,7 +1022,7 @@ func (r *JoinRunner) fillSide(cols []*table.Column, has bool, payload []byte) er
 
 // quarantine appends the batch's late rows to the join quarantine: each with its side's
 // columns, the other side's null, its side, the late watermark, the batch and the query.
-func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2]*join.Input, late, n int64, txn *table.AppTxn) error {
+func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2]*join.Input, late, n int64, txn *table.AppTxn, marks *tableMarks) error {
 	if len(res.Late[0])+len(res.Late[1]) == 0 {
 		return nil
 	}
@@ -989,15 +1048,17 @@ func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2
 			qid.AppendString(r.queryID)
 		}
 	}
-	if _, err := write(ctx, r.quar, []*table.Batch{q}, txn, false); err != nil {
+	wr, err := write(ctx, r.quar, []*table.Batch{q}, txn, false)
+	if err != nil {
 		return fmt.Errorf("stream: join %s: quarantine: %w", r.j.Name, err)
 	}
+	marks.wrote(r.quar, wr.Version, wr.Skipped)
 	return nil
 }
 
 // runAggs runs each aggregation over the join on the batch's joined rows, with the output
 // watermarks of the previous batch (late) and this one (eviction).
-func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Offsets, out *table.Batch, txn *table.AppTxn, jb *joinBatch) error {
+func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Offsets, out *table.Batch, txn *table.AppTxn, marks *tableMarks, jb *joinBatch) error {
 	aps := r.plan.agg.aggs
 	jb.aggs = make([]aggStats, len(aps))
 	if len(aps) == 0 {
@@ -1007,7 +1068,7 @@ func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Off
 	if entry.OutputWatermarkMs != nil {
 		evict = *entry.OutputWatermarkMs
 	}
-	b := &batchRun{n: n, entry: entry, late: min(r.pos.lastOutWM, evict), evict: evict, txn: txn}
+	b := &batchRun{n: n, entry: entry, late: min(r.pos.lastOutWM, evict), evict: evict, txn: txn, marks: marks}
 	rows := &silver.Rows{Batches: []*table.Batch{out}}
 	for i := range out.Len() {
 		rows.Batch = append(rows.Batch, 0)

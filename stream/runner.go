@@ -97,6 +97,10 @@ type sinks struct {
 	golds, quars            []*table.Table // one per aggregation
 	silverW                 silver.Writer
 	ready                   bool // every table exists
+	// byPath are the tables the query writes by their path in the lake, paths the reverse:
+	// the names commits/N records them under (identity.go).
+	byPath map[string]*table.Table
+	paths  map[*table.Table]string
 }
 
 // operators are the query resolved against bronze's schema and its operators' state, as
@@ -120,6 +124,11 @@ type position struct {
 	needNoData bool
 	// resume puts the watermark tracker where the checkpoint left it.
 	resume func(*gold.WatermarkTracker) error
+	// tables is what the last commits/N recorded of the tables written (identity.go).
+	tables map[string]checkpoint.TableMark
+	// recorded is the highest batch with an offsets file: batches up to it are re-run with
+	// their recorded offsets (a checkpoint rolled back has several).
+	recorded int64
 }
 
 // idleness is the batch timestamp of the last batch that read rows and the watermark it left,
@@ -173,6 +182,14 @@ func New(opts Options) (*Runner, error) {
 	for _, g := range q.Gold {
 		r.t.golds = append(r.t.golds, open(g.Table, opts.WriteOptions))
 		r.t.quars = append(r.t.quars, open(g.Quarantine, opts.WriteOptions))
+	}
+	r.t.byPath = map[string]*table.Table{q.Tables.Silver: r.t.silver, q.Tables.Rejects: r.t.rejects}
+	for i, g := range q.Gold {
+		r.t.byPath[g.Table], r.t.byPath[g.Quarantine] = r.t.golds[i], r.t.quars[i]
+	}
+	r.t.paths = map[*table.Table]string{}
+	for p, t := range r.t.byPath {
+		r.t.paths[t] = p
 	}
 	r.q = &r.opts.Query
 	r.t.silverW = silver.Writer{Silver: r.t.silver, Rejects: r.t.rejects}
@@ -246,7 +263,7 @@ func runTrigger(ctx context.Context, t spec.Trigger, clock func() time.Time, onc
 
 // drain fixes the source's latest version and runs batches until nothing is left to do.
 func (r *Runner) drain(ctx context.Context, limit source.ReadLimit) error {
-	if r.pos.pending != nil {
+	for r.pos.pending != nil {
 		if err := r.runPending(ctx); err != nil {
 			return err
 		}
@@ -361,7 +378,30 @@ func (r *Runner) runPending(ctx context.Context) error {
 		return err
 	}
 	r.pos.pending = nil
-	return r.runBatch(ctx, r.pos.nextBatch, entry, files, 0)
+	if err := r.runBatch(ctx, r.pos.nextBatch, entry, files, 0); err != nil {
+		return err
+	}
+	return r.nextRecorded(ctx)
+}
+
+// nextRecorded makes the next batch pending when the checkpoint recorded its offsets (a
+// rolled-back checkpoint re-runs each of its batches as recorded, in order). An idle source's
+// watermark may have moved before such a batch (idleAdvance): its recorded watermark says so.
+func (r *Runner) nextRecorded(ctx context.Context) error {
+	if r.pos.nextBatch > r.pos.recorded {
+		return nil
+	}
+	e, err := r.ckpt.ReadOffsets(ctx, r.pos.nextBatch)
+	if err != nil {
+		return err
+	}
+	if late, evict := r.ops.tracker.BatchWatermarks(); e.BatchWatermarkMs > evict && r.q.IdleTimeout > 0 {
+		if err := r.ops.tracker.ResumeAfterCommit(late, e.BatchWatermarkMs); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+	}
+	r.pos.pending = e
+	return nil
 }
 
 // start reads the checkpoint: the query id, the last committed batch, the state it left and
@@ -372,11 +412,17 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	h, err := r.ckpt.ReadHead(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("stream %s: checkpoint %s: %w", r.q.Name, r.q.Tables.Checkpoint, err)
 	}
 	r.queryID, r.report.QueryID = h.QueryID, h.QueryID
+	if err := r.checkIdentity(ctx, h); err != nil {
+		return err
+	}
 	r.pos.lastEnd, r.pos.lastEntry, r.pos.needNoData, r.idle.lastDataMs, r.idle.baseWM = nil, nil, false, 0, 0
-	r.pos.nextBatch = 0
+	r.pos.nextBatch, r.pos.recorded, r.pos.tables = 0, h.Recorded, nil
+	if h.Committed != nil {
+		r.pos.tables = h.Committed.Tables
+	}
 	switch e, c := h.Entry, h.Commit; {
 	case h.Last < 0:
 	case c != nil:
@@ -399,6 +445,25 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	r.pos.started = true
 	return nil
+}
+
+// checkIdentity refuses to run when bronze is behind the offsets the checkpoint read it to,
+// or a table the query writes is behind what the last commit recorded (identity.go).
+func (r *Runner) checkIdentity(ctx context.Context, h checkpoint.Head) error {
+	ckpt := r.q.Tables.Checkpoint
+	end, n, err := furthestRead(ctx, r.ckpt, h)
+	if err != nil {
+		return err
+	}
+	if end != nil {
+		if err := checkRead(ctx, r.q.Tables.Bronze, ckpt, checkpoint.OffsetsKey(n), r.src, end.End); err != nil {
+			return err
+		}
+	}
+	if h.Committed == nil {
+		return nil
+	}
+	return checkWritten(ctx, ckpt, h.QueryID, h.Committed.Tables, r.t.byPath)
 }
 
 // filesThrough lists the files of src after start up to and including end (nil: none), the

@@ -64,6 +64,10 @@ func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
 	return v, ok
 }
 
+// Txns returns every idempotent writer's last committed version by app id (a copy): what a
+// recovery reads to tell which query wrote the table.
+func (s *Snapshot) Txns() map[string]int64 { return maps.Clone(s.txns) }
+
 // Domain returns a live (not removed) domain's metadata.
 func (s *Snapshot) Domain(name string) (*DomainMetadata, bool) {
 	d, ok := s.domains[name]

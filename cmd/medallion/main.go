@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newReportCmd(),
 		newTableCmd(),
 		newExportCmd(),
+		newRecoverCmd(),
 	)
 	strictCommandLine(root)
 	return root

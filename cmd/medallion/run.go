@@ -90,7 +90,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 	return func(cmd *cobra.Command, _ []string) error {
 		path, _ := cmd.Flags().GetString("config")
 		if path == "" {
-			return usageError("run %s: --config is required", name)
+			return usageError("%s: --config is required", subPath(cmd)) // run JOB, recover ...
 		}
 		sets, _ := cmd.Flags().GetStringArray("set")
 		cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
@@ -128,7 +128,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			// Printed once, on one line, by main; the whole chain only for those who ask.
 			logger.Debug("job failed", "job", name, "err", err.Error())
-			return &exitError{code: 1, err: fmt.Errorf("run %s: %w", name, err)}
+			return &exitError{code: 1, err: fmt.Errorf("%s: %w", subPath(cmd), err)}
 		}
 		return nil
 	}

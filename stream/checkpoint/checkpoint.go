@@ -1,13 +1,18 @@
 // Package checkpoint reads and writes the streaming query's checkpoint folder, in Spark's
 // layout: metadata (the query id), offsets/N (written before batch N: its watermark, batch
 // timestamp and the source's end offset), commits/N (after every sink of batch N, with the
-// watermark the next batch runs with), state/N (named sections, opaque here, with a checksum)
+// watermark the next batch runs with and, for every table the query writes, the last batch
+// whose txn it holds and that commit's version: Commit.Tables), state/N (named sections, opaque here, with a checksum)
 // and progress/N.json. The stream writes it; merge-late, replay and the reports read it
 // through this package only, so the format is parsed in one place.
 //
 // Crash guarantees: metadata, offsets/N and commits/N are written with put-if-absent, so two
 // runs agree on one query id and on what batch N reads, and a batch whose offsets/N has no
-// commits/N is known to be uncommitted. A state or progress file is written whole or not at
+// commits/N is known to be uncommitted. Identity is checked, never assumed: metadata is
+// created only in a checkpoint without offsets, commits or state (else ErrQueryIDLost), and
+// CheckTable and CheckRead tell a query whose tables went back (ErrTableBehind). A checkpoint
+// rolled back (RemoveCommit, newest first) has several batches without commits/N: ReadHead
+// returns the first, and Recorded the last, to re-run in order. A state or progress file is written whole or not at
 // all (a single put), and a torn or foreign state file fails its checksum (ErrBad) rather
 // than being read. Cleanup removes a batch's files one by one; a crash in between leaves
 // files behind that nothing reads.
@@ -33,6 +38,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/table/source"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // ErrBad reports a checkpoint file that cannot be read: the stream stops rather than guess,
@@ -41,6 +47,18 @@ var ErrBad = errors.New("stream: bad checkpoint")
 
 // ErrNoQuery reports a checkpoint without metadata: the stream has not run yet.
 var ErrNoQuery = errors.New("stream: no checkpoint metadata (the stream has not run yet)")
+
+// ErrQueryIDLost reports a checkpoint whose metadata (the query id) is gone while offsets,
+// commits or state remain: a new id would make every table take the query's batches, and
+// merge-late the whole quarantine, as new (counted twice). Nothing may run until the id is
+// recovered (RecoverQueryID).
+var ErrQueryIDLost = errors.New("checkpoint metadata (the query id) is missing while the checkpoint has batches")
+
+// ErrTableBehind reports a table whose log is behind what the checkpoint recorded of it: its
+// latest version is below the one the query read or wrote, or it lacks the txn of a batch the
+// checkpoint calls committed (a deleted _delta_log entry, a bucket restored from a backup).
+// Going on would lose those rows or count them again.
+var ErrTableBehind = errors.New("table is behind its checkpoint")
 
 // Offsets is offsets/N: what batch N reads and the watermark and time it runs with.
 type Offsets struct {
@@ -138,7 +156,74 @@ func ParseOffsets(key string, data []byte) (*Offsets, error) {
 // Commit is commits/N: batch N is done, and the next batch runs with this watermark.
 type Commit struct {
 	NextBatchWatermarkMs int64 `json:"nextBatchWatermarkMs"`
+	// Tables is, for every table the query writes (by its path in the lake), what the
+	// checkpoint knows of it after batch N: medallion's addition to Spark's commit file,
+	// checked when a run starts (CheckTable). Nil in checkpoints written before it existed.
+	Tables map[string]TableMark `json:"tables,omitempty"`
 }
+
+// TableMark is what a query knows it committed to a table: the last batch whose
+// txn(query id, batch) the table holds and the table version that commit made (or, for a
+// write skipped because the table held it already, the version that showed it).
+type TableMark struct {
+	Batch   int64 `json:"batch"`
+	Version int64 `json:"version"`
+}
+
+// CheckTable compares a table's latest snapshot (nil: the table does not exist) with what the
+// checkpoint recorded of it: the version must be at least Version and txn(queryID) at least
+// Batch. what names the table in the error (ErrTableBehind), ckpt the checkpoint folder.
+func CheckTable(what, ckpt, queryID string, snap *txlog.Snapshot, m TableMark) error {
+	if snap == nil {
+		return fmt.Errorf("%w: table %s does not exist, but checkpoint %s recorded batch %d at its version %d; %s",
+			ErrTableBehind, what, ckpt, m.Batch, m.Version, behindHint)
+	}
+	txn, ok := snap.TxnVersion(queryID)
+	switch {
+	case snap.Version() < m.Version:
+		return fmt.Errorf("%w: table %s is at version %d, but checkpoint %s recorded version %d (batch %d); %s",
+			ErrTableBehind, what, snap.Version(), ckpt, m.Version, m.Batch, behindHint)
+	case !ok:
+		return fmt.Errorf("%w: table %s has no txn of query %s, but checkpoint %s recorded batch %d committed at version %d; %s",
+			ErrTableBehind, what, queryID, ckpt, m.Batch, m.Version, behindHint)
+	case txn < m.Batch:
+		return fmt.Errorf("%w: table %s holds txn(%s) up to batch %d, but checkpoint %s recorded batch %d committed at version %d; %s",
+			ErrTableBehind, what, queryID, txn, ckpt, m.Batch, m.Version, behindHint)
+	}
+	return nil
+}
+
+// CheckRead compares the latest version of a table the query reads as a stream (-1: the
+// table does not exist) with the offset a batch of the checkpoint read it up to.
+func CheckRead(what, ckpt, offsetsKey string, latest int64, end *source.Offset) error {
+	need := ReadVersion(end)
+	if latest >= need {
+		return nil
+	}
+	return fmt.Errorf("%w: table %s is at version %d, but %s/%s read it up to version %d; %s",
+		ErrTableBehind, what, latest, ckpt, offsetsKey, need, behindReadHint)
+}
+
+// ReadVersion is the last version of a streamed table an end offset has read from (-1: none):
+// an offset that ends a version points before the next one (index -1).
+func ReadVersion(end *source.Offset) int64 {
+	switch {
+	case end == nil:
+		return -1
+	case end.Index == -1:
+		return end.ReservoirVersion - 1
+	}
+	return end.ReservoirVersion
+}
+
+const (
+	behindHint = "a _delta_log entry was deleted or the table restored from an older backup. Put the missing " +
+		"_delta_log entries back if you have them; otherwise roll the checkpoint back to the last batch the table " +
+		"holds, so the lost batches run again: medallion recover rollback --config F --query NAME (docs/recovery.md)"
+	behindReadHint = "a _delta_log entry of the input was deleted or the table restored from an older backup. Put the " +
+		"missing entries back, or recover the job that writes the input first (for bronze: medallion recover " +
+		"rollback --ingest, then run ingest, which writes the lost batches again), then run this query (docs/recovery.md)"
+)
 
 // ParseCommit decodes commits/N.
 func ParseCommit(key string, data []byte) (Commit, error) {
@@ -168,6 +253,7 @@ func StateKey(n int64) string    { return "state/" + strconv.FormatInt(n, 10) }
 func ProgressKey(n int64) string { return "progress/" + strconv.FormatInt(n, 10) + ".json" }
 
 // QueryID reads metadata, creating it once (put-if-absent: two first runs agree on one id).
+// A checkpoint that has batches but no metadata is ErrQueryIDLost: never a new id.
 func (d *Dir) QueryID(ctx context.Context) (string, error) {
 	for range 3 {
 		id, err := d.ReadQueryID(ctx)
@@ -182,10 +268,21 @@ func (d *Dir) QueryID(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w: metadata cannot be created", ErrBad)
 }
 
-// ReadQueryID reads the query id of metadata without creating it (ErrNoQuery: none yet).
+// ReadQueryID reads the query id of metadata without creating it (ErrNoQuery: none yet;
+// ErrQueryIDLost: gone while offsets, commits or state remain).
 func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 	data, err := objstore.ReadAll(ctx, d.b, "metadata")
 	if errors.Is(err, objstore.ErrNotFound) {
+		// Only a first run (or a lost id) gets here: the listings cost nothing in steady state.
+		found, err := d.firstBatchFile(ctx)
+		if err != nil {
+			return "", err
+		}
+		if found != "" {
+			return "", fmt.Errorf("%w: metadata is missing but %s exists. Recover the id (it is in the progress "+
+				"files and the tables' txn): medallion recover query-id --config F --query NAME (docs/recovery.md)",
+				ErrQueryIDLost, found)
+		}
 		return "", ErrNoQuery
 	}
 	if err != nil {
@@ -200,10 +297,24 @@ func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 	return m.ID, nil
 }
 
+// firstBatchFile returns the key of a file under offsets/, commits/ or state/, or "".
+func (d *Dir) firstBatchFile(ctx context.Context) (string, error) {
+	for _, dir := range []string{"offsets/", "commits/", "state/"} {
+		for info, err := range d.b.List(ctx, dir, objstore.ListOptions{}) {
+			if err != nil {
+				return "", fmt.Errorf("stream: list checkpoint %s: %w", dir, err)
+			}
+			return info.Key, nil
+		}
+	}
+	return "", nil
+}
+
 // Head is where a query stands when a run starts: the batch to resume after, or to re-run.
 type Head struct {
 	QueryID string
-	// Last is the highest batch with an offsets file (-1: none yet); Entry is its offsets.
+	// Last is the highest batch with an offsets file (-1: none yet) when it is committed, or
+	// else the first batch without a commit record: the one to re-run. Entry is its offsets.
 	Last  int64
 	Entry *Offsets
 	// Commit is commits/Last when batch Last is committed; nil when it must be re-run.
@@ -211,12 +322,19 @@ type Head struct {
 	// Prev is offsets/(Last-1) when batch Last must be re-run (nil for batch 0): where the
 	// re-run resumes from.
 	Prev *Offsets
+	// Committed is the commit record of the last committed batch (nil: none), whatever the
+	// case: its Tables are what the tables must hold (CheckTable).
+	Committed *Commit
+	// Recorded is the highest batch with an offsets file. Above Last only in a checkpoint rolled
+	// back (Rollback): batches Last+1..Recorded are re-run, in order, with their recorded
+	// offsets, before any new batch.
+	Recorded int64
 }
 
 // ReadHead reads the query id (creating it on the first run), the latest offsets and whether
 // that batch committed, and the entries a restarting query needs to resume.
 func (d *Dir) ReadHead(ctx context.Context) (Head, error) {
-	h := Head{Last: -1}
+	h := Head{Last: -1, Recorded: -1}
 	var err error
 	if h.QueryID, err = d.QueryID(ctx); err != nil {
 		return h, err
@@ -224,25 +342,38 @@ func (d *Dir) ReadHead(ctx context.Context) (Head, error) {
 	if h.Last, err = d.LatestOffsets(ctx); err != nil || h.Last < 0 {
 		return h, err
 	}
+	h.Recorded = h.Last
 	lastCommit, err := d.LatestCommit(ctx)
 	if err != nil {
 		return h, err
 	}
-	if h.Entry, err = d.ReadOffsets(ctx, h.Last); err != nil {
-		return h, err
-	}
 	if lastCommit >= h.Last {
+		if h.Entry, err = d.ReadOffsets(ctx, h.Last); err != nil {
+			return h, err
+		}
 		c, err := d.ReadCommit(ctx, h.Last)
 		if err != nil {
 			return h, err
 		}
-		h.Commit = &c
+		h.Commit, h.Committed = &c, &c
 		return h, nil
 	}
-	if h.Last > 0 {
-		h.Prev, err = d.ReadOffsets(ctx, h.Last-1)
+	// The first batch without a commit record is re-run; a checkpoint rolled back has more.
+	h.Last = lastCommit + 1
+	if h.Entry, err = d.ReadOffsets(ctx, h.Last); err != nil {
+		return h, err
 	}
-	return h, err
+	if lastCommit >= 0 {
+		if h.Prev, err = d.ReadOffsets(ctx, lastCommit); err != nil {
+			return h, err
+		}
+		c, err := d.ReadCommit(ctx, lastCommit)
+		if err != nil {
+			return h, err
+		}
+		h.Committed = &c
+	}
+	return h, nil
 }
 
 // LatestOffsets returns the highest batch with an offsets file, or -1.
@@ -307,10 +438,25 @@ func (d *Dir) WriteOffsets(ctx context.Context, n int64, e *Offsets) (*Offsets, 
 
 // WriteCommit marks batch n committed, with the watermark the next batch runs with.
 func (d *Dir) WriteCommit(ctx context.Context, n, nextWM int64) error {
-	m, _ := json.Marshal(Commit{NextBatchWatermarkMs: nextWM})
+	return d.WriteCommitRecord(ctx, n, Commit{NextBatchWatermarkMs: nextWM})
+}
+
+// WriteCommitRecord marks batch n committed with c: the watermark the next batch runs with and
+// what the tables hold.
+func (d *Dir) WriteCommitRecord(ctx context.Context, n int64, c Commit) error {
+	m, _ := json.Marshal(c)
 	data := append([]byte("v1\n"), m...)
 	if err := objstore.PutBytesIfAbsent(ctx, d.b, CommitsKey(n), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("stream: write checkpoint %s: %w", CommitsKey(n), err)
+	}
+	return nil
+}
+
+// RemoveCommit deletes commits/n: batch n is re-run, with its recorded offsets, by the next
+// run (a rollback; see stream.Rollback).
+func (d *Dir) RemoveCommit(ctx context.Context, n int64) error {
+	if err := d.b.Delete(ctx, CommitsKey(n)); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("stream: remove checkpoint %s: %w", CommitsKey(n), err)
 	}
 	return nil
 }

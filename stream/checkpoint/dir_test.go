@@ -8,6 +8,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/table/source"
 )
 
 // TestDir writes a checkpoint as the stream does and reads it back as the late jobs and the
@@ -66,5 +67,98 @@ func TestDir(t *testing.T) {
 	}
 	if _, err := d.ReadProgress(ctx, 0); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("progress/0 after cleanup: %v", err)
+	}
+}
+
+// TestHeadAndIdentity: ReadHead on a committed, a crashed (one batch without its commit) and a
+// rolled-back checkpoint (several); a checkpoint with batches but no metadata is
+// ErrQueryIDLost for every reader and is never given a new id; commit records keep the tables.
+func TestHeadAndIdentity(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	d := Open(b)
+	id, err := d.QueryID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string]TableMark{"silver/events": {Batch: 4, Version: 9}}
+	for n := range int64(5) {
+		if _, err := d.WriteOffsets(ctx, n, &Offsets{BatchWatermarkMs: 10 * n}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteCommitRecord(ctx, n, Commit{NextBatchWatermarkMs: 10 * (n + 1), Tables: marks}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name                   string
+		remove                 []int64
+		last, recorded, commit int64 // commit: the batch of h.Committed (-1: none)
+		pending                bool
+	}{
+		{"committed", nil, 4, 4, 4, false},
+		{"crashed before commits/4", []int64{4}, 4, 4, 3, true},
+		{"rolled back to 1", []int64{4, 3, 2}, 2, 4, 1, true},
+		{"rolled back to none", []int64{4, 3, 2, 1, 0}, 0, 4, -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, n := range tc.remove {
+				if err := d.RemoveCommit(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := d.ReadHead(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.QueryID != id || h.Last != tc.last || h.Recorded != tc.recorded || (h.Commit == nil) != tc.pending ||
+				h.Entry == nil || h.Entry.BatchWatermarkMs != 10*tc.last || (h.Committed == nil) != (tc.commit < 0) {
+				t.Fatalf("head %+v", h)
+			}
+			if tc.commit >= 0 && (h.Committed.NextBatchWatermarkMs != 10*(tc.commit+1) || h.Committed.Tables["silver/events"] != marks["silver/events"]) {
+				t.Fatalf("committed record %+v, want commits/%d's", h.Committed, tc.commit)
+			}
+			if tc.pending && tc.last > 0 && (h.Prev == nil || h.Prev.BatchWatermarkMs != 10*(tc.last-1)) {
+				t.Fatalf("prev %+v, want offsets/%d", h.Prev, tc.last-1)
+			}
+			for n := tc.last; n <= 4; n++ { // restore for the next case
+				if err := d.WriteCommit(ctx, n, 10*(n+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	if err := b.Delete(ctx, "metadata"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadQueryID(ctx); !errors.Is(err, ErrQueryIDLost) {
+		t.Fatalf("ReadQueryID without metadata: %v, want ErrQueryIDLost", err)
+	}
+	if _, err := d.ReadHead(ctx); !errors.Is(err, ErrQueryIDLost) {
+		t.Fatalf("ReadHead without metadata: %v, want ErrQueryIDLost", err)
+	}
+	if _, err := b.Stat(ctx, "metadata"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("a new id was written: %v", err)
+	}
+}
+
+// TestCheckRead: an offset that ends a version (index -1) has read the version before it.
+func TestCheckRead(t *testing.T) {
+	for _, tc := range []struct {
+		end    *source.Offset
+		latest int64
+		behind bool
+	}{
+		{nil, -1, false},
+		{&source.Offset{ReservoirVersion: 5, Index: -1}, 4, false},
+		{&source.Offset{ReservoirVersion: 5, Index: -1}, 3, true},
+		{&source.Offset{ReservoirVersion: 5, Index: 2}, 5, false},
+		{&source.Offset{ReservoirVersion: 5, Index: 2}, 4, true},
+		{&source.Offset{ReservoirVersion: 0, Index: 0, IsStartingVersion: true}, -1, true},
+	} {
+		err := CheckRead("bronze/events", "_checkpoints/events", "offsets/7", tc.latest, tc.end)
+		if errors.Is(err, ErrTableBehind) != tc.behind {
+			t.Errorf("end %+v, latest %d: %v, want behind %v", tc.end, tc.latest, err, tc.behind)
+		}
 	}
 }

@@ -1,0 +1,148 @@
+package stream
+
+// Identity and version checks (DESIGN §5): every commits/N records, for each table the query
+// writes, the last batch whose txn(query id, batch) it holds and the version that commit made
+// (checkpoint.Commit.Tables). A run starts only when every table is at least there, and when
+// every table the query reads as a stream is at least at the version its offsets read: a
+// deleted _delta_log entry or a bucket restored from an older backup stops the query with
+// checkpoint.ErrTableBehind instead of losing rows or counting them twice. The checks use the
+// checkpoint's last entries, the latest bronze snapshot every run loads, and one small read of
+// each written table's recorded commit, once per run, never per batch.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/source"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// tableMarks collects what one batch committed to each table: its path in the lake and the
+// version of the commit (or of the snapshot that already held the batch's txn). The sinks
+// write on goroutines of their own, hence the lock.
+type tableMarks struct {
+	mu    sync.Mutex
+	batch int64
+	paths map[*table.Table]string
+	got   map[string]checkpoint.TableMark
+}
+
+func newTableMarks(batch int64, paths map[*table.Table]string) *tableMarks {
+	return &tableMarks{batch: batch, paths: paths, got: map[string]checkpoint.TableMark{}}
+}
+
+// wrote records that t holds the batch's txn: committed at version v, or (skipped) found in a
+// snapshot of version v, which may hold later commits of other writers (a shared rejects
+// table): then the version recorded stays the one before, a lower bound of the batch's commit,
+// so that losing another writer's commit never reads as losing this query's. A nil receiver
+// or a negative v (nothing written) records nothing.
+func (m *tableMarks) wrote(t *table.Table, v int64, skipped bool) {
+	if m == nil || v < 0 {
+		return
+	}
+	if skipped {
+		v = -1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.paths[t]; ok {
+		m.got[p] = checkpoint.TableMark{Batch: m.batch, Version: v}
+	}
+}
+
+// over returns prev with this batch's marks on top: what commits/N records.
+func (m *tableMarks) over(prev map[string]checkpoint.TableMark) map[string]checkpoint.TableMark {
+	out := maps.Clone(prev)
+	if out == nil {
+		out = map[string]checkpoint.TableMark{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p, g := range m.got {
+		if g.Version < 0 {
+			g.Version = out[p].Version // a skipped write: the last version known to be this query's
+		}
+		out[p] = g
+	}
+	return out
+}
+
+// checkWritten refuses to start when a table the checkpoint recorded is behind it. byPath
+// are the tables the query writes now; a recorded table the config no longer names is not
+// checked (the query no longer writes it). The usual case costs one small read a table: the
+// recorded commit is there and carries the recorded txn (commitHolds); only when it does not
+// (a table gone back; a recorded version that is a lower bound; a commit removed by log
+// cleanup) is the table's snapshot loaded to decide.
+func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]checkpoint.TableMark, byPath map[string]*table.Table) error {
+	for p, m := range marks {
+		t := byPath[p]
+		if t == nil {
+			continue
+		}
+		if commitHolds(ctx, t.Bucket(), m.Version, queryID, m.Batch) {
+			continue
+		}
+		snap, err := t.Latest(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			snap, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("stream: table %s: %w", p, err)
+		}
+		if err := checkpoint.CheckTable(p, ckpt, queryID, snap, m); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// commitHolds reports whether the table's commit of version v exists and carries txn(appID,
+// batch): then the table is at v or later and holds the batch. Any failure to tell is false.
+func commitHolds(ctx context.Context, b objstore.Bucket, v int64, appID string, batch int64) bool {
+	data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
+	if err != nil {
+		return false
+	}
+	actions, err := txlog.ParseActions(data)
+	if err != nil {
+		return false
+	}
+	for _, a := range actions {
+		if a.Txn != nil && a.Txn.AppID == appID && a.Txn.Version == batch {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRead refuses to start when a table the query reads as a stream is at a version below
+// end, the furthest offset a batch of the checkpoint reads it to (offsetsKey names that batch).
+func checkRead(ctx context.Context, what, ckpt, offsetsKey string, src *source.Source, end *source.Offset) error {
+	if end == nil {
+		return nil
+	}
+	latest, _, err := src.Latest(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: table %s: %w", what, err)
+	}
+	if err := checkpoint.CheckRead(what, ckpt, offsetsKey, latest, end); err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	return nil
+}
+
+// furthestRead is the offsets entry of the last recorded batch (offsets/h.Recorded), which a
+// rolled-back checkpoint still has to re-run: what the inputs must hold.
+func furthestRead(ctx context.Context, d *checkpoint.Dir, h checkpoint.Head) (*checkpoint.Offsets, int64, error) {
+	if h.Recorded <= h.Last || h.Entry == nil {
+		return h.Entry, h.Last, nil
+	}
+	e, err := d.ReadOffsets(ctx, h.Recorded)
+	return e, h.Recorded, err
+}
