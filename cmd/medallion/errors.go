@@ -21,6 +21,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -52,8 +53,10 @@ func shortError(err error) string {
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	// A failed expectation's message ends with the violating row, which the user needs whole
-	// (silver bounds it).
-	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) {
+	// (silver bounds it); so do a table rule's, and a refusal by a table feature ends with the
+	// way out (docs/table-features.md).
+	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) &&
+		!errors.Is(err, txlog.ErrUnsupportedFeature) && !errors.Is(err, table.ErrRowRuleViolated) {
 		s = s[:maxErrorLen] + "…"
 	}
 	return s
