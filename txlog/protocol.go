@@ -157,10 +157,10 @@ func (p Protocol) SupportsWriterFeature(name string) bool {
 	return slices.Contains(p.EffectiveWriterFeatures(), name)
 }
 
-// FieldsWithMetadata returns the dotted paths of the schema's fields (nested structs, array
+// fieldsWithMetadata returns the dotted paths of the schema's fields (nested structs, array
 // elements and map values included) that carry a field-metadata key equal to key, or starting
 // with it when key ends in ".".
-func FieldsWithMetadata(schema *StructType, key string) []string {
+func fieldsWithMetadata(schema *StructType, key string) []string {
 	var out []string
 	var walkType func(prefix string, t DataType)
 	walkStruct := func(prefix string, st *StructType) {
@@ -250,12 +250,12 @@ func CheckWrite(p Protocol, m Metadata, kind WriteKind) error {
 			// Rows a rearrange copies keep their values; new rows are checked by the table layer
 			// (table.RowRules), which refuses expressions it cannot evaluate.
 		case "identityColumns":
-			if cols := FieldsWithMetadata(schema, "delta.identity."); len(cols) > 0 && writesRows {
+			if cols := fieldsWithMetadata(schema, "delta.identity."); len(cols) > 0 && writesRows {
 				err = &FeatureError{Why: fmt.Sprintf("identity column %s: new rows need fresh identity values and a new delta.identity.highWaterMark, which this writer does not generate", strings.Join(cols, ", ")),
 					WayOut: "write the table with Spark, or write medallion's rows to a table without identity columns"}
 			}
 		case "allowColumnDefaults":
-			if cols := FieldsWithMetadata(schema, "CURRENT_DEFAULT"); len(cols) > 0 && writesRows {
+			if cols := fieldsWithMetadata(schema, "CURRENT_DEFAULT"); len(cols) > 0 && writesRows {
 				err = &FeatureError{Why: fmt.Sprintf("column %s has a default (CURRENT_DEFAULT): rows that lack it must get the default's value, which this writer does not compute", strings.Join(cols, ", ")),
 					WayOut: "drop the default (ALTER TABLE ... ALTER COLUMN c DROP DEFAULT), or write the table with Spark"}
 			}

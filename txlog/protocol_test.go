@@ -317,3 +317,39 @@ func TestCorruptCommitNamesFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestCheckpointHonoursStatsProperties: writer version 3 makes delta.checkpoint.writeStatsAsJson
+// and writeStatsAsStruct binding; false leaves the JSON stats out, true (stats_parsed, which
+// this writer does not write) skips the checkpoint.
+func TestCheckpointHonoursStatsProperties(t *testing.T) {
+	ctx := t.Context()
+	statsIn := func(conf map[string]string) (bool, error) {
+		l := fastLog(mem.New())
+		createTableWith(t, l, false, conf, &Protocol{MinReaderVersion: 1, MinWriterVersion: 3})
+		tx := l.Begin(mustSnapshot(t, l))
+		a := fileAdd("a", "1")
+		a.PartitionValues, a.Stats = nil, `{"numRecords":1}`
+		tx.Add(a)
+		if _, err := tx.Commit(ctx, Operation{Name: "WRITE"}); err != nil {
+			t.Fatal(err)
+		}
+		snap := mustSnapshot(t, l)
+		if err := l.Checkpoint(ctx, snap); err != nil {
+			return false, err
+		}
+		back, err := l.Snapshot(ctx)
+		if err != nil || back.CheckpointVersion() != snap.Version() {
+			t.Fatalf("checkpoint not read back: %v", err)
+		}
+		return back.Files()[0].Stats != "", nil
+	}
+	if has, err := statsIn(nil); err != nil || !has {
+		t.Errorf("default: stats %v, err %v; want them", has, err)
+	}
+	if has, err := statsIn(map[string]string{"delta.checkpoint.writeStatsAsJson": "false"}); err != nil || has {
+		t.Errorf("writeStatsAsJson=false: stats %v, err %v; want none", has, err)
+	}
+	if _, err := statsIn(map[string]string{"delta.checkpoint.writeStatsAsStruct": "true"}); !errors.Is(err, ErrUnsupportedFeature) {
+		t.Errorf("writeStatsAsStruct=true: err = %v, want ErrUnsupportedFeature", err)
+	}
+}
