@@ -221,8 +221,8 @@ func CheckWrite(p Protocol, m Metadata, kind WriteKind) error {
 	writesRows := kind == WriteAppend || kind == WriteChange
 	writesFiles := writesRows || kind == WriteRearrange
 	conf := m.Configuration
-	var schema *StructType
-	if m.SchemaString != "" {
+	var schema *StructType // parsed only for the features that look into column metadata
+	if m.SchemaString != "" && writesRows && (p.SupportsWriterFeature("identityColumns") || p.SupportsWriterFeature("allowColumnDefaults")) {
 		s, err := m.Schema()
 		if err != nil {
 			return err
