@@ -134,6 +134,9 @@ type Ingester struct {
 	// instead of reloading the log and its checkpoint (which grows with the table).
 	snapMu sync.Mutex
 	snaps  map[*table.Table]*txlog.Snapshot
+	// rules are each table's row rules, from the writer-feature check before a batch's files
+	// are written (checkWritable); guarded by snapMu.
+	rules map[*table.Table]*table.RowRules
 
 	// blocks keeps the decoders of NDJSON blocks across objects and batches.
 	blocks *decoderPool
@@ -712,6 +715,9 @@ func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecor
 		}
 	}
 	if !d.bronzeDone || !d.rejectsDone {
+		if err := x.checkWritable(ctx); err != nil {
+			return nil, err
+		}
 		d.bronzeAdds, d.rejectAdds, d.rep, err = x.decodeAll(ctx, b)
 		if err != nil {
 			return nil, err
@@ -1085,6 +1091,15 @@ func (x *Ingester) openOutputs(dec *Decoder) (*workerOutput, error) {
 	rw, err := table.NewDataWriter(x.rejects.Bucket(), dec.Rejects.Schema, nil, x.opts.WriteOptions)
 	if err != nil {
 		return nil, err
+	}
+	x.snapMu.Lock()
+	bronzeRules, rejectsRules := x.rules[x.bronze], x.rules[x.rejects]
+	x.snapMu.Unlock()
+	if err := bw.SetRowRules(bronzeRules); err != nil {
+		return nil, fmt.Errorf("bronze: %s: %w", x.opts.BronzePath, err)
+	}
+	if err := rw.SetRowRules(rejectsRules); err != nil {
+		return nil, fmt.Errorf("bronze: %s: %w", x.opts.RejectsPath, err)
 	}
 	out := &workerOutput{dec: dec, bronze: bw, rejects: rw}
 	dec.Flush, dec.FlushRows = out.flush, x.opts.FlushRows

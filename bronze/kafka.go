@@ -613,6 +613,9 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	var batchRep Report
 	lost := append([]kafkaRange(nil), b.Lost...)
 	if !bronzeDone || !rejectsDone {
+		if err := x.b.checkWritable(ctx); err != nil {
+			return err
+		}
 		var late []kafkaRange
 		bronzeAdds, rejectAdds, batchRep, late, err = x.readBatch(ctx, adm, b)
 		if err != nil {

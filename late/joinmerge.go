@@ -898,7 +898,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("late: join %s: %w", j.Name, err)
+		return fmt.Errorf("late: join %s (table %s): %w", j.Name, j.Table, err)
 	}
 	if !res.Skipped {
 		v := res.Version

@@ -265,6 +265,9 @@ func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st stream
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
+	if err := checkGoldWritable(gsnap, gschema, g); err != nil {
+		return gr, err
+	}
 	a, err := resolve(&opts.Query, g, qschema, gschema)
 	if err != nil {
 		return gr, err

@@ -218,6 +218,9 @@ func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 	if err != nil {
 		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
+	if err := checkGoldWritable(gsnap, gschema, g); err != nil {
+		return gr, err
+	}
 	a, err := resolve(&opts.Query, g, src.schema, gschema)
 	if err != nil {
 		return gr, err

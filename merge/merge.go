@@ -176,7 +176,7 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := table.CheckWritable(snap, schema); err != nil {
+	if _, err := table.CheckWritable(snap, schema, txlog.WriteChange); err != nil {
 		return Result{}, err
 	}
 	for _, k := range spec.Keys {

@@ -594,6 +594,21 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 	if err := createMissing(ctx, ts); err != nil {
 		return err
 	}
+	// Refuse, before a micro-batch writes any of them, a table whose writer features this
+	// stream's writes would break (docs/table-features.md).
+	names := []string{"silver", "rejects"}
+	kinds := []txlog.WriteKind{txlog.WriteAppend, txlog.WriteAppend}
+	for _, ap := range r.ops.plan.aggs {
+		gk := txlog.WriteAppend
+		if ap.complete || ap.update {
+			gk = txlog.WriteChange
+		}
+		names = append(names, "quarantine "+ap.cfg.Quarantine, "gold "+ap.cfg.Name+" (table "+ap.cfg.Table+")")
+		kinds = append(kinds, txlog.WriteAppend, gk)
+	}
+	if err := checkWritable(ctx, ts, names, kinds); err != nil {
+		return err
+	}
 	for i, ap := range r.ops.plan.aggs {
 		if err := addExactColumns(ctx, r.t.golds[i], ap); err != nil {
 			return err
@@ -638,6 +653,24 @@ func addExactColumns(ctx context.Context, t *table.Table, ap *aggPlan) error {
 	}
 	if _, err := t.Append(ctx, []*table.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
 		return fmt.Errorf("stream: gold %s: add the exact-sum columns: %w", ap.cfg.Name, err)
+	}
+	return nil
+}
+
+// checkWritable runs table.CheckWritable on each table for the kind of write the stream makes.
+func checkWritable(ctx context.Context, ts []outTable, names []string, kinds []txlog.WriteKind) error {
+	for i, o := range ts {
+		snap, err := o.t.Latest(ctx)
+		if err != nil {
+			return fmt.Errorf("stream: %s: %w", names[i], err)
+		}
+		schema, err := snap.Schema()
+		if err != nil {
+			return fmt.Errorf("stream: %s: %w", names[i], err)
+		}
+		if _, err := table.CheckWritable(snap, schema, kinds[i]); err != nil {
+			return fmt.Errorf("stream: %s: %w", names[i], err)
+		}
 	}
 	return nil
 }

@@ -743,6 +743,19 @@ func (r *JoinRunner) ensureTables(ctx context.Context) error {
 	if err := createMissing(ctx, ts); err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)
 	}
+	names := []string{"join " + r.j.Name + " (table " + r.j.Table + ")", "join quarantine " + r.j.Quarantine}
+	kinds := []txlog.WriteKind{txlog.WriteAppend, txlog.WriteAppend}
+	for _, ap := range r.plan.agg.aggs {
+		gk := txlog.WriteAppend
+		if ap.complete || ap.update {
+			gk = txlog.WriteChange
+		}
+		names = append(names, "quarantine "+ap.cfg.Quarantine, "gold "+ap.cfg.Name+" (table "+ap.cfg.Table+")")
+		kinds = append(kinds, txlog.WriteAppend, gk)
+	}
+	if err := checkWritable(ctx, ts, names, kinds); err != nil {
+		return err
+	}
 	for i, ap := range r.plan.agg.aggs {
 		if err := addExactColumns(ctx, r.golds[i], ap); err != nil {
 			return fmt.Errorf("stream: join %s: %w", r.j.Name, err)

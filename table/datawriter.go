@@ -28,6 +28,7 @@ type DataWriter struct {
 	opts       WriteOptions
 	dataChange bool
 	now        func() time.Time
+	rules      []boundRule // row rules every written row must satisfy
 
 	open     map[string]*openFile
 	order    []string
@@ -77,6 +78,17 @@ func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []
 	return w, nil
 }
 
+// SetRowRules makes the writer refuse (ErrRowRuleViolated) any batch with a row that breaks
+// one of the table's row rules (from CheckWritable), before the batch is encoded.
+func (w *DataWriter) SetRowRules(r *RowRules) error {
+	rules, err := r.bind(w.schema)
+	if err != nil {
+		return err
+	}
+	w.rules = rules
+	return nil
+}
+
 // Write adds the rows of b, whose schema must match the table's (schema enforcement).
 func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
 	return w.WriteRows(ctx, b, nil)
@@ -93,6 +105,11 @@ func (w *DataWriter) WriteRows(ctx context.Context, b *Batch, rows []int) error 
 	cols, err := conform(w.schema, b)
 	if err != nil {
 		return err
+	}
+	if len(w.rules) > 0 {
+		if err := checkRows(w.rules, &Batch{Schema: w.schema, Columns: cols}, rows, w.now()); err != nil {
+			return err
+		}
 	}
 	data := make([]*Column, len(w.dataIdx))
 	for k, i := range w.dataIdx {

@@ -9,6 +9,11 @@
 // commit, every other change refused with ErrIncompatibleSchema). Subpackage source reads a
 // table as a stream.
 //
+// Every write first runs CheckWritable for what it does (append, rearrange, change): the
+// table's writer features are honoured or the write is refused before any data file is
+// written (docs/table-features.md), and the table's row rules (CHECK constraints, column
+// invariants, generated columns) are evaluated on every row a DataWriter writes.
+//
 // Crash guarantees: data files get unique names and are written before the commit that makes
 // them live, so a crash at any instant leaves the table at its previous version plus, at worst,
 // unreferenced files that vacuum removes later. No operation ever overwrites or deletes a file

@@ -142,7 +142,7 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 		if len(d.Added) == 0 && !propsChanged {
 			return Evolution{Version: snap.Version()}, nil
 		}
-		if err := CheckWritable(snap, schema); err != nil {
+		if _, err := CheckWritable(snap, schema, txlog.WriteLog); err != nil {
 			return Evolution{}, err
 		}
 		merged := withColumns(schema, target, d.Added)

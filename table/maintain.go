@@ -57,6 +57,11 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	if err != nil {
 		return VacuumResult{}, err
 	}
+	// Vacuum deletes files, so it runs the writer checks ("VACUUM Protocol Check"): a writer
+	// feature it does not know may own files it would take for orphans.
+	if err := txlog.CheckWrite(snap.Protocol(), snap.Metadata(), txlog.WriteLog); err != nil {
+		return VacuumResult{}, err
+	}
 	cutoff := t.now().Add(-opts.Retention)
 	keep := map[string]bool{}
 	var lookupErr error // a DV vacuum could not look up: deleting anything then is unsafe
@@ -170,7 +175,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	if err != nil {
 		return OptimizeResult{Version: -1}, err
 	}
-	if err := txlog.CheckWrite(snap.Protocol()); err != nil {
+	if _, err := CheckWritable(snap, schema, txlog.WriteRearrange); err != nil {
 		return OptimizeResult{Version: -1}, err
 	}
 	target := opts.TargetSize

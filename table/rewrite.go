@@ -93,7 +93,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	if err != nil {
 		return res, err
 	}
-	w, err := t.newWriter(snap, schema)
+	w, err := t.newWriter(snap, schema, txlog.WriteChange)
 	if err != nil {
 		return res, err
 	}

@@ -208,40 +208,34 @@ func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.Struct
 	return snap, schema, nil
 }
 
-// CheckWritable refuses tables whose write rules this package does not enforce: CHECK
-// constraints, column invariants, generated and identity columns. Writing to them without
-// the checks would break what other engines guarantee their users.
-func CheckWritable(snap *txlog.Snapshot, schema *txlog.StructType) error {
-	// Checked before any data file is written, so that a refused commit leaves no orphans.
-	if err := txlog.CheckWrite(snap.Protocol()); err != nil {
-		return err
+// CheckWritable checks, before any data file is written, that a write of this kind may go to
+// the table: every writer feature of its protocol is honoured or the write is refused, naming
+// the feature and the way out (txlog.CheckWrite, plus the rules only this layer can judge: the
+// row rules it can evaluate, stats on clustering columns). It returns the row rules (CHECK
+// constraints, column invariants, generated columns) every new row must satisfy; DataWriters
+// from newWriter check them, other writers call DataWriter.SetRowRules.
+func CheckWritable(snap *txlog.Snapshot, schema *txlog.StructType, kind txlog.WriteKind) (*RowRules, error) {
+	p, m := snap.Protocol(), snap.Metadata()
+	if err := txlog.CheckWrite(p, m, kind); err != nil {
+		return nil, err
 	}
-	for k := range snap.Metadata().Configuration {
-		if strings.HasPrefix(k, "delta.constraints.") {
-			return fmt.Errorf("%w: table has CHECK constraint %s, which this writer does not enforce", txlog.ErrUnsupportedFeature, strings.TrimPrefix(k, "delta.constraints."))
-		}
+	if kind != txlog.WriteAppend && kind != txlog.WriteChange {
+		return nil, nil
 	}
-	var walk func(prefix string, st *txlog.StructType) error
-	walk = func(prefix string, st *txlog.StructType) error {
-		for _, f := range st.Fields {
-			for key := range f.Metadata {
-				if key == "delta.invariants" || key == "delta.generationExpression" || strings.HasPrefix(key, "delta.identity.") {
-					return fmt.Errorf("%w: column %s%s has %s, which this writer does not enforce", txlog.ErrUnsupportedFeature, prefix, f.Name, key)
-				}
-			}
-			if sub, ok := f.Type.(*txlog.StructType); ok {
-				if err := walk(prefix+f.Name+".", sub); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	err := checkClusteringStats(snap, schema)
+	var rules *RowRules
+	if err == nil {
+		rules, err = rowRulesOf(m, schema)
 	}
-	return walk("", schema)
+	if fe := (*txlog.FeatureError)(nil); errors.As(err, &fe) {
+		fe.Kind = kind
+	}
+	return rules, err
 }
 
-func (t *Table) newWriter(snap *txlog.Snapshot, schema *txlog.StructType) (*DataWriter, error) {
-	if err := CheckWritable(snap, schema); err != nil {
+func (t *Table) newWriter(snap *txlog.Snapshot, schema *txlog.StructType, kind txlog.WriteKind) (*DataWriter, error) {
+	rules, err := CheckWritable(snap, schema, kind)
+	if err != nil {
 		return nil, err
 	}
 	opts := t.write
@@ -253,6 +247,9 @@ func (t *Table) newWriter(snap *txlog.Snapshot, schema *txlog.StructType) (*Data
 		return nil, err
 	}
 	w.now = t.now
+	if err := w.SetRowRules(rules); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -288,7 +285,7 @@ func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions
 			newMeta, schema = &m, merged
 		}
 	}
-	w, err := t.newWriter(snap, schema)
+	w, err := t.newWriter(snap, schema, txlog.WriteAppend)
 	if err != nil {
 		return Result{}, err
 	}
@@ -322,7 +319,7 @@ func (t *Table) WriterAt(snap *txlog.Snapshot) (*DataWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.newWriter(snap, schema)
+	return t.newWriter(snap, schema, txlog.WriteAppend)
 }
 
 // HasTxn reports whether the table already records txn (a version >= txn.Version for its app).

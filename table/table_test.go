@@ -411,22 +411,97 @@ func (r *raceBucket) PutIfAbsent(ctx context.Context, key string, body io.Reader
 	return r.Bucket.PutIfAbsent(ctx, key, body, size)
 }
 
-func TestRefuseUnenforcedConstraints(t *testing.T) {
+// TestRowRules: CHECK constraints, column invariants and generated columns hold for every row
+// an append, overwrite or rewrite writes (PROTOCOL.md: true, not false or NULL), and a rule
+// medallion cannot evaluate refuses the table before any data file is written.
+func TestRowRules(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct {
+	withMeta := func(col, meta string) string {
+		return strings.Replace(eventSchema, `"name":"`+col+`","type":"double","nullable":true,"metadata":{}`,
+			`"name":"`+col+`","type":"double","nullable":true,"metadata":`+meta, 1)
+	}
+	nullAmount := func() *Batch {
+		b, err := NewBatch(mustSchema(t, eventSchema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Columns[0].AppendString("n-1")
+		b.Columns[1].AppendString("click")
+		b.Columns[2].AppendNull()
+		b.Columns[3].AppendTime(t0)
+		b.Columns[4].AppendInt32(int32(t0.Unix() / 86400))
+		return b
+	}
+	cases := []struct {
+		name   string
 		props  map[string]string
 		schema string
+		ok     []*Batch
+		bad    *Batch
+		want   string // in the violation
 	}{
-		{map[string]string{"delta.constraints.positive": "amount > 0"}, eventSchema},
-		{nil, strings.Replace(eventSchema, `"name":"amount","type":"double","nullable":true,"metadata":{}`,
-			`"name":"amount","type":"double","nullable":true,"metadata":{"delta.generationExpression":"1.0"}`, 1)},
-	} {
+		{"CHECK constraint", map[string]string{"delta.constraints.positive": "amount >= 1"}, eventSchema,
+			[]*Batch{events(t, "a", 1, 3)}, events(t, "a", 0, 2), "CHECK constraint positive (amount >= 1) is false"},
+		{"CHECK constraint NULL", map[string]string{"delta.constraints.positive": "amount >= 1"}, eventSchema,
+			nil, nullAmount(), "is NULL"},
+		{"invariant", nil, withMeta("amount", `{"delta.invariants":"{\"expression\":{\"expression\":\"amount < 5\"}}"}`),
+			[]*Batch{events(t, "a", 0, 5)}, events(t, "a", 3, 3), "invariant of column amount (amount < 5) is false"},
+		{"generated column", nil, withMeta("amount", `{"delta.generationExpression":"length(event_id) * 1.0"}`),
+			[]*Batch{events(t, "g", 3, 1)}, events(t, "g", 0, 1), "generated column amount (length(event_id) * 1.0) is false"},
+	}
+	for _, c := range cases {
 		tbl := Open(mem.New())
 		if _, err := tbl.Create(ctx, mustSchema(t, c.schema), nil, c.props); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 1)}, AppendOptions{}); !errors.Is(err, txlog.ErrUnsupportedFeature) {
-			t.Errorf("want ErrUnsupportedFeature, got %v", err)
+		for _, b := range c.ok {
+			if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); err != nil {
+				t.Errorf("%s: a row that keeps the rule was refused: %v", c.name, err)
+			}
+		}
+		before, err := tbl.Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tbl.Append(ctx, []*Batch{c.bad}, AppendOptions{})
+		if !errors.Is(err, ErrRowRuleViolated) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: append: err = %v, want a violation saying %q", c.name, err, c.want)
+		}
+		_, err = tbl.Overwrite(ctx, nil, []*Batch{c.bad}, AppendOptions{})
+		if !errors.Is(err, ErrRowRuleViolated) {
+			t.Errorf("%s: overwrite: err = %v, want a violation", c.name, err)
+		}
+		if after, err := tbl.Latest(ctx); err != nil || after.Version() != before.Version() {
+			t.Errorf("%s: a refused write committed: %v", c.name, err)
+		}
+	}
+}
+
+func TestRowRuleMedallionCannotEvaluateRefusesBeforeWriting(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		props   map[string]string
+		schema  string
+		feature string
+	}{
+		{map[string]string{"delta.constraints.valid": "my_udf(amount)"}, eventSchema, "checkConstraints"},
+		{nil, strings.Replace(eventSchema, `"name":"day","type":"date","nullable":true,"metadata":{}`,
+			`"name":"day","type":"date","nullable":true,"metadata":{"delta.generationExpression":"to_date(event_time)"}`, 1), "generatedColumns"},
+	} {
+		b := mem.New()
+		tbl := Open(b)
+		if _, err := tbl.Create(ctx, mustSchema(t, c.schema), nil, c.props); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 1)}, AppendOptions{})
+		var fe *txlog.FeatureError
+		if !errors.As(err, &fe) || fe.Feature != c.feature || fe.Kind != txlog.WriteAppend {
+			t.Errorf("%s: err = %v, want a refusal by %s", c.feature, err, c.feature)
+		}
+		for info, err := range b.List(ctx, "", objstore.ListOptions{}) {
+			if err == nil && !strings.HasPrefix(info.Key, txlog.LogDir) {
+				t.Errorf("%s: the refused append wrote %s", c.feature, info.Key)
+			}
 		}
 	}
 }
@@ -612,5 +687,45 @@ func TestWriteRowsWritesTheSelection(t *testing.T) {
 		if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, want) {
 			t.Errorf("partitioned by %v: %v, want %v", parts, got, want)
 		}
+	}
+}
+
+// TestVacuumRunsTheWriterCheck: vacuum deletes files, so a writer feature it does not know
+// (which may own files vacuum would take for orphans) refuses it ("VACUUM Protocol Check").
+func TestVacuumRunsTheWriterCheck(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	tbl := Open(b)
+	if _, err := tbl.Create(ctx, mustSchema(t, eventSchema), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, b, "orphan.parquet", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Log().Begin(snap)
+	tx.SetProtocol(txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"vacuumProtocolCheck"},
+		WriterFeatures: []string{"vacuumProtocolCheck", "someFutureFeature"}})
+	if _, err := tx.Commit(ctx, txlog.Operation{Name: "UPGRADE PROTOCOL"}); err == nil {
+		t.Fatal("a protocol with an unknown writer feature was committed")
+	}
+	// Another engine wrote it: put the commit in by hand.
+	data, err := txlog.MarshalActions([]txlog.Action{{Protocol: &txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+		ReaderFeatures: []string{"vacuumProtocolCheck"}, WriterFeatures: []string{"vacuumProtocolCheck", "someFutureFeature"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, b, txlog.CommitKey(1), data); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tbl.Vacuum(ctx, VacuumOptions{Retention: 0, Force: true})
+	if !errors.Is(err, txlog.ErrUnsupportedFeature) || !strings.Contains(err.Error(), "someFutureFeature") {
+		t.Errorf("vacuum: err = %v, want a refusal naming someFutureFeature", err)
+	}
+	if _, err := b.Stat(ctx, "orphan.parquet"); err != nil {
+		t.Errorf("the refused vacuum deleted a file: %v", err)
 	}
 }

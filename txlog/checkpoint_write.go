@@ -165,6 +165,11 @@ func checkpointRows(s *Snapshot, now time.Time) ([]cpRow, int64, error) {
 		d := s.domains[name]
 		rows = append(rows, cpRow{DomainMetadata: &cpDomain{Domain: d.Domain, Configuration: d.Configuration}})
 	}
+	// Writer version 3 enforces delta.checkpoint.writeStatsAsJson: false leaves the JSON stats out.
+	stats := optString
+	if s.metadata.Configuration["delta.checkpoint.writeStatsAsJson"] == "false" {
+		stats = func(string) *string { return nil }
+	}
 	for _, a := range s.files {
 		pv := a.PartitionValues
 		if pv == nil {
@@ -173,7 +178,7 @@ func checkpointRows(s *Snapshot, now time.Time) ([]cpRow, int64, error) {
 		rows = append(rows, cpRow{Add: &cpAdd{
 			Path: a.RawPath(), PartitionValues: pv, Size: a.Size, ModificationTime: a.ModificationTime,
 			// Checkpoints describe state, not changes: Spark writes dataChange=false.
-			DataChange: false, Stats: optString(a.Stats), Tags: a.Tags, DeletionVector: toCPDV(a.DeletionVector),
+			DataChange: false, Stats: stats(a.Stats), Tags: a.Tags, DeletionVector: toCPDV(a.DeletionVector),
 			BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion, ClusteringProvider: optString(a.ClusteringProvider),
 		}})
 	}
@@ -213,8 +218,16 @@ func encodeCheckpoint(rows []cpRow) ([]byte, error) {
 // Crash safety: the checkpoint is one atomic put of a file whose commit already exists, and
 // _last_checkpoint is only a hint, so a crash at any point leaves a readable log.
 func (l *Log) Checkpoint(ctx context.Context, snap *Snapshot) error {
+	if err := CheckWrite(snap.protocol, snap.metadata, WriteLog); err != nil {
+		return err
+	}
 	if snap.protocol.HasFeature("v2Checkpoint") {
 		return fmt.Errorf("%w: writing checkpoints for tables with v2Checkpoint", ErrUnsupportedFeature)
+	}
+	if snap.metadata.Configuration["delta.checkpoint.writeStatsAsStruct"] == "true" {
+		// Writer version 3 enforces the property: stats_parsed and partitionValues_parsed would
+		// be required, and this writer does not write them. A checkpoint is optional.
+		return fmt.Errorf("%w: writing checkpoints with delta.checkpoint.writeStatsAsStruct=true", ErrUnsupportedFeature)
 	}
 	rows, numAdds, err := checkpointRows(snap, l.now())
 	if err != nil {
@@ -273,6 +286,9 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
 // itself older than delta.logRetentionDuration (30 days by default), oldest first. It returns
 // the number of files deleted. Data files are never touched.
 func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
+	if err := CheckWrite(snap.protocol, snap.metadata, WriteLog); err != nil {
+		return 0, err
+	}
 	retention, err := durationProperty(snap.metadata, PropLogRetentionDuration, defaultLogRetentionDuration)
 	if err != nil {
 		return 0, err

@@ -146,6 +146,26 @@ func (tx *Transaction) effectiveIsolation() IsolationLevel {
 	return snapshotIsolation
 }
 
+// kind is what the transaction does to the table's rows, for CheckWrite.
+func (tx *Transaction) kind() WriteKind {
+	k := WriteLog
+	for _, r := range tx.removes {
+		if r.DataChange {
+			return WriteChange
+		}
+		k = WriteRearrange
+	}
+	for _, a := range tx.adds {
+		switch {
+		case a.DataChange:
+			k = WriteAppend
+		case k == WriteLog:
+			k = WriteRearrange
+		}
+	}
+	return k
+}
+
 // validate checks the transaction against the snapshot it builds on.
 func (tx *Transaction) validate() (Protocol, Metadata, error) {
 	var p Protocol
@@ -167,14 +187,21 @@ func (tx *Transaction) validate() (Protocol, Metadata, error) {
 			return p, m, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
 		}
 	}
-	if err := CheckWrite(p); err != nil {
-		return p, m, err
-	}
 	if m.Configuration["delta.appendOnly"] == "true" {
 		for _, r := range tx.removes {
 			if r.DataChange {
 				return p, m, fmt.Errorf("%w: table is append-only (delta.appendOnly=true) but the commit removes %s", ErrInvalidTransaction, r.Path)
 			}
+		}
+	}
+	// The last line of defence: the table layer runs the same check before it writes any
+	// data file; this one holds for any writer that did not.
+	if err := CheckWrite(p, m, tx.kind()); err != nil {
+		return p, m, err
+	}
+	if tx.metadata != nil {
+		if err := checkColumnMapping(m); err != nil {
+			return p, m, err
 		}
 	}
 	for name := range tx.domains {

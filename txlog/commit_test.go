@@ -358,9 +358,18 @@ func TestRefusesUnsupportedWriterFeatures(t *testing.T) {
 	l := fastLog(mem.New())
 	tx := l.Begin(nil)
 	tx.SetMetadata(Metadata{SchemaString: testSchema})
-	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "rowTracking", "identityColumns"}})
+	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "icebergCompatV2", "someFutureFeature"}})
 	_, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"})
-	if !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "rowTracking, identityColumns") {
+	if !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "icebergCompatV2, someFutureFeature") {
+		t.Fatalf("err = %v", err)
+	}
+	// Row tracking is known, and refuses any data file: each needs row ids this writer does
+	// not assign.
+	tx = l.Begin(nil)
+	tx.SetMetadata(Metadata{SchemaString: testSchema})
+	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"rowTracking", "domainMetadata"}})
+	tx.Add(fileAdd("a", "1"))
+	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "rowTracking") {
 		t.Fatalf("err = %v", err)
 	}
 	tx = l.Begin(nil)

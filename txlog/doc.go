@@ -1,8 +1,10 @@
 // Package txlog owns the Delta Lake transaction log of one table: the actions, log replay
 // into an immutable Snapshot (checkpoints classic, multi-part and v2, JSON commits, time
-// travel by version and timestamp), protocol checks, optimistic commits with put-if-absent
-// and Delta's conflict checks, checkpoints, and log cleanup. It knows nothing about Parquet
-// rows: data files are opaque paths with sizes, partition values and stats.
+// travel by version and timestamp), protocol checks (CheckRead; CheckWrite, which holds each
+// writer feature's obligations against what a write does, and runs again in every commit),
+// optimistic commits with put-if-absent and Delta's conflict checks, checkpoints, and log
+// cleanup. It knows nothing about Parquet rows: data files are opaque paths with sizes,
+// partition values and stats.
 //
 // A table is an objstore.Bucket rooted at the table folder; the log lives under
 // "_delta_log/".

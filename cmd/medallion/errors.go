@@ -55,9 +55,11 @@ func shortError(err error) string {
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	// A failed expectation's message ends with the violating row, which the user needs whole
-	// (silver bounds it); a refused schema or definition change ends with the ways out.
+	// (silver bounds it); so do a table rule's; a refused schema or definition change, and a
+	// refusal by a table feature, end with the ways out (docs/table-features.md).
 	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) && !errors.Is(err, bronze.ErrSchemaChange) &&
-		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, table.ErrIncompatibleSchema) {
+		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, table.ErrIncompatibleSchema) &&
+		!errors.Is(err, txlog.ErrUnsupportedFeature) && !errors.Is(err, table.ErrRowRuleViolated) {
 		s = s[:maxErrorLen] + "…"
 	}
 	return s

@@ -28,7 +28,7 @@ func newTableCheckpointCmd() *cobra.Command {
 				return err
 			}
 			if err := l.Checkpoint(ctx, snap); err != nil {
-				return err
+				return fmt.Errorf("table %s: %w", args[0], err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "checkpoint written at version %d (%d live files)\n", snap.Version(), len(snap.Files()))
 			if cleanup {

@@ -28,7 +28,7 @@ func newTableOptimizeCmd() *cobra.Command {
 			defer t.Bucket().Close()
 			res, err := t.Optimize(ctx, table.OptimizeOptions{TargetSize: target})
 			if err != nil {
-				return err
+				return fmt.Errorf("table %s: %w", args[0], err)
 			}
 			if res.Version < 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to compact")

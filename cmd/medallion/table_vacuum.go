@@ -35,7 +35,7 @@ func newTableVacuumCmd() *cobra.Command {
 					config.FormatDuration(retain), config.FormatDuration(table.MinVacuumRetention))
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("table %s: %w", args[0], err)
 			}
 			out := cmd.OutOrStdout()
 			if dryRun {
