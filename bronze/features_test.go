@@ -3,6 +3,7 @@ package bronze
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -62,7 +63,12 @@ func TestIngestHonoursTheBronzeTablesFeatures(t *testing.T) {
 	}
 	v := change(lake, func(tx *txlog.Transaction, snap *txlog.Snapshot) {
 		m := snap.Metadata()
-		m.Configuration = map[string]string{"delta.constraints.small": "amount < 100"}
+		// As ALTER TABLE ... ADD CONSTRAINT: the other properties stay.
+		m.Configuration = maps.Clone(m.Configuration)
+		if m.Configuration == nil {
+			m.Configuration = map[string]string{}
+		}
+		m.Configuration["delta.constraints.small"] = "amount < 100"
 		tx.SetMetadata(m)
 		tx.SetProtocol(txlog.Protocol{MinReaderVersion: 1, MinWriterVersion: 3})
 	})

@@ -63,8 +63,8 @@ func TestReplayAfterMergeLateCommitsNothing(t *testing.T) {
 }
 
 // makeLegacyGold rewrites the gold table at path as one created before sums were exact (or
-// by Spark's export): the same rows without the internal exact-sum columns. Only for a gold
-// table no merge-late has written to (its txn ids are not carried over).
+// by Spark's export): the same rows without the internal exact-sum columns, its txn ids and at
+// least its version.
 func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
@@ -114,6 +114,25 @@ func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 	}
 	if _, err := tbl.Append(ctx, rows, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// A rewrite, not a table gone back: carry the txn ids over and commit up to the version
+	// the stream recorded, as a real rewrite by another engine would leave it, or merge-late
+	// rightly refuses a table behind its checkpoint (docs/recovery.md).
+	for {
+		cur, err := tbl.Log().Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Version() >= snap.Version() {
+			break
+		}
+		tx := tbl.Log().Begin(cur)
+		for app, v := range snap.Txns() {
+			tx.SetTxn(app, v)
+		}
+		if _, err := tx.Commit(ctx, txlog.Operation{Name: "SET TBLPROPERTIES"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -14,7 +14,10 @@ func TestVacuumRetentionAndDryRunReport(t *testing.T) {
 	lake := t.TempDir()
 	cfg := writeGenConfig(t, lake, "")
 	for _, args := range [][]string{
-		{"gen", "--config", cfg, "--events", "2000", "--files", "2", "--seed", "3"},
+		// Two ingest batches, so bronze has two files for optimize to compact.
+		{"gen", "--config", cfg, "--events", "1000", "--files", "1", "--seed", "3"},
+		{"run", "ingest", "--config", cfg},
+		{"gen", "--config", cfg, "--events", "1000", "--files", "1", "--seed", "4"},
 		{"run", "ingest", "--config", cfg},
 		{"run", "stream", "--config", cfg},
 		{"run", "optimize", "--config", cfg}, // leaves unreferenced files behind for vacuum
