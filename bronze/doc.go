@@ -16,7 +16,10 @@
 // number of cores.
 //
 // Accounting: for every object, non-blank lines = bronze rows + rejects. Fields that do not fit
-// the declared schema are kept verbatim in _rescued_data, so nothing is lost.
+// the declared schema are kept verbatim in _rescued_data, so nothing is lost. Each batch is
+// counted in the Report of exactly one run, the one whose commit record lands (put-if-absent),
+// even when several ingesters finish it at once or one finishes what another left: the
+// summaries of an interrupted run and its rerun, or of racing ingests, add up to the lines.
 //
 // Cost per record is bounded: a JSON line or CSV record longer than Limits.MaxLineBytes is
 // rejected (line_too_long) after holding at most that many bytes of it; CSV records are cut

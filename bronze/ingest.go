@@ -113,8 +113,10 @@ func addReasons(dst *map[string]int64, src map[string]int64) {
 //
 // The ingest checkpoint (under CheckpointPath) holds batches/N (the objects of batch N, or
 // byte ranges of them, and its fixed ingest time, claimed with put-if-absent before any data is
-// written), ends/N (how each read ended, written before the tables commit) and commits/N
-// (written after both tables committed). Every table commit carries txn(appId, N). So:
+// written), reads/N (how each read ended and what the batch counts, written before the tables
+// commit; ends/N in older versions) and commits/N (written with put-if-absent after both tables
+// committed: the run whose record lands is the one run that counts the batch in its Report).
+// Every table commit carries txn(appId, N). So:
 // a crash before the claim loses nothing; a crash after it leaves batch N pending, and the next
 // run re-runs it with the same objects and ingest time, the tables skipping what they already
 // committed; two ingesters never claim one object twice, because each claims the next batch
@@ -297,6 +299,34 @@ type state struct {
 func batchKey(id int64) string  { return fmt.Sprintf("batches/%020d.json", id) }
 func commitKey(id int64) string { return fmt.Sprintf("commits/%020d.json", id) }
 func endsKey(id int64) string   { return fmt.Sprintf("ends/%020d.json", id) }
+func readsKey(id int64) string  { return fmt.Sprintf("reads/%020d.json", id) }
+
+// batchReads is reads/N: how each read of batch N ended and what the batch counts, written by
+// every run that decodes the batch, before its table commits. A run that finds both tables
+// holding the batch (its decoder crashed, or is racing it) does not decode it again, and takes
+// from here what it records and, when its commit record is the one that lands, reports.
+type batchReads struct {
+	Ends   map[string]readEnd `json:"ends"`
+	Counts batchCounts        `json:"counts"`
+}
+
+// batchCounts are a batch's counts in its Report.
+type batchCounts struct {
+	Lines      int64            `json:"lines"`
+	Rows       int64            `json:"rows"`
+	Rejected   int64            `json:"rejected"`
+	BlankLines int64            `json:"blankLines"`
+	Bytes      int64            `json:"bytes"`
+	RejectsBy  map[string]int64 `json:"rejectsByReason,omitempty"`
+}
+
+func countsOf(r Report) batchCounts {
+	return batchCounts{Lines: r.Lines, Rows: r.Rows, Rejected: r.Rejected, BlankLines: r.BlankLines, Bytes: r.Bytes, RejectsBy: r.RejectsBy}
+}
+
+func (c batchCounts) report(ends map[string]readEnd) Report {
+	return Report{Lines: c.Lines, Rows: c.Rows, Rejected: c.Rejected, BlankLines: c.BlankLines, Bytes: c.Bytes, RejectsBy: c.RejectsBy, ends: ends}
+}
 
 // loadState reads the checkpoint. The query id in metadata.json is created once, with
 // put-if-absent, and names the txn appId of every table commit.
@@ -695,6 +725,9 @@ type preparedBatch struct {
 	bronzeDone, rejectsDone bool
 	bronzeAdds, rejectAdds  []*txlog.Add
 	rep                     Report
+	// counted: rep holds the batch's counts (decoded here, or recorded in reads/N by the run
+	// that did); false only for a batch an older version left committed but unrecorded.
+	counted bool
 	// prevDone: the checkpoint, or this run, saw both tables commit the batch before, so
 	// commitBatch need not read their logs to learn it.
 	prevDone bool
@@ -725,20 +758,23 @@ func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecor
 		// How the reads ended is kept before the tables commit, so that a crash before the
 		// commit record cannot lose it: without it, the next growth of these objects would be
 		// taken for a rewrite and read twice.
-		data, _ := json.Marshal(d.rep.ends)
-		if err := objstore.PutBytes(ctx, x.ckpt, endsKey(b.BatchID), data); err != nil {
+		// The counts go with them, for a run that finds both tables holding the batch and so
+		// does not decode it, yet may be the one that records and reports it (commitBatch).
+		d.counted = true
+		data, _ := json.Marshal(batchReads{Ends: d.rep.ends, Counts: countsOf(d.rep)})
+		if err := objstore.PutBytes(ctx, x.ckpt, readsKey(b.BatchID), data); err != nil {
 			return nil, fmt.Errorf("bronze: record batch %d's reads: %w", b.BatchID, err)
 		}
-	} else if d.rep.ends, err = x.recoverEnds(ctx, b); err != nil {
+	} else if d.rep, d.counted, err = x.recoverReads(ctx, b); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 // commitBatch commits a prepared batch to both tables, after the batch before it, and records
-// it as committed in the checkpoint; rep counts it when this run's commit is the one that put
-// its rows in. It does not touch the run's state, so that it can run beside the next
-// batch's prepareBatch.
+// it as committed in the checkpoint; rep counts it when this run's commit record is the one
+// that landed. It does not touch the run's state, so that it can run beside the next batch's
+// prepareBatch.
 func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBatch, rep *Report) error {
 	b, batchRep, bronzeDone, rejectsDone := d.b, d.rep, d.bronzeDone, d.rejectsDone
 	var err error
@@ -777,16 +813,23 @@ func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBat
 			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
 		}
 	}
+	// One run counts a batch: the one whose commit record lands (put-if-absent, one winner).
+	// Which run's table commits landed cannot decide it: two ingesters racing on one batch may
+	// each land one table's commit (the bronze one here, the rejects one there), and a run that
+	// finds bronze already holding the batch cannot tell a dead claimer from one that is still
+	// finishing it and will count it. A run that loses the record, or fails before writing it,
+	// counts nothing; a run that writes it counts the batch, whichever tables it committed.
 	data, _ := json.Marshal(rec)
-	if err := objstore.PutBytesIfAbsent(fin, x.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+	err = objstore.PutBytesIfAbsent(fin, x.ckpt, commitKey(b.BatchID), data)
+	if errors.Is(err, objstore.ErrAlreadyExists) {
+		x.log.Info("batch committed by another ingester", "batch", b.BatchID, "wrote_bronze", wroteBronze, "wrote_rejects", wroteRejects)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("bronze: record batch %d: %w", b.BatchID, err)
 	}
-	// One run counts a batch: the one whose commit put its rows into bronze, or, when a run that
-	// died had done that already, the one that finished the batch's rejects. Two ingesters
-	// racing on one batch (both decode it, one commit lands) no longer both count it.
-	if !wroteBronze && !(bronzeDone && wroteRejects) {
-		x.log.Info("batch committed by another ingester", "batch", b.BatchID)
-		return nil
+	if !d.counted {
+		x.log.Warn("batch was committed by an older version that kept no counts; this summary counts its objects but not its lines", "batch", b.BatchID)
 	}
 	rep.Batches++
 	rep.Files += len(b.Files)
@@ -800,12 +843,32 @@ func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBat
 	return nil
 }
 
+// recoverReads returns what a batch that both tables hold counts and how its reads ended, as
+// the run that decoded it recorded them in reads/N before the tables committed, without
+// decoding it again; counted is false when only an older version's read ends are to be found
+// (recoverEnds).
+func (x *Ingester) recoverReads(ctx context.Context, b *batchRecord) (rep Report, counted bool, err error) {
+	data, err := objstore.ReadAll(ctx, x.ckpt, readsKey(b.BatchID))
+	if err == nil {
+		var r batchReads
+		if err := json.Unmarshal(data, &r); err != nil {
+			return Report{}, false, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", readsKey(b.BatchID), err)
+		}
+		return r.Counts.report(r.Ends), true, nil
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return Report{}, false, fmt.Errorf("bronze: read %s: %w", readsKey(b.BatchID), err)
+	}
+	ends, err := x.recoverEnds(ctx, b)
+	return Report{ends: ends}, false, err
+}
+
 // recoverEnds returns the read ends of a batch that committed to both tables but not to the
-// checkpoint (a crash in between), without decoding it again: as recorded before the tables
-// committed or, for a batch of an older version that recorded nothing there, the last bytes of
-// each range as the object holds them now, when the object is still the one listed (same ETag;
-// a store without ETags grows files in place). An object that changed since is marked Short,
-// so that its next change is read as a rewrite: never less than what is new.
+// checkpoint (a crash in between), for a batch an older version decoded: as it recorded them
+// in ends/N before the tables committed or, for a batch of a version older still, the last
+// bytes of each range as the object holds them now, when the object is still the one listed
+// (same ETag; a store without ETags grows files in place). An object that changed since is
+// marked Short, so that its next change is read as a rewrite: never less than what is new.
 func (x *Ingester) recoverEnds(ctx context.Context, b *batchRecord) (map[string]readEnd, error) {
 	data, err := objstore.ReadAll(ctx, x.ckpt, endsKey(b.BatchID))
 	if err == nil {
