@@ -58,7 +58,7 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
     """The pipeline; prefix moves every table the stream writes (and its checkpoint) under
     prefix, bronze stays: prefix "spark/" is the exported job's default layout."""
     return (f"lake: {lake}\n"
-            "landing: {path: landing/events/, format: json, max_files_per_trigger: 2}\n"
+            "landing: {path: landing/events/, format: json, max_files_per_trigger: 1}\n"
             "schema:\n"
             "  - {name: event_id,   type: string, required: true}\n"
             "  - {name: event_type, type: string}\n"

@@ -81,6 +81,8 @@ def canon(rows: list[dict]) -> list[str]:
             return {k: norm(x) for k, x in v.items()}
         if isinstance(v, float):
             return repr(v)
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return bytes(v).hex()  # delta-rs gives bytes, Spark bytearray: the same binary value
         return v
     return sorted(json.dumps({k: norm(v) for k, v in r.items()}, sort_keys=True, default=str) for r in rows)
 
