@@ -283,7 +283,8 @@ def test_medallions_gold_sums_are_exact(both):
         got = (r["total_amount"], r["avg_amount_sum"], r["avg_amount"])
         assert got == (total, total, avg), f"window {r['window']} {r['event_type']}: {got}, want {(total, total, avg)}"
         summed += len(xs) > 1
-    assert summed > 10, f"only {summed} windows sum more than one amount"
+    # About 12 minutes of events over 3 types: some 6 to 12 closed windows; a few suffice.
+    assert summed >= 3, f"only {summed} windows sum more than one amount"
 
 
 def window_ends(t: datetime, size: timedelta, slide: timedelta, start: timedelta) -> list[datetime]:
