@@ -37,6 +37,25 @@ gold:
 }
 
 // scanColumn returns, per value of keyCol, the value of col in the table at path (the string
+
+// openEvolving opens the evolving pipeline over the lake dir with the given schema.
+func openEvolving(t *testing.T, dir, schema string) Env {
+	t.Helper()
+	env, err := NewEnv(context.Background(), evolvingPipeline(t, dir, schema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// landLine puts one NDJSON line as the landing object key.
+func landLine(t *testing.T, env Env, key, line string) {
+	t.Helper()
+	if err := objstore.PutBytes(context.Background(), env.Lake, key, []byte(line+"\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // form of table.Batch.Row's cell; "<nil>" for null) and fails when the table lacks col.
 func scanColumn(t *testing.T, env Env, path, keyCol, col string) map[string]any {
 	t.Helper()
@@ -75,10 +94,7 @@ func runIngestStream(t *testing.T, env Env) {
 func TestAddedColumnReachesBronzeAndSilver(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := openEvolving(t, dir, testutil.EventsSchema)
 	put := func(key, body string) {
 		t.Helper()
 		if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
@@ -90,10 +106,7 @@ func TestAddedColumnReachesBronzeAndSilver(t *testing.T) {
 	env.Lake.Close()
 
 	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
-	env, err = NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env = openEvolving(t, dir, grown)
 	defer env.Lake.Close()
 	put("landing/events/b.json", `{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`+"\n")
 	runIngestStream(t, env)
@@ -171,21 +184,12 @@ func TestSchemaChangeRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
-				[]byte(`{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
-				t.Fatal(err)
-			}
+			env := openEvolving(t, dir, testutil.EventsSchema)
+			landLine(t, env, "landing/events/a.json", `{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`)
 			runIngestStream(t, env)
 			env.Lake.Close()
 
-			env, err = NewEnv(ctx, evolvingPipeline(t, dir, tc.schema(t)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			env = openEvolving(t, dir, tc.schema(t))
 			defer env.Lake.Close()
 			before := testutil.TableVersion(t, env.Lake, "bronze/events")
 			_, ingestErr := IngestSources(ctx, env, "", nil)
@@ -304,15 +308,9 @@ func TestDefinitionChangeRefused(t *testing.T) {
 func TestDefinitionAdoptedByOldTables(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := openEvolving(t, dir, testutil.EventsSchema)
 	defer env.Lake.Close()
-	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
-		[]byte(`{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
-		t.Fatal(err)
-	}
+	landLine(t, env, "landing/events/a.json", `{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`)
 	runIngestStream(t, env)
 	// As a table written before the property existed: the same metadata without it.
 	gt := table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"))
@@ -349,19 +347,10 @@ func TestDefinitionAdoptedByOldTables(t *testing.T) {
 func TestAddedColumnConvergesAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	template := t.TempDir()
-	env, err := NewEnv(ctx, evolvingPipeline(t, template, testutil.EventsSchema), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/a.json",
-		[]byte(`{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n")); err != nil {
-		t.Fatal(err)
-	}
+	env := openEvolving(t, template, testutil.EventsSchema)
+	landLine(t, env, "landing/events/a.json", `{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`)
 	runIngestStream(t, env)
-	if err := objstore.PutBytes(ctx, env.Lake, "landing/events/b.json",
-		[]byte(`{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`+"\n")); err != nil {
-		t.Fatal(err)
-	}
+	landLine(t, env, "landing/events/b.json", `{"event_id":"evo-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","country":"DE"}`)
 	env.Lake.Close()
 	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
 
@@ -372,10 +361,7 @@ func TestAddedColumnConvergesAfterCrash(t *testing.T) {
 			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
 				t.Fatal(err)
 			}
-			env, err := NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			env := openEvolving(t, dir, grown)
 			clean := env.Lake
 			faulty := objstore.WithFaults(clean, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpPutIfAbsent, KeyPrefix: "", Nth: n, After: after}}})
 			env.Lake = &logOnly{FaultBucket: faulty, clean: clean}
@@ -449,10 +435,7 @@ func addColumnCommits(t *testing.T, env Env, path string) int {
 func TestBackfillColumns(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	env, err := NewEnv(ctx, evolvingPipeline(t, dir, testutil.EventsSchema), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := openEvolving(t, dir, testutil.EventsSchema)
 	put := func(env Env, key, body string) {
 		t.Helper()
 		if err := objstore.PutBytes(ctx, env.Lake, key, []byte(body)); err != nil {
@@ -472,10 +455,7 @@ func TestBackfillColumns(t *testing.T) {
 	env.Lake.Close()
 
 	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n"
-	env, err = NewEnv(ctx, evolvingPipeline(t, dir, grown), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env = openEvolving(t, dir, grown)
 	defer env.Lake.Close()
 	runIngestStream(t, env)
 	put(env, "landing/events/c.json", `{"event_id":"new-1","event_type":"a","amount":1,"event_time":"2024-05-01T13:01:00Z","country":"DE"}`+"\n")
