@@ -32,7 +32,7 @@ vet:
 mod-check:
 	$(GO) mod tidy -diff
 	cd tests && $(GO) mod tidy -diff
-	@if grep -nE 'chromedp|compose-go' go.mod; then echo "go.mod: test-only dependencies belong in tests/go.mod"; exit 1; fi
+	@if grep -nE 'chromedp|compose-go|k8s.io/|prometheus-operator' go.mod; then echo "go.mod: test-only dependencies belong in tests/go.mod"; exit 1; fi
 
 # staticcheck, pinned; `go run pkg@version` builds it once into the Go caches, so a fresh clone
 # needs nothing installed by hand. staticcheck.conf says which findings are kept, and why.

@@ -1,6 +1,8 @@
-// Package deploy checks the local stack users start with docker compose: the compose file is
-// read with the compose-spec reference parser (no Docker engine is needed), and the pipeline
-// config it mounts is loaded with medallion's own config loader.
+// Package deploy checks what users deploy: the local stack they start with docker compose (the
+// compose file read with the compose-spec reference parser, no Docker engine needed, and the
+// pipeline config it mounts loaded with medallion's own config loader), the alert rules, and the
+// Kubernetes example under deploy/k8s (validated against the Kubernetes API's types and schema,
+// no cluster needed; see k8sValidator).
 package deploy
 
 import (
