@@ -328,7 +328,7 @@ func (p *Pipeline) PinnedColumns() map[string]string {
 			add(c, "in group_by of gold "+g.Name)
 		}
 		for _, a := range g.Aggregates {
-			add(a.Column, "the column of aggregate "+a.As+" of gold "+g.Name)
+			add(a.Column, "aggregated by "+a.As+" of gold "+g.Name)
 		}
 		add(p.GoldTimeColumn(g), "the time column of gold "+g.Name)
 	}
