@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -22,6 +23,7 @@ type widenCase struct {
 	before, after  []any
 	wantBefore     []string // JSON of the old rows read at the new type
 	wantAfter      []string
+	probe          any    // a value at the new type equal to before[0], for filters
 	extraFeature   string // a feature the new type needs besides typeWidening
 	fromJSON, toJS string // the type names delta.typeChanges records
 }
@@ -39,26 +41,26 @@ func widenCases() []widenCase {
 	}
 	return []widenCase{
 		{from: prim(txlog.TypeByte), to: prim(txlog.TypeShort), before: []any{int32(-128), int32(127)}, after: []any{int32(32767)},
-			wantBefore: []string{"-128", "127"}, wantAfter: []string{"32767"}, fromJSON: "byte", toJS: "short"},
+			probe: int64(-128), wantBefore: []string{"-128", "127"}, wantAfter: []string{"32767"}, fromJSON: "byte", toJS: "short"},
 		{from: prim(txlog.TypeShort), to: prim(txlog.TypeInteger), before: []any{int32(-32768)}, after: []any{int32(2147483647)},
-			wantBefore: []string{"-32768"}, wantAfter: []string{"2147483647"}, fromJSON: "short", toJS: "integer"},
+			probe: int64(-32768), wantBefore: []string{"-32768"}, wantAfter: []string{"2147483647"}, fromJSON: "short", toJS: "integer"},
 		{from: prim(txlog.TypeInteger), to: prim(txlog.TypeLong), before: []any{int32(-2147483648), int32(7)}, after: []any{int64(1) << 40},
-			wantBefore: []string{"-2147483648", "7"}, wantAfter: []string{"1099511627776"}, fromJSON: "integer", toJS: "long"},
+			probe: int64(-2147483648), wantBefore: []string{"-2147483648", "7"}, wantAfter: []string{"1099511627776"}, fromJSON: "integer", toJS: "long"},
 		{from: prim(txlog.TypeByte), to: prim(txlog.TypeLong), before: []any{int32(-5)}, after: []any{int64(-1) << 50},
-			wantBefore: []string{"-5"}, wantAfter: []string{"-1125899906842624"}, fromJSON: "byte", toJS: "long"},
+			probe: int64(-5), wantBefore: []string{"-5"}, wantAfter: []string{"-1125899906842624"}, fromJSON: "byte", toJS: "long"},
 		{from: prim(txlog.TypeFloat), to: prim(txlog.TypeDouble), before: []any{float32(1.5), float32(-0.25)}, after: []any{0.1},
-			wantBefore: []string{"1.5", "-0.25"}, wantAfter: []string{"0.1"}, fromJSON: "float", toJS: "double"},
+			probe: 1.5, wantBefore: []string{"1.5", "-0.25"}, wantAfter: []string{"0.1"}, fromJSON: "float", toJS: "double"},
 		{from: prim(txlog.TypeInteger), to: prim(txlog.TypeDouble), before: []any{int32(-123456)}, after: []any{0.5},
-			wantBefore: []string{"-123456"}, wantAfter: []string{"0.5"}, fromJSON: "integer", toJS: "double"},
+			probe: -123456.0, wantBefore: []string{"-123456"}, wantAfter: []string{"0.5"}, fromJSON: "integer", toJS: "double"},
 		// 2024-03-01 is day 19783.
 		{from: prim(txlog.TypeDate), to: prim(txlog.TypeTimestampNTZ), before: []any{int32(19783)}, after: []any{int64(19783)*86400_000_000 + 12*3600_000_000},
-			wantBefore: []string{`"2024-03-01T00:00:00"`}, wantAfter: []string{`"2024-03-01T12:00:00"`}, extraFeature: "timestampNtz", fromJSON: "date", toJS: "timestamp_ntz"},
+			probe: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), wantBefore: []string{`"2024-03-01T00:00:00"`}, wantAfter: []string{`"2024-03-01T12:00:00"`}, extraFeature: "timestampNtz", fromJSON: "date", toJS: "timestamp_ntz"},
 		{from: dec(5, 2), to: dec(10, 4), before: []any{d("123.45", 2), d("-0.01", 2)}, after: []any{d("123456.7891", 4)},
-			wantBefore: []string{"123.4500", "-0.0100"}, wantAfter: []string{"123456.7891"}, fromJSON: "decimal(5,2)", toJS: "decimal(10,4)"},
+			probe: "123.45", wantBefore: []string{"123.4500", "-0.0100"}, wantAfter: []string{"123456.7891"}, fromJSON: "decimal(5,2)", toJS: "decimal(10,4)"},
 		{from: prim(txlog.TypeInteger), to: dec(12, 2), before: []any{int32(42), int32(-1)}, after: []any{d("9999999999.99", 2)},
-			wantBefore: []string{"42.00", "-1.00"}, wantAfter: []string{"9999999999.99"}, fromJSON: "integer", toJS: "decimal(12,2)"},
+			probe: "42.00", wantBefore: []string{"42.00", "-1.00"}, wantAfter: []string{"9999999999.99"}, fromJSON: "integer", toJS: "decimal(12,2)"},
 		{from: prim(txlog.TypeLong), to: dec(20, 0), before: []any{int64(9223372036854775807)}, after: []any{d("99999999999999999999", 0)},
-			wantBefore: []string{"9223372036854775807"}, wantAfter: []string{"99999999999999999999"}, fromJSON: "long", toJS: "decimal(20,0)"},
+			probe: "9223372036854775807", wantBefore: []string{"9223372036854775807"}, wantAfter: []string{"99999999999999999999"}, fromJSON: "long", toJS: "decimal(20,0)"},
 	}
 }
 
@@ -175,6 +177,9 @@ func TestEvolveWidens(t *testing.T) {
 			// a filter true for every row keeps them all.
 			if got := widenRows(t, tbl, Not(IsNull("c"))); !slices.Equal(got, want) {
 				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
+			}
+			if got, w := widenRows(t, tbl, Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
+				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
 			}
 
 			again, err := tbl.EvolveWith(ctx, widenSchema(c.to), nil, EvolveOptions{TypeWidening: true})
@@ -309,5 +314,73 @@ func TestEvolveWidenCrash(t *testing.T) {
 				t.Fatalf("call %d failed (after=%v): rows %v", n, after, rows)
 			}
 		}
+	}
+}
+
+// TestEvolveWidensPartitionColumn: a widened partition column reads the partition values
+// written before the change (strings in the old type's form: "2024-03-01" for a date, "1.5"
+// for a float) at the new type, and partition pruning on the new type keeps the right files.
+func TestEvolveWidensPartitionColumn(t *testing.T) {
+	for _, c := range widenCases() {
+		t.Run(c.fromJSON+"_to_"+c.toJS, func(t *testing.T) {
+			ctx := t.Context()
+			tbl := Open(mem.New())
+			if _, err := tbl.Create(ctx, widenSchema(c.from), []string{"c"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			appendWiden(t, tbl, c.from, "a", c.before)
+			if _, err := tbl.EvolveWith(ctx, widenSchema(c.to), nil, EvolveOptions{TypeWidening: true}); err != nil {
+				t.Fatal(err)
+			}
+			appendWiden(t, tbl, c.to, "b", c.after)
+			var want []string
+			for i, v := range c.wantBefore {
+				want = append(want, fmt.Sprintf("a%d=%s", i, v))
+			}
+			for i, v := range c.wantAfter {
+				want = append(want, fmt.Sprintf("b%d=%s", i, v))
+			}
+			slices.Sort(want)
+			if got := widenRows(t, tbl, nil); !slices.Equal(got, want) {
+				t.Errorf("rows %v, want %v", got, want)
+			}
+			if got := widenRows(t, tbl, Not(IsNull("c"))); !slices.Equal(got, want) {
+				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
+			}
+			if got, w := widenRows(t, tbl, Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
+				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
+			}
+		})
+	}
+}
+
+// TestAppendToForeignWidenedTable: a table another engine widened (Delta 3.x writes the
+// preview feature name and tableVersion in delta.typeChanges) takes appends at the current
+// type, keeps the field metadata through a column added later, and reads old and new rows.
+func TestAppendToForeignWidenedTable(t *testing.T) {
+	type before struct {
+		ID string `parquet:"id"`
+		C  int32  `parquet:"c"`
+	}
+	b := mem.New()
+	schema := `{"type":"struct","fields":[{"name":"id","type":"string","nullable":true,"metadata":{}},` +
+		`{"name":"c","type":"integer","nullable":true,"metadata":{"delta.typeChanges":[{"tableVersion":2,"fromType":"short","toType":"integer"}]}}]}`
+	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening-preview"],"writerFeatures":["typeWidening-preview","appendOnly","invariants"]}`,
+		schema, map[string]string{"delta.enableTypeWidening": "true"},
+		handFile{path: "part-0.parquet", data: parquetOf(t, []before{{ID: "a0", C: -32768}})})
+	tbl := Open(b)
+	appendWiden(t, tbl, prim(txlog.TypeInteger), "b", []any{int32(2147483647)})
+	grown := widenSchema(prim(txlog.TypeInteger))
+	grown.Fields = append(grown.Fields, txlog.StructField{Name: "x", Type: prim(txlog.TypeString), Nullable: true})
+	if _, err := tbl.Evolve(t.Context(), grown, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := widenRows(t, tbl, nil), []string{"a0=-32768", "b0=2147483647"}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	snap, _ := tbl.Latest(t.Context())
+	s, _ := snap.Schema()
+	if got := string(s.Field("c").Metadata["delta.typeChanges"]); got != `[{"tableVersion":2,"fromType":"short","toType":"integer"}]` {
+		t.Errorf("delta.typeChanges after adding a column: %s", got)
 	}
 }
