@@ -703,3 +703,80 @@ gold:
 		t.Errorf("silver moved from version %d to %d under a refused widening", silverBefore, got)
 	}
 }
+
+// TestTypeWideningConvergesAfterCrash: the first run with the opt-in, failed at its N-th commit
+// to any Delta log (before or after the object is stored: each table's widening commit and the
+// data commits after it), rerun without faults, gives the tables of an uninterrupted run: each
+// of bronze, silver and the quarantine widened by exactly one commit, every qty value kept.
+func TestTypeWideningConvergesAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	template := t.TempDir()
+	narrow := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: integer}\n"
+	wide := "schema_evolution: {type_widening: true}\n" + strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: long}\n"
+	env := openEvolving(t, template, narrow)
+	landLine(t, env, "landing/events/a.json", `{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","qty":-2147483648}`)
+	runIngestStream(t, env)
+	landLine(t, env, "landing/events/b.json", `{"event_id":"new-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","qty":1099511627776}`)
+	env.Lake.Close()
+	want := map[string]any{"old-1": int64(-2147483648), "new-1": int64(1) << 40}
+
+	for n := 1; ; n++ {
+		fired := false
+		for _, after := range []bool{false, true} {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+				t.Fatal(err)
+			}
+			env := openEvolving(t, dir, wide)
+			clean := env.Lake
+			faulty := objstore.WithFaults(clean, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpPutIfAbsent, Nth: n, After: after}}})
+			env.Lake = &logOnly{FaultBucket: faulty, clean: clean}
+			_, ierr := IngestSources(ctx, env, "", nil)
+			if ierr == nil {
+				_, ierr = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			}
+			fired = fired || faulty.Fired() > 0
+			env.Lake = clean
+			runIngestStream(t, env)
+			for _, path := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+				if path != "silver/late_events_5m" {
+					if got := scanColumn(t, env, path, "event_id", "qty"); !maps.Equal(got, want) {
+						t.Fatalf("fault at commit %d (after=%v, run error %v): %s qty %v, want %v", n, after, ierr, path, got, want)
+					}
+				}
+				if c := operationCommits(t, env, path, "CHANGE COLUMNS"); c != 1 {
+					t.Fatalf("fault at commit %d (after=%v): %s has %d CHANGE COLUMNS commits, want 1", n, after, path, c)
+				}
+			}
+			clean.Close()
+		}
+		if !fired {
+			if n < 4 {
+				t.Fatalf("only %d commits in the run: the loop tested nothing", n-1)
+			}
+			t.Logf("a fault at each of the %d log commits of the run converged", n-1)
+			return
+		}
+	}
+}
+
+// operationCommits counts the commits of the table at path whose operation is op.
+func operationCommits(t *testing.T, env Env, path, op string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for key, err := range env.Lake.List(ctx, path+"/_delta_log/", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(key.Key, ".json") {
+			continue
+		}
+		data, err := objstore.ReadAll(ctx, env.Lake, key.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(data), `"operation":"`+op+`"`)
+	}
+	return n
+}
