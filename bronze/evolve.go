@@ -20,6 +20,21 @@ const PropDeclaredSchema = "medallion.declaredSchema"
 // the tables written under the old one: a column removed, renamed, retyped or made required.
 var ErrSchemaChange = errors.New("bronze: unsupported schema change")
 
+// SchemaPolicy is what a change of the declared schema may do to an existing bronze table
+// besides adding columns.
+type SchemaPolicy struct {
+	// TypeWidening lets a declared column's type be widened in place as Delta's typeWidening
+	// table feature allows (table.Widens; the config's schema_evolution.type_widening). Off, a
+	// widening is refused like every other type change, because a table with that reader
+	// feature can no longer be read by delta-rs 1.6 or Polars.
+	TypeWidening bool
+	// Pinned are the declared columns that a stateful definition uses (the dedup keys, the
+	// event time, a gold aggregation's group_by, aggregate column or time column, a join's keys
+	// and time), each with what uses it. Their values are in the query's state encoded at the
+	// column's type, so their type is never widened in place.
+	Pinned map[string]string
+}
+
 // DeclaredSchemaProps are the table properties a bronze table is created with.
 func DeclaredSchemaProps(declared *txlog.StructType) (map[string]string, error) {
 	s, err := txlog.MarshalSchema(declared)
@@ -38,7 +53,11 @@ func DeclaredSchemaProps(declared *txlog.StructType) (map[string]string, error) 
 // from before PropDeclaredSchema existed adopts the declared schema (the property is written
 // once) after the same checks on its columns' types. Idempotent: a crash after the commit
 // finds nothing left to do.
-func EvolveTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType) (table.Evolution, error) {
+//
+// With policy.TypeWidening, a declared column widened as Delta allows (and not policy.Pinned)
+// is widened in bronze in the same one commit (table.EvolveWith): protocol reader 3 / writer 7
+// with typeWidening, the change recorded in the field's delta.typeChanges.
+func EvolveTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType, policy SchemaPolicy) (table.Evolution, error) {
 	snap, err := tbl.Latest(ctx)
 	if err != nil {
 		return table.Evolution{}, fmt.Errorf("bronze: open %s: %w", path, err)
@@ -51,7 +70,7 @@ func EvolveTable(ctx context.Context, tbl *table.Table, path string, want, decla
 	if err != nil {
 		return table.Evolution{}, fmt.Errorf("bronze: table %s: %w", path, err)
 	}
-	if err := declaredChangeError(path, old, declared); err != nil {
+	if err := declaredChangeError(path, old, declared, policy); err != nil {
 		return table.Evolution{}, err
 	}
 	for _, f := range want.Fields {
@@ -64,7 +83,7 @@ func EvolveTable(ctx context.Context, tbl *table.Table, path string, want, decla
 	if err != nil {
 		return table.Evolution{}, err
 	}
-	ev, err := tbl.Evolve(ctx, want, props)
+	ev, err := tbl.EvolveWith(ctx, want, props, table.EvolveOptions{TypeWidening: policy.TypeWidening})
 	if err != nil {
 		return table.Evolution{}, fmt.Errorf("bronze: evolve %s: %w", path, err)
 	}
@@ -100,7 +119,7 @@ func recordedDeclared(meta txlog.Metadata, schema, declared *txlog.StructType) (
 // CheckDeclared refuses, without writing anything, declared columns that the bronze table at
 // path cannot take (EvolveTable's refusals), so that a job that reads bronze (the stream) stops
 // at start as ingest would. A missing table, or columns only added, pass.
-func CheckDeclared(ctx context.Context, tbl *table.Table, path string, declared *txlog.StructType) error {
+func CheckDeclared(ctx context.Context, tbl *table.Table, path string, declared *txlog.StructType, policy SchemaPolicy) error {
 	snap, err := tbl.Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return nil
@@ -116,13 +135,13 @@ func CheckDeclared(ctx context.Context, tbl *table.Table, path string, declared 
 	if err != nil {
 		return fmt.Errorf("bronze: table %s: %w", path, err)
 	}
-	return declaredChangeError(path, old, declared)
+	return declaredChangeError(path, old, declared, policy)
 }
 
 // EnsureBronzeTable creates the bronze table at path (schema want, the declared schema recorded
 // in PropDeclaredSchema) when it is missing, and evolves it with EvolveTable when it exists, so
 // that no row of a new column is written before the table has the column.
-func EnsureBronzeTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType) error {
+func EnsureBronzeTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType, policy SchemaPolicy) error {
 	_, err := tbl.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		props, perr := DeclaredSchemaProps(declared)
@@ -137,14 +156,22 @@ func EnsureBronzeTable(ctx context.Context, tbl *table.Table, path string, want,
 	} else if err != nil {
 		return fmt.Errorf("bronze: open %s: %w", path, err)
 	}
-	_, err = EvolveTable(ctx, tbl, path, want, declared)
+	_, err = EvolveTable(ctx, tbl, path, want, declared, policy)
 	return err
 }
 
-// declaredChangeError is nil when declared only adds columns to old (or drops `required`),
-// and otherwise an ErrSchemaChange that names every other change and the ways out.
-func declaredChangeError(path string, old, declared *txlog.StructType) error {
+// declaredChangeError is nil when declared only adds columns to old (or drops `required`, or
+// widens a column that policy lets be widened), and otherwise an ErrSchemaChange that names
+// every other change and the ways out.
+func declaredChangeError(path string, old, declared *txlog.StructType, policy SchemaPolicy) error {
 	d := table.DiffSchema(old, declared)
+	var other []table.ColumnChange
+	for _, c := range d.Changed {
+		if !policy.TypeWidening || !widening(c) || policy.Pinned[c.Old.Name] != "" {
+			other = append(other, c)
+		}
+	}
+	d.Changed = other
 	if d.Compatible() {
 		return nil
 	}
@@ -159,9 +186,17 @@ func declaredChangeError(path string, old, declared *txlog.StructType) error {
 	}
 	for _, c := range d.Changed {
 		s := fmt.Sprintf("column %s changed from %s to %s", c.Old.Name, declaredString(c.Old), declaredString(c.New))
-		if c.Old.Nullable == c.New.Nullable && typeWidening(c.Old.Type, c.New.Type) {
-			s += " (a widening Delta's typeWidening table feature allows; medallion does not apply it, because a table with " +
-				"that reader feature can no longer be read by delta-rs 1.6)"
+		switch {
+		case !widening(c):
+		case policy.Pinned[c.Old.Name] != "":
+			s += fmt.Sprintf(" (a widening Delta's typeWidening table feature allows, but the column is %s: "+
+				"the query's state holds its values encoded at the old type, so it cannot be widened in place; "+
+				"a new column, or new tables for the source and a full refresh of its query, is the way)", policy.Pinned[c.Old.Name])
+		case !policy.TypeWidening:
+			s += " (a widening Delta's typeWidening table feature allows, not applied by default: a table with that " +
+				"reader feature can no longer be read by delta-rs 1.6 nor by Polars, which reads through delta-rs; " +
+				"to widen bronze, silver and the quarantines in place anyway, set `schema_evolution: {type_widening: true}` " +
+				"for the source, see docs/schema-evolution.md)"
 		}
 		what = append(what, s)
 	}
@@ -172,6 +207,12 @@ func declaredChangeError(path string, old, declared *txlog.StructType) error {
 		ErrSchemaChange, path, strings.Join(what, "; "))
 }
 
+// widening reports whether c only widens the column's type as Delta's typeWidening allows,
+// keeping or relaxing its requiredness.
+func widening(c table.ColumnChange) bool {
+	return table.Widens(c.Old.Type, c.New.Type) && (c.New.Nullable || !c.Old.Nullable)
+}
+
 // declaredString renders a declared column as the config writes it: "{type: long, required: true}".
 func declaredString(f txlog.StructField) string {
 	s := "{type: " + f.Type.TypeName()
@@ -179,30 +220,4 @@ func declaredString(f txlog.StructField) string {
 		s += ", required: true"
 	}
 	return s + "}"
-}
-
-// typeWidening reports whether Delta's typeWidening feature allows changing a column from old
-// to new (PROTOCOL.md, "Type Widening"): integers to wider integers, decimals or double, float
-// to double, date to timestamp_ntz, a decimal to one with room for all its values.
-func typeWidening(old, new txlog.DataType) bool {
-	rank := map[string]int{txlog.TypeByte: 1, txlog.TypeShort: 2, txlog.TypeInteger: 3, txlog.TypeLong: 4}
-	o, n := old.TypeName(), new.TypeName()
-	od, oDec := old.(txlog.DecimalType)
-	nd, nDec := new.(txlog.DecimalType)
-	switch {
-	case rank[o] > 0 && rank[n] > rank[o]:
-		return true
-	case rank[o] > 0 && rank[o] <= 3 && n == txlog.TypeDouble:
-		return true
-	case rank[o] > 0 && nDec:
-		// Delta's minimum targets: decimal(10,0) for byte, short and int, decimal(20,0) for long.
-		return nd.Precision-nd.Scale >= map[bool]int{true: 20, false: 10}[rank[o] == 4]
-	case o == txlog.TypeFloat && n == txlog.TypeDouble:
-		return true
-	case o == txlog.TypeDate && n == txlog.TypeTimestampNTZ:
-		return true
-	case oDec && nDec:
-		return nd.Scale >= od.Scale && nd.Precision-nd.Scale >= od.Precision-od.Scale && (nd.Precision > od.Precision || nd.Scale > od.Scale)
-	}
-	return false
 }

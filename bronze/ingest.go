@@ -27,10 +27,13 @@ type IngestOptions struct {
 	Format             string // FormatJSON or FormatCSV
 	MaxFilesPerTrigger int    // objects per batch; default 1000
 	Declared           *txlog.StructType
-	BronzePath         string // e.g. "bronze/events"
-	RejectsPath        string // e.g. "bronze/rejects"
-	CheckpointPath     string // e.g. "_checkpoints/ingest"
-	Limits             Limits
+	// Schema is what a changed Declared may do to an existing bronze table besides adding
+	// columns (EvolveTable).
+	Schema         SchemaPolicy
+	BronzePath     string // e.g. "bronze/events"
+	RejectsPath    string // e.g. "bronze/rejects"
+	CheckpointPath string // e.g. "_checkpoints/ingest"
+	Limits         Limits
 	// Workers encode parts of a batch (runs of its objects, see PartBytes) at once; default
 	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core. It changes
 	// speed only: the data files a batch becomes do not depend on it.
@@ -678,7 +681,7 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 		{x.bronze, BronzeSchema(x.opts.Declared), x.opts.BronzePath},
 		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
 	} {
-		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, t.tbl == x.bronze); err != nil {
+		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, x.opts.Schema, t.tbl == x.bronze); err != nil {
 			return err
 		}
 	}
@@ -687,9 +690,9 @@ func (x *Ingester) ensureTables(ctx context.Context) error {
 
 // ensureTable creates the table with schema when it is missing; bronze (isBronze) goes
 // through EnsureBronzeTable.
-func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, declared *txlog.StructType, isBronze bool) error {
+func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, declared *txlog.StructType, policy SchemaPolicy, isBronze bool) error {
 	if isBronze {
-		return EnsureBronzeTable(ctx, tbl, name, schema, declared)
+		return EnsureBronzeTable(ctx, tbl, name, schema, declared, policy)
 	}
 	_, err := tbl.Log().Snapshot(ctx)
 	if err == nil {

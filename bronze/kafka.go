@@ -97,6 +97,7 @@ type KafkaOptions struct {
 	ClientOptions []kgo.Opt
 	Format        string // FormatJSON (one JSON object per record value) or FormatCSV (one CSV record, declared column order)
 	Declared      *txlog.StructType
+	Schema        SchemaPolicy // as IngestOptions.Schema
 	BronzePath    string
 	RejectsPath   string
 	// CheckpointPath holds this source's batches; it must not be a file ingest's checkpoint.
@@ -198,7 +199,7 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 		opts.MaxParts = DefaultMaxParts
 	}
 	base, err := NewIngester(lake, IngestOptions{
-		Format: opts.Format, Declared: opts.Declared, BronzePath: opts.BronzePath, RejectsPath: opts.RejectsPath,
+		Format: opts.Format, Declared: opts.Declared, Schema: opts.Schema, BronzePath: opts.BronzePath, RejectsPath: opts.RejectsPath,
 		CheckpointPath: opts.CheckpointPath, Limits: opts.Limits, Workers: opts.Workers, FlushRows: opts.FlushRows,
 		WriteOptions: opts.WriteOptions, OrderWait: opts.OrderWait, Logger: opts.Logger, Clock: opts.Clock,
 	})
@@ -520,7 +521,7 @@ func (x *KafkaIngester) ensureTables(ctx context.Context) error {
 				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)
 			}
 		}
-		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.b.opts.Declared, t.tbl == x.b.bronze); err != nil {
+		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.b.opts.Declared, x.b.opts.Schema, t.tbl == x.b.bronze); err != nil {
 			return err
 		}
 	}

@@ -77,6 +77,9 @@ type Pipeline struct {
 	Schema []Column `yaml:"schema"`
 	// Tables are the bronze, rejects and silver table paths, relative to Lake.
 	Tables Tables `yaml:"tables"`
+	// SchemaEvolution says which changes of Schema besides new columns are applied to existing
+	// tables (docs/schema-evolution.md). It is the default of every sources: entry too.
+	SchemaEvolution SchemaEvolution `yaml:"schema_evolution"`
 	// Stream is the streaming query from bronze to silver, quarantine and gold.
 	Stream Stream `yaml:"stream"`
 	// Expectations are data-quality constraints on the source's rows, checked in order in the
@@ -98,9 +101,12 @@ type Pipeline struct {
 	Log Log `yaml:"log"`
 
 	source string
-	root   *yaml.Node     // the document as written, for Override
-	lines  map[string]int // field path -> line, for messages
-	env    func(string) (string, bool)
+	// joinPins are, in a ForSource view, the source's columns its joins use (the view has no
+	// joins: PinnedColumns still names them).
+	joinPins map[string]string
+	root     *yaml.Node     // the document as written, for Override
+	lines    map[string]int // field path -> line, for messages
+	env      func(string) (string, bool)
 }
 
 // S3 holds S3 connection settings. Each empty field falls back to the AWS environment
@@ -619,6 +625,7 @@ func (p *Pipeline) ApplyDefaults() {
 	defaultExpectations(p.Expectations)
 	defaultLanding(&p.Landing, "landing/events/")
 	defaultTables(&p.Tables, "bronze/events", "silver/events")
+	setBool(&p.SchemaEvolution.TypeWidening, false)
 	s := &p.Stream
 	setStr(&s.Name, "events")
 	if s.Trigger.Kind == "" && s.Trigger.err == nil {
@@ -659,6 +666,28 @@ func (p *Pipeline) ApplyDefaults() {
 	setDur(&p.Serve.ShutdownTimeout, NewDuration(30e9))
 	setStr(&p.Log.Level, "info")
 	setStr(&p.Log.Format, "auto")
+}
+
+// SchemaEvolution is the schema_evolution block of a source: the changes of `schema:` that
+// are applied to its existing tables besides added columns (which always are).
+type SchemaEvolution struct {
+	// TypeWidening widens an existing column in place when its declared type becomes a wider
+	// one that Delta's typeWidening table feature allows (int to long, float to double, date to
+	// timestamp_ntz, a larger decimal, ...): bronze, silver and the quarantines get the
+	// feature and the new type in one metaData commit each. A table with that reader feature
+	// can no longer be read by delta-rs 1.6 nor by Polars, so the default is false, and then
+	// a widening is refused at job start like every other type change. Default false; a
+	// sources: entry defaults to the top-level value.
+	TypeWidening *bool `yaml:"type_widening"`
+}
+
+// Widening reports whether TypeWidening is on.
+func (e SchemaEvolution) Widening() bool { return e.TypeWidening != nil && *e.TypeWidening }
+
+func setBool(b **bool, v bool) {
+	if *b == nil {
+		*b = &v
+	}
 }
 
 func setStr(s *string, v string) {

@@ -19,6 +19,8 @@ type Source struct {
 	Schema []Column `yaml:"schema"`
 	// Tables default to bronze/<name>, silver/<name> and the shared bronze/rejects.
 	Tables Tables `yaml:"tables"`
+	// SchemaEvolution defaults to the top-level schema_evolution, key by key.
+	SchemaEvolution SchemaEvolution `yaml:"schema_evolution"`
 	// Stream is this source's query; its name is the source's name (stream.name must not be
 	// set to anything else), its checkpoint defaults to _checkpoints/<name> and its trigger to
 	// the top-level stream.trigger.
@@ -147,6 +149,9 @@ func (p *Pipeline) defaultSources() {
 		}
 		defaultLanding(&s.Landing, "landing/"+name+"/")
 		defaultTables(&s.Tables, "bronze/"+name, "silver/"+name)
+		if s.SchemaEvolution.TypeWidening == nil && p.SchemaEvolution.TypeWidening != nil {
+			setBool(&s.SchemaEvolution.TypeWidening, *p.SchemaEvolution.TypeWidening)
+		}
 		setStr(&s.Stream.Name, s.Name)
 		if s.Stream.Name != "" {
 			defaultStream(&s.Stream, p.Stream.Trigger)
@@ -177,7 +182,7 @@ func (p *Pipeline) defaultJoins() {
 func (p *Pipeline) AllSources() []Source {
 	out := make([]Source, 0, 1+len(p.Sources))
 	out = append(out, Source{Name: p.Stream.Name, Landing: p.Landing, Schema: p.Schema, Tables: p.Tables,
-		Stream: p.Stream, Expectations: p.Expectations})
+		SchemaEvolution: p.SchemaEvolution, Stream: p.Stream, Expectations: p.Expectations})
 	return append(out, p.Sources...)
 }
 
@@ -257,6 +262,8 @@ func (p *Pipeline) ForSource(name string) (*Pipeline, bool) {
 	}
 	v := *p
 	v.Landing, v.Schema, v.Tables, v.Stream, v.Expectations = s.Landing, s.Schema, s.Tables, s.Stream, s.Expectations
+	v.SchemaEvolution = s.SchemaEvolution
+	v.joinPins = p.joinPinned(name)
 	v.Sources, v.Joins = nil, nil
 	v.Gold = p.GoldOf(name)
 	return &v, true
@@ -294,4 +301,63 @@ func (t ColumnType) deltaType() txlog.DataType {
 		return txlog.DecimalType{Precision: t.Precision, Scale: t.Scale}
 	}
 	return txlog.PrimitiveType{Name: string(t.Kind)}
+}
+
+// PinnedColumns are the columns of the pipeline's (top-level, or in a ForSource view its one)
+// source whose values a stateful definition keeps: the event time, the dedup keys, the group_by,
+// aggregate and time columns of the gold aggregations over it, and the keys and time columns of
+// the joins that read it; each with what uses it. A query's state holds them encoded at the
+// column's type, so schema_evolution.type_widening does not widen them in place.
+func (p *Pipeline) PinnedColumns() map[string]string {
+	out := map[string]string{}
+	add := func(col, what string) {
+		if _, ok := out[col]; col != "" && !ok {
+			out[col] = what
+		}
+	}
+	add(p.Stream.EventTime, "the event time (stream.event_time)")
+	for _, d := range p.Stream.Dedup {
+		add(d, "a dedup key (stream.dedup)")
+	}
+	name := p.Stream.Name
+	for _, g := range p.Gold {
+		if p.GoldSource(g) != name {
+			continue
+		}
+		for _, c := range g.GroupBy {
+			add(c, "in group_by of gold "+g.Name)
+		}
+		for _, a := range g.Aggregates {
+			add(a.Column, "aggregated by "+a.As+" of gold "+g.Name)
+		}
+		add(p.GoldTimeColumn(g), "the time column of gold "+g.Name)
+	}
+	for c, what := range p.joinPinned(name) {
+		add(c, what)
+	}
+	for c, what := range p.joinPins {
+		add(c, what)
+	}
+	return out
+}
+
+// joinPinned are the columns of source name that the joins reading it use.
+func (p *Pipeline) joinPinned(name string) map[string]string {
+	out := map[string]string{}
+	for _, j := range p.Joins {
+		if j.Left == name {
+			for _, on := range j.On {
+				out[on.Left] = "a key of join " + j.Name
+			}
+			out[j.Time.Left] = "the time column of join " + j.Name
+		}
+		if j.Right == name {
+			for _, on := range j.On {
+				out[on.Right] = "a key of join " + j.Name
+			}
+			out[j.Time.Right] = "the time column of join " + j.Name
+		}
+	}
+	delete(out, "")
+	return out
 }

@@ -275,3 +275,51 @@ func TestKafkaSourceBrokersFromEnv(t *testing.T) {
 		t.Errorf("brokers %v", got)
 	}
 }
+
+// TestSchemaEvolutionDefaults: schema_evolution.type_widening is off unless set; a sources:
+// entry takes the top-level value unless it sets its own; each source's view names the columns
+// its stateful definitions keep (event time, dedup keys, gold columns, join keys and times).
+func TestSchemaEvolutionDefaults(t *testing.T) {
+	p, err := Parse([]byte(twoSources), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SchemaEvolution.Widening() || p.AllSources()[1].SchemaEvolution.Widening() {
+		t.Error("type widening is on without the key")
+	}
+	on := "schema_evolution: {type_widening: true}\n" + strings.Replace(twoSources,
+		"  - name: clicks\n", "  - name: clicks\n    schema_evolution: {type_widening: false}\n", 1)
+	p, err = Parse([]byte(on), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, _ := p.ForSource("impressions")
+	clicks, _ := p.ForSource("clicks")
+	if !imp.SchemaEvolution.Widening() || clicks.SchemaEvolution.Widening() {
+		t.Errorf("impressions widening %v (want true, the top level), clicks %v (want false, its own)",
+			imp.SchemaEvolution.Widening(), clicks.SchemaEvolution.Widening())
+	}
+	inherit, err := Parse([]byte("schema_evolution: {type_widening: true}\n"+twoSources), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := inherit.ForSource("clicks"); !c.SchemaEvolution.Widening() {
+		t.Error("clicks does not inherit the top-level type_widening")
+	}
+	want := map[string]map[string]string{
+		"impressions": {"impression_time": "the event time (stream.event_time)", "ad_id": "a key of join ic"},
+		"clicks":      {"click_time": "the event time (stream.event_time)", "ad_id": "a key of join ic"},
+	}
+	for name, w := range want {
+		v, _ := p.ForSource(name)
+		got := v.PinnedColumns()
+		for c, what := range w {
+			if got[c] != what {
+				t.Errorf("%s: pinned %s = %q, want %q (all: %v)", name, c, got[c], what, got)
+			}
+		}
+		if _, ok := got["price"]; ok {
+			t.Errorf("%s: price is pinned, but no definition uses it: %v", name, got)
+		}
+	}
+}

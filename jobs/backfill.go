@@ -73,7 +73,7 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 	if cfg.Landing.Kind == config.LandingKafka {
 		want = bronze.KafkaBronzeSchema(declared)
 	}
-	if err := bronze.EnsureBronzeTable(ctx, bt, cfg.Tables.Bronze, want, declared); err != nil {
+	if err := bronze.EnsureBronzeTable(ctx, bt, cfg.Tables.Bronze, want, declared, SchemaPolicy(cfg)); err != nil {
 		return rep, err
 	}
 	snap, err := bt.Latest(ctx)
@@ -107,7 +107,11 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 		} else if err != nil {
 			return rep, fmt.Errorf("jobs: backfill-columns: %s: %w", f.path, err)
 		}
-		if _, err := t.Evolve(ctx, f.schema, nil); err != nil {
+		if err := followsPinned(ctx, t, f.path, f.schema, cfg.PinnedColumns()); err != nil {
+			return rep, err
+		}
+		// Silver and the quarantines follow bronze's widened columns as the stream would.
+		if _, err := t.EvolveWith(ctx, f.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
 			return rep, fmt.Errorf("jobs: backfill-columns: table %s cannot take the columns of bronze: %w", f.path, err)
 		}
 		r, err := bronze.BackfillTable(ctx, t, f.path, p)
@@ -117,4 +121,27 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 		}
 	}
 	return rep, nil
+}
+
+// followsPinned refuses to let the table at path follow a type of want (bronze's) for a column
+// that a query's state keeps (pinned): the stream refuses the same (see stream's
+// checkPinnedTypes), and a backfill must not widen silver behind its back.
+func followsPinned(ctx context.Context, t *table.Table, path string, want *txlog.StructType, pinned map[string]string) error {
+	snap, err := t.Latest(ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: backfill-columns: %s: %w", path, err)
+	}
+	have, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("jobs: backfill-columns: %s: %w", path, err)
+	}
+	for _, f := range want.Fields {
+		old := have.Field(f.Name)
+		if what, ok := pinned[f.Name]; ok && old != nil && !table.TypeEqual(old.Type, f.Type) {
+			return fmt.Errorf("jobs: backfill-columns: %w: column %s is %s in bronze and %s in %s, and it is %s: the query's state "+
+				"holds its values at the old type, so it cannot follow the widening in place (see docs/schema-evolution.md)",
+				table.ErrIncompatibleSchema, f.Name, table.FieldString(f), table.FieldString(*old), path, what)
+		}
+	}
+	return nil
 }

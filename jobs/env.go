@@ -13,6 +13,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
@@ -94,6 +95,13 @@ func declaredColumns(cols []config.Column) (*txlog.StructType, error) {
 		return nil, fmt.Errorf("jobs: event schema: %w", err)
 	}
 	return st, nil
+}
+
+// SchemaPolicy is what a changed `schema:` of cfg's source may do to its existing bronze table
+// besides adding columns: widen types when schema_evolution.type_widening is on, never those of
+// the columns a stateful definition keeps in its state (config.PinnedColumns).
+func SchemaPolicy(cfg *config.Pipeline) bronze.SchemaPolicy {
+	return bronze.SchemaPolicy{TypeWidening: cfg.SchemaEvolution.Widening(), Pinned: cfg.PinnedColumns()}
 }
 
 // IngestCheckpoint is where the ingest job keeps its batches: beside the stream's checkpoint.

@@ -69,6 +69,7 @@ func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error)
 		Format:             cfg.Landing.Format,
 		MaxFilesPerTrigger: cfg.Landing.MaxFilesPerTrigger,
 		Declared:           declared,
+		Schema:             SchemaPolicy(cfg),
 		BronzePath:         cfg.Tables.Bronze,
 		RejectsPath:        cfg.Tables.Rejects,
 		CheckpointPath:     IngestCheckpoint(cfg),

@@ -98,7 +98,7 @@ func initSource(ctx context.Context, env Env, existed map[string]bool) error {
 	// An existing bronze table gets the columns added to `schema:` (or refuses a change it
 	// cannot take), as ingest would, so that silver below follows it.
 	btbl := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.WithClock(env.clock))
-	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared); err != nil {
+	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared, SchemaPolicy(cfg)); err != nil {
 		return fmt.Errorf("jobs: init: %w", err)
 	}
 	if err := createTable(ctx, env, cfg.Tables.Rejects, bronze.RejectsSchema(), existed); err != nil {

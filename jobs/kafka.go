@@ -39,12 +39,14 @@ type KafkaSource struct {
 	BronzePath     string
 	RejectsPath    string
 	CheckpointPath string
+	// Policy is what a changed Schema may do to the existing bronze table (SchemaPolicy).
+	Policy bronze.SchemaPolicy
 }
 
 // topLevelKafkaSource is the single-source form's Kafka source.
 func topLevelKafkaSource(cfg *config.Pipeline) KafkaSource {
 	return KafkaSource{Landing: cfg.Landing, Schema: cfg.Schema, BronzePath: cfg.Tables.Bronze,
-		RejectsPath: cfg.Tables.Rejects, CheckpointPath: KafkaCheckpoint(cfg)}
+		RejectsPath: cfg.Tables.Rejects, CheckpointPath: KafkaCheckpoint(cfg), Policy: SchemaPolicy(cfg)}
 }
 
 // NewKafkaIngester builds the ingester of a Kafka source, with TLS and SASL from the environment.
@@ -79,6 +81,7 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 		ClientOptions:        clientOpts,
 		Format:               src.Landing.Format,
 		Declared:             declared,
+		Schema:               src.Policy,
 		BronzePath:           src.BronzePath,
 		RejectsPath:          src.RejectsPath,
 		CheckpointPath:       src.CheckpointPath,

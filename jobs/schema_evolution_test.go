@@ -6,12 +6,15 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/internal/testutil"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
@@ -522,4 +525,258 @@ func TestBackfillColumns(t *testing.T) {
 	if n != 6 {
 		t.Errorf("silver has %d rows, want 6", n)
 	}
+}
+
+// TestTypeWideningEndToEnd: widening a declared column (qty integer -> long) is refused by
+// default, saying why and how to opt in; with schema_evolution.type_widening on, ingest widens
+// bronze and the stream silver and the quarantine, each with the typeWidening feature, and the
+// rows written before and after keep their values in all three, where merge-late and replay
+// read them.
+func TestTypeWideningEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	narrow := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: integer}\n"
+	wide := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: long}\n"
+	land := func(env Env, key, id, at, qty string) {
+		t.Helper()
+		landLine(t, env, "landing/events/"+key+".json", `{"event_id":"`+id+`","event_type":"a","amount":1,"event_time":"2024-05-01T`+at+`Z","qty":`+qty+`}`)
+		runIngestStream(t, env) // one object per batch: the later ones are late
+	}
+	env := openEvolving(t, dir, narrow)
+	land(env, "a", "a", "12:00:00", "7")
+	land(env, "b", "b", "13:00:00", "2147483647")
+	land(env, "c", "c", "12:01:00", "-5") // late: the watermark is 12:50
+	env.Lake.Close()
+
+	// Default: refused at start by ingest and stream, nothing committed.
+	env = openEvolving(t, dir, wide)
+	before := testutil.TableVersion(t, env.Lake, "bronze/events")
+	_, ingestErr := IngestSources(ctx, env, "", nil)
+	_, streamErr := StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+	for job, err := range map[string]error{"ingest": ingestErr, "stream": streamErr} {
+		for _, w := range []string{"column qty changed from {type: integer} to {type: long}", "delta-rs 1.6", "Polars",
+			"schema_evolution: {type_widening: true}", "add a new column"} {
+			if !errors.Is(err, bronze.ErrSchemaChange) || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s without the opt-in: error %v, want bronze.ErrSchemaChange saying %q", job, err, w)
+			}
+		}
+	}
+	if after := testutil.TableVersion(t, env.Lake, "bronze/events"); after != before {
+		t.Errorf("a refused widening moved bronze from version %d to %d", before, after)
+	}
+	env.Lake.Close()
+
+	env = openEvolving(t, dir, "schema_evolution: {type_widening: true}\n"+wide)
+	defer env.Lake.Close()
+	// backfill-columns widens bronze as ingest would, and silver and the quarantine follow it
+	// as the stream would; the jobs after it find nothing left to widen.
+	if _, err := BackfillColumns(ctx, env, ""); err != nil {
+		t.Fatalf("backfill-columns with a widened column: %v", err)
+	}
+	for _, path := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := snap.Schema(); s.Field("qty").Type.TypeName() != txlog.TypeLong {
+			t.Errorf("after backfill-columns %s: qty is %s, want long", path, s.Field("qty").Type.TypeName())
+		}
+	}
+	land(env, "d", "d", "13:30:00", "1099511627776")
+	land(env, "e", "e", "12:02:00", "-1099511627776") // late
+	want := map[string]map[string]any{
+		"bronze/events":         {"a": int64(7), "b": int64(2147483647), "c": int64(-5), "d": int64(1) << 40, "e": -int64(1) << 40},
+		"silver/events":         {"a": int64(7), "b": int64(2147483647), "c": int64(-5), "d": int64(1) << 40, "e": -int64(1) << 40},
+		"silver/late_events_5m": {"c": int64(-5), "e": -int64(1) << 40},
+	}
+	for path, rows := range want {
+		got := scanColumn(t, env, path, "event_id", "qty")
+		if !maps.Equal(got, rows) {
+			t.Errorf("%s: qty %v, want %v", path, got, rows)
+		}
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, _ := snap.Schema()
+		p := snap.Protocol()
+		if f := schema.Field("qty"); f.Type.TypeName() != txlog.TypeLong ||
+			string(f.Metadata["delta.typeChanges"]) != `[{"fromType":"integer","toType":"long"}]` ||
+			!slices.Contains(p.ReaderFeatures, "typeWidening") || !slices.Contains(p.WriterFeatures, "typeWidening") {
+			t.Errorf("%s: qty is %s with metadata %s, protocol %+v; want long, its type change and typeWidening", path,
+				f.Type.TypeName(), f.Metadata["delta.typeChanges"], p)
+		}
+	}
+	// One widening commit per table: a rerun adds none.
+	v := testutil.TableVersion(t, env.Lake, "silver/late_events_5m")
+	runIngestStream(t, env)
+	if got := testutil.TableVersion(t, env.Lake, "silver/late_events_5m"); got != v {
+		t.Errorf("an idle rerun moved the quarantine from version %d to %d", v, got)
+	}
+	if _, err := MergeLateSources(ctx, env, ""); err != nil {
+		t.Fatalf("merge-late over the widened quarantine: %v", err)
+	}
+	from := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := ReplaySources(ctx, env, "", late.Range{From: from, To: from.Add(2 * time.Hour)}, nil); err != nil {
+		t.Fatalf("replay over the widened silver: %v", err)
+	}
+	// Gold counts every event of a closed window once: a and b by the stream, the late c and e
+	// by merge-late; d's window [13:30, 13:35) is still open (the watermark is 13:20).
+	var total int64
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m")).Scan(ctx, table.ScanOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci := b.Schema.FieldIndex("count")
+		for i := range b.Len() {
+			total += b.Row(i)[ci].(int64)
+		}
+	}
+	if total != 4 {
+		t.Errorf("gold counts %d events, want 4", total)
+	}
+}
+
+// TestTypeWideningPinnedRefused: a column whose values a query's state keeps (here the column
+// of a gold sum) is not widened even with the opt-in: ingest refuses before touching bronze,
+// naming the aggregation; and when bronze was widened behind medallion's back (another
+// engine's ALTER COLUMN, here table.EvolveWith), the stream refuses before silver follows.
+func TestTypeWideningPinnedRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	yaml := func(optIn, qtyType string) string {
+		return "lake: " + dir + "\nlanding: {path: landing/events/}\n" + optIn +
+			strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: " + qtyType + "}\n" + `stream: {watermark: 10m, dedup: [event_id]}
+gold:
+  - name: qty_5m
+    window: {type: tumbling, size: 5m}
+    aggregates: [{fn: sum, column: qty, as: qty_sum}]
+`
+	}
+	open := func(y string) Env {
+		env, err := NewEnv(ctx, testutil.Pipeline(t, y), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	env := open(yaml("", "integer"))
+	landLine(t, env, "landing/events/a.json", `{"event_id":"a","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","qty":3}`)
+	runIngestStream(t, env)
+	env.Lake.Close()
+
+	env = open(yaml("schema_evolution: {type_widening: true}\n", "long"))
+	defer env.Lake.Close()
+	before := testutil.TableVersion(t, env.Lake, "bronze/events")
+	_, err := IngestSources(ctx, env, "", nil)
+	if !errors.Is(err, bronze.ErrSchemaChange) || !strings.Contains(err.Error(), "the column is aggregated by qty_sum of gold qty_5m") ||
+		!strings.Contains(err.Error(), "cannot be widened in place") {
+		t.Fatalf("ingest: error %v, want a refusal naming gold qty_5m's aggregate", err)
+	}
+	if after := testutil.TableVersion(t, env.Lake, "bronze/events"); after != before {
+		t.Errorf("a refused widening moved bronze from version %d to %d", before, after)
+	}
+
+	// Bronze widened by someone else (its declared-schema property too), and the config
+	// follows it: only the stream's own check can tell that silver's state keeps qty.
+	env.Lake.Close()
+	env = open(yaml("", "long"))
+	declared, err := DeclaredSchema(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, err := bronze.DeclaredSchemaProps(declared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := table.Open(objstore.WithPrefix(env.Lake, "bronze/events"))
+	if _, err := bt.EvolveWith(ctx, bronze.BronzeSchema(declared), props, table.EvolveOptions{TypeWidening: true}); err != nil {
+		t.Fatal(err)
+	}
+	silverBefore := testutil.TableVersion(t, env.Lake, "silver/events")
+	_, err = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+	if !errors.Is(err, table.ErrIncompatibleSchema) || !strings.Contains(err.Error(), "column qty is long in bronze and integer in silver silver/events") ||
+		!strings.Contains(err.Error(), "an aggregate column of gold qty_5m") {
+		t.Fatalf("stream: error %v, want a refusal naming qty and gold qty_5m", err)
+	}
+	if got := testutil.TableVersion(t, env.Lake, "silver/events"); got != silverBefore {
+		t.Errorf("silver moved from version %d to %d under a refused widening", silverBefore, got)
+	}
+}
+
+// TestTypeWideningConvergesAfterCrash: the first run with the opt-in, failed at its N-th commit
+// to any Delta log (before or after the object is stored: each table's widening commit and the
+// data commits after it), rerun without faults, gives the tables of an uninterrupted run: each
+// of bronze, silver and the quarantine widened by exactly one commit, every qty value kept.
+func TestTypeWideningConvergesAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	template := t.TempDir()
+	narrow := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: integer}\n"
+	wide := "schema_evolution: {type_widening: true}\n" + strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: qty, type: long}\n"
+	env := openEvolving(t, template, narrow)
+	landLine(t, env, "landing/events/a.json", `{"event_id":"old-1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z","qty":-2147483648}`)
+	runIngestStream(t, env)
+	landLine(t, env, "landing/events/b.json", `{"event_id":"new-1","event_type":"a","amount":2,"event_time":"2024-05-01T12:01:00Z","qty":1099511627776}`)
+	env.Lake.Close()
+	want := map[string]any{"old-1": int64(-2147483648), "new-1": int64(1) << 40}
+
+	for n := 1; ; n++ {
+		fired := false
+		for _, after := range []bool{false, true} {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+				t.Fatal(err)
+			}
+			env := openEvolving(t, dir, wide)
+			clean := env.Lake
+			faulty := objstore.WithFaults(clean, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpPutIfAbsent, Nth: n, After: after}}})
+			env.Lake = &logOnly{FaultBucket: faulty, clean: clean}
+			_, ierr := IngestSources(ctx, env, "", nil)
+			if ierr == nil {
+				_, ierr = StreamSources(ctx, env, "", config.Trigger{Kind: config.TriggerAvailableNow}, nil)
+			}
+			fired = fired || faulty.Fired() > 0
+			env.Lake = clean
+			runIngestStream(t, env)
+			for _, path := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+				if path != "silver/late_events_5m" {
+					if got := scanColumn(t, env, path, "event_id", "qty"); !maps.Equal(got, want) {
+						t.Fatalf("fault at commit %d (after=%v, run error %v): %s qty %v, want %v", n, after, ierr, path, got, want)
+					}
+				}
+				if c := operationCommits(t, env, path, "CHANGE COLUMNS"); c != 1 {
+					t.Fatalf("fault at commit %d (after=%v): %s has %d CHANGE COLUMNS commits, want 1", n, after, path, c)
+				}
+			}
+			clean.Close()
+		}
+		if !fired {
+			if n < 4 {
+				t.Fatalf("only %d commits in the run: the loop tested nothing", n-1)
+			}
+			t.Logf("a fault at each of the %d log commits of the run converged", n-1)
+			return
+		}
+	}
+}
+
+// operationCommits counts the commits of the table at path whose operation is op.
+func operationCommits(t *testing.T, env Env, path, op string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for key, err := range env.Lake.List(ctx, path+"/_delta_log/", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(key.Key, ".json") {
+			continue
+		}
+		data, err := objstore.ReadAll(ctx, env.Lake, key.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(data), `"operation":"`+op+`"`)
+	}
+	return n
 }

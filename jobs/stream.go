@@ -21,7 +21,7 @@ func Stream(ctx context.Context, env Env, trigger config.Trigger, listener strea
 		return stream.Report{}, err
 	}
 	bt := table.Open(objstore.WithPrefix(env.Lake, env.Config.Tables.Bronze))
-	if err := bronze.CheckDeclared(ctx, bt, env.Config.Tables.Bronze, declared); err != nil {
+	if err := bronze.CheckDeclared(ctx, bt, env.Config.Tables.Bronze, declared, SchemaPolicy(env.Config)); err != nil {
 		return stream.Report{}, err
 	}
 	r, err := stream.New(stream.Options{

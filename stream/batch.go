@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -591,6 +592,9 @@ func (r *Runner) ensureTables(ctx context.Context) error {
 	for i, ap := range r.ops.plan.aggs {
 		ts = append(ts, outTable{r.t.quars[i], ap.qschema, ap.cfg.Quarantine, true, nil}, outTable{r.t.golds[i], ap.schema, ap.cfg.Table, false, defs[1+i].def.props()})
 	}
+	if err := r.checkPinnedTypes(ctx); err != nil {
+		return err
+	}
 	if err := createMissing(ctx, ts); err != nil {
 		return err
 	}
@@ -687,9 +691,52 @@ type outTable struct {
 	props map[string]string
 }
 
+// checkPinnedTypes refuses a column that the query's state keeps (the event time, a dedup key,
+// a gold aggregation's group_by or aggregate column) whose type in bronze differs from its type
+// in silver: bronze was widened (schema_evolution.type_widening, or another engine's ALTER
+// COLUMN), and the state holds the column's values encoded at silver's type, so carrying on
+// would mix two encodings. Every other widened column is followed by silver (createMissing).
+func (r *Runner) checkPinnedTypes(ctx context.Context) error {
+	snap, err := r.t.silver.Latest(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream: open table %s: %w", r.q.Tables.Silver, err)
+	}
+	have, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: schema of %s: %w", r.q.Tables.Silver, err)
+	}
+	p := r.ops.plan
+	uses := map[int]string{p.evCol: "the event time (stream.event_time)"}
+	for _, i := range p.dedup {
+		uses[i] = "a dedup key (stream.dedup)"
+	}
+	for _, ap := range p.aggs {
+		for _, i := range ap.keyCols {
+			uses[i] = "in group_by of gold " + ap.cfg.Name
+		}
+		for _, i := range ap.aggCols {
+			uses[i] = "an aggregate column of gold " + ap.cfg.Name
+		}
+	}
+	for _, i := range slices.Sorted(maps.Keys(uses)) {
+		want := p.silver.Fields[i]
+		if f := have.Field(want.Name); f != nil && !table.TypeEqual(f.Type, want.Type) {
+			return fmt.Errorf("stream: %w: column %s is %s in bronze and %s in silver %s, and it is %s: the query's state holds "+
+				"its values at the old type, so it cannot follow the widening in place. Ways out: a new column instead of the "+
+				"widened one, or a full refresh of query %s (see docs/schema-evolution.md)",
+				table.ErrIncompatibleSchema, want.Name, table.FieldString(want), table.FieldString(*f), r.q.Tables.Silver, uses[i], r.q.Name)
+		}
+	}
+	return nil
+}
+
 // createMissing creates each table that does not exist yet with its schema, and evolves
-// those that follow their input to its columns (table.Evolve: a metaData commit that adds the
-// new, nullable columns, before any row of them is written; nothing when they are there).
+// those that follow their input to its columns (table.EvolveWith: a metaData commit that adds
+// the new, nullable columns and widens the columns its input widened, before any row of them
+// is written; nothing when they are there).
 func createMissing(ctx context.Context, ts []outTable) error {
 	for _, o := range ts {
 		// Latest: the snapshot stays cached for the batch's writes, which refresh it.
@@ -703,7 +750,9 @@ func createMissing(ctx context.Context, ts []outTable) error {
 			return fmt.Errorf("stream: open table %s: %w", o.path, err)
 		}
 		if o.evolve {
-			if _, err := o.t.Evolve(ctx, o.schema, nil); err != nil {
+			// A widening reaches silver only through bronze, which widens only what the
+			// config lets it (or another engine did): follow it.
+			if _, err := o.t.EvolveWith(ctx, o.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
 				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
 					"see docs/schema-evolution.md for the ways out", o.path, err)
 			}

@@ -6,8 +6,10 @@
 // txlog commits: create, append, scan, replaceWhere overwrite, optimize and vacuum, and the
 // one copy-on-write primitive (Table.Rewrite) that replaceWhere, MERGE (package merge) and the
 // late-data jobs all use, and schema evolution (Evolve: nullable columns added in one metaData
-// commit, every other change refused with ErrIncompatibleSchema). Subpackage source reads a
-// table as a stream.
+// commit; EvolveWith may also widen a column as Delta's typeWidening allows, with the protocol
+// and delta.typeChanges in the same commit; every other change refused with
+// ErrIncompatibleSchema). Files written before a widening are read at the column's current
+// type. Subpackage source reads a table as a stream.
 //
 // Every write first runs CheckWritable for what it does (append, rearrange, change): the
 // table's writer features are honoured or the write is refused before any data file is

@@ -92,7 +92,20 @@ func TypeEqual(a, b txlog.DataType) bool {
 type Evolution struct {
 	Version int64    // the metaData commit, or the version already there when nothing changed
 	Added   []string // the columns added
+	Widened []string // the columns widened (EvolveOptions.TypeWidening)
 	Changed bool     // a metaData action was committed
+}
+
+// EvolveOptions are the changes besides added columns that Evolve may apply.
+type EvolveOptions struct {
+	// TypeWidening lets Evolve widen existing top-level columns as Delta's typeWidening table
+	// feature allows (Widens): the column's type is changed in place, the change is recorded in
+	// its field metadata delta.typeChanges, and the protocol is upgraded to reader 3, writer 7
+	// with typeWidening in readerFeatures and writerFeatures, in the same commit. The table's
+	// old files keep their narrower Parquet types; every reader of the feature (and the table
+	// layer's scans) reads them at the new type. A reader without the feature can no longer
+	// read the table (delta-rs 1.6 refuses it), which is why this is an option.
+	TypeWidening bool
 }
 
 // Evolve gives the table the columns of want that it lacks (they must be nullable), placed after the
@@ -105,6 +118,17 @@ type Evolution struct {
 // it. A concurrent commit is retried from the new latest version. A nil want keeps the
 // table's schema and only sets props.
 func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[string]string) (Evolution, error) {
+	return t.EvolveWith(ctx, want, props, EvolveOptions{})
+}
+
+// EvolveWith is Evolve that may also widen existing columns (opts.TypeWidening): a column of
+// want whose type is a widening of the table's (Widens) and whose nullability is kept or
+// relaxed gets the new type in the same one commit as the added columns, with the
+// protocol and the delta.typeChanges metadata Delta's Type Widening section prescribes and the
+// table property delta.enableTypeWidening=true (the protocol lets writers widen only with it).
+// Every other change is refused as by Evolve. Idempotent as Evolve: a widened column compares
+// equal to want on the rerun, so a crash before or after the commit converges.
+func (t *Table) EvolveWith(ctx context.Context, want *txlog.StructType, props map[string]string, opts EvolveOptions) (Evolution, error) {
 	for attempt := 0; ; attempt++ {
 		snap, err := t.Latest(ctx)
 		if err != nil {
@@ -119,6 +143,10 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 			target = schema
 		}
 		d := DiffSchema(schema, target)
+		var widen []ColumnChange
+		if opts.TypeWidening {
+			widen, d.Changed = splitWidenings(d.Changed)
+		}
 		if !d.Compatible() {
 			return Evolution{}, &SchemaChangeError{Diff: d}
 		}
@@ -133,19 +161,36 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 			}
 		}
 		meta := snap.Metadata()
+		if len(widen) > 0 {
+			props = maps.Clone(props)
+			if props == nil {
+				props = map[string]string{}
+			}
+			props[PropEnableTypeWidening] = "true"
+		}
 		propsChanged := false
 		for k, v := range props {
 			if cur, ok := meta.Configuration[k]; !ok || cur != v {
 				propsChanged = true
 			}
 		}
-		if len(d.Added) == 0 && !propsChanged {
+		if len(d.Added) == 0 && len(widen) == 0 && !propsChanged {
 			return Evolution{Version: snap.Version()}, nil
 		}
 		if _, err := CheckWritable(snap, schema, txlog.WriteLog); err != nil {
 			return Evolution{}, err
 		}
 		merged := withColumns(schema, target, d.Added)
+		var widened []string
+		for _, c := range widen {
+			i := merged.FieldIndex(c.Old.Name)
+			f, err := widenedField(merged.Fields[i], c.New.Type)
+			if err != nil {
+				return Evolution{}, err
+			}
+			merged.Fields[i] = f
+			widened = append(widened, c.Old.Name)
+		}
 		ss, err := txlog.MarshalSchema(merged)
 		if err != nil {
 			return Evolution{}, err
@@ -157,7 +202,17 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 		}
 		maps.Copy(meta.Configuration, props)
 		tx := t.log.Begin(snap)
-		if p, ok := protocolFor(snap.Protocol(), merged); ok {
+		p := snap.Protocol()
+		upgraded := false
+		if q, ok := protocolFor(p, merged); ok {
+			p, upgraded = q, true
+		}
+		if len(widen) > 0 {
+			if q, ok := withFeature(p, FeatureTypeWidening); ok {
+				p, upgraded = q, true
+			}
+		}
+		if upgraded {
 			tx.SetProtocol(p)
 		}
 		tx.SetMetadata(meta)
@@ -168,7 +223,14 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 			cols = append(cols, map[string]any{"column": map[string]any{"name": f.Name, "type": typeString(f.Type), "nullable": true, "metadata": map[string]any{}}})
 		}
 		op := txlog.Operation{Name: "SET TBLPROPERTIES", Parameters: map[string]any{"properties": jsonString(props)}}
-		if len(added) > 0 {
+		switch {
+		case len(widen) > 0:
+			var changes []map[string]any
+			for _, c := range widen {
+				changes = append(changes, map[string]any{"column": c.Old.Name, "fromType": typeString(c.Old.Type), "toType": typeString(c.New.Type)})
+			}
+			op = txlog.Operation{Name: "CHANGE COLUMNS", Parameters: map[string]any{"columns": jsonString(changes), "added": jsonString(cols)}}
+		case len(added) > 0:
 			op = txlog.Operation{Name: "ADD COLUMNS", Parameters: map[string]any{"columns": jsonString(cols)}}
 		}
 		v, err := tx.Commit(ctx, op)
@@ -178,8 +240,126 @@ func (t *Table) Evolve(ctx context.Context, want *txlog.StructType, props map[st
 		if err != nil {
 			return Evolution{}, err
 		}
-		return Evolution{Version: v, Added: added, Changed: true}, nil
+		return Evolution{Version: v, Added: added, Widened: widened, Changed: true}, nil
 	}
+}
+
+// FeatureTypeWidening is the Delta table feature (reader and writer) that widens a column's
+// type in place.
+const FeatureTypeWidening = "typeWidening"
+
+// PropEnableTypeWidening is the table property without which Delta writers must not widen a
+// column (PROTOCOL.md, "Type Widening").
+const PropEnableTypeWidening = "delta.enableTypeWidening"
+
+// typeChangesKey is the field-metadata key that records a column's type changes.
+const typeChangesKey = "delta.typeChanges"
+
+// splitWidenings separates the changes that only widen a column's type (keeping or relaxing
+// its nullability) from the others.
+func splitWidenings(changes []ColumnChange) (widen, other []ColumnChange) {
+	for _, c := range changes {
+		if Widens(c.Old.Type, c.New.Type) && (c.New.Nullable || !c.Old.Nullable) {
+			widen = append(widen, c)
+		} else {
+			other = append(other, c)
+		}
+	}
+	return widen, other
+}
+
+// widenedField is f with type to and the change appended to its delta.typeChanges (the
+// entries it has are kept, as writers must preserve them).
+func widenedField(f txlog.StructField, to txlog.DataType) (txlog.StructField, error) {
+	var changes []map[string]any
+	if raw, ok := f.Metadata[typeChangesKey]; ok {
+		if err := json.Unmarshal(raw, &changes); err != nil {
+			return f, fmt.Errorf("%w: column %s: field metadata %s is not a list: %v", ErrIncompatibleSchema, f.Name, typeChangesKey, err)
+		}
+	}
+	changes = append(changes, map[string]any{"fromType": typeString(f.Type), "toType": typeString(to)})
+	raw, err := json.Marshal(changes)
+	if err != nil {
+		return f, err
+	}
+	f.Metadata = maps.Clone(f.Metadata)
+	if f.Metadata == nil {
+		f.Metadata = map[string]json.RawMessage{}
+	}
+	f.Metadata[typeChangesKey] = raw
+	f.Type = to
+	return f, nil
+}
+
+// withoutTypeChanges is schema without the delta.typeChanges of its top-level fields: the
+// columns of a new table, or new columns of a table, copied from a widened one, whose files
+// hold only the current types.
+func withoutTypeChanges(schema *txlog.StructType) *txlog.StructType {
+	out := &txlog.StructType{Fields: slices.Clone(schema.Fields)}
+	for i, f := range out.Fields {
+		if _, ok := f.Metadata[typeChangesKey]; ok {
+			f.Metadata = maps.Clone(f.Metadata)
+			delete(f.Metadata, typeChangesKey)
+			out.Fields[i] = f
+		}
+	}
+	return out
+}
+
+// Widens reports whether Delta's typeWidening feature allows changing a column from old to
+// new (PROTOCOL.md, "Type Widening"): byte, short and int to a wider integer, to double or to a
+// decimal with at least 10 integer digits (long: 20); float to double; date to timestamp_ntz; a
+// decimal to one whose precision and scale both grow by k1 >= k2 >= 0 (one of them by more
+// than zero).
+func Widens(old, new txlog.DataType) bool {
+	rank := map[string]int{txlog.TypeByte: 1, txlog.TypeShort: 2, txlog.TypeInteger: 3, txlog.TypeLong: 4}
+	o, n := old.TypeName(), new.TypeName()
+	od, oDec := old.(txlog.DecimalType)
+	nd, nDec := new.(txlog.DecimalType)
+	switch {
+	case rank[o] > 0 && rank[n] > rank[o]:
+		return true
+	case rank[o] > 0 && rank[o] <= 3 && n == txlog.TypeDouble:
+		return true
+	case rank[o] > 0 && nDec:
+		// Decimal(10 + k1, k2) with k1 >= k2 >= 0 for byte, short and int; 20 for long.
+		digits := 10
+		if rank[o] == 4 {
+			digits = 20
+		}
+		return nd.Precision-nd.Scale >= digits
+	case o == txlog.TypeFloat && n == txlog.TypeDouble:
+		return true
+	case o == txlog.TypeDate && n == txlog.TypeTimestampNTZ:
+		return true
+	case oDec && nDec:
+		k1, k2 := nd.Precision-od.Precision, nd.Scale-od.Scale
+		return k2 >= 0 && k1 >= k2 && k1 > 0
+	}
+	return false
+}
+
+// withFeature is p with the table feature name as a reader and writer feature (reader 3,
+// writer 7, the legacy features the old versions implied listed), and whether it had to change.
+func withFeature(p txlog.Protocol, name string) (txlog.Protocol, bool) {
+	if p.MinReaderVersion >= 3 && p.MinWriterVersion >= 7 && slices.Contains(p.ReaderFeatures, name) && slices.Contains(p.WriterFeatures, name) {
+		return p, false
+	}
+	out := txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+		ReaderFeatures: slices.Clone(p.ReaderFeatures), WriterFeatures: slices.Clone(p.WriterFeatures)}
+	if p.MinWriterVersion < 7 {
+		out.WriterFeatures = legacyWriterFeatures(p.MinWriterVersion)
+	}
+	if p.MinReaderVersion == 2 && !slices.Contains(out.ReaderFeatures, "columnMapping") {
+		out.ReaderFeatures = append(out.ReaderFeatures, "columnMapping")
+	}
+	if !slices.Contains(out.ReaderFeatures, name) {
+		out.ReaderFeatures = append(out.ReaderFeatures, name)
+	}
+	if !slices.Contains(out.WriterFeatures, name) {
+		out.WriterFeatures = append(out.WriterFeatures, name)
+	}
+	return out, true
 }
 
 // SchemaChangeError is an ErrIncompatibleSchema with the changes that make it so.
@@ -201,7 +381,7 @@ func jsonString(v any) string {
 // nearest column before it in want that schema holds, or first when none is.
 func withColumns(schema, want *txlog.StructType, added []txlog.StructField) *txlog.StructType {
 	out := &txlog.StructType{Fields: slices.Clone(schema.Fields)}
-	for _, f := range added {
+	for _, f := range withoutTypeChanges(&txlog.StructType{Fields: added}).Fields {
 		f.Nullable = true
 		at := 0
 		wi := want.FieldIndex(f.Name)

@@ -97,7 +97,9 @@ func (t *Table) Create(ctx context.Context, schema *txlog.StructType, partitionC
 	if _, err := NewDataWriter(t.bucket, schema, partitionCols, t.write); err != nil {
 		return 0, err
 	}
-	ss, err := txlog.MarshalSchema(schema)
+	// A new table's files are all at its types: a schema copied from a widened table (silver
+	// created from bronze's) does not carry that table's type changes.
+	ss, err := txlog.MarshalSchema(withoutTypeChanges(schema))
 	if err != nil {
 		return 0, err
 	}

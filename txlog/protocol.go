@@ -25,14 +25,18 @@ var supportedReaderFeatures = []string{"columnMapping", "deletionVectors", "time
 //   - columnMapping, deletionVectors, timestampNtz: the table layer writes physical names and
 //     field ids, applies deletion vectors to rows it copies and writes timestamp_ntz;
 //   - v2Checkpoint (txlog writes no checkpoint there, which the protocol allows) and
-//     vacuumProtocolCheck (vacuum runs CheckWrite).
+//     vacuumProtocolCheck (vacuum runs CheckWrite);
+//   - typeWidening (and its preview name): the table layer writes new files at the columns'
+//     current types, applies only the type changes the protocol allows (table.Widens, recorded
+//     in delta.typeChanges, with delta.enableTypeWidening) and keeps every field's metadata,
+//     delta.typeChanges included, when it adds columns.
 //
 // Every other name, known to the protocol or not (icebergCompatV1/V2, variantType, ...),
 // refuses every write.
 var supportedWriterFeatures = []string{
 	"appendOnly", "invariants", "checkConstraints", "generatedColumns", "allowColumnDefaults", "changeDataFeed",
 	"columnMapping", "identityColumns", "deletionVectors", "rowTracking", "timestampNtz", "domainMetadata",
-	"v2Checkpoint", "clustering", "vacuumProtocolCheck", "inCommitTimestamp",
+	"v2Checkpoint", "clustering", "vacuumProtocolCheck", "inCommitTimestamp", "typeWidening", "typeWidening-preview",
 }
 
 // maxWriterVersion is the highest writer protocol version this package writes under.

@@ -113,6 +113,10 @@ func TestCheckWrite(t *testing.T) {
 		// Clustering: only a clustering implementation reclusters.
 		{"clustered table", w7("clustering", "domainMetadata"), Metadata{}, []WriteKind{WriteRearrange}, "clustering"},
 
+		// Type widening (stable and Delta 3.x's preview name): every write at the current types.
+		{"type widening", w7("typeWidening", "appendOnly", "invariants"), conf("delta.enableTypeWidening", "true"), nil, ""},
+		{"type widening preview", w7("typeWidening-preview"), conf("delta.enableTypeWidening", "true"), nil, ""},
+
 		// Column mapping: modes this writer knows.
 		{"column mapping name, writer 5", w(5), conf("delta.columnMapping.mode", "name"), nil, ""},
 		{"column mapping id, feature", w7("columnMapping"), conf("delta.columnMapping.mode", "id"), nil, ""},
