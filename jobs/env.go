@@ -26,6 +26,11 @@ type Env struct {
 	Lake   objstore.Bucket
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// Events is the event log (nil: none, as with event_log: off). NewEnv opens it.
+	Events *EventLog
+
+	// runID is the id of the job run under way (set by RunLogged), for the rows it logs.
+	runID string
 }
 
 // NewEnv opens the config's lake and fills defaults (wall clock, a discarding logger).
@@ -37,7 +42,9 @@ func NewEnv(ctx context.Context, cfg *config.Pipeline, logger *slog.Logger) (Env
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return Env{Config: cfg, Lake: lake, Clock: time.Now, Logger: logger}, nil
+	env := Env{Config: cfg, Lake: lake, Clock: time.Now, Logger: logger}
+	env.Events = NewEventLog(env)
+	return env, nil
 }
 
 // OpenLake opens the config's lake with its S3 settings and the environment's credentials.

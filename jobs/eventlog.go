@@ -1,0 +1,341 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/report"
+	"github.com/medallion-lake/medallion/report/eventlog"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+)
+
+// The event log (docs/event-log.md) is written from here, never from the engines: a job run's
+// row when RunLogged (or the scheduler) sees the run end, a micro-batch's rows from the
+// stream's Listener, right after the engine kept the batch's progress in its checkpoint.
+//
+// Never blocking the data path: every write is bounded by eventLogTimeout and its failure is a
+// WARN line and medallion_event_log_write_failures_total, never a failed batch or job.
+//
+// Exactly once: a batch's rows carry txn(BatchTxnAppID(query id), batch id), so a batch run
+// again after a kill is not logged twice; a batch whose rows a kill lost (between the
+// progress file and the event log's commit) is logged from its progress file by the next
+// batch or the next run of the query (catch-up). A run's row is written once, at its end, with
+// a fresh run id: a run killed before its end has no run row (its batches have theirs).
+
+// eventLogTimeout bounds one event log write, so that a hanging store delays a job by at most
+// this much.
+const eventLogTimeout = 30 * time.Second
+
+// EventLog appends the pipeline's events to its event log table. A nil *EventLog (event_log:
+// off) records nothing.
+type EventLog struct {
+	log      *eventlog.Log
+	logger   *slog.Logger
+	failures prometheus.Counter
+}
+
+// NewEventLog returns the event log of the config at lake, or nil when the config turns it off.
+func NewEventLog(env Env) *EventLog {
+	p, on := env.Config.EventLogPath()
+	if !on {
+		return nil
+	}
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &EventLog{
+		log:    eventlog.Open(env.Lake, p, env.Clock),
+		logger: logger,
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "medallion_event_log_write_failures_total",
+			Help: "Event log appends that failed (the job or batch went on; see the WARN log line).",
+		}),
+	}
+}
+
+// Path is the event log table's path under the lake ("" when off).
+func (l *EventLog) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.log.Path()
+}
+
+// Collector is the write-failure counter, for serve's registry (nil when off).
+func (l *EventLog) Collector() prometheus.Collector {
+	if l == nil {
+		return nil
+	}
+	return l.failures
+}
+
+// append writes events, turning a failure into a WARN and the counter.
+func (l *EventLog) append(ctx context.Context, what string, events []eventlog.Event, txn *eventlog.Txn) {
+	if l == nil || len(events) == 0 {
+		return
+	}
+	// A cancelled job still gets its row (outcome error); a stuck store gets eventLogTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
+	defer cancel()
+	if _, err := l.log.Append(ctx, events, txn); err != nil {
+		l.failed(what, err)
+	}
+}
+
+func (l *EventLog) failed(what string, err error) {
+	l.failures.Inc()
+	l.logger.Warn("event log write failed; the job goes on without this row (docs/event-log.md)",
+		"event_log", l.log.Path(), "event", what, "err", err.Error())
+}
+
+// RunLogged runs job (source: the --source it was given, "" for every one) and appends its run
+// row to the event log (with one row per table for optimize, vacuum and checkpoint), whatever
+// the outcome. It returns what run returned.
+func RunLogged(ctx context.Context, env Env, job, source string, run Func) (any, error) {
+	env.runID = uuid.NewString()
+	start := env.clock()
+	summary, err := run(ctx, env)
+	env.Events.recordRun(ctx, env.runID, job, source, start, env.clock(), summary, err)
+	return summary, err
+}
+
+// recordRun appends a run's row (and its maintenance rows).
+func (l *EventLog) recordRun(ctx context.Context, runID, job, source string, start, end time.Time, summary any, runErr error) {
+	if l == nil {
+		return
+	}
+	e := eventlog.Event{
+		EventID: "run/" + runID, EventType: eventlog.TypeJobRun, EventTime: end, Job: job, RunID: runID, Source: source,
+		StartTime: start, EndTime: end, DurationMs: eventlog.Int(end.Sub(start).Milliseconds()), Outcome: eventlog.OutcomeOK,
+	}
+	if runErr != nil {
+		e.Outcome, e.Error = eventlog.OutcomeError, runErr.Error()
+	}
+	if summary != nil {
+		if data, err := json.Marshal(summary); err == nil {
+			e.Details = string(data)
+		}
+	}
+	runCounts(&e, summary)
+	events := []eventlog.Event{e}
+	if tables, ok := summary.([]TableResult); ok {
+		for _, t := range tables {
+			m := eventlog.Event{
+				EventID: "maintenance/" + runID + "/" + t.Table, EventType: eventlog.TypeMaintenance, EventTime: end,
+				Job: job, RunID: runID, TablePath: t.Table, StartTime: start, EndTime: end, Outcome: eventlog.OutcomeOK,
+			}
+			if t.Skipped != "" {
+				m.Outcome = eventlog.OutcomeSkipped
+			}
+			data, _ := json.Marshal(t)
+			m.Details = string(data)
+			events = append(events, m)
+		}
+	}
+	l.append(ctx, "run "+job, events, nil)
+}
+
+// runCounts fills a run row's row counts from the summaries that have them.
+func runCounts(e *eventlog.Event, summary any) {
+	switch s := summary.(type) {
+	case bronze.Report:
+		e.RowsIn, e.RowsOut, e.RowsRejected = eventlog.Int(s.Lines), eventlog.Int(s.Rows), eventlog.Int(s.Rejected)
+	case stream.Report:
+		e.RowsIn, e.RowsOut = eventlog.Int(s.InputRows), eventlog.Int(s.SilverRows)
+		e.RowsRejected, e.RowsDropped = eventlog.Int(s.Rejected), eventlog.Int(s.Duplicates)
+		var late int64
+		for _, g := range s.Gold {
+			late += g.LateRows
+		}
+		e.RowsLate = eventlog.Int(late)
+		if s.WatermarkMs > 0 {
+			e.Watermark = time.UnixMilli(s.WatermarkMs).UTC()
+		}
+	}
+}
+
+// batchRecorder is the stream Listener that logs each batch (then tells next, when set).
+type batchRecorder struct {
+	ctx    context.Context
+	events *EventLog
+	lake   objstore.Bucket
+	runID  string
+	source string
+	ckpt   string
+	next   stream.Listener
+}
+
+func (r *batchRecorder) OnProgress(p *stream.Progress) {
+	if r.next != nil {
+		r.next.OnProgress(p)
+	}
+	data, err := p.MarshalJSON()
+	if err != nil {
+		r.events.failed(fmt.Sprintf("batch %d of %s", p.BatchID, r.source), err)
+		return
+	}
+	r.events.recordBatches(r.ctx, r.lake, r.runID, r.source, r.ckpt, p.ID, p.BatchID, data)
+}
+
+// streamListener wraps next with the batch recorder of the query (source: its name, ckpt: its
+// checkpoint), after catching up on batches an earlier, killed run did not log.
+func (e Env) streamListener(ctx context.Context, source, ckpt string, next stream.Listener) stream.Listener {
+	if e.Events == nil {
+		return next
+	}
+	e.Events.catchUp(ctx, e.Lake, source, ckpt)
+	return &batchRecorder{ctx: ctx, events: e.Events, lake: e.Lake, runID: e.runID, source: source, ckpt: ckpt, next: next}
+}
+
+// catchUp logs the batches whose progress the checkpoint keeps but the event log lacks (the
+// rows a kill lost, or the history from before the event log was on).
+func (l *EventLog) catchUp(ctx context.Context, lake objstore.Bucket, source, ckpt string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
+	defer cancel()
+	dir := checkpoint.Open(objstore.WithPrefix(lake, ckpt))
+	queryID, err := dir.ReadQueryID(ctx)
+	if errors.Is(err, checkpoint.ErrNoQuery) {
+		return
+	}
+	if err != nil {
+		l.failed("catch-up of "+source, err)
+		return
+	}
+	ns, err := dir.ProgressBatches(ctx)
+	if err != nil || len(ns) == 0 {
+		if err != nil {
+			l.failed("catch-up of "+source, err)
+		}
+		return
+	}
+	last := ns[len(ns)-1]
+	data, err := dir.ReadProgress(ctx, last)
+	if err != nil {
+		l.failed("catch-up of "+source, err)
+		return
+	}
+	l.recordBatches(ctx, lake, "", source, ckpt, queryID, last, data)
+}
+
+// recordBatches appends batch n (its progress JSON: data), and before it every batch the
+// event log lacks whose progress file the checkpoint still has, in one commit with txn
+// version n.
+func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runID, source, ckpt, queryID string, n int64, data []byte) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
+	defer cancel()
+	what := fmt.Sprintf("batch %d of %s", n, source)
+	appID := eventlog.BatchTxnAppID(queryID)
+	logged, ok, err := l.log.TxnVersion(ctx, appID)
+	if err != nil {
+		l.failed(what, err)
+		return
+	}
+	if ok && logged >= n {
+		return // a batch run again after a kill: logged already
+	}
+	var events []eventlog.Event
+	if !ok || logged < n-1 {
+		dir := checkpoint.Open(objstore.WithPrefix(lake, ckpt))
+		ns, err := dir.ProgressBatches(ctx)
+		if err != nil {
+			l.failed(what, err)
+			return
+		}
+		for _, m := range ns {
+			if m >= n || (ok && m <= logged) {
+				continue
+			}
+			old, err := dir.ReadProgress(ctx, m)
+			if errors.Is(err, objstore.ErrNotFound) {
+				continue // cleaned up meanwhile
+			}
+			if err != nil {
+				l.failed(what, err)
+				return
+			}
+			evs, err := batchEvents("", source, queryID, path.Join(ckpt, checkpoint.ProgressKey(m)), old)
+			if err != nil {
+				l.failed(what, err)
+				return
+			}
+			events = append(events, evs...)
+		}
+	}
+	evs, err := batchEvents(runID, source, queryID, path.Join(ckpt, checkpoint.ProgressKey(n)), data)
+	if err != nil {
+		l.failed(what, err)
+		return
+	}
+	events = append(events, evs...)
+	if _, err := l.log.Append(ctx, events, &eventlog.Txn{AppID: appID, Version: n}); err != nil {
+		l.failed(what, err)
+	}
+}
+
+// batchEvents turns one progress JSON into the batch's row and one row per expectation.
+func batchEvents(runID, source, queryID, key string, data []byte) ([]eventlog.Event, error) {
+	bp, err := report.ParseProgress(key, data)
+	if err != nil {
+		return nil, err
+	}
+	var extra struct {
+		Sink struct {
+			Metrics map[string]string `json:"metrics"`
+		} `json:"sink"`
+	}
+	_ = json.Unmarshal(data, &extra) // ParseProgress read it already
+	id := queryID + "/" + strconv.FormatInt(bp.BatchID, 10)
+	b := eventlog.Event{
+		EventID: "batch/" + id, EventType: eventlog.TypeBatch, EventTime: bp.Timestamp, Job: "stream", RunID: runID,
+		Source: source, QueryID: queryID, BatchID: eventlog.Int(bp.BatchID), StartTime: bp.Timestamp,
+		EndTime: bp.Timestamp.Add(time.Duration(bp.DurationMs) * time.Millisecond), DurationMs: eventlog.Int(bp.DurationMs),
+		Outcome: eventlog.OutcomeOK, RowsIn: eventlog.Int(bp.NumInputRows), RowsOut: bp.SilverRows, RowsRejected: bp.ValidationRejects,
+		Watermark: bp.Watermark, Details: string(data),
+	}
+	var late int64
+	for _, n := range bp.LateRows {
+		late += n
+	}
+	b.RowsLate = eventlog.Int(late)
+	if v, ok := extra.Sink.Metrics["numDuplicatesDropped"]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			b.RowsDropped = eventlog.Int(n)
+		}
+	}
+	out := []eventlog.Event{b}
+	for _, x := range bp.Expectations {
+		ex := eventlog.Event{
+			EventID: "expectation/" + id + "/" + x.Name, EventType: eventlog.TypeExpectation, EventTime: bp.Timestamp,
+			Job: "stream", RunID: runID, Source: source, QueryID: queryID, BatchID: eventlog.Int(bp.BatchID),
+			Outcome: eventlog.OutcomeOK, Expectation: x.Name, Action: x.OnViolation,
+			RowsPassed: eventlog.Int(x.Passed), RowsFailed: eventlog.Int(x.Failed), RowsRejected: eventlog.Int(x.Dropped),
+		}
+		if x.Failed > 0 {
+			ex.Outcome = eventlog.OutcomeViolations
+		}
+		d, _ := json.Marshal(x)
+		ex.Details = string(d)
+		out = append(out, ex)
+	}
+	return out, nil
+}
+
+// Logged is RunLogged for a job function with a typed summary.
+func Logged[T any](ctx context.Context, env Env, job, source string, run func(context.Context, Env) (T, error)) (T, error) {
+	summary, err := RunLogged(ctx, env, job, source, func(ctx context.Context, env Env) (any, error) { return run(ctx, env) })
+	t, _ := summary.(T)
+	return t, err
+}
