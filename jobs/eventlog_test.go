@@ -76,7 +76,9 @@ func progressBatches(t *testing.T, env Env) []int64 {
 	return ns
 }
 
-func streamJob(ctx context.Context, env Env) (any, error) { return Stream(ctx, env, config.Trigger{}, nil) }
+func streamJob(ctx context.Context, env Env) (any, error) {
+	return Stream(ctx, env, config.Trigger{}, nil)
+}
 func ingestJob(ctx context.Context, env Env) (any, error) { return Ingest(ctx, env) }
 
 // TestEventLogRowsForEveryJobKind: after ingest, stream (two batches over two runs),
