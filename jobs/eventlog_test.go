@@ -15,6 +15,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/report"
 	"github.com/medallion-lake/medallion/report/eventlog"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
@@ -162,6 +163,26 @@ func TestEventLogRowsForEveryJobKind(t *testing.T) {
 	if failed["non_negative"] != neg1+neg2 || failed["is_a"] != notA1+notA2 {
 		t.Errorf("expectation failures %v, want non_negative %d, is_a %d", failed, neg1+neg2, notA1+notA2)
 	}
+	// The report reads the history from the event log: with the checkpoint's progress files
+	// gone (as its cleanup removes old ones), it still has every batch, from the log.
+	dir := objstore.WithPrefix(env.Lake, env.Config.Stream.Checkpoint)
+	for _, n := range progressBatches(t, env) {
+		if err := dir.Delete(ctx, checkpoint.ProgressKey(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, problems, err := report.StreamProgress(ctx, env.Lake, env.Config, 0)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("report.StreamProgress: %v %v", err, problems)
+	}
+	var reported []int64
+	for _, b := range got {
+		reported = append(reported, b.BatchID)
+	}
+	if !slices.Equal(reported, batchIDs) {
+		t.Errorf("the report's batches %v, want the event log's %v", reported, batchIDs)
+	}
+
 	tables := append(TablePaths(env), config.DefaultEventLog)
 	for _, j := range []string{"optimize", "vacuum", "checkpoint"} {
 		if !slices.Equal(maint[j], tables) {

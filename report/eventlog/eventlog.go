@@ -287,6 +287,34 @@ var ErrNoEventLog = errors.New("eventlog: no event log table")
 
 // Read returns the rows of eventType (every type when empty), oldest event_time first.
 func (l *Log) Read(ctx context.Context, eventType string) ([]Event, error) {
+	var filter table.Expr
+	if eventType != "" {
+		filter = table.Eq("event_type", eventType)
+	}
+	return l.read(ctx, filter)
+}
+
+// Batches returns the batch rows of the streaming query queryID, oldest first: the files whose
+// statistics rule the query out are not read.
+func (l *Log) Batches(ctx context.Context, queryID string) ([]Event, error) {
+	evs, err := l.read(ctx, table.And(table.Eq("event_type", TypeBatch), table.Eq("query_id", queryID)))
+	slices.SortStableFunc(evs, func(a, b Event) int { return cmpInt(a.BatchID, b.BatchID) })
+	return evs, err
+}
+
+func cmpInt(a, b *int64) int {
+	switch {
+	case a == nil || b == nil:
+		return 0
+	case *a < *b:
+		return -1
+	case *a > *b:
+		return 1
+	}
+	return 0
+}
+
+func (l *Log) read(ctx context.Context, filter table.Expr) ([]Event, error) {
 	t := l.table()
 	if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 		return nil, fmt.Errorf("%w at %s", ErrNoEventLog, l.path)
@@ -294,7 +322,7 @@ func (l *Log) Read(ctx context.Context, eventType string) ([]Event, error) {
 		return nil, fmt.Errorf("eventlog: open %s: %w", l.path, err)
 	}
 	var out []Event
-	for b, err := range t.Scan(ctx, table.ScanOptions{}) {
+	for b, err := range t.Scan(ctx, table.ScanOptions{Filter: filter}) {
 		if err != nil {
 			return nil, fmt.Errorf("eventlog: read %s: %w", l.path, err)
 		}
@@ -303,10 +331,7 @@ func (l *Log) Read(ctx context.Context, eventType string) ([]Event, error) {
 			idx[f.Name] = b.Columns[i]
 		}
 		for r := 0; r < b.Len(); r++ {
-			e := eventAt(idx, r)
-			if eventType == "" || e.EventType == eventType {
-				out = append(out, e)
-			}
+			out = append(out, eventAt(idx, r))
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Event) int { return a.EventTime.Compare(b.EventTime) })
