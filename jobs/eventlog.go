@@ -295,6 +295,10 @@ func batchEvents(runID, source, queryID, key string, data []byte) ([]eventlog.Ev
 		Sink struct {
 			Metrics map[string]string `json:"metrics"`
 		} `json:"sink"`
+		// Every operator that quarantines (aggregations, joins) counts its rows here.
+		StateOperators []struct {
+			CustomMetrics map[string]int64 `json:"customMetrics"`
+		} `json:"stateOperators"`
 	}
 	_ = json.Unmarshal(data, &extra) // ParseProgress read it already
 	id := queryID + "/" + strconv.FormatInt(bp.BatchID, 10)
@@ -306,8 +310,8 @@ func batchEvents(runID, source, queryID, key string, data []byte) ([]eventlog.Ev
 		Watermark: bp.Watermark, Details: string(data),
 	}
 	var late int64
-	for _, n := range bp.LateRows {
-		late += n
+	for _, op := range extra.StateOperators {
+		late += op.CustomMetrics[stream.CustomMetricLateRowsQuarantined]
 	}
 	b.RowsLate = eventlog.Int(late)
 	if v, ok := extra.Sink.Metrics["numDuplicatesDropped"]; ok {
