@@ -1,13 +1,16 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -200,8 +203,8 @@ func (e Env) streamListener(ctx context.Context, source, ckpt string, next strea
 	return &batchRecorder{ctx: ctx, events: e.Events, lake: e.Lake, runID: e.runID, source: source, ckpt: ckpt, next: next}
 }
 
-// catchUp logs the batches whose progress the checkpoint keeps but the event log lacks (the
-// rows a kill lost, or the history from before the event log was on).
+// catchUp logs the batches the checkpoint has committed but the event log lacks (the rows a
+// kill lost, or the history from before the event log was on).
 func (l *EventLog) catchUp(ctx context.Context, lake objstore.Bucket, source, ckpt string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
 	defer cancel()
@@ -214,25 +217,55 @@ func (l *EventLog) catchUp(ctx context.Context, lake objstore.Bucket, source, ck
 		l.failed("catch-up of "+source, err)
 		return
 	}
-	ns, err := dir.ProgressBatches(ctx)
-	if err != nil || len(ns) == 0 {
-		if err != nil {
-			l.failed("catch-up of "+source, err)
-		}
-		return
-	}
-	last := ns[len(ns)-1]
-	data, err := dir.ReadProgress(ctx, last)
+	known, err := checkpointBatches(ctx, lake, ckpt)
 	if err != nil {
 		l.failed("catch-up of "+source, err)
 		return
 	}
-	l.recordBatches(ctx, lake, "", source, ckpt, queryID, last, data)
+	if len(known) == 0 {
+		return
+	}
+	l.recordBatches(ctx, lake, "", source, ckpt, queryID, known[len(known)-1].n, nil)
 }
 
-// recordBatches appends batch n (its progress JSON: data), and before it every batch the
-// event log lacks whose progress file the checkpoint still has, in one commit with txn
-// version n.
+// knownBatch is a batch the checkpoint records: its id and its commit file's time.
+type knownBatch struct {
+	n         int64
+	committed time.Time
+}
+
+// checkpointBatches lists the batches of a checkpoint that have a commit or a progress file,
+// in order. A batch with a commit but no progress file is one a kill stopped between the two.
+func checkpointBatches(ctx context.Context, lake objstore.Bucket, ckpt string) ([]knownBatch, error) {
+	b := objstore.WithPrefix(lake, ckpt)
+	seen := map[int64]time.Time{}
+	for _, dir := range []struct{ prefix, suffix string }{{"commits/", ""}, {"progress/", ".json"}} {
+		infos, err := objstore.ListAll(ctx, b, dir.prefix, objstore.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", path.Join(ckpt, dir.prefix), err)
+		}
+		for _, o := range infos {
+			ns, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir.prefix), dir.suffix)
+			n, err := strconv.ParseInt(ns, 10, 64)
+			if !ok || err != nil || n < 0 {
+				continue // temporary or foreign objects
+			}
+			if t, ok := seen[n]; !ok || t.IsZero() {
+				seen[n] = o.ModTime
+			}
+		}
+	}
+	out := make([]knownBatch, 0, len(seen))
+	for n, t := range seen {
+		out = append(out, knownBatch{n: n, committed: t})
+	}
+	slices.SortFunc(out, func(a, b knownBatch) int { return cmp.Compare(a.n, b.n) })
+	return out, nil
+}
+
+// recordBatches appends batch n (its progress JSON: data; nil: read it from the checkpoint),
+// and before it every batch the event log lacks that the checkpoint still records, in one
+// commit with txn version n.
 func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runID, source, ckpt, queryID string, n int64, data []byte) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
 	defer cancel()
@@ -246,42 +279,57 @@ func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runI
 	if ok && logged >= n {
 		return // a batch run again after a kill: logged already
 	}
-	var events []eventlog.Event
-	if !ok || logged < n-1 {
-		dir := checkpoint.Open(objstore.WithPrefix(lake, ckpt))
-		ns, err := dir.ProgressBatches(ctx)
+	todo := []knownBatch{{n: n}}
+	if !ok || logged < n-1 || data == nil {
+		known, err := checkpointBatches(ctx, lake, ckpt)
 		if err != nil {
 			l.failed(what, err)
 			return
 		}
-		for _, m := range ns {
-			if m >= n || (ok && m <= logged) {
-				continue
-			}
-			old, err := dir.ReadProgress(ctx, m)
-			if errors.Is(err, objstore.ErrNotFound) {
-				continue // cleaned up meanwhile
-			}
-			if err != nil {
-				l.failed(what, err)
-				return
-			}
-			evs, err := batchEvents("", source, queryID, path.Join(ckpt, checkpoint.ProgressKey(m)), old)
-			if err != nil {
-				l.failed(what, err)
-				return
-			}
-			events = append(events, evs...)
+		todo = slices.DeleteFunc(known, func(b knownBatch) bool { return b.n > n || (ok && b.n <= logged) })
+		if data != nil && (len(todo) == 0 || todo[len(todo)-1].n != n) {
+			todo = append(todo, knownBatch{n: n})
 		}
 	}
-	evs, err := batchEvents(runID, source, queryID, path.Join(ckpt, checkpoint.ProgressKey(n)), data)
-	if err != nil {
-		l.failed(what, err)
-		return
+	dir := checkpoint.Open(objstore.WithPrefix(lake, ckpt))
+	var events []eventlog.Event
+	for _, b := range todo {
+		progress, rid := data, runID
+		if b.n != n || data == nil {
+			progress, rid = nil, "" // logged after the run that ran it
+			p, err := dir.ReadProgress(ctx, b.n)
+			if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+				l.failed(what, err)
+				return
+			}
+			progress = p
+		}
+		var evs []eventlog.Event
+		if progress == nil {
+			// Committed, but killed before its progress file: the row says what is known.
+			evs = []eventlog.Event{lostBatchEvent(source, queryID, b)}
+		} else if evs, err = batchEvents(rid, source, queryID, path.Join(ckpt, checkpoint.ProgressKey(b.n)), progress); err != nil {
+			l.failed(what, err)
+			return
+		}
+		events = append(events, evs...)
 	}
-	events = append(events, evs...)
 	if _, err := l.log.Append(ctx, events, &eventlog.Txn{AppID: appID, Version: n}); err != nil {
 		l.failed(what, err)
+	}
+}
+
+// lostBatchEvent is the row of a batch committed by a run killed before it wrote the batch's
+// progress: its id and commit time, with details saying the figures are lost.
+func lostBatchEvent(source, queryID string, b knownBatch) eventlog.Event {
+	t := b.committed
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return eventlog.Event{
+		EventID: "batch/" + queryID + "/" + strconv.FormatInt(b.n, 10), EventType: eventlog.TypeBatch, EventTime: t.UTC(),
+		Job: "stream", Source: source, QueryID: queryID, BatchID: eventlog.Int(b.n), EndTime: t.UTC(), Outcome: eventlog.OutcomeOK,
+		Details: fmt.Sprintf(`{"batchId":%d,"progressLost":"the run was killed after committing the batch and before writing its progress"}`, b.n),
 	}
 }
 
