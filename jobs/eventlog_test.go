@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/medallion-lake/medallion/config"
@@ -334,5 +336,33 @@ func TestEventLogWriteFailureLeavesDataPathOK(t *testing.T) {
 	if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), "event log write failed") ||
 		!strings.Contains(logs.String(), errRefused.Error()) {
 		t.Errorf("no WARN line naming the failure; logs:\n%s", logs.String())
+	}
+}
+
+// TestEventLogScheduledRuns: a run of serve's scheduler (here: ingest, and a job that panics)
+// gets its row like a `medallion run`.
+func TestEventLogScheduledRuns(t *testing.T) {
+	env := eventLogPipeline(t, t.TempDir(), "")
+	landEvents(t, env, "landing/events/a.json", 0, 5)
+	jobs := []Scheduled{
+		{Name: "ingest", Schedule: "@every 1h", Run: Lookup("ingest")},
+		{Name: "replay", Schedule: "@every 1h", Run: func(context.Context, Env) (any, error) { panic("a bug") }},
+	}
+	s, err := NewScheduler(env, NewLeases(env.Lake, "serve-a", 10*time.Second, nil), prometheus.NewRegistry(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		s.runOnce(j) // as cron would, but now
+	}
+	got := map[string]eventlog.Event{}
+	for _, e := range readEvents(t, env) {
+		got[e.Job] = e
+	}
+	if e, ok := got["ingest"]; !ok || e.Outcome != eventlog.OutcomeOK || e.RowsOut == nil || *e.RowsOut != 5 {
+		t.Errorf("scheduled ingest: row %+v, want ok with rows_out 5", e)
+	}
+	if e, ok := got["replay"]; !ok || e.Outcome != eventlog.OutcomeError || !strings.Contains(e.Error, "panicked") {
+		t.Errorf("panicking run: row %+v, want an error row", e)
 	}
 }
