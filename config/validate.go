@@ -101,7 +101,11 @@ func (p *Pipeline) validate(ctx context.Context) error {
 	v.serve()
 	v.enum("log.level", p.Log.Level, "debug", "info", "warn", "error")
 	v.enum("log.format", p.Log.Format, "auto", "json", "text")
-	if p.EventLog != "" && p.EventLog != EventLogOff {
+	switch strings.ToLower(p.EventLog) {
+	case "", EventLogOff:
+	case "false", "no", "none", "disabled", "0":
+		v.fail("event_log", "%q: write event_log: off to turn the event log off, or a table path under the lake", p.EventLog)
+	default:
 		v.tablePath("event_log", p.EventLog)
 	}
 	if err := ctx.Err(); err != nil {

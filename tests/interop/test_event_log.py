@@ -22,6 +22,15 @@ DOC = REPO_ROOT / "docs" / "event-log.md"
 LOG = "lake/_medallion/event_log"
 
 
+def readme_example() -> str:
+    """The DuckDB example of the README's event log section."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## The event log\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```sql\n(.*?)^```$", section, flags=re.S | re.M)
+    assert len(blocks) == 1, f"the README's event log section has {len(blocks)} sql blocks"
+    return blocks[0]
+
+
 def doc_examples(dialect: str) -> list[str]:
     """The doc's ```sql <dialect> blocks, in order."""
     text = DOC.read_text(encoding="utf-8")
@@ -100,6 +109,8 @@ def test_doc_examples_run_on_duckdb(demo_root, monkeypatch):
     # succeeded.
     assert results[0].num_rows > 0, "no batch with quarantined rows in the last day after the demo"
     assert set(results[3].column(0).to_pylist()) >= {"ingest", "stream", "merge-late"}, results[3]
+    readme = con.execute(readme_example()).fetch_arrow_table()
+    assert set(readme.column(0).to_pylist()) >= {"ingest", "stream", "merge-late"}, readme
 
 
 def test_doc_examples_run_on_spark(demo_root, spark):
