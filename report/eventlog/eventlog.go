@@ -196,10 +196,11 @@ func batchOf(events []Event) (*table.Batch, error) {
 }
 
 // Log is the event log table at a path of the lake.
+// A Log is safe for concurrent use; it keeps the newest snapshot it has seen, so that a
+// long-lived writer (a stream logging every batch) replays only the commits after it.
 type Log struct {
-	lake objstore.Bucket
 	path string
-	now  func() time.Time
+	t    *table.Table
 }
 
 // Open returns the event log at path (relative to lake). Nothing is read or written yet.
@@ -207,15 +208,13 @@ func Open(lake objstore.Bucket, path string, now func() time.Time) *Log {
 	if now == nil {
 		now = time.Now
 	}
-	return &Log{lake: lake, path: path, now: now}
+	return &Log{path: path, t: table.Open(objstore.WithPrefix(lake, path), table.WithClock(now))}
 }
 
 // Path is the table's path under the lake.
 func (l *Log) Path() string { return l.path }
 
-func (l *Log) table() *table.Table {
-	return table.Open(objstore.WithPrefix(l.lake, l.path), table.WithClock(l.now))
-}
+func (l *Log) table() *table.Table { return l.t }
 
 // Txn is the idempotence key of an append: the commit records txn(AppID, Version), and an
 // append whose txn the table already has (a version >= Version for AppID) writes nothing.
@@ -255,7 +254,7 @@ func (l *Log) Append(ctx context.Context, events []Event, txn *Txn) (written boo
 
 // ensure creates the table when it does not exist yet (a concurrent creator may win: fine).
 func (l *Log) ensure(ctx context.Context, t *table.Table) error {
-	if _, err := t.Log().Snapshot(ctx); err == nil {
+	if _, err := t.Latest(ctx); err == nil {
 		return nil
 	} else if !errors.Is(err, txlog.ErrTableNotFound) {
 		return fmt.Errorf("eventlog: open %s: %w", l.path, err)
@@ -271,7 +270,7 @@ func (l *Log) ensure(ctx context.Context, t *table.Table) error {
 // TxnVersion is the last version appended under appID, and false when none was (or there is
 // no event log yet).
 func (l *Log) TxnVersion(ctx context.Context, appID string) (int64, bool, error) {
-	snap, err := l.table().Log().Snapshot(ctx)
+	snap, err := l.table().Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return 0, false, nil
 	}
@@ -316,7 +315,7 @@ func cmpInt(a, b *int64) int {
 
 func (l *Log) read(ctx context.Context, filter table.Expr) ([]Event, error) {
 	t := l.table()
-	if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
+	if _, err := t.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 		return nil, fmt.Errorf("%w at %s", ErrNoEventLog, l.path)
 	} else if err != nil {
 		return nil, fmt.Errorf("eventlog: open %s: %w", l.path, err)
