@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path"
 	"slices"
 	"strconv"
@@ -40,6 +41,9 @@ import (
 // eventLogTimeout bounds one event log write, so that a hanging store delays a job by at most
 // this much.
 const eventLogTimeout = 30 * time.Second
+
+// eventLogFailedRunTimeout bounds the write of a failed run's row.
+const eventLogFailedRunTimeout = 5 * time.Second
 
 // EventLog appends the pipeline's events to its event log table. A nil *EventLog (event_log:
 // off) records nothing.
@@ -85,15 +89,27 @@ func (l *EventLog) Collector() prometheus.Collector {
 	return l.failures
 }
 
-// append writes events, turning a failure into a WARN and the counter.
-func (l *EventLog) append(ctx context.Context, what string, events []eventlog.Event, txn *eventlog.Txn) {
+// append writes events, turning a failure into a WARN (debug when jobFailed: the job's own
+// error, one line, already says what is wrong, most often the same unreachable store) and the
+// counter.
+func (l *EventLog) append(ctx context.Context, what string, events []eventlog.Event, txn *eventlog.Txn, jobFailed bool) {
 	if l == nil || len(events) == 0 {
 		return
 	}
-	// A cancelled job still gets its row (outcome error); a stuck store gets eventLogTimeout.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
+	// A cancelled job still gets its row (outcome error); a stuck store gets eventLogTimeout,
+	// and after a failed job less: the store may well be what failed it.
+	timeout := eventLogTimeout
+	if jobFailed {
+		timeout = eventLogFailedRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if _, err := l.log.Append(ctx, events, txn); err != nil {
+		if jobFailed {
+			l.failures.Inc()
+			l.logger.Debug("event log write failed after the job failed", "event_log", l.log.Path(), "event", what, "err", err.Error())
+			return
+		}
 		l.failed(what, err)
 	}
 }
@@ -118,6 +134,13 @@ func RunLogged(ctx context.Context, env Env, job, source string, run Func) (any,
 // recordRun appends a run's row (and its maintenance rows).
 func (l *EventLog) recordRun(ctx context.Context, runID, job, source string, start, end time.Time, summary any, runErr error) {
 	if l == nil {
+		return
+	}
+	if op := (*net.OpError)(nil); errors.As(runErr, &op) {
+		// The job could not reach the store (connection refused, DNS): neither can the event
+		// log, and trying would only hold up the job's exit by the client's retries.
+		l.failures.Inc()
+		l.logger.Debug("event log row not written: the job could not reach the store", "event_log", l.log.Path(), "event", "run "+job, "err", runErr.Error())
 		return
 	}
 	e := eventlog.Event{
@@ -148,7 +171,7 @@ func (l *EventLog) recordRun(ctx context.Context, runID, job, source string, sta
 			events = append(events, m)
 		}
 	}
-	l.append(ctx, "run "+job, events, nil)
+	l.append(ctx, "run "+job, events, nil, runErr != nil)
 }
 
 // runCounts fills a run row's row counts from the summaries that have them.
