@@ -2,6 +2,10 @@
 // merge-late, replay, optimize, vacuum. An Env is built once from the config; the CLI's
 // `medallion run JOB` and the scheduler of `medallion serve` call the same functions.
 //
+// It also writes the event log (eventlog.go, docs/event-log.md): a row per job run (RunLogged),
+// per micro-batch and expectation (through the stream's Listener: the engines do not know it)
+// and per table maintenance; a failed write never fails a job.
+//
 // Crash guarantees are those of the job functions' packages: every job is idempotent and may be
 // killed at any instant; running it again converges to the same tables.
 package jobs

@@ -33,10 +33,11 @@ import (
 // WARN line and medallion_event_log_write_failures_total, never a failed batch or job.
 //
 // Exactly once: a batch's rows carry txn(BatchTxnAppID(query id), batch id), so a batch run
-// again after a kill is not logged twice; a batch whose rows a kill lost (between the
-// progress file and the event log's commit) is logged from its progress file by the next
-// batch or the next run of the query (catch-up). A run's row is written once, at its end, with
-// a fresh run id: a run killed before its end has no run row (its batches have theirs).
+// again after a kill is not logged twice; a batch whose rows a kill lost (after the batch's
+// commit, before the event log's) is logged by the next batch or the next run of the query
+// (catch-up): from its progress file, or, when the kill came before that file, from its commit
+// file alone. A run's row is written once, at its end, with a fresh run id: a run killed before
+// its end has no run row (its batches have theirs).
 
 // eventLogTimeout bounds one event log write, so that a hanging store delays a job by at most
 // this much.
