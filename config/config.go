@@ -99,6 +99,10 @@ type Pipeline struct {
 	Serve Serve `yaml:"serve"`
 	// Log sets the log level and format.
 	Log Log `yaml:"log"`
+	// EventLog is the path of the event log table under the lake: one row per job run,
+	// micro-batch, expectation result and table maintenance (docs/event-log.md). "off" turns
+	// it off. Default "_medallion/event_log".
+	EventLog string `yaml:"event_log,omitempty"`
 
 	source string
 	// joinPins are, in a ForSource view, the source's columns its joins use (the view has no
@@ -666,6 +670,25 @@ func (p *Pipeline) ApplyDefaults() {
 	setDur(&p.Serve.ShutdownTimeout, NewDuration(30e9))
 	setStr(&p.Log.Level, "info")
 	setStr(&p.Log.Format, "auto")
+	setStr(&p.EventLog, DefaultEventLog)
+}
+
+// DefaultEventLog is the event log's path under the lake when the config does not set one.
+const DefaultEventLog = "_medallion/event_log"
+
+// EventLogOff is the event_log value that turns the event log off.
+const EventLogOff = "off"
+
+// EventLogPath is the event log table's path under the lake, and false when the config turns
+// it off.
+func (p *Pipeline) EventLogPath() (string, bool) {
+	if p.EventLog == EventLogOff {
+		return "", false
+	}
+	if p.EventLog == "" {
+		return DefaultEventLog, true
+	}
+	return p.EventLog, true
 }
 
 // SchemaEvolution is the schema_evolution block of a source: the changes of `schema:` that

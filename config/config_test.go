@@ -524,3 +524,43 @@ func TestParseSchedule(t *testing.T) {
 		}
 	}
 }
+
+func TestEventLogSetting(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, path string
+		on         bool
+		err        string
+	}{
+		{yaml: "", path: "_medallion/event_log", on: true},
+		{yaml: "event_log: ops/events\n", path: "ops/events", on: true},
+		{yaml: "event_log: off\n", on: false},
+		{yaml: "event_log: false\n", err: "write event_log: off"},
+		{yaml: "event_log: /abs\n", err: "invalid table path"},
+		{yaml: "event_log: silver/events\n", err: "every table needs its own path"},
+	} {
+		cfg, err := Parse([]byte(eventLogBase+tc.yaml), "p.yaml")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.yaml, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if p, on := cfg.EventLogPath(); p != tc.path || on != tc.on {
+			t.Errorf("%q: EventLogPath() = %q, %v; want %q, %v", tc.yaml, p, on, tc.path, tc.on)
+		}
+	}
+}
+
+const eventLogBase = `lake: lake
+schema:
+  - {name: event_id, type: string, required: true}
+  - {name: event_time, type: timestamp, required: true}
+stream: {watermark: 10m}
+gold:
+  - name: g
+    window: {type: tumbling, size: 5m}
+    aggregates: [{fn: count, as: count}]
+`

@@ -101,6 +101,13 @@ func (p *Pipeline) validate(ctx context.Context) error {
 	v.serve()
 	v.enum("log.level", p.Log.Level, "debug", "info", "warn", "error")
 	v.enum("log.format", p.Log.Format, "auto", "json", "text")
+	switch strings.ToLower(p.EventLog) {
+	case "", EventLogOff:
+	case "false", "no", "none", "disabled", "0":
+		v.fail("event_log", "%q: write event_log: off to turn the event log off, or a table path under the lake", p.EventLog)
+	default:
+		v.tablePath("event_log", p.EventLog)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -616,6 +623,9 @@ func (v *validator) paths() {
 	for i, g := range p.Gold {
 		add(fmt.Sprintf("gold[%d].table", i), g.Table)
 		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
+	}
+	if el, on := p.EventLogPath(); on {
+		add("event_log", el)
 	}
 	for _, e := range order {
 		for i := strings.LastIndexByte(e.path, '/'); i > 0; i = strings.LastIndexByte(e.path[:i], '/') {

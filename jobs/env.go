@@ -2,6 +2,10 @@
 // merge-late, replay, optimize, vacuum. An Env is built once from the config; the CLI's
 // `medallion run JOB` and the scheduler of `medallion serve` call the same functions.
 //
+// It also writes the event log (eventlog.go, docs/event-log.md): a row per job run (RunLogged),
+// per micro-batch and expectation (through the stream's Listener: the engines do not know it)
+// and per table maintenance; a failed write never fails a job.
+//
 // Crash guarantees are those of the job functions' packages: every job is idempotent and may be
 // killed at any instant; running it again converges to the same tables.
 package jobs
@@ -27,6 +31,11 @@ type Env struct {
 	Lake   objstore.Bucket
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// Events is the event log (nil: none, as with event_log: off). NewEnv opens it.
+	Events *EventLog
+
+	// runID is the id of the job run under way (set by RunLogged), for the rows it logs.
+	runID string
 }
 
 // NewEnv opens the config's lake and fills defaults (wall clock, a discarding logger).
@@ -38,7 +47,9 @@ func NewEnv(ctx context.Context, cfg *config.Pipeline, logger *slog.Logger) (Env
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return Env{Config: cfg, Lake: lake, Clock: time.Now, Logger: logger}, nil
+	env := Env{Config: cfg, Lake: lake, Clock: time.Now, Logger: logger}
+	env.Events = NewEventLog(env)
+	return env, nil
 }
 
 // OpenLake opens the config's lake with its S3 settings and the environment's credentials.

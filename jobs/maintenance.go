@@ -56,12 +56,16 @@ type TableResult struct {
 	Skipped          string `json:"skipped,omitempty"`
 }
 
-// forEachTable runs fn on every existing table of the pipeline; tables not created yet are
-// reported as skipped. Every table is tried even when one fails.
+// forEachTable runs fn on every existing table of the pipeline and on the event log; tables
+// not created yet are reported as skipped. Every table is tried even when one fails.
 func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResult) error) ([]TableResult, error) {
 	var out []TableResult
 	var errs []error
-	for _, p := range TablePaths(env) {
+	paths := TablePaths(env)
+	if p, on := env.Config.EventLogPath(); on {
+		paths = append(paths, p) // compacted and vacuumed with the other tables
+	}
+	for _, p := range paths {
 		opts := []table.Option{table.WithClock(env.Clock)}
 		if p == env.Config.Tables.Silver {
 			opts = append(opts, table.WithWriteOptions(silver.WriteOptions(env.Config.Stream.Dedup, table.WriteOptions{})))

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/bronze/watch"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
@@ -279,7 +280,10 @@ func (n *notifier) ingest(ctx context.Context, keys []string) error {
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
 	start := time.Now()
-	rep, err := IngestKeys(lease.Context(), n.env, keys)
+	summary, err := RunLogged(lease.Context(), n.env, "ingest", "", func(ctx context.Context, env Env) (any, error) {
+		return IngestKeys(ctx, env, keys)
+	})
+	rep, _ := summary.(bronze.Report)
 	if n.record != nil {
 		n.record(start, rep, err) // an ingest run like a scheduled one, in status and metrics
 	}

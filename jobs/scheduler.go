@@ -270,7 +270,8 @@ func (s *Scheduler) runLeased(j Scheduled) {
 	start := time.Now()
 	s.running.WithLabelValues(j.Name).Set(1)
 	s.update(j.Name, func(st *Status) { st.Running, st.LastStart = true, start })
-	summary, err := s.protect(ctx, j)
+	// The event log gets the run's row, a panic's included.
+	summary, err := RunLogged(ctx, s.env, j.Name, "", func(ctx context.Context, env Env) (any, error) { return s.protect(ctx, j, env) })
 	stop()
 	cancel()
 	if rerr := lease.Release(context.Background()); rerr != nil {
@@ -325,13 +326,13 @@ func (s *Scheduler) Record(name string, start time.Time, summary any, err error)
 func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // protect turns a panic in a job into an error, so one bad run never takes serve down.
-func (s *Scheduler) protect(ctx context.Context, j Scheduled) (summary any, err error) {
+func (s *Scheduler) protect(ctx context.Context, j Scheduled, env Env) (summary any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("jobs: %s panicked: %v\n%s", j.Name, r, debug.Stack())
 		}
 	}()
-	return j.Run(ctx, s.env)
+	return j.Run(ctx, env)
 }
 
 // cronLogger adapts slog to robfig/cron's logger.

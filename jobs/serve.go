@@ -50,6 +50,9 @@ func NewServer(env Env) (*Server, error) {
 	if hasKafkaSource(env.Config) {
 		reg.MustRegister(newKafkaLagCollector(env))
 	}
+	if c := env.Events.Collector(); c != nil {
+		reg.MustRegister(c) // medallion_event_log_write_failures_total
+	}
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 	leases := NewLeases(env.Lake, holder, env.Config.Serve.LeaseTTL.Duration, env.Clock)

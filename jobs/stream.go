@@ -24,9 +24,11 @@ func Stream(ctx context.Context, env Env, trigger config.Trigger, listener strea
 	if err := bronze.CheckDeclared(ctx, bt, env.Config.Tables.Bronze, declared, SchemaPolicy(env.Config)); err != nil {
 		return stream.Report{}, err
 	}
+	q := specs.Query(env.Config)
+	listener = env.streamListener(ctx, q.Name, q.Tables.Checkpoint, listener)
 	r, err := stream.New(stream.Options{
 		Lake:     env.Lake,
-		Query:    specs.Query(env.Config),
+		Query:    q,
 		Trigger:  specs.Trigger(trigger),
 		Clock:    env.Clock,
 		Logger:   env.Logger,

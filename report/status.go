@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/report/eventlog"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -205,14 +207,29 @@ func ParseProgress(key string, data []byte) (BatchProgress, error) {
 // StreamProgress reads the last limit progress files (all when limit <= 0) the stream keeps under
 // <stream.checkpoint>/progress/N.json, in batch order. Files that cannot be read as progress
 // are skipped and reported in problems, so that one bad file does not hide the others.
+//
+// When the event log (docs/event-log.md) has the query's batches, they are read from there
+// instead: it keeps the history the checkpoint's cleanup removes.
 func StreamProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, limit int) (batches []BatchProgress, problems []string, err error) {
 	ckpt := checkpoint.Open(objstore.WithPrefix(lake, cfg.Stream.Checkpoint))
+	logged, problems, ok := eventLogProgress(ctx, lake, cfg, ckpt, limit)
 	ns, err := ckpt.ProgressBatches(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("report: %w", err)
 	}
+	if ok {
+		// The files the event log lacks (a write of it failed, or is under way) come after it.
+		last := logged[len(logged)-1].BatchID
+		ns = slices.DeleteFunc(ns, func(n int64) bool { return n <= last })
+		batches = logged
+	} else {
+		problems = nil
+	}
 	if limit > 0 && len(ns) > limit {
 		ns = ns[len(ns)-limit:]
+	}
+	if limit > 0 && len(batches)+len(ns) > limit {
+		batches = batches[len(batches)+len(ns)-limit:]
 	}
 	// Progress files are small: reading them a few at a time hides the store's latency.
 	type result struct {
@@ -251,4 +268,36 @@ func StreamProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipel
 		batches = append(batches, bp)
 	}
 	return batches, problems, nil
+}
+
+// eventLogProgress is StreamProgress from the event log's batch rows (their details are the
+// progress JSON); false when the log is off, missing, unreadable or has no batch of the query
+// (the caller then reads the progress files).
+func eventLogProgress(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, ckpt *checkpoint.Dir, limit int) ([]BatchProgress, []string, bool) {
+	p, on := cfg.EventLogPath()
+	if !on {
+		return nil, nil, false
+	}
+	queryID, err := ckpt.ReadQueryID(ctx)
+	if err != nil {
+		return nil, nil, false
+	}
+	evs, err := eventlog.Open(lake, p, nil).Batches(ctx, queryID)
+	if err != nil || len(evs) == 0 {
+		return nil, nil, false
+	}
+	if limit > 0 && len(evs) > limit {
+		evs = evs[len(evs)-limit:]
+	}
+	var batches []BatchProgress
+	var problems []string
+	for _, e := range evs {
+		bp, err := ParseProgress(p+" "+e.EventID, []byte(e.Details))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		batches = append(batches, bp)
+	}
+	return batches, problems, len(batches) > 0
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -156,34 +158,20 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	// time minus the event time (medallion lag) is the lag a scheduled ingest would see.
 	done = step(2, "ingest")
 	var ing bronze.Report
-	for _, a := range arrivals {
-		at := a.end
-		envAt := env
-		envAt.Clock = func() time.Time { return at }
-		rep, err := jobs.IngestKeys(ctx, envAt, []string{a.key})
-		if err != nil {
-			return fmt.Errorf("demo: ingest %s: %w", a.key, err)
-		}
-		ing.Rows, ing.Rejected = ing.Rows+rep.Rows, ing.Rejected+rep.Rejected
-		for k, v := range rep.RejectsBy {
-			if ing.RejectsBy == nil {
-				ing.RejectsBy = map[string]int64{}
-			}
-			ing.RejectsBy[k] += v
-		}
-	}
-	rests, err := jobs.IngestSources(ctx, env, "", nil) // anything else in landing (a rerun: nothing)
+	_, err = jobs.Logged(ctx, env, "ingest", "", func(ctx context.Context, env jobs.Env) (bronze.Report, error) {
+		err := demoIngest(ctx, env, arrivals, &ing)
+		return ing, err
+	})
 	if err != nil {
-		return fmt.Errorf("demo: ingest: %w", err)
-	}
-	for _, rest := range rests {
-		ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
+		return err
 	}
 	done("bronze +%s, rejects +%s %s", count(ing.Rows, "row"), num(ing.Rejected), reasons(ing.RejectsBy))
 
 	// 3. Stream.
 	done = step(3, "stream")
-	rep, err := jobs.Stream(ctx, env, config.Trigger{}, nil)
+	rep, err := jobs.Logged(ctx, env, "stream", cfg.Stream.Name, func(ctx context.Context, env jobs.Env) (stream.Report, error) {
+		return jobs.Stream(ctx, env, config.Trigger{}, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("demo: stream: %w", err)
 	}
@@ -248,6 +236,35 @@ Explore:
 	return nil
 }
 
+// demoIngest ingests the demo's arrivals into ing, each object as if ingest ran when its last
+// line arrived, then anything else in landing.
+func demoIngest(ctx context.Context, env jobs.Env, arrivals []arrival, ing *bronze.Report) error {
+	for _, a := range arrivals {
+		at := a.end
+		envAt := env
+		envAt.Clock = func() time.Time { return at }
+		rep, err := jobs.IngestKeys(ctx, envAt, []string{a.key})
+		if err != nil {
+			return fmt.Errorf("demo: ingest %s: %w", a.key, err)
+		}
+		ing.Rows, ing.Rejected = ing.Rows+rep.Rows, ing.Rejected+rep.Rejected
+		for k, v := range rep.RejectsBy {
+			if ing.RejectsBy == nil {
+				ing.RejectsBy = map[string]int64{}
+			}
+			ing.RejectsBy[k] += v
+		}
+	}
+	rests, err := jobs.IngestSources(ctx, env, "", nil) // anything else in landing (a rerun: nothing)
+	if err != nil {
+		return fmt.Errorf("demo: ingest: %w", err)
+	}
+	for _, rest := range rests {
+		ing.Rows, ing.Rejected = ing.Rows+rest.Rows, ing.Rejected+rest.Rejected
+	}
+	return nil
+}
+
 // arrival is a landing object and when its last line arrived.
 type arrival struct {
 	key string
@@ -282,7 +299,9 @@ func demoGen(ctx context.Context, env jobs.Env, events int64, done func(string, 
 
 // demoMergeLate runs merge-late and describes what it did to each gold table.
 func demoMergeLate(ctx context.Context, env jobs.Env) (string, error) {
-	rep, err := jobs.MergeLate(ctx, env, "")
+	rep, err := jobs.Logged(ctx, env, "merge-late", "", func(ctx context.Context, env jobs.Env) (late.MergeReport, error) {
+		return jobs.MergeLate(ctx, env, "")
+	})
 	if err != nil {
 		return "", err
 	}

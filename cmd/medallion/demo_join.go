@@ -57,12 +57,16 @@ func demoStreamJoin(ctx context.Context, env jobs.Env, out io.Writer) (bool, err
 	if !ok {
 		return false, nil
 	}
-	crep, err := jobs.Stream(ctx, cenv, config.Trigger{}, nil)
+	crep, err := jobs.Logged(ctx, cenv, "stream", "clicks", func(ctx context.Context, env jobs.Env) (stream.Report, error) {
+		return jobs.Stream(ctx, env, config.Trigger{}, nil)
+	})
 	if err != nil {
 		return false, fmt.Errorf("demo: stream clicks: %w", err)
 	}
 	fmt.Fprintf(out, "            clicks: silver +%s, %s dropped\n", count(crep.SilverRows, "row"), count(crep.Duplicates, "duplicate"))
-	jrep, err := jobs.StreamJoin(ctx, env, demoJoin, config.Trigger{}, nil)
+	jrep, err := jobs.Logged(ctx, env, "stream", demoJoin, func(ctx context.Context, env jobs.Env) (stream.JoinReport, error) {
+		return jobs.StreamJoin(ctx, env, demoJoin, config.Trigger{}, nil)
+	})
 	if errors.Is(err, stream.ErrJoinNotImplemented) {
 		fmt.Fprintf(out, "            %s\n", joinsUnavailable)
 		return false, nil
@@ -87,7 +91,9 @@ func demoMergeJoin(ctx context.Context, env jobs.Env, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep, err := late.MergeLateJoin(ctx, late.Options{Lake: env.Lake, Clock: env.Clock, Logger: env.Logger}, j)
+	rep, err := jobs.Logged(ctx, env, "merge-late", demoJoin, func(ctx context.Context, env jobs.Env) (late.JoinMergeReport, error) {
+		return late.MergeLateJoin(ctx, late.Options{Lake: env.Lake, Clock: env.Clock, Logger: env.Logger}, j)
+	})
 	if errors.Is(err, late.ErrJoinMergeNotImplemented) {
 		fmt.Fprintf(out, "            %s\n", joinsUnavailable)
 		return nil

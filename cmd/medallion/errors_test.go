@@ -69,7 +69,7 @@ func TestTableNotFoundSaysWhere(t *testing.T) {
 		url, want string
 		code      int
 	}{
-		{lake, lake + " is a lake root, not a table; tables below it: bronze", 1},
+		{lake, lake + " is a lake root, not a table; tables below it: _medallion/event_log, bronze", 1},
 		{empty, empty + ": no Delta table there", 1},
 		{cfg, cfg + " is a file, not a table (a config file?", 2},
 		// A mistyped table name: not the backend's "open root" chain, but the tables beside it.

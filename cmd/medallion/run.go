@@ -100,7 +100,8 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if _, err := goldFlag(cmd, cfg); err != nil {
 			return err
 		}
-		if _, err := sourceFlag(cmd, cfg); err != nil {
+		source, err := sourceFlag(cmd, cfg)
+		if err != nil {
 			return err
 		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
@@ -111,7 +112,10 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		}
 		defer env.Lake.Close()
 		began := time.Now()
-		summary, err := run(ctx, cmd, env)
+		// The event log gets the run's row (docs/event-log.md), whatever its outcome.
+		summary, err := jobs.RunLogged(ctx, env, name, source, func(ctx context.Context, env jobs.Env) (any, error) {
+			return run(ctx, cmd, env)
+		})
 		result := map[string]any{"job": name, "ok": err == nil, "seconds": roundTo(time.Since(began).Seconds(), 3)}
 		if err != nil {
 			// The short form: schedulers parse this line; the chain is at debug level.

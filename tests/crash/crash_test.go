@@ -247,6 +247,7 @@ func TestCrashKillLoop(t *testing.T) {
 	k := crashRun(t, bin, cleanCfg, crashCfg, kills, seed)
 	checks := lakecheck.Verify(t, func(lake, tbl string) objstore.Bucket { return open(t, lake, tbl) }, cleanLake, crashLake, lines)
 	checks += deltaRS(t, crashLake)
+	checks += checkEventLog(t, crashCfg, k.completed)
 	t.Logf("SUMMARY crash: seed %d, %d kills %v, %d runs completed, %d runs failed (retryable, exit 1), %d invariant checks passed",
 		seed, k.kills, k.perJob, k.completed, k.failed, checks)
 	if k.failed > 0 {
