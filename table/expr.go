@@ -325,10 +325,6 @@ func (c *colRef) literal(v any) (scalar, error) {
 	return bad()
 }
 
-func decimalRat(d Decimal128, scale int) *big.Rat {
-	return new(big.Rat).SetFrac(d.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
-}
-
 // colScalar reads row i of a column of the ref's type.
 func colScalar(c *colRef, col *Column, i int) scalar {
 	switch c.class {
@@ -907,6 +903,10 @@ func Bind(e Expr, schema *txlog.StructType, partitionCols []string) (*Predicate,
 
 // String renders the predicate as SQL text.
 func (p *Predicate) String() string { return p.expr.String() }
+
+// TopFields calls f with the index, in the bound schema, of the top-level field of every
+// column the predicate reads (once per column reference), so that a scan reads those fields too.
+func (p *Predicate) TopFields(f func(i int)) { p.b.cols(func(r *colRef) { f(r.path[0]) }) }
 
 // OnlyPartitionColumns reports whether the predicate reads partition columns only.
 func (p *Predicate) OnlyPartitionColumns() bool { return p.onlyParts }

@@ -8,10 +8,11 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // ErrBadDataFile reports a data file that cannot be read as the table schema says.
@@ -838,4 +839,13 @@ func openParquet(ra io.ReaderAt, size int64, opts ...parquet.FileOption) (f *par
 		}
 	}()
 	return parquet.OpenFile(ra, size, opts...)
+}
+
+// ReadBuffer lets successive reads share their decoding buffers. A caller that is done with
+// each batch before it asks for the next passes the same ReadBuffer to every ReadWith: the
+// columns of one row group are then decoded into the buffers of the last, instead of into
+// memory allocated (and zeroed) afresh. The zero value is ready to use; a ReadBuffer is not
+// safe for concurrent use.
+type ReadBuffer struct {
+	batch *Batch
 }

@@ -6,9 +6,10 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 // FileScan reads live data files of one table version: projection, partition values,
@@ -47,8 +48,8 @@ func (s *FileScan) projection() (out, read *txlog.StructType, err error) {
 	read = out
 	if s.Filter != nil {
 		read = &txlog.StructType{Fields: append([]txlog.StructField(nil), out.Fields...)}
-		s.Filter.b.cols(func(r *colRef) {
-			top := s.Schema.Fields[r.path[0]]
+		s.Filter.TopFields(func(i int) {
+			top := s.Schema.Fields[i]
 			if read.FieldIndex(top.Name) < 0 {
 				read.Fields = append(read.Fields, top)
 			}
@@ -83,15 +84,6 @@ func (s *FileScan) Files(files []*txlog.Add) []*txlog.Add {
 // Read yields the batches of the given files, one per row group with at least one row left.
 func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batch, error] {
 	return s.ReadWith(ctx, files, nil)
-}
-
-// ReadBuffer lets successive reads share their decoding buffers. A caller that is done with
-// each batch before it asks for the next passes the same ReadBuffer to every ReadWith: the
-// columns of one row group are then decoded into the buffers of the last, instead of into
-// memory allocated (and zeroed) afresh. The zero value is ready to use; a ReadBuffer is not
-// safe for concurrent use.
-type ReadBuffer struct {
-	batch *Batch
 }
 
 // ReadWith is Read, decoding into buf's buffers when buf is not nil: a yielded batch is then

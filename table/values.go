@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -326,4 +327,8 @@ func CompareValues(a, b any) (c int, ok bool) {
 		return decimalRat(x.Unscaled, x.Scale).Cmp(decimalRat(y.Unscaled, y.Scale)), true
 	}
 	return 0, false
+}
+
+func decimalRat(d Decimal128, scale int) *big.Rat {
+	return new(big.Rat).SetFrac(d.BigInt(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
 }
