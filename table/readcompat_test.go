@@ -121,20 +121,3 @@ func TestColumnMappingWriteRead(t *testing.T) {
 		t.Errorf("rows %v", rows)
 	}
 }
-
-func FuzzDecodeFile(f *testing.F) {
-	b, _ := pqtest.AllTypesBatch(f)
-	data, _, err := pq.EncodeFile(b.Schema, []*pq.Batch{b}, pq.WriteOptions{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(data)
-	f.Add(data[:len(data)-10])
-	mid := append([]byte{}, data...)
-	mid[len(mid)/2] ^= 0x55
-	f.Add(mid)
-	f.Add([]byte("PAR1PAR1"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		pq.DecodeFile(bytes.NewReader(in), int64(len(in)), b.Schema) // an error, never a panic
-	})
-}
