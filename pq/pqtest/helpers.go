@@ -34,6 +34,7 @@ const allTypesSchema = `{"type":"struct","fields":[
 {"name":"req","type":"long","nullable":false,"metadata":{}}
 ]}`
 
+// MustSchema parses a Delta schema JSON, failing t on an error.
 func MustSchema(t testing.TB, s string) *txlog.StructType {
 	t.Helper()
 	st, err := txlog.ParseSchema(s)
@@ -52,7 +53,7 @@ func mustDec(t testing.TB, s string, scale int) pq.Decimal128 {
 	return d
 }
 
-// allTypesRows appends rows covering nulls, extremes, pre-1970 and year-9999 instants, and
+// AllTypesBatch returns a batch of every column type with rows covering nulls, extremes, pre-1970 and year-9999 instants, and
 // returns the expected Go values typed out independently of the reader.
 func AllTypesBatch(t testing.TB) (*pq.Batch, [][]any) {
 	b, err := pq.NewBatch(MustSchema(t, allTypesSchema))
@@ -146,6 +147,7 @@ func AllTypesBatch(t testing.TB) (*pq.Batch, [][]any) {
 	return b, want
 }
 
+// BenchSchema is the 5-column event schema of the ingest hot path.
 const BenchSchema = `{"type":"struct","fields":[
 {"name":"event_id","type":"string","nullable":false,"metadata":{}},
 {"name":"event_type","type":"string","nullable":true,"metadata":{}},
@@ -153,6 +155,7 @@ const BenchSchema = `{"type":"struct","fields":[
 {"name":"event_time","type":"timestamp","nullable":false,"metadata":{}},
 {"name":"source","type":"string","nullable":true,"metadata":{}}]}`
 
+// BenchBatch returns n rows of BenchSchema, as ingest sees them.
 func BenchBatch(b testing.TB, n int) *pq.Batch {
 	batch, err := pq.NewBatch(MustSchema(b, BenchSchema))
 	if err != nil {
@@ -172,7 +175,7 @@ func BenchBatch(b testing.TB, n int) *pq.Batch {
 	return batch
 }
 
-// cpuClock reads the process's user+system CPU time: on a loaded shared machine, CPU per row
+// CPUClock reads the process's user+system CPU time: on a loaded shared machine, CPU per row
 // is the stable measure where wall time is not.
 func CPUClock() time.Duration {
 	var ru syscall.Rusage
