@@ -53,8 +53,9 @@ func mustDec(t testing.TB, s string, scale int) pq.Decimal128 {
 	return d
 }
 
-// AllTypesBatch returns a batch of every column type with rows covering nulls, extremes, pre-1970 and year-9999 instants, and
-// returns the expected Go values typed out independently of the reader.
+// AllTypesBatch returns a batch of every column type with rows covering nulls, extremes,
+// pre-1970 and year-9999 instants, and the expected Go values typed out independently of the
+// reader.
 func AllTypesBatch(t testing.TB) (*pq.Batch, [][]any) {
 	b, err := pq.NewBatch(MustSchema(t, allTypesSchema))
 	if err != nil {
