@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -92,7 +93,7 @@ func splitRescued(obj []byte) ([]rescuedPair, error) {
 
 // fit converts one rescued value for declared field fi into a one-cell column, or false when
 // it does not fit (it stays rescued, as ingest would have left it).
-func (p *Promoter) fit(fi int, pair rescuedPair, col *table.Column) (bool, error) {
+func (p *Promoter) fit(fi int, pair rescuedPair, col *pq.Column) (bool, error) {
 	f := p.fields[fi]
 	if p.csv {
 		var s string
@@ -138,7 +139,7 @@ func (p *Promoter) fit(fi int, pair rescuedPair, col *table.Column) (bool, error
 // Promote returns b with the rescued values of its rows moved into their declared columns and
 // how many values moved; b itself when none did. b must have _rescued_data and may have any
 // other columns (bronze, silver, a quarantine): declared columns it lacks are left alone.
-func (p *Promoter) Promote(b *table.Batch) (*table.Batch, int64, error) {
+func (p *Promoter) Promote(b *pq.Batch) (*pq.Batch, int64, error) {
 	ri := b.Schema.FieldIndex(ColRescued)
 	if ri < 0 {
 		return b, 0, nil
@@ -150,8 +151,8 @@ func (p *Promoter) Promote(b *table.Batch) (*table.Batch, int64, error) {
 		colOf[fi] = b.Schema.FieldIndex(f.Name)
 	}
 	type rowChange struct {
-		cells   map[int]*table.Column // b's column -> the one-cell value
-		rescued []byte                // nil: null
+		cells   map[int]*pq.Column // b's column -> the one-cell value
+		rescued []byte             // nil: null
 	}
 	changes := map[int]*rowChange{}
 	var moved int64
@@ -175,7 +176,7 @@ func (p *Promoter) Promote(b *table.Batch) (*table.Batch, int64, error) {
 			if !b.Columns[c].IsNull(i) || (ch != nil && ch.cells[c] != nil) {
 				continue // the row has the value already: this occurrence stays rescued
 			}
-			cell, err := table.NewColumn(b.Schema.Fields[c].Type)
+			cell, err := pq.NewColumn(b.Schema.Fields[c].Type)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -187,7 +188,7 @@ func (p *Promoter) Promote(b *table.Batch) (*table.Batch, int64, error) {
 				continue
 			}
 			if ch == nil {
-				ch = &rowChange{cells: map[int]*table.Column{}}
+				ch = &rowChange{cells: map[int]*pq.Column{}}
 			}
 			ch.cells[c] = cell
 			keep[k] = false
@@ -219,7 +220,7 @@ func (p *Promoter) Promote(b *table.Batch) (*table.Batch, int64, error) {
 	if len(changes) == 0 {
 		return b, 0, nil
 	}
-	out, err := table.NewBatch(b.Schema)
+	out, err := pq.NewBatch(b.Schema)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -311,12 +312,12 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 	rw, err := tbl.Rewrite(ctx, table.Rewrite{
 		Snapshot: snap, Candidates: changed, NoDataChange: true,
 		Txn: &table.AppTxn{AppID: BackfillAppID, Version: snap.Version()},
-		File: func(ctx context.Context, a *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+		File: func(ctx context.Context, a *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			batches, err := read()
 			if err != nil {
 				return false, nil, err
 			}
-			out := make([]*table.Batch, len(batches))
+			out := make([]*pq.Batch, len(batches))
 			for i, b := range batches {
 				var n int64
 				if out[i], n, err = p.Promote(b); err != nil {

@@ -3,7 +3,7 @@ package bronze
 import (
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -38,7 +38,7 @@ func TestPromoterMovesWhatIngestWouldFit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := table.NewBatch(BronzeSchema(declared))
+			b, err := pq.NewBatch(BronzeSchema(declared))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -47,7 +48,7 @@ type IngestOptions struct {
 	MaxParts  int
 	// FlushRows bounds the rows a worker holds before writing them out; default 65536.
 	FlushRows    int
-	WriteOptions table.WriteOptions
+	WriteOptions pq.WriteOptions
 	// OrderWait is how long a batch waits for the batch before it to commit (another ingester
 	// may be writing it) before re-running that batch itself. Default 2 minutes.
 	OrderWait time.Duration

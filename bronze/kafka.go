@@ -23,6 +23,7 @@ import (
 
 	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -113,7 +114,7 @@ type KafkaOptions struct {
 	PartRecords  int64
 	MaxParts     int
 	FlushRows    int
-	WriteOptions table.WriteOptions
+	WriteOptions pq.WriteOptions
 	OrderWait    time.Duration
 	// StallTimeout: reading a claimed range fails with ErrKafkaStalled after this long without a
 	// record. Default 2 minutes (a broker restart takes 10-20 s on a loaded machine).
@@ -928,7 +929,7 @@ func newKafkaDecoder(declared *txlog.StructType, limits Limits) (*kafkaDecoder, 
 	if err != nil {
 		return nil, err
 	}
-	if d.Bronze, err = table.NewBatch(KafkaBronzeSchema(declared)); err != nil {
+	if d.Bronze, err = pq.NewBatch(KafkaBronzeSchema(declared)); err != nil {
 		return nil, err
 	}
 	k := &kafkaDecoder{Decoder: d}

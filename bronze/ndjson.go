@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // Kind is the declared type of a column, as the line parser sees it.
@@ -70,7 +70,7 @@ type Value struct {
 	Int   int64
 	Float float64
 	Bool  bool
-	Dec   table.Decimal128
+	Dec   pq.Decimal128
 	// string bytes: line[strStart:strEnd], or scratch[strStart:strEnd] when inScratch
 	strStart, strEnd int
 	inScratch        bool
@@ -371,7 +371,7 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 			return false, nil
 		}
 		f := p.fields[idx]
-		d, err := table.ParseDecimal(string(text), f.Scale)
+		d, err := pq.ParseDecimal(string(text), f.Scale)
 		if err != nil || !fitsPrecision(d, f.Precision) {
 			return false, nil
 		}
@@ -470,7 +470,7 @@ func isPlainDecimal(b []byte) bool {
 }
 
 // fitsPrecision reports whether an unscaled value has at most precision digits.
-func fitsPrecision(d table.Decimal128, precision int) bool {
+func fitsPrecision(d pq.Decimal128, precision int) bool {
 	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
 	return new(big.Int).Abs(d.BigInt()).Cmp(limit) < 0
 }
@@ -494,10 +494,10 @@ func parseDate(b []byte) (int64, bool) {
 	y, ok1 := digits(b[0:4])
 	m, ok2 := digits(b[5:7])
 	d, ok3 := digits(b[8:10])
-	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > table.DaysInMonth(y, m) {
+	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > pq.DaysInMonth(y, m) {
 		return 0, false
 	}
-	return table.DaysFromCivil(y, m, d), true
+	return pq.DaysFromCivil(y, m, d), true
 }
 
 func bytesToString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

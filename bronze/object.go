@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -160,8 +160,8 @@ type Decoder struct {
 	limits  Limits
 	fields  []Field
 	parser  *LineParser
-	Bronze  *table.Batch
-	Rejects *table.Batch
+	Bronze  *pq.Batch
+	Rejects *pq.Batch
 	// Flush, when set, is called whenever the batches hold FlushRows rows or FlushBytes of
 	// input, so that a huge object is written out in pieces instead of held in memory. It must
 	// empty the batches.
@@ -232,11 +232,11 @@ func NewDecoder(declared *txlog.StructType, limits Limits) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	bronze, err := table.NewBatch(BronzeSchema(declared))
+	bronze, err := pq.NewBatch(BronzeSchema(declared))
 	if err != nil {
 		return nil, err
 	}
-	rejects, err := table.NewBatch(RejectsSchema())
+	rejects, err := pq.NewBatch(RejectsSchema())
 	if err != nil {
 		return nil, err
 	}
@@ -675,9 +675,9 @@ func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offse
 		} else {
 			d.json = append(d.json, ',')
 		}
-		d.json = table.AppendJSONString(d.json, name)
+		d.json = pq.AppendJSONString(d.json, name)
 		d.json = append(d.json, ':')
-		d.json = table.AppendJSONString(d.json, value)
+		d.json = pq.AppendJSONString(d.json, value)
 	}
 	for i, v := range rec {
 		if i >= len(header) {
@@ -713,7 +713,7 @@ func (d *Decoder) csvRecord(rec, header []string, index []int, key string, offse
 }
 
 // appendText converts a CSV field to the column's type; false when it does not convert.
-func appendText(c *table.Column, f Field, v string) bool {
+func appendText(c *pq.Column, f Field, v string) bool {
 	switch f.Kind {
 	case KindString:
 		c.AppendString(v)
@@ -765,7 +765,7 @@ func appendText(c *table.Column, f Field, v string) bool {
 		if !isPlainDecimal(t) {
 			return false
 		}
-		dec, err := table.ParseDecimal(string(t), f.Scale)
+		dec, err := pq.ParseDecimal(string(t), f.Scale)
 		if err != nil || !fitsPrecision(dec, f.Precision) {
 			return false
 		}

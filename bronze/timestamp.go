@@ -3,7 +3,7 @@ package bronze
 import (
 	"errors"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // errBadTimestamp is returned for any text that is not one of the accepted timestamp forms.
@@ -32,7 +32,7 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
 		return 0, errBadTimestamp
 	}
-	if year < 1 || month < 1 || month > 12 || day < 1 || day > table.DaysInMonth(year, month) || hour > 23 || minute > 59 || second > 59 {
+	if year < 1 || month < 1 || month > 12 || day < 1 || day > pq.DaysInMonth(year, month) || hour > 23 || minute > 59 || second > 59 {
 		return 0, errBadTimestamp
 	}
 	rest := b[19:]
@@ -69,7 +69,7 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	default:
 		return 0, errBadTimestamp
 	}
-	days := table.DaysFromCivil(year, month, day)
+	days := pq.DaysFromCivil(year, month, day)
 	secs := days*86400 + int64(hour*3600+minute*60+second) - offsetSec
 	return secs*1_000_000 + frac, nil
 }

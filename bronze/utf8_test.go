@@ -9,13 +9,14 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
 // assertValidStrings fails when any string cell of the batch is not valid UTF-8: Polars and
 // pyarrow refuse a whole table for one such cell.
-func assertValidStrings(t *testing.T, name string, b *table.Batch) {
+func assertValidStrings(t *testing.T, name string, b *pq.Batch) {
 	t.Helper()
 	for ci, c := range b.Columns {
 		if p, ok := c.Type.(txlog.PrimitiveType); !ok || p.Name != txlog.TypeString {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -14,7 +14,7 @@ const maxExpectations = 64
 // expectations checks each expectation at load: its name and action, and its expression
 // parsed and typed against the source's bronze columns (the declared ones and the metadata
 // columns), so that a typo fails here with the position rather than in the first batch. An
-// expression over table.MaxSQLBytes, MaxSQLTokens or MaxSQLDepth fails here too, naming the
+// expression over sqlexpr.MaxSQLBytes, MaxSQLTokens or MaxSQLDepth fails here too, naming the
 // limit and the value found. Parsing and typing check v.ctx and stop when it ends.
 func (v *validator) expectations(pre string, src Source) {
 	if len(src.Expectations) > maxExpectations {
@@ -39,7 +39,7 @@ func (v *validator) expectations(pre string, src Source) {
 			v.fail(path+".expect", "required: expected a boolean SQL expression, e.g. \"amount >= 0\"")
 			continue
 		}
-		x, err := table.ParseSQLContext(v.ctx, e.Expect)
+		x, err := sqlexpr.ParseSQLContext(v.ctx, e.Expect)
 		if v.ctx.Err() != nil {
 			return // stopped (a signal): validate returns ctx's error
 		}
@@ -50,12 +50,12 @@ func (v *validator) expectations(pre string, src Source) {
 		if schema == nil {
 			continue // the schema has errors of its own
 		}
-		_, err = table.CompileSQLContext(v.ctx, x, schema)
+		_, err = sqlexpr.CompileSQLContext(v.ctx, x, schema)
 		if v.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			v.fail(path+".expect", "expectation %q: %s", e.Name, strings.TrimPrefix(err.Error(), table.ErrBadPredicate.Error()+": "))
+			v.fail(path+".expect", "expectation %q: %s", e.Name, strings.TrimPrefix(err.Error(), sqlexpr.ErrBadPredicate.Error()+": "))
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/sqlexpr"
 )
 
 func TestExpectationsConfig(t *testing.T) {
@@ -69,19 +69,19 @@ func TestExpectationsConfigErrors(t *testing.T) {
 // An expectation over a parser limit fails at load with the file, line, key path, the
 // expectation's name, the limit and the value found (each counted here from the text built).
 func TestExpectationsConfigLimits(t *testing.T) {
-	nested := strings.Repeat("(", table.MaxSQLDepth+1) + "amount > 0" + strings.Repeat(")", table.MaxSQLDepth+1)
-	items := table.MaxSQLTokens/2 + 10 // event_type IN ('a', ... ): 2 tokens an item, 4 more
+	nested := strings.Repeat("(", sqlexpr.MaxSQLDepth+1) + "amount > 0" + strings.Repeat(")", sqlexpr.MaxSQLDepth+1)
+	items := sqlexpr.MaxSQLTokens/2 + 10 // event_type IN ('a', ... ): 2 tokens an item, 4 more
 	long := "event_type IN (" + strings.Repeat("'a', ", items-1) + "'a')"
-	huge := "event_type = '" + strings.Repeat("x", table.MaxSQLBytes) + "'"
+	huge := "event_type = '" + strings.Repeat("x", sqlexpr.MaxSQLBytes) + "'"
 	cases := []struct {
 		expect string
 		want   []string
 	}{
 		{nested, []string{`p.yaml:18: expectations[2].expect: expectation "positive_amount": at position 1001: parentheses nested 1001 deep`,
 			"expected at most 1000 levels"}},
-		{strings.Repeat("NOT ", table.MaxSQLDepth+1) + "amount > 0", []string{`expectations[2].expect: expectation "positive_amount": at position 4001: nesting deeper than 1000`}},
-		{long, []string{`expectations[2].expect: expectation "positive_amount": the expression has ` + fmt.Sprint(2*items+3) + " tokens", fmt.Sprintf("expected at most %d", table.MaxSQLTokens)}},
-		{huge, []string{`expectations[2].expect: expectation "positive_amount": the expression is ` + fmt.Sprint(len(huge)) + " bytes long", fmt.Sprintf("expected at most %d", table.MaxSQLBytes)}},
+		{strings.Repeat("NOT ", sqlexpr.MaxSQLDepth+1) + "amount > 0", []string{`expectations[2].expect: expectation "positive_amount": at position 4001: nesting deeper than 1000`}},
+		{long, []string{`expectations[2].expect: expectation "positive_amount": the expression has ` + fmt.Sprint(2*items+3) + " tokens", fmt.Sprintf("expected at most %d", sqlexpr.MaxSQLTokens)}},
+		{huge, []string{`expectations[2].expect: expectation "positive_amount": the expression is ` + fmt.Sprint(len(huge)) + " bytes long", fmt.Sprintf("expected at most %d", sqlexpr.MaxSQLBytes)}},
 	}
 	for _, c := range cases {
 		text := minimal + "expectations:\n  - {name: a, expect: \"amount > 1\"}\n  - {name: b, expect: \"amount > 2\"}\n  - name: positive_amount\n    expect: \"" + c.expect + "\"\n"

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 const benchBatch = 1 << 16
@@ -69,7 +69,7 @@ func BenchmarkAggregate(b *testing.B) {
 				in := &Input{EventTime: benchTimes(benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
 				var kb []byte
 				for i := 0; i < benchBatch; i++ {
-					kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+					kb = pq.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
 					in.Keys.Append(kb)
 					in.Columns[0].Float64[i] = float64(i % 100)
 				}
@@ -119,7 +119,7 @@ func benchStreamAppend(b *testing.B, keys int, emit string) {
 			in := &Input{EventTime: make([]int64, benchBatch), Columns: []Column{{Float64: make([]float64, benchBatch)}}}
 			var kb []byte
 			for i := 0; i < benchBatch; i++ {
-				kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+				kb = pq.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
 				in.Keys.Append(kb)
 				in.Columns[0].Float64[i] = float64(i % 100)
 			}
@@ -136,7 +136,7 @@ func benchStreamAppend(b *testing.B, keys int, emit string) {
 				late, evict := tr.BatchWatermarks()
 				tr.Observe(0, in.EventTime, nil)
 				if emit == "columns" {
-					gb, err := table.NewBatch(schema)
+					gb, err := pq.NewBatch(schema)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -181,7 +181,7 @@ func BenchmarkAppendSnapshot(b *testing.B) {
 	for w := range 3 {
 		for k := range keys {
 			in.EventTime = append(in.EventTime, int64(w)*5*minute+rng.Int64N(5*minute))
-			kb = table.AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
+			kb = pq.AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
 			in.Keys.Append(kb)
 			in.Columns[0].Float64 = append(in.Columns[0].Float64, 1)
 		}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // TestDeltaReplayEqualsSnapshot runs random batches (out-of-order times, late rows, several
@@ -34,7 +34,7 @@ func TestDeltaReplayEqualsSnapshot(t *testing.T) {
 				in := &Input{Columns: []Column{{}}}
 				for range 1 + rng.IntN(60) {
 					in.EventTime = append(in.EventTime, now-rng.Int64N(20*minute))
-					in.Keys.Append(table.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(5))))
+					in.Keys.Append(pq.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(5))))
 					in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(rng.IntN(100)))
 				}
 				evict := now/1000 - 12*minute/1000
@@ -72,7 +72,7 @@ func TestDeltaRejects(t *testing.T) {
 	cfg := AggConfig{Window: w, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}}}
 	a := mustAgg(t, cfg)
 	in := &Input{EventTime: []int64{minute}, Columns: []Column{{Float64: []float64{1}}}}
-	in.Keys.Append(table.AppendKeyString(nil, "k"))
+	in.Keys.Append(pq.AppendKeyString(nil, "k"))
 	if _, err := a.ProcessBatch(in, 0, 0); err != nil {
 		t.Fatal(err)
 	}

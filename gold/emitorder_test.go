@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // TestSortKeysMatchesBytes: sortKeys (8-byte prefixes after the common prefix, bytes on ties)
@@ -110,12 +110,12 @@ func TestEmitGrowsOutOnce(t *testing.T) {
 		in := &Input{Columns: []Column{{Float64: make([]float64, keys)}}}
 		for k := range keys {
 			in.EventTime = append(in.EventTime, int64(round)*hour+int64(k%300)*second)
-			in.Keys.Append(table.AppendKeyString(nil, "device-"+strconv.Itoa(k)))
+			in.Keys.Append(pq.AppendKeyString(nil, "device-"+strconv.Itoa(k)))
 		}
 		if _, err := op.ProcessBatch(in, 0, 0); err != nil {
 			t.Fatal(err)
 		}
-		out, err := table.NewBatch(goldSchema(aggs))
+		out, err := pq.NewBatch(goldSchema(aggs))
 		if err != nil {
 			t.Fatal(err)
 		}

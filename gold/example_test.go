@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // Example runs withWatermark(ts, 10 minutes).groupBy(window(ts, 5 minutes), event_type).count()
@@ -25,7 +25,7 @@ func Example() {
 		in := &gold.Input{}
 		for i := 0; i < len(events); i += 2 {
 			in.EventTime = append(in.EventTime, ts(events[i]))
-			in.Keys.Append(table.AppendKeyString(nil, events[i+1]))
+			in.Keys.Append(pq.AppendKeyString(nil, events[i+1]))
 		}
 		return in
 	}
@@ -35,7 +35,7 @@ func Example() {
 		wm.Observe(0, in.EventTime, nil)
 		res, _ := op.ProcessBatch(in, late, evict)
 		for _, r := range res.Rows {
-			key, _ := table.DecodeKey(r.Key)
+			key, _ := pq.DecodeKey(r.Key)
 			fmt.Printf("emit %s %v count=%d\n", time.UnixMicro(r.Window.Start).UTC().Format("15:04"), key[0], r.Aggs[0].N)
 		}
 		if len(res.LateRows) > 0 {

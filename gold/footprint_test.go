@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // stateAggs are the aggregate sets the state-size test and benchmark measure.
@@ -34,7 +34,7 @@ func stateInput(keys int) *Input {
 	for w := range stateWindows {
 		for k := range keys {
 			in.EventTime = append(in.EventTime, int64(w)*5*minute+int64(k%300)*second)
-			kb = table.AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
+			kb = pq.AppendKeyString(kb[:0], "device-"+strconv.Itoa(k))
 			in.Keys.Append(kb)
 			in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(k%97+w))
 		}

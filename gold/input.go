@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // ErrBadInput is returned when an Input's columns do not line up with its event-time column or
@@ -90,7 +90,7 @@ type Input struct {
 	// Out, when set, takes the batch's emitted rows as gold columns (the gold-row contract:
 	// ColWindow, the NumKeys key columns, each aggregate's columns, ColLateRows), appended in
 	// Result.Rows' order straight from the state, and Result.Rows stays empty.
-	Out *table.Batch
+	Out *pq.Batch
 }
 
 // Len is the number of rows.

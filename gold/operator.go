@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // ErrUnsupportedOperation is returned by Validate for the combinations Spark rejects; the
@@ -703,7 +703,7 @@ func (a *Aggregation) dropSession(s int32) {
 
 // emit outputs the groups the mode emits, in window and key order, into out (the gold
 // columns) or, without out, into Result.Rows; then it evicts the groups the watermark closed.
-func (a *Aggregation) emit(evictUs int64, out *table.Batch) error {
+func (a *Aggregation) emit(evictUs int64, out *pq.Batch) error {
 	r := &a.res
 	a.emitSlots = a.emitSlots[:0]
 	switch a.cfg.Mode {
@@ -990,7 +990,7 @@ func (a *Aggregation) countingPasses(slots []int32, ranks, windows int, window f
 // average bytes for each) before the rows are appended: a batch that closes a backlog's
 // windows emits a million groups, and growing its columns append by append copied them over
 // and over and left the old arrays to the collector.
-func (a *Aggregation) growOut(out *table.Batch, n int) {
+func (a *Aggregation) growOut(out *pq.Batch, n int) {
 	if n == 0 {
 		return
 	}
@@ -1009,7 +1009,7 @@ func (a *Aggregation) growOut(out *table.Batch, n int) {
 
 // checkOut checks that out has the gold columns of this aggregation (ColWindow, the keys,
 // each aggregate's columns, ColLateRows, the exact sums).
-func (a *Aggregation) checkOut(out *table.Batch) error {
+func (a *Aggregation) checkOut(out *pq.Batch) error {
 	want := 2 + a.cfg.NumKeys
 	for i := range a.cfg.Aggs {
 		want += aggregateWidth(a.cfg.Aggs[i].Fn)
@@ -1025,7 +1025,7 @@ func (a *Aggregation) checkOut(out *table.Batch) error {
 
 // appendColumns writes group s as one gold row, straight from the state: no row of values in
 // between.
-func (a *Aggregation) appendColumns(out *table.Batch, s int32) error {
+func (a *Aggregation) appendColumns(out *pq.Batch, s int32) error {
 	cols := out.Columns
 	w := a.window(s)
 	cols[0].AppendStruct()
@@ -1033,7 +1033,7 @@ func (a *Aggregation) appendColumns(out *table.Batch, s int32) error {
 	cols[0].Children[1].AppendInt64(w.End)
 	ci := 1
 	if nk := a.cfg.NumKeys; nk > 0 {
-		if err := table.AppendKeyColumns(cols[1:1+nk], a.key(a.groups[s].key)); err != nil {
+		if err := pq.AppendKeyColumns(cols[1:1+nk], a.key(a.groups[s].key)); err != nil {
 			return fmt.Errorf("gold: group key: %w", err)
 		}
 		ci += nk

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -28,8 +28,8 @@ func goldSchema(aggs []AggSpec) *txlog.StructType {
 
 // rowsBatch renders Result.Rows as gold columns the way the stream did before Input.Out: a
 // key decoded into parts, each aggregate through AppendAggregate. It is the oracle.
-func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []OutRow) *table.Batch {
-	gb, err := table.NewBatch(schema)
+func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []OutRow) *pq.Batch {
+	gb, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []Ou
 		gb.Columns[0].AppendStruct()
 		gb.Columns[0].Children[0].AppendInt64(row.Window.Start)
 		gb.Columns[0].Children[1].AppendInt64(row.Window.End)
-		parts, err := table.DecodeKey(row.Key)
+		parts, err := pq.DecodeKey(row.Key)
 		if err != nil || len(parts) != 1 {
 			t.Fatalf("key %q: %v %v", row.Key, parts, err)
 		}
-		table.AppendKeyValue(gb.Columns[1], parts[0])
+		pq.AppendKeyValue(gb.Columns[1], parts[0])
 		ci := 2
 		for i := range aggs {
 			n, _, err := AppendAggregate(gb.Columns[ci:], &aggs[i], &row.Aggs[i], nil)
@@ -61,7 +61,7 @@ func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []Ou
 	return gb
 }
 
-func batchValues(b *table.Batch) [][]any {
+func batchValues(b *pq.Batch) [][]any {
 	var out [][]any
 	for i := range b.Len() {
 		var row []any
@@ -102,7 +102,7 @@ func TestOutMatchesRows(t *testing.T) {
 				in := &Input{Columns: []Column{{Float64: nil}}}
 				for range 200 {
 					in.EventTime = append(in.EventTime, int64(b)*minute+rng.Int64N(3*minute)-rng.Int64N(10*minute))
-					in.Keys.Append(table.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(40))))
+					in.Keys.Append(pq.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(40))))
 					in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(rng.IntN(50)))
 				}
 				late, evict := tr.BatchWatermarks()
@@ -125,7 +125,7 @@ func TestOutMatchesRows(t *testing.T) {
 				}
 				want := batchValues(rowsBatch(t, schema, aggs, res.Rows))
 				wantLate := append([]int32(nil), res.LateRows...)
-				gb, _ := table.NewBatch(schema)
+				gb, _ := pq.NewBatch(schema)
 				in.Out = gb
 				res, err = withOut.ProcessBatch(in, late, evict)
 				if err != nil {
@@ -151,9 +151,9 @@ func TestOutMatchesRows(t *testing.T) {
 func TestOutWrongShape(t *testing.T) {
 	spec, _ := Tumbling(5 * minute)
 	op := mustAgg(t, AggConfig{Window: spec, Mode: Complete, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}, {Fn: Avg, Column: 0}}})
-	gb, _ := table.NewBatch(goldSchema([]AggSpec{{Fn: Count, Column: -1}}))
+	gb, _ := pq.NewBatch(goldSchema([]AggSpec{{Fn: Count, Column: -1}}))
 	in := &Input{EventTime: []int64{0}, Columns: []Column{{Float64: []float64{1}}}, Out: gb}
-	in.Keys.Append(table.AppendKeyString(nil, "a"))
+	in.Keys.Append(pq.AppendKeyString(nil, "a"))
 	if _, err := op.ProcessBatch(in, 0, 0); err == nil || !errors.Is(err, ErrBadInput) {
 		t.Fatalf("err %v, want ErrBadInput", err)
 	}

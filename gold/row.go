@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -51,7 +51,7 @@ func ExactFields(specs []AggSpec) []txlog.StructField {
 
 // AppendExact appends v's exact sum to its gold column c (null without input) and returns
 // scratch, reused and grown. Only for aggregates with ExactSum.
-func AppendExact(c *table.Column, v *AggValue, scratch []byte) []byte {
+func AppendExact(c *pq.Column, v *AggValue, scratch []byte) []byte {
 	if v.N == 0 {
 		c.AppendNull()
 		return scratch
@@ -88,7 +88,7 @@ func ReadExact(exact []byte, f float64) (Exact, error) {
 // (n is 1, or 3 for avg, 2 for sketches) and returns n. scratch is reused for sketches and
 // returned grown. The stream's emitted rows and merge-late's and replay's rewritten rows
 // encode their values here, so they cannot drift apart.
-func AppendAggregate(cols []*table.Column, spec *AggSpec, v *AggValue, scratch []byte) (n int, _ []byte, _ error) {
+func AppendAggregate(cols []*pq.Column, spec *AggSpec, v *AggValue, scratch []byte) (n int, _ []byte, _ error) {
 	c := cols[0]
 	switch spec.Fn {
 	case Count:
@@ -140,13 +140,13 @@ func aggregateWidth(fn Func) int {
 }
 
 // appendNumber writes a sum, min or max (or avg's sum) in the column's type; no input: null.
-func appendNumber(c *table.Column, v *AggValue) {
+func appendNumber(c *pq.Column, v *AggValue) {
 	switch {
 	case v.N == 0:
 		c.AppendNull()
 	case !v.Int:
 		c.AppendFloat64(v.F)
-	case c.Kind == table.KindInt32:
+	case c.Kind == pq.KindInt32:
 		c.AppendInt32(int32(v.I))
 	default:
 		c.AppendInt64(v.I)

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // sessionBatchCase is one ProcessBatch call of a settled-session test: keyed rows, the late and
@@ -223,7 +223,7 @@ func BenchmarkSessionAppend(b *testing.B) {
 				rng := rand.New(rand.NewPCG(1, 1))
 				var kb []byte
 				for range benchBatch {
-					kb = table.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
+					kb = pq.AppendKeyString(kb[:0], "user-"+strconv.Itoa(rng.IntN(keys)))
 					in.Keys.Append(kb)
 				}
 				offsets := make([]int64, benchBatch)

@@ -9,6 +9,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -68,7 +69,7 @@ func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResu
 	for _, p := range paths {
 		opts := []table.Option{table.WithClock(env.Clock)}
 		if p == env.Config.Tables.Silver {
-			opts = append(opts, table.WithWriteOptions(silver.WriteOptions(env.Config.Stream.Dedup, table.WriteOptions{})))
+			opts = append(opts, table.WithWriteOptions(silver.WriteOptions(env.Config.Stream.Dedup, pq.WriteOptions{})))
 		}
 		t := table.Open(objstore.WithPrefix(env.Lake, p), opts...)
 		res := TableResult{Table: p}

@@ -16,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
@@ -74,7 +75,7 @@ func recoverRows(t *testing.T, lake objstore.Bucket) map[string][]string {
 				t.Fatal(err)
 			}
 			for i := range b.Len() {
-				out[p] = append(out[p], string(table.AppendJSONRow(nil, b, i)))
+				out[p] = append(out[p], string(pq.AppendJSONRow(nil, b, i)))
 			}
 		}
 		slices.Sort(out[p])

@@ -59,7 +59,7 @@ func landLine(t *testing.T, env Env, key, line string) {
 	}
 }
 
-// form of table.Batch.Row's cell; "<nil>" for null) and fails when the table lacks col.
+// form of pq.Batch.Row's cell; "<nil>" for null) and fails when the table lacks col.
 func scanColumn(t *testing.T, env Env, path, keyCol, col string) map[string]any {
 	t.Helper()
 	ctx := context.Background()

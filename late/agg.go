@@ -7,14 +7,14 @@ import (
 	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // group is one (window, keys) aggregate computed from input rows.
 type group struct {
 	key  string // groupKey encoding
 	win  gold.Window
-	keys []table.KeyPart
+	keys []pq.KeyPart
 	// vals are the aggregates in spec order; rows counts the (row, window) pairs.
 	vals []gold.AggValue
 	rows int64
@@ -33,7 +33,7 @@ type collector struct {
 }
 
 type colBuf struct {
-	kind  table.Kind
+	kind  pq.Kind
 	ints  []int64
 	flts  []float64
 	bin   gold.Binary
@@ -63,13 +63,13 @@ func newCollector(a *agg) (*collector, error) {
 
 // source is a batch of input rows with the columns an aggregation reads.
 type source struct {
-	b    *table.Batch
-	ev   *table.Column
-	keys []*table.Column
-	in   []*table.Column
+	b    *pq.Batch
+	ev   *pq.Column
+	keys []*pq.Column
+	in   []*pq.Column
 }
 
-func (a *agg) source(b *table.Batch) (*source, error) {
+func (a *agg) source(b *pq.Batch) (*source, error) {
 	s := &source{b: b, ev: b.Column(a.evName)}
 	if s.ev == nil {
 		return nil, fmt.Errorf("late: gold %s: input lacks the event time column %s", a.cfg.Name, a.evName)
@@ -103,15 +103,15 @@ func (c *collector) add(s *source, i int, w gold.Window) error {
 		cb.nulls = cb.nulls || null
 		cb.valid = append(cb.valid, !null)
 		switch col.Kind {
-		case table.KindInt64:
+		case pq.KindInt64:
 			cb.ints = append(cb.ints, col.Int64[i])
-		case table.KindInt32:
+		case pq.KindInt32:
 			cb.ints = append(cb.ints, int64(col.Int32[i]))
-		case table.KindFloat64:
+		case pq.KindFloat64:
 			cb.flts = append(cb.flts, col.Float64[i])
-		case table.KindFloat32:
+		case pq.KindFloat32:
 			cb.flts = append(cb.flts, float64(col.Float32[i]))
-		case table.KindBytes:
+		case pq.KindBytes:
 			cb.bin.Append(col.BytesAt(i))
 		default: // count(col) of another type: only nullness matters
 			cb.ints = append(cb.ints, 0)
@@ -130,9 +130,9 @@ func (c *collector) flush() error {
 		cb := &c.cols[k]
 		var gc gold.Column
 		switch cb.kind {
-		case table.KindFloat64, table.KindFloat32:
+		case pq.KindFloat64, pq.KindFloat32:
 			gc.Float64 = append([]float64{}, cb.flts...)
-		case table.KindBytes:
+		case pq.KindBytes:
 			gc.Bytes = &cb.bin
 		default:
 			gc.Int64 = append([]int64{}, cb.ints...)
@@ -149,7 +149,7 @@ func (c *collector) flush() error {
 	for _, r := range res.Rows {
 		g := c.latest[r.Key]
 		if g == nil {
-			parts, err := table.DecodeKey(r.Key)
+			parts, err := pq.DecodeKey(r.Key)
 			if err != nil || len(parts) != len(c.a.keyNames)+2 {
 				return fmt.Errorf("late: gold %s: bad group key (%v)", c.a.cfg.Name, err)
 			}
@@ -188,7 +188,7 @@ func (c *collector) groups() ([]*group, error) {
 }
 
 // appendRow writes one gold row: window, keys, the aggregates in the gold layout and late_rows.
-func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart, vals []gold.AggValue, lateRows int64) error {
+func (a *agg) appendRow(out *pq.Batch, win gold.Window, keys []pq.KeyPart, vals []gold.AggValue, lateRows int64) error {
 	set := make([]bool, len(out.Columns))
 	w := out.Columns[a.winCol]
 	w.AppendStruct()
@@ -196,7 +196,7 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 	w.Children[1].AppendInt64(win.End)
 	set[a.winCol] = true
 	for k, ci := range a.keyCols {
-		table.AppendKeyValue(out.Columns[ci], keys[k])
+		pq.AppendKeyValue(out.Columns[ci], keys[k])
 		set[ci] = true
 	}
 	var sketch []byte
@@ -229,7 +229,7 @@ func (a *agg) appendRow(out *table.Batch, win gold.Window, keys []table.KeyPart,
 // needs to know whether it saw any input, so its count is 1 when it is not null. A float
 // sum's or avg's exact sum comes from its exact column, or is the exact value of the double
 // where that is null or missing (gold.ReadExact).
-func (a *agg) valuesOf(b *table.Batch, i int) ([]gold.AggValue, int64, error) {
+func (a *agg) valuesOf(b *pq.Batch, i int) ([]gold.AggValue, int64, error) {
 	vals := make([]gold.AggValue, len(a.specs))
 	for si := range a.specs {
 		spec, v, ci := &a.specs[si], &vals[si], a.aggCol[si]
@@ -275,28 +275,28 @@ func (a *agg) valuesOf(b *table.Batch, i int) ([]gold.AggValue, int64, error) {
 	return vals, intAt(b.Columns[a.lateCol], i), nil
 }
 
-func intAt(c *table.Column, i int) int64 {
+func intAt(c *pq.Column, i int) int64 {
 	if c.IsNull(i) {
 		return 0
 	}
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		return c.Int64[i]
-	case table.KindInt32:
+	case pq.KindInt32:
 		return int64(c.Int32[i])
 	}
 	return 0
 }
 
-func readNumber(c *table.Column, i int, v *gold.AggValue) {
+func readNumber(c *pq.Column, i int, v *gold.AggValue) {
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		v.I = c.Int64[i]
-	case table.KindInt32:
+	case pq.KindInt32:
 		v.I = int64(c.Int32[i])
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		v.F = c.Float64[i]
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		v.F = float64(c.Float32[i])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -59,7 +60,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	}
 	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 	for f := range files {
-		gb, _ := table.NewBatch(goldSchema)
+		gb, _ := pq.NewBatch(goldSchema)
 		for w := f * windows / files; w < (f+1)*windows/files; w++ {
 			gb.Columns[0].AppendStruct()
 			gb.Columns[0].Children[0].AppendInt64(t0 + int64(w)*1e6)
@@ -68,7 +69,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 			gb.Columns[2].AppendFloat64(1)
 			gb.Columns[3].AppendInt64(0)
 		}
-		if _, err := gt.Append(ctx, []*table.Batch{gb}, table.AppendOptions{}); err != nil {
+		if _, err := gt.Append(ctx, []*pq.Batch{gb}, table.AppendOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -80,7 +81,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	if _, err := qt.Create(ctx, qschema, nil, nil); err != nil {
 		b.Fatal(err)
 	}
-	qb, _ := table.NewBatch(qschema)
+	qb, _ := pq.NewBatch(qschema)
 	rng := rand.New(rand.NewPCG(1, 2))
 	wmUs := t0 + windows*1e6
 	for i := range late {
@@ -91,7 +92,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 		qb.Columns[4].AppendInt64(7)
 		qb.Columns[5].AppendString("q")
 	}
-	if _, err := qt.Append(ctx, []*table.Batch{qb}, table.AppendOptions{}); err != nil {
+	if _, err := qt.Append(ctx, []*pq.Batch{qb}, table.AppendOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	snap, err := gt.Log().Snapshot(ctx)
@@ -147,7 +148,7 @@ func BenchmarkCollector(b *testing.B) {
 		b.Fatal(err)
 	}
 	const pairs, groups = 1_000_000, 100_000
-	in, _ := table.NewBatch(silver)
+	in, _ := pq.NewBatch(silver)
 	for i := range pairs {
 		in.Columns[0].AppendString("e")
 		in.Columns[1].AppendFloat64(float64(i % 7))

@@ -10,6 +10,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -25,7 +26,7 @@ func appendBronzeAt(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline, ba
 			t.Fatal(err)
 		}
 	}
-	b, _ := table.NewBatch(schema)
+	b, _ := pq.NewBatch(schema)
 	for _, off := range offsets {
 		et := base.Add(off)
 		vals := map[string]any{"event_id": fmt.Sprint("e", et.UnixMicro()), "event_type": "x", "device_id": "d", "amount": 1.0,
@@ -36,7 +37,7 @@ func appendBronzeAt(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline, ba
 			}
 		}
 	}
-	if _, err := tbl.Append(ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -24,11 +25,11 @@ func evolveGold(ctx context.Context, q *spec.Query, g *spec.Aggregation, rw *rew
 	evolved := &txlog.StructType{Fields: append(slices.Clone(a.gold.Fields), a.missingExact...)}
 	// An empty batch of the evolved schema: Append with MergeSchema commits the metaData
 	// action and no file.
-	b, err := table.NewBatch(evolved)
+	b, err := pq.NewBatch(evolved)
 	if err != nil {
 		return fmt.Errorf("late: gold %s: %w", g.Name, err)
 	}
-	if _, err := rw.t.Append(ctx, []*table.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
+	if _, err := rw.t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
 		return fmt.Errorf("late: gold %s: add the exact-sum columns: %w", g.Name, err)
 	}
 	snap, err := rw.t.Log().Snapshot(ctx)

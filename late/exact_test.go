@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -86,12 +87,12 @@ func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 	if len(legacy.Fields) == len(schema.Fields) {
 		t.Fatalf("%s has no exact-sum column to drop", path)
 	}
-	var rows []*table.Batch
+	var rows []*pq.Batch
 	for b, err := range tbl.Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lb, err := table.NewBatch(legacy)
+		lb, err := pq.NewBatch(legacy)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // hashAgg is replay's columnar engine for tumbling and sliding windows whose aggregates are
@@ -28,7 +28,7 @@ type hashAgg struct {
 	a    *agg
 	seed maphash.Seed
 
-	// Keys: the encoded group keys (table.AppendKeyPart of each group_by column) side by
+	// Keys: the encoded group keys (pq.AppendKeyPart of each group_by column) side by
 	// side in arena, key id i at arena[koff[i]:koff[i+1]], with its hash.
 	kslots []hslot
 	arena  []byte
@@ -88,7 +88,7 @@ func canHashAgg(a *agg) bool {
 		case gold.Count:
 		case gold.Sum, gold.Avg, gold.Min, gold.Max:
 			switch a.inKinds[sp.Column] {
-			case table.KindInt64, table.KindInt32, table.KindFloat64, table.KindFloat32:
+			case pq.KindInt64, pq.KindInt32, pq.KindFloat64, pq.KindFloat32:
 			default:
 				return false
 			}
@@ -197,7 +197,7 @@ func (h *hashAgg) lateRows(late map[string]int64) []int64 {
 		return nil
 	}
 	out := make([]int64, len(h.gkey))
-	intTag := table.AppendKeyInt64(nil, 0)[0]
+	intTag := pq.AppendKeyInt64(nil, 0)[0]
 	// A slice's table holds only its windows: the others' entries need no key look-up.
 	lo, hi := slices.Min(h.gstart), slices.Max(h.gstart)
 	for k, n := range late {
@@ -318,7 +318,7 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	for _, r := range sel {
 		k0 := len(h.kbuf)
 		for _, c := range s.keys {
-			h.kbuf = table.AppendKeyPart(h.kbuf, c, int(r))
+			h.kbuf = pq.AppendKeyPart(h.kbuf, c, int(r))
 		}
 		h.koffs = append(h.koffs, k0)
 		h.khv = append(h.khv, uint32(maphash.Bytes(h.seed, h.kbuf[k0:])))
@@ -352,7 +352,7 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	}
 	for k := range h.st {
 		st := &h.st[k]
-		var c *table.Column
+		var c *pq.Column
 		if st.spec.Column >= 0 {
 			c = s.in[st.spec.Column]
 		}
@@ -365,7 +365,7 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 
 // update folds input rows[k] of c into group gids[k] for every k, one loop per function and
 // input type, nulls skipped (c is nil for count(*)).
-func (st *aggState) update(gids, rows []int32, c *table.Column) error {
+func (st *aggState) update(gids, rows []int32, c *pq.Column) error {
 	if c == nil {
 		for _, g := range gids {
 			st.n[g]++
@@ -382,13 +382,13 @@ func (st *aggState) update(gids, rows []int32, c *table.Column) error {
 		return nil
 	}
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		st.updateInt(gids, rows, c, nulls, func(r int32) int64 { return c.Int64[r] })
-	case table.KindInt32:
+	case pq.KindInt32:
 		st.updateInt(gids, rows, c, nulls, func(r int32) int64 { return int64(c.Int32[r]) })
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		st.updateFloat(gids, rows, c, nulls, func(r int32) float64 { return c.Float64[r] })
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		st.updateFloat(gids, rows, c, nulls, func(r int32) float64 { return float64(c.Float32[r]) })
 	default:
 		return fmt.Errorf("%w: input column of kind %v is not numeric", gold.ErrBadInput, c.Kind)
@@ -396,7 +396,7 @@ func (st *aggState) update(gids, rows []int32, c *table.Column) error {
 	return nil
 }
 
-func (st *aggState) updateInt(gids, rows []int32, c *table.Column, nulls bool, at func(int32) int64) {
+func (st *aggState) updateInt(gids, rows []int32, c *pq.Column, nulls bool, at func(int32) int64) {
 	switch fn := st.spec.Fn; fn {
 	case gold.Sum, gold.Avg:
 		for k, g := range gids {
@@ -420,7 +420,7 @@ func (st *aggState) updateInt(gids, rows []int32, c *table.Column, nulls bool, a
 	}
 }
 
-func (st *aggState) updateFloat(gids, rows []int32, c *table.Column, nulls bool, at func(int32) float64) {
+func (st *aggState) updateFloat(gids, rows []int32, c *pq.Column, nulls bool, at func(int32) float64) {
 	switch fn := st.spec.Fn; fn {
 	case gold.Sum, gold.Avg:
 		for k, g := range gids {
@@ -596,11 +596,11 @@ func (h *hashAgg) order() (ord, byKey, rank []int32) {
 
 // keyColumns decodes every key once into columns of the gold key columns' types, one row
 // per key in byKey order (row r: the key of rank r).
-func (h *hashAgg) keyColumns(out *table.Batch, byKey []int32) ([]*table.Column, error) {
+func (h *hashAgg) keyColumns(out *pq.Batch, byKey []int32) ([]*pq.Column, error) {
 	a := h.a
-	cols := make([]*table.Column, len(a.keyCols))
+	cols := make([]*pq.Column, len(a.keyCols))
 	for k, ci := range a.keyCols {
-		c, err := table.NewColumn(out.Columns[ci].Type)
+		c, err := pq.NewColumn(out.Columns[ci].Type)
 		if err != nil {
 			return nil, fmt.Errorf("late: gold %s: %w", a.cfg.Name, err)
 		}
@@ -610,7 +610,7 @@ func (h *hashAgg) keyColumns(out *table.Batch, byKey []int32) ([]*table.Column, 
 	for _, kid := range byKey {
 		// The bytes are copied into the columns: no string of them is kept.
 		k := h.key(kid)
-		if err := table.AppendKeyColumns(cols, unsafe.String(unsafe.SliceData(k), len(k))); err != nil {
+		if err := pq.AppendKeyColumns(cols, unsafe.String(unsafe.SliceData(k), len(k))); err != nil {
 			return nil, fmt.Errorf("late: gold %s: bad group key: %w", a.cfg.Name, err)
 		}
 	}
@@ -630,14 +630,14 @@ func compareBytes(a, b []byte) int {
 // emit appends every group to out as gold rows in order (see order), calling flush (nil:
 // never) after every emitChunk rows; late holds the groups' late_rows (nil: 0 for all). It
 // returns the rows appended.
-func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
+func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
 	set := make([]bool, len(out.Columns))
 	set[a.winCol], set[a.lateCol] = true, true
 	for _, ci := range a.keyCols {
 		set[ci] = true
 	}
-	var unset []*table.Column
+	var unset []*pq.Column
 	for si := range a.specs {
 		n := 1
 		if a.specs[si].Fn == gold.Avg {
@@ -677,7 +677,7 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 	if err != nil {
 		return 0, err
 	}
-	keyOut := make([]*table.Column, len(a.keyCols))
+	keyOut := make([]*pq.Column, len(a.keyCols))
 	for k, ci := range a.keyCols {
 		keyOut[k] = out.Columns[ci]
 	}
@@ -723,7 +723,7 @@ func (h *hashAgg) emit(out *table.Batch, late map[string]int64, flush func() err
 				}
 			}
 			cols := out.Columns[a.aggCol[si]:]
-			xc := (*table.Column)(nil)
+			xc := (*pq.Column)(nil)
 			if ci := a.exactCol[si]; ci >= 0 {
 				xc = out.Columns[ci]
 			}

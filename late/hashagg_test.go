@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -65,13 +65,13 @@ func testAgg(t testing.TB, w spec.Window) *agg {
 // keys Zipf-distributed over keys devices (the hottest holding a large share), a few nulls in
 // every column but the time, NaN and infinities among the doubles. The doubles are multiples
 // of 1/4 small enough that every sum is exact in any order, so the oracle can ask for equality.
-func skewedBatches(t testing.TB, seed uint64, rows, batch int, keys uint64, span int64) []*table.Batch {
+func skewedBatches(t testing.TB, seed uint64, rows, batch int, keys uint64, span int64) []*pq.Batch {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	zipf := rand.NewZipf(rng, 1.2, 4, keys-1)
-	var out []*table.Batch
+	var out []*pq.Batch
 	for len(out)*batch < rows {
-		b, err := table.NewBatch(hashAggInput)
+		b, err := pq.NewBatch(hashAggInput)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ type oracleAgg struct {
 
 // oracleRows aggregates the batches with maps and a window assignment of the test's own, and
 // renders each group as renderGold renders a gold row.
-func oracleRows(batches []*table.Batch, size, slide, startTime, wlo, whi int64) []string {
+func oracleRows(batches []*pq.Batch, size, slide, startTime, wlo, whi int64) []string {
 	type gk struct {
 		start    int64
 		dev      string
@@ -230,24 +230,24 @@ func fmtNum(n int64, x float64) string {
 }
 
 // renderGold renders the gold rows of b (testAgg's schema) as oracleRows does.
-func renderGold(t testing.TB, b *table.Batch) []string {
+func renderGold(t testing.TB, b *pq.Batch) []string {
 	t.Helper()
-	cell := func(c *table.Column, i int) string {
+	cell := func(c *pq.Column, i int) string {
 		if c.IsNull(i) {
 			return "null"
 		}
 		switch c.Kind {
-		case table.KindInt64:
+		case pq.KindInt64:
 			return strconv.FormatInt(c.Int64[i], 10)
-		case table.KindFloat64:
+		case pq.KindFloat64:
 			return strconv.FormatFloat(c.Float64[i], 'g', -1, 64)
-		case table.KindBytes:
+		case pq.KindBytes:
 			return c.StringAt(i)
 		}
 		t.Fatalf("column of kind %v", c.Kind)
 		return ""
 	}
-	col := func(name string) *table.Column { return b.Column(name) }
+	col := func(name string) *pq.Column { return b.Column(name) }
 	out := make([]string, 0, b.Len())
 	for i := range b.Len() {
 		w := col(gold.ColWindow)
@@ -343,7 +343,7 @@ func TestHashAggOracle(t *testing.T) {
 			for _, p := range parts[1:] {
 				h.merge(p)
 			}
-			out, err := table.NewBatch(a.gold)
+			out, err := pq.NewBatch(a.gold)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +362,7 @@ func TestHashAggOracle(t *testing.T) {
 			starts := out.Column(gold.ColWindow).Children[0].Int64
 			var prev, key []byte
 			for i := range out.Len() {
-				key = table.AppendKeyPart(table.AppendKeyPart(table.AppendKeyInt64(key[:0], starts[i]), out.Column("dev"), i), out.Column("zone"), i)
+				key = pq.AppendKeyPart(pq.AppendKeyPart(pq.AppendKeyInt64(key[:0], starts[i]), out.Column("dev"), i), out.Column("zone"), i)
 				if i > 0 && string(prev) >= string(key) {
 					t.Fatalf("row %d (%s) is not after row %d (%s)", i, got[i], i-1, got[i-1])
 				}
@@ -370,7 +370,7 @@ func TestHashAggOracle(t *testing.T) {
 			}
 			// Emitted again through a flush every emitChunk rows (as a replay writes them), the
 			// same rows in the same order.
-			chunk, err := table.NewBatch(a.gold)
+			chunk, err := pq.NewBatch(a.gold)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -446,8 +446,8 @@ func BenchmarkReplayAggregate(b *testing.B) {
 		srcs, sels = append(srcs, s), append(sels, sel)
 	}
 	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
-	out := func(b *testing.B) *table.Batch {
-		o, err := table.NewBatch(a.gold)
+	out := func(b *testing.B) *pq.Batch {
+		o, err := pq.NewBatch(a.gold)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -520,7 +520,7 @@ func BenchmarkHashAggMerge(b *testing.B) {
 	a := testAgg(b, spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute})
 	batches := skewedBatches(b, 3, rows, 8192, 100_000, span)
 	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
-	build := func(seed maphash.Seed, bs []*table.Batch) *hashAgg {
+	build := func(seed maphash.Seed, bs []*pq.Batch) *hashAgg {
 		h := newHashAggSeed(a, seed)
 		for _, bt := range bs {
 			s, err := a.source(bt)

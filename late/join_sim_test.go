@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -165,7 +166,7 @@ func newJoinSimSchemas(t testing.TB, lake objstore.Bucket, j spec.Join, leftSche
 func (s *joinSim) open(p string) *table.Table { return table.Open(objstore.WithPrefix(s.lake, p)) }
 
 // appendRow writes r's columns onto cols (id, ad, time).
-func appendRow(cols []*table.Column, r *jrow) {
+func appendRow(cols []*pq.Column, r *jrow) {
 	cols[0].AppendString(r.id)
 	if r.ad == nil {
 		cols[1].AppendNull()
@@ -179,12 +180,12 @@ func appendRow(cols []*table.Column, r *jrow) {
 }
 
 // appendX writes x onto the further columns of wideLeftSchema.
-func appendX(cols []*table.Column, x *xvals) {
+func appendX(cols []*pq.Column, x *xvals) {
 	if x == nil {
 		appendNulls(cols)
 		return
 	}
-	cols[0].AppendDecimal(table.Decimal128{Hi: x.amount >> 63, Lo: uint64(x.amount)})
+	cols[0].AppendDecimal(pq.Decimal128{Hi: x.amount >> 63, Lo: uint64(x.amount)})
 	cols[1].Children[0].AppendString(x.tag)
 	cols[1].AppendStruct()
 	cols[2].AppendFloat64(x.score)
@@ -201,7 +202,7 @@ func appendX(cols []*table.Column, x *xvals) {
 
 // readX reads row i of the further columns of wideLeftSchema (nil: the amount is null, as
 // appendX writes a nil x).
-func readX(cols []*table.Column, i int) *xvals {
+func readX(cols []*pq.Column, i int) *xvals {
 	if cols[0].IsNull(i) {
 		return nil
 	}
@@ -218,7 +219,7 @@ func readX(cols []*table.Column, i int) *xvals {
 	return x
 }
 
-func appendNulls(cols []*table.Column) {
+func appendNulls(cols []*pq.Column) {
 	for _, c := range cols {
 		c.AppendNull()
 	}
@@ -238,7 +239,7 @@ func (s *joinSim) step(left, right []jrow) {
 		if side == 1 {
 			path = s.j.Right.Silver
 		}
-		b, _ := table.NewBatch(schema)
+		b, _ := pq.NewBatch(schema)
 		in[side] = &join.Input{KeyNull: make([]bool, len(rows))}
 		for i := range rows {
 			r := &rows[i]
@@ -248,12 +249,12 @@ func (s *joinSim) step(left, right []jrow) {
 				in[side].KeyNull[i] = true
 				in[side].Keys.Append(nil)
 			} else {
-				in[side].Keys.Append(table.AppendKeyString(nil, *r.ad))
+				in[side].Keys.Append(pq.AppendKeyString(nil, *r.ad))
 			}
 			in[side].Rows.Append(binary.AppendUvarint(nil, uint64(len(s.payload[side]))))
 			s.payload[side] = append(s.payload[side], *r)
 		}
-		res, err := s.open(path).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{})
+		res, err := s.open(path).Append(s.ctx, []*pq.Batch{b}, table.AppendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +299,7 @@ func (s *joinSim) run(left, right *join.Input) {
 		t.Fatal(err)
 	}
 	txn := &table.AppTxn{AppID: s.queryID, Version: n}
-	out, _ := table.NewBatch(s.oschema)
+	out, _ := pq.NewBatch(s.oschema)
 	nl := len(s.schema[0].Fields)
 	for _, r := range res.Rows {
 		if r.Kind.HasLeft() {
@@ -317,11 +318,11 @@ func (s *joinSim) run(left, right *join.Input) {
 		}
 	}
 	if out.Len() > 0 {
-		if _, err := s.open(s.j.Table).Append(s.ctx, []*table.Batch{out}, table.AppendOptions{Txn: txn}); err != nil {
+		if _, err := s.open(s.j.Table).Append(s.ctx, []*pq.Batch{out}, table.AppendOptions{Txn: txn}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	q, _ := table.NewBatch(s.qschema)
+	q, _ := pq.NewBatch(s.qschema)
 	nr := len(s.schema[1].Fields)
 	for side, idx := range res.Late {
 		in := left
@@ -346,7 +347,7 @@ func (s *joinSim) run(left, right *join.Input) {
 		}
 	}
 	if q.Len() > 0 {
-		if _, err := s.open(s.j.Quarantine).Append(s.ctx, []*table.Batch{q}, table.AppendOptions{Txn: txn}); err != nil {
+		if _, err := s.open(s.j.Quarantine).Append(s.ctx, []*pq.Batch{q}, table.AppendOptions{Txn: txn}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -394,7 +395,7 @@ func (g *goldSim) batch(s *joinSim, res *join.Result, late, evict int64) {
 	t := s.t
 	p, _ := newJoinPlan(&s.j)
 	aggLate, aggEvict := p.spec.OutputWatermark(late)*1000, p.spec.OutputWatermark(evict)*1000
-	q, _ := table.NewBatch(g.qschema)
+	q, _ := pq.NewBatch(g.qschema)
 	nl := len(s.schema[0].Fields)
 	for _, r := range res.Rows {
 		if !r.Kind.HasLeft() {
@@ -420,11 +421,11 @@ func (g *goldSim) batch(s *joinSim, res *join.Result, late, evict int64) {
 	}
 	txn := &table.AppTxn{AppID: s.queryID, Version: s.batch}
 	if q.Len() > 0 {
-		if _, err := s.open("silver/late_n_per_ad").Append(s.ctx, []*table.Batch{q}, table.AppendOptions{Txn: txn}); err != nil {
+		if _, err := s.open("silver/late_n_per_ad").Append(s.ctx, []*pq.Batch{q}, table.AppendOptions{Txn: txn}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, _ := table.NewBatch(g.schema)
+	out, _ := pq.NewBatch(g.schema)
 	var keys [][2]string
 	for k := range g.state {
 		keys = append(keys, k)
@@ -450,7 +451,7 @@ func (g *goldSim) batch(s *joinSim, res *join.Result, late, evict int64) {
 		delete(g.state, k)
 	}
 	if out.Len() > 0 {
-		if _, err := s.open("gold/n_per_ad").Append(s.ctx, []*table.Batch{out}, table.AppendOptions{Txn: txn}); err != nil {
+		if _, err := s.open("gold/n_per_ad").Append(s.ctx, []*pq.Batch{out}, table.AppendOptions{Txn: txn}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -560,7 +561,7 @@ func (s *joinSim) joinedRows() []string {
 			s.t.Fatal(err)
 		}
 		for i := range b.Len() {
-			side := func(cols []*table.Column) *jrow {
+			side := func(cols []*pq.Column) *jrow {
 				if len(cols) == 0 || cols[2].IsNull(i) {
 					return nil
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -309,10 +310,10 @@ func TestMergeLateJoinSilverAsRead(t *testing.T) {
 	s.step([]jrow{sec("L1", "z", 100)}, []jrow{sec("R1", "z", 100)}) // W = 90
 	s.step([]jrow{sec("L2", "a", 85)}, nil)                          // late
 	// The clicks source writes R2@93 to silver; the join has not read it.
-	b, _ := table.NewBatch(rightSchema)
+	b, _ := pq.NewBatch(rightSchema)
 	r2 := sec("R2", "a", 93)
 	appendRow(b.Columns, &r2)
-	if _, err := s.open(s.j.Right.Silver).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+	if _, err := s.open(s.j.Right.Silver).Append(s.ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rep := s.merge()
@@ -406,11 +407,11 @@ func TestMergeLateJoinUncommitted(t *testing.T) {
 	sec := func(id, k string, v int64) jrow { return jrow{id: id, ad: ad(k), t: v * 1_000_000} }
 	s.step([]jrow{sec("L1", "z", 100)}, []jrow{sec("R1", "z", 100)})
 	s.step([]jrow{sec("L2", "a", 85)}, nil) // late
-	b, _ := table.NewBatch(s.oschema)
+	b, _ := pq.NewBatch(s.oschema)
 	l3 := sec("L3", "b", 120)
 	appendRow(b.Columns[:3], &l3)
 	appendNulls(b.Columns[3:])
-	if _, err := s.open(s.j.Table).Append(s.ctx, []*table.Batch{b}, table.AppendOptions{Txn: &table.AppTxn{AppID: s.queryID, Version: s.batch}}); err != nil {
+	if _, err := s.open(s.j.Table).Append(s.ctx, []*pq.Batch{b}, table.AppendOptions{Txn: &table.AppTxn{AppID: s.queryID, Version: s.batch}}); err != nil {
 		t.Fatal(err)
 	}
 	before := s.joinedRows()

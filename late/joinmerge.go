@@ -11,6 +11,8 @@ import (
 
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -59,7 +61,7 @@ type cand struct {
 
 // sideRow is one silver row read into memory.
 type sideRow struct {
-	b       *table.Batch
+	b       *pq.Batch
 	i       int
 	t       int64
 	key     string
@@ -302,12 +304,12 @@ func previousWatermark(ctx context.Context, b objstore.Bucket, v int64, appID st
 
 // encoder encodes a side's key and whole row from a batch, with the names it has there.
 type encoder struct {
-	t    *table.Column
-	keys []*table.Column
-	cols []*table.Column
+	t    *pq.Column
+	keys []*pq.Column
+	cols []*pq.Column
 }
 
-func newEncoder(b *table.Batch, timeName string, keys, cols []string) (*encoder, error) {
+func newEncoder(b *pq.Batch, timeName string, keys, cols []string) (*encoder, error) {
 	e := &encoder{t: b.Column(timeName)}
 	if e.t == nil {
 		return nil, fmt.Errorf("column %q missing", timeName)
@@ -338,7 +340,7 @@ func newEncoder(b *table.Batch, timeName string, keys, cols []string) (*encoder,
 func (e *encoder) row(i int, kb, rb []byte) (key, enc []byte, keyNull bool) {
 	for _, c := range e.keys {
 		keyNull = keyNull || c.IsNull(i)
-		kb = table.AppendKeyPart(kb, c, i)
+		kb = pq.AppendKeyPart(kb, c, i)
 	}
 	return kb, stream.AppendRowIdentity(rb, e.cols, i), keyNull
 }
@@ -369,7 +371,7 @@ func (m *merger) readQuarantine(ctx context.Context, qt *table.Table, qsnap *txl
 	}
 	cols := append([]string{join.ColSide}, m.cols[0].joined...)
 	cols = dedupe(append(cols, m.cols[1].joined...))
-	read := func(files []*txlog.Add, filter table.Expr, pending bool) error {
+	read := func(files []*txlog.Add, filter sqlexpr.Expr, pending bool) error {
 		fs, err := qt.FileScan(qsnap, cols, filter)
 		if err != nil {
 			return fmt.Errorf("late: join %s quarantine: %w", j.Name, err)
@@ -430,7 +432,7 @@ func (m *merger) readQuarantine(ctx context.Context, qt *table.Table, qsnap *txl
 		w := max(prevW, 0) * 1000
 		width := abs(j.Lower.Microseconds()) + abs(j.Upper.Microseconds())
 		from := time.UnixMicro(max(w-2*width-m.p.goldHorizon-2_000_000, -62135596800000000)).UTC()
-		filter := table.Or(table.Ge(m.cols[0].joinedT, from), table.Ge(m.cols[1].joinedT, from))
+		filter := sqlexpr.Or(sqlexpr.Ge(m.cols[0].joinedT, from), sqlexpr.Ge(m.cols[1].joinedT, from))
 		if prevW < 0 {
 			filter = nil
 		}
@@ -552,24 +554,24 @@ func (m *merger) readSides(ctx context.Context, spans [2][]span, keys [2]map[str
 			continue
 		}
 		c := &m.cols[s]
-		var ors []table.Expr
+		var ors []sqlexpr.Expr
 		for _, sp := range coalesce(spans[s]) {
-			var and []table.Expr
+			var and []sqlexpr.Expr
 			if sp.lo != math.MinInt64 {
-				and = append(and, table.Ge(c.time, time.UnixMicro(sp.lo).UTC()))
+				and = append(and, sqlexpr.Ge(c.time, time.UnixMicro(sp.lo).UTC()))
 			}
 			if sp.hi != math.MaxInt64 {
-				and = append(and, table.Le(c.time, time.UnixMicro(sp.hi).UTC()))
+				and = append(and, sqlexpr.Le(c.time, time.UnixMicro(sp.hi).UTC()))
 			}
 			if len(and) == 0 {
 				ors = nil
 				break
 			}
-			ors = append(ors, table.And(and...))
+			ors = append(ors, sqlexpr.And(and...))
 		}
-		var filter table.Expr
+		var filter sqlexpr.Expr
 		if len(ors) > 0 {
-			filter = table.Or(ors...)
+			filter = sqlexpr.Or(ors...)
 		}
 		names := make([]string, len(c.silver.Fields))
 		for i, f := range c.silver.Fields {
@@ -698,7 +700,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
 	semi := m.p.typ == join.LeftSemi
-	var ors []table.Expr
+	var ors []sqlexpr.Expr
 	for s := range X {
 		if len(X[s]) == 0 || (semi && s == 1) {
 			continue
@@ -707,10 +709,10 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		for _, c := range X[s] {
 			lo, hi = min(lo, c.t), max(hi, c.t)
 		}
-		ors = append(ors, table.And(table.Ge(m.cols[s].joinedT, time.UnixMicro(lo).UTC()), table.Le(m.cols[s].joinedT, time.UnixMicro(hi).UTC())))
+		ors = append(ors, sqlexpr.And(sqlexpr.Ge(m.cols[s].joinedT, time.UnixMicro(lo).UTC()), sqlexpr.Le(m.cols[s].joinedT, time.UnixMicro(hi).UTC())))
 	}
-	prune := table.Or(ors...) // no candidate: read nothing
-	pred, err := table.Bind(prune, js, jsnap.PartitionColumns())
+	prune := sqlexpr.Or(ors...) // no candidate: read nothing
+	pred, err := sqlexpr.Bind(prune, js, jsnap.PartitionColumns())
 	if err != nil {
 		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
@@ -723,7 +725,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 	// touching classifies the rows of a joined batch: the row's two sides, and whether it
 	// touches a candidate.
 	var lb, rb []byte
-	touching := func(b *table.Batch) (func(i int) (outRow, bool), error) {
+	touching := func(b *pq.Batch) (func(i int) (outRow, bool), error) {
 		var enc [2]*encoder
 		for s := range enc {
 			if semi && s == 1 {
@@ -831,12 +833,12 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		// The stream's appends are blind: they never conflict with this rewrite. Another merge
 		// of the same join does, and starts over.
 		Isolation: txlog.WriteSerializable,
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+		File: func(ctx context.Context, f *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			parts, err := read()
 			if err != nil {
 				return false, nil, err
 			}
-			out, err := table.NewBatch(js)
+			out, err := pq.NewBatch(js)
 			if err != nil {
 				return false, nil, err
 			}
@@ -851,13 +853,13 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 					}
 				}
 			}
-			return true, []*table.Batch{out}, nil
+			return true, []*pq.Batch{out}, nil
 		},
-		Insert: func() ([]*table.Batch, error) {
+		Insert: func() ([]*pq.Batch, error) {
 			if same {
 				return nil, nil
 			}
-			out, err := table.NewBatch(js)
+			out, err := pq.NewBatch(js)
 			if err != nil {
 				return nil, err
 			}
@@ -866,7 +868,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			if semi {
 				nr = 0
 			}
-			views := [2]*table.Batch{
+			views := [2]*pq.Batch{
 				{Schema: m.cols[0].silver, Columns: out.Columns[:nl]},
 				{Schema: m.cols[1].silver, Columns: out.Columns[nl : nl+nr]},
 			}
@@ -887,7 +889,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 					}
 				}
 			}
-			return []*table.Batch{out}, nil
+			return []*pq.Batch{out}, nil
 		},
 		Operation: func(res table.RewriteResult) txlog.Operation {
 			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{

@@ -13,6 +13,8 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/internal/backoff"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
@@ -46,7 +48,7 @@ type Options struct {
 	Clock  func() time.Time
 	Logger *slog.Logger
 	// WriteOptions tune the gold data files written.
-	WriteOptions table.WriteOptions
+	WriteOptions pq.WriteOptions
 	// MaxAttempts bounds the runs of one aggregation's job after conflicts with another
 	// writer (default 8).
 	MaxAttempts int
@@ -363,13 +365,13 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 			hi = g.win.Start
 		}
 	}
-	prune := table.Or() // no group: read nothing
+	prune := sqlexpr.Or() // no group: read nothing
 	if len(groups) > 0 {
-		prune = table.And(table.Ge(gold.ColWindow+".start", time.UnixMicro(lo).UTC()), table.Le(gold.ColWindow+".start", time.UnixMicro(hi).UTC()))
+		prune = sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", time.UnixMicro(lo).UTC()), sqlexpr.Le(gold.ColWindow+".start", time.UnixMicro(hi).UTC()))
 	}
 	var key []byte
-	var keys []*table.Column
-	row := func(out, b *table.Batch, i int) (rowAction, error) {
+	var keys []*pq.Column
+	row := func(out, b *pq.Batch, i int) (rowAction, error) {
 		win := b.Columns[a.winCol]
 		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
 			return keepRow, nil
@@ -399,7 +401,7 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 		rw.st.Updated++
 		return rewroteRow, nil
 	}
-	extra := func(out *table.Batch, _ func() error) error {
+	extra := func(out *pq.Batch, _ func() error) error {
 		for _, g := range groups {
 			if matched[g] {
 				continue
@@ -473,7 +475,7 @@ func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *ag
 				// and times.
 				kb = kb[:0]
 				for _, c := range s.keys {
-					kb = table.AppendKeyPart(kb, c, i)
+					kb = pq.AppendKeyPart(kb, c, i)
 				}
 				t := s.ev.Int64[i]
 				if last, ok := lr.affected[string(kb)]; !ok || t > last {

@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -57,7 +58,7 @@ func goldState(t testing.TB, lake objstore.Bucket, path string) []string {
 			t.Fatal(err)
 		}
 		for i := range b.Len() {
-			out = append(out, string(table.AppendJSONRow(nil, b, i)))
+			out = append(out, string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	slices.Sort(out)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -27,7 +27,7 @@ type agg struct {
 	// specs are the config's aggregates in order; AggSpec.Column indexes inCols.
 	specs   []gold.AggSpec
 	inCols  []string
-	inKinds []table.Kind
+	inKinds []pq.Kind
 	gold    *txlog.StructType
 	// Column indexes in the gold schema: the window, the group-by keys, the first column of
 	// each aggregate and late_rows.
@@ -61,16 +61,16 @@ func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructTyp
 		}
 		a.window = w
 	}
-	kindOf := func(what, name string) (table.Kind, error) {
+	kindOf := func(what, name string) (pq.Kind, error) {
 		f := in.Field(name)
 		if f == nil {
 			return 0, fmt.Errorf("late: gold %s: %s column %q is not in the input schema", g.Name, what, name)
 		}
-		return table.KindOf(f.Type)
+		return pq.KindOf(f.Type)
 	}
 	if k, err := kindOf("event time", a.evName); err != nil {
 		return nil, err
-	} else if k != table.KindInt64 {
+	} else if k != pq.KindInt64 {
 		return nil, fmt.Errorf("late: gold %s: event time column %q is not a timestamp", g.Name, a.evName)
 	}
 	for _, k := range g.GroupBy {
@@ -89,7 +89,7 @@ func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructTyp
 			if err != nil {
 				return nil, err
 			}
-			spec.Int = k == table.KindInt64 || k == table.KindInt32
+			spec.Int = k == pq.KindInt64 || k == pq.KindInt32
 			spec.Column = len(a.inCols)
 			a.inCols = append(a.inCols, c.Column)
 			a.inKinds = append(a.inKinds, k)
@@ -159,11 +159,11 @@ func (a *agg) windowsOf(dst []gold.Window, t, lateWM int64) []gold.Window {
 }
 
 // groupKey is the composite key of a gold row: window start, window end, then the group keys.
-func groupKey(dst []byte, start, end int64, keys []*table.Column, i int) []byte {
-	dst = table.AppendKeyInt64(dst, start)
-	dst = table.AppendKeyInt64(dst, end)
+func groupKey(dst []byte, start, end int64, keys []*pq.Column, i int) []byte {
+	dst = pq.AppendKeyInt64(dst, start)
+	dst = pq.AppendKeyInt64(dst, end)
 	for _, c := range keys {
-		dst = table.AppendKeyPart(dst, c, i)
+		dst = pq.AppendKeyPart(dst, c, i)
 	}
 	return dst
 }

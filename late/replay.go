@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -259,8 +261,8 @@ func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st stre
 	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, src, a, lo, hi); err != nil {
 		return gr, err
 	}
-	inRange := func(start, _ int64, _ []*table.Column, _ int) bool { return start >= lo && start <= hi }
-	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
+	inRange := func(start, _ int64, _ []*pq.Column, _ int) bool { return start >= lo && start <= hi }
+	prune := sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", s), sqlexpr.Le(gold.ColWindow+".start", e))
 	rp.prune, rp.drop = prune, inRange
 	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
 	gr.Gold, err = replace(ctx, rw, rp)
@@ -305,7 +307,7 @@ func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 }
 
 // emitFunc writes gold rows into out, flushing it as it fills; it returns the rows written.
-type emitFunc func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error)
+type emitFunc func(ctx context.Context, out *pq.Batch, late map[string]int64, flush func() error) (int64, error)
 
 // emitChunk is how many gold rows the engine appends before it flushes them to the writer.
 const emitChunk = 1 << 16
@@ -320,7 +322,7 @@ const emitChunk = 1 << 16
 // are read again by the next slice for the windows that start there. Each source row is
 // counted in *inputRows once, by the slice whose share of the time line holds it.
 func hashWindows(src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
-	return func(ctx context.Context, out *table.Batch, late map[string]int64, flush func() error) (int64, error) {
+	return func(ctx context.Context, out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
 		var written int64
 		for k, sl := range cuts {
@@ -467,8 +469,8 @@ func alignStart(t int64, spec gold.WindowSpec) int64 {
 // replacement is what replace writes: the gold rows drop selects among those prune lets
 // through give way to groups, in one commit with txn (when set) described by desc.
 type replacement struct {
-	prune  table.Expr
-	drop   func(start, end int64, keys []*table.Column, i int) bool
+	prune  sqlexpr.Expr
+	drop   func(start, end int64, keys []*pq.Column, i int) bool
 	groups []*group
 	// emit, when set, writes the new rows instead of groups (the columnar engine), taking
 	// each row's late_rows from late (by groupKey encoding), calling flush to
@@ -484,7 +486,7 @@ type replacement struct {
 }
 
 // windowPrefix is the length of a groupKey's window part (start and end).
-var windowPrefix = len(table.AppendKeyInt64(table.AppendKeyInt64(nil, 0), 0))
+var windowPrefix = len(pq.AppendKeyInt64(pq.AppendKeyInt64(nil, 0), 0))
 
 // oldSession is a replaced session row's window and late_rows.
 type oldSession struct{ start, end, late int64 }
@@ -497,8 +499,8 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 	lateRows := map[string]int64{}
 	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte
-	var keys []*table.Column
-	row := func(_, b *table.Batch, i int) (rowAction, error) {
+	var keys []*pq.Column
+	row := func(_, b *pq.Batch, i int) (rowAction, error) {
 		win := b.Columns[a.winCol]
 		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
 			return keepRow, nil
@@ -524,7 +526,7 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		rw.st.Deleted++
 		return dropRow, nil
 	}
-	extra := func(out *table.Batch, flush func() error) error {
+	extra := func(out *pq.Batch, flush func() error) error {
 		if rp.emit != nil {
 			n, err := rp.emit(ctx, out, lateRows, flush)
 			rw.st.Inserted += n

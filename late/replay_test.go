@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -27,7 +29,7 @@ func silverTimes(t testing.TB, lake objstore.Bucket) []int64 {
 func damage(t testing.TB, lake objstore.Bucket, path string, from, to int64) {
 	t.Helper()
 	tbl := table.Open(objstore.WithPrefix(lake, path))
-	pred := table.And(table.Ge("window.start", time.UnixMicro(from).UTC()), table.Lt("window.start", time.UnixMicro(to).UTC()))
+	pred := sqlexpr.And(sqlexpr.Ge("window.start", time.UnixMicro(from).UTC()), sqlexpr.Lt("window.start", time.UnixMicro(to).UTC()))
 	if _, err := tbl.Overwrite(context.Background(), pred, nil, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func lateRowsOf(t testing.TB, lake objstore.Bucket, path string, keys ...string)
 			}
 			k := fmt.Sprint(win.Children[0].Int64[i])
 			for _, c := range keys {
-				k += "|" + string(table.AppendJSONValue(nil, b.Column(c), i))
+				k += "|" + string(pq.AppendJSONValue(nil, b.Column(c), i))
 			}
 			out[k] += late.Int64[i]
 		}

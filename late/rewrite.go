@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -50,12 +52,12 @@ type rewriter struct {
 	compare bool
 }
 
-func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *table.Batch, b *table.Batch, i int) (rowAction, error),
-	extra func(out *table.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
+func (rw *rewriter) run(ctx context.Context, prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Batch, i int) (rowAction, error),
+	extra func(out *pq.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
 	st := &rw.st
 	st.Version = -1
 	snap, schema := rw.snap, rw.a.gold
-	pred, err := table.Bind(prune, schema, snap.PartitionColumns())
+	pred, err := sqlexpr.Bind(prune, schema, snap.PartitionColumns())
 	if err != nil {
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
@@ -69,7 +71,7 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 	if err != nil {
 		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
 	}
-	var buf table.ReadBuffer
+	var buf pq.ReadBuffer
 	// old and added: the rows dropped and the rows written in their place, compared before
 	// the commit when rw.compare is set; rewrote: a row was rewritten in place, which the
 	// comparison does not follow, so the rewrite always commits.
@@ -86,8 +88,8 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 		// while any other writer's data change in the range we read conflicts and we start over.
 		Isolation: txlog.WriteSerializable,
 		Unchanged: unchanged,
-		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
-			out, err := table.NewBatch(schema)
+		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
+			out, err := pq.NewBatch(schema)
 			if err != nil {
 				return false, nil, err
 			}
@@ -115,10 +117,10 @@ func (rw *rewriter) run(ctx context.Context, prune table.Expr, row func(out *tab
 					}
 				}
 			}
-			return touched, []*table.Batch{out}, nil
+			return touched, []*pq.Batch{out}, nil
 		},
-		InsertEach: func(ctx context.Context, write func(*table.Batch) error) error {
-			ins, err := table.NewBatch(schema)
+		InsertEach: func(ctx context.Context, write func(*pq.Batch) error) error {
+			ins, err := pq.NewBatch(schema)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -78,7 +80,7 @@ func sessionKeys(ctx context.Context, a *agg, src *replaySource, sc resessionSco
 		err := src.read(ctx, a, readLo, readHi, func(s *source, i int) error {
 			kb = kb[:0]
 			for _, c := range s.keys {
-				kb = table.AppendKeyPart(kb, c, i)
+				kb = pq.AppendKeyPart(kb, c, i)
 			}
 			if _, ok := only[string(kb)]; only != nil && !ok {
 				return nil
@@ -182,10 +184,10 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi-1).UTC()
 	res.from, res.to = s, e
 	var kb []byte
-	drop := func(start, _ int64, cols []*table.Column, i int) bool {
+	drop := func(start, _ int64, cols []*pq.Column, i int) bool {
 		kb = kb[:0]
 		for _, c := range cols {
-			kb = table.AppendKeyPart(kb, c, i)
+			kb = pq.AppendKeyPart(kb, c, i)
 		}
 		if _, ok := only[string(kb)]; only != nil && !ok {
 			return false
@@ -205,7 +207,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		// Without txn the next merge-late reads these late rows again and counts them then.
 		clear(absorbed)
 	}
-	prune := table.And(table.Ge(gold.ColWindow+".start", s), table.Le(gold.ColWindow+".start", e))
+	prune := sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", s), sqlexpr.Le(gold.ColWindow+".start", e))
 	res.gold, err = replace(ctx, rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn, sessions: true, absorbed: absorbed,
 		desc: fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
 			s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})

@@ -17,6 +17,7 @@ import (
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -474,7 +475,7 @@ func rowsWithout(t testing.TB, lake objstore.Bucket, path string, drop ...string
 			t.Fatal(err)
 		}
 		for i := range b.Len() {
-			out = append(out, string(table.AppendJSONRow(nil, b, i)))
+			out = append(out, string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	slices.Sort(out)

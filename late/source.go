@@ -11,7 +11,9 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
@@ -136,7 +138,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 	// the scans that read need no row filter (which would also read the schema's first
 	// column: a view's length comes from it).
 	cols = dedupe(cols)
-	filter := table.And(table.Ge(a.evName, time.UnixMicro(lo).UTC()), table.Lt(a.evName, time.UnixMicro(hi).UTC()))
+	filter := sqlexpr.And(sqlexpr.Ge(a.evName, time.UnixMicro(lo).UTC()), sqlexpr.Lt(a.evName, time.UnixMicro(hi).UTC()))
 	skip, err := s.t.FileScan(s.snap, nil, filter)
 	if err != nil {
 		return fmt.Errorf("late: source scan: %w", err)
@@ -168,9 +170,9 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 		var sel []int32
 		// reuse: fn is done with each batch before the next, so the worker's reads share
 		// their buffers (the session reads keep rows of earlier batches).
-		var buf *table.ReadBuffer
+		var buf *pq.ReadBuffer
 		if reuse {
-			buf = &table.ReadBuffer{}
+			buf = &pq.ReadBuffer{}
 		}
 		// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
 		// partial aggregates (and the order of a float sum's additions) are the same in every
@@ -189,7 +191,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 				if err != nil {
 					return err
 				}
-				var dk []*table.Column
+				var dk []*pq.Column
 				for _, c := range dedup {
 					dk = append(dk, b.Column(c))
 				}
@@ -211,7 +213,7 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 					if len(dk) > 0 { // bronze only: silver is deduplicated
 						key = key[:0]
 						for _, c := range dk {
-							key = table.AppendKeyPart(key, c, i)
+							key = pq.AppendKeyPart(key, c, i)
 						}
 						if seen[string(key)] {
 							continue

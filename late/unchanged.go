@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 	"math"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // rowMultiset sums up a multiset of gold rows so that two can be compared without holding
@@ -30,7 +30,7 @@ func newRowMultisets() (*rowMultiset, *rowMultiset) {
 }
 
 // add puts row i of b (every column) into the multiset.
-func (m *rowMultiset) add(b *table.Batch, i int) {
+func (m *rowMultiset) add(b *pq.Batch, i int) {
 	m.buf = m.buf[:0]
 	for _, c := range b.Columns {
 		m.buf = appendExact(m.buf, c, i)
@@ -48,39 +48,39 @@ func (m *rowMultiset) equal(o *rowMultiset) bool {
 
 // appendExact appends an unambiguous encoding of row i of c: a null tag, then the value's
 // bits (lengths before variable parts, children in order for structs, lists and maps), so
-// that distinct values never encode alike. Unlike table.AppendKeyPart it neither merges -0
+// that distinct values never encode alike. Unlike pq.AppendKeyPart it neither merges -0
 // with 0 nor normalizes NaN payloads, and it covers every kind.
-func appendExact(dst []byte, c *table.Column, i int) []byte {
+func appendExact(dst []byte, c *pq.Column, i int) []byte {
 	if c.IsNull(i) {
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		return binary.LittleEndian.AppendUint64(dst, uint64(c.Int64[i]))
-	case table.KindInt32:
+	case pq.KindInt32:
 		return binary.LittleEndian.AppendUint32(dst, uint32(c.Int32[i]))
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[i]))
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[i]))
-	case table.KindBool:
+	case pq.KindBool:
 		if c.Bool[i] {
 			return append(dst, 1)
 		}
 		return append(dst, 0)
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		return c.Decimal[i].Bytes(dst, 16)
-	case table.KindBytes:
+	case pq.KindBytes:
 		v := c.BytesAt(i)
 		dst = binary.AppendUvarint(dst, uint64(len(v)))
 		return append(dst, v...)
-	case table.KindStruct:
+	case pq.KindStruct:
 		for _, ch := range c.Children {
 			dst = appendExact(dst, ch, i)
 		}
 		return dst
-	case table.KindList, table.KindMap:
+	case pq.KindList, pq.KindMap:
 		s, e := c.ListRange(i)
 		dst = binary.AppendUvarint(dst, uint64(e-s))
 		for j := s; j < e; j++ {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -201,8 +202,8 @@ func TestRowMultiset(t *testing.T) {
 		null bool
 	}
 	str := func(s string) *string { return &s }
-	build := func(rows []row) *table.Batch {
-		b, err := table.NewBatch(schema)
+	build := func(rows []row) *pq.Batch {
+		b, err := pq.NewBatch(schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func BenchmarkRowMultiset(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	out, err := table.NewBatch(a.gold)
+	out, err := pq.NewBatch(a.gold)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func bumpCount(t testing.TB, lake objstore.Bucket, path string, lo, hi int64) {
 	}
 	bumped := false
 	_, err = tbl.Rewrite(ctx, table.Rewrite{Snapshot: snap, Candidates: snap.Files(),
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+		File: func(ctx context.Context, f *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			if bumped {
 				return false, nil, nil
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -19,8 +20,8 @@ func BenchmarkMergeLateRows(b *testing.B) {
 	ctx := context.Background()
 	const types, perHour = 100, 12
 	hours := max(*benchGoldRows/(types*perHour), 2)
-	goldBatch := func(hour int, count int64) *table.Batch {
-		bt, _ := table.NewBatch(schema(b))
+	goldBatch := func(hour int, count int64) *pq.Batch {
+		bt, _ := pq.NewBatch(schema(b))
 		for w := 0; w < perHour; w++ {
 			start := t0.Add(time.Duration(hour)*time.Hour + time.Duration(w)*5*time.Minute)
 			for ty := 0; ty < types; ty++ {
@@ -33,7 +34,7 @@ func BenchmarkMergeLateRows(b *testing.B) {
 		}
 		return bt
 	}
-	late, _ := table.NewBatch(schema(b))
+	late, _ := pq.NewBatch(schema(b))
 	for i := 0; i < 1000; i++ {
 		start := t0.Add(time.Duration(hours/2)*time.Hour + time.Duration(i%perHour)*5*time.Minute)
 		late.Columns[0].Children[0].AppendTime(start)
@@ -52,7 +53,7 @@ func BenchmarkMergeLateRows(b *testing.B) {
 		}
 		var total int64
 		for h := 0; h < hours; h++ {
-			r, err := tbl.Append(ctx, []*table.Batch{goldBatch(h, 10)}, table.AppendOptions{})
+			r, err := tbl.Append(ctx, []*pq.Batch{goldBatch(h, 10)}, table.AppendOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

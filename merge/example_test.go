@@ -6,6 +6,8 @@ import (
 
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -16,8 +18,8 @@ func ExampleRun() {
 	schema, _ := txlog.ParseSchema(`{"type":"struct","fields":[
 		{"name":"key","type":"string","nullable":true,"metadata":{}},
 		{"name":"count","type":"long","nullable":true,"metadata":{}}]}`)
-	rows := func(kv ...any) *table.Batch {
-		b, _ := table.NewBatch(schema)
+	rows := func(kv ...any) *pq.Batch {
+		b, _ := pq.NewBatch(schema)
 		for i := 0; i < len(kv); i += 2 {
 			b.Columns[0].AppendString(kv[i].(string))
 			b.Columns[1].AppendInt64(int64(kv[i+1].(int)))
@@ -26,10 +28,10 @@ func ExampleRun() {
 	}
 	t := table.Open(mem.New())
 	t.Create(ctx, schema, nil, nil)
-	t.Append(ctx, []*table.Batch{rows("a", 1, "b", 2)}, table.AppendOptions{})
+	t.Append(ctx, []*pq.Batch{rows("a", 1, "b", 2)}, table.AppendOptions{})
 
 	res, err := merge.Run(ctx, t, merge.Spec{
-		Source: []*table.Batch{rows("b", 10, "c", 3)},
+		Source: []*pq.Batch{rows("b", 10, "c", 3)},
 		Keys:   []string{"key"},
 		Matched: []merge.Matched{{Set: map[string]merge.Value{
 			"count": func(tg, s merge.Row) any { return tg.Get("count").(int64) + s.Get("count").(int64) },
@@ -41,9 +43,9 @@ func ExampleRun() {
 		panic(err)
 	}
 	fmt.Println("updated", res.Updated, "inserted", res.Inserted, "copied", res.Copied)
-	for b, _ := range t.Scan(ctx, table.ScanOptions{Filter: table.Ge("count", 3)}) {
+	for b, _ := range t.Scan(ctx, table.ScanOptions{Filter: sqlexpr.Ge("count", 3)}) {
 		for i := 0; i < b.Len(); i++ {
-			fmt.Println(string(table.AppendJSONRow(nil, b, i)))
+			fmt.Println(string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	// Unordered output:

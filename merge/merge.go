@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -37,7 +39,7 @@ var ErrBadMerge = errors.New("merge: bad MERGE specification")
 
 // Row is one row of the target or the source, read by column name.
 type Row struct {
-	batch *table.Batch
+	batch *pq.Batch
 	i     int
 }
 
@@ -89,13 +91,13 @@ type NotMatched struct {
 // Spec is a MERGE INTO target USING source ON target.k = source.k [...] statement.
 type Spec struct {
 	// Source holds the source rows.
-	Source []*table.Batch
+	Source []*pq.Batch
 	// Keys are the join columns, with the same name on both sides; rows whose key has a
 	// null never match (SQL equality).
 	Keys []string
 	// TargetFilter optionally narrows the target rows considered (an extra ON condition on
 	// the target only, e.g. a window range); rows outside it never match.
-	TargetFilter table.Expr
+	TargetFilter sqlexpr.Expr
 	// Matched and NotMatched clauses apply in order; the first whose condition holds wins.
 	Matched    []Matched
 	NotMatched []NotMatched
@@ -122,19 +124,19 @@ type Result struct {
 }
 
 // keyOf renders the join key of row i, or false when a key column is null.
-func keyOf(dst []byte, cols []*table.Column, i int) ([]byte, bool) {
+func keyOf(dst []byte, cols []*pq.Column, i int) ([]byte, bool) {
 	for _, c := range cols {
 		if c.IsNull(i) {
 			return dst, false
 		}
-		dst = table.AppendJSONValue(dst, c, i)
+		dst = pq.AppendJSONValue(dst, c, i)
 		dst = append(dst, 0)
 	}
 	return dst, true
 }
 
-func keyColumns(b *table.Batch, keys []string, side string) ([]*table.Column, error) {
-	out := make([]*table.Column, len(keys))
+func keyColumns(b *pq.Batch, keys []string, side string) ([]*pq.Column, error) {
+	out := make([]*pq.Column, len(keys))
 	for k, name := range keys {
 		c := b.Column(name)
 		if c == nil {
@@ -197,17 +199,17 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	var filter table.Expr = pruning
+	var filter sqlexpr.Expr = pruning
 	if spec.TargetFilter != nil {
-		filter = table.And(pruning, spec.TargetFilter)
+		filter = sqlexpr.And(pruning, spec.TargetFilter)
 	}
-	pred, err := table.Bind(filter, schema, snap.PartitionColumns())
+	pred, err := sqlexpr.Bind(filter, schema, snap.PartitionColumns())
 	if err != nil {
 		return res, err
 	}
-	var targetOnly *table.Predicate
+	var targetOnly *sqlexpr.Predicate
 	if spec.TargetFilter != nil {
-		if targetOnly, err = table.Bind(spec.TargetFilter, schema, snap.PartitionColumns()); err != nil {
+		if targetOnly, err = sqlexpr.Bind(spec.TargetFilter, schema, snap.PartitionColumns()); err != nil {
 			return res, err
 		}
 	}
@@ -220,7 +222,7 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 		}
 	}
 	rw, err := t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: spec.Txn, Isolation: spec.Isolation,
-		File: func(ctx context.Context, a *txlog.Add, read func() ([]*table.Batch, error)) (bool, []*table.Batch, error) {
+		File: func(ctx context.Context, a *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			batches, err := read()
 			if err != nil {
 				return false, nil, err
@@ -229,9 +231,9 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 			if err != nil || !touched {
 				return false, nil, err
 			}
-			return true, []*table.Batch{out}, nil
+			return true, []*pq.Batch{out}, nil
 		},
-		Insert: func() ([]*table.Batch, error) { return inserts(spec, schema, order, index, &res) },
+		Insert: func() ([]*pq.Batch, error) { return inserts(spec, schema, order, index, &res) },
 		Operation: func(rw table.RewriteResult) txlog.Operation {
 			var added int64
 			for _, a := range rw.Added {
@@ -290,11 +292,11 @@ func indexSource(spec Spec) (map[string]*sourceRef, []sourceRow, error) {
 
 // inserts renders the source rows that matched no target row, in source order, through the
 // first not-matched clause whose condition holds.
-func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[string]*sourceRef, res *Result) ([]*table.Batch, error) {
+func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[string]*sourceRef, res *Result) ([]*pq.Batch, error) {
 	if len(spec.NotMatched) == 0 || len(order) == 0 {
 		return nil, nil
 	}
-	ins, err := table.NewBatch(schema)
+	ins, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -314,13 +316,13 @@ func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[s
 			break
 		}
 	}
-	return []*table.Batch{ins}, nil
+	return []*pq.Batch{ins}, nil
 }
 
 // applyMatched runs the matched clauses over one target file's rows and returns the rows to
 // write back, and whether any row matched (otherwise the file stays as it is).
-func applyMatched(spec Spec, schema *txlog.StructType, batches []*table.Batch, index map[string]*sourceRef, targetOnly *table.Predicate, res *Result) (*table.Batch, bool, error) {
-	out, err := table.NewBatch(schema)
+func applyMatched(spec Spec, schema *txlog.StructType, batches []*pq.Batch, index map[string]*sourceRef, targetOnly *sqlexpr.Predicate, res *Result) (*pq.Batch, bool, error) {
+	out, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, false, err
 	}
@@ -386,7 +388,7 @@ func applyMatched(spec Spec, schema *txlog.StructType, batches []*table.Batch, i
 	return out, touched, nil
 }
 
-func updateRow(out *table.Batch, schema *txlog.StructType, cl Matched, tgt, src Row) error {
+func updateRow(out *pq.Batch, schema *txlog.StructType, cl Matched, tgt, src Row) error {
 	for k, f := range schema.Fields {
 		var v any
 		if cl.Set == nil {
@@ -406,7 +408,7 @@ func updateRow(out *table.Batch, schema *txlog.StructType, cl Matched, tgt, src 
 	return checkSet(schema, cl.Set)
 }
 
-func insertRow(out *table.Batch, schema *txlog.StructType, cl NotMatched, src Row) error {
+func insertRow(out *pq.Batch, schema *txlog.StructType, cl NotMatched, src Row) error {
 	for name := range cl.Values {
 		if schema.Field(name) == nil {
 			return fmt.Errorf("%w: INSERT column %s is not in the target", ErrBadMerge, name)
@@ -437,8 +439,8 @@ func checkSet(schema *txlog.StructType, set map[string]Value) error {
 
 // keyRanges builds the pruning predicate: every key column (or, for struct keys, every
 // primitive field) between the source's min and max. With no source key it is false.
-func keyRanges(schema *txlog.StructType, keys []string, source []*table.Batch) (table.Expr, error) {
-	var conj []table.Expr
+func keyRanges(schema *txlog.StructType, keys []string, source []*pq.Batch) (sqlexpr.Expr, error) {
+	var conj []sqlexpr.Expr
 	for _, k := range keys {
 		f := schema.Field(k)
 		paths := leafPaths(k, f.Type)
@@ -448,12 +450,12 @@ func keyRanges(schema *txlog.StructType, keys []string, source []*table.Batch) (
 				return nil, err
 			}
 			if !any {
-				return table.Or(), nil // no source key can match
+				return sqlexpr.Or(), nil // no source key can match
 			}
-			conj = append(conj, table.Ge(p, lo), table.Le(p, hi))
+			conj = append(conj, sqlexpr.Ge(p, lo), sqlexpr.Le(p, hi))
 		}
 	}
-	return table.And(conj...), nil
+	return sqlexpr.And(conj...), nil
 }
 
 func leafPaths(prefix string, t txlog.DataType) []string {
@@ -475,7 +477,7 @@ func leafPaths(prefix string, t txlog.DataType) []string {
 }
 
 // minMax finds the smallest and largest non-null source value of a (possibly nested) column.
-func minMax(source []*table.Batch, path string) (lo, hi any, found bool, err error) {
+func minMax(source []*pq.Batch, path string) (lo, hi any, found bool, err error) {
 	parts := strings.Split(path, ".")
 	for _, b := range source {
 		col := b.Column(parts[0])
@@ -498,8 +500,8 @@ func minMax(source []*table.Batch, path string) (lo, hi any, found bool, err err
 				lo, hi, found = v, v, true
 				continue
 			}
-			c1, ok1 := table.CompareValues(v, lo)
-			c2, ok2 := table.CompareValues(v, hi)
+			c1, ok1 := pq.CompareValues(v, lo)
+			c2, ok2 := pq.CompareValues(v, hi)
 			if !ok1 || !ok2 {
 				return nil, nil, false, fmt.Errorf("%w: key %s has values of different types", ErrBadMerge, path)
 			}

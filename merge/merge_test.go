@@ -13,6 +13,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -38,8 +39,8 @@ func schema(t testing.TB) *txlog.StructType {
 	return s
 }
 
-func batch(t testing.TB, rows ...goldRow) *table.Batch {
-	b, err := table.NewBatch(schema(t))
+func batch(t testing.TB, rows ...goldRow) *pq.Batch {
+	b, err := pq.NewBatch(schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func newGold(t testing.TB, files ...[]goldRow) *table.Table {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if _, err := tbl.Append(ctx, []*table.Batch{batch(t, f...)}, table.AppendOptions{}); err != nil {
+		if _, err := tbl.Append(ctx, []*pq.Batch{batch(t, f...)}, table.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,9 +96,9 @@ func contents(t testing.TB, tbl *table.Table) []string {
 }
 
 // upsertAdd is the late-merge shape: add the source count to a matched window, insert others.
-func upsertAdd(source *table.Batch) Spec {
+func upsertAdd(source *pq.Batch) Spec {
 	return Spec{
-		Source: []*table.Batch{source},
+		Source: []*pq.Batch{source},
 		Keys:   []string{"window", "event_type"},
 		Matched: []Matched{{Desc: "true", Set: map[string]Value{
 			"count": func(tg, s Row) any { return tg.Get("count").(int64) + s.Get("count").(int64) },
@@ -152,35 +153,35 @@ func TestMergeClauses(t *testing.T) {
 	base := [][]goldRow{{{0, "click", 1}, {0, "view", 2}}, {{1, "click", 3}, {1, "view", 4}}}
 	cases := []struct {
 		name string
-		spec func(src *table.Batch) Spec
+		spec func(src *pq.Batch) Spec
 		src  []goldRow
 		want []string
 		err  error
 	}{
-		{"matched delete", func(s *table.Batch) Spec {
-			return Spec{Source: []*table.Batch{s}, Keys: []string{"window", "event_type"}, Matched: []Matched{{Delete: true}}}
+		{"matched delete", func(s *pq.Batch) Spec {
+			return Spec{Source: []*pq.Batch{s}, Keys: []string{"window", "event_type"}, Matched: []Matched{{Delete: true}}}
 		}, []goldRow{{0, "view", 0}, {5, "view", 0}}, []string{"0/click=1", "1/click=3", "1/view=4"}, nil},
-		{"conditional clauses", func(s *table.Batch) Spec {
-			return Spec{Source: []*table.Batch{s}, Keys: []string{"window", "event_type"},
+		{"conditional clauses", func(s *pq.Batch) Spec {
+			return Spec{Source: []*pq.Batch{s}, Keys: []string{"window", "event_type"},
 				Matched: []Matched{
 					{Desc: "source.count = 0", Cond: func(_, s Row) bool { return s.Get("count").(int64) == 0 }, Delete: true},
 					{Set: map[string]Value{"count": FromSource("count")}}},
 				NotMatched: []NotMatched{{Cond: func(s Row) bool { return s.Get("count").(int64) > 10 }}}}
 		}, []goldRow{{0, "click", 0}, {0, "view", 9}, {7, "x", 5}, {8, "y", 50}},
 			[]string{"0/view=9", "1/click=3", "1/view=4", "8/y=50"}, nil},
-		{"update set star and insert values", func(s *table.Batch) Spec {
-			return Spec{Source: []*table.Batch{s}, Keys: []string{"window", "event_type"},
+		{"update set star and insert values", func(s *pq.Batch) Spec {
+			return Spec{Source: []*pq.Batch{s}, Keys: []string{"window", "event_type"},
 				Matched:    []Matched{{}},
 				NotMatched: []NotMatched{{Values: map[string]Value{"window": FromSource("window"), "event_type": FromSource("event_type"), "count": Const(int64(-1))}}}}
 		}, []goldRow{{1, "view", 40}, {2, "click", 7}}, []string{"0/click=1", "0/view=2", "1/click=3", "1/view=40", "2/click=-1"}, nil},
-		{"multiple source rows match one target row", func(s *table.Batch) Spec { return upsertAdd(s) },
+		{"multiple source rows match one target row", func(s *pq.Batch) Spec { return upsertAdd(s) },
 			[]goldRow{{0, "click", 1}, {0, "click", 2}}, nil, ErrMultipleSourceRows},
-		{"duplicates allowed for an unconditional delete", func(s *table.Batch) Spec {
-			return Spec{Source: []*table.Batch{s}, Keys: []string{"window", "event_type"}, Matched: []Matched{{Delete: true}}}
+		{"duplicates allowed for an unconditional delete", func(s *pq.Batch) Spec {
+			return Spec{Source: []*pq.Batch{s}, Keys: []string{"window", "event_type"}, Matched: []Matched{{Delete: true}}}
 		}, []goldRow{{0, "click", 1}, {0, "click", 2}}, []string{"0/view=2", "1/click=3", "1/view=4"}, nil},
-		{"null keys never match", func(s *table.Batch) Spec { return upsertAdd(s) },
+		{"null keys never match", func(s *pq.Batch) Spec { return upsertAdd(s) },
 			[]goldRow{{0, "", 5}}, []string{"0/click=1", "0/null=5", "0/view=2", "1/click=3", "1/view=4"}, nil},
-		{"empty source", func(s *table.Batch) Spec { return upsertAdd(s) },
+		{"empty source", func(s *pq.Batch) Spec { return upsertAdd(s) },
 			nil, []string{"0/click=1", "0/view=2", "1/click=3", "1/view=4"}, nil},
 	}
 	for _, c := range cases {
@@ -233,9 +234,9 @@ func TestMergeBadSpec(t *testing.T) {
 	ctx := context.Background()
 	tbl := newGold(t, []goldRow{{0, "click", 1}})
 	for _, spec := range []Spec{
-		{Source: []*table.Batch{batch(t, goldRow{0, "click", 1})}},
-		{Source: []*table.Batch{batch(t, goldRow{0, "click", 1})}, Keys: []string{"nope"}},
-		{Source: []*table.Batch{batch(t, goldRow{0, "click", 1})}, Keys: []string{"window", "event_type"},
+		{Source: []*pq.Batch{batch(t, goldRow{0, "click", 1})}},
+		{Source: []*pq.Batch{batch(t, goldRow{0, "click", 1})}, Keys: []string{"nope"}},
+		{Source: []*pq.Batch{batch(t, goldRow{0, "click", 1})}, Keys: []string{"window", "event_type"},
 			Matched: []Matched{{Set: map[string]Value{"nope": Const(1)}}}},
 	} {
 		if _, err := Run(ctx, tbl, spec); !errors.Is(err, ErrBadMerge) {
@@ -271,12 +272,12 @@ func TestMergeIsolation(t *testing.T) {
 			if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := tbl.Append(ctx, []*table.Batch{batch(t, goldRow{0, "click", 1})}, table.AppendOptions{}); err != nil {
+			if _, err := tbl.Append(ctx, []*pq.Batch{batch(t, goldRow{0, "click", 1})}, table.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			racing := &raceBucket{Bucket: b, before: func() {
 				// A blind append lands between the merge's read and its commit.
-				if _, err := tbl.Append(ctx, []*table.Batch{batch(t, goldRow{9, "view", 1})}, table.AppendOptions{}); err != nil {
+				if _, err := tbl.Append(ctx, []*pq.Batch{batch(t, goldRow{9, "view", 1})}, table.AppendOptions{}); err != nil {
 					t.Error(err)
 				}
 			}}
@@ -307,7 +308,7 @@ func TestMergeUsesTheTablesWriteOptions(t *testing.T) {
 	if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Append(ctx, []*table.Batch{batch(t, goldRow{1, "click", 1})}, table.AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{batch(t, goldRow{1, "click", 1})}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(ctx, tbl, upsertAdd(batch(t, goldRow{1, "click", 2}, goldRow{2, "view", 1})))

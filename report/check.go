@@ -10,6 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -119,7 +120,7 @@ func Check(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 			for k := range rep.Expectations {
 				v := &rep.Expectations[k]
 				if c.ViolatedExpectation(i, k) && len(v.Samples) < opts.Samples {
-					v.Samples = append(v.Samples, string(table.AppendJSONRow(nil, b, i)))
+					v.Samples = append(v.Samples, string(pq.AppendJSONRow(nil, b, i)))
 				}
 			}
 		}

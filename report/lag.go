@@ -16,6 +16,8 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -307,7 +309,7 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 			return nil, fmt.Errorf("report: scan bronze %s: %w", cfg.Tables.Bronze, err)
 		}
 		et, it := b.Columns[0], b.Columns[1]
-		if et.Kind != table.KindInt64 || it.Kind != table.KindInt64 {
+		if et.Kind != pq.KindInt64 || it.Kind != pq.KindInt64 {
 			return nil, fmt.Errorf("report: bronze %s: columns %s and %s must be timestamps", cfg.Tables.Bronze, ev, bronze.ColIngestTime)
 		}
 		for i := range b.Len() {
@@ -441,8 +443,8 @@ func statsRows(files []*txlog.Add) (int64, bool) {
 // scanPruned yields the projected columns of the files whose stats may match filter (nil: all
 // files). It filters files only: callers test rows themselves, which costs one comparison a
 // row instead of a predicate evaluation over a copied batch.
-func scanPruned(ctx context.Context, t *table.Table, snap *txlog.Snapshot, cols []string, filter table.Expr) iter.Seq2[*table.Batch, error] {
-	return func(yield func(*table.Batch, error) bool) {
+func scanPruned(ctx context.Context, t *table.Table, snap *txlog.Snapshot, cols []string, filter sqlexpr.Expr) iter.Seq2[*pq.Batch, error] {
+	return func(yield func(*pq.Batch, error) bool) {
 		files := snap.Files()
 		if filter != nil {
 			fs, err := t.FileScan(snap, cols, filter)
@@ -478,18 +480,18 @@ func rangeMicros(opts LagOptions) (lo, hi int64) {
 }
 
 // rangeFilter is From <= ev < To, or nil for an open range.
-func rangeFilter(ev string, opts LagOptions) table.Expr {
-	var parts []table.Expr
+func rangeFilter(ev string, opts LagOptions) sqlexpr.Expr {
+	var parts []sqlexpr.Expr
 	if !opts.From.IsZero() {
-		parts = append(parts, table.Ge(ev, opts.From.UTC()))
+		parts = append(parts, sqlexpr.Ge(ev, opts.From.UTC()))
 	}
 	if !opts.To.IsZero() {
-		parts = append(parts, table.Lt(ev, opts.To.UTC()))
+		parts = append(parts, sqlexpr.Lt(ev, opts.To.UTC()))
 	}
 	if len(parts) == 0 {
 		return nil
 	}
-	return table.And(parts...)
+	return sqlexpr.And(parts...)
 }
 
 func (r *LagReport) fill(a *lagAcc) {
@@ -554,7 +556,7 @@ func quarantineLate(ctx context.Context, lake objstore.Bucket, g *config.Gold, e
 	if q.DayColumn != "" {
 		cols[0] = q.DayColumn
 	}
-	var filter table.Expr
+	var filter sqlexpr.Expr
 	if hasEv {
 		cols = append(cols, ev)
 		filter = rangeFilter(ev, opts)
@@ -566,7 +568,7 @@ func quarantineLate(ctx context.Context, lake objstore.Bucket, g *config.Gold, e
 			return q, fmt.Errorf("report: scan quarantine %s: %w", g.Quarantine, err)
 		}
 		for j, c := range b.Columns {
-			if c.Kind != table.KindInt64 && (j > 0 || q.DayColumn != "") {
+			if c.Kind != pq.KindInt64 && (j > 0 || q.DayColumn != "") {
 				return q, fmt.Errorf("report: quarantine %s: column %s is not a timestamp", g.Quarantine, cols[j])
 			}
 		}

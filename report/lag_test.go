@@ -17,6 +17,7 @@ import (
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -66,7 +67,7 @@ func writeBronze(t testing.TB, lake objstore.Bucket, path string, groups [][]row
 		t.Fatal(err)
 	}
 	for g, rows := range groups {
-		b, err := table.NewBatch(schema)
+		b, err := pq.NewBatch(schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func writeBronze(t testing.TB, lake objstore.Bucket, path string, groups [][]row
 			b.Columns[4].AppendString("landing/f" + string(rune('a'+g)))
 			b.Columns[5].AppendInt64(int64(i))
 		}
-		if _, err := tb.Append(ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+		if _, err := tb.Append(ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,10 +368,10 @@ func TestLagTextGolden(t *testing.T) {
 	if _, err := gt.Create(ctx, declaredSchema(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	gb, _ := table.NewBatch(declaredSchema())
+	gb, _ := pq.NewBatch(declaredSchema())
 	gb.Columns[0].AppendString("w")
 	gb.Columns[1].AppendTime(base)
-	if _, err := gt.Append(ctx, []*table.Batch{gb}, table.AppendOptions{Txn: &table.AppTxn{AppID: "merge-late:q1", Version: 2}}); err != nil {
+	if _, err := gt.Append(ctx, []*pq.Batch{gb}, table.AppendOptions{Txn: &table.AppTxn{AppID: "merge-late:q1", Version: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	// The stream reported late rows on days 2 and 4 (batch time).

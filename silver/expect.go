@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -33,7 +34,7 @@ const ReasonExpectationPrefix = "expectation:"
 // MaxExpectations bounds the expectations of one source (a row's violations are a bit set).
 const MaxExpectations = 64
 
-// Expectation is a named data-quality constraint: a Spark SQL boolean expression (table.ParseSQL)
+// Expectation is a named data-quality constraint: a Spark SQL boolean expression (sqlexpr.ParseSQL)
 // that every row should satisfy. A NULL result is a violation.
 type Expectation struct {
 	Name        string
@@ -79,12 +80,12 @@ type ExpectationCount struct {
 }
 
 // ParseExpectation parses e.Expect; the error names the expectation and the position.
-func ParseExpectation(e Expectation) (table.Expr, error) {
+func ParseExpectation(e Expectation) (sqlexpr.Expr, error) {
 	return parseExpectation(context.Background(), e)
 }
 
-func parseExpectation(ctx context.Context, e Expectation) (table.Expr, error) {
-	x, err := table.ParseSQLContext(ctx, e.Expect)
+func parseExpectation(ctx context.Context, e Expectation) (sqlexpr.Expr, error) {
+	x, err := sqlexpr.ParseSQLContext(ctx, e.Expect)
 	if err != nil {
 		return nil, fmt.Errorf("expectation %q: %w", e.Name, err)
 	}
@@ -92,12 +93,12 @@ func parseExpectation(ctx context.Context, e Expectation) (table.Expr, error) {
 }
 
 // Expectations evaluates a source's expectations over its batches. The programs are compiled
-// once per schema; evaluation is column by column (table.Program). Not safe for concurrent use.
+// once per schema; evaluation is column by column (sqlexpr.Program). Not safe for concurrent use.
 type Expectations struct {
 	list   []Expectation
-	exprs  []table.Expr
+	exprs  []sqlexpr.Expr
 	schema *txlog.StructType
-	progs  []*table.Program
+	progs  []*sqlexpr.Program
 	counts []ExpectationCount
 }
 
@@ -141,7 +142,7 @@ func (x *Expectations) reset() {
 func (x *Expectations) Columns() []string {
 	var out []string
 	for _, e := range x.exprs {
-		out = append(out, table.SQLColumns(e)...)
+		out = append(out, sqlexpr.SQLColumns(e)...)
 	}
 	return out
 }
@@ -168,9 +169,9 @@ func (x *Expectations) Compile(schema *txlog.StructType) error {
 	if x.progs != nil && (x.schema == schema || reflect.DeepEqual(x.schema, schema)) {
 		return nil
 	}
-	progs := make([]*table.Program, len(x.exprs))
+	progs := make([]*sqlexpr.Program, len(x.exprs))
 	for i, e := range x.exprs {
-		p, err := table.CompileSQL(e, schema)
+		p, err := sqlexpr.CompileSQL(e, schema)
 		if err != nil {
 			return fmt.Errorf("expectation %q: %w", x.list[i].Name, err)
 		}
@@ -191,7 +192,7 @@ func (x *Expectations) TakeCounts() []ExpectationCount {
 // timestamp, so that a rerun decides the same), on the rows the other rules of c keep. A row
 // that violates a drop expectation is rejected by c.Reject afterwards; a violated fail
 // expectation returns an *ExpectationError and the batch must write nothing.
-func (x *Expectations) Apply(c *Check, b *table.Batch, now time.Time) error {
+func (x *Expectations) Apply(c *Check, b *pq.Batch, now time.Time) error {
 	if len(x.list) == 0 {
 		return nil
 	}
@@ -228,7 +229,7 @@ func (x *Expectations) Apply(c *Check, b *table.Batch, now time.Time) error {
 				c.drop[i] = true
 			case Fail:
 				if failure == nil {
-					row := table.AppendJSONRow(nil, b, i)
+					row := pq.AppendJSONRow(nil, b, i)
 					if len(row) > maxErrorRow {
 						row = append(row[:maxErrorRow], "…"...)
 					}

@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-func expectBatch(t testing.TB, n int) *table.Batch {
+func expectBatch(t testing.TB, n int) *pq.Batch {
 	str := txlog.PrimitiveType{Name: txlog.TypeString}
 	ts := txlog.PrimitiveType{Name: txlog.TypeTimestamp}
 	declared := &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "event_id", Type: str}, {Name: "event_type", Type: str},
 		{Name: "amount", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}}, {Name: "event_time", Type: ts}}}
-	b, err := table.NewBatch(bronze.BronzeSchema(declared))
+	b, err := pq.NewBatch(bronze.BronzeSchema(declared))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestExpectationsErrors(t *testing.T) {
 	}
 	b := expectBatch(t, 1)
 	c := (&Rules{EventTime: "event_time"}).Bind(b)
-	if err := x.Apply(&c, b, time.Now()); err == nil || !strings.Contains(err.Error(), `expectation "a"`) || !errors.Is(err, table.ErrBadPredicate) {
+	if err := x.Apply(&c, b, time.Now()); err == nil || !strings.Contains(err.Error(), `expectation "a"`) || !errors.Is(err, sqlexpr.ErrBadPredicate) {
 		t.Errorf("bind error: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -17,7 +17,7 @@ func TestKeySetAgainstMap(t *testing.T) {
 	for _, typ := range []string{txlog.TypeString, txlog.TypeLong, txlog.TypeDouble} {
 		for _, n := range []int{0, 1, 7, 300, 5000} {
 			// Column rows: every candidate value 0..4n+9, then a null.
-			col, err := table.NewColumn(txlog.PrimitiveType{Name: typ})
+			col, err := pq.NewColumn(txlog.PrimitiveType{Name: typ})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func TestKeySetAgainstMap(t *testing.T) {
 				}
 			}
 			col.AppendNull()
-			encode := func(i int) string { return string(table.AppendKeyPart(nil, col, i)) }
+			encode := func(i int) string { return string(pq.AppendKeyPart(nil, col, i)) }
 			in := map[string]bool{}
 			s := newKeySet(n)
 			var scratch []byte

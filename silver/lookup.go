@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -81,7 +83,7 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	for k := range workers {
 		found[k] = map[string]bool{}
 		wg.Go(func() {
-			var rb table.ReadBuffer // the worker is done with each batch before the next
+			var rb pq.ReadBuffer // the worker is done with each batch before the next
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(files) || ctx.Err() != nil {
@@ -109,7 +111,7 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 // wantedKeys are the distinct keys a look-up asks for: encoded, and as a batch of the key
 // columns (row j is keys[j]) for the bloom filters silver's files carry on them.
 type wantedKeys struct {
-	batch *table.Batch
+	batch *pq.Batch
 	keys  [][]byte
 }
 
@@ -118,12 +120,12 @@ func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
 	for _, c := range l.KeyCols {
 		keySchema.Fields = append(keySchema.Fields, l.Schema.Fields[c])
 	}
-	b, err := table.NewBatch(keySchema)
+	b, err := pq.NewBatch(keySchema)
 	if err != nil {
 		return nil, err
 	}
 	w := &wantedKeys{batch: b}
-	view := &table.Batch{Schema: keySchema, Columns: make([]*table.Column, len(l.KeyCols))}
+	view := &pq.Batch{Schema: keySchema, Columns: make([]*pq.Column, len(l.KeyCols))}
 	want := map[string]bool{}
 	for _, i := range idx {
 		if want[string(rows.Keys[i])] {
@@ -140,7 +142,7 @@ func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
 }
 
 // match adds to found the wanted keys file f holds.
-func (l *Lookup) match(ctx context.Context, fs *table.FileScan, f *txlog.Add, w *wantedKeys, rb *table.ReadBuffer, found map[string]bool) error {
+func (l *Lookup) match(ctx context.Context, fs *table.FileScan, f *txlog.Add, w *wantedKeys, rb *pq.ReadBuffer, found map[string]bool) error {
 	may, err := fs.MayContain(ctx, f, w.batch)
 	if err != nil {
 		return err
@@ -168,7 +170,7 @@ func (l *Lookup) match(ctx context.Context, fs *table.FileScan, f *txlog.Add, w 
 			}
 			key = key[:0]
 			for c := range l.KeyCols {
-				key = table.AppendKeyPart(key, b.Columns[c], row)
+				key = pq.AppendKeyPart(key, b.Columns[c], row)
 			}
 			if set.keys[string(key)] {
 				found[string(key)] = true
@@ -228,16 +230,16 @@ func countTrue(bs []bool) int {
 
 // firstHash hashes row i of a key's first column: its bytes or its number as they are, others
 // (and nulls) as encoded in scratch. Equal values hash equal, which is all the bitset needs.
-func firstHash(c *table.Column, i int, scratch *[]byte) uint64 {
+func firstHash(c *pq.Column, i int, scratch *[]byte) uint64 {
 	if !c.IsNull(i) {
 		switch c.Kind {
-		case table.KindBytes:
+		case pq.KindBytes:
 			return quickHash(c.BytesAt(i))
-		case table.KindInt64:
+		case pq.KindInt64:
 			return mix64(uint64(c.Int64[i]))
 		}
 	}
-	*scratch = table.AppendKeyPart((*scratch)[:0], c, i)
+	*scratch = pq.AppendKeyPart((*scratch)[:0], c, i)
 	return quickHash(*scratch)
 }
 
@@ -266,16 +268,16 @@ const maxTimeClusters = 64
 
 // timeClusters is a predicate on the event-time column that holds the event times of the
 // rows idx, as the ranges of clusterTimes.
-func timeClusters(col string, evt []int64, idx []int32) table.Expr {
+func timeClusters(col string, evt []int64, idx []int32) sqlexpr.Expr {
 	times := make([]int64, len(idx))
 	for k, i := range idx {
 		times[k] = evt[i]
 	}
-	var ranges []table.Expr
+	var ranges []sqlexpr.Expr
 	for _, r := range clusterTimes(times, int64(time.Minute/time.Microsecond), maxTimeClusters) {
-		ranges = append(ranges, table.And(table.Ge(col, time.UnixMicro(r[0]).UTC()), table.Le(col, time.UnixMicro(r[1]).UTC())))
+		ranges = append(ranges, sqlexpr.And(sqlexpr.Ge(col, time.UnixMicro(r[0]).UTC()), sqlexpr.Le(col, time.UnixMicro(r[1]).UTC())))
 	}
-	return table.Or(ranges...)
+	return sqlexpr.Or(ranges...)
 }
 
 // clusterTimes sorts times (µs, at least one) and cuts them into ranges wherever two

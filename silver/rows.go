@@ -3,7 +3,7 @@ package silver
 import (
 	"slices"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // Rows are the valid rows of a micro-batch, in arrival order: row k is row Row[k] of
@@ -11,7 +11,7 @@ import (
 // dedup key Keys[k]. The buffers are reused from batch to batch (Reset), so that steady state
 // allocates little.
 type Rows struct {
-	Batches   []*table.Batch
+	Batches   []*pq.Batch
 	Batch     []int32
 	Row       []int32
 	EventTime []int64
@@ -22,7 +22,7 @@ type Rows struct {
 }
 
 // Reset empties the rows for the batches bs, with room for n rows.
-func (r *Rows) Reset(bs []*table.Batch, n int) {
+func (r *Rows) Reset(bs []*pq.Batch, n int) {
 	r.Batches = bs
 	r.EventTime = slices.Grow(r.EventTime[:0], n)
 	r.Batch, r.Row = slices.Grow(r.Batch[:0], n), slices.Grow(r.Row[:0], n)
@@ -36,7 +36,7 @@ func (r *Rows) Len() int { return len(r.EventTime) }
 // UUID-sized string each), so that a key buffer is allocated once for most batches.
 func KeyBytesEstimate(rows, parts int) int { return rows * parts * 40 }
 
-// EncodeKeys fills Keys with the encoded key (table.AppendKeyPart) of every row over the
+// EncodeKeys fills Keys with the encoded key (pq.AppendKeyPart) of every row over the
 // columns cols.
 func (r *Rows) EncodeKeys(cols []int) {
 	r.keyData = slices.Grow(r.keyData[:0], KeyBytesEstimate(r.Len(), len(cols)))
@@ -44,7 +44,7 @@ func (r *Rows) EncodeKeys(cols []int) {
 	for j := range r.EventTime {
 		b := r.Batches[r.Batch[j]]
 		for _, c := range cols {
-			r.keyData = table.AppendKeyPart(r.keyData, b.Columns[c], int(r.Row[j]))
+			r.keyData = pq.AppendKeyPart(r.keyData, b.Columns[c], int(r.Row[j]))
 		}
 		r.keyOffs = append(r.keyOffs, int32(len(r.keyData)))
 	}
@@ -56,7 +56,7 @@ func (r *Rows) EncodeKeys(cols []int) {
 
 // Selection is rows of one batch (nil rows: every row).
 type Selection struct {
-	B    *table.Batch
+	B    *pq.Batch
 	Rows []int
 }
 

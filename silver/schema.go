@@ -1,7 +1,7 @@
 package silver
 
 import (
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -41,21 +41,21 @@ type Late struct {
 
 // QuarantineBatch renders rows idx of rows (silver columns, silverSchema) in the quarantine
 // schema qschema (QuarantineSchema(silverSchema)), judged late as l says.
-func QuarantineBatch(silverSchema, qschema *txlog.StructType, rows *Rows, idx []int32, l Late) (*table.Batch, error) {
-	q, err := table.NewBatch(silverSchema)
+func QuarantineBatch(silverSchema, qschema *txlog.StructType, rows *Rows, idx []int32, l Late) (*pq.Batch, error) {
+	q, err := pq.NewBatch(silverSchema)
 	if err != nil {
 		return nil, err
 	}
 	for _, j := range idx {
 		q.AppendRow(rows.Batches[rows.Batch[j]], int(rows.Row[j]))
 	}
-	lw, _ := table.NewColumn(qschema.Fields[len(qschema.Fields)-3].Type)
-	bid, _ := table.NewColumn(qschema.Fields[len(qschema.Fields)-2].Type)
-	qid, _ := table.NewColumn(qschema.Fields[len(qschema.Fields)-1].Type)
+	lw, _ := pq.NewColumn(qschema.Fields[len(qschema.Fields)-3].Type)
+	bid, _ := pq.NewColumn(qschema.Fields[len(qschema.Fields)-2].Type)
+	qid, _ := pq.NewColumn(qschema.Fields[len(qschema.Fields)-1].Type)
 	for range idx {
 		lw.AppendInt64(l.WatermarkMs * 1000)
 		bid.AppendInt64(l.Batch)
 		qid.AppendString(l.QueryID)
 	}
-	return &table.Batch{Schema: qschema, Columns: append(q.Columns, lw, bid, qid)}, nil
+	return &pq.Batch{Schema: qschema, Columns: append(q.Columns, lw, bid, qid)}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // Validation reject reasons (stage StageValidate in the rejects table).
@@ -33,9 +33,9 @@ type Rules struct {
 // Check is Rules bound to the columns of one batch.
 type Check struct {
 	rules    *Rules
-	ev       *table.Column
-	ingest   *table.Column
-	required []*table.Column // nil where the batch lacks the column: every row misses it
+	ev       *pq.Column
+	ingest   *pq.Column
+	required []*pq.Column // nil where the batch lacks the column: every row misses it
 	skewUs   int64
 	// Set by Expectations.Apply: per row, the expectations it violates (bit k for the k-th)
 	// and whether one of them drops it.
@@ -45,7 +45,7 @@ type Check struct {
 }
 
 // Bind looks up the rules' columns in b.
-func (r *Rules) Bind(b *table.Batch) Check {
+func (r *Rules) Bind(b *pq.Batch) Check {
 	c := Check{rules: r, ev: b.Column(r.EventTime), ingest: b.Column(bronze.ColIngestTime), skewUs: r.MaxFutureSkew.Microseconds()}
 	for _, name := range r.Required {
 		c.required = append(c.required, b.Column(name))
@@ -109,7 +109,7 @@ func (c *Check) Detail(i int, reason string) string {
 		return ""
 	case ReasonFuture:
 		return fmt.Sprintf("event time %s is more than max_future_skew %s after its ingest time %s",
-			table.FormatTimestamp(c.ev.Int64[i], false), c.rules.MaxFutureSkew, table.FormatTimestamp(c.ingest.Int64[i], false))
+			pq.FormatTimestamp(c.ev.Int64[i], false), c.rules.MaxFutureSkew, pq.FormatTimestamp(c.ingest.Int64[i], false))
 	}
 	if c.violated != nil && c.violated[i] != 0 {
 		return c.expect.detail(c.violated[i])
@@ -119,14 +119,14 @@ func (c *Check) Detail(i int, reason string) string {
 
 // Rejects collects a batch's rejected rows in the rejects table's schema (bronze.RejectsSchema).
 type Rejects struct {
-	Batch *table.Batch
+	Batch *pq.Batch
 	atMs  int64
 	raw   []byte
 }
 
 // NewRejects returns an empty collection of rows rejected at atMs (the batch timestamp).
 func NewRejects(atMs int64) (*Rejects, error) {
-	b, err := table.NewBatch(bronze.RejectsSchema())
+	b, err := pq.NewBatch(bronze.RejectsSchema())
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ func NewRejects(atMs int64) (*Rejects, error) {
 }
 
 // Add appends row i of b, rejected for reason (with detail), with the row as JSON.
-func (r *Rejects) Add(b *table.Batch, i int, reason, detail string) {
-	r.raw = table.AppendJSONRow(r.raw[:0], b, i)
+func (r *Rejects) Add(b *pq.Batch, i int, reason, detail string) {
+	r.raw = pq.AppendJSONRow(r.raw[:0], b, i)
 	c := r.Batch.Columns
 	c[0].AppendString(StageValidate)
 	c[1].AppendString(reason)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -16,7 +16,7 @@ func TestRules(t *testing.T) {
 		{Name: "id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
 		{Name: "event_time", Type: ts, Nullable: true},
 		{Name: bronze.ColIngestTime, Type: ts, Nullable: true}}}
-	b, err := table.NewBatch(schema)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -20,7 +21,7 @@ const bloomBits = 24
 // and a file is skipped only when all are ruled out, so the filters get bloomBits a value
 // (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs that
 // rewrite silver's files (optimize) use them too, so compacted files keep the filters.
-func WriteOptions(dedup []string, base table.WriteOptions) table.WriteOptions {
+func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), dedup...)
 	if base.BloomFilterBitsPerValue == 0 {
 		base.BloomFilterBitsPerValue = bloomBits
@@ -62,7 +63,7 @@ type Written struct {
 // validation rejects to the rejects table, all with txn. Rows judged against silver's keys (far below the watermark) go to files
 // of their own, so that every other silver file spans a narrow event-time range and the
 // look-ups of later batches read few files.
-func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *table.Batch, txn *table.AppTxn) (Written, error) {
+func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *pq.Batch, txn *table.AppTxn) (Written, error) {
 	out := Written{Silver: -1, Rejects: -1}
 	fresh := sel.Fresh
 	var groups [][]int32
@@ -85,7 +86,7 @@ func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *tab
 		out.Silver, out.SilverSkipped = res.Version, res.Skipped
 	}
 	if rejects.Len() > 0 {
-		res, err := w.Rejects.Append(ctx, []*table.Batch{rejects}, table.AppendOptions{Txn: txn})
+		res, err := w.Rejects.Append(ctx, []*pq.Batch{rejects}, table.AppendOptions{Txn: txn})
 		if err != nil {
 			return out, fmt.Errorf("silver: rejects: %w", err)
 		}

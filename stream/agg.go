@@ -11,6 +11,7 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/merge"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
@@ -27,7 +28,7 @@ type aggRun struct {
 	ab *aggBuffers
 	// schema and kinds are the input rows' (silver's, or the joined table's) columns.
 	schema *txlog.StructType
-	kinds  []table.Kind
+	kinds  []pq.Kind
 	// rows are the batch's rows; sel the ones the aggregation reads, selEvt their times.
 	rows   *silver.Rows
 	sel    []int32
@@ -65,14 +66,14 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		for _, j := range a.sel {
 			b := a.rows.Batches[a.rows.Batch[j]]
 			for _, c := range ap.keyCols {
-				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
+				in.Keys.Data = pq.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
 			}
 			in.Keys.EndValue()
 		}
 	}
 	a.fillColumns()
 	// The emitted rows go straight from the state into gold's columns.
-	gb, err := table.NewBatch(ap.schema)
+	gb, err := pq.NewBatch(ap.schema)
 	if err != nil {
 		return aggStats{}, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
@@ -118,7 +119,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		if err != nil {
 			return as, err
 		}
-		qr, err := write(ctx, a.quar, []*table.Batch{qb}, txn, false)
+		qr, err := write(ctx, a.quar, []*pq.Batch{qb}, txn, false)
 		if err != nil {
 			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
 		}
@@ -133,7 +134,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		if ap.update {
 			wr, err = upsert(ctx, a.gold, ap, gb, txn)
 		} else {
-			wr, err = write(ctx, a.gold, []*table.Batch{gb}, txn, ap.complete)
+			wr, err = write(ctx, a.gold, []*pq.Batch{gb}, txn, ap.complete)
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
@@ -152,7 +153,7 @@ func (r *Runner) aggFullSnapshot() bool {
 // upsert merges the groups this batch updated into gold on (window, keys): matched rows take
 // the new cumulative aggregates and keep their late_rows (what merge-late added), new groups
 // are inserted.
-func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, txn *table.AppTxn) (table.Result, error) {
+func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *pq.Batch, txn *table.AppTxn) (table.Result, error) {
 	keys := append([]string{gold.ColWindow}, ap.cfg.GroupBy...)
 	set := map[string]merge.Value{}
 	for _, f := range ap.schema.Fields[len(keys):] {
@@ -160,7 +161,7 @@ func upsert(ctx context.Context, t *table.Table, ap *aggPlan, gb *table.Batch, t
 			set[f.Name] = merge.FromSource(f.Name)
 		}
 	}
-	res, err := merge.Run(ctx, t, merge.Spec{Source: []*table.Batch{gb}, Keys: keys,
+	res, err := merge.Run(ctx, t, merge.Spec{Source: []*pq.Batch{gb}, Keys: keys,
 		Matched: []merge.Matched{{Set: set}}, NotMatched: []merge.NotMatched{{}}, Txn: txn})
 	return table.Result{Version: res.Version, Skipped: res.Skipped}, err
 }
@@ -181,9 +182,9 @@ func (a *aggRun) fillColumns() {
 		kind := a.kinds[c]
 		ints, floats, ok := ab.colI64[ci][:0], ab.colF64[ci][:0], slices.Grow(ab.colOK[ci][:0], len(a.sel))
 		switch kind {
-		case table.KindFloat64, table.KindFloat32:
+		case pq.KindFloat64, pq.KindFloat32:
 			floats = slices.Grow(floats, len(a.sel))
-		case table.KindBytes:
+		case pq.KindBytes:
 		default:
 			ints = slices.Grow(ints, len(a.sel))
 		}
@@ -197,17 +198,17 @@ func (a *aggRun) fillColumns() {
 			nulls = nulls || null
 			ok = append(ok, !null)
 			switch kind {
-			case table.KindInt64:
+			case pq.KindInt64:
 				ints = append(ints, col.Int64[i])
-			case table.KindInt32:
+			case pq.KindInt32:
 				ints = append(ints, int64(col.Int32[i]))
-			case table.KindFloat64:
+			case pq.KindFloat64:
 				floats = append(floats, col.Float64[i])
-			case table.KindFloat32:
+			case pq.KindFloat32:
 				floats = append(floats, float64(col.Float32[i]))
-			case table.KindBytes:
+			case pq.KindBytes:
 				bin.Append(col.BytesAt(i))
-			case table.KindBool:
+			case pq.KindBool:
 				v := int64(0)
 				if col.Bool[i] {
 					v = 1
@@ -220,9 +221,9 @@ func (a *aggRun) fillColumns() {
 		ab.colI64[ci], ab.colF64[ci], ab.colOK[ci] = ints, floats, ok
 		gc := gold.Column{}
 		switch kind {
-		case table.KindFloat64, table.KindFloat32:
+		case pq.KindFloat64, pq.KindFloat32:
 			gc.Float64 = nonNil(floats)
-		case table.KindBytes:
+		case pq.KindBytes:
 			gc.Bytes = bin
 		default:
 			gc.Int64 = nonNil(ints)

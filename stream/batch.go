@@ -14,7 +14,9 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
@@ -254,14 +256,14 @@ func (r *Runner) account(st *batchStats, next int64) {
 type prefetch struct {
 	files   []source.IndexedFile
 	done    chan struct{}
-	batches []*table.Batch
+	batches []*pq.Batch
 	err     error
 }
 
 // readAhead returns the batch's rows, from the prefetch when it read these very files, and
 // starts reading the next batch's files when the trigger drains the source.
-func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*table.Batch, error) {
-	var batches []*table.Batch
+func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*pq.Batch, error) {
+	var batches []*pq.Batch
 	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
 		batches = p.batches
 	} else {
@@ -302,7 +304,7 @@ func sameFiles(a, b []source.IndexedFile) bool {
 }
 
 // read reads bronze files; planned is the bronze (= silver) schema the query was planned with.
-func (r *Runner) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*table.Batch, error) {
+func (r *Runner) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*pq.Batch, error) {
 	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files, planned)
 	if len(missing) > 0 {
 		return nil, missingFilesError(snap, missing, cause)
@@ -342,7 +344,7 @@ func sameColumns(what string, snap *txlog.Snapshot, planned *txlog.StructType) e
 // them in parallel (Parquet decoding is most of a read) and keeping file order; empty batches
 // are left out. Files gone from the store come back in missing, with one of their errors as
 // cause, for the caller to explain.
-func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile, planned *txlog.StructType) (out []*table.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
+func readTableFiles(ctx context.Context, t *table.Table, what string, files []source.IndexedFile, planned *txlog.StructType) (out []*pq.Batch, snap *txlog.Snapshot, missing []source.IndexedFile, cause, err error) {
 	if len(files) == 0 {
 		return nil, nil, nil, nil, nil
 	}
@@ -357,7 +359,7 @@ func readTableFiles(ctx context.Context, t *table.Table, what string, files []so
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("stream: %s scan: %w", what, err)
 	}
-	per := make([][]*table.Batch, len(files))
+	per := make([][]*pq.Batch, len(files))
 	errs := make([]error, len(files))
 	workers := min(len(files), runtime.GOMAXPROCS(0))
 	var next atomic.Int64
@@ -411,7 +413,7 @@ type batchRun struct {
 }
 
 // process validates, deduplicates and writes one batch to every sink.
-func (r *Runner) process(ctx context.Context, b *batchRun, batches []*table.Batch) (*batchStats, error) {
+func (r *Runner) process(ctx context.Context, b *batchRun, batches []*pq.Batch) (*batchStats, error) {
 	st := &batchStats{}
 	rejects, err := r.validate(b, batches, st)
 	if err != nil {
@@ -438,7 +440,7 @@ func (r *Runner) process(ctx context.Context, b *batchRun, batches []*table.Batc
 }
 
 // validate collects the batch's valid rows in r.buf.rows and returns the others as rejects.
-func (r *Runner) validate(b *batchRun, batches []*table.Batch, st *batchStats) (*silver.Rejects, error) {
+func (r *Runner) validate(b *batchRun, batches []*pq.Batch, st *batchStats) (*silver.Rejects, error) {
 	p := r.ops.plan
 	rows := 0
 	for _, bb := range batches {
@@ -651,11 +653,11 @@ func addExactColumns(ctx context.Context, t *table.Table, ap *aggPlan) error {
 	}
 	// An empty batch of the evolved schema: Append with MergeSchema commits the metaData
 	// action and no file.
-	b, err := table.NewBatch(evolved)
+	b, err := pq.NewBatch(evolved)
 	if err != nil {
 		return fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
 	}
-	if _, err := t.Append(ctx, []*table.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
+	if _, err := t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
 		return fmt.Errorf("stream: gold %s: add the exact-sum columns: %w", ap.cfg.Name, err)
 	}
 	return nil
@@ -762,9 +764,9 @@ func createMissing(ctx context.Context, ts []outTable) error {
 }
 
 // write appends (or, for complete mode, overwrites the whole table) with the batch's txn.
-func write(ctx context.Context, t *table.Table, batches []*table.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
+func write(ctx context.Context, t *table.Table, batches []*pq.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
 	if overwrite {
-		return t.Overwrite(ctx, table.And(), batches, table.AppendOptions{Txn: txn})
+		return t.Overwrite(ctx, sqlexpr.And(), batches, table.AppendOptions{Txn: txn})
 	}
 	return t.Append(ctx, batches, table.AppendOptions{Txn: txn})
 }

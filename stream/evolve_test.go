@@ -9,6 +9,7 @@ import (
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -36,7 +37,7 @@ func TestInputGainsColumnsWhileRunning(t *testing.T) {
 	if err := bronze.EnsureBronzeTable(ctx, bt, "bronze/events", bronze.BronzeSchema(grown), grown, bronze.SchemaPolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := table.NewBatch(bronze.BronzeSchema(grown))
+	b, _ := pq.NewBatch(bronze.BronzeSchema(grown))
 	b.Columns[0].AppendString("b")
 	b.Columns[1].AppendString("x")
 	b.Columns[2].AppendFloat64(2)
@@ -46,7 +47,7 @@ func TestInputGainsColumnsWhileRunning(t *testing.T) {
 	b.Columns[6].AppendTime(day.Add(24 * 3600e9))
 	b.Columns[7].AppendString("landing/test.json")
 	b.Columns[8].AppendInt64(0)
-	if _, err := bt.Append(ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+	if _, err := bt.Append(ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

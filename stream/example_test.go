@@ -11,6 +11,7 @@ import (
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -74,7 +75,7 @@ gold:
 			panic(err)
 		}
 		for i := range b.Len() {
-			fmt.Println(string(table.AppendJSONRow(nil, b, i)))
+			fmt.Println(string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	// Output:

@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/internal/testutil"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -81,7 +82,7 @@ func appendBronze(t testing.TB, lake objstore.Bucket, rows []ev) {
 			}
 		}
 	}
-	b, _ := table.NewBatch(schema)
+	b, _ := pq.NewBatch(schema)
 	for i, r := range rows {
 		if r.ID == "" {
 			b.Columns[0].AppendNull()
@@ -104,7 +105,7 @@ func appendBronze(t testing.TB, lake objstore.Bucket, rows []ev) {
 		b.Columns[6].AppendString("landing/test.json")
 		b.Columns[7].AppendInt64(int64(i))
 	}
-	if _, err := tbl.Append(ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,7 +132,7 @@ func tableRows(t testing.TB, lake objstore.Bucket, path string, drop ...string) 
 			t.Fatal(err)
 		}
 		for i := range b.Len() {
-			out = append(out, string(table.AppendJSONRow(nil, b, i)))
+			out = append(out, string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	slices.Sort(out)

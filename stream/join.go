@@ -63,6 +63,7 @@ import (
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -83,7 +84,7 @@ type JoinOptions struct {
 	Logger   *slog.Logger
 	Listener Listener
 	// WriteOptions tune the data files of the joined table, the quarantine and gold.
-	WriteOptions table.WriteOptions
+	WriteOptions pq.WriteOptions
 }
 
 // JoinReport sums up one JoinRunner.Run.
@@ -658,7 +659,7 @@ func newJoinPlan(j *spec.Join, js join.Spec, schemas [2]*txlog.StructType) (*joi
 		if p.evCol[s], err = col(join.Side(s).String()+" event time", in.EventTime); err != nil {
 			return nil, err
 		}
-		if k, _ := table.KindOf(sc.Fields[p.evCol[s]].Type); k != table.KindInt64 {
+		if k, _ := pq.KindOf(sc.Fields[p.evCol[s]].Type); k != pq.KindInt64 {
 			return nil, fmt.Errorf("stream: join %s: %s event time column %q is %s, want timestamp", j.Name, in.Source, in.EventTime, typeName(sc.Fields[p.evCol[s]].Type))
 		}
 		for _, k := range j.On {
@@ -670,7 +671,7 @@ func newJoinPlan(j *spec.Join, js join.Spec, schemas [2]*txlog.StructType) (*joi
 			if err != nil {
 				return nil, err
 			}
-			kind, err := table.KindOf(sc.Fields[i].Type)
+			kind, err := pq.KindOf(sc.Fields[i].Type)
 			if err != nil {
 				return nil, fmt.Errorf("stream: join %s: column %s: %w", j.Name, name, err)
 			}
@@ -691,7 +692,7 @@ func newJoinPlan(j *spec.Join, js join.Spec, schemas [2]*txlog.StructType) (*joi
 	ag := &plan{silver: p.out.Schema}
 	index := map[string]int{}
 	for i, f := range ag.silver.Fields {
-		k, err := table.KindOf(f.Type)
+		k, err := pq.KindOf(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("stream: join %s: column %s: %w", j.Name, f.Name, err)
 		}
@@ -719,7 +720,7 @@ func newJoinPlan(j *spec.Join, js join.Spec, schemas [2]*txlog.StructType) (*joi
 		if err != nil {
 			return nil, err
 		}
-		if ag.kinds[i] != table.KindInt64 || typeName(ag.silver.Fields[i].Type) == txlog.TypeLong {
+		if ag.kinds[i] != pq.KindInt64 || typeName(ag.silver.Fields[i].Type) == txlog.TypeLong {
 			return nil, fmt.Errorf("stream: join %s: gold %s time_column %q is %s, want timestamp", j.Name, g.Name, tc, typeName(ag.silver.Fields[i].Type))
 		}
 		ag.aggs = append(ag.aggs, ap)
@@ -802,7 +803,7 @@ func (r *JoinRunner) checkOutputColumns(ctx context.Context, p *joinPlan) error 
 // joinBatch is what one join batch did, for progress and the report.
 type joinBatch struct {
 	res      *join.Result
-	in       [2][]*table.Batch
+	in       [2][]*pq.Batch
 	rows     [2]int64
 	evStats  gold.EventTimeStats
 	next     int64
@@ -880,7 +881,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 		return fmt.Errorf("stream: join %s state: %w", r.j.Name, err)
 	}
 	if out.Len() > 0 {
-		wr, err := write(ctx, r.out, []*table.Batch{out}, txn, false)
+		wr, err := write(ctx, r.out, []*pq.Batch{out}, txn, false)
 		if err != nil {
 			return fmt.Errorf("stream: join %s: joined table: %w", r.j.Name, err)
 		}
@@ -942,7 +943,7 @@ func (r *JoinRunner) runBatch(ctx context.Context, n int64, entry *checkpoint.Of
 
 // encodeSide builds one side's operator input from its silver batches: event times, join keys
 // (null when a part is null) and row payloads.
-func (r *JoinRunner) encodeSide(side join.Side, bs []*table.Batch, jb *joinBatch) (*join.Input, error) {
+func (r *JoinRunner) encodeSide(side join.Side, bs []*pq.Batch, jb *joinBatch) (*join.Input, error) {
 	p := r.plan
 	in := &join.Input{}
 	in.Keys.Reset()
@@ -969,7 +970,7 @@ func (r *JoinRunner) encodeSide(side join.Side, bs []*table.Batch, jb *joinBatch
 			for _, c := range p.keyCols[side] {
 				col := b.Columns[c]
 				null = null || col.IsNull(i)
-				in.Keys.Data = table.AppendKeyPart(in.Keys.Data, col, i)
+				in.Keys.Data = pq.AppendKeyPart(in.Keys.Data, col, i)
 			}
 			in.Keys.EndValue()
 			if null {
@@ -998,8 +999,8 @@ func floorMs(us int64) int64 {
 
 // outputBatch renders the operator's rows in the joined schema: each side's payload decoded
 // into its columns, nulls for the side a row lacks.
-func (r *JoinRunner) outputBatch(res *join.Result) (*table.Batch, error) {
-	b, err := table.NewBatch(r.plan.out.Schema)
+func (r *JoinRunner) outputBatch(res *join.Result) (*pq.Batch, error) {
+	b, err := pq.NewBatch(r.plan.out.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -1018,7 +1019,7 @@ func (r *JoinRunner) outputBatch(res *join.Result) (*table.Batch, error) {
 	return b, nil
 }
 
-func (r *JoinRunner) fillSide(cols []*table.Column, has bool, payload []byte) error {
+func (r *JoinRunner) fillSide(cols []*pq.Column, has bool, payload []byte) error {
 	if !has {
 		appendNulls(cols)
 		return nil
@@ -1039,7 +1040,7 @@ func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2
 	if len(res.Late[0])+len(res.Late[1]) == 0 {
 		return nil
 	}
-	q, err := table.NewBatch(r.plan.qschema)
+	q, err := pq.NewBatch(r.plan.qschema)
 	if err != nil {
 		return err
 	}
@@ -1061,7 +1062,7 @@ func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2
 			qid.AppendString(r.queryID)
 		}
 	}
-	wr, err := write(ctx, r.quar, []*table.Batch{q}, txn, false)
+	wr, err := write(ctx, r.quar, []*pq.Batch{q}, txn, false)
 	if err != nil {
 		return fmt.Errorf("stream: join %s: quarantine: %w", r.j.Name, err)
 	}
@@ -1071,7 +1072,7 @@ func (r *JoinRunner) quarantine(ctx context.Context, res *join.Result, inputs [2
 
 // runAggs runs each aggregation over the join on the batch's joined rows, with the output
 // watermarks of the previous batch (late) and this one (eviction).
-func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Offsets, out *table.Batch, txn *table.AppTxn, marks *tableMarks, jb *joinBatch) error {
+func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Offsets, out *pq.Batch, txn *table.AppTxn, marks *tableMarks, jb *joinBatch) error {
 	aps := r.plan.agg.aggs
 	jb.aggs = make([]aggStats, len(aps))
 	if len(aps) == 0 {
@@ -1082,7 +1083,7 @@ func (r *JoinRunner) runAggs(ctx context.Context, n int64, entry *checkpoint.Off
 		evict = *entry.OutputWatermarkMs
 	}
 	b := &batchRun{n: n, entry: entry, late: min(r.pos.lastOutWM, evict), evict: evict, txn: txn, marks: marks}
-	rows := &silver.Rows{Batches: []*table.Batch{out}}
+	rows := &silver.Rows{Batches: []*pq.Batch{out}}
 	for i := range out.Len() {
 		rows.Batch = append(rows.Batch, 0)
 		rows.Row = append(rows.Row, int32(i))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
@@ -67,7 +68,7 @@ func appendSilver(t testing.TB, lake objstore.Bucket, path string, rows []jrow) 
 	if len(rows) == 0 {
 		return
 	}
-	b, _ := table.NewBatch(joinSilverSchema())
+	b, _ := pq.NewBatch(joinSilverSchema())
 	for _, r := range rows {
 		b.Columns[0].AppendString(r.id)
 		if r.key == "" {
@@ -77,7 +78,7 @@ func appendSilver(t testing.TB, lake objstore.Bucket, path string, rows []jrow) 
 		}
 		b.Columns[2].AppendTime(r.t)
 	}
-	if _, err := tbl.Append(ctx, []*table.Batch{b}, table.AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

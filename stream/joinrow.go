@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // errBadRow reports a payload that does not decode against the side's columns: a state file
@@ -23,7 +23,7 @@ var errBadRow = errors.New("bad join row payload")
 // presence byte (0: null), then the value; numbers as varints or fixed little-endian bits,
 // bytes length-prefixed, structs field by field, lists and maps as an element count then the
 // elements.
-func appendRowPayload(dst []byte, cols []*table.Column, i int) []byte {
+func appendRowPayload(dst []byte, cols []*pq.Column, i int) []byte {
 	for _, c := range cols {
 		dst = appendValue(dst, c, i)
 	}
@@ -33,46 +33,46 @@ func appendRowPayload(dst []byte, cols []*table.Column, i int) []byte {
 // AppendRowIdentity appends row i of cols in the payload encoding, for merge-late's join
 // merge (late/), which compares rows by value: over one schema the encoding is prefix-free and
 // keeps every bit of every kind (decimal, nested, NaN payloads, -0), so two rows' bytes are
-// equal exactly when their values are, unlike the key encoding (table.AppendKeyPart), which
+// equal exactly when their values are, unlike the key encoding (pq.AppendKeyPart), which
 // normalizes floats and writes decimal and nested values as null. Exported so that the join
 // has one row codec: change it only with a new state format (see above).
-func AppendRowIdentity(dst []byte, cols []*table.Column, i int) []byte {
+func AppendRowIdentity(dst []byte, cols []*pq.Column, i int) []byte {
 	return appendRowPayload(dst, cols, i)
 }
 
-func appendValue(dst []byte, c *table.Column, i int) []byte {
-	if c.Kind == table.KindNull || c.IsNull(i) {
+func appendValue(dst []byte, c *pq.Column, i int) []byte {
+	if c.Kind == pq.KindNull || c.IsNull(i) {
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		dst = binary.AppendVarint(dst, c.Int64[i])
-	case table.KindInt32:
+	case pq.KindInt32:
 		dst = binary.AppendVarint(dst, int64(c.Int32[i]))
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[i]))
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[i]))
-	case table.KindBool:
+	case pq.KindBool:
 		v := byte(0)
 		if c.Bool[i] {
 			v = 1
 		}
 		dst = append(dst, v)
-	case table.KindBytes:
+	case pq.KindBytes:
 		b := c.BytesAt(i)
 		dst = binary.AppendUvarint(dst, uint64(len(b)))
 		dst = append(dst, b...)
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		d := c.Decimal[i]
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(d.Hi))
 		dst = binary.LittleEndian.AppendUint64(dst, d.Lo)
-	case table.KindStruct:
+	case pq.KindStruct:
 		for _, ch := range c.Children {
 			dst = appendValue(dst, ch, i)
 		}
-	case table.KindList, table.KindMap:
+	case pq.KindList, pq.KindMap:
 		s, e := c.ListRange(i)
 		dst = binary.AppendUvarint(dst, uint64(e-s))
 		for j := s; j < e; j++ {
@@ -86,7 +86,7 @@ func appendValue(dst []byte, c *table.Column, i int) []byte {
 
 // decodeRowPayload appends the values of one appendRowPayload payload to cols, which have
 // the columns' types, and returns the bytes left over (none for a well-formed payload).
-func decodeRowPayload(cols []*table.Column, p []byte) ([]byte, error) {
+func decodeRowPayload(cols []*pq.Column, p []byte) ([]byte, error) {
 	var err error
 	for k, c := range cols {
 		if p, err = decodeValue(c, p); err != nil {
@@ -96,7 +96,7 @@ func decodeRowPayload(cols []*table.Column, p []byte) ([]byte, error) {
 	return p, nil
 }
 
-func decodeValue(c *table.Column, p []byte) ([]byte, error) {
+func decodeValue(c *pq.Column, p []byte) ([]byte, error) {
 	if len(p) == 0 {
 		return nil, errors.New("truncated")
 	}
@@ -110,13 +110,13 @@ func decodeValue(c *table.Column, p []byte) ([]byte, error) {
 		return nil, fmt.Errorf("presence byte %d", present)
 	}
 	switch c.Kind {
-	case table.KindInt64, table.KindInt32:
+	case pq.KindInt64, pq.KindInt32:
 		v, n := binary.Varint(p)
 		if n <= 0 {
 			return nil, errors.New("bad varint")
 		}
 		p = p[n:]
-		if c.Kind == table.KindInt64 {
+		if c.Kind == pq.KindInt64 {
 			c.AppendInt64(v)
 		} else {
 			if v < math.MinInt32 || v > math.MaxInt32 {
@@ -124,38 +124,38 @@ func decodeValue(c *table.Column, p []byte) ([]byte, error) {
 			}
 			c.AppendInt32(int32(v))
 		}
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		if len(p) < 8 {
 			return nil, errors.New("truncated double")
 		}
 		c.AppendFloat64(math.Float64frombits(binary.LittleEndian.Uint64(p)))
 		p = p[8:]
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		if len(p) < 4 {
 			return nil, errors.New("truncated float")
 		}
 		c.AppendFloat32(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 		p = p[4:]
-	case table.KindBool:
+	case pq.KindBool:
 		if len(p) < 1 || p[0] > 1 {
 			return nil, errors.New("bad boolean")
 		}
 		c.AppendBool(p[0] == 1)
 		p = p[1:]
-	case table.KindBytes:
+	case pq.KindBytes:
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) {
 			return nil, errors.New("truncated bytes")
 		}
 		c.AppendBytes(p[k : k+int(n)])
 		p = p[k+int(n):]
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		if len(p) < 16 {
 			return nil, errors.New("truncated decimal")
 		}
-		c.AppendDecimal(table.Decimal128{Hi: int64(binary.LittleEndian.Uint64(p)), Lo: binary.LittleEndian.Uint64(p[8:])})
+		c.AppendDecimal(pq.Decimal128{Hi: int64(binary.LittleEndian.Uint64(p)), Lo: binary.LittleEndian.Uint64(p[8:])})
 		p = p[16:]
-	case table.KindStruct:
+	case pq.KindStruct:
 		var err error
 		for _, ch := range c.Children {
 			if p, err = decodeValue(ch, p); err != nil {
@@ -163,7 +163,7 @@ func decodeValue(c *table.Column, p []byte) ([]byte, error) {
 			}
 		}
 		c.AppendStruct()
-	case table.KindList, table.KindMap:
+	case pq.KindList, pq.KindMap:
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) { // every element takes a byte at least
 			return nil, errors.New("bad element count")
@@ -185,7 +185,7 @@ func decodeValue(c *table.Column, p []byte) ([]byte, error) {
 }
 
 // appendNulls appends a null to each of cols: the side an output row lacks.
-func appendNulls(cols []*table.Column) {
+func appendNulls(cols []*pq.Column) {
 	for _, c := range cols {
 		c.AppendNull()
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -26,9 +26,9 @@ func payloadSchema() *txlog.StructType {
 
 // payloadBatch holds a row with every kind set, a row of nulls, and one with extreme values
 // and empty or nested nulls.
-func payloadBatch(t testing.TB) *table.Batch {
+func payloadBatch(t testing.TB) *pq.Batch {
 	t.Helper()
-	b, err := table.NewBatch(payloadSchema())
+	b, err := pq.NewBatch(payloadSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func payloadBatch(t testing.TB) *table.Batch {
 	c[4].AppendBool(true)
 	c[5].AppendString("héllo")
 	c[6].AppendBytes([]byte{0, 1, 255})
-	c[7].AppendDecimal(table.Decimal128{Hi: -1, Lo: 12345})
+	c[7].AppendDecimal(pq.Decimal128{Hi: -1, Lo: 12345})
 	c[8].AppendInt32(19844)
 	c[9].AppendInt64(1714564800000000)
 	c[10].AppendNull()
@@ -66,7 +66,7 @@ func payloadBatch(t testing.TB) *table.Batch {
 	c[4].AppendBool(false)
 	c[5].AppendString("")
 	c[6].AppendBytes(nil)
-	c[7].AppendDecimal(table.Decimal128{Hi: 1 << 62, Lo: 1<<64 - 1})
+	c[7].AppendDecimal(pq.Decimal128{Hi: 1 << 62, Lo: 1<<64 - 1})
 	c[8].AppendInt32(-1)
 	c[9].AppendInt64(1<<63 - 1)
 	c[10].AppendNull()
@@ -86,7 +86,7 @@ func payloadBatch(t testing.TB) *table.Batch {
 // or run on is refused.
 func TestRowPayloadRoundTrip(t *testing.T) {
 	src := payloadBatch(t)
-	dst, _ := table.NewBatch(src.Schema)
+	dst, _ := pq.NewBatch(src.Schema)
 	for i := range src.Len() {
 		p := appendRowPayload(nil, src.Columns, i)
 		rest, err := decodeRowPayload(dst.Columns, p)
@@ -94,7 +94,7 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 			t.Fatalf("row %d: %v, %d bytes left", i, err, len(rest))
 		}
 		for cut := range len(p) {
-			scratch, _ := table.NewBatch(src.Schema)
+			scratch, _ := pq.NewBatch(src.Schema)
 			if _, err := decodeRowPayload(scratch.Columns, p[:cut]); !errors.Is(err, errBadRow) {
 				t.Fatalf("row %d cut at %d of %d bytes: %v, want errBadRow", i, cut, len(p), err)
 			}
@@ -104,7 +104,7 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range src.Len() {
-		got, want := string(table.AppendJSONRow(nil, dst, i)), string(table.AppendJSONRow(nil, src, i))
+		got, want := string(pq.AppendJSONRow(nil, dst, i)), string(pq.AppendJSONRow(nil, src, i))
 		if got != want {
 			t.Fatalf("row %d decodes as %s, want %s", i, got, want)
 		}
@@ -120,7 +120,7 @@ func FuzzRowPayload(f *testing.F) {
 	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		b, _ := table.NewBatch(payloadSchema())
+		b, _ := pq.NewBatch(payloadSchema())
 		if _, err := decodeRowPayload(b.Columns, p); err != nil {
 			return
 		}

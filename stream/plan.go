@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -25,7 +25,7 @@ type aggPlan struct {
 // plan is the query resolved against the silver (= bronze) schema.
 type plan struct {
 	silver *txlog.StructType
-	kinds  []table.Kind
+	kinds  []pq.Kind
 	evCol  int
 	dedup  []int
 	rules  silver.Rules
@@ -40,7 +40,7 @@ func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 	p := &plan{silver: silverSchema}
 	index := map[string]int{}
 	for i, f := range silverSchema.Fields {
-		k, err := table.KindOf(f.Type)
+		k, err := pq.KindOf(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("stream: column %s: %w", f.Name, err)
 		}
@@ -58,7 +58,7 @@ func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 	if p.evCol, err = col("stream.event_time", q.Rules.EventTime); err != nil {
 		return nil, err
 	}
-	if p.kinds[p.evCol] != table.KindInt64 {
+	if p.kinds[p.evCol] != pq.KindInt64 {
 		return nil, fmt.Errorf("stream: event time column %q is %s, want timestamp", q.Rules.EventTime, typeName(silverSchema.Fields[p.evCol].Type))
 	}
 	for _, d := range q.Dedup {
@@ -98,9 +98,9 @@ func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
 	return p, nil
 }
 
-func keyable(name string, k table.Kind) error {
+func keyable(name string, k pq.Kind) error {
 	switch k {
-	case table.KindBytes, table.KindInt64, table.KindInt32, table.KindFloat64, table.KindFloat32, table.KindBool:
+	case pq.KindBytes, pq.KindInt64, pq.KindInt32, pq.KindFloat64, pq.KindFloat32, pq.KindBool:
 		return nil
 	}
 	return fmt.Errorf("stream: column %q cannot be a key (decimals and nested types are not supported as keys)", name)
@@ -159,14 +159,14 @@ func (p *plan) newAggPlan(g *spec.Aggregation, col func(what, name string) (int,
 				return nil, err
 			}
 			k := p.kinds[i]
-			numeric := k == table.KindInt64 || k == table.KindInt32 || k == table.KindFloat64 || k == table.KindFloat32
+			numeric := k == pq.KindInt64 || k == pq.KindInt32 || k == pq.KindFloat64 || k == pq.KindFloat32
 			if fn != gold.Count && fn != gold.ApproxCountDistinct && !numeric {
 				return nil, fmt.Errorf("stream: gold %s aggregate %s: %s needs a numeric column, %s is %s", g.Name, a.As, a.Fn, a.Column, typeName(p.silver.Fields[i].Type))
 			}
 			if fn == gold.ApproxCountDistinct && keyable(a.Column, k) != nil {
 				return nil, fmt.Errorf("stream: gold %s aggregate %s: approx_count_distinct cannot read %s", g.Name, a.As, typeName(p.silver.Fields[i].Type))
 			}
-			spec.Int = k == table.KindInt64 || k == table.KindInt32
+			spec.Int = k == pq.KindInt64 || k == pq.KindInt32
 			spec.Column = len(ap.aggCols)
 			ap.aggCols = append(ap.aggCols, i)
 			if spec.Int {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -36,7 +37,7 @@ type Options struct {
 	Logger   *slog.Logger
 	Listener Listener
 	// WriteOptions tune the data files of silver, quarantine and gold.
-	WriteOptions table.WriteOptions
+	WriteOptions pq.WriteOptions
 }
 
 // Report sums up one Run.
@@ -167,7 +168,7 @@ func New(opts Options) (*Runner, error) {
 		opts.Trigger = opts.Query.Trigger
 	}
 	q := &opts.Query
-	open := func(p string, wopts table.WriteOptions) *table.Table {
+	open := func(p string, wopts pq.WriteOptions) *table.Table {
 		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
 	}
 	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)

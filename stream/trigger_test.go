@@ -12,6 +12,7 @@ import (
 
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 
@@ -199,7 +200,7 @@ func TestSilverCarriesDedupBloomFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := table.NewBatch(&txlog.StructType{Fields: []txlog.StructField{{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}})
+	keys, err := pq.NewBatch(&txlog.StructType{Fields: []txlog.StructField{{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

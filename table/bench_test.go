@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,62 +11,28 @@ import (
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/objstore/s3/s3test"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 )
-
-const benchSchema = `{"type":"struct","fields":[
-{"name":"event_id","type":"string","nullable":false,"metadata":{}},
-{"name":"event_type","type":"string","nullable":true,"metadata":{}},
-{"name":"amount","type":"double","nullable":true,"metadata":{}},
-{"name":"event_time","type":"timestamp","nullable":false,"metadata":{}},
-{"name":"source","type":"string","nullable":true,"metadata":{}}]}`
-
-func benchBatch(b testing.TB, n int) *Batch {
-	batch, err := NewBatch(mustSchema(b, benchSchema))
-	if err != nil {
-		b.Fatal(err)
-	}
-	types := []string{"click", "view", "purchase", "signup"}
-	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMicro()
-	var id []byte
-	for i := 0; i < n; i++ {
-		id = fmt.Appendf(id[:0], "evt-%012d", i)
-		batch.Columns[0].AppendBytes(id)
-		batch.Columns[1].AppendString(types[i%len(types)])
-		batch.Columns[2].AppendFloat64(float64(i%1000) * 0.25)
-		batch.Columns[3].AppendInt64(base + int64(i)*1_000_037)
-		batch.Columns[4].AppendString("landing/events/part-0001.json")
-	}
-	return batch
-}
-
-// cpuClock reads the process's user+system CPU time: on a loaded shared machine, CPU per row
-// is the stable measure where wall time is not.
-func cpuClock() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // reportCPU reports the CPU nanoseconds per row spent since start (GC included).
 func reportCPU(b *testing.B, start time.Duration, rows int) {
-	b.ReportMetric(float64(cpuClock()-start)/float64(rows), "cpu-ns/row")
+	b.ReportMetric(float64(pqtest.CPUClock()-start)/float64(rows), "cpu-ns/row")
 }
 
 // BenchmarkEncodeEvents measures the Parquet writer on the 5-column event batch of the
 // ingest hot path: rows/s on one core and allocations per row.
 func BenchmarkEncodeEvents(b *testing.B) {
-	for _, comp := range []string{CompressionSnappy, CompressionZstd} {
+	for _, comp := range []string{pq.CompressionSnappy, pq.CompressionZstd} {
 		b.Run(comp, func(b *testing.B) {
 			const rows = 100_000
-			batch := benchBatch(b, rows)
+			batch := pqtest.BenchBatch(b, rows)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuClock()
+			cpu := pqtest.CPUClock()
 			var size int
 			for i := 0; i < b.N; i++ {
-				data, _, err := EncodeFile(batch.Schema, []*Batch{batch}, WriteOptions{Compression: comp})
+				data, _, err := pq.EncodeFile(batch.Schema, []*pq.Batch{batch}, pq.WriteOptions{Compression: comp})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -87,16 +51,16 @@ func BenchmarkEncodeEvents(b *testing.B) {
 // BenchmarkDecodeEvents measures the reader on the same data.
 func BenchmarkDecodeEvents(b *testing.B) {
 	const rows = 100_000
-	batch := benchBatch(b, rows)
-	data, _, err := EncodeFile(batch.Schema, []*Batch{batch}, WriteOptions{})
+	batch := pqtest.BenchBatch(b, rows)
+	data, _, err := pq.EncodeFile(batch.Schema, []*pq.Batch{batch}, pq.WriteOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuClock()
+	cpu := pqtest.CPUClock()
 	for i := 0; i < b.N; i++ {
-		if _, err := DecodeFile(bytes.NewReader(data), int64(len(data)), batch.Schema); err != nil {
+		if _, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), batch.Schema); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -132,8 +96,8 @@ func benchTable(b *testing.B, open func(b *testing.B) objstore.Bucket) {
 	ctx := context.Background()
 	rows := *benchTableRows
 	const perBatch = 100_000
-	batch := benchBatch(b, min(rows, perBatch))
-	var batches []*Batch
+	batch := pqtest.BenchBatch(b, min(rows, perBatch))
+	var batches []*pq.Batch
 	for n := 0; n < rows; n += batch.Len() {
 		batches = append(batches, batch)
 	}
@@ -187,11 +151,11 @@ func benchTable(b *testing.B, open func(b *testing.B) objstore.Bucket) {
 // grouping must not allocate per row).
 func BenchmarkDataWriterPartitioned(b *testing.B) {
 	ctx := context.Background()
-	batch := benchBatch(b, 100_000)
+	batch := pqtest.BenchBatch(b, 100_000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		w, err := NewDataWriter(mem.New(), batch.Schema, []string{"event_type"}, WriteOptions{})
+		w, err := NewDataWriter(mem.New(), batch.Schema, []string{"event_type"}, pq.WriteOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,90 +7,19 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
-)
 
-// DefaultBloomFilterBitsPerValue sizes the bloom filters of WriteOptions.BloomFilterColumns
-// unless BloomFilterBitsPerValue says otherwise: 10 bits per value gives a split-block filter
-// about a 1% false-positive rate (parquet-go's advice and the usual choice of Spark users), for
-// 1.25 bytes per row of each filtered column; the filter of a 1M-row group is about 1.2 MiB.
-// A caller that probes many keys at once wants more bits: a file is skipped only when every
-// key is ruled out.
-const DefaultBloomFilterBitsPerValue = 10
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
+)
 
 // bloomTailBytes is how much of a file's end MayContain reads first: the footer and, for a
 // file of one row group written by us, its bloom filters (written just before the footer)
 // come in the same ranged read.
 const bloomTailBytes = 64 << 10
-
-// bloomPlan is the bloom filter configuration of one file encoder.
-type bloomPlan struct {
-	filters []parquet.BloomFilterColumn
-	bytes   []int // indexes of the filtered top-level byte-array columns
-}
-
-// planBloomFilters resolves WriteOptions.BloomFilterColumns against the file schema.
-func planBloomFilters(schema *txlog.StructType, names []string, bitsPerValue uint) (*bloomPlan, error) {
-	if bitsPerValue == 0 {
-		bitsPerValue = DefaultBloomFilterBitsPerValue
-	}
-	p := &bloomPlan{}
-	for _, name := range names {
-		i := fieldIndexFold(schema, name)
-		if i < 0 {
-			return nil, fmt.Errorf("table: bloom filter column %s is not a column of the data files (unknown, or a partition column)", name)
-		}
-		f := &schema.Fields[i]
-		k, err := KindOf(f.Type)
-		if err != nil {
-			return nil, fmt.Errorf("table: bloom filter column %s: %w", name, err)
-		}
-		switch k {
-		case KindStruct, KindList, KindMap, KindNull:
-			return nil, fmt.Errorf("table: bloom filter column %s has type %s; only primitive columns can have a bloom filter", name, typeString(f.Type))
-		case KindBytes:
-			p.bytes = append(p.bytes, i)
-		}
-		p.filters = append(p.filters, parquet.SplitBlockFilter(bitsPerValue, f.PhysicalName()))
-	}
-	return p, nil
-}
-
-// forcePlain turns off the dictionary of filtered string columns. parquet-go (v0.32.0) fills
-// the filter of a dictionary-encoded chunk from the dictionary alone, so when the dictionary
-// outgrows DictionaryMaxBytes and the writer falls back to PLAIN pages, the values of those
-// pages are missing from the filter: a false negative, which would make a look-up miss a key.
-// Filtered columns are key columns, mostly distinct values, which get PLAIN anyway.
-func (p *bloomPlan) forcePlain(plain map[int]bool) {
-	for _, i := range p.bytes {
-		plain[i] = true
-	}
-}
-
-// option is the writer option that makes parquet-go build the filters. Its low-level path
-// (ColumnWriter.WriteRowValues, as the encoder uses) does not know the value count up front,
-// so at each row group flush parquet-go decodes the chunk's pages back and hashes their values
-// into a filter sized for the chunk's value count.
-func (p *bloomPlan) option() parquet.WriterOption {
-	return parquet.BloomFilters(p.filters...)
-}
-
-func fieldIndexFold(s *txlog.StructType, name string) int {
-	if i := s.FieldIndex(name); i >= 0 {
-		return i
-	}
-	for i := range s.Fields {
-		if strings.EqualFold(s.Fields[i].Name, name) {
-			return i
-		}
-	}
-	return -1
-}
 
 // MayContain reports, for every row of keys, whether the data file add may hold a row whose
 // values equal that key row's in every column of keys. The columns of keys name top-level
@@ -109,7 +38,7 @@ func fieldIndexFold(s *txlog.StructType, name string) int {
 // It reads the file's footer and the bloom filters of the probed columns, never their pages:
 // one ranged read for a one-row-group file whose filters sit near its end, as ours do.
 // It is safe for concurrent use.
-func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) ([]bool, error) {
+func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batch) ([]bool, error) {
 	store := &storeReaderAt{} // tells a failing store from a bad file
 	wrap := func(err error) error { return fmt.Errorf("table: bloom look-up %s: %w", add.Path, store.blame(err)) }
 	if err := keys.Validate(); err != nil {
@@ -120,17 +49,17 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 	var probes []*bloomProbe
 	for j := range keys.Schema.Fields {
 		kf := &keys.Schema.Fields[j]
-		i := fieldIndexFold(s.Schema, kf.Name)
+		i := pq.FieldIndexFold(s.Schema, kf.Name)
 		if i < 0 {
-			return nil, wrap(fmt.Errorf("%w: column %s does not exist", ErrSchemaMismatch, kf.Name))
+			return nil, wrap(fmt.Errorf("%w: column %s does not exist", pq.ErrSchemaMismatch, kf.Name))
 		}
 		f := &s.Schema.Fields[i]
-		if err := sameType(f.Name, f.Type, kf.Type); err != nil {
+		if err := pq.SameType(f.Name, f.Type, kf.Type); err != nil {
 			return nil, wrap(err)
 		}
 		switch keys.Columns[j].Kind {
-		case KindStruct, KindList, KindMap, KindNull:
-			return nil, wrap(fmt.Errorf("column %s has type %s, which has no bloom filter", f.Name, typeString(f.Type)))
+		case pq.KindStruct, pq.KindList, pq.KindMap, pq.KindNull:
+			return nil, wrap(fmt.Errorf("column %s has type %s, which has no bloom filter", f.Name, pq.TypeString(f.Type)))
 		}
 		if s.isPartition(f.Name) {
 			continue
@@ -159,14 +88,14 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 	}
 	// parquet-go allocates the footer length it finds before checking it against the file.
 	if size < 12 {
-		return nil, wrap(fmt.Errorf("%w: %d bytes is too short for a Parquet file", ErrBadDataFile, size))
+		return nil, wrap(fmt.Errorf("%w: %d bytes is too short for a Parquet file", pq.ErrBadDataFile, size))
 	}
 	if end := ra.find(size-8, 8); end == nil || int64(binary.LittleEndian.Uint32(end[:4])) > size-12 {
-		return nil, wrap(fmt.Errorf("%w: bad footer length", ErrBadDataFile))
+		return nil, wrap(fmt.Errorf("%w: bad footer length", pq.ErrBadDataFile))
 	}
-	f, err := openParquet(ra, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	f, err := pq.OpenParquet(ra, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
-		return nil, wrap(fmt.Errorf("%w: %v", ErrBadDataFile, err))
+		return nil, wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
 	}
 	for _, p := range probes {
 		p.bind(f)
@@ -179,7 +108,7 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 		}
 		chunks := rg.ColumnChunks()
 		if g >= len(meta.RowGroups) {
-			return nil, wrap(fmt.Errorf("%w: row group %d has no metadata", ErrBadDataFile, g))
+			return nil, wrap(fmt.Errorf("%w: row group %d has no metadata", pq.ErrBadDataFile, g))
 		}
 		if err := ra.loadFilters(meta.RowGroups[g].Columns, probes); err != nil {
 			return nil, wrap(err)
@@ -200,7 +129,7 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 				continue
 			}
 			if err != nil {
-				return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", ErrBadDataFile, p.field.Name, g, err))
+				return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", pq.ErrBadDataFile, p.field.Name, g, err))
 			}
 			// The header told where the bits are; load them so that each Check is in memory.
 			if _, off, size := bf.Outer(); size > 0 {
@@ -213,7 +142,7 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 					continue
 				}
 				if alive[i], err = p.check(bf, i); err != nil {
-					return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", ErrBadDataFile, p.field.Name, g, err))
+					return nil, wrap(fmt.Errorf("%w: column %s: bloom filter of row group %d: %v", pq.ErrBadDataFile, p.field.Name, g, err))
 				}
 			}
 		}
@@ -232,7 +161,7 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *Batch) 
 // bloomProbe is one key column of a MayContain call, matched with the file's leaf.
 type bloomProbe struct {
 	field *txlog.StructField
-	col   *Column
+	col   *pq.Column
 	leaf  int // -1: not in the file, or not as a leaf the key can be hashed for
 	phys  parquet.Kind
 	flba  int // FIXED_LEN_BYTE_ARRAY length of a decimal leaf
@@ -242,7 +171,7 @@ type bloomProbe struct {
 // values hash as; otherwise the probe says "may contain" for every key.
 func (p *bloomProbe) bind(f *parquet.File) {
 	p.leaf = -1
-	fc := childByName(f.Root(), p.field)
+	fc := pq.ChildByName(f.Root(), p.field)
 	if fc == nil || !fc.Leaf() || fc.MaxRepetitionLevel() > 0 {
 		return
 	}
@@ -250,24 +179,24 @@ func (p *bloomProbe) bind(f *parquet.File) {
 	p.phys = ft.Kind()
 	ok := false
 	switch p.col.Kind {
-	case KindInt64:
+	case pq.KindInt64:
 		switch p.field.Type.TypeName() {
 		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
-			ok = p.phys == parquet.Int64 && timeUnit(ft) == unitMicros
+			ok = p.phys == parquet.Int64 && pq.TimeUnit(ft) == pq.UnitMicros
 		default:
 			ok = p.phys == parquet.Int64 || p.phys == parquet.Int32
 		}
-	case KindInt32:
+	case pq.KindInt32:
 		ok = p.phys == parquet.Int32
-	case KindFloat64:
+	case pq.KindFloat64:
 		ok = p.phys == parquet.Double
-	case KindFloat32:
+	case pq.KindFloat32:
 		ok = p.phys == parquet.Float
-	case KindBool:
+	case pq.KindBool:
 		ok = p.phys == parquet.Boolean
-	case KindBytes:
+	case pq.KindBytes:
 		ok = p.phys == parquet.ByteArray || p.phys == parquet.FixedLenByteArray
-	case KindDecimal:
+	case pq.KindDecimal:
 		p.flba = ft.Length()
 		ok = p.phys == parquet.FixedLenByteArray || p.phys == parquet.Int32 || p.phys == parquet.Int64
 	}
@@ -284,7 +213,7 @@ func (p *bloomProbe) check(bf parquet.BloomFilter, i int) (bool, error) {
 	}
 	var v parquet.Value
 	switch c.Kind {
-	case KindInt64:
+	case pq.KindInt64:
 		x := c.Int64[i]
 		if p.phys == parquet.Int32 {
 			if x < math.MinInt32 || x > math.MaxInt32 {
@@ -294,9 +223,9 @@ func (p *bloomProbe) check(bf parquet.BloomFilter, i int) (bool, error) {
 		} else {
 			v = parquet.Int64Value(x)
 		}
-	case KindInt32:
+	case pq.KindInt32:
 		v = parquet.Int32Value(c.Int32[i])
-	case KindFloat64:
+	case pq.KindFloat64:
 		x := c.Float64[i]
 		if math.IsNaN(x) {
 			return true, nil // NaNs have many bit patterns
@@ -306,7 +235,7 @@ func (p *bloomProbe) check(bf parquet.BloomFilter, i int) (bool, error) {
 			return orCheck(bf, parquet.DoubleValue(0), parquet.DoubleValue(math.Copysign(0, -1)))
 		}
 		v = parquet.DoubleValue(x)
-	case KindFloat32:
+	case pq.KindFloat32:
 		x := c.Float32[i]
 		if x != x {
 			return true, nil
@@ -315,11 +244,11 @@ func (p *bloomProbe) check(bf parquet.BloomFilter, i int) (bool, error) {
 			return orCheck(bf, parquet.FloatValue(0), parquet.FloatValue(float32(math.Copysign(0, -1))))
 		}
 		v = parquet.FloatValue(x)
-	case KindBool:
+	case pq.KindBool:
 		v = parquet.BooleanValue(c.Bool[i])
-	case KindBytes:
+	case pq.KindBytes:
 		v = parquet.ByteArrayValue(c.BytesAt(i))
-	case KindDecimal:
+	case pq.KindDecimal:
 		d := c.Decimal[i]
 		switch p.phys {
 		case parquet.Int32, parquet.Int64:
@@ -383,7 +312,7 @@ func (r *spanReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // load reads [off, off+n) in one request unless it is loaded already.
 func (r *spanReaderAt) load(off, n int64) error {
 	if off < 0 || n > r.size-off {
-		return fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", ErrBadDataFile, off, n, r.size)
+		return fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", pq.ErrBadDataFile, off, n, r.size)
 	}
 	if n <= 0 || r.find(off, n) != nil {
 		return nil

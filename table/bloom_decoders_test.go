@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 // Bloom filter look-ups (FileScan.MayContain) where a filtered column is null in whole row
@@ -18,12 +21,12 @@ import (
 // row groups where the key is.
 func TestDecodersBloomAllNullChunks(t *testing.T) {
 	ctx := context.Background()
-	schema := mustSchema(t, `{"type":"struct","fields":[
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[
 {"name":"k","type":"string","nullable":true,"metadata":{}},
 {"name":"n","type":"long","nullable":true,"metadata":{}},
 {"name":"i","type":"integer","nullable":true,"metadata":{}}]}`)
 	const rows, rg = 1000, 250
-	b, err := NewBatch(schema)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestDecodersBloomAllNullChunks(t *testing.T) {
 			b.Columns[2].AppendNull()
 		}
 	}
-	data, _, err := EncodeFile(schema, []*Batch{b}, WriteOptions{RowGroupRows: rg, BloomFilterColumns: []string{"k", "n", "i"}})
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{RowGroupRows: rg, BloomFilterColumns: []string{"k", "n", "i"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +91,8 @@ func TestDecodersBloomAllNullChunks(t *testing.T) {
 			}
 			add := &txlog.Add{Path: name, Size: int64(len(file))}
 			fs := &FileScan{Bucket: bucket, Schema: schema}
-			keys := func(col string, vals ...any) *Batch {
-				kb, err := NewBatch(&txlog.StructType{Fields: []txlog.StructField{*schema.Field(col)}})
+			keys := func(col string, vals ...any) *pq.Batch {
+				kb, err := pq.NewBatch(&txlog.StructType{Fields: []txlog.StructField{*schema.Field(col)}})
 				if err != nil {
 					t.Fatal(err)
 				}

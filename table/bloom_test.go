@@ -12,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 const bloomSchema = `{"type":"struct","fields":[
@@ -33,8 +36,8 @@ var bloomT0 = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMicro()
 
 // bloomRows builds rows [from, from+n): every key column is a function of the row number, so
 // that tests can compute present and absent values on their own. Every seventh seq is null.
-func bloomRows(t testing.TB, from, n int) *Batch {
-	b, err := NewBatch(mustSchema(t, bloomSchema))
+func bloomRows(t testing.TB, from, n int) *pq.Batch {
+	b, err := pq.NewBatch(pqtest.MustSchema(t, bloomSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +73,16 @@ func bloomTable(t testing.TB, n, rgRows int, cols []string, parted bool) (*Table
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl := Open(b, WithWriteOptions(WriteOptions{RowGroupRows: rgRows, BloomFilterColumns: cols}))
+	tbl := Open(b, WithWriteOptions(pq.WriteOptions{RowGroupRows: rgRows, BloomFilterColumns: cols}))
 	var parts []string
 	if parted {
 		parts = []string{"region"}
 	}
 	ctx := context.Background()
-	if _, err := tbl.Create(ctx, mustSchema(t, bloomSchema), parts, nil); err != nil {
+	if _, err := tbl.Create(ctx, pqtest.MustSchema(t, bloomSchema), parts, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Append(ctx, []*Batch{bloomRows(t, 0, n)}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{bloomRows(t, 0, n)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return tbl, b
@@ -95,10 +98,10 @@ func latestFiles(t testing.TB, tbl *Table) (*txlog.Snapshot, []*txlog.Add) {
 }
 
 // keyBatch builds a one-column key batch of the table column name from values.
-func keyBatch(t testing.TB, tbl *Table, name string, values []any) *Batch {
+func keyBatch(t testing.TB, tbl *Table, name string, values []any) *pq.Batch {
 	t.Helper()
 	f := tableSchema(t, tbl).Field(name)
-	b, err := NewBatch(&txlog.StructType{Fields: []txlog.StructField{*f}})
+	b, err := pq.NewBatch(&txlog.StructType{Fields: []txlog.StructField{*f}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +127,7 @@ func tableSchema(t testing.TB, tbl *Table) *txlog.StructType {
 	return s
 }
 
-func mayContain(t testing.TB, tbl *Table, keys *Batch) [][]bool {
+func mayContain(t testing.TB, tbl *Table, keys *pq.Batch) [][]bool {
 	t.Helper()
 	snap, files := latestFiles(t, tbl)
 	var cols []string
@@ -261,7 +264,7 @@ func TestMayContainCompositeKey(t *testing.T) {
 	const n = 4000
 	tbl, _ := bloomTable(t, n, 1<<20, []string{"id", "shard"}, false)
 	schema := tableSchema(t, tbl)
-	keys, err := NewBatch(&txlog.StructType{Fields: []txlog.StructField{*schema.Field("shard"), *schema.Field("id")}})
+	keys, err := pq.NewBatch(&txlog.StructType{Fields: []txlog.StructField{*schema.Field("shard"), *schema.Field("id")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,22 +349,22 @@ func TestMayContainFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewBatch(schema)
+	keys, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Values no row has, of every column's type.
 	for _, c := range keys.Columns {
 		switch c.Kind {
-		case KindBytes:
+		case pq.KindBytes:
 			c.AppendString("no such value")
-		case KindInt64:
+		case pq.KindInt64:
 			c.AppendInt64(-987654321)
-		case KindInt32:
+		case pq.KindInt32:
 			c.AppendInt32(-98765)
-		case KindFloat64:
+		case pq.KindFloat64:
 			c.AppendFloat64(-1.25)
-		case KindBool:
+		case pq.KindBool:
 			c.AppendBool(true)
 		default:
 			c.AppendNull()
@@ -402,7 +405,7 @@ func TestMayContainBadKeys(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			keys, err := NewBatch(mustSchema(t, c.schema))
+			keys, err := pq.NewBatch(pqtest.MustSchema(t, c.schema))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -415,26 +418,26 @@ func TestMayContainBadKeys(t *testing.T) {
 }
 
 func TestBloomFilterColumnErrors(t *testing.T) {
-	schema := mustSchema(t, bloomSchema)
+	schema := pqtest.MustSchema(t, bloomSchema)
 	rows := bloomRows(t, 0, 10)
 	for _, c := range []struct{ col, want string }{
 		{"attrs", "attrs"},
 		{"attrs.k", "attrs.k"},
 		{"missing", "missing"},
 	} {
-		_, _, err := EncodeFile(schema, []*Batch{rows}, WriteOptions{BloomFilterColumns: []string{"id", c.col}})
+		_, _, err := pq.EncodeFile(schema, []*pq.Batch{rows}, pq.WriteOptions{BloomFilterColumns: []string{"id", c.col}})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("column %s: want an error naming it, got %v", c.col, err)
 		}
 	}
 	// A partition column is not in the data files.
 	b := mem.New()
-	tbl := Open(b, WithWriteOptions(WriteOptions{BloomFilterColumns: []string{"region"}}))
+	tbl := Open(b, WithWriteOptions(pq.WriteOptions{BloomFilterColumns: []string{"region"}}))
 	ctx := context.Background()
 	if _, err := tbl.Create(ctx, schema, []string{"region"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Append(ctx, []*Batch{rows}, AppendOptions{}); err == nil || !strings.Contains(err.Error(), "region") {
+	if _, err := tbl.Append(ctx, []*pq.Batch{rows}, AppendOptions{}); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Fatalf("partition column: want an error naming it, got %v", err)
 	}
 }
@@ -443,8 +446,8 @@ func TestBloomFilterColumnErrors(t *testing.T) {
 // its first rows and then outgrows the 1 MiB dictionary: every value must be in the filter
 // (parquet-go alone would keep only the dictionary's).
 func TestBloomFilterAfterDictionaryFallback(t *testing.T) {
-	schema := mustSchema(t, `{"type":"struct","fields":[{"name":"k","type":"string","nullable":false,"metadata":{}}]}`)
-	b, err := NewBatch(schema)
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[{"name":"k","type":"string","nullable":false,"metadata":{}}]}`)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +463,7 @@ func TestBloomFilterAfterDictionaryFallback(t *testing.T) {
 	for i := range n {
 		b.Columns[0].AppendString(key(i))
 	}
-	data, _, err := EncodeFile(schema, []*Batch{b}, WriteOptions{BloomFilterColumns: []string{"k"}})
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{BloomFilterColumns: []string{"k"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,8 +591,8 @@ func BenchmarkSilverLookup(b *testing.B) {
 // FuzzMayContain feeds damaged data files to MayContain: errors are fine, panics and huge
 // allocations are not, and an answer must still cover every key.
 func FuzzMayContain(f *testing.F) {
-	schema := mustSchema(f, bloomSchema)
-	data, _, err := EncodeFile(schema, []*Batch{bloomRows(f, 0, 300)}, WriteOptions{RowGroupRows: 128, BloomFilterColumns: []string{"id", "seq", "shard", "at", "score"}})
+	schema := pqtest.MustSchema(f, bloomSchema)
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{bloomRows(f, 0, 300)}, pq.WriteOptions{RowGroupRows: 128, BloomFilterColumns: []string{"id", "seq", "shard", "at", "score"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -602,7 +605,7 @@ func FuzzMayContain(f *testing.F) {
 		d[len(d)-back] ^= 0xa5
 		f.Add(d)
 	}
-	keys, err := NewBatch(schema)
+	keys, err := pq.NewBatch(schema)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -628,7 +631,7 @@ func FuzzMayContain(f *testing.F) {
 // decodes the chunk's pages back at each row group flush to fill the filter.
 func BenchmarkEncodeBloom(b *testing.B) {
 	const rows = 30000
-	batch := benchBatch(b, rows)
+	batch := pqtest.BenchBatch(b, rows)
 	for _, c := range []struct {
 		name string
 		cols []string
@@ -637,7 +640,7 @@ func BenchmarkEncodeBloom(b *testing.B) {
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {
-				data, _, err := EncodeFile(batch.Schema, []*Batch{batch}, WriteOptions{BloomFilterColumns: c.cols})
+				data, _, err := pq.EncodeFile(batch.Schema, []*pq.Batch{batch}, pq.WriteOptions{BloomFilterColumns: c.cols})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -654,21 +657,21 @@ func ExampleFileScan_MayContain() {
 	schema, _ := txlog.ParseSchema(`{"type":"struct","fields":[
 		{"name":"event_id","type":"string","nullable":false,"metadata":{}},
 		{"name":"seq","type":"long","nullable":false,"metadata":{}}]}`)
-	t := Open(mem.New(), WithWriteOptions(WriteOptions{BloomFilterColumns: []string{"event_id", "seq"}}))
+	t := Open(mem.New(), WithWriteOptions(pq.WriteOptions{BloomFilterColumns: []string{"event_id", "seq"}}))
 	if _, err := t.Create(ctx, schema, nil, nil); err != nil {
 		panic(err)
 	}
-	rows, _ := NewBatch(schema)
+	rows, _ := pq.NewBatch(schema)
 	for i := range 1000 {
 		rows.Columns[0].AppendString(fmt.Sprintf("e%d", i))
 		rows.Columns[1].AppendInt64(int64(i))
 	}
-	if _, err := t.Append(ctx, []*Batch{rows}, AppendOptions{}); err != nil {
+	if _, err := t.Append(ctx, []*pq.Batch{rows}, AppendOptions{}); err != nil {
 		panic(err)
 	}
 	snap, _ := t.Latest(ctx)
 	fs, _ := t.FileScan(snap, nil, nil)
-	keys, _ := NewBatch(schema) // one row per wanted key
+	keys, _ := pq.NewBatch(schema) // one row per wanted key
 	keys.Columns[0].AppendString("e42")
 	keys.Columns[1].AppendInt64(42)
 	keys.Columns[0].AppendString("e42") // no row has seq 5000
@@ -685,10 +688,10 @@ func ExampleFileScan_MayContain() {
 
 func TestMayContainColumnMappingAndConcurrency(t *testing.T) {
 	// The file names its columns by physical name; the keys by the logical one.
-	schema := mustSchema(t, `{"type":"struct","fields":[
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[
 {"name":"Id","type":"string","nullable":false,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-5f1a"}},
 {"name":"n","type":"long","nullable":false,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-77b0"}}]}`)
-	rows, err := NewBatch(schema)
+	rows, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -696,7 +699,7 @@ func TestMayContainColumnMappingAndConcurrency(t *testing.T) {
 		rows.Columns[0].AppendString(bloomID(i))
 		rows.Columns[1].AppendInt64(bloomSeq(i))
 	}
-	data, _, err := EncodeFile(schema, []*Batch{rows}, WriteOptions{BloomFilterColumns: []string{"id", "N"}})
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{rows}, pq.WriteOptions{BloomFilterColumns: []string{"id", "N"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +708,7 @@ func TestMayContainColumnMappingAndConcurrency(t *testing.T) {
 	if err := b.Put(ctx, "f.parquet", bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := NewBatch(mustSchema(t, `{"type":"struct","fields":[{"name":"id","type":"string","nullable":false,"metadata":{}}]}`))
+	keys, err := pq.NewBatch(pqtest.MustSchema(t, `{"type":"struct","fields":[{"name":"id","type":"string","nullable":false,"metadata":{}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -25,7 +27,7 @@ type DataWriter struct {
 	partFields []txlog.StructField
 	dataSchema *txlog.StructType
 	dataIdx    []int
-	opts       WriteOptions
+	opts       pq.WriteOptions
 	dataChange bool
 	now        func() time.Time
 	rules      []boundRule // row rules every written row must satisfy
@@ -41,15 +43,15 @@ type DataWriter struct {
 }
 
 type openFile struct {
-	enc    *fileEncoder
+	enc    *pq.FileEncoder
 	dir    string
 	values map[string]*string
 	idx    []int
 }
 
 // NewDataWriter prepares a writer for a table schema and its partition columns.
-func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []string, opts WriteOptions) (*DataWriter, error) {
-	w := &DataWriter{bucket: b, schema: schema, partCols: partitionCols, opts: opts.withDefaults(),
+func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []string, opts pq.WriteOptions) (*DataWriter, error) {
+	w := &DataWriter{bucket: b, schema: schema, partCols: partitionCols, opts: opts.WithDefaults(),
 		dataChange: true, now: time.Now, open: map[string]*openFile{}, dataSchema: &txlog.StructType{}}
 	isPart := map[int]bool{}
 	for _, p := range partitionCols {
@@ -90,28 +92,28 @@ func (w *DataWriter) SetRowRules(r *RowRules) error {
 }
 
 // Write adds the rows of b, whose schema must match the table's (schema enforcement).
-func (w *DataWriter) Write(ctx context.Context, b *Batch) error {
+func (w *DataWriter) Write(ctx context.Context, b *pq.Batch) error {
 	return w.WriteRows(ctx, b, nil)
 }
 
 // WriteRows adds the rows of b listed in rows (ascending row indexes; nil: every row), so a
 // caller that keeps a subset of a batch writes it without copying the batch first.
-func (w *DataWriter) WriteRows(ctx context.Context, b *Batch, rows []int) error {
+func (w *DataWriter) WriteRows(ctx context.Context, b *pq.Batch, rows []int) error {
 	for k, r := range rows {
 		if r < 0 || r >= b.Len() || k > 0 && r <= rows[k-1] {
 			return fmt.Errorf("table: write rows: row %d at position %d is out of range or order (batch of %d rows)", r, k, b.Len())
 		}
 	}
-	cols, err := conform(w.schema, b)
+	cols, err := pq.Conform(w.schema, b)
 	if err != nil {
 		return err
 	}
 	if len(w.rules) > 0 {
-		if err := checkRows(w.rules, &Batch{Schema: w.schema, Columns: cols}, rows, w.now()); err != nil {
+		if err := checkRows(w.rules, &pq.Batch{Schema: w.schema, Columns: cols}, rows, w.now()); err != nil {
 			return err
 		}
 	}
-	data := make([]*Column, len(w.dataIdx))
+	data := make([]*pq.Column, len(w.dataIdx))
 	for k, i := range w.dataIdx {
 		data[k] = cols[i]
 	}
@@ -161,7 +163,7 @@ func (w *DataWriter) WriteRows(ctx context.Context, b *Batch, rows []int) error 
 	for _, rows := range w.groups {
 		values := map[string]*string{}
 		for k, i := range w.partIdx {
-			v, err := SerializePartitionValue(w.partFields[k].Type, cols[i], rows[0])
+			v, err := pq.SerializePartitionValue(w.partFields[k].Type, cols[i], rows[0])
 			if err != nil {
 				return err
 			}
@@ -198,28 +200,28 @@ func partitionKey(values map[string]*string, fields []txlog.StructField) string 
 }
 
 // appendRawKey appends an unambiguous binary form of row r of a primitive column.
-func appendRawKey(dst []byte, c *Column, r int) []byte {
+func appendRawKey(dst []byte, c *pq.Column, r int) []byte {
 	if c.IsNull(r) {
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
 	switch c.Kind {
-	case KindInt64:
+	case pq.KindInt64:
 		return binary.LittleEndian.AppendUint64(dst, uint64(c.Int64[r]))
-	case KindInt32:
+	case pq.KindInt32:
 		return binary.LittleEndian.AppendUint32(dst, uint32(c.Int32[r]))
-	case KindFloat64:
+	case pq.KindFloat64:
 		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[r]))
-	case KindFloat32:
+	case pq.KindFloat32:
 		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[r]))
-	case KindBool:
+	case pq.KindBool:
 		if c.Bool[r] {
 			return append(dst, 1)
 		}
 		return append(dst, 0)
-	case KindDecimal:
+	case pq.KindDecimal:
 		return c.Decimal[r].Bytes(dst, 16)
-	case KindBytes:
+	case pq.KindBytes:
 		b := c.BytesAt(r)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
 		return append(dst, b...)
@@ -228,12 +230,12 @@ func appendRawKey(dst []byte, c *Column, r int) []byte {
 }
 
 // writeRows writes rows in slices so that a file rolls over near the target size.
-func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, data []*Column, rows []int) error {
+func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, data []*pq.Column, rows []int) error {
 	n := len(rows)
 	if rows == nil {
 		n = data[0].Len
 	}
-	const step = shredChunk
+	const step = pq.ShredChunk
 	for lo := 0; lo < n; lo += step {
 		hi := min(lo+step, n)
 		var idx []int
@@ -246,10 +248,10 @@ func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, dat
 			}
 			f.idx = idx
 		}
-		if err := f.enc.write(data, idx); err != nil {
+		if err := f.enc.Write(data, idx); err != nil {
 			return err
 		}
-		if f.enc.size() >= w.opts.TargetFileSize {
+		if f.enc.Size() >= w.opts.TargetFileSize {
 			if err := w.finish(ctx, key); err != nil {
 				return err
 			}
@@ -266,7 +268,7 @@ func (w *DataWriter) file(ctx context.Context, key string, values map[string]*st
 	if f, ok := w.open[key]; ok {
 		return f, nil
 	}
-	enc, err := newFileEncoder(w.dataSchema, w.opts)
+	enc, err := pq.NewFileEncoder(w.dataSchema, w.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +276,7 @@ func (w *DataWriter) file(ctx context.Context, key string, values map[string]*st
 	for i := range w.partFields {
 		names[i] = w.partFields[i].PhysicalName()
 	}
-	f := &openFile{enc: enc, values: values, dir: PartitionDir(names, values)}
+	f := &openFile{enc: enc, values: values, dir: pq.PartitionDir(names, values)}
 	w.open[key] = f
 	w.order = append(w.order, key)
 	return f, nil
@@ -284,14 +286,14 @@ func (w *DataWriter) file(ctx context.Context, key string, values map[string]*st
 func (w *DataWriter) finish(ctx context.Context, key string) error {
 	f := w.open[key]
 	delete(w.open, key)
-	if f.enc.rows == 0 {
+	if f.enc.Rows == 0 {
 		return nil
 	}
-	data, stats, err := f.enc.finish()
+	data, stats, err := f.enc.Finish()
 	if err != nil {
 		return err
 	}
-	path := f.dir + "part-00000-" + uuid.NewString() + "-c000." + f.enc.ext + ".parquet"
+	path := f.dir + "part-00000-" + uuid.NewString() + "-c000." + f.enc.Ext + ".parquet"
 	if err := w.bucket.Put(ctx, path, data.Reader(), data.Len()); err != nil {
 		return fmt.Errorf("table: write data file %s: %w", path, err)
 	}
@@ -301,7 +303,7 @@ func (w *DataWriter) finish(ctx context.Context, key string) error {
 	}
 	w.adds = append(w.adds, &txlog.Add{Path: path, PartitionValues: values, Size: data.Len(),
 		ModificationTime: w.now().UnixMilli(), DataChange: w.dataChange, Stats: stats})
-	w.rows += f.enc.rows
+	w.rows += f.enc.Rows
 	w.bytes += data.Len()
 	return nil
 }
@@ -338,5 +340,5 @@ func statsColumns(conf map[string]string) int {
 			}
 		}
 	}
-	return DefaultStatsColumns
+	return pq.DefaultStatsColumns
 }

@@ -1,10 +1,11 @@
 // Package table owns Delta tables as data: a Delta transaction log (package txlog) plus
-// Parquet data files written and read with parquet-go. It provides the columnar Batch used on
-// the hot path, the Delta <-> Parquet schema mapping, the data-file writer with per-file Delta
-// statistics and partitioned layout, the scanner (projection, partition pruning, min/max data
-// skipping, row filters, deletion vectors, column mapping), and the table operations built on
-// txlog commits: create, append, scan, replaceWhere overwrite, optimize and vacuum, and the
-// one copy-on-write primitive (Table.Rewrite) that replaceWhere, MERGE (package merge) and the
+// Parquet data files (package pq reads and writes them; package sqlexpr evaluates the
+// predicates). It provides the data-file writer that lays files out by partition under
+// unique names with per-file Delta statistics and the table's row rules (DataWriter), the
+// scanner (projection, partition pruning, min/max data skipping, row filters, deletion
+// vectors, column mapping, bloom-filter probes), and the table operations built on txlog
+// commits: create, append, scan, replaceWhere overwrite, optimize and vacuum, and the one
+// copy-on-write primitive (Table.Rewrite) that replaceWhere, MERGE (package merge) and the
 // late-data jobs all use, and schema evolution (Evolve: nullable columns added in one metaData
 // commit; EvolveWith may also widen a column as Delta's typeWidening allows, with the protocol
 // and delta.typeChanges in the same commit; every other change refused with

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/txlog"
 )

@@ -11,10 +11,13 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 // Deletion-vector decoding (table/dv.go) at the format's boundaries: array vs bitmap
@@ -331,16 +334,16 @@ func TestDecodersDeletionVectorStorage(t *testing.T) {
 // groups: a DV's row indexes count from the file's first row, across row groups.
 func TestDecodersDeletionVectorRowGroupBoundaries(t *testing.T) {
 	ctx := context.Background()
-	schema := mustSchema(t, `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}}]}`)
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}}]}`)
 	const rows, rg = 1000, 100
-	b, err := NewBatch(schema)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for r := 0; r < rows; r++ {
 		b.Columns[0].AppendInt64(int64(r))
 	}
-	data, _, err := EncodeFile(schema, []*Batch{b}, WriteOptions{RowGroupRows: rg})
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{RowGroupRows: rg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -48,7 +49,7 @@ func (d SchemaDiff) Error() string {
 
 // FieldString renders a column's definition as "string", "long NOT NULL".
 func FieldString(f txlog.StructField) string {
-	s := typeString(f.Type)
+	s := pq.TypeString(f.Type)
 	if !f.Nullable {
 		s += " NOT NULL"
 	}
@@ -220,7 +221,7 @@ func (t *Table) EvolveWith(ctx context.Context, want *txlog.StructType, props ma
 		var cols []map[string]any
 		for _, f := range d.Added {
 			added = append(added, f.Name)
-			cols = append(cols, map[string]any{"column": map[string]any{"name": f.Name, "type": typeString(f.Type), "nullable": true, "metadata": map[string]any{}}})
+			cols = append(cols, map[string]any{"column": map[string]any{"name": f.Name, "type": pq.TypeString(f.Type), "nullable": true, "metadata": map[string]any{}}})
 		}
 		op := txlog.Operation{Name: "SET TBLPROPERTIES", Parameters: map[string]any{"properties": jsonString(props)}}
 		switch {

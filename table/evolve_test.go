@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -30,11 +31,11 @@ func TestEvolve(t *testing.T) {
 	if _, err := tbl.Create(ctx, evolveSchema("id string!", "n long", "_meta long!"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	old, _ := NewBatch(evolveSchema("id string!", "n long", "_meta long!"))
+	old, _ := pq.NewBatch(evolveSchema("id string!", "n long", "_meta long!"))
 	old.Columns[0].AppendString("a")
 	old.Columns[1].AppendInt64(1)
 	old.Columns[2].AppendInt64(0)
-	if _, err := tbl.Append(ctx, []*Batch{old}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{old}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := evolveSchema("id string!", "n long", "country string", "_meta long!", "ts timestamp_ntz")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -21,23 +23,23 @@ func Example() {
 	if _, err := t.Create(ctx, schema, []string{"event_type"}, nil); err != nil {
 		panic(err)
 	}
-	b, _ := table.NewBatch(schema)
+	b, _ := pq.NewBatch(schema)
 	for i, typ := range []string{"click", "view", "click"} {
 		b.Columns[0].AppendString(fmt.Sprintf("e%d", i))
 		b.Columns[1].AppendString(typ)
 		b.Columns[2].AppendTime(time.Date(2024, 3, 1, 8, i, 0, 0, time.UTC))
 	}
 	txn := &table.AppTxn{AppID: "ingest", Version: 1}
-	r1, _ := t.Append(ctx, []*table.Batch{b}, table.AppendOptions{Txn: txn})
-	r2, _ := t.Append(ctx, []*table.Batch{b}, table.AppendOptions{Txn: txn}) // a retry: skipped
+	r1, _ := t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{Txn: txn})
+	r2, _ := t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{Txn: txn}) // a retry: skipped
 	fmt.Println("version", r1.Version, "files", len(r1.Added), "retry skipped", r2.Skipped)
 
-	for batch, err := range t.Scan(ctx, table.ScanOptions{Filter: table.Eq("event_type", "click")}) {
+	for batch, err := range t.Scan(ctx, table.ScanOptions{Filter: sqlexpr.Eq("event_type", "click")}) {
 		if err != nil {
 			panic(err)
 		}
 		for i := 0; i < batch.Len(); i++ {
-			fmt.Println(string(table.AppendJSONRow(nil, batch, i)))
+			fmt.Println(string(pq.AppendJSONRow(nil, batch, i)))
 		}
 	}
 	// Output:

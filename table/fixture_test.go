@@ -15,6 +15,8 @@ import (
 
 	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -28,7 +30,7 @@ func fixtureRoot(t testing.TB) string {
 }
 
 // scanFixture reads a fixture table at a version (-1: latest) through txlog and FileScan.
-func scanFixture(t testing.TB, rel string, version int64, cols []string, filter Expr) (*txlog.StructType, [][]any, int) {
+func scanFixture(t testing.TB, rel string, version int64, cols []string, filter sqlexpr.Expr) (*txlog.StructType, [][]any, int) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := file.New(filepath.Join(fixtureRoot(t), rel))
@@ -51,7 +53,7 @@ func scanFixture(t testing.TB, rel string, version int64, cols []string, filter 
 	}
 	fs := &FileScan{Bucket: b, Schema: schema, PartitionCols: snap.PartitionColumns(), Columns: cols}
 	if filter != nil {
-		if fs.Filter, err = Bind(filter, schema, snap.PartitionColumns()); err != nil {
+		if fs.Filter, err = sqlexpr.Bind(filter, schema, snap.PartitionColumns()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,11 +79,11 @@ func canon(v any) string {
 		return "null"
 	case time.Time:
 		return x.UTC().Format("2006-01-02T15:04:05.999999Z")
-	case Decimal:
+	case pq.Decimal:
 		return x.String()
 	case []byte:
 		return "0x" + hex.EncodeToString(x)
-	case []Field:
+	case []pq.Field:
 		parts := make([]string, len(x))
 		for i, f := range x {
 			parts[i] = f.Name + ":" + canon(f.Value)
@@ -93,7 +95,7 @@ func canon(v any) string {
 			parts[i] = canon(e)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
-	case []KV:
+	case []pq.KV:
 		parts := make([]string, len(x))
 		for i, e := range x {
 			parts[i] = canon(e.Key) + "=" + canon(e.Value)
@@ -174,20 +176,20 @@ func TestFixtures(t *testing.T) {
 	}
 	primitives := seq(10, func(i int) []any {
 		return []any{int32(i), int64(i), int8(i), int16(i), i%2 == 0, float32(i), float64(i), fmt.Sprint(i),
-			[]byte{byte(i), byte(i)}, Decimal{DecimalFromInt64(int64(i)), 0}}
+			[]byte{byte(i), byte(i)}, pq.Decimal{Unscaled: pq.DecimalFromInt64(int64(i)), Scale: 0}}
 	})
 	primitives = append(primitives, make([]any, 10))
 	pv := func(i int32) []any {
 		s := fmt.Sprint(i)
 		return []any{i, int64(i), int8(i), int16(i), i%2 == 0, float32(i), float64(i), s, "null",
 			time.Date(2021, 9, 8, 0, 0, 0, 0, time.UTC), time.Date(2021, 9, 8, 11, 11, 11, 0, time.UTC),
-			Decimal{DecimalFromInt64(int64(i)), 0},
-			[]any{[]Field{{"val", i}}, []Field{{"val", i}}, []Field{{"val", i}}},
-			[]Field{{"aa", s}, {"ab", s}, {"ac", []Field{{"aca", i}, {"acb", int64(i)}}}}, s}
+			pq.Decimal{Unscaled: pq.DecimalFromInt64(int64(i)), Scale: 0},
+			[]any{[]pq.Field{{Name: "val", Value: i}}, []pq.Field{{Name: "val", Value: i}}, []pq.Field{{Name: "val", Value: i}}},
+			[]pq.Field{{Name: "aa", Value: s}, {Name: "ab", Value: s}, {Name: "ac", Value: []pq.Field{{Name: "aca", Value: i}, {Name: "acb", Value: int64(i)}}}}, s}
 	}
 	pvNull := append(make([]any, 12),
-		[]any{[]Field{{"val", int32(2)}}, []Field{{"val", int32(2)}}, []Field{{"val", int32(2)}}},
-		[]Field{{"aa", "2"}, {"ab", "2"}, {"ac", []Field{{"aca", int32(2)}, {"acb", int64(2)}}}}, "2")
+		[]any{[]pq.Field{{Name: "val", Value: int32(2)}}, []pq.Field{{Name: "val", Value: int32(2)}}, []pq.Field{{Name: "val", Value: int32(2)}}},
+		[]pq.Field{{Name: "aa", Value: "2"}, {Name: "ab", Value: "2"}, {Name: "ac", Value: []pq.Field{{Name: "aca", Value: int32(2)}, {Name: "acb", Value: int64(2)}}}}, "2")
 	cases := []tc{
 		{"delta-golden/125-iterator-bug", -1, i32(1, 2, 3, 4, 5)},
 		{"delta-golden/basic-with-inserts-deletes-checkpoint", -1, ids(deletesCkpt...)},
@@ -313,20 +315,20 @@ func TestDatExpected(t *testing.T) {
 func TestFixtureFilters(t *testing.T) {
 	cases := []struct {
 		dir       string
-		filter    Expr
+		filter    sqlexpr.Expr
 		wantRows  int
 		wantFiles int
 	}{
-		{"delta-rs/delta-0.8.0-special-partition", Eq("x", "A/A"), 1, 1},
-		{"delta-rs/delta-0.8.0-partitioned", And(Eq("year", "2021"), Eq("month", "12")), 3, 2},
-		{"dat/basic_partitioned/delta", IsNull("letter"), 1, 1},
-		{"dat/basic_partitioned/delta", Not(IsNull("letter")), 5, 5},
-		{"delta-rs/delta-0.8.0", Gt("value", 2), 1, 1},
-		{"delta-golden/kernel-timestamp-TIMESTAMP_MICROS", Lt("time", time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)), 1, 1},
-		{"delta-golden/data-reader-partition-values", In("as_int", 0, 1), 2, 2},
-		{"delta-golden/data-reader-partition-values", Eq("as_nested_struct.ac.acb", 2), 1, 3},
+		{"delta-rs/delta-0.8.0-special-partition", sqlexpr.Eq("x", "A/A"), 1, 1},
+		{"delta-rs/delta-0.8.0-partitioned", sqlexpr.And(sqlexpr.Eq("year", "2021"), sqlexpr.Eq("month", "12")), 3, 2},
+		{"dat/basic_partitioned/delta", sqlexpr.IsNull("letter"), 1, 1},
+		{"dat/basic_partitioned/delta", sqlexpr.Not(sqlexpr.IsNull("letter")), 5, 5},
+		{"delta-rs/delta-0.8.0", sqlexpr.Gt("value", 2), 1, 1},
+		{"delta-golden/kernel-timestamp-TIMESTAMP_MICROS", sqlexpr.Lt("time", time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)), 1, 1},
+		{"delta-golden/data-reader-partition-values", sqlexpr.In("as_int", 0, 1), 2, 2},
+		{"delta-golden/data-reader-partition-values", sqlexpr.Eq("as_nested_struct.ac.acb", 2), 1, 3},
 		// files: every live add whose partition value is "3", counted from the log below
-		{"delta-golden/dv-partitioned-with-checkpoint", Eq("part", 3), 5, -1},
+		{"delta-golden/dv-partitioned-with-checkpoint", sqlexpr.Eq("part", 3), 5, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.dir+" "+c.filter.String(), func(t *testing.T) {

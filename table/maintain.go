@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -124,7 +126,7 @@ type OptimizeOptions struct {
 	// alone (default: the table's WriteOptions.TargetFileSize).
 	TargetSize int64
 	// Filter limits optimize to the partitions it may match (partition columns only).
-	Filter Expr
+	Filter sqlexpr.Expr
 }
 
 // OptimizeResult reports what optimize changed.
@@ -180,15 +182,15 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 	}
 	target := opts.TargetSize
 	if target <= 0 {
-		target = t.write.withDefaults().TargetFileSize
+		target = t.write.WithDefaults().TargetFileSize
 	}
-	var pred *Predicate
+	var pred *sqlexpr.Predicate
 	if opts.Filter != nil {
-		if pred, err = Bind(opts.Filter, schema, snap.PartitionColumns()); err != nil {
+		if pred, err = sqlexpr.Bind(opts.Filter, schema, snap.PartitionColumns()); err != nil {
 			return OptimizeResult{Version: -1}, err
 		}
 		if !pred.OnlyPartitionColumns() {
-			return OptimizeResult{Version: -1}, fmt.Errorf("%w: optimize filter %s must use partition columns only", ErrBadPredicate, pred)
+			return OptimizeResult{Version: -1}, fmt.Errorf("%w: optimize filter %s must use partition columns only", sqlexpr.ErrBadPredicate, pred)
 		}
 	}
 	tag := strconv.FormatInt(target, 10)
@@ -205,7 +207,7 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 		if a.Size >= target || packedSize(a, tag) >= target || (pred != nil && !pred.MayMatch(a)) {
 			continue
 		}
-		key := PartitionDir(physical, a.PartitionValues)
+		key := pq.PartitionDir(physical, a.PartitionValues)
 		groups[key] = append(groups[key], a)
 	}
 	keys := make([]string, 0, len(groups))

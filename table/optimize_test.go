@@ -9,10 +9,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 const optSchema = `{"type":"struct","fields":[
@@ -51,7 +54,7 @@ func optAppend(t *testing.T, r *rand.Rand, tbl *Table, schema *txlog.StructType,
 	var want []string
 	id := first
 	for f := 0; f < files; f++ {
-		b, err := NewBatch(schema)
+		b, err := pq.NewBatch(schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +78,7 @@ func optAppend(t *testing.T, r *rand.Rand, tbl *Table, schema *txlog.StructType,
 			want = append(want, key+"/"+part+"/"+string(payload))
 			id++
 		}
-		if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); err != nil {
+		if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +145,7 @@ func TestOptimizeSettles(t *testing.T) {
 			for seed := uint64(1); seed <= 2; seed++ {
 				t.Run(fmt.Sprintf("%s/parts=%d/seed=%d", name, parts, seed), func(t *testing.T) {
 					r := rand.New(rand.NewPCG(seed, uint64(parts)))
-					schema := mustSchema(t, optSchema)
+					schema := pqtest.MustSchema(t, optSchema)
 					b := mem.New()
 					tbl := Open(b)
 					var partCols []string

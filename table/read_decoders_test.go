@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/objstore/mem"
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // Decoder probes for the class of issue 25: an empty / nil / zero-count case taken for a
@@ -102,15 +104,15 @@ func decLeaves() []decLeaf {
 		}},
 		{"dec32", parquet.Decimal(2, 9, parquet.Int32Type), `"decimal(9,2)"`, func(i int) (parquet.Value, any) {
 			v := int32(i%101) - 50
-			return parquet.Int32Value(v), Decimal{Unscaled: DecimalFromInt64(int64(v)), Scale: 2}
+			return parquet.Int32Value(v), pq.Decimal{Unscaled: pq.DecimalFromInt64(int64(v)), Scale: 2}
 		}},
 		{"dec64", parquet.Decimal(3, 18, parquet.Int64Type), `"decimal(18,3)"`, func(i int) (parquet.Value, any) {
 			v := int64(i%103)*1_000_000_007 - 50_000_000_000
-			return parquet.Int64Value(v), Decimal{Unscaled: DecimalFromInt64(v), Scale: 3}
+			return parquet.Int64Value(v), pq.Decimal{Unscaled: pq.DecimalFromInt64(v), Scale: 3}
 		}},
 		{"decflba", parquet.Decimal(4, 30, parquet.FixedLenByteArrayType(13)), `"decimal(30,4)"`, func(i int) (parquet.Value, any) {
-			d := DecimalFromInt64(int64(i%107) - 53)
-			return parquet.FixedLenByteArrayValue(d.Bytes(nil, 13)), Decimal{Unscaled: d, Scale: 4}
+			d := pq.DecimalFromInt64(int64(i%107) - 53)
+			return parquet.FixedLenByteArrayValue(d.Bytes(nil, 13)), pq.Decimal{Unscaled: d, Scale: 4}
 		}},
 	}
 }
@@ -247,7 +249,7 @@ func buildDecFile(t testing.TB, o decOpts) *decFile {
 }
 
 // checkDecoded compares the batches of a whole file with the wanted columns.
-func checkDecoded(t *testing.T, label string, batches []*Batch, want [][]any, names []string) {
+func checkDecoded(t *testing.T, label string, batches []*pq.Batch, want [][]any, names []string) {
 	t.Helper()
 	for c := range want {
 		var got []any
@@ -300,7 +302,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 				t.Run(label, func(t *testing.T) {
 					f := buildDecFile(t, o)
 					checkPages(t, f.data)
-					batches, err := DecodeFile(bytes.NewReader(f.data), int64(len(f.data)), f.schema)
+					batches, err := pq.DecodeFile(bytes.NewReader(f.data), int64(len(f.data)), f.schema)
 					if err != nil {
 						t.Fatalf("flat: %v", err)
 					}
@@ -318,7 +320,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 						want = append(want, f.want[k], f.want[k])
 						names = append(names, fd.Name, up.Name)
 					}
-					batches, err = DecodeFile(bytes.NewReader(f.data), int64(len(f.data)), dup)
+					batches, err = pq.DecodeFile(bytes.NewReader(f.data), int64(len(f.data)), dup)
 					if err != nil {
 						t.Fatalf("general: %v", err)
 					}
@@ -332,7 +334,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 						t.Fatal(err)
 					}
 					fs := &FileScan{Bucket: bucket, Schema: f.schema}
-					var rb ReadBuffer
+					var rb pq.ReadBuffer
 					got := make([][]any, len(f.want))
 					for b, err := range fs.ReadWith(ctx, []*txlog.Add{{Path: "f.parquet", Size: int64(len(f.data))}}, &rb) {
 						if err != nil {

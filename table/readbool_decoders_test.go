@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/objstore/mem"
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // Boolean pages encoded with RLE as the Parquet spec describes them (Encodings.md, "Run
@@ -339,7 +341,7 @@ func checkBoolFile(t *testing.T, data []byte, rows []bRow) {
 		t.Fatal(err)
 	}
 	// check compares the batches read so far (from row *i on) with rows.
-	check := func(label string, b *Batch, cols []int, i *int) {
+	check := func(label string, b *pq.Batch, cols []int, i *int) {
 		t.Helper()
 		for k := 0; k < b.Len(); k++ {
 			if *i >= len(rows) {
@@ -360,7 +362,7 @@ func checkBoolFile(t *testing.T, data []byte, rows []bRow) {
 			t.Fatalf("%s: %d rows, want %d", label, i, len(rows))
 		}
 	}
-	batches, err := DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
+	batches, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
 	if err != nil {
 		t.Fatalf("DecodeFile: %v", err)
 	}
@@ -562,8 +564,8 @@ func TestDecodersRLEBooleansUnsupported(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := buildBoolFile(t, rows, []int{50}, o, rand.New(rand.NewSource(2)))
 			only := &txlog.StructType{Fields: []txlog.StructField{*schema.Field("o")}}
-			_, err := DecodeFile(bytes.NewReader(data), int64(len(data)), only)
-			if !errors.Is(err, ErrBadDataFile) || !strings.Contains(err.Error(), "column o") {
+			_, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), only)
+			if !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "column o") {
 				t.Fatalf("got %v, want ErrBadDataFile naming column o", err)
 			}
 		})

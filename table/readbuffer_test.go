@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -14,18 +16,18 @@ import (
 // plain Read.
 func TestReadWithSharedBuffer(t *testing.T) {
 	ctx := context.Background()
-	all, _ := allTypesBatch(t)
+	all, _ := pqtest.AllTypesBatch(t)
 	tbl := Open(mem.New())
 	if _, err := tbl.Create(ctx, all.Schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Files of 1, all and 3x all rows, so that a later file needs more room than the last.
-	one, err := NewBatch(all.Schema)
+	one, err := pq.NewBatch(all.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	one.AppendRow(all, all.Len()-1)
-	for _, bs := range [][]*Batch{{all}, {one}, {all, all, all}} {
+	for _, bs := range [][]*pq.Batch{{all}, {one}, {all, all, all}} {
 		if _, err := tbl.Append(ctx, bs, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -38,10 +40,10 @@ func TestReadWithSharedBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	render := func(b *Batch) []string {
+	render := func(b *pq.Batch) []string {
 		var rows []string
 		for i := range b.Len() {
-			rows = append(rows, string(AppendJSONRow(nil, b, i)))
+			rows = append(rows, string(pq.AppendJSONRow(nil, b, i)))
 		}
 		return rows
 	}
@@ -52,7 +54,7 @@ func TestReadWithSharedBuffer(t *testing.T) {
 		}
 		want = append(want, render(b)...)
 	}
-	var buf ReadBuffer
+	var buf pq.ReadBuffer
 	for _, add := range snap.Files() {
 		for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, &buf) {
 			if err != nil {

@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
-	"github.com/parquet-go/parquet-go"
 )
 
 // otherWriterRow is shaped the way other writers lay files out: millisecond and nanosecond
@@ -38,21 +41,21 @@ func TestReadOtherWritersLayouts(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	schema := mustSchema(t, `{"type":"struct","fields":[
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[
 		{"name":"millis","type":"timestamp","nullable":true,"metadata":{}},
 		{"name":"nanos","type":"timestamp","nullable":true,"metadata":{}},
 		{"name":"dec","type":"decimal(12,2)","nullable":true,"metadata":{}},
 		{"name":"legacy","type":{"type":"array","elementType":"integer","containsNull":false},"nullable":true,"metadata":{}},
 		{"name":"logical name","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":5,"delta.columnMapping.physicalName":"col-5f42"}},
 		{"name":"absent","type":"long","nullable":true,"metadata":{}}]}`)
-	got, err := DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), schema)
+	got, err := pq.DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := got[0]
 	want := [][]any{
-		{ts, ts.Add(1 * time.Microsecond), Decimal{DecimalFromInt64(-12345), 2}, []any{int32(1), int32(2)}, "x", nil},
-		{time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC(), Decimal{DecimalFromInt64(0), 2}, []any{}, "y", nil},
+		{ts, ts.Add(1 * time.Microsecond), pq.Decimal{Unscaled: pq.DecimalFromInt64(-12345), Scale: 2}, []any{int32(1), int32(2)}, "x", nil},
+		{time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC(), pq.Decimal{Unscaled: pq.DecimalFromInt64(0), Scale: 2}, []any{}, "y", nil},
 	}
 	for i := range want {
 		if g, w := canonRows([][]any{b.Row(i)}), canonRows(want[i:i+1]); !slices.Equal(g, w) {
@@ -60,11 +63,11 @@ func TestReadOtherWritersLayouts(t *testing.T) {
 		}
 	}
 	// A type the file cannot hold is an error naming the column.
-	bad := mustSchema(t, `{"type":"struct","fields":[{"name":"col-5f42","type":"long","nullable":true,"metadata":{}}]}`)
-	if _, err := DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), bad); err == nil || !bytes.Contains([]byte(err.Error()), []byte("col-5f42")) {
+	bad := pqtest.MustSchema(t, `{"type":"struct","fields":[{"name":"col-5f42","type":"long","nullable":true,"metadata":{}}]}`)
+	if _, err := pq.DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), bad); err == nil || !bytes.Contains([]byte(err.Error()), []byte("col-5f42")) {
 		t.Errorf("want an error naming the column, got %v", err)
 	}
-	if _, err := DecodeFile(bytes.NewReader(buf.Bytes()[:buf.Len()/2]), int64(buf.Len()/2), schema); err == nil {
+	if _, err := pq.DecodeFile(bytes.NewReader(buf.Bytes()[:buf.Len()/2]), int64(buf.Len()/2), schema); err == nil {
 		t.Error("a truncated file must fail")
 	}
 }
@@ -73,15 +76,15 @@ func TestReadOtherWritersLayouts(t *testing.T) {
 // checks physical names in the file, the stats and the partition values.
 func TestColumnMappingWriteRead(t *testing.T) {
 	ctx := context.Background()
-	schema := mustSchema(t, `{"type":"struct","fields":[
+	schema := pqtest.MustSchema(t, `{"type":"struct","fields":[
 		{"name":"id","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-a"}},
 		{"name":"p","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-b"}}]}`)
 	b := mem.New()
-	w, err := NewDataWriter(b, schema, []string{"p"}, WriteOptions{})
+	w, err := NewDataWriter(b, schema, []string{"p"}, pq.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, _ := NewBatch(schema)
+	batch, _ := pq.NewBatch(schema)
 	batch.Columns[0].AppendInt64(7)
 	batch.Columns[1].AppendString("q")
 	if err := w.Write(ctx, batch); err != nil {
@@ -117,21 +120,4 @@ func TestColumnMappingWriteRead(t *testing.T) {
 	if len(rows) != 1 || rows[0][0] != int64(7) || rows[0][1] != "q" {
 		t.Errorf("rows %v", rows)
 	}
-}
-
-func FuzzDecodeFile(f *testing.F) {
-	b, _ := allTypesBatch(f)
-	data, _, err := EncodeFile(b.Schema, []*Batch{b}, WriteOptions{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(data)
-	f.Add(data[:len(data)-10])
-	mid := append([]byte{}, data...)
-	mid[len(mid)/2] ^= 0x55
-	f.Add(mid)
-	f.Add([]byte("PAR1PAR1"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		DecodeFile(bytes.NewReader(in), int64(len(in)), b.Schema) // an error, never a panic
-	})
 }

@@ -11,8 +11,10 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/table/tabletest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -66,14 +68,14 @@ func checkReaders(t *testing.T, r *rand.Rand, rows int, nested bool, seed uint64
 
 // checkReadersWith writes one random batch of rows rows with the given write options (random
 // ones when nil) and compares every read path with it.
-func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed uint64, fixed *table.WriteOptions) {
+func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed uint64, fixed *pq.WriteOptions) {
 	ctx := context.Background()
-	schema := tabletest.RandomSchema(r, nested)
-	want, shapes, err := tabletest.RandomBatch(r, schema, rows)
+	schema := pqtest.RandomSchema(r, nested)
+	want, shapes, err := pqtest.RandomBatch(r, schema, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := tabletest.RandomWriteOptions(r, rows)
+	opts := pqtest.RandomWriteOptions(r, rows)
 	if fixed != nil {
 		opts = *fixed
 	}
@@ -89,7 +91,7 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Append(ctx, []*table.Batch{want}, table.AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{want}, table.AppendOptions{}); err != nil {
 		t.Fatalf("append: %v\n%s", err, describe())
 	}
 	snap, err := tbl.Latest(ctx)
@@ -99,13 +101,13 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 	adds := snap.Files()
 
 	// DecodeFile, file by file.
-	var decoded []*table.Batch
+	var decoded []*pq.Batch
 	for _, a := range adds {
 		data, err := objstore.ReadAll(ctx, bucket, a.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bs, err := table.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
+		bs, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
 		if err != nil {
 			t.Fatalf("DecodeFile %s: %v\n%s", a.Path, err, describe())
 		}
@@ -113,13 +115,13 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 	}
 	compareByID(t, "DecodeFile", want, nil, decoded, describe)
 
-	scan := func(cols []string, filter table.Expr, buf *table.ReadBuffer) []*table.Batch {
+	scan := func(cols []string, filter sqlexpr.Expr, buf *pq.ReadBuffer) []*pq.Batch {
 		t.Helper()
 		fs, err := tbl.FileScan(snap, cols, filter)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []*table.Batch
+		var out []*pq.Batch
 		for b, err := range fs.ReadWith(ctx, adds, buf) {
 			if err != nil {
 				t.Fatalf("scan %v where %v: %v\n%s", cols, filter, err, describe())
@@ -132,7 +134,7 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 		return out
 	}
 	compareByID(t, "full scan", want, nil, scan(nil, nil, nil), describe)
-	compareByID(t, "ReadWith", want, nil, scan(nil, nil, &table.ReadBuffer{}), describe)
+	compareByID(t, "ReadWith", want, nil, scan(nil, nil, &pq.ReadBuffer{}), describe)
 
 	// A projection: a few columns in a new order, "id" among them to line rows up.
 	names := []string{}
@@ -157,15 +159,15 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 			keep[i] = !want.Columns[ci].IsNull(i)
 		}
 		compareByID(t, "selection "+col.Name+" IS NOT NULL", want.Filter(keep), nil,
-			scan(nil, table.IsNotNull(col.Name), &table.ReadBuffer{}), describe)
+			scan(nil, sqlexpr.IsNotNull(col.Name), &pq.ReadBuffer{}), describe)
 	}
 }
 
 func isDecimal(t txlog.DataType) bool { _, ok := t.(txlog.DecimalType); return ok }
 
-func copyBatch(t *testing.T, b *table.Batch) *table.Batch {
+func copyBatch(t *testing.T, b *pq.Batch) *pq.Batch {
 	t.Helper()
-	c, err := table.NewBatch(b.Schema)
+	c, err := pq.NewBatch(b.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func copyBatch(t *testing.T, b *table.Batch) *table.Batch {
 // compareByID checks that got holds exactly the rows of want (projected to cols, all when
 // nil), in any file order but with the row order of each file kept: rows are matched on the
 // "id" column, which the generator sets to the row number.
-func compareByID(t *testing.T, path string, want *table.Batch, cols []string, got []*table.Batch, describe func() string) {
+func compareByID(t *testing.T, path string, want *pq.Batch, cols []string, got []*pq.Batch, describe func() string) {
 	t.Helper()
 	if cols == nil {
 		for _, f := range want.Schema.Fields {
@@ -229,7 +231,7 @@ func compareByID(t *testing.T, path string, want *table.Batch, cols []string, go
 
 // sameCell compares row i of a with row j of b structurally, floats by their bits: it reads
 // the column buffers directly, not through the accessors the reader's tests use.
-func sameCell(a *table.Column, i int, b *table.Column, j int) bool {
+func sameCell(a *pq.Column, i int, b *pq.Column, j int) bool {
 	if a.Kind != b.Kind {
 		return false
 	}
@@ -237,28 +239,28 @@ func sameCell(a *table.Column, i int, b *table.Column, j int) bool {
 		return a.IsNull(i) == b.IsNull(j)
 	}
 	switch a.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		return a.Int64[i] == b.Int64[j]
-	case table.KindInt32:
+	case pq.KindInt32:
 		return a.Int32[i] == b.Int32[j]
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		return math.Float64bits(a.Float64[i]) == math.Float64bits(b.Float64[j])
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		return math.Float32bits(a.Float32[i]) == math.Float32bits(b.Float32[j])
-	case table.KindBool:
+	case pq.KindBool:
 		return a.Bool[i] == b.Bool[j]
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		return a.Decimal[i] == b.Decimal[j]
-	case table.KindBytes:
+	case pq.KindBytes:
 		return bytes.Equal(a.Data[a.Offsets[i]:a.Offsets[i+1]], b.Data[b.Offsets[j]:b.Offsets[j+1]])
-	case table.KindStruct:
+	case pq.KindStruct:
 		for k := range a.Children {
 			if !sameCell(a.Children[k], i, b.Children[k], j) {
 				return false
 			}
 		}
 		return true
-	case table.KindList, table.KindMap:
+	case pq.KindList, pq.KindMap:
 		as, ae := int(a.Offsets[i]), int(a.Offsets[i+1])
 		bs, be := int(b.Offsets[j]), int(b.Offsets[j+1])
 		if ae-as != be-bs {
@@ -289,7 +291,7 @@ func FuzzReadersAgreeWithWrittenData(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, rows, pageBytes, groupRows uint16, nested bool) {
 		n := 1 + int(rows)%4000
 		r := rand.New(rand.NewPCG(seed, 0x25))
-		opts := tabletest.RandomWriteOptions(r, n)
+		opts := pqtest.RandomWriteOptions(r, n)
 		opts.PageBufferSize = int(pageBytes)
 		opts.RowGroupRows = int(groupRows)
 		checkReadersWith(t, r, n, nested, seed, &opts)

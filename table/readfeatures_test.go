@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
-	"github.com/parquet-go/parquet-go"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 )
 
 // These tests build Delta tables by hand, as other engines write them: the log's JSON lines
@@ -84,7 +87,7 @@ func scanJSON(t *testing.T, tbl *Table) ([]string, error) {
 			return nil, err
 		}
 		for i := range b.Len() {
-			out = append(out, string(AppendJSONRow(nil, b, i)))
+			out = append(out, string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	slices.Sort(out)
@@ -302,13 +305,13 @@ func TestTypeWidening(t *testing.T) {
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}`, schema, nil,
 		handFile{path: "part-0.parquet", data: old, stats: oldStats}, handFile{path: "part-1.parquet", data: newer})
 	for _, c := range []struct {
-		filter Expr
+		filter sqlexpr.Expr
 		ids    []string
 	}{
-		{Ge("d", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)), []string{"-7", "1099511627776"}},
-		{Ge("dec", "123.45"), []string{"-7", "1099511627776"}},
-		{Eq("k", "42.00"), []string{"-7", "1099511627776"}},
-		{Ge("i", int64(2147483647)), []string{"1099511627776", "2147483647"}},
+		{sqlexpr.Ge("d", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)), []string{"-7", "1099511627776"}},
+		{sqlexpr.Ge("dec", "123.45"), []string{"-7", "1099511627776"}},
+		{sqlexpr.Eq("k", "42.00"), []string{"-7", "1099511627776"}},
+		{sqlexpr.Ge("i", int64(2147483647)), []string{"1099511627776", "2147483647"}},
 	} {
 		var got []string
 		for batch, err := range Open(b).Scan(t.Context(), ScanOptions{Filter: c.filter}) {
@@ -330,7 +333,7 @@ func TestTypeWidening(t *testing.T) {
 	narrowed := strings.Replace(schema, `"decimal(10,4)"`, `"decimal(10,1)"`, 1)
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}`, narrowed, nil,
 		handFile{path: "part-0.parquet", data: old})
-	if _, err := scanJSON(t, Open(b)); !errors.Is(err, ErrBadDataFile) || !strings.Contains(err.Error(), "dec") {
+	if _, err := scanJSON(t, Open(b)); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "dec") {
 		t.Fatalf("narrowed decimal: %v", err)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // Hand-built Parquet files, byte by byte, for layouts the format allows but parquet-go's
@@ -335,7 +337,7 @@ func TestDecodersHandBuiltPages(t *testing.T) {
 			}
 			// The oracle check: parquet-go's generic row reader sees the encoded rows.
 			checkGenericRows(t, data, c.want)
-			batches, err := DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
+			batches, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
 			if err != nil {
 				t.Fatalf("flat: %v", err)
 			}
@@ -350,7 +352,7 @@ func TestDecodersHandBuiltPages(t *testing.T) {
 				want = append(want, c.want[k], c.want[k])
 				dnames = append(dnames, f.Name, g.Name)
 			}
-			batches, err = DecodeFile(bytes.NewReader(data), int64(len(data)), dup)
+			batches, err = pq.DecodeFile(bytes.NewReader(data), int64(len(data)), dup)
 			if err != nil {
 				t.Fatalf("general: %v", err)
 			}
@@ -363,14 +365,14 @@ func TestDecodersHandBuiltPages(t *testing.T) {
 // which validates the hand-built bytes independently of our reader.
 func checkGenericRows(t *testing.T, data []byte, want [][]any) {
 	t.Helper()
-	f, err := openParquet(bytes.NewReader(data), int64(len(data)))
+	f, err := pq.OpenParquet(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatalf("parquet-go cannot open the hand-built file: %v", err)
 	}
 	var got [][]any = make([][]any, len(want))
 	for _, rg := range f.RowGroups() {
 		for c, cc := range rg.ColumnChunks() {
-			vals, err := readColumnChunk(cc, nil)
+			vals, err := pq.ReadColumnChunk(cc, nil)
 			if err != nil {
 				t.Fatalf("parquet-go cannot read column %d: %v", c, err)
 			}
@@ -407,11 +409,11 @@ func TestDecodersV2EmptyPageWithoutLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
+	_, err = pq.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
 	if err == nil {
 		t.Fatalf("parquet-go now reads a v2 page of zero values without levels: expect rows [a <nil> c] here")
 	}
-	if !errors.Is(err, ErrBadDataFile) {
+	if !errors.Is(err, pq.ErrBadDataFile) {
 		t.Fatalf("error %v is not ErrBadDataFile", err)
 	}
 	t.Logf("known parquet-go v0.32.0 limitation, reported as: %v", err)
@@ -474,8 +476,8 @@ func legacyCases() []legacyCase {
 		},
 		rows:   4,
 		schema: `{"type":"struct","fields":[{"name":"l","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}}]},"containsNull":true},"nullable":true,"metadata":{}}]}`,
-		want: []any{nil, []any{}, []any{[]Field{{"a", nil}}},
-			[]any{[]Field{{"a", int64(7)}}, []Field{{"a", nil}}}},
+		want: []any{nil, []any{}, []any{[]pq.Field{{Name: "a", Value: nil}}},
+			[]any{[]pq.Field{{Name: "a", Value: int64(7)}}, []pq.Field{{Name: "a", Value: nil}}}},
 	}, {
 		name: "struct whose first table field is not in the file",
 		elems: []format.SchemaElement{{Name: "schema", NumChildren: one},
@@ -485,7 +487,7 @@ func legacyCases() []legacyCase {
 		pages:  []hpage{{defs: []int{0, 1}}, {defs: []int{2, 0}, vals: [][]byte{b(1)}}},
 		rows:   4,
 		schema: `{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"b","type":"long","nullable":true,"metadata":{}},{"name":"a","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}`,
-		want:   []any{nil, []Field{{"b", nil}, {"a", nil}}, []Field{{"b", nil}, {"a", int64(1)}}, nil},
+		want:   []any{nil, []pq.Field{{Name: "b", Value: nil}, {Name: "a", Value: nil}}, []pq.Field{{Name: "b", Value: nil}, {Name: "a", Value: int64(1)}}, nil},
 	}, {
 		name: "two-level list of structs with no field in the file",
 		elems: []format.SchemaElement{{Name: "schema", NumChildren: one},
@@ -499,8 +501,8 @@ func legacyCases() []legacyCase {
 		},
 		rows:   4,
 		schema: `{"type":"struct","fields":[{"name":"l","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"b","type":"long","nullable":true,"metadata":{}}]},"containsNull":true},"nullable":true,"metadata":{}}]}`,
-		want: []any{nil, []any{}, []any{[]Field{{"b", nil}}},
-			[]any{[]Field{{"b", nil}}, []Field{{"b", nil}}}},
+		want: []any{nil, []any{}, []any{[]pq.Field{{Name: "b", Value: nil}}},
+			[]any{[]pq.Field{{Name: "b", Value: nil}}, []pq.Field{{Name: "b", Value: nil}}}},
 	}, {
 		// The table's struct has no field the file's has (a field dropped and another added
 		// under column mapping, say). A row whose struct is present in the file is a struct
@@ -513,7 +515,7 @@ func legacyCases() []legacyCase {
 		pages:  []hpage{{defs: []int{0, 1}}, {defs: []int{2, 0}, vals: [][]byte{b(1)}}},
 		rows:   4,
 		schema: `{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"b","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}`,
-		want:   []any{nil, []Field{{"b", nil}}, []Field{{"b", nil}}, nil},
+		want:   []any{nil, []pq.Field{{Name: "b", Value: nil}}, []pq.Field{{Name: "b", Value: nil}}, nil},
 	}}
 }
 
@@ -533,7 +535,7 @@ func TestDecodersLegacyLists(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				batches, err := DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
+				batches, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), schema)
 				if err != nil {
 					t.Fatal(err)
 				}

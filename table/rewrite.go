@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -19,18 +21,18 @@ type Rewrite struct {
 	Snapshot *txlog.Snapshot
 	// Read is the predicate the rewrite read the table with, for conflict detection; nil: the
 	// whole table.
-	Read *Predicate
+	Read *sqlexpr.Predicate
 	// Candidates are the files offered to File (usually those Read may match).
 	Candidates []*txlog.Add
 	// File decides for one candidate: replace it (removed, with rows written in its place) or
 	// leave it. read returns the file's rows.
-	File func(ctx context.Context, f *txlog.Add, read func() ([]*Batch, error)) (replace bool, rows []*Batch, err error)
+	File func(ctx context.Context, f *txlog.Add, read func() ([]*pq.Batch, error)) (replace bool, rows []*pq.Batch, err error)
 	// Insert, when set, returns rows to add after every file was seen.
-	Insert func() ([]*Batch, error)
+	Insert func() ([]*pq.Batch, error)
 	// InsertEach, when set, adds rows after Insert's by handing them to write a batch at a
 	// time: each is encoded before write returns, so the caller may reuse or drop it and the
 	// rows of a large rewrite need not all be held at once. Still one commit at the end.
-	InsertEach func(ctx context.Context, write func(*Batch) error) error
+	InsertEach func(ctx context.Context, write func(*pq.Batch) error) error
 	// Txn makes the commit idempotent: a table holding it already is not rewritten again.
 	Txn *AppTxn
 	// Isolation is the commit's isolation level ("": txlog's default).
@@ -103,7 +105,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	for _, f := range rw.Candidates {
 		read = append(read, f.Path)
 		res.FilesRead++
-		replace, rows, err := rw.File(ctx, f, func() ([]*Batch, error) { return fs.ReadFile(ctx, f) })
+		replace, rows, err := rw.File(ctx, f, func() ([]*pq.Batch, error) { return fs.ReadFile(ctx, f) })
 		if err != nil {
 			return res, err
 		}
@@ -126,7 +128,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		}
 	}
 	if rw.InsertEach != nil {
-		if err := rw.InsertEach(ctx, func(b *Batch) error { return w.Write(ctx, b) }); err != nil {
+		if err := rw.InsertEach(ctx, func(b *pq.Batch) error { return w.Write(ctx, b) }); err != nil {
 			return res, err
 		}
 	}
@@ -167,7 +169,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	return res, nil
 }
 
-func writeAll(ctx context.Context, w *DataWriter, rows []*Batch) error {
+func writeAll(ctx context.Context, w *DataWriter, rows []*pq.Batch) error {
 	for _, b := range rows {
 		if err := w.Write(ctx, b); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -30,12 +31,12 @@ func TestRewriteUnchanged(t *testing.T) {
 			if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			b, err := NewBatch(schema)
+			b, err := pq.NewBatch(schema)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b.Columns[0].AppendInt64(1)
-			if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); err != nil {
+			if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			snap, err := tbl.Log().Snapshot(ctx)
@@ -55,7 +56,7 @@ func TestRewriteUnchanged(t *testing.T) {
 			before := objects()
 			asked := false
 			res, err := tbl.Rewrite(ctx, Rewrite{Snapshot: snap, Candidates: snap.Files(), Txn: tc.txn,
-				File: func(_ context.Context, _ *txlog.Add, read func() ([]*Batch, error)) (bool, []*Batch, error) {
+				File: func(_ context.Context, _ *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 					rows, err := read()
 					return true, rows, err
 				},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -18,9 +20,9 @@ var ErrRowRuleViolated = errors.New("table: row violates a table rule")
 
 // rowRule is one rule every new row of a table must satisfy: true, not false or NULL.
 type rowRule struct {
-	what string // "CHECK constraint positive", "invariant of column x", "generated column d"
-	text string // the expression the table stores
-	expr Expr   // what is evaluated (for a generated column: value <=> expression)
+	what string       // "CHECK constraint positive", "invariant of column x", "generated column d"
+	text string       // the expression the table stores
+	expr sqlexpr.Expr // what is evaluated (for a generated column: value <=> expression)
 }
 
 // RowRules are the rules of a table that every row a writer adds must satisfy (PROTOCOL.md
@@ -58,9 +60,9 @@ func rowRulesOf(m txlog.Metadata, schema *txlog.StructType) (*RowRules, error) {
 			WayOut: "write the table with Spark, or drop the rule (ALTER TABLE ... DROP CONSTRAINT for a CHECK constraint)"}
 	}
 	add := func(feature, what, text, check string) error {
-		e, err := ParseSQL(check)
+		e, err := sqlexpr.ParseSQL(check)
 		if err == nil {
-			_, err = CompileSQL(e, schema)
+			_, err = sqlexpr.CompileSQL(e, schema)
 		}
 		if err != nil {
 			return refuse(feature, what, text, err)
@@ -144,7 +146,7 @@ func invariantExpression(raw json.RawMessage) (string, error) {
 // use, so each DataWriter has its own).
 type boundRule struct {
 	rule rowRule
-	prog *Program
+	prog *sqlexpr.Program
 }
 
 func (r *RowRules) bind(schema *txlog.StructType) ([]boundRule, error) {
@@ -153,7 +155,7 @@ func (r *RowRules) bind(schema *txlog.StructType) ([]boundRule, error) {
 	}
 	out := make([]boundRule, len(r.rules))
 	for i, rule := range r.rules {
-		p, err := CompileSQL(rule.expr, schema)
+		p, err := sqlexpr.CompileSQL(rule.expr, schema)
 		if err != nil {
 			return nil, fmt.Errorf("table: %s (%s): %w", rule.what, rule.text, err)
 		}
@@ -164,7 +166,7 @@ func (r *RowRules) bind(schema *txlog.StructType) ([]boundRule, error) {
 
 // checkRows evaluates every rule over the rows of view (nil rows: all of them) and names the
 // first row that is not true.
-func checkRows(rules []boundRule, view *Batch, rows []int, now time.Time) error {
+func checkRows(rules []boundRule, view *pq.Batch, rows []int, now time.Time) error {
 	for _, br := range rules {
 		value, null := br.prog.Eval(view, now)
 		bad := func(r int) bool { return !value[r] || null != nil && null[r] }
@@ -267,7 +269,7 @@ func leafIndex(schema *txlog.StructType, path []string) (int, bool) {
 }
 
 // describeRow renders a row as name=value pairs for an error message.
-func describeRow(b *Batch, r int) string {
+func describeRow(b *pq.Batch, r int) string {
 	vals := b.Row(r)
 	parts := make([]string, len(vals))
 	for i, v := range vals {

@@ -6,9 +6,12 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // FileScan reads live data files of one table version: projection, partition values,
@@ -17,8 +20,8 @@ type FileScan struct {
 	Bucket        objstore.Bucket
 	Schema        *txlog.StructType // the table's logical schema
 	PartitionCols []string
-	Columns       []string   // projected columns (nil: all), in the order wanted
-	Filter        *Predicate // optional; bound to Schema
+	Columns       []string           // projected columns (nil: all), in the order wanted
+	Filter        *sqlexpr.Predicate // optional; bound to Schema
 	// OpenURL reaches files named by absolute paths outside the table root (nil: none).
 	OpenURL OpenURL
 }
@@ -47,8 +50,8 @@ func (s *FileScan) projection() (out, read *txlog.StructType, err error) {
 	read = out
 	if s.Filter != nil {
 		read = &txlog.StructType{Fields: append([]txlog.StructField(nil), out.Fields...)}
-		s.Filter.b.cols(func(r *colRef) {
-			top := s.Schema.Fields[r.path[0]]
+		s.Filter.TopFields(func(i int) {
+			top := s.Schema.Fields[i]
 			if read.FieldIndex(top.Name) < 0 {
 				read.Fields = append(read.Fields, top)
 			}
@@ -81,23 +84,14 @@ func (s *FileScan) Files(files []*txlog.Add) []*txlog.Add {
 }
 
 // Read yields the batches of the given files, one per row group with at least one row left.
-func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*Batch, error] {
+func (s *FileScan) Read(ctx context.Context, files []*txlog.Add) iter.Seq2[*pq.Batch, error] {
 	return s.ReadWith(ctx, files, nil)
-}
-
-// ReadBuffer lets successive reads share their decoding buffers. A caller that is done with
-// each batch before it asks for the next passes the same ReadBuffer to every ReadWith: the
-// columns of one row group are then decoded into the buffers of the last, instead of into
-// memory allocated (and zeroed) afresh. The zero value is ready to use; a ReadBuffer is not
-// safe for concurrent use.
-type ReadBuffer struct {
-	batch *Batch
 }
 
 // ReadWith is Read, decoding into buf's buffers when buf is not nil: a yielded batch is then
 // valid only until the next one is yielded or buf is used again.
-func (s *FileScan) ReadWith(ctx context.Context, files []*txlog.Add, buf *ReadBuffer) iter.Seq2[*Batch, error] {
-	return func(yield func(*Batch, error) bool) {
+func (s *FileScan) ReadWith(ctx context.Context, files []*txlog.Add, buf *pq.ReadBuffer) iter.Seq2[*pq.Batch, error] {
+	return func(yield func(*pq.Batch, error) bool) {
 		out, read, err := s.projection()
 		if err != nil {
 			yield(nil, err)
@@ -105,7 +99,7 @@ func (s *FileScan) ReadWith(ctx context.Context, files []*txlog.Add, buf *ReadBu
 		}
 		for _, add := range s.Files(files) {
 			stop := false
-			err := s.readFile(ctx, add, out, read, buf, func(b *Batch) bool {
+			err := s.readFile(ctx, add, out, read, buf, func(b *pq.Batch) bool {
 				if !yield(b, nil) {
 					stop = true
 					return false
@@ -124,13 +118,13 @@ func (s *FileScan) ReadWith(ctx context.Context, files []*txlog.Add, buf *ReadBu
 }
 
 // ReadFile reads one file completely (every column, no filter), as rewrites need.
-func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*Batch, error) {
-	var out []*Batch
-	err := s.readFile(ctx, add, s.Schema, s.Schema, nil, func(b *Batch) bool { out = append(out, b); return true })
+func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*pq.Batch, error) {
+	var out []*pq.Batch
+	err := s.readFile(ctx, add, s.Schema, s.Schema, nil, func(b *pq.Batch) bool { out = append(out, b); return true })
 	return out, err
 }
 
-func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *ReadBuffer, yield func(*Batch) bool) error {
+func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *pq.ReadBuffer, yield func(*pq.Batch) bool) error {
 	// Every read of the file goes through ra, which tells a failing store from a bad file.
 	ra := &storeReaderAt{}
 	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
@@ -156,22 +150,22 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		size = info.Size
 	}
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
-	f, err := openParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
+	f, err := pq.OpenParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
 		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
-		return wrap(fmt.Errorf("%w: %v", ErrBadDataFile, err))
+		return wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
 	}
-	fr, err := newFileReader(f, dataSchema)
+	fr, err := pq.NewFileReader(f, dataSchema)
 	if err != nil {
 		return wrap(err)
 	}
-	fr.reuse = buf
+	fr.Reuse = buf
 	rowBase := uint64(0)
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := fr.rowGroup(g)
+		data, err := fr.RowGroup(g)
 		if err != nil {
 			return wrap(err)
 		}
@@ -180,22 +174,22 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			// Only partition columns: no decoded column tells the row count.
 			n = int(f.RowGroups()[g].NumRows())
 		}
-		full := &Batch{Schema: read, Columns: make([]*Column, len(read.Fields))}
+		full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
 		for i, fd := range read.Fields {
 			if s.isPartition(fd.Name) {
-				col, err := NewColumn(fd.Type)
+				col, err := pq.NewColumn(fd.Type)
 				if err != nil {
 					return wrap(err)
 				}
-				one, err := NewColumn(fd.Type)
+				one, err := pq.NewColumn(fd.Type)
 				if err != nil {
 					return wrap(err)
 				}
-				if err := AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
+				if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
 					return wrap(err)
 				}
 				for r := 0; r < n; r++ {
-					col.appendFrom(one, 0)
+					col.AppendFrom(one, 0)
 				}
 				full.Columns[i] = col
 				continue
@@ -231,7 +225,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			result = full.Filter(keep)
 		}
 		if len(out.Fields) != len(read.Fields) {
-			result = &Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
+			result = &pq.Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
 		}
 		if result.Len() == 0 {
 			continue
@@ -245,8 +239,8 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 
 // tableView lays the columns of b out in the order of the table schema, with empty
 // placeholders for columns b lacks (the filter never touches those).
-func tableView(schema *txlog.StructType, b *Batch) *Batch {
-	v := &Batch{Schema: schema, Columns: make([]*Column, len(schema.Fields))}
+func tableView(schema *txlog.StructType, b *pq.Batch) *pq.Batch {
+	v := &pq.Batch{Schema: schema, Columns: make([]*pq.Column, len(schema.Fields))}
 	for i, f := range schema.Fields {
 		if j := b.Schema.FieldIndex(f.Name); j >= 0 {
 			v.Columns[i] = b.Columns[j]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/medallion-lake/medallion/sqlexpr"
 )
 
 // A projection of partition columns only leaves no data column to decode: the row count of
@@ -22,7 +24,7 @@ func TestDecodersScanPartitionColumnsOnly(t *testing.T) {
 		t.Fatalf("year, month only: got %q, want %q", got, want)
 	}
 	// With a filter on a partition column only.
-	_, rows, _ = scanFixture(t, "delta-rs/delta-0.8.0-partitioned", -1, []string{"day"}, And(Eq("year", "2021"), Eq("month", "12")))
+	_, rows, _ = scanFixture(t, "delta-rs/delta-0.8.0-partitioned", -1, []string{"day"}, sqlexpr.And(sqlexpr.Eq("year", "2021"), sqlexpr.Eq("month", "12")))
 	if len(rows) != 3 {
 		t.Fatalf("day where year=2021 and month=12: %d rows, want 3", len(rows))
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -21,16 +23,16 @@ func TestScanFilterProjectionWithoutFirstColumn(t *testing.T) {
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := NewBatch(schema)
+	b, _ := pq.NewBatch(schema)
 	for i := int64(0); i < 10; i++ {
 		b.Columns[0].AppendInt64(i)
 		b.Columns[1].AppendInt64(100 + i)
 	}
-	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var got []int64
-	for out, err := range tbl.Scan(ctx, ScanOptions{Columns: []string{"b"}, Filter: Ge("b", int64(105))}) {
+	for out, err := range tbl.Scan(ctx, ScanOptions{Columns: []string{"b"}, Filter: sqlexpr.Ge("b", int64(105))}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,16 +10,18 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 )
 
 // TestStatsMatchOracle writes a batch larger than one shred chunk through EncodeFile and a
 // partitioned DataWriter (row indexes, not ranges) and checks min/max/nullCount against
 // values computed here from the rows themselves.
 func TestStatsMatchOracle(t *testing.T) {
-	schema := mustSchema(t, benchSchema)
+	schema := pqtest.MustSchema(t, pqtest.BenchSchema)
 	rng := rand.New(rand.NewPCG(7, 11))
-	const n = 3*shredChunk + 123
-	b, err := NewBatch(schema)
+	const n = 3*pq.ShredChunk + 123
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestStatsMatchOracle(t *testing.T) {
 		ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() + rng.Int64N(1e12)
 		times = append(times, ts)
 		b.Columns[3].AppendInt64(ts)
-		if i > shredChunk && rng.IntN(5) == 0 {
+		if i > pq.ShredChunk && rng.IntN(5) == 0 {
 			b.Columns[4].AppendNull()
 			nullSrc++
 		} else {
@@ -48,7 +50,7 @@ func TestStatsMatchOracle(t *testing.T) {
 		}
 	}
 	tsString := func(us int64, up bool) string {
-		s, _ := FormatStatsTimestamp(us, up, false)
+		s, _ := pq.FormatStatsTimestamp(us, up, false)
 		return s
 	}
 	type stats struct {
@@ -82,14 +84,14 @@ func TestStatsMatchOracle(t *testing.T) {
 		}
 	}
 	t.Run("file", func(t *testing.T) {
-		_, js, err := EncodeFile(schema, []*Batch{b}, WriteOptions{})
+		_, js, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		check(t, js, n, ids, srcs, amounts, times, nullSrc)
 	})
 	t.Run("partitioned", func(t *testing.T) {
-		w, err := NewDataWriter(mem.New(), schema, []string{"event_type"}, WriteOptions{})
+		w, err := NewDataWriter(mem.New(), schema, []string{"event_type"}, pq.WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // TestStoreFailureIsNotABadFile: a network failure on any read of a data file (the footer, a
@@ -25,7 +26,7 @@ func TestStoreFailureIsNotABadFile(t *testing.T) {
 	path := files[0].Path
 	check := func(t *testing.T, what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrStoreRead) || !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrBadDataFile) {
+		if !errors.Is(err, ErrStoreRead) || !errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, pq.ErrBadDataFile) {
 			t.Fatalf("%s: %v\nwant ErrStoreRead wrapping ECONNREFUSED, not ErrBadDataFile", what, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "object store") || strings.Contains(msg, "bad data file") {

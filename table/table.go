@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -26,7 +29,7 @@ var ErrReplaceWhereMismatch = errors.New("table: written data does not conform t
 type Table struct {
 	bucket objstore.Bucket
 	log    *txlog.Log
-	write  WriteOptions
+	write  pq.WriteOptions
 	now    func() time.Time
 	open   OpenURL // nil: files outside the table root are out of reach
 
@@ -38,7 +41,7 @@ type Table struct {
 type Option func(*Table)
 
 // WithWriteOptions sets the data file options (compression, row groups, file size).
-func WithWriteOptions(o WriteOptions) Option { return func(t *Table) { t.write = o } }
+func WithWriteOptions(o pq.WriteOptions) Option { return func(t *Table) { t.write = o } }
 
 // WithClock sets the clock used for modification and deletion times and vacuum cut-offs.
 func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
@@ -164,7 +167,7 @@ type AppendOptions struct {
 
 // mergeSchema returns schema plus the top-level columns of the batches it lacks, and whether
 // anything was added.
-func mergeSchema(schema *txlog.StructType, batches []*Batch) (*txlog.StructType, bool, error) {
+func mergeSchema(schema *txlog.StructType, batches []*pq.Batch) (*txlog.StructType, bool, error) {
 	out := &txlog.StructType{Fields: append([]txlog.StructField(nil), schema.Fields...)}
 	changed := false
 	for _, b := range batches {
@@ -174,11 +177,11 @@ func mergeSchema(schema *txlog.StructType, batches []*Batch) (*txlog.StructType,
 			}
 			for _, g := range out.Fields {
 				if strings.EqualFold(g.Name, f.Name) {
-					return nil, false, fmt.Errorf("%w: column %s differs from %s only in case", ErrSchemaMismatch, f.Name, g.Name)
+					return nil, false, fmt.Errorf("%w: column %s differs from %s only in case", pq.ErrSchemaMismatch, f.Name, g.Name)
 				}
 			}
 			if !f.Nullable {
-				return nil, false, fmt.Errorf("%w: new column %s must be nullable to be added", ErrSchemaMismatch, f.Name)
+				return nil, false, fmt.Errorf("%w: new column %s must be nullable to be added", pq.ErrSchemaMismatch, f.Name)
 			}
 			out.Fields = append(out.Fields, f)
 			changed = true
@@ -261,7 +264,7 @@ func partitionByJSON(cols []string) string {
 }
 
 // Append writes batches as new files and commits them in one atomic blind append.
-func (t *Table) Append(ctx context.Context, batches []*Batch, opts AppendOptions) (Result, error) {
+func (t *Table) Append(ctx context.Context, batches []*pq.Batch, opts AppendOptions) (Result, error) {
 	snap, schema, err := t.snapshotFor(ctx)
 	if err != nil {
 		return Result{}, err
@@ -394,7 +397,7 @@ type ScanOptions struct {
 	// Columns projects (nil: every column, in schema order).
 	Columns []string
 	// Filter skips files and drops rows for which it is not true.
-	Filter Expr
+	Filter sqlexpr.Expr
 }
 
 // Snapshot resolves the version a ScanOptions asks for.
@@ -409,8 +412,8 @@ func (t *Table) Snapshot(ctx context.Context, opts ScanOptions) (*txlog.Snapshot
 }
 
 // Scan yields the table's rows in batches.
-func (t *Table) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[*Batch, error] {
-	return func(yield func(*Batch, error) bool) {
+func (t *Table) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[*pq.Batch, error] {
+	return func(yield func(*pq.Batch, error) bool) {
 		snap, err := t.Snapshot(ctx, opts)
 		if err != nil {
 			yield(nil, err)
@@ -430,14 +433,14 @@ func (t *Table) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[*Batch, er
 }
 
 // FileScan returns the scanner of a snapshot, for callers that choose files themselves.
-func (t *Table) fileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*FileScan, error) {
+func (t *Table) fileScan(snap *txlog.Snapshot, cols []string, filter sqlexpr.Expr) (*FileScan, error) {
 	schema, err := snap.Schema()
 	if err != nil {
 		return nil, err
 	}
 	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), Columns: cols, OpenURL: t.open}
 	if filter != nil {
-		if fs.Filter, err = Bind(filter, schema, snap.PartitionColumns()); err != nil {
+		if fs.Filter, err = sqlexpr.Bind(filter, schema, snap.PartitionColumns()); err != nil {
 			return nil, err
 		}
 	}
@@ -445,7 +448,7 @@ func (t *Table) fileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*Fil
 }
 
 // FileScan returns a scanner over a snapshot of this table.
-func (t *Table) FileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*FileScan, error) {
+func (t *Table) FileScan(snap *txlog.Snapshot, cols []string, filter sqlexpr.Expr) (*FileScan, error) {
 	return t.fileScan(snap, cols, filter)
 }
 
@@ -453,10 +456,10 @@ func (t *Table) FileScan(snap *txlog.Snapshot, cols []string, filter Expr) (*Fil
 // replaceWhere): files entirely inside the predicate are removed, files straddling it are
 // rewritten without the matching rows, and every new row must satisfy the predicate, or
 // nothing is committed (ErrReplaceWhereMismatch). A nil predicate overwrites the whole table.
-func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch, opts AppendOptions) (Result, error) {
+func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches []*pq.Batch, opts AppendOptions) (Result, error) {
 	whole := predicate == nil
 	if whole {
-		predicate = And()
+		predicate = sqlexpr.And()
 	}
 	snap, schema, err := t.snapshotFor(ctx)
 	if err != nil {
@@ -467,16 +470,16 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 			return Result{Version: snap.Version(), Skipped: true}, nil
 		}
 	}
-	pred, err := Bind(predicate, schema, snap.PartitionColumns())
+	pred, err := sqlexpr.Bind(predicate, schema, snap.PartitionColumns())
 	if err != nil {
 		return Result{}, err
 	}
 	for _, b := range batches {
-		cols, err := conform(schema, b)
+		cols, err := pq.Conform(schema, b)
 		if err != nil {
 			return Result{}, err
 		}
-		view := &Batch{Schema: schema, Columns: cols}
+		view := &pq.Batch{Schema: schema, Columns: cols}
 		for i, ok := range pred.Eval(view) {
 			if !ok {
 				return Result{}, fmt.Errorf("%w '%s': row %d is %v", ErrReplaceWhereMismatch, pred, i, view.Row(i))
@@ -494,7 +497,7 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 	rw := Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: opts.Txn, KeepEmpty: true,
 		// Every file the predicate may match is replaced: those entirely inside it by nothing,
 		// the others by their rows outside it.
-		File: func(ctx context.Context, a *txlog.Add, read func() ([]*Batch, error)) (bool, []*Batch, error) {
+		File: func(ctx context.Context, a *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			if pred.AllMatch(a) {
 				return true, nil, nil
 			}
@@ -503,7 +506,7 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 			if err != nil {
 				return false, nil, err
 			}
-			kept := make([]*Batch, 0, len(parts))
+			kept := make([]*pq.Batch, 0, len(parts))
 			for _, b := range parts {
 				match := pred.Eval(b)
 				keep := make([]bool, len(match))
@@ -519,7 +522,7 @@ func (t *Table) Overwrite(ctx context.Context, predicate Expr, batches []*Batch,
 			}
 			return true, kept, nil
 		},
-		Insert: func() ([]*Batch, error) {
+		Insert: func() ([]*pq.Batch, error) {
 			for _, b := range batches {
 				newRows += int64(b.Len())
 			}

@@ -13,6 +13,9 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -27,8 +30,8 @@ var t0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 
 // events builds n rows: id "<prefix>-i", type "click"/"view", amount i, time t0+i minutes,
 // day = the date of event_time.
-func events(t testing.TB, prefix string, from, n int) *Batch {
-	b, err := NewBatch(mustSchema(t, eventSchema))
+func events(t testing.TB, prefix string, from, n int) *pq.Batch {
+	b, err := pq.NewBatch(pqtest.MustSchema(t, eventSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func ids(prefix string, from, n int) []string {
 func newTable(t testing.TB, partCols []string, opts ...Option) (*Table, *mem.Bucket) {
 	b := mem.New()
 	tbl := Open(b, opts...)
-	if _, err := tbl.Create(context.Background(), mustSchema(t, eventSchema), partCols, nil); err != nil {
+	if _, err := tbl.Create(context.Background(), pqtest.MustSchema(t, eventSchema), partCols, nil); err != nil {
 		t.Fatal(err)
 	}
 	return tbl, b
@@ -82,10 +85,10 @@ func TestAppendScanPartitioned(t *testing.T) {
 	for _, parts := range [][]string{nil, {"day"}, {"event_type", "day"}} {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
 			tbl, b := newTable(t, parts)
-			if _, err := tbl.Create(ctx, mustSchema(t, eventSchema), parts, nil); !errors.Is(err, ErrTableExists) {
+			if _, err := tbl.Create(ctx, pqtest.MustSchema(t, eventSchema), parts, nil); !errors.Is(err, ErrTableExists) {
 				t.Fatalf("second create: %v", err)
 			}
-			r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 50)}, AppendOptions{})
+			r, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 50)}, AppendOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +115,7 @@ func TestAppendScanPartitioned(t *testing.T) {
 					t.Errorf("stats %s", a.Stats)
 				}
 			}
-			if _, err := tbl.Append(ctx, []*Batch{events(t, "b", 50, 30)}, AppendOptions{}); err != nil {
+			if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "b", 50, 30)}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			got := scanIDs(t, tbl, ScanOptions{})
@@ -127,7 +130,7 @@ func TestAppendScanPartitioned(t *testing.T) {
 			}
 			// Filter on a partition column and a data column.
 			day2 := time.Date(2024, 3, 2, 0, 0, 0, 0, time.UTC)
-			got = scanIDs(t, tbl, ScanOptions{Filter: And(Eq("day", day2), Lt("amount", 30.0))})
+			got = scanIDs(t, tbl, ScanOptions{Filter: sqlexpr.And(sqlexpr.Eq("day", day2), sqlexpr.Lt("amount", 30.0))})
 			if want := ids("a", 24, 6); !slices.Equal(got, want) {
 				t.Errorf("filtered: got %v, want %v", got, want)
 			}
@@ -137,7 +140,7 @@ func TestAppendScanPartitioned(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(b.Columns) != 2 || b.Schema.Fields[0].Name != "amount" {
-					t.Fatalf("projection: %s", typeString(b.Schema))
+					t.Fatalf("projection: %s", pq.TypeString(b.Schema))
 				}
 			}
 		})
@@ -148,15 +151,15 @@ func TestAppendIdempotentTxn(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newTable(t, nil)
 	txn := &AppTxn{AppID: "query-1", Version: 7}
-	r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
+	r, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
 	if err != nil || r.Skipped {
 		t.Fatalf("first: %+v %v", r, err)
 	}
-	r, err = tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
+	r, err = tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
 	if err != nil || !r.Skipped {
 		t.Fatalf("rerun must be skipped: %+v %v", r, err)
 	}
-	r, err = tbl.Append(ctx, []*Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: &AppTxn{AppID: "query-1", Version: 6}})
+	r, err = tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: &AppTxn{AppID: "query-1", Version: 6}})
 	if err != nil || !r.Skipped {
 		t.Fatalf("older version must be skipped: %+v %v", r, err)
 	}
@@ -168,23 +171,23 @@ func TestAppendIdempotentTxn(t *testing.T) {
 func TestSchemaEnforcement(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newTable(t, nil)
-	bad := mustSchema(t, strings.Replace(eventSchema, `"name":"amount","type":"double"`, `"name":"amount","type":"string"`, 1))
-	b, _ := NewBatch(bad)
-	_, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{})
-	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "amount") ||
+	bad := pqtest.MustSchema(t, strings.Replace(eventSchema, `"name":"amount","type":"double"`, `"name":"amount","type":"string"`, 1))
+	b, _ := pq.NewBatch(bad)
+	_, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{})
+	if !errors.Is(err, pq.ErrSchemaMismatch) || !strings.Contains(err.Error(), "amount") ||
 		!strings.Contains(err.Error(), "string") || !strings.Contains(err.Error(), "double") {
 		t.Fatalf("want a mismatch naming amount, string and double; got %v", err)
 	}
-	extra := mustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"zzz","type":"long","nullable":true,"metadata":{}}]}`, 1))
-	b, _ = NewBatch(extra)
-	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "zzz") {
+	extra := pqtest.MustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"zzz","type":"long","nullable":true,"metadata":{}}]}`, 1))
+	b, _ = pq.NewBatch(extra)
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); !errors.Is(err, pq.ErrSchemaMismatch) || !strings.Contains(err.Error(), "zzz") {
 		t.Fatalf("extra column: %v", err)
 	}
 	nulls := events(t, "n", 0, 2)
-	nulls.Columns[0] = &Column{Type: nulls.Columns[0].Type, Kind: KindBytes, Offsets: []int32{0}}
+	nulls.Columns[0] = &pq.Column{Type: nulls.Columns[0].Type, Kind: pq.KindBytes, Offsets: []int32{0}}
 	nulls.Columns[0].AppendNull()
 	nulls.Columns[0].AppendString("x")
-	if _, err := tbl.Append(ctx, []*Batch{nulls}, AppendOptions{}); err == nil || !strings.Contains(err.Error(), "event_id") {
+	if _, err := tbl.Append(ctx, []*pq.Batch{nulls}, AppendOptions{}); err == nil || !strings.Contains(err.Error(), "event_id") {
 		t.Fatalf("null in a required column: %v", err)
 	}
 }
@@ -194,13 +197,13 @@ func TestOverwriteReplaceWhere(t *testing.T) {
 	for _, parts := range [][]string{nil, {"day"}} {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
 			tbl, _ := newTable(t, parts)
-			if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
+			if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			from, to := t0.Add(24*time.Hour), t0.Add(36*time.Hour)
-			pred := And(Ge("event_time", from), Lt("event_time", to))
+			pred := sqlexpr.And(sqlexpr.Ge("event_time", from), sqlexpr.Lt("event_time", to))
 			// A new row outside the predicate: an error, nothing committed.
-			_, err := tbl.Overwrite(ctx, pred, []*Batch{events(t, "x", 40, 1)}, AppendOptions{})
+			_, err := tbl.Overwrite(ctx, pred, []*pq.Batch{events(t, "x", 40, 1)}, AppendOptions{})
 			if !errors.Is(err, ErrReplaceWhereMismatch) {
 				t.Fatalf("want mismatch, got %v", err)
 			}
@@ -208,7 +211,7 @@ func TestOverwriteReplaceWhere(t *testing.T) {
 			if snap.Version() != 1 {
 				t.Fatalf("a failed overwrite committed version %d", snap.Version())
 			}
-			r, err := tbl.Overwrite(ctx, pred, []*Batch{events(t, "n", 24, 12)}, AppendOptions{})
+			r, err := tbl.Overwrite(ctx, pred, []*pq.Batch{events(t, "n", 24, 12)}, AppendOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +244,7 @@ func TestOptimizeAndVacuum(t *testing.T) {
 	now := t0
 	tbl, b := newTable(t, []string{"event_type"}, WithClock(func() time.Time { return now }))
 	for i := 0; i < 5; i++ {
-		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
+		if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -322,8 +325,8 @@ func must[T any](v T, err error) T {
 
 func TestTargetFileSizeAndRowGroups(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil, WithWriteOptions(WriteOptions{TargetFileSize: 16 << 10, RowGroupRows: 500}))
-	r, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 5000)}, AppendOptions{})
+	tbl, _ := newTable(t, nil, WithWriteOptions(pq.WriteOptions{TargetFileSize: 16 << 10, RowGroupRows: 500}))
+	r, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 5000)}, AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,19 +341,19 @@ func TestTargetFileSizeAndRowGroups(t *testing.T) {
 func TestAppendMergeSchema(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newTable(t, nil)
-	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 3)}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 3)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wider := mustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"country","type":"string","nullable":true,"metadata":{}}]}`, 1))
-	b, _ := NewBatch(wider)
+	wider := pqtest.MustSchema(t, strings.Replace(eventSchema, `]}`, `,{"name":"country","type":"string","nullable":true,"metadata":{}}]}`, 1))
+	b, _ := pq.NewBatch(wider)
 	old := events(t, "b", 3, 2)
 	copy(b.Columns, old.Columns)
 	b.Columns[5].AppendString("FR")
 	b.Columns[5].AppendNull()
-	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); !errors.Is(err, ErrSchemaMismatch) {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); !errors.Is(err, pq.ErrSchemaMismatch) {
 		t.Fatalf("without MergeSchema: %v", err)
 	}
-	if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{MergeSchema: true}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{MergeSchema: true}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]any{}
@@ -371,7 +374,7 @@ func TestAppendMergeSchema(t *testing.T) {
 func TestOverwriteConflictsWithConcurrentAppend(t *testing.T) {
 	ctx := context.Background()
 	tbl, b := newTable(t, []string{"day"})
-	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 48)}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 48)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A second writer appends into the overwritten day between our read and our commit: the
@@ -379,11 +382,11 @@ func TestOverwriteConflictsWithConcurrentAppend(t *testing.T) {
 	other := Open(b)
 	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	racing := &raceBucket{Bucket: b, before: func() {
-		if _, err := other.Append(ctx, []*Batch{events(t, "c", 0, 2)}, AppendOptions{}); err != nil {
+		if _, err := other.Append(ctx, []*pq.Batch{events(t, "c", 0, 2)}, AppendOptions{}); err != nil {
 			t.Error(err)
 		}
 	}}
-	_, err := Open(racing).Overwrite(ctx, Eq("day", day), []*Batch{events(t, "n", 0, 24)}, AppendOptions{})
+	_, err := Open(racing).Overwrite(ctx, sqlexpr.Eq("day", day), []*pq.Batch{events(t, "n", 0, 24)}, AppendOptions{})
 	if !errors.Is(err, txlog.ErrConflict) {
 		t.Fatalf("want a conflict, got %v", err)
 	}
@@ -420,8 +423,8 @@ func TestRowRules(t *testing.T) {
 		return strings.Replace(eventSchema, `"name":"`+col+`","type":"double","nullable":true,"metadata":{}`,
 			`"name":"`+col+`","type":"double","nullable":true,"metadata":`+meta, 1)
 	}
-	nullAmount := func() *Batch {
-		b, err := NewBatch(mustSchema(t, eventSchema))
+	nullAmount := func() *pq.Batch {
+		b, err := pq.NewBatch(pqtest.MustSchema(t, eventSchema))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,26 +439,26 @@ func TestRowRules(t *testing.T) {
 		name   string
 		props  map[string]string
 		schema string
-		ok     []*Batch
-		bad    *Batch
+		ok     []*pq.Batch
+		bad    *pq.Batch
 		want   string // in the violation
 	}{
 		{"CHECK constraint", map[string]string{"delta.constraints.positive": "amount >= 1"}, eventSchema,
-			[]*Batch{events(t, "a", 1, 3)}, events(t, "a", 0, 2), "CHECK constraint positive (amount >= 1) is false"},
+			[]*pq.Batch{events(t, "a", 1, 3)}, events(t, "a", 0, 2), "CHECK constraint positive (amount >= 1) is false"},
 		{"CHECK constraint NULL", map[string]string{"delta.constraints.positive": "amount >= 1"}, eventSchema,
 			nil, nullAmount(), "is NULL"},
 		{"invariant", nil, withMeta("amount", `{"delta.invariants":"{\"expression\":{\"expression\":\"amount < 5\"}}"}`),
-			[]*Batch{events(t, "a", 0, 5)}, events(t, "a", 3, 3), "invariant of column amount (amount < 5) is false"},
+			[]*pq.Batch{events(t, "a", 0, 5)}, events(t, "a", 3, 3), "invariant of column amount (amount < 5) is false"},
 		{"generated column", nil, withMeta("amount", `{"delta.generationExpression":"length(event_id) * 1.0"}`),
-			[]*Batch{events(t, "g", 3, 1)}, events(t, "g", 0, 1), "generated column amount (length(event_id) * 1.0) is false"},
+			[]*pq.Batch{events(t, "g", 3, 1)}, events(t, "g", 0, 1), "generated column amount (length(event_id) * 1.0) is false"},
 	}
 	for _, c := range cases {
 		tbl := Open(mem.New())
-		if _, err := tbl.Create(ctx, mustSchema(t, c.schema), nil, c.props); err != nil {
+		if _, err := tbl.Create(ctx, pqtest.MustSchema(t, c.schema), nil, c.props); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range c.ok {
-			if _, err := tbl.Append(ctx, []*Batch{b}, AppendOptions{}); err != nil {
+			if _, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{}); err != nil {
 				t.Errorf("%s: a row that keeps the rule was refused: %v", c.name, err)
 			}
 		}
@@ -463,11 +466,11 @@ func TestRowRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tbl.Append(ctx, []*Batch{c.bad}, AppendOptions{})
+		_, err = tbl.Append(ctx, []*pq.Batch{c.bad}, AppendOptions{})
 		if !errors.Is(err, ErrRowRuleViolated) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: append: err = %v, want a violation saying %q", c.name, err, c.want)
 		}
-		_, err = tbl.Overwrite(ctx, nil, []*Batch{c.bad}, AppendOptions{})
+		_, err = tbl.Overwrite(ctx, nil, []*pq.Batch{c.bad}, AppendOptions{})
 		if !errors.Is(err, ErrRowRuleViolated) {
 			t.Errorf("%s: overwrite: err = %v, want a violation", c.name, err)
 		}
@@ -490,10 +493,10 @@ func TestRowRuleMedallionCannotEvaluateRefusesBeforeWriting(t *testing.T) {
 	} {
 		b := mem.New()
 		tbl := Open(b)
-		if _, err := tbl.Create(ctx, mustSchema(t, c.schema), nil, c.props); err != nil {
+		if _, err := tbl.Create(ctx, pqtest.MustSchema(t, c.schema), nil, c.props); err != nil {
 			t.Fatal(err)
 		}
-		_, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 1)}, AppendOptions{})
+		_, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 1)}, AppendOptions{})
 		var fe *txlog.FeatureError
 		if !errors.As(err, &fe) || fe.Feature != c.feature || fe.Kind != txlog.WriteAppend {
 			t.Errorf("%s: err = %v, want a refusal by %s", c.feature, err, c.feature)
@@ -554,11 +557,11 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
 			tbl, b := newTable(t, parts)
 			for i := 0; i < 3; i++ {
-				if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*20, 20)}, AppendOptions{}); err != nil {
+				if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*20, 20)}, AppendOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := tbl.Overwrite(ctx, Lt("amount", 10.0), []*Batch{events(t, "n", 0, 5)}, AppendOptions{}); err != nil {
+			if _, err := tbl.Overwrite(ctx, sqlexpr.Lt("amount", 10.0), []*pq.Batch{events(t, "n", 0, 5)}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := tbl.Optimize(ctx, OptimizeOptions{}); err != nil {
@@ -577,7 +580,7 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 				t.Fatalf("after checkpoint: got %v\nwant %v", got, want)
 			}
 			// A plain overwrite replaces everything.
-			if _, err := tbl.Overwrite(ctx, nil, []*Batch{events(t, "z", 0, 3)}, AppendOptions{}); err != nil {
+			if _, err := tbl.Overwrite(ctx, nil, []*pq.Batch{events(t, "z", 0, 3)}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := scanIDs(t, tbl, ScanOptions{}); !slices.Equal(got, ids("z", 0, 3)) {
@@ -591,7 +594,7 @@ func TestScanAsOfTimestamp(t *testing.T) {
 	ctx := context.Background()
 	tbl, b := newTable(t, nil)
 	for i := 0; i < 2; i++ {
-		if _, err := tbl.Append(ctx, []*Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
+		if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -627,10 +630,10 @@ func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
 		return out
 	}
 	tbl, _ := newTable(t, []string{"day"})
-	if _, err := tbl.Append(ctx, []*Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := tbl.Overwrite(ctx, Eq("day", "2024-03-02"), []*Batch{events(t, "n", 24, 2)}, AppendOptions{})
+	r, err := tbl.Overwrite(ctx, sqlexpr.Eq("day", "2024-03-02"), []*pq.Batch{events(t, "n", 24, 2)}, AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,8 +641,8 @@ func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
 	if len(r.Removed) != 1 || m["numRemovedFiles"] != "1" || m["numDeletedRows"] != "" || m["numCopiedRows"] != "" {
 		t.Errorf("whole partition: removed %d, metrics %v", len(r.Removed), m)
 	}
-	r, err = tbl.Overwrite(ctx, And(Ge("event_time", t0.Add(48*time.Hour)), Lt("event_time", t0.Add(50*time.Hour))),
-		[]*Batch{events(t, "m", 48, 1)}, AppendOptions{})
+	r, err = tbl.Overwrite(ctx, sqlexpr.And(sqlexpr.Ge("event_time", t0.Add(48*time.Hour)), sqlexpr.Lt("event_time", t0.Add(50*time.Hour))),
+		[]*pq.Batch{events(t, "m", 48, 1)}, AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -696,7 +699,7 @@ func TestVacuumRunsTheWriterCheck(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
 	tbl := Open(b)
-	if _, err := tbl.Create(ctx, mustSchema(t, eventSchema), nil, nil); err != nil {
+	if _, err := tbl.Create(ctx, pqtest.MustSchema(t, eventSchema), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := objstore.PutBytes(ctx, b, "orphan.parquet", []byte("x")); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
 )
 
 // A hand encoder of the Parquet Variant binary format (VariantEncoding.md), written from the
@@ -140,7 +141,7 @@ func TestVariantType(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := batch.Columns[0]
-				if c.Kind != KindBytes || c.StringAt(1) != `"2024-03-01 12:00:00+00:00"` {
+				if c.Kind != pq.KindBytes || c.StringAt(1) != `"2024-03-01 12:00:00+00:00"` {
 					t.Fatalf("variant column: kind %v, row 1 %q", c.Kind, c.StringAt(1))
 				}
 			}
@@ -151,7 +152,7 @@ func TestVariantType(t *testing.T) {
 	bad := []variantRow{{1, &variantGroup{meta, []byte{2, 9, 0}}}}
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"],"writerFeatures":["variantType"]}`, schema, nil,
 		handFile{path: "part-0.parquet", data: parquetOf(t, bad)})
-	if _, err := scanJSON(t, Open(b)); !errors.Is(err, ErrBadDataFile) || !strings.Contains(err.Error(), "column v") {
+	if _, err := scanJSON(t, Open(b)); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "column v") {
 		t.Fatalf("corrupt variant: %v", err)
 	}
 }

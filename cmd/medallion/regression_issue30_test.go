@@ -16,6 +16,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -383,7 +384,7 @@ func sortedRows(t *testing.T, lake objstore.Bucket, path string) []string {
 			t.Fatalf("%s: %v", path, err)
 		}
 		for i := range b.Len() {
-			out = append(out, string(table.AppendJSONRow(nil, b, i)))
+			out = append(out, string(pq.AppendJSONRow(nil, b, i)))
 		}
 	}
 	slices.Sort(out)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -34,9 +35,9 @@ func TestTableOptimizeAndVacuumCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		bt, _ := table.NewBatch(schema)
+		bt, _ := pq.NewBatch(schema)
 		bt.Columns[0].AppendInt64(int64(i))
-		if _, err := tbl.Append(ctx, []*table.Batch{bt}, table.AppendOptions{}); err != nil {
+		if _, err := tbl.Append(ctx, []*pq.Batch{bt}, table.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/spf13/cobra"
 )
@@ -39,6 +40,6 @@ func newTableOptimizeCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&target, "target-size", table.DefaultTargetFileSize, "target file size in bytes")
+	cmd.Flags().Int64Var(&target, "target-size", pq.DefaultTargetFileSize, "target file size in bytes")
 	return cmd
 }

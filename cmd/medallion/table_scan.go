@@ -14,6 +14,7 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 	"github.com/spf13/cobra"
@@ -122,7 +123,7 @@ func newTableScanCmd() *cobra.Command {
 					}
 					n++
 					if tw == nil {
-						line = table.AppendJSONRow(line[:0], b, i)
+						line = pq.AppendJSONRow(line[:0], b, i)
 						line = append(line, '\n')
 						if _, err := out.Write(line); err != nil {
 							return err
@@ -162,7 +163,7 @@ func humanFloat(v float64, bits int) string {
 
 // writeTableRow prints one row as tab-separated cells in the JSON rendering, with strings
 // unquoted and null as NULL.
-func writeTableRow(tw *tabwriter.Writer, b *table.Batch, i int) {
+func writeTableRow(tw *tabwriter.Writer, b *pq.Batch, i int) {
 	var cell []byte
 	for k, c := range b.Columns {
 		if k > 0 {
@@ -174,12 +175,12 @@ func writeTableRow(tw *tabwriter.Writer, b *table.Batch, i int) {
 		case b.Schema.Fields[k].Type.TypeName() == "string":
 			q := strconv.Quote(c.StringAt(i))
 			fmt.Fprint(tw, q[1:len(q)-1])
-		case c.Kind == table.KindFloat64:
+		case c.Kind == pq.KindFloat64:
 			fmt.Fprint(tw, humanFloat(c.Float64[i], 64))
-		case c.Kind == table.KindFloat32:
+		case c.Kind == pq.KindFloat32:
 			fmt.Fprint(tw, humanFloat(float64(c.Float32[i]), 32))
 		default:
-			cell = table.AppendJSONValue(cell[:0], c, i)
+			cell = pq.AppendJSONValue(cell[:0], c, i)
 			if len(cell) >= 2 && cell[0] == '"' {
 				cell = cell[1 : len(cell)-1] // timestamps, dates, binary
 			}

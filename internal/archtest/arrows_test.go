@@ -32,6 +32,9 @@ var ranks = []struct {
 	{"internal", []string{"internal/testshared", "internal/archtest", "internal/backoff"}},
 	{"objstore", []string{"objstore"}},
 	{"txlog", []string{"txlog"}},
+	{"pq", []string{"pq"}}, // pq/pqtest too: test batches and schemas, built on pq alone
+	// sqlexpr evaluates over pq's batches, so it comes after pq; pq knows nothing of it.
+	{"sqlexpr", []string{"sqlexpr"}},
 	{"table", []string{"table"}}, // table/source too: a Delta table read as a stream
 	{"merge", []string{"merge"}},
 	{"bronze", []string{"bronze"}},
@@ -150,6 +153,9 @@ func TestRankOf(t *testing.T) {
 	for rel, want := range map[string]string{
 		"objstore/s3/s3test": "objstore",
 		"table/source":       "table",
+		"pq":                 "pq",
+		"pq/pqtest":          "pq",
+		"sqlexpr":            "sqlexpr",
 		"gold":               "gold",
 		"gold/windows":       "gold",
 		"internal/testutil":  "internal/testutil",

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -169,7 +170,7 @@ func Rows(ctx context.Context, b objstore.Bucket, drop ...string) ([]string, err
 			return nil, fmt.Errorf("lakecheck: scan: %w", err)
 		}
 		for i := 0; i < batch.Len(); i++ {
-			buf = table.AppendJSONRow(buf[:0], batch, i)
+			buf = pq.AppendJSONRow(buf[:0], batch, i)
 			dec := json.NewDecoder(bytes.NewReader(buf))
 			dec.UseNumber()
 			var m map[string]any
@@ -221,7 +222,7 @@ func Column(ctx context.Context, b objstore.Bucket, col string) ([]string, error
 		}
 		c := batch.Column(col)
 		for i := 0; i < batch.Len(); i++ {
-			buf = table.AppendJSONValue(buf[:0], c, i)
+			buf = pq.AppendJSONValue(buf[:0], c, i)
 			vals = append(vals, string(buf))
 		}
 	}

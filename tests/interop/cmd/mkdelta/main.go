@@ -31,6 +31,8 @@ import (
 
 	"github.com/medallion-lake/medallion/merge"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -163,7 +165,7 @@ func appendRows(ctx context.Context, t *table.Table, stdin io.Reader, each bool,
 		return err
 	}
 	if !each {
-		res, err := t.Append(ctx, []*table.Batch{b}, table.AppendOptions{})
+		res, err := t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{})
 		if err != nil {
 			return fmt.Errorf("mkdelta: append: %w", err)
 		}
@@ -172,7 +174,7 @@ func appendRows(ctx context.Context, t *table.Table, stdin io.Reader, each bool,
 	}
 	for i := range b.Len() {
 		one := b.Filter(rowMask(b.Len(), i))
-		res, err := t.Append(ctx, []*table.Batch{one}, table.AppendOptions{})
+		res, err := t.Append(ctx, []*pq.Batch{one}, table.AppendOptions{})
 		if err != nil {
 			return fmt.Errorf("mkdelta: append of row %d: %w", i+1, err)
 		}
@@ -188,9 +190,9 @@ func rowMask(n, i int) []bool {
 }
 
 func overwrite(ctx context.Context, t *table.Table, stdin io.Reader, where []string, stdout io.Writer) error {
-	var pred table.Expr
+	var pred sqlexpr.Expr
 	if len(where) > 0 {
-		var terms []table.Expr
+		var terms []sqlexpr.Expr
 		for _, w := range where {
 			e, err := parseWhere(w)
 			if err != nil {
@@ -198,7 +200,7 @@ func overwrite(ctx context.Context, t *table.Table, stdin io.Reader, where []str
 			}
 			terms = append(terms, e)
 		}
-		pred = table.And(terms...)
+		pred = sqlexpr.And(terms...)
 	}
 	schema, err := tableSchema(ctx, t)
 	if err != nil {
@@ -208,7 +210,7 @@ func overwrite(ctx context.Context, t *table.Table, stdin io.Reader, where []str
 	if err != nil {
 		return err
 	}
-	res, err := t.Overwrite(ctx, pred, []*table.Batch{b}, table.AppendOptions{})
+	res, err := t.Overwrite(ctx, pred, []*pq.Batch{b}, table.AppendOptions{})
 	if err != nil {
 		return fmt.Errorf("mkdelta: overwrite: %w", err)
 	}
@@ -217,18 +219,18 @@ func overwrite(ctx context.Context, t *table.Table, stdin io.Reader, where []str
 }
 
 // parseWhere reads one comparison "col op literal" (op one of = < <= > >=) or "col IS NULL" /
-// "col IS NOT NULL". Literals are in the column's text form, as table.Cmp takes them.
-func parseWhere(s string) (table.Expr, error) {
+// "col IS NOT NULL". Literals are in the column's text form, as sqlexpr.Cmp takes them.
+func parseWhere(s string) (sqlexpr.Expr, error) {
 	f := strings.Fields(s)
 	switch {
 	case len(f) == 3 && strings.EqualFold(f[1], "is") && strings.EqualFold(f[2], "null"):
-		return table.IsNull(f[0]), nil
+		return sqlexpr.IsNull(f[0]), nil
 	case len(f) == 4 && strings.EqualFold(f[1], "is") && strings.EqualFold(f[2], "not") && strings.EqualFold(f[3], "null"):
-		return table.IsNotNull(f[0]), nil
+		return sqlexpr.IsNotNull(f[0]), nil
 	case len(f) == 3:
-		ops := map[string]table.CmpOp{"=": table.OpEq, "<": table.OpLt, "<=": table.OpLe, ">": table.OpGt, ">=": table.OpGe}
+		ops := map[string]sqlexpr.CmpOp{"=": sqlexpr.OpEq, "<": sqlexpr.OpLt, "<=": sqlexpr.OpLe, ">": sqlexpr.OpGt, ">=": sqlexpr.OpGe}
 		if op, ok := ops[f[1]]; ok {
-			return table.Cmp(f[0], op, strings.Trim(f[2], "'")), nil
+			return sqlexpr.Cmp(f[0], op, strings.Trim(f[2], "'")), nil
 		}
 	}
 	return nil, fmt.Errorf("%w: --where %q: want 'col op literal' (op = < <= > >=) or 'col IS [NOT] NULL'", errUsage, s)
@@ -259,7 +261,7 @@ func mergeRows(ctx context.Context, t *table.Table, stdin io.Reader, key, set st
 		inserts[f.Name] = merge.FromSource(f.Name)
 	}
 	res, err := merge.Run(ctx, t, merge.Spec{
-		Source: []*table.Batch{b},
+		Source: []*pq.Batch{b},
 		Keys:   strings.Split(key, ","),
 		Matched: []merge.Matched{
 			{Desc: "s.op = 'delete'", Cond: func(_, s merge.Row) bool { return s.Get("op") == "delete" }, Delete: true},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -127,7 +128,7 @@ func TestOperationsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range batch.Len() {
-			got = append(got, string(table.AppendJSONRow(nil, batch, i)))
+			got = append(got, string(pq.AppendJSONRow(nil, batch, i)))
 		}
 	}
 	want := map[string]bool{

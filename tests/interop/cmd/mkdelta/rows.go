@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -26,8 +26,8 @@ const maxLine = 16 << 20
 // (the `medallion table scan --format jsonl` contract) into one batch of the schema. A column
 // missing from an object is null; an unknown key is an error, as is any value that does not fit
 // its column. Errors name the source, the line and the column.
-func readRows(r io.Reader, source string, schema *txlog.StructType) (*table.Batch, error) {
-	b, err := table.NewBatch(schema)
+func readRows(r io.Reader, source string, schema *txlog.StructType) (*pq.Batch, error) {
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func readRows(r io.Reader, source string, schema *txlog.StructType) (*table.Batc
 	return b, nil
 }
 
-func appendRow(b *table.Batch, text []byte) error {
+func appendRow(b *pq.Batch, text []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
 	var obj map[string]any
@@ -87,7 +87,7 @@ func appendRow(b *table.Batch, text []byte) error {
 	return nil
 }
 
-// goValue converts one canonical JSON value into the Go form table.Column.AppendValue takes.
+// goValue converts one canonical JSON value into the Go form pq.Column.AppendValue takes.
 func goValue(v any, t txlog.DataType, where string) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -109,13 +109,13 @@ func goValue(v any, t txlog.DataType, where string) (any, error) {
 		if !ok {
 			return nil, bad("object")
 		}
-		fields := make([]table.Field, len(t.Fields))
+		fields := make([]pq.Field, len(t.Fields))
 		for i, f := range t.Fields {
 			fv, err := goValue(obj[f.Name], f.Type, where+"."+f.Name)
 			if err != nil {
 				return nil, err
 			}
-			fields[i] = table.Field{Name: f.Name, Value: fv}
+			fields[i] = pq.Field{Name: f.Name, Value: fv}
 		}
 		if len(obj) > len(t.Fields) {
 			return nil, bad(fmt.Sprintf("object with fields of %s", where))
@@ -137,7 +137,7 @@ func goValue(v any, t txlog.DataType, where string) (any, error) {
 		return out, nil
 	case txlog.MapType:
 		// Canonical maps are lists of [key, value] pairs; objects are accepted for string keys.
-		var kvs []table.KV
+		var kvs []pq.KV
 		switch x := v.(type) {
 		case []any:
 			for i, p := range x {
@@ -156,7 +156,7 @@ func goValue(v any, t txlog.DataType, where string) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				kvs = append(kvs, table.KV{Key: k, Value: val})
+				kvs = append(kvs, pq.KV{Key: k, Value: val})
 			}
 		case map[string]any:
 			for k, e := range x {
@@ -168,7 +168,7 @@ func goValue(v any, t txlog.DataType, where string) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				kvs = append(kvs, table.KV{Key: kv, Value: val})
+				kvs = append(kvs, pq.KV{Key: kv, Value: val})
 			}
 		default:
 			return nil, bad("map")

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -27,7 +27,7 @@ type dump struct {
 type acc struct {
 	name     string
 	typ      txlog.DataType
-	kind     table.Kind
+	kind     pq.Kind
 	n        int
 	valid    []byte
 	values   []byte
@@ -49,12 +49,12 @@ func newDump(path string, schema *txlog.StructType) (*dump, error) {
 }
 
 func newAcc(name string, t txlog.DataType) (*acc, error) {
-	k, err := table.KindOf(t)
+	k, err := pq.KindOf(t)
 	if err != nil {
 		return nil, err
 	}
 	a := &acc{name: name, typ: t, kind: k}
-	if k == table.KindBytes || k == table.KindList || k == table.KindMap {
+	if k == pq.KindBytes || k == pq.KindList || k == pq.KindMap {
 		a.offsets = []int32{0}
 	}
 	var kids []txlog.StructField
@@ -76,7 +76,7 @@ func newAcc(name string, t txlog.DataType) (*acc, error) {
 	return a, nil
 }
 
-func (d *dump) add(b *table.Batch) error {
+func (d *dump) add(b *pq.Batch) error {
 	n := b.Len()
 	for i, a := range d.cols {
 		if err := a.add(b.Columns[i]); err != nil {
@@ -100,7 +100,7 @@ func asBytes[T any](s []T) []byte {
 }
 
 // add appends every row of c (c.Len rows) to a.
-func (a *acc) add(c *table.Column) error {
+func (a *acc) add(c *pq.Column) error {
 	n := c.Len
 	if c.Kind != a.kind {
 		return fmt.Errorf("kind %d, want %d", c.Kind, a.kind)
@@ -119,15 +119,15 @@ func (a *acc) add(c *table.Column) error {
 		}
 	}
 	switch c.Kind {
-	case table.KindInt64:
+	case pq.KindInt64:
 		a.values = append(a.values, asBytes(c.Int64[:n])...)
-	case table.KindInt32:
+	case pq.KindInt32:
 		a.values = append(a.values, asBytes(c.Int32[:n])...)
-	case table.KindFloat64:
+	case pq.KindFloat64:
 		a.values = append(a.values, asBytes(c.Float64[:n])...)
-	case table.KindFloat32:
+	case pq.KindFloat32:
 		a.values = append(a.values, asBytes(c.Float32[:n])...)
-	case table.KindBool:
+	case pq.KindBool:
 		for _, v := range c.Bool[:n] {
 			if v {
 				a.values = append(a.values, 1)
@@ -135,11 +135,11 @@ func (a *acc) add(c *table.Column) error {
 				a.values = append(a.values, 0)
 			}
 		}
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		for _, v := range c.Decimal[:n] {
 			a.values = append(a.values, asBytes([]uint64{v.Lo, uint64(v.Hi)})...)
 		}
-	case table.KindBytes:
+	case pq.KindBytes:
 		lo, hi := c.Offsets[0], c.Offsets[n]
 		if int64(len(a.data))+int64(hi-lo) > math.MaxInt32 {
 			return fmt.Errorf("more than 2 GiB of string data: raise the dump's offsets to int64")
@@ -149,7 +149,7 @@ func (a *acc) add(c *table.Column) error {
 		for _, o := range c.Offsets[1 : n+1] {
 			a.offsets = append(a.offsets, base+o)
 		}
-	case table.KindList, table.KindMap:
+	case pq.KindList, pq.KindMap:
 		lo, hi := int(c.Offsets[0]), int(c.Offsets[n])
 		if lo != 0 {
 			return fmt.Errorf("offsets start at %d", lo)
@@ -166,7 +166,7 @@ func (a *acc) add(c *table.Column) error {
 				return fmt.Errorf("%s: %w", ch.name, err)
 			}
 		}
-	case table.KindStruct:
+	case pq.KindStruct:
 		for k, ch := range a.children {
 			if err := ch.add(c.Children[k]); err != nil {
 				return fmt.Errorf("%s: %w", ch.name, err)
@@ -194,7 +194,7 @@ func (a *acc) sameAs(o *acc) error {
 	if a.n != o.n || !bytes.Equal(a.valid, o.valid) {
 		return fmt.Errorf("rows or nulls differ")
 	}
-	if a.kind != table.KindStruct && a.kind != table.KindList && a.kind != table.KindMap {
+	if a.kind != pq.KindStruct && a.kind != pq.KindList && a.kind != pq.KindMap {
 		if w := width(a.kind); w > 0 {
 			for i := 0; i < a.n; i++ {
 				if a.valid[i] == 1 && !bytes.Equal(a.values[i*w:(i+1)*w], o.values[i*w:(i+1)*w]) {
@@ -203,18 +203,18 @@ func (a *acc) sameAs(o *acc) error {
 			}
 		}
 	}
-	if a.kind == table.KindBytes || a.kind == table.KindList || a.kind == table.KindMap {
+	if a.kind == pq.KindBytes || a.kind == pq.KindList || a.kind == pq.KindMap {
 		for i := 0; i < a.n; i++ {
 			la, lb := a.offsets[i+1]-a.offsets[i], o.offsets[i+1]-o.offsets[i]
 			if a.valid[i] == 1 && la != lb {
 				return fmt.Errorf("row %d has %d entries, then %d", i, la, lb)
 			}
-			if a.kind == table.KindBytes && a.valid[i] == 1 &&
+			if a.kind == pq.KindBytes && a.valid[i] == 1 &&
 				!bytes.Equal(a.data[a.offsets[i]:a.offsets[i+1]], o.data[o.offsets[i]:o.offsets[i+1]]) {
 				return fmt.Errorf("row %d differs", i)
 			}
 		}
-		if a.kind != table.KindBytes && !bytes.Equal(asBytes(a.offsets), asBytes(o.offsets)) {
+		if a.kind != pq.KindBytes && !bytes.Equal(asBytes(a.offsets), asBytes(o.offsets)) {
 			return fmt.Errorf("list offsets differ")
 		}
 	}
@@ -226,25 +226,25 @@ func (a *acc) sameAs(o *acc) error {
 	return nil
 }
 
-func width(k table.Kind) int {
+func width(k pq.Kind) int {
 	switch k {
-	case table.KindInt64, table.KindFloat64:
+	case pq.KindInt64, pq.KindFloat64:
 		return 8
-	case table.KindInt32, table.KindFloat32:
+	case pq.KindInt32, pq.KindFloat32:
 		return 4
-	case table.KindBool:
+	case pq.KindBool:
 		return 1
-	case table.KindDecimal:
+	case pq.KindDecimal:
 		return 16
 	}
 	return 0
 }
 
-var kindNames = map[table.Kind]string{
-	table.KindNull: "null", table.KindInt64: "int64", table.KindInt32: "int32",
-	table.KindFloat64: "float64", table.KindFloat32: "float32", table.KindBool: "bool",
-	table.KindBytes: "bytes", table.KindDecimal: "decimal", table.KindStruct: "struct",
-	table.KindList: "list", table.KindMap: "map",
+var kindNames = map[pq.Kind]string{
+	pq.KindNull: "null", pq.KindInt64: "int64", pq.KindInt32: "int32",
+	pq.KindFloat64: "float64", pq.KindFloat32: "float32", pq.KindBool: "bool",
+	pq.KindBytes: "bytes", pq.KindDecimal: "decimal", pq.KindStruct: "struct",
+	pq.KindList: "list", pq.KindMap: "map",
 }
 
 type colManifest struct {
@@ -302,7 +302,7 @@ func (a *acc) write(dir, prefix string) (colManifest, error) {
 	if a.offsets != nil {
 		files[".offsets"] = asBytes(a.offsets)
 	}
-	if a.kind == table.KindBytes {
+	if a.kind == pq.KindBytes {
 		files[".data"] = a.data
 	}
 	for ext, b := range files {

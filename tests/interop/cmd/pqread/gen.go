@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/table/tabletest"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -20,8 +20,8 @@ import (
 //	pqread gen --seed S --rows N --file OUT --dump DIR [--nested]
 //
 // The schema, the rows (with a null layout and a cardinality per column) and the write
-// options (row group size, page buffer size, codec) are drawn by package table/tabletest from
-// S alone, so a seed reproduces the file. The file is table.EncodeFile's, written to OUT. DIR
+// options (row group size, page buffer size, codec) are drawn by package pq/pqtest from
+// S alone, so a seed reproduces the file. The file is pq.EncodeFile's, written to OUT. DIR
 // gets generated/ (the batch, in the dump format of the package comment), schema.json (the
 // Delta schema) and gen.json (the seed, the write options and each column's shape).
 func gen(_ context.Context, args []string, stdout io.Writer) error {
@@ -39,13 +39,13 @@ func gen(_ context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: pqread gen --seed S --rows N --file OUT --dump DIR [--nested]", errUsage)
 	}
 	r := rand.New(rand.NewPCG(*seed, 0x6d6564616c6c696f)) // "medallio"
-	schema := tabletest.RandomSchema(r, *nested)
-	batch, shapes, err := tabletest.RandomBatch(r, schema, *rows)
+	schema := pqtest.RandomSchema(r, *nested)
+	batch, shapes, err := pqtest.RandomBatch(r, schema, *rows)
 	if err != nil {
 		return fmt.Errorf("pqread gen: %w", err)
 	}
-	opts := tabletest.RandomWriteOptions(r, *rows)
-	data, _, err := table.EncodeFile(schema, []*table.Batch{batch}, opts)
+	opts := pqtest.RandomWriteOptions(r, *rows)
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{batch}, opts)
 	if err != nil {
 		return fmt.Errorf("pqread gen: encode: %w", err)
 	}

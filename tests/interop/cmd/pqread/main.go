@@ -12,14 +12,14 @@
 // Each path's result goes to DIR/<path>/ (a path that is not asked for, or lacks its flag, is
 // not written):
 //
-//	decode          table.DecodeFile over the whole file (one batch per row group)
+//	decode          pq.DecodeFile over the whole file (one batch per row group)
 //	read            FileScan.Read, every column, the file as the single add of a table whose
 //	                root is the file's folder (objstore/file, txlog.Add{Path, Size})
 //	project         FileScan.Read with Columns = --columns (a reordered subset, say)
 //	filter          FileScan.Read with Filter = --where, every column
 //	project_filter  Columns and Filter together (the filter may read columns outside the
 //	                projection: the wider read that is then narrowed)
-//	readwith        FileScan.ReadWith with one *table.ReadBuffer shared by every row group of
+//	readwith        FileScan.ReadWith with one *pq.ReadBuffer shared by every row group of
 //	                --readwith-passes full scans of the file (default 1); each batch is copied
 //	                out before the next is asked for (the buffer is reused), every later scan
 //	                must equal the first, and the last is dumped
@@ -58,10 +58,10 @@
 //
 // # --where
 //
-// EXPR is a boolean expression over the table schema, built into a table.Expr and bound with
-// table.Bind (see parseWhere): comparisons `col op literal` (op: = < <= > >= !=), `col IS [NOT]
+// EXPR is a boolean expression over the table schema, built into a sqlexpr.Expr and bound with
+// sqlexpr.Bind (see parseWhere): comparisons `col op literal` (op: = < <= > >= !=), `col IS [NOT]
 // NULL`, `col IN (lit, ...)`, combined with AND, OR, NOT and parentheses. A literal is a bare
-// word or a single-quoted string (a quote inside is doubled); it reaches table.Cmp as text, which
+// word or a single-quoted string (a quote inside is doubled); it reaches sqlexpr.Cmp as text, which
 // reads it in the column's partition-value form (numbers, true/false, yyyy-mm-dd, timestamps
 // as yyyy-mm-ddThh:mm:ss.ffffffZ, decimals as plain digits), or as the bytes of a string or
 // binary column. A row passes when the expression is TRUE (SQL three-valued logic).
@@ -82,6 +82,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore/file"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -154,7 +156,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if r.filter, err = table.Bind(e, schema, nil); err != nil {
+		if r.filter, err = sqlexpr.Bind(e, schema, nil); err != nil {
 			return fmt.Errorf("pqread: --where %q: %w", *where, err)
 		}
 	}
@@ -212,7 +214,7 @@ type reader struct {
 	schema  *txlog.StructType
 	out     string
 	columns []string
-	filter  *table.Predicate
+	filter  *sqlexpr.Predicate
 	passes  int
 }
 
@@ -257,7 +259,7 @@ func (r *reader) runPath(ctx context.Context, p string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	add := func(b *table.Batch) error {
+	add := func(b *pq.Batch) error {
 		if err := checkBatch(b, outSchema); err != nil {
 			return fmt.Errorf("batch %d: %w", len(d.batches), err)
 		}
@@ -273,7 +275,7 @@ func (r *reader) runPath(ctx context.Context, p string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		batches, err := table.DecodeFile(f, info.Size(), r.schema)
+		batches, err := pq.DecodeFile(f, info.Size(), r.schema)
 		if err != nil {
 			return 0, err
 		}
@@ -309,7 +311,7 @@ func (r *reader) runPath(ctx context.Context, p string) (int, error) {
 	}
 	// readwith: full scans through one buffer; each batch must be copied out (d.add copies)
 	// before the next is decoded into the same memory. Later scans must equal the first.
-	buf := &table.ReadBuffer{}
+	buf := &pq.ReadBuffer{}
 	var first *dump
 	for pass := range r.passes {
 		if pass == 1 {
@@ -338,7 +340,7 @@ func (r *reader) runPath(ctx context.Context, p string) (int, error) {
 }
 
 // checkBatch checks what every yielded batch must satisfy: the schema asked for, valid columns.
-func checkBatch(b *table.Batch, schema *txlog.StructType) error {
+func checkBatch(b *pq.Batch, schema *txlog.StructType) error {
 	if b == nil {
 		return errors.New("nil batch")
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -24,9 +24,9 @@ const testSchema = `{"type":"struct","fields":[` +
 	`{"name":"b","type":"boolean","nullable":true,"metadata":{}},` +
 	`{"name":"li","type":{"type":"array","elementType":"integer","containsNull":true},"nullable":true,"metadata":{}}]}`
 
-func testBatch(t *testing.T, schema *txlog.StructType, rows int) *table.Batch {
+func testBatch(t *testing.T, schema *txlog.StructType, rows int) *pq.Batch {
 	t.Helper()
-	b, err := table.NewBatch(schema)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func testBatch(t *testing.T, schema *txlog.StructType, rows int) *table.Batch {
 		}
 		b.Columns[1].AppendString(strings.Repeat("x", i%5) + "'")
 		b.Columns[2].AppendFloat64(float64(i) / 4)
-		b.Columns[3].AppendDecimal(table.DecimalFromInt64(int64(-i * 1000)))
+		b.Columns[3].AppendDecimal(pq.DecimalFromInt64(int64(-i * 1000)))
 		b.Columns[4].AppendBool(i%2 == 0)
 		for k := range i % 3 {
 			b.Columns[5].Children[0].AppendInt32(int32(k))
@@ -55,9 +55,9 @@ func testBatch(t *testing.T, schema *txlog.StructType, rows int) *table.Batch {
 	return b
 }
 
-func writeFile(t *testing.T, schema *txlog.StructType, b *table.Batch) string {
+func writeFile(t *testing.T, schema *txlog.StructType, b *pq.Batch) string {
 	t.Helper()
-	data, _, err := table.EncodeFile(schema, []*table.Batch{b}, table.WriteOptions{RowGroupRows: 7})
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{RowGroupRows: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestAFailingPathIsReportedAndTheOthersRun(t *testing.T) {
 
 func TestParseWhere(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		// Literals reach table.Cmp as text, which String quotes.
+		// Literals reach sqlexpr.Cmp as text, which String quotes.
 		{"a = 1", "a = '1'"},
 		{"a IS NULL", "a IS NULL"},
 		{"a is not null", "a IS NOT NULL"},

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/sqlexpr"
 )
 
-// parseWhere parses the --where language (package comment) into a table.Expr:
+// parseWhere parses the --where language (package comment) into a sqlexpr.Expr:
 //
 //	expr   = and {OR and}
 //	and    = unary {AND unary}
@@ -16,8 +16,8 @@ import (
 //	op     = '=' | '!=' | '<' | '<=' | '>' | '>='      ('a != b' is NOT (a = b))
 //	lit    = word | 'single-quoted, '' for a quote'
 //
-// Keywords are case-insensitive. Literals reach table.Cmp / table.In as Go strings.
-func parseWhere(s string) (table.Expr, error) {
+// Keywords are case-insensitive. Literals reach sqlexpr.Cmp / sqlexpr.In as Go strings.
+func parseWhere(s string) (sqlexpr.Expr, error) {
 	toks, err := tokenize(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --where %q: %v", errUsage, s, err)
@@ -119,8 +119,8 @@ func (p *parser) expect(kw string) error {
 	return nil
 }
 
-func (p *parser) expr() (table.Expr, error) {
-	terms := []table.Expr{}
+func (p *parser) expr() (sqlexpr.Expr, error) {
+	terms := []sqlexpr.Expr{}
 	for {
 		e, err := p.and()
 		if err != nil {
@@ -135,11 +135,11 @@ func (p *parser) expr() (table.Expr, error) {
 	if len(terms) == 1 {
 		return terms[0], nil
 	}
-	return table.Or(terms...), nil
+	return sqlexpr.Or(terms...), nil
 }
 
-func (p *parser) and() (table.Expr, error) {
-	terms := []table.Expr{}
+func (p *parser) and() (sqlexpr.Expr, error) {
+	terms := []sqlexpr.Expr{}
 	for {
 		e, err := p.unary()
 		if err != nil {
@@ -154,17 +154,17 @@ func (p *parser) and() (table.Expr, error) {
 	if len(terms) == 1 {
 		return terms[0], nil
 	}
-	return table.And(terms...), nil
+	return sqlexpr.And(terms...), nil
 }
 
-func (p *parser) unary() (table.Expr, error) {
+func (p *parser) unary() (sqlexpr.Expr, error) {
 	if p.peekKeyword("not") {
 		p.i++
 		e, err := p.unary()
 		if err != nil {
 			return nil, err
 		}
-		return table.Not(e), nil
+		return sqlexpr.Not(e), nil
 	}
 	if p.peekKeyword("(") {
 		p.i++
@@ -177,7 +177,7 @@ func (p *parser) unary() (table.Expr, error) {
 	return p.atom()
 }
 
-func (p *parser) atom() (table.Expr, error) {
+func (p *parser) atom() (sqlexpr.Expr, error) {
 	col, err := p.next()
 	if err != nil {
 		return nil, err
@@ -196,9 +196,9 @@ func (p *parser) atom() (table.Expr, error) {
 			return nil, err
 		}
 		if not {
-			return table.IsNotNull(col.text), nil
+			return sqlexpr.IsNotNull(col.text), nil
 		}
-		return table.IsNull(col.text), nil
+		return sqlexpr.IsNull(col.text), nil
 	case p.peekKeyword("in"):
 		p.i++
 		if err := p.expect("("); err != nil {
@@ -213,7 +213,7 @@ func (p *parser) atom() (table.Expr, error) {
 			lits = append(lits, lit.text)
 			if p.peekKeyword(")") {
 				p.i++
-				return table.In(col.text, lits...), nil
+				return sqlexpr.In(col.text, lits...), nil
 			}
 			if err := p.expect(","); err != nil {
 				return nil, err
@@ -228,16 +228,16 @@ func (p *parser) atom() (table.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	ops := map[string]table.CmpOp{"=": table.OpEq, "<": table.OpLt, "<=": table.OpLe, ">": table.OpGt, ">=": table.OpGe}
+	ops := map[string]sqlexpr.CmpOp{"=": sqlexpr.OpEq, "<": sqlexpr.OpLt, "<=": sqlexpr.OpLe, ">": sqlexpr.OpGt, ">=": sqlexpr.OpGe}
 	if op.quoted {
 		return nil, fmt.Errorf("want an operator after %s, got '%s'", col.text, op.text)
 	}
 	if op.text == "!=" {
-		return table.Not(table.Cmp(col.text, table.OpEq, lit.text)), nil
+		return sqlexpr.Not(sqlexpr.Cmp(col.text, sqlexpr.OpEq, lit.text)), nil
 	}
 	cmp, ok := ops[op.text]
 	if !ok {
 		return nil, fmt.Errorf("want an operator after %s, got %q", col.text, op.text)
 	}
-	return table.Cmp(col.text, cmp, lit.text), nil
+	return sqlexpr.Cmp(col.text, cmp, lit.text), nil
 }

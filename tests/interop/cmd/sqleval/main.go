@@ -1,5 +1,5 @@
-// Command sqleval evaluates SQL expressions of medallion's expectation language (table.ParseSQL,
-// evaluated column by column by table.Program) over rows given as JSON, so that the interop
+// Command sqleval evaluates SQL expressions of medallion's expectation language (sqlexpr.ParseSQL,
+// evaluated column by column by sqlexpr.Program) over rows given as JSON, so that the interop
 // suite (tests/interop/test_expectations_sql.py) can compare each answer with Spark SQL's on
 // the same rows. It is a test tool, not part of the medallion CLI.
 //
@@ -24,7 +24,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -56,7 +57,7 @@ func run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("spec schema: %w", err)
 	}
-	b, err := table.NewBatch(schema)
+	b, err := pq.NewBatch(schema)
 	if err != nil {
 		return err
 	}
@@ -75,10 +76,10 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	res := result{}
 	for _, text := range s.Exprs {
-		e, err := table.ParseSQL(text)
-		var p *table.Program
+		e, err := sqlexpr.ParseSQL(text)
+		var p *sqlexpr.Program
 		if err == nil {
-			p, err = table.CompileSQL(e, schema)
+			p, err = sqlexpr.CompileSQL(e, schema)
 		}
 		if err != nil {
 			msg := err.Error()
@@ -97,7 +98,7 @@ func run(in io.Reader, out io.Writer) error {
 	return json.NewEncoder(out).Encode(res)
 }
 
-func appendValue(c *table.Column, t txlog.DataType, v any) error {
+func appendValue(c *pq.Column, t txlog.DataType, v any) error {
 	if v == nil {
 		c.AppendNull()
 		return nil
@@ -116,11 +117,11 @@ func appendValue(c *table.Column, t txlog.DataType, v any) error {
 		return nil
 	}
 	if dt, ok := t.(txlog.DecimalType); ok {
-		d, err := table.ParseDecimal(fmt.Sprint(v), dt.Scale)
+		d, err := pq.ParseDecimal(fmt.Sprint(v), dt.Scale)
 		if err != nil {
 			return err
 		}
-		return c.AppendValue(table.Decimal{Unscaled: d, Scale: dt.Scale})
+		return c.AppendValue(pq.Decimal{Unscaled: d, Scale: dt.Scale})
 	}
 	switch t.TypeName() {
 	case txlog.TypeLong, txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:

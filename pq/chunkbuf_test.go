@@ -1,0 +1,56 @@
+package pq
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestChunkBuffer writes random-sized pieces and reads them back whole, in random-sized reads
+// and after seeks, against a plain byte slice.
+func TestChunkBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, total := range []int{0, 1, minChunk - 1, minChunk, 3*minChunk + 17, 2*maxChunk + 5} {
+		var c chunkBuffer
+		want := make([]byte, 0, total)
+		for len(want) < total {
+			p := make([]byte, min(total-len(want), 1+rng.IntN(100_000)))
+			for i := range p {
+				p[i] = byte(rng.Uint32())
+			}
+			if n, err := c.Write(p); n != len(p) || err != nil {
+				t.Fatalf("Write: %d %v", n, err)
+			}
+			want = append(want, p...)
+		}
+		if c.Len() != int64(total) || !bytes.Equal(c.Bytes(), want) {
+			t.Fatalf("%d bytes: Len %d, Bytes differ: %v", total, c.Len(), !bytes.Equal(c.Bytes(), want))
+		}
+		r := c.Reader()
+		got, err := io.ReadAll(io.LimitReader(r, int64(total)+1))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%d bytes: ReadAll: %v, equal %v", total, err, bytes.Equal(got, want))
+		}
+		if total == 0 {
+			continue
+		}
+		for range 20 {
+			off := rng.Int64N(int64(total))
+			if pos, err := r.Seek(off, io.SeekStart); pos != off || err != nil {
+				t.Fatalf("Seek(%d): %d %v", off, pos, err)
+			}
+			buf := make([]byte, 1+rng.IntN(3*minChunk))
+			n, _ := io.ReadFull(r, buf)
+			if !bytes.Equal(buf[:n], want[off:off+int64(n)]) || int64(n) != min(int64(len(buf)), int64(total)-off) {
+				t.Fatalf("%d bytes: read %d at %d differs", total, n, off)
+			}
+		}
+		if pos, err := r.Seek(-1, io.SeekEnd); pos != int64(total)-1 || err != nil {
+			t.Fatalf("Seek from end: %d %v", pos, err)
+		}
+		if _, err := r.Seek(-1, io.SeekStart); err == nil {
+			t.Fatal("a negative position was accepted")
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package pq
+
+import (
+	"io"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
+)
+
+// flatReadable reports whether a top-level primitive leaf can be decoded page by page from
+// parquet-go's typed page buffers (readFlat) instead of one parquet.Value per row. The other
+// physical types (booleans, INT96, fixed-length arrays, decimals) take the general path.
+func (n *rnode) flatReadable() bool {
+	if n.missing || len(n.children) != 0 || n.repeated {
+		return false
+	}
+	switch n.kind {
+	case KindInt64:
+		return n.phys == parquet.Int64 || n.phys == parquet.Int32
+	case KindInt32:
+		return n.phys == parquet.Int32
+	case KindFloat64:
+		return n.phys == parquet.Double || n.phys == parquet.Float
+	case KindFloat32:
+		return n.phys == parquet.Float
+	case KindBytes:
+		return n.phys == parquet.ByteArray
+	}
+	return false
+}
+
+// Bounds of the reservations made from a row group's claimed size, which a corrupt footer
+// could inflate; appends grow past them as usual when a real chunk is larger.
+const (
+	maxPresizeRows  = 1 << 22
+	maxPresizeBytes = 1 << 28
+)
+
+// readFlat decodes the column chunk of a top-level primitive leaf straight into col: the
+// values of each page are copied in bulk from its typed buffer (or looked up in the page's
+// dictionary), so no per-row parquet.Value is built.
+func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	col.Grow(min(rows, maxPresizeRows), 0)
+	for {
+		pg, err := pages.ReadPage()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n.fail("read page: %v", err)
+		}
+		if err := n.appendPage(col, pg, rows); err != nil {
+			return err
+		}
+		if col.Len > rows {
+			return n.fail("has more than the row group's %d rows", rows)
+		}
+	}
+	if col.Len != rows {
+		return n.fail("has %d values, the row group %d rows", col.Len, rows)
+	}
+	return nil
+}
+
+func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
+	nv := int(pg.NumValues())
+	defs := pg.DefinitionLevels()
+	if len(defs) != 0 && len(defs) != nv {
+		return n.fail("page has %d definition levels for %d values", len(defs), nv)
+	}
+	present := nv
+	if len(defs) != 0 {
+		present = 0
+		for _, d := range defs {
+			if int(d) >= n.def {
+				present++
+			}
+		}
+	}
+	data := pg.Data()
+	// Whether the page is dictionary-encoded is the page's own property: its index slice is
+	// empty (nil) when every row of the page is null, and must not be read as "no dictionary".
+	dict := pg.Dictionary()
+	indexed := dict != nil
+	var idx []int32
+	if indexed {
+		if data.Kind() != encoding.Int32 {
+			return n.fail("dictionary page indexes are %s", data.Kind())
+		}
+		idx = data.Int32()
+		data = dict.Page().Data()
+		if len(idx) != present {
+			return n.fail("page has %d dictionary indexes for %d present values", len(idx), present)
+		}
+		size := int32(dict.Len())
+		for _, i := range idx {
+			if i < 0 || i >= size {
+				return n.fail("dictionary index %d out of range [0,%d)", i, size)
+			}
+		}
+	}
+	v, err := n.pageValues(data, indexed, idx, present)
+	if err != nil {
+		return err
+	}
+	if n.kind == KindBytes {
+		size := len(v.data)
+		if indexed {
+			size = 0
+			for _, k := range idx {
+				size += int(v.offs[k+1] - v.offs[k])
+			}
+		}
+		if col.Len == 0 && nv > 0 {
+			// The first page predicts the chunk: reserve for every row at its mean length so
+			// that the column's data does not grow by doubling (and copying) page after page.
+			// Capped: the row count comes from a footer that may be corrupt.
+			size = max(size, int(min(int64(size)*int64(rows)/int64(nv), maxPresizeBytes)))
+		}
+		col.Data = slices.Grow(col.Data, size)
+	}
+	if present == nv {
+		v.appendRange(col, 0, nv)
+		return nil
+	}
+	// Runs of present values are appended in bulk, nulls one by one.
+	j := 0
+	for i := 0; i < nv; {
+		if int(defs[i]) < n.def {
+			col.AppendNull()
+			i++
+			continue
+		}
+		k := i
+		for k < nv && int(defs[k]) >= n.def {
+			k++
+		}
+		v.appendRange(col, j, j+k-i)
+		j += k - i
+		i = k
+	}
+	return nil
+}
+
+// flatValues are the present values of one page, possibly through dictionary indexes.
+type flatValues struct {
+	n *rnode
+	// indexed is set for a dictionary-encoded page: the j-th present value is then
+	// dictionary entry idx[j], and the value buffers hold the dictionary, not the page.
+	indexed bool
+	idx     []int32
+	i64     []int64
+	i32     []int32
+	f64     []float64
+	f32     []float32
+	data    []byte
+	offs    []uint32
+}
+
+// encodingKind is the page buffer kind of the physical types readFlat handles.
+func encodingKind(k parquet.Kind) encoding.Kind {
+	switch k {
+	case parquet.Int64:
+		return encoding.Int64
+	case parquet.Int32:
+		return encoding.Int32
+	case parquet.Double:
+		return encoding.Double
+	case parquet.Float:
+		return encoding.Float
+	case parquet.ByteArray:
+		return encoding.ByteArray
+	}
+	return encoding.Undefined
+}
+
+func (n *rnode) pageValues(data encoding.Values, indexed bool, idx []int32, present int) (*flatValues, error) {
+	v := &flatValues{n: n, indexed: indexed, idx: idx}
+	want := encodingKind(n.phys)
+	if data.Kind() != want {
+		return nil, n.fail("page holds %s values, the column is %s", data.Kind(), want)
+	}
+	var count int
+	switch want {
+	case encoding.Int64:
+		v.i64 = data.Int64()
+		count = len(v.i64)
+	case encoding.Int32:
+		v.i32 = data.Int32()
+		count = len(v.i32)
+	case encoding.Double:
+		v.f64 = data.Double()
+		count = len(v.f64)
+	case encoding.Float:
+		v.f32 = data.Float()
+		count = len(v.f32)
+	case encoding.ByteArray:
+		v.data, v.offs = data.ByteArray()
+		// A buffer of no values may come without the leading offset.
+		count = max(len(v.offs)-1, 0)
+		if len(v.offs) == 0 && len(v.data) != 0 {
+			return nil, n.fail("byte array page has %d data bytes and no offsets", len(v.data))
+		}
+		for k := 1; k < len(v.offs); k++ {
+			if v.offs[k] < v.offs[k-1] || int(v.offs[k]) > len(v.data) {
+				return nil, n.fail("byte array offsets out of order")
+			}
+		}
+	}
+	if !indexed && count != present {
+		return nil, n.fail("page has %d values for %d present rows", count, present)
+	}
+	return v, nil
+}
+
+// at maps the j-th present value of the page to its position in the value buffers.
+func (v *flatValues) at(j int) int {
+	if v.indexed {
+		return int(v.idx[j])
+	}
+	return j
+}
+
+// appendRange appends the present values [lo,hi) of the page to col.
+func (v *flatValues) appendRange(col *Column, lo, hi int) {
+	n := v.n
+	m := hi - lo
+	switch n.kind {
+	case KindInt64:
+		scale := int64(1)
+		if n.unit == unitMillis {
+			scale = 1000
+		}
+		for j := lo; j < hi; j++ {
+			var x int64
+			if v.i32 != nil {
+				x = int64(v.i32[v.at(j)])
+			} else {
+				x = v.i64[v.at(j)]
+			}
+			switch n.unit {
+			case unitNanos:
+				x = FloorDiv(x, 1000)
+			case unitDays:
+				x *= 86400_000_000
+			default:
+				x *= scale
+			}
+			col.Int64 = append(col.Int64, x)
+		}
+	case KindInt32:
+		if !v.indexed {
+			col.Int32 = append(col.Int32, v.i32[lo:hi]...)
+		} else {
+			for j := lo; j < hi; j++ {
+				col.Int32 = append(col.Int32, v.i32[v.at(j)])
+			}
+		}
+	case KindFloat64:
+		for j := lo; j < hi; j++ {
+			if v.f32 != nil {
+				col.Float64 = append(col.Float64, float64(v.f32[v.at(j)]))
+			} else {
+				col.Float64 = append(col.Float64, v.f64[v.at(j)])
+			}
+		}
+	case KindFloat32:
+		if !v.indexed {
+			col.Float32 = append(col.Float32, v.f32[lo:hi]...)
+		} else {
+			for j := lo; j < hi; j++ {
+				col.Float32 = append(col.Float32, v.f32[v.at(j)])
+			}
+		}
+	case KindBytes:
+		if !v.indexed {
+			base := int32(len(col.Data)) - int32(v.offs[lo])
+			col.Data = append(col.Data, v.data[v.offs[lo]:v.offs[hi]]...)
+			for j := lo + 1; j <= hi; j++ {
+				col.Offsets = append(col.Offsets, base+int32(v.offs[j]))
+			}
+		} else {
+			for j := lo; j < hi; j++ {
+				k := v.idx[j]
+				col.Data = append(col.Data, v.data[v.offs[k]:v.offs[k+1]]...)
+				col.Offsets = append(col.Offsets, int32(len(col.Data)))
+			}
+		}
+	}
+	if len(col.Nulls) > 0 {
+		for range m {
+			col.Nulls = append(col.Nulls, false)
+		}
+	}
+	col.Len += m
+}
