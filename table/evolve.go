@@ -228,7 +228,7 @@ func (t *Table) EvolveWith(ctx context.Context, want *txlog.StructType, props ma
 		case len(widen) > 0:
 			var changes []map[string]any
 			for _, c := range widen {
-				changes = append(changes, map[string]any{"column": c.Old.Name, "fromType": typeString(c.Old.Type), "toType": typeString(c.New.Type)})
+				changes = append(changes, map[string]any{"column": c.Old.Name, "fromType": pq.TypeString(c.Old.Type), "toType": pq.TypeString(c.New.Type)})
 			}
 			op = txlog.Operation{Name: "CHANGE COLUMNS", Parameters: map[string]any{"columns": jsonString(changes), "added": jsonString(cols)}}
 		case len(added) > 0:
@@ -278,7 +278,7 @@ func widenedField(f txlog.StructField, to txlog.DataType) (txlog.StructField, er
 			return f, fmt.Errorf("%w: column %s: field metadata %s is not a list: %v", ErrIncompatibleSchema, f.Name, typeChangesKey, err)
 		}
 	}
-	changes = append(changes, map[string]any{"fromType": typeString(f.Type), "toType": typeString(to)})
+	changes = append(changes, map[string]any{"fromType": pq.TypeString(f.Type), "toType": pq.TypeString(to)})
 	raw, err := json.Marshal(changes)
 	if err != nil {
 		return f, err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -32,12 +34,12 @@ func prim(name string) txlog.DataType { return txlog.PrimitiveType{Name: name} }
 
 func widenCases() []widenCase {
 	dec := func(p, s int) txlog.DataType { return txlog.DecimalType{Precision: p, Scale: s} }
-	d := func(s string, scale int) Decimal {
-		v, err := ParseDecimal(s, scale)
+	d := func(s string, scale int) pq.Decimal {
+		v, err := pq.ParseDecimal(s, scale)
 		if err != nil {
 			panic(err)
 		}
-		return Decimal{Unscaled: v, Scale: scale}
+		return pq.Decimal{Unscaled: v, Scale: scale}
 	}
 	return []widenCase{
 		{from: prim(txlog.TypeByte), to: prim(txlog.TypeShort), before: []any{int32(-128), int32(127)}, after: []any{int32(32767)},
@@ -71,7 +73,7 @@ func widenSchema(c txlog.DataType) *txlog.StructType {
 
 func appendWiden(t *testing.T, tbl *Table, typ txlog.DataType, prefix string, vals []any) {
 	t.Helper()
-	b, err := NewBatch(widenSchema(typ))
+	b, err := pq.NewBatch(widenSchema(typ))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +83,14 @@ func appendWiden(t *testing.T, tbl *Table, typ txlog.DataType, prefix string, va
 			t.Fatal(err)
 		}
 	}
-	if _, err := tbl.Append(t.Context(), []*Batch{b}, AppendOptions{}); err != nil {
+	if _, err := tbl.Append(t.Context(), []*pq.Batch{b}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // widenRows scans the table and renders each row as id=<json of c>, sorted, reading c with a
 // filter-free scan and (when filter is set) with one that data skipping must not lose.
-func widenRows(t *testing.T, tbl *Table, filter Expr) []string {
+func widenRows(t *testing.T, tbl *Table, filter sqlexpr.Expr) []string {
 	t.Helper()
 	var out []string
 	for b, err := range tbl.Scan(t.Context(), ScanOptions{Filter: filter}) {
@@ -96,7 +98,7 @@ func widenRows(t *testing.T, tbl *Table, filter Expr) []string {
 			t.Fatal(err)
 		}
 		for r := range b.Len() {
-			out = append(out, b.Columns[0].Value(r).(string)+"="+string(AppendJSONValue(nil, b.Columns[1], r)))
+			out = append(out, b.Columns[0].Value(r).(string)+"="+string(pq.AppendJSONValue(nil, b.Columns[1], r)))
 		}
 	}
 	slices.Sort(out)
@@ -151,7 +153,7 @@ func TestEvolveWidens(t *testing.T) {
 			schema, _ := snap.Schema()
 			f := schema.Field("c")
 			if !TypeEqual(f.Type, c.to) {
-				t.Fatalf("column c is %s, want %s", typeString(f.Type), typeString(c.to))
+				t.Fatalf("column c is %s, want %s", pq.TypeString(f.Type), pq.TypeString(c.to))
 			}
 			var changes []map[string]any
 			if err := json.Unmarshal(f.Metadata["delta.typeChanges"], &changes); err != nil {
@@ -175,10 +177,10 @@ func TestEvolveWidens(t *testing.T) {
 			}
 			// Data skipping reads the old file's stats (written at the old type) at the new one:
 			// a filter true for every row keeps them all.
-			if got := widenRows(t, tbl, Not(IsNull("c"))); !slices.Equal(got, want) {
+			if got := widenRows(t, tbl, sqlexpr.Not(sqlexpr.IsNull("c"))); !slices.Equal(got, want) {
 				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
 			}
-			if got, w := widenRows(t, tbl, Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
+			if got, w := widenRows(t, tbl, sqlexpr.Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
 				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
 			}
 
@@ -209,7 +211,7 @@ func TestEvolveRefusesNonWidening(t *testing.T) {
 		{prim(txlog.TypeTimestamp), prim(txlog.TypeTimestampNTZ)},
 		{prim(txlog.TypeDate), prim(txlog.TypeTimestamp)},
 	} {
-		t.Run(typeString(c.from)+"_to_"+typeString(c.to), func(t *testing.T) {
+		t.Run(pq.TypeString(c.from)+"_to_"+pq.TypeString(c.to), func(t *testing.T) {
 			tbl := Open(mem.New())
 			v0, err := tbl.Create(t.Context(), widenSchema(c.from), nil, nil)
 			if err != nil {
@@ -266,7 +268,7 @@ func TestEvolveWidenKeepsHistory(t *testing.T) {
 	if p := snap.Protocol(); !slices.Contains(p.ReaderFeatures, "typeWidening") || !slices.Contains(p.ReaderFeatures, "timestampNtz") {
 		t.Errorf("protocol %+v, want typeWidening and timestampNtz", p)
 	}
-	if rows := widenRows(t, tbl, Eq("c", int64(-3))); !slices.Equal(rows, []string{"a0=-3"}) {
+	if rows := widenRows(t, tbl, sqlexpr.Eq("c", int64(-3))); !slices.Equal(rows, []string{"a0=-3"}) {
 		t.Errorf("rows with c = -3: %v", rows)
 	}
 }
@@ -307,8 +309,7 @@ func TestEvolveWidenCrash(t *testing.T) {
 			schema, _ := snap.Schema()
 			if snap.Version() != 2 || !TypeEqual(schema.Field("c").Type, prim(txlog.TypeLong)) ||
 				string(schema.Field("c").Metadata["delta.typeChanges"]) != `[{"fromType":"integer","toType":"long"}]` {
-				t.Fatalf("call %d failed (after=%v): version %d, column %s %s", n, after, snap.Version(),
-					typeString(schema.Field("c").Type), schema.Field("c").Metadata["delta.typeChanges"])
+				t.Fatalf("call %d failed (after=%v): version %d, column %s %s", n, after, snap.Version(), pq.TypeString(schema.Field("c").Type), schema.Field("c").Metadata["delta.typeChanges"])
 			}
 			if rows := widenRows(t, rerun, nil); !slices.Equal(rows, []string{"a0=5", "a1=-6"}) {
 				t.Fatalf("call %d failed (after=%v): rows %v", n, after, rows)
@@ -344,10 +345,10 @@ func TestEvolveWidensPartitionColumn(t *testing.T) {
 			if got := widenRows(t, tbl, nil); !slices.Equal(got, want) {
 				t.Errorf("rows %v, want %v", got, want)
 			}
-			if got := widenRows(t, tbl, Not(IsNull("c"))); !slices.Equal(got, want) {
+			if got := widenRows(t, tbl, sqlexpr.Not(sqlexpr.IsNull("c"))); !slices.Equal(got, want) {
 				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
 			}
-			if got, w := widenRows(t, tbl, Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
+			if got, w := widenRows(t, tbl, sqlexpr.Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
 				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
 			}
 		})

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -158,8 +160,8 @@ func Columns() []string {
 }
 
 // batchOf lays events out as one batch of the schema.
-func batchOf(events []Event) (*table.Batch, error) {
-	b, err := table.NewBatch(Schema())
+func batchOf(events []Event) (*pq.Batch, error) {
+	b, err := pq.NewBatch(Schema())
 	if err != nil {
 		return nil, err
 	}
@@ -240,11 +242,11 @@ func (l *Log) Append(ctx context.Context, events []Event, txn *Txn) (written boo
 		return false, err
 	}
 	opts := table.AppendOptions{Txn: txn}
-	res, err := t.Append(ctx, []*table.Batch{b}, opts)
+	res, err := t.Append(ctx, []*pq.Batch{b}, opts)
 	if err != nil && txn != nil && errors.Is(err, txlog.ErrConflict) {
 		// Another writer committed the same txn (a second process of the same query): the
 		// retry sees it and skips.
-		res, err = t.Append(ctx, []*table.Batch{b}, opts)
+		res, err = t.Append(ctx, []*pq.Batch{b}, opts)
 	}
 	if err != nil {
 		return false, fmt.Errorf("eventlog: append %d rows to %s: %w", len(events), l.path, err)
@@ -286,9 +288,9 @@ var ErrNoEventLog = errors.New("eventlog: no event log table")
 
 // Read returns the rows of eventType (every type when empty), oldest event_time first.
 func (l *Log) Read(ctx context.Context, eventType string) ([]Event, error) {
-	var filter table.Expr
+	var filter sqlexpr.Expr
 	if eventType != "" {
-		filter = table.Eq("event_type", eventType)
+		filter = sqlexpr.Eq("event_type", eventType)
 	}
 	return l.read(ctx, filter)
 }
@@ -296,7 +298,7 @@ func (l *Log) Read(ctx context.Context, eventType string) ([]Event, error) {
 // Batches returns the batch rows of the streaming query queryID, oldest first: the files whose
 // statistics rule the query out are not read.
 func (l *Log) Batches(ctx context.Context, queryID string) ([]Event, error) {
-	evs, err := l.read(ctx, table.And(table.Eq("event_type", TypeBatch), table.Eq("query_id", queryID)))
+	evs, err := l.read(ctx, sqlexpr.And(sqlexpr.Eq("event_type", TypeBatch), sqlexpr.Eq("query_id", queryID)))
 	slices.SortStableFunc(evs, func(a, b Event) int { return cmpInt(a.BatchID, b.BatchID) })
 	return evs, err
 }
@@ -313,7 +315,7 @@ func cmpInt(a, b *int64) int {
 	return 0
 }
 
-func (l *Log) read(ctx context.Context, filter table.Expr) ([]Event, error) {
+func (l *Log) read(ctx context.Context, filter sqlexpr.Expr) ([]Event, error) {
 	t := l.table()
 	if _, err := t.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 		return nil, fmt.Errorf("%w at %s", ErrNoEventLog, l.path)
@@ -325,7 +327,7 @@ func (l *Log) read(ctx context.Context, filter table.Expr) ([]Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("eventlog: read %s: %w", l.path, err)
 		}
-		idx := map[string]*table.Column{}
+		idx := map[string]*pq.Column{}
 		for i, f := range b.Schema.Fields {
 			idx[f.Name] = b.Columns[i]
 		}
@@ -338,7 +340,7 @@ func (l *Log) read(ctx context.Context, filter table.Expr) ([]Event, error) {
 }
 
 // eventAt reads row r; columns a newer writer added, or an older table lacks, are skipped.
-func eventAt(cols map[string]*table.Column, r int) Event {
+func eventAt(cols map[string]*pq.Column, r int) Event {
 	var e Event
 	for _, c := range columns {
 		col := cols[c.name]
