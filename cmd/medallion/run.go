@@ -110,6 +110,10 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			return err
 		}
+		// A typo'd lake: refuse it rather than create a new, empty lake there.
+		if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+			return err
+		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		env, err := jobs.NewEnv(ctx, cfg, logger)
@@ -148,6 +152,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 }
 
 func runIngest(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	warnEmptyLanding(ctx, env.Lake, env.Config, env.Logger) // a typo'd landing.path reads nothing
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "ingest", "lines", -1)
 	defer bar.done()
 	if env.Config.MultiSource() {
