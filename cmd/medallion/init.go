@@ -67,7 +67,7 @@ nothing. No Docker needed: a local lake or any S3 endpoint (AWS_ENDPOINT_URL) wi
 			}
 			fmt.Fprintf(out, `
 Next:
-  medallion gen --config %[1]s --events 200000   # synthetic events spread over the last hour into %[2]s
+  medallion gen --config %[1]s --events 200000   # synthetic events of the last 2 hours into %[2]s
                                         # (or %[4]s)
   medallion run ingest --config %[1]s            # landing -> bronze (+ rejects)
   medallion run stream --config %[1]s            # bronze -> silver, quarantine, gold
