@@ -255,6 +255,9 @@ func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objs
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+		return nil, nil, err // a typo'd lake: say so, not "no bronze table yet"
+	}
 	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
 	if err != nil {
 		return nil, nil, err

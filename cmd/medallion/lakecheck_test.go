@@ -27,6 +27,7 @@ func TestTypoLakeRefused(t *testing.T) {
 			cfg := writeGenConfig(t, lake, "")
 			for _, args := range [][]string{
 				{"run", "ingest"}, {"run", "stream"}, {"run", "merge-late"}, {"run", "optimize"}, {"recover", "rollback"},
+				{"lag"}, {"report", "--json"}, {"check"},
 			} {
 				out, err := runGenCLI(t, append(args, "--config", cfg)...)
 				if err == nil || exitCode(err) != 2 || !errors.Is(err, errNoLake) ||
