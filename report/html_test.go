@@ -309,3 +309,53 @@ func TestStateFootprint(t *testing.T) {
 		t.Errorf("StateFootprints without bytes = %+v, want none", fp)
 	}
 }
+
+// TestLateHourChartCountsOnce: 150 rows late for both aggregations (each quarantine holds
+// them) show as 150 in the hourly chart, not a stack of 300, and the x-axis reaches the hour
+// the rows arrived in (it ended half an hour before).
+func TestLateHourChartCountsOnce(t *testing.T) {
+	at := time.Date(2026, 12, 4, 20, 45, 0, 0, time.UTC)
+	r := &Report{Gold: []string{"events_5m", "events_1h"}, Batches: []BatchProgress{
+		{BatchID: 7, Timestamp: at, LateRows: map[string]int64{"events_5m": 150, "events_1h": 150}},
+	}}
+	for _, c := range []*TimeChart{r.LateHourChart(), r.LateBatchChart()} {
+		elems := parseSVG(t, c.SVG())
+		topTick, lastX := 0.0, ""
+		var bars []svgElem
+		var titles []string // each bar's tooltip: "<aggregation> <time>: <count>"
+		for _, e := range elems {
+			switch {
+			case e.name == "text" && e.attrs["class"] == "ytick":
+				v, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(e.text), ",", ""), 64)
+				if err == nil {
+					topTick = max(topTick, v)
+				}
+			case e.name == "text" && e.attrs["class"] == "xtick":
+				lastX = strings.TrimSpace(e.text)
+			case e.name == "rect" && e.attrs["class"] == "bar":
+				bars = append(bars, e)
+			case e.name == "title" && strings.HasPrefix(e.text, "events_"):
+				titles = append(titles, e.text)
+			}
+		}
+		if topTick < 150 || topTick >= 300 {
+			t.Errorf("%s: the y-axis reaches %v for 150 late rows (a stack counts them twice)", c.Title, topTick)
+		}
+		if len(bars) != 2 {
+			t.Fatalf("%s: %d bars, want one per aggregation", c.Title, len(bars))
+		}
+		if len(titles) != 2 || !strings.HasSuffix(titles[0], ": 150") || !strings.HasSuffix(titles[1], ": 150") {
+			t.Errorf("%s: bars %q, want 150 each", c.Title, titles)
+		}
+		// Side by side: the two bars do not overlap, and both start at the axis.
+		x0, _ := strconv.ParseFloat(bars[0].attrs["x"], 64)
+		w0, _ := strconv.ParseFloat(bars[0].attrs["width"], 64)
+		x1, _ := strconv.ParseFloat(bars[1].attrs["x"], 64)
+		if x1 < x0+w0-0.01 || bars[0].attrs["y"] != bars[1].attrs["y"] {
+			t.Errorf("%s: bars %v and %v are stacked or overlap", c.Title, bars[0].attrs, bars[1].attrs)
+		}
+		if c.Interval > 0 && lastX < "20:45" {
+			t.Errorf("%s: the x-axis ends at %s, before the rows arrived at 20:45", c.Title, lastX)
+		}
+	}
+}

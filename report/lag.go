@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/DataDog/sketches-go/ddsketch"
@@ -127,6 +128,14 @@ type LagReport struct {
 	Avg, Min, Max      time.Duration
 	P50, P90, P95, P99 time.Duration
 	Histogram          []Bucket
+	// ArrivalP95, ArrivalP99 and ArrivalMax measure arrival order: how far behind the newest
+	// event time ingested before it (in ingest order) a row's event time is. The stream judges
+	// lateness against that maximum, so these are the lags a watermark must cover.
+	ArrivalP95, ArrivalP99, ArrivalMax time.Duration
+	// Backfill is true when the lag is a backfill's: event times far behind the ingest time in
+	// bulk (p50 at least 1h and 4x ArrivalP95) while rows arrive in about event-time order.
+	// The recommendation and the candidates are then based on arrival order.
+	Backfill bool
 	// Current is the config's stream watermark (0 when unset).
 	Current     time.Duration
 	Recommended time.Duration
@@ -303,8 +312,15 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 	if err != nil {
 		return nil, fmt.Errorf("report: bronze %s: %w", cfg.Tables.Bronze, err)
 	}
+	arr, err := newLagAcc(rep.Current, cfg.Stream.MaxFutureSkew.Duration)
+	if err != nil {
+		return nil, err
+	}
 	lo, hi := rangeMicros(opts)
-	for b, err := range scanPruned(ctx, bt, snap, []string{ev, bronze.ColIngestTime}, rangeFilter(ev, opts)) {
+	// Rows in the order ingest committed them (a bronze file holds its landing objects' lines in
+	// order), so that the running maximum event time is what the stream had seen before a row.
+	newest := int64(math.MinInt64)
+	for b, err := range scanPruned(ctx, bt, snap, ingestOrder(snap.Files()), []string{ev, bronze.ColIngestTime}, rangeFilter(ev, opts)) {
 		if err != nil {
 			return nil, fmt.Errorf("report: scan bronze %s: %w", cfg.Tables.Bronze, err)
 		}
@@ -320,11 +336,17 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 				continue
 			}
 			if t := et.Int64[i]; t >= lo && t < hi {
-				acc.add(it.Int64[i] - t)
+				lag := it.Int64[i] - t
+				acc.add(lag)
+				if lag < -acc.futureSkew {
+					continue // the stream rejects it: it moves no watermark
+				}
+				newest = max(newest, t)
+				arr.add(newest - t)
 			}
 		}
 	}
-	rep.fill(acc)
+	rep.fill(acc, arr)
 	queryID, err := streamQueryID(ctx, lake, cfg)
 	if err != nil {
 		return nil, err
@@ -440,12 +462,11 @@ func statsRows(files []*txlog.Add) (int64, bool) {
 	return n, true
 }
 
-// scanPruned yields the projected columns of the files whose stats may match filter (nil: all
-// files). It filters files only: callers test rows themselves, which costs one comparison a
+// scanPruned yields the projected columns of the files (of snap) whose stats may match filter
+// (nil: all files), in the order given. It filters files only: callers test rows themselves, which costs one comparison a
 // row instead of a predicate evaluation over a copied batch.
-func scanPruned(ctx context.Context, t *table.Table, snap *txlog.Snapshot, cols []string, filter sqlexpr.Expr) iter.Seq2[*pq.Batch, error] {
+func scanPruned(ctx context.Context, t *table.Table, snap *txlog.Snapshot, files []*txlog.Add, cols []string, filter sqlexpr.Expr) iter.Seq2[*pq.Batch, error] {
 	return func(yield func(*pq.Batch, error) bool) {
-		files := snap.Files()
 		if filter != nil {
 			fs, err := t.FileScan(snap, cols, filter)
 			if err != nil {
@@ -494,7 +515,40 @@ func rangeFilter(ev string, opts LagOptions) sqlexpr.Expr {
 	return sqlexpr.And(parts...)
 }
 
-func (r *LagReport) fill(a *lagAcc) {
+// ingestOrder sorts bronze files by the first ingest time they hold (their stats), then by
+// path: the order ingest committed them. Files without the stat keep their path order, first.
+func ingestOrder(files []*txlog.Add) []*txlog.Add {
+	type keyed struct {
+		add   *txlog.Add
+		first string // RFC 3339 in UTC with milliseconds: sorts as text
+	}
+	ks := make([]keyed, len(files))
+	for i, f := range files {
+		var st struct {
+			MinValues map[string]any `json:"minValues"`
+		}
+		ks[i].add = f
+		if f.Stats != "" && json.Unmarshal([]byte(f.Stats), &st) == nil {
+			ks[i].first, _ = st.MinValues[bronze.ColIngestTime].(string)
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.first, b.first) })
+	out := make([]*txlog.Add, len(ks))
+	for i, k := range ks {
+		out[i] = k.add
+	}
+	return out
+}
+
+// Backfill thresholds: the lag measured is a backfill's when the median row arrived at least
+// backfillMinP50 after its event time and at least backfillRatio times later than rows
+// arrive behind the newest event time before them (arrival p95).
+const (
+	backfillMinP50 = time.Hour
+	backfillRatio  = 4
+)
+
+func (r *LagReport) fill(a, arr *lagAcc) {
 	r.Rows, r.Negative, r.NullEventTime, r.Future = a.rows, a.neg, a.nullEventTime, a.future
 	for i, c := range a.counts {
 		var b Bucket
@@ -515,16 +569,26 @@ func (r *LagReport) fill(a *lagAcc) {
 	r.Min = time.Duration(a.min) * time.Microsecond
 	r.Max = time.Duration(a.max) * time.Microsecond
 	r.P50, r.P90, r.P95, r.P99 = a.quantile(0.5), a.quantile(0.9), a.quantile(0.95), a.quantile(0.99)
-	r.Recommended = Recommend(r.P95)
+	r.ArrivalP95, r.ArrivalP99, r.ArrivalMax = arr.quantile(0.95), arr.quantile(0.99), time.Duration(arr.max)*time.Microsecond
+	// A backfill (history ingested in bulk) has event times far behind the ingest time while
+	// its rows arrive in about event-time order: the ingest lag then measures how old the
+	// history is, not how late rows arrive, and the watermark the stream needs follows from
+	// arrival order (the stream judges rows against the newest event time it has seen).
+	r.Backfill = r.P50 >= backfillMinP50 && r.P50 >= backfillRatio*max(r.ArrivalP95, time.Second)
+	basis, p95 := a, r.P95
+	if r.Backfill {
+		basis, p95 = arr, r.ArrivalP95
+	}
+	r.Recommended = Recommend(p95)
 	for k := 1; k <= 3; k++ {
-		if w := time.Duration(k) * r.P95; w > 0 {
-			r.Candidates = append(r.Candidates, a.candidate(fmt.Sprintf("%dx p95", k), w))
+		if w := time.Duration(k) * p95; w > 0 {
+			r.Candidates = append(r.Candidates, basis.candidate(fmt.Sprintf("%dx p95", k), w))
 		}
 	}
 	if r.Current > 0 {
-		r.Candidates = append(r.Candidates, a.candidate("current", r.Current))
+		r.Candidates = append(r.Candidates, basis.candidate("current", r.Current))
 	}
-	r.Candidates = append(r.Candidates, a.candidate("recommended", r.Recommended))
+	r.Candidates = append(r.Candidates, basis.candidate("recommended", r.Recommended))
 }
 
 // quarantineLate counts one quarantine table's rows per UTC day, reading whichever of
@@ -563,7 +627,7 @@ func quarantineLate(ctx context.Context, lake objstore.Bucket, g *config.Gold, e
 	}
 	lo, hi := rangeMicros(opts)
 	perDay := map[int64]int64{}
-	for b, err := range scanPruned(ctx, t, snap, cols, filter) {
+	for b, err := range scanPruned(ctx, t, snap, snap.Files(), cols, filter) {
 		if err != nil {
 			return q, fmt.Errorf("report: scan quarantine %s: %w", g.Quarantine, err)
 		}

@@ -434,3 +434,86 @@ func TestFormatLag(t *testing.T) {
 		}
 	}
 }
+
+// TestLagBackfill: six hours of history ingested at once (a backfill) give lags of 0 to 6
+// hours, but the rows arrive in about event-time order (at most 45 s behind the newest one
+// before them). lag says so and recommends a watermark for that arrival order, not the
+// "12h" that 2 x p95 of the lag gives; the same rows ingested as they happened are no backfill.
+func TestLagBackfill(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	rng := rand.New(rand.NewPCG(5, 9))
+	const n, batches = 36000, 12
+	step := 6 * time.Hour / n
+	done := base.Add(6*time.Hour + time.Minute) // when the backfill's ingest ran
+	backfill := make([][]row, batches)
+	live := make([][]row, batches)
+	var evs []time.Time
+	for i := range n {
+		ev := base.Add(time.Duration(i)*step - time.Duration(rng.Int64N(int64(45*time.Second)))).Truncate(time.Microsecond)
+		evs = append(evs, ev)
+		g := i * batches / n
+		backfill[g] = append(backfill[g], row{ev: &ev, ingest: done.Add(time.Duration(g) * 5 * time.Second)})
+		live[g] = append(live[g], row{ev: &ev, ingest: base.Add(time.Duration(g+1) * 30 * time.Minute)})
+	}
+	// The oracle: how far behind the running maximum event time each row arrives, in the
+	// order written; its p95 at rank floor(0.95 (n-1)) as Lag's percentiles are defined.
+	var newest time.Time
+	behind := make([]time.Duration, 0, n)
+	for _, ev := range evs {
+		if ev.After(newest) {
+			newest = ev
+		}
+		behind = append(behind, newest.Sub(ev))
+	}
+	slices.Sort(behind)
+	p95 := behind[int(math.Floor(0.95*float64(n-1)))]
+
+	lake := mem.New()
+	writeBronze(t, lake, cfg.Tables.Bronze, backfill)
+	rep, err := Lag(ctx, lake, cfg, LagOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Backfill || rep.P50 < 2*time.Hour {
+		t.Fatalf("a 6-hour backfill: backfill %v, p50 %v", rep.Backfill, rep.P50)
+	}
+	if !within(rep.ArrivalP95, p95, 2*RelativeAccuracy) {
+		t.Errorf("arrival p95 %v, want %v", rep.ArrivalP95, p95)
+	}
+	// The recommendation covers the arrival order (2 x p95, rounded up to a nice value, at
+	// most 2.5x more) instead of the backfill's hours.
+	if rep.Recommended < 2*p95 || rep.Recommended > 5*p95 {
+		t.Errorf("recommended %v for an arrival p95 of %v (lag p95 %v)", rep.Recommended, p95, rep.P95)
+	}
+	var late int64 // rows more than the recommendation behind: the oracle's count
+	for _, b := range behind {
+		if b > rep.Recommended {
+			late++
+		}
+	}
+	if c := rep.Candidates[len(rep.Candidates)-1]; c.Name != "recommended" || c.LateRows != late {
+		t.Errorf("recommended candidate %+v, want %d late rows", c, late)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "Backfill: these lags are a backfill's") || !strings.Contains(text.String(), "2x arrival p95") {
+		t.Errorf("the text does not say it is a backfill:\n%s", text.String())
+	}
+	if js, err := json.Marshal(rep); err != nil || !strings.Contains(string(js), `"backfill":true`) {
+		t.Errorf("json: %v\n%s", err, js)
+	}
+
+	// The same rows, ingested every half hour as they happened: no backfill, the lag decides.
+	lake = mem.New()
+	writeBronze(t, lake, cfg.Tables.Bronze, live)
+	rep, err = Lag(ctx, lake, cfg, LagOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Backfill || rep.Recommended != Recommend(rep.P95) {
+		t.Errorf("live ingest: backfill %v, recommended %v for p95 %v", rep.Backfill, rep.Recommended, rep.P95)
+	}
+}

@@ -72,14 +72,20 @@ type Series struct {
 	Points []Point
 }
 
-// TimeChart is one or more series over time: lines, or stacked bars when Bars is set.
+// TimeChart is one or more series over time: lines, or bars when Bars is set (stacked, or side
+// by side when Grouped is set).
 type TimeChart struct {
 	Title, YLabel string
 	Series        []Series
 	Bars          bool
-	// Interval is the time one point stands for (e.g. an hour for hourly sums): bars are this
-	// wide. Zero takes the smallest distance between points.
+	// Interval is the time one point stands for (e.g. an hour for hourly sums): each point is
+	// the start of its interval, its bar covers [T, T+Interval) and the x-axis reaches the end
+	// of the last interval. Zero takes the smallest distance between points, centred on them.
 	Interval time.Duration
+	// Grouped draws the series' bars side by side instead of stacked: for series that count
+	// the same things several ways (each aggregation's late rows: one late row is late for
+	// both), where a stack would count them twice.
+	Grouped bool
 }
 
 type svgBuf struct {
@@ -292,7 +298,7 @@ func (c *TimeChart) SVG() string {
 			n++
 		}
 	}
-	if c.Bars {
+	if c.Bars && !c.Grouped {
 		// Bars stack: the axis must reach the tallest stack.
 		sums := map[int64]float64{}
 		for _, s := range c.Series {
@@ -323,7 +329,15 @@ func (c *TimeChart) SVG() string {
 	if gap <= 0 {
 		gap = time.Minute
 	}
-	t0, t1 = t0.Add(-gap/2), t1.Add(gap/2)
+	// An interval's point is its start: its bar covers [T, T+Interval), and the last one must
+	// fit (centred on the start, the axis ended half an interval before the rows arrived).
+	centre := gap / 2
+	if c.Interval > 0 {
+		centre = 0
+		t0, t1 = t0.Add(-gap/10), t1.Add(gap+gap/10)
+	} else {
+		t0, t1 = t0.Add(-gap/2), t1.Add(gap/2)
+	}
 	span := t1.Sub(t0)
 	x := func(t time.Time) float64 {
 		return plotLeft + float64(t.Sub(t0))/float64(span)*(plotRight-plotLeft)
@@ -357,7 +371,19 @@ func (c *TimeChart) SVG() string {
 	var items []legendItem
 	if c.Bars {
 		w := float64(gap) / float64(span) * (plotRight - plotLeft) * 0.8
-		w = min(max(w, 1), 40)
+		if c.Interval <= 0 {
+			w = min(max(w, 1), 40)
+		}
+		w = max(w, 1)
+		// Where the bar (or the group of bars) of a point starts, relative to x(T).
+		left := -w / 2
+		if centre == 0 {
+			left = float64(gap) / float64(span) * (plotRight - plotLeft) * 0.1
+		}
+		bw := w
+		if c.Grouped && len(c.Series) > 0 {
+			bw = w / float64(len(c.Series))
+		}
 		base := map[int64]float64{}
 		for i, s := range c.Series {
 			color := palette[i%len(palette)]
@@ -366,10 +392,16 @@ func (c *TimeChart) SVG() string {
 					continue
 				}
 				k := p.T.UnixMicro()
-				y0, y1 := y(base[k]), y(base[k]+p.V)
-				base[k] += p.V
+				bx := x(p.T) + left
+				y0, y1 := y(0), y(p.V)
+				if c.Grouped {
+					bx += float64(i) * bw
+				} else {
+					y0, y1 = y(base[k]), y(base[k]+p.V)
+					base[k] += p.V
+				}
 				b.f(`<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
-					num(x(p.T)-w/2), num(y1), num(w), num(y0-y1), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
+					num(bx), num(y1), num(bw), num(y0-y1), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
 			}
 			items = append(items, legendItem{color: color, text: s.Name})
 		}

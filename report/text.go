@@ -162,7 +162,16 @@ func (r *LagReport) WriteText(w io.Writer) error {
 	}
 	p("(~ estimated from the sketch. A row counts as late here when lag > watermark; the stream compares\n" +
 		" window ends with max event time - watermark, so its counts differ, usually lower)\n")
-	p("\nRecommended watermark: %s (2x p95 = %s, rounded up to a nice value)", niceName(r.Recommended), FormatLag(2*r.P95))
+	if r.Backfill {
+		p("\nBackfill: these lags are a backfill's. Event times lie far behind the ingest time (p50 %s) in bulk,\n"+
+			"while rows arrive at most %s (p95; p99 %s, max %s) behind the newest event time ingested before\n"+
+			"them. The stream judges rows by that newest event time, so the candidates above and the\n"+
+			"recommendation are based on arrival order, not on the lag.\n",
+			FormatLag(r.P50), FormatLag(r.ArrivalP95), FormatLag(r.ArrivalP99), FormatLag(r.ArrivalMax))
+		p("\nRecommended watermark: %s (2x arrival p95 = %s, rounded up to a nice value)", niceName(r.Recommended), FormatLag(2*r.ArrivalP95))
+	} else {
+		p("\nRecommended watermark: %s (2x p95 = %s, rounded up to a nice value)", niceName(r.Recommended), FormatLag(2*r.P95))
+	}
 	if r.Current > 0 {
 		p("; current: %s", niceName(r.Current))
 	}
@@ -313,7 +322,12 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		Candidates       []candidate  `json:"candidates"`
 		Quarantine       []quarantine `json:"quarantine"`
 		Kafka            *KafkaLag    `json:"kafka,omitempty"`
+		ArrivalP95       seconds      `json:"arrival_p95_s"`
+		ArrivalP99       seconds      `json:"arrival_p99_s"`
+		ArrivalMax       seconds      `json:"arrival_max_s"`
+		Backfill         bool         `json:"backfill"`
 	}{
+		ArrivalP95: seconds(r.ArrivalP95), ArrivalP99: seconds(r.ArrivalP99), ArrivalMax: seconds(r.ArrivalMax), Backfill: r.Backfill,
 		Kafka: r.Kafka,
 		From:  ts(r.From), To: ts(r.To), Table: r.Table, EventTime: r.EventTime,
 		Rows: r.Rows, NullEventTime: r.NullEventTime, Future: r.Future, Negative: r.Negative,

@@ -317,7 +317,9 @@ func publishProgress(ctx context.Context, ckpt *checkpoint.Dir, logger *slog.Log
 	if err := ckpt.WriteProgress(ctx, n, data); err != nil {
 		return err
 	}
-	logger.Info("stream progress", "batch", n, "progress", json.RawMessage(data))
+	// Debug, not info: one long line a micro-batch drowned the run's own summary; the progress
+	// files in the checkpoint (and report, the status page) keep every batch's figures.
+	logger.Debug("stream progress", "batch", n, "progress", json.RawMessage(data))
 	if listener != nil {
 		listener.OnProgress(p)
 	}

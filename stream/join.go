@@ -277,7 +277,13 @@ func (r *JoinRunner) Run(ctx context.Context) (rep JoinReport, err error) {
 		_, err = r.step(ctx, until, source.ReadLimit{}, false)
 		return err
 	}
-	return r.report, runTrigger(ctx, r.opts.Trigger, r.opts.Clock, once, r.drain)
+	err = runTrigger(ctx, r.opts.Trigger, r.opts.Clock, once, r.drain)
+	if r.wm != nil {
+		// Also after a run of no batch: the watermarks restored from the checkpoint are the
+		// sources' watermarks after it (the summary lost the field when batches was 0).
+		r.report.SourceWatermarksMs = r.sourceWatermarks()
+	}
+	return r.report, err
 }
 
 // drain fixes both sides' latest versions and runs batches until nothing is left to do.

@@ -79,6 +79,12 @@ func TestJoinProgressAndOffsets(t *testing.T) {
 	if rep.WatermarkMs != 94000 || rep.SourceWatermarksMs["imp"] != 140000 || rep.SourceWatermarksMs["clk"] != 94000 {
 		t.Fatalf("after a restart: %+v", rep)
 	}
+	// A run with nothing new runs no batch and still reports the sources' watermarks (the
+	// summary dropped sourceWatermarksMs when batches was 0).
+	rep = runJoin(t, lake, j, spec.AvailableNow)
+	if rep.Batches != 0 || rep.SourceWatermarksMs["imp"] != 140000 || rep.SourceWatermarksMs["clk"] != 94000 {
+		t.Fatalf("a run with nothing new: %+v", rep)
+	}
 }
 
 // TestJoinRejects: the combinations Spark rejects fail NewJoin with Spark's text, and so do

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,6 +50,13 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 			only, _ := cmd.Flags().GetString("source")
 			if err := jobs.CheckSource(cfg, only, false); err != nil {
 				return usageError("check: --source: %v", err)
+			}
+			// A landing prefix that never had an object while bronze has no rows: most often a
+			// typo in landing.path; there is nothing to check, and saying "0 rows pass" would
+			// read as success.
+			if empty := warnEmptyLanding(ctx, lake, cfg, slog.New(slog.DiscardHandler)); len(empty) > 0 {
+				return fmt.Errorf("check: lake %s: no object under %s and no rows in bronze yet: is landing.path in %s right? (ingest has nothing to read there)",
+					cfg.Lake, strings.Join(empty, ", "), path)
 			}
 			copts := report.CheckOptions{From: rng.From, To: rng.To, Bronze: bronzeFlag, Now: now, Samples: samples}
 			if cfg.MultiSource() && only == "" {

@@ -105,8 +105,18 @@ func demoMergeJoin(ctx context.Context, env jobs.Env, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "            join %s: %s merged: +%s, %s replaced, +%s\n", demoJoin, count(rep.LateRows, "late input row"),
-		count(rep.PairsAdded, "pair"), count(rep.NullRowsReplaced, "null-extended row"), count(rep.NullRowsAdded, "null-extended row"))
+	if rep.Commit == nil {
+		// LateRows counts the rows the run looked at, pending ones included: with no commit
+		// nothing was merged, whatever it counted.
+		line := fmt.Sprintf("join %s: nothing new to merge", demoJoin)
+		if rep.PendingRows > 0 {
+			line += fmt.Sprintf(" (%s still waiting for their match window to close)", count(rep.PendingRows, "late input row"))
+		}
+		fmt.Fprintf(out, "            %s\n", line)
+	} else {
+		fmt.Fprintf(out, "            join %s: %s merged: +%s, %s replaced, +%s\n", demoJoin, count(rep.LateRows, "late input row"),
+			count(rep.PairsAdded, "pair"), count(rep.NullRowsReplaced, "null-extended row"), count(rep.NullRowsAdded, "null-extended row"))
+	}
 	fmt.Fprintf(out, "            joined table %s: %s with a click, %s without (before merge-late: %s and %s)\n",
 		j.Table, num(after.pairs), num(after.unmatched), num(before.pairs), num(before.unmatched))
 	return nil

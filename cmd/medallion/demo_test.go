@@ -41,6 +41,11 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(second, "bronze +0 rows") || !strings.Contains(second, "silver +0 rows") || !strings.Contains(second, "nothing new to merge") {
 		t.Fatalf("a second demo must add nothing:\n%s", second)
 	}
+	// Nor say that it merged anything into the joined table (it printed "299 late input rows
+	// merged" for rows it only looked at again).
+	if m := regexp.MustCompile(`join events_clicks: [0-9,]+ late input rows? merged`).FindString(second); m != "" {
+		t.Fatalf("a second demo says %q when nothing was merged:\n%s", m, second)
+	}
 }
 
 // TestPlurals: counts read as people write them ("1 file", "2 files", "1 micro-batch").

@@ -116,7 +116,9 @@ func (e *oneLineError) Unwrap() error { return e.err }
 func explainTableNotFound(ctx context.Context, url string, err error) error {
 	if loc, perr := bucketurl.Parse(url); perr == nil && loc.Scheme == "file" {
 		if info, serr := os.Stat(loc.Path); serr == nil && !info.IsDir() {
-			return &exitError{code: 2, err: fmt.Errorf("%s is a file, not a table (a config file? table commands take a table URL such as LAKE/silver): %w", url, txlog.ErrTableNotFound)}
+			// Exit 1 like every other path with no table there (nothing, a lake root): the
+			// command line is well formed, the path holds no table (README, exit codes).
+			return fmt.Errorf("%s is a file, not a table (a config file? table commands take a table URL such as LAKE/silver): %w", url, txlog.ErrTableNotFound)
 		}
 	}
 	if !errors.Is(err, txlog.ErrTableNotFound) {

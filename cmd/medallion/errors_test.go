@@ -71,7 +71,8 @@ func TestTableNotFoundSaysWhere(t *testing.T) {
 	}{
 		{lake, lake + " is a lake root, not a table; tables below it: _medallion/event_log, bronze", 1},
 		{empty, empty + ": no Delta table there", 1},
-		{cfg, cfg + " is a file, not a table (a config file?", 2},
+		// The same exit code as every other path without a table (it exited 2).
+		{cfg, cfg + " is a file, not a table (a config file?", 1},
 		// A mistyped table name: not the backend's "open root" chain, but the tables beside it.
 		{lake + "/bronze/event", lake + "/bronze/event: no such directory; tables under " + lake + "/bronze: events, rejects", 1},
 	} {

@@ -28,7 +28,9 @@ func newGenCmd() *cobra.Command {
 		Long: `gen writes N lines of NDJSON (or CSV, per landing.format) into the config's landing prefix, in arrival order: events of the
 configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
 where one device delivers an hour late), duplicates, malformed lines and far-future event times.
-By default the events end now (--start now) and fill 8 objects. With the same seed, flags and
+By default the events arrive over the last 2 hours (--span; --rate instead sets the lines per
+second) and end now (--start now), in 8 objects: with a watermark of minutes, the stream closes
+the windows of most of that span. With the same seed, flags and
 an RFC 3339 --start, every run gives byte-identical objects, and a rerun skips objects already
 written.
 It prints a one-line JSON summary that counts every kind of line.
@@ -45,7 +47,8 @@ each (created with --partitions partitions when it does not exist); a rerun prod
 	f.StringArray("set", nil, "override a config key, e.g. --set landing.path=landing/test/ (repeatable)")
 	d := gen.DefaultOptions()
 	f.String("start", "now", "arrival time of the first line (RFC 3339, e.g. "+d.Start.Format(time.RFC3339)+" for objects that are the same on every run), or \"now\": the last line arrives now")
-	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock")
+	f.Duration("span", defaultGenSpan, "arrival time the lines spread over (the rate is lines / span), unless --rate is given")
+	f.Float64("rate", d.Rate, "lines arriving per second of the arrival clock (default: --events / --span)")
 	f.Bool("gzip", false, "gzip each object (.json.gz, .csv.gz)")
 	f.Int32("partitions", 4, "partitions of the topic gen creates when landing.kind is kafka")
 	f.String("source", "", "write this source's events (its schema and landing) instead of the top-level source's")
@@ -165,6 +168,10 @@ func roundTo(v float64, digits int) float64 {
 	return float64(int64(v*p+0.5)) / p
 }
 
+// defaultGenSpan is how long gen's arrivals last by default: long enough beside watermarks of
+// minutes that the windows of most of it close and gold shows them.
+const defaultGenSpan = 2 * time.Hour
+
 // genOptions applies the flags to the config's generator options.
 func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Options, error) {
 	f := cmd.Flags()
@@ -174,6 +181,14 @@ func genOptions(cmd *cobra.Command, cfg *config.Pipeline, events int64) (gen.Opt
 	o.Files, _ = f.GetInt("files")
 	o.Gzip, _ = f.GetBool("gzip")
 	o.Rate, _ = f.GetFloat64("rate")
+	if span, _ := f.GetDuration("span"); !f.Changed("rate") {
+		if span <= 0 {
+			return o, usageError("gen: --span must be positive, got %v", span)
+		}
+		// Spread over the span: at a fixed rate (1,000 lines a second), 200,000 lines arrived
+		// within 4 minutes, less than a watermark of 10m, and no window ever closed.
+		o.Rate = float64(events) / span.Seconds()
+	}
 	o.EventTypes, _ = f.GetInt("event-types")
 	o.Devices, _ = f.GetInt("devices")
 	o.DuplicateFraction, _ = f.GetFloat64("duplicates")
@@ -239,6 +254,9 @@ func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objs
 	cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+		return nil, nil, err // a typo'd lake: say so, not "no bronze table yet"
 	}
 	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
 	if err != nil {

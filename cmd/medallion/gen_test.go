@@ -161,4 +161,28 @@ func TestGenDefaults(t *testing.T) {
 	if summary.MaxEventTime.After(time.Now()) || summary.MaxEventTime.Before(before.Add(-time.Hour)) {
 		t.Errorf("the newest event is at %v; the run ended at %v", summary.MaxEventTime, before)
 	}
+	// The arrivals spread over --span (2h by default), not a few seconds at a fixed rate: the
+	// first object's name is its first line's arrival time.
+	name := entries[0].Name()
+	first, err := time.Parse("20060102T150405.000000Z", name[:strings.IndexByte(name, '-')])
+	if err != nil {
+		t.Fatalf("landing object %s: %v", name, err)
+	}
+	if spread := before.Sub(first); spread < 110*time.Minute || spread > 2*time.Hour+time.Minute {
+		t.Errorf("the arrivals began %v before the run, want 2h (the default --span)", spread)
+	}
+	// --span sets it.
+	before = time.Now()
+	out, err = runGenCLI(t, "gen", "--config", cfg, "--events", "3000", "--span", "10m", "--set", "landing.path=landing/span/")
+	var short struct {
+		FirstKey string `json:"first_key"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &short) != nil {
+		t.Fatalf("--span 10m: %v %s", err, out)
+	}
+	name = strings.TrimPrefix(short.FirstKey, "landing/span/")
+	first, err = time.Parse("20060102T150405.000000Z", name[:strings.IndexByte(name, '-')])
+	if spread := before.Sub(first); err != nil || spread < 9*time.Minute || spread > 11*time.Minute {
+		t.Errorf("--span 10m: the arrivals began %v before the run (%v)", spread, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs"
 )
 
@@ -58,15 +59,21 @@ nothing. No Docker needed: a local lake or any S3 endpoint (AWS_ENDPOINT_URL) wi
 			if len(rep.Existing) > 0 {
 				fmt.Fprintf(out, "already there: %s\n", strings.Join(rep.Existing, ", "))
 			}
+			// Where gen writes, and where your own data goes: a landing prefix or Kafka topics.
+			into, own := cfg.Landing.Path, "put your own NDJSON objects there"
+			if cfg.Landing.Kind == config.LandingKafka {
+				into = "Kafka topic " + strings.Join(cfg.Landing.Kafka.TopicList(), ", ")
+				own = "produce your own JSON records there"
+			}
 			fmt.Fprintf(out, `
 Next:
-  medallion gen --config %[1]s --events 200000   # synthetic events ending now into %[2]s
-                                        # (or put your own NDJSON objects there)
+  medallion gen --config %[1]s --events 200000   # synthetic events of the last 2 hours into %[2]s
+                                        # (or %[4]s)
   medallion run ingest --config %[1]s            # landing -> bronze (+ rejects)
   medallion run stream --config %[1]s            # bronze -> silver, quarantine, gold
   medallion run merge-late --config %[1]s        # late rows -> gold
   medallion serve --config %[1]s                 # all of it on the config's schedules, status on http://%[3]s/
-`, path, cfg.Landing.Path, cfg.Serve.Listen)
+`, path, into, cfg.Serve.Listen, own)
 			return nil
 		},
 	}

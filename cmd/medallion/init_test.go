@@ -34,3 +34,16 @@ func TestInitCommand(t *testing.T) {
 		t.Fatalf("init without --config: %v", err)
 	}
 }
+
+// TestInitKafkaNext: on a Kafka landing, init's next steps name the topic gen produces into,
+// not a landing prefix of objects (it said "synthetic events ... into landing/events/").
+func TestInitKafkaNext(t *testing.T) {
+	cfg := writeGenConfig(t, filepath.Join(t.TempDir(), "lake"), "landing: {kind: kafka, kafka: {brokers: [127.0.0.1:1], topic: sensor-events}}\n")
+	out, err := runGenCLI(t, "init", "--config", cfg)
+	if err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "landing/events/") || strings.Contains(out, "NDJSON objects") || !strings.Contains(out, "into Kafka topic sensor-events") {
+		t.Fatalf("init on a Kafka landing says:\n%s", out)
+	}
+}

@@ -203,6 +203,12 @@ func (f *rangeFlags) lagOptions(cmd string, now time.Time) (report.LagOptions, e
 		}
 		*p.dst = t
 	}
+	// A bad range is a bad command line, said before anything about the lake (report.Lag
+	// checks it too, for its other callers).
+	if !opts.From.IsZero() && !opts.To.IsZero() && !opts.To.After(opts.From) {
+		return opts, usageError("%s: %v: --to %s is not after --from %s", cmd, report.ErrBadRange,
+			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
+	}
 	return opts, nil
 }
 

@@ -91,7 +91,7 @@ func TestLagCommandErrors(t *testing.T) {
 		{[]string{"lag", "--config", cfg, "--since", "soon"}, 2, `--since "soon"`},
 		{[]string{"lag", "--config", cfg, "--from", "May 1st"}, 2, `--from "May 1st"`},
 		{[]string{"lag", "--config", cfg, "--from", "2024-05-02", "--to", "2024-05-01 00:00:00"}, 2, "is not after"},
-		{[]string{"lag", "--config", cfg}, 1, "no bronze table yet"},
+		{[]string{"lag", "--config", cfg}, 2, "no medallion lake there"}, // nothing in the lake: a typo'd lake:?
 	} {
 		_, err := runGenCLI(t, c.args...)
 		code := 0
@@ -105,5 +105,12 @@ func TestLagCommandErrors(t *testing.T) {
 		if code != c.code || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: exit %d, %v; want exit %d with %q", c.args, code, err, c.code, c.want)
 		}
+	}
+	// Landing objects but no ingest yet: a lake, without bronze.
+	if out, err := runGenCLI(t, "gen", "--config", cfg, "--events", "10", "--files", "1"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	if _, err := runGenCLI(t, "lag", "--config", cfg); err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "no bronze table yet") {
+		t.Errorf("lag before the first ingest: %v (exit %d), want exit 1 and no bronze table yet", err, exitCode(err))
 	}
 }

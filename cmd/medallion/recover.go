@@ -42,6 +42,7 @@ source's ingest checkpoint instead.`,
 		cmd.Flags().String("query", "", "a source (its streaming query) or a join (default: the top-level stream)")
 		cmd.Flags().Bool("ingest", false, "the source's ingest checkpoint instead of its streaming query's")
 		cmd.Flags().StringArray("set", nil, "override a config key (repeatable)")
+		addFormatFlag(cmd)
 		cmd.RunE = jobCommand("recover "+sub.name, func(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
 			q, _ := cmd.Flags().GetString("query")
 			ingest, _ := cmd.Flags().GetBool("ingest")

@@ -27,7 +27,9 @@ func newRunCmd() *cobra.Command {
 		Use:   "run JOB --config F",
 		Short: "Run one job once (for external schedulers)",
 		Long: `run runs one job once and exits: 0 when it succeeded, 1 when it failed (it is safe to run again),
-2 for a bad command line or config. It prints a one-line JSON summary on stdout; logs go to stderr.`,
+2 for a bad command line or config. It prints its summary on stdout: one line of JSON when stdout is
+not a terminal (pipes, files, schedulers), a small aligned table on a terminal (--format table|json
+chooses); logs go to stderr.`,
 	}
 	for _, job := range []struct {
 		name, short string
@@ -56,6 +58,7 @@ func newRunCmd() *cobra.Command {
 			cmd.Flags().String("source", "", "only this source or join (default: every source, then every join)")
 		}
 		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
+		addFormatFlag(cmd)
 		if job.name == "stream" {
 			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
 			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -104,6 +107,14 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if err != nil {
 			return err
 		}
+		format, err := summaryFormat(cmd)
+		if err != nil {
+			return err
+		}
+		// A typo'd lake: refuse it rather than create a new, empty lake there.
+		if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+			return err
+		}
 		logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 		ctx := cmd.Context()
 		env, err := jobs.NewEnv(ctx, cfg, logger)
@@ -128,7 +139,13 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		if merr != nil {
 			return merr
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), string(line))
+		if format == formatTable {
+			if werr := writeSummaryTable(cmd.OutOrStdout(), line); werr != nil {
+				return werr
+			}
+		} else {
+			fmt.Fprintln(cmd.OutOrStdout(), string(line))
+		}
 		if err != nil {
 			// Printed once, on one line, by main; the whole chain only for those who ask.
 			logger.Debug("job failed", "job", name, "err", err.Error())
@@ -139,6 +156,7 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 }
 
 func runIngest(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+	warnEmptyLanding(ctx, env.Lake, env.Config, env.Logger) // a typo'd landing.path reads nothing
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "ingest", "lines", -1)
 	defer bar.done()
 	if env.Config.MultiSource() {

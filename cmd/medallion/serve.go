@@ -34,6 +34,11 @@ SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe poin
 				return err
 			}
 			logger := newLogger(cfg.Log, cmd.ErrOrStderr())
+			// serve may start before the first object lands (event-driven ingest waits for
+			// it), so an empty lake is not refused as run refuses it: a warning names it.
+			if err := refuseEmptyLake(cmd.Context(), cfg, path); errors.Is(err, errNoLake) {
+				logger.Warn("serve: " + errors.Unwrap(err).Error())
+			}
 			env, err := jobs.NewEnv(cmd.Context(), cfg, logger)
 			if err != nil {
 				return err

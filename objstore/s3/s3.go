@@ -25,6 +25,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -34,9 +35,11 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/medallion-lake/medallion/internal/backoff"
@@ -153,6 +156,11 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
 	}
+	if cfg.AccessKeyID != "" {
+		// Explicit credentials: the instance metadata has nothing to give.
+		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
+	opts = append(opts, config.WithLogger(quietIMDSLogger{logging.NewStandardLogger(os.Stderr)}))
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3: load AWS config: %w", err)
@@ -171,6 +179,18 @@ func NewClient(ctx context.Context, cfg Config) (*awss3.Client, error) {
 			o.HTTPClient = cfg.HTTPClient
 		}
 	}), nil
+}
+
+// quietIMDSLogger is the SDK's logger without its "falling back to IMDSv1" warning: without
+// credentials, that WARN line (the machine's metadata address refused an IMDSv2 token) printed
+// beside the command's one-line error about missing credentials, which says all there is.
+type quietIMDSLogger struct{ next logging.Logger }
+
+func (l quietIMDSLogger) Logf(c logging.Classification, format string, v ...any) {
+	if strings.HasPrefix(format, "falling back to IMDSv1") {
+		return
+	}
+	l.next.Logf(c, format, v...)
 }
 
 // DefaultResponseTimeout is the default Config.ResponseTimeout: far above a healthy store's
@@ -229,6 +249,16 @@ func errorCode(err error) string {
 }
 
 func httpStatus(err error) int {
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		// A call of another service made on S3's behalf (the instance metadata or STS fetching
+		// credentials) failed: its status (an IMDS 404 when the machine has no role) says
+		// nothing about the key, and must not read as "object not found".
+		var inner *smithy.OperationError
+		if errors.As(op.Err, &inner) {
+			return 0
+		}
+	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
 		return re.HTTPStatusCode()
