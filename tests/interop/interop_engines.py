@@ -137,12 +137,6 @@ def read_duckdb(con, location) -> list[dict]:
     return con.execute("SELECT * FROM delta_scan(?)", [str(location)]).fetch_arrow_table().to_pylist()
 
 
-def duckdb_schema(con, location) -> dict[str, str]:
-    """{column: DuckDB type} of delta_scan over the table."""
-    rel = con.execute("DESCRIBE SELECT * FROM delta_scan(?)", [str(location)]).fetchall()
-    return {r[0]: r[1] for r in rel}
-
-
 # --- medallion -------------------------------------------------------------------------------
 
 
