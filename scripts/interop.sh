@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs and runs the interop suite (tests/interop): delta-rs and Spark with Delta, pinned.
+# Installs and runs the interop suite (tests/interop): delta-rs, Spark with Delta, polars and DuckDB
+# (with its delta and httpfs extensions as packages), pinned.
 #
 #   scripts/interop.sh setup               create the cached virtualenv and fetch Spark's Delta jars
 #   scripts/interop.sh run [pytest args]   setup (a no-op when cached), then pytest tests/interop

@@ -77,6 +77,33 @@ def polars():
 
 
 @pytest.fixture(scope="session")
+def duckdb():
+    """One DuckDB connection for the session, with the pinned delta and httpfs extensions loaded
+    from their packages' files (interop_engines.duckdb_connect): reads tables on files, and on
+    MinIO once `duckdb_s3` made its secret."""
+    require_module("pyarrow")
+    require_module("duckdb")
+    from interop_engines import duckdb_connect
+
+    try:
+        con = duckdb_connect()
+    except (ImportError, FileNotFoundError) as err:  # an extension package missing or broken
+        unavailable("DuckDB's delta and httpfs extensions", str(err))
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="session")
+def duckdb_s3(duckdb, s3):
+    """The session's DuckDB with an S3 secret for the MinIO of `s3` (httpfs): delta_scan reads
+    s3://<bucket>/... tables."""
+    from interop_engines import duckdb_s3_secret_sql
+
+    duckdb.execute(duckdb_s3_secret_sql(s3["env"]))
+    return duckdb
+
+
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One local Spark with Delta for the whole session, tuned to start fast on 2 cores."""
     require_module("delta")

@@ -1,4 +1,4 @@
-"""Readers for one Delta table: Spark, delta-rs, polars and `medallion table scan`.
+"""Readers for one Delta table: Spark, delta-rs, polars, DuckDB and `medallion table scan`.
 
 Each `read_*` returns raw rows (dicts of Python values) for interop_rows.canonical_rows; each
 `*_schema` returns {column: compact type}; each `*_history` returns [(version, operation)] in
@@ -82,6 +82,59 @@ def read_polars(path: Path) -> list[dict]:
     import polars as pl
 
     return pl.read_delta(str(path)).to_dicts()
+
+
+# --- DuckDB ----------------------------------------------------------------------------------
+
+# The pinned extension packages (requirements.txt) and the extension each ships.
+DUCKDB_EXTENSIONS = {"delta": "duckdb-ext-delta", "httpfs": "duckdb-ext-httpfs"}
+
+
+def duckdb_extension_file(name: str) -> Path:
+    """The .duckdb_extension file that the pinned package of extension `name` installed (under
+    site-packages/duckdb_ext/extensions/v<duckdb version>/<platform>/). Found through the
+    package's own file list, so a package built for another DuckDB version or platform is an
+    error naming what it holds, not a network install of something else."""
+    from importlib import metadata
+
+    dist = DUCKDB_EXTENSIONS[name]
+    files = [f for f in metadata.files(dist) or [] if f.name == f"{name}.duckdb_extension"]
+    if len(files) != 1:
+        raise FileNotFoundError(f"package {dist} holds {len(files)} {name}.duckdb_extension files "
+                                f"({[str(f) for f in files]}); reinstall with scripts/interop.sh setup")
+    return Path(files[0].locate())
+
+
+def duckdb_connect():
+    """An in-memory DuckDB with the delta and httpfs extensions loaded from the pinned packages'
+    files (they are not signed by a key DuckDB knows, hence allow_unsigned_extensions), with
+    autoinstall and autoload off so that nothing is fetched from the network, in UTC."""
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true",
+                                 "autoinstall_known_extensions": "false",
+                                 "autoload_known_extensions": "false"})
+    for name in DUCKDB_EXTENSIONS:
+        con.execute(f"LOAD '{duckdb_extension_file(name)}'")
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def duckdb_s3_secret_sql(env: dict[str, str]) -> str:
+    """CREATE SECRET for the MinIO of the `s3` fixture (its AWS_* environment): path-style URLs,
+    TLS as the endpoint's scheme says."""
+    scheme, _, host = env["AWS_ENDPOINT_URL"].partition("://")
+    return ("CREATE OR REPLACE SECRET minio (TYPE s3, "
+            f"KEY_ID '{env['AWS_ACCESS_KEY_ID']}', SECRET '{env['AWS_SECRET_ACCESS_KEY']}', "
+            f"ENDPOINT '{host}', URL_STYLE 'path', USE_SSL {str(scheme == 'https').lower()}, "
+            f"REGION '{env['AWS_REGION']}')")
+
+
+def read_duckdb(con, location) -> list[dict]:
+    """delta_scan of a table (a path, or s3://bucket/... once the secret is made), through Arrow
+    so that values reach Python as the other readers' do (timestamps with their zone, binary as
+    bytes, structs as dicts)."""
+    return con.execute("SELECT * FROM delta_scan(?)", [str(location)]).fetch_arrow_table().to_pylist()
 
 
 # --- medallion -------------------------------------------------------------------------------

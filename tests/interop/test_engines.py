@@ -1,13 +1,13 @@
 """They write, they read: every scenario table written by Spark or delta-rs is read back by Spark,
-delta-rs and polars with exactly the expected rows, schema and history. This proves the harness
+delta-rs, polars and DuckDB with exactly the expected rows, schema and history. This proves the harness
 (and the canonical row form) before medallion's own reader and writer are plugged in."""
 
 from __future__ import annotations
 
 import pytest
 
-from interop_engines import (deltars_history, deltars_schema, read_deltars, read_polars,
-                             read_spark, spark_history, spark_schema)
+from interop_engines import (deltars_history, deltars_schema, read_deltars, read_duckdb,
+                             read_polars, read_spark, spark_history, spark_schema)
 from interop_rows import assert_same_rows, canonical_rows
 from interop_scenarios import EVENTS, SCENARIOS, events
 
@@ -23,7 +23,7 @@ UNSUPPORTED = {
 
 def reader_cells():
     for name in SCENARIOS:
-        for reader in ("spark", "deltars", "polars"):
+        for reader in ("spark", "deltars", "polars", "duckdb"):
             if (reader, name) not in UNSUPPORTED:
                 yield pytest.param(name, reader, id=f"{name}-{reader}")
 
@@ -34,6 +34,8 @@ def read_rows(reader: str, request, path):
     if reader == "deltars":
         request.getfixturevalue("deltalake")
         return read_deltars(path)
+    if reader == "duckdb":
+        return read_duckdb(request.getfixturevalue("duckdb"), path)
     request.getfixturevalue("polars")
     return read_polars(path)
 

@@ -20,6 +20,10 @@ and checkpoint are the ones under spark/). Compared as row multisets:
 * invariant E on Spark's tables: its gold counts equal a count of its silver over the windows
   the watermark closed, computed here in Python.
 
+Every comparison runs twice: on the tables as delta-rs reads them, and as DuckDB reads them
+(delta_scan; on MinIO through httpfs with an S3 secret); and DuckDB reads every table of both
+engines, bronze included, with delta-rs' rows.
+
 The runs happen once per backend (the file system, and MinIO when the suite has it) in a
 module-scoped fixture, sharing the session's one SparkSession; on the file system the job is
 killed once in the middle of batch 1 and run again, so its tables are a crashed job's: Spark's start-up and per-batch
@@ -29,6 +33,7 @@ overhead dominate, so the workload is small (3 batches) but still has late rows.
 from __future__ import annotations
 
 import collections
+import copy
 import importlib.util
 import json
 import math
@@ -40,7 +45,7 @@ from pathlib import Path
 import pytest
 
 from conftest import s3a_url
-from interop_engines import read_deltars, read_deltars_s3, run_medallion
+from interop_engines import read_deltars, read_deltars_s3, read_duckdb, run_medallion
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -105,11 +110,17 @@ def load_job(path: Path, name: str):
 
 
 class Run:
-    """Both engines' tables over one bronze: read(prefix, table) gives rows."""
+    """Both engines' tables over one bronze: read(table) gives rows (delta-rs' unless
+    with_reader swapped the reader), locate(table) the table's path or s3:// URL."""
 
-    def __init__(self, read, job, lake_uri, watermark_ms, cfg, env, crash):
-        self.read, self.job, self.lake_uri, self.watermark_ms = read, job, lake_uri, watermark_ms
-        self.cfg, self.env, self.crash = cfg, env, crash
+    def __init__(self, read, locate, job, lake_uri, watermark_ms, cfg, env, crash):
+        self.read, self.locate, self.job, self.lake_uri = read, locate, job, lake_uri
+        self.watermark_ms, self.cfg, self.env, self.crash = watermark_ms, cfg, env, crash
+
+    def with_reader(self, read) -> "Run":
+        other = copy.copy(self)
+        other.read = read
+        return other
 
 
 class Killed(Exception):
@@ -138,7 +149,7 @@ def run_crashing(job, spark, args, batch: int) -> dict:
             "silver_record": job.read_text(spark, f"{ckpt}/{job.RECORDS}/silver-{batch}") is not None}
 
 
-def run_both(tmp: Path, medallion_bin, spark, lake: str, lake_uri: str, read, env=None,
+def run_both(tmp: Path, medallion_bin, spark, lake: str, lake_uri: str, read, locate, env=None,
              crash_batch=None) -> Run:
     """medallion's stream and merge-late, then the job (killed once in crash_batch, if given,
     and run again) and merge-late on its tables."""
@@ -166,7 +177,7 @@ def run_both(tmp: Path, medallion_bin, spark, lake: str, lake_uri: str, read, en
     if crash is not None:
         crash["rerun_from"] = reports[0]["batchId"]
     med("run", "merge-late", "--config", str(spark_cfg))
-    return Run(read, job, lake_uri, stream["result"]["watermarkMs"], spark_cfg, env, crash)
+    return Run(read, locate, job, lake_uri, stream["result"]["watermarkMs"], spark_cfg, env, crash)
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +187,8 @@ def on_files(tmp_path_factory, medallion_bin, spark, deltalake) -> Run:
     # Killed once in batch 1: every comparison with medallion below is of tables a crashed and
     # rerun job wrote.
     return run_both(tmp, medallion_bin, spark, str(lake), lake.as_uri(),
-                    lambda table: read_deltars(lake / table), crash_batch=1)
+                    lambda table: read_deltars(lake / table), lambda table: lake / table,
+                    crash_batch=1)
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +197,41 @@ def on_minio(tmp_path_factory, medallion_bin, spark_s3, s3) -> Run:
     prefix = "export-promise"
     lake = f"s3://{s3['bucket']}/{prefix}"
     return run_both(tmp, medallion_bin, spark_s3, lake, s3a_url(s3, prefix),
-                    lambda table: read_deltars_s3(s3, f"{lake}/{table}"), env=s3["env"])
+                    lambda table: read_deltars_s3(s3, f"{lake}/{table}"),
+                    lambda table: f"{lake}/{table}", env=s3["env"])
 
 
-@pytest.fixture(params=["files", "minio"])
+def on_backend(request, backend: str, reader: str) -> Run:
+    """The run on backend ("files" or "minio") with its tables read by reader ("delta-rs" or
+    "duckdb")."""
+    run = request.getfixturevalue("on_" + backend)
+    if reader == "delta-rs":
+        return run
+    con = request.getfixturevalue("duckdb" if backend == "files" else "duckdb_s3")
+    return run.with_reader(lambda table: read_duckdb(con, run.locate(table)))
+
+
+@pytest.fixture(params=[("files", "delta-rs"), ("minio", "delta-rs"), ("files", "duckdb"),
+                        ("minio", "duckdb")], ids="-".join)
 def both(request) -> Run:
-    return request.getfixturevalue("on_" + request.param)
+    return on_backend(request, *request.param)
+
+
+# Every table the runs write: medallion's, and the exported job's under spark/ (bronze is shared).
+TABLES = ["bronze/events", "bronze/rejects", "silver/events", "silver/late_t5m", "silver/late_s10m",
+          "gold/t5m", "gold/s10m", "spark/bronze/rejects", "spark/silver/events",
+          "spark/silver/late_t5m", "spark/silver/late_s10m", "spark/gold/t5m", "spark/gold/s10m"]
+
+
+@pytest.mark.parametrize("backend", ["files", "minio"])
+def test_duckdb_reads_every_table_as_deltars(request, backend):
+    """DuckDB's rows of each table equal delta-rs', every column (timestamps, the window struct,
+    exact-sum decimals, nulls), as multisets."""
+    deltars, duckdb = on_backend(request, backend, "delta-rs"), on_backend(request, backend, "duckdb")
+    for table in TABLES:
+        theirs = deltars.read(table)
+        assert theirs, f"{table} is empty: nothing to compare"
+        assert_multiset(duckdb.read(table), theirs, f"{backend}: DuckDB vs delta-rs reading {table}")
 
 
 def internal_columns(*tables: list[dict]) -> set[str]:

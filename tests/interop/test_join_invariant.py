@@ -19,8 +19,10 @@ polars (equal non-null keys, the time range inclusive), then per type:
 
 Rows are identified by (event_id, click_id) (both dedup keys, unique in silver). Invariant E for
 the aggregations over two joins: gold equals a polars group-by over the joined table read by
-delta-rs, for the windows the gold's watermark (the join's output watermark) has closed. Spark
-(pyspark + delta) reads each joined table and quarantine: a smoke read.
+delta-rs, for the windows the gold's watermark (the join's output watermark) has closed. The
+joined tables and golds are checked as delta-rs reads them and as DuckDB (delta_scan) reads them;
+DuckDB reads each quarantine with delta-rs' rows. Spark (pyspark + delta) reads each joined table
+and quarantine: a smoke read.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_engines import read_deltars, read_spark, run_medallion
+from interop_engines import read_deltars, read_duckdb, read_spark, run_medallion
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -170,6 +172,15 @@ def expected(polars, ev, ck, typ: str, w: datetime) -> Counter:
     return out
 
 
+@pytest.fixture(params=["delta-rs", "duckdb"])
+def read(request):
+    """The reader of the tables under test (the oracle's silvers are always delta-rs')."""
+    if request.param == "duckdb":
+        con = request.getfixturevalue("duckdb")
+        return lambda path: read_duckdb(con, path)
+    return read_deltars
+
+
 def diff(want: Counter, got: Counter) -> str:
     missing, extra = want - got, got - want
     return (f"{sum(want.values())} rows expected, {sum(got.values())} in the table; "
@@ -193,11 +204,11 @@ def test_workload_has_late_rows_on_both_sides(lake):
 
 
 @pytest.mark.parametrize("typ", TYPES)
-def test_joined_table_is_the_batch_join(lake, polars, typ):
+def test_joined_table_is_the_batch_join(lake, polars, typ, read):
     ev, ck = silvers(polars, lake)
     off = last_offsets(lake / "_checkpoints" / f"j_{typ}")
     w = datetime.fromtimestamp(off["batchWatermarkMs"] / 1000, tz=timezone.utc)
-    rows = read_deltars(lake / "silver" / f"j_{typ}")
+    rows = read(lake / "silver" / f"j_{typ}")
     if typ == "left_semi":
         assert "click_id" not in (rows[0] if rows else {}), "left_semi carries the left columns only"
         got = Counter((r["event_id"],) for r in rows)
@@ -216,7 +227,7 @@ def test_joined_table_is_the_batch_join(lake, polars, typ):
 
 
 @pytest.mark.parametrize("gold", list(GOLD_OVER))
-def test_gold_over_join_is_a_group_by(lake, polars, gold):
+def test_gold_over_join_is_a_group_by(lake, polars, gold, read):
     """Invariant E over a join: each closed window's count and count(click_id) per event_type
     equal a polars group-by over the joined table."""
     pl = polars
@@ -231,7 +242,7 @@ def test_gold_over_join_is_a_group_by(lake, polars, gold):
         if start + WINDOW <= gw:
             want[(start, r["event_type"])] = (r["n"], r["c"])
     got = {}
-    for r in read_deltars(lake / "gold" / gold):
+    for r in read(lake / "gold" / gold):
         start = utc(r["window"]["start"])
         if start + WINDOW <= gw:
             got[(start, r["event_type"])] = (r["count"], r["clicks"])
@@ -246,3 +257,15 @@ def test_spark_reads_joined_tables(lake, spark):
         for name in (f"j_{t}", f"late_j_{t}"):
             p = lake / "silver" / name
             assert len(read_spark(spark, p)) == len(read_deltars(p)), name
+
+
+def test_duckdb_reads_quarantines_as_deltars(lake, duckdb):
+    """Each join's quarantine (both sides' late rows, side column, nulls) read by DuckDB has
+    delta-rs' rows, every column."""
+    for t in TYPES:
+        p = lake / "silver" / f"late_j_{t}"
+        want = read_deltars(p)
+        assert want, f"late_j_{t} is empty"
+        key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
+        assert sorted(map(key, read_duckdb(duckdb, p))) == sorted(map(key, want)), \
+            f"late_j_{t}: DuckDB and delta-rs read different rows"

@@ -4,8 +4,8 @@ Polars and pyarrow refuse a whole table when one string cell is not valid UTF-8.
 landing set with bytes that are not UTF-8 in JSON lines, CSV fields, CSV header names, rescued
 fields and an object key, plus lines and CSV records over `landing.max_line_bytes` and a CSV
 quoted field never closed (written from Python, next to `medallion gen`'s objects), runs
-`medallion run ingest` and `medallion run stream`, and reads every table of the lake with Polars
-and with pyarrow (every data file, every column).
+`medallion run ingest` and `medallion run stream`, and reads every table of the lake with Polars,
+with DuckDB (delta_scan, every row) and with pyarrow (every data file, every column).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_engines import run_medallion
+from interop_engines import read_duckdb, run_medallion
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -75,7 +75,7 @@ def delta_tables_under(root: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])
-def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake, fmt):
+def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake, duckdb, fmt):
     import pyarrow.parquet as pq
 
     lake = tmp_path / "lake"
@@ -97,7 +97,8 @@ def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake
     for want in ("bronze/events", "bronze/rejects", "silver/events"):
         assert want in names, f"no {want} table: {names}"
     for path in tables:
-        polars.read_delta(str(path))  # raises on a string cell that is not UTF-8
+        height = polars.read_delta(str(path)).height  # raises on a string cell that is not UTF-8
+        assert len(read_duckdb(duckdb, path)) == height, f"{path}: DuckDB and Polars row counts"
         for uri in deltalake.DeltaTable(str(path)).file_uris():
             pq.read_table(uri.removeprefix("file://")).to_pylist()  # every cell, decoded
     # Nothing was dropped: every landing line is a bronze row or an ingest reject.
@@ -111,5 +112,8 @@ def test_hostile_utf8_tables_readable(tmp_path, medallion_bin, polars, deltalake
     assert rejects.filter(polars.col("reason") == "invalid_utf8").height > 0
     bronze = polars.read_delta(str(lake / "bronze" / "events"))
     assert bronze.height + rejects.filter(polars.col("stage") == "ingest").height == stats["lines"]
+    dk_bronze = read_duckdb(duckdb, lake / "bronze" / "events")
+    dk_ingest_rejects = [r for r in read_duckdb(duckdb, lake / "bronze" / "rejects") if r["stage"] == "ingest"]
+    assert len(dk_bronze) + len(dk_ingest_rejects) == stats["lines"], "DuckDB: bronze + ingest rejects"
     assert any(s.startswith('"') and "\\x" in s for s in bronze["_source_file"].to_list()), \
         "the key that is not UTF-8 is stored Go-quoted"

@@ -9,6 +9,8 @@ medallion (`table scan s3://...`, the mkdelta writer).
   (needs_medallion; delta-rs' reads and the raw-log checks are in test_we_write.py).
 * Spark writes (SPARK_ON_MINIO: append, DELETE with deletion vectors, a checkpoint; partitioned;
   every type); Spark and delta-rs read them back, medallion scans them (needs_medallion).
+* DuckDB (delta_scan, httpfs with an S3 secret) reads the delta-rs and Spark tables; medallion's
+  are in test_we_write.py.
 * Concurrent delta-rs writers lose no commit.
 
 Spark names a table s3a://bucket/name, the others s3://bucket/name: the same objects."""
@@ -18,8 +20,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import download_table, s3a_url
-from interop_engines import (read_deltars_s3, read_spark, run_medallion, spark_history,
-                             spark_schema)
+from interop_engines import (read_deltars_s3, read_duckdb, read_spark, run_medallion,
+                             spark_history, spark_schema)
 from interop_mkdelta import ON_MINIO, WRITTEN
 from interop_rows import assert_same_rows, canonical_rows, parse_jsonl
 from interop_scenarios import (EVENTS, EVENTS_DDL, PARTITIONED, PARTITIONED_ROWS, SCENARIOS,
@@ -69,6 +71,16 @@ def test_deltars_partitioned_on_minio(deltalake, s3):
     url = write_partitioned_on_minio(deltalake, s3, "deltars-partitioned")
     assert_same_rows(canonical_rows(read_deltars_s3(s3, url), PARTITIONED),
                      canonical_rows(PARTITIONED_ROWS, PARTITIONED), f"delta-rs reading {url}")
+
+
+def test_duckdb_reads_deltars_tables_on_minio(deltalake, s3, duckdb_s3):
+    url, want = write_events_on_minio(deltalake, s3, "duckdb-reads-events")
+    assert_same_rows(canonical_rows(read_duckdb(duckdb_s3, url), EVENTS),
+                     canonical_rows(want, EVENTS), f"DuckDB reading {url}")
+
+    url = write_partitioned_on_minio(deltalake, s3, "duckdb-reads-partitioned")
+    assert_same_rows(canonical_rows(read_duckdb(duckdb_s3, url), PARTITIONED),
+                     canonical_rows(PARTITIONED_ROWS, PARTITIONED), f"DuckDB reading {url}")
 
 
 @pytest.mark.needs_medallion
@@ -168,6 +180,14 @@ def test_spark_round_trip_on_minio(scenario, spark_written, spark_s3, s3, deltal
     url = table_url(s3, name)
     assert_same_rows(canonical_rows(read_deltars_s3(s3, url), scenario.columns),
                      canonical_rows(scenario.rows, scenario.columns), f"delta-rs reading {url}")
+
+
+@pytest.mark.parametrize("scenario", SPARK_ON_MINIO, ids=lambda s: s.name)
+def test_duckdb_reads_spark_table_on_minio(scenario, spark_written, s3, duckdb_s3):
+    """Deletion vectors and a checkpoint, partitions with odd values, every type: over S3."""
+    url = table_url(s3, spark_written[scenario.name])
+    assert_same_rows(canonical_rows(read_duckdb(duckdb_s3, url), scenario.columns),
+                     canonical_rows(scenario.rows, scenario.columns), f"DuckDB reading {url}")
 
 
 @pytest.mark.needs_medallion

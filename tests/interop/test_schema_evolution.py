@@ -7,7 +7,7 @@ then `country` is added to `schema:`, rows that carry it land, the loop runs aga
 The oracle is computed here from the landing lines (json.loads), not by medallion: a row's
 country is its line's "country" when that is a string, and null otherwise (a number stays
 rescued, as ingest would leave it). Each step's tables are read by every engine, which must
-agree on every table's rows.
+agree on every table's rows; the oracle checks delta-rs' rows and DuckDB's each.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from interop_engines import deltars_history, read_deltars, read_polars, read_spark, run_medallion
+from interop_engines import (deltars_history, read_deltars, read_duckdb, read_polars, read_spark,
+                             run_medallion)
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -87,9 +88,10 @@ def canon(rows: list[dict]) -> list[str]:
     return sorted(json.dumps({k: norm(v) for k, v in r.items()}, sort_keys=True, default=str) for r in rows)
 
 
-def read_all(spark, lake: Path, step: str) -> dict[str, list[dict]]:
-    """Every table with delta-rs, Spark and Polars; they must agree row for row."""
-    out = {}
+def read_all(spark, duckdb, lake: Path, step: str) -> dict[str, dict[str, list[dict]]]:
+    """Every table with delta-rs, Spark, Polars and DuckDB; they must agree row for row. Returns
+    {reader: {table: rows}} for delta-rs and DuckDB, each of which the oracle then checks."""
+    out: dict[str, dict[str, list[dict]]] = {"delta-rs": {}, "DuckDB": {}}
     for name in TABLES:
         path = lake / name
         if not (path / "_delta_log").is_dir():
@@ -97,9 +99,11 @@ def read_all(spark, lake: Path, step: str) -> dict[str, list[dict]]:
         rs = read_deltars(path)
         sp = read_spark(spark, path)
         pl = read_polars(path)
+        dk = read_duckdb(duckdb, path)
         assert canon(rs) == canon(sp), f"{step}: {name}: delta-rs and Spark read different rows"
+        assert canon(dk) == canon(sp), f"{step}: {name}: DuckDB and Spark read different rows"
         assert len(pl) == len(rs), f"{step}: {name}: Polars read {len(pl)} rows, delta-rs {len(rs)}"
-        out[name] = rs
+        out["delta-rs"][name], out["DuckDB"][name] = rs, dk
     return out
 
 
@@ -131,7 +135,7 @@ def check_country(tables: dict[str, list[dict]], want: dict[tuple[str, str], obj
                     f"{step}: {name}: {key} has country both in the column and in {rescued!r}"
 
 
-def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, polars):
+def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, polars, duckdb):
     lake = tmp_path / "lake"
     landing = lake / "landing" / "events"
     cfg = tmp_path / "pipeline.yaml"
@@ -155,31 +159,34 @@ def test_schema_evolves_mid_stream(tmp_path, medallion_bin, spark, deltalake, po
     loop()
     want = oracle(landing)
     files_before = {f for f, _ in want}  # every file so far was ingested without the column
-    check_country(read_all(spark, lake, "before"), want, "before", False, False, files_before)
+    for reader, tables in read_all(spark, duckdb, lake, "before").items():
+        check_country(tables, want, f"before ({reader})", False, False, files_before)
 
     cfg.write_text(pipeline(lake, SCHEMA + COUNTRY))
     after = [("evo-a1", "DE"), ("evo-a2", ...), ("evo-a3", "ES"), ("evo-b1", "XX")]  # b1 resent: a duplicate
     (landing / "zzz-after.json").write_text(lines(after, now + timedelta(minutes=1)))
     loop()
     want = oracle(landing)
-    tables = read_all(spark, lake, "evolved")
-    check_country(tables, want, "evolved", True, False, files_before)
-    assert any(r["event_id"] == "evo-a1" and r["country"] == "DE" for r in tables["silver/events"])
+    for reader, tables in read_all(spark, duckdb, lake, "evolved").items():
+        check_country(tables, want, f"evolved ({reader})", True, False, files_before)
+        assert any(r["event_id"] == "evo-a1" and r["country"] == "DE" for r in tables["silver/events"]), reader
     ops = [op for _, op in deltars_history(lake / "bronze/events")]
     assert ops.count("ADD COLUMNS") == 1, f"bronze history {ops}"
 
     med("run", "backfill-columns")
-    tables = read_all(spark, lake, "backfilled")
-    check_country(tables, want, "backfilled", True, True, files_before)
-    silver = {r["event_id"]: r for r in tables["silver/events"]}
-    assert silver["evo-b1"]["country"] == "FR" and silver["evo-b4"]["country"] == "IT"
-    assert silver["evo-b2"]["country"] is None and json.loads(silver["evo-b2"]["_rescued_data"]) == {"country": 5}
-    for r in tables["silver/late_t5m"]:
-        key = (r["_source_file"].rsplit("/", 1)[-1], r["event_id"])
-        assert r["country"] == want[key], f"quarantine: {key} country {r['country']!r}, want {want[key]!r}"
+    for reader, tables in read_all(spark, duckdb, lake, "backfilled").items():
+        check_country(tables, want, f"backfilled ({reader})", True, True, files_before)
+        silver = {r["event_id"]: r for r in tables["silver/events"]}
+        assert silver["evo-b1"]["country"] == "FR" and silver["evo-b4"]["country"] == "IT", reader
+        assert silver["evo-b2"]["country"] is None, reader
+        assert json.loads(silver["evo-b2"]["_rescued_data"]) == {"country": 5}, reader
+        for r in tables["silver/late_t5m"]:
+            key = (r["_source_file"].rsplit("/", 1)[-1], r["event_id"])
+            assert r["country"] == want[key], \
+                f"{reader}: quarantine: {key} country {r['country']!r}, want {want[key]!r}"
     versions = {name: len(deltars_history(lake / name)) for name in TABLES}
     med("run", "backfill-columns")
     assert {name: len(deltars_history(lake / name)) for name in TABLES} == versions, "a second backfill committed"
     # The loop goes on over the backfilled tables.
     loop()
-    read_all(spark, lake, "after the backfill")
+    read_all(spark, duckdb, lake, "after the backfill")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_engines import read_deltars, run_medallion
+from interop_engines import read_deltars, read_duckdb, run_medallion
 from interop_rows import schema_columns
 
 pytestmark = pytest.mark.needs_medallion
@@ -179,7 +179,8 @@ def assert_same_gold(ours: list[dict], theirs: list[dict], float_cols: set[str],
 
 
 @pytest.mark.parametrize("case", list(WINDOWS))
-def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spark, deltalake):
+def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spark, deltalake,
+                                              duckdb):
     golds, dedup, max_files = WINDOWS[case]
     cfg = pipeline_config(tmp_path, golds, dedup, max_files)
     lake = tmp_path / "lake"
@@ -250,6 +251,10 @@ def test_gold_and_dropped_counts_equal_sparks(case, tmp_path, medallion_bin, spa
         ours_rows = [{c: v for c, v in r.items() if c not in internal} for r in ours_rows]
         assert ours_rows, f"{label}: medallion's gold is empty; the workload closed no window"
         assert_same_gold(ours_rows, theirs_rows, floats, label)
+        # The same comparison on both gold tables as DuckDB reads them (session windows,
+        # update mode's MERGEs, complete mode's overwrites).
+        dk_ours = [{c: v for c, v in r.items() if c not in internal} for r in read_duckdb(duckdb, ours_path)]
+        assert_same_gold(dk_ours, read_duckdb(duckdb, theirs_path), floats, f"{label} (DuckDB)")
     # The workload must exercise the late path, or the counter comparison proves nothing.
     assert total_dropped > 0, f"{case}: no group was dropped by the watermark in any batch"
 

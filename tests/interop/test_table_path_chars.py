@@ -3,8 +3,9 @@
 A gold table whose path holds `%41` was written fine and read by Spark, but delta-rs took the
 `%41` for an escaped "A", looked for the log elsewhere and could not open it. medallion now
 refuses `%` in table paths at config load, naming the key. Every other character tried here
-(space, `#`, `?`, `+`, `{}`, `^`) is kept, and delta-rs opens those tables by path: bronze with
-as many rows as `medallion gen` wrote JSON lines, gold with the rows medallion's own scan reads.
+(space, `#`, `?`, `+`, `{}`, `^`) is kept, and delta-rs and DuckDB open those tables by path:
+bronze with as many rows as `medallion gen` wrote JSON lines, gold with the rows medallion's own
+scan reads (and DuckDB with delta-rs' gold rows).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import subprocess
 
 import pytest
 
-from interop_engines import read_medallion, run_medallion
+from interop_engines import read_duckdb, read_medallion, run_medallion
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -34,7 +35,8 @@ gold:
 
 
 @pytest.mark.parametrize("name", ["sp ace", "hash#x", "q?x", "plus+x", "br{x}", "caret^x"])
-def test_table_path_with_url_characters_opens_in_delta_rs(tmp_path, medallion_bin, deltalake, name):
+def test_table_path_with_url_characters_opens_in_delta_rs(tmp_path, medallion_bin, deltalake, duckdb,
+                                                          name):
     lake = tmp_path / "lake"
     config = tmp_path / "pipeline.yaml"
     config.write_text(CONFIG.format(lake=lake, name=name))
@@ -51,6 +53,9 @@ def test_table_path_with_url_characters_opens_in_delta_rs(tmp_path, medallion_bi
     assert rows, f"gold/{name}: no window closed: the test reads nothing"
     ours = read_medallion(medallion_bin, gold)
     assert len(ours) == len(rows) and sum(r["count"] for r in ours) == sum(r["count"] for r in rows)
+    assert len(read_duckdb(duckdb, bronze)) == objects, f"DuckDB reading bronze/{name}"
+    key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
+    assert sorted(map(key, read_duckdb(duckdb, gold))) == sorted(map(key, rows)), f"DuckDB reading gold/{name}"
 
 
 def test_percent_in_table_path_is_refused(tmp_path, medallion_bin):

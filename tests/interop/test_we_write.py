@@ -1,7 +1,8 @@
 """We write, they read (issue 9 item 2): tables written row by row by medallion's writer (mkdelta:
 every column type, partitions with nulls and special characters, append, overwrite, replaceWhere,
 MERGE, optimize, vacuum, a checkpoint with the earlier commits gone), on a file lake and on MinIO,
-read by delta-rs and Spark with the rows, schema and history declared in interop_mkdelta.
+read by delta-rs and Spark with the rows, schema and history declared in interop_mkdelta, and by
+DuckDB (delta_scan; httpfs on MinIO) with those rows.
 
 Concurrent writers (item 4): mkdelta and delta-rs append to one table on MinIO at the same time,
 both committing with conditional put; no commit may be lost."""
@@ -15,7 +16,7 @@ import pytest
 
 from conftest import download_table
 from interop_engines import (deltars_history, deltars_schema, read_deltars, read_deltars_s3,
-                             read_spark, spark_history, spark_schema)
+                             read_duckdb, read_spark, spark_history, spark_schema)
 from interop_mkdelta import ON_MINIO, WRITTEN, MkDelta
 from interop_rows import assert_same_rows, canonical_rows
 from interop_scenarios import EVENTS, event
@@ -66,6 +67,13 @@ def test_spark_reads_our_table(name, written, spark):
     assert spark_history(spark, path) == w.history, f"Spark history of {name}"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_duckdb_reads_our_table(name, written, duckdb):
+    w, path = WRITTEN[name], written(name)
+    assert_same_rows(canonical_rows(read_duckdb(duckdb, path), w.columns),
+                     canonical_rows(w.rows, w.columns), f"DuckDB reading {name}")
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if WRITTEN[n].exercises])
 def test_our_table_exercises_its_feature(name, written):
     WRITTEN[name].exercises(written(name))
@@ -84,6 +92,13 @@ def test_deltars_reads_our_table_on_minio(name, written_on_minio, deltalake, s3)
     assert schema_columns(table.schema().to_json()) == w.columns, f"delta-rs schema of {url}"
     assert sorted((h["version"], h["operation"]) for h in table.history()) == w.history, \
         f"delta-rs history of {url}"
+
+
+@pytest.mark.parametrize("name", ON_MINIO)
+def test_duckdb_reads_our_table_on_minio(name, written_on_minio, duckdb_s3):
+    w, url = WRITTEN[name], written_on_minio(name)
+    assert_same_rows(canonical_rows(read_duckdb(duckdb_s3, url), w.columns),
+                     canonical_rows(w.rows, w.columns), f"DuckDB reading {url}")
 
 
 @pytest.mark.parametrize("name", [n for n in ON_MINIO if WRITTEN[n].exercises])
