@@ -39,7 +39,6 @@ func castVec(src *vec, from, to sqlType, n int, dst *vec) {
 		}
 		dst.null[i] = true
 	}
-	isNull := func(i int) bool { return src.isNull(i) }
 	if from.k == kNull {
 		dst.null = growBools(nil, n)
 		for i := range dst.null {
@@ -50,152 +49,187 @@ func castVec(src *vec, from, to sqlType, n int, dst *vec) {
 	}
 	switch to.k {
 	case kLong, kInt:
-		switch from.k {
-		case kInt, kLong:
-			dst.i = src.i
-		case kString:
-			dst.i = growInts(dst.i, n)
-			for i := range n {
-				dst.i[i] = 0
-				if isNull(i) {
-					continue
-				}
-				v, ok := parseSparkIntegral(src.str(i), to.k == kInt)
-				if !ok {
-					setNull(i)
-					continue
-				}
-				dst.i[i] = v
-			}
-		default:
-			fillAllNull(dst, to, n)
-		}
+		castToIntegral(src, from, to, n, dst, setNull)
 	case kDouble:
-		dst.f = growFloats(dst.f, n)
-		switch from.k {
-		case kInt, kLong:
-			for i, v := range src.i[:n] {
-				dst.f[i] = float64(v)
-			}
-		case kDecimal:
-			for i, v := range src.d[:n] {
-				dst.f[i] = decToDouble(v, from.s)
-			}
-		case kString:
-			for i := range n {
-				dst.f[i] = 0
-				if isNull(i) {
-					continue
-				}
-				f, ok := parseSparkDouble(src.str(i))
-				if !ok {
-					setNull(i)
-					continue
-				}
-				dst.f[i] = f
-			}
-		default:
-			fillAllNull(dst, to, n)
-		}
+		castToDouble(src, from, to, n, dst, setNull)
 	case kDecimal:
-		dst.d = growDecs(dst.d, n)
-		if from.k != kInt && from.k != kLong && from.k != kDecimal {
-			fillAllNull(dst, to, n)
-			return
-		}
-		for i := range n {
-			dst.d[i] = pq.Decimal128{}
-			if isNull(i) {
-				continue
-			}
-			v := pq.Decimal128{}
-			if from.k == kDecimal {
-				v = src.d[i]
-			} else {
-				v = pq.DecimalFromInt64(src.i[i])
-			}
-			d, ok := decRescale(v, from.s, to.s, to.p) // from.s is 0 for integers
-			if !ok {
-				setNull(i)
-				continue
-			}
-			dst.d[i] = d
-		}
+		castToDecimal(src, from, to, n, dst, setNull)
 	case kTimestamp:
-		dst.i = growInts(dst.i, n)
-		switch from.k {
-		case kDate:
-			for i, v := range src.i[:n] {
-				dst.i[i] = v * 86400e6
-			}
-		case kString:
-			for i := range n {
-				dst.i[i] = 0
-				if isNull(i) {
-					continue
-				}
-				us, ok := parseTimestampString(string(src.str(i)))
-				if !ok {
-					setNull(i)
-					continue
-				}
-				dst.i[i] = us
-			}
-		default:
-			fillAllNull(dst, to, n)
-		}
+		castToTimestamp(src, from, to, n, dst, setNull)
 	case kDate:
+		castToDate(src, from, to, n, dst, setNull)
+	case kBool:
+		castToBool(src, from, to, n, dst, setNull)
+	case kString, kBinary:
+		castToString(src, from, n, dst)
+	default:
+		fillAllNull(dst, to, n)
+	}
+}
+
+// castToIntegral is castVec to an integer (int or bigint).
+func castToIntegral(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	switch from.k {
+	case kInt, kLong:
+		dst.i = src.i
+	case kString:
 		dst.i = growInts(dst.i, n)
-		if from.k != kString {
-			fillAllNull(dst, to, n)
-			return
-		}
 		for i := range n {
 			dst.i[i] = 0
-			if isNull(i) {
+			if src.isNull(i) {
 				continue
 			}
-			d, ok := parseDateString(string(src.str(i)))
+			v, ok := parseSparkIntegral(src.str(i), to.k == kInt)
 			if !ok {
 				setNull(i)
 				continue
 			}
-			dst.i[i] = d
-		}
-	case kBool:
-		dst.b = growBools(dst.b, n)
-		if from.k != kString {
-			fillAllNull(dst, to, n)
-			return
-		}
-		for i := range n {
-			dst.b[i] = false
-			if isNull(i) {
-				continue
-			}
-			switch strings.ToLower(strings.TrimSpace(string(src.str(i)))) {
-			case "t", "true", "y", "yes", "1":
-				dst.b[i] = true
-			case "f", "false", "n", "no", "0":
-			default:
-				setNull(i)
-			}
-		}
-	case kString, kBinary:
-		if from.k == kString || from.k == kBinary {
-			dst.off, dst.data = src.off, src.data
-			return
-		}
-		dst.data = dst.data[:0]
-		dst.off = append(dst.off[:0], 0)
-		for i := range n {
-			if !isNull(i) {
-				dst.data = appendSQLString(dst.data, src, from, i)
-			}
-			dst.off = append(dst.off, int32(len(dst.data)))
+			dst.i[i] = v
 		}
 	default:
 		fillAllNull(dst, to, n)
+	}
+}
+
+// castToDouble is castVec to a double.
+func castToDouble(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	dst.f = growFloats(dst.f, n)
+	switch from.k {
+	case kInt, kLong:
+		for i, v := range src.i[:n] {
+			dst.f[i] = float64(v)
+		}
+	case kDecimal:
+		for i, v := range src.d[:n] {
+			dst.f[i] = decToDouble(v, from.s)
+		}
+	case kString:
+		for i := range n {
+			dst.f[i] = 0
+			if src.isNull(i) {
+				continue
+			}
+			f, ok := parseSparkDouble(src.str(i))
+			if !ok {
+				setNull(i)
+				continue
+			}
+			dst.f[i] = f
+		}
+	default:
+		fillAllNull(dst, to, n)
+	}
+}
+
+// castToDecimal is castVec to a decimal.
+func castToDecimal(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	dst.d = growDecs(dst.d, n)
+	if from.k != kInt && from.k != kLong && from.k != kDecimal {
+		fillAllNull(dst, to, n)
+		return
+	}
+	for i := range n {
+		dst.d[i] = pq.Decimal128{}
+		if src.isNull(i) {
+			continue
+		}
+		v := pq.Decimal128{}
+		if from.k == kDecimal {
+			v = src.d[i]
+		} else {
+			v = pq.DecimalFromInt64(src.i[i])
+		}
+		d, ok := decRescale(v, from.s, to.s, to.p) // from.s is 0 for integers
+		if !ok {
+			setNull(i)
+			continue
+		}
+		dst.d[i] = d
+	}
+}
+
+// castToTimestamp is castVec to a timestamp.
+func castToTimestamp(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	dst.i = growInts(dst.i, n)
+	switch from.k {
+	case kDate:
+		for i, v := range src.i[:n] {
+			dst.i[i] = v * 86400e6
+		}
+	case kString:
+		for i := range n {
+			dst.i[i] = 0
+			if src.isNull(i) {
+				continue
+			}
+			us, ok := parseTimestampString(string(src.str(i)))
+			if !ok {
+				setNull(i)
+				continue
+			}
+			dst.i[i] = us
+		}
+	default:
+		fillAllNull(dst, to, n)
+	}
+}
+
+// castToDate is castVec to a date.
+func castToDate(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	dst.i = growInts(dst.i, n)
+	if from.k != kString {
+		fillAllNull(dst, to, n)
+		return
+	}
+	for i := range n {
+		dst.i[i] = 0
+		if src.isNull(i) {
+			continue
+		}
+		d, ok := parseDateString(string(src.str(i)))
+		if !ok {
+			setNull(i)
+			continue
+		}
+		dst.i[i] = d
+	}
+}
+
+// castToBool is castVec to a boolean.
+func castToBool(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) {
+	dst.b = growBools(dst.b, n)
+	if from.k != kString {
+		fillAllNull(dst, to, n)
+		return
+	}
+	for i := range n {
+		dst.b[i] = false
+		if src.isNull(i) {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(string(src.str(i)))) {
+		case "t", "true", "y", "yes", "1":
+			dst.b[i] = true
+		case "f", "false", "n", "no", "0":
+		default:
+			setNull(i)
+		}
+	}
+}
+
+// castToString is castVec to a string or binary; it never yields a new null.
+func castToString(src *vec, from sqlType, n int, dst *vec) {
+	if from.k == kString || from.k == kBinary {
+		dst.off, dst.data = src.off, src.data
+		return
+	}
+	dst.data = dst.data[:0]
+	dst.off = append(dst.off[:0], 0)
+	for i := range n {
+		if !src.isNull(i) {
+			dst.data = appendSQLString(dst.data, src, from, i)
+		}
+		dst.off = append(dst.off, int32(len(dst.data)))
 	}
 }
 
