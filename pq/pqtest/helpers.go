@@ -2,10 +2,13 @@ package pqtest
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -254,4 +257,55 @@ func BitWidth(max int) int {
 		w++
 	}
 	return w
+}
+
+// Canon renders a value (in the forms Column.Value returns) as text, for order-independent
+// row comparison.
+func Canon(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case time.Time:
+		return x.UTC().Format("2006-01-02T15:04:05.999999Z")
+	case pq.Decimal:
+		return x.String()
+	case []byte:
+		return "0x" + hex.EncodeToString(x)
+	case []pq.Field:
+		parts := make([]string, len(x))
+		for i, f := range x {
+			parts[i] = f.Name + ":" + Canon(f.Value)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Canon(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case []pq.KV:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Canon(e.Key) + "=" + Canon(e.Value)
+		}
+		return "map{" + strings.Join(parts, ",") + "}"
+	case string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprintf("%T(%v)", v, v)
+}
+
+// CanonRows renders each row with Canon, sorted, so that two row sets compare whatever their
+// order.
+func CanonRows(rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		parts := make([]string, len(r))
+		for k, v := range r {
+			parts[k] = Canon(v)
+		}
+		out[i] = strings.Join(parts, "|")
+	}
+	slices.Sort(out)
+	return out
 }
