@@ -109,60 +109,13 @@ func (c *Column) AppendValue(v any) error {
 		c.AppendNull()
 		return nil
 	}
-	bad := func() error {
-		return fmt.Errorf("%w: %T value %v cannot be stored in a %s column", ErrSchemaMismatch, v, v, TypeString(c.Type))
-	}
-	toInt := func() (int64, bool) {
-		switch x := v.(type) {
-		case int:
-			return int64(x), true
-		case int64:
-			return x, true
-		case int32:
-			return int64(x), true
-		case int16:
-			return int64(x), true
-		case int8:
-			return int64(x), true
-		}
-		return 0, false
-	}
 	switch t := c.Type.(type) {
 	case txlog.DecimalType:
-		switch x := v.(type) {
-		case Decimal:
-			if x.Scale != t.Scale {
-				r := DecimalRat(x.Unscaled, x.Scale)
-				d, err := ParseDecimal(r.FloatString(t.Scale+1), t.Scale)
-				if err != nil {
-					return bad()
-				}
-				c.AppendDecimal(d)
-				return nil
-			}
-			c.AppendDecimal(x.Unscaled)
-			return nil
-		case string:
-			d, err := ParseDecimal(x, t.Scale)
-			if err != nil {
-				return err
-			}
-			c.AppendDecimal(d)
-			return nil
-		}
-		if n, ok := toInt(); ok {
-			d, err := ParseDecimal(strconv.FormatInt(n, 10), t.Scale)
-			if err != nil {
-				return err
-			}
-			c.AppendDecimal(d)
-			return nil
-		}
-		return bad()
+		return c.appendDecimalValue(t, v)
 	case *txlog.StructType:
 		fields, ok := v.([]Field)
 		if !ok || len(fields) != len(t.Fields) {
-			return bad()
+			return c.mismatch(v)
 		}
 		for k, f := range fields {
 			if err := c.Children[k].AppendValue(f.Value); err != nil {
@@ -174,7 +127,7 @@ func (c *Column) AppendValue(v any) error {
 	case txlog.ArrayType:
 		elems, ok := v.([]any)
 		if !ok {
-			return bad()
+			return c.mismatch(v)
 		}
 		for _, e := range elems {
 			if err := c.Children[0].AppendValue(e); err != nil {
@@ -186,7 +139,7 @@ func (c *Column) AppendValue(v any) error {
 	case txlog.MapType:
 		kvs, ok := v.([]KV)
 		if !ok {
-			return bad()
+			return c.mismatch(v)
 		}
 		for _, kv := range kvs {
 			if err := c.Children[0].AppendValue(kv.Key); err != nil {
@@ -199,74 +152,136 @@ func (c *Column) AppendValue(v any) error {
 		c.AppendList()
 		return nil
 	case txlog.PrimitiveType:
-		switch t.Name {
-		case txlog.TypeLong:
-			if n, ok := toInt(); ok {
-				c.AppendInt64(n)
-				return nil
+		return c.appendPrimitiveValue(t, v)
+	}
+	return c.mismatch(v)
+}
+
+// mismatch is the error for a value AppendValue cannot store in c.
+func (c *Column) mismatch(v any) error {
+	return fmt.Errorf("%w: %T value %v cannot be stored in a %s column", ErrSchemaMismatch, v, v, TypeString(c.Type))
+}
+
+// intValue is v as an int64 when v is one of Go's signed integer types.
+func intValue(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// appendDecimalValue is AppendValue for a decimal column.
+func (c *Column) appendDecimalValue(t txlog.DecimalType, v any) error {
+	switch x := v.(type) {
+	case Decimal:
+		if x.Scale != t.Scale {
+			r := DecimalRat(x.Unscaled, x.Scale)
+			d, err := ParseDecimal(r.FloatString(t.Scale+1), t.Scale)
+			if err != nil {
+				return c.mismatch(v)
 			}
-		case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
-			switch x := v.(type) {
-			case time.Time:
-				c.AppendInt64(x.UnixMicro())
-				return nil
-			case int64:
-				c.AppendInt64(x)
-				return nil
+			c.AppendDecimal(d)
+			return nil
+		}
+		c.AppendDecimal(x.Unscaled)
+		return nil
+	case string:
+		d, err := ParseDecimal(x, t.Scale)
+		if err != nil {
+			return err
+		}
+		c.AppendDecimal(d)
+		return nil
+	}
+	if n, ok := intValue(v); ok {
+		d, err := ParseDecimal(strconv.FormatInt(n, 10), t.Scale)
+		if err != nil {
+			return err
+		}
+		c.AppendDecimal(d)
+		return nil
+	}
+	return c.mismatch(v)
+}
+
+// appendPrimitiveValue is AppendValue for a primitive column.
+func (c *Column) appendPrimitiveValue(t txlog.PrimitiveType, v any) error {
+	switch t.Name {
+	case txlog.TypeLong:
+		if n, ok := intValue(v); ok {
+			c.AppendInt64(n)
+			return nil
+		}
+	case txlog.TypeTimestamp, txlog.TypeTimestampNTZ:
+		switch x := v.(type) {
+		case time.Time:
+			c.AppendInt64(x.UnixMicro())
+			return nil
+		case int64:
+			c.AppendInt64(x)
+			return nil
+		}
+	case txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:
+		if n, ok := intValue(v); ok {
+			lim := map[string]int64{txlog.TypeInteger: math.MaxInt32, txlog.TypeShort: math.MaxInt16, txlog.TypeByte: math.MaxInt8}[t.Name]
+			if n > lim || n < -lim-1 {
+				return fmt.Errorf("%w: %d overflows %s", ErrSchemaMismatch, n, t.Name)
 			}
-		case txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:
-			if n, ok := toInt(); ok {
-				lim := map[string]int64{txlog.TypeInteger: math.MaxInt32, txlog.TypeShort: math.MaxInt16, txlog.TypeByte: math.MaxInt8}[t.Name]
-				if n > lim || n < -lim-1 {
-					return fmt.Errorf("%w: %d overflows %s", ErrSchemaMismatch, n, t.Name)
-				}
-				c.AppendInt32(int32(n))
-				return nil
-			}
-		case txlog.TypeDate:
-			switch x := v.(type) {
-			case time.Time:
-				c.AppendInt32(int32(FloorDiv(x.Unix(), 86400)))
-				return nil
-			case int32:
-				c.AppendInt32(x)
-				return nil
-			}
-		case txlog.TypeDouble:
-			switch x := v.(type) {
-			case float64:
-				c.AppendFloat64(x)
-				return nil
-			case float32:
-				c.AppendFloat64(float64(x))
-				return nil
-			}
-			if n, ok := toInt(); ok {
-				c.AppendFloat64(float64(n))
-				return nil
-			}
-		case txlog.TypeFloat:
-			if x, ok := v.(float32); ok {
-				c.AppendFloat32(x)
-				return nil
-			}
-		case txlog.TypeBoolean:
-			if x, ok := v.(bool); ok {
-				c.AppendBool(x)
-				return nil
-			}
-		case txlog.TypeString, txlog.TypeBinary:
-			switch x := v.(type) {
-			case string:
-				c.AppendString(x)
-				return nil
-			case []byte:
-				c.AppendBytes(x)
-				return nil
-			}
+			c.AppendInt32(int32(n))
+			return nil
+		}
+	case txlog.TypeDate:
+		switch x := v.(type) {
+		case time.Time:
+			c.AppendInt32(int32(FloorDiv(x.Unix(), 86400)))
+			return nil
+		case int32:
+			c.AppendInt32(x)
+			return nil
+		}
+	case txlog.TypeDouble:
+		switch x := v.(type) {
+		case float64:
+			c.AppendFloat64(x)
+			return nil
+		case float32:
+			c.AppendFloat64(float64(x))
+			return nil
+		}
+		if n, ok := intValue(v); ok {
+			c.AppendFloat64(float64(n))
+			return nil
+		}
+	case txlog.TypeFloat:
+		if x, ok := v.(float32); ok {
+			c.AppendFloat32(x)
+			return nil
+		}
+	case txlog.TypeBoolean:
+		if x, ok := v.(bool); ok {
+			c.AppendBool(x)
+			return nil
+		}
+	case txlog.TypeString, txlog.TypeBinary:
+		switch x := v.(type) {
+		case string:
+			c.AppendString(x)
+			return nil
+		case []byte:
+			c.AppendBytes(x)
+			return nil
 		}
 	}
-	return bad()
+	return c.mismatch(v)
 }
 
 // CompareValues orders two non-null values of the same primitive or decimal column, in the

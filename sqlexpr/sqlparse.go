@@ -218,38 +218,8 @@ func (p *sqlParser) lex() error {
 			if !adjacent {
 				sb.Reset() // drops the buffer: the previous token keeps its text
 			}
-			i++
-			closed := false
-			for i < len(s) {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-					switch s[i] {
-					case 'n':
-						sb.WriteByte('\n')
-					case 't':
-						sb.WriteByte('\t')
-					case 'r':
-						sb.WriteByte('\r')
-					case '0':
-						sb.WriteByte(0)
-					case '%', '_':
-						// Spark keeps the backslash before LIKE wildcards.
-						sb.WriteByte('\\')
-						sb.WriteByte(s[i])
-					default:
-						sb.WriteByte(s[i])
-					}
-					i++
-					continue
-				}
-				if s[i] == c {
-					closed = true
-					i++
-					break
-				}
-				sb.WriteByte(s[i])
-				i++
-			}
+			var closed bool
+			i, closed = scanStringBody(s, i+1, c, &sb)
 			if !closed {
 				return &SQLError{Pos: col(start), Found: "an unterminated string", Expected: "a closing " + string(c)}
 			}
@@ -268,27 +238,7 @@ func (p *sqlParser) lex() error {
 			i += j + 2
 		case c >= '0' && c <= '9' || c == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
 			start := i
-			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-				i++
-			}
-			if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-				j := i + 1
-				if j < len(s) && (s[j] == '+' || s[j] == '-') {
-					j++
-				}
-				if j < len(s) && s[j] >= '0' && s[j] <= '9' {
-					for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-						j++
-					}
-					i = j
-				}
-			}
-			// Type suffixes: 10L, 1S, 1Y, 1.5D, 1.5F, 1.5BD.
-			if i+1 < len(s) && strings.EqualFold(s[i:i+2], "bd") {
-				i += 2
-			} else if i < len(s) && strings.ContainsRune("lLsSyYdDfF", rune(s[i])) {
-				i++
-			}
+			i = scanNumber(s, i)
 			if i < len(s) && isIdentByte(s[i]) {
 				return &SQLError{Pos: col(start), Found: strconv.Quote(shortenSQL(s[start : i+1])), Expected: "a number (digits, a fraction, an exponent, or a suffix L, S, Y, D, F, BD)"}
 			}
@@ -334,6 +284,68 @@ func (p *sqlParser) lex() error {
 		return &SQLLimitError{Limit: "depth", Max: MaxSQLDepth, Found: maxParens, Pos: overAt}
 	}
 	return nil
+}
+
+// scanStringBody reads a string literal's body from s[i:], just after its opening quote,
+// into sb with Spark's backslash escapes, and returns the offset just after the closing
+// quote, or len(s) and false when the literal is not closed.
+func scanStringBody(s string, i int, quote byte, sb *strings.Builder) (int, bool) {
+	for i < len(s) {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			switch s[i] {
+			case 'n':
+				sb.WriteByte('\n')
+			case 't':
+				sb.WriteByte('\t')
+			case 'r':
+				sb.WriteByte('\r')
+			case '0':
+				sb.WriteByte(0)
+			case '%', '_':
+				// Spark keeps the backslash before LIKE wildcards.
+				sb.WriteByte('\\')
+				sb.WriteByte(s[i])
+			default:
+				sb.WriteByte(s[i])
+			}
+			i++
+			continue
+		}
+		if s[i] == quote {
+			return i + 1, true
+		}
+		sb.WriteByte(s[i])
+		i++
+	}
+	return i, false
+}
+
+// scanNumber returns the end of the numeric literal that starts at s[i]: digits and dots,
+// an optional exponent, and an optional type suffix. The caller rejects a letter right after.
+func scanNumber(s string, i int) int {
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			i = j
+		}
+	}
+	// Type suffixes: 10L, 1S, 1Y, 1.5D, 1.5F, 1.5BD.
+	if i+1 < len(s) && strings.EqualFold(s[i:i+2], "bd") {
+		i += 2
+	} else if i < len(s) && strings.ContainsRune("lLsSyYdDfF", rune(s[i])) {
+		i++
+	}
+	return i
 }
 
 func isIdentByte(c byte) bool {

@@ -2,12 +2,10 @@ package table
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -70,54 +69,6 @@ func scanFixture(t testing.TB, rel string, version int64, cols []string, filter 
 		}
 	}
 	return outSchema, rows, len(files)
-}
-
-// canon renders a value for order-independent row comparison.
-func canon(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case time.Time:
-		return x.UTC().Format("2006-01-02T15:04:05.999999Z")
-	case pq.Decimal:
-		return x.String()
-	case []byte:
-		return "0x" + hex.EncodeToString(x)
-	case []pq.Field:
-		parts := make([]string, len(x))
-		for i, f := range x {
-			parts[i] = f.Name + ":" + canon(f.Value)
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = canon(e)
-		}
-		return "[" + strings.Join(parts, ",") + "]"
-	case []pq.KV:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = canon(e.Key) + "=" + canon(e.Value)
-		}
-		return "map{" + strings.Join(parts, ",") + "}"
-	case string:
-		return fmt.Sprintf("%q", x)
-	}
-	return fmt.Sprintf("%T(%v)", v, v)
-}
-
-func canonRows(rows [][]any) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		parts := make([]string, len(r))
-		for k, v := range r {
-			parts[k] = canon(v)
-		}
-		out[i] = strings.Join(parts, "|")
-	}
-	slices.Sort(out)
-	return out
 }
 
 func seq[T any](n int, f func(i int) T) []T {
@@ -233,7 +184,7 @@ func TestFixtures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s@%d", c.dir, c.version), func(t *testing.T) {
 			_, rows, _ := scanFixture(t, c.dir, c.version, nil, nil)
-			got, want := canonRows(rows), canonRows(c.want)
+			got, want := pqtest.CanonRows(rows), pqtest.CanonRows(c.want)
 			if !slices.Equal(got, want) {
 				t.Errorf("got %d rows, want %d\ngot  %v\nwant %v", len(got), len(want), got, want)
 			}
@@ -241,7 +192,7 @@ func TestFixtures(t *testing.T) {
 	}
 	t.Run("checkpoint-v2-table", func(t *testing.T) {
 		_, rows, _ := scanFixture(t, "delta-rs/checkpoint-v2-table", -1, []string{"id"}, nil)
-		if got, want := canonRows(rows), canonRows(ids(rng(1, 45)...)); !slices.Equal(got, want) {
+		if got, want := pqtest.CanonRows(rows), pqtest.CanonRows(ids(rng(1, 45)...)); !slices.Equal(got, want) {
 			t.Errorf("ids: got %v, want %v", got, want)
 		}
 		_, rows, _ = scanFixture(t, "delta-rs/checkpoint-v2-table", 5, []string{"id"}, nil)
@@ -304,7 +255,7 @@ func TestDatExpected(t *testing.T) {
 					fmt.Sscanf(v.Name(), "v%d", &version)
 				}
 				_, rows, _ := scanFixture(t, filepath.Join("dat", tbl, "delta"), version, nil, nil)
-				if got, w := canonRows(rows), canonRows(want); !slices.Equal(got, w) || len(w) == 0 {
+				if got, w := pqtest.CanonRows(rows), pqtest.CanonRows(want); !slices.Equal(got, w) || len(w) == 0 {
 					t.Errorf("got %v\nwant %v", got, w)
 				}
 			})

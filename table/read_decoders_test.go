@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -248,47 +247,6 @@ func buildDecFile(t testing.TB, o decOpts) *decFile {
 	return f
 }
 
-// checkDecoded compares the batches of a whole file with the wanted columns.
-func checkDecoded(t *testing.T, label string, batches []*pq.Batch, want [][]any, names []string) {
-	t.Helper()
-	for c := range want {
-		var got []any
-		for _, b := range batches {
-			col := b.Columns[c]
-			if col.Len != b.Len() {
-				t.Errorf("%s: column %s: Len %d, batch %d", label, names[c], col.Len, b.Len())
-			}
-			for i := 0; i < col.Len; i++ {
-				got = append(got, col.Value(i))
-			}
-		}
-		if len(got) != len(want[c]) {
-			t.Errorf("%s: column %s: %d rows, want %d", label, names[c], len(got), len(want[c]))
-			continue
-		}
-		for i := range got {
-			if !sameValue(got[i], want[c][i]) {
-				t.Errorf("%s: column %s row %d: got %#v, want %#v", label, names[c], i, got[i], want[c][i])
-				break
-			}
-		}
-	}
-}
-
-func sameValue(a, b any) bool {
-	if fa, ok := a.(float64); ok {
-		if fb, ok := b.(float64); ok {
-			return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
-		}
-	}
-	if ba, ok := a.([]byte); ok {
-		if bb, ok := b.([]byte); ok {
-			return bytes.Equal(ba, bb)
-		}
-	}
-	return reflect.DeepEqual(a, b)
-}
-
 // TestDecodersFlatNullPatterns reads every primitive type under every null pattern, with
 // dictionary and plain pages, data page v1 and v2, tiny pages (so whole pages are null, or
 // hold one value) and several row groups, through the fast path (readFlat) and the general
@@ -306,7 +264,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 					if err != nil {
 						t.Fatalf("flat: %v", err)
 					}
-					checkDecoded(t, "flat", batches, f.want, f.names)
+					pqtest.CheckDecoded(t, "flat", batches, f.want, f.names)
 
 					// The general path: each field asked for twice (second time by a
 					// differently cased name, matched case-insensitively).
@@ -324,7 +282,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 					if err != nil {
 						t.Fatalf("general: %v", err)
 					}
-					checkDecoded(t, "general", batches, want, names)
+					pqtest.CheckDecoded(t, "general", batches, want, names)
 
 					// ReadWith: one buffer reused across row groups whose null layouts differ
 					// (a column with nulls after one without, and the reverse).
@@ -351,7 +309,7 @@ func TestDecodersFlatNullPatterns(t *testing.T) {
 							t.Fatalf("ReadWith: column %s: %d rows, want %d", f.names[c], len(got[c]), len(f.want[c]))
 						}
 						for i := range got[c] {
-							if !sameValue(got[c][i], f.want[c][i]) {
+							if !pqtest.SameValue(got[c][i], f.want[c][i]) {
 								t.Fatalf("ReadWith: column %s row %d: got %#v, want %#v", f.names[c], i, got[c][i], f.want[c][i])
 							}
 						}

@@ -19,6 +19,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -204,7 +205,7 @@ func buildBoolFile(t testing.TB, rows []bRow, groups []int, o bChunkOpts, rng *r
 				h := format.PageHeader{Type: format.DictionaryPage, UncompressedPageSize: 1, CompressedPageSize: 1,
 					DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: 1, Encoding: format.Plain})}
 				md.DictionaryPageOffset = int64(len(out))
-				out = append(out, hThrift(t, &h)...)
+				out = append(out, pqtest.CompactThrift(t, &h)...)
 				out = append(out, body...)
 				encs[format.RLEDictionary] = true
 			}
@@ -238,10 +239,10 @@ func buildBoolFile(t testing.TB, rows []bRow, groups []int, o bChunkOpts, rng *r
 				encs[enc] = true
 				var reps, defs []byte
 				if bMax[c].rep > 0 {
-					reps = hybrid(lv.reps, bitWidth(bMax[c].rep), o.mode, rng)
+					reps = hybrid(lv.reps, pqtest.BitWidth(bMax[c].rep), o.mode, rng)
 				}
 				if bMax[c].def > 0 {
-					defs = hybrid(lv.defs, bitWidth(bMax[c].def), o.mode, rng)
+					defs = hybrid(lv.defs, pqtest.BitWidth(bMax[c].def), o.mode, rng)
 				}
 				var h format.PageHeader
 				var body []byte
@@ -294,7 +295,7 @@ func buildBoolFile(t testing.TB, rows []bRow, groups []int, o bChunkOpts, rng *r
 						NumValues: int32(nv), Encoding: enc, DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 				}
 				h.UncompressedPageSize, h.CompressedPageSize = int32(usize), int32(len(body))
-				out = append(out, hThrift(t, &h)...)
+				out = append(out, pqtest.CompactThrift(t, &h)...)
 				out = append(out, body...)
 				md.NumValues += int64(nv)
 			}
@@ -321,7 +322,7 @@ func buildBoolFile(t testing.TB, rows []bRow, groups []int, o bChunkOpts, rng *r
 		{Name: "element", Type: thrift.New(boolean), RepetitionType: thrift.New(opt)},
 	}
 	fmd := format.FileMetaData{Version: 1, Schema: schema, NumRows: int64(len(rows)), RowGroups: rgs}
-	footer := hThrift(t, &fmd)
+	footer := pqtest.CompactThrift(t, &fmd)
 	out = append(out, footer...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
 	return append(out, "PAR1"...)

@@ -1,12 +1,19 @@
 package pqtest
 
 import (
+	"bytes"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
@@ -184,4 +191,121 @@ func CPUClock() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// CheckDecoded compares the batches of a whole decoded file with the wanted columns
+// (want[c] holds column c's values in the forms Column.Value returns), naming label,
+// the column and the first row that differs.
+func CheckDecoded(t testing.TB, label string, batches []*pq.Batch, want [][]any, names []string) {
+	t.Helper()
+	for c := range want {
+		var got []any
+		for _, b := range batches {
+			col := b.Columns[c]
+			if col.Len != b.Len() {
+				t.Errorf("%s: column %s: Len %d, batch %d", label, names[c], col.Len, b.Len())
+			}
+			for i := 0; i < col.Len; i++ {
+				got = append(got, col.Value(i))
+			}
+		}
+		if len(got) != len(want[c]) {
+			t.Errorf("%s: column %s: %d rows, want %d", label, names[c], len(got), len(want[c]))
+			continue
+		}
+		for i := range got {
+			if !SameValue(got[i], want[c][i]) {
+				t.Errorf("%s: column %s row %d: got %#v, want %#v", label, names[c], i, got[i], want[c][i])
+				break
+			}
+		}
+	}
+}
+
+// SameValue is reflect.DeepEqual, except that two NaN doubles are the same and byte slices
+// compare by content.
+func SameValue(a, b any) bool {
+	if fa, ok := a.(float64); ok {
+		if fb, ok := b.(float64); ok {
+			return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
+		}
+	}
+	if ba, ok := a.([]byte); ok {
+		if bb, ok := b.([]byte); ok {
+			return bytes.Equal(ba, bb)
+		}
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// CompactThrift encodes v (a parquet-go format struct: a page header, a footer) with Thrift's
+// compact protocol, as Parquet files store them, for tests that build files byte by byte.
+func CompactThrift(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := thrift.Marshal(new(thrift.CompactProtocol), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BitWidth is the number of bits the RLE/bit-packed hybrid encoding uses for levels or
+// indexes up to max (0 for max 0).
+func BitWidth(max int) int {
+	w := 0
+	for 1<<w <= max {
+		w++
+	}
+	return w
+}
+
+// Canon renders a value (in the forms Column.Value returns) as text, for order-independent
+// row comparison.
+func Canon(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case time.Time:
+		return x.UTC().Format("2006-01-02T15:04:05.999999Z")
+	case pq.Decimal:
+		return x.String()
+	case []byte:
+		return "0x" + hex.EncodeToString(x)
+	case []pq.Field:
+		parts := make([]string, len(x))
+		for i, f := range x {
+			parts[i] = f.Name + ":" + Canon(f.Value)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Canon(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case []pq.KV:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Canon(e.Key) + "=" + Canon(e.Value)
+		}
+		return "map{" + strings.Join(parts, ",") + "}"
+	case string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprintf("%T(%v)", v, v)
+}
+
+// CanonRows renders each row with Canon, sorted, so that two row sets compare whatever their
+// order.
+func CanonRows(rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		parts := make([]string, len(r))
+		for k, v := range r {
+			parts[k] = Canon(v)
+		}
+		out[i] = strings.Join(parts, "|")
+	}
+	slices.Sort(out)
+	return out
 }

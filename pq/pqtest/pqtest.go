@@ -1,6 +1,7 @@
 // Package pqtest makes batches, schemas and write options for the tests of package pq and of
 // the packages built on it (sqlexpr, table, the interop tools): the all-types batch and the
-// event batch of the benchmarks (helpers.go), and randomized batches for differential tests of
+// event batch of the benchmarks, the value checks and byte-level encoders (compact Thrift, level
+// bit widths) of the decoder tests (helpers.go), and randomized batches for differential tests of
 // pq's Parquet writer and readers: the shapes that real pipelines produce and that hide reader
 // bugs when they are rare (a column that is null for a whole page after a few values, a
 // dictionary that overflows into plain pages, a row group of one row, runs that straddle page

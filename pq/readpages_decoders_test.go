@@ -1,4 +1,4 @@
-package table
+package pq_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -77,25 +78,9 @@ func hRLE(vals []int, width int) []byte {
 	return b
 }
 
-func hThrift(t testing.TB, v any) []byte {
-	b, err := thrift.Marshal(new(thrift.CompactProtocol), v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // buildHandFile writes a file of the given columns and row groups (chunks[g][c]).
 func buildHandFile(t testing.TB, cols []hcol, rows []int64, chunks [][]hchunk) []byte {
 	return buildHandFileSchema(t, nil, cols, rows, chunks)
-}
-
-func bitWidth(max int) int {
-	w := 0
-	for 1<<w <= max {
-		w++
-	}
-	return w
 }
 
 // buildHandFileSchema is buildHandFile with an explicit schema (nil: one top-level leaf per
@@ -126,7 +111,7 @@ func buildHandFileSchema(t testing.TB, elems []format.SchemaElement, cols []hcol
 				h := format.PageHeader{Type: format.DictionaryPage, UncompressedPageSize: int32(len(body)), CompressedPageSize: int32(len(body)),
 					DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: int32(len(ch.dict)), Encoding: format.Plain})}
 				md.DictionaryPageOffset = int64(len(out))
-				out = append(out, hThrift(t, &h)...)
+				out = append(out, pqtest.CompactThrift(t, &h)...)
 				out = append(out, body...)
 			}
 			md.DataPageOffset = int64(len(out))
@@ -164,10 +149,10 @@ func buildHandFileSchema(t testing.TB, elems []format.SchemaElement, cols []hcol
 				}
 				var replev, levels []byte
 				if p.reps != nil {
-					replev = hRLE(p.reps, bitWidth(col.maxRep))
+					replev = hRLE(p.reps, pqtest.BitWidth(col.maxRep))
 				}
 				if p.defs != nil {
-					levels = hRLE(p.defs, bitWidth(col.maxDef))
+					levels = hRLE(p.defs, pqtest.BitWidth(col.maxDef))
 					if len(p.defs) == 0 && p.v2 && !p.noLevels {
 						// An RLE run of zero levels: parquet-go v0.32.0 dereferences nil on
 						// a v2 page of an optional column whose levels are 0 bytes long
@@ -197,7 +182,7 @@ func buildHandFileSchema(t testing.TB, elems []format.SchemaElement, cols []hcol
 						NumValues: int32(nv), Encoding: enc, DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 				}
 				h.UncompressedPageSize, h.CompressedPageSize = int32(len(body)), int32(len(body))
-				out = append(out, hThrift(t, &h)...)
+				out = append(out, pqtest.CompactThrift(t, &h)...)
 				out = append(out, body...)
 				md.NumValues += int64(nv)
 			}
@@ -229,7 +214,7 @@ func buildHandFileSchema(t testing.TB, elems []format.SchemaElement, cols []hcol
 		schema = append(schema, e)
 	}
 	fmd := format.FileMetaData{Version: 1, Schema: schema, NumRows: total, RowGroups: rgs}
-	footer := hThrift(t, &fmd)
+	footer := pqtest.CompactThrift(t, &fmd)
 	out = append(out, footer...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
 	return append(out, "PAR1"...)
@@ -341,7 +326,7 @@ func TestDecodersHandBuiltPages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("flat: %v", err)
 			}
-			checkDecoded(t, "flat", batches, c.want, names)
+			pqtest.CheckDecoded(t, "flat", batches, c.want, names)
 			dup := &txlog.StructType{}
 			var want [][]any
 			var dnames []string
@@ -356,7 +341,7 @@ func TestDecodersHandBuiltPages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("general: %v", err)
 			}
-			checkDecoded(t, "general", batches, want, dnames)
+			pqtest.CheckDecoded(t, "general", batches, want, dnames)
 		})
 	}
 }

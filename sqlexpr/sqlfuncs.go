@@ -1,0 +1,169 @@
+package sqlexpr
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"github.com/medallion-lake/medallion/pq"
+)
+
+// Scalar functions: length, upper/lower/trim, coalesce.
+
+type lengthNode struct {
+	x   enode
+	out vec
+}
+
+func (n *lengthNode) typ() sqlType { return sqlType{k: kInt} }
+func (n *lengthNode) eval(c *evalCtx) *vec {
+	x := n.x.eval(c)
+	o := &n.out
+	o.null = x.nullSlice(c.n)
+	o.i = growInts(o.i, c.n)
+	bin := n.x.typ().k == kBinary
+	for r := range o.i {
+		s := x.str(r)
+		if bin {
+			o.i[r] = int64(len(s))
+		} else {
+			o.i[r] = int64(utf8.RuneCount(s))
+		}
+	}
+	return o
+}
+
+type strFuncNode struct {
+	fn  string
+	x   enode
+	out vec
+}
+
+func (n *strFuncNode) typ() sqlType { return sqlType{k: kString} }
+func (n *strFuncNode) eval(c *evalCtx) *vec {
+	x := n.x.eval(c)
+	o := &n.out
+	o.null = x.nullSlice(c.n)
+	o.data = o.data[:0]
+	o.off = append(o.off[:0], 0)
+	for r := range c.n {
+		s := x.str(r)
+		switch n.fn {
+		case "lower":
+			o.data = appendCase(o.data, s, false)
+		case "upper":
+			o.data = appendCase(o.data, s, true)
+		case "trim":
+			// Spark's trim removes spaces (0x20) only.
+			o.data = append(o.data, bytes.Trim(s, " ")...)
+		}
+		o.off = append(o.off, int32(len(o.data)))
+	}
+	return o
+}
+
+func appendCase(dst, s []byte, upper bool) []byte {
+	ascii := true
+	for _, ch := range s {
+		if ch >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		if upper {
+			return append(dst, bytes.ToUpper(s)...)
+		}
+		return append(dst, bytes.ToLower(s)...)
+	}
+	for _, ch := range s {
+		switch {
+		case upper && ch >= 'a' && ch <= 'z':
+			ch -= 'a' - 'A'
+		case !upper && ch >= 'A' && ch <= 'Z':
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
+}
+
+type coalesceNode struct {
+	t    sqlType
+	args []enode
+	out  vec
+}
+
+func (n *coalesceNode) typ() sqlType { return n.t }
+func (n *coalesceNode) eval(c *evalCtx) *vec {
+	vs := make([]*vec, len(n.args))
+	for k, a := range n.args {
+		vs[k] = a.eval(c)
+	}
+	o := &n.out
+	o.null = growBools(o.null, c.n)
+	anyNull := false
+	pick := func(r int) *vec {
+		for _, v := range vs {
+			if !v.isNull(r) {
+				return v
+			}
+		}
+		return nil
+	}
+	switch n.t.k {
+	case kString, kBinary:
+		o.data = o.data[:0]
+		o.off = append(o.off[:0], 0)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r] = v == nil
+			if v != nil {
+				o.data = append(o.data, v.str(r)...)
+			}
+			o.off = append(o.off, int32(len(o.data)))
+		}
+	case kDouble:
+		o.f = growFloats(o.f, c.n)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r], o.f[r] = v == nil, 0
+			if v != nil {
+				o.f[r] = v.f[r]
+			}
+		}
+	case kBool, kNull:
+		o.b = growBools(o.b, c.n)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r], o.b[r] = v == nil, false
+			if v != nil {
+				o.b[r] = v.b[r]
+			}
+		}
+	case kDecimal:
+		o.d = growDecs(o.d, c.n)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r], o.d[r] = v == nil, pq.Decimal128{}
+			if v != nil {
+				o.d[r] = v.d[r]
+			}
+		}
+	default:
+		o.i = growInts(o.i, c.n)
+		for r := range c.n {
+			v := pick(r)
+			o.null[r], o.i[r] = v == nil, 0
+			if v != nil {
+				o.i[r] = v.i[r]
+			}
+		}
+	}
+	for _, b := range o.null[:c.n] {
+		anyNull = anyNull || b
+	}
+	if !anyNull {
+		o.null = nil
+	}
+	return o
+}
