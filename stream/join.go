@@ -981,7 +981,7 @@ func (r *JoinRunner) encodeSide(side join.Side, bs []*pq.Batch, jb *joinBatch) (
 			if in.KeyNull != nil {
 				in.KeyNull = append(in.KeyNull, null)
 			}
-			in.Rows.Data = appendRowPayload(in.Rows.Data, b.Columns, i)
+			in.Rows.Data = join.AppendRow(in.Rows.Data, b.Columns, i)
 			in.Rows.EndValue()
 		}
 	}
@@ -1024,9 +1024,9 @@ func (r *JoinRunner) fillSide(cols []*pq.Column, has bool, payload []byte) error
 		appendNulls(cols)
 		return nil
 	}
-	rest, err := decodeRowPayload(cols, payload)
+	rest, err := join.DecodeRow(cols, payload)
 	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("%w: %d bytes left over", errBadRow, len(rest))
+		err = fmt.Errorf("%w: %d bytes left over", join.ErrBadRow, len(rest))
 	}
 	if err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)

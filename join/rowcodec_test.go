@@ -1,4 +1,4 @@
-package stream
+package join
 
 import (
 	"errors"
@@ -88,15 +88,15 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 	src := payloadBatch(t)
 	dst, _ := pq.NewBatch(src.Schema)
 	for i := range src.Len() {
-		p := appendRowPayload(nil, src.Columns, i)
-		rest, err := decodeRowPayload(dst.Columns, p)
+		p := AppendRow(nil, src.Columns, i)
+		rest, err := DecodeRow(dst.Columns, p)
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("row %d: %v, %d bytes left", i, err, len(rest))
 		}
 		for cut := range len(p) {
 			scratch, _ := pq.NewBatch(src.Schema)
-			if _, err := decodeRowPayload(scratch.Columns, p[:cut]); !errors.Is(err, errBadRow) {
-				t.Fatalf("row %d cut at %d of %d bytes: %v, want errBadRow", i, cut, len(p), err)
+			if _, err := DecodeRow(scratch.Columns, p[:cut]); !errors.Is(err, ErrBadRow) {
+				t.Fatalf("row %d cut at %d of %d bytes: %v, want ErrBadRow", i, cut, len(p), err)
 			}
 		}
 	}
@@ -116,12 +116,12 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 func FuzzRowPayload(f *testing.F) {
 	src := payloadBatch(f)
 	for i := range src.Len() {
-		f.Add(appendRowPayload(nil, src.Columns, i))
+		f.Add(AppendRow(nil, src.Columns, i))
 	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		b, _ := pq.NewBatch(payloadSchema())
-		if _, err := decodeRowPayload(b.Columns, p); err != nil {
+		if _, err := DecodeRow(b.Columns, p); err != nil {
 			return
 		}
 		if err := b.Validate(); err != nil {
