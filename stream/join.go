@@ -5,7 +5,7 @@ package stream
 //
 // A batch N, in order: read each side's silver files of its offset range (at most Limit a
 // side); encode each row's join key (table's key encoding of the `on:` columns; a null part
-// makes the key null, which never matches) and its payload (every silver column, joinrow.go);
+// makes the key null, which never matches) and its payload (every silver column, join.AppendRow);
 // feed both sides' event times to the per-source watermarks (join.Watermarks, min policy);
 // run join.Operator.ProcessBatch with the late watermark W(N-1) and the eviction watermark
 // W(N); append the pairs and null-extended rows to the joined table (join.Output's columns)
@@ -987,7 +987,7 @@ func (r *JoinRunner) encodeSide(side join.Side, bs []*pq.Batch, jb *joinBatch) (
 			if in.KeyNull != nil {
 				in.KeyNull = append(in.KeyNull, null)
 			}
-			in.Rows.Data = appendRowPayload(in.Rows.Data, b.Columns, i)
+			in.Rows.Data = join.AppendRow(in.Rows.Data, b.Columns, i)
 			in.Rows.EndValue()
 		}
 	}
@@ -1030,9 +1030,9 @@ func (r *JoinRunner) fillSide(cols []*pq.Column, has bool, payload []byte) error
 		appendNulls(cols)
 		return nil
 	}
-	rest, err := decodeRowPayload(cols, payload)
+	rest, err := join.DecodeRow(cols, payload)
 	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("%w: %d bytes left over", errBadRow, len(rest))
+		err = fmt.Errorf("%w: %d bytes left over", join.ErrBadRow, len(rest))
 	}
 	if err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)

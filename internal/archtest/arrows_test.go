@@ -73,9 +73,11 @@ func rankOf(rel string) (int, string) {
 type listed struct {
 	ImportPath string
 	Imports    []string
+	Deps       []string // every package it needs to build, transitively (not its tests)
 }
 
-// modulePackages lists the module's packages and their non-test imports, as `go list` sees them.
+// modulePackages lists the module's packages with their non-test imports and dependencies, as
+// `go list` sees them.
 func modulePackages(t *testing.T) []listed {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -85,7 +87,7 @@ func modulePackages(t *testing.T) []listed {
 	if err != nil {
 		t.Fatalf("go list -m: %v", err)
 	}
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
 	cmd.Dir = strings.TrimSpace(string(root))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -145,6 +147,44 @@ func TestImportArrows(t *testing.T) {
 	sort.Strings(bad)
 	for _, b := range bad {
 		t.Error(b)
+	}
+}
+
+// lateMayImportFromStream are the stream packages late/ may import, each with why it is not the
+// runner: DESIGN.md §1 says late/ never imports the stream runner (one late-data reconciler
+// that reads what the engine wrote, never runs it).
+var lateMayImportFromStream = map[string]string{
+	"stream/checkpoint": "the one reader of a query's checkpoint (offsets, commits, state) that late/ and report/ use",
+	"stream/spec":       "the typed query specs (pure data built by jobs/), which late/ plans its recompute from",
+}
+
+// TestLateImportsNoStreamRunner fails when a package of late/ needs the stream runner (package
+// stream), directly or through another package, or imports a stream package that is not in
+// lateMayImportFromStream. Tests of late/ may drive the runner to build their inputs.
+func TestLateImportsNoStreamRunner(t *testing.T) {
+	const runner = module + "/stream"
+	seen := 0
+	for _, p := range modulePackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if rel != "late" && !strings.HasPrefix(rel, "late/") {
+			continue
+		}
+		seen++
+		for _, dep := range p.Deps {
+			if dep == runner {
+				t.Errorf("%s needs the stream runner (%s); DESIGN.md §1: late/ never imports it (go list -deps shows the path)", rel, runner)
+			}
+		}
+		for _, imp := range p.Imports {
+			if irel, ok := strings.CutPrefix(imp, module+"/"); ok && (irel == "stream" || strings.HasPrefix(irel, "stream/")) {
+				if _, allowed := lateMayImportFromStream[irel]; !allowed {
+					t.Errorf("%s imports %s, which is not among the stream packages late/ may use (lateMayImportFromStream in internal/archtest)", rel, irel)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no package late/ found: the rule checks nothing")
 	}
 }
 
