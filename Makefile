@@ -92,8 +92,9 @@ go-test-tests:
 
 # The interop suite: delta-rs and Spark (pinned, installed into a cached virtualenv by the script)
 # read our tables, we read theirs. It starts its own MinIO.
+# INTEROP_ARGS goes to pytest, e.g. INTEROP_ARGS='-k minio' for a focused run.
 interop:
-	scripts/interop.sh run --with-medallion
+	scripts/interop.sh run --with-medallion $(INTEROP_ARGS)
 
 minio:
 	scripts/minio.sh install
