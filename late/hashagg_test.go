@@ -268,6 +268,9 @@ func renderGold(t testing.TB, b *table.Batch) []string {
 // 50k rows, seven batches, so every case still spans several batches and grows its tables many
 // times; 150k with MEDALLION_LONG=1, 32 CPU s under -race against 12 at 50k).
 func TestHashAggOracle(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	rows := 50_000
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		rows = 150_000
