@@ -74,7 +74,7 @@ ALLOC_TESTS = TestStateBufferSizedOnce|TestEmitGrowsOutOnce
 # lake, as the packages of one module already running side by side do); each runs to its end
 # whatever the other does. The packages in SLOW_PKGS are named first: go test starts packages in
 # the order given, so the longest start at once instead of running alone at the end.
-SLOW_PKGS = ./cmd/medallion ./late ./stream ./bronze ./objstore/s3 ./jobs ./gold ./objstore
+SLOW_PKGS = ./late ./stream ./table ./cmd/medallion ./bronze ./txlog ./objstore/s3 ./jobs ./gold
 go-test:
 	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 MEDALLION_REQUIRE_KAFKA=1 \
 	scripts/minio.sh run -- scripts/kafka.sh run -- sh -c '\
