@@ -107,8 +107,11 @@ def delta_tables_under(root: Path) -> list[Path]:
 
 
 def test_demo_tables_are_read_identically(tmp_path, medallion_bin, spark, deltalake):
+    # 30,000 events, as cmd/medallion's TestDemo (which checks that they reach every step: late
+    # rows quarantined and merged, the second source, the join): the same tables, a seventh of
+    # the rows that each engine reads and Python canonicalises three times over.
     lake = tmp_path / "lake"
-    run_medallion(medallion_bin, "demo", "--lake", str(lake), timeout=600)
+    run_medallion(medallion_bin, "demo", "--lake", str(lake), "--events", "30000", timeout=600)
     tables = delta_tables_under(lake)
     names = [str(t.relative_to(lake)) for t in tables]
     for layer in ("bronze", "silver", "gold"):
