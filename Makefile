@@ -1,7 +1,7 @@
 # `make test` is the project's test command: the README names it and .ci/run calls it. It runs
 # `make check`, then the Go tests of both modules under -race and the interop suite at the same
-# time (each waits on servers, JVMs and child processes for part of its run, so on 2 cores the
-# three finish sooner together than one after the other); every step runs even when another fails.
+# time (each waits on servers, JVMs and child processes for part of its run: side by side, one
+# fills the other's waits); every step runs to its end even when another fails.
 # `make test-quick` is the inner loop: the main module's tests without -race, in -short mode,
 # without MinIO, Kafka, the tests/ module, the browser or the interop suite (see docs/testing.md).
 GO ?= go
