@@ -1,14 +1,30 @@
-# `make test` is the project's test command: the README names it and .ci/run calls it.
+# `make test` is the project's test command: the README names it and .ci/run calls it. It runs
+# `make check`, then the Go tests of both modules under -race and the interop suite at the same
+# time (each waits on servers, JVMs and child processes for part of its run: side by side, one
+# fills the other's waits); every step runs to its end even when another fails.
+# `make test-quick` is the inner loop: the main module's tests without -race, in -short mode,
+# without MinIO, Kafka, the tests/ module, the browser or the interop suite (see docs/testing.md).
 GO ?= go
 # The Go packages of the two modules: the main one, and tests/ (a module of its own, so that the
 # test-only dependencies such as chromedp and compose-go stay out of the main go.mod). TEST_PKGS
 # is resolved inside tests/; set it empty to leave that module out of a focused run.
 PKGS ?= ./...
 TEST_PKGS ?= ./...
+QUICK_PKGS ?= ./...
 
-.PHONY: test check fmt-check vet mod-check arrows staticcheck go-test interop deps minio kafka build bench fuzz
+.PHONY: test test-quick check fmt-check vet mod-check arrows staticcheck go-test go-test-main go-test-tests interop deps minio kafka build bench fuzz
 
-test: check deps go-test interop
+# -O keeps each step's output in one block (printed when it ends), so pytest's progress and the
+# go test lines do not interleave.
+test: check deps
+	$(MAKE) --no-print-directory -k -j2 -O go-test interop
+
+# The inner loop: seconds to a few minutes, not the full run. No -race, -short (the 1M-event
+# reproductions skip), no servers (the S3 and Kafka tests skip unless MEDALLION_TEST_S3_ENDPOINT
+# or MEDALLION_TEST_KAFKA_BROKERS is already set), no tests/ module, no interop suite.
+test-quick: arrows
+	env -u CI -u MEDALLION_REQUIRE_S3 -u MEDALLION_REQUIRE_KAFKA -u MEDALLION_REQUIRE_BROWSER \
+	  $(GO) test -short -count=1 $(QUICK_PKGS)
 
 # Everything the tests need that Go does not fetch: the pinned MinIO server, the pinned Kafka
 # broker's jars, and Chromium for the status page test. Each script is a no-op when its tool is
@@ -54,20 +70,33 @@ ALLOC_TESTS = TestStateBufferSizedOnce|TestEmitGrowsOutOnce
 # The Go tests, with a real MinIO server (pinned, built from the Go module proxy, started on a free
 # loopback port and always stopped) for every test that touches S3, and a real Kafka broker
 # (pinned jars from Maven Central, KRaft, free loopback ports, always stopped) for the Kafka tests.
-# Both modules run under one of each; the tests module runs even when the main one failed.
+# Both modules run under one of each, at the same time (every test makes its own bucket, topic and
+# lake, as the packages of one module already running side by side do); each runs to its end
+# whatever the other does. The packages in SLOW_PKGS are named first: go test starts packages in
+# the order given, so the longest start at once instead of running alone at the end.
+SLOW_PKGS = ./late ./stream ./table ./cmd/medallion ./bronze ./txlog ./objstore/s3 ./jobs ./gold
 go-test:
 	MEDALLION_REQUIRE_S3=1 MEDALLION_REQUIRE_BROWSER=1 MEDALLION_REQUIRE_KAFKA=1 \
 	scripts/minio.sh run -- scripts/kafka.sh run -- sh -c '\
-	  rc=0; \
-	  $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=1; \
-	  $(GO) test -count=1 -run "$(ALLOC_TESTS)" ./gold/ || rc=1; \
-	  if [ -n "$(TEST_PKGS)" ]; then (cd tests && $(GO) test -race -count=1 -timeout 20m $(TEST_PKGS)) || rc=1; fi; \
-	  exit $$rc'
+	  MAKEFLAGS= $(MAKE) --no-print-directory -k -j2 -O go-test-main go-test-tests'
+
+# The two halves of go-test; run alone, they need the servers go-test starts. The timeout only
+# catches a hang: on a machine loaded by other work (load 30 on 2 cores) the late package alone
+# ran past 30 minutes, so a tighter one fails a healthy run there.
+go-test-main:
+	rc=0; \
+	$(GO) test -race -count=1 -timeout 40m $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS) || rc=1; \
+	$(GO) test -count=1 -run "$(ALLOC_TESTS)" ./gold/ || rc=1; \
+	exit $$rc
+
+go-test-tests:
+	if [ -n "$(TEST_PKGS)" ]; then cd tests && $(GO) test -race -count=1 -timeout 40m $(TEST_PKGS); fi
 
 # The interop suite: delta-rs and Spark (pinned, installed into a cached virtualenv by the script)
 # read our tables, we read theirs. It starts its own MinIO.
+# INTEROP_ARGS goes to pytest, e.g. INTEROP_ARGS='-k minio' for a focused run.
 interop:
-	scripts/interop.sh run --with-medallion
+	scripts/interop.sh run --with-medallion $(INTEROP_ARGS)
 
 minio:
 	scripts/minio.sh install

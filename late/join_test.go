@@ -146,6 +146,9 @@ func randomWorkload(rng *rand.Rand, n int) [][2][]jrow {
 // merge-late of randomized workloads, for every join type: merges are interleaved with the
 // batches at random, and a final rerun must change nothing.
 func TestMergeLateJoinRandom(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	// One seed per type by default (seconds); MEDALLION_LONG=1 runs eight.
 	seeds := 1
 	if os.Getenv("MEDALLION_LONG") == "1" {
@@ -247,6 +250,9 @@ func TestMergeLateJoinSemiOnce(t *testing.T) {
 // write took effect): the joined table is always either as the stream left it or fully
 // merged (one commit), and a rerun converges to invariant J.
 func TestMergeLateJoinCrash(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	// Every write fails in turn: data files (put) and the commit (put-if-absent), before
 	// the call and after it took effect; a read failure only aborts earlier.
 	for _, op := range []string{objstore.OpGet, objstore.OpPut, objstore.OpPutIfAbsent} {
@@ -337,6 +343,9 @@ func TestMergeLateJoinSilverAsRead(t *testing.T) {
 // the batch aggregation of the batch join for every emitted window (invariant E over the
 // joined table).
 func TestMergeLateJoinGold(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	seeds := 1
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		seeds = 6

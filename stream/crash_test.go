@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -64,6 +65,9 @@ func sameTables(t *testing.T, what string, got, want map[string][]string) {
 // with the same rows as an uninterrupted run (vectors C1-C3, WM-E5 on every path through the
 // batch).
 func TestStreamConvergesAfterFailures(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	ctx := context.Background()
 	base := landBronze(t, 7, 3000, 6)
 	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 2", e2eGold)
@@ -107,13 +111,17 @@ func TestStreamConvergesAfterFailures(t *testing.T) {
 	}
 }
 
-var crashRestarts = flag.Int("stream.crash-restarts", 50, "minimum number of crashed runs in TestStreamRandomCrashes")
+var crashRestarts = flag.Int("stream.crash-restarts", 0, "minimum number of crashed runs in TestStreamRandomCrashes (default 20, 50 with MEDALLION_LONG=1)")
 
 // TestStreamRandomCrashes kills runs at random object-store calls (reads, writes, deletes,
-// before or after they land) until at least -stream.crash-restarts runs (10 with -short) have crashed, with a
-// fresh runner each time, as restarted processes would be; the tables end identical to an
-// uninterrupted run's.
+// before or after they land) until at least -stream.crash-restarts runs (20 by default, 50 with
+// MEDALLION_LONG=1, 10 with -short) have crashed, with a fresh runner each time, as restarted
+// processes would be; the tables end identical to an uninterrupted run's. The same random loop
+// as the long mode, shorter: 50 crashes cost 20 CPU s under -race.
 func TestStreamRandomCrashes(t *testing.T) {
+	// Parallel: its own in-memory lake, no environment or package state changed; one of the
+	// package's longest tests, so it overlaps the others instead of ending the run alone.
+	t.Parallel()
 	ctx := context.Background()
 	base := landBronze(t, 11, 3000, 12)
 	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 1", e2eGold)
@@ -121,6 +129,12 @@ func TestStreamRandomCrashes(t *testing.T) {
 	mustRun(t, ref, cfg, "available-now")
 	want := snapshotTables(t, ref)
 	minCrashes := *crashRestarts
+	if minCrashes == 0 {
+		minCrashes = 20
+		if os.Getenv("MEDALLION_LONG") == "1" {
+			minCrashes = 50
+		}
+	}
 	if testing.Short() {
 		minCrashes = min(minCrashes, 10)
 	}
