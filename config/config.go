@@ -196,7 +196,7 @@ type Landing struct {
 
 // KafkaLanding is a Kafka landing (DESIGN.md §8): the topics ingest reads, from explicit
 // offsets kept in the ingest checkpoint (no consumer group). TLS and SASL come from the
-// environment (KAFKA_TLS*, KAFKA_SASL_*; see the README), never from the file.
+// environment (KAFKA_TLS*, KAFKA_SASL_*; see docs/kafka.md), never from the file.
 type KafkaLanding struct {
 	// Brokers are the bootstrap brokers, host:port. Default: KAFKA_BROKERS (comma-separated).
 	Brokers []string `yaml:"brokers,omitempty"`

@@ -70,7 +70,7 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 			case errors.Is(err, report.ErrBadRange):
 				return usageError("check: %v", err)
 			case errors.Is(err, report.ErrNoExpectations):
-				return usageError("check: %s declares no expectations (see the README's Expectations section)", path)
+				return usageError("check: %s declares no expectations (see docs/expectations.md)", path)
 			case err != nil:
 				return err
 			}
@@ -119,7 +119,7 @@ func checkSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket
 		out = append(out, sourceCheck{Source: s.Name, Check: rep})
 	}
 	if len(out) == 0 {
-		return usageError("check: %s declares no expectations on any source (see the README's Expectations section)", path)
+		return usageError("check: %s declares no expectations on any source (see docs/expectations.md)", path)
 	}
 	return printPerSource(cmd, out, func(sc sourceCheck) string { return sc.Source }, func(w io.Writer, sc sourceCheck) error {
 		return sc.Check.WriteText(w)

@@ -53,7 +53,7 @@ gold:
       - {fn: sum, column: amount, as: total_amount}
       - {fn: avg, column: amount, as: avg_amount}
 # A second source: clicks on the events, some of them delivered hours late; and a join of the
-# two (README "Joins"): every event with the clicks within an hour after it.
+# two (docs/joins.md): every event with the clicks within an hour after it.
 sources:
   - name: clicks
     landing: {path: landing/clicks/, format: json, max_files_per_trigger: 1}

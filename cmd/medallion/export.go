@@ -33,7 +33,7 @@ Safe by default: it writes its own tables under <lake>/spark/ (spark/silver/even
 spark/gold/<name>, spark/silver/late_<name>, spark/bronze/rejects, spark/_checkpoints/<stream>)
 and refuses to write into a table whose log holds another query's txn, naming both. With
 --takeover it continues medallion's own stream (its checkpoint and tables) once medallion's
-stream has stopped: see README, "Past one machine". --plain runs Spark's own aggregation
+stream has stopped: see docs/past-one-machine.md. --plain runs Spark's own aggregation
 (late rows dropped, no silver or rejects), the baseline the promise is measured against.
 
 Run it:

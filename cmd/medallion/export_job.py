@@ -184,7 +184,7 @@ class Job:
                     f"refusing to write {path}: its log holds txn(appId={app}, version={version}) "
                     f"of another query, not this job's query {qid} (checkpoint {self.ckpt}). "
                     "Write elsewhere (--root), or hand the pipeline over with --takeover "
-                    "(README: Past one machine)")
+                    "(docs/past-one-machine.md)")
 
     # -- checkpoint records --------------------------------------------------------------------
 
@@ -537,7 +537,7 @@ def parse_args(argv=None):
     ap.add_argument("--checkpoint", help="the query's checkpoint (default: <root>/" + CHECKPOINT + ")")
     ap.add_argument("--takeover", action="store_true",
                     help="continue medallion's stream: write the lake's own tables and continue "
-                         "medallion's checkpoint (stop medallion's stream first; README: Past one machine)")
+                         "medallion's checkpoint (stop medallion's stream first; docs/past-one-machine.md)")
     ap.add_argument("--bronze", help="bronze table (default: " + BRONZE + ")")
     ap.add_argument("--gold", action="append", choices=list(GOLD), help="only this aggregation (repeatable)")
     ap.add_argument("--plain", action="store_true",

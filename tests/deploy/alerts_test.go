@@ -16,7 +16,7 @@ import (
 // TestAlertRules loads deploy/alerts.yml with Prometheus's own rule-file parser (the one
 // `promtool check rules` uses: YAML shape, PromQL of every expr, templates of the annotations),
 // and checks that every medallion_* metric an alert names is one that serve exports, as the
-// README lists them: an alert on a renamed metric would stay silent forever.
+// docs/operating.md lists them: an alert on a renamed metric would stay silent forever.
 func TestAlertRules(t *testing.T) {
 	path := filepath.Join(repoRoot(t), "deploy", "alerts.yml")
 	promql := parser.NewParser(parser.Options{})
@@ -27,11 +27,11 @@ func TestAlertRules(t *testing.T) {
 	if len(errs) > 0 {
 		t.FailNow()
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "operating.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The README's metric list is the contract; serve's own test (jobs TestPipelineMetrics)
+	// The metric list of docs/operating.md ("Jobs and schedules", linked from the README) is the contract; serve's own test (jobs TestPipelineMetrics)
 	// checks that serve exports what it lists.
 	exported := map[string]bool{}
 	for _, m := range regexp.MustCompile("`(medallion_[a-z0-9_]+)").FindAllStringSubmatch(string(readme), -1) {
@@ -61,7 +61,7 @@ func TestAlertRules(t *testing.T) {
 			}
 			for _, n := range names {
 				if !exported[n] {
-					t.Errorf("%s uses %s, which the README does not list among serve's metrics", r.Alert, n)
+					t.Errorf("%s uses %s, which docs/operating.md does not list among serve's metrics", r.Alert, n)
 				}
 			}
 			if r.Annotations["summary"] == "" {
@@ -74,7 +74,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	for _, want := range []string{"medallion_table_rows_in_total", "medallion_late_rows_merged_total", "medallion_watermark_delay_seconds", "medallion_table_last_commit_age_seconds", "medallion_lag_p95_seconds", "medallion_state_rows", "medallion_rejects_total"} {
 		if !exported[want] {
-			t.Errorf("README does not document %s", want)
+			t.Errorf("docs/operating.md does not document %s", want)
 		}
 	}
 }

@@ -51,11 +51,16 @@ func hasYAMLFields(t reflect.Type) bool {
 }
 
 // TestREADMEDocumentsEveryConfigKey keeps the config reference honest: a key added to the config
-// must be added to the README's table, and the example config must mention it too.
+// must be added to the reference table in docs/config.md (the README links it; the `joins` keys
+// are in docs/joins.md, which the reference links), and the example config must mention it too.
 func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var readme []byte
+	for _, page := range []string{"config.md", "joins.md"} {
+		data, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(readme, data...)
 	}
 	example, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "pipeline.yaml"))
 	if err != nil {
@@ -67,16 +72,16 @@ func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
 		t.Fatalf("found only %d config keys: the walk is broken", len(keys))
 	}
 	for _, k := range keys {
-		// A source of sources: takes the top-level source's keys (the README says so under
+		// A source of sources: takes the top-level source's keys (docs/config.md says so under
 		// "Several sources"): sources.<key> is documented when <key> is, and the sources row is.
 		if rest, ok := strings.CutPrefix(k, "sources."); ok && rest != "name" {
 			if !strings.Contains(string(readme), "`"+rest+"`") || !strings.Contains(string(readme), "`sources`") {
-				t.Errorf("README.md documents neither `%s` nor `sources`", rest)
+				t.Errorf("docs/config.md and docs/joins.md document neither `%s` nor `sources`", rest)
 			}
 			continue
 		}
 		if !strings.Contains(string(readme), "`"+k+"`") {
-			t.Errorf("README.md config reference lacks `%s`", k)
+			t.Errorf("docs/config.md (and docs/joins.md) config reference lacks `%s`", k)
 		}
 		leaf := k[strings.LastIndex(k, ".")+1:]
 		if !strings.Contains(string(example), leaf+":") {
