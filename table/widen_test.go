@@ -111,6 +111,31 @@ func widenRows(t *testing.T, tbl *Table, filter sqlexpr.Expr) []string {
 // delta.enableTypeWidening=true; the rows written before read at the new type (also through
 // data skipping on the old files' stats), rows of the new type append, and a second call
 // commits nothing. Without the option the same change is ErrIncompatibleSchema.
+// checkWidenedRows reads the rows written before (prefix a) and after (prefix b) the widening at
+// the new type: all of them, with a filter true for every row (data skipping reads the old file's
+// stats, written at the old type, at the new one), and with an equality probe that only the first
+// old row matches.
+func checkWidenedRows(t *testing.T, tbl *Table, c widenCase) {
+	t.Helper()
+	var want []string
+	for i, v := range c.wantBefore {
+		want = append(want, fmt.Sprintf("a%d=%s", i, v))
+	}
+	for i, v := range c.wantAfter {
+		want = append(want, fmt.Sprintf("b%d=%s", i, v))
+	}
+	slices.Sort(want)
+	if got := widenRows(t, tbl, nil); !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if got := widenRows(t, tbl, sqlexpr.Not(sqlexpr.IsNull("c"))); !slices.Equal(got, want) {
+		t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
+	}
+	if got, w := widenRows(t, tbl, sqlexpr.Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
+		t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
+	}
+}
+
 func TestEvolveWidens(t *testing.T) {
 	for _, c := range widenCases() {
 		t.Run(c.fromJSON+"_to_"+c.toJS, func(t *testing.T) {
@@ -164,25 +189,7 @@ func TestEvolveWidens(t *testing.T) {
 			}
 
 			appendWiden(t, tbl, c.to, "b", c.after)
-			var want []string
-			for i, v := range c.wantBefore {
-				want = append(want, fmt.Sprintf("a%d=%s", i, v))
-			}
-			for i, v := range c.wantAfter {
-				want = append(want, fmt.Sprintf("b%d=%s", i, v))
-			}
-			slices.Sort(want)
-			if got := widenRows(t, tbl, nil); !slices.Equal(got, want) {
-				t.Errorf("rows %v, want %v", got, want)
-			}
-			// Data skipping reads the old file's stats (written at the old type) at the new one:
-			// a filter true for every row keeps them all.
-			if got := widenRows(t, tbl, sqlexpr.Not(sqlexpr.IsNull("c"))); !slices.Equal(got, want) {
-				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
-			}
-			if got, w := widenRows(t, tbl, sqlexpr.Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
-				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
-			}
+			checkWidenedRows(t, tbl, c)
 
 			again, err := tbl.EvolveWith(ctx, widenSchema(c.to), nil, EvolveOptions{TypeWidening: true})
 			if err != nil || again.Changed {
@@ -334,23 +341,7 @@ func TestEvolveWidensPartitionColumn(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendWiden(t, tbl, c.to, "b", c.after)
-			var want []string
-			for i, v := range c.wantBefore {
-				want = append(want, fmt.Sprintf("a%d=%s", i, v))
-			}
-			for i, v := range c.wantAfter {
-				want = append(want, fmt.Sprintf("b%d=%s", i, v))
-			}
-			slices.Sort(want)
-			if got := widenRows(t, tbl, nil); !slices.Equal(got, want) {
-				t.Errorf("rows %v, want %v", got, want)
-			}
-			if got := widenRows(t, tbl, sqlexpr.Not(sqlexpr.IsNull("c"))); !slices.Equal(got, want) {
-				t.Errorf("rows with c IS NOT NULL %v, want %v", got, want)
-			}
-			if got, w := widenRows(t, tbl, sqlexpr.Eq("c", c.probe)), []string{"a0=" + c.wantBefore[0]}; !slices.Equal(got, w) {
-				t.Errorf("rows with c = %v: %v, want %v", c.probe, got, w)
-			}
+			checkWidenedRows(t, tbl, c)
 		})
 	}
 }
