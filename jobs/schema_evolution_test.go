@@ -380,7 +380,7 @@ func TestAddedColumnConvergesAfterCrash(t *testing.T) {
 				if got["evo-1"] != "DE" || got["old-1"] != nil || len(got) != 2 {
 					t.Fatalf("fault at commit %d (after=%v, run error %v): %s country %v, want old-1 null, evo-1 DE", n, after, ierr, path, got)
 				}
-				if adds := addColumnCommits(t, env, path); adds != 1 {
+				if adds := operationCommits(t, env, path, "ADD COLUMNS"); adds != 1 {
 					t.Fatalf("fault at commit %d (after=%v): %s has %d ADD COLUMNS commits, want 1", n, after, path, adds)
 				}
 			}
@@ -408,27 +408,6 @@ func (l *logOnly) PutIfAbsent(ctx context.Context, key string, r io.Reader, size
 		return l.FaultBucket.PutIfAbsent(ctx, key, r, size)
 	}
 	return l.clean.PutIfAbsent(ctx, key, r, size)
-}
-
-// addColumnCommits counts the commits of the table at path whose operation is ADD COLUMNS.
-func addColumnCommits(t *testing.T, env Env, path string) int {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	for key, err := range env.Lake.List(ctx, path+"/_delta_log/", objstore.ListOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasSuffix(key.Key, ".json") {
-			continue
-		}
-		data, err := objstore.ReadAll(ctx, env.Lake, key.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n += strings.Count(string(data), `"operation":"ADD COLUMNS"`)
-	}
-	return n
 }
 
 // TestBackfillColumns: after a column is added, backfill-columns moves the values that older
