@@ -2,6 +2,10 @@
 // Delta table, exactly once, and every line that is not a record becomes a row of the rejects
 // table with a reason, the source object, the byte offset and the raw text.
 //
+// Kafka topics are a landing too (kafka.go: the batches of offset ranges and their checkpoint;
+// kafka_decode.go: a record to a row): the Kafka client side (connection, offsets, reading a
+// range, lag, the monitoring group) is package kafka's, shared with gen, report and jobs.
+//
 // The hot path parses each line straight into typed columnar batches with a schema-driven
 // scanner (no encoding/json, no per-line allocation) and encodes Parquet on every core. An
 // NDJSON object is cut into blocks of whole lines that are decoded on every core while the

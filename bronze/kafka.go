@@ -18,10 +18,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/medallion-lake/medallion/internal/backoff"
+	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
@@ -45,14 +44,16 @@ const (
 	StartLatest   = "latest"
 )
 
-// ErrDataLoss: offsets the ingest checkpoint expected to read are no longer in the topic
-// (retention deleted them, or the topic was recreated). The error names the topic, partition and
-// offset range; landing.kafka.fail_on_data_loss: false skips them and counts them instead.
-var ErrDataLoss = errors.New("kafka offsets lost")
+// ErrDataLoss (kafka.ErrDataLoss): offsets the ingest checkpoint expected to read are no longer
+// in the topic (retention deleted them, or the topic was recreated). The error names the topic,
+// partition and offset range; landing.kafka.fail_on_data_loss: false skips them and counts them
+// instead.
+var ErrDataLoss = kafka.ErrDataLoss
 
-// ErrKafkaStalled: a claimed offset range made no progress for KafkaOptions.StallTimeout (the
-// broker is down or unreachable); franz-go retries forever, so the ingest has its own deadline.
-var ErrKafkaStalled = errors.New("kafka read made no progress")
+// ErrKafkaStalled (kafka.ErrStalled): a claimed offset range made no progress for
+// KafkaOptions.StallTimeout (the broker is down or unreachable); franz-go retries forever, so the
+// ingest has its own deadline.
+var ErrKafkaStalled = kafka.ErrStalled
 
 // KafkaBronzeSchema is BronzeSchema followed by the _kafka_* columns. _kafka_key is binary, as
 // in Spark's Kafka source: keys are bytes and need not be UTF-8.
@@ -129,20 +130,10 @@ type KafkaReport struct {
 	Partitions int      `json:"partitions"`
 	// LostRecords counts offsets skipped because retention deleted them (fail_on_data_loss:
 	// false); LostRanges names them, "topic/partition:[from,to)".
-	LostRecords int64          `json:"lostRecords"`
-	LostRanges  []string       `json:"lostRanges,omitempty"`
-	Lag         []PartitionLag `json:"lag,omitempty"`
-	TotalLag    int64          `json:"totalLag"`
-}
-
-// PartitionLag is one partition's consumer lag: the log end offset minus the next offset bronze
-// will read (committed batches only).
-type PartitionLag struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"` // next offset to ingest; -1: nothing ingested yet
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
+	LostRecords int64                `json:"lostRecords"`
+	LostRanges  []string             `json:"lostRanges,omitempty"`
+	Lag         []kafka.PartitionLag `json:"lag,omitempty"`
+	TotalLag    int64                `json:"totalLag"`
 }
 
 // KafkaIngester moves Kafka records into the bronze and rejects tables exactly once.
@@ -214,32 +205,15 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	return &KafkaIngester{b: base, kopts: opts}, nil
 }
 
-// kafkaRange is the offsets [From, To) of one partition.
-type kafkaRange struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	From      int64  `json:"from"`
-	To        int64  `json:"to"`
-}
-
-func (r kafkaRange) String() string {
-	return fmt.Sprintf("%s/%d:[%d,%d)", r.Topic, r.Partition, r.From, r.To)
-}
-
-type tp struct {
-	topic     string
-	partition int32
-}
-
 // kafkaBatch is batches/N of a Kafka ingest checkpoint.
 type kafkaBatch struct {
 	BatchID    int64 `json:"batchId"`
 	IngestTime int64 `json:"ingestTimeMicros"`
 	// Ranges lists every partition known at the claim, To == From when it has nothing new, so
 	// that the latest batch alone says where each partition stands.
-	Ranges []kafkaRange `json:"ranges"`
+	Ranges []kafka.Range `json:"ranges"`
 	// Lost are ranges retention deleted before they were read, skipped (fail_on_data_loss: false).
-	Lost []kafkaRange `json:"lost,omitempty"`
+	Lost []kafka.Range `json:"lost,omitempty"`
 }
 
 type kafkaCommit struct {
@@ -253,8 +227,8 @@ type kafkaState struct {
 	batches   map[int64]*kafkaBatch
 	committed map[int64]bool
 	next      int64
-	claimed   map[tp]int64 // end of the latest claimed range
-	done      map[tp]int64 // end of the latest committed range
+	claimed   map[kafka.TopicPartition]int64 // end of the latest claimed range
+	done      map[kafka.TopicPartition]int64 // end of the latest committed range
 }
 
 func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error) {
@@ -265,7 +239,7 @@ func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error)
 		return nil, err
 	}
 	st := &kafkaState{appID: base.appID, batches: map[int64]*kafkaBatch{}, committed: base.committed,
-		claimed: map[tp]int64{}, done: map[tp]int64{}}
+		claimed: map[kafka.TopicPartition]int64{}, done: map[kafka.TopicPartition]int64{}}
 	for info, err := range x.b.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
 		if err != nil {
 			return nil, fmt.Errorf("bronze: list kafka ingest batches: %w", err)
@@ -290,9 +264,9 @@ func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		for _, r := range st.batches[id].Ranges {
-			st.claimed[tp{r.Topic, r.Partition}] = r.To
+			st.claimed[r.TopicPartition()] = r.To
 			if st.committed[id] {
-				st.done[tp{r.Topic, r.Partition}] = r.To
+				st.done[r.TopicPartition()] = r.To
 			}
 		}
 	}
@@ -339,82 +313,22 @@ func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
 func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	// Requests retry for as long as a read may stall: a broker restart (10-20 s) is waited out,
 	// not failed on franz-go's default 30 s for some requests and forever for others.
-	opts := []kgo.Opt{kgo.SeedBrokers(x.kopts.Brokers...), kgo.RetryTimeout(x.kopts.StallTimeout)}
-	opts = append(opts, x.kopts.ClientOptions...)
-	opts = append(opts, extra...)
-	cl, err := kgo.NewClient(opts...)
+	conn := kafka.Conn{Brokers: x.kopts.Brokers, Options: x.kopts.ClientOptions}
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.RetryTimeout(x.kopts.StallTimeout)}, extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("bronze: kafka client for %v: %w", x.kopts.Brokers, err)
+		return nil, fmt.Errorf("bronze: %w", err)
 	}
 	return cl, nil
 }
 
-// listOffsets returns the start and end offset of every partition of the topics.
-func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends map[tp]int64, err error) {
-	starts, ends = map[tp]int64{}, map[tp]int64{}
-	for _, which := range []struct {
-		list func(context.Context, ...string) (kadm.ListedOffsets, error)
-		into map[tp]int64
-		name string
-	}{{adm.ListStartOffsets, starts, "start"}, {adm.ListEndOffsets, ends, "end"}} {
-		lo, err := which.list(ctx, topics...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("bronze: kafka: list %s offsets of %v: %w", which.name, topics, err)
-		}
-		var errs []error
-		lo.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil {
-				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-					errs = append(errs, fmt.Errorf("bronze: kafka: topic %q does not exist: %w: %w", o.Topic, errNoTopic, o.Err))
-				} else {
-					errs = append(errs, fmt.Errorf("bronze: kafka: %s offset of %s/%d: %w", which.name, o.Topic, o.Partition, o.Err))
-				}
-				return
-			}
-			which.into[tp{o.Topic, o.Partition}] = o.Offset
-		})
-		if err := errors.Join(errs...); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, t := range topics {
-		found := false
-		for k := range ends {
-			if k.topic == t {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, nil, fmt.Errorf("bronze: kafka: topic %q does not exist (or has no partitions): %w", t, errNoTopic)
-		}
+// listOffsets returns the start and end offset of every partition of the topics, waiting out
+// brokers that cannot be reached for up to StallTimeout; a missing topic fails at once.
+func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[kafka.TopicPartition]int64, err error) {
+	starts, ends, err = kafka.ListOffsetsRetrying(ctx, adm, x.kopts.Topics, x.kopts.StallTimeout, x.b.log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bronze: %w", err)
 	}
 	return starts, ends, nil
-}
-
-// errNoTopic marks a topic the brokers do not know: retrying cannot help.
-var errNoTopic = errors.New("no such topic")
-
-// listOffsets is listOffsets retried while the brokers cannot be reached (a broker restart
-// refuses connections for 10-20 s), up to StallTimeout; a missing topic fails at once.
-func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[tp]int64, err error) {
-	deadline := time.Now().Add(x.kopts.StallTimeout)
-	wait := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
-	for attempt := 1; ; attempt++ {
-		starts, ends, err = listOffsets(ctx, adm, x.kopts.Topics)
-		if err == nil || errors.Is(err, errNoTopic) || ctx.Err() != nil {
-			return starts, ends, err
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("%w for %s: %w", ErrKafkaStalled, x.kopts.StallTimeout, err)
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			x.b.log.Warn("kafka brokers do not answer; retrying", "err", err, "attempt", attempt)
-		}
-		if err := wait.Sleep(ctx, attempt); err != nil {
-			return nil, nil, err
-		}
-	}
 }
 
 // Run ingests until bronze holds every record that was in the topics when the run started
@@ -482,7 +396,7 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 		}
 		st.batches[b.BatchID] = b
 		for _, r := range b.Ranges {
-			st.claimed[tp{r.Topic, r.Partition}] = r.To
+			st.claimed[r.TopicPartition()] = r.To
 		}
 		st.next++
 		if err := x.runKafkaBatch(ctx, adm, st, b, &rep); err != nil {
@@ -497,10 +411,7 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 		rep.BronzeVersion = snap.Version()
 	}
 	if lag, err := x.lag(ctx, adm, st); err == nil {
-		rep.Kafka.Lag = lag
-		for _, l := range lag {
-			rep.Kafka.TotalLag += l.Lag
-		}
+		rep.Kafka.Lag, rep.Kafka.TotalLag = lag, kafka.TotalLag(lag)
 	}
 	return rep, nil
 }
@@ -530,17 +441,12 @@ func (x *KafkaIngester) ensureTables(ctx context.Context) error {
 }
 
 // plan chooses the next batch's ranges, or nil when nothing is left to read.
-func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaBatch, error) {
-	keys := make([]tp, 0, len(ends))
+func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[kafka.TopicPartition]int64) (*kafkaBatch, error) {
+	keys := make([]kafka.TopicPartition, 0, len(ends))
 	for k := range ends {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].topic != keys[j].topic {
-			return keys[i].topic < keys[j].topic
-		}
-		return keys[i].partition < keys[j].partition
-	})
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 	first := len(st.batches) == 0
 	b := &kafkaBatch{BatchID: st.next}
 	var avail []int64
@@ -556,10 +462,10 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaB
 		}
 		switch {
 		case pos < logStart:
-			lost := kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: logStart}
+			lost := kafka.Range{Topic: k.Topic, Partition: k.Partition, From: pos, To: logStart}
 			if !x.kopts.SkipDataLoss {
 				return nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
-					k.topic, k.partition, pos, logStart, ErrDataLoss)
+					k.Topic, k.Partition, pos, logStart, ErrDataLoss)
 			}
 			b.Lost = append(b.Lost, lost)
 			pos = logStart
@@ -568,12 +474,12 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaB
 			// recreated, or the broker lost acknowledged records.
 			if !x.kopts.SkipDataLoss {
 				return nil, fmt.Errorf("bronze: kafka: %s/%d ends at offset %d but offsets up to %d were already ingested (topic recreated?): %w",
-					k.topic, k.partition, end, pos, ErrDataLoss)
+					k.Topic, k.Partition, end, pos, ErrDataLoss)
 			}
-			x.b.log.Warn("partition is behind what was ingested; reading it from its start", "topic", k.topic, "partition", k.partition, "end", end, "ingested", pos)
+			x.b.log.Warn("partition is behind what was ingested; reading it from its start", "topic", k.Topic, "partition", k.Partition, "end", end, "ingested", pos)
 			pos = logStart
 		}
-		b.Ranges = append(b.Ranges, kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: pos})
+		b.Ranges = append(b.Ranges, kafka.Range{Topic: k.Topic, Partition: k.Partition, From: pos, To: pos})
 		avail = append(avail, end-pos)
 		total += end - pos
 	}
@@ -613,12 +519,12 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	}
 	var bronzeAdds, rejectAdds []*txlog.Add
 	var batchRep Report
-	lost := append([]kafkaRange(nil), b.Lost...)
+	lost := append([]kafka.Range(nil), b.Lost...)
 	if !bronzeDone || !rejectsDone {
 		if err := x.b.checkWritable(ctx); err != nil {
 			return err
 		}
-		var late []kafkaRange
+		var late []kafka.Range
 		bronzeAdds, rejectAdds, batchRep, late, err = x.readBatch(ctx, adm, b)
 		if err != nil {
 			return err
@@ -657,7 +563,7 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	}
 	st.committed[b.BatchID] = true
 	for _, r := range b.Ranges {
-		st.done[tp{r.Topic, r.Partition}] = max(st.done[tp{r.Topic, r.Partition}], r.To)
+		st.done[r.TopicPartition()] = max(st.done[r.TopicPartition()], r.To)
 	}
 	x.commitGroup(ctx, adm, b)
 	rep.Batches++
@@ -673,15 +579,7 @@ func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *ka
 	if x.kopts.GroupID == "" {
 		return
 	}
-	var offs kadm.Offsets
-	for _, r := range b.Ranges {
-		offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.To, LeaderEpoch: -1})
-	}
-	resp, err := adm.CommitOffsets(ctx, x.kopts.GroupID, offs)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
+	if err := kafka.CommitGroupOffsets(ctx, adm, x.kopts.GroupID, b.Ranges); err != nil {
 		x.b.log.Warn("could not commit offsets to the monitoring consumer group", "group", x.kopts.GroupID, "batch", b.BatchID, "err", err)
 	}
 }
@@ -708,8 +606,8 @@ func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.C
 // are listed part after part, so bronze's commit order is the batch's arrival order (topic,
 // partition, offset), and the batch becomes the same rows in the same files on any machine. late are ranges
 // retention deleted after the claim and before this read (fail_on_data_loss: false).
-func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafkaRange, err error) {
-	var todo []kafkaRange
+func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafka.Range, err error) {
+	var todo []kafka.Range
 	for _, r := range b.Ranges {
 		if r.To > r.From {
 			todo = append(todo, r)
@@ -724,8 +622,8 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 		return nil, nil, rep, nil, err
 	}
 	for i, r := range todo {
-		if s := starts[tp{r.Topic, r.Partition}]; s > r.From {
-			gone := kafkaRange{Topic: r.Topic, Partition: r.Partition, From: r.From, To: min(s, r.To)}
+		if s := starts[r.TopicPartition()]; s > r.From {
+			gone := kafka.Range{Topic: r.Topic, Partition: r.Partition, From: r.From, To: min(s, r.To)}
 			if !x.kopts.SkipDataLoss {
 				return nil, nil, rep, nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) of batch %d were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
 					r.Topic, r.Partition, gone.From, gone.To, b.BatchID, ErrDataLoss)
@@ -735,7 +633,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 		}
 	}
 	// Retention may have emptied a range since the claim.
-	todo = slices.DeleteFunc(todo, func(r kafkaRange) bool { return r.To <= r.From })
+	todo = slices.DeleteFunc(todo, func(r kafka.Range) bool { return r.To <= r.From })
 	if len(todo) == 0 {
 		return nil, nil, rep, late, nil
 	}
@@ -762,10 +660,8 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 	}()
 	err = runParts(ctx, len(results), workers, func(ctx context.Context, w, p int) error {
 		if clients[w] == nil {
-			// NoResetOffset: an offset that is gone must fail the read, never silently jump;
-			// the control records (transaction markers) are kept so that a range ending on
-			// one is seen to end, and are not rows.
-			cl, err := x.newClient(kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.KeepControlRecords(), kgo.FetchMaxWait(500*time.Millisecond))
+			// An offset that is gone fails the read, never silently jumps.
+			cl, err := x.newClient(kafka.RangeReaderOptions()...)
 			if err != nil {
 				return err
 			}
@@ -796,7 +692,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 
 // kafkaWorker reads one part's ranges one after the other with the worker's client and decoder
 // (empty, and left empty when it returns without an error) into data files of the part's own.
-func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafka.Range, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
 	if len(ranges) == 0 {
 		return nil, nil, rep, nil
@@ -819,95 +715,40 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *ka
 	return bronzeAdds, rejectAdds, rep, nil
 }
 
-// readRange consumes one partition from r.From until it has seen offset r.To-1.
-func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, r kafkaRange, ingestTime int64) (ObjectStats, error) {
+// readRange decodes one partition's records from r.From to r.To-1 (kafka.ReadRange).
+func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, r kafka.Range, ingestTime int64) (ObjectStats, error) {
 	var st ObjectStats
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.Topic: {r.Partition: kgo.NewOffset().At(r.From)}})
-	defer cl.RemoveConsumePartitions(map[string][]int32{r.Topic: {r.Partition}})
 	source := KafkaSourceName(r.Topic, r.Partition)
-	next := r.From
-	lastProgress := time.Now()
-	for next < r.To {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if errors.Is(err, kerr.OffsetOutOfRange) {
-				err = fmt.Errorf("%w: %w", ErrDataLoss, err)
-			}
-			ferr = errors.Join(ferr, fmt.Errorf("bronze: kafka: read %s/%d at offset %d: %w", t, p, next, err))
-		})
-		if ferr != nil {
-			return st, ferr
-		}
-		progressed := false
-		var derr error
-		fs.EachRecord(func(rec *kgo.Record) {
-			if derr != nil || rec.Topic != r.Topic || rec.Partition != r.Partition || rec.Offset < next || rec.Offset >= r.To {
-				return
-			}
-			next = rec.Offset + 1
-			progressed = true
-			if rec.Attrs.IsControl() {
-				return
-			}
-			dec.record(&st, rec, source, x.b.opts.Format, ingestTime)
-			if err := dec.maybeFlush(ctx, int64(len(rec.Value))); err != nil {
-				derr = err
-			}
-		})
-		if derr != nil {
-			return st, derr
-		}
-		if progressed {
-			lastProgress = time.Now()
-		} else if time.Since(lastProgress) > x.kopts.StallTimeout {
-			return st, fmt.Errorf("bronze: kafka: %s/%d: no record for %s at offset %d (want up to %d): %w",
-				r.Topic, r.Partition, x.kopts.StallTimeout, next, r.To, ErrKafkaStalled)
-		}
+	var flushErr error
+	err := kafka.ReadRange(ctx, cl, r, x.kopts.StallTimeout, func(rec *kgo.Record) error {
+		dec.record(&st, rec, source, x.b.opts.Format, ingestTime)
+		flushErr = dec.maybeFlush(ctx, int64(len(rec.Value)))
+		return flushErr
+	})
+	if err != nil && err != flushErr && ctx.Err() == nil {
+		err = fmt.Errorf("bronze: %w", err) // the broker's side: name the stage
 	}
-	return st, nil
+	return st, err
 }
 
 // lag is each partition's log end offset minus the next offset bronze will read.
-func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]PartitionLag, error) {
+func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]kafka.PartitionLag, error) {
 	_, ends, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PartitionLag, 0, len(ends))
-	for k, end := range ends {
-		l := PartitionLag{Topic: k.topic, Partition: k.partition, End: end, Committed: -1, Lag: end}
-		if pos, ok := st.done[k]; ok {
-			l.Committed, l.Lag = pos, max(0, end-pos)
-		}
-		out = append(out, l)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
-	return out, nil
+	return kafka.Lags(ends, st.done), nil
 }
 
 // Lag reads the checkpoint and the brokers' end offsets: the consumer lag of every partition,
 // for /metrics, the status page and the report. It writes nothing.
-func (x *KafkaIngester) Lag(ctx context.Context) ([]PartitionLag, error) {
+func (x *KafkaIngester) Lag(ctx context.Context) ([]kafka.PartitionLag, error) {
 	cl, err := x.newClient()
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	st := &kafkaState{done: map[tp]int64{}}
+	st := &kafkaState{done: map[kafka.TopicPartition]int64{}}
 	if _, err := x.b.ckpt.Stat(ctx, "metadata.json"); err == nil {
 		if st, err = x.loadKafkaState(ctx); err != nil {
 			return nil, err
