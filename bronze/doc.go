@@ -41,6 +41,11 @@
 // _rescued_data into such columns (`run backfill-columns`), one idempotent copy-on-write commit
 // per table.
 //
+// Files: ingest.go runs the file ingest (claim, prepare, commit in batch order); checkpoint.go
+// holds its checkpoint records and reads them; discover.go finds what is left to read (new,
+// appended, rewritten objects); ingest_worker.go decodes a batch's parts into data files;
+// object.go and ndjson.go turn bytes into rows; report.go is the run's summary.
+//
 // Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
 // data is written, and committed to each table with txn(appId, batch) in batch order. A process
 // killed at any instant leaves at most a pending batch, which the next run re-runs with the same
