@@ -127,57 +127,86 @@ func (c batchCounts) report(ends map[string]readEnd) Report {
 // put-if-absent, and names the txn appId of every table commit.
 func (x *Ingester) loadState(ctx context.Context) (*state, error) {
 	st := &state{claimed: map[string]fileRecord{}, claimedIn: map[string]int64{}, batches: map[int64]*batchRecord{}, committed: map[int64]bool{}}
-	meta, err := objstore.ReadAll(ctx, x.ckpt, "metadata.json")
-	if errors.Is(err, objstore.ErrNotFound) {
-		if err := checkLostID(ctx, x.ckpt, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
-			return nil, err
-		}
-		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
-		if err := objstore.PutBytesIfAbsent(ctx, x.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
-			return nil, fmt.Errorf("bronze: create ingest checkpoint: %w", err)
-		}
-		meta, err = objstore.ReadAll(ctx, x.ckpt, "metadata.json")
+	var err error
+	if st.appID, err = checkpointAppID(ctx, x.ckpt, "ingest", x.opts.CheckpointPath); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bronze: read ingest checkpoint metadata: %w", err)
-	}
-	var m struct{ ID string }
-	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
-		return nil, fmt.Errorf("bronze: ingest checkpoint metadata.json is corrupt (%v): move the checkpoint away only if you know the tables hold no ingested data", err)
-	}
-	st.appID = "medallion-ingest-" + m.ID
-	for info, err := range x.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
-		if err != nil {
-			return nil, fmt.Errorf("bronze: list ingest batches: %w", err)
-		}
-		data, err := objstore.ReadAll(ctx, x.ckpt, info.Key)
-		if err != nil {
-			return nil, fmt.Errorf("bronze: read %s: %w", info.Key, err)
-		}
-		var b batchRecord
-		if err := json.Unmarshal(data, &b); err != nil {
-			return nil, fmt.Errorf("bronze: ingest checkpoint %s is corrupt: %w", info.Key, err)
-		}
-		st.batches[b.BatchID] = &b
+	err = readBatchRecords(ctx, x.ckpt, "ingest", func(b *batchRecord) {
+		st.batches[b.BatchID] = b
 		// Batches are listed in batch order, so a key's later read replaces its earlier one.
 		for _, f := range b.Files {
 			st.claimed[f.Key] = f
 			st.claimedIn[f.Key] = b.BatchID
 		}
-		if b.BatchID >= st.next {
-			st.next = b.BatchID + 1
-		}
+		st.next = max(st.next, b.BatchID+1)
+	})
+	if err != nil {
+		return nil, err
 	}
-	for info, err := range x.ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
+	if st.committed, err = committedBatches(ctx, x.ckpt, "ingest"); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// checkpointAppID reads the query id of an ingest checkpoint (kind "ingest" or "kafka ingest",
+// at path), creating it the first time with put-if-absent: the txn appId of every table commit,
+// "medallion-ingest-<id>", is distinct for every checkpoint.
+func checkpointAppID(ctx context.Context, ckpt objstore.Bucket, kind, path string) (string, error) {
+	meta, err := objstore.ReadAll(ctx, ckpt, "metadata.json")
+	if errors.Is(err, objstore.ErrNotFound) {
+		if err := checkLostID(ctx, ckpt, kind+" checkpoint "+path); err != nil {
+			return "", err
+		}
+		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
+		if err := objstore.PutBytesIfAbsent(ctx, ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
+			return "", fmt.Errorf("bronze: create %s checkpoint: %w", kind, err)
+		}
+		meta, err = objstore.ReadAll(ctx, ckpt, "metadata.json")
+	}
+	if err != nil {
+		return "", fmt.Errorf("bronze: read %s checkpoint metadata: %w", kind, err)
+	}
+	var m struct{ ID string }
+	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
+		return "", fmt.Errorf("bronze: %s checkpoint metadata.json is corrupt (%v): move the checkpoint away only if you know the tables hold no ingested data", kind, err)
+	}
+	return "medallion-ingest-" + m.ID, nil
+}
+
+// readBatchRecords decodes every batches/N of an ingest checkpoint (kind as checkpointAppID)
+// into a B of its own and hands it to each, in batch order.
+func readBatchRecords[B any](ctx context.Context, ckpt objstore.Bucket, kind string, each func(*B)) error {
+	for info, err := range ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
 		if err != nil {
-			return nil, fmt.Errorf("bronze: list ingest commits: %w", err)
+			return fmt.Errorf("bronze: list %s batches: %w", kind, err)
+		}
+		data, err := objstore.ReadAll(ctx, ckpt, info.Key)
+		if err != nil {
+			return fmt.Errorf("bronze: read %s: %w", info.Key, err)
+		}
+		b := new(B)
+		if err := json.Unmarshal(data, b); err != nil {
+			return fmt.Errorf("bronze: %s checkpoint %s is corrupt: %w", kind, info.Key, err)
+		}
+		each(b)
+	}
+	return nil
+}
+
+// committedBatches are the ids of an ingest checkpoint's commits/N records.
+func committedBatches(ctx context.Context, ckpt objstore.Bucket, kind string) (map[int64]bool, error) {
+	committed := map[int64]bool{}
+	for info, err := range ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
+		if err != nil {
+			return nil, fmt.Errorf("bronze: list %s commits: %w", kind, err)
 		}
 		var id int64
 		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, "commits/"), "%020d.json", &id); err == nil {
-			st.committed[id] = true
+			committed[id] = true
 		}
 	}
-	return st, nil
+	return committed, nil
 }
 
 // pendingBatches are the ids of the claimed batches without a commit record, in order: a run

@@ -190,7 +190,7 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 	if err := x.checkCommitted(ctx, st, "ingest checkpoint "+x.opts.CheckpointPath); err != nil {
 		return rep, err
 	}
-	if err := x.ensureTables(ctx); err != nil {
+	if err := x.ensureTables(ctx, BronzeSchema(x.opts.Declared), nil); err != nil {
 		return rep, err
 	}
 	// Pending batches first, in order.
@@ -289,6 +289,13 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 	if err := settle(); err != nil {
 		return rep, err
 	}
+	x.finishReport(ctx, start, &rep)
+	return rep, nil
+}
+
+// finishReport fills in what a run's summary says once it is over: its duration, its speed and
+// the bronze version it left.
+func (x *Ingester) finishReport(ctx context.Context, start time.Time, rep *Report) {
 	rep.DurationMs = time.Since(start).Milliseconds()
 	if secs := time.Since(start).Seconds(); secs > 0 {
 		rep.RowsPerSecond = float64(rep.Rows) / secs
@@ -296,7 +303,6 @@ func (x *Ingester) run(ctx context.Context, only map[string]bool) (Report, error
 	if snap, err := x.bronze.Log().Snapshot(ctx); err == nil {
 		rep.BronzeVersion = snap.Version()
 	}
-	return rep, nil
 }
 
 // committing is a batch whose commit runs beside the next batch's decoding.
@@ -307,13 +313,25 @@ type committing struct {
 	done chan struct{}
 }
 
-func (x *Ingester) ensureTables(ctx context.Context) error {
+// ensureTables creates bronze (with bronzeSchema) and rejects when missing; vetBronze, when set,
+// may refuse an existing bronze table's schema first.
+func (x *Ingester) ensureTables(ctx context.Context, bronzeSchema *txlog.StructType, vetBronze func(*txlog.StructType) error) error {
+	if vetBronze != nil {
+		snap, err := x.snapshot(ctx, x.bronze) // cached: the commits refresh it
+		if err == nil {
+			if schema, serr := snap.Schema(); serr == nil {
+				if err := vetBronze(schema); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	for _, t := range []struct {
 		tbl    *table.Table
 		schema *txlog.StructType
 		name   string
 	}{
-		{x.bronze, BronzeSchema(x.opts.Declared), x.opts.BronzePath},
+		{x.bronze, bronzeSchema, x.opts.BronzePath},
 		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
 	} {
 		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, x.opts.Schema, t.tbl == x.bronze); err != nil {
@@ -359,10 +377,8 @@ func (x *Ingester) runBatch(ctx context.Context, st *state, b *batchRecord, rep 
 // preparedBatch is a batch whose data files are written and whose read ends are recorded: what
 // is left is to commit it (commitBatch).
 type preparedBatch struct {
-	b                       *batchRecord
-	bronzeDone, rejectsDone bool
-	bronzeAdds, rejectAdds  []*txlog.Add
-	rep                     Report
+	b *batchRecord
+	batchFiles
 	// counted: rep holds the batch's counts (decoded here, or recorded in reads/N by the run
 	// that did); false only for a batch an older version left committed but unrecorded.
 	counted bool
@@ -415,12 +431,6 @@ func (x *Ingester) prepareBatch(ctx context.Context, appID string, b *batchRecor
 // prepareBatch.
 func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBatch, rep *Report) error {
 	b, batchRep, bronzeDone, rejectsDone := d.b, d.rep, d.bronzeDone, d.rejectsDone
-	var err error
-	rec := commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected, Ends: batchRep.ends}
-	op := txlog.Operation{
-		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": appID, "epochId": fmt.Sprint(b.BatchID)},
-	}
 	// The commits are a few small writes: once decoded, a batch is finished even when ctx is
 	// cancelled (Ctrl-C), so that an interrupted run reports every batch it wrote and its rerun
 	// the rest, their summaries adding up to the landing lines. That includes seeing that the
@@ -433,24 +443,23 @@ func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBat
 			return err
 		}
 		if b.BatchID > 0 && (!prevBronze || !prevRejects) {
-			if err := x.waitForPredecessor(ctx, appID, b.BatchID, rep); err != nil {
+			if err := x.waitForPredecessor(ctx, appID, b.BatchID, "ingest", func(ctx context.Context) (bool, error) {
+				// Re-read the claims: the batch before may have been claimed by another ingester.
+				st, err := x.loadState(ctx)
+				if err != nil || st.batches[b.BatchID-1] == nil {
+					return false, err
+				}
+				return true, x.runBatch(ctx, st, st.batches[b.BatchID-1], rep)
+			}); err != nil {
 				return err
 			}
 		}
 	}
-	var wroteBronze, wroteRejects bool
-	if !bronzeDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(d.bronzeAdds))}
-		if rec.BronzeVersion, wroteBronze, err = x.commit(fin, x.bronze, appID, b.BatchID, d.bronzeAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.BronzePath, err)
-		}
+	rec, wroteBronze, wroteRejects, err := x.commitTables(fin, appID, b.BatchID, "batch", &d.batchFiles)
+	if err != nil {
+		return err
 	}
-	if !rejectsDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(d.rejectAdds))}
-		if rec.RejectsVersion, wroteRejects, err = x.commit(fin, x.rejects, appID, b.BatchID, d.rejectAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit batch %d to %s: %w", b.BatchID, x.opts.RejectsPath, err)
-		}
-	}
+	rec.Ends = batchRep.ends
 	// One run counts a batch: the one whose commit record lands (put-if-absent, one winner).
 	// Which run's table commits landed cannot decide it: two ingesters racing on one batch may
 	// each land one table's commit (the bronze one here, the rejects one there), and a run that
@@ -482,20 +491,16 @@ func (x *Ingester) commitBatch(ctx context.Context, appID string, d *preparedBat
 }
 
 // waitForPredecessor returns once both tables hold batch-1 (or batch is 0). After OrderWait
-// it stops waiting for the other claimer and re-runs the missing batches itself; the txn
-// check makes a double run harmless.
-func (x *Ingester) waitForPredecessor(ctx context.Context, appID string, batch int64, rep *Report) error {
+// it stops waiting for the other claimer and re-runs the batch before itself (rerunPrev: false
+// when the checkpoint, of kind "ingest" or "kafka ingest", lacks it); the txn check makes a
+// double run harmless.
+func (x *Ingester) waitForPredecessor(ctx context.Context, appID string, batch int64, kind string, rerunPrev func(context.Context) (bool, error)) error {
 	return x.waitForBatch(ctx, appID, batch-1, func(ctx context.Context) error {
-		// Re-read the claims: the batch before may have been claimed by another ingester.
-		st, err := x.loadState(ctx)
-		if err != nil {
-			return err
+		found, err := rerunPrev(ctx)
+		if err == nil && !found {
+			return fmt.Errorf("bronze: %s checkpoint has batch %d but not batch %d: it was edited or partly deleted", kind, batch, batch-1)
 		}
-		prev := st.batches[batch-1]
-		if prev == nil {
-			return fmt.Errorf("bronze: ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
-		}
-		return x.runBatch(ctx, st, prev, rep)
+		return err
 	})
 }
 
@@ -529,6 +534,39 @@ func (x *Ingester) waitForBatch(ctx context.Context, appID string, batch int64, 
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// batchFiles are a batch's data files and counts, and which tables held it already before they
+// were written (those get no commit).
+type batchFiles struct {
+	bronzeDone, rejectsDone bool
+	bronzeAdds, rejectAdds  []*txlog.Add
+	rep                     Report
+}
+
+// commitTables commits the batch's files to bronze, then rejects, each unless it held the batch
+// already, with txn(appID, batch) and Spark's STREAMING UPDATE operation, and returns the commit
+// record to write (its Ends left to the caller) and whether each commit was this call's. what
+// names the batch in errors ("batch", "kafka batch").
+func (x *Ingester) commitTables(ctx context.Context, appID string, batch int64, what string, f *batchFiles) (rec commitRecord, wroteBronze, wroteRejects bool, err error) {
+	rec = commitRecord{BatchID: batch, Rows: f.rep.Rows, Rejected: f.rep.Rejected}
+	op := txlog.Operation{
+		Name:       "STREAMING UPDATE",
+		Parameters: map[string]any{"outputMode": "Append", "queryId": appID, "epochId": fmt.Sprint(batch)},
+	}
+	if !f.bronzeDone {
+		op.Metrics = map[string]int64{"numOutputRows": f.rep.Rows, "numAddedFiles": int64(len(f.bronzeAdds))}
+		if rec.BronzeVersion, wroteBronze, err = x.commit(ctx, x.bronze, appID, batch, f.bronzeAdds, op); err != nil {
+			return rec, false, false, fmt.Errorf("bronze: commit %s %d to %s: %w", what, batch, x.opts.BronzePath, err)
+		}
+	}
+	if !f.rejectsDone {
+		op.Metrics = map[string]int64{"numOutputRows": f.rep.Rejected, "numAddedFiles": int64(len(f.rejectAdds))}
+		if rec.RejectsVersion, wroteRejects, err = x.commit(ctx, x.rejects, appID, batch, f.rejectAdds, op); err != nil {
+			return rec, false, false, fmt.Errorf("bronze: commit %s %d to %s: %w", what, batch, x.opts.RejectsPath, err)
+		}
+	}
+	return rec, wroteBronze, wroteRejects, nil
 }
 
 func (x *Ingester) alreadyCommitted(ctx context.Context, appID string, batch int64) (bool, bool, error) {

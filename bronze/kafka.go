@@ -6,20 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -69,7 +65,7 @@ type KafkaOptions struct {
 	CheckpointPath string
 	Limits         Limits
 	// Workers read and decode parts of a batch (runs of its partitions, see PartRecords) at
-	// once; default GOMAXPROCS. It changes speed only: the data files a batch becomes do not.
+	// once; default GOMAXPROCS (as IngestOptions.Workers). It changes speed only: the data files a batch becomes do not.
 	Workers int
 	// PartRecords and MaxParts cut a batch's partition ranges, in (topic, partition) order,
 	// into parts, each written into data files of its own: as many as the batch's records hold
@@ -124,18 +120,11 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	if len(opts.Topics) == 0 {
 		return nil, errors.New("bronze: kafka: no topic")
 	}
-	switch opts.StartingOffsets {
-	case "":
-		opts.StartingOffsets = StartEarliest
-	case StartEarliest, StartLatest:
-	default:
+	var ok bool
+	if opts.StartingOffsets, ok = oneOf(opts.StartingOffsets, StartEarliest, StartLatest); !ok {
 		return nil, fmt.Errorf("bronze: kafka: starting offsets %q: want earliest or latest", opts.StartingOffsets)
 	}
-	switch opts.Format {
-	case "":
-		opts.Format = FormatJSON
-	case FormatJSON, FormatCSV:
-	default:
+	if opts.Format, ok = oneOf(opts.Format, FormatJSON, FormatCSV); !ok {
 		return nil, fmt.Errorf("bronze: kafka: unknown format %q (want json or csv)", opts.Format)
 	}
 	if opts.MaxRecordsPerTrigger <= 0 {
@@ -143,9 +132,6 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	}
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = 2 * time.Minute
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	if opts.PartRecords <= 0 {
 		opts.PartRecords = defaultKafkaPartRecords
@@ -166,6 +152,14 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	sort.Strings(topics)
 	opts.Topics = topics
 	return &KafkaIngester{b: base, kopts: opts}, nil
+}
+
+// oneOf is v, or def when v is empty; ok is false when v is neither empty, def nor other.
+func oneOf(v, def, other string) (string, bool) {
+	if v == "" {
+		return def, true
+	}
+	return v, v == def || v == other
 }
 
 // kafkaBatch is batches/N of a Kafka ingest checkpoint.
@@ -195,30 +189,23 @@ type kafkaState struct {
 }
 
 func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error) {
-	// The file ingest's loadState reads metadata.json (the app id) and the commits; its batch
-	// records do not parse as ours, so read those here.
-	base, err := x.loadStateMeta(ctx)
+	const kind = "kafka ingest"
+	appID, err := checkpointAppID(ctx, x.b.ckpt, kind, x.b.opts.CheckpointPath)
 	if err != nil {
 		return nil, err
 	}
-	st := &kafkaState{appID: base.appID, batches: map[int64]*kafkaBatch{}, committed: base.committed,
+	committed, err := committedBatches(ctx, x.b.ckpt, kind)
+	if err != nil {
+		return nil, err
+	}
+	st := &kafkaState{appID: appID, batches: map[int64]*kafkaBatch{}, committed: committed,
 		claimed: map[kafka.TopicPartition]int64{}, done: map[kafka.TopicPartition]int64{}}
-	for info, err := range x.b.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
-		if err != nil {
-			return nil, fmt.Errorf("bronze: list kafka ingest batches: %w", err)
-		}
-		data, err := objstore.ReadAll(ctx, x.b.ckpt, info.Key)
-		if err != nil {
-			return nil, fmt.Errorf("bronze: read %s: %w", info.Key, err)
-		}
-		var b kafkaBatch
-		if err := json.Unmarshal(data, &b); err != nil {
-			return nil, fmt.Errorf("bronze: kafka ingest checkpoint %s is corrupt: %w", info.Key, err)
-		}
-		st.batches[b.BatchID] = &b
-		if b.BatchID >= st.next {
-			st.next = b.BatchID + 1
-		}
+	err = readBatchRecords(ctx, x.b.ckpt, kind, func(b *kafkaBatch) {
+		st.batches[b.BatchID] = b
+		st.next = max(st.next, b.BatchID+1)
+	})
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]int64, 0, len(st.batches))
 	for id := range st.batches {
@@ -231,42 +218,6 @@ func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error)
 			if st.committed[id] {
 				st.done[r.TopicPartition()] = r.To
 			}
-		}
-	}
-	return st, nil
-}
-
-// loadStateMeta reads the app id and the committed batch ids, without the batch records.
-func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
-	st := &state{committed: map[int64]bool{}}
-	meta, err := objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
-	if errors.Is(err, objstore.ErrNotFound) {
-		if err := checkLostID(ctx, x.b.ckpt, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
-			return nil, err
-		}
-		// A new query id, created once with put-if-absent: it names the txn appId of every
-		// table commit, distinct from any file ingest's.
-		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
-		if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
-			return nil, fmt.Errorf("bronze: create kafka ingest checkpoint: %w", err)
-		}
-		meta, err = objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bronze: read kafka ingest checkpoint metadata: %w", err)
-	}
-	var m struct{ ID string }
-	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
-		return nil, fmt.Errorf("bronze: kafka ingest checkpoint metadata.json is corrupt (%v)", err)
-	}
-	st.appID = "medallion-ingest-" + m.ID
-	for info, err := range x.b.ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
-		if err != nil {
-			return nil, fmt.Errorf("bronze: list kafka ingest commits: %w", err)
-		}
-		var id int64
-		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, "commits/"), "%020d.json", &id); err == nil {
-			st.committed[id] = true
 		}
 	}
 	return st, nil
@@ -308,7 +259,14 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	if err := x.b.checkCommitted(ctx, &state{appID: st.appID, committed: st.committed}, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
 		return rep, err
 	}
-	if err := x.ensureTables(ctx); err != nil {
+	// A bronze table a file ingest created is refused: its rows would lack the Kafka columns.
+	err = x.b.ensureTables(ctx, KafkaBronzeSchema(x.b.opts.Declared), func(schema *txlog.StructType) error {
+		if schema.Field(ColKafkaOffset) == nil {
+			return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", x.b.opts.BronzePath, ColKafkaOffset)
+		}
+		return nil
+	})
+	if err != nil {
 		return rep, err
 	}
 	cl, err := x.newClient()
@@ -366,41 +324,11 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 	}
-	rep.DurationMs = time.Since(start).Milliseconds()
-	if secs := time.Since(start).Seconds(); secs > 0 {
-		rep.RowsPerSecond = float64(rep.Rows) / secs
-	}
-	if snap, err := x.b.bronze.Log().Snapshot(ctx); err == nil {
-		rep.BronzeVersion = snap.Version()
-	}
+	x.b.finishReport(ctx, start, &rep)
 	if lag, err := x.lag(ctx, adm, st); err == nil {
 		rep.Kafka.Lag, rep.Kafka.TotalLag = lag, kafka.TotalLag(lag)
 	}
 	return rep, nil
-}
-
-// ensureTables creates bronze (with the _kafka_* columns) and rejects when missing, and refuses
-// a bronze table that a file ingest created: its rows would lack the Kafka columns.
-func (x *KafkaIngester) ensureTables(ctx context.Context) error {
-	for _, t := range []struct {
-		tbl    *table.Table
-		schema *txlog.StructType
-		name   string
-	}{
-		{x.b.bronze, KafkaBronzeSchema(x.b.opts.Declared), x.b.opts.BronzePath},
-		{x.b.rejects, RejectsSchema(), x.b.opts.RejectsPath},
-	} {
-		snap, err := x.b.snapshot(ctx, t.tbl) // cached: the commits refresh it
-		if err == nil {
-			if schema, serr := snap.Schema(); t.tbl == x.b.bronze && serr == nil && schema.Field(ColKafkaOffset) == nil {
-				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)
-			}
-		}
-		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.b.opts.Declared, x.b.opts.Schema, t.tbl == x.b.bronze); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // plan chooses the next batch's ranges, or nil when nothing is left to read.
@@ -476,24 +404,30 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[kafka.TopicPartiti
 // runKafkaBatch reads the batch's ranges, writes data files, commits both tables idempotently
 // in batch order, then records the batch as committed.
 func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
-	bronzeDone, rejectsDone, err := x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
+	var f batchFiles
+	var err error
+	f.bronzeDone, f.rejectsDone, err = x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
 	if err != nil {
 		return err
 	}
-	var bronzeAdds, rejectAdds []*txlog.Add
-	var batchRep Report
 	lost := append([]kafka.Range(nil), b.Lost...)
-	if !bronzeDone || !rejectsDone {
+	if !f.bronzeDone || !f.rejectsDone {
 		if err := x.b.checkWritable(ctx); err != nil {
 			return err
 		}
 		var late []kafka.Range
-		bronzeAdds, rejectAdds, batchRep, late, err = x.readBatch(ctx, adm, b)
+		f.bronzeAdds, f.rejectAdds, f.rep, late, err = x.readBatch(ctx, adm, b)
 		if err != nil {
 			return err
 		}
 		lost = append(lost, late...)
-		if err := x.waitForKafkaPredecessor(ctx, adm, st.appID, b.BatchID, rep); err != nil {
+		if err := x.b.waitForPredecessor(ctx, st.appID, b.BatchID, "kafka ingest", func(ctx context.Context) (bool, error) {
+			st, err := x.loadKafkaState(ctx)
+			if err != nil || st.batches[b.BatchID-1] == nil {
+				return false, err
+			}
+			return true, x.runKafkaBatch(ctx, adm, st, st.batches[b.BatchID-1], rep)
+		}); err != nil {
 			return err
 		}
 	}
@@ -503,23 +437,11 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 		rep.Kafka.LostRanges = append(rep.Kafka.LostRanges, r.String())
 	}
 	rep.Kafka.LostRecords += lostN
-	rec := kafkaCommit{commitRecord: commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected}, Lost: lostN}
-	op := txlog.Operation{
-		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
+	committed, _, _, err := x.b.commitTables(ctx, st.appID, b.BatchID, "kafka batch", &f)
+	if err != nil {
+		return err
 	}
-	if !bronzeDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, _, err = x.b.commit(ctx, x.b.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.BronzePath, err)
-		}
-	}
-	if !rejectsDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, _, err = x.b.commit(ctx, x.b.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.RejectsPath, err)
-		}
-	}
+	rec := kafkaCommit{commitRecord: committed, Lost: lostN}
 	data, _ := json.Marshal(rec)
 	if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("bronze: record kafka batch %d: %w", b.BatchID, err)
@@ -530,8 +452,8 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 	}
 	x.commitGroup(ctx, adm, b)
 	rep.Batches++
-	rep.merge(batchRep)
-	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", batchRep.Rows, "rejected", batchRep.Rejected,
+	rep.merge(f.rep)
+	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", f.rep.Rows, "rejected", f.rep.Rejected,
 		"lost", lostN, "bronze_version", rec.BronzeVersion)
 	return nil
 }
@@ -545,22 +467,6 @@ func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *ka
 	if err := kafka.CommitGroupOffsets(ctx, adm, x.kopts.GroupID, b.Ranges); err != nil {
 		x.b.log.Warn("could not commit offsets to the monitoring consumer group", "group", x.kopts.GroupID, "batch", b.BatchID, "err", err)
 	}
-}
-
-// waitForKafkaPredecessor is waitForPredecessor for Kafka batches: it returns once both tables
-// hold batch-1, re-running that batch here if its claimer seems gone after OrderWait.
-func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.Client, appID string, batch int64, rep *Report) error {
-	return x.b.waitForBatch(ctx, appID, batch-1, func(ctx context.Context) error {
-		st, err := x.loadKafkaState(ctx)
-		if err != nil {
-			return err
-		}
-		prev := st.batches[batch-1]
-		if prev == nil {
-			return fmt.Errorf("bronze: kafka ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
-		}
-		return x.runKafkaBatch(ctx, adm, st, prev, rep)
-	})
 }
 
 // readBatch reads the batch's ranges, cut in (topic, partition) order into parts (cutParts, by
@@ -666,7 +572,7 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *ka
 	}
 	for _, r := range ranges {
 		st, err := x.readRange(ctx, cl, dec, r, ingestTime)
-		rep.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, Bytes: st.Bytes, RejectsBy: st.ByReason})
+		rep.add(st) // a record is never a blank line: st.BlankLines is 0
 		if err != nil {
 			return nil, nil, rep, err
 		}

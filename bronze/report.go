@@ -23,18 +23,21 @@ type Report struct {
 	ends map[string]readEnd // per key read by a batch, for its commit record
 }
 
+// add adds st's counts to r (ObjectStats.merge does the adding).
 func (r *Report) add(st ObjectStats) {
-	r.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, BlankLines: st.BlankLines, Bytes: st.Bytes, RejectsBy: st.ByReason})
+	sum := r.stats()
+	sum.merge(st)
+	r.Lines, r.Rows, r.Rejected, r.BlankLines, r.Bytes, r.RejectsBy = sum.Lines, sum.Rows, sum.Rejected, sum.BlankLines, sum.Bytes, sum.ByReason
+}
+
+// stats are r's counts, as the decoder keeps them.
+func (r *Report) stats() ObjectStats {
+	return ObjectStats{Lines: r.Lines, Rows: r.Rows, Rejected: r.Rejected, BlankLines: r.BlankLines, Bytes: r.Bytes, ByReason: r.RejectsBy}
 }
 
 // merge adds o's counts (not its files, batches or timings) to r.
 func (r *Report) merge(o Report) {
-	r.Lines += o.Lines
-	r.Rows += o.Rows
-	r.Rejected += o.Rejected
-	r.BlankLines += o.BlankLines
-	r.Bytes += o.Bytes
-	addReasons(&r.RejectsBy, o.RejectsBy)
+	r.add(o.stats())
 }
 
 // Add adds o to r: what two ingests did together (their batches, files and counts; not
