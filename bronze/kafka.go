@@ -239,7 +239,7 @@ func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 // brokers that cannot be reached for up to StallTimeout; a missing topic fails at once.
 func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[kafka.TopicPartition]int64, err error) {
 	starts, ends, err = kafka.ListOffsetsRetrying(ctx, adm, x.kopts.Topics, x.kopts.StallTimeout, x.b.log)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return nil, nil, fmt.Errorf("bronze: %w", err)
 	}
 	return starts, ends, nil
