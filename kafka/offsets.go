@@ -14,16 +14,18 @@ import (
 	"github.com/medallion-lake/medallion/internal/backoff"
 )
 
-// ErrDataLoss: offsets a reader expected to read are no longer in the topic (retention deleted
-// them, or the topic was recreated).
-var ErrDataLoss = errors.New("kafka offsets lost")
-
-// ErrStalled: a read or an offsets request made no progress for the caller's patience (the
-// broker is down or unreachable); franz-go retries forever, so readers have their own deadline.
-var ErrStalled = errors.New("kafka read made no progress")
-
-// ErrNoTopic: the brokers do not know the topic (or it has no partitions); retrying cannot help.
-var ErrNoTopic = errors.New("no such topic")
+// The failures a reader must tell apart from a broker that is merely slow.
+var (
+	// ErrDataLoss: offsets a reader expected to read are no longer in the topic (retention
+	// deleted them, or the topic was recreated).
+	ErrDataLoss = errors.New("kafka offsets lost")
+	// ErrStalled: a read or an offsets request made no progress for the caller's patience (the
+	// broker is down or unreachable); franz-go retries forever, so readers have a deadline.
+	ErrStalled = errors.New("kafka read made no progress")
+	// ErrNoTopic: the brokers do not know the topic (or it has no partitions); retrying cannot
+	// help.
+	ErrNoTopic = errors.New("no such topic")
+)
 
 // TopicPartition names one partition of a topic.
 type TopicPartition struct {
