@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/medallion-lake/medallion/kafka"
@@ -54,7 +53,8 @@ type KafkaOptions struct {
 	// also committed, only so that the usual Kafka tools (kafka-consumer-groups, Burrow) show
 	// the lag. It is never read back: the ingest checkpoint is the position. Best effort.
 	GroupID string
-	// ClientOptions are extra franz-go options: TLS, SASL (see jobs for the environment).
+	// ClientOptions are extra franz-go options: TLS, SASL (kafka.ClientOptions reads them from
+	// the environment).
 	ClientOptions []kgo.Opt
 	Format        string // FormatJSON (one JSON object per record value) or FormatCSV (one CSV record, declared column order)
 	Declared      *txlog.StructType
@@ -237,7 +237,7 @@ func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 
 // listOffsets returns the start and end offset of every partition of the topics, waiting out
 // brokers that cannot be reached for up to StallTimeout; a missing topic fails at once.
-func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[kafka.TopicPartition]int64, err error) {
+func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kgo.Client) (starts, ends map[kafka.TopicPartition]int64, err error) {
 	starts, ends, err = kafka.ListOffsetsRetrying(ctx, adm, x.kopts.Topics, x.kopts.StallTimeout, x.b.log)
 	if err != nil && ctx.Err() == nil {
 		return nil, nil, fmt.Errorf("bronze: %w", err)
@@ -274,7 +274,7 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := cl // offsets and the monitoring group are asked on the same client
 	for _, id := range pendingBatches(st.batches, st.committed) {
 		x.b.log.Info("re-running pending batch", "batch", id)
 		if err := x.runKafkaBatch(ctx, adm, st, st.batches[id], &rep); err != nil {
@@ -403,7 +403,7 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[kafka.TopicPartiti
 
 // runKafkaBatch reads the batch's ranges, writes data files, commits both tables idempotently
 // in batch order, then records the batch as committed.
-func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
+func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kgo.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
 	var f batchFiles
 	var err error
 	f.bronzeDone, f.rejectsDone, err = x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
@@ -460,7 +460,7 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 
 // commitGroup commits the batch's end offsets to GroupID, for monitoring only: a failure is
 // logged, never an error (bronze already holds the batch, and the checkpoint is the position).
-func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *kafkaBatch) {
+func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kgo.Client, b *kafkaBatch) {
 	if x.kopts.GroupID == "" {
 		return
 	}
@@ -475,7 +475,7 @@ func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *ka
 // are listed part after part, so bronze's commit order is the batch's arrival order (topic,
 // partition, offset), and the batch becomes the same rows in the same files on any machine. late are ranges
 // retention deleted after the claim and before this read (fail_on_data_loss: false).
-func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafka.Range, err error) {
+func (x *KafkaIngester) readBatch(ctx context.Context, adm *kgo.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafka.Range, err error) {
 	var todo []kafka.Range
 	for _, r := range b.Ranges {
 		if r.To > r.From {
@@ -601,7 +601,7 @@ func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafk
 }
 
 // lag is each partition's log end offset minus the next offset bronze will read.
-func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]kafka.PartitionLag, error) {
+func (x *KafkaIngester) lag(ctx context.Context, adm *kgo.Client, st *kafkaState) ([]kafka.PartitionLag, error) {
 	_, ends, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return nil, err
@@ -623,5 +623,5 @@ func (x *KafkaIngester) Lag(ctx context.Context) ([]kafka.PartitionLag, error) {
 			return nil, err
 		}
 	}
-	return x.lag(ctx, kadm.NewClient(cl), st)
+	return x.lag(ctx, cl, st)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/medallion-lake/medallion/kafka"
@@ -50,7 +49,7 @@ func GenerateKafka(ctx context.Context, t KafkaTarget, opts Options) (Stats, Kaf
 	if t.Partitions <= 0 {
 		t.Partitions = 4
 	}
-	parts, created, err := kafka.EnsureTopic(ctx, kadm.NewClient(t.Client), t.Topic, t.Partitions)
+	parts, created, err := kafka.EnsureTopic(ctx, t.Client, t.Topic, t.Partitions)
 	if err != nil {
 		return Stats{}, ks, fmt.Errorf("gen: %w", err)
 	}

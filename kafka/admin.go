@@ -7,12 +7,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // EnsureTopic creates the topic with parts partitions (the brokers' default replication) unless
 // it exists, and returns its partition count and whether this call created it. An existing topic
 // keeps its own partition count.
-func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, parts int32) (int32, bool, error) {
+func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, parts int32) (int32, bool, error) {
+	adm := kadm.NewClient(cl)
 	resp, err := adm.CreateTopic(ctx, parts, -1, nil, topic)
 	if err == nil {
 		err = resp.Err
@@ -36,12 +38,12 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, parts int3
 
 // CommitGroupOffsets commits the end of each range as the consumer group's offset of its
 // partition: what the usual Kafka tools (kafka-consumer-groups, Burrow) show the lag from.
-func CommitGroupOffsets(ctx context.Context, adm *kadm.Client, group string, ranges []Range) error {
+func CommitGroupOffsets(ctx context.Context, cl *kgo.Client, group string, ranges []Range) error {
 	var offs kadm.Offsets
 	for _, r := range ranges {
 		offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.To, LeaderEpoch: -1})
 	}
-	resp, err := adm.CommitOffsets(ctx, group, offs)
+	resp, err := kadm.NewClient(cl).CommitOffsets(ctx, group, offs)
 	if err == nil {
 		err = resp.Error()
 	}

@@ -40,14 +40,13 @@ func TestAgainstBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	topic := fmt.Sprintf("kafka-pkg-%d", time.Now().UnixNano())
 
-	parts, created, err := EnsureTopic(ctx, adm, topic, 3)
+	parts, created, err := EnsureTopic(ctx, cl, topic, 3)
 	if err != nil || parts != 3 || !created {
 		t.Fatalf("EnsureTopic (new) = %d, %v, %v; want 3, true, nil", parts, created, err)
 	}
-	parts, created, err = EnsureTopic(ctx, adm, topic, 7)
+	parts, created, err = EnsureTopic(ctx, cl, topic, 7)
 	if err != nil || parts != 3 || created {
 		t.Fatalf("EnsureTopic (existing) = %d, %v, %v; want 3, false, nil", parts, created, err)
 	}
@@ -61,7 +60,7 @@ func TestAgainstBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	starts, ends, err := ListOffsets(ctx, adm, []string{topic})
+	starts, ends, err := ListOffsets(ctx, cl, []string{topic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func TestAgainstBroker(t *testing.T) {
 			t.Errorf("partition %d: offsets [%d, %d), want [0, %d)", p, starts[tp], ends[tp], n/3)
 		}
 	}
-	if _, _, err := ListOffsets(ctx, adm, []string{topic + "-missing"}); !errors.Is(err, ErrNoTopic) {
+	if _, _, err := ListOffsets(ctx, cl, []string{topic + "-missing"}); !errors.Is(err, ErrNoTopic) {
 		t.Errorf("ListOffsets of a missing topic: %v, want ErrNoTopic", err)
 	}
 
@@ -101,10 +100,10 @@ func TestAgainstBroker(t *testing.T) {
 	}
 
 	group := topic + "-group"
-	if err := CommitGroupOffsets(ctx, adm, group, []Range{r, {Topic: topic, Partition: 2, From: 0, To: 9}}); err != nil {
+	if err := CommitGroupOffsets(ctx, cl, group, []Range{r, {Topic: topic, Partition: 2, From: 0, To: 9}}); err != nil {
 		t.Fatal(err)
 	}
-	offs, err := adm.FetchOffsets(ctx, group)
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,8 @@ func (r Range) String() string {
 
 // ListOffsets returns the start and end offset of every partition of the topics. A topic the
 // brokers do not know fails with ErrNoTopic.
-func ListOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends map[TopicPartition]int64, err error) {
+func ListOffsets(ctx context.Context, cl *kgo.Client, topics []string) (starts, ends map[TopicPartition]int64, err error) {
+	adm := kadm.NewClient(cl)
 	starts, ends = map[TopicPartition]int64{}, map[TopicPartition]int64{}
 	for _, which := range []struct {
 		list func(context.Context, ...string) (kadm.ListedOffsets, error)
@@ -104,11 +105,11 @@ func ListOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts
 // ListOffsetsRetrying is ListOffsets retried while the brokers cannot be reached (a broker
 // restart refuses connections for 10-20 s), for up to patience, then ErrStalled; a missing topic
 // fails at once. log hears about the retries.
-func ListOffsetsRetrying(ctx context.Context, adm *kadm.Client, topics []string, patience time.Duration, log *slog.Logger) (starts, ends map[TopicPartition]int64, err error) {
+func ListOffsetsRetrying(ctx context.Context, cl *kgo.Client, topics []string, patience time.Duration, log *slog.Logger) (starts, ends map[TopicPartition]int64, err error) {
 	deadline := time.Now().Add(patience)
 	wait := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for attempt := 1; ; attempt++ {
-		starts, ends, err = ListOffsets(ctx, adm, topics)
+		starts, ends, err = ListOffsets(ctx, cl, topics)
 		if err == nil || errors.Is(err, ErrNoTopic) || ctx.Err() != nil {
 			return starts, ends, err
 		}
