@@ -111,28 +111,11 @@ func (p *Promoter) fit(fi int, pair rescuedPair, col *pq.Column) (bool, error) {
 	if err := lp.Parse(p.one); err != nil {
 		return false, nil // not a value ingest could have taken either
 	}
-	v := lp.Value(0)
-	if !v.Valid {
+	if !lp.Value(0).Valid {
 		return false, nil
 	}
-	switch f.Kind {
-	case KindString, KindBinary:
-		col.AppendBytes(lp.Str(0))
-	case KindLong, KindTimestamp, KindTimestampNTZ:
-		col.AppendInt64(v.Int)
-	case KindInteger, KindShort, KindByte, KindDate:
-		col.AppendInt32(int32(v.Int))
-	case KindDouble:
-		col.AppendFloat64(v.Float)
-	case KindFloat:
-		col.AppendFloat32(float32(v.Float))
-	case KindBoolean:
-		col.AppendBool(v.Bool)
-	case KindDecimal:
-		col.AppendDecimal(v.Dec)
-	default:
-		return false, nil
-	}
+	one := [1]*pq.Column{col} // lp parses the one field f (NewLineParser checked its kind)
+	appendCells(one[:], lp)
 	return true, nil
 }
 

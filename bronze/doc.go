@@ -2,6 +2,10 @@
 // Delta table, exactly once, and every line that is not a record becomes a row of the rejects
 // table with a reason, the source object, the byte offset and the raw text.
 //
+// Kafka topics are a landing too (kafka.go: the batches of offset ranges and their checkpoint;
+// kafka_decode.go: a record to a row): the Kafka client side (connection, offsets, reading a
+// range, lag, the monitoring group) is package kafka's, shared with gen, report and jobs.
+//
 // The hot path parses each line straight into typed columnar batches with a schema-driven
 // scanner (no encoding/json, no per-line allocation) and encodes Parquet on every core. An
 // NDJSON object is cut into blocks of whole lines that are decoded on every core while the
@@ -36,6 +40,11 @@
 // required) is refused with ErrSchemaChange. backfill.go moves values older rows kept in
 // _rescued_data into such columns (`run backfill-columns`), one idempotent copy-on-write commit
 // per table.
+//
+// Files: ingest.go runs the file ingest (claim, prepare, commit in batch order); checkpoint.go
+// holds its checkpoint records and reads them; discover.go finds what is left to read (new,
+// appended, rewritten objects); ingest_worker.go decodes a batch's parts into data files;
+// object.go and ndjson.go turn bytes into rows; report.go is the run's summary.
 //
 // Crash guarantees: an ingest batch is claimed in the ingest checkpoint (put-if-absent) before any
 // data is written, and committed to each table with txn(appId, batch) in batch order. A process

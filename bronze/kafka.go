@@ -1,42 +1,21 @@
 package bronze
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/medallion-lake/medallion/internal/backoff"
+	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
-)
-
-// Bronze columns of rows read from Kafka, after the metadata columns of BronzeSchema (DESIGN.md
-// §8). _source_file holds "kafka://<topic>/<partition>" and _source_offset the record's offset,
-// so silver's lineage and the rejects' source columns work the same for both landing kinds.
-const (
-	ColKafkaTopic     = "_kafka_topic"
-	ColKafkaPartition = "_kafka_partition"
-	ColKafkaOffset    = "_kafka_offset"
-	ColKafkaTimestamp = "_kafka_timestamp"
-	ColKafkaKey       = "_kafka_key"
 )
 
 // Starting positions of a partition the ingest checkpoint does not know yet.
@@ -45,36 +24,16 @@ const (
 	StartLatest   = "latest"
 )
 
-// ErrDataLoss: offsets the ingest checkpoint expected to read are no longer in the topic
-// (retention deleted them, or the topic was recreated). The error names the topic, partition and
-// offset range; landing.kafka.fail_on_data_loss: false skips them and counts them instead.
-var ErrDataLoss = errors.New("kafka offsets lost")
+// ErrDataLoss (kafka.ErrDataLoss): offsets the ingest checkpoint expected to read are no longer
+// in the topic (retention deleted them, or the topic was recreated). The error names the topic,
+// partition and offset range; landing.kafka.fail_on_data_loss: false skips them and counts them
+// instead.
+var ErrDataLoss = kafka.ErrDataLoss
 
-// ErrKafkaStalled: a claimed offset range made no progress for KafkaOptions.StallTimeout (the
-// broker is down or unreachable); franz-go retries forever, so the ingest has its own deadline.
-var ErrKafkaStalled = errors.New("kafka read made no progress")
-
-// KafkaBronzeSchema is BronzeSchema followed by the _kafka_* columns. _kafka_key is binary, as
-// in Spark's Kafka source: keys are bytes and need not be UTF-8.
-func KafkaBronzeSchema(declared *txlog.StructType) *txlog.StructType {
-	s := BronzeSchema(declared)
-	prim := func(name, typ string, nullable bool) txlog.StructField {
-		return txlog.StructField{Name: name, Type: txlog.PrimitiveType{Name: typ}, Nullable: nullable}
-	}
-	s.Fields = append(s.Fields,
-		prim(ColKafkaTopic, txlog.TypeString, false),
-		prim(ColKafkaPartition, txlog.TypeInteger, false),
-		prim(ColKafkaOffset, txlog.TypeLong, false),
-		prim(ColKafkaTimestamp, txlog.TypeTimestamp, false),
-		prim(ColKafkaKey, txlog.TypeBinary, true),
-	)
-	return s
-}
-
-// KafkaSourceName is what _source_file and the rejects' source_file hold for a Kafka record.
-func KafkaSourceName(topic string, partition int32) string {
-	return "kafka://" + topic + "/" + strconv.Itoa(int(partition))
-}
+// ErrKafkaStalled (kafka.ErrStalled): a claimed offset range made no progress for
+// KafkaOptions.StallTimeout (the broker is down or unreachable); franz-go retries forever, so the
+// ingest has its own deadline.
+var ErrKafkaStalled = kafka.ErrStalled
 
 // KafkaOptions configure a KafkaIngester. Paths are keys under the lake bucket.
 type KafkaOptions struct {
@@ -94,7 +53,8 @@ type KafkaOptions struct {
 	// also committed, only so that the usual Kafka tools (kafka-consumer-groups, Burrow) show
 	// the lag. It is never read back: the ingest checkpoint is the position. Best effort.
 	GroupID string
-	// ClientOptions are extra franz-go options: TLS, SASL (see jobs for the environment).
+	// ClientOptions are extra franz-go options: TLS, SASL (kafka.ClientOptions reads them from
+	// the environment).
 	ClientOptions []kgo.Opt
 	Format        string // FormatJSON (one JSON object per record value) or FormatCSV (one CSV record, declared column order)
 	Declared      *txlog.StructType
@@ -105,7 +65,7 @@ type KafkaOptions struct {
 	CheckpointPath string
 	Limits         Limits
 	// Workers read and decode parts of a batch (runs of its partitions, see PartRecords) at
-	// once; default GOMAXPROCS. It changes speed only: the data files a batch becomes do not.
+	// once; default GOMAXPROCS (as IngestOptions.Workers). It changes speed only: the data files a batch becomes do not.
 	Workers int
 	// PartRecords and MaxParts cut a batch's partition ranges, in (topic, partition) order,
 	// into parts, each written into data files of its own: as many as the batch's records hold
@@ -129,20 +89,10 @@ type KafkaReport struct {
 	Partitions int      `json:"partitions"`
 	// LostRecords counts offsets skipped because retention deleted them (fail_on_data_loss:
 	// false); LostRanges names them, "topic/partition:[from,to)".
-	LostRecords int64          `json:"lostRecords"`
-	LostRanges  []string       `json:"lostRanges,omitempty"`
-	Lag         []PartitionLag `json:"lag,omitempty"`
-	TotalLag    int64          `json:"totalLag"`
-}
-
-// PartitionLag is one partition's consumer lag: the log end offset minus the next offset bronze
-// will read (committed batches only).
-type PartitionLag struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"` // next offset to ingest; -1: nothing ingested yet
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
+	LostRecords int64                `json:"lostRecords"`
+	LostRanges  []string             `json:"lostRanges,omitempty"`
+	Lag         []kafka.PartitionLag `json:"lag,omitempty"`
+	TotalLag    int64                `json:"totalLag"`
 }
 
 // KafkaIngester moves Kafka records into the bronze and rejects tables exactly once.
@@ -170,18 +120,11 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	if len(opts.Topics) == 0 {
 		return nil, errors.New("bronze: kafka: no topic")
 	}
-	switch opts.StartingOffsets {
-	case "":
-		opts.StartingOffsets = StartEarliest
-	case StartEarliest, StartLatest:
-	default:
+	var ok bool
+	if opts.StartingOffsets, ok = oneOf(opts.StartingOffsets, StartEarliest, StartLatest); !ok {
 		return nil, fmt.Errorf("bronze: kafka: starting offsets %q: want earliest or latest", opts.StartingOffsets)
 	}
-	switch opts.Format {
-	case "":
-		opts.Format = FormatJSON
-	case FormatJSON, FormatCSV:
-	default:
+	if opts.Format, ok = oneOf(opts.Format, FormatJSON, FormatCSV); !ok {
 		return nil, fmt.Errorf("bronze: kafka: unknown format %q (want json or csv)", opts.Format)
 	}
 	if opts.MaxRecordsPerTrigger <= 0 {
@@ -189,9 +132,6 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	}
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = 2 * time.Minute
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	if opts.PartRecords <= 0 {
 		opts.PartRecords = defaultKafkaPartRecords
@@ -214,21 +154,12 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	return &KafkaIngester{b: base, kopts: opts}, nil
 }
 
-// kafkaRange is the offsets [From, To) of one partition.
-type kafkaRange struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	From      int64  `json:"from"`
-	To        int64  `json:"to"`
-}
-
-func (r kafkaRange) String() string {
-	return fmt.Sprintf("%s/%d:[%d,%d)", r.Topic, r.Partition, r.From, r.To)
-}
-
-type tp struct {
-	topic     string
-	partition int32
+// oneOf is v, or def when v is empty; ok is false when v is neither empty, def nor other.
+func oneOf(v, def, other string) (string, bool) {
+	if v == "" {
+		return def, true
+	}
+	return v, v == def || v == other
 }
 
 // kafkaBatch is batches/N of a Kafka ingest checkpoint.
@@ -237,9 +168,9 @@ type kafkaBatch struct {
 	IngestTime int64 `json:"ingestTimeMicros"`
 	// Ranges lists every partition known at the claim, To == From when it has nothing new, so
 	// that the latest batch alone says where each partition stands.
-	Ranges []kafkaRange `json:"ranges"`
+	Ranges []kafka.Range `json:"ranges"`
 	// Lost are ranges retention deleted before they were read, skipped (fail_on_data_loss: false).
-	Lost []kafkaRange `json:"lost,omitempty"`
+	Lost []kafka.Range `json:"lost,omitempty"`
 }
 
 type kafkaCommit struct {
@@ -253,35 +184,28 @@ type kafkaState struct {
 	batches   map[int64]*kafkaBatch
 	committed map[int64]bool
 	next      int64
-	claimed   map[tp]int64 // end of the latest claimed range
-	done      map[tp]int64 // end of the latest committed range
+	claimed   map[kafka.TopicPartition]int64 // end of the latest claimed range
+	done      map[kafka.TopicPartition]int64 // end of the latest committed range
 }
 
 func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error) {
-	// The file ingest's loadState reads metadata.json (the app id) and the commits; its batch
-	// records do not parse as ours, so read those here.
-	base, err := x.loadStateMeta(ctx)
+	const kind = "kafka ingest"
+	appID, err := checkpointAppID(ctx, x.b.ckpt, kind, x.b.opts.CheckpointPath)
 	if err != nil {
 		return nil, err
 	}
-	st := &kafkaState{appID: base.appID, batches: map[int64]*kafkaBatch{}, committed: base.committed,
-		claimed: map[tp]int64{}, done: map[tp]int64{}}
-	for info, err := range x.b.ckpt.List(ctx, "batches/", objstore.ListOptions{}) {
-		if err != nil {
-			return nil, fmt.Errorf("bronze: list kafka ingest batches: %w", err)
-		}
-		data, err := objstore.ReadAll(ctx, x.b.ckpt, info.Key)
-		if err != nil {
-			return nil, fmt.Errorf("bronze: read %s: %w", info.Key, err)
-		}
-		var b kafkaBatch
-		if err := json.Unmarshal(data, &b); err != nil {
-			return nil, fmt.Errorf("bronze: kafka ingest checkpoint %s is corrupt: %w", info.Key, err)
-		}
-		st.batches[b.BatchID] = &b
-		if b.BatchID >= st.next {
-			st.next = b.BatchID + 1
-		}
+	committed, err := committedBatches(ctx, x.b.ckpt, kind)
+	if err != nil {
+		return nil, err
+	}
+	st := &kafkaState{appID: appID, batches: map[int64]*kafkaBatch{}, committed: committed,
+		claimed: map[kafka.TopicPartition]int64{}, done: map[kafka.TopicPartition]int64{}}
+	err = readBatchRecords(ctx, x.b.ckpt, kind, func(b *kafkaBatch) {
+		st.batches[b.BatchID] = b
+		st.next = max(st.next, b.BatchID+1)
+	})
+	if err != nil {
+		return nil, err
 	}
 	ids := make([]int64, 0, len(st.batches))
 	for id := range st.batches {
@@ -290,46 +214,10 @@ func (x *KafkaIngester) loadKafkaState(ctx context.Context) (*kafkaState, error)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		for _, r := range st.batches[id].Ranges {
-			st.claimed[tp{r.Topic, r.Partition}] = r.To
+			st.claimed[r.TopicPartition()] = r.To
 			if st.committed[id] {
-				st.done[tp{r.Topic, r.Partition}] = r.To
+				st.done[r.TopicPartition()] = r.To
 			}
-		}
-	}
-	return st, nil
-}
-
-// loadStateMeta reads the app id and the committed batch ids, without the batch records.
-func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
-	st := &state{committed: map[int64]bool{}}
-	meta, err := objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
-	if errors.Is(err, objstore.ErrNotFound) {
-		if err := checkLostID(ctx, x.b.ckpt, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
-			return nil, err
-		}
-		// A new query id, created once with put-if-absent: it names the txn appId of every
-		// table commit, distinct from any file ingest's.
-		fresh, _ := json.Marshal(map[string]string{"id": uuid.NewString()})
-		if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, "metadata.json", fresh); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
-			return nil, fmt.Errorf("bronze: create kafka ingest checkpoint: %w", err)
-		}
-		meta, err = objstore.ReadAll(ctx, x.b.ckpt, "metadata.json")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bronze: read kafka ingest checkpoint metadata: %w", err)
-	}
-	var m struct{ ID string }
-	if err := json.Unmarshal(meta, &m); err != nil || m.ID == "" {
-		return nil, fmt.Errorf("bronze: kafka ingest checkpoint metadata.json is corrupt (%v)", err)
-	}
-	st.appID = "medallion-ingest-" + m.ID
-	for info, err := range x.b.ckpt.List(ctx, "commits/", objstore.ListOptions{}) {
-		if err != nil {
-			return nil, fmt.Errorf("bronze: list kafka ingest commits: %w", err)
-		}
-		var id int64
-		if _, err := fmt.Sscanf(strings.TrimPrefix(info.Key, "commits/"), "%020d.json", &id); err == nil {
-			st.committed[id] = true
 		}
 	}
 	return st, nil
@@ -339,82 +227,22 @@ func (x *KafkaIngester) loadStateMeta(ctx context.Context) (*state, error) {
 func (x *KafkaIngester) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	// Requests retry for as long as a read may stall: a broker restart (10-20 s) is waited out,
 	// not failed on franz-go's default 30 s for some requests and forever for others.
-	opts := []kgo.Opt{kgo.SeedBrokers(x.kopts.Brokers...), kgo.RetryTimeout(x.kopts.StallTimeout)}
-	opts = append(opts, x.kopts.ClientOptions...)
-	opts = append(opts, extra...)
-	cl, err := kgo.NewClient(opts...)
+	conn := kafka.Conn{Brokers: x.kopts.Brokers, Options: x.kopts.ClientOptions}
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.RetryTimeout(x.kopts.StallTimeout)}, extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("bronze: kafka client for %v: %w", x.kopts.Brokers, err)
+		return nil, fmt.Errorf("bronze: %w", err)
 	}
 	return cl, nil
 }
 
-// listOffsets returns the start and end offset of every partition of the topics.
-func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends map[tp]int64, err error) {
-	starts, ends = map[tp]int64{}, map[tp]int64{}
-	for _, which := range []struct {
-		list func(context.Context, ...string) (kadm.ListedOffsets, error)
-		into map[tp]int64
-		name string
-	}{{adm.ListStartOffsets, starts, "start"}, {adm.ListEndOffsets, ends, "end"}} {
-		lo, err := which.list(ctx, topics...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("bronze: kafka: list %s offsets of %v: %w", which.name, topics, err)
-		}
-		var errs []error
-		lo.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil {
-				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-					errs = append(errs, fmt.Errorf("bronze: kafka: topic %q does not exist: %w: %w", o.Topic, errNoTopic, o.Err))
-				} else {
-					errs = append(errs, fmt.Errorf("bronze: kafka: %s offset of %s/%d: %w", which.name, o.Topic, o.Partition, o.Err))
-				}
-				return
-			}
-			which.into[tp{o.Topic, o.Partition}] = o.Offset
-		})
-		if err := errors.Join(errs...); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, t := range topics {
-		found := false
-		for k := range ends {
-			if k.topic == t {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, nil, fmt.Errorf("bronze: kafka: topic %q does not exist (or has no partitions): %w", t, errNoTopic)
-		}
+// listOffsets returns the start and end offset of every partition of the topics, waiting out
+// brokers that cannot be reached for up to StallTimeout; a missing topic fails at once.
+func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kgo.Client) (starts, ends map[kafka.TopicPartition]int64, err error) {
+	starts, ends, err = kafka.ListOffsetsRetrying(ctx, adm, x.kopts.Topics, x.kopts.StallTimeout, x.b.log)
+	if err != nil && ctx.Err() == nil {
+		return nil, nil, fmt.Errorf("bronze: %w", err)
 	}
 	return starts, ends, nil
-}
-
-// errNoTopic marks a topic the brokers do not know: retrying cannot help.
-var errNoTopic = errors.New("no such topic")
-
-// listOffsets is listOffsets retried while the brokers cannot be reached (a broker restart
-// refuses connections for 10-20 s), up to StallTimeout; a missing topic fails at once.
-func (x *KafkaIngester) listOffsets(ctx context.Context, adm *kadm.Client) (starts, ends map[tp]int64, err error) {
-	deadline := time.Now().Add(x.kopts.StallTimeout)
-	wait := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
-	for attempt := 1; ; attempt++ {
-		starts, ends, err = listOffsets(ctx, adm, x.kopts.Topics)
-		if err == nil || errors.Is(err, errNoTopic) || ctx.Err() != nil {
-			return starts, ends, err
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("%w for %s: %w", ErrKafkaStalled, x.kopts.StallTimeout, err)
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			x.b.log.Warn("kafka brokers do not answer; retrying", "err", err, "attempt", attempt)
-		}
-		if err := wait.Sleep(ctx, attempt); err != nil {
-			return nil, nil, err
-		}
-	}
 }
 
 // Run ingests until bronze holds every record that was in the topics when the run started
@@ -431,7 +259,14 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 	if err := x.b.checkCommitted(ctx, &state{appID: st.appID, committed: st.committed}, "kafka ingest checkpoint "+x.b.opts.CheckpointPath); err != nil {
 		return rep, err
 	}
-	if err := x.ensureTables(ctx); err != nil {
+	// A bronze table a file ingest created is refused: its rows would lack the Kafka columns.
+	err = x.b.ensureTables(ctx, KafkaBronzeSchema(x.b.opts.Declared), func(schema *txlog.StructType) error {
+		if schema.Field(ColKafkaOffset) == nil {
+			return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", x.b.opts.BronzePath, ColKafkaOffset)
+		}
+		return nil
+	})
+	if err != nil {
 		return rep, err
 	}
 	cl, err := x.newClient()
@@ -439,7 +274,7 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := cl // offsets and the monitoring group are asked on the same client
 	for _, id := range pendingBatches(st.batches, st.committed) {
 		x.b.log.Info("re-running pending batch", "batch", id)
 		if err := x.runKafkaBatch(ctx, adm, st, st.batches[id], &rep); err != nil {
@@ -482,65 +317,27 @@ func (x *KafkaIngester) Run(ctx context.Context) (Report, error) {
 		}
 		st.batches[b.BatchID] = b
 		for _, r := range b.Ranges {
-			st.claimed[tp{r.Topic, r.Partition}] = r.To
+			st.claimed[r.TopicPartition()] = r.To
 		}
 		st.next++
 		if err := x.runKafkaBatch(ctx, adm, st, b, &rep); err != nil {
 			return rep, err
 		}
 	}
-	rep.DurationMs = time.Since(start).Milliseconds()
-	if secs := time.Since(start).Seconds(); secs > 0 {
-		rep.RowsPerSecond = float64(rep.Rows) / secs
-	}
-	if snap, err := x.b.bronze.Log().Snapshot(ctx); err == nil {
-		rep.BronzeVersion = snap.Version()
-	}
+	x.b.finishReport(ctx, start, &rep)
 	if lag, err := x.lag(ctx, adm, st); err == nil {
-		rep.Kafka.Lag = lag
-		for _, l := range lag {
-			rep.Kafka.TotalLag += l.Lag
-		}
+		rep.Kafka.Lag, rep.Kafka.TotalLag = lag, kafka.TotalLag(lag)
 	}
 	return rep, nil
 }
 
-// ensureTables creates bronze (with the _kafka_* columns) and rejects when missing, and refuses
-// a bronze table that a file ingest created: its rows would lack the Kafka columns.
-func (x *KafkaIngester) ensureTables(ctx context.Context) error {
-	for _, t := range []struct {
-		tbl    *table.Table
-		schema *txlog.StructType
-		name   string
-	}{
-		{x.b.bronze, KafkaBronzeSchema(x.b.opts.Declared), x.b.opts.BronzePath},
-		{x.b.rejects, RejectsSchema(), x.b.opts.RejectsPath},
-	} {
-		snap, err := x.b.snapshot(ctx, t.tbl) // cached: the commits refresh it
-		if err == nil {
-			if schema, serr := snap.Schema(); t.tbl == x.b.bronze && serr == nil && schema.Field(ColKafkaOffset) == nil {
-				return fmt.Errorf("bronze: table %s has no %s column: it was written by a file ingest; give the Kafka source its own bronze table", t.name, ColKafkaOffset)
-			}
-		}
-		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.b.opts.Declared, x.b.opts.Schema, t.tbl == x.b.bronze); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // plan chooses the next batch's ranges, or nil when nothing is left to read.
-func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaBatch, error) {
-	keys := make([]tp, 0, len(ends))
+func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[kafka.TopicPartition]int64) (*kafkaBatch, error) {
+	keys := make([]kafka.TopicPartition, 0, len(ends))
 	for k := range ends {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].topic != keys[j].topic {
-			return keys[i].topic < keys[j].topic
-		}
-		return keys[i].partition < keys[j].partition
-	})
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 	first := len(st.batches) == 0
 	b := &kafkaBatch{BatchID: st.next}
 	var avail []int64
@@ -556,10 +353,10 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaB
 		}
 		switch {
 		case pos < logStart:
-			lost := kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: logStart}
+			lost := kafka.Range{Topic: k.Topic, Partition: k.Partition, From: pos, To: logStart}
 			if !x.kopts.SkipDataLoss {
 				return nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
-					k.topic, k.partition, pos, logStart, ErrDataLoss)
+					k.Topic, k.Partition, pos, logStart, ErrDataLoss)
 			}
 			b.Lost = append(b.Lost, lost)
 			pos = logStart
@@ -568,12 +365,12 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaB
 			// recreated, or the broker lost acknowledged records.
 			if !x.kopts.SkipDataLoss {
 				return nil, fmt.Errorf("bronze: kafka: %s/%d ends at offset %d but offsets up to %d were already ingested (topic recreated?): %w",
-					k.topic, k.partition, end, pos, ErrDataLoss)
+					k.Topic, k.Partition, end, pos, ErrDataLoss)
 			}
-			x.b.log.Warn("partition is behind what was ingested; reading it from its start", "topic", k.topic, "partition", k.partition, "end", end, "ingested", pos)
+			x.b.log.Warn("partition is behind what was ingested; reading it from its start", "topic", k.Topic, "partition", k.Partition, "end", end, "ingested", pos)
 			pos = logStart
 		}
-		b.Ranges = append(b.Ranges, kafkaRange{Topic: k.topic, Partition: k.partition, From: pos, To: pos})
+		b.Ranges = append(b.Ranges, kafka.Range{Topic: k.Topic, Partition: k.Partition, From: pos, To: pos})
 		avail = append(avail, end-pos)
 		total += end - pos
 	}
@@ -606,25 +403,31 @@ func (x *KafkaIngester) plan(st *kafkaState, starts, ends map[tp]int64) (*kafkaB
 
 // runKafkaBatch reads the batch's ranges, writes data files, commits both tables idempotently
 // in batch order, then records the batch as committed.
-func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
-	bronzeDone, rejectsDone, err := x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
+func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kgo.Client, st *kafkaState, b *kafkaBatch, rep *Report) error {
+	var f batchFiles
+	var err error
+	f.bronzeDone, f.rejectsDone, err = x.b.alreadyCommitted(ctx, st.appID, b.BatchID)
 	if err != nil {
 		return err
 	}
-	var bronzeAdds, rejectAdds []*txlog.Add
-	var batchRep Report
-	lost := append([]kafkaRange(nil), b.Lost...)
-	if !bronzeDone || !rejectsDone {
+	lost := append([]kafka.Range(nil), b.Lost...)
+	if !f.bronzeDone || !f.rejectsDone {
 		if err := x.b.checkWritable(ctx); err != nil {
 			return err
 		}
-		var late []kafkaRange
-		bronzeAdds, rejectAdds, batchRep, late, err = x.readBatch(ctx, adm, b)
+		var late []kafka.Range
+		f.bronzeAdds, f.rejectAdds, f.rep, late, err = x.readBatch(ctx, adm, b)
 		if err != nil {
 			return err
 		}
 		lost = append(lost, late...)
-		if err := x.waitForKafkaPredecessor(ctx, adm, st.appID, b.BatchID, rep); err != nil {
+		if err := x.b.waitForPredecessor(ctx, st.appID, b.BatchID, "kafka ingest", func(ctx context.Context) (bool, error) {
+			st, err := x.loadKafkaState(ctx)
+			if err != nil || st.batches[b.BatchID-1] == nil {
+				return false, err
+			}
+			return true, x.runKafkaBatch(ctx, adm, st, st.batches[b.BatchID-1], rep)
+		}); err != nil {
 			return err
 		}
 	}
@@ -634,72 +437,36 @@ func (x *KafkaIngester) runKafkaBatch(ctx context.Context, adm *kadm.Client, st 
 		rep.Kafka.LostRanges = append(rep.Kafka.LostRanges, r.String())
 	}
 	rep.Kafka.LostRecords += lostN
-	rec := kafkaCommit{commitRecord: commitRecord{BatchID: b.BatchID, Rows: batchRep.Rows, Rejected: batchRep.Rejected}, Lost: lostN}
-	op := txlog.Operation{
-		Name:       "STREAMING UPDATE",
-		Parameters: map[string]any{"outputMode": "Append", "queryId": st.appID, "epochId": fmt.Sprint(b.BatchID)},
+	committed, _, _, err := x.b.commitTables(ctx, st.appID, b.BatchID, "kafka batch", &f)
+	if err != nil {
+		return err
 	}
-	if !bronzeDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rows, "numAddedFiles": int64(len(bronzeAdds))}
-		if rec.BronzeVersion, _, err = x.b.commit(ctx, x.b.bronze, st.appID, b.BatchID, bronzeAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.BronzePath, err)
-		}
-	}
-	if !rejectsDone {
-		op.Metrics = map[string]int64{"numOutputRows": batchRep.Rejected, "numAddedFiles": int64(len(rejectAdds))}
-		if rec.RejectsVersion, _, err = x.b.commit(ctx, x.b.rejects, st.appID, b.BatchID, rejectAdds, op); err != nil {
-			return fmt.Errorf("bronze: commit kafka batch %d to %s: %w", b.BatchID, x.b.opts.RejectsPath, err)
-		}
-	}
+	rec := kafkaCommit{commitRecord: committed, Lost: lostN}
 	data, _ := json.Marshal(rec)
 	if err := objstore.PutBytesIfAbsent(ctx, x.b.ckpt, commitKey(b.BatchID), data); err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 		return fmt.Errorf("bronze: record kafka batch %d: %w", b.BatchID, err)
 	}
 	st.committed[b.BatchID] = true
 	for _, r := range b.Ranges {
-		st.done[tp{r.Topic, r.Partition}] = max(st.done[tp{r.Topic, r.Partition}], r.To)
+		st.done[r.TopicPartition()] = max(st.done[r.TopicPartition()], r.To)
 	}
 	x.commitGroup(ctx, adm, b)
 	rep.Batches++
-	rep.merge(batchRep)
-	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", batchRep.Rows, "rejected", batchRep.Rejected,
+	rep.merge(f.rep)
+	x.b.log.Info("batch committed", "batch", b.BatchID, "rows", f.rep.Rows, "rejected", f.rep.Rejected,
 		"lost", lostN, "bronze_version", rec.BronzeVersion)
 	return nil
 }
 
 // commitGroup commits the batch's end offsets to GroupID, for monitoring only: a failure is
 // logged, never an error (bronze already holds the batch, and the checkpoint is the position).
-func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kadm.Client, b *kafkaBatch) {
+func (x *KafkaIngester) commitGroup(ctx context.Context, adm *kgo.Client, b *kafkaBatch) {
 	if x.kopts.GroupID == "" {
 		return
 	}
-	var offs kadm.Offsets
-	for _, r := range b.Ranges {
-		offs.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.To, LeaderEpoch: -1})
-	}
-	resp, err := adm.CommitOffsets(ctx, x.kopts.GroupID, offs)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
+	if err := kafka.CommitGroupOffsets(ctx, adm, x.kopts.GroupID, b.Ranges); err != nil {
 		x.b.log.Warn("could not commit offsets to the monitoring consumer group", "group", x.kopts.GroupID, "batch", b.BatchID, "err", err)
 	}
-}
-
-// waitForKafkaPredecessor is waitForPredecessor for Kafka batches: it returns once both tables
-// hold batch-1, re-running that batch here if its claimer seems gone after OrderWait.
-func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.Client, appID string, batch int64, rep *Report) error {
-	return x.b.waitForBatch(ctx, appID, batch-1, func(ctx context.Context) error {
-		st, err := x.loadKafkaState(ctx)
-		if err != nil {
-			return err
-		}
-		prev := st.batches[batch-1]
-		if prev == nil {
-			return fmt.Errorf("bronze: kafka ingest checkpoint has batch %d but not batch %d: it was edited or partly deleted", batch, batch-1)
-		}
-		return x.runKafkaBatch(ctx, adm, st, prev, rep)
-	})
 }
 
 // readBatch reads the batch's ranges, cut in (topic, partition) order into parts (cutParts, by
@@ -708,8 +475,8 @@ func (x *KafkaIngester) waitForKafkaPredecessor(ctx context.Context, adm *kadm.C
 // are listed part after part, so bronze's commit order is the batch's arrival order (topic,
 // partition, offset), and the batch becomes the same rows in the same files on any machine. late are ranges
 // retention deleted after the claim and before this read (fail_on_data_loss: false).
-func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafkaRange, err error) {
-	var todo []kafkaRange
+func (x *KafkaIngester) readBatch(ctx context.Context, adm *kgo.Client, b *kafkaBatch) (bronzeAdds, rejectAdds []*txlog.Add, rep Report, late []kafka.Range, err error) {
+	var todo []kafka.Range
 	for _, r := range b.Ranges {
 		if r.To > r.From {
 			todo = append(todo, r)
@@ -724,8 +491,8 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 		return nil, nil, rep, nil, err
 	}
 	for i, r := range todo {
-		if s := starts[tp{r.Topic, r.Partition}]; s > r.From {
-			gone := kafkaRange{Topic: r.Topic, Partition: r.Partition, From: r.From, To: min(s, r.To)}
+		if s := starts[r.TopicPartition()]; s > r.From {
+			gone := kafka.Range{Topic: r.Topic, Partition: r.Partition, From: r.From, To: min(s, r.To)}
 			if !x.kopts.SkipDataLoss {
 				return nil, nil, rep, nil, fmt.Errorf("bronze: kafka: %s/%d offsets [%d, %d) of batch %d were deleted (retention) before they were ingested; set landing.kafka.fail_on_data_loss: false to skip them: %w",
 					r.Topic, r.Partition, gone.From, gone.To, b.BatchID, ErrDataLoss)
@@ -735,7 +502,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 		}
 	}
 	// Retention may have emptied a range since the claim.
-	todo = slices.DeleteFunc(todo, func(r kafkaRange) bool { return r.To <= r.From })
+	todo = slices.DeleteFunc(todo, func(r kafka.Range) bool { return r.To <= r.From })
 	if len(todo) == 0 {
 		return nil, nil, rep, late, nil
 	}
@@ -762,10 +529,8 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 	}()
 	err = runParts(ctx, len(results), workers, func(ctx context.Context, w, p int) error {
 		if clients[w] == nil {
-			// NoResetOffset: an offset that is gone must fail the read, never silently jump;
-			// the control records (transaction markers) are kept so that a range ending on
-			// one is seen to end, and are not rows.
-			cl, err := x.newClient(kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.KeepControlRecords(), kgo.FetchMaxWait(500*time.Millisecond))
+			// An offset that is gone fails the read, never silently jumps.
+			cl, err := x.newClient(kafka.RangeReaderOptions()...)
 			if err != nil {
 				return err
 			}
@@ -796,7 +561,7 @@ func (x *KafkaIngester) readBatch(ctx context.Context, adm *kadm.Client, b *kafk
 
 // kafkaWorker reads one part's ranges one after the other with the worker's client and decoder
 // (empty, and left empty when it returns without an error) into data files of the part's own.
-func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafkaRange, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
+func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, ranges []kafka.Range, ingestTime int64) ([]*txlog.Add, []*txlog.Add, Report, error) {
 	var rep Report
 	if len(ranges) == 0 {
 		return nil, nil, rep, nil
@@ -807,7 +572,7 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *ka
 	}
 	for _, r := range ranges {
 		st, err := x.readRange(ctx, cl, dec, r, ingestTime)
-		rep.merge(Report{Lines: st.Lines, Rows: st.Rows, Rejected: st.Rejected, Bytes: st.Bytes, RejectsBy: st.ByReason})
+		rep.add(st) // a record is never a blank line: st.BlankLines is 0
 		if err != nil {
 			return nil, nil, rep, err
 		}
@@ -819,204 +584,44 @@ func (x *KafkaIngester) kafkaWorker(ctx context.Context, cl *kgo.Client, dec *ka
 	return bronzeAdds, rejectAdds, rep, nil
 }
 
-// readRange consumes one partition from r.From until it has seen offset r.To-1.
-func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, r kafkaRange, ingestTime int64) (ObjectStats, error) {
+// readRange decodes one partition's records from r.From to r.To-1 (kafka.ReadRange).
+func (x *KafkaIngester) readRange(ctx context.Context, cl *kgo.Client, dec *kafkaDecoder, r kafka.Range, ingestTime int64) (ObjectStats, error) {
 	var st ObjectStats
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.Topic: {r.Partition: kgo.NewOffset().At(r.From)}})
-	defer cl.RemoveConsumePartitions(map[string][]int32{r.Topic: {r.Partition}})
 	source := KafkaSourceName(r.Topic, r.Partition)
-	next := r.From
-	lastProgress := time.Now()
-	for next < r.To {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if errors.Is(err, kerr.OffsetOutOfRange) {
-				err = fmt.Errorf("%w: %w", ErrDataLoss, err)
-			}
-			ferr = errors.Join(ferr, fmt.Errorf("bronze: kafka: read %s/%d at offset %d: %w", t, p, next, err))
-		})
-		if ferr != nil {
-			return st, ferr
-		}
-		progressed := false
-		var derr error
-		fs.EachRecord(func(rec *kgo.Record) {
-			if derr != nil || rec.Topic != r.Topic || rec.Partition != r.Partition || rec.Offset < next || rec.Offset >= r.To {
-				return
-			}
-			next = rec.Offset + 1
-			progressed = true
-			if rec.Attrs.IsControl() {
-				return
-			}
-			dec.record(&st, rec, source, x.b.opts.Format, ingestTime)
-			if err := dec.maybeFlush(ctx, int64(len(rec.Value))); err != nil {
-				derr = err
-			}
-		})
-		if derr != nil {
-			return st, derr
-		}
-		if progressed {
-			lastProgress = time.Now()
-		} else if time.Since(lastProgress) > x.kopts.StallTimeout {
-			return st, fmt.Errorf("bronze: kafka: %s/%d: no record for %s at offset %d (want up to %d): %w",
-				r.Topic, r.Partition, x.kopts.StallTimeout, next, r.To, ErrKafkaStalled)
-		}
+	var flushErr error
+	err := kafka.ReadRange(ctx, cl, r, x.kopts.StallTimeout, func(rec *kgo.Record) error {
+		dec.record(&st, rec, source, x.b.opts.Format, ingestTime)
+		flushErr = dec.maybeFlush(ctx, int64(len(rec.Value)))
+		return flushErr
+	})
+	if err != nil && err != flushErr && ctx.Err() == nil {
+		err = fmt.Errorf("bronze: %w", err) // the broker's side: name the stage
 	}
-	return st, nil
+	return st, err
 }
 
 // lag is each partition's log end offset minus the next offset bronze will read.
-func (x *KafkaIngester) lag(ctx context.Context, adm *kadm.Client, st *kafkaState) ([]PartitionLag, error) {
+func (x *KafkaIngester) lag(ctx context.Context, adm *kgo.Client, st *kafkaState) ([]kafka.PartitionLag, error) {
 	_, ends, err := x.listOffsets(ctx, adm)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PartitionLag, 0, len(ends))
-	for k, end := range ends {
-		l := PartitionLag{Topic: k.topic, Partition: k.partition, End: end, Committed: -1, Lag: end}
-		if pos, ok := st.done[k]; ok {
-			l.Committed, l.Lag = pos, max(0, end-pos)
-		}
-		out = append(out, l)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
-	return out, nil
+	return kafka.Lags(ends, st.done), nil
 }
 
 // Lag reads the checkpoint and the brokers' end offsets: the consumer lag of every partition,
 // for /metrics, the status page and the report. It writes nothing.
-func (x *KafkaIngester) Lag(ctx context.Context) ([]PartitionLag, error) {
+func (x *KafkaIngester) Lag(ctx context.Context) ([]kafka.PartitionLag, error) {
 	cl, err := x.newClient()
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	st := &kafkaState{done: map[tp]int64{}}
+	st := &kafkaState{done: map[kafka.TopicPartition]int64{}}
 	if _, err := x.b.ckpt.Stat(ctx, "metadata.json"); err == nil {
 		if st, err = x.loadKafkaState(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return x.lag(ctx, kadm.NewClient(cl), st)
-}
-
-// kafkaDecoder decodes record values into the Kafka bronze schema, reusing the file decoder's
-// line parser, CSV conversion and rejects.
-type kafkaDecoder struct {
-	*Decoder
-	names []string
-	index []int
-}
-
-func newKafkaDecoder(declared *txlog.StructType, limits Limits) (*kafkaDecoder, error) {
-	d, err := NewDecoder(declared, limits)
-	if err != nil {
-		return nil, err
-	}
-	if d.Bronze, err = pq.NewBatch(KafkaBronzeSchema(declared)); err != nil {
-		return nil, err
-	}
-	k := &kafkaDecoder{Decoder: d}
-	for i, f := range d.fields {
-		k.names = append(k.names, f.Name)
-		k.index = append(k.index, i)
-	}
-	return k, nil
-}
-
-// record turns one Kafka record into a bronze row or a reject. Every record is one or the other
-// (records = rows + rejects): an empty value (a tombstone) is not a record of the schema.
-func (d *kafkaDecoder) record(st *ObjectStats, rec *kgo.Record, source, format string, ingestTime int64) {
-	value := rec.Value
-	st.Bytes += int64(len(value))
-	// Only rejects need the text: building it for every record cost an allocation per row.
-	where := func() string {
-		return fmt.Sprintf("topic %s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset)
-	}
-	rej := rejected{key: source, offset: rec.Offset, raw: value, rawSize: int64(len(value))}
-	if value == nil {
-		rej.raw = nil
-	}
-	if len(value) > d.limits.MaxLineBytes {
-		d.appendReject(st, rej, ReasonTooLong, fmt.Sprintf("%s: value of %d bytes exceeds the %d-byte limit", where(), len(value), d.limits.MaxLineBytes), ingestTime)
-		return
-	}
-	body := bytes.TrimRight(value, "\r\n")
-	if len(bytes.TrimSpace(body)) == 0 {
-		d.appendReject(st, rej, ReasonNotObject, where()+": empty value (a tombstone or blank record)", ingestTime)
-		return
-	}
-	switch format {
-	case FormatCSV:
-		if !d.csvValue(st, body, rej, where, source, rec.Offset, ingestTime) {
-			return
-		}
-	default:
-		if err := d.parser.Parse(body); err != nil {
-			var le *LineError
-			reason := ReasonInvalidJSON
-			if errors.As(err, &le) {
-				reason = le.Reason
-			}
-			d.appendReject(st, rej, reason, where()+": "+err.Error(), ingestTime)
-			return
-		}
-		d.appendParsed(source, rec.Offset, ingestTime)
-	}
-	n := len(d.fields) + 4
-	cols := d.Bronze.Columns
-	cols[n].AppendString(rec.Topic)
-	cols[n+1].AppendInt32(rec.Partition)
-	cols[n+2].AppendInt64(rec.Offset)
-	cols[n+3].AppendInt64(rec.Timestamp.UnixMicro())
-	if rec.Key == nil {
-		cols[n+4].AppendNull()
-	} else {
-		cols[n+4].AppendBytes(rec.Key)
-	}
-	st.Rows++
-	st.Lines++
-}
-
-// csvValue appends one CSV record (the declared columns in order, no header) as a row; false
-// when it was rejected instead.
-func (d *kafkaDecoder) csvValue(st *ObjectStats, body []byte, rej rejected, where func() string, source string, offset, ingestTime int64) bool {
-	cr := csv.NewReader(bytes.NewReader(body))
-	cr.FieldsPerRecord = -1
-	rec, err := cr.Read()
-	if err == nil {
-		if _, more := cr.Read(); more != io.EOF {
-			err = errors.New("the value holds more than one CSV record")
-		}
-	}
-	if err != nil {
-		d.appendReject(st, rej, ReasonInvalidCSV, where()+": "+err.Error(), ingestTime)
-		return false
-	}
-	if i, at := invalidUTF8Field(rec); i >= 0 {
-		name := "_c" + strconv.Itoa(i)
-		if i < len(d.names) {
-			name = d.names[i]
-		}
-		d.appendReject(st, rej, ReasonInvalidUTF8, fmt.Sprintf("%s: field %d (%s) is not valid UTF-8 at byte %d of the field", where(), i+1, name, at), ingestTime)
-		return false
-	}
-	d.csvRecord(rec, d.names, d.index, source, offset, ingestTime)
-	return true
+	return x.lag(ctx, cl, st)
 }

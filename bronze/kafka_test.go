@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/table"
@@ -273,7 +274,7 @@ func TestKafkaIngestExactlyOnce(t *testing.T) {
 
 // checkGroupOffsets: the monitoring consumer group holds, for every partition, the next offset
 // bronze will read, which is the end offset once ingest has caught up.
-func checkGroupOffsets(t testing.TB, cl *kgo.Client, group, topic string, lag []PartitionLag) {
+func checkGroupOffsets(t testing.TB, cl *kgo.Client, group, topic string, lag []kafka.PartitionLag) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

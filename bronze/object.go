@@ -421,9 +421,16 @@ func trimEOL(b []byte) []byte {
 
 // appendParsed moves the parser's cells into the bronze batch.
 func (d *Decoder) appendParsed(key string, offset, ingestTime int64) {
-	cols := d.Bronze.Columns
-	for i, f := range d.fields {
-		v := d.parser.Value(i)
+	appendCells(d.Bronze.Columns, d.parser)
+	d.appendMeta(d.parser.Rescued(), key, offset, ingestTime)
+}
+
+// appendCells appends the cells of p's last line to cols, one a field of p, in order (null where
+// a cell is not valid). The one switch from parsed cells to column values: ingest and the
+// backfill of rescued values append alike, and a row costs one call, not one a cell.
+func appendCells(cols []*pq.Column, p *LineParser) {
+	for i, f := range p.fields {
+		v := &p.vals[i]
 		c := cols[i]
 		if !v.Valid {
 			c.AppendNull()
@@ -431,7 +438,7 @@ func (d *Decoder) appendParsed(key string, offset, ingestTime int64) {
 		}
 		switch f.Kind {
 		case KindString, KindBinary:
-			c.AppendBytes(d.parser.Str(i))
+			c.AppendBytes(p.Str(i))
 		case KindLong, KindTimestamp, KindTimestampNTZ:
 			c.AppendInt64(v.Int)
 		case KindInteger, KindShort, KindByte, KindDate:
@@ -446,7 +453,6 @@ func (d *Decoder) appendParsed(key string, offset, ingestTime int64) {
 			c.AppendDecimal(v.Dec)
 		}
 	}
-	d.appendMeta(d.parser.Rescued(), key, offset, ingestTime)
 }
 
 func (d *Decoder) appendMeta(rescued []byte, key string, offset, ingestTime int64) {

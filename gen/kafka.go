@@ -5,11 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/medallion-lake/medallion/kafka"
 )
 
 // KafkaTarget is the topic GenerateKafka produces into.
@@ -50,26 +49,12 @@ func GenerateKafka(ctx context.Context, t KafkaTarget, opts Options) (Stats, Kaf
 	if t.Partitions <= 0 {
 		t.Partitions = 4
 	}
-	parts, created, err := ensureTopic(ctx, kadm.NewClient(t.Client), t.Topic, t.Partitions)
+	parts, created, err := kafka.EnsureTopic(ctx, t.Client, t.Topic, t.Partitions)
 	if err != nil {
-		return Stats{}, ks, err
+		return Stats{}, ks, fmt.Errorf("gen: %w", err)
 	}
 	ks.Partitions, ks.CreatedTopic = parts, created
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	done := func(_ *kgo.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}
-		wg.Done()
-	}
+	prod := kafka.NewProducer(t.Client)
 	var line int64
 	for g.More() {
 		if err := ctx.Err(); err != nil {
@@ -91,48 +76,19 @@ func GenerateKafka(ctx context.Context, t KafkaTarget, opts Options) (Stats, Kaf
 				continue
 			}
 			rec = bytes.TrimRight(rec, "\r\n")
-			wg.Add(1)
-			t.Client.Produce(ctx, &kgo.Record{Topic: t.Topic, Partition: int32(line % int64(parts)), Value: rec}, done)
+			prod.Produce(ctx, &kgo.Record{Topic: t.Topic, Partition: int32(line % int64(parts)), Value: rec})
 			line++
 			ks.Records++
 		}
-		mu.Lock()
-		err := firstErr
-		mu.Unlock()
-		if err != nil {
+		if prod.Err() != nil {
 			break
 		}
 		if opts.Progress != nil {
 			opts.Progress(g.stats.Lines)
 		}
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return g.Stats(), ks, fmt.Errorf("gen: kafka: produce to %s: %w", t.Topic, firstErr)
+	if err := prod.Wait(); err != nil {
+		return g.Stats(), ks, fmt.Errorf("gen: kafka: produce to %s: %w", t.Topic, err)
 	}
 	return g.Stats(), ks, nil
-}
-
-// ensureTopic creates the topic with parts partitions unless it exists, and returns its
-// partition count.
-func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, parts int32) (int32, bool, error) {
-	resp, err := adm.CreateTopic(ctx, parts, -1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err == nil {
-		return parts, true, nil
-	}
-	if !errors.Is(err, kerr.TopicAlreadyExists) {
-		return 0, false, fmt.Errorf("gen: kafka: create topic %s: %w", topic, err)
-	}
-	td, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return 0, false, fmt.Errorf("gen: kafka: describe topic %s: %w", topic, err)
-	}
-	d, ok := td[topic]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return 0, false, fmt.Errorf("gen: kafka: topic %s exists but has no readable partitions (%v)", topic, d.Err)
-	}
-	return int32(len(d.Partitions)), false, nil
 }

@@ -33,18 +33,12 @@ func BackfillColumns(ctx context.Context, env Env, only string) ([]SourceBackfil
 		return nil, err
 	}
 	out := []SourceBackfillReport{}
-	for _, s := range env.Config.AllSources() {
-		if only != "" && s.Name != only {
-			continue
-		}
-		se, _ := env.ForSource(s.Name)
+	err := eachSource(env, only, func(name string, se Env) error {
 		rep, err := backfillSource(ctx, se)
-		out = append(out, SourceBackfillReport{Source: s.Name, Tables: rep})
-		if err != nil {
-			return out, fmt.Errorf("source %s: %w", s.Name, err)
-		}
-	}
-	return out, nil
+		out = append(out, SourceBackfillReport{Source: name, Tables: rep})
+		return err
+	})
+	return out, err
 }
 
 func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, error) {

@@ -2,25 +2,19 @@ package jobs
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/report"
 )
 
@@ -62,8 +56,7 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 	if err != nil {
 		return nil, err
 	}
-	lookup := env.Config.LookupEnv
-	clientOpts, err := KafkaClientOptions(lookup)
+	clientOpts, err := kafka.ClientOptions(env.Config.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -91,79 +84,9 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 	})
 }
 
-// KafkaClientOptions reads the Kafka connection's secrets and TLS settings from the environment
-// (never from the config file):
-//
-//	KAFKA_TLS=true                 connect with TLS (implied by any KAFKA_TLS_* below)
-//	KAFKA_TLS_CA_FILE              PEM bundle of the CAs to trust (default: the system's)
-//	KAFKA_TLS_CERT_FILE, _KEY_FILE client certificate and key (mutual TLS)
-//	KAFKA_TLS_SERVER_NAME          the name to verify instead of the broker's host
-//	KAFKA_SASL_MECHANISM           PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-//	KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD
-func KafkaClientOptions(lookup func(string) (string, bool)) ([]kgo.Opt, error) {
-	get := func(name string) string {
-		v, _ := lookup(name)
-		return strings.TrimSpace(v)
-	}
-	var opts []kgo.Opt
-	ca, cert, key, server := get("KAFKA_TLS_CA_FILE"), get("KAFKA_TLS_CERT_FILE"), get("KAFKA_TLS_KEY_FILE"), get("KAFKA_TLS_SERVER_NAME")
-	useTLS := ca != "" || cert != "" || key != "" || server != ""
-	switch v := strings.ToLower(get("KAFKA_TLS")); v {
-	case "", "false", "0":
-	case "true", "1":
-		useTLS = true
-	default:
-		return nil, fmt.Errorf("jobs: KAFKA_TLS=%q: expected true or false", v)
-	}
-	if useTLS {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: server}
-		if ca != "" {
-			pem, err := os.ReadFile(ca)
-			if err != nil {
-				return nil, fmt.Errorf("jobs: KAFKA_TLS_CA_FILE: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("jobs: KAFKA_TLS_CA_FILE %s holds no PEM certificate", ca)
-			}
-			tc.RootCAs = pool
-		}
-		if (cert == "") != (key == "") {
-			return nil, errors.New("jobs: KAFKA_TLS_CERT_FILE and KAFKA_TLS_KEY_FILE go together: set both or neither")
-		}
-		if cert != "" {
-			pair, err := tls.LoadX509KeyPair(cert, key)
-			if err != nil {
-				return nil, fmt.Errorf("jobs: KAFKA_TLS_CERT_FILE/KAFKA_TLS_KEY_FILE: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{pair}
-		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
-	}
-	mech, user, pass := strings.ToUpper(get("KAFKA_SASL_MECHANISM")), get("KAFKA_SASL_USERNAME"), get("KAFKA_SASL_PASSWORD")
-	if mech == "" && (user != "" || pass != "") {
-		return nil, errors.New("jobs: KAFKA_SASL_USERNAME/PASSWORD are set but KAFKA_SASL_MECHANISM is not: set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-	}
-	if mech != "" && (user == "" || pass == "") {
-		return nil, fmt.Errorf("jobs: KAFKA_SASL_MECHANISM=%s needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD", mech)
-	}
-	switch mech {
-	case "":
-	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-	default:
-		return nil, fmt.Errorf("jobs: KAFKA_SASL_MECHANISM=%q: expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
-	}
-	return opts, nil
-}
-
 // KafkaLag is the consumer lag of every partition of the pipeline's Kafka landing (nil for a
 // files landing): the log end offset minus the next offset ingest will read.
-func KafkaLag(ctx context.Context, env Env) ([]bronze.PartitionLag, error) {
+func KafkaLag(ctx context.Context, env Env) ([]kafka.PartitionLag, error) {
 	if env.Config.Landing.Kind != config.LandingKafka {
 		return nil, nil
 	}
@@ -189,13 +112,13 @@ func GenKafka(ctx context.Context, cfg *config.Pipeline, opts gen.Options, parti
 	if len(k.Brokers) == 0 {
 		return gen.Stats{}, gen.KafkaStats{}, errors.New("jobs: landing.kafka.brokers is empty and KAFKA_BROKERS is not set")
 	}
-	clientOpts, err := KafkaClientOptions(cfg.LookupEnv)
+	clientOpts, err := kafka.ClientOptions(cfg.LookupEnv)
 	if err != nil {
 		return gen.Stats{}, gen.KafkaStats{}, err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner())}, clientOpts...)...)
+	cl, err := kafka.Conn{Brokers: k.Brokers, Options: clientOpts}.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return gen.Stats{}, gen.KafkaStats{}, fmt.Errorf("jobs: kafka client: %w", err)
+		return gen.Stats{}, gen.KafkaStats{}, fmt.Errorf("jobs: %w", err)
 	}
 	defer cl.Close()
 	return gen.GenerateKafka(ctx, gen.KafkaTarget{Client: cl, Topic: topics[0], Partitions: partitions}, opts)
@@ -208,7 +131,7 @@ func KafkaLagReport(ctx context.Context, env Env) *report.KafkaLag {
 	if env.Config.Landing.Kind != config.LandingKafka || env.Config.Landing.Kafka == nil {
 		return nil
 	}
-	out := &report.KafkaLag{Topics: env.Config.Landing.Kafka.TopicList(), Partitions: []bronze.PartitionLag{}}
+	out := &report.KafkaLag{Topics: env.Config.Landing.Kafka.TopicList(), Partitions: []kafka.PartitionLag{}}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	lag, err := KafkaLag(ctx, env)
@@ -216,10 +139,7 @@ func KafkaLagReport(ctx context.Context, env Env) *report.KafkaLag {
 		out.Problem = err.Error()
 		return out
 	}
-	out.Partitions = lag
-	for _, l := range lag {
-		out.Total += l.Lag
-	}
+	out.Partitions, out.Total = lag, kafka.TotalLag(lag)
 	return out
 }
 

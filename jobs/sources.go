@@ -78,23 +78,33 @@ func IngestSources(ctx context.Context, env Env, only string, onBatch func(sourc
 		return nil, err
 	}
 	out := []SourceIngestReport{}
+	err := eachSource(env, only, func(name string, se Env) error {
+		var cb func(bronze.Report)
+		if onBatch != nil {
+			cb = func(r bronze.Report) { onBatch(name, r) }
+		}
+		rep, err := IngestProgress(ctx, se, cb)
+		out = append(out, SourceIngestReport{Source: name, Report: rep})
+		return err
+	})
+	return out, err
+}
+
+// eachSource runs job on the single-source view of every source in config order (the top-level
+// one first), or of the source named only (checked by the caller: CheckSource), and stops at
+// the first failure, which it names by the source: each source's jobs are exactly once on
+// their own, so a rerun picks up from there.
+func eachSource(env Env, only string, job func(name string, se Env) error) error {
 	for _, s := range env.Config.AllSources() {
 		if only != "" && s.Name != only {
 			continue
 		}
 		se, _ := env.ForSource(s.Name)
-		var cb func(bronze.Report)
-		if onBatch != nil {
-			name := s.Name
-			cb = func(r bronze.Report) { onBatch(name, r) }
-		}
-		rep, err := IngestProgress(ctx, se, cb)
-		out = append(out, SourceIngestReport{Source: s.Name, Report: rep})
-		if err != nil {
-			return out, fmt.Errorf("source %s: %w", s.Name, err)
+		if err := job(s.Name, se); err != nil {
+			return fmt.Errorf("source %s: %w", s.Name, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // SourceStreamReport is one source query's run in a several-source stream.

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/kafka"
 )
 
 // KafkaLag is the consumer lag of a Kafka landing: per partition, the log end offset minus the
 // next offset ingest will read (committed batches only). The report does not talk to brokers:
 // jobs fills it (jobs.KafkaLagReport), and Problem says why it could not.
 type KafkaLag struct {
-	Topics     []string              `json:"topics"`
-	Partitions []bronze.PartitionLag `json:"partitions"`
-	Total      int64                 `json:"total"`
-	Problem    string                `json:"problem,omitempty"`
+	Topics     []string             `json:"topics"`
+	Partitions []kafka.PartitionLag `json:"partitions"`
+	Total      int64                `json:"total"`
+	Problem    string               `json:"problem,omitempty"`
 }
 
 // WriteText prints the lag, one line per partition.

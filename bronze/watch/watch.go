@@ -60,21 +60,25 @@ func ParseEventRecords(body []byte) (objs []Object, bad []error, err error) {
 	return parseEventRecords(body, true)
 }
 
+// s3Ref is the bucket and object an event names: the same JSON in an S3 event record ("s3")
+// and in an EventBridge event ("detail").
+type s3Ref struct {
+	Bucket struct {
+		Name string `json:"name"`
+	} `json:"bucket"`
+	Object struct {
+		Key  string `json:"key"`
+		Size int64  `json:"size"`
+	} `json:"object"`
+}
+
 // parseEventRecords parses one notification; envelope says whether an SNS envelope may wrap it
 // (once: an envelope inside an envelope is not something AWS sends).
 func parseEventRecords(body []byte, envelope bool) (objs []Object, bad []error, err error) {
 	var ev struct {
 		Records []struct {
 			EventName string `json:"eventName"`
-			S3        struct {
-				Bucket struct {
-					Name string `json:"name"`
-				} `json:"bucket"`
-				Object struct {
-					Key  string `json:"key"`
-					Size int64  `json:"size"`
-				} `json:"object"`
-			} `json:"s3"`
+			S3        s3Ref  `json:"s3"`
 		} `json:"Records"`
 		Event string `json:"Event"` // "s3:TestEvent"
 		// An SNS HTTPS delivery wraps the S3 event, as a string, in Message.
@@ -84,15 +88,7 @@ func parseEventRecords(body []byte, envelope bool) (objs []Object, bad []error, 
 		// An EventBridge event (an API destination) has one object in detail.
 		DetailType string `json:"detail-type"`
 		Source     string `json:"source"`
-		Detail     struct {
-			Bucket struct {
-				Name string `json:"name"`
-			} `json:"bucket"`
-			Object struct {
-				Key  string `json:"key"`
-				Size int64  `json:"size"`
-			} `json:"object"`
-		} `json:"detail"`
+		Detail     s3Ref  `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadEvent, err)

@@ -37,6 +37,7 @@ var ranks = []struct {
 	{"sqlexpr", []string{"sqlexpr"}},
 	{"table", []string{"table"}}, // table/source too: a Delta table read as a stream
 	{"merge", []string{"merge"}},
+	{"kafka", []string{"kafka"}}, // the Kafka client side: bronze, gen, report and jobs use it
 	{"bronze", []string{"bronze"}},
 	{"silver", []string{"silver"}},
 	{"gold", []string{"gold"}},
