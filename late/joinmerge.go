@@ -1,12 +1,14 @@
 package late
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/join"
@@ -699,10 +701,75 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 	if err != nil {
 		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
-	semi := m.p.typ == join.LeftSemi
+	what := fmt.Sprintf("join %s (table %s)", j.Name, j.Table)
+	pred, files, err := prunedFiles(what, jsnap, js, m.prune(X))
+	if err != nil {
+		return err
+	}
+	current, touched, err := m.current(ctx, jt, jsnap, files, X)
+	if err != nil {
+		return err
+	}
+	same := m.difference(rep, current, want)
+	newVersions := rep.ToVersion > rep.FromVersion
+	if same && !newVersions {
+		rep.Note = "up to date: the joined table already holds the batch join of the late rows"
+		return nil
+	}
+	rw := &rewrite{what: what, t: jt, snap: jsnap, schema: js, read: pred,
+		rows: func(b *pq.Batch) (rowFunc, error) {
+			cls, err := m.touching(b, X)
+			if err != nil {
+				return nil, err
+			}
+			return func(_ *pq.Batch, i int) (rowAction, error) {
+				if _, hit := cls(i); hit {
+					return dropRow, nil
+				}
+				return keepRow, nil
+			}, nil
+		},
+		extra: func(out *pq.Batch, _ func() error) error {
+			if !same {
+				m.appendWanted(out, want)
+			}
+			return nil
+		},
+		op: func(res table.RewriteResult, _ *writeStats) txlog.Operation {
+			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
+				"appId": appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
+				Metrics: map[string]int64{"numTargetRowsInserted": rep.PairsAdded + rep.NullRowsAdded + rep.SemiRowsAdded,
+					"numTargetRowsDeleted": rep.NullRowsReplaced + rep.PairsRemoved + rep.SemiRowsRemoved,
+					"numTargetFilesAdded":  int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed))}}
+		},
+	}
+	if newVersions {
+		rw.txn = &table.AppTxn{AppID: appID, Version: rep.ToVersion}
+	}
+	if !same {
+		for _, f := range files {
+			if touched[f.Path] {
+				rw.candidates = append(rw.candidates, f)
+			}
+		}
+	}
+	ws, err := rw.run(ctx)
+	if err != nil {
+		return err
+	}
+	if !ws.skipped {
+		v := ws.Version
+		rep.Commit = &v
+	}
+	return nil
+}
+
+// prune bounds the joined rows that can hold a candidate: each side's candidates' event
+// times (a left_semi table holds only left rows).
+func (m *merger) prune(X [2]map[string]*cand) sqlexpr.Expr {
 	var ors []sqlexpr.Expr
 	for s := range X {
-		if len(X[s]) == 0 || (semi && s == 1) {
+		if len(X[s]) == 0 || (m.p.typ == join.LeftSemi && s == 1) {
 			continue
 		}
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
@@ -711,69 +778,57 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		}
 		ors = append(ors, sqlexpr.And(sqlexpr.Ge(m.cols[s].joinedT, time.UnixMicro(lo).UTC()), sqlexpr.Le(m.cols[s].joinedT, time.UnixMicro(hi).UTC())))
 	}
-	prune := sqlexpr.Or(ors...) // no candidate: read nothing
-	pred, err := sqlexpr.Bind(prune, js, jsnap.PartitionColumns())
-	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-	}
-	var files []*txlog.Add
-	for _, f := range jsnap.Files() {
-		if pred.MayMatch(f) {
-			files = append(files, f)
+	return sqlexpr.Or(ors...) // no candidate: read nothing
+}
+
+// touching classifies the rows of a joined batch: the row's two sides, and whether it
+// touches a candidate.
+func (m *merger) touching(b *pq.Batch, X [2]map[string]*cand) (func(i int) (outRow, bool), error) {
+	var enc [2]*encoder
+	for s := range enc {
+		if m.p.typ == join.LeftSemi && s == 1 {
+			break
+		}
+		c := &m.cols[s]
+		var err error
+		if enc[s], err = newEncoder(b, c.joinedT, c.joinedKey, c.joined); err != nil {
+			return nil, fmt.Errorf("late: join %s: joined table: %w", m.p.j.Name, err)
 		}
 	}
-	// touching classifies the rows of a joined batch: the row's two sides, and whether it
-	// touches a candidate.
-	var lb, rb []byte
-	touching := func(b *pq.Batch) (func(i int) (outRow, bool), error) {
-		var enc [2]*encoder
-		for s := range enc {
-			if semi && s == 1 {
-				break
+	var buf [2][]byte
+	return func(i int) (outRow, bool) {
+		var k [2]string
+		hit := false
+		for s, e := range enc {
+			if e == nil || e.t.IsNull(i) {
+				continue
 			}
-			c := &m.cols[s]
-			if enc[s], err = newEncoder(b, c.joinedT, c.joinedKey, c.joined); err != nil {
-				return nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-			}
+			_, buf[s], _ = e.row(i, nil, buf[s][:0])
+			k[s] = string(buf[s])
+			hit = hit || X[s][k[s]] != nil
 		}
-		return func(i int) (outRow, bool) {
-			var k outRow
-			hit := false
-			for s, e := range enc {
-				if e == nil || e.t.IsNull(i) {
-					continue
-				}
-				if s == 0 {
-					_, lb, _ = e.row(i, nil, lb[:0])
-					k.l = string(lb)
-					hit = hit || X[0][k.l] != nil
-				} else {
-					_, rb, _ = e.row(i, nil, rb[:0])
-					k.r = string(rb)
-					hit = hit || X[1][k.r] != nil
-				}
-			}
-			return k, hit
-		}, nil
-	}
-	names := make([]string, len(js.Fields))
-	for i, f := range js.Fields {
-		names[i] = f.Name
-	}
-	fs, err := jt.FileScan(jsnap, names, nil)
+		return outRow{l: k[0], r: k[1]}, hit
+	}, nil
+}
+
+// current counts the joined table's rows that touch a candidate, in files, and notes the
+// files holding them.
+func (m *merger) current(ctx context.Context, jt *table.Table, jsnap *txlog.Snapshot, files []*txlog.Add, X [2]map[string]*cand) (map[outRow]int, map[string]bool, error) {
+	j := m.p.j
+	fs, err := jt.FileScan(jsnap, nil, nil)
 	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
+		return nil, nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
 	current := map[outRow]int{}
 	touched := map[string]bool{}
 	for _, f := range files {
 		for b, err := range fs.Read(ctx, []*txlog.Add{f}) {
 			if err != nil {
-				return fmt.Errorf("late: join %s: read joined table: %w", j.Name, err)
+				return nil, nil, fmt.Errorf("late: join %s: read joined table: %w", j.Name, err)
 			}
-			cls, err := touching(b)
+			cls, err := m.touching(b, X)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			for i := range b.Len() {
 				if k, hit := cls(i); hit {
@@ -783,6 +838,12 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			}
 		}
 	}
+	return current, touched, nil
+}
+
+// difference counts into rep what turns the current rows into the wanted ones, and reports
+// whether they are the same multiset.
+func (m *merger) difference(rep *JoinMergeReport, current map[outRow]int, want *wantRows) bool {
 	same := len(current) == len(want.count)
 	for k, n := range want.count {
 		d := n - current[k]
@@ -794,119 +855,44 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			m.count(rep, k, -n)
 		}
 	}
-	newVersions := rep.ToVersion > rep.FromVersion
-	if same && !newVersions {
-		rep.Note = "up to date: the joined table already holds the batch join of the late rows"
-		return nil
-	}
-	var txn *table.AppTxn
-	if newVersions {
-		txn = &table.AppTxn{AppID: appID, Version: rep.ToVersion}
-	}
-	var cands []*txlog.Add
-	if !same {
-		for _, f := range files {
-			if touched[f.Path] {
-				cands = append(cands, f)
-			}
-		}
-	}
+	return same
+}
+
+// appendWanted appends the wanted rows to out, in a fixed order (by the two sides' values),
+// each as many times as it is wanted: a side's silver row into its columns, nulls for a
+// missing side and the joined table's further columns.
+func (m *merger) appendWanted(out *pq.Batch, want *wantRows) {
 	keys := make([]outRow, 0, len(want.count))
 	for k := range want.count {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b outRow) int {
-		if a.l != b.l {
-			if a.l < b.l {
-				return -1
-			}
-			return 1
-		}
-		if a.r < b.r {
-			return -1
-		} else if a.r > b.r {
-			return 1
-		}
-		return 0
-	})
-	res, err := jt.Rewrite(ctx, table.Rewrite{Snapshot: jsnap, Read: pred, Candidates: cands, Txn: txn,
-		// The stream's appends are blind: they never conflict with this rewrite. Another merge
-		// of the same join does, and starts over.
-		Isolation: txlog.WriteSerializable,
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
-			parts, err := read()
-			if err != nil {
-				return false, nil, err
-			}
-			out, err := pq.NewBatch(js)
-			if err != nil {
-				return false, nil, err
-			}
-			for _, b := range parts {
-				cls, err := touching(b)
-				if err != nil {
-					return false, nil, err
-				}
-				for i := range b.Len() {
-					if _, hit := cls(i); !hit {
-						out.AppendRow(b, i)
-					}
-				}
-			}
-			return true, []*pq.Batch{out}, nil
-		},
-		Insert: func() ([]*pq.Batch, error) {
-			if same {
-				return nil, nil
-			}
-			out, err := pq.NewBatch(js)
-			if err != nil {
-				return nil, err
-			}
-			nl := len(m.cols[0].silver.Fields)
-			nr := len(m.cols[1].silver.Fields)
-			if semi {
-				nr = 0
-			}
-			views := [2]*pq.Batch{
-				{Schema: m.cols[0].silver, Columns: out.Columns[:nl]},
-				{Schema: m.cols[1].silver, Columns: out.Columns[nl : nl+nr]},
-			}
-			for _, k := range keys {
-				rows := want.rows[k]
-				for range want.count[k] {
-					for s, v := range views {
-						if r := rows[s]; r != nil && len(v.Columns) > 0 {
-							v.AppendRow(r.b, r.i)
-						} else {
-							for _, c := range v.Columns {
-								c.AppendNull()
-							}
-						}
-					}
-					for _, c := range out.Columns[nl+nr:] {
+	slices.SortFunc(keys, func(a, b outRow) int { return cmp.Or(strings.Compare(a.l, b.l), strings.Compare(a.r, b.r)) })
+	nl := len(m.cols[0].silver.Fields)
+	nr := len(m.cols[1].silver.Fields)
+	if m.p.typ == join.LeftSemi {
+		nr = 0
+	}
+	views := [2]*pq.Batch{
+		{Schema: m.cols[0].silver, Columns: out.Columns[:nl]},
+		{Schema: m.cols[1].silver, Columns: out.Columns[nl : nl+nr]},
+	}
+	for _, k := range keys {
+		rows := want.rows[k]
+		for range want.count[k] {
+			for s, v := range views {
+				if r := rows[s]; r != nil && len(v.Columns) > 0 {
+					v.AppendRow(r.b, r.i)
+				} else {
+					for _, c := range v.Columns {
 						c.AppendNull()
 					}
 				}
 			}
-			return []*pq.Batch{out}, nil
-		},
-		Operation: func(res table.RewriteResult) txlog.Operation {
-			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
-				"appId": appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
-				Metrics: map[string]int64{"numTargetRowsInserted": rep.PairsAdded + rep.NullRowsAdded + rep.SemiRowsAdded,
-					"numTargetRowsDeleted": rep.NullRowsReplaced + rep.PairsRemoved + rep.SemiRowsRemoved,
-					"numTargetFilesAdded":  int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed))}}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("late: join %s (table %s): %w", j.Name, j.Table, err)
+			for _, c := range out.Columns[nl+nr:] {
+				c.AppendNull()
+			}
+		}
 	}
-	if !res.Skipped {
-		v := res.Version
-		rep.Commit = &v
-	}
-	return nil
 }
 
 // count adds a difference d (desired minus current copies) of row k to the report.
