@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -39,7 +38,8 @@ type sideCols struct {
 	joinedKey []string
 }
 
-// merger is one attempt of a join's merge-late.
+// merger is one attempt of a join's merge-late: the reconciler's plug-in for a joined table
+// (outputKind[*joinScope]).
 type merger struct {
 	opts *Options
 	p    *joinPlan
@@ -49,6 +49,17 @@ type merger struct {
 	snap [2]*txlog.Snapshot // silver as the join read it (nil: nothing)
 	tab  [2]*table.Table
 	rep  *JoinMergeReport
+	// d is the joined table and its quarantine (find reads them); touched collects the
+	// event times (either side's) of the joined rows reconciled.
+	d       *delta
+	touched *span
+}
+
+// joinScope is what a join merge finds affected: the candidates of each side (by value) and
+// the batch join's rows that hold them.
+type joinScope struct {
+	X    [2]map[string]*cand
+	want *wantRows
 }
 
 // cand is a row whose joined-table rows the merge reconciles, identified by its value.
@@ -84,67 +95,61 @@ type span struct{ lo, hi int64 }
 // side's) of the joined rows it reconciled, empty when none.
 func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport) (span, error) {
 	touched := span{lo: math.MaxInt64, hi: math.MinInt64}
-	err := mergeJoin(ctx, opts, p, st, in, rep, &touched)
+	err := reconcile(ctx, &merger{opts: opts, p: p, st: st, in: in, rep: rep, touched: &touched})
 	return touched, err
 }
 
-func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport, touched *span) error {
-	j := p.j
-	m := &merger{opts: opts, p: p, st: st, in: in, rep: rep}
-	jt, qt := opts.open(j.Table), opts.open(j.Quarantine)
-	jsnap, err := jt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
+// find opens the joined table and its quarantine and finds the candidates: the quarantined
+// rows of the versions not merged yet, the earlier ones not settled at the last merge's
+// watermark, and the rows they pair with; and what the batch join makes of them.
+func (m *merger) find(ctx context.Context) (*joinScope, bool, error) {
+	j, rep, st := m.p.j, m.rep, m.st
+	d, state, err := openDelta(ctx, m.opts, st, deltaTables{out: j.Table, quarantine: j.Quarantine,
+		outWhat: "join " + j.Name + ": joined table", qWhat: "join " + j.Name + ": quarantine", checkWrap: "join " + j.Name,
+		guard: func(which string, snap *txlog.Snapshot) error {
+			if v, ok := snap.TxnVersion(st.queryID); ok && v > st.batch {
+				return fmt.Errorf("%w: join %s: the %s holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, which, v, st.batch)
+			}
+			return nil
+		}})
+	m.d, rep.FromVersion = d, d.from
+	switch {
+	case err != nil:
+		return nil, false, err
+	case state == deltaNoOutput:
 		rep.Note = "the joined table does not exist yet"
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-	}
-	if v, ok := jsnap.TxnVersion(st.queryID); ok && v > st.batch {
-		return fmt.Errorf("%w: join %s: the joined table holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, v, st.batch)
-	}
-	appID := AppIDPrefix + st.queryID
-	if v, ok := jsnap.TxnVersion(appID); ok {
-		rep.FromVersion = v
-	}
-	qsnap, err := qt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, false, nil
+	case state == deltaNoQuarantine:
 		rep.ToVersion = rep.FromVersion
 		rep.Note = "no late rows yet"
-		return nil
+		return nil, false, nil
 	}
-	if err != nil {
-		return fmt.Errorf("late: join %s: quarantine: %w", j.Name, err)
-	}
-	if v, ok := qsnap.TxnVersion(st.queryID); ok && v > st.batch {
-		return fmt.Errorf("%w: join %s: the quarantine holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, v, st.batch)
-	}
-	if err := errors.Join(st.check(j.Table, jsnap), st.check(j.Quarantine, qsnap)); err != nil {
-		return fmt.Errorf("join %s: %w", j.Name, err)
-	}
-	if qsnap.Version() < rep.FromVersion {
-		return quarantineBehind(j.Quarantine, j.Table, appID, qsnap.Version(), rep.FromVersion)
-	}
-	rep.ToVersion = max(qsnap.Version(), rep.FromVersion)
-	if err := m.resolve(ctx, jsnap, qsnap); err != nil {
-		return err
+	rep.ToVersion = d.to
+	if err := m.resolve(ctx, d.outSnap, d.qSnap); err != nil {
+		return nil, false, err
 	}
 	prevW := int64(-1) // no earlier merge: every quarantined row is new
 	if rep.FromVersion >= 0 {
-		prevW = previousWatermark(ctx, jt.Bucket(), jsnap.Version(), appID)
+		prevW = previousWatermark(ctx, d.out.Bucket(), d.outSnap.Version(), d.appID)
 	}
-
-	// The quarantined rows to merge: those of the versions not merged yet, and the earlier
-	// ones that were not settled at the last merge's watermark.
-	qc, err := m.readQuarantine(ctx, qt, qsnap, rep, prevW)
+	qc, err := m.readQuarantine(ctx, d.q, d.qSnap, rep, prevW)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if len(qc[0])+len(qc[1]) == 0 && rep.ToVersion <= rep.FromVersion {
 		rep.Note = "up to date: no new or pending late rows"
-		return nil
+		return nil, false, nil
 	}
-	// Every row whose joined rows can be wrong: the late rows and the rows they pair with.
+	sc := &joinScope{}
+	if sc.X, err = m.candidates(ctx, qc); err != nil {
+		return nil, false, err
+	}
+	return sc, true, nil
+}
+
+// candidates are every row whose joined rows can be wrong: the late rows qc and the rows
+// they pair with.
+func (m *merger) candidates(ctx context.Context, qc [2]map[string]*cand) ([2]map[string]*cand, error) {
 	X := [2]map[string]*cand{{}, {}}
 	var spans [2][]span
 	keys := [2]map[string]bool{{}, {}}
@@ -156,7 +161,7 @@ func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, 
 	}
 	idx, err := m.readSides(ctx, spans, keys)
 	if err != nil {
-		return err
+		return X, err
 	}
 	for s := range qc {
 		o := 1 - join.Side(s)
@@ -168,21 +173,37 @@ func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, 
 			}
 		}
 	}
-	// Every candidate's partners and copies.
-	for s := range X {
-		for _, c := range X[s] {
+	return X, nil
+}
+
+// recompute reads every candidate's partners and copies from silver, computes the batch
+// join's rows that hold a candidate, and rewrites the joined table's rows that do where they
+// differ (see rewriteJoined).
+func (m *merger) recompute(ctx context.Context, sc *joinScope) (*rewrite, error) {
+	var spans [2][]span
+	keys := [2]map[string]bool{{}, {}}
+	for s := range sc.X {
+		for _, c := range sc.X[s] {
 			m.want(c, &spans, keys)
-			touched.lo, touched.hi = min(touched.lo, c.t-p.reach), max(touched.hi, c.t+p.reach)
+			m.touched.lo, m.touched.hi = min(m.touched.lo, c.t-m.p.reach), max(m.touched.hi, c.t+m.p.reach)
 		}
 	}
-	if idx, err = m.readSides(ctx, spans, keys); err != nil {
-		return err
-	}
-	d, err := m.desired(idx, X)
+	idx, err := m.readSides(ctx, spans, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.commit(ctx, jt, jsnap, X, d, rep, appID)
+	if sc.want, err = m.desired(idx, sc.X); err != nil {
+		return nil, err
+	}
+	return m.rewriteJoined(ctx, sc.X, sc.want)
+}
+
+// committed notes the joined table's version written.
+func (m *merger) committed(_ context.Context, _ *joinScope, ws writeStats) {
+	if !ws.skipped {
+		v := ws.Version
+		m.rep.Commit = &v
+	}
 }
 
 // resolve reads the silver schemas and checks that the joined table and the quarantine lay
@@ -691,30 +712,30 @@ func (m *merger) desired(idx [2]*sideIndex, X [2]map[string]*cand) (*wantRows, e
 	return w, nil
 }
 
-// commit reads the joined table's rows touching a candidate, and when they differ from the
-// batch join's, replaces them in one commit (copy-on-write of the files holding them) with
-// txn(appID, quarantine version) when new quarantine versions were merged. The commit
-// records the watermark the merge judged with, for the next run.
-func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snapshot, X [2]map[string]*cand, want *wantRows, rep *JoinMergeReport, appID string) error {
-	j := m.p.j
+// rewriteJoined reads the joined table's rows touching a candidate, and when they differ
+// from the batch join's, replaces them in one commit (copy-on-write of the files holding
+// them) with txn(appID, quarantine version) when new quarantine versions were merged. The
+// commit records the watermark the merge judged with, for the next run.
+func (m *merger) rewriteJoined(ctx context.Context, X [2]map[string]*cand, want *wantRows) (*rewrite, error) {
+	j, rep, jt, jsnap := m.p.j, m.rep, m.d.out, m.d.outSnap
 	js, err := jsnap.Schema()
 	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
+		return nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
 	what := fmt.Sprintf("join %s (table %s)", j.Name, j.Table)
 	pred, files, err := prunedFiles(what, jsnap, js, m.prune(X))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	current, touched, err := m.current(ctx, jt, jsnap, files, X)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	same := m.difference(rep, current, want)
 	newVersions := rep.ToVersion > rep.FromVersion
 	if same && !newVersions {
 		rep.Note = "up to date: the joined table already holds the batch join of the late rows"
-		return nil
+		return nil, nil
 	}
 	rw := &rewrite{what: what, t: jt, snap: jsnap, schema: js, read: pred,
 		rows: func(b *pq.Batch) (rowFunc, error) {
@@ -737,14 +758,14 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		},
 		op: func(res table.RewriteResult, _ *writeStats) txlog.Operation {
 			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
-				"appId": appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
+				"appId": m.d.appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
 				Metrics: map[string]int64{"numTargetRowsInserted": rep.PairsAdded + rep.NullRowsAdded + rep.SemiRowsAdded,
 					"numTargetRowsDeleted": rep.NullRowsReplaced + rep.PairsRemoved + rep.SemiRowsRemoved,
 					"numTargetFilesAdded":  int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed))}}
 		},
 	}
 	if newVersions {
-		rw.txn = &table.AppTxn{AppID: appID, Version: rep.ToVersion}
+		rw.txn = m.d.txn()
 	}
 	if !same {
 		for _, f := range files {
@@ -753,15 +774,7 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			}
 		}
 	}
-	ws, err := rw.run(ctx)
-	if err != nil {
-		return err
-	}
-	if !ws.skipped {
-		v := ws.Version
-		rep.Commit = &v
-	}
-	return nil
+	return rw, nil
 }
 
 // prune bounds the joined rows that can hold a candidate: each side's candidates' event
