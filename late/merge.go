@@ -220,124 +220,6 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 	return st.queryID, nil
 }
 
-// mergeOne merges one aggregation's new quarantine rows into gold.
-func mergeOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState) (MergeGoldReport, error) {
-	gr := MergeGoldReport{Name: g.Name, FromVersion: -1, ToVersion: -1}
-	if g.OutputMode == spec.OutputComplete {
-		gr.Note = "complete mode has no late rows"
-		return gr, nil
-	}
-	gt, qt := opts.open(g.Table), opts.open(g.Quarantine)
-	gsnap, err := gt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
-		gr.Note = "the gold table does not exist yet: nothing to merge into"
-		return gr, nil
-	}
-	if err != nil {
-		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
-	}
-	appID := AppIDPrefix + st.queryID
-	if v, ok := gsnap.TxnVersion(appID); ok {
-		gr.FromVersion = v
-	}
-	qsnap, err := qt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
-		gr.UpToDate = true
-		return gr, nil
-	}
-	if err != nil {
-		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
-	}
-	if err := errors.Join(st.check(g.Table, gsnap), st.check(g.Quarantine, qsnap)); err != nil {
-		return gr, err
-	}
-	gr.ToVersion = qsnap.Version()
-	if gr.ToVersion < gr.FromVersion {
-		return gr, quarantineBehind(g.Quarantine, g.Table, appID, gr.ToVersion, gr.FromVersion)
-	}
-	if gr.ToVersion <= gr.FromVersion {
-		gr.UpToDate, gr.ToVersion = true, gr.FromVersion
-		return gr, nil
-	}
-	qschema, err := qsnap.Schema()
-	if err != nil {
-		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
-	}
-	gschema, err := gsnap.Schema()
-	if err != nil {
-		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
-	}
-	if err := checkGoldWritable(gsnap, gschema, g); err != nil {
-		return gr, err
-	}
-	a, err := resolve(&opts.Query, g, qschema, gschema)
-	if err != nil {
-		return gr, err
-	}
-	if qschema.Field(colLateWatermark) == nil {
-		return gr, fmt.Errorf("late: quarantine %s has no %s column", g.Quarantine, colLateWatermark)
-	}
-	adds, err := addedFiles(ctx, qt.Bucket(), gr.FromVersion+1, gr.ToVersion)
-	if err != nil {
-		return gr, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
-	}
-	c, err := newCollector(a)
-	if err != nil {
-		return gr, err
-	}
-	lr, err := readLate(ctx, qt, qsnap, a, adds, c)
-	if err != nil {
-		return gr, err
-	}
-	gr.LateRows, gr.Pairs = lr.rows, lr.pairs
-	affected, lo, hi := lr.affected, lr.lo, lr.hi
-	txn := &table.AppTxn{AppID: appID, Version: gr.ToVersion}
-	rw := &rewriter{t: gt, snap: gsnap, a: a}
-	if a.session != nil {
-		if len(affected) == 0 {
-			return gr, nil
-		}
-		// Silver as of the last batch the merged quarantine holds: later rows reach gold through
-		// the stream or the next merge-late, which recomputes these sessions again.
-		upTo := st.batch
-		if b, ok := qsnap.TxnVersion(st.queryID); ok {
-			upTo = max(upTo, b)
-		}
-		src, err := openSource(ctx, opts, SourceSilver, st.queryID, upTo)
-		if err != nil {
-			return gr, err
-		}
-		if err := evolveGold(ctx, &opts.Query, g, rw, qschema); err != nil {
-			return gr, err
-		}
-		res, err := resessionize(ctx, rw, src, st, resessionScope{from: lo, to: hi, only: affected, late: lr.times, txn: txn})
-		gr.Gold = res.gold
-		if res.deferred {
-			gr.Note = "late rows inside sessions the stream still holds: merged again by the next run"
-		}
-		return gr, err
-	}
-	groups, err := c.groups()
-	if err != nil {
-		return gr, err
-	}
-	if len(groups) == 0 {
-		// Nothing to fold in: leave gold alone rather than commit only the txn; the next run
-		// reads these (row-less) versions again, which costs a few small reads.
-		return gr, nil
-	}
-	if err := evolveGold(ctx, &opts.Query, g, rw, qschema); err != nil {
-		return gr, err
-	}
-	ws, err := upsert(ctx, rw, groups, txn)
-	if err != nil {
-		return gr, err
-	}
-	gr.Gold = &ws
-	opts.noteInput(ctx, &gr, lr)
-	return gr, nil
-}
-
 // noteInput sets the rows the stream read in the batches that quarantined the merged rows, and
 // warns when the late rows exceed the alert fraction of them.
 func (o *Options) noteInput(ctx context.Context, gr *MergeGoldReport, lr lateRead) {
@@ -351,7 +233,7 @@ func (o *Options) noteInput(ctx context.Context, gr *MergeGoldReport, lr lateRea
 }
 
 // upsert combines each group with its gold row (null-safe on the keys) or inserts it.
-func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTxn) (writeStats, error) {
+func upsert(rw *rewriter, groups []*group, txn *table.AppTxn) (*rewrite, error) {
 	a := rw.a
 	index := make(map[string]*group, len(groups))
 	matched := make(map[*group]bool, len(groups))
@@ -413,7 +295,7 @@ func upsert(ctx context.Context, rw *rewriter, groups []*group, txn *table.AppTx
 		}
 		return nil
 	}
-	return rw.run(ctx, prune, row, extra, txn, txlog.Operation{Name: "MERGE", Parameters: map[string]any{
+	return rw.rewrite(prune, row, extra, txn, txlog.Operation{Name: "MERGE", Parameters: map[string]any{
 		"predicate": fmt.Sprintf("[\"(target.window <=> source.window) AND keys %v <=> source\"]", a.keyNames), "appId": txn.AppID}})
 }
 

@@ -234,16 +234,14 @@ type rewriter struct {
 	compare bool
 }
 
-// run rewrites the gold rows of the files prune lets through (see rewrite).
-func (g *rewriter) run(ctx context.Context, prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Batch, i int) (rowAction, error),
-	extra func(out *pq.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
+// rewrite is the change of the gold rows of the files prune lets through (see rewrite).
+func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Batch, i int) (rowAction, error),
+	extra func(out *pq.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (*rewrite, error) {
 	what := "gold " + g.a.cfg.Name
 	pred, files, err := prunedFiles(what, g.snap, g.a.gold, prune)
 	if err != nil {
-		g.st.Version = -1
-		return g.st, err
+		return nil, err
 	}
-	rw := &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
-		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st}
-	return rw.run(ctx)
+	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
+		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st}, nil
 }
