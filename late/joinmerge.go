@@ -644,6 +644,12 @@ type wantRows struct {
 	rows  map[outRow][2]*sideRow
 }
 
+// add wants n more copies of row k, written from silver rows l and r (nil: a null side).
+func (w *wantRows) add(k outRow, n int, l, r *sideRow) {
+	w.count[k] += n
+	w.rows[k] = [2]*sideRow{l, r}
+}
+
 // desired computes the batch join's rows that touch a candidate (spec §9.1): every pair of a
 // candidate with its partners, each pair once, as many times as the product of the two
 // values' copies; a null-extended row for an unmatched candidate of a preserved side whose
@@ -669,21 +675,15 @@ func (m *merger) desired(idx [2]*sideIndex, X [2]map[string]*cand) (*wantRows, e
 		ps := m.partners(idx[join.Right], c)
 		if m.p.typ == join.LeftSemi {
 			if len(ps) > 0 {
-				k := outRow{l: c.enc}
-				w.count[k] += n
-				w.rows[k] = [2]*sideRow{l, nil}
+				w.add(outRow{l: c.enc}, n, l, nil)
 			}
 			continue
 		}
 		for _, r := range ps {
-			k := outRow{l: c.enc, r: r.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, r}
+			w.add(outRow{l: c.enc, r: r.enc}, n, l, r)
 		}
 		if len(ps) == 0 && m.p.nullRow(join.Left, c.t, wm) {
-			k := outRow{l: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, nil}
+			w.add(outRow{l: c.enc}, n, l, nil)
 		}
 	}
 	if m.p.typ == join.LeftSemi {
@@ -699,14 +699,10 @@ func (m *merger) desired(idx [2]*sideIndex, X [2]map[string]*cand) (*wantRows, e
 			if X[join.Left][l.enc] != nil {
 				continue // counted from the left candidate
 			}
-			k := outRow{l: l.enc, r: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, r}
+			w.add(outRow{l: l.enc, r: c.enc}, n, l, r)
 		}
 		if len(ps) == 0 && m.p.nullRow(join.Right, c.t, wm) {
-			k := outRow{r: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{nil, r}
+			w.add(outRow{r: c.enc}, n, nil, r)
 		}
 	}
 	return w, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -96,33 +98,16 @@ type deltaTables struct {
 // quarantine behind that version.
 func openDelta(ctx context.Context, opts *Options, st streamState, dt deltaTables) (*delta, deltaState, error) {
 	d := &delta{out: opts.open(dt.out), q: opts.open(dt.quarantine), appID: AppIDPrefix + st.queryID, from: -1, to: -1}
+	var found bool
 	var err error
-	d.outSnap, err = d.out.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
-		return d, deltaNoOutput, nil
-	}
-	if err != nil {
-		return d, deltaNoOutput, fmt.Errorf("late: %s: %w", dt.outWhat, err)
-	}
-	if dt.guard != nil {
-		if err := dt.guard("joined table", d.outSnap); err != nil {
-			return d, deltaNoOutput, err
-		}
+	if d.outSnap, found, err = dt.snapshot(ctx, d.out, dt.outWhat, "joined table"); err != nil || !found {
+		return d, deltaNoOutput, err
 	}
 	if v, ok := d.outSnap.TxnVersion(d.appID); ok {
 		d.from = v
 	}
-	d.qSnap, err = d.q.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
-		return d, deltaNoQuarantine, nil
-	}
-	if err != nil {
-		return d, deltaNoQuarantine, fmt.Errorf("late: %s: %w", dt.qWhat, err)
-	}
-	if dt.guard != nil {
-		if err := dt.guard("quarantine", d.qSnap); err != nil {
-			return d, deltaNoQuarantine, err
-		}
+	if d.qSnap, found, err = dt.snapshot(ctx, d.q, dt.qWhat, "quarantine"); err != nil || !found {
+		return d, deltaNoQuarantine, err
 	}
 	if err := errors.Join(st.check(dt.out, d.outSnap), st.check(dt.quarantine, d.qSnap)); err != nil {
 		if dt.checkWrap != "" {
@@ -139,3 +124,56 @@ func openDelta(ctx context.Context, opts *Options, st streamState, dt deltaTable
 
 // txn is the commit's txn: the quarantine version merged.
 func (d *delta) txn() *table.AppTxn { return &table.AppTxn{AppID: d.appID, Version: d.to} }
+
+// snapshot reads t's latest snapshot (found false: the table does not exist yet), refused by
+// the guard when it has one.
+func (dt deltaTables) snapshot(ctx context.Context, t *table.Table, what, which string) (*txlog.Snapshot, bool, error) {
+	snap, err := t.Log().Snapshot(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("late: %s: %w", what, err)
+	}
+	if dt.guard != nil {
+		if err := dt.guard(which, snap); err != nil {
+			return nil, false, err
+		}
+	}
+	return snap, true, nil
+}
+
+// quarantineBehind is the checkpoint.ErrTableBehind of quarantine q at version has, whose
+// rows target records as merged up to version merged under appID (a deleted _delta_log entry,
+// a restore from an older backup): merging on would take the rows the stream writes into
+// those versions again as merged.
+func quarantineBehind(q, target, appID string, has, merged int64) error {
+	return fmt.Errorf("late: %w: quarantine %s is at version %d, but %s holds txn(%s) for version %d; recover the "+
+		"stream first (its run refuses and names the recovery: medallion recover rollback --config F --query NAME, "+
+		"docs/recovery.md), then run merge-late", checkpoint.ErrTableBehind, q, has, target, appID, merged)
+}
+
+// addedFiles lists the files the commits from..to (inclusive) added with dataChange: the rows
+// those versions appended (compactions, with dataChange false, only move rows already seen).
+func addedFiles(ctx context.Context, b objstore.Bucket, from, to int64) ([]*txlog.Add, error) {
+	var out []*txlog.Add
+	for v := max(from, 0); v <= to; v++ {
+		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("commit %d is no longer in the log (cleaned up before it was merged): run replay over its range", v)
+		}
+		if err != nil {
+			return nil, err
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return nil, fmt.Errorf("commit %d: %w", v, err)
+		}
+		for _, a := range actions {
+			if a.Add != nil && a.Add.DataChange {
+				out = append(out, a.Add)
+			}
+		}
+	}
+	return out, nil
+}

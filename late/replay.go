@@ -392,17 +392,8 @@ func replace(rw *rewriter, rp replacement) (*rewrite, error) {
 	lateRows := map[string]int64{}
 	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte
-	var keys []*pq.Column
-	row := func(_, b *pq.Batch, i int) (rowAction, error) {
-		win := b.Columns[a.winCol]
-		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
-			return keepRow, nil
-		}
-		keys = keys[:0]
-		for _, ci := range a.keyCols {
-			keys = append(keys, b.Columns[ci])
-		}
-		start, end := win.Children[0].Int64[i], win.Children[1].Int64[i]
+	gr := goldRow{a: a}
+	row := gr.rows(func(_, b *pq.Batch, i int, start, end int64, keys []*pq.Column) (rowAction, error) {
 		if !drop(start, end, keys, i) {
 			return keepRow, nil
 		}
@@ -418,7 +409,7 @@ func replace(rw *rewriter, rp replacement) (*rewrite, error) {
 		}
 		rw.st.Deleted++
 		return dropRow, nil
-	}
+	})
 	extra := func(out *pq.Batch, flush func() error) error {
 		if rp.emit != nil {
 			n, err := rp.emit(out, lateRows, flush)
