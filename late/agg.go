@@ -300,3 +300,37 @@ func readNumber(c *pq.Column, i int, v *gold.AggValue) {
 		v.F = float64(c.Float32[i])
 	}
 }
+
+// goldRow reads gold rows' windows and group-by key columns (reusing one slice of them).
+type goldRow struct {
+	a    *agg
+	keys []*pq.Column
+}
+
+// at returns row i's window and key columns; ok false for a row without a whole window.
+func (r *goldRow) at(b *pq.Batch, i int) (start, end int64, keys []*pq.Column, ok bool) {
+	win := b.Columns[r.a.winCol]
+	if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
+		return 0, 0, nil, false
+	}
+	r.keys = r.keys[:0]
+	for _, ci := range r.a.keyCols {
+		r.keys = append(r.keys, b.Columns[ci])
+	}
+	return win.Children[0].Int64[i], win.Children[1].Int64[i], r.keys, true
+}
+
+// goldRowFunc decides for a gold row with a whole window, given its window and key columns.
+type goldRowFunc func(out, b *pq.Batch, i int, start, end int64, keys []*pq.Column) (rowAction, error)
+
+// rows is a rewrite's row callback that keeps the rows without a whole window and hands the
+// others to fn.
+func (r *goldRow) rows(fn goldRowFunc) func(out, b *pq.Batch, i int) (rowAction, error) {
+	return func(out, b *pq.Batch, i int) (rowAction, error) {
+		start, end, keys, ok := r.at(b, i)
+		if !ok {
+			return keepRow, nil
+		}
+		return fn(out, b, i, start, end, keys)
+	}
+}

@@ -2,9 +2,11 @@ package late
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -53,26 +55,89 @@ func (st *streamState) readTables(ctx context.Context, ckpt *checkpoint.Dir) err
 // errNoStream reports a checkpoint the stream has not written yet.
 var errNoStream = errors.New("late: the stream has not run yet (no checkpoint metadata)")
 
-func readStreamState(ctx context.Context, ckpt *checkpoint.Dir) (streamState, error) {
+// readStreamState reads the stream's state from its checkpoint, and the offsets of its last
+// committed batch (nil when it has none).
+func readStreamState(ctx context.Context, ckpt *checkpoint.Dir) (streamState, *checkpoint.Offsets, error) {
 	st := streamState{batch: -1}
 	id, err := ckpt.ReadQueryID(ctx)
 	if errors.Is(err, checkpoint.ErrNoQuery) {
-		return st, errNoStream
+		return st, nil, errNoStream
 	}
 	if err != nil {
-		return st, fmt.Errorf("late: %w", err)
+		return st, nil, fmt.Errorf("late: %w", err)
 	}
 	st.queryID = id
 	if st.batch, err = ckpt.LatestCommit(ctx); err != nil {
-		return st, fmt.Errorf("late: %w", err)
+		return st, nil, fmt.Errorf("late: %w", err)
 	}
 	if st.batch < 0 {
-		return st, nil
+		return st, nil, nil
 	}
 	e, err := ckpt.ReadOffsets(ctx, st.batch)
 	if err != nil {
-		return st, fmt.Errorf("late: %w", err)
+		return st, nil, fmt.Errorf("late: %w", err)
 	}
 	st.evictMs = e.BatchWatermarkMs
-	return st, st.readTables(ctx, ckpt)
+	return st, e, st.readTables(ctx, ckpt)
+}
+
+// readState reads the checkpoint at path (of a source query or of a join): the stream's state
+// and, for a join, the silver versions its last committed batch had read of each side.
+// offsets/N of a join may follow Spark's layout for a query with several sources: after the
+// version and metadata lines, one line per source in the order left, right ("-": nothing read
+// yet). With a single source line or none it says nothing about the sides: merge-late then
+// reads the latest silver, which is exact when the join has read everything its sources
+// wrote (run merge-late after run stream).
+func readState(ctx context.Context, lake objstore.Bucket, path string) (streamState, joinInputs, error) {
+	st, e, err := readStreamState(ctx, checkpoint.Open(objstore.WithPrefix(lake, path)))
+	st.ckpt = path
+	if err != nil || e == nil || len(e.Sources) < 2 {
+		return st, joinInputs{}, err
+	}
+	in := joinInputs{known: true}
+	for k, dst := range []*int64{&in.left, &in.right} {
+		o := e.Sources[k]
+		if o == nil {
+			*dst = -1
+			continue
+		}
+		// The offset is the position after file Index of the version (-1: before its
+		// first file), so the batch read everything up to the version before.
+		*dst = o.ReservoirVersion
+		if o.Index < 0 {
+			*dst--
+		}
+	}
+	return st, in, nil
+}
+
+// noteInput sets the rows the stream read in the batches that quarantined the merged rows, and
+// warns when the late rows exceed the alert fraction of them.
+func (o *Options) noteInput(ctx context.Context, gr *MergeGoldReport, lr lateRead) {
+	if lr.minBatch >= 0 {
+		gr.InputRows = progressInput(ctx, checkpoint.Open(objstore.WithPrefix(o.Lake, o.Query.Tables.Checkpoint)), lr.minBatch, lr.maxBatch)
+	}
+	if f := o.Query.LateAlertFraction; f > 0 && gr.InputRows > 0 && float64(gr.LateRows) > f*float64(gr.InputRows) {
+		o.Logger.Warn("late: late rows above the alert fraction", "gold", gr.Name, "lateRows", gr.LateRows,
+			"inputRows", gr.InputRows, "fromBatch", lr.minBatch, "toBatch", lr.maxBatch, "fraction", f)
+	}
+}
+
+// progressInput sums numInputRows of the stream's kept progress files of batches from..to.
+// Progress is informational: a file already cleaned up is simply not counted.
+func progressInput(ctx context.Context, ckpt *checkpoint.Dir, from, to int64) int64 {
+	var n int64
+	for b := from; b <= to && b-from < 100_000; b++ {
+		data, err := ckpt.ReadProgress(ctx, b)
+		if err != nil {
+			continue
+		}
+		var p struct {
+			NumInputRows int64 `json:"numInputRows"`
+		}
+		if json.Unmarshal(data, &p) == nil {
+			n += p.NumInputRows
+		}
+	}
+	return n
 }

@@ -43,7 +43,7 @@ func TestReadStreamState(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := readStreamState(ctx, checkpoint.Open(b))
+			got, _, err := readStreamState(ctx, checkpoint.Open(b))
 			switch {
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
@@ -75,7 +75,7 @@ func FuzzCheckpointFiles(f *testing.F) {
 		_ = objstore.PutBytes(ctx, b, "metadata", meta)
 		_ = objstore.PutBytes(ctx, b, "offsets/0", offsets)
 		_ = objstore.PutBytes(ctx, b, "commits/0", []byte("v1\n{}"))
-		if st, err := readStreamState(ctx, checkpoint.Open(b)); err == nil && (st.queryID == "" || st.batch != 0) {
+		if st, _, err := readStreamState(ctx, checkpoint.Open(b)); err == nil && (st.queryID == "" || st.batch != 0) {
 			t.Fatalf("state %+v without an error", st)
 		}
 		_, _ = checkpoint.Open(b).ReadOffsets(ctx, 0)

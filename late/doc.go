@@ -19,6 +19,14 @@
 // commit; it runs merge-late first, and reads the source as of the last batch whose late rows
 // gold has absorbed, so that no row is counted by both.
 //
+// One reconciler (reconcile.go) runs every job: find what the input affects (merge-late: the
+// rows of the quarantine versions not merged yet; replay: a range), recompute those rows from
+// the inputs, and rewrite them in one copy-on-write commit (rewrite.go, the only commit path
+// of the package). Each kind of output is a plug-in behind outputKind, with merge-late and
+// replay as its two modes: windowAgg (tumbling and sliding windows), sessionAgg (session
+// windows), the join merge (a joined table), and, for an aggregation over a join, windowAgg or
+// sessionAgg over the joined table with the join's watermark.
+//
 // Float sums and averages are exact (gold.Exact): merge-late adds the late rows to the exact
 // sum a gold row keeps in its internal _<as>_exact column (a null there, or a table without
 // the column, stands for the exact value of the row's double), and replay recomputes exact

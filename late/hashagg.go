@@ -632,6 +632,50 @@ func compareBytes(a, b []byte) int {
 // returns the rows appended.
 func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
 	a := h.a
+	e := &emitter{h: h, out: out, unset: h.unsetColumns(out)}
+	var rows int64
+	grow := func() {
+		// Room for a chunk: appends then never copy what they hold so far.
+		if out.Len() == 0 {
+			for _, c := range out.Columns {
+				c.Grow(emitChunk, emitChunk*16)
+			}
+		}
+	}
+	grow()
+	e.lateOf = h.lateRows(late)
+	ord, byKey, rank := h.order()
+	e.rank = rank
+	// Each key decoded once, not once per window, into compact columns by key rank: within
+	// a window the groups come in rank order, so the gathers walk the columns forward. The
+	// decoded parts kept per key before (a slice of boxed values each) cost a cache miss or
+	// two per gold row at 100k keys: a quarter of the replay's CPU.
+	var err error
+	if e.kcols, err = h.keyColumns(out, byKey); err != nil {
+		return 0, err
+	}
+	for _, ci := range a.keyCols {
+		e.keyOut = append(e.keyOut, out.Columns[ci])
+	}
+	for c0 := 0; c0 < len(ord); c0 += emitChunk {
+		chunk := ord[c0:min(c0+emitChunk, len(ord))]
+		if err := e.chunk(chunk); err != nil {
+			return rows, err
+		}
+		rows += int64(len(chunk))
+		if flush != nil && len(chunk) == emitChunk {
+			if err := flush(); err != nil {
+				return rows, err
+			}
+			grow()
+		}
+	}
+	return rows, nil
+}
+
+// unsetColumns are the columns of out no aggregate, key, window or late_rows fills: nulls.
+func (h *hashAgg) unsetColumns(out *pq.Batch) []*pq.Column {
+	a := h.a
 	set := make([]bool, len(out.Columns))
 	set[a.winCol], set[a.lateCol] = true, true
 	for _, ci := range a.keyCols {
@@ -655,117 +699,105 @@ func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error)
 			unset = append(unset, out.Columns[i])
 		}
 	}
-	win := out.Columns[a.winCol]
+	return unset
+}
+
+// emitter writes a hashAgg's groups into a gold batch a chunk at a time.
+type emitter struct {
+	h      *hashAgg
+	out    *pq.Batch
+	unset  []*pq.Column
+	lateOf []int64 // nil: every late_rows is 0
+	rank   []int32 // each key id's rank in byte order
+	kcols  []*pq.Column
+	keyOut []*pq.Column
+	// Per-chunk scratch.
+	kr      []int32
+	ns      []int64
+	vs      []uint64
+	starts  []int64
+	scratch []byte
+}
+
+// chunk appends the groups of chunk, column by column, each gather of a group's state
+// (scattered in table order) in its own tight loop: the loads overlap, where one loop over
+// rows that called the appends of every column between them waited on each miss in turn.
+func (e *emitter) chunk(chunk []int32) error {
+	h, a := e.h, e.h.a
+	e.starts, e.kr = e.starts[:0], e.kr[:0]
+	for _, g := range chunk {
+		e.starts = append(e.starts, h.gstart[g])
+		e.kr = append(e.kr, e.rank[h.gkey[g]])
+	}
+	win := e.out.Columns[a.winCol]
+	for _, start := range e.starts {
+		win.AppendStruct()
+		win.Children[0].AppendInt64(start)
+		win.Children[1].AppendInt64(start + a.window.Size)
+	}
+	for k, c := range e.keyOut {
+		kc := e.kcols[k]
+		for _, r := range e.kr {
+			c.AppendFrom(kc, int(r))
+		}
+	}
+	for si := range h.st {
+		if err := e.aggregate(chunk, &h.st[si], si); err != nil {
+			return err
+		}
+	}
+	lc := e.out.Columns[a.lateCol]
+	for _, g := range chunk {
+		var lr int64
+		if e.lateOf != nil {
+			lr = e.lateOf[g]
+		}
+		lc.AppendInt64(lr)
+	}
+	for _, c := range e.unset {
+		for range chunk {
+			c.AppendNull()
+		}
+	}
+	return nil
+}
+
+// aggregate appends aggregate si of the chunk's groups (and its exact-sum column).
+func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
+	a := e.h.a
+	e.ns = e.ns[:0]
+	for _, g := range chunk {
+		e.ns = append(e.ns, st.n[g])
+	}
+	e.vs = e.vs[:0]
+	if st.wide {
+		for _, g := range chunk {
+			e.vs = append(e.vs, st.v[g])
+		}
+	}
+	cols := e.out.Columns[a.aggCol[si]:]
+	xc := (*pq.Column)(nil)
+	if ci := a.exactCol[si]; ci >= 0 {
+		xc = e.out.Columns[ci]
+	}
 	var vals gold.AggValue
-	var rows int64
-	grow := func() {
-		// Room for a chunk: appends then never copy what they hold so far.
-		if out.Len() == 0 {
-			for _, c := range out.Columns {
-				c.Grow(emitChunk, emitChunk*16)
-			}
+	for i, n := range e.ns {
+		vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
+		switch {
+		case st.exact:
+			vals.X = st.x[chunk[i]]
+			vals.F = vals.X.Float64()
+		case st.wide && st.spec.Int:
+			vals.I = int64(e.vs[i])
+		case st.wide:
+			vals.F = math.Float64frombits(e.vs[i])
+		}
+		if _, _, err := gold.AppendAggregate(cols, st.spec, &vals, nil); err != nil {
+			return fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
+		}
+		if xc != nil {
+			e.scratch = gold.AppendExact(xc, &vals, e.scratch)
 		}
 	}
-	grow()
-	lateOf := h.lateRows(late)
-	ord, byKey, rank := h.order()
-	// Each key decoded once, not once per window, into compact columns by key rank: within
-	// a window the groups come in rank order, so the gathers walk the columns forward. The
-	// decoded parts kept per key before (a slice of boxed values each) cost a cache miss or
-	// two per gold row at 100k keys: a quarter of the replay's CPU.
-	kcols, err := h.keyColumns(out, byKey)
-	if err != nil {
-		return 0, err
-	}
-	keyOut := make([]*pq.Column, len(a.keyCols))
-	for k, ci := range a.keyCols {
-		keyOut[k] = out.Columns[ci]
-	}
-	// Column by column over a chunk of groups, each gather of a group's state (scattered in
-	// table order) in its own tight loop: the loads overlap, where one loop over rows that
-	// called the appends of every column between them waited on each miss in turn.
-	var (
-		kr      []int32
-		ns      []int64
-		vs      []uint64
-		starts  []int64
-		scratch []byte
-	)
-	for c0 := 0; c0 < len(ord); c0 += emitChunk {
-		chunk := ord[c0:min(c0+emitChunk, len(ord))]
-		starts = starts[:0]
-		kr = kr[:0]
-		for _, g := range chunk {
-			starts = append(starts, h.gstart[g])
-			kr = append(kr, rank[h.gkey[g]])
-		}
-		for _, start := range starts {
-			win.AppendStruct()
-			win.Children[0].AppendInt64(start)
-			win.Children[1].AppendInt64(start + a.window.Size)
-		}
-		for k, c := range keyOut {
-			kc := kcols[k]
-			for _, r := range kr {
-				c.AppendFrom(kc, int(r))
-			}
-		}
-		for si := range h.st {
-			st := &h.st[si]
-			ns = ns[:0]
-			for _, g := range chunk {
-				ns = append(ns, st.n[g])
-			}
-			vs = vs[:0]
-			if st.wide {
-				for _, g := range chunk {
-					vs = append(vs, st.v[g])
-				}
-			}
-			cols := out.Columns[a.aggCol[si]:]
-			xc := (*pq.Column)(nil)
-			if ci := a.exactCol[si]; ci >= 0 {
-				xc = out.Columns[ci]
-			}
-			for i, n := range ns {
-				vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
-				switch {
-				case st.exact:
-					vals.X = st.x[chunk[i]]
-					vals.F = vals.X.Float64()
-				case st.wide && st.spec.Int:
-					vals.I = int64(vs[i])
-				case st.wide:
-					vals.F = math.Float64frombits(vs[i])
-				}
-				if _, _, err := gold.AppendAggregate(cols, st.spec, &vals, nil); err != nil {
-					return rows, fmt.Errorf("late: gold %s aggregate %s: %w", a.cfg.Name, st.spec.Name, err)
-				}
-				if xc != nil {
-					scratch = gold.AppendExact(xc, &vals, scratch)
-				}
-			}
-		}
-		lc := out.Columns[a.lateCol]
-		for _, g := range chunk {
-			var lr int64
-			if lateOf != nil {
-				lr = lateOf[g]
-			}
-			lc.AppendInt64(lr)
-		}
-		for _, c := range unset {
-			for range chunk {
-				c.AppendNull()
-			}
-		}
-		rows += int64(len(chunk))
-		if flush != nil && len(chunk) == emitChunk {
-			if err := flush(); err != nil {
-				return rows, err
-			}
-			grow()
-		}
-	}
-	return rows, nil
+	return nil
 }

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/join"
-	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
-	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -76,9 +74,7 @@ func MergeLateJoin(ctx context.Context, opts Options, j spec.Join) (JoinMergeRep
 	if err != nil {
 		return rep, err
 	}
-	ckb := objstore.WithPrefix(opts.Lake, j.Checkpoint)
-	st, in, err := readJoinState(ctx, ckb)
-	st.ckpt = j.Checkpoint
+	st, in, err := readState(ctx, opts.Lake, j.Checkpoint)
 	if errors.Is(err, errNoStream) {
 		rep.Note = "the join has not run yet"
 		return rep, nil
@@ -221,60 +217,6 @@ func (p *joinPlan) settled(s join.Side, t, wMs int64) bool {
 type joinInputs struct {
 	known       bool
 	left, right int64
-}
-
-// readJoinState reads the join query's checkpoint: its query id, last committed batch and
-// that batch's eviction watermark (as readStreamState), and the silver versions the batch had
-// read of each side. offsets/N of a join may follow Spark's layout for a query with several
-// sources: after the version and metadata lines, one line per source in the order left,
-// right ("-": nothing read yet). With a single source line or none it says nothing about the
-// sides: merge-late then reads the latest silver, which is exact when the join has read
-// everything its sources wrote (run merge-late after run stream).
-func readJoinState(ctx context.Context, ckb objstore.Bucket) (streamState, joinInputs, error) {
-	ckpt := checkpoint.Open(ckb)
-	st := streamState{batch: -1}
-	id, err := ckpt.ReadQueryID(ctx)
-	if errors.Is(err, checkpoint.ErrNoQuery) {
-		return st, joinInputs{}, errNoStream
-	}
-	if err != nil {
-		return st, joinInputs{}, fmt.Errorf("late: %w", err)
-	}
-	st.queryID = id
-	if st.batch, err = ckpt.LatestCommit(ctx); err != nil || st.batch < 0 {
-		return st, joinInputs{}, err
-	}
-	key := checkpoint.OffsetsKey(st.batch)
-	data, err := objstore.ReadAll(ctx, ckb, key)
-	if err != nil {
-		return st, joinInputs{}, fmt.Errorf("late: join checkpoint %s: %w", key, err)
-	}
-	e, err := checkpoint.ParseOffsets(key, data)
-	if err != nil {
-		return st, joinInputs{}, fmt.Errorf("late: %w", err)
-	}
-	st.evictMs = e.BatchWatermarkMs
-	if err := st.readTables(ctx, ckpt); err != nil {
-		return st, joinInputs{}, err
-	}
-	if len(e.Sources) < 2 {
-		return st, joinInputs{}, nil
-	}
-	in := joinInputs{known: true}
-	for k, dst := range []*int64{&in.left, &in.right} {
-		o := e.Sources[k]
-		if o == nil {
-			*dst = -1
-			continue
-		}
-		// The offset is the position after file Index of the version (-1: before its
-		// first file), so the batch read everything up to the version before.
-		*dst = o.ReservoirVersion
-		if o.Index < 0 {
-			*dst--
-		}
-	}
-	return st, in, nil
 }
 
 // silverSnapshot is side's silver as the join's last batch had read it (nil: nothing yet).

@@ -1,12 +1,13 @@
 package late
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/join"
@@ -37,7 +38,8 @@ type sideCols struct {
 	joinedKey []string
 }
 
-// merger is one attempt of a join's merge-late.
+// merger is one attempt of a join's merge-late: the reconciler's plug-in for a joined table
+// (outputKind[*joinScope]).
 type merger struct {
 	opts *Options
 	p    *joinPlan
@@ -47,6 +49,17 @@ type merger struct {
 	snap [2]*txlog.Snapshot // silver as the join read it (nil: nothing)
 	tab  [2]*table.Table
 	rep  *JoinMergeReport
+	// d is the joined table and its quarantine (find reads them); touched collects the
+	// event times (either side's) of the joined rows reconciled.
+	d       *delta
+	touched *span
+}
+
+// joinScope is what a join merge finds affected: the candidates of each side (by value) and
+// the batch join's rows that hold them.
+type joinScope struct {
+	X    [2]map[string]*cand
+	want *wantRows
 }
 
 // cand is a row whose joined-table rows the merge reconciles, identified by its value.
@@ -82,67 +95,61 @@ type span struct{ lo, hi int64 }
 // side's) of the joined rows it reconciled, empty when none.
 func mergeJoinOnce(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport) (span, error) {
 	touched := span{lo: math.MaxInt64, hi: math.MinInt64}
-	err := mergeJoin(ctx, opts, p, st, in, rep, &touched)
+	err := reconcile(ctx, &merger{opts: opts, p: p, st: st, in: in, rep: rep, touched: &touched})
 	return touched, err
 }
 
-func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, in joinInputs, rep *JoinMergeReport, touched *span) error {
-	j := p.j
-	m := &merger{opts: opts, p: p, st: st, in: in, rep: rep}
-	jt, qt := opts.open(j.Table), opts.open(j.Quarantine)
-	jsnap, err := jt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
+// find opens the joined table and its quarantine and finds the candidates: the quarantined
+// rows of the versions not merged yet, the earlier ones not settled at the last merge's
+// watermark, and the rows they pair with; and what the batch join makes of them.
+func (m *merger) find(ctx context.Context) (*joinScope, bool, error) {
+	j, rep, st := m.p.j, m.rep, m.st
+	d, state, err := openDelta(ctx, m.opts, st, deltaTables{out: j.Table, quarantine: j.Quarantine,
+		outWhat: "join " + j.Name + ": joined table", qWhat: "join " + j.Name + ": quarantine", checkWrap: "join " + j.Name,
+		guard: func(which string, snap *txlog.Snapshot) error {
+			if v, ok := snap.TxnVersion(st.queryID); ok && v > st.batch {
+				return fmt.Errorf("%w: join %s: the %s holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, which, v, st.batch)
+			}
+			return nil
+		}})
+	m.d, rep.FromVersion = d, d.from
+	switch {
+	case err != nil:
+		return nil, false, err
+	case state == deltaNoOutput:
 		rep.Note = "the joined table does not exist yet"
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-	}
-	if v, ok := jsnap.TxnVersion(st.queryID); ok && v > st.batch {
-		return fmt.Errorf("%w: join %s: the joined table holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, v, st.batch)
-	}
-	appID := AppIDPrefix + st.queryID
-	if v, ok := jsnap.TxnVersion(appID); ok {
-		rep.FromVersion = v
-	}
-	qsnap, err := qt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, false, nil
+	case state == deltaNoQuarantine:
 		rep.ToVersion = rep.FromVersion
 		rep.Note = "no late rows yet"
-		return nil
+		return nil, false, nil
 	}
-	if err != nil {
-		return fmt.Errorf("late: join %s: quarantine: %w", j.Name, err)
-	}
-	if v, ok := qsnap.TxnVersion(st.queryID); ok && v > st.batch {
-		return fmt.Errorf("%w: join %s: the quarantine holds batch %d, the checkpoint commits up to %d", ErrJoinUncommitted, j.Name, v, st.batch)
-	}
-	if err := errors.Join(st.check(j.Table, jsnap), st.check(j.Quarantine, qsnap)); err != nil {
-		return fmt.Errorf("join %s: %w", j.Name, err)
-	}
-	if qsnap.Version() < rep.FromVersion {
-		return quarantineBehind(j.Quarantine, j.Table, appID, qsnap.Version(), rep.FromVersion)
-	}
-	rep.ToVersion = max(qsnap.Version(), rep.FromVersion)
-	if err := m.resolve(ctx, jsnap, qsnap); err != nil {
-		return err
+	rep.ToVersion = d.to
+	if err := m.resolve(ctx, d.outSnap, d.qSnap); err != nil {
+		return nil, false, err
 	}
 	prevW := int64(-1) // no earlier merge: every quarantined row is new
 	if rep.FromVersion >= 0 {
-		prevW = previousWatermark(ctx, jt.Bucket(), jsnap.Version(), appID)
+		prevW = previousWatermark(ctx, d.out.Bucket(), d.outSnap.Version(), d.appID)
 	}
-
-	// The quarantined rows to merge: those of the versions not merged yet, and the earlier
-	// ones that were not settled at the last merge's watermark.
-	qc, err := m.readQuarantine(ctx, qt, qsnap, rep, prevW)
+	qc, err := m.readQuarantine(ctx, d.q, d.qSnap, rep, prevW)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if len(qc[0])+len(qc[1]) == 0 && rep.ToVersion <= rep.FromVersion {
 		rep.Note = "up to date: no new or pending late rows"
-		return nil
+		return nil, false, nil
 	}
-	// Every row whose joined rows can be wrong: the late rows and the rows they pair with.
+	sc := &joinScope{}
+	if sc.X, err = m.candidates(ctx, qc); err != nil {
+		return nil, false, err
+	}
+	return sc, true, nil
+}
+
+// candidates are every row whose joined rows can be wrong: the late rows qc and the rows
+// they pair with.
+func (m *merger) candidates(ctx context.Context, qc [2]map[string]*cand) ([2]map[string]*cand, error) {
 	X := [2]map[string]*cand{{}, {}}
 	var spans [2][]span
 	keys := [2]map[string]bool{{}, {}}
@@ -154,7 +161,7 @@ func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, 
 	}
 	idx, err := m.readSides(ctx, spans, keys)
 	if err != nil {
-		return err
+		return X, err
 	}
 	for s := range qc {
 		o := 1 - join.Side(s)
@@ -166,21 +173,37 @@ func mergeJoin(ctx context.Context, opts *Options, p *joinPlan, st streamState, 
 			}
 		}
 	}
-	// Every candidate's partners and copies.
-	for s := range X {
-		for _, c := range X[s] {
+	return X, nil
+}
+
+// recompute reads every candidate's partners and copies from silver, computes the batch
+// join's rows that hold a candidate, and rewrites the joined table's rows that do where they
+// differ (see rewriteJoined).
+func (m *merger) recompute(ctx context.Context, sc *joinScope) (*rewrite, error) {
+	var spans [2][]span
+	keys := [2]map[string]bool{{}, {}}
+	for s := range sc.X {
+		for _, c := range sc.X[s] {
 			m.want(c, &spans, keys)
-			touched.lo, touched.hi = min(touched.lo, c.t-p.reach), max(touched.hi, c.t+p.reach)
+			m.touched.lo, m.touched.hi = min(m.touched.lo, c.t-m.p.reach), max(m.touched.hi, c.t+m.p.reach)
 		}
 	}
-	if idx, err = m.readSides(ctx, spans, keys); err != nil {
-		return err
-	}
-	d, err := m.desired(idx, X)
+	idx, err := m.readSides(ctx, spans, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.commit(ctx, jt, jsnap, X, d, rep, appID)
+	if sc.want, err = m.desired(idx, sc.X); err != nil {
+		return nil, err
+	}
+	return m.rewriteJoined(ctx, sc.X, sc.want)
+}
+
+// committed notes the joined table's version written.
+func (m *merger) committed(_ context.Context, _ *joinScope, ws writeStats) {
+	if !ws.skipped {
+		v := ws.Version
+		m.rep.Commit = &v
+	}
 }
 
 // resolve reads the silver schemas and checks that the joined table and the quarantine lay
@@ -621,6 +644,12 @@ type wantRows struct {
 	rows  map[outRow][2]*sideRow
 }
 
+// add wants n more copies of row k, written from silver rows l and r (nil: a null side).
+func (w *wantRows) add(k outRow, n int, l, r *sideRow) {
+	w.count[k] += n
+	w.rows[k] = [2]*sideRow{l, r}
+}
+
 // desired computes the batch join's rows that touch a candidate (spec §9.1): every pair of a
 // candidate with its partners, each pair once, as many times as the product of the two
 // values' copies; a null-extended row for an unmatched candidate of a preserved side whose
@@ -646,21 +675,15 @@ func (m *merger) desired(idx [2]*sideIndex, X [2]map[string]*cand) (*wantRows, e
 		ps := m.partners(idx[join.Right], c)
 		if m.p.typ == join.LeftSemi {
 			if len(ps) > 0 {
-				k := outRow{l: c.enc}
-				w.count[k] += n
-				w.rows[k] = [2]*sideRow{l, nil}
+				w.add(outRow{l: c.enc}, n, l, nil)
 			}
 			continue
 		}
 		for _, r := range ps {
-			k := outRow{l: c.enc, r: r.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, r}
+			w.add(outRow{l: c.enc, r: r.enc}, n, l, r)
 		}
 		if len(ps) == 0 && m.p.nullRow(join.Left, c.t, wm) {
-			k := outRow{l: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, nil}
+			w.add(outRow{l: c.enc}, n, l, nil)
 		}
 	}
 	if m.p.typ == join.LeftSemi {
@@ -676,33 +699,86 @@ func (m *merger) desired(idx [2]*sideIndex, X [2]map[string]*cand) (*wantRows, e
 			if X[join.Left][l.enc] != nil {
 				continue // counted from the left candidate
 			}
-			k := outRow{l: l.enc, r: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{l, r}
+			w.add(outRow{l: l.enc, r: c.enc}, n, l, r)
 		}
 		if len(ps) == 0 && m.p.nullRow(join.Right, c.t, wm) {
-			k := outRow{r: c.enc}
-			w.count[k] += n
-			w.rows[k] = [2]*sideRow{nil, r}
+			w.add(outRow{r: c.enc}, n, nil, r)
 		}
 	}
 	return w, nil
 }
 
-// commit reads the joined table's rows touching a candidate, and when they differ from the
-// batch join's, replaces them in one commit (copy-on-write of the files holding them) with
-// txn(appID, quarantine version) when new quarantine versions were merged. The commit
-// records the watermark the merge judged with, for the next run.
-func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snapshot, X [2]map[string]*cand, want *wantRows, rep *JoinMergeReport, appID string) error {
-	j := m.p.j
+// rewriteJoined reads the joined table's rows touching a candidate, and when they differ
+// from the batch join's, replaces them in one commit (copy-on-write of the files holding
+// them) with txn(appID, quarantine version) when new quarantine versions were merged. The
+// commit records the watermark the merge judged with, for the next run.
+func (m *merger) rewriteJoined(ctx context.Context, X [2]map[string]*cand, want *wantRows) (*rewrite, error) {
+	j, rep, jt, jsnap := m.p.j, m.rep, m.d.out, m.d.outSnap
 	js, err := jsnap.Schema()
 	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
+		return nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
-	semi := m.p.typ == join.LeftSemi
+	what := fmt.Sprintf("join %s (table %s)", j.Name, j.Table)
+	pred, files, err := prunedFiles(what, jsnap, js, m.prune(X))
+	if err != nil {
+		return nil, err
+	}
+	current, touched, err := m.current(ctx, jt, jsnap, files, X)
+	if err != nil {
+		return nil, err
+	}
+	same := m.difference(rep, current, want)
+	newVersions := rep.ToVersion > rep.FromVersion
+	if same && !newVersions {
+		rep.Note = "up to date: the joined table already holds the batch join of the late rows"
+		return nil, nil
+	}
+	rw := &rewrite{what: what, t: jt, snap: jsnap, schema: js, read: pred,
+		rows: func(b *pq.Batch) (rowFunc, error) {
+			cls, err := m.touching(b, X)
+			if err != nil {
+				return nil, err
+			}
+			return func(_ *pq.Batch, i int) (rowAction, error) {
+				if _, hit := cls(i); hit {
+					return dropRow, nil
+				}
+				return keepRow, nil
+			}, nil
+		},
+		extra: func(out *pq.Batch, _ func() error) error {
+			if !same {
+				m.appendWanted(out, want)
+			}
+			return nil
+		},
+		op: func(res table.RewriteResult, _ *writeStats) txlog.Operation {
+			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
+				"appId": m.d.appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
+				Metrics: map[string]int64{"numTargetRowsInserted": rep.PairsAdded + rep.NullRowsAdded + rep.SemiRowsAdded,
+					"numTargetRowsDeleted": rep.NullRowsReplaced + rep.PairsRemoved + rep.SemiRowsRemoved,
+					"numTargetFilesAdded":  int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed))}}
+		},
+	}
+	if newVersions {
+		rw.txn = m.d.txn()
+	}
+	if !same {
+		for _, f := range files {
+			if touched[f.Path] {
+				rw.candidates = append(rw.candidates, f)
+			}
+		}
+	}
+	return rw, nil
+}
+
+// prune bounds the joined rows that can hold a candidate: each side's candidates' event
+// times (a left_semi table holds only left rows).
+func (m *merger) prune(X [2]map[string]*cand) sqlexpr.Expr {
 	var ors []sqlexpr.Expr
 	for s := range X {
-		if len(X[s]) == 0 || (semi && s == 1) {
+		if len(X[s]) == 0 || (m.p.typ == join.LeftSemi && s == 1) {
 			continue
 		}
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
@@ -711,69 +787,57 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 		}
 		ors = append(ors, sqlexpr.And(sqlexpr.Ge(m.cols[s].joinedT, time.UnixMicro(lo).UTC()), sqlexpr.Le(m.cols[s].joinedT, time.UnixMicro(hi).UTC())))
 	}
-	prune := sqlexpr.Or(ors...) // no candidate: read nothing
-	pred, err := sqlexpr.Bind(prune, js, jsnap.PartitionColumns())
-	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-	}
-	var files []*txlog.Add
-	for _, f := range jsnap.Files() {
-		if pred.MayMatch(f) {
-			files = append(files, f)
+	return sqlexpr.Or(ors...) // no candidate: read nothing
+}
+
+// touching classifies the rows of a joined batch: the row's two sides, and whether it
+// touches a candidate.
+func (m *merger) touching(b *pq.Batch, X [2]map[string]*cand) (func(i int) (outRow, bool), error) {
+	var enc [2]*encoder
+	for s := range enc {
+		if m.p.typ == join.LeftSemi && s == 1 {
+			break
+		}
+		c := &m.cols[s]
+		var err error
+		if enc[s], err = newEncoder(b, c.joinedT, c.joinedKey, c.joined); err != nil {
+			return nil, fmt.Errorf("late: join %s: joined table: %w", m.p.j.Name, err)
 		}
 	}
-	// touching classifies the rows of a joined batch: the row's two sides, and whether it
-	// touches a candidate.
-	var lb, rb []byte
-	touching := func(b *pq.Batch) (func(i int) (outRow, bool), error) {
-		var enc [2]*encoder
-		for s := range enc {
-			if semi && s == 1 {
-				break
+	var buf [2][]byte
+	return func(i int) (outRow, bool) {
+		var k [2]string
+		hit := false
+		for s, e := range enc {
+			if e == nil || e.t.IsNull(i) {
+				continue
 			}
-			c := &m.cols[s]
-			if enc[s], err = newEncoder(b, c.joinedT, c.joinedKey, c.joined); err != nil {
-				return nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
-			}
+			_, buf[s], _ = e.row(i, nil, buf[s][:0])
+			k[s] = string(buf[s])
+			hit = hit || X[s][k[s]] != nil
 		}
-		return func(i int) (outRow, bool) {
-			var k outRow
-			hit := false
-			for s, e := range enc {
-				if e == nil || e.t.IsNull(i) {
-					continue
-				}
-				if s == 0 {
-					_, lb, _ = e.row(i, nil, lb[:0])
-					k.l = string(lb)
-					hit = hit || X[0][k.l] != nil
-				} else {
-					_, rb, _ = e.row(i, nil, rb[:0])
-					k.r = string(rb)
-					hit = hit || X[1][k.r] != nil
-				}
-			}
-			return k, hit
-		}, nil
-	}
-	names := make([]string, len(js.Fields))
-	for i, f := range js.Fields {
-		names[i] = f.Name
-	}
-	fs, err := jt.FileScan(jsnap, names, nil)
+		return outRow{l: k[0], r: k[1]}, hit
+	}, nil
+}
+
+// current counts the joined table's rows that touch a candidate, in files, and notes the
+// files holding them.
+func (m *merger) current(ctx context.Context, jt *table.Table, jsnap *txlog.Snapshot, files []*txlog.Add, X [2]map[string]*cand) (map[outRow]int, map[string]bool, error) {
+	j := m.p.j
+	fs, err := jt.FileScan(jsnap, nil, nil)
 	if err != nil {
-		return fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
+		return nil, nil, fmt.Errorf("late: join %s: joined table: %w", j.Name, err)
 	}
 	current := map[outRow]int{}
 	touched := map[string]bool{}
 	for _, f := range files {
 		for b, err := range fs.Read(ctx, []*txlog.Add{f}) {
 			if err != nil {
-				return fmt.Errorf("late: join %s: read joined table: %w", j.Name, err)
+				return nil, nil, fmt.Errorf("late: join %s: read joined table: %w", j.Name, err)
 			}
-			cls, err := touching(b)
+			cls, err := m.touching(b, X)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			for i := range b.Len() {
 				if k, hit := cls(i); hit {
@@ -783,6 +847,12 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			}
 		}
 	}
+	return current, touched, nil
+}
+
+// difference counts into rep what turns the current rows into the wanted ones, and reports
+// whether they are the same multiset.
+func (m *merger) difference(rep *JoinMergeReport, current map[outRow]int, want *wantRows) bool {
 	same := len(current) == len(want.count)
 	for k, n := range want.count {
 		d := n - current[k]
@@ -794,119 +864,44 @@ func (m *merger) commit(ctx context.Context, jt *table.Table, jsnap *txlog.Snaps
 			m.count(rep, k, -n)
 		}
 	}
-	newVersions := rep.ToVersion > rep.FromVersion
-	if same && !newVersions {
-		rep.Note = "up to date: the joined table already holds the batch join of the late rows"
-		return nil
-	}
-	var txn *table.AppTxn
-	if newVersions {
-		txn = &table.AppTxn{AppID: appID, Version: rep.ToVersion}
-	}
-	var cands []*txlog.Add
-	if !same {
-		for _, f := range files {
-			if touched[f.Path] {
-				cands = append(cands, f)
-			}
-		}
-	}
+	return same
+}
+
+// appendWanted appends the wanted rows to out, in a fixed order (by the two sides' values),
+// each as many times as it is wanted: a side's silver row into its columns, nulls for a
+// missing side and the joined table's further columns.
+func (m *merger) appendWanted(out *pq.Batch, want *wantRows) {
 	keys := make([]outRow, 0, len(want.count))
 	for k := range want.count {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b outRow) int {
-		if a.l != b.l {
-			if a.l < b.l {
-				return -1
-			}
-			return 1
-		}
-		if a.r < b.r {
-			return -1
-		} else if a.r > b.r {
-			return 1
-		}
-		return 0
-	})
-	res, err := jt.Rewrite(ctx, table.Rewrite{Snapshot: jsnap, Read: pred, Candidates: cands, Txn: txn,
-		// The stream's appends are blind: they never conflict with this rewrite. Another merge
-		// of the same join does, and starts over.
-		Isolation: txlog.WriteSerializable,
-		File: func(ctx context.Context, f *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
-			parts, err := read()
-			if err != nil {
-				return false, nil, err
-			}
-			out, err := pq.NewBatch(js)
-			if err != nil {
-				return false, nil, err
-			}
-			for _, b := range parts {
-				cls, err := touching(b)
-				if err != nil {
-					return false, nil, err
-				}
-				for i := range b.Len() {
-					if _, hit := cls(i); !hit {
-						out.AppendRow(b, i)
-					}
-				}
-			}
-			return true, []*pq.Batch{out}, nil
-		},
-		Insert: func() ([]*pq.Batch, error) {
-			if same {
-				return nil, nil
-			}
-			out, err := pq.NewBatch(js)
-			if err != nil {
-				return nil, err
-			}
-			nl := len(m.cols[0].silver.Fields)
-			nr := len(m.cols[1].silver.Fields)
-			if semi {
-				nr = 0
-			}
-			views := [2]*pq.Batch{
-				{Schema: m.cols[0].silver, Columns: out.Columns[:nl]},
-				{Schema: m.cols[1].silver, Columns: out.Columns[nl : nl+nr]},
-			}
-			for _, k := range keys {
-				rows := want.rows[k]
-				for range want.count[k] {
-					for s, v := range views {
-						if r := rows[s]; r != nil && len(v.Columns) > 0 {
-							v.AppendRow(r.b, r.i)
-						} else {
-							for _, c := range v.Columns {
-								c.AppendNull()
-							}
-						}
-					}
-					for _, c := range out.Columns[nl+nr:] {
+	slices.SortFunc(keys, func(a, b outRow) int { return cmp.Or(strings.Compare(a.l, b.l), strings.Compare(a.r, b.r)) })
+	nl := len(m.cols[0].silver.Fields)
+	nr := len(m.cols[1].silver.Fields)
+	if m.p.typ == join.LeftSemi {
+		nr = 0
+	}
+	views := [2]*pq.Batch{
+		{Schema: m.cols[0].silver, Columns: out.Columns[:nl]},
+		{Schema: m.cols[1].silver, Columns: out.Columns[nl : nl+nr]},
+	}
+	for _, k := range keys {
+		rows := want.rows[k]
+		for range want.count[k] {
+			for s, v := range views {
+				if r := rows[s]; r != nil && len(v.Columns) > 0 {
+					v.AppendRow(r.b, r.i)
+				} else {
+					for _, c := range v.Columns {
 						c.AppendNull()
 					}
 				}
 			}
-			return []*pq.Batch{out}, nil
-		},
-		Operation: func(res table.RewriteResult) txlog.Operation {
-			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
-				"appId": appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},
-				Metrics: map[string]int64{"numTargetRowsInserted": rep.PairsAdded + rep.NullRowsAdded + rep.SemiRowsAdded,
-					"numTargetRowsDeleted": rep.NullRowsReplaced + rep.PairsRemoved + rep.SemiRowsRemoved,
-					"numTargetFilesAdded":  int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed))}}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("late: join %s (table %s): %w", j.Name, j.Table, err)
+			for _, c := range out.Columns[nl+nr:] {
+				c.AppendNull()
+			}
+		}
 	}
-	if !res.Skipped {
-		v := res.Version
-		rep.Commit = &v
-	}
-	return nil
 }
 
 // count adds a difference d (desired minus current copies) of row k to the report.

@@ -5,15 +5,8 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/txlog"
-)
-
-// Quarantine column names: the stream's tables define them.
-const (
-	colLateWatermark = silver.ColLateWatermark
-	colBatchID       = silver.ColBatchID
 )
 
 // agg is one gold aggregation resolved against the schema of the rows it reads (silver's

@@ -171,113 +171,6 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 	return rep, err
 }
 
-func replayOne(ctx context.Context, opts *Options, g *spec.Aggregation, st streamState, r Range) (ReplayGoldReport, error) {
-	gr := ReplayGoldReport{Name: g.Name}
-	if g.OutputMode == spec.OutputComplete {
-		gr.Note = "complete mode rewrites the whole table every batch: nothing to replay"
-		return gr, nil
-	}
-	if st.batch < 0 {
-		gr.Note = "the stream has not committed a batch: no window was emitted yet"
-		return gr, nil
-	}
-	var err error
-	if gr.Merge, err = mergeOne(ctx, opts, g, st); err != nil {
-		return gr, err
-	}
-	gt := opts.open(g.Table)
-	gsnap, err := gt.Log().Snapshot(ctx)
-	if errors.Is(err, txlog.ErrTableNotFound) {
-		gr.Note = "the gold table does not exist yet"
-		return gr, nil
-	}
-	if err != nil {
-		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
-	}
-	// The source is read as of the last batch whose late rows gold has absorbed (or the last
-	// committed batch): later rows reach gold through the stream or a later merge-late.
-	upTo := st.batch
-	if vm, ok := gsnap.TxnVersion(AppIDPrefix + st.queryID); ok {
-		qsnap, err := opts.open(g.Quarantine).Log().SnapshotAt(ctx, vm)
-		if err != nil {
-			return gr, fmt.Errorf("late: quarantine %s version %d: %w", g.Name, vm, err)
-		}
-		if b, ok := qsnap.TxnVersion(st.queryID); ok {
-			upTo = max(upTo, b)
-		}
-	}
-	src, err := openSource(ctx, opts, r.Source, st.queryID, upTo)
-	if err != nil {
-		return gr, err
-	}
-	if !src.bronze {
-		// Silver without a batch the stream committed would replace gold's windows with less.
-		if err := st.check(opts.Query.Tables.Silver, src.latest); err != nil {
-			return gr, err
-		}
-	}
-	gschema, err := gsnap.Schema()
-	if err != nil {
-		return gr, fmt.Errorf("late: gold %s: %w", g.Name, err)
-	}
-	if err := checkGoldWritable(gsnap, gschema, g); err != nil {
-		return gr, err
-	}
-	a, err := resolve(&opts.Query, g, src.schema, gschema)
-	if err != nil {
-		return gr, err
-	}
-	rw := &rewriter{t: gt, snap: gsnap, a: a}
-	if err := evolveGold(ctx, &opts.Query, g, rw, src.schema); err != nil {
-		return gr, err
-	}
-	if a.session != nil {
-		return replaySessions(ctx, rw, src, st, r, gr)
-	}
-	return replayWindows(ctx, rw, src, st, r, gr, opts.workers(), opts.slicePairs())
-}
-
-// replayWindows replaces the tumbling or sliding windows overlapping the range.
-func replayWindows(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport, workers int, slicePairs int64) (ReplayGoldReport, error) {
-	a := rw.a
-	size, slide := a.window.Size, a.window.Slide
-	from, to := r.From.UnixMicro(), r.To.UnixMicro()
-	// Whole windows: every window with start in (from - size, to).
-	lo := alignStart(from-size, a.window) + slide
-	hi := alignStart(to-1, a.window)
-	// Only windows the stream has emitted (end <= its committed eviction watermark): the
-	// others are still open in its state and it will emit them itself.
-	hi = min(hi, alignStart(st.evictMs*1000-size, a.window))
-	if hi < lo {
-		gr.Note = "no window of the range has been emitted by the stream yet"
-		return gr, nil
-	}
-	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
-	gr.StartFrom, gr.StartTo = &s, &e
-	rp := replacement{}
-	var err error
-	if canHashAgg(a) {
-		rp.emit = hashWindows(src, a, lo, hi, workers, slicePairs, &gr.InputRows)
-	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, src, a, lo, hi); err != nil {
-		return gr, err
-	}
-	inRange := func(start, _ int64, _ []*pq.Column, _ int) bool { return start >= lo && start <= hi }
-	prune := sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", s), sqlexpr.Le(gold.ColWindow+".start", e))
-	rp.prune, rp.drop = prune, inRange
-	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
-	gr.Gold, err = replace(ctx, rw, rp)
-	return noteUnchanged(gr), err
-}
-
-// noteUnchanged reports a replay whose rewrite found nothing to change as committing nothing.
-func noteUnchanged(gr ReplayGoldReport) ReplayGoldReport {
-	if gr.Gold != nil && gr.Gold.Unchanged {
-		gr.Gold, gr.Unchanged = nil, true
-		gr.Note = "the recomputed windows equal gold's rows of the range: nothing committed"
-	}
-	return gr
-}
-
 // collectWindows aggregates the windows with start in [lo, hi] row by row with the
 // collector (sketches: gold's own operator), returning the rows read and the groups.
 func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64) (int64, []*group, error) {
@@ -307,7 +200,7 @@ func collectWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 }
 
 // emitFunc writes gold rows into out, flushing it as it fills; it returns the rows written.
-type emitFunc func(ctx context.Context, out *pq.Batch, late map[string]int64, flush func() error) (int64, error)
+type emitFunc func(out *pq.Batch, late map[string]int64, flush func() error) (int64, error)
 
 // emitChunk is how many gold rows the engine appends before it flushes them to the writer.
 const emitChunk = 1 << 16
@@ -321,8 +214,8 @@ const emitChunk = 1 << 16
 // the slice of its start, so it is whole in one slice: the rows of the slice's last windows
 // are read again by the next slice for the windows that start there. Each source row is
 // counted in *inputRows once, by the slice whose share of the time line holds it.
-func hashWindows(src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
-	return func(ctx context.Context, out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
+func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
+	return func(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
 		var written int64
 		for k, sl := range cuts {
@@ -491,7 +384,7 @@ var windowPrefix = len(pq.AppendKeyInt64(pq.AppendKeyInt64(nil, 0), 0))
 // oldSession is a replaced session row's window and late_rows.
 type oldSession struct{ start, end, late int64 }
 
-func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, error) {
+func replace(rw *rewriter, rp replacement) (*rewrite, error) {
 	a, drop, groups := rw.a, rp.drop, rp.groups
 	// The rows replace drops and the rows it writes are compared before the commit: equal,
 	// gold is left as it is (table.Rewrite.Unchanged; a txn to record always commits).
@@ -499,17 +392,8 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 	lateRows := map[string]int64{}
 	old := map[string][]oldSession{} // sessions: replaced rows with late_rows, by key without window
 	var key []byte
-	var keys []*pq.Column
-	row := func(_, b *pq.Batch, i int) (rowAction, error) {
-		win := b.Columns[a.winCol]
-		if win.IsNull(i) || win.Children[0].IsNull(i) || win.Children[1].IsNull(i) {
-			return keepRow, nil
-		}
-		keys = keys[:0]
-		for _, ci := range a.keyCols {
-			keys = append(keys, b.Columns[ci])
-		}
-		start, end := win.Children[0].Int64[i], win.Children[1].Int64[i]
+	gr := goldRow{a: a}
+	row := gr.rows(func(_, b *pq.Batch, i int, start, end int64, keys []*pq.Column) (rowAction, error) {
 		if !drop(start, end, keys, i) {
 			return keepRow, nil
 		}
@@ -525,10 +409,10 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		}
 		rw.st.Deleted++
 		return dropRow, nil
-	}
+	})
 	extra := func(out *pq.Batch, flush func() error) error {
 		if rp.emit != nil {
-			n, err := rp.emit(ctx, out, lateRows, flush)
+			n, err := rp.emit(out, lateRows, flush)
 			rw.st.Inserted += n
 			return err
 		}
@@ -549,7 +433,6 @@ func replace(ctx context.Context, rw *rewriter, rp replacement) (*writeStats, er
 		}
 		return nil
 	}
-	ws, err := rw.run(ctx, rp.prune, row, extra, rp.txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
+	return rw.rewrite(rp.prune, row, extra, rp.txn, txlog.Operation{Name: "WRITE", Parameters: map[string]any{
 		"mode": "Overwrite", "partitionBy": "[]", "predicate": rp.desc}})
-	return &ws, err
 }

@@ -24,6 +24,8 @@ type writeStats struct {
 	// Unchanged: the rows the rewrite would write equal the rows it would replace, so it
 	// committed nothing (Version is the version read; the counts above are zero).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// skipped: the table held the commit's txn already (a rerun of a merge that landed).
+	skipped bool
 }
 
 // rowAction is what a rewrite did with one target row.
@@ -35,43 +37,90 @@ const (
 	rewroteRow                  // replaced by the row the callback appended to out
 )
 
-// rewriter is a copy-on-write change of some rows of the gold table on table.Rewrite: the
-// files that prune lets through are read, the files where row touches a row are rewritten
+// rowFunc decides for row i of a batch of the target table, appending to out the row that
+// replaces it when it returns rewroteRow.
+type rowFunc func(out *pq.Batch, i int) (rowAction, error)
+
+// perRow is a rowFunc source for callbacks that look at the batch row by row.
+func perRow(row func(out, b *pq.Batch, i int) (rowAction, error)) func(b *pq.Batch) (rowFunc, error) {
+	return func(b *pq.Batch) (rowFunc, error) {
+		return func(out *pq.Batch, i int) (rowAction, error) { return row(out, b, i) }, nil
+	}
+}
+
+// rewrite is the one commit every output kind ends in: a copy-on-write change of some rows
+// of its output table on table.Rewrite. The candidate files are read a row group at a time,
+// rows decides for each of their rows, the files where it touches a row are rewritten
 // without or with the new rows, extra rows are appended (written out whenever extra calls
 // flush, so that they need not all be held at once), and everything lands in one
-// WriteSerializable commit.
-type rewriter struct {
-	t    *table.Table
-	snap *txlog.Snapshot
-	a    *agg
-	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted).
-	st writeStats
+// WriteSerializable commit, carrying txn when set, so that a rerun of a merge that landed
+// commits nothing.
+type rewrite struct {
+	// what names the table in errors ("gold NAME", "join NAME (table PATH)").
+	what   string
+	t      *table.Table
+	snap   *txlog.Snapshot
+	schema *txlog.StructType
+	// read is the predicate the change read the table with (conflict detection), and
+	// candidates the files offered to rows (see prunedFiles).
+	read       *sqlexpr.Predicate
+	candidates []*txlog.Add
+	rows       func(b *pq.Batch) (rowFunc, error)
+	extra      func(out *pq.Batch, flush func() error) error
+	txn        *table.AppTxn
+	// op is the commitInfo's operation, given what the rewrite did and its counts.
+	op func(res table.RewriteResult, st *writeStats) txlog.Operation
 	// compare makes run commit nothing when the rows dropped and the rows extra writes are
 	// equal multisets (a replay that recomputes what gold holds). Only for callers whose row
 	// callback keeps or drops rows and never rewrites one.
 	compare bool
+	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted); nil:
+	// run keeps its own.
+	st *writeStats
 }
 
-func (rw *rewriter) run(ctx context.Context, prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Batch, i int) (rowAction, error),
-	extra func(out *pq.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (writeStats, error) {
-	st := &rw.st
-	st.Version = -1
-	snap, schema := rw.snap, rw.a.gold
+// prunedFiles binds prune to the table's snapshot and returns it with the files it may
+// match: what a rewrite reads.
+func prunedFiles(what string, snap *txlog.Snapshot, schema *txlog.StructType, prune sqlexpr.Expr) (*sqlexpr.Predicate, []*txlog.Add, error) {
 	pred, err := sqlexpr.Bind(prune, schema, snap.PartitionColumns())
 	if err != nil {
-		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+		return nil, nil, fmt.Errorf("late: %s: %w", what, err)
 	}
-	var candidates []*txlog.Add
+	var files []*txlog.Add
 	for _, f := range snap.Files() {
 		if pred.MayMatch(f) {
-			candidates = append(candidates, f)
+			files = append(files, f)
 		}
 	}
-	whole, err := rw.t.FileScan(snap, nil, nil)
-	if err != nil {
-		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+	return pred, files, nil
+}
+
+// mergeMetrics is the operation with the rewrite's row and file counts as Delta's MERGE
+// and WRITE metrics.
+func mergeMetrics(op txlog.Operation) func(res table.RewriteResult, st *writeStats) txlog.Operation {
+	return func(res table.RewriteResult, st *writeStats) txlog.Operation {
+		if op.Metrics == nil {
+			op.Metrics = map[string]int64{}
+		}
+		for k, v := range map[string]int64{"numTargetRowsInserted": st.Inserted, "numTargetRowsUpdated": st.Updated,
+			"numTargetRowsDeleted": st.Deleted, "numTargetFilesAdded": int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed)),
+			"numTargetBytesAdded": res.BytesWritten, "numTargetBytesRemoved": res.BytesRemoved} {
+			op.Metrics[k] = v
+		}
+		return op
 	}
-	var buf pq.ReadBuffer
+}
+
+func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
+	if rw.st == nil {
+		rw.st = &writeStats{}
+	}
+	st := rw.st
+	st.Version = -1
+	whole, err := rw.t.FileScan(rw.snap, nil, nil)
+	if err != nil {
+		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+	}
 	// old and added: the rows dropped and the rows written in their place, compared before
 	// the commit when rw.compare is set; rewrote: a row was rewritten in place, which the
 	// comparison does not follow, so the rewrite always commits.
@@ -82,88 +131,117 @@ func (rw *rewriter) run(ctx context.Context, prune sqlexpr.Expr, row func(out *p
 		old, added = newRowMultisets()
 		unchanged = func() bool { return !rewrote && old.equal(added) }
 	}
-	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: txn,
-		// The stream's gold appends are blind and only add windows that are still open, which
-		// these rewrites never touch: WriteSerializable lets them through without a conflict,
-		// while any other writer's data change in the range we read conflicts and we start over.
-		Isolation: txlog.WriteSerializable,
-		Unchanged: unchanged,
-		File: func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
-			out, err := pq.NewBatch(schema)
+	var buf pq.ReadBuffer
+	file := func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
+		out, err := pq.NewBatch(rw.schema)
+		if err != nil {
+			return false, nil, err
+		}
+		touched := false
+		// A row group at a time into one buffer (kept rows are copied into out), not the
+		// whole file at once: gold files reach the 128 MB target, several times that
+		// decoded, and a replay drops nearly all of their rows.
+		for b, err := range whole.ReadWith(ctx, []*txlog.Add{f}, &buf) {
+			if err != nil {
+				return false, nil, fmt.Errorf("late: %s: read %s: %w", rw.what, f.Path, err)
+			}
+			row, err := rw.rows(b)
 			if err != nil {
 				return false, nil, err
 			}
-			touched := false
-			// A row group at a time into one buffer (kept rows are copied into out), not the
-			// whole file at once: gold files reach the 128 MB target, several times that
-			// decoded, and a replay drops nearly all of their rows.
-			for b, err := range whole.ReadWith(ctx, []*txlog.Add{f}, &buf) {
+			for i := range b.Len() {
+				act, err := row(out, i)
 				if err != nil {
-					return false, nil, fmt.Errorf("late: gold %s: read %s: %w", rw.a.cfg.Name, f.Path, err)
+					return false, nil, err
 				}
-				for i := range b.Len() {
-					act, err := row(out, b, i)
-					if err != nil {
-						return false, nil, err
-					}
-					switch {
-					case act == keepRow:
-						out.AppendRow(b, i)
-					case old != nil && act == dropRow:
-						touched = true
-						old.add(b, i)
-					default:
-						touched, rewrote = true, true
-					}
+				switch {
+				case act == keepRow:
+					out.AppendRow(b, i)
+				case old != nil && act == dropRow:
+					touched = true
+					old.add(b, i)
+				case act == dropRow:
+					touched = true
+				default:
+					touched, rewrote = true, true
 				}
 			}
-			return touched, []*pq.Batch{out}, nil
-		},
-		InsertEach: func(ctx context.Context, write func(*pq.Batch) error) error {
-			ins, err := pq.NewBatch(schema)
-			if err != nil {
-				return err
-			}
-			flush := func() error {
-				if ins.Len() == 0 {
-					return nil
-				}
-				if added != nil {
-					for i := range ins.Len() {
-						added.add(ins, i)
-					}
-				}
-				if err := write(ins); err != nil {
-					return err
-				}
-				ins.Reset()
-				return nil
-			}
-			if err := extra(ins, flush); err != nil {
-				return err
-			}
-			return flush()
-		},
-		Operation: func(res table.RewriteResult) txlog.Operation {
-			if op.Metrics == nil {
-				op.Metrics = map[string]int64{}
-			}
-			for k, v := range map[string]int64{"numTargetRowsInserted": st.Inserted, "numTargetRowsUpdated": st.Updated,
-				"numTargetRowsDeleted": st.Deleted, "numTargetFilesAdded": int64(len(res.Added)), "numTargetFilesRemoved": int64(len(res.Removed)),
-				"numTargetBytesAdded": res.BytesWritten, "numTargetBytesRemoved": res.BytesRemoved} {
-				op.Metrics[k] = v
-			}
-			return op
-		},
+		}
+		return touched, []*pq.Batch{out}, nil
+	}
+	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: rw.snap, Read: rw.read, Candidates: rw.candidates, Txn: rw.txn,
+		// The stream's appends are blind and only add rows these rewrites never touch (gold:
+		// windows still open; a joined table: rows of no candidate): WriteSerializable lets
+		// them through without a conflict, while any other writer's data change in what we
+		// read conflicts and we start over.
+		Isolation:  txlog.WriteSerializable,
+		Unchanged:  unchanged,
+		File:       file,
+		InsertEach: rw.insert(added),
+		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
 	})
 	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
 	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
 	if err != nil {
-		return *st, fmt.Errorf("late: gold %s: %w", rw.a.cfg.Name, err)
+		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
 	}
-	st.Version = res.Version
+	st.Version, st.skipped = res.Version, res.Skipped
 	if res.Unchanged {
 		st.Updated, st.Inserted, st.Deleted, st.Unchanged = 0, 0, 0, true
 	}
 	return *st, nil
+}
+
+// insert hands extra's rows to the table's writer a chunk at a time, counting them into
+// added when the rewrite compares.
+func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write func(*pq.Batch) error) error {
+	return func(ctx context.Context, write func(*pq.Batch) error) error {
+		ins, err := pq.NewBatch(rw.schema)
+		if err != nil {
+			return err
+		}
+		flush := func() error {
+			if ins.Len() == 0 {
+				return nil
+			}
+			if added != nil {
+				for i := range ins.Len() {
+					added.add(ins, i)
+				}
+			}
+			if err := write(ins); err != nil {
+				return err
+			}
+			ins.Reset()
+			return nil
+		}
+		if err := rw.extra(ins, flush); err != nil {
+			return err
+		}
+		return flush()
+	}
+}
+
+// rewriter is a change of the gold table of one aggregation: its table, the snapshot the
+// change reads and the aggregation resolved against its schema.
+type rewriter struct {
+	t    *table.Table
+	snap *txlog.Snapshot
+	a    *agg
+	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted).
+	st writeStats
+	// compare: see rewrite.compare.
+	compare bool
+}
+
+// rewrite is the change of the gold rows of the files prune lets through (see rewrite).
+func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Batch, i int) (rowAction, error),
+	extra func(out *pq.Batch, flush func() error) error, txn *table.AppTxn, op txlog.Operation) (*rewrite, error) {
+	what := "gold " + g.a.cfg.Name
+	pred, files, err := prunedFiles(what, g.snap, g.a.gold, prune)
+	if err != nil {
+		return nil, err
+	}
+	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
+		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st}, nil
 }

@@ -29,33 +29,14 @@ type sessKey struct {
 	hasOpen bool
 }
 
-// replaySessions recomputes, per key, the sessions overlapping the range. Each key's range is
-// widened until no row of that key lies within a gap of either edge, so its edge sessions are
-// whole; sessions still open in the stream (end past its committed watermark) are left to the
-// stream, with everything of that key from their start on.
-func replaySessions(ctx context.Context, rw *rewriter, src *replaySource, st streamState, r Range, gr ReplayGoldReport) (ReplayGoldReport, error) {
-	res, err := resessionize(ctx, rw, src, st, resessionScope{from: r.From.UnixMicro(), to: r.To.UnixMicro()})
-	if err != nil {
-		return gr, err
-	}
-	gr.InputRows, gr.StartFrom, gr.StartTo, gr.Gold = res.inputRows, &res.from, &res.to, res.gold
-	return noteUnchanged(gr), nil
-}
-
-// sessionResult is what resessionize replaced.
+// sessionResult is what resessionize replaces.
 type sessionResult struct {
 	inputRows int64
 	from, to  time.Time // session starts replaced, inclusive
-	gold      *writeStats
-	// deferred: a late row lies in a session still open in the stream; no txn was committed.
+	// deferred: a late row lies in a session still open in the stream; no txn is committed.
 	deferred bool
 }
 
-// resessionize replaces the sessions overlapping [from, to) of the keys only lists (encoded
-// group key -> the latest late row's time; nil: every key) with the batch sessionization of
-// the source, in one commit carrying txn when set. A late row that falls into a session the
-// stream still holds cannot be placed yet (the stream will emit that session without it): the
-// commit then goes without txn, so that the next merge-late sees the row again.
 // resessionScope is the range [from, to) (µs) a re-sessionization covers, only the keys of only
 // when set, committed with txn when set.
 type resessionScope struct {
@@ -122,18 +103,24 @@ func sessionKeys(ctx context.Context, a *agg, src *replaySource, sc resessionSco
 	return keys, nil
 }
 
-func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, sc resessionScope) (sessionResult, error) {
+// resessionize is the rewrite that replaces the sessions overlapping [from, to) of the keys
+// only lists (encoded group key -> the latest late row's time; nil: every key) with the batch
+// sessionization of the source, in one commit carrying txn when set. A late row that falls
+// into a session the stream still holds cannot be placed yet (the stream will emit that
+// session without it): the commit then goes without txn, so that the next merge-late sees the
+// row again.
+func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st streamState, sc resessionScope) (*rewrite, sessionResult, error) {
 	var res sessionResult
 	a, from, to, only, txn := rw.a, sc.from, sc.to, sc.only, sc.txn
 	gap := a.session.Gap
 	keys, err := sessionKeys(ctx, a, src, sc)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	wm := st.evictMs * 1000
 	c, err := newCollector(a)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	lo, hi := from, to
 	// The late rows each new session absorbs in this merge, by gold group key.
@@ -171,7 +158,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 			}
 			for _, sr := range rows[i : j+1] {
 				if err := c.add(sr.s, sr.i, w); err != nil {
-					return res, err
+					return nil, res, err
 				}
 			}
 			i = j + 1
@@ -179,7 +166,7 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 	}
 	groups, err := c.groups()
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi-1).UTC()
 	res.from, res.to = s, e
@@ -208,8 +195,8 @@ func resessionize(ctx context.Context, rw *rewriter, src *replaySource, st strea
 		clear(absorbed)
 	}
 	prune := sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", s), sqlexpr.Le(gold.ColWindow+".start", e))
-	res.gold, err = replace(ctx, rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn, sessions: true, absorbed: absorbed,
+	rep, err := replace(rw, replacement{prune: prune, drop: drop, groups: groups, txn: txn, sessions: true, absorbed: absorbed,
 		desc: fmt.Sprintf("session_window.start >= '%s' AND session_window.start <= '%s' (per key: its widened range, up to its first open session)",
 			s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))})
-	return res, err
+	return rep, res, err
 }

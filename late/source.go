@@ -111,25 +111,78 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 // one worker, since its deduplication keeps the first arrival. With reuse, each batch's
 // buffers are decoded into again for the next one, so fn must not keep a batch's rows.
 func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, workers int, reuse bool, fn func(w int, s *source, sel []int32) error) error {
-	cols := append(append([]string{a.evName}, a.keyNames...), a.inCols...)
-	var required, dedup []string
 	if s.bronze {
-		required, dedup = s.q.Rules.Required, s.q.Dedup
-		cols = append(append(append(cols, required...), dedup...), bronze.ColIngestTime)
 		workers = 1
 	}
-	workers = max(workers, 1)
+	r, err := s.newSourceRead(a, lo, hi)
+	if err != nil {
+		return err
+	}
+	r.workers, r.reuse, r.fn = max(workers, 1), reuse, fn
+	// The files the statistics let through, read one at a time (in the same order) so that
+	// progress can count them, a pass's total known before its first file.
+	s.track.startPass(len(r.files))
+	if r.workers == 1 {
+		return r.work(ctx, 0)
+	}
+	// The first error stops the others at their next file or batch.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var wg sync.WaitGroup
+	for w := range r.workers {
+		wg.Go(func() {
+			if err := r.work(ctx, w); err != nil {
+				r.mu.Lock()
+				if first == nil {
+					first = err
+				}
+				r.mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// sourceRead is one pass of readBatches over the source: the columns and files it reads,
+// how it re-validates and deduplicates bronze rows, and what it hands fn.
+type sourceRead struct {
+	s       *replaySource
+	a       *agg
+	lo, hi  int64
+	cols    []string
+	files   []*txlog.Add
+	dedup   []string
+	rules   silver.Rules
+	expect  *silver.Expectations // bronze's drop expectations (nil: none)
+	seen    map[string]bool      // bronze: the dedup keys kept so far
+	workers int
+	reuse   bool
+	fn      func(w int, s *source, sel []int32) error
+	mu      sync.Mutex // guards the tracker and the first error
+}
+
+// newSourceRead plans a pass over the rows with lo <= event time < hi.
+func (s *replaySource) newSourceRead(a *agg, lo, hi int64) (*sourceRead, error) {
+	r := &sourceRead{s: s, a: a, lo: lo, hi: hi, seen: map[string]bool{}}
+	r.cols = append(append([]string{a.evName}, a.keyNames...), a.inCols...)
+	var required []string
+	if s.bronze {
+		required, r.dedup = s.q.Rules.Required, s.q.Dedup
+		r.cols = append(append(append(r.cols, required...), r.dedup...), bronze.ColIngestTime)
+	}
 	// Bronze rows a drop expectation rejected never reached silver: replay drops them too.
-	var expect *silver.Expectations
 	if drops := silver.OnlyDrop(s.q.Rules.Expectations); s.bronze && len(drops) > 0 {
 		var err error
-		if expect, err = silver.NewExpectations(drops); err != nil {
-			return fmt.Errorf("late: %w", err)
+		if r.expect, err = silver.NewExpectations(drops); err != nil {
+			return nil, fmt.Errorf("late: %w", err)
 		}
-		for _, c := range expect.Columns() {
+		for _, c := range r.expect.Columns() {
 			for _, f := range s.schema.Fields {
 				if strings.EqualFold(f.Name, c) {
-					cols = append(cols, f.Name)
+					r.cols = append(r.cols, f.Name)
 				}
 			}
 		}
@@ -137,11 +190,11 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 	// The time filter skips files on their statistics; rows are kept by the loop below, so
 	// the scans that read need no row filter (which would also read the schema's first
 	// column: a view's length comes from it).
-	cols = dedupe(cols)
+	r.cols = dedupe(r.cols)
 	filter := sqlexpr.And(sqlexpr.Ge(a.evName, time.UnixMicro(lo).UTC()), sqlexpr.Lt(a.evName, time.UnixMicro(hi).UTC()))
 	skip, err := s.t.FileScan(s.snap, nil, filter)
 	if err != nil {
-		return fmt.Errorf("late: source scan: %w", err)
+		return nil, fmt.Errorf("late: source scan: %w", err)
 	}
 	files := slices.Clone(s.snap.Files())
 	if s.bronze {
@@ -149,113 +202,97 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 			return cmp.Or(cmp.Compare(x.ModificationTime, y.ModificationTime), cmp.Compare(x.Path, y.Path))
 		})
 	}
-	// The files the statistics let through, read one at a time (in the same order) so that
-	// progress can count them, a pass's total known before its first file.
-	files = skip.Files(files)
-	s.track.startPass(len(files))
+	r.files = skip.Files(files)
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
-	rules := silver.Rules{EventTime: a.evName}
+	r.rules = silver.Rules{EventTime: a.evName}
 	if s.bronze {
-		rules.Required, rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
+		r.rules.Required, r.rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
 	}
-	seen := map[string]bool{}
-	var mu sync.Mutex // guards the tracker and the first error
-	work := func(ctx context.Context, w int) error {
-		// A scan of each worker's own.
-		fs, err := s.t.FileScan(s.snap, cols, nil)
-		if err != nil {
-			return fmt.Errorf("late: source scan: %w", err)
+	return r, nil
+}
+
+// work is worker w's share of the pass.
+func (r *sourceRead) work(ctx context.Context, w int) error {
+	// A scan of each worker's own.
+	fs, err := r.s.t.FileScan(r.s.snap, r.cols, nil)
+	if err != nil {
+		return fmt.Errorf("late: source scan: %w", err)
+	}
+	var key []byte
+	var sel []int32
+	// reuse: fn is done with each batch before the next, so the worker's reads share
+	// their buffers (the session reads keep rows of earlier batches).
+	var buf *pq.ReadBuffer
+	if r.reuse {
+		buf = &pq.ReadBuffer{}
+	}
+	// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
+	// partial aggregates (and the order of a float sum's additions) are the same in every
+	// run, and replaying twice writes the same values.
+	for f := w; f < len(r.files); f += r.workers {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		var key []byte
-		var sel []int32
-		// reuse: fn is done with each batch before the next, so the worker's reads share
-		// their buffers (the session reads keep rows of earlier batches).
-		var buf *pq.ReadBuffer
-		if reuse {
-			buf = &pq.ReadBuffer{}
-		}
-		// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
-		// partial aggregates (and the order of a float sum's additions) are the same in every
-		// run, and replaying twice writes the same values.
-		for f := w; f < len(files); f += workers {
-			if err := ctx.Err(); err != nil {
+		add := r.files[f]
+		var rows int64
+		for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, buf) {
+			if err != nil {
+				return fmt.Errorf("late: read source %s: %w", add.Path, err)
+			}
+			src, err := r.a.source(b)
+			if err != nil {
 				return err
 			}
-			add := files[f]
-			var rows int64
-			for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, buf) {
-				if err != nil {
-					return fmt.Errorf("late: read source %s: %w", add.Path, err)
-				}
-				src, err := a.source(b)
-				if err != nil {
+			if sel, key, err = r.selectRows(b, src, sel[:0], key); err != nil {
+				return err
+			}
+			rows += int64(len(sel))
+			if len(sel) > 0 {
+				if err := r.fn(w, src, sel); err != nil {
 					return err
 				}
-				var dk []*pq.Column
-				for _, c := range dedup {
-					dk = append(dk, b.Column(c))
-				}
-				check := rules.Bind(b)
-				if expect != nil {
-					if err := expect.Apply(&check, b, time.UnixMilli(s.nowMs)); err != nil {
-						return fmt.Errorf("late: re-validate bronze: %w", err)
-					}
-				}
-				sel = sel[:0]
-				ev := src.ev.Int64
-				for i := range b.Len() {
-					if t := ev[i]; t < lo || t >= hi || src.ev.IsNull(i) {
-						continue
-					}
-					if check.Reject(i) != "" {
-						continue
-					}
-					if len(dk) > 0 { // bronze only: silver is deduplicated
-						key = key[:0]
-						for _, c := range dk {
-							key = pq.AppendKeyPart(key, c, i)
-						}
-						if seen[string(key)] {
-							continue
-						}
-						seen[string(key)] = true
-					}
-					sel = append(sel, int32(i))
-				}
-				rows += int64(len(sel))
-				if len(sel) > 0 {
-					if err := fn(w, src, sel); err != nil {
-						return err
-					}
-				}
 			}
-			mu.Lock()
-			s.track.rows(rows)
-			s.track.fileDone()
-			mu.Unlock()
 		}
-		return nil
+		r.mu.Lock()
+		r.s.track.rows(rows)
+		r.s.track.fileDone()
+		r.mu.Unlock()
 	}
-	if workers == 1 {
-		return work(ctx, 0)
+	return nil
+}
+
+// selectRows appends to sel the rows of b in the pass's time range that pass validation
+// and (bronze) are the first arrival of their dedup key.
+func (r *sourceRead) selectRows(b *pq.Batch, src *source, sel []int32, key []byte) ([]int32, []byte, error) {
+	var dk []*pq.Column
+	for _, c := range r.dedup {
+		dk = append(dk, b.Column(c))
 	}
-	// The first error stops the others at their next file or batch.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var first error
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			if err := work(ctx, w); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-				cancel()
+	check := r.rules.Bind(b)
+	if r.expect != nil {
+		if err := r.expect.Apply(&check, b, time.UnixMilli(r.s.nowMs)); err != nil {
+			return sel, key, fmt.Errorf("late: re-validate bronze: %w", err)
+		}
+	}
+	ev := src.ev.Int64
+	for i := range b.Len() {
+		if t := ev[i]; t < r.lo || t >= r.hi || src.ev.IsNull(i) {
+			continue
+		}
+		if check.Reject(i) != "" {
+			continue
+		}
+		if len(dk) > 0 { // bronze only: silver is deduplicated
+			key = key[:0]
+			for _, c := range dk {
+				key = pq.AppendKeyPart(key, c, i)
 			}
-		})
+			if r.seen[string(key)] {
+				continue
+			}
+			r.seen[string(key)] = true
+		}
+		sel = append(sel, int32(i))
 	}
-	wg.Wait()
-	return first
+	return sel, key, nil
 }
