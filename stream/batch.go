@@ -48,7 +48,6 @@ type batchStats struct {
 	dedup                                       *silver.DedupResult
 	dedupMem                                    int64 // the dedup state's footprint after the batch
 	aggs                                        []aggStats
-	getMs, addMs                                int64
 	evStats                                     gold.EventTimeStats
 	next                                        int64 // the watermark the batch leaves for the next
 	expect                                      []silver.ExpectationCount

@@ -28,8 +28,6 @@ type joinBatch struct {
 	stateMem [2]int64
 	stateRow [2]int64
 	aggs     []aggStats
-	getMs    int64
-	addMs    int64
 }
 
 // runBatch runs batch b over each side's files: the operator with the batch's watermarks,
