@@ -109,7 +109,6 @@ type engineConfig struct {
 	clock                  func() time.Time
 	logger                 *slog.Logger
 	listener               Listener
-	writeOptions           pq.WriteOptions
 	// planAtStart: the query is planned before the trigger runs, and a run that cannot plan
 	// yet does nothing (a join waits for its inputs); otherwise it is planned by its first
 	// batch.

@@ -170,7 +170,7 @@ func NewJoin(opts JoinOptions) (*JoinRunner, error) {
 	j := &opts.Join
 	cfg, err := engineConfig{lake: opts.Lake, name: j.Name, prefix: "stream: join " + j.Name, identity: "join " + j.Name,
 		checkpoint: j.Checkpoint, trigger: opts.Trigger, limit: j.Limit, state: j.State, clock: opts.Clock, logger: opts.Logger,
-		listener: opts.Listener, writeOptions: opts.WriteOptions, planAtStart: true}.withDefaults(j.Trigger)
+		listener: opts.Listener, planAtStart: true}.withDefaults(j.Trigger)
 	if err != nil {
 		return nil, err
 	}

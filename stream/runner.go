@@ -140,8 +140,7 @@ type readAhead struct {
 func New(opts Options) (*Runner, error) {
 	q := &opts.Query
 	cfg, err := engineConfig{lake: opts.Lake, name: q.Name, prefix: "stream " + q.Name, checkpoint: q.Tables.Checkpoint,
-		trigger: opts.Trigger, limit: q.Limit, state: q.State, clock: opts.Clock, logger: opts.Logger, listener: opts.Listener,
-		writeOptions: opts.WriteOptions}.withDefaults(q.Trigger)
+		trigger: opts.Trigger, limit: q.Limit, state: q.State, clock: opts.Clock, logger: opts.Logger, listener: opts.Listener}.withDefaults(q.Trigger)
 	if err != nil {
 		return nil, err
 	}
