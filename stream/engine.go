@@ -22,7 +22,6 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
@@ -131,11 +130,6 @@ func (c engineConfig) withDefaults(queryTrigger spec.Trigger) (engineConfig, err
 		c.trigger = queryTrigger
 	}
 	return c, nil
-}
-
-// open opens a table of the lake with the engine's clock and wopts.
-func (c *engineConfig) open(path string, wopts pq.WriteOptions) *table.Table {
-	return table.Open(objstore.WithPrefix(c.lake, path), table.WithClock(c.clock), table.WithWriteOptions(wopts))
 }
 
 // engine runs one query. Not safe for concurrent use; two engines on one checkpoint agree

@@ -10,11 +10,17 @@ import (
 	"slices"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
+
+// open opens a table of the lake with the engine's clock and wopts.
+func (c *engineConfig) open(path string, wopts pq.WriteOptions) *table.Table {
+	return table.Open(objstore.WithPrefix(c.lake, path), table.WithClock(c.clock), table.WithWriteOptions(wopts))
+}
 
 // outputs are the tables a query writes, in the order it creates and checks them.
 type outputs struct {

@@ -176,16 +176,17 @@ func (p *Progress) MarshalJSON() ([]byte, error) {
 func (s *StateOperatorProgress) write(w *jw) {
 	w.open()
 	w.str("operatorName", s.OperatorName)
-	w.int("numRowsTotal", s.NumRowsTotal)
-	w.int("numRowsUpdated", s.NumRowsUpdated)
-	w.int("allUpdatesTimeMs", s.AllUpdatesTimeMs)
-	w.int("numRowsRemoved", s.NumRowsRemoved)
-	w.int("allRemovalsTimeMs", s.AllRemovalsTimeMs)
-	w.int("commitTimeMs", s.CommitTimeMs)
-	w.int("memoryUsedBytes", s.MemoryUsedBytes)
-	w.int("numRowsDroppedByWatermark", s.NumRowsDroppedByWatermark)
-	w.int("numShufflePartitions", s.NumShufflePartitions)
-	w.int("numStateStoreInstances", s.NumStateStoreInstances)
+	for _, f := range [...]struct {
+		key string
+		v   int64
+	}{
+		{"numRowsTotal", s.NumRowsTotal}, {"numRowsUpdated", s.NumRowsUpdated}, {"allUpdatesTimeMs", s.AllUpdatesTimeMs},
+		{"numRowsRemoved", s.NumRowsRemoved}, {"allRemovalsTimeMs", s.AllRemovalsTimeMs}, {"commitTimeMs", s.CommitTimeMs},
+		{"memoryUsedBytes", s.MemoryUsedBytes}, {"numRowsDroppedByWatermark", s.NumRowsDroppedByWatermark},
+		{"numShufflePartitions", s.NumShufflePartitions}, {"numStateStoreInstances", s.NumStateStoreInstances},
+	} {
+		w.int(f.key, f.v)
+	}
 	w.intMap("customMetrics", s.CustomMetrics)
 	w.close()
 }
