@@ -15,7 +15,6 @@ import (
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/table/source"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -44,11 +43,11 @@ type aggRun struct {
 
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
 // its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
-func (r *Runner) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
+func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
 	buf := &r.buf
 	a := &aggRun{ap: r.ops.plan.aggs[ai], op: r.ops.aggs[ai], ab: &buf.aggs[ai], schema: r.ops.plan.silver, kinds: r.ops.plan.kinds,
 		rows: &buf.rows, sel: buf.sel, selEvt: buf.selEvt, gold: r.t.golds[ai], quar: r.t.quars[ai],
-		full: r.aggFullSnapshot(), queryID: r.queryID, lateAlert: r.q.LateAlertFraction, logger: r.opts.Logger}
+		full: r.aggFullSnapshot(), queryID: r.e.queryID, lateAlert: r.q.LateAlertFraction, logger: r.e.cfg.logger}
 	return a.run(ctx, b, stateReady)
 }
 
@@ -146,7 +145,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 
 // aggFullSnapshot says whether this batch writes the aggregations' full states: every
 // min_deltas_for_snapshot versions; their deltas in between.
-func (r *Runner) aggFullSnapshot() bool {
+func (r *sourceQuery) aggFullSnapshot() bool {
 	return r.state.aggDeltas+1 >= r.q.State.MinDeltasForSnapshot
 }
 
@@ -235,30 +234,11 @@ func (a *aggRun) fillColumns() {
 	}
 }
 
-// progress builds batch n's StreamingQueryProgress.
-// timings are a batch's durations for its progress report.
-type timings struct {
-	walMs, commitMs int64
-	total           time.Duration
-}
-
-func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm timings) *Progress {
-	n, entry, ev, evict, walMs, commitMs, total := b.n, b.entry, st.evStats, b.evict, tm.walMs, tm.commitMs, tm.total
-	trigger := time.UnixMilli(entry.BatchTimestampMs).UTC()
-	var prev time.Time
-	if !r.prevTrigger.IsZero() {
-		prev = r.prevTrigger
-	}
-	r.prevTrigger = trigger
-	inRate := InputRowsPerSecond(st.inputRows, prev, trigger)
-	procRate := ProcessedRowsPerSecond(st.inputRows, total)
-	p := &Progress{
-		ID: r.queryID, RunID: r.runID, Name: r.q.Name, Timestamp: trigger, BatchID: n,
-		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
-		DurationMs: map[string]int64{"addBatch": st.addMs, "commitOffsets": commitMs, "getBatch": st.getMs,
-			"latestOffset": 0, "queryPlanning": 0, "triggerExecution": total.Milliseconds(), "walCommit": walMs},
-		EventTime: EventTimeProgress(ev, evict, true),
-	}
+// progress adds the source query's state operators (dedup, then each aggregation), its
+// sink (silver) and its expectations to batch b's progress.
+func (r *sourceQuery) progress(p *Progress, b *batchRun) {
+	st := r.cur
+	p.EventTime = EventTimeProgress(st.evStats, b.evict, true)
 	if st.dedup != nil {
 		d := st.dedup
 		p.StateOperators = append(p.StateOperators, StateOperatorProgress{
@@ -269,42 +249,47 @@ func (r *Runner) progress(b *batchRun, start *source.Offset, st *batchStats, tm 
 			CustomMetrics: map[string]int64{"numDroppedDuplicateRows": st.duplicates, "numLateRowsCheckedInSilver": d.NumRowsDroppedByWatermark},
 		})
 	}
-	for _, a := range st.aggs {
-		p.StateOperators = append(p.StateOperators, a.res)
-	}
-	var startJSON, endJSON json.RawMessage
-	if start != nil {
-		startJSON = OffsetJSON(start.String())
-	}
-	if entry.End != nil {
-		endJSON = OffsetJSON(entry.End.String())
-	}
-	p.Sources = []SourceProgress{{
-		Description: "DeltaSource[" + r.q.Tables.Bronze + "]", StartOffset: startJSON, EndOffset: endJSON,
-		NumInputRows: st.inputRows, InputRowsPerSecond: inRate, ProcessedRowsPerSecond: procRate,
-	}}
 	metrics := map[string]string{
 		"numSilverRows":        strconv.FormatInt(st.silverRows, 10),
 		"numValidationRejects": strconv.FormatInt(st.rejected, 10),
 		"numDuplicatesDropped": strconv.FormatInt(st.duplicates, 10),
 	}
-	for i, a := range st.aggs {
-		name := r.ops.plan.aggs[i].cfg.Name
-		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
-		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
-		metrics["gold."+name+".stateMemoryUsedBytes"] = strconv.FormatInt(a.res.MemoryUsedBytes, 10)
-	}
+	aggProgress(p, metrics, r.ops.plan.aggs, st.aggs)
 	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	for _, e := range st.expect {
 		p.Expectations = append(p.Expectations, ExpectationProgress{Name: e.Name, OnViolation: string(e.OnViolation),
 			Passed: e.Passed, Failed: e.Failed, Dropped: e.Dropped})
 	}
-	return p
 }
 
-// publish keeps the progress under the checkpoint, logs it and tells the listener.
-func (r *Runner) publish(ctx context.Context, n int64, p *Progress) error {
-	return publishProgress(ctx, r.ckpt, r.opts.Logger, r.opts.Listener, n, p)
+// aggProgress adds each aggregation's state operator to p and its figures to the sink's
+// metrics, under "gold.<name>.".
+func aggProgress(p *Progress, metrics map[string]string, aps []*aggPlan, aggs []aggStats) {
+	for i, a := range aggs {
+		p.StateOperators = append(p.StateOperators, a.res)
+		name := aps[i].cfg.Name
+		metrics["gold."+name+".numOutputRows"] = strconv.FormatInt(a.outputRows, 10)
+		metrics["gold."+name+"."+CustomMetricLateRowsQuarantined] = strconv.FormatInt(a.lateRows, 10)
+		metrics["gold."+name+".stateMemoryUsedBytes"] = strconv.FormatInt(a.res.MemoryUsedBytes, 10)
+	}
+}
+
+// accountGold adds a batch's aggregation figures to a report's (its entries made on the
+// first batch).
+func accountGold(rep []GoldReport, aps []*aggPlan, aggs []aggStats) []GoldReport {
+	if len(rep) == 0 {
+		for _, ap := range aps {
+			rep = append(rep, GoldReport{Name: ap.cfg.Name})
+		}
+	}
+	for i, a := range aggs {
+		g := &rep[i]
+		g.RowsOut += a.outputRows
+		g.LateRows += a.lateRows
+		g.LateGroups += a.res.NumRowsDroppedByWatermark
+		g.SessionCorrections += a.res.CustomMetrics[CustomMetricSessionCorrections]
+	}
+	return rep
 }
 
 // publishProgress writes batch n's progress to the checkpoint, logs it and tells listener

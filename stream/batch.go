@@ -16,7 +16,6 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
-	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
@@ -49,7 +48,6 @@ type batchStats struct {
 	dedup                                       *silver.DedupResult
 	dedupMem                                    int64 // the dedup state's footprint after the batch
 	aggs                                        []aggStats
-	getMs, addMs                                int64
 	evStats                                     gold.EventTimeStats
 	next                                        int64 // the watermark the batch leaves for the next
 	expect                                      []silver.ExpectationCount
@@ -62,7 +60,7 @@ type aggStats struct {
 	delta                []byte // or what the batch changed (gold.AppendDelta)
 }
 
-func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
+func (r *sourceQuery) wantsNoData(newWM, evictWM int64) bool {
 	if r.ops.dedup != nil && newWM > evictWM {
 		return true
 	}
@@ -74,129 +72,92 @@ func (r *Runner) wantsNoData(newWM, evictWM int64) bool {
 	return false
 }
 
-// ensurePlan resolves the query against bronze's schema and restores the operators' state.
-func (r *Runner) ensurePlan(ctx context.Context) error {
-	if r.ops.plan != nil {
-		return nil
-	}
+// newPlan resolves the query against bronze's schema.
+func (r *sourceQuery) newPlan(ctx context.Context) (*plan, error) {
 	snap, err := r.t.bronze.Log().Snapshot(ctx)
 	if err != nil {
-		return fmt.Errorf("stream: bronze table: %w", err)
+		return nil, fmt.Errorf("stream: bronze table: %w", err)
 	}
 	schema, err := snap.Schema()
 	if err != nil {
-		return fmt.Errorf("stream: bronze schema: %w", err)
+		return nil, fmt.Errorf("stream: bronze schema: %w", err)
 	}
-	p, err := newPlan(r.q, silver.Schema(schema))
+	return newPlan(r.q, silver.Schema(schema))
+}
+
+// plan resolves the query against bronze's schema and restores the operators' state.
+func (r *sourceQuery) plan(ctx context.Context) (bool, error) {
+	if r.ops.plan != nil {
+		return true, nil
+	}
+	p, err := r.newPlan(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Before any state is decoded: a changed definition is refused by name, not by a state
 	// that does not decode.
 	if err := checkDefinitions(ctx, queryDefinedTables(r.q, r.t.silver, r.t.golds)); err != nil {
-		return err
+		return false, err
 	}
 	delay := r.q.Watermark.Delay.Milliseconds()
 	tracker, err := gold.NewWatermarkTracker(gold.PolicyMin, []int64{delay}, r.q.IdleTimeout.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("stream: %w", err)
+		return false, fmt.Errorf("stream: %w", err)
 	}
 	dcfg := silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: delay}
-	// The dedup state and every aggregation walk back through the same state versions: each
-	// version is read and decoded once for all of them.
-	r.state.restoring = map[int64]map[string][]byte{}
-	defer func() { r.state.restoring = nil }()
-	sections, err := r.stateSections(ctx, r.pos.nextBatch)
+	v := r.e.pos.nextBatch
+	sections, err := r.e.stateSections(ctx, v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var dedup *silver.Dedup
 	if len(p.dedup) > 0 {
-		if dedup, r.state.dedupDeltas, err = r.restoreDedup(ctx, dcfg, r.pos.nextBatch, sections); err != nil {
-			return err
+		if dedup, r.state.dedupDeltas, err = r.restoreDedup(ctx, dcfg, v, sections); err != nil {
+			return false, err
 		}
 	}
-	aggs := make([]*gold.Aggregation, len(p.aggs))
-	r.state.aggDeltas = 0
-	for i, ap := range p.aggs {
-		var deltas int
-		if aggs[i], deltas, err = restoreAgg(ctx, ap, r.pos.nextBatch, sections, r.stateSections); err != nil {
-			return fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
-		}
-		r.state.aggDeltas = max(r.state.aggDeltas, deltas)
+	aggs, deltas, err := restoreAggs(ctx, p.aggs, v, sections, r.e.stateSections)
+	if err != nil {
+		return false, fmt.Errorf("stream: %w", err)
 	}
+	r.state.aggDeltas = deltas
 	if s, ok := sections["idle"]; ok {
 		var err error
 		if r.idle.lastDataMs, r.idle.baseWM, err = decodeIdle(s); err != nil {
-			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(r.pos.nextBatch), err)
+			return false, fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(v), err)
 		}
 	}
-	if r.pos.resume != nil {
-		if err := r.pos.resume(tracker); err != nil {
-			return fmt.Errorf("stream: %w", err)
+	if r.resume != nil {
+		if err := r.resume(tracker); err != nil {
+			return false, fmt.Errorf("stream: %w", err)
 		}
 	}
 	r.ops.plan, r.ops.tracker, r.ops.dedup, r.ops.aggs = p, tracker, dedup, aggs
-	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.queryID}
-	if r.pos.pending == nil && r.pos.resume != nil {
-		late, evict := tracker.BatchWatermarks()
-		r.pos.needNoData = r.wantsNoData(evict, late)
-	}
-	return nil
+	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.e.queryID}
+	return true, nil
 }
 
-// runBatch runs batch n over files with the watermarks of the tracker and entry's timestamp,
-// then writes state n+1, commits/n and the progress.
-func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offsets, files []source.IndexedFile, walMs int64) error {
-	t0 := time.Now()
-	late, evict := r.ops.tracker.BatchWatermarks()
-	if entry.BatchWatermarkMs != evict {
-		return fmt.Errorf("%w: %s has batchWatermarkMs %d, the commits log gives %d", checkpoint.ErrBad, checkpoint.OffsetsKey(n), entry.BatchWatermarkMs, evict)
-	}
-	batches, err := r.readAhead(ctx, entry, files)
+// runBatch validates, deduplicates and writes batch b to every sink, with the state of
+// version b.n+1.
+func (r *sourceQuery) runBatch(ctx context.Context, b *batchRun, files [][]source.IndexedFile) (batchDone, error) {
+	batches, err := r.readAhead(ctx, b.entry, files[0])
 	if err != nil {
-		return err
+		return batchDone{}, err
 	}
-	tRead := time.Now()
-	b := &batchRun{n: n, entry: entry, late: late, evict: evict, txn: &table.AppTxn{AppID: r.queryID, Version: n},
-		marks: newTableMarks(n, r.t.paths)}
+	readAt := time.Now()
 	st, err := r.process(ctx, b, batches)
 	if err != nil {
-		return err
+		return batchDone{}, err
 	}
-	st.getMs = tRead.Sub(t0).Milliseconds()
-	st.addMs = time.Since(tRead).Milliseconds()
-	next := st.next
-	tCommit := time.Now()
-	tables := b.marks.over(r.pos.tables)
-	if err := r.ckpt.WriteCommitRecord(ctx, n, checkpoint.Commit{NextBatchWatermarkMs: next, Tables: tables}); err != nil {
-		return err
-	}
-	commitMs := time.Since(tCommit).Milliseconds()
-	r.pos.tables = tables
+	r.cur = st
+	return batchDone{next: st.next, rows: []int64{st.inputRows}, evStats: st.evStats, readAt: readAt}, nil
+}
 
-	r.warnWatermarkAhead(n, evict, next)
-	start := r.pos.lastEnd
-	r.pos.lastEnd, r.pos.lastEntry, r.pos.nextBatch = entry.End, entry, n+1
-	r.pos.needNoData = r.wantsNoData(next, evict)
-	r.account(st, next)
-
-	p := r.progress(b, start, st, timings{walMs: walMs, commitMs: commitMs, total: time.Since(t0)})
-	if err := r.publish(ctx, n, p); err != nil {
-		return err
-	}
-	retain := int64(r.q.State.MinBatchesToRetain)
-	if retain <= 0 {
-		retain = 100
-	}
-	// A dedup state version may need the deltas back to its last full snapshot.
-	retain = max(retain, int64(r.q.State.MinDeltasForSnapshot)+1)
-	if old := n - retain; old >= 0 {
-		if err := r.ckpt.Cleanup(ctx, old); err != nil {
-			r.opts.Logger.Warn("stream: checkpoint cleanup failed", "batch", old, "err", err)
-		}
-	}
-	return nil
+// committed warns when the batch moved the watermark ahead of wall clock and adds the batch
+// to the report.
+func (r *sourceQuery) committed(b *batchRun, done batchDone) {
+	r.warnWatermarkAhead(b.n, b.evict, done.next)
+	r.account(r.cur)
 }
 
 // warnWatermarkAhead logs a warning when batch n moved the watermark (from evict to next) past
@@ -204,35 +165,27 @@ func (r *Runner) runBatch(ctx context.Context, n int64, entry *checkpoint.Offset
 // stream.max_future_skew) did it, and from the next batch on every row stamped with the current
 // time is late and goes to quarantine. Logged once, by the batch that moved it there; the
 // medallion_watermark_ahead_seconds gauge keeps showing it.
-func (r *Runner) warnWatermarkAhead(n, evict, next int64) {
+func (r *sourceQuery) warnWatermarkAhead(n, evict, next int64) {
 	delay := r.q.Watermark.Delay
 	if delay <= 0 || next <= evict {
 		return
 	}
-	now := r.opts.Clock()
+	now := r.e.cfg.clock()
 	wm := time.UnixMilli(next).UTC()
 	if ahead := wm.Sub(now); ahead > delay {
-		r.opts.Logger.Warn("stream: the watermark is ahead of wall clock; rows stamped now will be quarantined as late",
+		r.e.cfg.logger.Warn("stream: the watermark is ahead of wall clock; rows stamped now will be quarantined as late",
 			"query", r.q.Name, "batch", n, "watermark", wm.Format(time.RFC3339Nano), "now", now.UTC().Format(time.RFC3339Nano),
 			"aheadSeconds", ahead.Seconds(), "watermarkDelay", delay.String(),
 			"hint", "an event time in the future moved it (lower stream.max_future_skew, fix the producer's clock); merge-late folds the quarantined rows back")
 	}
 }
 
-func (r *Runner) account(st *batchStats, next int64) {
+func (r *sourceQuery) account(st *batchStats) {
 	rep := &r.report
-	rep.Batches++
-	rep.LastBatch = r.pos.nextBatch - 1
-	rep.WatermarkMs = next
 	rep.InputRows += st.inputRows
 	rep.SilverRows += st.silverRows
 	rep.Rejected += st.rejected
 	rep.Duplicates += st.duplicates
-	if len(rep.Gold) == 0 {
-		for _, ap := range r.ops.plan.aggs {
-			rep.Gold = append(rep.Gold, GoldReport{Name: ap.cfg.Name})
-		}
-	}
 	for i, e := range st.expect {
 		if i >= len(rep.Expectations) {
 			rep.Expectations = append(rep.Expectations, ExpectationProgress{Name: e.Name, OnViolation: string(e.OnViolation)})
@@ -242,13 +195,7 @@ func (r *Runner) account(st *batchStats, next int64) {
 		x.Failed += e.Failed
 		x.Dropped += e.Dropped
 	}
-	for i, a := range st.aggs {
-		g := &rep.Gold[i]
-		g.RowsOut += a.outputRows
-		g.LateRows += a.lateRows
-		g.LateGroups += a.res.NumRowsDroppedByWatermark
-		g.SessionCorrections += a.res.CustomMetrics[CustomMetricSessionCorrections]
-	}
+	rep.Gold = accountGold(rep.Gold, r.ops.plan.aggs, st.aggs)
 }
 
 // prefetch is the read of the next batch's files, running while the current batch is
@@ -262,7 +209,7 @@ type prefetch struct {
 
 // readAhead returns the batch's rows, from the prefetch when it read these very files, and
 // starts reading the next batch's files when the trigger drains the source.
-func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*pq.Batch, error) {
+func (r *sourceQuery) readAhead(ctx context.Context, entry *checkpoint.Offsets, files []source.IndexedFile) ([]*pq.Batch, error) {
 	var batches []*pq.Batch
 	if p := r.waitAhead(); p != nil && p.err == nil && sameFiles(p.files, files) {
 		batches = p.batches
@@ -272,8 +219,8 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 			return nil, err
 		}
 	}
-	if r.ahead.until >= 0 && len(files) > 0 && entry.End != nil {
-		next, _, err := r.src.NextBatch(ctx, entry.End, r.ahead.until, r.ahead.limit)
+	if until := r.e.draining; until != nil && len(files) > 0 && entry.End != nil {
+		next, _, err := r.e.in[0].src.NextBatch(ctx, entry.End, until[0], r.e.cfg.limit)
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
 			r.ahead.p = p
@@ -288,7 +235,7 @@ func (r *Runner) readAhead(ctx context.Context, entry *checkpoint.Offsets, files
 }
 
 // waitAhead ends the prefetch in flight, if any, and returns it.
-func (r *Runner) waitAhead() *prefetch {
+func (r *sourceQuery) waitAhead() *prefetch {
 	p := r.ahead.p
 	if p != nil {
 		<-p.done
@@ -304,7 +251,7 @@ func sameFiles(a, b []source.IndexedFile) bool {
 }
 
 // read reads bronze files; planned is the bronze (= silver) schema the query was planned with.
-func (r *Runner) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*pq.Batch, error) {
+func (r *sourceQuery) read(ctx context.Context, files []source.IndexedFile, planned *txlog.StructType) ([]*pq.Batch, error) {
 	out, snap, missing, cause, err := readTableFiles(ctx, r.t.bronze, "bronze", files, planned)
 	if len(missing) > 0 {
 		return nil, missingFilesError(snap, missing, cause)
@@ -402,18 +349,8 @@ func readTableFiles(ctx context.Context, t *table.Table, what string, files []so
 	return out, snap, nil, nil, nil
 }
 
-// batchRun is one batch as it runs: its id and offsets, its late-row and eviction watermarks
-// (ms), the txn of its table writes and where they record what they committed.
-type batchRun struct {
-	n           int64
-	entry       *checkpoint.Offsets
-	late, evict int64
-	txn         *table.AppTxn
-	marks       *tableMarks
-}
-
 // process validates, deduplicates and writes one batch to every sink.
-func (r *Runner) process(ctx context.Context, b *batchRun, batches []*pq.Batch) (*batchStats, error) {
+func (r *sourceQuery) process(ctx context.Context, b *batchRun, batches []*pq.Batch) (*batchStats, error) {
 	st := &batchStats{}
 	rejects, err := r.validate(b, batches, st)
 	if err != nil {
@@ -440,7 +377,7 @@ func (r *Runner) process(ctx context.Context, b *batchRun, batches []*pq.Batch) 
 }
 
 // validate collects the batch's valid rows in r.buf.rows and returns the others as rejects.
-func (r *Runner) validate(b *batchRun, batches []*pq.Batch, st *batchStats) (*silver.Rejects, error) {
+func (r *sourceQuery) validate(b *batchRun, batches []*pq.Batch, st *batchStats) (*silver.Rejects, error) {
 	p := r.ops.plan
 	rows := 0
 	for _, bb := range batches {
@@ -487,7 +424,7 @@ func (r *Runner) validate(b *batchRun, batches []*pq.Batch, st *batchStats) (*si
 
 // deduplicate selects the valid rows that go to silver (r.buf.sel): first arrival wins; rows
 // at or below the late watermark (whose key state may be evicted) are checked against silver.
-func (r *Runner) deduplicate(ctx context.Context, b *batchRun, st *batchStats) error {
+func (r *sourceQuery) deduplicate(ctx context.Context, b *batchRun, st *batchStats) error {
 	buf, vr := &r.buf, &r.buf.rows
 	buf.sel, buf.fresh, buf.old = buf.sel[:0], nil, buf.old[:0]
 	if r.ops.dedup == nil {
@@ -536,7 +473,7 @@ func (r *Runner) deduplicate(ctx context.Context, b *batchRun, st *batchStats) e
 // txn, and the aggregations share only the read-only selection. The state file of batch n+1 is
 // written as soon as every aggregation has encoded its state, while the tables are still being
 // written: a crash before commits/n leaves it to be written again by the re-run.
-func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, rejects *silver.Rejects) error {
+func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStats, rejects *silver.Rejects) error {
 	buf, aggs := &r.buf, r.ops.plan.aggs
 	for len(buf.aggs) < len(aggs) {
 		buf.aggs = append(buf.aggs, aggBuffers{})
@@ -585,112 +522,23 @@ func (r *Runner) writeSinks(ctx context.Context, b *batchRun, st *batchStats, re
 }
 
 // ensureTables creates the tables the stream writes that do not exist yet, once per runner.
-func (r *Runner) ensureTables(ctx context.Context) error {
+func (r *sourceQuery) ensureTables(ctx context.Context) error {
 	if r.t.ready {
 		return nil
 	}
 	defs := queryDefinedTables(r.q, r.t.silver, r.t.golds)
-	ts := []outTable{{r.t.silver, r.ops.plan.silver, r.q.Tables.Silver, true, defs[0].def.props()}, {r.t.rejects, bronze.RejectsSchema(), r.q.Tables.Rejects, false, nil}}
-	for i, ap := range r.ops.plan.aggs {
-		ts = append(ts, outTable{r.t.quars[i], ap.qschema, ap.cfg.Quarantine, true, nil}, outTable{r.t.golds[i], ap.schema, ap.cfg.Table, false, defs[1+i].def.props()})
-	}
+	var o outputs
+	o.add(outTable{t: r.t.silver, schema: r.ops.plan.silver, path: r.q.Tables.Silver, evolve: true, props: defs[0].def.props(), name: "silver", kind: txlog.WriteAppend})
+	o.add(outTable{t: r.t.rejects, schema: bronze.RejectsSchema(), path: r.q.Tables.Rejects, name: "rejects", kind: txlog.WriteAppend})
+	o.addAggs(r.ops.plan.aggs, r.t.golds, r.t.quars, defs[1:], true)
 	if err := r.checkPinnedTypes(ctx); err != nil {
 		return err
 	}
-	if err := createMissing(ctx, ts); err != nil {
+	if err := o.ensure(ctx, func(err error) error { return err }); err != nil {
 		return err
-	}
-	// Refuse, before a micro-batch writes any of them, a table whose writer features this
-	// stream's writes would break (docs/table-features.md).
-	names := []string{"silver", "rejects"}
-	kinds := []txlog.WriteKind{txlog.WriteAppend, txlog.WriteAppend}
-	for _, ap := range r.ops.plan.aggs {
-		gk := txlog.WriteAppend
-		if ap.complete || ap.update {
-			gk = txlog.WriteChange
-		}
-		names = append(names, "quarantine "+ap.cfg.Quarantine, "gold "+ap.cfg.Name+" (table "+ap.cfg.Table+")")
-		kinds = append(kinds, txlog.WriteAppend, gk)
-	}
-	if err := checkWritable(ctx, ts, names, kinds); err != nil {
-		return err
-	}
-	for i, ap := range r.ops.plan.aggs {
-		if err := addExactColumns(ctx, r.t.golds[i], ap); err != nil {
-			return err
-		}
 	}
 	r.t.ready = true
 	return nil
-}
-
-// addExactColumns adds to gold the internal exact-sum columns of ap's float sums and avgs
-// that it lacks: a gold table created before sums were exact, or written by Spark's export.
-// It is the Delta way, a metaData action adding nullable columns; the rows already there keep
-// null, which stands for the exact value of their double (gold.ReadExact). Idempotent: a
-// rerun after a crash finds the columns and commits nothing.
-func addExactColumns(ctx context.Context, t *table.Table, ap *aggPlan) error {
-	want := gold.ExactFields(ap.agg.Aggs)
-	if len(want) == 0 {
-		return nil
-	}
-	snap, err := t.Log().Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
-	}
-	have, err := snap.Schema()
-	if err != nil {
-		return fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
-	}
-	evolved := &txlog.StructType{Fields: slices.Clone(have.Fields)}
-	for _, f := range want {
-		if have.FieldIndex(f.Name) < 0 {
-			evolved.Fields = append(evolved.Fields, f)
-		}
-	}
-	if len(evolved.Fields) == len(have.Fields) {
-		return nil
-	}
-	// An empty batch of the evolved schema: Append with MergeSchema commits the metaData
-	// action and no file.
-	b, err := pq.NewBatch(evolved)
-	if err != nil {
-		return fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
-	}
-	if _, err := t.Append(ctx, []*pq.Batch{b}, table.AppendOptions{MergeSchema: true}); err != nil {
-		return fmt.Errorf("stream: gold %s: add the exact-sum columns: %w", ap.cfg.Name, err)
-	}
-	return nil
-}
-
-// checkWritable runs table.CheckWritable on each table for the kind of write the stream makes.
-func checkWritable(ctx context.Context, ts []outTable, names []string, kinds []txlog.WriteKind) error {
-	for i, o := range ts {
-		snap, err := o.t.Latest(ctx)
-		if err != nil {
-			return fmt.Errorf("stream: %s: %w", names[i], err)
-		}
-		schema, err := snap.Schema()
-		if err != nil {
-			return fmt.Errorf("stream: %s: %w", names[i], err)
-		}
-		if _, err := table.CheckWritable(snap, schema, kinds[i]); err != nil {
-			return fmt.Errorf("stream: %s: %w", names[i], err)
-		}
-	}
-	return nil
-}
-
-// outTable is a table a query writes, with the schema the query writes it with.
-type outTable struct {
-	t      *table.Table
-	schema *txlog.StructType
-	path   string // for errors
-	// evolve: the table follows its input's schema (silver follows bronze, a quarantine
-	// silver), so columns added upstream are added to it before a row carries them.
-	evolve bool
-	// props are the table properties it is created with (its PropDefinition).
-	props map[string]string
 }
 
 // checkPinnedTypes refuses a column that the query's state keeps (the event time, a dedup key,
@@ -698,7 +546,7 @@ type outTable struct {
 // in silver: bronze was widened (schema_evolution.type_widening, or another engine's ALTER
 // COLUMN), and the state holds the column's values encoded at silver's type, so carrying on
 // would mix two encodings. Every other widened column is followed by silver (createMissing).
-func (r *Runner) checkPinnedTypes(ctx context.Context) error {
+func (r *sourceQuery) checkPinnedTypes(ctx context.Context) error {
 	snap, err := r.t.silver.Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return nil
@@ -733,40 +581,4 @@ func (r *Runner) checkPinnedTypes(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// createMissing creates each table that does not exist yet with its schema, and evolves
-// those that follow their input to its columns (table.EvolveWith: a metaData commit that adds
-// the new, nullable columns and widens the columns its input widened, before any row of them
-// is written; nothing when they are there).
-func createMissing(ctx context.Context, ts []outTable) error {
-	for _, o := range ts {
-		// Latest: the snapshot stays cached for the batch's writes, which refresh it.
-		_, err := o.t.Latest(ctx)
-		switch {
-		case errors.Is(err, txlog.ErrTableNotFound):
-			if _, err := o.t.Create(ctx, o.schema, nil, o.props); err != nil && !errors.Is(err, table.ErrTableExists) {
-				return fmt.Errorf("stream: create table %s: %w", o.path, err)
-			}
-		case err != nil:
-			return fmt.Errorf("stream: open table %s: %w", o.path, err)
-		}
-		if o.evolve {
-			// A widening reaches silver only through bronze, which widens only what the
-			// config lets it (or another engine did): follow it.
-			if _, err := o.t.EvolveWith(ctx, o.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
-				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
-					"see docs/schema-evolution.md for the ways out", o.path, err)
-			}
-		}
-	}
-	return nil
-}
-
-// write appends (or, for complete mode, overwrites the whole table) with the batch's txn.
-func write(ctx context.Context, t *table.Table, batches []*pq.Batch, txn *table.AppTxn, overwrite bool) (table.Result, error) {
-	if overwrite {
-		return t.Overwrite(ctx, sqlexpr.And(), batches, table.AppendOptions{Txn: txn})
-	}
-	return t.Append(ctx, batches, table.AppendOptions{Txn: txn})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -17,18 +16,11 @@ func CreateTables(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	snap, err := r.t.bronze.Log().Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("stream: bronze table: %w", err)
-	}
-	schema, err := snap.Schema()
-	if err != nil {
-		return fmt.Errorf("stream: bronze schema: %w", err)
-	}
-	if r.ops.plan, err = newPlan(r.q, silver.Schema(schema)); err != nil {
+	q := r.q
+	if q.ops.plan, err = q.newPlan(ctx); err != nil {
 		return err
 	}
-	return r.ensureTables(ctx)
+	return q.ensureTables(ctx)
 }
 
 // CreateJoinTables creates, from the two sources' silver schemas, the tables a join query
@@ -36,10 +28,11 @@ func CreateTables(ctx context.Context, opts Options) error {
 // that do not exist yet, without running a batch or touching the checkpoint. Both silver
 // tables must exist; it fails naming the one that does not.
 func CreateJoinTables(ctx context.Context, opts JoinOptions) error {
-	r, err := NewJoin(opts)
+	jr, err := NewJoin(opts)
 	if err != nil {
 		return err
 	}
+	r := jr.q
 	var schemas [2]*txlog.StructType
 	for s, path := range []string{r.j.Left.Silver, r.j.Right.Silver} {
 		snap, err := r.in[s].Log().Snapshot(ctx)
@@ -50,7 +43,7 @@ func CreateJoinTables(ctx context.Context, opts JoinOptions) error {
 			return fmt.Errorf("stream: join %s: silver schema %s: %w", r.j.Name, path, err)
 		}
 	}
-	if r.plan, err = newJoinPlan(r.j, r.spec, schemas); err != nil {
+	if r.jp, err = newJoinPlan(r.j, r.spec, schemas); err != nil {
 		return err
 	}
 	return r.ensureTables(ctx)

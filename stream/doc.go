@@ -30,9 +30,13 @@
 // changed a definition, or a join whose inputs gained columns, is refused at start with
 // ErrDefinitionChanged, before any state is decoded.
 //
-// A stream-stream join is a query of its own (JoinRunner, join.go): it reads the silver tables
-// of two sources as Delta streams, runs package join's operator with per-source watermarks kept
-// in its checkpoint, appends to the joined table and the join quarantine, and hosts the
+// One engine runs every query (engine.go): it owns the offsets, commits, state and progress
+// path, the identity checks, the trigger loop, the no-data rule and the txn of every write,
+// and drives a query (a small interface) over one or more inputs read as Delta streams. The
+// source query above (Runner: runner.go, batch.go, agg.go, state.go) and the stream-stream join
+// (JoinRunner: join.go, joinplan.go, joinbatch.go) are its two configurations. The join reads
+// the silver tables of two sources, runs package join's operator with per-source watermarks
+// kept in its checkpoint, appends to the joined table and the join quarantine, and hosts the
 // aggregations over the join with the watermark the join propagates. join.go's comment
 // describes its checkpoint, which has the same layout.
 //

@@ -150,72 +150,24 @@ func (p *Progress) MarshalJSON() ([]byte, error) {
 	w.int("numInputRows", p.NumInputRows)
 	w.double("inputRowsPerSecond", p.InputRowsPerSecond)
 	w.double("processedRowsPerSecond", p.ProcessedRowsPerSecond)
-	if len(p.DurationMs) > 0 {
-		w.key("durationMs")
-		w.open()
-		for _, k := range sortedKeys(p.DurationMs) {
-			w.int(k, p.DurationMs[k])
-		}
-		w.close()
-	}
-	if len(p.EventTime) > 0 {
-		w.key("eventTime")
-		w.open()
-		for _, k := range sortedKeys(p.EventTime) {
-			w.str(k, p.EventTime[k])
-		}
-		w.close()
-	}
-	w.key("stateOperators")
-	w.b.WriteByte('[')
-	for i := range p.StateOperators {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
-		w.first = true
-		p.StateOperators[i].write(&w)
-	}
-	w.b.WriteByte(']')
-	w.key("sources")
-	w.b.WriteByte('[')
-	for i := range p.Sources {
-		if i > 0 {
-			w.b.WriteByte(',')
-		}
-		w.first = true
-		p.Sources[i].write(&w)
-	}
-	w.b.WriteByte(']')
+	w.intMap("durationMs", p.DurationMs)
+	w.strMap("eventTime", p.EventTime)
+	writeArray(&w, "stateOperators", p.StateOperators, (*StateOperatorProgress).write)
+	writeArray(&w, "sources", p.Sources, (*SourceProgress).write)
 	w.key("sink")
 	w.open()
 	w.str("description", p.Sink.Description)
 	w.int("numOutputRows", p.Sink.NumOutputRows)
 	w.strMap("metrics", p.Sink.Metrics)
 	w.close()
-	if len(p.ObservedMetrics) > 0 {
-		w.key("observedMetrics")
-		w.open()
-		for _, k := range sortedKeys(p.ObservedMetrics) {
-			w.raw(k, string(p.ObservedMetrics[k]))
-		}
-		w.close()
-	}
+	writeMap(&w, "observedMetrics", p.ObservedMetrics, func(w *jw, k string, v json.RawMessage) { w.raw(k, string(v)) })
 	if len(p.Expectations) > 0 {
-		w.key("expectations")
-		w.b.WriteByte('[')
-		for i, e := range p.Expectations {
-			if i > 0 {
-				w.b.WriteByte(',')
-			}
-			w.open()
-			w.str("name", e.Name)
-			w.str("onViolation", e.OnViolation)
-			w.int("passed", e.Passed)
-			w.int("failed", e.Failed)
-			w.int("dropped", e.Dropped)
-			w.close()
+		// Its JSON tags are the keys in their order.
+		data, err := json.Marshal(p.Expectations)
+		if err != nil {
+			return nil, err
 		}
-		w.b.WriteByte(']')
+		w.raw("expectations", string(data))
 	}
 	w.close()
 	return w.b.Bytes(), nil
@@ -224,24 +176,18 @@ func (p *Progress) MarshalJSON() ([]byte, error) {
 func (s *StateOperatorProgress) write(w *jw) {
 	w.open()
 	w.str("operatorName", s.OperatorName)
-	w.int("numRowsTotal", s.NumRowsTotal)
-	w.int("numRowsUpdated", s.NumRowsUpdated)
-	w.int("allUpdatesTimeMs", s.AllUpdatesTimeMs)
-	w.int("numRowsRemoved", s.NumRowsRemoved)
-	w.int("allRemovalsTimeMs", s.AllRemovalsTimeMs)
-	w.int("commitTimeMs", s.CommitTimeMs)
-	w.int("memoryUsedBytes", s.MemoryUsedBytes)
-	w.int("numRowsDroppedByWatermark", s.NumRowsDroppedByWatermark)
-	w.int("numShufflePartitions", s.NumShufflePartitions)
-	w.int("numStateStoreInstances", s.NumStateStoreInstances)
-	if len(s.CustomMetrics) > 0 {
-		w.key("customMetrics")
-		w.open()
-		for _, k := range sortedKeys(s.CustomMetrics) {
-			w.int(k, s.CustomMetrics[k])
-		}
-		w.close()
+	for _, f := range [...]struct {
+		key string
+		v   int64
+	}{
+		{"numRowsTotal", s.NumRowsTotal}, {"numRowsUpdated", s.NumRowsUpdated}, {"allUpdatesTimeMs", s.AllUpdatesTimeMs},
+		{"numRowsRemoved", s.NumRowsRemoved}, {"allRemovalsTimeMs", s.AllRemovalsTimeMs}, {"commitTimeMs", s.CommitTimeMs},
+		{"memoryUsedBytes", s.MemoryUsedBytes}, {"numRowsDroppedByWatermark", s.NumRowsDroppedByWatermark},
+		{"numShufflePartitions", s.NumShufflePartitions}, {"numStateStoreInstances", s.NumStateStoreInstances},
+	} {
+		w.int(f.key, f.v)
 	}
+	w.intMap("customMetrics", s.CustomMetrics)
 	w.close()
 }
 
@@ -316,17 +262,36 @@ func (w *jw) rawOrNull(k string, v json.RawMessage) {
 	w.raw(k, c.String())
 }
 
-func (w *jw) strMap(k string, m map[string]string) {
+// writeArray writes items as the array k, each with write.
+func writeArray[T any](w *jw, k string, items []T, write func(*T, *jw)) {
+	w.key(k)
+	w.b.WriteByte('[')
+	for i := range items {
+		if i > 0 {
+			w.b.WriteByte(',')
+		}
+		w.first = true
+		write(&items[i], w)
+	}
+	w.b.WriteByte(']')
+}
+
+// writeMap writes m as the object k with sorted keys, each value with write; nothing when m
+// is empty.
+func writeMap[V any](w *jw, k string, m map[string]V, write func(w *jw, k string, v V)) {
 	if len(m) == 0 {
 		return
 	}
 	w.key(k)
 	w.open()
 	for _, mk := range sortedKeys(m) {
-		w.str(mk, m[mk])
+		write(w, mk, m[mk])
 	}
 	w.close()
 }
+
+func (w *jw) intMap(k string, m map[string]int64)  { writeMap(w, k, m, (*jw).int) }
+func (w *jw) strMap(k string, m map[string]string) { writeMap(w, k, m, (*jw).str) }
 
 // JavaDouble formats v as Java's Double.toString, which Spark's JSON uses: "0.0", "2.5",
 // "1.0E7", "1.0E-4".

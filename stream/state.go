@@ -22,7 +22,7 @@ type dedupSection struct {
 // encodeDedupSection encodes the dedup state after the batch: a full snapshot every
 // min_deltas_for_snapshot versions, the batch's additions and its eviction watermark in
 // between (the state can be large, a batch's change small).
-func (r *Runner) encodeDedupSection(st *batchStats, evict int64) dedupSection {
+func (r *sourceQuery) encodeDedupSection(st *batchStats, evict int64) dedupSection {
 	if r.ops.dedup == nil {
 		return dedupSection{}
 	}
@@ -36,7 +36,7 @@ func (r *Runner) encodeDedupSection(st *batchStats, evict int64) dedupSection {
 
 // writeState writes state version n+1: the idleness bookkeeping, the dedup section and each
 // aggregation's state or delta.
-func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, aggs []aggStats) error {
+func (r *sourceQuery) writeState(ctx context.Context, n int64, dedup dedupSection, aggs []aggStats) error {
 	sections := map[string][]byte{"idle": encodeIdle(r.idle.lastDataMs, r.idle.baseWM)}
 	order := []string{"idle"}
 	if dedup.name != "" {
@@ -49,7 +49,7 @@ func (r *Runner) writeState(ctx context.Context, n int64, dedup dedupSection, ag
 	} else {
 		r.state.aggDeltas++
 	}
-	return r.ckpt.WriteState(ctx, n+1, sections, order)
+	return r.e.ckpt.WriteState(ctx, n+1, sections, order)
 }
 
 // aggSections adds each aggregation's state or delta to a state file's sections: a full
@@ -78,101 +78,134 @@ const (
 	secAggDelta   = "agg-delta/"
 )
 
-// stateSections reads the sections of state version v; version 0, the empty state, has none
-// (nil). During a restore it keeps what it read in r.state.restoring.
-func (r *Runner) stateSections(ctx context.Context, v int64) (map[string][]byte, error) {
-	if v == 0 {
-		return nil, nil
-	}
-	if sections, ok := r.state.restoring[v]; ok {
-		return sections, nil
-	}
-	sections, err := r.ckpt.ReadState(ctx, v)
-	if err == nil && r.state.restoring != nil {
-		r.state.restoring[v] = sections
-	}
-	return sections, err
+// chain is how an operator's state is kept in the state files: a full snapshot every
+// state.min_deltas_for_snapshot versions, one batch's delta (section delta) in between.
+type chain[T any] struct {
+	// open returns the state of version v from its full snapshot in sections (nil sections:
+	// version 0, the empty state), or ok false when v holds no snapshot.
+	open  func(v int64, sections map[string][]byte) (state T, ok bool, err error)
+	delta string
+	// apply applies the delta that version v holds.
+	apply func(state T, delta []byte, v int64) error
+	// missing is the error for a version with neither a snapshot nor a delta.
+	missing func(v int64) error
 }
 
-// restoreAgg rebuilds an aggregation's state of version v: its nearest full snapshot at or
-// before v, then every later delta in order. It returns the number of deltas replayed.
-func restoreAgg(ctx context.Context, ap *aggPlan, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error)) (*gold.Aggregation, int, error) {
+// restore rebuilds the state of version v: its nearest full snapshot at or before v, then
+// every later delta in order. It returns the number of deltas replayed and whether the chain
+// started from the empty state of version 0.
+func (c chain[T]) restore(ctx context.Context, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error)) (T, int, bool, error) {
 	var deltas [][]byte
 	for {
-		var a *gold.Aggregation
-		var err error
-		if sections == nil { // version 0: the empty state
-			a, err = gold.NewAggregation(ap.agg)
-		} else if s, ok := sections[secAgg+ap.cfg.Name]; ok {
-			a, err = gold.RestoreAggregation(ap.agg, s)
-		}
+		state, ok, err := c.open(v, sections)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
+			return state, 0, false, err
 		}
-		if a != nil {
+		if ok {
 			for i := len(deltas) - 1; i >= 0; i-- {
-				if err := a.ApplyDelta(deltas[i]); err != nil {
-					return nil, 0, fmt.Errorf("%s: %w", checkpoint.StateKey(v+int64(len(deltas)-i)), err)
+				if err := c.apply(state, deltas[i], v+int64(len(deltas)-i)); err != nil {
+					return state, 0, false, err
 				}
 			}
-			return a, len(deltas), nil
+			return state, len(deltas), sections == nil, nil
 		}
-		s, ok := sections[secAggDelta+ap.cfg.Name]
+		s, ok := sections[c.delta]
 		if !ok || v <= 0 {
-			return nil, 0, fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", checkpoint.ErrBad, checkpoint.StateKey(v), ap.cfg.Name)
+			return state, 0, false, c.missing(v)
 		}
 		deltas = append(deltas, s)
 		v--
 		if sections, err = read(ctx, v); err != nil {
-			return nil, 0, err
+			return state, 0, false, err
 		}
 	}
+}
+
+// restoreAggs rebuilds the state of version v of each aggregation and returns the most
+// deltas one of them replayed.
+func restoreAggs(ctx context.Context, aps []*aggPlan, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error)) ([]*gold.Aggregation, int, error) {
+	aggs := make([]*gold.Aggregation, len(aps))
+	most := 0
+	for i, ap := range aps {
+		c := chain[*gold.Aggregation]{
+			open: func(v int64, sections map[string][]byte) (*gold.Aggregation, bool, error) {
+				var a *gold.Aggregation
+				var err error
+				if sections == nil { // version 0: the empty state
+					a, err = gold.NewAggregation(ap.agg)
+				} else if s, ok := sections[secAgg+ap.cfg.Name]; ok {
+					a, err = gold.RestoreAggregation(ap.agg, s)
+				}
+				if err != nil {
+					return nil, false, fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
+				}
+				return a, a != nil, nil
+			},
+			delta: secAggDelta + ap.cfg.Name,
+			apply: func(a *gold.Aggregation, delta []byte, v int64) error {
+				if err := a.ApplyDelta(delta); err != nil {
+					return fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
+				}
+				return nil
+			},
+			missing: func(v int64) error {
+				return fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", checkpoint.ErrBad, checkpoint.StateKey(v), ap.cfg.Name)
+			},
+		}
+		var deltas int
+		var err error
+		if aggs[i], deltas, _, err = c.restore(ctx, v, sections, read); err != nil {
+			return nil, 0, fmt.Errorf("gold %s state: %w", ap.cfg.Name, err)
+		}
+		most = max(most, deltas)
+	}
+	return aggs, most, nil
 }
 
 // dedupWatermark is a watermark as the dedup state sees it: dedup_retention earlier, so keys
 // stay in memory that long past the watermark. Both of a batch's watermarks shift alike, so a key
 // leaves state only after every row that could repeat it is judged against silver instead.
-func (r *Runner) dedupWatermark(wmMs int64) int64 {
+func (r *sourceQuery) dedupWatermark(wmMs int64) int64 {
 	return max(0, wmMs-r.q.State.DedupRetention.Milliseconds())
 }
 
 // restoreDedup rebuilds the dedup state of version v: the nearest full snapshot at or before
-// v, then every later delta in order. It returns the number of deltas replayed.
-func (r *Runner) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int64, sections map[string][]byte) (*silver.Dedup, int, error) {
-	var deltas [][]byte
-	for {
-		if sections == nil { // version 0, or a query that ran before dedup was on: empty state
-			d, err := silver.NewDedup(cfg)
-			if err != nil {
-				return nil, 0, fmt.Errorf("stream: dedup: %w", err)
+// v, then every later delta in order. It returns the number of deltas replayed since that
+// snapshot (0 when the chain starts from the empty state).
+func (r *sourceQuery) restoreDedup(ctx context.Context, cfg silver.DedupConfig, v int64, sections map[string][]byte) (*silver.Dedup, int, error) {
+	c := chain[*silver.Dedup]{
+		open: func(v int64, sections map[string][]byte) (*silver.Dedup, bool, error) {
+			if sections == nil { // version 0, or a query that ran before dedup was on: empty state
+				d, err := silver.NewDedup(cfg)
+				if err != nil {
+					return nil, false, fmt.Errorf("stream: dedup: %w", err)
+				}
+				return d, true, nil
 			}
-			return d, 0, r.replay(d, deltas, v)
-		}
-		if s, ok := sections[secDedup]; ok {
+			s, ok := sections[secDedup]
+			if !ok {
+				return nil, false, nil
+			}
 			d, err := silver.RestoreDedup(cfg, s)
 			if err != nil {
-				return nil, 0, fmt.Errorf("stream: dedup state %s: %w", checkpoint.StateKey(v), err)
+				return nil, false, fmt.Errorf("stream: dedup state %s: %w", checkpoint.StateKey(v), err)
 			}
-			return d, len(deltas), r.replay(d, deltas, v)
-		}
-		s, ok := sections[secDedupDelta]
-		if !ok || v <= 0 {
-			return nil, 0, fmt.Errorf("%w: %s has no dedup state", checkpoint.ErrBad, checkpoint.StateKey(v))
-		}
-		deltas = append(deltas, s)
-		v--
-		var err error
-		if sections, err = r.stateSections(ctx, v); err != nil {
-			return nil, 0, err
-		}
+			return d, true, nil
+		},
+		delta: secDedupDelta,
+		apply: func(d *silver.Dedup, delta []byte, v int64) error {
+			if err := d.ApplyDelta(delta); err != nil {
+				return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(v), err)
+			}
+			return nil
+		},
+		missing: func(v int64) error {
+			return fmt.Errorf("%w: %s has no dedup state", checkpoint.ErrBad, checkpoint.StateKey(v))
+		},
 	}
-}
-
-func (r *Runner) replay(d *silver.Dedup, deltas [][]byte, base int64) error {
-	for i := len(deltas) - 1; i >= 0; i-- {
-		if err := d.ApplyDelta(deltas[i]); err != nil {
-			return fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, checkpoint.StateKey(base+int64(len(deltas)-i)), err)
-		}
+	d, deltas, fromEmpty, err := c.restore(ctx, v, sections, r.e.stateSections)
+	if fromEmpty {
+		deltas = 0
 	}
-	return nil
+	return d, deltas, err
 }

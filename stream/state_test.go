@@ -27,21 +27,21 @@ func TestDedupDeltaChain(t *testing.T) {
 		t.Fatalf("only %d batches: the chain is not exercised", rep.LastBatch+1)
 	}
 	r, _ := New(Options{Lake: chained, Query: specs.Query(cfg)})
-	r.ckpt = checkpoint.Open(objstore.WithPrefix(chained, cfg.Stream.Checkpoint))
+	r.e.ckpt = checkpoint.Open(objstore.WithPrefix(chained, cfg.Stream.Checkpoint))
 	deltas := 0
 	for v := int64(1); v <= rep.LastBatch+1; v++ {
 		ws, err := checkpoint.Open(objstore.WithPrefix(full, cfg.Stream.Checkpoint)).ReadState(ctx, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sections, err := r.ckpt.ReadState(ctx, v)
+		sections, err := r.e.ckpt.ReadState(ctx, v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := sections[secDedupDelta]; ok {
 			deltas++
 		}
-		d, _, err := r.restoreDedup(ctx, silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: 2000}, v, sections)
+		d, _, err := r.q.restoreDedup(ctx, silver.DedupConfig{Mode: silver.DropDuplicates, EventTimeIsKey: true, DelayMs: 2000}, v, sections)
 		if err != nil {
 			t.Fatal(err)
 		}
