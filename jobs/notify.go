@@ -64,6 +64,9 @@ type notifier struct {
 	tokenSum []byte
 	allowed  *rate.Limiter // authenticated requests
 	refused  *rate.Limiter // requests without a valid token
+	// now is the limiters' clock (Env.Clock): a test freezes it so that no refill happens
+	// between its requests however slowly a loaded machine serves them.
+	now func() time.Time
 	// record counts each ingest as a run of the ingest job (set by the Server).
 	record func(start time.Time, summary any, err error)
 }
@@ -82,6 +85,10 @@ func newNotifier(env Env, leases *Leases, reg prometheus.Registerer) (*notifier,
 		}, []string{"outcome"}),
 		allowed: rate.NewLimiter(webhookRate, webhookBurst),
 		refused: rate.NewLimiter(webhookRejectRate, webhookRejectBurst),
+		now:     env.Clock,
+	}
+	if n.now == nil {
+		n.now = time.Now
 	}
 	switch token := string(notify.Token); {
 	case token != "" && len(token) < minWebhookToken:
@@ -164,7 +171,7 @@ func (n *notifier) authorized(r *http.Request) bool {
 // records of the same body are still queued, and the reconciling listing deals with that object.
 func (n *notifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !n.authorized(r) {
-		if !n.refused.Allow() {
+		if !n.refused.AllowN(n.now(), 1) {
 			n.events.WithLabelValues("limited").Inc()
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many requests", http.StatusTooManyRequests)
@@ -175,7 +182,7 @@ func (n *notifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 		return
 	}
-	if !n.allowed.Allow() {
+	if !n.allowed.AllowN(n.now(), 1) {
 		n.events.WithLabelValues("limited").Inc()
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
