@@ -25,7 +25,8 @@ computed here. Joins are not exported yet: the job names each one (and the gold 
 starts, and invariant J stays with medallion's own tables (test_join_invariant).
 
 By default both configs run in one spark-submit on the cluster and joins also on local[2]; with
-MEDALLION_LONG=1 the demo runs on local[2] too, on a larger workload.
+MEDALLION_LONG=1 the demo runs on local[2] too, and both workloads are larger (the joins one drawn
+from a fresh seed, printed; MEDALLION_SEED=N replays it).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -99,31 +101,43 @@ def prepare_demo(tmp: Path, med, events: int) -> Scenario:
     return sc
 
 
-def joins_landing(lake: Path) -> None:
-    """Four objects per source, one micro-batch each; impressions every 4 minutes over 2 hours
-    per object (the 2h watermark closes the hour windows two objects later), a click 5 minutes
-    after every third impression."""
+def joins_landing(lake: Path, objects: int, per_object: int, seed: int) -> None:
+    """objects landing objects per source, one micro-batch each; per_object impressions over 2
+    hours per object, a click up to an hour after about every third impression; from the third
+    object on, resends, a row without its required ad_id, a click the expectation drops and one
+    without its event time; from the fourth, impressions delivered hours late. The seed draws ads, campaigns and which rows are late."""
+    import random
+
+    rng = random.Random(seed)
     base = datetime(2024, 5, 1, tzinfo=timezone.utc)
-    ts = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
-    for i in range(4):
+    step = timedelta(hours=2) / per_object
+    ts = lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    for i in range(objects):
         imps, clicks = [], []
-        for k in range(30):
-            t = base + timedelta(hours=2 * i, minutes=4 * k)
-            imps.append({"impression_id": f"imp-{i}-{k}", "ad_id": f"ad{k % 5}", "campaign": f"c{k % 3}",
+        for k in range(per_object):
+            t = base + timedelta(hours=2 * i) + k * step
+            ad = f"ad{rng.randrange(5)}"
+            imps.append({"impression_id": f"imp-{i}-{k}", "ad_id": ad, "campaign": f"c{rng.randrange(3)}",
                          "impression_time": ts(t)})
-            if k % 3 == 0:
-                clicks.append({"click_id": f"clk-{i}-{k}", "ad_id": f"ad{k % 5}",
-                               "click_time": ts(t + timedelta(minutes=5))})
-        if i >= 2:
-            # delivered late: hour windows the previous batch's watermark had closed
+            if rng.random() < 0.34:
+                clicks.append({"click_id": f"clk-{i}-{k}", "ad_id": ad,
+                               "click_time": ts(t + timedelta(minutes=rng.randrange(1, 59)))})
+        if i >= 3:
+            # Delivered late: in the first hour of the object three before, a window that ended
+            # an hour before the judging watermark (the previous batch's, which Spark computed
+            # from the batches before it: the latest time two objects before, minus 2h).
             for k in range(3):
+                late = base + timedelta(hours=2 * (i - 3), minutes=rng.randrange(0, 55))
                 imps.append({"impression_id": f"late-{i}-{k}", "ad_id": f"ad{k}", "campaign": "c0",
-                             "impression_time": ts(base + timedelta(hours=2 * (i - 2), minutes=10 + 7 * k))})
+                             "impression_time": ts(late)})
+        if i >= 2:
             imps.append(dict(imps[1]))  # a resend
             imps.append({"impression_id": f"noad-{i}", "campaign": "c1", "impression_time": ts(base)})
-            clicks.append(dict(clicks[0]))  # a resend
+            if clicks:
+                clicks.append(dict(clicks[0]))  # a resend
             clicks.append({"click_id": f"empty-ad-{i}", "ad_id": "", "click_time": ts(base + timedelta(hours=2 * i))})
             clicks.append({"click_id": f"no-time-{i}", "ad_id": "ad1"})
+        rng.shuffle(imps)
         for prefix, rows in (("impressions", imps), ("clicks", clicks)):
             d = lake / "landing" / prefix
             d.mkdir(parents=True, exist_ok=True)
@@ -134,13 +148,19 @@ def prepare_joins(tmp: Path, med) -> Scenario:
     sc = joins_scenario()
     sc.lake = tmp / "joins"
     text = set_lake((REPO_ROOT / "examples" / "joins.yaml").read_text(), sc.lake)
-    for old, new in (("  trigger: available-now\n", "  trigger: available-now\n  max_files_per_trigger: 1\n"),
-                     ("dedup: [click_id]}", "dedup: [click_id], max_files_per_trigger: 1}")):
-        assert text.count(old) == 1, f"examples/joins.yaml no longer has {old!r}"
+    # One landing object per bronze commit (ingest) and per micro-batch (stream), both sources.
+    for old, new, n in (("  trigger: available-now\n", "  trigger: available-now\n  max_files_per_trigger: 1\n", 1),
+                        ("dedup: [click_id]}", "dedup: [click_id], max_files_per_trigger: 1}", 1),
+                        ("format: json}", "format: json, max_files_per_trigger: 1}", 2)):
+        assert text.count(old) == n, f"examples/joins.yaml no longer has {old!r} {n} times"
         text = text.replace(old, new)
     sc.cfg = tmp / "joins.yaml"
     sc.cfg.write_text(text)
-    joins_landing(sc.lake)
+    # Small by default; MEDALLION_LONG=1: more and larger objects, a seed of the run's own
+    # (MEDALLION_SEED replays one).
+    seed = int(os.environ.get("MEDALLION_SEED") or (time.time_ns() % 1_000_000 if LONG else 7))
+    print(f"export-sources joins workload: seed {seed}")
+    joins_landing(sc.lake, 8 if LONG else 4, 200 if LONG else 30, seed)
     med("run", "ingest", "--config", str(sc.cfg))
     return sc
 
@@ -342,3 +362,13 @@ def test_invariant_e_on_sparks_tables(run):
         assert want and got == want, f"{gold}: gold differs from silver's batch count:\n" + \
             f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
             f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
+
+
+def test_one_query_options_need_source(scenarios, spark):
+    """--checkpoint and --bronze name one query's: with several sources the job refuses them
+    without --source, before it starts anything, and says which sources there are."""
+    job = load_job(scenarios["joins"].job, "exported_joins_options")
+    for flag in ("--checkpoint", "--bronze"):
+        with pytest.raises(ValueError, match=r"add --source NAME \(one of impressions, clicks\)"):
+            job.run(spark, job.parse_args([flag, "/nowhere"]))
+    assert job.parse_args(["--source", "clicks"]).source == "clicks"
