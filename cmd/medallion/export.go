@@ -36,6 +36,10 @@ and refuses to write into a table whose log holds another query's txn, naming bo
 stream has stopped: see docs/past-one-machine.md. --plain runs Spark's own aggregation
 (late rows dropped, no silver or rejects), the baseline the promise is measured against.
 
+Every source of sources: is its own query with its own checkpoint (--source NAME runs one).
+What the job does not run (joins:, the aggregations over a join, session windows) is named
+on stderr now, one notice per item, and again by the job when it starts.
+
 Run it:
   medallion export spark --config pipeline.yaml > job.py
   spark-submit --packages io.delta:delta-spark_2.12:3.3.2,org.apache.hadoop:hadoop-aws:3.3.4 job.py
