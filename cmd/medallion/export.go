@@ -36,6 +36,10 @@ and refuses to write into a table whose log holds another query's txn, naming bo
 stream has stopped: see docs/past-one-machine.md. --plain runs Spark's own aggregation
 (late rows dropped, no silver or rejects), the baseline the promise is measured against.
 
+Every source of sources: is its own query with its own checkpoint (--source NAME runs one).
+What the job does not run (joins:, the aggregations over a join, session windows) is named
+on stderr now, one notice per item, and again by the job when it starts.
+
 Run it:
   medallion export spark --config pipeline.yaml > job.py
   spark-submit --packages io.delta:delta-spark_2.12:3.3.2,org.apache.hadoop:hadoop-aws:3.3.4 job.py
@@ -59,11 +63,10 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 			if err != nil {
 				return err
 			}
-			if cfg.MultiSource() {
-				// The exported job is one query over one bronze table; several sources and
-				// joins would need one job per query and the join host's per-source
-				// watermarks, which the export does not write.
-				return usageError("export spark: %s has sources: or joins:, which the export does not support yet: export a single-source config (several sources and joins run in medallion itself)", p)
+			// What Spark cannot run as medallion does is said now, per item, on stderr
+			// (the job on stdout lists it too, in NOT_EXPORTED, and prints it when it starts).
+			for _, n := range planExport(cfg).notices {
+				fmt.Fprintf(cmd.ErrOrStderr(), "export spark: notice: %s\n", n)
 			}
 			return writeSparkJob(cmd.OutOrStdout(), cfg)
 		},
@@ -115,16 +118,146 @@ func sparkInterval(d time.Duration) string {
 //go:embed export_job.py
 var sparkJobBody string
 
+// sparkNames are the Python expressions a source's generated functions read its settings
+// through: the top-level source's are the job's module constants (BRONZE, EVENT_TIME, ...), the
+// other sources' are literals; suffix tells the source's functions apart (reject_reason<suffix>).
+type sparkNames struct {
+	suffix, bronze, maxFiles, maxBytes, eventTime, watermark, dedup string
+}
+
+// topLevelNames are the top-level source's: the module constants.
+var topLevelNames = sparkNames{bronze: "BRONZE", maxFiles: "MAX_FILES_PER_TRIGGER",
+	maxBytes: "MAX_BYTES_PER_TRIGGER", eventTime: "EVENT_TIME", watermark: "WATERMARK", dedup: "DEDUP"}
+
+// sourceNames are the names of the i-th source of sources: (counted from 1).
+func sourceNames(i int, view *config.Pipeline) sparkNames {
+	st := &view.Stream
+	return sparkNames{suffix: fmt.Sprintf("_s%d", i), bronze: "LAKE + \"/\" + " + py(view.Tables.Bronze),
+		maxFiles: fmt.Sprint(st.MaxFilesPerTrigger), maxBytes: fmt.Sprint(st.MaxBytesPerTrigger.Bytes),
+		eventTime: py(st.EventTime), watermark: py(sparkInterval(st.Watermark.Duration)),
+		dedup: "[" + joinPy(st.Dedup) + "]"}
+}
+
+// sparkTrigger spells a trigger as the job's --trigger takes it.
+func sparkTrigger(t config.Trigger) string {
+	if t.Kind == config.TriggerProcessingTime {
+		// Spark parses "30 seconds", not Go's "30s".
+		return string(t.Kind) + "=" + sparkInterval(t.Interval)
+	}
+	return string(t.Kind)
+}
+
+// exportPlan is what of a config the job carries: every source (the top-level one first, as a
+// single-source view) and the aggregations over sources; the joins and the aggregations over
+// them stay with medallion (notices says so, per item).
+type exportPlan struct {
+	views   []*config.Pipeline
+	gold    []config.Gold
+	notices []string
+}
+
+func planExport(cfg *config.Pipeline) exportPlan {
+	var plan exportPlan
+	for _, s := range cfg.AllSources() {
+		v, _ := cfg.ForSource(s.Name)
+		plan.views = append(plan.views, v)
+		plan.gold = append(plan.gold, v.Gold...)
+		for _, g := range v.Gold {
+			if g.Window.Type == config.WindowSession {
+				plan.notices = append(plan.notices, fmt.Sprintf("gold %s: session windows are not carried by the job "+
+					"(it refuses to run them; --plain runs Spark's own session_window, which drops late rows): "+
+					"keep gold %s on medallion", g.Name, g.Name))
+			}
+		}
+	}
+	for _, j := range cfg.Joins {
+		msg := fmt.Sprintf("join %s (%s %s %s) is not exported: the job does not run stream-stream joins yet; "+
+			"keep it on medallion (medallion run stream --source %s reads the silver tables the job writes "+
+			"with a config whose tables carry the job's prefix)", j.Name, j.Left, j.Type, j.Right, j.Name)
+		for _, g := range cfg.GoldOf(j.Name) {
+			msg += fmt.Sprintf("; so is gold %s, over it", g.Name)
+		}
+		plan.notices = append(plan.notices, msg)
+	}
+	return plan
+}
+
 func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 	lake, err := sparkLake(cfg.Lake)
 	if err != nil {
 		return err
 	}
-	st := &cfg.Stream
+	plan := planExport(cfg)
+	top := plan.views[0]
+	st := &top.Stream
 	var b strings.Builder
 	pf := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	writeSparkHeader(&b, cfg, lake)
+	pf("TRIGGER = %s\n", py(sparkTrigger(st.Trigger)))
+	pf("S3 = {\"endpoint\": %s, \"region\": %s, \"path_style\": %s}\n", py(cfg.S3.Endpoint), py(cfg.S3.Region),
+		pyBool(cfg.S3.PathStyle))
+	pf("GOLD = {\n")
+	var tablesHelp strings.Builder
+	for i, v := range plan.views {
+		if i > 0 {
+			tablesHelp.WriteString(", ")
+		}
+		fmt.Fprintf(&tablesHelp, "%s, %s", v.Tables.Silver, v.Tables.Rejects)
+	}
+	for _, g := range plan.gold {
+		win := g.Window
+		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s],\n", py(g.Name), py(g.Table),
+			py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy))
+		pf("        \"window\": {\"type\": %s, \"size_us\": %d, \"slide_us\": %d, \"start_us\": %d}},\n", py(string(win.Type)),
+			win.Size.Microseconds(), win.EffectiveSlide().Microseconds(), win.StartTime.Microseconds())
+		fmt.Fprintf(&tablesHelp, ", %s, %s", g.Table, g.Quarantine)
+	}
+	pf("}\n")
+	// Each aggregation's input: the source whose query computes it and the column its windows
+	// are over (the source's event time unless time_column says otherwise).
+	pf("GOLD_INPUT = {")
+	for i, g := range plan.gold {
+		if i > 0 {
+			pf(",")
+		}
+		pf("\n    %s: {\"source\": %s, \"time\": %s}", py(g.Name), py(cfg.GoldSource(g)), py(cfg.GoldTimeColumn(g)))
+	}
+	pf("}\n")
+	pf("TABLES_HELP = %s\n", py(tablesHelp.String()))
+	// What the export leaves to medallion, per item: the job prints it at start.
+	pf("NOT_EXPORTED = [%s]\n", joinPy(plan.notices))
+	// Data-quality expectations of the source (DESIGN.md §4), applied in the silver stage:
+	// [{"name", "expect" (a Spark SQL boolean expression), "on_violation": warn|drop|fail}].
+	// Expect is Spark SQL as the user wrote it: the job hands it to F.expr unchanged.
+	pf("EXPECTATIONS = %s\n", pyExpectations(top.Expectations))
 
-	pf(`#!/usr/bin/env python3
+	writeSparkValidation(&b, top, "")
+	writeSparkEvents(&b, top, topLevelNames)
+	for i, v := range plan.views[1:] {
+		names := sourceNames(i+1, v)
+		writeSparkValidation(&b, v, names.suffix)
+		writeSparkEvents(&b, v, names)
+	}
+	for _, g := range plan.gold {
+		v, _ := cfg.ForSource(cfg.GoldSource(g))
+		ev := py(cfg.GoldTimeColumn(g))
+		if v.Stream.Name == top.Stream.Name && cfg.GoldTimeColumn(g) == st.EventTime {
+			ev = "EVENT_TIME"
+		}
+		if err := writeSparkGold(&b, v, &g, ev); err != nil {
+			return err
+		}
+	}
+	writeSparkSources(&b, plan.views)
+	b.WriteString(sparkJobBody)
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// writeSparkHeader writes the job's doc string, imports and the top-level source's constants.
+func writeSparkHeader(b *strings.Builder, cfg *config.Pipeline, lake string) {
+	st := &cfg.Stream
+	fmt.Fprintf(b, `#!/usr/bin/env python3
 """PySpark job equivalent to medallion's stream %s of pipeline %s.
 
 Generated by 'medallion export spark'. It keeps medallion's promise on Spark: bronze -> validation
@@ -132,6 +265,8 @@ Generated by 'medallion export spark'. It keeps medallion's promise on Spark: br
 quarantine (rows late for a window that had closed, with the watermark that judged them) and gold
 (append, update or complete, medallion's schema), every write with txn(query id, batch id), so
 medallion's merge-late, replay, optimize, vacuum, lag, report and status page work on its tables.
+With several sources, each source is its own query with its own checkpoint (SOURCES), run one
+after the other as medallion runs them (concurrently with a processing-time trigger).
 
 Safe by default: its tables go under <lake>/spark/ (spark/silver/events, spark/gold/<name>, ...),
 never into tables whose log holds another query's txn. --takeover continues medallion's own
@@ -143,13 +278,15 @@ or with a python that has pyspark and delta-spark (--conf passes Spark settings)
 s3a settings come from the pipeline config and the AWS environment (see s3a_settings).
 
 Differences from medallion: session windows are not carried (use --plain or keep them on
-medallion); sketch aggregates use Spark's own sketches (values close to, not equal to,
-medallion's; no <name>_sketch column); the rejects' raw column is Spark's JSON of the row.
+medallion); joins are not carried (NOT_EXPORTED lists what stays with medallion); sketch
+aggregates use Spark's own sketches (values close to, not equal to, medallion's; no
+<name>_sketch column); the rejects' raw column is Spark's JSON of the row.
 """
 
 import argparse
 import json
 import os
+import threading
 
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
@@ -168,74 +305,70 @@ DEDUP = [%s]
 `, py(st.Name), py(cfg.Source()), py(lake), py(cfg.Tables.Bronze), py(cfg.Tables.Silver), py(cfg.Tables.Rejects),
 		py(st.Checkpoint), py(st.Name), st.MaxFilesPerTrigger, st.MaxBytesPerTrigger.Bytes, py(st.EventTime),
 		py(sparkInterval(st.Watermark.Duration)), joinPy(st.Dedup))
-	trigger := string(st.Trigger.Kind)
-	if st.Trigger.Kind == config.TriggerProcessingTime {
-		// Spark parses "30 seconds", not Go's "30s".
-		trigger += "=" + sparkInterval(st.Trigger.Interval)
-	}
-	pf("TRIGGER = %s\n", py(trigger))
-	pf("S3 = {\"endpoint\": %s, \"region\": %s, \"path_style\": %s}\n", py(cfg.S3.Endpoint), py(cfg.S3.Region),
-		pyBool(cfg.S3.PathStyle))
-	pf("GOLD = {\n")
-	var tablesHelp strings.Builder
-	fmt.Fprintf(&tablesHelp, "tables, under the root: %s, %s", cfg.Tables.Silver, cfg.Tables.Rejects)
-	for _, g := range cfg.Gold {
-		win := g.Window
-		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s],\n", py(g.Name), py(g.Table),
-			py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy))
-		pf("        \"window\": {\"type\": %s, \"size_us\": %d, \"slide_us\": %d, \"start_us\": %d}},\n", py(string(win.Type)),
-			win.Size.Microseconds(), win.EffectiveSlide().Microseconds(), win.StartTime.Microseconds())
-		fmt.Fprintf(&tablesHelp, ", %s, %s", g.Table, g.Quarantine)
-	}
-	pf("}\n")
-	pf("TABLES_HELP = %s\n", py(tablesHelp.String()))
-	// Data-quality expectations of the source (DESIGN.md §4), applied in the silver stage:
-	// [{"name", "expect" (a Spark SQL boolean expression), "on_violation": warn|drop|fail}].
-	// Expect is Spark SQL as the user wrote it: the job hands it to F.expr unchanged.
-	pf("EXPECTATIONS = [")
-	for i, e := range cfg.Expectations {
+}
+
+// pyExpectations renders expectations as the job's list of dicts.
+func pyExpectations(exps []config.Expectation) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, e := range exps {
 		if i > 0 {
-			pf(",")
+			b.WriteString(",")
 		}
-		pf("\n    {\"name\": %s, \"expect\": %s, \"on_violation\": %s}", py(e.Name), py(e.Expect), py(e.OnViolation))
+		fmt.Fprintf(&b, "\n    {\"name\": %s, \"expect\": %s, \"on_violation\": %s}", py(e.Name), py(e.Expect), py(e.OnViolation))
 	}
-	pf("]\n")
+	b.WriteString("]")
+	return b.String()
+}
 
-	writeSparkValidation(&b, cfg)
-
-	b.WriteString(`
-
-def events(spark, bronze=None, max_files=None):
-    """--plain: bronze as a stream of valid, deduplicated events with the watermark."""
-    reader = spark.readStream.format("delta").option("maxFilesPerTrigger", max_files or MAX_FILES_PER_TRIGGER)
-    if MAX_BYTES_PER_TRIGGER:
-        reader = reader.option("maxBytesPerTrigger", str(MAX_BYTES_PER_TRIGGER))
-    df = reader.load(bronze or BRONZE)
-    df = df.where(reject_reason().isNull())
-`)
-	if len(st.Dedup) > 0 {
+// writeSparkEvents writes events<suffix>(): --plain's stream of a source's valid, deduplicated
+// events with the watermark.
+func writeSparkEvents(b *strings.Builder, view *config.Pipeline, n sparkNames) {
+	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	pf("\n\ndef events%s(spark, bronze=None, max_files=None):\n", n.suffix)
+	pf("    \"\"\"--plain: bronze of source %s as a stream of valid, deduplicated events with the watermark.\"\"\"\n",
+		view.Stream.Name)
+	pf("    reader = spark.readStream.format(\"delta\").option(\"maxFilesPerTrigger\", max_files or %s)\n", n.maxFiles)
+	pf("    if %s:\n", n.maxBytes)
+	pf("        reader = reader.option(\"maxBytesPerTrigger\", str(%s))\n", n.maxBytes)
+	pf("    df = reader.load(bronze or %s)\n", n.bronze)
+	pf("    df = df.where(reject_reason%s().isNull())\n", n.suffix)
+	if len(view.Stream.Dedup) > 0 {
 		pf("    # dropDuplicates before the watermark: exact within the query (keys never expire).\n")
-		pf("    df = df.dropDuplicates(DEDUP)\n")
+		pf("    df = df.dropDuplicates(%s)\n", n.dedup)
 	}
-	if st.Watermark.Duration > 0 {
-		pf("    return df.withWatermark(EVENT_TIME, WATERMARK)\n")
+	if view.Stream.Watermark.Duration > 0 {
+		pf("    return df.withWatermark(%s, %s)\n", n.eventTime, n.watermark)
 	} else {
 		pf("    return df\n")
 	}
+}
 
-	for _, g := range cfg.Gold {
-		if err := writeSparkGold(&b, cfg, &g); err != nil {
-			return err
-		}
+// writeSparkSources writes SOURCES: every source's query, the top-level one (QUERY) first.
+func writeSparkSources(b *strings.Builder, views []*config.Pipeline) {
+	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	pf("\n\n# Every source's query, the top-level one (QUERY) first: its tables (under the root), its\n")
+	pf("# checkpoint, its stream settings and its validation, as medallion's single-source view of it.\n")
+	pf("SOURCES = {\n")
+	pf("    QUERY: {\"bronze\": BRONZE, \"silver\": SILVER, \"rejects\": REJECTS, \"checkpoint\": CHECKPOINT,\n")
+	pf("            \"max_files\": MAX_FILES_PER_TRIGGER, \"max_bytes\": MAX_BYTES_PER_TRIGGER, \"event_time\": EVENT_TIME,\n")
+	pf("            \"watermark\": WATERMARK, \"dedup\": DEDUP, \"trigger\": TRIGGER, \"expectations\": EXPECTATIONS,\n")
+	pf("            \"reject_reason\": reject_reason, \"reject_detail\": reject_detail, \"events\": events},\n")
+	for i, v := range views[1:] {
+		n := sourceNames(i+1, v)
+		pf("    %s: {\"bronze\": %s, \"silver\": %s, \"rejects\": %s, \"checkpoint\": %s,\n", py(v.Stream.Name),
+			n.bronze, py(v.Tables.Silver), py(v.Tables.Rejects), py(v.Stream.Checkpoint))
+		pf("        \"max_files\": %s, \"max_bytes\": %s, \"event_time\": %s,\n", n.maxFiles, n.maxBytes, n.eventTime)
+		pf("        \"watermark\": %s, \"dedup\": %s, \"trigger\": %s,\n", n.watermark, n.dedup, py(sparkTrigger(v.Stream.Trigger)))
+		pf("        \"expectations\": %s,\n", strings.ReplaceAll(pyExpectations(v.Expectations), "\n", "\n    "))
+		pf("        \"reject_reason\": reject_reason%[1]s, \"reject_detail\": reject_detail%[1]s, \"events\": events%[1]s},\n", n.suffix)
 	}
-	b.WriteString(sparkJobBody)
-	_, err = io.WriteString(w, b.String())
-	return err
+	pf("}\n")
 }
 
 // writeSparkValidation writes reject_reason() and reject_detail(): medallion's validation
 // (silver.Rules) as Spark column expressions, the reasons and texts of medallion's rejects.
-func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline) {
+func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline, suffix string) {
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	st := &cfg.Stream
 	var required []string
@@ -250,7 +383,7 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline) {
 		future = fmt.Sprintf("%s.isNotNull() & (F.unix_micros(%s) > F.unix_micros(%s) + %d)",
 			pyCol("_ingest_time"), pyCol(st.EventTime), pyCol("_ingest_time"), skewUs)
 	}
-	pf("\n\ndef reject_reason():\n")
+	pf("\n\ndef reject_reason%s():\n", suffix)
 	pf("    \"\"\"Why a bronze row fails validation (null when it passes), in medallion's order: event\n")
 	pf("    time, required columns (schema order), event time beyond _ingest_time + max_future_skew.\"\"\"\n")
 	pf("    return (F.when(%s.isNull(), F.lit(\"missing_event_time\"))", pyCol(st.EventTime))
@@ -262,7 +395,7 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline) {
 	}
 	pf(")\n")
 
-	pf("\n\ndef reject_detail():\n")
+	pf("\n\ndef reject_detail%s():\n", suffix)
 	pf("    \"\"\"The rejects' error column, worded as medallion words it.\"\"\"\n")
 	evMsg := fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", st.EventTime)
 	pf("    return (F.when(%s.isNull(), F.lit(%s))", pyCol(st.EventTime), py(evMsg))
@@ -301,9 +434,8 @@ func joinPy(names []string) string {
 
 // writeSparkGold writes gold_<name>(events): the aggregation of one gold table, with its columns
 // in medallion's order and types.
-func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold) error {
+func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev string) error {
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	ev := "EVENT_TIME"
 	var win string
 	switch g.Window.Type {
 	case config.WindowSession:

@@ -139,14 +139,16 @@ class Job:
     work on them. A rerun of a batch (after a crash) reads the same silver version and writes
     nothing twice (txn)."""
 
-    def __init__(self, spark, opts):
+    def __init__(self, spark, opts, source=None):
         self.spark, self.opts = spark, opts
+        self.source = source or QUERY
+        self.src = src = SOURCES[self.source]
         self.root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")
-        self.ckpt = opts.checkpoint or (self.root + "/" + CHECKPOINT)
-        self.bronze = opts.bronze or BRONZE
-        self.names = opts.gold or list(GOLD)
-        self.silver = self.root + "/" + SILVER
-        self.rejects = self.root + "/" + REJECTS
+        self.ckpt = opts.checkpoint or (self.root + "/" + src["checkpoint"])
+        self.bronze = opts.bronze or src["bronze"]
+        self.names = [n for n in (opts.gold or list(GOLD)) if GOLD_INPUT[n]["source"] == self.source]
+        self.silver = self.root + "/" + src["silver"]
+        self.rejects = self.root + "/" + src["rejects"]
         self.tables = {n: (self.root + "/" + GOLD[n]["table"], self.root + "/" + GOLD[n]["quarantine"])
                        for n in self.names}
         for n in self.names:
@@ -155,6 +157,8 @@ class Job:
                     f"gold {n}: session windows are not carried by the exported job yet (merge-late "
                     "re-sessionizes from silver); run it with --plain, or keep it on medallion")
         self.query_id = None
+        # The query ids of the job's other queries: sources share the rejects table.
+        self.peers = set()
         self.created = set()
 
     # -- ownership ---------------------------------------------------------------------------
@@ -173,7 +177,7 @@ class Job:
 
     def check_ownership(self):
         qid = self.query_id
-        allowed = {qid, qid + CLOSE_SUFFIX, "merge-late:" + qid}
+        allowed = {app for q in {qid, *self.peers} for app in (q, q + CLOSE_SUFFIX, "merge-late:" + q)}
         paths = [self.silver, self.rejects] + [p for pair in self.tables.values() for p in pair]
         for path in paths:
             for app, version in table_txns(self.spark, path).items():
@@ -244,8 +248,9 @@ class Job:
         late_ms = self.closed_before(n)
         evict_ms = max(late_ms, meta["batchWatermarkMs"])
         qid = self.query_id
-        check_expectations_fail(df.drop(WM_COLUMN).where(reject_reason().isNull()), n)
-        df = df.drop(WM_COLUMN).withColumn("_reason", silver_reject_reason()).persist()
+        src = self.src
+        check_expectations_fail(df.drop(WM_COLUMN).where(src["reject_reason"]().isNull()), n, src["expectations"])
+        df = df.drop(WM_COLUMN).withColumn("_reason", silver_reject_reason(src)).persist()
         try:
             bronze_cols = [c for c in df.columns if c != "_reason"]
             rejected = df.where(F.col("_reason").isNotNull())
@@ -254,7 +259,7 @@ class Job:
                             {"ignoreNullFields": "false", "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"})
             rej = rejected.select(
                 F.lit("validate").alias("stage"), F.col("_reason").alias("reason"),
-                silver_reject_detail().alias("error"),
+                silver_reject_detail(src).alias("error"),
                 raw.alias("raw"), F.octet_length(raw).cast("long").alias("raw_bytes"),
                 F.coalesce(F.col("_source_file"), F.lit("")).alias("source_file"),
                 F.coalesce(F.col("_source_offset"), F.lit(-1)).cast("long").alias("source_offset"),
@@ -264,7 +269,7 @@ class Job:
 
             valid = df.where(F.col("_reason").isNull()).drop("_reason")
             version = self.silver_version(n)
-            fresh = self.dedup(valid, version) if DEDUP else valid
+            fresh = self.dedup(valid, version) if src["dedup"] else valid
             fresh = fresh.persist()
             self.ensure(self.silver, valid.schema)
             self.append(fresh, self.silver, qid, n)
@@ -283,14 +288,15 @@ class Job:
         """First arrival wins: within the batch, the earliest row per key in bronze order; across
         batches, only keys silver (as of `version`) has never held. Null keys compare equal, as
         in medallion's key encoding."""
+        keys = self.src["dedup"]
         order = [F.col("_ingest_time"), F.col("_source_file"), F.col("_source_offset")]
-        w = Window.partitionBy(*[F.col(f"`{k}`") for k in DEDUP]).orderBy(*order)
+        w = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(*order)
         first = valid.withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn")
         if version < 0:
             return first
         old = (self.spark.read.format("delta").option("versionAsOf", version).load(self.silver)
-               .select(*[F.col(f"`{k}`").alias(f"_old_{i}") for i, k in enumerate(DEDUP)]).distinct())
-        cond = [first[f"`{k}`"].eqNullSafe(old[f"_old_{i}"]) for i, k in enumerate(DEDUP)]
+               .select(*[F.col(f"`{k}`").alias(f"_old_{i}") for i, k in enumerate(keys)]).distinct())
+        cond = [first[f"`{k}`"].eqNullSafe(old[f"_old_{i}"]) for i, k in enumerate(keys)]
         return first.join(old, cond, "left_anti")
 
     def aggregate(self, name, fresh, silver, n, late_ms, evict_ms):
@@ -304,7 +310,7 @@ class Job:
              .option("txnVersion", n).save(gold_path))
             return
         w = spec["window"]
-        late = fresh.where(min_window_end_us(w) <= late_ms * 1000)
+        late = fresh.where(min_window_end_us(w, GOLD_INPUT[name]["time"]) <= late_ms * 1000)
         q = late.select("*", F.timestamp_millis(F.lit(late_ms)).alias("late_watermark"),
                         F.lit(n).cast("long").alias("batch_id"), F.lit(qid).alias("query_id"))
         self.ensure(quarantine_path, q.schema)
@@ -320,7 +326,8 @@ class Job:
         lo, hi = touched.agg(F.min("window.start"), F.max("window.end")).collect()[0]
         if lo is None:
             return
-        rows = build(silver.where((F.col(f"`{EVENT_TIME}`") >= F.lit(lo)) & (F.col(f"`{EVENT_TIME}`") < F.lit(hi))))
+        ev = F.col(f"`{GOLD_INPUT[name]['time']}`")
+        rows = build(silver.where((ev >= F.lit(lo)) & (ev < F.lit(hi))))
         rows = rows.join(tk, [rows[f"`{k}`"].eqNullSafe(tk[f"_k{i}"]) for i, k in enumerate(keys)], "left_semi")
         self.upsert(rows, gold_path, spec["keys"], qid, n)
 
@@ -330,7 +337,7 @@ class Job:
             return
         w = GOLD[name]["window"]
         lo_us, hi_us = closed_ms * 1000 - w["size_us"], evict_ms * 1000
-        ev = F.col(f"`{EVENT_TIME}`")
+        ev = F.col(f"`{GOLD_INPUT[name]['time']}`")
         rows = globals()["gold_" + name.replace("-", "_")](
             silver.where((ev >= ts_us(lo_us)) & (ev < ts_us(hi_us))))
         rows = rows.where((F.col("window.end") > ts_us(closed_ms * 1000)) & (F.col("window.end") <= ts_us(hi_us)))
@@ -345,15 +352,17 @@ class Job:
         cond = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in ["window", *keys])
         update = {f"`{c}`": f"s.`{c}`" for c in rows.columns if c not in ("late_rows",)}
         conf = self.spark.conf
-        # MERGE carries the txn through these session settings (Delta's idempotent DML).
-        conf.set("spark.databricks.delta.write.txnAppId", app)
-        conf.set("spark.databricks.delta.write.txnVersion", str(version))
-        try:
-            (DeltaTable.forPath(self.spark, path).alias("t").merge(rows.alias("s"), cond)
-             .whenMatchedUpdate(set=update).whenNotMatchedInsertAll().execute())
-        finally:
-            conf.unset("spark.databricks.delta.write.txnAppId")
-            conf.unset("spark.databricks.delta.write.txnVersion")
+        # MERGE carries the txn through these session settings (Delta's idempotent DML); the
+        # lock keeps concurrent queries (a processing-time trigger) from mixing their txns.
+        with _SESSION_TXN_LOCK:
+            conf.set("spark.databricks.delta.write.txnAppId", app)
+            conf.set("spark.databricks.delta.write.txnVersion", str(version))
+            try:
+                (DeltaTable.forPath(self.spark, path).alias("t").merge(rows.alias("s"), cond)
+                 .whenMatchedUpdate(set=update).whenNotMatchedInsertAll().execute())
+            finally:
+                conf.unset("spark.databricks.delta.write.txnAppId")
+                conf.unset("spark.databricks.delta.write.txnVersion")
 
     def close(self):
         """What Spark's no-data batch would do after the last batch of a run (a query without a
@@ -376,26 +385,31 @@ class Job:
         write_text(self.spark, rec_path, json.dumps({"closedMs": max(final, evict_ms)}))
 
     def start(self):
-        self.query_id = self.own_query_id()
+        src = self.src
+        if self.query_id is None:
+            self.query_id = self.own_query_id()
         self.check_ownership()
         reader = self.spark.readStream.format("delta").option(
-            "maxFilesPerTrigger", self.opts.max_files_per_trigger or MAX_FILES_PER_TRIGGER)
-        if MAX_BYTES_PER_TRIGGER:
-            reader = reader.option("maxBytesPerTrigger", str(MAX_BYTES_PER_TRIGGER))
+            "maxFilesPerTrigger", self.opts.max_files_per_trigger or src["max_files"])
+        if src["max_bytes"]:
+            reader = reader.option("maxBytesPerTrigger", str(src["max_bytes"]))
         df = reader.load(self.bronze)
         # The watermark sees the valid rows' event times only (rejected rows never move it);
         # Spark tracks it even without a stateful operator and records it in offsets/N.
-        df = df.withColumn(WM_COLUMN, F.when(reject_reason().isNull(), F.col(f"`{EVENT_TIME}`")))
-        df = df.withWatermark(WM_COLUMN, WATERMARK)
-        writer = (df.writeStream.queryName(QUERY).option("checkpointLocation", self.ckpt)
+        df = df.withColumn(WM_COLUMN, F.when(src["reject_reason"]().isNull(), F.col(f"`{src['event_time']}`")))
+        df = df.withWatermark(WM_COLUMN, src["watermark"])
+        writer = (df.writeStream.queryName(self.source).option("checkpointLocation", self.ckpt)
                   .foreachBatch(lambda batch, n: self.batch(batch, n)))
-        return trigger(writer, self.opts.trigger).start()
+        return trigger(writer, self.opts.trigger or src["trigger"]).start()
 
-    def run(self):
-        query = self.start()
+    def finish(self, query):
+        """Waits for the query's end, closes what its last batch left open, returns its progress."""
         query.awaitTermination()
         self.close()
         return [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+
+    def run(self):
+        return self.finish(self.start())
 
 
 def _violated(e):
@@ -403,28 +417,28 @@ def _violated(e):
     return ~F.coalesce(F.expr(e["expect"]), F.lit(False))
 
 
-def silver_reject_reason():
+def silver_reject_reason(src):
     """Validation first, then the first `drop` expectation a row violates
     ("expectation:<name>"); null when the row goes on to silver."""
-    out = reject_reason()
-    for e in EXPECTATIONS:
+    out = src["reject_reason"]()
+    for e in src["expectations"]:
         if e["on_violation"] == "drop":
             out = F.when(out.isNotNull(), out).when(_violated(e), F.lit("expectation:" + e["name"]))
     return out
 
 
-def silver_reject_detail():
+def silver_reject_detail(src):
     """The rejects' error column; a row a `drop` expectation rejects names every expectation it
     violates, in order, worded as medallion words it."""
-    out = reject_detail()
-    drops = [e for e in EXPECTATIONS if e["on_violation"] == "drop"]
+    out = src["reject_detail"]()
+    drops = [e for e in src["expectations"] if e["on_violation"] == "drop"]
     if not drops:
         return out
     dropped = _violated(drops[0])
     for e in drops[1:]:
         dropped = dropped | _violated(e)
     parts = [F.when(_violated(e), F.lit(f"{e['name']} ({e['on_violation']}): {e['expect']} is false or NULL"))
-             for e in EXPECTATIONS]
+             for e in src["expectations"]]
     return F.when(out.isNotNull(), out).when(
         dropped, F.concat(F.lit("violated expectations: "), F.concat_ws("; ", *parts)))
 
@@ -433,8 +447,8 @@ class ExpectationFailed(RuntimeError):
     """A `fail` expectation was violated: the batch commits nothing."""
 
 
-def check_expectations_fail(valid, n):
-    for e in EXPECTATIONS:
+def check_expectations_fail(valid, n, expectations):
+    for e in expectations:
         if e["on_violation"] == "fail":
             sample = valid.where(_violated(e)).limit(1).collect()
             if sample:
@@ -446,17 +460,18 @@ CLOSE_SUFFIX = ":close"
 RETAIN = 100
 RECORDS = "medallion_export"
 WM_COLUMN = "_medallion_watermark_time"
+_SESSION_TXN_LOCK = threading.Lock()
 
 
 def ts_us(us):
     return F.timestamp_micros(F.lit(int(us)))
 
 
-def min_window_end_us(w):
-    """The end (µs) of the earliest window holding the row's event time, as Spark assigns
-    windows (size, slide, start offset): a row is late for some window iff this end is at or
-    before the judging watermark."""
-    t = F.unix_micros(F.col(f"`{EVENT_TIME}`"))
+def min_window_end_us(w, time_column):
+    """The end (µs) of the earliest window holding the row's time (time_column), as Spark
+    assigns windows (size, slide, start offset): a row is late for some window iff this end is
+    at or before the judging watermark."""
+    t = F.unix_micros(F.col(f"`{time_column}`"))
     size, slide, start = F.lit(w["size_us"]), F.lit(w["slide_us"]), F.lit(w["start_us"])
     last = t - F.pmod(t - start, slide)
     # the earliest start still > t - size: last - k*slide, k = ceil((last - t + size) / slide) - 1
@@ -491,24 +506,46 @@ def start_plain(spark, name, opts):
     """--plain: Spark's own streaming aggregation (late rows dropped, no silver, no rejects),
     to measure what the promise costs."""
     spec = GOLD[name]
+    source = GOLD_INPUT[name]["source"]
+    src = SOURCES[source]
     root = opts.root or LAKE + "/spark/plain"
-    df = globals()["gold_" + name.replace("-", "_")](events(spark, opts.bronze, opts.max_files_per_trigger))
+    df = globals()["gold_" + name.replace("-", "_")](src["events"](spark, opts.bronze, opts.max_files_per_trigger))
     path = root + "/" + spec["table"]
-    writer = (df.writeStream.queryName(QUERY + "_" + name)
-              .option("checkpointLocation", (opts.checkpoint or root + "/" + CHECKPOINT) + "/" + name))
-    writer = trigger(writer, opts.trigger)
+    writer = (df.writeStream.queryName(source + "_" + name)
+              .option("checkpointLocation", (opts.checkpoint or root + "/" + src["checkpoint"]) + "/" + name))
+    writer = trigger(writer, opts.trigger or src["trigger"])
     if spec["output_mode"] == "update":
         return writer.outputMode("update").foreachBatch(upsert(path, spec["keys"])).start()
     return writer.format("delta").outputMode(spec["output_mode"]).start(path)
 
 
+def run_sources(spark, opts):
+    """The promise-keeping queries: every source's (or --source's), each on its own checkpoint.
+    With once or available-now they run one after the other, the top-level source first, as
+    medallion runs them; with a processing-time trigger all at once (they never end)."""
+    names = [opts.source] if opts.source else list(SOURCES)
+    if len(names) > 1 and (opts.checkpoint or opts.bronze):
+        raise ValueError("--checkpoint and --bronze name one query's: add --source NAME (one of "
+                         + ", ".join(SOURCES) + ")")
+    jobs = [Job(spark, opts, name) for name in names]
+    for job in jobs:
+        job.query_id = job.own_query_id()
+    for job in jobs:
+        job.peers = {other.query_id for other in jobs}
+    if any((opts.trigger or job.src["trigger"]).startswith("processing-time=") for job in jobs):
+        queries = [job.start() for job in jobs]
+        return {job.source: job.finish(q) for job, q in zip(jobs, queries)}
+    return {job.source: job.run() for job in jobs}
+
+
 def run(spark, opts):
     """Runs the job: the promise-keeping stream (default), or with opts.plain one Spark
     aggregation query per gold table. Returns {name: progress reports}: one entry per gold
-    table for --plain, one entry QUERY otherwise."""
+    table for --plain, one entry per source (QUERY: the top-level one) otherwise."""
+    for notice in NOT_EXPORTED:
+        print("medallion job: not exported: " + notice, flush=True)
     if not opts.plain:
-        job = Job(spark, opts)
-        progress = {QUERY: job.run()}
+        progress = run_sources(spark, opts)
     else:
         if opts.takeover:
             raise ValueError("--plain never takes over medallion's tables")
@@ -534,17 +571,21 @@ def parse_args(argv=None):
                                  epilog=TABLES_HELP)
     ap.add_argument("--root", help="where the job's tables go (default: " + LAKE + "/spark; "
                     "with --takeover, the lake itself)")
-    ap.add_argument("--checkpoint", help="the query's checkpoint (default: <root>/" + CHECKPOINT + ")")
+    ap.add_argument("--source", choices=list(SOURCES),
+                    help="run only this source's query (default: every source: " + ", ".join(SOURCES) + ")")
+    ap.add_argument("--checkpoint", help="the query's checkpoint (default: <root>/" + CHECKPOINT + "; "
+                    "with several sources, give --source too)")
     ap.add_argument("--takeover", action="store_true",
                     help="continue medallion's stream: write the lake's own tables and continue "
                          "medallion's checkpoint (stop medallion's stream first; docs/past-one-machine.md)")
-    ap.add_argument("--bronze", help="bronze table (default: " + BRONZE + ")")
+    ap.add_argument("--bronze", help="bronze table (default: " + BRONZE + "; with several sources, give --source too)")
     ap.add_argument("--gold", action="append", choices=list(GOLD), help="only this aggregation (repeatable)")
     ap.add_argument("--plain", action="store_true",
                     help="Spark's own aggregation only (drops late rows; no silver, rejects or "
                          "quarantine): the baseline the promise is measured against")
     ap.add_argument("--max-files-per-trigger", type=int, help=f"default {MAX_FILES_PER_TRIGGER}")
-    ap.add_argument("--trigger", default=TRIGGER, help="once | available-now | processing-time=30 seconds")
+    ap.add_argument("--trigger", help="once | available-now | processing-time=30 seconds (default: each "
+                    "source's, " + TRIGGER + " for " + QUERY + ")")
     ap.add_argument("--progress-dir", help="write the progress reports here as <query>.json")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
     return ap.parse_args(argv)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -60,9 +61,13 @@ func TestExportSpark(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	lake := t.TempDir()
-	out, err := runGenCLI(t, "export", "spark", "--config", writeExportConfig(t, lake))
+	out, notices, err := runExportCLI(t, "export", "spark", "--config", writeExportConfig(t, lake))
 	if err != nil {
-		t.Fatalf("export spark: %v\n%s", err, out)
+		t.Fatalf("export spark: %v\n%s%s", err, out, notices)
+	}
+	// The session window is said at export time, by name, on stderr (stdout is the job).
+	if !strings.Contains(notices, "export spark: notice: gold sess: session windows are not carried") {
+		t.Errorf("no notice naming gold sess on stderr: %q", notices)
 	}
 	for _, want := range []string{
 		`LAKE = "file://` + lake + `"`,
@@ -112,18 +117,125 @@ func TestExportSpark(t *testing.T) {
 	if t.Failed() {
 		t.Logf("job:\n%s", out)
 	}
-	// The job must at least be valid Python (Spark itself runs it in tests/interop).
+	checkPython(t, out)
+}
+
+// runExportCLI runs the CLI with stdout (the job) and stderr (the notices) apart.
+func runExportCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// checkPython checks that the job is at least valid Python (Spark itself runs it in
+// tests/interop).
+func checkPython(t *testing.T, job string) {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not on PATH: the job was checked as text only")
 	}
-	job := filepath.Join(t.TempDir(), "job.py")
-	if err := os.WriteFile(job, []byte(out), 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), "job.py")
+	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if msg, err := exec.Command(python, "-m", "py_compile", job).CombinedOutput(); err != nil {
+	if msg, err := exec.Command(python, "-m", "py_compile", path).CombinedOutput(); err != nil {
 		t.Fatalf("the job is not valid Python: %v\n%s", err, msg)
 	}
+}
+
+// TestExportSparkSeveralSources: a config with sources: exports every source as its own query
+// (tables, checkpoint, watermark, dedup, validation and expectations of that source, as
+// medallion's single-source view of it has them), the aggregations over each source with that
+// source's time column; a join, and a gold over it, are named on stderr, one notice per join,
+// and listed in the job's NOT_EXPORTED: never dropped silently.
+func TestExportSparkSeveralSources(t *testing.T) {
+	lake := t.TempDir()
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	cfg := `lake: ` + lake + `
+schema:
+  - {name: event_id,   type: string, required: true}
+  - {name: ad_id,      type: string}
+  - {name: event_time, type: timestamp, required: true}
+stream: {watermark: 10m, dedup: [event_id]}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id,   type: string, required: true}
+      - {name: ad_id,      type: string, required: true}
+      - {name: click_time, type: timestamp, required: true}
+    stream: {event_time: click_time, watermark: 30m, dedup: [click_id], max_files_per_trigger: 4, trigger: once}
+    expectations:
+      - {name: ad_is_even, expect: "ad_id IN ('ad0', 'ad2')", on_violation: drop}
+joins:
+  - {name: ec, left: events, right: clicks, type: inner, on: [{left: ad_id, right: ad_id}], time: {lower: 0s, upper: 1h}}
+gold:
+  - name: events_5m
+    window: {type: tumbling, size: 5m}
+    aggregates: [{fn: count}]
+  - name: clicks_1h
+    source: clicks
+    window: {type: tumbling, size: 1h}
+    group_by: [ad_id]
+    aggregates: [{fn: count}]
+  - name: ec_1h
+    source: ec
+    window: {type: tumbling, size: 1h}
+    aggregates: [{fn: count}]
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, notices, err := runExportCLI(t, "export", "spark", "--config", path)
+	if err != nil {
+		t.Fatalf("export spark: %v\n%s", err, notices)
+	}
+	for _, want := range []string{
+		// the top-level source keeps the single-source constants
+		`QUERY = "events"`, `BRONZE = LAKE + "/" + "bronze/events"`, `CHECKPOINT = "_checkpoints/events"`,
+		// the second source: its own tables, checkpoint (defaults from its name), settings
+		`    "clicks": {"bronze": LAKE + "/" + "bronze/clicks", "silver": "silver/clicks", "rejects": "bronze/rejects", "checkpoint": "_checkpoints/clicks",`,
+		`        "max_files": 4, "max_bytes": 0, "event_time": "click_time",`,
+		`        "watermark": "1800 seconds", "dedup": ["click_id"], "trigger": "once",`,
+		`{"name": "ad_is_even", "expect": "ad_id IN ('ad0', 'ad2')", "on_violation": "drop"}`,
+		`"reject_reason": reject_reason_s1, "reject_detail": reject_detail_s1, "events": events_s1},`,
+		// its validation: its own event time and required columns, in schema order
+		"def reject_reason_s1():",
+		"return (F.when(F.col(\"`click_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
+			"            .when(F.col(\"`click_id`\").isNull(), F.lit(\"missing_required\"))\n" +
+			"            .when(F.col(\"`ad_id`\").isNull(), F.lit(\"missing_required\"))",
+		`df = df.dropDuplicates(["click_id"])`,
+		`return df.withWatermark("click_time", "1800 seconds")`,
+		// each aggregation knows its source and time column; clicks_1h windows over click_time
+		`"clicks_1h": {"source": "clicks", "time": "click_time"}`,
+		`"events_5m": {"source": "events", "time": "event_time"}`,
+		`F.window("click_time", "3600 seconds", "3600 seconds", "0 seconds").alias("window"), F.col("` + "`ad_id`" + `"))`,
+		`F.window(EVENT_TIME, "300 seconds", "300 seconds", "0 seconds")`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "def gold_ec_1h") || strings.Contains(out, `"ec_1h": {`) {
+		t.Errorf("the job computes gold ec_1h, over a join it does not run")
+	}
+	wantNotice := "export spark: notice: join ec (events inner clicks) is not exported"
+	if strings.Count(notices, "export spark: notice: ") != 1 || !strings.Contains(notices, wantNotice) ||
+		!strings.Contains(notices, "so is gold ec_1h, over it") {
+		t.Errorf("stderr = %q, want one notice naming join ec and gold ec_1h", notices)
+	}
+	if !strings.Contains(out, "NOT_EXPORTED = [\"join ec (events inner clicks) is not exported") {
+		t.Errorf("the job's NOT_EXPORTED does not name join ec")
+	}
+	if t.Failed() {
+		t.Logf("job:\n%s", out)
+	}
+	checkPython(t, out)
 }
 
 func TestExportSparkLakes(t *testing.T) {

@@ -286,17 +286,6 @@ func TestTwoFileSources(t *testing.T) {
 	}
 }
 
-// TestExportSparkRefusesSeveralSources: the Spark export is one query; a config with sources:
-// gets a clear refusal (exit 2), not a job that silently drops a source.
-func TestExportSparkRefusesSeveralSources(t *testing.T) {
-	cfg := twoSourceConfig(t, t.TempDir())
-	out, err := runGenCLI(t, "export", "spark", "--config", cfg)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "sources: or joins:") || strings.Contains(out, "spark") && strings.Contains(out, "readStream") {
-		t.Fatalf("export spark of a several-source config: %v\n%s", err, out)
-	}
-}
-
 // TestJoinSparkRejectionExits2: a join Spark would reject is a bad config for every command,
 // with Spark's text and the field, exit 2 (the check runs after Parse, with the operator's rules).
 func TestJoinSparkRejectionExits2(t *testing.T) {

@@ -1,0 +1,374 @@
+"""Several-source pipelines on Spark (issue 34): the job `medallion export spark` prints for the
+demo's own config and for examples/joins.yaml runs every source as its own query, on a Spark
+standalone cluster (a master and two workers from pyspark's own spark-class, on loopback:
+interop_spark_cluster) and on the session's local[2], and writes what medallion writes.
+
+Two configs, each on one bronze that both engines read:
+
+* demo: `medallion demo`'s pipeline.yaml (sources events and clicks, join events_clicks, gold
+  events_5m), on the bronze `medallion demo` ingested, with max_files_per_trigger 6 instead of 1
+  (3 micro-batches per source instead of 13: Spark's per-batch cost is the suite's time);
+* joins: examples/joins.yaml (sources impressions and clicks with a drop expectation, join
+  impressions_clicks, gold impressions_1h over impressions and clicks_per_ad_1h over the join),
+  one landing object per micro-batch, written here: resends, a row without a required column, a
+  click the expectation drops, one without its event time, and impressions delivered hours late
+  (quarantined by impressions_1h).
+
+medallion runs ingest, stream and merge-late; the exported job runs over the same bronze (its
+tables under <lake>/spark or --root) and medallion's merge-late runs on Spark's tables (a config
+whose lake is the job's root). Compared as row multisets, per source: silver; the rejects of the
+validate stage; each exported gold's quarantine (but batch and query ids) and gold after
+merge-late (doubles within a relative 1e-9, medallion's internal exact-sum columns left out).
+Invariants A (bronze = silver + validation rejects + duplicates; each quarantine within silver)
+and E (gold = silver counted over the closed windows) are checked on Spark's tables, with oracles
+computed here. Joins are not exported yet: the job names each one (and the gold over it) when it
+starts, and invariant J stays with medallion's own tables (test_join_invariant).
+
+By default both configs run in one spark-submit on the cluster and joins also on local[2]; with
+MEDALLION_LONG=1 the demo runs on local[2] too, and both workloads are larger (the joins one drawn
+from a fresh seed, printed; MEDALLION_SEED=N replays it).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import shutil
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, require_module, unavailable
+from interop_engines import read_deltars, run_medallion
+from interop_spark_cluster import Cluster
+from test_export_promise import assert_multiset, internal_columns, load_job, parse_ts, window_ends
+
+pytestmark = pytest.mark.needs_medallion
+
+LONG = os.environ.get("MEDALLION_LONG") == "1"
+
+
+class Scenario:
+    """A config and what the tests know of it: each source's silver and dedup key, each
+    exported gold's source, window and group keys."""
+
+    def __init__(self, name, sources, golds, floats=(), not_exported=()):
+        self.name, self.sources, self.golds = name, sources, golds
+        self.floats, self.not_exported = floats, not_exported
+        self.lake = self.cfg = self.job = None
+        self.watermarks: dict[str, int] = {}
+
+
+def demo_scenario() -> Scenario:
+    return Scenario("demo",
+                    sources={"events": ("silver/events", "event_id", "event_time"),
+                             "clicks": ("silver/clicks", "click_id", "click_time")},
+                    golds={"events_5m": ("events", timedelta(minutes=5), ["event_type"])},
+                    floats=("total_amount", "avg_amount", "avg_amount_sum"),
+                    not_exported=("join events_clicks",))
+
+
+def joins_scenario() -> Scenario:
+    return Scenario("joins",
+                    sources={"impressions": ("silver/impressions", "impression_id", "impression_time"),
+                             "clicks": ("silver/clicks", "click_id", "click_time")},
+                    golds={"impressions_1h": ("impressions", timedelta(hours=1), ["campaign"])},
+                    not_exported=("join impressions_clicks", "gold clicks_per_ad_1h"))
+
+
+def set_lake(text: str, lake: Path) -> str:
+    text, n = re.subn(r"(?m)^lake: .*$", f"lake: {lake}", text)
+    assert n == 1, "the config has no top-level lake: line"
+    return text
+
+
+def prepare_demo(tmp: Path, med, events: int) -> Scenario:
+    sc = demo_scenario()
+    seed = tmp / "demo-seed"
+    med("demo", "--lake", str(seed), "--events", str(events))
+    sc.lake = tmp / "demo"
+    text, n = re.subn(r"max_files_per_trigger: 1\b", "max_files_per_trigger: 6",
+                      set_lake((seed / "pipeline.yaml").read_text(), sc.lake))
+    assert n == 4, "the demo config no longer sets max_files_per_trigger: 1 on both landings and streams"
+    for bronze in ("bronze/events", "bronze/clicks"):
+        shutil.copytree(seed / bronze, sc.lake / bronze)
+    sc.cfg = tmp / "demo.yaml"
+    sc.cfg.write_text(text)
+    return sc
+
+
+def joins_landing(lake: Path, objects: int, per_object: int, seed: int) -> None:
+    """objects landing objects per source, one micro-batch each; per_object impressions over 2
+    hours per object, a click up to an hour after about every third impression; from the third
+    object on, resends, a row without its required ad_id, a click the expectation drops and one
+    without its event time; from the fourth, impressions delivered hours late. The seed draws ads, campaigns and which rows are late."""
+    import random
+
+    rng = random.Random(seed)
+    base = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    step = timedelta(hours=2) / per_object
+    ts = lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    for i in range(objects):
+        imps, clicks = [], []
+        for k in range(per_object):
+            t = base + timedelta(hours=2 * i) + k * step
+            ad = f"ad{rng.randrange(5)}"
+            imps.append({"impression_id": f"imp-{i}-{k}", "ad_id": ad, "campaign": f"c{rng.randrange(3)}",
+                         "impression_time": ts(t)})
+            if rng.random() < 0.34:
+                clicks.append({"click_id": f"clk-{i}-{k}", "ad_id": ad,
+                               "click_time": ts(t + timedelta(minutes=rng.randrange(1, 59)))})
+        if i >= 3:
+            # Delivered late: in the first hour of the object three before, a window that ended
+            # an hour before the judging watermark (the previous batch's, which Spark computed
+            # from the batches before it: the latest time two objects before, minus 2h).
+            for k in range(3):
+                late = base + timedelta(hours=2 * (i - 3), minutes=rng.randrange(0, 55))
+                imps.append({"impression_id": f"late-{i}-{k}", "ad_id": f"ad{k}", "campaign": "c0",
+                             "impression_time": ts(late)})
+        if i >= 2:
+            imps.append(dict(imps[1]))  # a resend
+            imps.append({"impression_id": f"noad-{i}", "campaign": "c1", "impression_time": ts(base)})
+            if clicks:
+                clicks.append(dict(clicks[0]))  # a resend
+            clicks.append({"click_id": f"empty-ad-{i}", "ad_id": "", "click_time": ts(base + timedelta(hours=2 * i))})
+            clicks.append({"click_id": f"no-time-{i}", "ad_id": "ad1"})
+        rng.shuffle(imps)
+        for prefix, rows in (("impressions", imps), ("clicks", clicks)):
+            d = lake / "landing" / prefix
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{i:03d}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def prepare_joins(tmp: Path, med) -> Scenario:
+    sc = joins_scenario()
+    sc.lake = tmp / "joins"
+    text = set_lake((REPO_ROOT / "examples" / "joins.yaml").read_text(), sc.lake)
+    # One landing object per bronze commit (ingest) and per micro-batch (stream), both sources.
+    for old, new, n in (("  trigger: available-now\n", "  trigger: available-now\n  max_files_per_trigger: 1\n", 1),
+                        ("dedup: [click_id]}", "dedup: [click_id], max_files_per_trigger: 1}", 1),
+                        ("format: json}", "format: json, max_files_per_trigger: 1}", 2)):
+        assert text.count(old) == n, f"examples/joins.yaml no longer has {old!r} {n} times"
+        text = text.replace(old, new)
+    sc.cfg = tmp / "joins.yaml"
+    sc.cfg.write_text(text)
+    # Small by default; MEDALLION_LONG=1: more and larger objects, a seed of the run's own
+    # (MEDALLION_SEED replays one).
+    seed = int(os.environ.get("MEDALLION_SEED") or (time.time_ns() % 1_000_000 if LONG else 7))
+    print(f"export-sources joins workload: seed {seed}")
+    joins_landing(sc.lake, 8 if LONG else 4, 200 if LONG else 30, seed)
+    med("run", "ingest", "--config", str(sc.cfg))
+    return sc
+
+
+def run_medallion_side(sc: Scenario, med) -> None:
+    out = json.loads(med("run", "stream", "--config", str(sc.cfg)))
+    sc.watermarks = {s["source"]: s["watermarkMs"] for s in out["result"]["sources"]}
+    med("run", "merge-late", "--config", str(sc.cfg))
+    sc.job = sc.cfg.with_suffix(".py")
+    sc.job.write_text(med("export", "spark", "--config", str(sc.cfg)))
+
+
+class SparkRun:
+    """One run of a scenario's exported job: its tables under root, read with delta-rs."""
+
+    def __init__(self, sc: Scenario, where: str, root: Path, stdout: str = ""):
+        self.sc, self.where, self.root, self.stdout = sc, where, root, stdout
+
+    def medallion(self, table: str) -> list[dict]:
+        return read_deltars(self.sc.lake / table)
+
+    def spark(self, table: str) -> list[dict]:
+        return read_deltars(self.root / table)
+
+    def bronze(self, source: str) -> list[dict]:
+        table = "bronze/events" if source == "events" else f"bronze/{source}"
+        return read_deltars(self.sc.lake / table)
+
+
+def merge_late_on(sc: Scenario, root: Path, med) -> None:
+    """medallion's merge-late on the job's tables: the same config with the lake at the job's
+    root (its tables and checkpoint are there under the same names), per exported gold."""
+    cfg = root.parent / f"{sc.name}-{root.name}.yaml"
+    cfg.write_text(set_lake(sc.cfg.read_text(), root))
+    for gold in sc.golds:
+        med("run", "merge-late", "--config", str(cfg), "--gold", gold)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """One Spark standalone master and two workers for the session (pyspark's spark-class)."""
+    pyspark = require_module("pyspark")
+    require_module("delta")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        unavailable("java", "not on PATH and JAVA_HOME unset")
+    jars = os.environ.get("MEDALLION_INTEROP_JARS", "")
+    if not jars or not all(Path(j).is_file() for j in jars.split(",")):
+        unavailable("Delta jars for Spark", f"MEDALLION_INTEROP_JARS={jars!r}")
+    cluster = Cluster(Path(pyspark.__file__).parent, tmp_path_factory.mktemp("spark-cluster")).start()
+    cluster.jars = jars
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory, medallion_bin) -> dict[str, Scenario]:
+    tmp = tmp_path_factory.mktemp("export-sources")
+
+    def med(*args):
+        return run_medallion(medallion_bin, *args, timeout=600)
+
+    out = {"demo": prepare_demo(tmp, med, 8000 if LONG else 2000), "joins": prepare_joins(tmp, med)}
+    for sc in out.values():
+        run_medallion_side(sc, med)
+    out["med"] = med
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster_runs(scenarios, spark_cluster) -> dict:
+    """Both configs' jobs in one application on the standalone cluster."""
+    runs, argv = {}, []
+    for name in ("demo", "joins"):
+        sc = scenarios[name]
+        root = sc.lake / "spark-cluster"
+        argv.append([str(sc.job), "--root", root.as_uri()])
+        runs[name] = SparkRun(sc, "cluster", root)
+    report = spark_cluster.submit(argv, spark_cluster.jars)
+    for run in runs.values():
+        run.stdout = report["stdout"]
+        merge_late_on(run.sc, run.root, scenarios["med"])
+    runs["report"] = report
+    return runs
+
+
+@pytest.fixture(scope="module")
+def local_runs(scenarios, spark) -> dict:
+    """The jobs in the session's local[2] Spark, in this process."""
+    import contextlib
+    import io
+
+    runs = {}
+    for name in ("joins", "demo") if LONG else ("joins",):
+        sc = scenarios[name]
+        root = sc.lake / "spark-local"
+        job = load_job(sc.job, f"exported_{name}_local")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            job.run(spark, job.parse_args(["--root", root.as_uri()]))
+        runs[name] = SparkRun(sc, "local", root, out.getvalue())
+        merge_late_on(sc, root, scenarios["med"])
+    return runs
+
+
+RUNS = [("demo", "cluster"), ("joins", "cluster"), ("joins", "local")] + ([("demo", "local")] if LONG else [])
+
+
+@pytest.fixture(params=RUNS, ids="-".join)
+def run(request) -> SparkRun:
+    name, where = request.param
+    return request.getfixturevalue(f"{where}_runs")[name]
+
+
+def test_jobs_ran_on_the_standalone_cluster(cluster_runs, spark_cluster):
+    """The application ran on the cluster's master with both workers' executors, not locally."""
+    report = cluster_runs["report"]
+    assert report["master"] == spark_cluster.url and report["master"].startswith("spark://127.0.0.1:")
+    assert report["executors"] == 2, report
+
+
+def test_not_exported_items_are_named(run):
+    """Every join, and every gold over one, is named when the job starts: never dropped silently."""
+    lines = [line for line in run.stdout.splitlines() if line.startswith("medallion job: not exported: ")]
+    for item in run.sc.not_exported:
+        assert any(item in line for line in lines), (item, lines)
+
+
+def test_silver_equals_medallions(run):
+    for source, (silver, key, _) in run.sc.sources.items():
+        ours, theirs = run.medallion(silver), run.spark(silver)
+        assert len(ours) >= 40, f"{source}: only {len(ours)} silver rows"
+        assert len({r[key] for r in theirs}) == len(theirs), f"{source}: a duplicate in Spark's silver"
+        assert_multiset(ours, theirs, f"{run.sc.name} silver {source}")
+
+
+def test_rejects_equal_medallions(run):
+    cols = ("stage", "reason", "error", "source_file", "source_offset")
+    ours = [{c: r[c] for c in cols} for r in run.medallion("bronze/rejects") if r["stage"] == "validate"]
+    theirs = [{c: r[c] for c in cols} for r in run.spark("bronze/rejects")]
+    if run.sc.name == "joins":
+        assert ours, "no validation rejects: the path is not exercised"
+        reasons = {(r["source_file"].split("/")[1], r["reason"]) for r in ours}
+        assert {("impressions", "missing_required"), ("clicks", "expectation:known_ad"),
+                ("clicks", "missing_event_time")} <= reasons, reasons
+    assert_multiset(ours, theirs, f"{run.sc.name} rejects")
+
+
+def test_quarantine_equals_medallions(run):
+    for gold in run.sc.golds:
+        ours, theirs = run.medallion(f"silver/late_{gold}"), run.spark(f"silver/late_{gold}")
+        if run.sc.name == "joins":
+            assert len(ours) >= 3, f"{gold}: the late path is not exercised"
+        assert_multiset(ours, theirs, f"{run.sc.name} quarantine {gold}", drop=("batch_id", "query_id"))
+
+
+def test_gold_after_merge_late_equals_medallions(run):
+    for gold in run.sc.golds:
+        ours, theirs = run.medallion(f"gold/{gold}"), run.spark(f"gold/{gold}")
+        assert ours, f"{gold}: medallion's gold is empty"
+        if run.sc.name == "joins":
+            assert any(r["late_rows"] for r in theirs), f"{gold}: merge-late folded nothing into Spark's gold"
+        floats = [c for c in run.sc.floats if c in ours[0]]
+        assert_multiset(ours, theirs, f"{run.sc.name} gold {gold}", drop=internal_columns(ours, theirs), floats=floats)
+
+
+def test_invariant_a_on_sparks_tables(run):
+    """Per source: bronze rows = Spark's silver + its validation rejects + duplicates dropped,
+    where the duplicates are counted here from bronze (valid rows whose key came before); each
+    quarantine holds silver rows only."""
+    rejected = {(r["source_file"], r["source_offset"]) for r in run.spark("bronze/rejects")}
+    for source, (silver, key, _) in run.sc.sources.items():
+        bronze = run.bronze(source)
+        valid = [r for r in bronze if (r["_source_file"], r["_source_offset"]) not in rejected]
+        rows = run.spark(silver)
+        dups = len(valid) - len({r[key] for r in valid})
+        n_rejects = len(bronze) - len(valid)
+        assert len(bronze) == len(rows) + n_rejects + dups, (source, len(bronze), len(rows), n_rejects, dups)
+        assert {r[key] for r in rows} == {r[key] for r in valid}
+        for gold, (gsource, _, _) in run.sc.golds.items():
+            if gsource == source:
+                keys = {r[key] for r in rows}
+                assert all(r[key] in keys for r in run.spark(f"silver/late_{gold}"))
+
+
+def test_invariant_e_on_sparks_tables(run):
+    """Spark's gold after merge-late = its silver counted over every window the watermark closed."""
+    for gold, (source, size, keys) in run.sc.golds.items():
+        silver, _, time_col = run.sc.sources[source]
+        count_col = "count" if run.sc.name == "demo" else "impressions"
+        wm = datetime.fromtimestamp(run.sc.watermarks[source] / 1000, tz=timezone.utc)
+        want = collections.Counter()
+        for r in run.spark(silver):
+            for end in window_ends(parse_ts(r[time_col]), size, size, timedelta(0)):
+                if end <= wm:
+                    want[(end, *[r[k] for k in keys])] += 1
+        got = collections.Counter()
+        for r in run.spark(f"gold/{gold}"):
+            got[(parse_ts(r["window"]["end"]), *[r[k] for k in keys])] += r[count_col]
+        assert want and got == want, f"{gold}: gold differs from silver's batch count:\n" + \
+            f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
+            f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
+
+
+def test_one_query_options_need_source(scenarios, spark):
+    """--checkpoint and --bronze name one query's: with several sources the job refuses them
+    without --source, before it starts anything, and says which sources there are."""
+    job = load_job(scenarios["joins"].job, "exported_joins_options")
+    for flag in ("--checkpoint", "--bronze"):
+        with pytest.raises(ValueError, match=r"add --source NAME \(one of impressions, clicks\)"):
+            job.run(spark, job.parse_args([flag, "/nowhere"]))
+    assert job.parse_args(["--source", "clicks"]).source == "clicks"
