@@ -224,7 +224,7 @@ func NewJoin(opts JoinOptions) (*JoinRunner, error) {
 	}
 	r.delayMs = [2]int64{j.Left.Watermark.Delay.Milliseconds(), j.Right.Watermark.Delay.Milliseconds()}
 	open := func(p string) *table.Table {
-		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(opts.WriteOptions))
+		return table.Open(objstore.WithPrefix(opts.Lake, p), table.Options{Clock: opts.Clock, Write: opts.WriteOptions})
 	}
 	r.ckpt = checkpoint.Open(objstore.WithPrefix(opts.Lake, j.Checkpoint))
 	for s, in := range [2]spec.JoinInput{j.Left, j.Right} {

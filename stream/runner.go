@@ -169,7 +169,7 @@ func New(opts Options) (*Runner, error) {
 	}
 	q := &opts.Query
 	open := func(p string, wopts pq.WriteOptions) *table.Table {
-		return table.Open(objstore.WithPrefix(opts.Lake, p), table.WithClock(opts.Clock), table.WithWriteOptions(wopts))
+		return table.Open(objstore.WithPrefix(opts.Lake, p), table.Options{Clock: opts.Clock, Write: wopts})
 	}
 	silverOpts := silver.WriteOptions(q.Dedup, opts.WriteOptions)
 	r := &Runner{

@@ -37,32 +37,33 @@ type Table struct {
 	latest *txlog.Snapshot // the newest snapshot seen, refreshed from its version on
 }
 
-// Option configures a Table.
-type Option func(*Table)
+// Options configure a Table. The zero value means the defaults, which withDefaults fills in.
+type Options struct {
+	// Write tunes the data files the table writes (compression, row groups, file size).
+	Write pq.WriteOptions
+	// Clock is used for modification and deletion times and vacuum cut-offs (default
+	// time.Now). Commit timestamps follow Log.Clock.
+	Clock func() time.Time
+	// OpenURL lets the table read files its log names by an absolute path outside its root
+	// (deletion vectors of shallow clones), opening their locations with it. Nil: such files
+	// are out of reach.
+	OpenURL OpenURL
+	// Log configures the transaction log.
+	Log txlog.Options
+}
 
-// WithWriteOptions sets the data file options (compression, row groups, file size).
-func WithWriteOptions(o pq.WriteOptions) Option { return func(t *Table) { t.write = o } }
-
-// WithClock sets the clock used for modification and deletion times and vacuum cut-offs.
-func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
-
-// WithOpenURL lets the table read files its log names by an absolute path outside its root
-// (deletion vectors of shallow clones), opening their locations with open.
-func WithOpenURL(open OpenURL) Option { return func(t *Table) { t.open = open } }
-
-// WithLogOptions passes options to the transaction log.
-func WithLogOptions(opts ...txlog.Option) Option {
-	return func(t *Table) { t.log = txlog.New(t.bucket, opts...) }
+// withDefaults returns o with every unset field at its default.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o
 }
 
 // Open returns the table rooted at b. It reads nothing until used.
-func Open(b objstore.Bucket, opts ...Option) *Table {
-	t := &Table{bucket: b, now: time.Now}
-	t.log = txlog.New(b)
-	for _, o := range opts {
-		o(t)
-	}
-	return t
+func Open(b objstore.Bucket, opts Options) *Table {
+	o := opts.withDefaults()
+	return &Table{bucket: b, log: txlog.New(b, o.Log), write: o.Write, now: o.Clock, open: o.OpenURL}
 }
 
 // Log is the table's transaction log.

@@ -190,7 +190,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	// 4. Merge-late.
 	done = step(4, "merge-late")
 	g := cfg.Gold[0]
-	goldTable := table.Open(objstore.WithPrefix(env.Lake, g.Table))
+	goldTable := table.Open(objstore.WithPrefix(env.Lake, g.Table), table.Options{})
 	before, err := goldRows(ctx, goldTable, g)
 	if err != nil {
 		return err
@@ -214,7 +214,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	rel := func(p string) string { return filepath.Join(lakeFlag, p) }
 	fmt.Fprintf(out, "\nTables (every one a Delta table that Spark, delta-rs, DuckDB and Polars read):\n")
 	for _, p := range jobs.TablePaths(env) {
-		t := table.Open(objstore.WithPrefix(env.Lake, p))
+		t := table.Open(objstore.WithPrefix(env.Lake, p), table.Options{})
 		snap, err := t.Log().Snapshot(ctx)
 		if err != nil {
 			fmt.Fprintf(out, "  %-22s (not created)\n", p)

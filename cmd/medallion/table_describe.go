@@ -28,7 +28,7 @@ func openLog(ctx context.Context, url string, readOnly bool) (*txlog.Log, error)
 	if err != nil {
 		return nil, err
 	}
-	return txlog.New(b), nil
+	return txlog.New(b, txlog.Options{}), nil
 }
 
 // loadSnapshot loads the latest snapshot, or the one the time-travel flags select.

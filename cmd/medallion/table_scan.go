@@ -65,7 +65,7 @@ func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, er
 	openURL := func(ctx context.Context, u string) (objstore.Bucket, error) {
 		return bucketurl.Open(ctx, u, bucketurl.Options{ReadOnly: true})
 	}
-	return table.Open(b, table.WithOpenURL(openURL)), nil
+	return table.Open(b, table.Options{OpenURL: openURL}), nil
 }
 
 func newTableScanCmd() *cobra.Command {
