@@ -1,6 +1,7 @@
 package txlog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,12 +48,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is used for commit timestamps and retention (default time.Now).
 	Clock func() time.Time
-	// MaxAttempts bounds the commit attempts of a blind append (DefaultMaxAttempts) before
-	// ErrTooManyAttempts; MaxConflictingAttempts those of any other transaction
-	// (DefaultMaxConflictingAttempts).
+	// MaxAttempts bounds the commit attempts of a blind append (zero: DefaultMaxAttempts)
+	// before ErrTooManyAttempts; MaxConflictingAttempts those of any other transaction (zero:
+	// DefaultMaxConflictingAttempts). Below zero means one attempt.
 	MaxAttempts, MaxConflictingAttempts int
 	// BackoffMin and BackoffMax bound the jittered exponential backoff between commit attempts
-	// (5ms and 500ms; BackoffMax is raised to BackoffMin when below it).
+	// (zero: 5ms and 500ms; BackoffMax is raised to BackoffMin when below it).
 	BackoffMin, BackoffMax time.Duration
 	// EngineInfo overrides commitInfo.engineInfo (default "medallion/<Version>").
 	EngineInfo string
@@ -73,22 +74,11 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxConflictingAttempts <= 0 {
-		o.MaxConflictingAttempts = DefaultMaxConflictingAttempts
-	}
-	if o.BackoffMin <= 0 {
-		o.BackoffMin = defaultBackoffMin
-	}
-	if o.BackoffMax <= 0 {
-		o.BackoffMax = defaultBackoffMax
-	}
-	o.BackoffMax = max(o.BackoffMin, o.BackoffMax)
-	if o.EngineInfo == "" {
-		o.EngineInfo = "medallion/" + Version
-	}
+	o.MaxAttempts = max(1, cmp.Or(o.MaxAttempts, DefaultMaxAttempts))
+	o.MaxConflictingAttempts = max(1, cmp.Or(o.MaxConflictingAttempts, DefaultMaxConflictingAttempts))
+	o.BackoffMin = cmp.Or(o.BackoffMin, defaultBackoffMin)
+	o.BackoffMax = max(o.BackoffMin, cmp.Or(o.BackoffMax, defaultBackoffMax))
+	o.EngineInfo = cmp.Or(o.EngineInfo, "medallion/"+Version)
 	return o
 }
 
