@@ -142,18 +142,8 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		o.f = growFloats(o.f, c.n)
 		lf, rf := l.f[:c.n], r.f[:c.n]
 		switch n.op {
-		case "+":
-			for i := range o.f {
-				o.f[i] = lf[i] + rf[i]
-			}
-		case "-":
-			for i := range o.f {
-				o.f[i] = lf[i] - rf[i]
-			}
-		case "*":
-			for i := range o.f {
-				o.f[i] = lf[i] * rf[i]
-			}
+		case "+", "-", "*":
+			addSubMul(n.op, o.f, lf, rf)
 		case "/":
 			for i := range o.f {
 				if rf[i] == 0 {
@@ -179,18 +169,8 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		o.i = growInts(o.i, c.n)
 		li, ri := l.i[:c.n], r.i[:c.n]
 		switch n.op {
-		case "+":
-			for i := range o.i {
-				o.i[i] = li[i] + ri[i]
-			}
-		case "-":
-			for i := range o.i {
-				o.i[i] = li[i] - ri[i]
-			}
-		case "*":
-			for i := range o.i {
-				o.i[i] = li[i] * ri[i]
-			}
+		case "+", "-", "*":
+			addSubMul(n.op, o.i, li, ri)
 		case "%":
 			for i := range o.i {
 				if ri[i] == 0 {
@@ -212,6 +192,25 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		}
 	}
 	return o
+}
+
+// addSubMul computes o = l op r element-wise for op +, - or * (integers wrap, as Spark's
+// without ANSI mode). Instantiated per element type, each loop stays a tight loop.
+func addSubMul[T int64 | float64](op string, o, l, r []T) {
+	switch op {
+	case "+":
+		for i := range o {
+			o[i] = l[i] + r[i]
+		}
+	case "-":
+		for i := range o {
+			o[i] = l[i] - r[i]
+		}
+	case "*":
+		for i := range o {
+			o[i] = l[i] * r[i]
+		}
+	}
 }
 
 // evalDecimal computes decimal arithmetic exactly (decArith); a result that does not fit its

@@ -97,11 +97,9 @@ func widerNumeric(a, b sqlType) sqlType {
 	return sqlType{k: kInt}
 }
 
-// cmpCommon is the type both sides of a comparison are cast to (Spark's
-// findCommonTypeForBinaryComparison): numbers widen, a string meets a date, timestamp or
-// number as that type (as a double against a decimal), a date meets a timestamp as a
-// timestamp.
-func cmpCommon(a, b sqlType) (sqlType, bool) {
+// nullOrNumericCommon is where cmpCommon and widerCommon agree: NULL takes the other side's
+// type, and two numbers widen; ok is false for any other pair.
+func nullOrNumericCommon(a, b sqlType) (sqlType, bool) {
 	switch {
 	case a.k == kNull:
 		return b, true
@@ -109,6 +107,19 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 		return a, true
 	case a.numeric() && b.numeric():
 		return widerNumeric(a, b), true
+	}
+	return sqlType{}, false
+}
+
+// cmpCommon is the type both sides of a comparison are cast to (Spark's
+// findCommonTypeForBinaryComparison): numbers widen, a string meets a date, timestamp or
+// number as that type (as a double against a decimal), a date meets a timestamp as a
+// timestamp.
+func cmpCommon(a, b sqlType) (sqlType, bool) {
+	if t, ok := nullOrNumericCommon(a, b); ok {
+		return t, true
+	}
+	switch {
 	case a.k == b.k:
 		return a, true
 	case a.k == kString && b.k == kDecimal, a.k == kDecimal && b.k == kString:
@@ -126,13 +137,10 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 // widerCommon is the type of IN lists and coalesce (Spark's findWiderCommonType): numbers
 // widen, dates widen to timestamps, and a string meets any other atomic type as a string.
 func widerCommon(a, b sqlType) (sqlType, bool) {
+	if t, ok := nullOrNumericCommon(a, b); ok {
+		return t, true
+	}
 	switch {
-	case a.k == kNull:
-		return b, true
-	case b.k == kNull:
-		return a, true
-	case a.numeric() && b.numeric():
-		return widerNumeric(a, b), true
 	case a.k == b.k:
 		if a.k == kDecimal {
 			return widerNumeric(a, b), true

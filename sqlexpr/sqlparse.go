@@ -381,40 +381,46 @@ func (p *sqlParser) expectOp(op, what string) error {
 // Precedence, loosest first (Spark's grammar): OR, AND, NOT, predicates (comparison, IS,
 // IN, BETWEEN, LIKE), + and -, * / and %, unary minus, primaries.
 
-func (p *sqlParser) parseOr() (sqlNode, error) {
-	l, err := p.parseAnd()
+// parseChain parses operand (OP operand)*, folding left into binary nodes: the operators of
+// one precedence level associate to the left. op names the node's operator for the token that
+// continues the chain, "" for one that ends it (left where it is), or refuses the token.
+func (p *sqlParser) parseChain(operand func() (sqlNode, error), op func(t token) (string, error)) (sqlNode, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
 	for {
 		t := p.peek()
-		if !p.accept("or") {
-			return l, nil
-		}
-		r, err := p.parseAnd()
+		name, err := op(t)
 		if err != nil {
 			return nil, err
 		}
-		l = &nBin{op: "OR", l: l, r: r, at: t.pos}
+		if name == "" {
+			return l, nil
+		}
+		p.i++
+		r, err := operand()
+		if err != nil {
+			return nil, err
+		}
+		l = &nBin{op: name, l: l, r: r, at: t.pos}
 	}
 }
 
+// keywordOp is name when t is the keyword kw, else "".
+func keywordOp(t token, kw, name string) string {
+	if t.is(kw) {
+		return name
+	}
+	return ""
+}
+
+func (p *sqlParser) parseOr() (sqlNode, error) {
+	return p.parseChain(p.parseAnd, func(t token) (string, error) { return keywordOp(t, "or", "OR"), nil })
+}
+
 func (p *sqlParser) parseAnd() (sqlNode, error) {
-	l, err := p.parseNot()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if !p.accept("and") {
-			return l, nil
-		}
-		r, err := p.parseNot()
-		if err != nil {
-			return nil, err
-		}
-		l = &nBin{op: "AND", l: l, r: r, at: t.pos}
-	}
+	return p.parseChain(p.parseNot, func(t token) (string, error) { return keywordOp(t, "and", "AND"), nil })
 }
 
 func (p *sqlParser) parseNot() (sqlNode, error) {
@@ -531,44 +537,24 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 }
 
 func (p *sqlParser) parseAdd() (sqlNode, error) {
-	l, err := p.parseMul()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if t.kind != tkOp || (t.text != "+" && t.text != "-") {
-			if t.kind == tkOp && t.text == "||" {
-				return nil, p.errAt(t, "an operator other than || (string concatenation is not supported)")
-			}
-			return l, nil
+	return p.parseChain(p.parseMul, func(t token) (string, error) {
+		switch {
+		case t.kind == tkOp && (t.text == "+" || t.text == "-"):
+			return t.text, nil
+		case t.kind == tkOp && t.text == "||":
+			return "", p.errAt(t, "an operator other than || (string concatenation is not supported)")
 		}
-		p.i++
-		r, err := p.parseMul()
-		if err != nil {
-			return nil, err
-		}
-		l = &nBin{op: t.text, l: l, r: r, at: t.pos}
-	}
+		return "", nil
+	})
 }
 
 func (p *sqlParser) parseMul() (sqlNode, error) {
-	l, err := p.parseUnary()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if t.kind != tkOp || (t.text != "*" && t.text != "/" && t.text != "%") {
-			return l, nil
+	return p.parseChain(p.parseUnary, func(t token) (string, error) {
+		if t.kind == tkOp && (t.text == "*" || t.text == "/" || t.text == "%") {
+			return t.text, nil
 		}
-		p.i++
-		r, err := p.parseUnary()
-		if err != nil {
-			return nil, err
-		}
-		l = &nBin{op: t.text, l: l, r: r, at: t.pos}
-	}
+		return "", nil
+	})
 }
 
 func (p *sqlParser) parseUnary() (sqlNode, error) {

@@ -124,11 +124,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, _ int
 
 // List implements objstore.Bucket. It lists a snapshot of the keys taken at the first step.
 func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOptions) iter.Seq2[objstore.ObjectInfo, error] {
-	return func(yield func(objstore.ObjectInfo, error) bool) {
-		if err := objstore.ValidatePrefix(prefix); err != nil {
-			yield(objstore.ObjectInfo{}, err)
-			return
-		}
+	return objstore.CheckPrefix(prefix, func(yield func(objstore.ObjectInfo, error) bool) {
 		b.mu.RLock()
 		var infos []objstore.ObjectInfo
 		for k, o := range b.objects {
@@ -147,7 +143,7 @@ func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOpti
 				return
 			}
 		}
-	}
+	})
 }
 
 // Delete implements objstore.Bucket.
