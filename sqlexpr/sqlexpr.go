@@ -622,7 +622,7 @@ func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
 		if a.typ().k == kNull {
 			a = castTo(a, sqlType{k: kDouble})
 		}
-		return &negNode{x: a}, nil
+		return &signNode{unaryNode: unaryNode{x: a}}, nil
 	case *nBin:
 		l, err := bd.bind(x.l)
 		if err != nil {
@@ -898,13 +898,13 @@ func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
 		default:
 			a = castTo(a, str)
 		}
-		return &lengthNode{x: a}, nil
+		return &lengthNode{unaryNode{x: a}}, nil
 	case "lower", "upper", "trim":
 		a := args[0]
 		if k := a.typ().k; k == kInterval {
 			return nil, typeErr(c.args[0], "a string argument of %s, found %s", c.name, a.typ())
 		}
-		return &strFuncNode{fn: c.name, x: castTo(a, str)}, nil
+		return &strFuncNode{unaryNode: unaryNode{x: castTo(a, str)}, fn: c.name}, nil
 	case "abs":
 		a := args[0]
 		switch {
@@ -915,7 +915,7 @@ func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
 		case !a.typ().numeric() && a.typ().k != kInterval:
 			return nil, typeErr(c.args[0], "a numeric argument of abs, found %s", a.typ())
 		}
-		return &absNode{x: a}, nil
+		return &signNode{unaryNode: unaryNode{x: a}, abs: true}, nil
 	case "coalesce":
 		t := args[0].typ()
 		for i, a := range args[1:] {

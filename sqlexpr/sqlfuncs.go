@@ -9,16 +9,25 @@ import (
 
 // Scalar functions: length, upper/lower/trim, coalesce.
 
-type lengthNode struct {
+// unaryNode is what the functions of one argument share: the argument, and the output vector,
+// NULL where the argument is (NULL in, NULL out).
+type unaryNode struct {
 	x   enode
 	out vec
 }
 
+// evalArg evaluates the argument and returns it with the output vector, given its nulls.
+func (n *unaryNode) evalArg(c *evalCtx) (x, o *vec) {
+	x = n.x.eval(c)
+	n.out.null = x.nullSlice(c.n)
+	return x, &n.out
+}
+
+type lengthNode struct{ unaryNode }
+
 func (n *lengthNode) typ() sqlType { return sqlType{k: kInt} }
 func (n *lengthNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
+	x, o := n.evalArg(c)
 	o.i = growInts(o.i, c.n)
 	bin := n.x.typ().k == kBinary
 	for r := range o.i {
@@ -33,16 +42,13 @@ func (n *lengthNode) eval(c *evalCtx) *vec {
 }
 
 type strFuncNode struct {
-	fn  string
-	x   enode
-	out vec
+	unaryNode
+	fn string
 }
 
 func (n *strFuncNode) typ() sqlType { return sqlType{k: kString} }
 func (n *strFuncNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
+	x, o := n.evalArg(c)
 	o.data = o.data[:0]
 	o.off = append(o.off[:0], 0)
 	for r := range c.n {

@@ -415,6 +415,26 @@ func keywordOp(t token, kw, name string) string {
 	return ""
 }
 
+// parseList parses item (, item)* and the ) that closes the list; where names the list in the
+// error for anything else after an item.
+func (p *sqlParser) parseList(item func() (sqlNode, error), where string) ([]sqlNode, error) {
+	var list []sqlNode
+	for {
+		v, err := item()
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+		if p.acceptOp(",") {
+			continue
+		}
+		if err := p.expectOp(")", ", or ) in "+where); err != nil {
+			return nil, err
+		}
+		return list, nil
+	}
+}
+
 func (p *sqlParser) parseOr() (sqlNode, error) {
 	return p.parseChain(p.parseAnd, func(t token) (string, error) { return keywordOp(t, "or", "OR"), nil })
 }
@@ -492,20 +512,9 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 			if err := p.enter(open); err != nil {
 				return nil, err
 			}
-			var list []sqlNode
-			for {
-				v, err := p.parseAdd()
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-				if p.acceptOp(",") {
-					continue
-				}
-				if err := p.expectOp(")", ", or ) in the IN list"); err != nil {
-					return nil, err
-				}
-				break
+			list, err := p.parseList(p.parseAdd, "the IN list")
+			if err != nil {
+				return nil, err
 			}
 			p.depth--
 			l = &nIn{x: l, list: list, not: not, at: t.pos}
@@ -675,19 +684,9 @@ func (p *sqlParser) call(t token) (sqlNode, error) {
 	defer func() { p.depth-- }()
 	var args []sqlNode
 	if !p.acceptOp(")") {
-		for {
-			a, err := p.parseOr()
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, a)
-			if p.acceptOp(",") {
-				continue
-			}
-			if err := p.expectOp(")", ", or ) in the arguments of "+name); err != nil {
-				return nil, err
-			}
-			break
+		var err error
+		if args, err = p.parseList(p.parseOr, "the arguments of "+name); err != nil {
+			return nil, err
 		}
 	}
 	if want >= 0 && len(args) != want || want < 0 && len(args) == 0 {

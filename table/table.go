@@ -202,6 +202,22 @@ type Result struct {
 	BytesWritten int64
 }
 
+// writeSnapshot is the snapshot (and its schema) a write with the idempotent txn (nil: none)
+// starts from. When the txn is already committed there, a rerun of the batch, res is the
+// write's result, Skipped: it writes nothing.
+func (t *Table) writeSnapshot(ctx context.Context, txn *AppTxn) (snap *txlog.Snapshot, schema *txlog.StructType, res Result, err error) {
+	snap, schema, err = t.snapshotFor(ctx)
+	if err != nil {
+		return nil, nil, Result{}, err
+	}
+	if txn != nil {
+		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+			return snap, schema, Result{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	return snap, schema, Result{}, nil
+}
+
 func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.StructType, error) {
 	snap, err := t.Latest(ctx)
 	if err != nil {
@@ -266,14 +282,9 @@ func partitionByJSON(cols []string) string {
 
 // Append writes batches as new files and commits them in one atomic blind append.
 func (t *Table) Append(ctx context.Context, batches []*pq.Batch, opts AppendOptions) (Result, error) {
-	snap, schema, err := t.snapshotFor(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if opts.Txn != nil {
-		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
-			return Result{Version: snap.Version(), Skipped: true}, nil
-		}
+	snap, schema, res, err := t.writeSnapshot(ctx, opts.Txn)
+	if err != nil || res.Skipped {
+		return res, err
 	}
 	var newMeta *txlog.Metadata
 	if opts.MergeSchema {
@@ -462,14 +473,9 @@ func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches [
 	if whole {
 		predicate = sqlexpr.And()
 	}
-	snap, schema, err := t.snapshotFor(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if opts.Txn != nil {
-		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
-			return Result{Version: snap.Version(), Skipped: true}, nil
-		}
+	snap, schema, res, err := t.writeSnapshot(ctx, opts.Txn)
+	if err != nil || res.Skipped {
+		return res, err
 	}
 	pred, err := sqlexpr.Bind(predicate, schema, snap.PartitionColumns())
 	if err != nil {
@@ -546,11 +552,11 @@ func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches [
 	if whole {
 		rw.Read = nil
 	}
-	res, err := t.Rewrite(ctx, rw)
+	rwr, err := t.Rewrite(ctx, rw)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Version: res.Version, Added: res.Added, Removed: res.Removed, RowsWritten: res.RowsWritten, BytesWritten: res.BytesWritten}, nil
+	return Result{Version: rwr.Version, Added: rwr.Added, Removed: rwr.Removed, RowsWritten: rwr.RowsWritten, BytesWritten: rwr.BytesWritten}, nil
 }
 
 // isHidden reports whether a key is outside Delta's data area (a path segment starting with

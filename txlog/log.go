@@ -256,6 +256,15 @@ func buildSegment(files []logFile, target int64, exclude map[string]bool) (segme
 	return seg, nil
 }
 
+// fetchFiles reads the log files with bounded parallelism, in order.
+func (l *Log) fetchFiles(ctx context.Context, files []logFile) ([][]byte, error) {
+	keys := make([]string, len(files))
+	for i, f := range files {
+		keys[i] = f.key
+	}
+	return l.fetch(ctx, keys)
+}
+
 // fetch reads several objects with bounded parallelism, in order.
 func (l *Log) fetch(ctx context.Context, keys []string) ([][]byte, error) {
 	out := make([][]byte, len(keys))
