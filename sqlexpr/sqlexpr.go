@@ -97,9 +97,10 @@ func widerNumeric(a, b sqlType) sqlType {
 	return sqlType{k: kInt}
 }
 
-// nullOrNumericCommon is where cmpCommon and widerCommon agree: NULL takes the other side's
-// type, and two numbers widen; ok is false for any other pair.
-func nullOrNumericCommon(a, b sqlType) (sqlType, bool) {
+// commonEitherWay is where cmpCommon and widerCommon agree: NULL takes the other side's
+// type, two numbers widen, and a date meets a timestamp as a timestamp; ok is false for any
+// other pair.
+func commonEitherWay(a, b sqlType) (sqlType, bool) {
 	switch {
 	case a.k == kNull:
 		return b, true
@@ -107,6 +108,8 @@ func nullOrNumericCommon(a, b sqlType) (sqlType, bool) {
 		return a, true
 	case a.numeric() && b.numeric():
 		return widerNumeric(a, b), true
+	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
+		return sqlType{k: kTimestamp}, true
 	}
 	return sqlType{}, false
 }
@@ -116,7 +119,7 @@ func nullOrNumericCommon(a, b sqlType) (sqlType, bool) {
 // number as that type (as a double against a decimal), a date meets a timestamp as a
 // timestamp.
 func cmpCommon(a, b sqlType) (sqlType, bool) {
-	if t, ok := nullOrNumericCommon(a, b); ok {
+	if t, ok := commonEitherWay(a, b); ok {
 		return t, true
 	}
 	switch {
@@ -128,8 +131,6 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 		return b, true
 	case b.k == kString && a.k != kBinary && a.k != kInterval:
 		return a, true
-	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
-		return sqlType{k: kTimestamp}, true
 	}
 	return sqlType{}, false
 }
@@ -137,7 +138,7 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 // widerCommon is the type of IN lists and coalesce (Spark's findWiderCommonType): numbers
 // widen, dates widen to timestamps, and a string meets any other atomic type as a string.
 func widerCommon(a, b sqlType) (sqlType, bool) {
-	if t, ok := nullOrNumericCommon(a, b); ok {
+	if t, ok := commonEitherWay(a, b); ok {
 		return t, true
 	}
 	switch {
@@ -146,8 +147,6 @@ func widerCommon(a, b sqlType) (sqlType, bool) {
 			return widerNumeric(a, b), true
 		}
 		return a, true
-	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
-		return sqlType{k: kTimestamp}, true
 	case a.k == kString && b.k != kBinary && b.k != kBool && b.k != kInterval,
 		b.k == kString && a.k != kBinary && a.k != kBool && a.k != kInterval:
 		return sqlType{k: kString}, true

@@ -415,6 +415,17 @@ func keywordOp(t token, kw, name string) string {
 	return ""
 }
 
+// nested parses the operand of the prefix operator t, one level deeper (enter refuses a chain
+// of them too deep to parse without overflowing the stack).
+func (p *sqlParser) nested(t token, operand func() (sqlNode, error)) (sqlNode, error) {
+	if err := p.enter(t); err != nil {
+		return nil, err
+	}
+	x, err := operand()
+	p.depth--
+	return x, err
+}
+
 // parseList parses item (, item)* and the ) that closes the list; where names the list in the
 // error for anything else after an item.
 func (p *sqlParser) parseList(item func() (sqlNode, error), where string) ([]sqlNode, error) {
@@ -446,11 +457,7 @@ func (p *sqlParser) parseAnd() (sqlNode, error) {
 func (p *sqlParser) parseNot() (sqlNode, error) {
 	if t := p.peek(); t.is("not") {
 		p.i++
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		x, err := p.parseNot()
-		p.depth--
+		x, err := p.nested(t, p.parseNot)
 		if err != nil {
 			return nil, err
 		}
@@ -576,11 +583,7 @@ func (p *sqlParser) parseUnary() (sqlNode, error) {
 			p.i++
 			return p.number(n, "-")
 		}
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		x, err := p.parseUnary()
-		p.depth--
+		x, err := p.nested(t, p.parseUnary)
 		if err != nil {
 			return nil, err
 		}
