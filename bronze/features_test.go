@@ -33,7 +33,7 @@ func TestIngestHonoursTheBronzeTablesFeatures(t *testing.T) {
 		return err
 	}
 	change := func(lake objstore.Bucket, edit func(tx *txlog.Transaction, snap *txlog.Snapshot)) int64 {
-		l := table.Open(objstore.WithPrefix(lake, "bronze/events")).Log()
+		l := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{}).Log()
 		snap, err := l.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +104,7 @@ func TestIngestHonoursTheBronzeTablesFeatures(t *testing.T) {
 
 func tableVersion(t *testing.T, lake objstore.Bucket) int64 {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, "bronze/events")).Log().Snapshot(context.Background())
+	snap, err := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{}).Log().Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

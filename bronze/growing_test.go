@@ -262,7 +262,7 @@ func (g *growAfterList) List(ctx context.Context, prefix string, opts objstore.L
 func testRows(t *testing.T, lake objstore.Bucket, path string) int64 {
 	t.Helper()
 	var n int64
-	for b, err := range table.Open(objstore.WithPrefix(lake, path)).Scan(context.Background(), table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(lake, path), table.Options{}).Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

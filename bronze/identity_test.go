@@ -42,7 +42,7 @@ func dropLastLogEntry(t *testing.T, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
 	b := objstore.WithPrefix(lake, path)
-	snap, err := table.Open(b).Log().Snapshot(ctx)
+	snap, err := table.Open(b, table.Options{}).Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 	if opts.LandingPrefix != "" && !strings.HasSuffix(opts.LandingPrefix, "/") {
 		opts.LandingPrefix += "/"
 	}
-	tableOpts := []table.Option{table.WithClock(opts.Clock)}
+	tableOpts := table.Options{Clock: opts.Clock}
 	declared, limits := opts.Declared, opts.Limits
 	return &Ingester{
 		blocks: &decoderPool{
@@ -156,8 +156,8 @@ func NewIngester(lake objstore.Bucket, opts IngestOptions) (*Ingester, error) {
 		lake:    lake,
 		ckpt:    objstore.WithPrefix(lake, opts.CheckpointPath),
 		opts:    opts,
-		bronze:  table.Open(objstore.WithPrefix(lake, opts.BronzePath), tableOpts...),
-		rejects: table.Open(objstore.WithPrefix(lake, opts.RejectsPath), tableOpts...),
+		bronze:  table.Open(objstore.WithPrefix(lake, opts.BronzePath), tableOpts),
+		rejects: table.Open(objstore.WithPrefix(lake, opts.RejectsPath), tableOpts),
 		log:     opts.Logger.With("job", "ingest"),
 		now:     opts.Clock,
 	}, nil

@@ -68,7 +68,7 @@ func tableLines(t *testing.T, lake objstore.Bucket) map[string]bool {
 		{"bronze/events", ColSourceFile, ColSourceOffset},
 		{"bronze/rejects", "source_file", "source_offset"},
 	} {
-		tbl := table.Open(objstore.WithPrefix(lake, tc.path))
+		tbl := table.Open(objstore.WithPrefix(lake, tc.path), table.Options{})
 		for b, err := range tbl.Scan(context.Background(), table.ScanOptions{Columns: []string{tc.fileCol, tc.offCol}}) {
 			if err != nil {
 				t.Fatalf("scan %s: %v", tc.path, err)

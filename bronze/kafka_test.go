@@ -137,7 +137,7 @@ func kafkaTableRows(t testing.TB, lake objstore.Bucket, topic string) (rows map[
 	ctx := context.Background()
 	rows, rejects = map[string]string{}, map[string]string{}
 	seen := map[string]bool{}
-	bt := table.Open(objstore.WithPrefix(lake, "bronze/events"))
+	bt := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
 	cols := []string{"event_id", ColSourceFile, ColSourceOffset, ColKafkaTopic, ColKafkaPartition, ColKafkaOffset, ColKafkaKey, ColKafkaTimestamp}
 	for b, err := range bt.Scan(ctx, table.ScanOptions{Columns: cols}) {
 		if err != nil {
@@ -164,7 +164,7 @@ func kafkaTableRows(t testing.TB, lake objstore.Bucket, topic string) (rows map[
 			rows[k] = b.Columns[0].StringAt(i)
 		}
 	}
-	rt := table.Open(objstore.WithPrefix(lake, "bronze/rejects"))
+	rt := table.Open(objstore.WithPrefix(lake, "bronze/rejects"), table.Options{})
 	for b, err := range rt.Scan(ctx, table.ScanOptions{Columns: []string{"source_file", "source_offset", "reason", "error"}}) {
 		if err != nil {
 			t.Fatalf("scan rejects: %v", err)

@@ -178,7 +178,7 @@ func TestBatchFilesKeepLandingOrderOnAnyMachine(t *testing.T) {
 func readLineage(t *testing.T, b objstore.Bucket, files []source.IndexedFile, each func(version int64, rows []string)) []string {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(b)
+	tbl := table.Open(b, table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

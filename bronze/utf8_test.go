@@ -131,7 +131,7 @@ func TestIngestHostileUTF8(t *testing.T) {
 			}
 			sameSet(t, tableLines(t, lake), want)
 			for _, path := range []string{"bronze/events", "bronze/rejects"} {
-				tbl := table.Open(objstore.WithPrefix(lake, path))
+				tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 				for b, err := range tbl.Scan(ctx, table.ScanOptions{}) {
 					if err != nil {
 						t.Fatalf("scan %s: %v", path, err)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -215,18 +216,7 @@ func (d *decoder) walkMapping(n *yaml.Node, t reflect.Type, path string, seen ma
 // yamlFields maps yaml keys to field types, flattening inline fields.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "-" {
-			continue
-		}
-		if opts == "inline" {
-			for k, v := range yamlFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
+	for name, f := range yamlKeys(t) {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
@@ -238,19 +228,36 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 // fieldNames lists a struct's keys in declaration order (for messages).
 func fieldNames(t reflect.Type) []string {
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || name == "-" {
-			continue
-		}
-		if opts == "inline" {
-			out = append(out, fieldNames(f.Type)...)
-			continue
-		}
+	for name := range yamlKeys(t) {
 		out = append(out, name)
 	}
 	return out
+}
+
+// yamlKeys yields the yaml key (as its tag names it; "" when the tag names none) and the field
+// of each exported field of struct t, in declaration order, with the fields of inline structs
+// in their place.
+func yamlKeys(t reflect.Type) iter.Seq2[string, reflect.StructField] {
+	return func(yield func(string, reflect.StructField) bool) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if opts == "inline" {
+				for n, g := range yamlKeys(f.Type) {
+					if !yield(n, g) {
+						return
+					}
+				}
+				continue
+			}
+			if !yield(name, f) {
+				return
+			}
+		}
+	}
 }
 
 // suggest returns the known key closest to k, if it is close enough to be a typo.

@@ -118,13 +118,20 @@ func (d Duration) String() string {
 	return FormatDuration(d.Duration)
 }
 
+// unmarshalScalar reads a scalar node with parse into dst. A value parse refuses is kept
+// with its error (the types carry it) for Validate, which names every bad key at once; only a
+// node that is no scalar at all (what says what was expected) fails the decoding.
+func unmarshalScalar[T any](n *yaml.Node, what string, parse func(string) (T, error), dst *T) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected %s", n.Line, what)}}
+	}
+	*dst, _ = parse(n.Value)
+	return nil
+}
+
 // UnmarshalYAML keeps a bad value and its error for Validate.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration", n.Line)}}
-	}
-	*d, _ = ParseDuration(n.Value)
-	return nil
+	return unmarshalScalar(n, "a duration", ParseDuration, d)
 }
 
 // IsZero lets omitempty drop an unset duration.
@@ -194,11 +201,7 @@ func (b ByteSize) String() string {
 
 // UnmarshalYAML keeps a bad value and its error for Validate.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a byte size", n.Line)}}
-	}
-	*b, _ = ParseByteSize(n.Value)
-	return nil
+	return unmarshalScalar(n, "a byte size", ParseByteSize, b)
 }
 
 // MarshalYAML prints the size as written.
@@ -310,11 +313,7 @@ func (t ColumnType) IsTimestamp() bool {
 
 // UnmarshalYAML keeps a bad type and its error for Validate.
 func (t *ColumnType) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a column type", n.Line)}}
-	}
-	*t, _ = ParseColumnType(n.Value)
-	return nil
+	return unmarshalScalar(n, "a column type", ParseColumnType, t)
 }
 
 // MarshalYAML prints the type name.
@@ -383,11 +382,7 @@ func (t Trigger) String() string {
 
 // UnmarshalYAML keeps a bad trigger and its error for Validate.
 func (t *Trigger) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a trigger", n.Line)}}
-	}
-	*t, _ = ParseTrigger(n.Value)
-	return nil
+	return unmarshalScalar(n, "a trigger", ParseTrigger, t)
 }
 
 // MarshalYAML prints the trigger in config form.

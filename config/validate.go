@@ -416,6 +416,20 @@ func (v *validator) stream(pre string, src Source, cols *colSet) {
 	}
 }
 
+// name checks the name of a source, join or gold aggregation (they are picked by name):
+// required (example suggests one), letters, digits, '_' and '-'. It reports a valid name.
+func (v *validator) name(path, name, example string) bool {
+	switch {
+	case name == "":
+		v.fail(path, "required: expected %s", example)
+	case !goldNameRE.MatchString(name):
+		v.fail(path, "invalid name %q: expected letters, digits, '_' and '-'", name)
+	default:
+		return true
+	}
+	return false
+}
+
 func (v *validator) gold(inputs map[string]*goldInput) {
 	if len(v.p.Gold) == 0 {
 		v.fail("gold", "required: expected at least one aggregation, e.g. - {name: events_5m, window: {type: tumbling, size: 5m}, aggregates: [{fn: count}]}")
@@ -423,12 +437,7 @@ func (v *validator) gold(inputs map[string]*goldInput) {
 	names := map[string]int{}
 	for i, g := range v.p.Gold {
 		path := fmt.Sprintf("gold[%d]", i)
-		switch {
-		case g.Name == "":
-			v.fail(path+".name", "required: expected a name such as events_5m")
-		case !goldNameRE.MatchString(g.Name):
-			v.fail(path+".name", "invalid name %q: expected letters, digits, '_' and '-'", g.Name)
-		default:
+		if v.name(path+".name", g.Name, "a name such as events_5m") {
 			if j, dup := names[g.Name]; dup {
 				v.fail(path+".name", "duplicate gold name %q (also gold[%d])", g.Name, j)
 			} else {

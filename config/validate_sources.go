@@ -19,12 +19,7 @@ type goldInput struct {
 // sourceHeader checks what only a source of sources: has: its name, and no other stream name.
 func (v *validator) sourceHeader(pre string, s Source) {
 	path := strings.TrimSuffix(pre, ".")
-	switch {
-	case s.Name == "":
-		v.fail(path+".name", "required: expected a source name such as clicks")
-	case !goldNameRE.MatchString(s.Name):
-		v.fail(path+".name", "invalid name %q: expected letters, digits, '_' and '-'", s.Name)
-	}
+	v.name(path+".name", s.Name, "a source name such as clicks")
 	if s.Stream.Name != s.Name {
 		v.fail(pre+"stream.name", "%q: a source's query is named by %s.name (%q); leave stream.name out", s.Stream.Name, path, s.Name)
 	}
@@ -58,12 +53,7 @@ func (v *validator) sourceNames() {
 func (v *validator) joins(inputs map[string]*goldInput) {
 	for i, j := range v.p.Joins {
 		path := fmt.Sprintf("joins[%d]", i)
-		switch {
-		case j.Name == "":
-			v.fail(path+".name", "required: expected a join name such as impressions_clicks")
-		case !goldNameRE.MatchString(j.Name):
-			v.fail(path+".name", "invalid name %q: expected letters, digits, '_' and '-'", j.Name)
-		default:
+		if v.name(path+".name", j.Name, "a join name such as impressions_clicks") {
 			v.tablePath(path+".table", j.Table)
 			v.tablePath(path+".quarantine", j.Quarantine)
 			v.tablePath(path+".checkpoint", j.Checkpoint)
@@ -142,29 +132,29 @@ func (v *validator) sourceList() []string {
 // joinKey checks one on: pair: both columns exist, have the same type and are not the
 // event-time columns.
 func (v *validator) joinKey(path string, on JoinOn, j Join, left, right *goldInput) {
-	var lc, rc Column
-	lok, rok := false, false
-	if left != nil {
-		lc, lok = v.column(path+".left", on.Left, left.cols)
-		if lok && on.Left == left.eventTime {
-			v.fail(path+".left", "%q is the event-time column of source %q: a join key on a watermarked column makes Spark evict by a state key watermark, which medallion does not support; join on other columns and bound the times with time.lower and time.upper", on.Left, j.Left)
-			lok = false
-		}
-	} else if on.Left == "" {
-		v.fail(path+".left", "required: expected a column of the left source")
-	}
-	if right != nil {
-		rc, rok = v.column(path+".right", on.Right, right.cols)
-		if rok && on.Right == right.eventTime {
-			v.fail(path+".right", "%q is the event-time column of source %q: a join key on a watermarked column makes Spark evict by a state key watermark, which medallion does not support; join on other columns and bound the times with time.lower and time.upper", on.Right, j.Right)
-			rok = false
-		}
-	} else if on.Right == "" {
-		v.fail(path+".right", "required: expected a column of the right source")
-	}
+	lc, lok := v.joinKeyColumn(path+".left", on.Left, left, "left", j.Left)
+	rc, rok := v.joinKeyColumn(path+".right", on.Right, right, "right", j.Right)
 	if lok && rok && lc.Type.Err() == nil && rc.Type.Err() == nil && lc.Type.String() != rc.Type.String() {
 		v.fail(path+".right", "column %q has type %s but the left key %q has type %s: join keys must have the same type", on.Right, rc.Type, on.Left, lc.Type)
 	}
+}
+
+// joinKeyColumn checks one side's column of an on: pair: it exists in that side's input in
+// (nil when the side itself is wrong, already reported) and is not its event-time column. side
+// is left or right, source the side's source.
+func (v *validator) joinKeyColumn(path, col string, in *goldInput, side, source string) (Column, bool) {
+	if in == nil {
+		if col == "" {
+			v.fail(path, "required: expected a column of the %s source", side)
+		}
+		return Column{}, false
+	}
+	c, ok := v.column(path, col, in.cols)
+	if ok && col == in.eventTime {
+		v.fail(path, "%q is the event-time column of source %q: a join key on a watermarked column makes Spark evict by a state key watermark, which medallion does not support; join on other columns and bound the times with time.lower and time.upper", col, source)
+		return c, false
+	}
+	return c, ok
 }
 
 // joinOffset checks time.lower or time.upper: required, any sign, no more than Spark's bound.

@@ -45,6 +45,17 @@ type ClickOptions struct {
 	Until time.Time
 }
 
+// withDefaults returns o with every unset field at its default.
+func (o ClickOptions) withDefaults() ClickOptions {
+	if o.IDColumn == "" {
+		o.IDColumn = "event_id"
+	}
+	if o.TimeColumn == "" {
+		o.TimeColumn = "event_time"
+	}
+	return o
+}
+
 // ClickStats is what GenerateClicks wrote, as an oracle for tests.
 type ClickStats struct {
 	Clicks int64 `json:"clicks"`
@@ -66,12 +77,7 @@ type click struct {
 // Generate, it writes each object with put-if-absent and skips an identical one, so a rerun
 // writes nothing new.
 func GenerateClicks(ctx context.Context, b objstore.Bucket, opts ClickOptions) (ClickStats, error) {
-	if opts.IDColumn == "" {
-		opts.IDColumn = "event_id"
-	}
-	if opts.TimeColumn == "" {
-		opts.TimeColumn = "event_time"
-	}
+	opts = opts.withDefaults()
 	switch {
 	case opts.Files < 1:
 		return ClickStats{}, fmt.Errorf("gen: Files = %d: expected at least 1", opts.Files)

@@ -57,7 +57,7 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 		return rep, err
 	}
 	open := func(path string) *table.Table {
-		return table.Open(objstore.WithPrefix(env.Lake, path), table.WithClock(env.clock))
+		return table.Open(objstore.WithPrefix(env.Lake, path), table.Options{Clock: env.clock})
 	}
 	bt := open(cfg.Tables.Bronze)
 	if _, err := bt.Latest(ctx); errors.Is(err, txlog.ErrTableNotFound) {

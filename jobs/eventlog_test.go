@@ -318,7 +318,7 @@ func TestEventLogWriteFailureLeavesDataPathOK(t *testing.T) {
 			t.Fatalf("%s failed because the event log could not be written: %v", j.name, err)
 		}
 	}
-	silver := table.Open(objstore.WithPrefix(env.Lake, env.Config.Tables.Silver))
+	silver := table.Open(objstore.WithPrefix(env.Lake, env.Config.Tables.Silver), table.Options{})
 	var rows int
 	for b, err := range silver.Scan(ctx, table.ScanOptions{}) {
 		if err != nil {

@@ -56,7 +56,7 @@ func Init(ctx context.Context, env Env) (InitReport, error) {
 	}
 	existed := map[string]bool{}
 	for _, p := range TablePaths(env) {
-		if _, err := table.Open(objstore.WithPrefix(env.Lake, p)).Log().Snapshot(ctx); err == nil {
+		if _, err := table.Open(objstore.WithPrefix(env.Lake, p), table.Options{}).Log().Snapshot(ctx); err == nil {
 			existed[p] = true
 		} else if !errors.Is(err, txlog.ErrTableNotFound) {
 			return rep, fmt.Errorf("jobs: init: %s: %w", p, err)
@@ -97,7 +97,7 @@ func initSource(ctx context.Context, env Env, existed map[string]bool) error {
 	}
 	// An existing bronze table gets the columns added to `schema:` (or refuses a change it
 	// cannot take), as ingest would, so that silver below follows it.
-	btbl := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.WithClock(env.clock))
+	btbl := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.Options{Clock: env.clock})
 	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared, SchemaPolicy(cfg)); err != nil {
 		return fmt.Errorf("jobs: init: %w", err)
 	}
@@ -120,7 +120,7 @@ func initJoin(ctx context.Context, env Env, j spec.Join, existed map[string]bool
 		return err
 	}
 	schemaOf := func(path string) (*txlog.StructType, error) {
-		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Log().Snapshot(ctx)
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Log().Snapshot(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: init: join %s: silver %s: %w", j.Name, path, err)
 		}
@@ -152,7 +152,7 @@ func createTable(ctx context.Context, env Env, path string, schema *txlog.Struct
 	if existed[path] {
 		return nil
 	}
-	tbl := table.Open(objstore.WithPrefix(env.Lake, path), table.WithClock(env.clock))
+	tbl := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{Clock: env.clock})
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
 		return fmt.Errorf("jobs: init: create %s: %w", path, err)
 	}

@@ -37,7 +37,7 @@ func checkInit(t *testing.T, cfg *config.Pipeline, wantBucket string) Env {
 		t.Fatalf("first init: %+v, want bucket %q and every table of %v created", rep, wantBucket, paths)
 	}
 	for _, p := range paths {
-		snap, err := table.Open(objstore.WithPrefix(env.Lake, p)).Log().Snapshot(ctx)
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, p), table.Options{}).Log().Snapshot(ctx)
 		if err != nil || len(snap.Files()) != 0 {
 			t.Fatalf("%s after init: %v", p, err)
 		}

@@ -67,11 +67,11 @@ func forEachTable(ctx context.Context, env Env, fn func(*table.Table, *TableResu
 		paths = append(paths, p) // compacted and vacuumed with the other tables
 	}
 	for _, p := range paths {
-		opts := []table.Option{table.WithClock(env.Clock)}
+		opts := table.Options{Clock: env.Clock}
 		if p == env.Config.Tables.Silver {
-			opts = append(opts, table.WithWriteOptions(silver.WriteOptions(env.Config.Stream.Dedup, pq.WriteOptions{})))
+			opts.Write = silver.WriteOptions(env.Config.Stream.Dedup, pq.WriteOptions{})
 		}
-		t := table.Open(objstore.WithPrefix(env.Lake, p), opts...)
+		t := table.Open(objstore.WithPrefix(env.Lake, p), opts)
 		res := TableResult{Table: p}
 		if _, err := t.Log().Snapshot(ctx); errors.Is(err, txlog.ErrTableNotFound) {
 			res.Skipped = "no table yet"

@@ -155,7 +155,7 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 	}
 	// The oracle for the late rows: the quarantine table's rows of each side.
 	sides := map[string]float64{}
-	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "silver/late_ec/")).Scan(context.Background(), table.ScanOptions{Columns: []string{"side"}}) {
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "silver/late_ec/"), table.Options{}).Scan(context.Background(), table.ScanOptions{Columns: []string{"side"}}) {
 		if err != nil {
 			t.Fatal(err)
 		}

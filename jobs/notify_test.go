@@ -75,7 +75,7 @@ jobs: {}
 			t.Fatal(err)
 		}
 	}
-	bronze := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze))
+	bronze := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.Options{})
 	for {
 		rows := 0
 		for b, err := range bronze.Scan(ctx, table.ScanOptions{Columns: []string{"event_id"}}) {

@@ -58,7 +58,7 @@ func recoverRows(t *testing.T, lake objstore.Bucket) map[string][]string {
 	ctx := context.Background()
 	out := map[string][]string{}
 	for _, p := range recoverTables {
-		tbl := table.Open(objstore.WithPrefix(lake, p))
+		tbl := table.Open(objstore.WithPrefix(lake, p), table.Options{})
 		snap, err := tbl.Latest(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -103,7 +103,7 @@ func dropLastLogEntry(t *testing.T, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
 	b := objstore.WithPrefix(lake, path)
-	snap, err := table.Open(b).Log().Snapshot(ctx)
+	snap, err := table.Open(b, table.Options{}).Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func scanColumn(t *testing.T, env Env, path, keyCol, col string) map[string]any 
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
-	for b, err := range table.Open(objstore.WithPrefix(env.Lake, path)).Scan(ctx, table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatalf("scan %s: %v", path, err)
 		}
@@ -316,7 +316,7 @@ func TestDefinitionAdoptedByOldTables(t *testing.T) {
 	landLine(t, env, "landing/events/a.json", `{"event_id":"e1","event_type":"a","amount":1,"event_time":"2024-05-01T12:00:00Z"}`)
 	runIngestStream(t, env)
 	// As a table written before the property existed: the same metadata without it.
-	gt := table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"))
+	gt := table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"), table.Options{})
 	snap, err := gt.Latest(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestDefinitionAdoptedByOldTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	runIngestStream(t, env)
-	snap, err = table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m")).Latest(ctx)
+	snap, err = table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"), table.Options{}).Latest(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func TestBackfillColumns(t *testing.T) {
 		t.Errorf("silver after the backfill and one more batch: %v, want the 5 rows above and new-1 DE", country)
 	}
 	n := 0
-	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "silver/events")).Scan(ctx, table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "silver/events"), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -553,7 +553,7 @@ func TestTypeWideningEndToEnd(t *testing.T) {
 		t.Fatalf("backfill-columns with a widened column: %v", err)
 	}
 	for _, path := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
-		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Latest(ctx)
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Latest(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -573,7 +573,7 @@ func TestTypeWideningEndToEnd(t *testing.T) {
 		if !maps.Equal(got, rows) {
 			t.Errorf("%s: qty %v, want %v", path, got, rows)
 		}
-		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Latest(ctx)
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Latest(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -602,7 +602,7 @@ func TestTypeWideningEndToEnd(t *testing.T) {
 	// Gold counts every event of a closed window once: a and b by the stream, the late c and e
 	// by merge-late; d's window [13:30, 13:35) is still open (the watermark is 13:20).
 	var total int64
-	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m")).Scan(ctx, table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "gold/events_5m"), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -668,7 +668,7 @@ gold:
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt := table.Open(objstore.WithPrefix(env.Lake, "bronze/events"))
+	bt := table.Open(objstore.WithPrefix(env.Lake, "bronze/events"), table.Options{})
 	if _, err := bt.EvolveWith(ctx, bronze.BronzeSchema(declared), props, table.EvolveOptions{TypeWidening: true}); err != nil {
 		t.Fatal(err)
 	}

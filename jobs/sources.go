@@ -176,7 +176,7 @@ func StreamJoin(ctx context.Context, env Env, name string, trigger config.Trigge
 // table at all it has no schema to plan with and would run nothing.
 func ensureJoinInputs(ctx context.Context, env Env, j spec.Join) error {
 	for _, in := range []spec.JoinInput{j.Left, j.Right} {
-		_, err := table.Open(objstore.WithPrefix(env.Lake, in.Silver)).Log().Snapshot(ctx)
+		_, err := table.Open(objstore.WithPrefix(env.Lake, in.Silver), table.Options{}).Log().Snapshot(ctx)
 		if err == nil {
 			continue
 		}

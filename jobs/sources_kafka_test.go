@@ -69,7 +69,7 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 		t.Fatalf("ingest orders: %+v", reps)
 	}
 	var rows int
-	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "bronze/orders")).Scan(ctx, table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(env.Lake, "bronze/orders"), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func TestInitSeveralSources(t *testing.T) {
 		t.Fatalf("created %v, paths %v; want %v", rep.Created, TablePaths(env), want)
 	}
 	columns := func(path string) string {
-		snap, err := table.Open(objstore.WithPrefix(env.Lake, path)).Log().Snapshot(ctx)
+		snap, err := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Log().Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestIngestKeysRoutesBySource(t *testing.T) {
 	}
 	for path, want := range map[string]int64{"bronze/events": 2, "bronze/clicks": 1} {
 		var n int64
-		for b, err := range table.Open(objstore.WithPrefix(env.Lake, path)).Scan(ctx, table.ScanOptions{}) {
+		for b, err := range table.Open(objstore.WithPrefix(env.Lake, path), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ func Stream(ctx context.Context, env Env, trigger config.Trigger, listener strea
 	if err != nil {
 		return stream.Report{}, err
 	}
-	bt := table.Open(objstore.WithPrefix(env.Lake, env.Config.Tables.Bronze))
+	bt := table.Open(objstore.WithPrefix(env.Lake, env.Config.Tables.Bronze), table.Options{})
 	if err := bronze.CheckDeclared(ctx, bt, env.Config.Tables.Bronze, declared, SchemaPolicy(env.Config)); err != nil {
 		return stream.Report{}, err
 	}

@@ -54,7 +54,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	goldSchema := &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "window", Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{ts("start"), ts("end")}}},
 		long("n"), {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true}, long("late_rows")}}
-	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table))
+	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table), table.Options{})
 	if _, err := gt.Create(ctx, goldSchema, nil, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 		{Name: "event_id", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
 		{Name: "amount", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true}, ts("event_time")}}
 	qschema := silver.QuarantineSchema(silverSchema)
-	qt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Quarantine))
+	qt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Quarantine), table.Options{})
 	if _, err := qt.Create(ctx, qschema, nil, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func appendBronzeAt(t testing.TB, lake objstore.Bucket, cfg *config.Pipeline, ba
 	t.Helper()
 	ctx := context.Background()
 	schema := bronze.BronzeSchema(declared(cfg))
-	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"))
+	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
 	if _, err := tbl.Log().Snapshot(ctx); err != nil {
 		if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 			t.Fatal(err)

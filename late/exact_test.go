@@ -69,7 +69,7 @@ func TestReplayAfterMergeLateCommitsNothing(t *testing.T) {
 func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 			t.Fatal(err)
 		}
 	}
-	tbl = table.Open(objstore.WithPrefix(lake, path))
+	tbl = table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	if _, err := tbl.Create(ctx, legacy, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 // goldFields lists the columns of the gold table at path.
 func goldFields(t testing.TB, lake objstore.Bucket, path string) []string {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

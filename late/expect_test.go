@@ -43,7 +43,7 @@ type brow struct {
 func readBronze(t testing.TB, lake objstore.Bucket) []brow {
 	t.Helper()
 	var out []brow
-	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"))
+	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
 	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func setGoldProperty(t *testing.T, lake objstore.Bucket, path, key, value string) {
 	t.Helper()
 	ctx := context.Background()
-	l := table.Open(objstore.WithPrefix(lake, path)).Log()
+	l := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log()
 	snap, err := l.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ type srow struct {
 func readSilver(t testing.TB, lake objstore.Bucket, path string) []srow {
 	t.Helper()
 	var out []srow
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +328,7 @@ type grow struct {
 func readGold(t testing.TB, lake objstore.Bucket, path string, by []string) []grow {
 	t.Helper()
 	var out []grow
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)

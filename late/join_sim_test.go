@@ -163,7 +163,9 @@ func newJoinSimSchemas(t testing.TB, lake objstore.Bucket, j spec.Join, leftSche
 	return s
 }
 
-func (s *joinSim) open(p string) *table.Table { return table.Open(objstore.WithPrefix(s.lake, p)) }
+func (s *joinSim) open(p string) *table.Table {
+	return table.Open(objstore.WithPrefix(s.lake, p), table.Options{})
+}
 
 // appendRow writes r's columns onto cols (id, ad, time).
 func appendRow(cols []*pq.Column, r *jrow) {

@@ -100,7 +100,7 @@ func TestKafkaPipelineInvariants(t *testing.T) {
 func countRows(t testing.TB, lake objstore.Bucket, path string) int64 {
 	t.Helper()
 	var n int64
-	for b, err := range table.Open(objstore.WithPrefix(lake, path)).Scan(context.Background(), table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(lake, path), table.Options{}).Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestMergeLateInvariantE(t *testing.T) {
 func goldState(t testing.TB, lake objstore.Bucket, path string) []string {
 	t.Helper()
 	var out []string
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)

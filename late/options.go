@@ -88,7 +88,7 @@ func (o *Options) workers() int {
 }
 
 func (o *Options) open(p string) *table.Table {
-	return table.Open(objstore.WithPrefix(o.Lake, p), table.WithClock(o.Clock), table.WithWriteOptions(o.WriteOptions))
+	return table.Open(objstore.WithPrefix(o.Lake, p), table.Options{Clock: o.Clock, Write: o.WriteOptions})
 }
 
 func (o *Options) golds() ([]*spec.Aggregation, error) {

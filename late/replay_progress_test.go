@@ -18,7 +18,7 @@ import (
 func TestReplayProgress(t *testing.T) {
 	lake, cfg, _ := pipeline(t, 31, 4000, 6, sessionYAML)
 	r := replayRange(silverTimes(t, lake), 0.3, 0.6)
-	silverSnap, err := table.Open(objstore.WithPrefix(lake, "silver/events")).Log().Snapshot(context.Background())
+	silverSnap, err := table.Open(objstore.WithPrefix(lake, "silver/events"), table.Options{}).Log().Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func silverTimes(t testing.TB, lake objstore.Bucket) []int64 {
 // damage deletes the gold rows whose window starts in [from, to): replay must restore them.
 func damage(t testing.TB, lake objstore.Bucket, path string, from, to int64) {
 	t.Helper()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	pred := sqlexpr.And(sqlexpr.Ge("window.start", time.UnixMicro(from).UTC()), sqlexpr.Lt("window.start", time.UnixMicro(to).UTC()))
 	if _, err := tbl.Overwrite(context.Background(), pred, nil, table.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ const slidingNumericYAML = `  - name: s15
 func lateRowsOf(t testing.TB, lake objstore.Bucket, path string, keys ...string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	for b, err := range tbl.Scan(context.Background(), table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)

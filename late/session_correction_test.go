@@ -458,7 +458,7 @@ func TestSessionCorrectionsSurviveStreamCrashes(t *testing.T) {
 func rowsWithout(t testing.TB, lake objstore.Bucket, path string, drop ...string) []string {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

@@ -21,7 +21,7 @@ import (
 // goldVersion is the current version of the table at path.
 func goldVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func BenchmarkRowMultiset(b *testing.B) {
 func bumpCount(t testing.TB, lake objstore.Bucket, path string, lo, hi int64) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

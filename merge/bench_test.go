@@ -47,7 +47,7 @@ func BenchmarkMergeLateRows(b *testing.B) {
 	var read int
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		tbl := table.Open(mem.New())
+		tbl := table.Open(mem.New(), table.Options{})
 		if _, err := tbl.Create(ctx, schema(b), nil, nil); err != nil {
 			b.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func ExampleRun() {
 		}
 		return b
 	}
-	t := table.Open(mem.New())
+	t := table.Open(mem.New(), table.Options{})
 	t.Create(ctx, schema, nil, nil)
 	t.Append(ctx, []*pq.Batch{rows("a", 1, "b", 2)}, table.AppendOptions{})
 

@@ -63,7 +63,7 @@ func batch(t testing.TB, rows ...goldRow) *pq.Batch {
 // newGold creates a gold table with one file per group of rows.
 func newGold(t testing.TB, files ...[]goldRow) *table.Table {
 	ctx := context.Background()
-	tbl := table.Open(mem.New())
+	tbl := table.Open(mem.New(), table.Options{})
 	if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestMergeIsolation(t *testing.T) {
 	}{{txlog.Serializable, true}, {txlog.WriteSerializable, false}} {
 		t.Run(string(c.level), func(t *testing.T) {
 			b := mem.New()
-			tbl := table.Open(b)
+			tbl := table.Open(b, table.Options{})
 			if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +283,7 @@ func TestMergeIsolation(t *testing.T) {
 			}}
 			spec := upsertAdd(batch(t, goldRow{0, "click", 5}))
 			spec.Isolation = c.level
-			_, err := Run(ctx, table.Open(racing), spec)
+			_, err := Run(ctx, table.Open(racing, table.Options{}), spec)
 			if c.conflict != errors.Is(err, txlog.ErrConflict) {
 				t.Fatalf("conflict=%v, got %v", c.conflict, err)
 			}
@@ -304,7 +304,7 @@ func TestMergeUsesTheTablesWriteOptions(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	tbl := table.Open(b, table.WithClock(func() time.Time { return at }))
+	tbl := table.Open(b, table.Options{Clock: func() time.Time { return at }})
 	if _, err := tbl.Create(ctx, schema(t), nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,18 @@ func ValidatePrefix(prefix string) error {
 	return ValidateKey(strings.TrimSuffix(prefix, "/") + "/x")
 }
 
+// CheckPrefix is how every Bucket's List begins: an invalid prefix (ValidatePrefix) yields
+// its error alone, and list runs only for a valid one.
+func CheckPrefix(prefix string, list iter.Seq2[ObjectInfo, error]) iter.Seq2[ObjectInfo, error] {
+	return func(yield func(ObjectInfo, error) bool) {
+		if err := ValidatePrefix(prefix); err != nil {
+			yield(ObjectInfo{}, err)
+			return
+		}
+		list(yield)
+	}
+}
+
 // ReadAll reads a whole object into memory.
 func ReadAll(ctx context.Context, b Bucket, key string) ([]byte, error) {
 	rc, err := b.Get(ctx, key)

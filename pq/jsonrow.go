@@ -30,14 +30,19 @@ func FormatTimestamp(us int64, ntz bool) string {
 // numbers, binary as base64, structs as objects, arrays as arrays, maps with string keys as
 // objects (others as arrays of {"key","value"}), NaN and infinities as strings.
 func AppendJSONRow(dst []byte, b *Batch, i int) []byte {
+	return appendJSONObject(dst, b.Schema.Fields, b.Columns, i)
+}
+
+// appendJSONObject appends row i of the columns cols, named by fields, as a JSON object.
+func appendJSONObject(dst []byte, fields []txlog.StructField, cols []*Column, i int) []byte {
 	dst = append(dst, '{')
-	for k, f := range b.Schema.Fields {
+	for k, f := range fields {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONString(dst, f.Name)
 		dst = append(dst, ':')
-		dst = appendJSONValue(dst, b.Columns[k], i)
+		dst = appendJSONValue(dst, cols[k], i)
 	}
 	return append(dst, '}')
 }
@@ -53,16 +58,7 @@ func appendJSONValue(dst []byte, c *Column, i int) []byte {
 	case txlog.DecimalType:
 		return append(dst, FormatDecimal(c.Decimal[i], t.Scale)...)
 	case *txlog.StructType:
-		dst = append(dst, '{')
-		for k, f := range t.Fields {
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, f.Name)
-			dst = append(dst, ':')
-			dst = appendJSONValue(dst, c.Children[k], i)
-		}
-		return append(dst, '}')
+		return appendJSONObject(dst, t.Fields, c.Children, i)
 	case txlog.ArrayType:
 		s, e := c.ListRange(i)
 		dst = append(dst, '[')

@@ -62,29 +62,16 @@ func DecodeKey(key string) ([]KeyPart, error) {
 		case keyNull:
 			parts = append(parts, nil)
 		case keyString:
-			var n uint64
-			shift, ok := uint(0), false
-			for ; i < len(key) && shift < 64; shift += 7 {
-				c := key[i]
-				i++
-				n |= uint64(c&0x7f) << shift
-				if c < 0x80 {
-					ok = true
-					break
-				}
+			str, next, err := keyStringPart(key, i)
+			if err != nil {
+				return nil, err
 			}
-			if !ok || uint64(len(key)-i) < n {
-				return nil, fmt.Errorf("%w: key string part is truncated at byte %d", ErrBadKey, i)
-			}
-			parts = append(parts, key[i:i+int(n)])
-			i += int(n)
+			parts = append(parts, str)
+			i = next
 		case keyInt, keyFloat:
-			if len(key)-i < 8 {
-				return nil, fmt.Errorf("%w: key number part at byte %d is truncated", ErrBadKey, i-1)
-			}
-			var u uint64
-			for _, c := range []byte(key[i : i+8]) {
-				u = u<<8 | uint64(c)
+			u, err := keyNumberPart(key, i)
+			if err != nil {
+				return nil, err
 			}
 			i += 8
 			if tag == keyInt {
@@ -97,6 +84,39 @@ func DecodeKey(key string) ([]KeyPart, error) {
 		}
 	}
 	return parts, nil
+}
+
+// keyStringPart reads the string part whose varint length starts at key[i] (after its tag),
+// and returns it with the index after it. DecodeKey and AppendKeyColumns read through it, so
+// both accept the same keys.
+func keyStringPart(key string, i int) (string, int, error) {
+	var n uint64
+	shift, ok := uint(0), false
+	for ; i < len(key) && shift < 64; shift += 7 {
+		c := key[i]
+		i++
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			ok = true
+			break
+		}
+	}
+	if !ok || uint64(len(key)-i) < n {
+		return "", i, fmt.Errorf("%w: key string part is truncated at byte %d", ErrBadKey, i)
+	}
+	return key[i : i+int(n)], i + int(n), nil
+}
+
+// keyNumberPart reads the 8 big-endian bytes of a number part at key[i] (after its tag).
+func keyNumberPart(key string, i int) (uint64, error) {
+	if len(key)-i < 8 {
+		return 0, fmt.Errorf("%w: key number part at byte %d is truncated", ErrBadKey, i-1)
+	}
+	var u uint64
+	for _, c := range []byte(key[i : i+8]) {
+		u = u<<8 | uint64(c)
+	}
+	return u, nil
 }
 
 // AppendKeyColumns decodes an encoded key straight into cols, one part a column (as
@@ -115,30 +135,16 @@ func AppendKeyColumns(cols []*Column, key string) error {
 		case keyNull:
 			c.AppendNull()
 		case keyString:
-			// The varint exactly as DecodeKey reads it, so both accept the same keys.
-			var n uint64
-			shift, ok := uint(0), false
-			for ; i < len(key) && shift < 64; shift += 7 {
-				b := key[i]
-				i++
-				n |= uint64(b&0x7f) << shift
-				if b < 0x80 {
-					ok = true
-					break
-				}
+			str, next, err := keyStringPart(key, i)
+			if err != nil {
+				return err
 			}
-			if !ok || uint64(len(key)-i) < n {
-				return fmt.Errorf("%w: key string part is truncated at byte %d", ErrBadKey, i)
-			}
-			c.AppendString(key[i : i+int(n)])
-			i += int(n)
+			c.AppendString(str)
+			i = next
 		case keyInt, keyFloat:
-			if len(key)-i < 8 {
-				return fmt.Errorf("%w: key number part at byte %d is truncated", ErrBadKey, i-1)
-			}
-			var u uint64
-			for _, b := range []byte(key[i : i+8]) {
-				u = u<<8 | uint64(b)
+			u, err := keyNumberPart(key, i)
+			if err != nil {
+				return err
 			}
 			i += 8
 			if tag == keyInt {

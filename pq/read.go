@@ -407,6 +407,22 @@ func (a *assembler) peek(leaf int) (parquet.Value, bool) {
 	return a.vals[leaf][a.pos[leaf]], true
 }
 
+// groupNull peeks at the first value below the group n (a struct, list or map). When the
+// group is NULL in this row, it consumes the row's values below n, appends a null to col and
+// reports null.
+func (a *assembler) groupNull(n *rnode, col *Column) (first parquet.Value, null bool, err error) {
+	v, ok := a.peek(n.first)
+	if !ok {
+		return v, false, n.fail("ran out of values")
+	}
+	if v.DefinitionLevel() < n.def {
+		a.skipPresent(n)
+		col.AppendNull()
+		return v, true, nil
+	}
+	return v, false, nil
+}
+
 func (a *assembler) decode(n *rnode, col *Column) error {
 	if n.missing {
 		col.AppendNull()
@@ -417,14 +433,9 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 	}
 	switch n.kind {
 	case KindStruct:
-		v, ok := a.peek(n.first)
-		if !ok {
-			return n.fail("ran out of values")
-		}
-		if v.DefinitionLevel() < n.def {
-			a.skipPresent(n)
-			col.AppendNull()
-			return nil
+		_, null, err := a.groupNull(n, col)
+		if null || err != nil {
+			return err
 		}
 		for k, ch := range n.children {
 			if err := a.decode(ch, col.Children[k]); err != nil {
@@ -437,14 +448,9 @@ func (a *assembler) decode(n *rnode, col *Column) error {
 		col.AppendStruct()
 		return nil
 	case KindList, KindMap:
-		v, ok := a.peek(n.first)
-		if !ok {
-			return n.fail("ran out of values")
-		}
-		if v.DefinitionLevel() < n.def {
-			a.skipPresent(n)
-			col.AppendNull()
-			return nil
+		v, null, err := a.groupNull(n, col)
+		if null || err != nil {
+			return err
 		}
 		if v.DefinitionLevel() < n.elemDef {
 			a.skipPresent(n)

@@ -224,6 +224,18 @@ func (v *flatValues) at(j int) int {
 	return j
 }
 
+// appendPresent appends the present values [lo,hi) of a page whose values are vals to dst: a
+// copy of the run, or through the dictionary indices idx when indexed.
+func appendPresent[T int32 | float32](dst, vals []T, idx []int32, indexed bool, lo, hi int) []T {
+	if !indexed {
+		return append(dst, vals[lo:hi]...)
+	}
+	for _, k := range idx[lo:hi] {
+		dst = append(dst, vals[k])
+	}
+	return dst
+}
+
 // appendRange appends the present values [lo,hi) of the page to col.
 func (v *flatValues) appendRange(col *Column, lo, hi int) {
 	n := v.n
@@ -252,13 +264,7 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			col.Int64 = append(col.Int64, x)
 		}
 	case KindInt32:
-		if !v.indexed {
-			col.Int32 = append(col.Int32, v.i32[lo:hi]...)
-		} else {
-			for j := lo; j < hi; j++ {
-				col.Int32 = append(col.Int32, v.i32[v.at(j)])
-			}
-		}
+		col.Int32 = appendPresent(col.Int32, v.i32, v.idx, v.indexed, lo, hi)
 	case KindFloat64:
 		for j := lo; j < hi; j++ {
 			if v.f32 != nil {
@@ -268,13 +274,7 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			}
 		}
 	case KindFloat32:
-		if !v.indexed {
-			col.Float32 = append(col.Float32, v.f32[lo:hi]...)
-		} else {
-			for j := lo; j < hi; j++ {
-				col.Float32 = append(col.Float32, v.f32[v.at(j)])
-			}
-		}
+		col.Float32 = appendPresent(col.Float32, v.f32, v.idx, v.indexed, lo, hi)
 	case KindBytes:
 		if !v.indexed {
 			base := int32(len(col.Data)) - int32(v.offs[lo])

@@ -284,34 +284,30 @@ func (c *Column) appendPrimitiveValue(t txlog.PrimitiveType, v any) error {
 	return c.mismatch(v)
 }
 
+// compareTo orders x and b when b is a T too.
+func compareTo[T cmp.Ordered](x T, b any) (int, bool) {
+	if y, ok := b.(T); ok {
+		return cmp.Compare(x, y), true
+	}
+	return 0, false
+}
+
 // CompareValues orders two non-null values of the same primitive or decimal column, in the
 // forms Column.Value returns (-1, 0 or 1); ok is false for other types.
 func CompareValues(a, b any) (c int, ok bool) {
 	switch x := a.(type) {
 	case int64:
-		if y, ok := b.(int64); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case int32:
-		if y, ok := b.(int32); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case int16:
-		if y, ok := b.(int16); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case int8:
-		if y, ok := b.(int8); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case float64:
-		if y, ok := b.(float64); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case float32:
-		if y, ok := b.(float32); ok {
-			return cmp.Compare(x, y), true
-		}
+		return compareTo(x, b)
 	case string:
 		if y, ok := b.(string); ok {
 			return strings.Compare(x, y), true

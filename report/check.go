@@ -32,6 +32,14 @@ type CheckOptions struct {
 	Samples int
 }
 
+// withDefaults returns o with every unset field at its default.
+func (o CheckOptions) withDefaults() CheckOptions {
+	if o.Samples <= 0 {
+		o.Samples = 3
+	}
+	return o
+}
+
 // CheckReport is what the config's expectations say about rows already in the lake.
 type CheckReport struct {
 	Table        string               `json:"table"`
@@ -64,9 +72,7 @@ func Check(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 		return nil, fmt.Errorf("%w: --to %s is not after --from %s", ErrBadRange,
 			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 	}
-	if opts.Samples <= 0 {
-		opts.Samples = 3
-	}
+	opts = opts.withDefaults()
 	var list []silver.Expectation
 	for _, e := range cfg.Expectations {
 		// Every row is judged and counted here, whatever its action: fail only names rows.
@@ -99,7 +105,7 @@ func Check(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 	for _, e := range cfg.Expectations {
 		rep.Expectations = append(rep.Expectations, ExpectationVerdict{Name: e.Name, Expect: e.Expect, OnViolation: e.OnViolation})
 	}
-	t := table.Open(objstore.WithPrefix(lake, path))
+	t := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	filter := rangeFilter(cfg.Stream.EventTime, LagOptions{From: opts.From, To: opts.To})
 	for b, err := range t.Scan(ctx, table.ScanOptions{Filter: filter}) {
 		if errors.Is(err, txlog.ErrTableNotFound) {

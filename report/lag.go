@@ -304,7 +304,7 @@ func Lag(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts L
 	if err != nil {
 		return nil, err
 	}
-	bt := table.Open(objstore.WithPrefix(lake, cfg.Tables.Bronze))
+	bt := table.Open(objstore.WithPrefix(lake, cfg.Tables.Bronze), table.Options{})
 	snap, err := bt.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoBronze, cfg.Tables.Bronze)
@@ -409,7 +409,7 @@ func (q *QuarantineLate) mergeState(ctx context.Context, lake objstore.Bucket, g
 	if !q.Exists {
 		return nil
 	}
-	qlog := table.Open(objstore.WithPrefix(lake, g.Quarantine)).Log()
+	qlog := table.Open(objstore.WithPrefix(lake, g.Quarantine), table.Options{}).Log()
 	latest, err := qlog.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("report: quarantine %s: %w", g.Quarantine, err)
@@ -422,7 +422,7 @@ func (q *QuarantineLate) mergeState(ctx context.Context, lake objstore.Bucket, g
 	if queryID == "" {
 		return nil
 	}
-	gsnap, err := table.Open(objstore.WithPrefix(lake, g.Table)).Log().Snapshot(ctx)
+	gsnap, err := table.Open(objstore.WithPrefix(lake, g.Table), table.Options{}).Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return nil
 	}
@@ -595,7 +595,7 @@ func (r *LagReport) fill(a, arr *lagAcc) {
 // _ingest_time and the event time it has (older tables may lack the newer columns).
 func quarantineLate(ctx context.Context, lake objstore.Bucket, g *config.Gold, ev string, opts LagOptions) (QuarantineLate, error) {
 	q := QuarantineLate{Gold: g.Name, Table: g.Quarantine}
-	t := table.Open(objstore.WithPrefix(lake, g.Quarantine))
+	t := table.Open(objstore.WithPrefix(lake, g.Quarantine), table.Options{})
 	snap, err := t.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return q, nil

@@ -62,7 +62,7 @@ func writeBronze(t testing.TB, lake objstore.Bucket, path string, groups [][]row
 	t.Helper()
 	ctx := context.Background()
 	schema := bronze.BronzeSchema(declaredSchema())
-	tb := table.Open(objstore.WithPrefix(lake, path))
+	tb := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	if _, err := tb.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestLagTextGolden(t *testing.T) {
 	if err := objstore.PutBytes(ctx, lake, cfg.Stream.Checkpoint+"/metadata", []byte(`{"id":"q1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table))
+	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table), table.Options{})
 	if _, err := gt.Create(ctx, declaredSchema(), nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]
 func tableStatuses(ctx context.Context, lake objstore.Bucket, out []TableStatus) error {
 	for i := range out {
 		ts := &out[i]
-		log := table.Open(objstore.WithPrefix(lake, ts.Path)).Log()
+		log := table.Open(objstore.WithPrefix(lake, ts.Path), table.Options{}).Log()
 		snap, err := log.Snapshot(ctx)
 		if errors.Is(err, txlog.ErrTableNotFound) {
 			continue

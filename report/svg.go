@@ -284,37 +284,8 @@ var timeSteps = []time.Duration{
 func (c *TimeChart) SVG() string {
 	var b svgBuf
 	b.open(c.Title, "")
-	var t0, t1 time.Time
-	maxV := 0.0
-	n := 0
-	for _, s := range c.Series {
-		for _, p := range s.Points {
-			if n == 0 || p.T.Before(t0) {
-				t0 = p.T
-			}
-			if n == 0 || p.T.After(t1) {
-				t1 = p.T
-			}
-			n++
-		}
-	}
-	if c.Bars && !c.Grouped {
-		// Bars stack: the axis must reach the tallest stack.
-		sums := map[int64]float64{}
-		for _, s := range c.Series {
-			for _, p := range s.Points {
-				sums[p.T.UnixMicro()] += max(p.V, 0)
-				maxV = max(maxV, sums[p.T.UnixMicro()])
-			}
-		}
-	} else {
-		for _, s := range c.Series {
-			for _, p := range s.Points {
-				maxV = max(maxV, p.V)
-			}
-		}
-	}
-	yTop := b.yAxis(maxV, c.YLabel, countLabel)
+	t0, t1, n := c.timeRange()
+	yTop := b.yAxis(c.maxValue(), c.YLabel, countLabel)
 	if n == 0 {
 		b.frame()
 		b.f(`<text class="nodata" x="%s" y="%s" text-anchor="middle" fill="#777777">no data</text>`+"\n", num((plotLeft+plotRight)/2.0), num((plotTop+plotBottom)/2.0))
@@ -342,6 +313,62 @@ func (c *TimeChart) SVG() string {
 	x := func(t time.Time) float64 {
 		return plotLeft + float64(t.Sub(t0))/float64(span)*(plotRight-plotLeft)
 	}
+	b.timeTicks(t0, t1, x)
+	y := func(v float64) float64 { return plotBottom - v/yTop*(plotBottom-plotTop) }
+	var items []legendItem
+	if c.Bars {
+		items = c.drawBars(&b, x, y, float64(gap)/float64(span)*(plotRight-plotLeft), centre == 0)
+	} else {
+		items = c.drawLines(&b, x, y, gap)
+	}
+	b.frame()
+	b.legend(items)
+	b.f("</svg>\n")
+	return b.String()
+}
+
+// timeRange is the first and last time of the chart's points, and how many there are.
+func (c *TimeChart) timeRange() (t0, t1 time.Time, n int) {
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			if n == 0 || p.T.Before(t0) {
+				t0 = p.T
+			}
+			if n == 0 || p.T.After(t1) {
+				t1 = p.T
+			}
+			n++
+		}
+	}
+	return t0, t1, n
+}
+
+// maxValue is the largest value the y axis must reach.
+func (c *TimeChart) maxValue() float64 {
+	maxV := 0.0
+	if c.Bars && !c.Grouped {
+		// Bars stack: the axis must reach the tallest stack.
+		sums := map[int64]float64{}
+		for _, s := range c.Series {
+			for _, p := range s.Points {
+				sums[p.T.UnixMicro()] += max(p.V, 0)
+				maxV = max(maxV, sums[p.T.UnixMicro()])
+			}
+		}
+		return maxV
+	}
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			maxV = max(maxV, p.V)
+		}
+	}
+	return maxV
+}
+
+// timeTicks draws the time axis from t0 to t1 (x places a time): at most 8 ticks at a round
+// step, labelled with as much of the time as the step and the range need.
+func (b *svgBuf) timeTicks(t0, t1 time.Time, x func(time.Time) float64) {
+	span := t1.Sub(t0)
 	step := timeSteps[len(timeSteps)-1]
 	for _, s := range timeSteps {
 		if span/s <= 8 {
@@ -367,77 +394,83 @@ func (c *TimeChart) SVG() string {
 		b.f(`<text class="xtick" x="%s" y="%d" text-anchor="middle" fill="#333333">%s</text>`+"\n", tx, plotBottom+18, t.Format(layout))
 	}
 	b.f(`<text class="xlabel" x="%s" y="%d" text-anchor="middle" fill="#333333">time (UTC)</text>`+"\n", num((plotLeft+plotRight)/2.0), chartHeight-14)
-	y := func(v float64) float64 { return plotBottom - v/yTop*(plotBottom-plotTop) }
+}
+
+// drawBars draws the series as bars, stacked or grouped, and returns their legend. gapWidth
+// is the width of one gap between points on the x axis; startAligned puts a bar's left edge
+// at its time (an interval's start) rather than centring it there.
+func (c *TimeChart) drawBars(b *svgBuf, x func(time.Time) float64, y func(float64) float64, gapWidth float64, startAligned bool) []legendItem {
 	var items []legendItem
-	if c.Bars {
-		w := float64(gap) / float64(span) * (plotRight - plotLeft) * 0.8
-		if c.Interval <= 0 {
-			w = min(max(w, 1), 40)
-		}
-		w = max(w, 1)
-		// Where the bar (or the group of bars) of a point starts, relative to x(T).
-		left := -w / 2
-		if centre == 0 {
-			left = float64(gap) / float64(span) * (plotRight - plotLeft) * 0.1
-		}
-		bw := w
-		if c.Grouped && len(c.Series) > 0 {
-			bw = w / float64(len(c.Series))
-		}
-		base := map[int64]float64{}
-		for i, s := range c.Series {
-			color := palette[i%len(palette)]
-			for _, p := range s.Points {
-				if p.V <= 0 {
-					continue
-				}
-				k := p.T.UnixMicro()
-				bx := x(p.T) + left
-				y0, y1 := y(0), y(p.V)
-				if c.Grouped {
-					bx += float64(i) * bw
-				} else {
-					y0, y1 = y(base[k]), y(base[k]+p.V)
-					base[k] += p.V
-				}
-				b.f(`<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
-					num(bx), num(y1), num(bw), num(y0-y1), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
-			}
-			items = append(items, legendItem{color: color, text: s.Name})
-		}
-	} else {
-		for i, s := range c.Series {
-			color := palette[i%len(palette)]
-			// A line joins neighbouring points only: across a gap (serve was down, the
-			// stream idle) it would draw a ramp through times that had no batch.
-			limit := 3 * max(gap, medianStep(s.Points))
-			var pts []string
-			flush := func() {
-				if len(pts) > 0 {
-					b.f(`<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", esc(s.Name), color, strings.Join(pts, " "))
-				}
-				pts = pts[:0]
-			}
-			for k, p := range s.Points {
-				if k > 0 && p.T.Sub(s.Points[k-1].T) > limit {
-					flush()
-				}
-				pts = append(pts, num(x(p.T))+","+num(y(p.V)))
-			}
-			flush()
-			if len(s.Points) <= 60 {
-				for _, p := range s.Points {
-					b.f(`<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s %s: %s</title></circle>`+"\n",
-						num(x(p.T)), num(y(p.V)), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
-				}
-			}
-			items = append(items, legendItem{color: color, text: s.Name})
-		}
+	w := gapWidth * 0.8
+	if c.Interval <= 0 {
+		w = min(max(w, 1), 40)
 	}
-	b.frame()
-	b.legend(items)
-	b.f("</svg>\n")
-	return b.String()
+	w = max(w, 1)
+	// Where the bar (or the group of bars) of a point starts, relative to x(T).
+	left := -w / 2
+	if startAligned {
+		left = gapWidth * 0.1
+	}
+	bw := w
+	if c.Grouped && len(c.Series) > 0 {
+		bw = w / float64(len(c.Series))
+	}
+	base := map[int64]float64{}
+	for i, s := range c.Series {
+		color := palette[i%len(palette)]
+		for _, p := range s.Points {
+			if p.V <= 0 {
+				continue
+			}
+			k := p.T.UnixMicro()
+			bx := x(p.T) + left
+			y0, y1 := y(0), y(p.V)
+			if c.Grouped {
+				bx += float64(i) * bw
+			} else {
+				y0, y1 = y(base[k]), y(base[k]+p.V)
+				base[k] += p.V
+			}
+			b.f(`<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
+				num(bx), num(y1), num(bw), num(y0-y1), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
+		}
+		items = append(items, legendItem{color: color, text: s.Name})
+	}
+	return items
+}
+
+// drawLines draws the series as lines (with a dot per point when there are few) and returns
+// their legend.
+func (c *TimeChart) drawLines(b *svgBuf, x func(time.Time) float64, y func(float64) float64, gap time.Duration) []legendItem {
+	var items []legendItem
+	for i, s := range c.Series {
+		color := palette[i%len(palette)]
+		// A line joins neighbouring points only: across a gap (serve was down, the
+		// stream idle) it would draw a ramp through times that had no batch.
+		limit := 3 * max(gap, medianStep(s.Points))
+		var pts []string
+		flush := func() {
+			if len(pts) > 0 {
+				b.f(`<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", esc(s.Name), color, strings.Join(pts, " "))
+			}
+			pts = pts[:0]
+		}
+		for k, p := range s.Points {
+			if k > 0 && p.T.Sub(s.Points[k-1].T) > limit {
+				flush()
+			}
+			pts = append(pts, num(x(p.T))+","+num(y(p.V)))
+		}
+		flush()
+		if len(s.Points) <= 60 {
+			for _, p := range s.Points {
+				b.f(`<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s %s: %s</title></circle>`+"\n",
+					num(x(p.T)), num(y(p.V)), color, esc(s.Name), p.T.UTC().Format(time.RFC3339), countLabel(p.V))
+			}
+		}
+		items = append(items, legendItem{color: color, text: s.Name})
+	}
+	return items
 }
 
 // medianStep is the median distance between consecutive points (0 for fewer than two).

@@ -9,69 +9,37 @@ import (
 // Arithmetic: unary minus, abs, and + - * / % as Spark evaluates them without ANSI mode
 // (division or remainder by zero is null, integers wrap, a decimal result that does not fit is null).
 
-type negNode struct {
-	x   enode
-	out vec
+// signNode is unary minus, or abs (which negates only the negative values).
+type signNode struct {
+	unaryNode
+	abs bool
 }
 
-func (n *negNode) typ() sqlType { return n.x.typ() }
-func (n *negNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
+func (n *signNode) typ() sqlType { return n.x.typ() }
+func (n *signNode) eval(c *evalCtx) *vec {
+	x, o := n.evalArg(c)
 	switch n.x.typ().k {
 	case kDouble:
 		o.f = growFloats(o.f, c.n)
 		for r, v := range x.f[:c.n] {
-			o.f[r] = -v
+			if n.abs {
+				o.f[r] = math.Abs(v) // +0.0 for -0.0
+			} else {
+				o.f[r] = -v
+			}
 		}
 	case kInt:
 		o.i = growInts(o.i, c.n)
 		for r, v := range x.i[:c.n] {
-			o.i[r] = int64(-int32(v))
-		}
-	case kDecimal:
-		o.d = growDecs(o.d, c.n)
-		for r, v := range x.d[:c.n] {
-			o.d[r] = decNeg(v)
-		}
-	default:
-		o.i = growInts(o.i, c.n)
-		for r, v := range x.i[:c.n] {
-			o.i[r] = -v
-		}
-	}
-	return o
-}
-
-type absNode struct {
-	x   enode
-	out vec
-}
-
-func (n *absNode) typ() sqlType { return n.x.typ() }
-func (n *absNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
-	switch n.x.typ().k {
-	case kDouble:
-		o.f = growFloats(o.f, c.n)
-		for r, v := range x.f[:c.n] {
-			o.f[r] = math.Abs(v)
-		}
-	case kInt:
-		o.i = growInts(o.i, c.n)
-		for r, v := range x.i[:c.n] {
-			if v < 0 {
-				v = int64(-int32(v)) // abs of the smallest int wraps, as in Spark
+			if !n.abs || v < 0 {
+				v = int64(-int32(v)) // the smallest int wraps, as in Spark
 			}
 			o.i[r] = v
 		}
 	case kDecimal:
 		o.d = growDecs(o.d, c.n)
 		for r, v := range x.d[:c.n] {
-			if v.Hi < 0 {
+			if !n.abs || v.Hi < 0 {
 				v = decNeg(v)
 			}
 			o.d[r] = v
@@ -79,7 +47,7 @@ func (n *absNode) eval(c *evalCtx) *vec {
 	default:
 		o.i = growInts(o.i, c.n)
 		for r, v := range x.i[:c.n] {
-			if v < 0 {
+			if !n.abs || v < 0 {
 				v = -v
 			}
 			o.i[r] = v
@@ -142,35 +110,20 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		o.f = growFloats(o.f, c.n)
 		lf, rf := l.f[:c.n], r.f[:c.n]
 		switch n.op {
-		case "+":
+		case "+", "-", "*":
+			addSubMul(n.op, o.f, lf, rf)
+		case "/", "%":
+			div := n.op == "/"
 			for i := range o.f {
-				o.f[i] = lf[i] + rf[i]
-			}
-		case "-":
-			for i := range o.f {
-				o.f[i] = lf[i] - rf[i]
-			}
-		case "*":
-			for i := range o.f {
-				o.f[i] = lf[i] * rf[i]
-			}
-		case "/":
-			for i := range o.f {
-				if rf[i] == 0 {
+				switch {
+				case rf[i] == 0:
 					o.f[i] = 0
 					setNull(i)
-					continue
+				case div:
+					o.f[i] = lf[i] / rf[i]
+				default:
+					o.f[i] = math.Mod(lf[i], rf[i])
 				}
-				o.f[i] = lf[i] / rf[i]
-			}
-		case "%":
-			for i := range o.f {
-				if rf[i] == 0 {
-					o.f[i] = 0
-					setNull(i)
-					continue
-				}
-				o.f[i] = math.Mod(lf[i], rf[i])
 			}
 		}
 	case kDecimal:
@@ -179,18 +132,8 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		o.i = growInts(o.i, c.n)
 		li, ri := l.i[:c.n], r.i[:c.n]
 		switch n.op {
-		case "+":
-			for i := range o.i {
-				o.i[i] = li[i] + ri[i]
-			}
-		case "-":
-			for i := range o.i {
-				o.i[i] = li[i] - ri[i]
-			}
-		case "*":
-			for i := range o.i {
-				o.i[i] = li[i] * ri[i]
-			}
+		case "+", "-", "*":
+			addSubMul(n.op, o.i, li, ri)
 		case "%":
 			for i := range o.i {
 				if ri[i] == 0 {
@@ -212,6 +155,25 @@ func (n *arithNode) eval(c *evalCtx) *vec {
 		}
 	}
 	return o
+}
+
+// addSubMul computes o = l op r element-wise for op +, - or * (integers wrap, as Spark's
+// without ANSI mode). Instantiated per element type, each loop stays a tight loop.
+func addSubMul[T int64 | float64](op string, o, l, r []T) {
+	switch op {
+	case "+":
+		for i := range o {
+			o[i] = l[i] + r[i]
+		}
+	case "-":
+		for i := range o {
+			o[i] = l[i] - r[i]
+		}
+	case "*":
+		for i := range o {
+			o[i] = l[i] * r[i]
+		}
+	}
 }
 
 // evalDecimal computes decimal arithmetic exactly (decArith); a result that does not fit its

@@ -74,20 +74,28 @@ func castToIntegral(src *vec, from, to sqlType, n int, dst *vec, setNull func(in
 		dst.i = src.i
 	case kString:
 		dst.i = growInts(dst.i, n)
-		for i := range n {
-			dst.i[i] = 0
-			if src.isNull(i) {
-				continue
-			}
-			v, ok := parseSparkIntegral(src.str(i), to.k == kInt)
-			if !ok {
-				setNull(i)
-				continue
-			}
-			dst.i[i] = v
-		}
+		parseEach(src, dst.i[:n], setNull, func(b []byte) (int64, bool) { return parseSparkIntegral(b, to.k == kInt) })
 	default:
 		fillAllNull(dst, to, n)
+	}
+}
+
+// parseEach sets out[i] to parse of row i of the strings in src. A NULL row gets the zero
+// value; a string parse refuses gets the zero value and setNull(i): Spark's cast without ANSI
+// mode yields NULL for it.
+func parseEach[T any](src *vec, out []T, setNull func(int), parse func([]byte) (T, bool)) {
+	var zero T
+	for i := range out {
+		out[i] = zero
+		if src.isNull(i) {
+			continue
+		}
+		v, ok := parse(src.str(i))
+		if !ok {
+			setNull(i)
+			continue
+		}
+		out[i] = v
 	}
 }
 
@@ -104,18 +112,7 @@ func castToDouble(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)
 			dst.f[i] = decToDouble(v, from.s)
 		}
 	case kString:
-		for i := range n {
-			dst.f[i] = 0
-			if src.isNull(i) {
-				continue
-			}
-			f, ok := parseSparkDouble(src.str(i))
-			if !ok {
-				setNull(i)
-				continue
-			}
-			dst.f[i] = f
-		}
+		parseEach(src, dst.f[:n], setNull, parseSparkDouble)
 	default:
 		fillAllNull(dst, to, n)
 	}
@@ -157,18 +154,7 @@ func castToTimestamp(src *vec, from, to sqlType, n int, dst *vec, setNull func(i
 			dst.i[i] = v * 86400e6
 		}
 	case kString:
-		for i := range n {
-			dst.i[i] = 0
-			if src.isNull(i) {
-				continue
-			}
-			us, ok := parseTimestampString(string(src.str(i)))
-			if !ok {
-				setNull(i)
-				continue
-			}
-			dst.i[i] = us
-		}
+		parseEach(src, dst.i[:n], setNull, func(b []byte) (int64, bool) { return parseTimestampString(string(b)) })
 	default:
 		fillAllNull(dst, to, n)
 	}
@@ -181,18 +167,7 @@ func castToDate(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) 
 		fillAllNull(dst, to, n)
 		return
 	}
-	for i := range n {
-		dst.i[i] = 0
-		if src.isNull(i) {
-			continue
-		}
-		d, ok := parseDateString(string(src.str(i)))
-		if !ok {
-			setNull(i)
-			continue
-		}
-		dst.i[i] = d
-	}
+	parseEach(src, dst.i[:n], setNull, func(b []byte) (int64, bool) { return parseDateString(string(b)) })
 }
 
 // castToBool is castVec to a boolean.
@@ -202,19 +177,15 @@ func castToBool(src *vec, from, to sqlType, n int, dst *vec, setNull func(int)) 
 		fillAllNull(dst, to, n)
 		return
 	}
-	for i := range n {
-		dst.b[i] = false
-		if src.isNull(i) {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(string(src.str(i)))) {
+	parseEach(src, dst.b[:n], setNull, func(b []byte) (bool, bool) {
+		switch strings.ToLower(strings.TrimSpace(string(b))) {
 		case "t", "true", "y", "yes", "1":
-			dst.b[i] = true
+			return true, true
 		case "f", "false", "n", "no", "0":
-		default:
-			setNull(i)
+			return false, true
 		}
-	}
+		return false, false
+	})
 }
 
 // castToString is castVec to a string or binary; it never yields a new null.

@@ -28,6 +28,15 @@ func (v *vec) nullSlice(n int) []bool {
 	return v.null[:n]
 }
 
+// widen converts src into dst (as long), for the 32-bit columns the engine computes on as
+// 64-bit ones.
+func widen[To int64 | float64, From int32 | float32](dst []To, src []From) []To {
+	for r, v := range src {
+		dst[r] = To(v)
+	}
+	return dst
+}
+
 func (v *vec) str(r int) []byte { return v.data[v.off[r]:v.off[r+1]] }
 
 type evalCtx struct {
@@ -139,17 +148,11 @@ func (n *colNode) eval(c *evalCtx) *vec {
 	case pq.KindInt64:
 		o.i = col.Int64[:c.n]
 	case pq.KindInt32:
-		o.i = growInts(o.i, c.n)
-		for r, v := range col.Int32[:c.n] {
-			o.i[r] = int64(v)
-		}
+		o.i = widen(growInts(o.i, c.n), col.Int32[:c.n])
 	case pq.KindFloat64:
 		o.f = col.Float64[:c.n]
 	case pq.KindFloat32:
-		o.f = growFloats(o.f, c.n)
-		for r, v := range col.Float32[:c.n] {
-			o.f[r] = float64(v)
-		}
+		o.f = widen(growFloats(o.f, c.n), col.Float32[:c.n])
 	case pq.KindBool:
 		o.b = col.Bool[:c.n]
 	case pq.KindBytes:

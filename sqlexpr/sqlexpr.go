@@ -97,11 +97,10 @@ func widerNumeric(a, b sqlType) sqlType {
 	return sqlType{k: kInt}
 }
 
-// cmpCommon is the type both sides of a comparison are cast to (Spark's
-// findCommonTypeForBinaryComparison): numbers widen, a string meets a date, timestamp or
-// number as that type (as a double against a decimal), a date meets a timestamp as a
-// timestamp.
-func cmpCommon(a, b sqlType) (sqlType, bool) {
+// commonEitherWay is where cmpCommon and widerCommon agree: NULL takes the other side's
+// type, two numbers widen, and a date meets a timestamp as a timestamp; ok is false for any
+// other pair.
+func commonEitherWay(a, b sqlType) (sqlType, bool) {
 	switch {
 	case a.k == kNull:
 		return b, true
@@ -109,6 +108,21 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 		return a, true
 	case a.numeric() && b.numeric():
 		return widerNumeric(a, b), true
+	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
+		return sqlType{k: kTimestamp}, true
+	}
+	return sqlType{}, false
+}
+
+// cmpCommon is the type both sides of a comparison are cast to (Spark's
+// findCommonTypeForBinaryComparison): numbers widen, a string meets a date, timestamp or
+// number as that type (as a double against a decimal), a date meets a timestamp as a
+// timestamp.
+func cmpCommon(a, b sqlType) (sqlType, bool) {
+	if t, ok := commonEitherWay(a, b); ok {
+		return t, true
+	}
+	switch {
 	case a.k == b.k:
 		return a, true
 	case a.k == kString && b.k == kDecimal, a.k == kDecimal && b.k == kString:
@@ -117,8 +131,6 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 		return b, true
 	case b.k == kString && a.k != kBinary && a.k != kInterval:
 		return a, true
-	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
-		return sqlType{k: kTimestamp}, true
 	}
 	return sqlType{}, false
 }
@@ -126,20 +138,15 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 // widerCommon is the type of IN lists and coalesce (Spark's findWiderCommonType): numbers
 // widen, dates widen to timestamps, and a string meets any other atomic type as a string.
 func widerCommon(a, b sqlType) (sqlType, bool) {
+	if t, ok := commonEitherWay(a, b); ok {
+		return t, true
+	}
 	switch {
-	case a.k == kNull:
-		return b, true
-	case b.k == kNull:
-		return a, true
-	case a.numeric() && b.numeric():
-		return widerNumeric(a, b), true
 	case a.k == b.k:
 		if a.k == kDecimal {
 			return widerNumeric(a, b), true
 		}
 		return a, true
-	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
-		return sqlType{k: kTimestamp}, true
 	case a.k == kString && b.k != kBinary && b.k != kBool && b.k != kInterval,
 		b.k == kString && a.k != kBinary && a.k != kBool && a.k != kInterval:
 		return sqlType{k: kString}, true
@@ -614,7 +621,7 @@ func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
 		if a.typ().k == kNull {
 			a = castTo(a, sqlType{k: kDouble})
 		}
-		return &negNode{x: a}, nil
+		return &signNode{unaryNode: unaryNode{x: a}}, nil
 	case *nBin:
 		l, err := bd.bind(x.l)
 		if err != nil {
@@ -890,13 +897,13 @@ func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
 		default:
 			a = castTo(a, str)
 		}
-		return &lengthNode{x: a}, nil
+		return &lengthNode{unaryNode{x: a}}, nil
 	case "lower", "upper", "trim":
 		a := args[0]
 		if k := a.typ().k; k == kInterval {
 			return nil, typeErr(c.args[0], "a string argument of %s, found %s", c.name, a.typ())
 		}
-		return &strFuncNode{fn: c.name, x: castTo(a, str)}, nil
+		return &strFuncNode{unaryNode: unaryNode{x: castTo(a, str)}, fn: c.name}, nil
 	case "abs":
 		a := args[0]
 		switch {
@@ -907,7 +914,7 @@ func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
 		case !a.typ().numeric() && a.typ().k != kInterval:
 			return nil, typeErr(c.args[0], "a numeric argument of abs, found %s", a.typ())
 		}
-		return &absNode{x: a}, nil
+		return &signNode{unaryNode: unaryNode{x: a}, abs: true}, nil
 	case "coalesce":
 		t := args[0].typ()
 		for i, a := range args[1:] {

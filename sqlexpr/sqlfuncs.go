@@ -9,16 +9,38 @@ import (
 
 // Scalar functions: length, upper/lower/trim, coalesce.
 
-type lengthNode struct {
+// unaryNode is what the functions of one argument share: the argument, and the output vector,
+// NULL where the argument is (NULL in, NULL out).
+type unaryNode struct {
 	x   enode
 	out vec
 }
 
+// evalArg evaluates the argument and returns it with the output vector, given its nulls.
+func (n *unaryNode) evalArg(c *evalCtx) (x, o *vec) {
+	x = n.x.eval(c)
+	n.out.null = x.nullSlice(c.n)
+	return x, &n.out
+}
+
+type lengthNode struct{ unaryNode }
+
+// pickInto sets out[r] to row r of the argument pick(r) names (values read with col), and
+// null[r] where pick names none (every argument is NULL there; out[r] is then the zero value).
+func pickInto[T any](out []T, null []bool, pick func(int) *vec, col func(*vec) []T) {
+	var zero T
+	for r := range out {
+		v := pick(r)
+		null[r], out[r] = v == nil, zero
+		if v != nil {
+			out[r] = col(v)[r]
+		}
+	}
+}
+
 func (n *lengthNode) typ() sqlType { return sqlType{k: kInt} }
 func (n *lengthNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
+	x, o := n.evalArg(c)
 	o.i = growInts(o.i, c.n)
 	bin := n.x.typ().k == kBinary
 	for r := range o.i {
@@ -33,16 +55,13 @@ func (n *lengthNode) eval(c *evalCtx) *vec {
 }
 
 type strFuncNode struct {
-	fn  string
-	x   enode
-	out vec
+	unaryNode
+	fn string
 }
 
 func (n *strFuncNode) typ() sqlType { return sqlType{k: kString} }
 func (n *strFuncNode) eval(c *evalCtx) *vec {
-	x := n.x.eval(c)
-	o := &n.out
-	o.null = x.nullSlice(c.n)
+	x, o := n.evalArg(c)
 	o.data = o.data[:0]
 	o.off = append(o.off[:0], 0)
 	for r := range c.n {
@@ -124,40 +143,16 @@ func (n *coalesceNode) eval(c *evalCtx) *vec {
 		}
 	case kDouble:
 		o.f = growFloats(o.f, c.n)
-		for r := range c.n {
-			v := pick(r)
-			o.null[r], o.f[r] = v == nil, 0
-			if v != nil {
-				o.f[r] = v.f[r]
-			}
-		}
+		pickInto(o.f[:c.n], o.null, pick, func(v *vec) []float64 { return v.f })
 	case kBool, kNull:
 		o.b = growBools(o.b, c.n)
-		for r := range c.n {
-			v := pick(r)
-			o.null[r], o.b[r] = v == nil, false
-			if v != nil {
-				o.b[r] = v.b[r]
-			}
-		}
+		pickInto(o.b[:c.n], o.null, pick, func(v *vec) []bool { return v.b })
 	case kDecimal:
 		o.d = growDecs(o.d, c.n)
-		for r := range c.n {
-			v := pick(r)
-			o.null[r], o.d[r] = v == nil, pq.Decimal128{}
-			if v != nil {
-				o.d[r] = v.d[r]
-			}
-		}
+		pickInto(o.d[:c.n], o.null, pick, func(v *vec) []pq.Decimal128 { return v.d })
 	default:
 		o.i = growInts(o.i, c.n)
-		for r := range c.n {
-			v := pick(r)
-			o.null[r], o.i[r] = v == nil, 0
-			if v != nil {
-				o.i[r] = v.i[r]
-			}
-		}
+		pickInto(o.i[:c.n], o.null, pick, func(v *vec) []int64 { return v.i })
 	}
 	for _, b := range o.null[:c.n] {
 		anyNull = anyNull || b

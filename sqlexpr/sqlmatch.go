@@ -3,6 +3,7 @@ package sqlexpr
 import (
 	"bytes"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -166,19 +167,7 @@ func (s *inSet) lookup(x *vec, n int, found []bool) {
 			}
 		}
 	case kDecimal:
-		for r, v := range x.d[:n] {
-			if s.hashed {
-				_, found[r] = s.decSet[v]
-				continue
-			}
-			found[r] = false
-			for _, w := range s.decs {
-				if v == w {
-					found[r] = true
-					break
-				}
-			}
-		}
+		lookupIn(x.d[:n], s.hashed, s.decSet, s.decs, found)
 	case kBool, kNull:
 		for r, v := range x.b[:n] {
 			found[r] = false
@@ -190,19 +179,21 @@ func (s *inSet) lookup(x *vec, n int, found []bool) {
 			}
 		}
 	default:
-		for r, v := range x.i[:n] {
-			if s.hashed {
-				_, found[r] = s.intSet[v]
-				continue
-			}
-			found[r] = false
-			for _, w := range s.ints {
-				if v == w {
-					found[r] = true
-					break
-				}
-			}
+		lookupIn(x.i[:n], s.hashed, s.intSet, s.ints, found)
+	}
+}
+
+// lookupIn sets found[r] to whether vals[r] is an item: in set when the items are hashed, else
+// in the short list items.
+func lookupIn[T comparable](vals []T, hashed bool, set map[T]struct{}, items []T, found []bool) {
+	if hashed {
+		for r, v := range vals {
+			_, found[r] = set[v]
 		}
+		return
+	}
+	for r, v := range vals {
+		found[r] = slices.Contains(items, v)
 	}
 }
 

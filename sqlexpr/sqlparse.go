@@ -381,50 +381,83 @@ func (p *sqlParser) expectOp(op, what string) error {
 // Precedence, loosest first (Spark's grammar): OR, AND, NOT, predicates (comparison, IS,
 // IN, BETWEEN, LIKE), + and -, * / and %, unary minus, primaries.
 
-func (p *sqlParser) parseOr() (sqlNode, error) {
-	l, err := p.parseAnd()
+// parseChain parses operand (OP operand)*, folding left into binary nodes: the operators of
+// one precedence level associate to the left. op names the node's operator for the token that
+// continues the chain, "" for one that ends it (left where it is), or refuses the token.
+func (p *sqlParser) parseChain(operand func() (sqlNode, error), op func(t token) (string, error)) (sqlNode, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
 	for {
 		t := p.peek()
-		if !p.accept("or") {
-			return l, nil
-		}
-		r, err := p.parseAnd()
+		name, err := op(t)
 		if err != nil {
 			return nil, err
 		}
-		l = &nBin{op: "OR", l: l, r: r, at: t.pos}
+		if name == "" {
+			return l, nil
+		}
+		p.i++
+		r, err := operand()
+		if err != nil {
+			return nil, err
+		}
+		l = &nBin{op: name, l: l, r: r, at: t.pos}
 	}
 }
 
-func (p *sqlParser) parseAnd() (sqlNode, error) {
-	l, err := p.parseNot()
-	if err != nil {
+// keywordOp is name when t is the keyword kw, else "".
+func keywordOp(t token, kw, name string) string {
+	if t.is(kw) {
+		return name
+	}
+	return ""
+}
+
+// nested parses the operand of the prefix operator t, one level deeper (enter refuses a chain
+// of them too deep to parse without overflowing the stack).
+func (p *sqlParser) nested(t token, operand func() (sqlNode, error)) (sqlNode, error) {
+	if err := p.enter(t); err != nil {
 		return nil, err
 	}
+	x, err := operand()
+	p.depth--
+	return x, err
+}
+
+// parseList parses item (, item)* and the ) that closes the list; where names the list in the
+// error for anything else after an item.
+func (p *sqlParser) parseList(item func() (sqlNode, error), where string) ([]sqlNode, error) {
+	var list []sqlNode
 	for {
-		t := p.peek()
-		if !p.accept("and") {
-			return l, nil
-		}
-		r, err := p.parseNot()
+		v, err := item()
 		if err != nil {
 			return nil, err
 		}
-		l = &nBin{op: "AND", l: l, r: r, at: t.pos}
+		list = append(list, v)
+		if p.acceptOp(",") {
+			continue
+		}
+		if err := p.expectOp(")", ", or ) in "+where); err != nil {
+			return nil, err
+		}
+		return list, nil
 	}
+}
+
+func (p *sqlParser) parseOr() (sqlNode, error) {
+	return p.parseChain(p.parseAnd, func(t token) (string, error) { return keywordOp(t, "or", "OR"), nil })
+}
+
+func (p *sqlParser) parseAnd() (sqlNode, error) {
+	return p.parseChain(p.parseNot, func(t token) (string, error) { return keywordOp(t, "and", "AND"), nil })
 }
 
 func (p *sqlParser) parseNot() (sqlNode, error) {
 	if t := p.peek(); t.is("not") {
 		p.i++
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		x, err := p.parseNot()
-		p.depth--
+		x, err := p.nested(t, p.parseNot)
 		if err != nil {
 			return nil, err
 		}
@@ -486,20 +519,9 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 			if err := p.enter(open); err != nil {
 				return nil, err
 			}
-			var list []sqlNode
-			for {
-				v, err := p.parseAdd()
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-				if p.acceptOp(",") {
-					continue
-				}
-				if err := p.expectOp(")", ", or ) in the IN list"); err != nil {
-					return nil, err
-				}
-				break
+			list, err := p.parseList(p.parseAdd, "the IN list")
+			if err != nil {
+				return nil, err
 			}
 			p.depth--
 			l = &nIn{x: l, list: list, not: not, at: t.pos}
@@ -531,44 +553,24 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 }
 
 func (p *sqlParser) parseAdd() (sqlNode, error) {
-	l, err := p.parseMul()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if t.kind != tkOp || (t.text != "+" && t.text != "-") {
-			if t.kind == tkOp && t.text == "||" {
-				return nil, p.errAt(t, "an operator other than || (string concatenation is not supported)")
-			}
-			return l, nil
+	return p.parseChain(p.parseMul, func(t token) (string, error) {
+		switch {
+		case t.kind == tkOp && (t.text == "+" || t.text == "-"):
+			return t.text, nil
+		case t.kind == tkOp && t.text == "||":
+			return "", p.errAt(t, "an operator other than || (string concatenation is not supported)")
 		}
-		p.i++
-		r, err := p.parseMul()
-		if err != nil {
-			return nil, err
-		}
-		l = &nBin{op: t.text, l: l, r: r, at: t.pos}
-	}
+		return "", nil
+	})
 }
 
 func (p *sqlParser) parseMul() (sqlNode, error) {
-	l, err := p.parseUnary()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t := p.peek()
-		if t.kind != tkOp || (t.text != "*" && t.text != "/" && t.text != "%") {
-			return l, nil
+	return p.parseChain(p.parseUnary, func(t token) (string, error) {
+		if t.kind == tkOp && (t.text == "*" || t.text == "/" || t.text == "%") {
+			return t.text, nil
 		}
-		p.i++
-		r, err := p.parseUnary()
-		if err != nil {
-			return nil, err
-		}
-		l = &nBin{op: t.text, l: l, r: r, at: t.pos}
-	}
+		return "", nil
+	})
 }
 
 func (p *sqlParser) parseUnary() (sqlNode, error) {
@@ -581,11 +583,7 @@ func (p *sqlParser) parseUnary() (sqlNode, error) {
 			p.i++
 			return p.number(n, "-")
 		}
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		x, err := p.parseUnary()
-		p.depth--
+		x, err := p.nested(t, p.parseUnary)
 		if err != nil {
 			return nil, err
 		}
@@ -689,19 +687,9 @@ func (p *sqlParser) call(t token) (sqlNode, error) {
 	defer func() { p.depth-- }()
 	var args []sqlNode
 	if !p.acceptOp(")") {
-		for {
-			a, err := p.parseOr()
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, a)
-			if p.acceptOp(",") {
-				continue
-			}
-			if err := p.expectOp(")", ", or ) in the arguments of "+name); err != nil {
-				return nil, err
-			}
-			break
+		var err error
+		if args, err = p.parseList(p.parseOr, "the arguments of "+name); err != nil {
+			return nil, err
 		}
 	}
 	if want >= 0 && len(args) != want || want < 0 && len(args) == 0 {

@@ -88,7 +88,7 @@ type oracle struct {
 func computeOracle(t testing.TB, lake objstore.Bucket, maxFiles int, delay, skew time.Duration) *oracle {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"))
+	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

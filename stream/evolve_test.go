@@ -33,7 +33,7 @@ func TestInputGainsColumnsWhileRunning(t *testing.T) {
 
 	grown := declared()
 	grown.Fields = append(grown.Fields, txlog.StructField{Name: "country", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true})
-	bt := table.Open(objstore.WithPrefix(lake, "bronze/events"))
+	bt := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
 	if err := bronze.EnsureBronzeTable(ctx, bt, "bronze/events", bronze.BronzeSchema(grown), grown, bronze.SchemaPolicy{}); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestStreamAddsExactColumnsToLegacyGold(t *testing.T) {
 		{Name: "event_type", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
 		{Name: "count", Type: long}, {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
 		gold.LateRowsField()}}
-	tbl := table.Open(objstore.WithPrefix(lake, "gold/t"))
+	tbl := table.Open(objstore.WithPrefix(lake, "gold/t"), table.Options{})
 	if _, err := tbl.Create(ctx, legacy, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ gold:
 	land("2.json", `{"event_id":"c","event_type":"view","event_time":"2024-05-01T12:20:00Z"}`)
 	land("3.json", `{"event_id":"d","event_type":"click","event_time":"2024-05-01T12:02:00Z"}`)
 	fmt.Printf("silver %d, duplicates %d, quarantined %d\n", rep.SilverRows, rep.Duplicates, rep.Gold[0].LateRows)
-	for b, err := range table.Open(objstore.WithPrefix(lake, "gold/counts_5m")).Scan(ctx, table.ScanOptions{}) {
+	for b, err := range table.Open(objstore.WithPrefix(lake, "gold/counts_5m"), table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			panic(err)
 		}

@@ -30,7 +30,7 @@ func TestStreamRefusesAGoldTableItMayNotWriteBeforeWritingAnyTable(t *testing.T)
 `)
 	mustRun(t, lake, cfg, "available-now")
 
-	gold := table.Open(objstore.WithPrefix(lake, "gold/g5"))
+	gold := table.Open(objstore.WithPrefix(lake, "gold/g5"), table.Options{})
 	snap, err := gold.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestStreamRefusesAGoldTableItMayNotWriteBeforeWritingAnyTable(t *testing.T)
 	versions := func() map[string]int64 {
 		out := map[string]int64{}
 		for _, p := range []string{"silver/events", "gold/g5", "silver/late_g5"} {
-			s, err := table.Open(objstore.WithPrefix(lake, p)).Log().Snapshot(ctx)
+			s, err := table.Open(objstore.WithPrefix(lake, p), table.Options{}).Log().Snapshot(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

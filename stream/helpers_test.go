@@ -71,10 +71,10 @@ func appendBronze(t testing.TB, lake objstore.Bucket, rows []ev) {
 	// Files get modification times in commit order, so that a stream starting from a snapshot
 	// reads them in that order too (Delta orders snapshot files by modification time).
 	version := int64(0)
-	if snap, err := table.Open(objstore.WithPrefix(lake, "bronze/events")).Log().Snapshot(ctx); err == nil {
+	if snap, err := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{}).Log().Snapshot(ctx); err == nil {
 		version = snap.Version()
 	}
-	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.WithClock(func() time.Time { return day.Add(time.Duration(version+1) * time.Second) }))
+	tbl := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{Clock: func() time.Time { return day.Add(time.Duration(version+1) * time.Second) }})
 	if version == 0 {
 		if _, err := tbl.Log().Snapshot(ctx); err != nil {
 			if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
@@ -114,7 +114,7 @@ func appendBronze(t testing.TB, lake objstore.Bucket, rows []ev) {
 func tableRows(t testing.TB, lake objstore.Bucket, path string, drop ...string) []string {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		return nil

@@ -25,7 +25,7 @@ import (
 func dropLastCommit(t testing.TB, lake objstore.Bucket, path string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(ctx)
+	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func dropLastCommit(t testing.TB, lake objstore.Bucket, path string) int64 {
 		}
 	}
 	_ = b.Delete(ctx, txlog.LogDir+"_last_checkpoint")
-	if got, err := table.Open(b).Log().Snapshot(ctx); err != nil || got.Version() != v-1 {
+	if got, err := table.Open(b, table.Options{}).Log().Snapshot(ctx); err != nil || got.Version() != v-1 {
 		t.Fatalf("%s: after dropping version %d the table is at %v (%v)", path, v, got, err)
 	}
 	return v

@@ -56,10 +56,10 @@ func appendSilver(t testing.TB, lake objstore.Bucket, path string, rows []jrow) 
 	t.Helper()
 	ctx := context.Background()
 	version := int64(-1)
-	if snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(ctx); err == nil {
+	if snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(ctx); err == nil {
 		version = snap.Version()
 	}
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.WithClock(func() time.Time { return day.Add(time.Duration(version+2) * time.Second) }))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{Clock: func() time.Time { return day.Add(time.Duration(version+2) * time.Second) }})
 	if version < 0 {
 		if _, err := tbl.Create(ctx, joinSilverSchema(), nil, nil); err != nil {
 			t.Fatal(err)

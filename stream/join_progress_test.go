@@ -198,7 +198,7 @@ func TestCreateJoinTables(t *testing.T) {
 		"gold/jcount":        "window k count late_rows",
 		"silver/late_jcount": "id k t clk_id clk_k clk_t late_watermark batch_id query_id",
 	} {
-		snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+		snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

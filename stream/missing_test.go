@@ -27,15 +27,15 @@ func TestVacuumedBronzeFilesNamed(t *testing.T) {
 		appendBronze(t, lake, []ev{{ID: id, T: hm("12:02")}})
 	}
 	bronzeBucket := objstore.WithPrefix(lake, "bronze/events")
-	before, err := table.Open(bronzeBucket).Log().Snapshot(ctx)
+	before, err := table.Open(bronzeBucket, table.Options{}).Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The three files the stream has not read, each with the version that added it.
 	unread := map[string]int64{}
 	for v := before.Version() - 2; v <= before.Version(); v++ {
-		prev, err1 := table.Open(bronzeBucket).Log().SnapshotAt(ctx, v-1)
-		snap, err2 := table.Open(bronzeBucket).Log().SnapshotAt(ctx, v)
+		prev, err1 := table.Open(bronzeBucket, table.Options{}).Log().SnapshotAt(ctx, v-1)
+		snap, err2 := table.Open(bronzeBucket, table.Options{}).Log().SnapshotAt(ctx, v)
 		if err := errors.Join(err1, err2); err != nil {
 			t.Fatal(err)
 		}
@@ -52,11 +52,11 @@ func TestVacuumedBronzeFilesNamed(t *testing.T) {
 	if len(unread) != 3 {
 		t.Fatalf("%d unread files, want 3", len(unread))
 	}
-	if res, err := table.Open(bronzeBucket).Optimize(ctx, table.OptimizeOptions{}); err != nil || res.FilesRemoved != 4 {
+	if res, err := table.Open(bronzeBucket, table.Options{}).Optimize(ctx, table.OptimizeOptions{}); err != nil || res.FilesRemoved != 4 {
 		t.Fatalf("optimize: %+v %v", res, err)
 	}
 	later := time.Now().Add(time.Hour)
-	vac, err := table.Open(bronzeBucket, table.WithClock(func() time.Time { return later })).
+	vac, err := table.Open(bronzeBucket, table.Options{Clock: func() time.Time { return later }}).
 		Vacuum(ctx, table.VacuumOptions{Retention: time.Minute, Force: true})
 	if err != nil || len(vac.Files) != 4 {
 		t.Fatalf("vacuum: %+v %v", vac, err)

@@ -19,7 +19,7 @@ import (
 
 // open opens a table of the lake with the engine's clock and wopts.
 func (c *engineConfig) open(path string, wopts pq.WriteOptions) *table.Table {
-	return table.Open(objstore.WithPrefix(c.lake, path), table.WithClock(c.clock), table.WithWriteOptions(wopts))
+	return table.Open(objstore.WithPrefix(c.lake, path), table.Options{Clock: c.clock, Write: wopts})
 }
 
 // outputs are the tables a query writes, in the order it creates and checks them.

@@ -95,7 +95,7 @@ func RecoverQueryID(ctx context.Context, lake objstore.Bucket, ckpt string, tabl
 	var fromTables map[string]bool
 	for _, p := range slices.Sorted(maps.Keys(marks)) {
 		m := marks[p]
-		snap, err := table.Open(objstore.WithPrefix(lake, p)).Latest(ctx)
+		snap, err := table.Open(objstore.WithPrefix(lake, p), table.Options{}).Latest(ctx)
 		if errors.Is(err, txlog.ErrTableNotFound) {
 			continue
 		}
@@ -200,7 +200,7 @@ func Rollback(ctx context.Context, lake objstore.Bucket, ckpt string) (RolledBac
 	}
 	for _, p := range slices.Sorted(maps.Keys(c.Tables)) {
 		m := c.Tables[p]
-		snap, err := table.Open(objstore.WithPrefix(lake, p)).Latest(ctx)
+		snap, err := table.Open(objstore.WithPrefix(lake, p), table.Options{}).Latest(ctx)
 		if errors.Is(err, txlog.ErrTableNotFound) {
 			return rb, fmt.Errorf("%w: table %s does not exist: a re-run cannot rebuild a whole table from the "+
 				"checkpoint's retained batches; restore the table (docs/recovery.md)", ErrRecoveryUnsafe, p)

@@ -191,7 +191,7 @@ func TestSilverCarriesDedupBloomFilters(t *testing.T) {
 	appendBronze(t, lake, []ev{{ID: "a", T: hm("12:07")}, {ID: "b", T: hm("12:08")}})
 	cfg := parseConfig(t, "10m", "  dedup: [event_id]", countGold)
 	mustRun(t, lake, cfg, "available-now")
-	silverT := table.Open(objstore.WithPrefix(lake, cfg.Tables.Silver))
+	silverT := table.Open(objstore.WithPrefix(lake, cfg.Tables.Silver), table.Options{})
 	snap, err := silverT.Latest(ctx)
 	if err != nil {
 		t.Fatal(err)

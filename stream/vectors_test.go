@@ -66,7 +66,7 @@ func TestC1C2C3(t *testing.T) {
 	}
 	appendBronze(t, lake, []ev{{ID: "d", T: hm("12:21")}})
 	mustRun(t, lake, cfg, "once")
-	silverT := table.Open(objstore.WithPrefix(lake, "silver/events"))
+	silverT := table.Open(objstore.WithPrefix(lake, "silver/events"), table.Options{})
 	snap, err := silverT.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func benchTable(b *testing.B, open func(b *testing.B) objstore.Bucket) {
 		batches = append(batches, batch)
 	}
 	newTable := func(b *testing.B) *Table {
-		tbl := Open(open(b))
+		tbl := Open(open(b), Options{})
 		if _, err := tbl.Create(ctx, batch.Schema, nil, nil); err != nil {
 			b.Fatal(err)
 		}

@@ -73,7 +73,7 @@ func bloomTable(t testing.TB, n, rgRows int, cols []string, parted bool) (*Table
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl := Open(b, WithWriteOptions(pq.WriteOptions{RowGroupRows: rgRows, BloomFilterColumns: cols}))
+	tbl := Open(b, Options{Write: pq.WriteOptions{RowGroupRows: rgRows, BloomFilterColumns: cols}})
 	var parts []string
 	if parted {
 		parts = []string{"region"}
@@ -342,7 +342,7 @@ func TestMayContainFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl := Open(b)
+	tbl := Open(b, Options{})
 	snap, _ := latestFiles(t, tbl)
 	schema := tableSchema(t, tbl)
 	fs, err := tbl.FileScan(snap, nil, nil)
@@ -432,7 +432,7 @@ func TestBloomFilterColumnErrors(t *testing.T) {
 	}
 	// A partition column is not in the data files.
 	b := mem.New()
-	tbl := Open(b, WithWriteOptions(pq.WriteOptions{BloomFilterColumns: []string{"region"}}))
+	tbl := Open(b, Options{Write: pq.WriteOptions{BloomFilterColumns: []string{"region"}}})
 	ctx := context.Background()
 	if _, err := tbl.Create(ctx, schema, []string{"region"}, nil); err != nil {
 		t.Fatal(err)
@@ -504,7 +504,7 @@ func TestMayContainReadsFooterAndFiltersOnly(t *testing.T) {
 			tbl, b := bloomTable(t, 30000, rg, []string{"id"}, false)
 			snap, files := latestFiles(t, tbl)
 			cb := &countingBucket{Bucket: b}
-			fs, err := Open(cb).FileScan(snap, []string{"id"}, nil)
+			fs, err := Open(cb, Options{}).FileScan(snap, []string{"id"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -657,7 +657,7 @@ func ExampleFileScan_MayContain() {
 	schema, _ := txlog.ParseSchema(`{"type":"struct","fields":[
 		{"name":"event_id","type":"string","nullable":false,"metadata":{}},
 		{"name":"seq","type":"long","nullable":false,"metadata":{}}]}`)
-	t := Open(mem.New(), WithWriteOptions(pq.WriteOptions{BloomFilterColumns: []string{"event_id", "seq"}}))
+	t := Open(mem.New(), Options{Write: pq.WriteOptions{BloomFilterColumns: []string{"event_id", "seq"}}})
 	if _, err := t.Create(ctx, schema, nil, nil); err != nil {
 		panic(err)
 	}

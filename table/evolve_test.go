@@ -27,7 +27,7 @@ func evolveSchema(cols ...string) *txlog.StructType {
 // refused with the column named and nothing committed.
 func TestEvolve(t *testing.T) {
 	ctx := context.Background()
-	tbl := Open(mem.New())
+	tbl := Open(mem.New(), Options{})
 	if _, err := tbl.Create(ctx, evolveSchema("id string!", "n long", "_meta long!"), nil, nil); err != nil {
 		t.Fatal(err)
 	}

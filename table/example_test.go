@@ -19,7 +19,7 @@ func Example() {
 		{"name":"event_id","type":"string","nullable":false,"metadata":{}},
 		{"name":"event_type","type":"string","nullable":true,"metadata":{}},
 		{"name":"event_time","type":"timestamp","nullable":false,"metadata":{}}]}`)
-	t := table.Open(mem.New())
+	t := table.Open(mem.New(), table.Options{})
 	if _, err := t.Create(ctx, schema, []string{"event_type"}, nil); err != nil {
 		panic(err)
 	}

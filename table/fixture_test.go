@@ -36,7 +36,7 @@ func scanFixture(t testing.TB, rel string, version int64, cols []string, filter 
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := txlog.New(b)
+	log := txlog.New(b, txlog.Options{})
 	var snap *txlog.Snapshot
 	if version < 0 {
 		snap, err = log.Snapshot(ctx)
@@ -286,7 +286,7 @@ func TestFixtureFilters(t *testing.T) {
 			_, rows, files := scanFixture(t, c.dir, -1, nil, c.filter)
 			if c.wantFiles < 0 {
 				b, _ := file.New(filepath.Join(fixtureRoot(t), c.dir))
-				snap, err := txlog.New(b).Snapshot(context.Background())
+				snap, err := txlog.New(b, txlog.Options{}).Snapshot(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,7 +12,7 @@ import (
 // a snapshot's Delta-stream order (modification time, then path) is the commit order.
 func TestSequenceModTimes(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil)
+	tbl, _ := newTable(t, nil, Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

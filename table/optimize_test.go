@@ -147,7 +147,7 @@ func TestOptimizeSettles(t *testing.T) {
 					r := rand.New(rand.NewPCG(seed, uint64(parts)))
 					schema := pqtest.MustSchema(t, optSchema)
 					b := mem.New()
-					tbl := Open(b)
+					tbl := Open(b, Options{})
 					var partCols []string
 					nparts := 1
 					if parts > 0 {

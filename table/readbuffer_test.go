@@ -17,7 +17,7 @@ import (
 func TestReadWithSharedBuffer(t *testing.T) {
 	ctx := context.Background()
 	all, _ := pqtest.AllTypesBatch(t)
-	tbl := Open(mem.New())
+	tbl := Open(mem.New(), Options{})
 	if _, err := tbl.Create(ctx, all.Schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func checkReadersWith(t *testing.T, r *rand.Rand, rows int, nested bool, seed ui
 		return s
 	}
 	bucket := mem.New()
-	tbl := table.Open(bucket, table.WithWriteOptions(opts))
+	tbl := table.Open(bucket, table.Options{Write: opts})
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}

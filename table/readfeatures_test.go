@@ -172,7 +172,7 @@ func TestAbsolutePathDeletionVectors(t *testing.T) {
 				}
 				return objstore.WithPrefix(ext, "src/tbl"), nil
 			}
-			got, err := scanJSON(t, Open(b, WithOpenURL(open)))
+			got, err := scanJSON(t, Open(b, Options{OpenURL: open}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestAbsolutePathDeletionVectors(t *testing.T) {
 			}
 			if c.external {
 				// Without a way to open other locations: a clear not-found naming the path.
-				_, err := scanJSON(t, Open(b))
+				_, err := scanJSON(t, Open(b, Options{}))
 				if !errors.Is(err, objstore.ErrNotFound) || !strings.Contains(err.Error(), c.path) {
 					t.Fatalf("without OpenURL: %v", err)
 				}
@@ -195,11 +195,11 @@ func TestAbsolutePathDeletionVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			later := time.Now().Add(time.Hour)
-			res, err := Open(b, WithClock(func() time.Time { return later })).Vacuum(ctx, VacuumOptions{Retention: time.Minute, Force: true})
+			res, err := Open(b, Options{Clock: func() time.Time { return later }}).Vacuum(ctx, VacuumOptions{Retention: time.Minute, Force: true})
 			if err != nil || !slices.Equal(res.Files, []string{"orphan.parquet"}) {
 				t.Fatalf("vacuum: %+v %v", res, err)
 			}
-			if got, err := scanJSON(t, Open(b)); err != nil || !slices.Equal(got, want) {
+			if got, err := scanJSON(t, Open(b, Options{})); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("after vacuum: %v %v", got, err)
 			}
 		})
@@ -234,7 +234,7 @@ func TestColumnMappingIDMode(t *testing.T) {
 	} {
 		b := mem.New()
 		handTable(t, b, protocol, schema, conf, handFile{path: "part-0.parquet", data: data})
-		got, err := scanJSON(t, Open(b))
+		got, err := scanJSON(t, Open(b, Options{}))
 		if err != nil {
 			t.Fatalf("%s: %v", protocol, err)
 		}
@@ -287,7 +287,7 @@ func TestTypeWidening(t *testing.T) {
 			b := mem.New()
 			protocol := `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["` + feature + `"],"writerFeatures":["` + feature + `"]}`
 			handTable(t, b, protocol, schema, nil, handFile{path: "part-0.parquet", data: old}, handFile{path: "part-1.parquet", data: newer})
-			got, err := scanJSON(t, Open(b))
+			got, err := scanJSON(t, Open(b, Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +314,7 @@ func TestTypeWidening(t *testing.T) {
 		{sqlexpr.Ge("i", int64(2147483647)), []string{"1099511627776", "2147483647"}},
 	} {
 		var got []string
-		for batch, err := range Open(b).Scan(t.Context(), ScanOptions{Filter: c.filter}) {
+		for batch, err := range Open(b, Options{}).Scan(t.Context(), ScanOptions{Filter: c.filter}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestTypeWidening(t *testing.T) {
 	narrowed := strings.Replace(schema, `"decimal(10,4)"`, `"decimal(10,1)"`, 1)
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}`, narrowed, nil,
 		handFile{path: "part-0.parquet", data: old})
-	if _, err := scanJSON(t, Open(b)); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "dec") {
+	if _, err := scanJSON(t, Open(b, Options{})); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "dec") {
 		t.Fatalf("narrowed decimal: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ func TestRewriteUnchanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lake := mem.New()
-			tbl := Open(lake)
+			tbl := Open(lake, Options{})
 			if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 				t.Fatal(err)
 			}

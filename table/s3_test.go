@@ -16,7 +16,7 @@ import (
 func TestTableOnMinIO(t *testing.T) {
 	ctx := context.Background()
 	b := s3test.NewTestBucket(t)
-	tbl := Open(b)
+	tbl := Open(b, Options{})
 	if _, err := tbl.Create(ctx, pqtest.MustSchema(t, eventSchema), []string{"day"}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestScanFilterProjectionWithoutFirstColumn(t *testing.T) {
 		{Name: "a", Type: long, Nullable: true},
 		{Name: "b", Type: long, Nullable: true},
 	}}
-	tbl := Open(mem.New())
+	tbl := Open(mem.New(), Options{})
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestStoreFailureIsNotABadFile(t *testing.T) {
 	for _, op := range []string{objstore.OpGetRange} {
 		for nth := 1; ; nth++ {
 			fb := objstore.WithFaults(b, objstore.FaultPlan{Faults: []objstore.Fault{{Op: op, KeyPrefix: path, Nth: nth, Err: syscall.ECONNREFUSED}}})
-			ft := Open(fb)
+			ft := Open(fb, Options{})
 			rows := 0
 			var err error
 			for batch, e := range ft.Scan(ctx, ScanOptions{}) {
@@ -62,7 +62,7 @@ func TestStoreFailureIsNotABadFile(t *testing.T) {
 	keys := keyBatch(t, tbl, "id", []any{bloomID(1), bloomAbsent(1)})
 	for nth := 1; ; nth++ {
 		fb := objstore.WithFaults(b, objstore.FaultPlan{Faults: []objstore.Fault{{Op: objstore.OpGetRange, KeyPrefix: path, Nth: nth, Err: syscall.ECONNREFUSED}}})
-		fs, err := Open(fb).FileScan(snap, nil, nil)
+		fs, err := Open(fb, Options{}).FileScan(snap, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

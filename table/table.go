@@ -37,32 +37,33 @@ type Table struct {
 	latest *txlog.Snapshot // the newest snapshot seen, refreshed from its version on
 }
 
-// Option configures a Table.
-type Option func(*Table)
+// Options configure a Table. The zero value means the defaults, which withDefaults fills in.
+type Options struct {
+	// Write tunes the data files the table writes (compression, row groups, file size).
+	Write pq.WriteOptions
+	// Clock is used for modification and deletion times and vacuum cut-offs (default
+	// time.Now). Commit timestamps follow Log.Clock.
+	Clock func() time.Time
+	// OpenURL lets the table read files its log names by an absolute path outside its root
+	// (deletion vectors of shallow clones), opening their locations with it. Nil: such files
+	// are out of reach.
+	OpenURL OpenURL
+	// Log configures the transaction log.
+	Log txlog.Options
+}
 
-// WithWriteOptions sets the data file options (compression, row groups, file size).
-func WithWriteOptions(o pq.WriteOptions) Option { return func(t *Table) { t.write = o } }
-
-// WithClock sets the clock used for modification and deletion times and vacuum cut-offs.
-func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
-
-// WithOpenURL lets the table read files its log names by an absolute path outside its root
-// (deletion vectors of shallow clones), opening their locations with open.
-func WithOpenURL(open OpenURL) Option { return func(t *Table) { t.open = open } }
-
-// WithLogOptions passes options to the transaction log.
-func WithLogOptions(opts ...txlog.Option) Option {
-	return func(t *Table) { t.log = txlog.New(t.bucket, opts...) }
+// withDefaults returns o with every unset field at its default.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o
 }
 
 // Open returns the table rooted at b. It reads nothing until used.
-func Open(b objstore.Bucket, opts ...Option) *Table {
-	t := &Table{bucket: b, now: time.Now}
-	t.log = txlog.New(b)
-	for _, o := range opts {
-		o(t)
-	}
-	return t
+func Open(b objstore.Bucket, opts Options) *Table {
+	o := opts.withDefaults()
+	return &Table{bucket: b, log: txlog.New(b, o.Log), write: o.Write, now: o.Clock, open: o.OpenURL}
 }
 
 // Log is the table's transaction log.
@@ -201,6 +202,22 @@ type Result struct {
 	BytesWritten int64
 }
 
+// writeSnapshot is the snapshot (and its schema) a write with the idempotent txn (nil: none)
+// starts from. When the txn is already committed there, a rerun of the batch, res is the
+// write's result, Skipped: it writes nothing.
+func (t *Table) writeSnapshot(ctx context.Context, txn *AppTxn) (snap *txlog.Snapshot, schema *txlog.StructType, res Result, err error) {
+	snap, schema, err = t.snapshotFor(ctx)
+	if err != nil {
+		return nil, nil, Result{}, err
+	}
+	if txn != nil {
+		if v, ok := snap.TxnVersion(txn.AppID); ok && v >= txn.Version {
+			return snap, schema, Result{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	return snap, schema, Result{}, nil
+}
+
 func (t *Table) snapshotFor(ctx context.Context) (*txlog.Snapshot, *txlog.StructType, error) {
 	snap, err := t.Latest(ctx)
 	if err != nil {
@@ -265,14 +282,9 @@ func partitionByJSON(cols []string) string {
 
 // Append writes batches as new files and commits them in one atomic blind append.
 func (t *Table) Append(ctx context.Context, batches []*pq.Batch, opts AppendOptions) (Result, error) {
-	snap, schema, err := t.snapshotFor(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if opts.Txn != nil {
-		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
-			return Result{Version: snap.Version(), Skipped: true}, nil
-		}
+	snap, schema, res, err := t.writeSnapshot(ctx, opts.Txn)
+	if err != nil || res.Skipped {
+		return res, err
 	}
 	var newMeta *txlog.Metadata
 	if opts.MergeSchema {
@@ -461,14 +473,9 @@ func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches [
 	if whole {
 		predicate = sqlexpr.And()
 	}
-	snap, schema, err := t.snapshotFor(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if opts.Txn != nil {
-		if v, ok := snap.TxnVersion(opts.Txn.AppID); ok && v >= opts.Txn.Version {
-			return Result{Version: snap.Version(), Skipped: true}, nil
-		}
+	snap, schema, res, err := t.writeSnapshot(ctx, opts.Txn)
+	if err != nil || res.Skipped {
+		return res, err
 	}
 	pred, err := sqlexpr.Bind(predicate, schema, snap.PartitionColumns())
 	if err != nil {
@@ -545,11 +552,11 @@ func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches [
 	if whole {
 		rw.Read = nil
 	}
-	res, err := t.Rewrite(ctx, rw)
+	rwr, err := t.Rewrite(ctx, rw)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Version: res.Version, Added: res.Added, Removed: res.Removed, RowsWritten: res.RowsWritten, BytesWritten: res.BytesWritten}, nil
+	return Result{Version: rwr.Version, Added: rwr.Added, Removed: rwr.Removed, RowsWritten: rwr.RowsWritten, BytesWritten: rwr.BytesWritten}, nil
 }
 
 // isHidden reports whether a key is outside Delta's data area (a path segment starting with

@@ -71,9 +71,9 @@ func ids(prefix string, from, n int) []string {
 	return out
 }
 
-func newTable(t testing.TB, partCols []string, opts ...Option) (*Table, *mem.Bucket) {
+func newTable(t testing.TB, partCols []string, opts Options) (*Table, *mem.Bucket) {
 	b := mem.New()
-	tbl := Open(b, opts...)
+	tbl := Open(b, opts)
 	if _, err := tbl.Create(context.Background(), pqtest.MustSchema(t, eventSchema), partCols, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestAppendScanPartitioned(t *testing.T) {
 	ctx := context.Background()
 	for _, parts := range [][]string{nil, {"day"}, {"event_type", "day"}} {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
-			tbl, b := newTable(t, parts)
+			tbl, b := newTable(t, parts, Options{})
 			if _, err := tbl.Create(ctx, pqtest.MustSchema(t, eventSchema), parts, nil); !errors.Is(err, ErrTableExists) {
 				t.Fatalf("second create: %v", err)
 			}
@@ -149,7 +149,7 @@ func TestAppendScanPartitioned(t *testing.T) {
 
 func TestAppendIdempotentTxn(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil)
+	tbl, _ := newTable(t, nil, Options{})
 	txn := &AppTxn{AppID: "query-1", Version: 7}
 	r, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 10)}, AppendOptions{Txn: txn})
 	if err != nil || r.Skipped {
@@ -170,7 +170,7 @@ func TestAppendIdempotentTxn(t *testing.T) {
 
 func TestSchemaEnforcement(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil)
+	tbl, _ := newTable(t, nil, Options{})
 	bad := pqtest.MustSchema(t, strings.Replace(eventSchema, `"name":"amount","type":"double"`, `"name":"amount","type":"string"`, 1))
 	b, _ := pq.NewBatch(bad)
 	_, err := tbl.Append(ctx, []*pq.Batch{b}, AppendOptions{})
@@ -196,7 +196,7 @@ func TestOverwriteReplaceWhere(t *testing.T) {
 	ctx := context.Background()
 	for _, parts := range [][]string{nil, {"day"}} {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
-			tbl, _ := newTable(t, parts)
+			tbl, _ := newTable(t, parts, Options{})
 			if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestOverwriteReplaceWhere(t *testing.T) {
 func TestOptimizeAndVacuum(t *testing.T) {
 	ctx := context.Background()
 	now := t0
-	tbl, b := newTable(t, []string{"event_type"}, WithClock(func() time.Time { return now }))
+	tbl, b := newTable(t, []string{"event_type"}, Options{Clock: func() time.Time { return now }})
 	for i := 0; i < 5; i++ {
 		if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
 			t.Fatal(err)
@@ -325,7 +325,7 @@ func must[T any](v T, err error) T {
 
 func TestTargetFileSizeAndRowGroups(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil, WithWriteOptions(pq.WriteOptions{TargetFileSize: 16 << 10, RowGroupRows: 500}))
+	tbl, _ := newTable(t, nil, Options{Write: pq.WriteOptions{TargetFileSize: 16 << 10, RowGroupRows: 500}})
 	r, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 5000)}, AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +340,7 @@ func TestTargetFileSizeAndRowGroups(t *testing.T) {
 
 func TestAppendMergeSchema(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil)
+	tbl, _ := newTable(t, nil, Options{})
 	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 3)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,20 +373,20 @@ func TestAppendMergeSchema(t *testing.T) {
 
 func TestOverwriteConflictsWithConcurrentAppend(t *testing.T) {
 	ctx := context.Background()
-	tbl, b := newTable(t, []string{"day"})
+	tbl, b := newTable(t, []string{"day"}, Options{})
 	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 48)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A second writer appends into the overwritten day between our read and our commit: the
 	// bucket decorator below injects that append just before our commit file is written.
-	other := Open(b)
+	other := Open(b, Options{})
 	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	racing := &raceBucket{Bucket: b, before: func() {
 		if _, err := other.Append(ctx, []*pq.Batch{events(t, "c", 0, 2)}, AppendOptions{}); err != nil {
 			t.Error(err)
 		}
 	}}
-	_, err := Open(racing).Overwrite(ctx, sqlexpr.Eq("day", day), []*pq.Batch{events(t, "n", 0, 24)}, AppendOptions{})
+	_, err := Open(racing, Options{}).Overwrite(ctx, sqlexpr.Eq("day", day), []*pq.Batch{events(t, "n", 0, 24)}, AppendOptions{})
 	if !errors.Is(err, txlog.ErrConflict) {
 		t.Fatalf("want a conflict, got %v", err)
 	}
@@ -453,7 +453,7 @@ func TestRowRules(t *testing.T) {
 			[]*pq.Batch{events(t, "g", 3, 1)}, events(t, "g", 0, 1), "generated column amount (length(event_id) * 1.0) is false"},
 	}
 	for _, c := range cases {
-		tbl := Open(mem.New())
+		tbl := Open(mem.New(), Options{})
 		if _, err := tbl.Create(ctx, pqtest.MustSchema(t, c.schema), nil, c.props); err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +492,7 @@ func TestRowRuleMedallionCannotEvaluateRefusesBeforeWriting(t *testing.T) {
 			`"name":"day","type":"date","nullable":true,"metadata":{"delta.generationExpression":"to_date(event_time)"}`, 1), "generatedColumns"},
 	} {
 		b := mem.New()
-		tbl := Open(b)
+		tbl := Open(b, Options{})
 		if _, err := tbl.Create(ctx, pqtest.MustSchema(t, c.schema), nil, c.props); err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +511,7 @@ func TestRowRuleMedallionCannotEvaluateRefusesBeforeWriting(t *testing.T) {
 
 func TestParallelWritersOneCommit(t *testing.T) {
 	ctx := context.Background()
-	tbl, _ := newTable(t, nil)
+	tbl, _ := newTable(t, nil, Options{})
 	txn := AppTxn{AppID: "ingest", Version: 1}
 	if has, err := tbl.HasTxn(ctx, txn); err != nil || has {
 		t.Fatalf("HasTxn before: %v %v", has, err)
@@ -555,7 +555,7 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	for _, parts := range [][]string{nil, {"event_type"}} {
 		t.Run(strings.Join(parts, ","), func(t *testing.T) {
-			tbl, b := newTable(t, parts)
+			tbl, b := newTable(t, parts, Options{})
 			for i := 0; i < 3; i++ {
 				if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*20, 20)}, AppendOptions{}); err != nil {
 					t.Fatal(err)
@@ -576,7 +576,7 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 			}
 			want := append(ids("a", 10, 50), ids("n", 0, 5)...)
 			slices.Sort(want)
-			if got := scanIDs(t, Open(b), ScanOptions{}); !slices.Equal(got, want) {
+			if got := scanIDs(t, Open(b, Options{}), ScanOptions{}); !slices.Equal(got, want) {
 				t.Fatalf("after checkpoint: got %v\nwant %v", got, want)
 			}
 			// A plain overwrite replaces everything.
@@ -592,7 +592,7 @@ func TestOperationsThenCheckpoint(t *testing.T) {
 
 func TestScanAsOfTimestamp(t *testing.T) {
 	ctx := context.Background()
-	tbl, b := newTable(t, nil)
+	tbl, b := newTable(t, nil, Options{})
 	for i := 0; i < 2; i++ {
 		if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", i*10, 10)}, AppendOptions{}); err != nil {
 			t.Fatal(err)
@@ -629,7 +629,7 @@ func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
 		}
 		return out
 	}
-	tbl, _ := newTable(t, []string{"day"})
+	tbl, _ := newTable(t, []string{"day"}, Options{})
 	if _, err := tbl.Append(ctx, []*pq.Batch{events(t, "a", 0, 72)}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +657,7 @@ func TestOverwriteTouchesOnlyWhatItMust(t *testing.T) {
 func TestWriteRowsWritesTheSelection(t *testing.T) {
 	ctx := context.Background()
 	for _, parts := range [][]string{nil, {"event_type"}} {
-		tbl, _ := newTable(t, parts)
+		tbl, _ := newTable(t, parts, Options{})
 		w, err := tbl.Writer(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -698,7 +698,7 @@ func TestWriteRowsWritesTheSelection(t *testing.T) {
 func TestVacuumRunsTheWriterCheck(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	tbl := Open(b)
+	tbl := Open(b, Options{})
 	if _, err := tbl.Create(ctx, pqtest.MustSchema(t, eventSchema), nil, nil); err != nil {
 		t.Fatal(err)
 	}

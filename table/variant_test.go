@@ -123,7 +123,7 @@ func TestVariantType(t *testing.T) {
 			b := mem.New()
 			protocol := `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["` + feature + `"],"writerFeatures":["` + feature + `"]}`
 			handTable(t, b, protocol, schema, nil, handFile{path: "part-0.parquet", data: parquetOf(t, rows)})
-			got, err := scanJSON(t, Open(b))
+			got, err := scanJSON(t, Open(b, Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestVariantType(t *testing.T) {
 				}
 			}
 			// The pipeline sees the variant as a string column holding that JSON text.
-			for batch, err := range Open(b).Scan(t.Context(), ScanOptions{Columns: []string{"v"}}) {
+			for batch, err := range Open(b, Options{}).Scan(t.Context(), ScanOptions{Columns: []string{"v"}}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -152,7 +152,7 @@ func TestVariantType(t *testing.T) {
 	bad := []variantRow{{1, &variantGroup{meta, []byte{2, 9, 0}}}}
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"],"writerFeatures":["variantType"]}`, schema, nil,
 		handFile{path: "part-0.parquet", data: parquetOf(t, bad)})
-	if _, err := scanJSON(t, Open(b)); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "column v") {
+	if _, err := scanJSON(t, Open(b, Options{})); !errors.Is(err, pq.ErrBadDataFile) || !strings.Contains(err.Error(), "column v") {
 		t.Fatalf("corrupt variant: %v", err)
 	}
 }

@@ -140,7 +140,7 @@ func TestEvolveWidens(t *testing.T) {
 	for _, c := range widenCases() {
 		t.Run(c.fromJSON+"_to_"+c.toJS, func(t *testing.T) {
 			ctx := t.Context()
-			tbl := Open(mem.New())
+			tbl := Open(mem.New(), Options{})
 			if _, err := tbl.Create(ctx, widenSchema(c.from), nil, map[string]string{"keep": "me"}); err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +219,7 @@ func TestEvolveRefusesNonWidening(t *testing.T) {
 		{prim(txlog.TypeDate), prim(txlog.TypeTimestamp)},
 	} {
 		t.Run(pq.TypeString(c.from)+"_to_"+pq.TypeString(c.to), func(t *testing.T) {
-			tbl := Open(mem.New())
+			tbl := Open(mem.New(), Options{})
 			v0, err := tbl.Create(t.Context(), widenSchema(c.from), nil, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +234,7 @@ func TestEvolveRefusesNonWidening(t *testing.T) {
 		})
 	}
 	// Widening and NOT NULL at once: refused.
-	tbl := Open(mem.New())
+	tbl := Open(mem.New(), Options{})
 	if _, err := tbl.Create(t.Context(), widenSchema(prim(txlog.TypeInteger)), nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestEvolveRefusesNonWidening(t *testing.T) {
 // a table already at writer 7 with other features keeps them.
 func TestEvolveWidenKeepsHistory(t *testing.T) {
 	ctx := t.Context()
-	tbl := Open(mem.New())
+	tbl := Open(mem.New(), Options{})
 	if _, err := tbl.Create(ctx, widenSchema(prim(txlog.TypeShort)), nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +288,13 @@ func TestEvolveWidenCrash(t *testing.T) {
 	for _, after := range []bool{false, true} {
 		for n := 1; ; n++ {
 			store := mem.New()
-			tbl := Open(store)
+			tbl := Open(store, Options{})
 			if _, err := tbl.Create(ctx, widenSchema(prim(txlog.TypeInteger)), nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			appendWiden(t, tbl, prim(txlog.TypeInteger), "a", []any{int32(5), int32(-6)})
 			fb := objstore.WithFaults(store, objstore.FaultPlan{Faults: []objstore.Fault{{Nth: n, After: after}}})
-			_, crashErr := Open(fb).EvolveWith(ctx, widenSchema(prim(txlog.TypeLong)), nil, EvolveOptions{TypeWidening: true})
+			_, crashErr := Open(fb, Options{}).EvolveWith(ctx, widenSchema(prim(txlog.TypeLong)), nil, EvolveOptions{TypeWidening: true})
 			if fb.Fired() == 0 {
 				if crashErr != nil {
 					t.Fatal(crashErr)
@@ -305,7 +305,7 @@ func TestEvolveWidenCrash(t *testing.T) {
 				t.Logf("after=%v: failed each of %d storage calls", after, n-1)
 				break // every call has been failed once
 			}
-			rerun := Open(store)
+			rerun := Open(store, Options{})
 			if _, err := rerun.EvolveWith(ctx, widenSchema(prim(txlog.TypeLong)), nil, EvolveOptions{TypeWidening: true}); err != nil {
 				t.Fatalf("call %d failed (after=%v, %v): rerun: %v", n, after, crashErr, err)
 			}
@@ -332,7 +332,7 @@ func TestEvolveWidensPartitionColumn(t *testing.T) {
 	for _, c := range widenCases() {
 		t.Run(c.fromJSON+"_to_"+c.toJS, func(t *testing.T) {
 			ctx := t.Context()
-			tbl := Open(mem.New())
+			tbl := Open(mem.New(), Options{})
 			if _, err := tbl.Create(ctx, widenSchema(c.from), []string{"c"}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +360,7 @@ func TestAppendToForeignWidenedTable(t *testing.T) {
 	handTable(t, b, `{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening-preview"],"writerFeatures":["typeWidening-preview","appendOnly","invariants"]}`,
 		schema, map[string]string{"delta.enableTypeWidening": "true"},
 		handFile{path: "part-0.parquet", data: parquetOf(t, []before{{ID: "a0", C: -32768}})})
-	tbl := Open(b)
+	tbl := Open(b, Options{})
 	appendWiden(t, tbl, prim(txlog.TypeInteger), "b", []any{int32(2147483647)})
 	grown := widenSchema(prim(txlog.TypeInteger))
 	grown.Fields = append(grown.Fields, txlog.StructField{Name: "x", Type: prim(txlog.TypeString), Nullable: true})

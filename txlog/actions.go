@@ -222,8 +222,7 @@ func (r *Remove) RawPath() string { return logPath(r.rawPath, r.Path) }
 
 // MarshalJSON writes Path in URI form.
 func (a Add) MarshalJSON() ([]byte, error) {
-	type plain Add
-	c := plain(a)
+	c := wireAdd(a)
 	c.Path = a.RawPath()
 	if c.PartitionValues == nil {
 		c.PartitionValues = map[string]*string{}
@@ -231,75 +230,82 @@ func (a Add) MarshalJSON() ([]byte, error) {
 	return json.Marshal(c)
 }
 
-// UnmarshalJSON decodes Path from its URI form.
-func (a *Add) UnmarshalJSON(data []byte) error {
-	type plain Add
-	var c plain
-	if err := json.Unmarshal(data, &c); err != nil {
-		return err
-	}
-	*a = Add(c)
-	return a.setRaw(a.Path)
-}
-
-func (a *Add) setRaw(raw string) error {
-	p, err := decodePath(raw)
-	if err != nil {
-		return fmt.Errorf("add: %w", err)
-	}
-	a.rawPath, a.Path = raw, p
-	return nil
-}
-
 // MarshalJSON writes Path in URI form.
 func (r Remove) MarshalJSON() ([]byte, error) {
-	type plain Remove
-	c := plain(r)
+	c := wireRemove(r)
 	c.Path = r.RawPath()
 	return json.Marshal(c)
 }
 
-// UnmarshalJSON decodes Path from its URI form.
-func (r *Remove) UnmarshalJSON(data []byte) error {
-	type plain Remove
-	var c plain
-	if err := json.Unmarshal(data, &c); err != nil {
-		return err
-	}
-	*r = Remove(c)
-	return r.setRaw(r.Path)
-}
-
-func (r *Remove) setRaw(raw string) error {
-	p, err := decodePath(raw)
-	if err != nil {
-		return fmt.Errorf("remove: %w", err)
-	}
-	r.rawPath, r.Path = raw, p
-	return nil
-}
-
 // MarshalJSON writes Path in URI form.
 func (c CDC) MarshalJSON() ([]byte, error) {
-	type plain CDC
-	p := plain(c)
+	p := wireCDC(c)
 	p.Path = logPath(c.rawPath, c.Path)
 	return json.Marshal(p)
 }
 
 // UnmarshalJSON decodes Path from its URI form.
+func (a *Add) UnmarshalJSON(data []byte) error {
+	*a = Add{}
+	return unmarshalFileAction(data, (*wireAdd)(a), a)
+}
+
+// UnmarshalJSON decodes Path from its URI form.
+func (r *Remove) UnmarshalJSON(data []byte) error {
+	*r = Remove{}
+	return unmarshalFileAction(data, (*wireRemove)(r), r)
+}
+
+// UnmarshalJSON decodes Path from its URI form.
 func (c *CDC) UnmarshalJSON(data []byte) error {
-	type plain CDC
-	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
+	*c = CDC{}
+	return unmarshalFileAction(data, (*wireCDC)(c), c)
+}
+
+// fileAction is a file action (add, remove, cdc): the log stores its path in URI form, and it
+// keeps both that raw form and the decoded Path.
+type fileAction interface {
+	paths() (raw, decoded *string, action string)
+}
+
+func (a *Add) paths() (raw, decoded *string, action string)    { return &a.rawPath, &a.Path, "add" }
+func (r *Remove) paths() (raw, decoded *string, action string) { return &r.rawPath, &r.Path, "remove" }
+func (c *CDC) paths() (raw, decoded *string, action string)    { return &c.rawPath, &c.Path, "cdc" }
+
+// unmarshalFileAction decodes data into plain (f's method-less copy, so this does not recurse)
+// and then f's path from its URI form.
+func unmarshalFileAction[T any, F interface {
+	*T
+	fileAction
+}](data []byte, plain any, f F) error {
+	if err := json.Unmarshal(data, plain); err != nil {
 		return err
 	}
-	*c = CDC(p)
-	d, err := decodePath(c.Path)
-	if err != nil {
-		return fmt.Errorf("cdc: %w", err)
+	return decodeLogPath(f)
+}
+
+// decodeLogPath decodes the path of f, decoded from JSON as the log stores it; a nil f is an
+// action the line does not have.
+func decodeLogPath[T any, F interface {
+	*T
+	fileAction
+}](f F) error {
+	if f == nil {
+		return nil
 	}
-	c.rawPath, c.Path = c.Path, d
+	_, stored, _ := f.paths()
+	return setLogPath(f, *stored)
+}
+
+// setLogPath sets f's path from raw, the form the log stores (URI-encoded); the error names
+// the action.
+func setLogPath(f fileAction, raw string) error {
+	rawField, decoded, action := f.paths()
+	p, err := decodePath(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	*rawField, *decoded = raw, p
 	return nil
 }
 
@@ -363,27 +369,15 @@ func parseAction(line []byte) (Action, error) {
 		CommitInfo: w.CommitInfo, Protocol: w.Protocol, MetaData: w.MetaData, Txn: w.Txn,
 		DomainMetadata: w.DomainMetadata, CheckpointMetadata: w.CheckpointMetadata, Sidecar: w.Sidecar,
 	}
-	if w.Add != nil {
-		a.Add = (*Add)(w.Add)
-		if err := a.Add.setRaw(a.Add.Path); err != nil {
-			return a, err
-		}
+	a.Add, a.Remove, a.CDC = (*Add)(w.Add), (*Remove)(w.Remove), (*CDC)(w.CDC)
+	err := decodeLogPath(a.Add)
+	if err == nil {
+		err = decodeLogPath(a.Remove)
 	}
-	if w.Remove != nil {
-		a.Remove = (*Remove)(w.Remove)
-		if err := a.Remove.setRaw(a.Remove.Path); err != nil {
-			return a, err
-		}
+	if err == nil {
+		err = decodeLogPath(a.CDC)
 	}
-	if w.CDC != nil {
-		a.CDC = (*CDC)(w.CDC)
-		p, err := decodePath(a.CDC.Path)
-		if err != nil {
-			return a, fmt.Errorf("cdc: %w", err)
-		}
-		a.CDC.rawPath, a.CDC.Path = a.CDC.Path, p
-	}
-	return a, nil
+	return a, err
 }
 
 // validate rejects actions missing the fields replay depends on.

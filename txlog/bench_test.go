@@ -17,7 +17,7 @@ func bigTable(b *testing.B, numFiles, perCommit int, checkpoint bool) *mem.Bucke
 	b.Helper()
 	ctx := context.Background()
 	bucket := mem.New()
-	l := New(bucket, WithAutoCheckpoint(false))
+	l := New(bucket, Options{NoAutoCheckpoint: true})
 	createTable(b, l, true, map[string]string{PropCheckpointInterval: "1000000"})
 	v := int64(1)
 	for i := 0; i < numFiles; i += perCommit {
@@ -52,7 +52,7 @@ func bigTable(b *testing.B, numFiles, perCommit int, checkpoint bool) *mem.Bucke
 func benchmarkSnapshot(b *testing.B, checkpoint bool) {
 	const numFiles = 100_000
 	bucket := bigTable(b, numFiles, 1000, checkpoint)
-	l := New(bucket)
+	l := New(bucket, Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -78,7 +78,7 @@ func BenchmarkSnapshot100kAddsCheckpoint(b *testing.B) { benchmarkSnapshot(b, tr
 func BenchmarkRefresh100kAdds(b *testing.B) {
 	ctx := context.Background()
 	bucket := bigTable(b, 100_000, 1000, true)
-	l := New(bucket, WithAutoCheckpoint(false))
+	l := New(bucket, Options{NoAutoCheckpoint: true})
 	prev, err := l.Snapshot(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -110,7 +110,7 @@ func BenchmarkCommitFile(b *testing.B) {
 
 func benchmarkCommit(b *testing.B, bucket objstore.Bucket) {
 	ctx := context.Background()
-	l := New(bucket)
+	l := New(bucket, Options{})
 	createTable(b, l, false, nil)
 	b.ReportAllocs()
 	i := 0

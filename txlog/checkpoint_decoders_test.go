@@ -284,7 +284,7 @@ func TestDecodersCheckpointZeroRowPart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap := mustSnapshot(t, New(b))
+	snap := mustSnapshot(t, New(b, Options{}))
 	if snap.Version() != 3 || snap.CheckpointVersion() != 3 {
 		t.Fatalf("version %d, checkpoint %d", snap.Version(), snap.CheckpointVersion())
 	}
@@ -326,7 +326,7 @@ func TestDecodersV2CheckpointEmptySidecar(t *testing.T) {
 		{Sidecar: &cpSidecar{Path: "empty.parquet", SizeInBytes: 1, ModificationTime: 1}},
 		{Sidecar: &cpSidecar{Path: "full.parquet", SizeInBytes: 1, ModificationTime: 1}},
 	})
-	snap := mustSnapshot(t, New(b))
+	snap := mustSnapshot(t, New(b, Options{}))
 	if snap.Version() != 4 || snap.CheckpointVersion() != 4 || len(snap.Files()) != 2 {
 		t.Fatalf("v%d cp%d, %d files", snap.Version(), snap.CheckpointVersion(), len(snap.Files()))
 	}

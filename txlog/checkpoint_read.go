@@ -100,7 +100,7 @@ func actionFromCPRow(r *cpReadRow) (Action, error) {
 		if add.PartitionValues == nil {
 			add.PartitionValues = map[string]*string{}
 		}
-		if err := add.setRaw(g.Path); err != nil {
+		if err := setLogPath(add, g.Path); err != nil {
 			return a, err
 		}
 		a.Add = add
@@ -111,7 +111,7 @@ func actionFromCPRow(r *cpReadRow) (Action, error) {
 			PartitionValues: g.PartitionValues, Size: g.Size, DeletionVector: fromCPDV(g.DeletionVector), BaseRowID: g.BaseRowID,
 			DefaultRowCommitVersion: g.DefaultRowCommitVersion,
 		}
-		if err := rm.setRaw(g.Path); err != nil {
+		if err := setLogPath(rm, g.Path); err != nil {
 			return a, err
 		}
 		a.Remove = rm

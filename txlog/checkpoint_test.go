@@ -87,7 +87,7 @@ func buildHistory(t *testing.T, l *Log, commits int) {
 func TestCheckpointRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l := fastLog(b)
+	l := fastLog(b, Options{})
 	buildHistory(t, l, 23)
 	replayed := mustSnapshot(t, l) // JSON replay only: no checkpoint yet
 	if replayed.CheckpointVersion() != -1 {
@@ -137,7 +137,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 func TestAutoCheckpointAndStaleHints(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l := fastLog(b)
+	l := fastLog(b, Options{})
 	createTable(t, l, false, map[string]string{PropCheckpointInterval: "5"})
 	for i := 0; i < 12; i++ {
 		tx := l.Begin(mustSnapshot(t, l))
@@ -187,7 +187,7 @@ func TestCleanup(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := fastLog(b, WithClock(func() time.Time { return now }), WithAutoCheckpoint(false))
+	l := fastLog(b, Options{Clock: func() time.Time { return now }, NoAutoCheckpoint: true})
 	createTable(t, l, false, nil)
 	for i := 0; i < 25; i++ {
 		tx := l.Begin(mustSnapshot(t, l))
@@ -298,7 +298,7 @@ func TestV2ParquetCheckpointWithSidecars(t *testing.T) {
 	if err := objstore.PutBytes(ctx, b, CommitKey(3), commit3); err != nil {
 		t.Fatal(err)
 	}
-	snap := mustSnapshot(t, New(b))
+	snap := mustSnapshot(t, New(b, Options{}))
 	if snap.Version() != 3 || snap.CheckpointVersion() != 2 || len(snap.Files()) != 1 || snap.Files()[0].Path != "a b.parquet" || len(snap.Tombstones()) != 2 {
 		t.Fatalf("v%d cp%d files %v tombstones %d", snap.Version(), snap.CheckpointVersion(), snap.Files(), len(snap.Tombstones()))
 	}
@@ -306,7 +306,7 @@ func TestV2ParquetCheckpointWithSidecars(t *testing.T) {
 		t.Errorf("txn = %d %v", v, ok)
 	}
 	// Writing a classic checkpoint for a v2Checkpoint table is refused, by name.
-	if err := New(b).Checkpoint(ctx, snap); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "v2Checkpoint") {
+	if err := New(b, Options{}).Checkpoint(ctx, snap); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "v2Checkpoint") {
 		t.Errorf("checkpoint of a v2 table: %v", err)
 	}
 }

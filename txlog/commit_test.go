@@ -21,8 +21,10 @@ const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nulla
 
 func sp(s string) *string { return &s }
 
-func fastLog(b objstore.Bucket, opts ...Option) *Log {
-	return New(b, append([]Option{WithBackoff(time.Microsecond, time.Millisecond)}, opts...)...)
+// fastLog is a log whose commit retries back off for microseconds, not milliseconds.
+func fastLog(b objstore.Bucket, opts Options) *Log {
+	opts.BackoffMin, opts.BackoffMax = time.Microsecond, time.Millisecond
+	return New(b, opts)
 }
 
 // createTable commits version 0 of a table partitioned by day (or not), protocol (1,2).
@@ -66,7 +68,7 @@ func mustSnapshot(t testing.TB, l *Log) *Snapshot {
 func TestCommitWritesSparkShapedCommitInfo(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l := fastLog(b)
+	l := fastLog(b, Options{})
 	createTable(t, l, true, nil)
 	tx := l.Begin(mustSnapshot(t, l))
 	tx.Add(fileAdd("day=2024-01-01/part-0 a%b.parquet", "2024-01-01"))
@@ -115,7 +117,7 @@ func TestCommitWritesSparkShapedCommitInfo(t *testing.T) {
 }
 
 func TestConcurrentCreateLosesCleanly(t *testing.T) {
-	l := fastLog(mem.New())
+	l := fastLog(mem.New(), Options{})
 	createTable(t, l, false, nil)
 	tx := l.Begin(nil)
 	tx.SetMetadata(Metadata{SchemaString: testSchema})
@@ -166,7 +168,7 @@ func TestCommitUnknownOutcome(t *testing.T) {
 	ctx := context.Background()
 	t.Run("landed: read back finds our txnId", func(t *testing.T) {
 		fb := &faultyBucket{Bucket: mem.New()}
-		l := fastLog(fb)
+		l := fastLog(fb, Options{})
 		createTable(t, l, false, nil)
 		fb.failAfterWrite.Store(1)
 		tx := l.Begin(mustSnapshot(t, l))
@@ -181,7 +183,7 @@ func TestCommitUnknownOutcome(t *testing.T) {
 	})
 	t.Run("not landed: retried at the same version", func(t *testing.T) {
 		fb := &faultyBucket{Bucket: mem.New()}
-		l := fastLog(fb)
+		l := fastLog(fb, Options{})
 		createTable(t, l, false, nil)
 		fb.failBeforeWrite.Store(2)
 		tx := l.Begin(mustSnapshot(t, l))
@@ -192,7 +194,7 @@ func TestCommitUnknownOutcome(t *testing.T) {
 	})
 	t.Run("landed but invisible to the read-back: never committed twice", func(t *testing.T) {
 		fb := &faultyBucket{Bucket: mem.New()}
-		l := fastLog(fb)
+		l := fastLog(fb, Options{})
 		createTable(t, l, false, nil)
 		snap := mustSnapshot(t, l)
 		fb.failAfterWrite.Store(1)
@@ -209,7 +211,7 @@ func TestCommitUnknownOutcome(t *testing.T) {
 	})
 	t.Run("undeterminable", func(t *testing.T) {
 		fb := &faultyBucket{Bucket: mem.New()}
-		l := fastLog(fb)
+		l := fastLog(fb, Options{})
 		createTable(t, l, false, nil)
 		snap := mustSnapshot(t, l)
 		fb.failAfterWrite.Store(1)
@@ -230,7 +232,7 @@ func (noConditionalPut) PutIfAbsent(context.Context, string, io.Reader, int64) e
 }
 
 func TestCommitRefusesStoreWithoutPutIfAbsent(t *testing.T) {
-	tx := fastLog(noConditionalPut{mem.New()}).Begin(nil)
+	tx := fastLog(noConditionalPut{mem.New()}, Options{}).Begin(nil)
 	tx.SetMetadata(Metadata{SchemaString: testSchema})
 	if _, err := tx.Commit(context.Background(), Operation{Name: "CREATE TABLE"}); !errors.Is(err, objstore.ErrNotSupported) {
 		t.Fatalf("err = %v, want ErrNotSupported", err)
@@ -239,7 +241,7 @@ func TestCommitRefusesStoreWithoutPutIfAbsent(t *testing.T) {
 
 func TestUnsafeCommitsOptIn(t *testing.T) {
 	ctx := context.Background()
-	l := fastLog(noConditionalPut{mem.New()}, WithUnsafeCommits(true))
+	l := fastLog(noConditionalPut{mem.New()}, Options{UnsafeCommits: true})
 	createTable(t, l, false, nil)
 	tx := l.Begin(mustSnapshot(t, l))
 	tx.Add(fileAdd("x", "1"))
@@ -261,7 +263,7 @@ func TestUnsafeCommitsOptIn(t *testing.T) {
 
 func TestTransactionValidation(t *testing.T) {
 	ctx := context.Background()
-	l := fastLog(mem.New())
+	l := fastLog(mem.New(), Options{})
 	createTable(t, l, true, map[string]string{"delta.appendOnly": "true"})
 	snap := mustSnapshot(t, l)
 	cases := []struct {
@@ -306,8 +308,8 @@ func TestTransactionValidation(t *testing.T) {
 func TestRetryLimit(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	createTable(t, fastLog(b), false, nil)
-	l := fastLog(b, WithMaxAttempts(1, 1))
+	createTable(t, fastLog(b, Options{}), false, nil)
+	l := fastLog(b, Options{MaxAttempts: 1, MaxConflictingAttempts: 1})
 	read := mustSnapshot(t, l)
 	winner := l.Begin(read)
 	winner.Add(fileAdd("w", "1"))
@@ -322,7 +324,7 @@ func TestRetryLimit(t *testing.T) {
 	// A cancelled context stops the retry loop.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	tx := fastLog(b).Begin(read)
+	tx := fastLog(b, Options{}).Begin(read)
 	tx.Add(fileAdd("c", "1"))
 	if _, err := tx.Commit(cctx, Operation{Name: "WRITE"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
@@ -334,7 +336,7 @@ func TestRetryLimit(t *testing.T) {
 
 func TestIdempotentTxn(t *testing.T) {
 	ctx := context.Background()
-	l := fastLog(mem.New())
+	l := fastLog(mem.New(), Options{})
 	createTable(t, l, false, nil)
 	for batch := int64(0); batch < 3; batch++ {
 		snap := mustSnapshot(t, l)
@@ -355,7 +357,7 @@ func TestIdempotentTxn(t *testing.T) {
 }
 
 func TestRefusesUnsupportedWriterFeatures(t *testing.T) {
-	l := fastLog(mem.New())
+	l := fastLog(mem.New(), Options{})
 	tx := l.Begin(nil)
 	tx.SetMetadata(Metadata{SchemaString: testSchema})
 	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "icebergCompatV2", "someFutureFeature"}})
@@ -384,7 +386,7 @@ func TestRefusesUnsupportedWriterFeatures(t *testing.T) {
 // contiguous and every add survived.
 func concurrentBlindAppends(t *testing.T, b objstore.Bucket, writers, perWriter int) {
 	ctx := context.Background()
-	l := fastLog(b, WithAutoCheckpoint(true))
+	l := fastLog(b, Options{})
 	createTable(t, l, false, nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*perWriter)
@@ -392,7 +394,7 @@ func concurrentBlindAppends(t *testing.T, b objstore.Bucket, writers, perWriter 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wl := fastLog(b)
+			wl := fastLog(b, Options{})
 			var snap *Snapshot
 			for i := 0; i < perWriter; i++ {
 				// A long-running writer refreshes its snapshot rather than reloading the log.
@@ -457,7 +459,7 @@ func TestConcurrentReadModifyWrite(t *testing.T) {
 // wins, the other fails with a conflict; never both.
 func concurrentReadModifyWrite(t *testing.T, b objstore.Bucket) {
 	ctx := context.Background()
-	l := fastLog(b)
+	l := fastLog(b, Options{})
 	createTable(t, l, false, nil)
 	base := l.Begin(mustSnapshot(t, l))
 	base.Add(fileAdd("counter-0", "1"))

@@ -54,7 +54,7 @@ func runConflictCase(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "unknown argument %q", a.Key)
 		}
 	}
-	l := fastLog(mem.New())
+	l := fastLog(mem.New(), Options{})
 	createTableWith(t, l, !d.HasArg("unpartitioned"), nil, domainProtocol)
 	base := l.Begin(mustSnapshot(t, l))
 	base.Add(fileAdd("a", "1"), fileAdd("b", "2"))

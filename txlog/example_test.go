@@ -12,7 +12,7 @@ import (
 // Create a table, append a file idempotently, and read the snapshot back.
 func Example() {
 	ctx := context.Background()
-	log := txlog.New(mem.New()) // any objstore.Bucket rooted at the table folder
+	log := txlog.New(mem.New(), txlog.Options{}) // any objstore.Bucket rooted at the table folder
 
 	create := log.Begin(nil)
 	create.SetMetadata(txlog.Metadata{
@@ -63,7 +63,7 @@ func Example() {
 // data makes it fail with a conflict error instead of silently overwriting.
 func ExampleTransaction_Commit_conflict() {
 	ctx := context.Background()
-	log := txlog.New(mem.New())
+	log := txlog.New(mem.New(), txlog.Options{})
 	create := log.Begin(nil)
 	create.SetMetadata(txlog.Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`})
 	create.Add(&txlog.Add{Path: "a.parquet", Size: 1, DataChange: true})

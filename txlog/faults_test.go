@@ -22,11 +22,11 @@ func TestIdempotentWriteUnderEveryFault(t *testing.T) {
 	for _, after := range []bool{false, true} {
 		for i := 1; ; i++ {
 			base := mem.New()
-			l := fastLog(base, WithAutoCheckpoint(false))
+			l := fastLog(base, Options{NoAutoCheckpoint: true})
 			createTable(t, l, false, nil)
 			fb := objstore.WithFaults(base, objstore.FaultPlan{Faults: []objstore.Fault{{Nth: i, After: after}}})
 			write := func(b objstore.Bucket) error {
-				fl := fastLog(b, WithAutoCheckpoint(false))
+				fl := fastLog(b, Options{NoAutoCheckpoint: true})
 				snap, err := fl.Snapshot(ctx)
 				if err != nil {
 					return err
@@ -54,7 +54,7 @@ func TestIdempotentWriteUnderEveryFault(t *testing.T) {
 			if err := write(fb); err != nil {
 				t.Fatalf("after=%v fault %d: retry failed: %v (first: %v)", after, i, err, firstErr)
 			}
-			snap := mustSnapshot(t, New(base))
+			snap := mustSnapshot(t, New(base, Options{}))
 			if v, ok := snap.TxnVersion("job"); snap.Version() != 1 || len(snap.Files()) != 1 || !ok || v != 1 {
 				t.Fatalf("after=%v fault %d: v%d, %d files, txn %d (first err: %v)", after, i, snap.Version(), len(snap.Files()), v, firstErr)
 			}
@@ -80,14 +80,14 @@ func TestCommitOnFullStoreIsNotRetried(t *testing.T) {
 	} {
 		for _, blind := range []bool{true, false} {
 			base := mem.New()
-			createTable(t, fastLog(base, WithAutoCheckpoint(false)), false, nil)
+			createTable(t, fastLog(base, Options{NoAutoCheckpoint: true}), false, nil)
 			const path = "/lake/bronze/_delta_log/00000000000000000001.json"
 			injected := fmt.Errorf("file: put _delta_log/00000000000000000001.json: %w: writing %s: %w", tc.sentinel, path,
 				&fs.PathError{Op: "write", Path: "/lake/bronze/.objstore-tmp/0a1b", Err: tc.errno})
 			fb := objstore.WithFaults(base, objstore.FaultPlan{Faults: []objstore.Fault{
 				{Op: objstore.OpPutIfAbsent, KeyPrefix: "_delta_log/", Rate: 1, Err: injected},
 			}})
-			l := fastLog(fb, WithAutoCheckpoint(false))
+			l := fastLog(fb, Options{NoAutoCheckpoint: true})
 			tx := l.Begin(mustSnapshot(t, l))
 			tx.Add(fileAdd("part-1.parquet", "x"))
 			if !blind {
@@ -106,7 +106,7 @@ func TestCommitOnFullStoreIsNotRetried(t *testing.T) {
 			if fb.Fired() != 1 {
 				t.Errorf("%s: %d commit puts, want 1 (no retry)", name, fb.Fired())
 			}
-			if v := mustSnapshot(t, New(base)).Version(); v != 0 {
+			if v := mustSnapshot(t, New(base, Options{})).Version(); v != 0 {
 				t.Errorf("%s: table at version %d, want 0", name, v)
 			}
 		}

@@ -144,7 +144,7 @@ func TestFixtureSnapshots(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range fixtureWants {
 		t.Run(w.table, func(t *testing.T) {
-			snap, err := New(memFixture(t, w.table)).Snapshot(ctx)
+			snap, err := New(memFixture(t, w.table), Options{}).Snapshot(ctx)
 			if w.wantErr != nil {
 				if !errors.Is(err, w.wantErr) || !strings.Contains(err.Error(), w.errText) {
 					t.Fatalf("err = %v, want %v containing %q", err, w.wantErr, w.errText)
@@ -211,7 +211,7 @@ func checkSnapshot(t *testing.T, snap *Snapshot, w fixtureWant) {
 func TestFixtureDetails(t *testing.T) {
 	ctx := context.Background()
 	t.Run("delta-0.8.0 tombstone", func(t *testing.T) {
-		snap, err := New(memFixture(t, "delta-rs/delta-0.8.0")).Snapshot(ctx)
+		snap, err := New(memFixture(t, "delta-rs/delta-0.8.0"), Options{}).Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestFixtureDetails(t *testing.T) {
 		}
 	})
 	t.Run("special partition paths decoded once", func(t *testing.T) {
-		snap, err := New(memFixture(t, "delta-rs/delta-0.8.0-special-partition")).Snapshot(ctx)
+		snap, err := New(memFixture(t, "delta-rs/delta-0.8.0-special-partition"), Options{}).Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestFixtureDetails(t *testing.T) {
 		}
 	})
 	t.Run("null partition value", func(t *testing.T) {
-		snap, err := New(memFixture(t, "dat/basic_partitioned/delta")).Snapshot(ctx)
+		snap, err := New(memFixture(t, "dat/basic_partitioned/delta"), Options{}).Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestFixtureDetails(t *testing.T) {
 		}
 	})
 	t.Run("deletion vectors from checkpoint and commits", func(t *testing.T) {
-		snap, err := New(memFixture(t, "delta-golden/dv-partitioned-with-checkpoint")).Snapshot(ctx)
+		snap, err := New(memFixture(t, "delta-golden/dv-partitioned-with-checkpoint"), Options{}).Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestFixtureDetails(t *testing.T) {
 		}
 	})
 	t.Run("file backend", func(t *testing.T) {
-		snap, err := New(fileFixture(t, "delta-golden/checkpoint")).Snapshot(ctx)
+		snap, err := New(fileFixture(t, "delta-golden/checkpoint"), Options{}).Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestFixtureTimeTravelByVersion(t *testing.T) {
 		{"delta-golden/checkpoint", 3, 1},
 	}
 	for _, c := range cases {
-		snap, err := New(memFixture(t, c.table)).SnapshotAt(ctx, c.version)
+		snap, err := New(memFixture(t, c.table), Options{}).SnapshotAt(ctx, c.version)
 		if err != nil {
 			t.Fatalf("%s@%d: %v", c.table, c.version, err)
 		}
@@ -305,7 +305,7 @@ func TestFixtureTimeTravelByVersion(t *testing.T) {
 		}
 	}
 	// delta-golden/checkpoint: version i adds file i and removes i-1 (file 0 added at v0).
-	snap, err := New(memFixture(t, "delta-golden/checkpoint")).SnapshotAt(ctx, 12)
+	snap, err := New(memFixture(t, "delta-golden/checkpoint"), Options{}).SnapshotAt(ctx, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +313,11 @@ func TestFixtureTimeTravelByVersion(t *testing.T) {
 		t.Errorf("checkpoint@12 files = %v", snap.Files())
 	}
 	for _, v := range []int64{15, 100} {
-		if _, err := New(memFixture(t, "delta-golden/checkpoint")).SnapshotAt(ctx, v); !errors.Is(err, ErrVersionNotFound) {
+		if _, err := New(memFixture(t, "delta-golden/checkpoint"), Options{}).SnapshotAt(ctx, v); !errors.Is(err, ErrVersionNotFound) {
 			t.Errorf("SnapshotAt(%d) err = %v, want ErrVersionNotFound", v, err)
 		}
 	}
-	if _, err := New(mem.New()).Snapshot(ctx); !errors.Is(err, ErrTableNotFound) {
+	if _, err := New(mem.New(), Options{}).Snapshot(ctx); !errors.Is(err, ErrTableNotFound) {
 		t.Errorf("empty bucket: err = %v, want ErrTableNotFound", err)
 	}
 }
@@ -334,7 +334,7 @@ func TestFixtureCheckpointsMatchJSONReplay(t *testing.T) {
 	} {
 		t.Run(table, func(t *testing.T) {
 			b := memFixture(t, table)
-			withCP := mustSnapshot(t, New(b))
+			withCP := mustSnapshot(t, New(b, Options{}))
 			if withCP.CheckpointVersion() < 0 {
 				t.Fatal("not loaded from a checkpoint")
 			}
@@ -348,7 +348,7 @@ func TestFixtureCheckpointsMatchJSONReplay(t *testing.T) {
 					}
 				}
 			}
-			jsonOnly := mustSnapshot(t, New(b))
+			jsonOnly := mustSnapshot(t, New(b, Options{}))
 			if jsonOnly.CheckpointVersion() != -1 {
 				t.Fatal("checkpoint still used")
 			}

@@ -105,7 +105,7 @@ func FuzzParseLogName(f *testing.F) {
 // MarshalSchema and a second parse unchanged.
 func FuzzParseSchema(f *testing.F) {
 	for _, table := range []string{"delta-golden/data-reader-partition-values", "delta-golden/data-reader-primitives", "delta-rs/checkpoint-v2-table"} {
-		snap, err := New(memFixture(f, table)).SnapshotAt(f.Context(), 0)
+		snap, err := New(memFixture(f, table), Options{}).SnapshotAt(f.Context(), 0)
 		if err != nil {
 			f.Fatal(err)
 		}

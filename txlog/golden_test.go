@@ -17,7 +17,7 @@ import (
 func TestCreateCommitGolden(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l := New(b, WithClock(func() time.Time { return time.UnixMilli(1718000000000) }), WithEngineInfo("test-engine"))
+	l := New(b, Options{Clock: func() time.Time { return time.UnixMilli(1718000000000) }, EngineInfo: "test-engine"})
 	tx := l.Begin(nil)
 	created := int64(1700000000000)
 	tx.SetMetadata(Metadata{ID: "t-1", SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,

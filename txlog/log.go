@@ -1,6 +1,7 @@
 package txlog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,56 +42,62 @@ type Log struct {
 	fetchParallelism int
 }
 
-// Option configures a Log.
-type Option func(*Log)
-
-// WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(g *Log) { g.logger = l } }
-
-// WithClock sets the clock used for commit timestamps and retention (default time.Now).
-func WithClock(now func() time.Time) Option { return func(g *Log) { g.now = now } }
-
-// WithMaxAttempts bounds the commit attempts of a blind append (default 100) and of any other
-// transaction (default 10) before ErrTooManyAttempts.
-func WithMaxAttempts(blindAppend, other int) Option {
-	return func(g *Log) { g.maxAttempts, g.maxConflictRetry = max(1, blindAppend), max(1, other) }
+// Options configure a Log. The zero value means the defaults, which withDefaults fills in.
+type Options struct {
+	// Logger receives warnings about unusable hints and checkpoints (default: discard).
+	Logger *slog.Logger
+	// Clock is used for commit timestamps and retention (default time.Now).
+	Clock func() time.Time
+	// MaxAttempts bounds the commit attempts of a blind append (zero: DefaultMaxAttempts)
+	// before ErrTooManyAttempts; MaxConflictingAttempts those of any other transaction (zero:
+	// DefaultMaxConflictingAttempts). Below zero means one attempt.
+	MaxAttempts, MaxConflictingAttempts int
+	// BackoffMin and BackoffMax bound the jittered exponential backoff between commit attempts
+	// (zero: 5ms and 500ms; BackoffMax is raised to BackoffMin when below it).
+	BackoffMin, BackoffMax time.Duration
+	// EngineInfo overrides commitInfo.engineInfo (default "medallion/<Version>").
+	EngineInfo string
+	// NoAutoCheckpoint turns off the checkpoints written after commits (by default one every
+	// delta.checkpointInterval commits).
+	NoAutoCheckpoint bool
+	// UnsafeCommits lets commits proceed on a store without put-if-absent (a check, then a
+	// plain put). Two concurrent writers can then overwrite each other's commit: use it only
+	// when a single writer is guaranteed. Off by default: such stores refuse to commit.
+	UnsafeCommits bool
 }
 
-// WithBackoff sets the jittered exponential backoff between commit attempts.
-func WithBackoff(minWait, maxWait time.Duration) Option {
-	return func(g *Log) { g.backoffMin, g.backoffMax = minWait, max(minWait, maxWait) }
+// withDefaults returns o with every unset field at its default.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	o.MaxAttempts = max(1, cmp.Or(o.MaxAttempts, DefaultMaxAttempts))
+	o.MaxConflictingAttempts = max(1, cmp.Or(o.MaxConflictingAttempts, DefaultMaxConflictingAttempts))
+	o.BackoffMin = cmp.Or(o.BackoffMin, defaultBackoffMin)
+	o.BackoffMax = max(o.BackoffMin, cmp.Or(o.BackoffMax, defaultBackoffMax))
+	o.EngineInfo = cmp.Or(o.EngineInfo, "medallion/"+Version)
+	return o
 }
-
-// WithEngineInfo overrides commitInfo.engineInfo (default "medallion/<Version>").
-func WithEngineInfo(s string) Option { return func(g *Log) { g.engineInfo = s } }
-
-// WithAutoCheckpoint turns checkpoints after commits on or off (default on, every
-// delta.checkpointInterval commits).
-func WithAutoCheckpoint(on bool) Option { return func(g *Log) { g.checkpoints = on } }
-
-// WithUnsafeCommits lets commits proceed on a store without put-if-absent (a check, then a
-// plain put). Two concurrent writers can then overwrite each other's commit: use it only when
-// a single writer is guaranteed. Off by default: such stores refuse to commit.
-func WithUnsafeCommits(on bool) Option { return func(g *Log) { g.unsafeCommits = on } }
 
 // New returns the log of the table rooted at b.
-func New(b objstore.Bucket, opts ...Option) *Log {
-	l := &Log{
+func New(b objstore.Bucket, opts Options) *Log {
+	o := opts.withDefaults()
+	return &Log{
 		bucket:           b,
-		logger:           slog.New(slog.DiscardHandler),
-		now:              time.Now,
-		maxAttempts:      DefaultMaxAttempts,
-		maxConflictRetry: DefaultMaxConflictingAttempts,
-		backoffMin:       defaultBackoffMin,
-		backoffMax:       defaultBackoffMax,
-		engineInfo:       "medallion/" + Version,
-		checkpoints:      true,
+		logger:           o.Logger,
+		now:              o.Clock,
+		maxAttempts:      o.MaxAttempts,
+		maxConflictRetry: o.MaxConflictingAttempts,
+		backoffMin:       o.BackoffMin,
+		backoffMax:       o.BackoffMax,
+		engineInfo:       o.EngineInfo,
+		checkpoints:      !o.NoAutoCheckpoint,
+		unsafeCommits:    o.UnsafeCommits,
 		fetchParallelism: 8,
 	}
-	for _, o := range opts {
-		o(l)
-	}
-	return l
 }
 
 // Bucket returns the table's bucket.
@@ -247,6 +254,15 @@ func buildSegment(files []logFile, target int64, exclude map[string]bool) (segme
 		prev = v
 	}
 	return seg, nil
+}
+
+// fetchFiles reads the log files with bounded parallelism, in order.
+func (l *Log) fetchFiles(ctx context.Context, files []logFile) ([][]byte, error) {
+	keys := make([]string, len(files))
+	for i, f := range files {
+		keys[i] = f.key
+	}
+	return l.fetch(ctx, keys)
 }
 
 // fetch reads several objects with bounded parallelism, in order.

@@ -185,7 +185,7 @@ func TestCommitRefusesByFeature(t *testing.T) {
 		name string
 		prop string
 	}{{"change data feed", "delta.enableChangeDataFeed"}, {"append-only", "delta.appendOnly"}} {
-		l := New(mem.New())
+		l := New(mem.New(), Options{})
 		tx := l.Begin(nil)
 		tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 4})
 		tx.SetMetadata(Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
@@ -316,7 +316,7 @@ func TestCorruptCommitNamesFile(t *testing.T) {
 	if err := b.Put(t.Context(), CommitKey(2), strings.NewReader("{\"add\":"), -1); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(b).Snapshot(t.Context())
+	_, err := New(b, Options{}).Snapshot(t.Context())
 	if !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "00000000000000000002.json: ") || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("err = %v", err)
 	}
@@ -328,7 +328,7 @@ func TestCorruptCommitNamesFile(t *testing.T) {
 func TestCheckpointHonoursStatsProperties(t *testing.T) {
 	ctx := t.Context()
 	statsIn := func(conf map[string]string) (bool, error) {
-		l := fastLog(mem.New())
+		l := fastLog(mem.New(), Options{})
 		createTableWith(t, l, false, conf, &Protocol{MinReaderVersion: 1, MinWriterVersion: 3})
 		tx := l.Begin(mustSnapshot(t, l))
 		a := fileAdd("a", "1")

@@ -31,11 +31,7 @@ func (l *Log) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	if len(commits) == 0 {
 		return prev, nil
 	}
-	keys := make([]string, len(commits))
-	for i, c := range commits {
-		keys[i] = c.key
-	}
-	datas, err := l.fetch(ctx, keys)
+	datas, err := l.fetchFiles(ctx, commits)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +39,7 @@ func (l *Log) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	var last []Action
 	for i, data := range datas {
 		if last, err = ParseActions(data); err != nil {
-			return nil, fmt.Errorf("txlog: %s: %w", keys[i], err)
+			return nil, fmt.Errorf("txlog: %s: %w", commits[i].key, err)
 		}
 		st.applyAll(last)
 	}

@@ -12,7 +12,7 @@ import (
 func TestRefreshMatchesFullLoad(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l := fastLog(b)
+	l := fastLog(b, Options{})
 	buildHistory(t, l, 7)
 	prev := mustSnapshot(t, l)
 	buildMore := func(from, to int) {

@@ -20,5 +20,5 @@ func TestConcurrentReadModifyWriteS3(t *testing.T) {
 func TestFixtureSnapshotS3(t *testing.T) {
 	b := s3test.NewTestBucket(t)
 	copyInto(t, b, "delta-golden/checkpoint")
-	checkSnapshot(t, mustSnapshot(t, New(b)), fixtureWants[0])
+	checkSnapshot(t, mustSnapshot(t, New(b, Options{})), fixtureWants[0])
 }

@@ -28,7 +28,7 @@ func TestMetadataWithoutSchemaString(t *testing.T) {
 			if err := objstore.PutBytes(ctx, b, "_delta_log/00000000000000000000.json", []byte(commit)); err != nil {
 				t.Fatal(err)
 			}
-			snap, err := New(b).Snapshot(ctx)
+			snap, err := New(b, Options{}).Snapshot(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -161,11 +161,7 @@ func (l *Log) replaySegment(ctx context.Context, files []logFile, seg segment, t
 			}
 			st.applyAll(actions)
 		}
-		keys := make([]string, len(seg.commits))
-		for i, c := range seg.commits {
-			keys[i] = c.key
-		}
-		datas, err := l.fetch(ctx, keys)
+		datas, err := l.fetchFiles(ctx, seg.commits)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +169,7 @@ func (l *Log) replaySegment(ctx context.Context, files []logFile, seg segment, t
 		for i, data := range datas {
 			actions, err := ParseActions(data)
 			if err != nil {
-				return nil, fmt.Errorf("txlog: %s: %w", keys[i], err)
+				return nil, fmt.Errorf("txlog: %s: %w", seg.commits[i].key, err)
 			}
 			st.applyAll(actions)
 			lastCommit = actions
@@ -236,11 +232,7 @@ func ictEnabledAt(m Metadata, v int64) bool {
 
 // readCheckpoint reads every action of a checkpoint (all parts; sidecars followed).
 func (l *Log) readCheckpoint(ctx context.Context, parts []logFile) ([]Action, error) {
-	keys := make([]string, len(parts))
-	for i, p := range parts {
-		keys[i] = p.key
-	}
-	datas, err := l.fetch(ctx, keys)
+	datas, err := l.fetchFiles(ctx, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -248,18 +240,18 @@ func (l *Log) readCheckpoint(ctx context.Context, parts []logFile) ([]Action, er
 	var sidecars []string
 	for i, data := range datas {
 		var actions []Action
-		if strings.HasSuffix(keys[i], ".json") {
+		if strings.HasSuffix(parts[i].key, ".json") {
 			actions, err = ParseActions(data)
 		} else {
 			actions, err = parseCheckpointParquet(data)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("txlog: checkpoint %s: %w", keys[i], err)
+			return nil, fmt.Errorf("txlog: checkpoint %s: %w", parts[i].key, err)
 		}
 		for _, a := range actions {
 			if a.Sidecar != nil {
 				if strings.Contains(a.Sidecar.Path, "/") {
-					return nil, fmt.Errorf("%w: checkpoint %s: sidecar path %q outside _delta_log/_sidecars/", ErrUnsupportedFeature, keys[i], a.Sidecar.Path)
+					return nil, fmt.Errorf("%w: checkpoint %s: sidecar path %q outside _delta_log/_sidecars/", ErrUnsupportedFeature, parts[i].key, a.Sidecar.Path)
 				}
 				sidecars = append(sidecars, sidecarDir+a.Sidecar.Path)
 			}

@@ -20,7 +20,7 @@ func TestTimeTravelByTimestamp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := New(b)
+	l := New(b, Options{})
 	cases := []struct {
 		at      time.Duration
 		version int64
@@ -65,7 +65,7 @@ func TestTimeTravelMonotonizesFileTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := New(b)
+	l := New(b, Options{})
 	for _, c := range []struct {
 		at      time.Time
 		version int64
@@ -81,7 +81,7 @@ func TestTimeTravelInCommitTimestamps(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
 	clock := time.UnixMilli(1_800_000_000_000).UTC()
-	l := fastLog(b, WithClock(func() time.Time { return clock }))
+	l := fastLog(b, Options{Clock: func() time.Time { return clock }})
 	createTable(t, l, false, map[string]string{"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "0"})
 	for i := 0; i < 3; i++ {
 		clock = clock.Add(time.Hour)

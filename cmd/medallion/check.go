@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,34 +11,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/medallion-lake/medallion/config"
-	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/report"
 )
 
 func newCheckCmd() *cobra.Command {
 	var rf rangeFlags
-	cmd := &cobra.Command{
-		Use:   "check --config F [--since 24h | --from T --to T] [--bronze] [--samples N] [--json]",
-		Short: "Evaluate the config's expectations over rows already in the lake (writes nothing)",
-		Long: `check evaluates every expectation of the config over the silver rows whose event time is in the
+	cmd := newConfigCmd("check --config F [--since 24h | --from T --to T] [--bronze] [--samples N] [--json]",
+		"Evaluate the config's expectations over rows already in the lake (writes nothing)",
+		`check evaluates every expectation of the config over the silver rows whose event time is in the
 range (all rows by default) and prints, per expectation, the rows that pass and fail, what the
 stream would have done (warn, drop, FAIL the batch) and a few violating rows. --bronze judges the
 bronze table instead, on the rows the stream's other rules keep (required columns, event time,
 max_future_skew): use it to try a new expectation before the stream applies it.
 current_timestamp() is the time check runs. Nothing in the lake is written.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			if path == "" {
-				return usageError("check: --config is required")
-			}
+		"override a config key, e.g. --set expectations[0].expect='amount > 0' (repeatable)",
+		func(cmd *cobra.Command, path string) error {
 			now := time.Now()
-			rng, err := rf.lagOptions("check", now)
-			if err != nil {
-				return err
-			}
-			cfg, lake, err := openConfigReadOnly(cmd, path)
+			rng, cfg, lake, err := openRangeReadOnly(cmd, &rf, path, now)
 			if err != nil {
 				return err
 			}
@@ -47,9 +36,9 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 			ctx := cmd.Context()
 			bronzeFlag, _ := cmd.Flags().GetBool("bronze")
 			samples, _ := cmd.Flags().GetInt("samples")
-			only, _ := cmd.Flags().GetString("source")
-			if err := jobs.CheckSource(cfg, only, false); err != nil {
-				return usageError("check: --source: %v", err)
+			only, err := onlySource(cmd, cfg, false)
+			if err != nil {
+				return err
 			}
 			// A landing prefix that never had an object while bronze has no rows: most often a
 			// typo in landing.path; there is nothing to check, and saying "0 rows pass" would
@@ -75,18 +64,10 @@ current_timestamp() is the time check runs. Nothing in the lake is written.`,
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				data, err := json.Marshal(rep)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-				return err
+				return printJSON(cmd.OutOrStdout(), rep)
 			}
 			return rep.WriteText(cmd.OutOrStdout())
-		},
-	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set expectations[0].expect='amount > 0' (repeatable)")
+		})
 	rf.register(cmd)
 	cmd.Flags().Bool("bronze", false, "judge the bronze table instead of silver")
 	cmd.Flags().Int("samples", 3, "violating rows to print per expectation")

@@ -134,29 +134,14 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	// 1. Events with late arrivals into landing, arriving over the last three hours (so that
 	// ingest time minus event time is a realistic lag). A lake that has landing data already
 	// keeps it: the demo then only shows that every job is exactly once.
-	done := step(1, "gen")
-	existing, err := objstore.ListAll(ctx, env.Lake, cfg.Landing.Path, objstore.ListOptions{})
+	arrivals, err := demoLanding(ctx, env, events, step(1, "gen"), out)
 	if err != nil {
-		return fmt.Errorf("demo: list landing: %w", err)
-	}
-	var arrivals []arrival
-	if len(existing) > 0 {
-		done("landing already holds %s; generating nothing new", count(int64(len(existing)), "object"))
-	} else if arrivals, err = demoGen(ctx, env, events, done); err != nil {
 		return err
-	} else {
-		clicks, err := demoClicks(ctx, env, arrivals, out)
-		if err != nil {
-			return err
-		}
-		// Ingest sees both sources' objects in the order they arrived.
-		arrivals = append(arrivals, clicks...)
-		sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].end.Before(arrivals[j].end) })
 	}
 
 	// 2. Ingest, each object as if ingest ran when its last line arrived, so that the ingest
 	// time minus the event time (medallion lag) is the lag a scheduled ingest would see.
-	done = step(2, "ingest")
+	done := step(2, "ingest")
 	var ing bronze.Report
 	_, err = jobs.Logged(ctx, env, "ingest", "", func(ctx context.Context, env jobs.Env) (bronze.Report, error) {
 		err := demoIngest(ctx, env, arrivals, &ing)
@@ -190,7 +175,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	// 4. Merge-late.
 	done = step(4, "merge-late")
 	g := cfg.Gold[0]
-	goldTable := table.Open(objstore.WithPrefix(env.Lake, g.Table))
+	goldTable := table.Open(objstore.WithPrefix(env.Lake, g.Table), table.Options{})
 	before, err := goldRows(ctx, goldTable, g)
 	if err != nil {
 		return err
@@ -211,10 +196,45 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		}
 	}
 
+	printDemoTables(ctx, out, env, lakeFlag, cfgPath)
+	return nil
+}
+
+// demoLanding is the demo's first step: events with late arrivals into landing, arriving over
+// the last three hours (so that ingest time minus event time is a realistic lag), and clicks
+// on them. A lake that has landing data already keeps it: the demo then only shows that every
+// job is exactly once. It returns the objects in the order they arrived.
+func demoLanding(ctx context.Context, env jobs.Env, events int64, done func(format string, args ...any), out io.Writer) ([]arrival, error) {
+	existing, err := objstore.ListAll(ctx, env.Lake, env.Config.Landing.Path, objstore.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("demo: list landing: %w", err)
+	}
+	if len(existing) > 0 {
+		done("landing already holds %s; generating nothing new", count(int64(len(existing)), "object"))
+		return nil, nil
+	}
+	arrivals, err := demoGen(ctx, env, events, done)
+	if err != nil {
+		return nil, err
+	}
+	clicks, err := demoClicks(ctx, env, arrivals, out)
+	if err != nil {
+		return nil, err
+	}
+	// Ingest sees both sources' objects in the order they arrived.
+	arrivals = append(arrivals, clicks...)
+	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].end.Before(arrivals[j].end) })
+	return arrivals, nil
+}
+
+// printDemoTables ends the demo: every table with its version, rows and files, and the
+// commands to explore them (paths under lakeFlag, as the user gave it).
+func printDemoTables(ctx context.Context, out io.Writer, env jobs.Env, lakeFlag, cfgPath string) {
+	cfg, g := env.Config, env.Config.Gold[0]
 	rel := func(p string) string { return filepath.Join(lakeFlag, p) }
 	fmt.Fprintf(out, "\nTables (every one a Delta table that Spark, delta-rs, DuckDB and Polars read):\n")
 	for _, p := range jobs.TablePaths(env) {
-		t := table.Open(objstore.WithPrefix(env.Lake, p))
+		t := table.Open(objstore.WithPrefix(env.Lake, p), table.Options{})
 		snap, err := t.Log().Snapshot(ctx)
 		if err != nil {
 			fmt.Fprintf(out, "  %-22s (not created)\n", p)
@@ -233,7 +253,6 @@ Explore:
   medallion run stream --config %s          # run again: exactly once, nothing changes
   medallion serve --config %s               # the jobs on a schedule, metrics on :9464
 `, rel(g.Table), rel(g.Table), rel(cfg.Tables.Rejects), cfgPath, cfgPath, cfgPath, cfgPath)
-	return nil
 }
 
 // demoIngest ingests the demo's arrivals into ing, each object as if ingest ran when its last

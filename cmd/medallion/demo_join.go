@@ -86,7 +86,7 @@ func demoMergeJoin(ctx context.Context, env jobs.Env, out io.Writer) error {
 	if !ok {
 		return nil
 	}
-	tbl := table.Open(objstore.WithPrefix(env.Lake, j.Table))
+	tbl := table.Open(objstore.WithPrefix(env.Lake, j.Table), table.Options{})
 	before, err := joinedCounts(ctx, tbl)
 	if err != nil {
 		return err

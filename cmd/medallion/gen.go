@@ -18,14 +18,12 @@ import (
 	"github.com/medallion-lake/medallion/gen"
 	"github.com/medallion-lake/medallion/jobs"
 	"github.com/medallion-lake/medallion/jobs/specs"
-	"github.com/medallion-lake/medallion/objstore"
 )
 
 func newGenCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "gen --config F --events N [--seed S] [--files K]",
-		Short: "Write synthetic events into the landing prefix",
-		Long: `gen writes N lines of NDJSON (or CSV, per landing.format) into the config's landing prefix, in arrival order: events of the
+	cmd := newConfigCmd("gen --config F --events N [--seed S] [--files K]",
+		"Write synthetic events into the landing prefix",
+		`gen writes N lines of NDJSON (or CSV, per landing.format) into the config's landing prefix, in arrival order: events of the
 configured schema with a realistic event-time lag (log-normal body, heavy tail, outage bursts
 where one device delivers an hour late), duplicates, malformed lines and far-future event times.
 By default the events arrive over the last 2 hours (--span; --rate instead sets the lines per
@@ -36,15 +34,11 @@ written.
 It prints a one-line JSON summary that counts every kind of line.
 When landing.kind is kafka, the lines are produced into the landing topic instead, one record
 each (created with --partitions partitions when it does not exist); a rerun produces them again.`,
-		Args: cobra.NoArgs,
-		RunE: runGen,
-	}
+		"override a config key, e.g. --set landing.path=landing/test/ (repeatable)", runGen)
 	f := cmd.Flags()
-	f.String("config", "", "pipeline config (YAML)")
 	f.Int64("events", 0, "number of lines to write (events, duplicates and malformed lines together)")
 	f.Int64("seed", 1, "random seed (same seed, same objects)")
 	f.Int("files", 0, "number of landing objects (default: 8, or one per 1,000,000 lines when that is more)")
-	f.StringArray("set", nil, "override a config key, e.g. --set landing.path=landing/test/ (repeatable)")
 	d := gen.DefaultOptions()
 	f.String("start", "now", "arrival time of the first line (RFC 3339, e.g. "+d.Start.Format(time.RFC3339)+" for objects that are the same on every run), or \"now\": the last line arrives now")
 	f.Duration("span", defaultGenSpan, "arrival time the lines spread over (the rate is lines / span), unless --rate is given")
@@ -65,25 +59,19 @@ each (created with --partitions partitions when it does not exist); a rerun prod
 	return cmd
 }
 
-func runGen(cmd *cobra.Command, _ []string) error {
+func runGen(cmd *cobra.Command, path string) error {
 	f := cmd.Flags()
-	path, _ := f.GetString("config")
-	if path == "" {
-		return usageError("gen: --config is required")
-	}
 	events, _ := f.GetInt64("events")
 	if events <= 0 {
 		return usageError("gen: --events must be a positive number of lines, got %d", events)
 	}
-	sets, _ := f.GetStringArray("set")
-	cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
+	cfg, err := loadCommandConfig(cmd, path)
 	if err != nil {
 		return err
 	}
-	if name, _ := cmd.Flags().GetString("source"); name != "" {
-		if err := jobs.CheckSource(cfg, name, false); err != nil {
-			return usageError("gen: --source: %v", err)
-		}
+	if name, err := onlySource(cmd, cfg, false); err != nil {
+		return err
+	} else if name != "" {
 		cfg, _ = cfg.ForSource(name)
 	}
 	o, err := genOptions(cmd, cfg, events)
@@ -246,24 +234,6 @@ func genOptionsFromConfig(cfg *config.Pipeline) gen.Options {
 // errLoadStopped is the error of a command stopped by SIGINT or SIGTERM while it loaded its
 // config: the config is not known to be bad, and nothing was done.
 var errLoadStopped = errors.New("stopped by a signal while loading the config; nothing was done")
-
-// openConfigReadOnly loads the config at path with the command's --set overrides and opens
-// its lake read-only, for the commands that only read (lag, report, check).
-func openConfigReadOnly(cmd *cobra.Command, path string) (*config.Pipeline, objstore.Bucket, error) {
-	sets, _ := cmd.Flags().GetStringArray("set")
-	cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
-		return nil, nil, err // a typo'd lake: say so, not "no bronze table yet"
-	}
-	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, lake, nil
-}
 
 // loadPipelineConfig loads a config and applies --set overrides; any problem in the config is
 // a usage error (exit code 2). SIGINT or SIGTERM (ctx ends) during the load stops it at

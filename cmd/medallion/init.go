@@ -11,22 +11,16 @@ import (
 )
 
 func newInitCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "init --config F",
-		Short: "Prepare a lake: create the bucket (MinIO, LocalStack), check put-if-absent, create the tables",
-		Long: `init prepares the config's lake for the pipeline and prints what to run next. It creates the S3
+	return newConfigCmd("init --config F",
+		"Prepare a lake: create the bucket (MinIO, LocalStack), check put-if-absent, create the tables",
+		`init prepares the config's lake for the pipeline and prints what to run next. It creates the S3
 bucket when it is missing and the store allows it (MinIO, LocalStack), checks that the store
 refuses to overwrite with put-if-absent (commits rely on it; unsafe_commits skips the check),
 and creates every table of the pipeline that does not exist yet, empty. Running it again changes
 nothing. No Docker needed: a local lake or any S3 endpoint (AWS_ENDPOINT_URL) will do.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			if path == "" {
-				return usageError("init: --config is required")
-			}
-			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
+		"override a config key, e.g. --set lake=./lake (repeatable)",
+		func(cmd *cobra.Command, path string) error {
+			cfg, err := loadCommandConfig(cmd, path)
 			if err != nil {
 				return err
 			}
@@ -75,9 +69,5 @@ Next:
   medallion serve --config %[1]s                 # all of it on the config's schedules, status on http://%[3]s/
 `, path, into, cfg.Serve.Listen, own)
 			return nil
-		},
-	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set lake=./lake (repeatable)")
-	return cmd
+		})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +18,9 @@ import (
 
 func newLagCmd() *cobra.Command {
 	var rf rangeFlags
-	cmd := &cobra.Command{
-		Use:   "lag --config F [--from T --to T | --since 24h] [--json] [--svg lag.svg]",
-		Short: "Show the lag distribution and the recommended watermark",
-		Long: `lag measures lag = _ingest_time - event time over the bronze rows whose event time is in the range
+	cmd := newConfigCmd("lag --config F [--from T --to T | --since 24h] [--json] [--svg lag.svg]",
+		"Show the lag distribution and the recommended watermark",
+		`lag measures lag = _ingest_time - event time over the bronze rows whose event time is in the range
 (all rows by default): avg, p50/p90/p95/p99 (within 0.5%), min and max, a histogram, the share of
 rows that candidate watermarks (1x, 2x, 3x p95, the current one, the recommended one) would have
 made late, the recommended watermark (2 x p95 rounded up to a nice value), and the late rows per
@@ -31,25 +29,17 @@ writes the histogram as an SVG chart with p50, p95, p99 and the watermarks marke
 
 The ingest time is when ingest read the row, so the lag includes the time objects waited in the
 landing prefix: with ingest every minute that wait is at most a minute.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			if path == "" {
-				return usageError("lag: --config is required")
-			}
-			opts, err := rf.lagOptions("lag", time.Now())
-			if err != nil {
-				return err
-			}
-			cfg, lake, err := openConfigReadOnly(cmd, path)
+		"override a config key, e.g. --set stream.watermark=5m (repeatable)",
+		func(cmd *cobra.Command, path string) error {
+			opts, cfg, lake, err := openRangeReadOnly(cmd, &rf, path, time.Now())
 			if err != nil {
 				return err
 			}
 			defer lake.Close()
 			ctx := cmd.Context()
-			only, _ := cmd.Flags().GetString("source")
-			if err := jobs.CheckSource(cfg, only, false); err != nil {
-				return usageError("lag: --source: %v", err)
+			only, err := onlySource(cmd, cfg, false)
+			if err != nil {
+				return err
 			}
 			if cfg.MultiSource() && only == "" {
 				if svg, _ := cmd.Flags().GetString("svg"); svg != "" {
@@ -74,21 +64,13 @@ landing prefix: with ingest every minute that wait is at most a minute.`,
 				}
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				data, err := json.Marshal(rep)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-				return err
+				return printJSON(cmd.OutOrStdout(), rep)
 			}
 			if err := rep.WriteText(cmd.OutOrStdout()); err != nil || rep.Kafka == nil {
 				return err
 			}
 			return rep.Kafka.WriteText(cmd.OutOrStdout())
-		},
-	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.watermark=5m (repeatable)")
+		})
 	rf.register(cmd)
 	cmd.Flags().Bool("json", false, "print the figures as one JSON object")
 	cmd.Flags().String("svg", "", "also write the lag histogram as SVG to this file")
@@ -146,12 +128,7 @@ func lagSources(cmd *cobra.Command, cfg *config.Pipeline, lake objstore.Bucket, 
 // each source's text under a "== source NAME ==" heading.
 func printPerSource[T any](cmd *cobra.Command, out []T, name func(T) string, text func(io.Writer, T) error) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		data, err := json.Marshal(map[string]any{"sources": out})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-		return err
+		return printJSON(cmd.OutOrStdout(), map[string]any{"sources": out})
 	}
 	w := cmd.OutOrStdout()
 	for i, item := range out {
@@ -164,6 +141,29 @@ func printPerSource[T any](cmd *cobra.Command, out []T, name func(T) string, tex
 		}
 	}
 	return nil
+}
+
+// openRangeReadOnly is how the commands that only read (lag, report, check) start: the
+// event-time range of their flags first (a bad range is a bad command line, said before
+// anything about the lake; now ends a --since range), then the config at path with the
+// command's --set overrides, and its lake opened read-only. The caller closes the lake.
+func openRangeReadOnly(cmd *cobra.Command, rf *rangeFlags, path string, now time.Time) (report.LagOptions, *config.Pipeline, objstore.Bucket, error) {
+	rng, err := rf.lagOptions(subPath(cmd), now)
+	if err != nil {
+		return rng, nil, nil, err
+	}
+	cfg, err := loadCommandConfig(cmd, path)
+	if err != nil {
+		return rng, nil, nil, err
+	}
+	if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+		return rng, nil, nil, err // a typo'd lake: say so, not "no bronze table yet"
+	}
+	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
+	if err != nil {
+		return rng, nil, nil, err
+	}
+	return rng, cfg, lake, nil
 }
 
 // rangeFlags are --from/--to/--since: an event-time range.

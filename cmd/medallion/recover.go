@@ -37,17 +37,14 @@ source's ingest checkpoint instead.`,
 				return jobs.Rollback(ctx, env, q, ingest)
 			}},
 	} {
-		cmd := &cobra.Command{Use: sub.name + " --config F [--query NAME] [--ingest]", Short: sub.short, Args: cobra.NoArgs}
-		cmd.Flags().String("config", "", "pipeline config (YAML)")
+		cmd := newJobCmd(sub.name+" --config F [--query NAME] [--ingest]", sub.short, "override a config key (repeatable)",
+			"recover "+sub.name, func(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
+				q, _ := cmd.Flags().GetString("query")
+				ingest, _ := cmd.Flags().GetBool("ingest")
+				return sub.run(ctx, env, q, ingest)
+			})
 		cmd.Flags().String("query", "", "a source (its streaming query) or a join (default: the top-level stream)")
 		cmd.Flags().Bool("ingest", false, "the source's ingest checkpoint instead of its streaming query's")
-		cmd.Flags().StringArray("set", nil, "override a config key (repeatable)")
-		addFormatFlag(cmd)
-		cmd.RunE = jobCommand("recover "+sub.name, func(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
-			q, _ := cmd.Flags().GetString("query")
-			ingest, _ := cmd.Flags().GetBool("ingest")
-			return sub.run(ctx, env, q, ingest)
-		})
 		rec.AddCommand(cmd)
 	}
 	return rec

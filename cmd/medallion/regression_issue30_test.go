@@ -361,7 +361,7 @@ func comparableSummary(t *testing.T, out []byte) string {
 func sortedRows(t *testing.T, lake objstore.Bucket, path string) []string {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path))
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

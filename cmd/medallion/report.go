@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,32 +16,23 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var rf rangeFlags
-	cmd := &cobra.Command{
-		Use:   "report --config F --html report.html [--json] [--from T --to T | --since 24h]",
-		Short: "Write a self-contained HTML status report (lag, tables, stream progress)",
-		Long: `report writes one HTML file with inline CSS and SVG charts (no script, nothing fetched: it works
+	cmd := newConfigCmd("report --config F --html report.html [--json] [--from T --to T | --since 24h]",
+		"Write a self-contained HTML status report (lag, tables, stream progress)",
+		`report writes one HTML file with inline CSS and SVG charts (no script, nothing fetched: it works
 offline and can be attached to a ticket): the lag distribution with p50/p95/p99 and the current and
 recommended watermarks, late rows per day per quarantine, every pipeline table's version, files,
 size and last operation, and the stream's progress (input and processing rate, batch duration,
 late rows per batch and per hour, state rows). --from/--to/--since limit the lag to an event-time
 range.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			if path == "" {
-				return usageError("report: --config is required")
-			}
+		"override a config key (repeatable)",
+		func(cmd *cobra.Command, path string) error {
 			out, _ := cmd.Flags().GetString("html")
 			asJSON, _ := cmd.Flags().GetBool("json")
 			if out == "" && !asJSON {
 				return usageError("report: --html FILE or --json is required")
 			}
 			now := time.Now()
-			lagOpts, err := rf.lagOptions("report", now)
-			if err != nil {
-				return err
-			}
-			cfg, lake, err := openConfigReadOnly(cmd, path)
+			lagOpts, cfg, lake, err := openRangeReadOnly(cmd, &rf, path, now)
 			if err != nil {
 				return err
 			}
@@ -58,11 +48,7 @@ range.`,
 			}
 			rep.KafkaLag = jobs.KafkaLagReport(ctx, jobs.Env{Config: cfg, Lake: lake})
 			if asJSON {
-				data, err := json.Marshal(rep)
-				if err != nil {
-					return err
-				}
-				if _, err := fmt.Fprintln(cmd.OutOrStdout(), string(data)); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
 				}
 			}
@@ -76,10 +62,7 @@ range.`,
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
 			}
 			return err
-		},
-	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().StringArray("set", nil, "override a config key (repeatable)")
+		})
 	cmd.Flags().String("html", "", "the HTML file to write")
 	cmd.Flags().Bool("json", false, "print the report's figures as one JSON object on stdout")
 	cmd.Flags().Int("batches", report.DefaultMaxBatches, "chart at most this many of the latest stream batches")

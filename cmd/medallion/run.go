@@ -44,9 +44,7 @@ chooses); logs go to stderr.`,
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
 		{"backfill-columns", "Move values kept in _rescued_data into columns added to schema: since (bronze, silver, quarantine)", runBackfillColumns},
 	} {
-		cmd := &cobra.Command{Use: job.name + " --config F", Short: job.short, Args: cobra.NoArgs}
-		cmd.RunE = jobCommand(job.name, job.run)
-		cmd.Flags().String("config", "", "pipeline config (YAML)")
+		cmd := newJobCmd(job.name+" --config F", job.short, "override a config key, e.g. --set stream.trigger=once (repeatable)", job.name, job.run)
 		if job.name == "merge-late" || job.name == "replay" {
 			// Only these two work on one gold aggregation; elsewhere --gold would be ignored.
 			cmd.Flags().String("gold", "", "only this gold aggregation")
@@ -57,8 +55,6 @@ chooses); logs go to stderr.`,
 		if job.name == "stream" {
 			cmd.Flags().String("source", "", "only this source or join (default: every source, then every join)")
 		}
-		cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.trigger=once (repeatable)")
-		addFormatFlag(cmd)
 		if job.name == "stream" {
 			cmd.Flags().String("trigger", "", "once | available-now | processing-time=30s (overrides stream.trigger)")
 			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -88,15 +84,24 @@ chooses); logs go to stderr.`,
 	return run
 }
 
+// newJobCmd returns a command that runs a job once and prints its summary (run JOB, recover
+// ...): --config and --set (setUsage is its help), --format, no arguments. name names the job
+// in the summary and the event log.
+func newJobCmd(use, short, setUsage, name string, run jobRunner) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs, RunE: jobCommand(name, run)}
+	addConfigFlags(cmd, setUsage)
+	addFormatFlag(cmd)
+	return cmd
+}
+
 // jobCommand loads the config, builds the environment, runs the job and prints its summary.
 func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		path, _ := cmd.Flags().GetString("config")
-		if path == "" {
-			return usageError("%s: --config is required", subPath(cmd)) // run JOB, recover ...
+		path, err := configPath(cmd)
+		if err != nil {
+			return err
 		}
-		sets, _ := cmd.Flags().GetStringArray("set")
-		cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
+		cfg, err := loadCommandConfig(cmd, path)
 		if err != nil {
 			return err
 		}
@@ -178,11 +183,7 @@ func sourceFlag(cmd *cobra.Command, cfg *config.Pipeline) (string, error) {
 	if cmd.Flags().Lookup("source") == nil || cmd.Name() == "replay" {
 		return "", nil
 	}
-	name, _ := cmd.Flags().GetString("source")
-	if err := jobs.CheckSource(cfg, name, cmd.Name() == "stream"); err != nil {
-		return "", usageError("%s: --source: %v", subPath(cmd), err)
-	}
-	return name, nil
+	return onlySource(cmd, cfg, cmd.Name() == "stream")
 }
 
 func runOptimize(ctx context.Context, _ *cobra.Command, env jobs.Env) (any, error) {

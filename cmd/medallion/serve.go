@@ -10,21 +10,15 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "serve --config F",
-		Short: "Run the cron schedule from the config, with /metrics and /healthz",
-		Long: `serve runs every job that has a schedule in the config (cron in UTC, seconds optional, @every),
+	return newConfigCmd("serve --config F",
+		"Run the cron schedule from the config, with /metrics and /healthz",
+		`serve runs every job that has a schedule in the config (cron in UTC, seconds optional, @every),
 never two runs of one job at once, across processes too (a lease per job in the lake). It serves
 Prometheus metrics at /metrics and a health report at /healthz on serve.listen (loopback by default).
 SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe point.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString("config")
-			if path == "" {
-				return usageError("serve: --config is required")
-			}
-			sets, _ := cmd.Flags().GetStringArray("set")
-			cfg, err := loadPipelineConfig(cmd.Context(), path, sets)
+		"override a config key, e.g. --set serve.listen=127.0.0.1:9500 (repeatable)",
+		func(cmd *cobra.Command, path string) error {
+			cfg, err := loadCommandConfig(cmd, path)
 			if errors.Is(err, errLoadStopped) {
 				// SIGINT and SIGTERM stop serve gracefully, before its start as after it: exit 0.
 				fmt.Fprintln(cmd.ErrOrStderr(), "medallion: serve:", errors.Unwrap(err))
@@ -49,9 +43,5 @@ SIGINT or SIGTERM stop it gracefully: running jobs finish or stop at a safe poin
 				return err
 			}
 			return srv.Run(cmd.Context())
-		},
-	}
-	cmd.Flags().String("config", "", "pipeline config (YAML)")
-	cmd.Flags().StringArray("set", nil, "override a config key, e.g. --set serve.listen=127.0.0.1:9500 (repeatable)")
-	return cmd
+		})
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -14,40 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/table"
+
 	"github.com/medallion-lake/medallion/txlog"
 )
-
-// openLog opens the transaction log of the table at url. readOnly opens the bucket so that
-// nothing is created (describe, history): inspecting a lake must not write to it.
-func openLog(ctx context.Context, url string, readOnly bool) (*txlog.Log, error) {
-	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", url, txlog.ErrTableNotFound) // explainTableNotFound says more
-	}
-	if err != nil {
-		return nil, err
-	}
-	return txlog.New(b), nil
-}
-
-// loadSnapshot loads the latest snapshot, or the one the time-travel flags select.
-func loadSnapshot(ctx context.Context, l *txlog.Log, vf tableVersionFlags) (*txlog.Snapshot, error) {
-	if vf.version >= 0 && vf.timestamp != "" {
-		return nil, usageError("--version and --timestamp are exclusive")
-	}
-	if vf.version >= 0 {
-		return l.SnapshotAt(ctx, vf.version)
-	}
-	if vf.timestamp != "" {
-		t, err := time.Parse(time.RFC3339Nano, vf.timestamp)
-		if err != nil {
-			return nil, usageError("--timestamp %q: want RFC 3339 (2024-03-01T08:00:00Z): %v", vf.timestamp, err)
-		}
-		return l.SnapshotAsOf(ctx, t)
-	}
-	return l.Snapshot(ctx)
-}
 
 // tableDescription is the JSON form of describe.
 type tableDescription struct {
@@ -68,21 +35,13 @@ type tableDescription struct {
 func newTableDescribeCmd() *cobra.Command {
 	var vf tableVersionFlags
 	var format string
-	cmd := &cobra.Command{
-		Use:   "describe URL",
-		Short: "Show version, protocol, schema, partitioning, files and properties",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usageError("--format %q: want text or json", format)
-			}
-			ctx := cmd.Context()
-			l, err := openLog(ctx, args[0], true)
-			if err != nil {
-				return err
-			}
-			defer l.Bucket().Close()
-			snap, err := loadSnapshot(ctx, l, vf)
+	cmd := tableSubCmd{
+		use:      "describe URL",
+		short:    "Show version, protocol, schema, partitioning, files and properties",
+		readOnly: true,
+		check:    func() error { return checkFormat(format, "text", "json") },
+		run: func(cmd *cobra.Command, t *table.Table, _ string) error {
+			snap, err := vf.snapshot(cmd.Context(), t.Log())
 			if err != nil {
 				return err
 			}
@@ -107,7 +66,7 @@ func newTableDescribeCmd() *cobra.Command {
 			}
 			return printDescription(out, d, schema)
 		},
-	}
+	}.command()
 	vf.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd

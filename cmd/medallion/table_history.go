@@ -10,26 +10,20 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/medallion-lake/medallion/table"
 )
 
 func newTableHistoryCmd() *cobra.Command {
 	var limit int
 	var format string
-	cmd := &cobra.Command{
-		Use:   "history URL",
-		Short: "Show the commit history, newest first",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "table" && format != "jsonl" {
-				return usageError("--format %q: want table or jsonl", format)
-			}
-			ctx := cmd.Context()
-			l, err := openLog(ctx, args[0], true)
-			if err != nil {
-				return err
-			}
-			defer l.Bucket().Close()
-			hist, err := l.History(ctx, limit)
+	cmd := tableSubCmd{
+		use:      "history URL",
+		short:    "Show the commit history, newest first",
+		readOnly: true,
+		check:    func() error { return checkFormat(format, "table", "jsonl") },
+		run: func(cmd *cobra.Command, t *table.Table, _ string) error {
+			hist, err := t.Log().History(cmd.Context(), limit)
 			if err != nil {
 				return err
 			}
@@ -68,7 +62,7 @@ func newTableHistoryCmd() *cobra.Command {
 			}
 			return tw.Flush()
 		},
-	}
+	}.command()
 	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or jsonl")
 	return cmd

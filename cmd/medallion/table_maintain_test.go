@@ -30,7 +30,7 @@ func TestTableOptimizeAndVacuumCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	schema, _ := txlog.ParseSchema(`{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`)
-	tbl := table.Open(b)
+	tbl := table.Open(b, table.Options{})
 	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -2,99 +2,43 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/objstore/bucketurl"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/txlog"
 	"github.com/spf13/cobra"
 )
-
-// tableVersionFlags are the time-travel flags shared by the table commands that read.
-type tableVersionFlags struct {
-	version   int64
-	timestamp string
-}
-
-func (f *tableVersionFlags) register(cmd *cobra.Command) {
-	cmd.Flags().Int64Var(&f.version, "version", -1, "read this table version (time travel)")
-	cmd.Flags().StringVar(&f.timestamp, "timestamp", "", "read the latest version committed at or before this RFC 3339 time")
-}
-
-func (f *tableVersionFlags) scanOptions() (table.ScanOptions, error) {
-	var opts table.ScanOptions
-	if f.version >= 0 && f.timestamp != "" {
-		return opts, usageError("--version and --timestamp are exclusive")
-	}
-	if f.version >= 0 {
-		v := f.version
-		opts.Version = &v
-	}
-	if f.timestamp != "" {
-		t, err := time.Parse(time.RFC3339Nano, f.timestamp)
-		if err != nil {
-			return opts, usageError("--timestamp %q: want RFC 3339 (2024-03-01T08:00:00Z): %v", f.timestamp, err)
-		}
-		opts.Timestamp = &t
-	}
-	return opts, nil
-}
-
-// openTable opens the table at url; readOnly (scan) creates nothing and refuses writes.
-func openTable(ctx context.Context, url string, readOnly bool) (*table.Table, error) {
-	b, err := bucketurl.Open(ctx, url, bucketurl.Options{ReadOnly: readOnly})
-	if errors.Is(err, fs.ErrNotExist) {
-		// The backend's "open root: ... no such file or directory" reads like our bug.
-		return nil, fmt.Errorf("%s: %w", url, txlog.ErrTableNotFound) // explainTableNotFound says more
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Deletion vectors of shallow clones stay with the source table: reach them read-only,
-	// with the same S3 settings from the environment.
-	openURL := func(ctx context.Context, u string) (objstore.Bucket, error) {
-		return bucketurl.Open(ctx, u, bucketurl.Options{ReadOnly: true})
-	}
-	return table.Open(b, table.WithOpenURL(openURL)), nil
-}
 
 func newTableScanCmd() *cobra.Command {
 	var vf tableVersionFlags
 	var format, columns string
 	var limit int
-	cmd := &cobra.Command{
-		Use:   "scan URL",
-		Short: "Print the rows",
-		Long: "Print the rows of a Delta table. --format jsonl prints one JSON object a line: timestamps in\n" +
+	var opts table.ScanOptions
+	cmd := tableSubCmd{
+		use:      "scan URL",
+		short:    "Print the rows",
+		readOnly: true,
+		long: "Print the rows of a Delta table. --format jsonl prints one JSON object a line: timestamps in\n" +
 			"RFC 3339 UTC with microseconds when non-zero, structs as objects, null as null.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "jsonl" && format != "table" {
-				return usageError("--format %q: want jsonl or table", format)
+		check: func() error {
+			if err := checkFormat(format, "jsonl", "table"); err != nil {
+				return err
 			}
-			opts, err := vf.scanOptions()
-			if err != nil {
+			var err error
+			if opts, err = vf.scanOptions(); err != nil {
 				return err
 			}
 			if columns != "" {
 				opts.Columns = strings.Split(columns, ",")
 			}
+			return nil
+		},
+		run: func(cmd *cobra.Command, t *table.Table, _ string) error {
 			ctx := cmd.Context()
-			t, err := openTable(ctx, args[0], true)
-			if err != nil {
-				return err
-			}
-			defer t.Bucket().Close()
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
 			var tw *tabwriter.Writer
@@ -138,7 +82,7 @@ func newTableScanCmd() *cobra.Command {
 			}
 			return nil
 		},
-	}
+	}.command()
 	vf.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "jsonl", "output format: jsonl or table")
 	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to print (default: all)")

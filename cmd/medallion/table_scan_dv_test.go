@@ -26,7 +26,7 @@ func TestTableScanAbsoluteDVsElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := txlog.New(src).Snapshot(ctx)
+	snap, err := txlog.New(src, txlog.Options{}).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestTableScanAbsoluteDVsElsewhere(t *testing.T) {
 	if dvs == 0 {
 		t.Fatal("the fixture has no deletion vectors: the test would prove nothing")
 	}
-	tx := txlog.New(clone).Begin(nil)
+	tx := txlog.New(clone, txlog.Options{}).Begin(nil)
 	tx.SetProtocol(snap.Protocol())
 	tx.SetMetadata(snap.Metadata())
 	tx.Add(adds...)

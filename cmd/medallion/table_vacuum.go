@@ -13,29 +13,22 @@ import (
 func newTableVacuumCmd() *cobra.Command {
 	var retain time.Duration
 	var dryRun, force bool
-	cmd := &cobra.Command{
-		Use:   "vacuum URL",
-		Short: "Remove unreferenced files older than the retention",
-		Long: "Delete data files that the latest version does not reference and that are older than the\n" +
+	cmd := tableSubCmd{
+		use:   "vacuum URL",
+		short: "Remove unreferenced files older than the retention",
+		long: "Delete data files that the latest version does not reference and that are older than the\n" +
 			"retention (default 168h; 0s means zero). A retention below 168h is refused unless --force is\n" +
 			"given, because readers of older versions and running writers may still need younger files.\n" +
 			"--dry-run lists the files and says what would be deleted; it deletes nothing.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			t, err := openTable(ctx, args[0], false)
-			if err != nil {
-				return err
-			}
-			defer t.Bucket().Close()
-			res, err := t.Vacuum(ctx, table.VacuumOptions{Retention: retain, Force: force, DryRun: dryRun})
+		run: func(cmd *cobra.Command, t *table.Table, url string) error {
+			res, err := t.Vacuum(cmd.Context(), table.VacuumOptions{Retention: retain, Force: force, DryRun: dryRun})
 			if errors.Is(err, table.ErrRetentionTooShort) {
 				// Name the flag to change, not the library's option.
 				return usageError("table vacuum: --retain %s is shorter than %s: readers of older versions and running writers may still need those files; add --force if you are sure",
 					config.FormatDuration(retain), config.FormatDuration(table.MinVacuumRetention))
 			}
 			if err != nil {
-				return fmt.Errorf("table %s: %w", args[0], err)
+				return fmt.Errorf("table %s: %w", url, err)
 			}
 			out := cmd.OutOrStdout()
 			if dryRun {
@@ -48,7 +41,7 @@ func newTableVacuumCmd() *cobra.Command {
 			fmt.Fprintf(out, "deleted %s (%s)\n", count(int64(len(res.Files)), "file"), count(res.Bytes, "byte"))
 			return nil
 		},
-	}
+	}.command()
 	cmd.Flags().DurationVar(&retain, "retain", table.MinVacuumRetention, "keep unreferenced files younger than this")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the files without deleting them")
 	cmd.Flags().BoolVar(&force, "force", false, "allow a retention below 168h")

@@ -37,7 +37,7 @@ func Pipeline(t testing.TB, yaml string) *config.Pipeline {
 // yet.
 func TableVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path)).Log().Snapshot(context.Background())
+	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return -1
 	}

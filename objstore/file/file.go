@@ -313,20 +313,30 @@ func (b *Bucket) syncDir(dir string) {
 	d.Close()
 }
 
-// Put implements objstore.Bucket.
-func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+// stage is the first half of a put: it checks that the bucket is writable, ctx and the key,
+// then writes r to a temporary file, whose name it returns for place.
+func (b *Bucket) stage(ctx context.Context, key string, r io.Reader, size int64) (string, error) {
 	if err := b.writable("put", key); err != nil {
-		return err
+		return "", err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return "", err
 	}
 	if err := checkKey(key); err != nil {
-		return err
+		return "", err
 	}
 	tmp, err := b.writeTemp(ctx, key, r, size)
 	if err != nil {
-		return b.storageError(key, err)
+		return "", b.storageError(key, err)
+	}
+	return tmp, nil
+}
+
+// Put implements objstore.Bucket.
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	tmp, err := b.stage(ctx, key, r, size)
+	if err != nil {
+		return err
 	}
 	if err := b.place(key, tmp, b.root.Rename); err != nil {
 		_ = b.root.Remove(tmp)
@@ -338,18 +348,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) e
 // PutIfAbsent implements objstore.Bucket with link(2), which fails if the name exists, so the
 // object appears complete or not at all and exactly one writer wins.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := b.writable("put", key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	tmp, err := b.writeTemp(ctx, key, r, size)
+	tmp, err := b.stage(ctx, key, r, size)
 	if err != nil {
-		return b.storageError(key, err)
+		return err
 	}
 	defer b.root.Remove(tmp)
 	err = b.place(key, tmp, b.root.Link)
@@ -442,18 +443,14 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 // and yields keys in exact byte order: a directory "a" sorts as "a/", so "a-b" comes before
 // "a/b", as on S3.
 func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOptions) iter.Seq2[objstore.ObjectInfo, error] {
-	return func(yield func(objstore.ObjectInfo, error) bool) {
-		if err := objstore.ValidatePrefix(prefix); err != nil {
-			yield(objstore.ObjectInfo{}, err)
-			return
-		}
+	return objstore.CheckPrefix(prefix, func(yield func(objstore.ObjectInfo, error) bool) {
 		dir, rest := "", prefix
 		if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 			dir, rest = prefix[:i+1], prefix[i+1:]
 		}
 		w := walker{b: b, ctx: ctx, prefix: prefix, startAfter: opts.StartAfter, yield: yield}
 		w.walk(dir, rest)
-	}
+	})
 }
 
 type walker struct {

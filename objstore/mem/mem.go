@@ -97,25 +97,24 @@ func (b *Bucket) newObject(data []byte) object {
 
 // Put implements objstore.Bucket.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, _ int64) error {
-	data, err := b.read(ctx, key, r)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.objects[key] = b.newObject(data)
-	return nil
+	return b.put(ctx, key, r, false)
 }
 
 // PutIfAbsent implements objstore.Bucket.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, _ int64) error {
+	return b.put(ctx, key, r, true)
+}
+
+// put stores the object read from r under key; ifAbsent refuses a key that exists
+// (ErrAlreadyExists) under the same lock that stores it, so exactly one writer wins.
+func (b *Bucket) put(ctx context.Context, key string, r io.Reader, ifAbsent bool) error {
 	data, err := b.read(ctx, key, r)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.objects[key]; ok {
+	if _, ok := b.objects[key]; ok && ifAbsent {
 		return fmt.Errorf("mem: %s: %w", key, objstore.ErrAlreadyExists)
 	}
 	b.objects[key] = b.newObject(data)
@@ -124,11 +123,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, _ int
 
 // List implements objstore.Bucket. It lists a snapshot of the keys taken at the first step.
 func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOptions) iter.Seq2[objstore.ObjectInfo, error] {
-	return func(yield func(objstore.ObjectInfo, error) bool) {
-		if err := objstore.ValidatePrefix(prefix); err != nil {
-			yield(objstore.ObjectInfo{}, err)
-			return
-		}
+	return objstore.CheckPrefix(prefix, func(yield func(objstore.ObjectInfo, error) bool) {
 		b.mu.RLock()
 		var infos []objstore.ObjectInfo
 		for k, o := range b.objects {
@@ -147,7 +142,7 @@ func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOpti
 				return
 			}
 		}
-	}
+	})
 }
 
 // Delete implements objstore.Bucket.

@@ -26,32 +26,27 @@ func RunBenchmarks(b *testing.B, newBucket func(testing.TB) objstore.Bucket) {
 	ctx := context.Background()
 	for _, size := range BenchmarkSizes {
 		data := payload(uint64(size), size)
-		b.Run("Put/"+sizeName(size), func(b *testing.B) {
-			bkt := newBucket(b)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				key := fmt.Sprintf("bench/put/%06d", i)
-				i++
-				if err := bkt.Put(ctx, key, bytes.NewReader(data), int64(size)); err != nil {
-					b.Fatal(err)
+		for _, put := range []struct {
+			name, keyFormat string
+			put             func(bkt objstore.Bucket, ctx context.Context, key string, r io.Reader, size int64) error
+		}{
+			{"Put", "bench/put/%06d", objstore.Bucket.Put},
+			{"PutIfAbsent", "bench/pia/%020d.json", objstore.Bucket.PutIfAbsent},
+		} {
+			b.Run(put.name+"/"+sizeName(size), func(b *testing.B) {
+				bkt := newBucket(b)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					key := fmt.Sprintf(put.keyFormat, i)
+					i++
+					if err := put.put(bkt, ctx, key, bytes.NewReader(data), int64(size)); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("PutIfAbsent/"+sizeName(size), func(b *testing.B) {
-			bkt := newBucket(b)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				key := fmt.Sprintf("bench/pia/%020d.json", i)
-				i++
-				if err := bkt.PutIfAbsent(ctx, key, bytes.NewReader(data), int64(size)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 		b.Run("Get/"+sizeName(size), func(b *testing.B) {
 			bkt := newBucket(b)
 			if err := objstore.PutBytes(ctx, bkt, "bench/get", data); err != nil {

@@ -365,11 +365,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 // List implements objstore.Bucket with paginated ListObjectsV2; S3 returns keys in UTF-8
 // binary order, which is byte order.
 func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOptions) iter.Seq2[objstore.ObjectInfo, error] {
-	return func(yield func(objstore.ObjectInfo, error) bool) {
-		if err := objstore.ValidatePrefix(prefix); err != nil {
-			yield(objstore.ObjectInfo{}, err)
-			return
-		}
+	return objstore.CheckPrefix(prefix, func(yield func(objstore.ObjectInfo, error) bool) {
 		in := &awss3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: aws.String(b.prefix + prefix)}
 		if opts.StartAfter != "" {
 			in.StartAfter = aws.String(b.prefix + opts.StartAfter)
@@ -393,7 +389,7 @@ func (b *Bucket) List(ctx context.Context, prefix string, opts objstore.ListOpti
 				}
 			}
 		}
-	}
+	})
 }
 
 // Put implements objstore.Bucket.

@@ -210,7 +210,7 @@ func Open(lake objstore.Bucket, path string, now func() time.Time) *Log {
 	if now == nil {
 		now = time.Now
 	}
-	return &Log{path: path, t: table.Open(objstore.WithPrefix(lake, path), table.WithClock(now))}
+	return &Log{path: path, t: table.Open(objstore.WithPrefix(lake, path), table.Options{Clock: now})}
 }
 
 // Path is the table's path under the lake.

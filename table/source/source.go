@@ -72,7 +72,7 @@ type Source struct {
 
 // New streams the table in b (rooted at the table folder).
 func New(b objstore.Bucket, opts Options) *Source {
-	return &Source{log: txlog.New(b), opts: opts}
+	return &Source{log: txlog.New(b, txlog.Options{}), opts: opts}
 }
 
 // Latest returns the newest version of the source table, or -1 when the table does not exist yet.

@@ -16,7 +16,7 @@ func sourceTable(t *testing.T, perCommit []int) (*mem.Bucket, *txlog.Log) {
 	t.Helper()
 	ctx := context.Background()
 	b := mem.New()
-	log := txlog.New(b)
+	log := txlog.New(b, txlog.Options{})
 	tx := log.Begin(nil)
 	schema, _ := txlog.MarshalSchema(&txlog.StructType{Fields: []txlog.StructField{{Name: "x", Type: txlog.PrimitiveType{Name: "long"}, Nullable: true}}})
 	tx.SetMetadata(txlog.Metadata{ID: "table-1", Format: txlog.Format{Provider: "parquet"}, SchemaString: schema, PartitionColumns: []string{}, Configuration: map[string]string{"delta.checkpointInterval": "1000"}})

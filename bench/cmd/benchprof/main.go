@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -47,23 +48,17 @@ func run(ctx context.Context, cfgPath, job, out, traceOut, memOut string) error 
 		return err
 	}
 	defer env.Lake.Close()
-	f, err := os.Create(out)
+	f, err := writeTo(out, pprof.StartCPUProfile)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
 	if traceOut != "" {
-		tf, err := os.Create(traceOut)
+		tf, err := writeTo(traceOut, trace.Start)
 		if err != nil {
 			return err
 		}
 		defer tf.Close()
-		if err := trace.Start(tf); err != nil {
-			return err
-		}
 		defer trace.Stop()
 	}
 	var rep any
@@ -84,14 +79,25 @@ func run(ctx context.Context, cfgPath, job, out, traceOut, memOut string) error 
 		return fmt.Errorf("%s: %w", job, err)
 	}
 	if memOut != "" {
-		mf, err := os.Create(memOut)
+		mf, err := writeTo(memOut, func(w io.Writer) error { return pprof.Lookup("allocs").WriteTo(w, 0) })
 		if err != nil {
 			return err
 		}
 		defer mf.Close()
-		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
-			return err
-		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// writeTo creates the file at path and hands it to write (which starts a profile into it, or
+// writes one); the caller closes the file once the profile is done.
+func writeTo(path string, write func(io.Writer) error) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

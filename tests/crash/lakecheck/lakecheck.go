@@ -165,7 +165,7 @@ func tail(s string, n int) string {
 func Rows(ctx context.Context, b objstore.Bucket, drop ...string) ([]string, error) {
 	var rows []string
 	var buf []byte
-	for batch, err := range table.Open(b).Scan(ctx, table.ScanOptions{}) {
+	for batch, err := range table.Open(b, table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			return nil, fmt.Errorf("lakecheck: scan: %w", err)
 		}
@@ -216,7 +216,7 @@ func roundNumbers(v any) any {
 func Column(ctx context.Context, b objstore.Bucket, col string) ([]string, error) {
 	var vals []string
 	var buf []byte
-	for batch, err := range table.Open(b).Scan(ctx, table.ScanOptions{Columns: []string{col}}) {
+	for batch, err := range table.Open(b, table.Options{}).Scan(ctx, table.ScanOptions{Columns: []string{col}}) {
 		if err != nil {
 			return nil, fmt.Errorf("lakecheck: scan %s: %w", col, err)
 		}
@@ -271,7 +271,7 @@ func CheckLog(ctx context.Context, b objstore.Bucket) (LogReport, error) {
 			return rep, fmt.Errorf("lakecheck: commits not contiguous: version %d at position %d", v, i)
 		}
 	}
-	log := txlog.New(b)
+	log := txlog.New(b, txlog.Options{})
 	txnIDs := map[string]int64{}
 	txns := map[string]int64{}
 	for _, v := range versions {

@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return fmt.Errorf("mkdelta: %w", err)
 	}
 	defer bucket.Close()
-	t := table.Open(bucket, table.WithLogOptions(txlog.WithEngineInfo("medallion-mkdelta")))
+	t := table.Open(bucket, table.Options{Log: txlog.Options{EngineInfo: "medallion-mkdelta"}})
 	switch cmd {
 	case "create":
 		return create(ctx, t, *schemaJSON, *partitionBy, props, stdout)

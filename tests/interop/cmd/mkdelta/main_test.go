@@ -121,7 +121,7 @@ func TestOperationsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl := table.Open(b)
+	tbl := table.Open(b, table.Options{})
 	var got []string
 	for batch, err := range tbl.Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
