@@ -30,9 +30,9 @@ const minSize = 8
 
 // Table maps 32-bit hashes to values of V, several values per hash allowed. It keeps 31 bits
 // of a hash: a look-up may return values stored under a hash that differs only in the top
-// bit, which the caller's key compare tells apart as it does any other collision. The zero Table is
-// empty and ready to use (its first use allocates minSize entries). It is not safe for
-// concurrent use.
+// bit, which the caller's key compare tells apart as it does any other collision. Make it with
+// New (a look-up in a zero Table panics: keeping that case out keeps Probe inlined). It is not
+// safe for concurrent use.
 type Table[V comparable] struct {
 	entries []entry[V] // power-of-two size, or nil
 	n       int
@@ -73,9 +73,6 @@ type Probe[V comparable] struct {
 // Probe starts a look-up of hash h. Call Next until it reports false; the table must not
 // change in between.
 func (t *Table[V]) Probe(h uint32) Probe[V] {
-	if len(t.entries) == 0 {
-		t.Resize(minSize) // a zero Table: Next then needs no check of its own
-	}
 	mask := uint32(len(t.entries) - 1)
 	return Probe[V]{entries: t.entries, mask: mask, i: h & mask, tag: h | usedBit}
 }
