@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/internal/hashtab"
 )
 
 // ErrStateTooLarge is returned when one side's buffered payloads or keys would pass 4 GiB,
@@ -44,19 +46,13 @@ type keyEnt struct {
 	h    uint32 // the key's hash: removal finds the index slot without reading the key
 }
 
-// slot is one index entry: a key entry and its key's hash.
-type slot struct {
-	h  uint32
-	id int32 // -1: empty
-}
-
 // bucketUs is the width of the eviction buckets: eviction visits only the buckets the state
 // watermark has reached (and splits the last one), never the whole state.
 const bucketUs = 1_000_000
 
 // sideState is one side's buffered rows: an arena of payloads, a chain of rows per key found
-// through an open-addressing index (linear probing, backward-shift deletion), and buckets of
-// rows by event time so that eviction visits only the rows it removes.
+// through an index from the key's hash to its entry (internal/hashtab), and buckets of rows by
+// event time so that eviction visits only the rows it removes.
 type sideState struct {
 	seed     maphash.Seed
 	rows     []stRow
@@ -70,8 +66,8 @@ type sideState struct {
 	keys     []keyEnt
 	freeKeys []int32
 	karena   []byte
-	deadKeys int    // keys freed since the key arena was last compacted
-	index    []slot // power-of-two size
+	deadKeys int                  // keys freed since the key arena was last compacted
+	index    hashtab.Table[int32] // key hash -> key entry
 	liveKeys int
 
 	buckets   map[int64][]int32 // event-time bucket -> its rows, in no particular order
@@ -83,9 +79,7 @@ type sideState struct {
 }
 
 func newSideState(seed maphash.Seed) *sideState {
-	s := &sideState{seed: seed, buckets: map[int64][]int32{}}
-	s.index = newIndex(16)
-	return s
+	return &sideState{seed: seed, index: hashtab.New[int32](16), buckets: map[int64][]int32{}}
 }
 
 // sized reads a value appendSized wrote at the start of p; short values (one length byte)
@@ -109,44 +103,17 @@ func (s *sideState) hash(k []byte) uint32 {
 	return uint32(h) ^ uint32(h>>32)
 }
 
-// find returns the key entry of k (hash h), or -1. A slot holds the hash beside the id, so a
-// probe reads only the index until a hash matches: a key not in state (most probes) costs one
-// cache line.
+// find returns the key entry of k (hash h), or -1. The index holds the hash beside the id, so
+// a probe reads only the index until a hash matches: a key not in state (most probes) costs
+// one cache line.
 func (s *sideState) find(k []byte, h uint32) int32 {
-	mask := uint32(len(s.index) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := s.index[i]
-		if e.id < 0 {
-			return -1
-		}
-		if e.h == h && string(s.keyBytes(e.id)) == string(k) {
-			return e.id
+	p := s.index.Probe(h)
+	for id, ok := p.Next(); ok; id, ok = p.Next() {
+		if string(s.keyBytes(id)) == string(k) {
+			return id
 		}
 	}
-}
-
-func (s *sideState) growIndex() {
-	old := s.index
-	s.index = newIndex(len(old) * 2)
-	mask := uint32(len(s.index) - 1)
-	for _, e := range old {
-		if e.id < 0 {
-			continue
-		}
-		i := e.h & mask
-		for s.index[i].id >= 0 {
-			i = (i + 1) & mask
-		}
-		s.index[i] = e
-	}
-}
-
-func newIndex(n int) []slot {
-	idx := make([]slot, n)
-	for i := range idx {
-		idx[i].id = -1
-	}
-	return idx
+	return -1
 }
 
 func appendSized(dst []byte, v []byte) []byte {
@@ -167,9 +134,6 @@ func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 			return -1, fmt.Errorf("%w: join keys pass 4 GiB", ErrStateTooLarge)
 		}
 	}
-	if (s.liveKeys+1)*4 > len(s.index)*3 {
-		s.growIndex()
-	}
 	var id int32
 	if n := len(s.freeKeys); n > 0 {
 		id = s.freeKeys[n-1]
@@ -180,32 +144,14 @@ func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 	}
 	s.keys[id] = keyEnt{off: uint32(len(s.karena)), head: -1, h: h}
 	s.karena = appendSized(s.karena, k)
-	mask := uint32(len(s.index) - 1)
-	i := h & mask
-	for s.index[i].id >= 0 {
-		i = (i + 1) & mask
-	}
-	s.index[i] = slot{h: h, id: id}
+	s.index.Insert(h, id)
 	s.liveKeys++
 	return id, nil
 }
 
 // removeKey frees an entry whose chain became empty.
 func (s *sideState) removeKey(id int32) {
-	mask := uint32(len(s.index) - 1)
-	i := s.keys[id].h & mask
-	for s.index[i].id != id {
-		i = (i + 1) & mask
-	}
-	for j := (i + 1) & mask; s.index[j].id >= 0; j = (j + 1) & mask {
-		home := s.index[j].h & mask
-		// Move j into the hole at i unless its home lies cyclically in (i, j].
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			s.index[i] = s.index[j]
-			i = j
-		}
-	}
-	s.index[i] = slot{id: -1}
+	s.index.Delete(s.keys[id].h, id)
 	s.deadKeys++ // counted, not measured: reading the key would cost a cache miss
 	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
@@ -422,7 +368,7 @@ func (s *sideState) compactKeys() {
 // and slice header counted as 48 bytes).
 func (s *sideState) memoryBytes() int64 {
 	n := int64(cap(s.rows))*int64(unsafe.Sizeof(stRow{})) +
-		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting)+cap(s.emitting))*4 + int64(cap(s.index))*8 +
+		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting)+cap(s.emitting))*4 + s.index.Bytes() +
 		int64(cap(s.arena)+cap(s.karena)) +
 		int64(cap(s.keys))*int64(unsafe.Sizeof(keyEnt{})) +
 		int64(cap(s.bucketIDs))*8
