@@ -1,10 +1,17 @@
 package gold
 
+import "github.com/medallion-lake/medallion/internal/hashtab"
+
 // A time window's group is found by (key id, window start) in an index (internal/hashtab) whose
 // values are group slots; the slot's group holds the key and start that settle a match. It
 // replaces a list of open windows per key, which cost a slice header per key and 16 bytes per
 // group, and a pointer chase per look-up. Session windows keep a list per key instead
 // (Aggregation.sessions): a session's start moves as sessions merge, so it cannot be hashed.
+
+// groupIndex maps groupHash to the group slots of time windows.
+type groupIndex struct{ hashtab.Table[int32] }
+
+func newGroupIndex() groupIndex { return groupIndex{hashtab.New[int32](64)} }
 
 // groupHash places a key's windows side by side: the key's hash plus the window's index
 // (start / slide), so that the windows of one key, which a sliding window's event updates
@@ -17,8 +24,8 @@ func groupHash(keyHash uint32, start, slide int64) uint32 {
 
 // findWindow is the slot of (start, key) whose key hashes to kh, or -1.
 func (a *Aggregation) findWindow(start int64, key int32, kh uint32) int32 {
-	p := a.gtab.Probe(groupHash(kh, start, a.cfg.Window.Slide))
-	for s, ok := p.Next(); ok; s, ok = p.Next() {
+	h := groupHash(kh, start, a.cfg.Window.Slide)
+	for at, s, ok := a.gtab.Find(h, h); ok; at, s, ok = a.gtab.Find(h, at+1) {
 		if g := &a.groups[s]; g.start == start && g.key == key {
 			return s
 		}

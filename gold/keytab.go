@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"math"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/internal/hashtab"
 )
 
 // The group keys of an aggregation: each distinct encoded key once, in one arena, under a
@@ -11,6 +13,14 @@ import (
 // (internal/hashtab) finds a key's id by its bytes: against map[string]int32 it hashes the
 // bytes once without a string header and keeps the hashes inline beside the ids, which is the
 // hottest step of aggregation.
+
+// keyIndex finds a key's id by the key's hash under seed.
+type keyIndex struct {
+	seed maphash.Seed
+	hashtab.Table[int32]
+}
+
+func newKeyIndex() keyIndex { return keyIndex{maphash.MakeSeed(), hashtab.New[int32](64)} }
 
 // keyLoc is where a key's bytes are in the arena.
 type keyLoc struct{ off, n uint32 }
@@ -27,9 +37,8 @@ func (a *Aggregation) key(id int32) string {
 // findKey returns the id of k, or -1, and k's 32-bit hash. The index holds the hash beside
 // the id, so only a matching hash reads a key from the arena.
 func (a *Aggregation) findKey(k []byte) (int32, uint32) {
-	h := uint32(maphash.Bytes(a.keySeed, k))
-	p := a.keyIDs.Probe(h)
-	for id, ok := p.Next(); ok; id, ok = p.Next() {
+	h := uint32(maphash.Bytes(a.keyIDs.seed, k))
+	for at, id, ok := a.keyIDs.Find(h, h); ok; at, id, ok = a.keyIDs.Find(h, at+1) {
 		if l := a.keyLocs[id]; int(l.n) == len(k) && string(a.keyArena[l.off:l.off+l.n]) == string(k) {
 			return id, h
 		}

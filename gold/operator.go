@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"slices"
 	"unsafe"
 
-	"github.com/medallion-lake/medallion/internal/hashtab"
 	"github.com/medallion-lake/medallion/pq"
 )
 
@@ -157,9 +155,8 @@ type Aggregation struct {
 	// Keys live in one arena: keyLocs[id] is where key id's bytes are. Keys are never
 	// rewritten in place (a key removed leaves garbage, compacted into a new arena when it
 	// outgrows the live keys), so the strings that emitted rows alias stay valid. keyIDs
-	// finds a key's id by its hash under keySeed (keytab.go).
-	keySeed    maphash.Seed
-	keyIDs     hashtab.Table[int32]
+	// finds a key's id by its bytes (keytab.go).
+	keyIDs     keyIndex
 	keyArena   []byte
 	keyLocs    []keyLoc
 	keyGarbage int
@@ -168,7 +165,7 @@ type Aggregation struct {
 	freeKeys   []int32
 
 	// gtab finds a time window's group by key and start (grouptab.go).
-	gtab      hashtab.Table[int32]
+	gtab      groupIndex
 	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
 	groups    []group
 	ends      []int64 // session windows: each slot's window end
@@ -220,9 +217,8 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	cfg.Aggs = slices.Clone(cfg.Aggs)
 	a := &Aggregation{
 		cfg:      cfg,
-		keySeed:  maphash.MakeSeed(),
-		keyIDs:   hashtab.New[int32](64),
-		gtab:     hashtab.New[int32](64),
+		keyIDs:   newKeyIndex(),
+		gtab:     newGroupIndex(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,

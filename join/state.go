@@ -107,8 +107,7 @@ func (s *sideState) hash(k []byte) uint32 {
 // a probe reads only the index until a hash matches: a key not in state (most probes) costs
 // one cache line.
 func (s *sideState) find(k []byte, h uint32) int32 {
-	p := s.index.Probe(h)
-	for id, ok := p.Next(); ok; id, ok = p.Next() {
+	for at, id, ok := s.index.Find(h, h); ok; at, id, ok = s.index.Find(h, at+1) {
 		if string(s.keyBytes(id)) == string(k) {
 			return id
 		}

@@ -180,8 +180,8 @@ func indexHash(h uint64) uint32 { return uint32(h >> 32) }
 
 // contains reports whether key k, whose hash is h, is in state.
 func (sh *dedupShard) contains(h uint64, k []byte) bool {
-	p := sh.index.Probe(indexHash(h))
-	for ref, ok := p.Next(); ok; ref, ok = p.Next() {
+	ih := indexHash(h)
+	for at, ref, ok := sh.index.Find(ih, ih); ok; at, ref, ok = sh.index.Find(ih, at+1) {
 		if bytes.Equal(sh.key(ref), k) {
 			return true
 		}

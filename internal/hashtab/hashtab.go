@@ -31,8 +31,8 @@ const minSize = 8
 // Table maps 32-bit hashes to values of V, several values per hash allowed. It keeps 31 bits
 // of a hash: a look-up may return values stored under a hash that differs only in the top
 // bit, which the caller's key compare tells apart as it does any other collision. Make it with
-// New (a look-up in a zero Table panics: keeping that case out keeps Probe inlined). It is not
-// safe for concurrent use.
+// New (a look-up in a zero Table panics: keeping that case out keeps the look-up inlined). It
+// is not safe for concurrent use.
 type Table[V comparable] struct {
 	entries []entry[V] // power-of-two size, or nil
 	n       int
@@ -62,34 +62,27 @@ func (t *Table[V]) Bytes() int64 {
 	return int64(cap(t.entries)) * int64(unsafe.Sizeof(entry[V]{}))
 }
 
-// Probe is one look-up in progress: the values stored under one hash, in probe order.
-type Probe[V comparable] struct {
-	entries []entry[V]
-	mask    uint32
-	i       uint32
-	tag     uint32
-}
-
-// Probe starts a look-up of hash h. Call Next until it reports false; the table must not
-// change in between.
-func (t *Table[V]) Probe(h uint32) Probe[V] {
+// Find returns the first value stored under hash h at or after position from in h's probe
+// run, with its position, or ok false once the run reaches a free entry. Entries of other
+// hashes are skipped on their tag: the caller compares only the candidates' keys. A look-up
+// starts at h itself and goes on after each candidate:
+//
+//	for at, v, ok := t.Find(h, h); ok; at, v, ok = t.Find(h, at+1) {
+//		if v's key is k { return v }
+//	}
+//
+// and the table must not change in between. Positions are plain integers and Find is one small
+// function, so that the look-up is inlined into the caller and stays in registers.
+func (t *Table[V]) Find(h, from uint32) (at uint32, v V, ok bool) {
 	mask := uint32(len(t.entries) - 1)
-	return Probe[V]{entries: t.entries, mask: mask, i: h & mask, tag: h | usedBit}
-}
-
-// Next returns the next value stored under the probe's hash, or false once the probe reaches
-// a free entry (no value under the hash is left). Entries of other hashes are skipped on
-// their tag: the caller compares only the candidates' keys.
-func (p *Probe[V]) Next() (V, bool) {
-	for {
-		e := &p.entries[p.i]
-		if e.tag == 0 {
-			var zero V
-			return zero, false
+	tag := h | usedBit
+	for at = from & mask; ; at = (at + 1) & mask {
+		e := &t.entries[at]
+		if e.tag == tag {
+			return at, e.val, true
 		}
-		p.i = (p.i + 1) & p.mask
-		if e.tag == p.tag {
-			return e.val, true
+		if e.tag == 0 {
+			return at, v, false
 		}
 	}
 }

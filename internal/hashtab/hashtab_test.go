@@ -25,8 +25,8 @@ func check(t *testing.T, tab *Table[int32], want model, step int) {
 	}
 	for h, vs := range byHash {
 		var got []int32
-		p := tab.Probe(h &^ usedBit) // the same look-up as h's
-		for v, ok := p.Next(); ok; v, ok = p.Next() {
+		hl := h &^ usedBit // the same look-up as h's
+		for at, v, ok := tab.Find(hl, hl); ok; at, v, ok = tab.Find(hl, at+1) {
 			got = append(got, v)
 		}
 		slices.Sort(got)
@@ -153,12 +153,12 @@ func TestTableValueTypes(t *testing.T) {
 	if !refs.Delete(1, ref(1)<<40) {
 		t.Fatal("a stored reference was not deleted")
 	}
-	p := refs.Probe(1)
-	if v, ok := p.Next(); !ok || v != ref(1)<<40|1 {
-		t.Fatalf("probe found %v %v, want the other reference", v, ok)
+	at, v, ok := refs.Find(1, 1)
+	if !ok || v != ref(1)<<40|1 {
+		t.Fatalf("look-up found %v %v, want the other reference", v, ok)
 	}
-	if _, ok := p.Next(); ok {
-		t.Fatal("probe found a third value")
+	if _, _, ok := refs.Find(1, at+1); ok {
+		t.Fatal("look-up found a third value")
 	}
 
 	type pair struct{ a, b int32 }
@@ -166,9 +166,9 @@ func TestTableValueTypes(t *testing.T) {
 	pairs.Insert(5, pair{1, 2})
 	pairs.Insert(5, pair{2, 1})
 	pairs.Delete(5, pair{1, 2})
-	if p := pairs.Probe(5); pairs.Len() != 1 {
+	if pairs.Len() != 1 {
 		t.Fatalf("Len %d after one delete of two", pairs.Len())
-	} else if v, _ := p.Next(); v != (pair{2, 1}) {
+	} else if _, v, _ := pairs.Find(5, 5); v != (pair{2, 1}) {
 		t.Fatalf("kept %v, want {2 1}", v)
 	}
 }
