@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -203,4 +204,41 @@ func FuzzTable(f *testing.F) {
 		}
 		check(t, &tab, want, len(ops))
 	})
+}
+
+// BenchmarkTable is the operators' use of the table in steady state: keys come and go (an
+// insert and a delete per look-up that misses) over a table of 1k or 1M live values, and
+// look-ups hit half the time.
+func BenchmarkTable(b *testing.B) {
+	for _, live := range []int{1 << 10, 1 << 20} {
+		b.Run(strconv.Itoa(live), func(b *testing.B) {
+			tab := New[int32](0)
+			hashOf := func(v int32) uint32 { return uint32(uint64(v) * 0x9E3779B97F4A7C15 >> 32) }
+			for v := range int32(live) {
+				tab.Insert(hashOf(v), v)
+			}
+			next := int32(live)
+			b.ResetTimer()
+			for i := range b.N {
+				v := next - int32(live) + int32(i%2)*int32(live/2)
+				h := hashOf(v)
+				found := false
+				for at, got, ok := tab.Find(h, h); ok; at, got, ok = tab.Find(h, at+1) {
+					if got == v {
+						found = true
+						break
+					}
+				}
+				if !found {
+					b.Fatalf("value %d not found", v)
+				}
+				if i%2 == 0 {
+					// The oldest value goes, a new one comes.
+					tab.Delete(h, v)
+					tab.Insert(hashOf(next), next)
+					next++
+				}
+			}
+		})
+	}
 }
