@@ -67,8 +67,7 @@ type sideState struct {
 	freeKeys []int32
 	karena   []byte
 	deadKeys int                  // keys freed since the key arena was last compacted
-	index    hashtab.Table[int32] // key hash -> key entry
-	liveKeys int
+	index    hashtab.Table[int32] // key hash -> key entry, one per live key
 
 	buckets   map[int64][]int32 // event-time bucket -> its rows, in no particular order
 	bucketIDs []int64           // ascending
@@ -144,7 +143,6 @@ func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 	s.keys[id] = keyEnt{off: uint32(len(s.karena)), head: -1, h: h}
 	s.karena = appendSized(s.karena, k)
 	s.index.Insert(h, id)
-	s.liveKeys++
 	return id, nil
 }
 
@@ -154,7 +152,6 @@ func (s *sideState) removeKey(id int32) {
 	s.deadKeys++ // counted, not measured: reading the key would cost a cache miss
 	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
-	s.liveKeys--
 }
 
 // insert buffers a row with the next seq: key k with hash h, or a null key when null.
@@ -321,7 +318,7 @@ func (s *sideState) maybeCompact() {
 	if s.deadRows > 4096 && s.deadRows > s.live {
 		s.compactRows()
 	}
-	if s.deadKeys > 4096 && s.deadKeys > s.liveKeys {
+	if s.deadKeys > 4096 && s.deadKeys > s.index.Len() {
 		s.compactKeys()
 	}
 }
@@ -350,7 +347,7 @@ func (s *sideState) compactRows() {
 }
 
 func (s *sideState) compactKeys() {
-	next := make([]byte, 0, liveShare(len(s.karena), s.liveKeys, s.deadKeys))
+	next := make([]byte, 0, liveShare(len(s.karena), s.index.Len(), s.deadKeys))
 	for i := range s.keys {
 		e := &s.keys[i]
 		if e.head < 0 {
