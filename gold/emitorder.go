@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -49,13 +50,13 @@ func (a *Aggregation) sortSlots(slots []int32) {
 		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
 	}
 	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
-		if c := cmpInt64(x.start, y.start); c != 0 {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
 			return c
 		}
-		if c := cmpInt64(x.end, y.end); c != 0 {
+		if c := cmp.Compare(x.end, y.end); c != 0 {
 			return c
 		}
-		return cmpInt64(int64(x.rank), int64(y.rank))
+		return cmp.Compare(int64(x.rank), int64(y.rank))
 	})
 	for i, o := range a.rowOrder {
 		slots[i] = o.row
@@ -105,7 +106,7 @@ func (a *Aggregation) sortKeys(ids []int32) {
 	}
 	slices.SortFunc(ps, func(x, y keyPrefix) int {
 		if x.p != y.p {
-			return cmpUint64(x.p, y.p)
+			return cmp.Compare(x.p, y.p)
 		}
 		return strings.Compare(a.key(x.id), a.key(y.id))
 	})
@@ -113,16 +114,6 @@ func (a *Aggregation) sortKeys(ids []int32) {
 		ids[i] = e.id
 	}
 	a.keyPrefixes = ps
-}
-
-func cmpUint64(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // maxSortWindows bounds the distinct windows countingSort handles; a batch emits a handful

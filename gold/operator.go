@@ -2,6 +2,7 @@ package gold
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -522,15 +523,15 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 	}
 	slices.SortFunc(a.items, func(x, y sessItem) int {
 		if x.key != y.key {
-			return cmpInt64(int64(x.key), int64(y.key))
+			return cmp.Compare(int64(x.key), int64(y.key))
 		}
 		if x.w.Start != y.w.Start {
-			return cmpInt64(x.w.Start, y.w.Start)
+			return cmp.Compare(x.w.Start, y.w.Start)
 		}
 		if x.slot != y.slot { // stored first, so it becomes the merge target
-			return cmpInt64(int64(y.slot), int64(x.slot))
+			return cmp.Compare(int64(y.slot), int64(x.slot))
 		}
-		return cmpInt64(int64(x.row), int64(y.row))
+		return cmp.Compare(int64(x.row), int64(y.row))
 	})
 	for i := 0; i < len(a.items); {
 		// One merged session: items[i:j] of one key, each start <= the running end.
@@ -581,7 +582,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 
 func (a *Aggregation) sortSessions(key int32) {
 	ss := a.sessions[key]
-	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].start, a.groups[y].start) })
+	slices.SortFunc(ss, func(x, y int32) int { return cmp.Compare(a.groups[x].start, a.groups[y].start) })
 }
 
 // dropSession removes a stored session fused into another one.

@@ -132,14 +132,7 @@ func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 			return -1, fmt.Errorf("%w: join keys pass 4 GiB", ErrStateTooLarge)
 		}
 	}
-	var id int32
-	if n := len(s.freeKeys); n > 0 {
-		id = s.freeKeys[n-1]
-		s.freeKeys = s.freeKeys[:n-1]
-	} else {
-		id = int32(len(s.keys))
-		s.keys = append(s.keys, keyEnt{})
-	}
+	id := take(&s.keys, &s.freeKeys)
 	s.keys[id] = keyEnt{off: uint32(len(s.karena)), head: -1, h: h}
 	s.karena = appendSized(s.karena, k)
 	s.index.Insert(h, id)
@@ -152,6 +145,18 @@ func (s *sideState) removeKey(id int32) {
 	s.deadKeys++ // counted, not measured: reading the key would cost a cache miss
 	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
+}
+
+// take returns the last index of items that free holds, or the index of a new zero item.
+func take[T any](items *[]T, free *[]int32) int32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return i
+	}
+	var zero T
+	*items = append(*items, zero)
+	return int32(len(*items) - 1)
 }
 
 // insert buffers a row with the next seq: key k with hash h, or a null key when null.
@@ -177,14 +182,7 @@ func (s *sideState) insertSeq(t int64, k []byte, h uint32, null bool, payload []
 		}
 		keyID = id
 	}
-	var row int32
-	if n := len(s.freeRows); n > 0 {
-		row = s.freeRows[n-1]
-		s.freeRows = s.freeRows[:n-1]
-	} else {
-		row = int32(len(s.rows))
-		s.rows = append(s.rows, stRow{})
-	}
+	row := take(&s.rows, &s.freeRows)
 	sf := seq<<flagBits | flagLive
 	if matched {
 		sf |= flagMatched
