@@ -319,13 +319,13 @@ func TestDedupIndexGrowsAndShrinks(t *testing.T) {
 	if res, err := d.ProcessBatch(keys, times, nil, 0, 0); err != nil || len(res.Emit) != n {
 		t.Fatalf("first batch: %v, %d emitted", err, len(res.Emit))
 	}
-	grown := d.shards[0].index.Size()
+	grown := len(d.shards[0].tags)
 	// Evict every key up to second n-10: the last 10 stay.
 	res, err := d.ProcessBatch(nil, nil, nil, 0, (n-10)*1000)
 	if err != nil || res.NumRowsRemoved != n-10 || d.Len() != 10 {
 		t.Fatalf("eviction: %v, removed %d, %d left", err, res.NumRowsRemoved, d.Len())
 	}
-	if shrunk := d.shards[0].index.Size(); shrunk >= grown || shrunk != minIndex {
+	if shrunk := len(d.shards[0].tags); shrunk >= grown || shrunk != minIndex {
 		t.Fatalf("index of %d slots after eviction, %d before; want %d", shrunk, grown, minIndex)
 	}
 	res, err = d.ProcessBatch(keys[n-10:], times[n-10:], nil, (n-10)*1000, (n-10)*1000)

@@ -1,7 +1,8 @@
 // Package hashtab is the one hash-table family of the stream's operators: an open-addressing
 // index from 32-bit hashes to small values (linear probing, backward-shift deletion, no
-// tombstones), which gold's group keys and windows, the join's per-side keys and silver's dedup
-// keys each keep beside their own storage.
+// tombstones), which gold's group keys and windows and the join's per-side keys each keep
+// beside their own storage. (silver's dedup keeps a tagged index of its own, for the reason
+// its dedupShard gives: a state far bigger than cache whose look-ups mostly miss.)
 //
 // The table holds no keys. Each user keeps its keys where its state wants them (an arena of
 // key bytes, a group's fields, a bucket's chunk) and stores in the table only the hash and a
