@@ -151,16 +151,3 @@ func (t *Table[V]) Resize(size int) {
 		t.entries[i] = e
 	}
 }
-
-// Shrink gives back the memory of a table a past peak left mostly empty: while it is under a
-// sixteenth full it takes a quarter of the size, never below minEntries. Growing doubles at
-// three quarters, so a table that shrank is a quarter full and does not grow back at once.
-func (t *Table[V]) Shrink(minEntries int) {
-	size := len(t.entries)
-	for size > minEntries && t.n*16 < size {
-		size /= 4
-	}
-	if size < len(t.entries) {
-		t.Resize(max(size, minEntries))
-	}
-}

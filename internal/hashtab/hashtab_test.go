@@ -98,9 +98,9 @@ func TestTableAgainstMap(t *testing.T) {
 	}
 }
 
-// TestTableGrowsAndShrinks fills a table, checks it grew by doubling, empties most of it,
-// and checks that Shrink gives the memory back without losing a value.
-func TestTableGrowsAndShrinks(t *testing.T) {
+// TestTableGrows fills a table, checks it grew by doubling to the first size that holds its
+// values at most three quarters full, then empties it and checks that nothing is left.
+func TestTableGrows(t *testing.T) {
 	tab := New[int32](0)
 	if tab.Size() != minSize {
 		t.Fatalf("New(0) has %d entries, want %d", tab.Size(), minSize)
@@ -116,28 +116,18 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	if tab.Size() != 1<<18 { // the first power of two that holds 100k at 3/4
 		t.Fatalf("%d values in %d entries, want %d", n, tab.Size(), 1<<18)
 	}
-	for v := range int32(n - 1000) {
-		tab.Delete(want[v], v)
-		delete(want, v)
-	}
-	tab.Shrink(1024)
-	check(t, &tab, want, 1)
-	if tab.Size() != 1<<12 { // 2^18 -> 2^16 -> 2^14 -> 2^12: 1000 values then fill a quarter
-		t.Fatalf("after shrinking, %d values in %d entries, want %d", tab.Len(), tab.Size(), 1<<12)
+	if got := tab.Bytes(); got != 1<<18*8 {
+		t.Fatalf("2^18 entries of int32 take %d bytes, want %d", got, 1<<18*8)
 	}
 	for v := range int32(n) {
-		if _, ok := want[v]; ok {
-			tab.Delete(want[v], v)
-			delete(want, v)
+		if !tab.Delete(want[v], v) {
+			t.Fatalf("value %d not deleted", v)
 		}
+		delete(want, v)
 	}
-	tab.Shrink(1024)
-	check(t, &tab, want, 2)
-	if tab.Size() != 1024 {
-		t.Fatalf("an empty table shrank to %d entries, want the floor 1024", tab.Size())
-	}
-	if got := tab.Bytes(); got != 1024*8 {
-		t.Fatalf("1024 entries of int32 take %d bytes, want %d", got, 1024*8)
+	check(t, &tab, want, 1)
+	if tab.Resize(0); tab.Size() != minSize {
+		t.Fatalf("an empty table resized to %d entries, want %d", tab.Size(), minSize)
 	}
 }
 
@@ -174,7 +164,7 @@ func TestTableValueTypes(t *testing.T) {
 	}
 }
 
-// FuzzTable plays a byte string as operations (insert, delete, shrink) over a few hashes and
+// FuzzTable plays a byte string as operations (insert, delete, resize) over a few hashes and
 // values against the model.
 func FuzzTable(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7})
@@ -191,7 +181,7 @@ func FuzzTable(f *testing.F) {
 			}
 			switch _, ok := want[v]; {
 			case op == 3:
-				tab.Shrink(minSize)
+				tab.Resize(int(v)) // never below what holds the values
 			case ok && op >= 1:
 				if !tab.Delete(want[v], v) {
 					t.Fatalf("op %d: Delete(%#x, %d) found nothing", i/4, want[v], v)
