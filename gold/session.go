@@ -204,12 +204,11 @@ func (a *Aggregation) restoreSettled(p []byte) ([]byte, error) {
 	}
 	p = p[w:]
 	for i := uint64(0); i < n; i++ {
-		kl, w := binary.Uvarint(p)
-		if w <= 0 || kl > uint64(len(p)-w) {
+		key, rest, ok := sizedBytes(p)
+		if !ok {
 			return nil, fmt.Errorf("%w: settled key %d", ErrBadState, i)
 		}
-		key := p[w : w+int(kl)]
-		p = p[w+int(kl):]
+		p = rest
 		m, w := binary.Uvarint(p)
 		if w <= 0 || m == 0 || m > uint64(len(p)) {
 			return nil, fmt.Errorf("%w: settled key %d extent count", ErrBadState, i)
