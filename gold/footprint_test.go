@@ -96,7 +96,7 @@ func TestMemoryUsedBytesFollowsEviction(t *testing.T) {
 	for _, tc := range stateAggs {
 		t.Run(tc.name, func(t *testing.T) {
 			op, _ := buildState(t, tc.aggs, stateInput(2_000))
-			full, groups, keys := op.MemoryUsedBytes(), int64(op.NumGroups()), int64(op.keyIDs.len())
+			full, groups, keys := op.MemoryUsedBytes(), int64(op.NumGroups()), int64(op.keyIDs.Len())
 			var sketches int64
 			for _, ac := range op.accs {
 				sketches += ac.sketchTotal

@@ -1,86 +1,50 @@
 package gold
 
-// groupTable finds a time window's group slot by (key id, window start) with open addressing
-// (linear probing, backward-shift deletion). Each entry is 8 bytes: the pair's 32-bit hash,
-// whose low bits are also its home position (tables stay below 2^32 entries), and the slot;
-// the slot's group holds the key and start that settle a match. It replaces a list of
-// open windows per key, which cost a slice header per key and 16 bytes per group, and a
-// pointer chase per look-up.
-type groupTable struct {
-	slots []groupEntry // power-of-two size; slot < 0 is empty
-	n     int
-}
+import "github.com/medallion-lake/medallion/internal/hashtab"
 
-type groupEntry struct {
-	tag  uint32
-	slot int32
-}
+// A time window's group is found by (key id, window start) in an index (internal/hashtab) whose
+// values are group slots; the slot's group holds the key and start that settle a match. It
+// replaces a list of open windows per key, which cost a slice header per key and 16 bytes per
+// group, and a pointer chase per look-up. Session windows keep a list per key instead
+// (Aggregation.sessions): a session's start moves as sessions merge, so it cannot be hashed.
 
-func newGroupTable() groupTable {
-	t := groupTable{}
-	t.resize(64)
-	return t
-}
+// groupIndex maps groupHash to the group slots of time windows.
+type groupIndex struct{ hashtab.Table[int32] }
+
+func newGroupIndex() groupIndex { return groupIndex{hashtab.New[int32](64)} }
 
 // groupHash places a key's windows side by side: the key's hash plus the window's index
 // (start / slide), so that the windows of one key, which a sliding window's event updates
-// together and whose look-ups follow each other, share a cache line of the table instead of
-// costing a miss each. The low 32 bits are kept: the position and a tag that tells a key's
-// windows apart, and other keys' entries nearly always; the group settles every match.
+// together and whose look-ups follow each other, share a cache line of the index instead of
+// costing a miss each. The hash tells a key's windows apart, and other keys' entries nearly
+// always; the group settles every match.
 func groupHash(keyHash uint32, start, slide int64) uint32 {
 	return keyHash + uint32(uint64(start)/uint64(slide))
 }
 
-func (t *groupTable) resize(size int) {
-	old := t.slots
-	t.slots = make([]groupEntry, size)
-	for i := range t.slots {
-		t.slots[i].slot = -1
-	}
-	mask := uint32(size - 1)
-	for _, e := range old {
-		if e.slot < 0 {
-			continue
+// findWindow is the slot of (start, key) whose key hashes to kh, or -1.
+func (a *Aggregation) findWindow(start int64, key int32, kh uint32) int32 {
+	h := groupHash(kh, start, a.cfg.Window.Slide)
+	for at, s, ok := a.gtab.Find(h, h); ok; at, s, ok = a.gtab.Find(h, at+1) {
+		if g := &a.groups[s]; g.start == start && g.key == key {
+			return s
 		}
-		i := e.tag & mask
-		for t.slots[i].slot >= 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = e
 	}
+	return -1
 }
 
-func (t *groupTable) insert(h uint32, slot int32) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.resize(len(t.slots) * 2)
+// windowSlot finds or creates the slot of the time window starting at start for key, whose
+// hash is kh. It also records the group as touched by this batch, on the cache line the
+// look-up just read.
+func (a *Aggregation) windowSlot(start int64, key int32, kh uint32) int32 {
+	s := a.findWindow(start, key, kh)
+	if s < 0 {
+		s = a.newSlot(Window{start, start + a.cfg.Window.Size}, key)
+		a.gtab.Insert(groupHash(kh, start, a.cfg.Window.Slide), s)
+	} else if a.groups[s].touched == a.batch {
+		return s
 	}
-	mask := uint32(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].slot >= 0 {
-		i = (i + 1) & mask
-	}
-	t.slots[i] = groupEntry{h, slot}
-	t.n++
-}
-
-// remove deletes slot (whose pair hashes to h), shifting later entries of its probe run back.
-func (t *groupTable) remove(h uint32, slot int32) {
-	mask := uint32(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].slot != slot {
-		if t.slots[i].slot < 0 {
-			return
-		}
-		i = (i + 1) & mask
-	}
-	for j := (i + 1) & mask; t.slots[j].slot >= 0; j = (j + 1) & mask {
-		home := t.slots[j].tag & mask
-		// Move j into the hole at i unless its home lies cyclically in (i, j].
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			t.slots[i] = t.slots[j]
-			i = j
-		}
-	}
-	t.slots[i] = groupEntry{slot: -1}
-	t.n--
+	a.groups[s].touched = a.batch
+	a.touched = append(a.touched, s)
+	return s
 }

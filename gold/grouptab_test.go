@@ -45,8 +45,8 @@ func TestGroupTableAgainstMap(t *testing.T) {
 		}
 		want[p] = a.windowSlot(p.start, p.key, kh)
 	}
-	if a.gtab.n != len(want) {
-		t.Fatalf("table holds %d groups, want %d", a.gtab.n, len(want))
+	if a.gtab.Len() != len(want) {
+		t.Fatalf("table holds %d groups, want %d", a.gtab.Len(), len(want))
 	}
 	for p, s := range want {
 		if got := a.findWindow(p.start, p.key, a.keyHash[p.key]); got != s {

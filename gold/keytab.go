@@ -1,99 +1,107 @@
 package gold
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"math"
+	"unsafe"
 
-// keyTable maps encoded group keys to dense ids with open addressing (linear probing,
-// backward-shift deletion). Against map[string]int32 it hashes the bytes once without a
-// string header and keeps hash tags inline, which is the hottest step of aggregation. An
-// entry is 8 bytes: the low 32 bits of the key's hash (its position, and a tag that spares
-// most key compares) and the id.
-type keyTable struct {
-	seed  maphash.Seed
-	slots []keySlot // power-of-two size; id < 0 is empty
-	n     int
+	"github.com/medallion-lake/medallion/internal/hashtab"
+)
+
+// The group keys of an aggregation: each distinct encoded key once, in one arena, under a
+// dense id that groups and settled extents refer to (and count, keyRefs). An index
+// (internal/hashtab) finds a key's id by its bytes: against map[string]int32 it hashes the
+// bytes once without a string header and keeps the hashes inline beside the ids, which is the
+// hottest step of aggregation.
+
+// keyIndex finds a key's id by the key's hash under seed.
+type keyIndex struct {
+	seed maphash.Seed
+	hashtab.Table[int32]
 }
 
-type keySlot struct {
-	hash uint32
-	id   int32
-}
+func newKeyIndex() keyIndex { return keyIndex{maphash.MakeSeed(), hashtab.New[int32](64)} }
 
-func newKeyTable() keyTable {
-	t := keyTable{seed: maphash.MakeSeed()}
-	t.resize(64)
-	return t
-}
+// keyLoc is where a key's bytes are in the arena.
+type keyLoc struct{ off, n uint32 }
 
-func (t *keyTable) resize(size int) {
-	old := t.slots
-	t.slots = make([]keySlot, size)
-	for i := range t.slots {
-		t.slots[i].id = -1
+// key is key id's bytes as a string aliasing the arena (never rewritten, see keyArena).
+func (a *Aggregation) key(id int32) string {
+	l := a.keyLocs[id]
+	if l.n == 0 {
+		return ""
 	}
-	mask := uint32(size - 1)
-	for _, e := range old {
-		if e.id < 0 {
+	return unsafe.String(&a.keyArena[l.off], int(l.n))
+}
+
+// findKey returns the id of k, or -1, and k's 32-bit hash. The index holds the hash beside
+// the id, so only a matching hash reads a key from the arena.
+func (a *Aggregation) findKey(k []byte) (int32, uint32) {
+	h := uint32(maphash.Bytes(a.keyIDs.seed, k))
+	for at, id, ok := a.keyIDs.Find(h, h); ok; at, id, ok = a.keyIDs.Find(h, at+1) {
+		if l := a.keyLocs[id]; int(l.n) == len(k) && string(a.keyArena[l.off:l.off+l.n]) == string(k) {
+			return id, h
+		}
+	}
+	return -1, h
+}
+
+// internKey returns k's id, adding k when it is new, and k's hash.
+func (a *Aggregation) internKey(k []byte) (int32, uint32) {
+	id, h := a.findKey(k)
+	if id >= 0 {
+		return id, h
+	}
+	if len(a.keyArena)+len(k) > math.MaxUint32 {
+		a.compactKeys()
+	}
+	loc := keyLoc{uint32(len(a.keyArena)), uint32(len(k))}
+	a.keyArena = append(a.keyArena, k...)
+	if n := len(a.freeKeys); n > 0 {
+		id = a.freeKeys[n-1]
+		a.freeKeys = a.freeKeys[:n-1]
+		a.keyLocs[id], a.keyRefs[id], a.keyHash[id] = loc, 0, h
+	} else {
+		id = int32(len(a.keyLocs))
+		a.keyLocs = append(a.keyLocs, loc)
+		a.keyRefs = append(a.keyRefs, 0)
+		a.keyHash = append(a.keyHash, h)
+	}
+	a.keyIDs.Insert(h, id)
+	return id, h
+}
+
+// compactKeys copies the live keys into a new arena once removed keys' bytes outweigh them.
+// The old arena is left as it is: strings of emitted rows may still alias it.
+func (a *Aggregation) compactKeys() {
+	live := len(a.keyArena) - a.keyGarbage
+	arena := make([]byte, 0, live+live/4)
+	for id, l := range a.keyLocs {
+		if a.keyRefs[id] == 0 || l.n == 0 {
 			continue
 		}
-		i := e.hash & mask
-		for t.slots[i].id >= 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = e
+		off := len(arena)
+		arena = append(arena, a.keyArena[l.off:l.off+l.n]...)
+		a.keyLocs[id].off = uint32(off)
 	}
+	a.keyArena, a.keyGarbage = arena, 0
 }
 
-// find returns the id of k (its bytes at locs[id] in arena) or -1, and k's 32-bit hash.
-func (t *keyTable) find(k []byte, arena []byte, locs []keyLoc) (int32, uint32) {
-	h := uint32(maphash.Bytes(t.seed, k))
-	mask := uint32(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := &t.slots[i]
-		if e.id < 0 {
-			return -1, h
-		}
-		if e.hash == h {
-			if l := locs[e.id]; int(l.n) == len(k) && string(arena[l.off:l.off+l.n]) == string(k) {
-				return e.id, h
-			}
-		}
+// releaseKey drops one reference to key (a group's, or its settled extents'), and the key
+// itself with the last one.
+func (a *Aggregation) releaseKey(key int32) {
+	a.keyRefs[key]--
+	if a.keyRefs[key] != 0 {
+		return
+	}
+	a.keyIDs.Delete(a.keyHash[key], key)
+	if a.cfg.Session != nil {
+		delete(a.sessions, key)
+	}
+	a.keyGarbage += int(a.keyLocs[key].n)
+	a.keyLocs[key] = keyLoc{}
+	a.freeKeys = append(a.freeKeys, key)
+	if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
+		a.compactKeys()
 	}
 }
-
-func (t *keyTable) insert(h uint32, id int32) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.resize(len(t.slots) * 2)
-	}
-	mask := uint32(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].id >= 0 {
-		i = (i + 1) & mask
-	}
-	t.slots[i] = keySlot{h, id}
-	t.n++
-}
-
-// remove deletes id (whose key hashes to h), shifting later entries of the probe run back so
-// lookups never need tombstones.
-func (t *keyTable) remove(h uint32, id int32) {
-	mask := uint32(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].id != id {
-		if t.slots[i].id < 0 {
-			return
-		}
-		i = (i + 1) & mask
-	}
-	for j := (i + 1) & mask; t.slots[j].id >= 0; j = (j + 1) & mask {
-		home := t.slots[j].hash & mask
-		// Move j into the hole at i unless its home lies cyclically in (i, j].
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			t.slots[i] = t.slots[j]
-			i = j
-		}
-	}
-	t.slots[i] = keySlot{id: -1}
-	t.n--
-}
-
-func (t *keyTable) len() int { return t.n }

@@ -7,44 +7,52 @@ import (
 	"testing"
 )
 
-// TestKeyTableAgainstMap inserts and removes random keys, checking every key against a Go map.
+// TestKeyTableAgainstMap interns and releases random keys of random lengths through the
+// operator's key table, checking every key against a Go map; the released keys' bytes pass
+// the compaction threshold many times over, so ids and bytes are checked across compactions.
 func TestKeyTableAgainstMap(t *testing.T) {
-	tab := newKeyTable()
-	var arena []byte
-	var locs []keyLoc
-	var hashes []uint32
+	spec, _ := Tumbling(5 * minute)
+	a := mustAgg(t, AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}}})
 	want := map[string]int32{}
 	rng := rand.New(rand.NewPCG(3, 4))
+	compactions := 0
 	for step := 0; step < 20000; step++ {
-		k := "k" + strconv.Itoa(rng.IntN(700))
+		n := rng.IntN(700)
+		k := "k" + strconv.Itoa(n) + strings.Repeat("-", n%97)
 		if id, ok := want[k]; ok && rng.IntN(2) == 0 {
-			tab.remove(hashes[id], id)
+			arena := len(a.keyArena)
+			a.releaseKey(id)
 			delete(want, k)
-			locs[id] = keyLoc{}
+			if len(a.keyArena) < arena {
+				compactions++
+			}
 			continue
 		}
 		if _, ok := want[k]; ok {
 			continue
 		}
-		id, h := tab.find([]byte(k), arena, locs)
-		if id >= 0 {
+		if id, _ := a.findKey([]byte(k)); id >= 0 {
 			t.Fatalf("step %d: absent key %q found as %d", step, k, id)
 		}
-		id = int32(len(locs))
-		locs, hashes = append(locs, keyLoc{uint32(len(arena)), uint32(len(k))}), append(hashes, h)
-		arena = append(arena, k...)
-		tab.insert(h, id)
+		id, _ := a.internKey([]byte(k))
+		a.keyRefs[id]++ // as a group would: compaction keeps referenced keys only
+		if got := a.key(id); got != k {
+			t.Fatalf("step %d: key %q interned as %d, which holds %q", step, k, id, got)
+		}
 		want[k] = id
 		if step%97 == 0 {
 			for wk, wid := range want {
-				if got, _ := tab.find([]byte(wk), arena, locs); got != wid {
-					t.Fatalf("step %d: key %q -> %d, want %d", step, wk, got, wid)
+				if got, _ := a.findKey([]byte(wk)); got != wid || a.key(wid) != wk {
+					t.Fatalf("step %d: key %q -> %d (%q), want %d", step, wk, got, a.key(wid), wid)
 				}
 			}
-			if tab.len() != len(want) {
-				t.Fatalf("len %d want %d", tab.len(), len(want))
+			if a.keyIDs.Len() != len(want) {
+				t.Fatalf("len %d want %d", a.keyIDs.Len(), len(want))
 			}
 		}
+	}
+	if compactions == 0 {
+		t.Fatal("the key arena was never compacted: the test does not reach compaction")
 	}
 }
 

@@ -2,11 +2,11 @@ package gold
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -155,8 +155,9 @@ type Aggregation struct {
 
 	// Keys live in one arena: keyLocs[id] is where key id's bytes are. Keys are never
 	// rewritten in place (a key removed leaves garbage, compacted into a new arena when it
-	// outgrows the live keys), so the strings that emitted rows alias stay valid.
-	keyIDs     keyTable
+	// outgrows the live keys), so the strings that emitted rows alias stay valid. keyIDs
+	// finds a key's id by its bytes (keytab.go).
+	keyIDs     keyIndex
 	keyArena   []byte
 	keyLocs    []keyLoc
 	keyGarbage int
@@ -164,8 +165,8 @@ type Aggregation struct {
 	keyRefs    []int32
 	freeKeys   []int32
 
-	// gtab finds a time window's group by key and start.
-	gtab      groupTable
+	// gtab finds a time window's group by key and start (grouptab.go).
+	gtab      groupIndex
 	sessions  map[int32][]int32 // session windows: key -> slots ordered by start
 	groups    []group
 	ends      []int64 // session windows: each slot's window end
@@ -217,8 +218,8 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	cfg.Aggs = slices.Clone(cfg.Aggs)
 	a := &Aggregation{
 		cfg:      cfg,
-		keyIDs:   newKeyTable(),
-		gtab:     newGroupTable(),
+		keyIDs:   newKeyIndex(),
+		gtab:     newGroupIndex(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
 		minEnd:   math.MaxInt64,
@@ -240,8 +241,8 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 // that live only for a batch (emitted rows, pairs) are not state and are not counted.
 func (a *Aggregation) MemoryUsedBytes() int64 {
 	n := int64(unsafe.Sizeof(*a)) +
-		sliceBytes(a.groups) + sliceBytes(a.keyIDs.slots) + sliceBytes(a.keyArena) + sliceBytes(a.keyLocs) + sliceBytes(a.keyRefs) +
-		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + sliceBytes(a.gtab.slots) + sliceBytes(a.ends)
+		sliceBytes(a.groups) + a.keyIDs.Bytes() + sliceBytes(a.keyArena) + sliceBytes(a.keyLocs) + sliceBytes(a.keyRefs) +
+		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + a.gtab.Bytes() + sliceBytes(a.ends)
 	for _, ss := range a.sessions {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
@@ -272,59 +273,6 @@ func (a *Aggregation) window(s int32) Window {
 		return Window{a.groups[s].start, a.ends[s]}
 	}
 	return Window{a.groups[s].start, a.groups[s].start + a.cfg.Window.Size}
-}
-
-// keyLoc is where a key's bytes are in the arena.
-type keyLoc struct{ off, n uint32 }
-
-// key is key id's bytes as a string aliasing the arena (never rewritten, see keyArena).
-func (a *Aggregation) key(id int32) string {
-	l := a.keyLocs[id]
-	if l.n == 0 {
-		return ""
-	}
-	return unsafe.String(&a.keyArena[l.off], int(l.n))
-}
-
-// internKey returns k's id, adding k when it is new, and k's hash.
-func (a *Aggregation) internKey(k []byte) (int32, uint32) {
-	id, h := a.keyIDs.find(k, a.keyArena, a.keyLocs)
-	if id >= 0 {
-		return id, h
-	}
-	if len(a.keyArena)+len(k) > math.MaxUint32 {
-		a.compactKeys()
-	}
-	loc := keyLoc{uint32(len(a.keyArena)), uint32(len(k))}
-	a.keyArena = append(a.keyArena, k...)
-	if n := len(a.freeKeys); n > 0 {
-		id = a.freeKeys[n-1]
-		a.freeKeys = a.freeKeys[:n-1]
-		a.keyLocs[id], a.keyRefs[id], a.keyHash[id] = loc, 0, h
-	} else {
-		id = int32(len(a.keyLocs))
-		a.keyLocs = append(a.keyLocs, loc)
-		a.keyRefs = append(a.keyRefs, 0)
-		a.keyHash = append(a.keyHash, h)
-	}
-	a.keyIDs.insert(h, id)
-	return id, h
-}
-
-// compactKeys copies the live keys into a new arena once removed keys' bytes outweigh them.
-// The old arena is left as it is: strings of emitted rows may still alias it.
-func (a *Aggregation) compactKeys() {
-	live := len(a.keyArena) - a.keyGarbage
-	arena := make([]byte, 0, live+live/4)
-	for id, l := range a.keyLocs {
-		if a.keyRefs[id] == 0 || l.n == 0 {
-			continue
-		}
-		off := len(arena)
-		arena = append(arena, a.keyArena[l.off:l.off+l.n]...)
-		a.keyLocs[id].off = uint32(off)
-	}
-	a.keyArena, a.keyGarbage = arena, 0
 }
 
 func (a *Aggregation) newSlot(w Window, key int32) int32 {
@@ -358,7 +306,7 @@ func (a *Aggregation) newSlot(w Window, key int32) int32 {
 func (a *Aggregation) freeSlot(s int32) {
 	g := &a.groups[s]
 	if a.cfg.Session == nil {
-		a.gtab.remove(groupHash(a.keyHash[g.key], g.start, a.cfg.Window.Slide), s)
+		a.gtab.Delete(groupHash(a.keyHash[g.key], g.start, a.cfg.Window.Slide), s)
 	}
 	a.releaseKey(g.key)
 	g.key = -1
@@ -367,25 +315,6 @@ func (a *Aggregation) freeSlot(s int32) {
 	}
 	a.freeSlots = append(a.freeSlots, s)
 	a.live--
-}
-
-// releaseKey drops one reference to key (a group's, or its settled extents'), and the key
-// itself with the last one.
-func (a *Aggregation) releaseKey(key int32) {
-	a.keyRefs[key]--
-	if a.keyRefs[key] != 0 {
-		return
-	}
-	a.keyIDs.remove(a.keyHash[key], key)
-	if a.cfg.Session != nil {
-		delete(a.sessions, key)
-	}
-	a.keyGarbage += int(a.keyLocs[key].n)
-	a.keyLocs[key] = keyLoc{}
-	a.freeKeys = append(a.freeKeys, key)
-	if a.keyGarbage > 1<<16 && 2*a.keyGarbage > len(a.keyArena) {
-		a.compactKeys()
-	}
 }
 
 func (in *Input) key(i int) []byte {
@@ -538,40 +467,6 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 	}
 }
 
-// findWindow is the slot of (start, key) whose key hashes to kh, or -1.
-func (a *Aggregation) findWindow(start int64, key int32, kh uint32) int32 {
-	h := groupHash(kh, start, a.cfg.Window.Slide)
-	t := &a.gtab
-	mask := uint32(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := t.slots[i]
-		if e.slot < 0 {
-			return -1
-		}
-		if e.tag == h {
-			if g := &a.groups[e.slot]; g.start == start && g.key == key {
-				return e.slot
-			}
-		}
-	}
-}
-
-// windowSlot finds or creates the slot of the time window starting at start for key, whose
-// hash is kh. It also records the group as touched by this batch, on the cache line the
-// look-up just read.
-func (a *Aggregation) windowSlot(start int64, key int32, kh uint32) int32 {
-	s := a.findWindow(start, key, kh)
-	if s < 0 {
-		s = a.newSlot(Window{start, start + a.cfg.Window.Size}, key)
-		a.gtab.insert(groupHash(kh, start, a.cfg.Window.Slide), s)
-	} else if a.groups[s].touched == a.batch {
-		return s
-	}
-	a.groups[s].touched = a.batch
-	a.touched = append(a.touched, s)
-	return s
-}
-
 func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {
 	if a.cfg.Session.Gap == 0 && in.SessionGap == nil && len(in.EventTime) > 0 {
 		return fmt.Errorf("%w: session gap is per row but the batch has no gap column", ErrBadInput)
@@ -628,15 +523,15 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 	}
 	slices.SortFunc(a.items, func(x, y sessItem) int {
 		if x.key != y.key {
-			return cmpInt64(int64(x.key), int64(y.key))
+			return cmp.Compare(int64(x.key), int64(y.key))
 		}
 		if x.w.Start != y.w.Start {
-			return cmpInt64(x.w.Start, y.w.Start)
+			return cmp.Compare(x.w.Start, y.w.Start)
 		}
 		if x.slot != y.slot { // stored first, so it becomes the merge target
-			return cmpInt64(int64(y.slot), int64(x.slot))
+			return cmp.Compare(int64(y.slot), int64(x.slot))
 		}
-		return cmpInt64(int64(x.row), int64(y.row))
+		return cmp.Compare(int64(x.row), int64(y.row))
 	})
 	for i := 0; i < len(a.items); {
 		// One merged session: items[i:j] of one key, each start <= the running end.
@@ -687,7 +582,7 @@ func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error
 
 func (a *Aggregation) sortSessions(key int32) {
 	ss := a.sessions[key]
-	slices.SortFunc(ss, func(x, y int32) int { return cmpInt64(a.groups[x].start, a.groups[y].start) })
+	slices.SortFunc(ss, func(x, y int32) int { return cmp.Compare(a.groups[x].start, a.groups[y].start) })
 }
 
 // dropSession removes a stored session fused into another one.
@@ -789,213 +684,13 @@ func (a *Aggregation) collectEvictions(evictUs int64) {
 	}
 }
 
-// rowSortKey is an emitted row's place in the output order: its window, then its key's rank.
-type rowSortKey struct {
-	start, end int64
-	rank, row  int32
-}
-
-// sortSlots orders emitted groups by window start, end, then key bytes. The keys are ranked
-// first, each distinct key once, so that the groups sort on integers: with many keys a batch
-// emits several groups a key, and comparing strings group against group cost more than the
-// rest of the emit.
-func (a *Aggregation) sortSlots(slots []int32) {
-	if len(slots) < 2 {
-		return
-	}
-	if len(a.keyRank) < len(a.keyLocs) {
-		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
-	}
-	a.keyIDsBuf = a.keyIDsBuf[:0]
-	for _, s := range slots {
-		if k := a.groups[s].key; a.keyRank[k] != -1 {
-			a.keyRank[k] = -1
-			a.keyIDsBuf = append(a.keyIDsBuf, k)
-		}
-	}
-	a.sortKeys(a.keyIDsBuf)
-	for rank, k := range a.keyIDsBuf {
-		a.keyRank[k] = int32(rank)
-	}
-	if a.ends == nil && a.countingSort(slots) {
-		for _, k := range a.keyIDsBuf {
-			a.keyRank[k] = 0
-		}
-		return
-	}
-	a.rowOrder = a.rowOrder[:0]
-	for _, s := range slots {
-		w := a.window(s)
-		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
-	}
-	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
-		if c := cmpInt64(x.start, y.start); c != 0 {
-			return c
-		}
-		if c := cmpInt64(x.end, y.end); c != 0 {
-			return c
-		}
-		return cmpInt64(int64(x.rank), int64(y.rank))
-	})
-	for i, o := range a.rowOrder {
-		slots[i] = o.row
-	}
-	for _, k := range a.keyIDsBuf {
-		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
-	}
-}
-
-// keyPrefix is a key id with 8 bytes of its key, big-endian, from where the batch's keys
-// start to differ.
-type keyPrefix struct {
-	p  uint64
-	id int32
-}
-
-// sortKeys orders key ids by their keys' bytes. Comparing the keys themselves read each one
-// from the arena, a cache miss, about 17 times a key at 100k keys; the keys of a fleet share a
-// long prefix ("device-0..."), so 8 bytes taken after the prefix all of them share order most
-// pairs in one contiguous slice, and only equal prefixes compare the bytes.
-func (a *Aggregation) sortKeys(ids []int32) {
-	if len(ids) < 2 {
-		return
-	}
-	first := a.key(ids[0])
-	common := len(first)
-	for _, id := range ids[1:] {
-		k := a.key(id)
-		n := min(common, len(k))
-		i := 0
-		for i < n && k[i] == first[i] {
-			i++
-		}
-		common = i
-	}
-	ps := slices.Grow(a.keyPrefixes[:0], len(ids))
-	for _, id := range ids {
-		var p uint64
-		k := a.key(id)[common:]
-		for i := range 8 {
-			p <<= 8
-			if i < len(k) {
-				p |= uint64(k[i])
-			}
-		}
-		ps = append(ps, keyPrefix{p, id})
-	}
-	slices.SortFunc(ps, func(x, y keyPrefix) int {
-		if x.p != y.p {
-			return cmpUint64(x.p, y.p)
-		}
-		return strings.Compare(a.key(x.id), a.key(y.id))
-	})
-	for i, e := range ps {
-		ids[i] = e.id
-	}
-	a.keyPrefixes = ps
-}
-
-func cmpUint64(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
-// maxSortWindows bounds the distinct windows countingSort handles; a batch emits a handful
-// (the windows its watermark closed), a backlog's first batch a few hundred.
-const maxSortWindows = 4096
-
-// countingSort orders time-window slots by window, then key rank, in two stable counting
-// passes (rank, then window) instead of a comparison sort: the ranks are dense and the
-// windows few. It reports false, leaving slots as they were, when the windows are too many.
-func (a *Aggregation) countingSort(slots []int32) bool {
-	// Time windows start on a grid of the slide: a window's bucket is its distance from the
-	// first start in slides, when the span is at most maxSortWindows slides (no search per
-	// group, which with hundreds of windows cost as much as the passes).
-	lo, hi := a.groups[slots[0]].start, a.groups[slots[0]].start
-	for _, s := range slots {
-		st := a.groups[s].start
-		lo, hi = min(lo, st), max(hi, st)
-	}
-	if slide := a.cfg.Window.Slide; slide > 0 && (hi-lo)/slide < maxSortWindows {
-		a.countingPasses(slots, len(a.keyIDsBuf), int((hi-lo)/slide)+1, func(s int32) int {
-			return int((a.groups[s].start - lo) / slide)
-		})
-		return true
-	}
-	starts := a.sortStarts[:0]
-	for _, s := range slots {
-		st := a.groups[s].start
-		if len(starts) > 0 && starts[len(starts)-1] == st {
-			continue
-		}
-		if !slices.Contains(starts, st) {
-			if len(starts) == maxSortWindows {
-				a.sortStarts = starts
-				return false
-			}
-			starts = append(starts, st)
-		}
-	}
-	slices.Sort(starts)
-	a.sortStarts = starts
-	a.countingPasses(slots, len(a.keyIDsBuf), len(starts), func(s int32) int {
-		w, _ := slices.BinarySearch(starts, a.groups[s].start)
-		return w
-	})
-	return true
-}
-
-// countingPasses sorts slots by key rank (ranks of them), then stably by window (windows of
-// them, numbered by window).
-func (a *Aggregation) countingPasses(slots []int32, ranks, windows int, window func(int32) int) {
-	tmp := slices.Grow(a.sortTmp[:0], len(slots))[:len(slots)]
-	a.sortTmp = tmp
-	// Pass 1: by key rank.
-	count := slices.Grow(a.sortCount[:0], ranks+1)[:ranks+1]
-	clear(count)
-	for _, s := range slots {
-		count[a.keyRank[a.groups[s].key]+1]++
-	}
-	for i := 1; i < len(count); i++ {
-		count[i] += count[i-1]
-	}
-	for _, s := range slots {
-		r := a.keyRank[a.groups[s].key]
-		tmp[count[r]] = s
-		count[r]++
-	}
-	// Pass 2, stable: by window.
-	count = slices.Grow(count[:0], windows+1)[:windows+1]
-	clear(count)
-	for _, s := range tmp {
-		count[window(s)+1]++
-	}
-	for i := 1; i < len(count); i++ {
-		count[i] += count[i-1]
-	}
-	for _, s := range tmp {
-		w := window(s)
-		slots[count[w]] = s
-		count[w]++
-	}
-	a.sortCount = count
-}
-
-// growOut reserves n more rows in every gold column (and, in the key columns, the live keys'
-// average bytes for each) before the rows are appended: a batch that closes a backlog's
-// windows emits a million groups, and growing its columns append by append copied them over
 // and over and left the old arrays to the collector.
 func (a *Aggregation) growOut(out *pq.Batch, n int) {
 	if n == 0 {
 		return
 	}
 	keyBytes := 0
-	if k, nk := a.keyIDs.len(), a.cfg.NumKeys; k > 0 && nk > 0 {
+	if k, nk := a.keyIDs.Len(), a.cfg.NumKeys; k > 0 && nk > 0 {
 		keyBytes = n * ((len(a.keyArena)-a.keyGarbage)/k + 1) / nk
 	}
 	for i := range out.Columns {

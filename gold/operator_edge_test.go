@@ -269,8 +269,8 @@ func TestStateBoundedByOpenWindows(t *testing.T) {
 		t.Fatalf("memory estimate grew from %d to %d bytes", mem20, mem)
 	}
 	// 10 min delay + 5 min windows: at most ~4 open windows x 7 keys.
-	if maxGroups > 5*7 || len(op.groups) > 6*7 || op.keyIDs.len() > 7 {
-		t.Fatalf("state grew: max groups %d, slots %d, keys %d", maxGroups, len(op.groups), op.keyIDs.len())
+	if maxGroups > 5*7 || len(op.groups) > 6*7 || op.keyIDs.Len() > 7 {
+		t.Fatalf("state grew: max groups %d, slots %d, keys %d", maxGroups, len(op.groups), op.keyIDs.Len())
 	}
 }
 

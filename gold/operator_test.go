@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,7 +33,7 @@ func stateString(a *Aggregation) string {
 		}
 	}
 	slices.SortFunc(rows, func(x, y OutRow) int {
-		if c := cmpInt64(x.Window.Start, y.Window.Start); c != 0 {
+		if c := cmp.Compare(x.Window.Start, y.Window.Start); c != 0 {
 			return c
 		}
 		return strings.Compare(x.Key, y.Key)

@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"cmp"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -114,10 +115,10 @@ func TestOutMatchesRows(t *testing.T) {
 				// The order contract, checked on its own: window start, end, then key bytes.
 				if !slices.IsSortedFunc(res.Rows, func(x, y OutRow) int {
 					if x.Window.Start != y.Window.Start {
-						return cmpInt64(x.Window.Start, y.Window.Start)
+						return cmp.Compare(x.Window.Start, y.Window.Start)
 					}
 					if x.Window.End != y.Window.End {
-						return cmpInt64(x.Window.End, y.Window.End)
+						return cmp.Compare(x.Window.End, y.Window.End)
 					}
 					return strings.Compare(x.Key, y.Key)
 				}) {

@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -43,9 +44,9 @@ func MergeSessions(ws []Window) []Window {
 	}
 	slices.SortFunc(ws, func(a, b Window) int {
 		if a.Start != b.Start {
-			return cmpInt64(a.Start, b.Start)
+			return cmp.Compare(a.Start, b.Start)
 		}
-		return cmpInt64(a.End, b.End)
+		return cmp.Compare(a.End, b.End)
 	})
 	out := ws[:1]
 	for _, w := range ws[1:] {
@@ -57,16 +58,6 @@ func MergeSessions(ws []Window) []Window {
 		out = append(out, w)
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (w Window) String() string { return fmt.Sprintf("[%d,%d)", w.Start, w.End) }
@@ -213,12 +204,11 @@ func (a *Aggregation) restoreSettled(p []byte) ([]byte, error) {
 	}
 	p = p[w:]
 	for i := uint64(0); i < n; i++ {
-		kl, w := binary.Uvarint(p)
-		if w <= 0 || kl > uint64(len(p)-w) {
+		key, rest, ok := sizedBytes(p)
+		if !ok {
 			return nil, fmt.Errorf("%w: settled key %d", ErrBadState, i)
 		}
-		key := p[w : w+int(kl)]
-		p = p[w+int(kl):]
+		p = rest
 		m, w := binary.Uvarint(p)
 		if w <= 0 || m == 0 || m > uint64(len(p)) {
 			return nil, fmt.Errorf("%w: settled key %d extent count", ErrBadState, i)

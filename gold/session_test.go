@@ -79,7 +79,7 @@ func TestSessionCorrections(t *testing.T) {
 		{key: "k", late: 120 * 60_000, evict: 150 * 60_000,
 			wantSettled: 0},
 	})
-	if id, _ := op.keyIDs.find([]byte("k"), op.keyArena, op.keyLocs); id >= 0 {
+	if id, _ := op.findKey([]byte("k")); id >= 0 {
 		t.Fatalf("key k is still interned (refs %d) with no group and no extent", op.keyRefs[id])
 	}
 }

@@ -116,6 +116,16 @@ func (a *Aggregation) groupSize(s int32, withEnd bool) int {
 }
 
 // uvarintLen is the length of binary.AppendUvarint(nil, x).
+// sizedBytes reads what a uvarint length and that many bytes at the start of p hold, and the
+// bytes after them; ok is false when p is too short for either.
+func sizedBytes(p []byte) (v, rest []byte, ok bool) {
+	n, w := binary.Uvarint(p)
+	if w <= 0 || n > uint64(len(p)-w) {
+		return nil, p, false
+	}
+	return p[w : w+int(n)], p[w+int(n):], true
+}
+
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // varintLen is the length of binary.AppendVarint(nil, v) (zig-zag, then a uvarint).
@@ -210,12 +220,11 @@ func RestoreAggregation(cfg AggConfig, b []byte) (*Aggregation, error) {
 			return nil, fmt.Errorf("%w: group %d end", ErrBadState, i)
 		}
 		p = p[w:]
-		kl, w := binary.Uvarint(p)
-		if w <= 0 || kl > uint64(len(p)-w) {
+		key, rest, ok := sizedBytes(p)
+		if !ok {
 			return nil, fmt.Errorf("%w: group %d key", ErrBadState, i)
 		}
-		key := p[w : w+int(kl)]
-		p = p[w+int(kl):]
+		p = rest
 		keyID, kh := a.internKey(key)
 		var s int32
 		if a.cfg.Session == nil {

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"unsafe"
+
+	"github.com/medallion-lake/medallion/internal/hashtab"
 )
 
 // ErrStateTooLarge is returned when one side's buffered payloads or keys would pass 4 GiB,
@@ -44,19 +46,13 @@ type keyEnt struct {
 	h    uint32 // the key's hash: removal finds the index slot without reading the key
 }
 
-// slot is one index entry: a key entry and its key's hash.
-type slot struct {
-	h  uint32
-	id int32 // -1: empty
-}
-
 // bucketUs is the width of the eviction buckets: eviction visits only the buckets the state
 // watermark has reached (and splits the last one), never the whole state.
 const bucketUs = 1_000_000
 
 // sideState is one side's buffered rows: an arena of payloads, a chain of rows per key found
-// through an open-addressing index (linear probing, backward-shift deletion), and buckets of
-// rows by event time so that eviction visits only the rows it removes.
+// through an index from the key's hash to its entry (internal/hashtab), and buckets of rows by
+// event time so that eviction visits only the rows it removes.
 type sideState struct {
 	seed     maphash.Seed
 	rows     []stRow
@@ -70,9 +66,8 @@ type sideState struct {
 	keys     []keyEnt
 	freeKeys []int32
 	karena   []byte
-	deadKeys int    // keys freed since the key arena was last compacted
-	index    []slot // power-of-two size
-	liveKeys int
+	deadKeys int                  // keys freed since the key arena was last compacted
+	index    hashtab.Table[int32] // key hash -> key entry, one per live key
 
 	buckets   map[int64][]int32 // event-time bucket -> its rows, in no particular order
 	bucketIDs []int64           // ascending
@@ -83,9 +78,7 @@ type sideState struct {
 }
 
 func newSideState(seed maphash.Seed) *sideState {
-	s := &sideState{seed: seed, buckets: map[int64][]int32{}}
-	s.index = newIndex(16)
-	return s
+	return &sideState{seed: seed, index: hashtab.New[int32](16), buckets: map[int64][]int32{}}
 }
 
 // sized reads a value appendSized wrote at the start of p; short values (one length byte)
@@ -109,44 +102,16 @@ func (s *sideState) hash(k []byte) uint32 {
 	return uint32(h) ^ uint32(h>>32)
 }
 
-// find returns the key entry of k (hash h), or -1. A slot holds the hash beside the id, so a
-// probe reads only the index until a hash matches: a key not in state (most probes) costs one
-// cache line.
+// find returns the key entry of k (hash h), or -1. The index holds the hash beside the id, so
+// a probe reads only the index until a hash matches: a key not in state (most probes) costs
+// one cache line.
 func (s *sideState) find(k []byte, h uint32) int32 {
-	mask := uint32(len(s.index) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := s.index[i]
-		if e.id < 0 {
-			return -1
-		}
-		if e.h == h && string(s.keyBytes(e.id)) == string(k) {
-			return e.id
+	for at, id, ok := s.index.Find(h, h); ok; at, id, ok = s.index.Find(h, at+1) {
+		if string(s.keyBytes(id)) == string(k) {
+			return id
 		}
 	}
-}
-
-func (s *sideState) growIndex() {
-	old := s.index
-	s.index = newIndex(len(old) * 2)
-	mask := uint32(len(s.index) - 1)
-	for _, e := range old {
-		if e.id < 0 {
-			continue
-		}
-		i := e.h & mask
-		for s.index[i].id >= 0 {
-			i = (i + 1) & mask
-		}
-		s.index[i] = e
-	}
-}
-
-func newIndex(n int) []slot {
-	idx := make([]slot, n)
-	for i := range idx {
-		idx[i].id = -1
-	}
-	return idx
+	return -1
 }
 
 func appendSized(dst []byte, v []byte) []byte {
@@ -167,49 +132,31 @@ func (s *sideState) addKey(k []byte, h uint32) (int32, error) {
 			return -1, fmt.Errorf("%w: join keys pass 4 GiB", ErrStateTooLarge)
 		}
 	}
-	if (s.liveKeys+1)*4 > len(s.index)*3 {
-		s.growIndex()
-	}
-	var id int32
-	if n := len(s.freeKeys); n > 0 {
-		id = s.freeKeys[n-1]
-		s.freeKeys = s.freeKeys[:n-1]
-	} else {
-		id = int32(len(s.keys))
-		s.keys = append(s.keys, keyEnt{})
-	}
+	id := take(&s.keys, &s.freeKeys)
 	s.keys[id] = keyEnt{off: uint32(len(s.karena)), head: -1, h: h}
 	s.karena = appendSized(s.karena, k)
-	mask := uint32(len(s.index) - 1)
-	i := h & mask
-	for s.index[i].id >= 0 {
-		i = (i + 1) & mask
-	}
-	s.index[i] = slot{h: h, id: id}
-	s.liveKeys++
+	s.index.Insert(h, id)
 	return id, nil
 }
 
 // removeKey frees an entry whose chain became empty.
 func (s *sideState) removeKey(id int32) {
-	mask := uint32(len(s.index) - 1)
-	i := s.keys[id].h & mask
-	for s.index[i].id != id {
-		i = (i + 1) & mask
-	}
-	for j := (i + 1) & mask; s.index[j].id >= 0; j = (j + 1) & mask {
-		home := s.index[j].h & mask
-		// Move j into the hole at i unless its home lies cyclically in (i, j].
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			s.index[i] = s.index[j]
-			i = j
-		}
-	}
-	s.index[i] = slot{id: -1}
+	s.index.Delete(s.keys[id].h, id)
 	s.deadKeys++ // counted, not measured: reading the key would cost a cache miss
 	s.keys[id] = keyEnt{head: -1}
 	s.freeKeys = append(s.freeKeys, id)
-	s.liveKeys--
+}
+
+// take returns the last index of items that free holds, or the index of a new zero item.
+func take[T any](items *[]T, free *[]int32) int32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return i
+	}
+	var zero T
+	*items = append(*items, zero)
+	return int32(len(*items) - 1)
 }
 
 // insert buffers a row with the next seq: key k with hash h, or a null key when null.
@@ -235,14 +182,7 @@ func (s *sideState) insertSeq(t int64, k []byte, h uint32, null bool, payload []
 		}
 		keyID = id
 	}
-	var row int32
-	if n := len(s.freeRows); n > 0 {
-		row = s.freeRows[n-1]
-		s.freeRows = s.freeRows[:n-1]
-	} else {
-		row = int32(len(s.rows))
-		s.rows = append(s.rows, stRow{})
-	}
+	row := take(&s.rows, &s.freeRows)
 	sf := seq<<flagBits | flagLive
 	if matched {
 		sf |= flagMatched
@@ -376,7 +316,7 @@ func (s *sideState) maybeCompact() {
 	if s.deadRows > 4096 && s.deadRows > s.live {
 		s.compactRows()
 	}
-	if s.deadKeys > 4096 && s.deadKeys > s.liveKeys {
+	if s.deadKeys > 4096 && s.deadKeys > s.index.Len() {
 		s.compactKeys()
 	}
 }
@@ -405,7 +345,7 @@ func (s *sideState) compactRows() {
 }
 
 func (s *sideState) compactKeys() {
-	next := make([]byte, 0, liveShare(len(s.karena), s.liveKeys, s.deadKeys))
+	next := make([]byte, 0, liveShare(len(s.karena), s.index.Len(), s.deadKeys))
 	for i := range s.keys {
 		e := &s.keys[i]
 		if e.head < 0 {
@@ -422,7 +362,7 @@ func (s *sideState) compactKeys() {
 // and slice header counted as 48 bytes).
 func (s *sideState) memoryBytes() int64 {
 	n := int64(cap(s.rows))*int64(unsafe.Sizeof(stRow{})) +
-		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting)+cap(s.emitting))*4 + int64(cap(s.index))*8 +
+		int64(cap(s.freeRows)+cap(s.freeKeys)+cap(s.evicting)+cap(s.emitting))*4 + s.index.Bytes() +
 		int64(cap(s.arena)+cap(s.karena)) +
 		int64(cap(s.keys))*int64(unsafe.Sizeof(keyEnt{})) +
 		int64(cap(s.bucketIDs))*8

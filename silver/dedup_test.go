@@ -213,13 +213,20 @@ func TestDedupAgainstNaiveOracle(t *testing.T) {
 }
 
 // BenchmarkDedup runs 16k-row batches against a 10-minute state (about 600k keys), with one
-// shard and with a shard per core.
+// shard and with a shard per core: every key new ("fresh", a miss then an insert), or every
+// other row repeating a key of the batch before ("half-dups", a hit that reads the key).
 func BenchmarkDedup(b *testing.B) {
-	b.Run("shards=1", func(b *testing.B) { benchmarkDedup(b, 1) })
-	b.Run(fmt.Sprintf("shards=%d", runtime.GOMAXPROCS(0)), func(b *testing.B) { benchmarkDedup(b, 0) })
+	for _, dups := range []bool{false, true} {
+		name := "fresh"
+		if dups {
+			name = "half-dups"
+		}
+		b.Run("shards=1/"+name, func(b *testing.B) { benchmarkDedup(b, 1, dups) })
+		b.Run(fmt.Sprintf("shards=%d/%s", runtime.GOMAXPROCS(0), name), func(b *testing.B) { benchmarkDedup(b, 0, dups) })
+	}
 }
 
-func benchmarkDedup(b *testing.B, shards int) {
+func benchmarkDedup(b *testing.B, shards int, dups bool) {
 	d, _ := NewDedup(DedupConfig{Mode: WithinWatermark, DelayMs: 600_000, Shards: shards})
 	const n = 1 << 14
 	keys := make([][]byte, n)
@@ -229,11 +236,18 @@ func benchmarkDedup(b *testing.B, shards int) {
 	base := int64(0)
 	b.ReportAllocs()
 	b.ResetTimer()
+	c0 := cpuNanos()
 	for i := 0; i < b.N; i++ {
 		buf = buf[:0]
+		batchStart := next
 		for j := range keys {
 			start := len(buf)
-			buf = strconv.AppendInt(buf, int64(next), 10)
+			if dups && j%2 == 1 && batchStart >= n {
+				// A key of the previous batch: still in state, so a duplicate.
+				buf = strconv.AppendInt(buf, int64(batchStart-n+j), 10)
+			} else {
+				buf = strconv.AppendInt(buf, int64(next), 10)
+			}
 			keys[j] = buf[start:len(buf):len(buf)]
 			times[j] = base + int64(j)*1000
 			next++
@@ -245,6 +259,7 @@ func benchmarkDedup(b *testing.B, shards int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	b.ReportMetric(float64(cpuNanos()-c0)/float64(b.N*n), "cpu-ns/event")
 }
 
 // TestDedupKeyLengths stores keys around the arena's chunk size, empty ones and ones longer

@@ -1,0 +1,201 @@
+package gold
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// The order of emitted rows: window start, end, then the key's bytes, whatever the order in
+// which groups were created or evicted (Result.Rows). Keys are ranked once per batch and the
+// groups sorted on integers, by counting passes when the windows are few.
+
+// rowSortKey is an emitted row's place in the output order: its window, then its key's rank.
+type rowSortKey struct {
+	start, end int64
+	rank, row  int32
+}
+
+// sortSlots orders emitted groups by window start, end, then key bytes. The keys are ranked
+// first, each distinct key once, so that the groups sort on integers: with many keys a batch
+// emits several groups a key, and comparing strings group against group cost more than the
+// rest of the emit.
+func (a *Aggregation) sortSlots(slots []int32) {
+	if len(slots) < 2 {
+		return
+	}
+	if len(a.keyRank) < len(a.keyLocs) {
+		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
+	}
+	a.keyIDsBuf = a.keyIDsBuf[:0]
+	for _, s := range slots {
+		if k := a.groups[s].key; a.keyRank[k] != -1 {
+			a.keyRank[k] = -1
+			a.keyIDsBuf = append(a.keyIDsBuf, k)
+		}
+	}
+	a.sortKeys(a.keyIDsBuf)
+	for rank, k := range a.keyIDsBuf {
+		a.keyRank[k] = int32(rank)
+	}
+	if a.ends == nil && a.countingSort(slots) {
+		for _, k := range a.keyIDsBuf {
+			a.keyRank[k] = 0
+		}
+		return
+	}
+	a.rowOrder = a.rowOrder[:0]
+	for _, s := range slots {
+		w := a.window(s)
+		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
+	}
+	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.end, y.end); c != 0 {
+			return c
+		}
+		return cmp.Compare(int64(x.rank), int64(y.rank))
+	})
+	for i, o := range a.rowOrder {
+		slots[i] = o.row
+	}
+	for _, k := range a.keyIDsBuf {
+		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
+	}
+}
+
+// keyPrefix is a key id with 8 bytes of its key, big-endian, from where the batch's keys
+// start to differ.
+type keyPrefix struct {
+	p  uint64
+	id int32
+}
+
+// sortKeys orders key ids by their keys' bytes. Comparing the keys themselves read each one
+// from the arena, a cache miss, about 17 times a key at 100k keys; the keys of a fleet share a
+// long prefix ("device-0..."), so 8 bytes taken after the prefix all of them share order most
+// pairs in one contiguous slice, and only equal prefixes compare the bytes.
+func (a *Aggregation) sortKeys(ids []int32) {
+	if len(ids) < 2 {
+		return
+	}
+	first := a.key(ids[0])
+	common := len(first)
+	for _, id := range ids[1:] {
+		k := a.key(id)
+		n := min(common, len(k))
+		i := 0
+		for i < n && k[i] == first[i] {
+			i++
+		}
+		common = i
+	}
+	ps := slices.Grow(a.keyPrefixes[:0], len(ids))
+	for _, id := range ids {
+		var p uint64
+		k := a.key(id)[common:]
+		for i := range 8 {
+			p <<= 8
+			if i < len(k) {
+				p |= uint64(k[i])
+			}
+		}
+		ps = append(ps, keyPrefix{p, id})
+	}
+	slices.SortFunc(ps, func(x, y keyPrefix) int {
+		if x.p != y.p {
+			return cmp.Compare(x.p, y.p)
+		}
+		return strings.Compare(a.key(x.id), a.key(y.id))
+	})
+	for i, e := range ps {
+		ids[i] = e.id
+	}
+	a.keyPrefixes = ps
+}
+
+// maxSortWindows bounds the distinct windows countingSort handles; a batch emits a handful
+// (the windows its watermark closed), a backlog's first batch a few hundred.
+const maxSortWindows = 4096
+
+// countingSort orders time-window slots by window, then key rank, in two stable counting
+// passes (rank, then window) instead of a comparison sort: the ranks are dense and the
+// windows few. It reports false, leaving slots as they were, when the windows are too many.
+func (a *Aggregation) countingSort(slots []int32) bool {
+	// Time windows start on a grid of the slide: a window's bucket is its distance from the
+	// first start in slides, when the span is at most maxSortWindows slides (no search per
+	// group, which with hundreds of windows cost as much as the passes).
+	lo, hi := a.groups[slots[0]].start, a.groups[slots[0]].start
+	for _, s := range slots {
+		st := a.groups[s].start
+		lo, hi = min(lo, st), max(hi, st)
+	}
+	if slide := a.cfg.Window.Slide; slide > 0 && (hi-lo)/slide < maxSortWindows {
+		a.countingPasses(slots, len(a.keyIDsBuf), int((hi-lo)/slide)+1, func(s int32) int {
+			return int((a.groups[s].start - lo) / slide)
+		})
+		return true
+	}
+	starts := a.sortStarts[:0]
+	for _, s := range slots {
+		st := a.groups[s].start
+		if len(starts) > 0 && starts[len(starts)-1] == st {
+			continue
+		}
+		if !slices.Contains(starts, st) {
+			if len(starts) == maxSortWindows {
+				a.sortStarts = starts
+				return false
+			}
+			starts = append(starts, st)
+		}
+	}
+	slices.Sort(starts)
+	a.sortStarts = starts
+	a.countingPasses(slots, len(a.keyIDsBuf), len(starts), func(s int32) int {
+		w, _ := slices.BinarySearch(starts, a.groups[s].start)
+		return w
+	})
+	return true
+}
+
+// countingPasses sorts slots by key rank (ranks of them), then stably by window (windows of
+// them, numbered by window).
+func (a *Aggregation) countingPasses(slots []int32, ranks, windows int, window func(int32) int) {
+	tmp := slices.Grow(a.sortTmp[:0], len(slots))[:len(slots)]
+	a.sortTmp = tmp
+	// Pass 1: by key rank.
+	count := slices.Grow(a.sortCount[:0], ranks+1)[:ranks+1]
+	clear(count)
+	for _, s := range slots {
+		count[a.keyRank[a.groups[s].key]+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range slots {
+		r := a.keyRank[a.groups[s].key]
+		tmp[count[r]] = s
+		count[r]++
+	}
+	// Pass 2, stable: by window.
+	count = slices.Grow(count[:0], windows+1)[:windows+1]
+	clear(count)
+	for _, s := range tmp {
+		count[window(s)+1]++
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	for _, s := range tmp {
+		w := window(s)
+		slots[count[w]] = s
+		count[w]++
+	}
+	a.sortCount = count
+}
+
+// growOut reserves n more rows in every gold column (and, in the key columns, the live keys'
+// average bytes for each) before the rows are appended: a batch that closes a backlog's
