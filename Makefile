@@ -1,6 +1,6 @@
 # `make test` is the project's test command: the README names it and .ci/run calls it. It runs
-# `make check`, then the Go tests of both modules under -race and the interop suite at the same
-# time (each waits on servers, JVMs and child processes for part of its run: side by side, one
+# the interop suite and, at the same time, `make check` then the Go tests of both modules under
+# -race (each waits on servers, JVMs and child processes for part of its run: side by side, one
 # fills the other's waits); every step runs to its end even when another fails.
 # `make test-quick` is the inner loop: the main module's tests without -race, in -short mode,
 # without MinIO, Kafka, the tests/ module, the browser or the interop suite (see docs/testing.md).
@@ -14,10 +14,13 @@ QUICK_PKGS ?= ./...
 
 .PHONY: test test-quick check fmt-check vet mod-check arrows staticcheck go-test go-test-main go-test-tests interop deps minio kafka build bench fuzz
 
-# -O keeps each step's output in one block (printed when it ends), so pytest's progress and the
-# go test lines do not interleave.
-test: check deps
-	$(MAKE) --no-print-directory -k -j2 -O go-test interop
+# The interop suite is the longest step and mostly waits (JVM starts, Spark's micro-batches, child
+# processes), so it starts at once, beside `check`; the Go tests start when `check` is done (two
+# steps at a time: the Go tests and the checks each keep both cores busy). -O keeps each step's
+# output in one block (printed when it ends), so pytest's progress and the go test lines do not
+# interleave.
+test: deps
+	$(MAKE) --no-print-directory -k -j2 -O interop check go-test
 
 # The inner loop: seconds to a few minutes, not the full run. No -race, -short (the 1M-event
 # reproductions skip), no servers (the S3 and Kafka tests skip unless MEDALLION_TEST_S3_ENDPOINT

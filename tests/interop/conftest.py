@@ -267,6 +267,21 @@ def medallion_bin(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_lake(tmp_path_factory, medallion_bin) -> Path:
+    """`medallion demo --lake <tmp>/demo/lake`, once per session for every test that only reads
+    its tables (the event log, the demo tables read by each engine, the README's examples, run
+    in the directory holding lake/). 30,000 events, as cmd/medallion's TestDemo (which checks that
+    they reach every step: late rows quarantined and merged, the second source, the join): the
+    same tables, a seventh of the rows that each engine reads and Python canonicalises, against
+    the demo's default 200,000."""
+    from interop_engines import run_medallion
+
+    lake = tmp_path_factory.mktemp("demo") / "lake"
+    run_medallion(medallion_bin, "demo", "--lake", str(lake), "--events", "30000", timeout=600)
+    return lake
+
+
+@pytest.fixture(scope="session")
 def mkdelta_bin(tmp_path_factory) -> Path:
     """tests/interop/cmd/mkdelta, medallion's writer as a test program (see interop_mkdelta)."""
     if shutil.which("go") is None:

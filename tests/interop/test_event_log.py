@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, require_module, unavailable
-from interop_engines import run_medallion
 
 pytestmark = pytest.mark.needs_medallion
 
@@ -54,11 +53,11 @@ def duckdb_connect():
     return con
 
 
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory, medallion_bin) -> Path:
-    root = tmp_path_factory.mktemp("eventlog-demo")
-    run_medallion(medallion_bin, "demo", "--lake", str(root / "lake"), timeout=600)
-    return root
+@pytest.fixture
+def demo_root(demo_lake) -> Path:
+    """The directory holding the session's demo lake (conftest.demo_lake): the doc's examples
+    name the table relative to it, as lake/_medallion/event_log."""
+    return demo_lake.parent
 
 
 def progress_oracle(lake: Path) -> set[tuple[str, int]]:

@@ -17,7 +17,8 @@ join's nodes do, so the row is late there), sub-millisecond times, exact resends
 rows, some steps written as a backlog of 2-3 files read one a batch (maxFilesPerTrigger 1: no
 no-data batch between them, so the late watermark lags), three (lower, upper, delays) shapes.
 MEDALLION_JOIN_DIFF_SEEDS=N runs seeds 1..N (default 1: each seed costs Spark about a minute per
-shape at load average 20, less on a quiet machine).
+shape at load average 20, less on a quiet machine). Every workload of the selected tests runs
+once, all side by side on the one Spark session (the `runs` fixture), and each test checks its own.
 
 The one deliberate difference (spec §9.2): in a full outer join Spark pairs null keys, emitting
 (Lnull, Rnull) when the later of the two arrives; medallion never matches a null key. So for
@@ -190,6 +191,7 @@ def spark_batches(spark, tmp: Path, wl: dict) -> dict[str, list[dict]]:
         t0 = time.monotonic()
         mtime = int(time.time())
         for s, step in enumerate(wl["steps"]):
+            parts = []
             for f, fl in enumerate(step_files(step)):
                 lines = [json.dumps({"side": "L" if sd == "left" else "R", "id": i, "k": k, "t_us": t})
                          for sd in ("left", "right") for i, k, t in fl[sd]]
@@ -199,7 +201,12 @@ def spark_batches(spark, tmp: Path, wl: dict) -> dict[str, list[dict]]:
                 part.write_text("\n".join(lines) + "\n")
                 mtime += 1
                 os.utime(part, (mtime, mtime))
-                part.rename(src_dir / f"step-{s:04d}-{f}.json")
+                parts.append((part, src_dir / f"step-{s:04d}-{f}.json"))
+            # A backlog's files appear back to back (all written first), so that a listing in
+            # between, which would run a no-data batch inside the backlog, is as unlikely as it
+            # can be.
+            for part, final in parts:
+                part.rename(final)
             for jt, q in queries.items():
                 q.processAllAvailable()
                 step_end[jt].append(max(got[jt]))
@@ -292,23 +299,102 @@ def check(ours: dict, theirs: dict, wl: dict):
             assert Counter(map(tuple, o["rows"])) == Counter(map(tuple, exp)), f"{where}: rows\n{msg}"
 
 
-def run_both(spark, joindiff_bin: Path, tmp_path: Path, wl: dict):
+def null_key_workload() -> dict:
+    """The smallest workload on which a host that feeds every row to the watermark disagrees with
+    Spark (found by the randomized test): null-key rows at 100 s on both sides (see
+    test_join_null_key_watermark)."""
+    s = 1_000_000
+    return {"types": TYPES, "lower_us": -5 * s, "upper_us": 5 * s, "left_delay_ms": 10_000,
+            "right_delay_ms": 10_000, "steps": [
+                {"left": [[1, 1, 20 * s], [2, None, 100 * s]], "right": [[3, 1, 20 * s], [4, None, 100 * s]]},
+                {"left": [[5, 1, 50 * s]], "right": [[6, 1, 50 * s]]}]}
+
+
+def one_side_empty_first_workload() -> dict:
+    """Seed 1 of the jv1 shape with the first two steps' right rows removed, each of those steps
+    one file (see test_join_one_side_empty_first)."""
+    wl = workload(1, "jv1")
+    for st in wl["steps"][:2]:
+        left = [r for fl in step_files(st) for r in fl["left"]]
+        st.clear()
+        st.update({"left": left, "right": []})
+    return wl
+
+
+def workload_name(item) -> str:
+    """The workload a test of this module runs: <shape>-<seed> for the randomized test, its own
+    name for the others."""
+    params = getattr(item, "callspec", None)
+    if item.originalname == "test_join_differential":
+        return f"{params.params['shape']}-{params.params['seed']}"
+    return item.originalname
+
+
+def workload_of(name: str) -> dict:
+    if name == "test_join_null_key_watermark":
+        return null_key_workload()
+    if name == "test_join_one_side_empty_first":
+        return one_side_empty_first_workload()
+    shape, seed = name.rsplit("-", 1)
+    return workload(int(seed), shape)
+
+
+def run_both(spark, joindiff_bin: Path, tmp: Path, wl: dict):
     ours = medallion_batches(joindiff_bin, wl)
-    partitions = spark.conf.get("spark.sql.shuffle.partitions")
-    # One state partition per operator: the answer does not depend on it, the run time does.
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    tmp.mkdir(parents=True)
+    return ours, spark_batches(spark, tmp, wl)
+
+
+@pytest.fixture(scope="module")
+def runs(request, spark, joindiff_bin, tmp_path_factory) -> dict[str, tuple | BaseException]:
+    """{workload name: (workload, medallion's batches, Spark's batches)} for the workloads of the
+    tests selected in this module, or the exception its run raised. Spark runs them all at once,
+    each workload its own queries on the one session: a workload's run mostly waits on Spark's
+    per-batch latency (planning, state commits, the trigger loop), so side by side they take
+    little longer than the longest alone. Each query has its own source directory, checkpoint
+    and sink, so the runs cannot see each other's rows or batches."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = sorted({workload_name(item) for item in request.session.items
+                    if item.module is request.module})
+    root = tmp_path_factory.mktemp("joindiff")
+    conf = spark.conf
+    saved = {k: conf.get(k) for k in ("spark.sql.shuffle.partitions",
+                                      "spark.sql.streaming.numRecentProgressUpdates")}
+    # One state partition per operator: the answer does not depend on it, the run time does. And
+    # room for every progress report of a long run on a loaded machine (idle ones included).
+    conf.set("spark.sql.shuffle.partitions", "1")
+    conf.set("spark.sql.streaming.numRecentProgressUpdates", "10000")
+    out: dict[str, tuple | BaseException] = {}
     try:
-        theirs = spark_batches(spark, tmp_path, wl)
+        # Five at a time: every workload of the default run; more seeds queue behind them.
+        with ThreadPoolExecutor(max_workers=5) as pool:
+            futures = {n: (wl, pool.submit(run_both, spark, joindiff_bin, root / n, wl))
+                       for n in names for wl in [workload_of(n)]}
+            for n, (wl, fut) in futures.items():
+                try:
+                    out[n] = (wl, *fut.result())
+                except Exception as err:  # noqa: BLE001 - re-raised by the workload's test
+                    out[n] = err
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", partitions)
-    return ours, theirs
+        for k, v in saved.items():
+            conf.set(k, v)
+    return out
+
+
+def run_of(runs: dict, request) -> tuple[dict, dict, dict]:
+    """(workload, ours, theirs) of the calling test's workload, or its run's error."""
+    name = workload_name(request.node)
+    got = runs[name]
+    if isinstance(got, BaseException):
+        raise AssertionError(f"workload {name}: {type(got).__name__}: {got}") from got
+    return got
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_join_differential(spark, joindiff_bin, tmp_path, seed, shape):
-    wl = workload(seed, shape)
-    ours, theirs = run_both(spark, joindiff_bin, tmp_path, wl)
+def test_join_differential(runs, request, seed, shape):
+    wl, ours, theirs = run_of(runs, request)
     # The workload must exercise what it is meant to: late rows, null keys, no-data batches,
     # null-extended rows.
     assert sum(b["dropped"] for b in theirs["full_outer"]) > 0, "no late row in the workload"
@@ -319,18 +405,13 @@ def test_join_differential(spark, joindiff_bin, tmp_path, seed, shape):
     check(ours, theirs, wl)
 
 
-def test_join_null_key_watermark(spark, joindiff_bin, tmp_path):
+def test_join_null_key_watermark(runs, request):
     """The smallest workload on which a host that feeds every row to the watermark disagrees with
     Spark (found by the randomized test): null-key rows at 100 s on both sides. Spark's inferred
     `key IS NOT NULL` filter runs below withWatermark on a side the join does not preserve, so for
     inner and left_semi W stays 10 s and step 2's rows at 50 s are joined; for full_outer both
     nodes see the null rows, W becomes 90 s and they are late (join.Watermarks.ObserveInput)."""
-    s = 1_000_000
-    wl = {"types": TYPES, "lower_us": -5 * s, "upper_us": 5 * s, "left_delay_ms": 10_000,
-          "right_delay_ms": 10_000, "steps": [
-              {"left": [[1, 1, 20 * s], [2, None, 100 * s]], "right": [[3, 1, 20 * s], [4, None, 100 * s]]},
-              {"left": [[5, 1, 50 * s]], "right": [[6, 1, 50 * s]]}]}
-    ours, theirs = run_both(spark, joindiff_bin, tmp_path, wl)
+    wl, ours, theirs = run_of(runs, request)
     # The oracle of the vector, from the rule above; then batch by batch against Spark.
     assert [b["watermark_ms"] for b in theirs["inner"]] == [0, 10_000, 10_000, 40_000]
     assert [b["watermark_ms"] for b in theirs["full_outer"]] == [0, 90_000, 90_000]
@@ -339,18 +420,13 @@ def test_join_null_key_watermark(spark, joindiff_bin, tmp_path):
     check(ours, theirs, wl)
 
 
-def test_join_one_side_empty_first(spark, joindiff_bin, tmp_path):
+def test_join_one_side_empty_first(runs, request):
     """The right input has no row in the first two steps (issue 30, item 9): Spark runs a data
     micro-batch for each step's left rows all the same, and since the right node has never had a
     row it counts 0 (spec §2.2), the global watermark stays 0 and no no-data batch follows. The
     workload is seed 1 of the jv1 shape with the first two steps' right rows removed (each step
     one file, so every step is one batch)."""
-    wl = workload(1, "jv1")
-    for st in wl["steps"][:2]:
-        left = [r for fl in step_files(st) for r in fl["left"]]
-        st.clear()
-        st.update({"left": left, "right": []})
-    ours, theirs = run_both(spark, joindiff_bin, tmp_path, wl)
+    wl, ours, theirs = run_of(runs, request)
     for jt in wl["types"]:
         first = theirs[jt][:2]
         assert [(b["step"], b["batch_id"], b["watermark_ms"]) for b in first] == [(0, 0, 0), (1, 1, 0)], \

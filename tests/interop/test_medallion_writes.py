@@ -112,17 +112,6 @@ def delta_tables_under(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("_delta_log") if p.is_dir())
 
 
-@pytest.fixture(scope="module")
-def demo_lake(tmp_path_factory, medallion_bin) -> Path:
-    """`medallion demo --lake <tmp>/lake`, once for the module's tests. 30,000 events, as
-    cmd/medallion's TestDemo (which checks that they reach every step: late rows quarantined and
-    merged, the second source, the join): the same tables, a seventh of the rows that each engine
-    reads and Python canonicalises, against the demo's default 200,000."""
-    lake = tmp_path_factory.mktemp("demo") / "lake"
-    run_medallion(medallion_bin, "demo", "--lake", str(lake), "--events", "30000", timeout=600)
-    return lake
-
-
 def test_demo_tables_are_read_identically(demo_lake, medallion_bin, spark, deltalake, duckdb):
     lake = demo_lake
     tables = delta_tables_under(lake)
