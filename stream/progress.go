@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -200,15 +201,6 @@ func (s *SourceProgress) write(w *jw) {
 	w.close()
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
 // jw writes compact JSON objects field by field, in the caller's order.
 type jw struct {
 	b     bytes.Buffer
@@ -288,7 +280,7 @@ func writeMap[V any](w *jw, k string, m map[string]V, write func(w *jw, k string
 	}
 	w.key(k)
 	w.open()
-	for _, mk := range sortedKeys(m) {
+	for _, mk := range slices.Sorted(maps.Keys(m)) {
 		write(w, mk, m[mk])
 	}
 	w.close()
