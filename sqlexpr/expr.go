@@ -272,7 +272,7 @@ func (c *colRef) literal(v any) (scalar, error) {
 			if c.ts {
 				return scalar{i: x.UnixMicro()}, nil
 			}
-		} else if x, ok := goInt(v); ok {
+		} else if x, ok := pq.IntValue(v); ok {
 			return scalar{i: x}, nil
 		}
 	case classFloat:
@@ -316,23 +316,6 @@ func (c *colRef) literal(v any) (scalar, error) {
 		}
 	}
 	return bad()
-}
-
-// goInt is v as an int64 when v has one of Go's signed integer types.
-func goInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	}
-	return 0, false
 }
 
 // colScalar reads row i of a column of the ref's type.
