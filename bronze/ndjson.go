@@ -706,28 +706,20 @@ func (p *LineParser) scanNumber() (bool, error) {
 	if i < len(line) && line[i] == '-' {
 		i++
 	}
+	var ok bool
 	switch {
 	case i < len(line) && line[i] == '0':
 		i++
 	case i < len(line) && line[i] >= '1' && line[i] <= '9':
-		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-			i++
-		}
+		i, _ = digitRun(line, i)
 	default:
-		p.pos = i
-		return false, p.fail(ReasonInvalidJSON, "invalid number")
+		return p.badNumber(i)
 	}
 	isInt := true
 	if i < len(line) && line[i] == '.' {
 		isInt = false
-		i++
-		d := i
-		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-			i++
-		}
-		if i == d {
-			p.pos = i
-			return false, p.fail(ReasonInvalidJSON, "invalid number")
+		if i, ok = digitRun(line, i+1); !ok {
+			return p.badNumber(i)
 		}
 	}
 	if i < len(line) && (line[i] == 'e' || line[i] == 'E') {
@@ -736,17 +728,28 @@ func (p *LineParser) scanNumber() (bool, error) {
 		if i < len(line) && (line[i] == '+' || line[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-			i++
-		}
-		if i == d {
-			p.pos = i
-			return false, p.fail(ReasonInvalidJSON, "invalid number")
+		if i, ok = digitRun(line, i); !ok {
+			return p.badNumber(i)
 		}
 	}
 	p.pos = i
 	return isInt, nil
+}
+
+// digitRun returns the end of the run of digits that starts at i of line; ok is false when
+// there is none (a fraction or an exponent without digits).
+func digitRun(line []byte, i int) (end int, ok bool) {
+	end = i
+	for end < len(line) && line[end] >= '0' && line[end] <= '9' {
+		end++
+	}
+	return end, end > i
+}
+
+// badNumber fails the line at column i, where a number went wrong.
+func (p *LineParser) badNumber(i int) (bool, error) {
+	p.pos = i
+	return false, p.fail(ReasonInvalidJSON, "invalid number")
 }
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.

@@ -24,49 +24,9 @@ func ParseCondition(s string) ([]Bound, error) {
 	p.next()
 	var out []Bound
 	for {
-		a, err := p.term()
-		if err != nil {
+		var err error
+		if out, err = p.conjunct(out); err != nil {
 			return nil, err
-		}
-		if p.isWord("between") {
-			p.next()
-			lo, err := p.term()
-			if err != nil {
-				return nil, err
-			}
-			if !p.isWord("and") {
-				return nil, p.errorf("want AND after BETWEEN's lower bound")
-			}
-			p.next()
-			hi, err := p.term()
-			if err != nil {
-				return nil, err
-			}
-			// a BETWEEN lo AND hi  <=>  lo <= a AND a <= hi
-			b1, err := p.bound(lo, LE, a)
-			if err != nil {
-				return nil, err
-			}
-			b2, err := p.bound(a, LE, hi)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, b1, b2)
-		} else {
-			op, ok := p.op()
-			if !ok {
-				return nil, p.errorf("want a comparison (<, <=, >, >=) or BETWEEN")
-			}
-			p.next()
-			c, err := p.term()
-			if err != nil {
-				return nil, err
-			}
-			b, err := p.bound(a, op, c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, b)
 		}
 		if p.tok == "" {
 			return out, nil
@@ -76,6 +36,41 @@ func ParseCondition(s string) ([]Bound, error) {
 		}
 		p.next()
 	}
+}
+
+// conjunct reads one conjunct, `a op c` or `a BETWEEN lo AND hi`, and appends its bounds to
+// dst.
+func (p *condParser) conjunct(dst []Bound) ([]Bound, error) {
+	a, err := p.term()
+	if err != nil {
+		return nil, err
+	}
+	if op, ok := p.op(); ok {
+		c, err := p.nextTerm()
+		if err != nil {
+			return nil, err
+		}
+		return p.appendBound(dst, a, op, c)
+	}
+	if !p.isWord("between") {
+		return nil, p.errorf("want a comparison (<, <=, >, >=) or BETWEEN")
+	}
+	lo, err := p.nextTerm()
+	if err != nil {
+		return nil, err
+	}
+	if !p.isWord("and") {
+		return nil, p.errorf("want AND after BETWEEN's lower bound")
+	}
+	hi, err := p.nextTerm()
+	if err != nil {
+		return nil, err
+	}
+	// a BETWEEN lo AND hi  <=>  lo <= a AND a <= hi
+	if dst, err = p.appendBound(dst, lo, LE, a); err != nil {
+		return nil, err
+	}
+	return p.appendBound(dst, a, LE, hi)
 }
 
 type condTerm struct {
@@ -150,6 +145,12 @@ func (p *condParser) op() (Op, bool) {
 	return 0, false
 }
 
+// nextTerm reads the term after the current token (a comparison, BETWEEN or its AND).
+func (p *condParser) nextTerm() (condTerm, error) {
+	p.next()
+	return p.term()
+}
+
 // term reads `l.t|r.t (+|- duration)*`.
 func (p *condParser) term() (condTerm, error) {
 	t := condTerm{pos: p.tokStart}
@@ -181,16 +182,16 @@ func (p *condParser) term() (condTerm, error) {
 	return t, nil
 }
 
-// bound turns `a op c` into the canonical `r.t op' l.t + offset`.
-func (p *condParser) bound(a condTerm, op Op, c condTerm) (Bound, error) {
+// appendBound appends `a op c` to dst in the canonical form `r.t op' l.t + offset`.
+func (p *condParser) appendBound(dst []Bound, a condTerm, op Op, c condTerm) ([]Bound, error) {
 	if a.side == c.side {
-		return Bound{}, fmt.Errorf("%w: condition %q at column %d: a conjunct must compare l.t with r.t, this one uses %s.t on both sides", ErrBadSpec, p.src, a.pos+1, a.side.String()[:1])
+		return nil, fmt.Errorf("%w: condition %q at column %d: a conjunct must compare l.t with r.t, this one uses %s.t on both sides", ErrBadSpec, p.src, a.pos+1, a.side.String()[:1])
 	}
 	if a.side == Right { // r.t + a op l.t + c  <=>  r.t op l.t + (c - a)
-		return Bound{Op: op, Offset: c.offset - a.offset}, nil
+		return append(dst, Bound{Op: op, Offset: c.offset - a.offset}), nil
 	}
 	// l.t + a op r.t + c  <=>  r.t flip(op) l.t + (a - c)
-	return Bound{Op: op.flip(), Offset: a.offset - c.offset}, nil
+	return append(dst, Bound{Op: op.flip(), Offset: a.offset - c.offset}), nil
 }
 
 // parseDuration reads a Go duration, or a whole number of days (`3650d`), in µs.

@@ -28,16 +28,11 @@ const (
 	SemiLeft
 )
 
+var kindNames = [...]string{Pair: "pair", LeftUnmatched: "left-unmatched", RightUnmatched: "right-unmatched", SemiLeft: "semi"}
+
 func (k Kind) String() string {
-	switch k {
-	case Pair:
-		return "pair"
-	case LeftUnmatched:
-		return "left-unmatched"
-	case RightUnmatched:
-		return "right-unmatched"
-	case SemiLeft:
-		return "semi"
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }

@@ -48,24 +48,17 @@ func (d *decoder) fail(what string) {
 	}
 }
 
-func (d *decoder) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.p)
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.p = d.p[n:]
-	return v
-}
+func (d *decoder) uvarint(what string) uint64 { return readVarint(d, what, binary.Uvarint) }
 
-func (d *decoder) varint(what string) int64 {
+func (d *decoder) varint(what string) int64 { return readVarint(d, what, binary.Varint) }
+
+// readVarint decodes one varint with read (binary.Uvarint or binary.Varint). After the first
+// failure every read returns zero, and the error stays the first one.
+func readVarint[T uint64 | int64](d *decoder, what string, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.p)
+	v, n := read(d.p)
 	if n <= 0 {
 		d.fail(what)
 		return 0
@@ -211,32 +204,30 @@ func (o *Operator) AppendDelta(dst []byte) ([]byte, error) {
 	dst = binary.AppendVarint(dst, o.evictWM)
 	for side, s := range o.st {
 		dst = binary.AppendUvarint(dst, s.nextSeq)
-		n := 0
-		for _, r := range o.added[side] {
-			if s.rows[r].live() {
-				n++
-			}
-		}
-		dst = binary.AppendUvarint(dst, uint64(n))
-		for _, r := range o.added[side] {
-			if s.rows[r].live() {
-				dst = s.appendRow(dst, r)
-			}
-		}
-		n = 0
-		for _, r := range o.flipped[side] {
-			if s.rows[r].live() {
-				n++
-			}
-		}
-		dst = binary.AppendUvarint(dst, uint64(n))
-		for _, r := range o.flipped[side] {
-			if s.rows[r].live() {
-				dst = binary.AppendUvarint(dst, s.rows[r].seq())
-			}
-		}
+		dst = s.appendLive(dst, o.added[side], s.appendRow)
+		dst = s.appendLive(dst, o.flipped[side], func(dst []byte, r int32) []byte {
+			return binary.AppendUvarint(dst, s.rows[r].seq())
+		})
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// appendLive appends how many of rows are still in state (the batch's eviction may have
+// removed some since), then each of those with write.
+func (s *sideState) appendLive(dst []byte, rows []int32, write func(dst []byte, row int32) []byte) []byte {
+	n := 0
+	for _, r := range rows {
+		if s.rows[r].live() {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for _, r := range rows {
+		if s.rows[r].live() {
+			dst = write(dst, r)
+		}
+	}
+	return dst
 }
 
 // ApplyDelta replays one AppendDelta on the state of the batch before it: the new rows are

@@ -309,3 +309,16 @@ func TestMatchRange(t *testing.T) {
 		t.Error("a side that is never evicted closed")
 	}
 }
+
+// TestKindString pins the kinds' names (the example's output and the random test's row dumps
+// print them) and the fallback for a value that is no kind.
+func TestKindString(t *testing.T) {
+	for k, want := range map[Kind]string{
+		0: "Kind(0)", Pair: "pair", LeftUnmatched: "left-unmatched", RightUnmatched: "right-unmatched",
+		SemiLeft: "semi", SemiLeft + 1: "Kind(5)", 255: "Kind(255)",
+	} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", uint8(k), got, want)
+		}
+	}
+}

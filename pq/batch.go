@@ -110,6 +110,14 @@ func (d Decimal128) Cmp(o Decimal128) int {
 	return 0
 }
 
+// Neg returns -d. The one value without a negation, -2^127, comes back unchanged; it lies
+// outside decimal(38,s), whose magnitudes stay below 10^38.
+func (d Decimal128) Neg() Decimal128 {
+	lo, borrow := bits.Sub64(0, d.Lo, 0)
+	hi, _ := bits.Sub64(0, uint64(d.Hi), borrow)
+	return Decimal128{Hi: int64(hi), Lo: lo}
+}
+
 // Bytes returns the big-endian two's complement form in n bytes (n <= 16), as Parquet's
 // FIXED_LEN_BYTE_ARRAY decimals store it.
 func (d Decimal128) Bytes(dst []byte, n int) []byte {
@@ -319,10 +327,11 @@ func parsePlainDecimal(s string, scale int) (d Decimal128, plain bool, err error
 	if !ok || u.hi>>63 != 0 { // the magnitude must stay below 2^127, as DecimalFromBigInt wants
 		return d, true, tooBig()
 	}
+	d = Decimal128{Hi: int64(u.hi), Lo: u.lo}
 	if neg {
-		u = u.negate()
+		d = d.Neg()
 	}
-	return Decimal128{Hi: int64(u.hi), Lo: u.lo}, true, nil
+	return d, true, nil
 }
 
 type uint128 struct{ hi, lo uint64 }
@@ -341,12 +350,6 @@ func (u uint128) mulAdd(m, a uint64) (uint128, bool) {
 		return u, false
 	}
 	return uint128{hi, lo}, true
-}
-
-func (u uint128) negate() uint128 {
-	lo, borrow := bits.Sub64(0, u.lo, 0)
-	hi, _ := bits.Sub64(0, u.hi, borrow)
-	return uint128{hi, lo}
 }
 
 // Column is one column of a Batch: a typed slice chosen by Kind, plus a null mask. Only the

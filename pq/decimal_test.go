@@ -146,6 +146,28 @@ func TestParseDecimalMatchesBigRat(t *testing.T) {
 
 // TestParseDecimalHugeRefused: a million-digit value is refused with a short message (it used
 // to cost about 70 s through big.Rat and quote the whole value in its error).
+// TestDecimalNeg checks Neg against big.Int negation at the carries between the two words
+// and at the ends of the 128-bit range; -2^127, which has no negation, comes back unchanged.
+func TestDecimalNeg(t *testing.T) {
+	minD := Decimal128{Hi: -1 << 63}
+	for _, d := range []Decimal128{
+		{}, {Lo: 1}, {Hi: -1, Lo: ^uint64(0)}, {Lo: ^uint64(0)}, {Hi: 1}, {Hi: 1, Lo: 1},
+		{Hi: -1}, {Hi: -1 << 62, Lo: 12345}, {Hi: 1<<63 - 1, Lo: ^uint64(0)}, minD,
+	} {
+		got := d.Neg()
+		if d == minD {
+			if got != minD {
+				t.Errorf("%v.Neg() = %v, want itself", d, got)
+			}
+			continue
+		}
+		want, ok := DecimalFromBigInt(new(big.Int).Neg(d.BigInt()))
+		if !ok || got != want {
+			t.Errorf("%v (%s).Neg() = %v (%s), want %v", d, d.BigInt(), got, got.BigInt(), want)
+		}
+	}
+}
+
 func TestParseDecimalHugeRefused(t *testing.T) {
 	for _, s := range []string{
 		strings.Repeat("9", 1_000_000),

@@ -186,17 +186,13 @@ func (n *rnode) pageValues(data encoding.Values, indexed bool, idx []int32, pres
 	var count int
 	switch want {
 	case encoding.Int64:
-		v.i64 = data.Int64()
-		count = len(v.i64)
+		count = setValues(&v.i64, data.Int64())
 	case encoding.Int32:
-		v.i32 = data.Int32()
-		count = len(v.i32)
+		count = setValues(&v.i32, data.Int32())
 	case encoding.Double:
-		v.f64 = data.Double()
-		count = len(v.f64)
+		count = setValues(&v.f64, data.Double())
 	case encoding.Float:
-		v.f32 = data.Float()
-		count = len(v.f32)
+		count = setValues(&v.f32, data.Float())
 	case encoding.ByteArray:
 		v.data, v.offs = data.ByteArray()
 		// A buffer of no values may come without the leading offset.
@@ -214,6 +210,12 @@ func (n *rnode) pageValues(data encoding.Values, indexed bool, idx []int32, pres
 		return nil, n.fail("page has %d values for %d present rows", count, present)
 	}
 	return v, nil
+}
+
+// setValues keeps a page's buffer of fixed-width values in *dst and returns how many it holds.
+func setValues[T any](dst *[]T, vals []T) int {
+	*dst = vals
+	return len(vals)
 }
 
 // at maps the j-th present value of the page to its position in the value buffers.

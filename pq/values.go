@@ -162,8 +162,9 @@ func (c *Column) mismatch(v any) error {
 	return fmt.Errorf("%w: %T value %v cannot be stored in a %s column", ErrSchemaMismatch, v, v, TypeString(c.Type))
 }
 
-// intValue is v as an int64 when v is one of Go's signed integer types.
-func intValue(v any) (int64, bool) {
+// IntValue is v as an int64 when v has one of Go's signed integer types: the integers
+// AppendValue takes, and sqlexpr's literals.
+func IntValue(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
 		return int64(x), true
@@ -202,7 +203,7 @@ func (c *Column) appendDecimalValue(t txlog.DecimalType, v any) error {
 		c.AppendDecimal(d)
 		return nil
 	}
-	if n, ok := intValue(v); ok {
+	if n, ok := IntValue(v); ok {
 		d, err := ParseDecimal(strconv.FormatInt(n, 10), t.Scale)
 		if err != nil {
 			return err
@@ -217,7 +218,7 @@ func (c *Column) appendDecimalValue(t txlog.DecimalType, v any) error {
 func (c *Column) appendPrimitiveValue(t txlog.PrimitiveType, v any) error {
 	switch t.Name {
 	case txlog.TypeLong:
-		if n, ok := intValue(v); ok {
+		if n, ok := IntValue(v); ok {
 			c.AppendInt64(n)
 			return nil
 		}
@@ -231,7 +232,7 @@ func (c *Column) appendPrimitiveValue(t txlog.PrimitiveType, v any) error {
 			return nil
 		}
 	case txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte:
-		if n, ok := intValue(v); ok {
+		if n, ok := IntValue(v); ok {
 			lim := map[string]int64{txlog.TypeInteger: math.MaxInt32, txlog.TypeShort: math.MaxInt16, txlog.TypeByte: math.MaxInt8}[t.Name]
 			if n > lim || n < -lim-1 {
 				return fmt.Errorf("%w: %d overflows %s", ErrSchemaMismatch, n, t.Name)
@@ -257,7 +258,7 @@ func (c *Column) appendPrimitiveValue(t txlog.PrimitiveType, v any) error {
 			c.AppendFloat64(float64(x))
 			return nil
 		}
-		if n, ok := intValue(v); ok {
+		if n, ok := IntValue(v); ok {
 			c.AppendFloat64(float64(n))
 			return nil
 		}

@@ -2,6 +2,7 @@ package sqlexpr
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,24 +265,15 @@ func (c *colRef) literal(v any) (scalar, error) {
 	}
 	switch c.class {
 	case classInt:
-		switch x := v.(type) {
-		case time.Time:
+		if x, ok := v.(time.Time); ok {
 			if c.typ.TypeName() == txlog.TypeDate {
 				return scalar{i: pq.FloorDiv(x.Unix(), 86400)}, nil
 			}
 			if c.ts {
 				return scalar{i: x.UnixMicro()}, nil
 			}
-		case int:
-			return scalar{i: int64(x)}, nil
-		case int64:
+		} else if x, ok := pq.IntValue(v); ok {
 			return scalar{i: x}, nil
-		case int32:
-			return scalar{i: int64(x)}, nil
-		case int16:
-			return scalar{i: int64(x)}, nil
-		case int8:
-			return scalar{i: int64(x)}, nil
 		}
 	case classFloat:
 		switch x := v.(type) {
@@ -355,14 +347,10 @@ func colScalar(c *colRef, col *pq.Column, i int) scalar {
 func compare(cl class, a, b scalar) int {
 	switch cl {
 	case classInt, classBool:
-		switch {
-		case a.i < b.i:
-			return -1
-		case a.i > b.i:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.i, b.i)
 	case classFloat:
+		// Not cmp.Compare, which orders NaN first: here a NaN is neither less nor greater than
+		// anything, and the callers decide what a NaN means.
 		switch {
 		case a.f < b.f:
 			return -1
@@ -445,15 +433,11 @@ func (e *inExpr) bind(s *txlog.StructType) (bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &boundIn{ref: ref}
-	for _, v := range e.vals {
-		lit, err := ref.literal(v)
-		if err != nil {
-			return nil, err
-		}
-		b.lits = append(b.lits, lit)
+	lits, err := mapErr(e.vals, ref.literal)
+	if err != nil {
+		return nil, err
 	}
-	return b, nil
+	return &boundIn{ref: ref, lits: lits}, nil
 }
 
 func (e *nullExpr) bind(s *txlog.StructType) (bound, error) {
@@ -465,15 +449,24 @@ func (e *nullExpr) bind(s *txlog.StructType) (bound, error) {
 }
 
 func (e *logicExpr) bind(s *txlog.StructType) (bound, error) {
-	b := &boundLogic{and: e.and}
-	for _, a := range e.args {
-		x, err := a.bind(s)
+	args, err := mapErr(e.args, func(a Expr) (bound, error) { return a.bind(s) })
+	if err != nil {
+		return nil, err
+	}
+	return &boundLogic{and: e.and, args: args}, nil
+}
+
+// mapErr returns f of each of xs (nil for none), or the first error.
+func mapErr[T, U any](xs []T, f func(T) (U, error)) ([]U, error) {
+	var out []U
+	for _, x := range xs {
+		y, err := f(x)
 		if err != nil {
 			return nil, err
 		}
-		b.args = append(b.args, x)
+		out = append(out, y)
 	}
-	return b, nil
+	return out, nil
 }
 
 func (e *notExpr) bind(s *txlog.StructType) (bound, error) {
@@ -598,23 +591,20 @@ func combine(and bool, a, b uint8) uint8 {
 	return r
 }
 
+// kleene is x AND y, or x OR y, in three-valued logic: the operator's deciding value (false
+// for AND, true for OR) wins, then NULL, then the other value.
 func kleene(and bool, x, y uint8) uint8 {
+	decides, other := outTrue, outFalse
 	if and {
-		switch {
-		case x == outFalse || y == outFalse:
-			return outFalse
-		case x == outNull || y == outNull:
-			return outNull
-		}
-		return outTrue
+		decides, other = outFalse, outTrue
 	}
 	switch {
-	case x == outTrue || y == outTrue:
-		return outTrue
+	case x == decides || y == decides:
+		return decides
 	case x == outNull || y == outNull:
 		return outNull
 	}
-	return outFalse
+	return other
 }
 
 // colInfo is what is known about one column across a file's rows.

@@ -210,3 +210,50 @@ func TestPredicateRowsNaN(t *testing.T) {
 		t.Error("NOT(x = 1.5) skipped a file with min = max = 1.5, which may hold NaNs")
 	}
 }
+
+// TestKleeneTables pins AND and OR in three-valued logic against their written-out tables.
+func TestKleeneTables(t *testing.T) {
+	vals := []uint8{outTrue, outFalse, outNull}
+	// The tables, rows x and columns y in the order T, F, N.
+	and := [3][3]uint8{
+		{outTrue, outFalse, outNull},
+		{outFalse, outFalse, outFalse},
+		{outNull, outFalse, outNull},
+	}
+	or := [3][3]uint8{
+		{outTrue, outTrue, outTrue},
+		{outTrue, outFalse, outNull},
+		{outTrue, outNull, outNull},
+	}
+	for i, x := range vals {
+		for j, y := range vals {
+			if got := kleene(true, x, y); got != and[i][j] {
+				t.Errorf("kleene AND(%d, %d) = %d, want %d", x, y, got, and[i][j])
+			}
+			if got := kleene(false, x, y); got != or[i][j] {
+				t.Errorf("kleene OR(%d, %d) = %d, want %d", x, y, got, or[i][j])
+			}
+		}
+	}
+}
+
+// TestIntLiterals checks that an integer column takes a literal of every Go signed integer
+// type at its value, and refuses other kinds of literal.
+func TestIntLiterals(t *testing.T) {
+	b := goldBatch(t)
+	for _, v := range []any{int(3), int64(3), int32(3), int16(3), int8(3)} {
+		p, err := Bind(Eq("count", v), b.Schema, nil)
+		if err != nil {
+			t.Errorf("count = %T: %v", v, err)
+			continue
+		}
+		if got, want := p.Eval(b), []bool{false, false, true, false}; !slices.Equal(got, want) {
+			t.Errorf("count = %T(3): got %v, want %v", v, got, want)
+		}
+	}
+	for _, v := range []any{uint(3), "x3", 3.5} {
+		if _, err := Bind(Eq("count", v), b.Schema, nil); !errors.Is(err, ErrBadPredicate) {
+			t.Errorf("count = %T %v: got %v, want ErrBadPredicate", v, v, err)
+		}
+	}
+}

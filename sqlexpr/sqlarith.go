@@ -40,7 +40,7 @@ func (n *signNode) eval(c *evalCtx) *vec {
 		o.d = growDecs(o.d, c.n)
 		for r, v := range x.d[:c.n] {
 			if !n.abs || v.Hi < 0 {
-				v = decNeg(v)
+				v = v.Neg()
 			}
 			o.d[r] = v
 		}

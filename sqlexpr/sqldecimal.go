@@ -26,22 +26,13 @@ func dec64(d pq.Decimal128) (int64, bool) {
 	return lo, d.Hi == lo>>63
 }
 
-func decNeg(d pq.Decimal128) pq.Decimal128 {
-	lo := ^d.Lo + 1
-	hi := ^d.Hi
-	if lo == 0 {
-		hi++
-	}
-	return pq.Decimal128{Hi: hi, Lo: lo}
-}
-
 // decFits reports whether |d| < 10^p (p <= 38).
 func decFits(d pq.Decimal128, p int) bool {
 	if p > 38 {
 		return true
 	}
 	if d.Hi < 0 {
-		d = decNeg(d)
+		d = d.Neg()
 		if d.Hi < 0 { // the most negative value
 			return false
 		}

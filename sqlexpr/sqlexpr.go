@@ -98,8 +98,8 @@ func widerNumeric(a, b sqlType) sqlType {
 }
 
 // commonEitherWay is where cmpCommon and widerCommon agree: NULL takes the other side's
-// type, two numbers widen, and a date meets a timestamp as a timestamp; ok is false for any
-// other pair.
+// type, two numbers widen (two decimals too), a date meets a timestamp as a timestamp, and
+// two of the same other type stay that type; ok is false for any other pair.
 func commonEitherWay(a, b sqlType) (sqlType, bool) {
 	switch {
 	case a.k == kNull:
@@ -110,6 +110,8 @@ func commonEitherWay(a, b sqlType) (sqlType, bool) {
 		return widerNumeric(a, b), true
 	case a.k == kDate && b.k == kTimestamp, a.k == kTimestamp && b.k == kDate:
 		return sqlType{k: kTimestamp}, true
+	case a.k == b.k:
+		return a, true
 	}
 	return sqlType{}, false
 }
@@ -123,8 +125,6 @@ func cmpCommon(a, b sqlType) (sqlType, bool) {
 		return t, true
 	}
 	switch {
-	case a.k == b.k:
-		return a, true
 	case a.k == kString && b.k == kDecimal, a.k == kDecimal && b.k == kString:
 		return sqlType{k: kDouble}, true
 	case a.k == kString && b.k != kBinary && b.k != kInterval:
@@ -142,11 +142,6 @@ func widerCommon(a, b sqlType) (sqlType, bool) {
 		return t, true
 	}
 	switch {
-	case a.k == b.k:
-		if a.k == kDecimal {
-			return widerNumeric(a, b), true
-		}
-		return a, true
 	case a.k == kString && b.k != kBinary && b.k != kBool && b.k != kInterval,
 		b.k == kString && a.k != kBinary && a.k != kBool && a.k != kInterval:
 		return sqlType{k: kString}, true

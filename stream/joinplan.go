@@ -87,24 +87,17 @@ func (r *joinQuery) plan(ctx context.Context) (bool, error) {
 // restoreOperator rebuilds the join state of version v: its nearest full snapshot at or
 // before v, then every later delta in order. It returns the number of deltas replayed.
 func (r *joinQuery) restoreOperator(ctx context.Context, v int64, sections map[string][]byte) (*join.Operator, int, error) {
+	fail := func(v int64, err error) error {
+		return fmt.Errorf("stream: join %s state %s: %w", r.j.Name, checkpoint.StateKey(v), err)
+	}
 	c := chain[*join.Operator]{
-		open: func(v int64, sections map[string][]byte) (*join.Operator, bool, error) {
-			var op *join.Operator
-			var err error
-			if sections == nil { // version 0: the empty state
-				op, err = join.New(r.spec)
-			} else if s, ok := sections[secJoin]; ok {
-				op, err = join.Restore(r.spec, s)
-			}
-			if err != nil {
-				return nil, false, fmt.Errorf("stream: join %s state %s: %w", r.j.Name, checkpoint.StateKey(v), err)
-			}
-			return op, op != nil, nil
-		},
+		open: openSnapshot(secJoin,
+			func() (*join.Operator, error) { return join.New(r.spec) },
+			func(s []byte) (*join.Operator, error) { return join.Restore(r.spec, s) }, fail),
 		delta: secJoinDelta,
 		apply: func(op *join.Operator, delta []byte, v int64) error {
 			if err := op.ApplyDelta(delta); err != nil {
-				return fmt.Errorf("stream: join %s state %s: %w", r.j.Name, checkpoint.StateKey(v), err)
+				return fail(v, err)
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -147,9 +148,7 @@ func (p *Progress) MarshalJSON() ([]byte, error) {
 	}
 	w.str("timestamp", p.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"))
 	w.int("batchId", p.BatchID)
-	w.int("numInputRows", p.NumInputRows)
-	w.double("inputRowsPerSecond", p.InputRowsPerSecond)
-	w.double("processedRowsPerSecond", p.ProcessedRowsPerSecond)
+	w.rates(p.NumInputRows, p.InputRowsPerSecond, p.ProcessedRowsPerSecond)
 	w.intMap("durationMs", p.DurationMs)
 	w.strMap("eventTime", p.EventTime)
 	writeArray(&w, "stateOperators", p.StateOperators, (*StateOperatorProgress).write)
@@ -197,20 +196,9 @@ func (s *SourceProgress) write(w *jw) {
 	w.rawOrNull("startOffset", s.StartOffset)
 	w.rawOrNull("endOffset", s.EndOffset)
 	w.rawOrNull("latestOffset", s.LatestOffset)
-	w.int("numInputRows", s.NumInputRows)
-	w.double("inputRowsPerSecond", s.InputRowsPerSecond)
-	w.double("processedRowsPerSecond", s.ProcessedRowsPerSecond)
+	w.rates(s.NumInputRows, s.InputRowsPerSecond, s.ProcessedRowsPerSecond)
 	w.strMap("metrics", s.Metrics)
 	w.close()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // jw writes compact JSON objects field by field, in the caller's order.
@@ -246,6 +234,14 @@ func (w *jw) double(k string, v float64) {
 		return
 	}
 	w.raw(k, JavaDouble(v))
+}
+
+// rates writes the input counters Spark's progress carries twice, for the query and for each
+// of its sources, in Spark's order.
+func (w *jw) rates(numInputRows int64, inputPerSecond, processedPerSecond float64) {
+	w.int("numInputRows", numInputRows)
+	w.double("inputRowsPerSecond", inputPerSecond)
+	w.double("processedRowsPerSecond", processedPerSecond)
 }
 
 func (w *jw) rawOrNull(k string, v json.RawMessage) {
@@ -284,7 +280,7 @@ func writeMap[V any](w *jw, k string, m map[string]V, write func(w *jw, k string
 	}
 	w.key(k)
 	w.open()
-	for _, mk := range sortedKeys(m) {
+	for _, mk := range slices.Sorted(maps.Keys(m)) {
 		write(w, mk, m[mk])
 	}
 	w.close()

@@ -91,6 +91,27 @@ type chain[T any] struct {
 	missing func(v int64) error
 }
 
+// openSnapshot is the open of a chain whose version 0 is fresh() and whose full snapshots
+// are the section key, read back with load; fail wraps their errors with the version.
+func openSnapshot[T any](key string, fresh func() (T, error), load func([]byte) (T, error), fail func(v int64, err error) error) func(int64, map[string][]byte) (T, bool, error) {
+	return func(v int64, sections map[string][]byte) (T, bool, error) {
+		var state T
+		var err error
+		switch s, ok := sections[key]; {
+		case sections == nil: // version 0: the empty state
+			state, err = fresh()
+		case ok:
+			state, err = load(s)
+		default:
+			return state, false, nil
+		}
+		if err != nil {
+			return state, false, fail(v, err)
+		}
+		return state, true, nil
+	}
+}
+
 // restore rebuilds the state of version v: its nearest full snapshot at or before v, then
 // every later delta in order. It returns the number of deltas replayed and whether the chain
 // started from the empty state of version 0.
@@ -127,24 +148,15 @@ func restoreAggs(ctx context.Context, aps []*aggPlan, v int64, sections map[stri
 	aggs := make([]*gold.Aggregation, len(aps))
 	most := 0
 	for i, ap := range aps {
+		fail := func(v int64, err error) error { return fmt.Errorf("%s: %w", checkpoint.StateKey(v), err) }
 		c := chain[*gold.Aggregation]{
-			open: func(v int64, sections map[string][]byte) (*gold.Aggregation, bool, error) {
-				var a *gold.Aggregation
-				var err error
-				if sections == nil { // version 0: the empty state
-					a, err = gold.NewAggregation(ap.agg)
-				} else if s, ok := sections[secAgg+ap.cfg.Name]; ok {
-					a, err = gold.RestoreAggregation(ap.agg, s)
-				}
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
-				}
-				return a, a != nil, nil
-			},
+			open: openSnapshot(secAgg+ap.cfg.Name,
+				func() (*gold.Aggregation, error) { return gold.NewAggregation(ap.agg) },
+				func(s []byte) (*gold.Aggregation, error) { return gold.RestoreAggregation(ap.agg, s) }, fail),
 			delta: secAggDelta + ap.cfg.Name,
 			apply: func(a *gold.Aggregation, delta []byte, v int64) error {
 				if err := a.ApplyDelta(delta); err != nil {
-					return fmt.Errorf("%s: %w", checkpoint.StateKey(v), err)
+					return fail(v, err)
 				}
 				return nil
 			},

@@ -72,23 +72,20 @@ func (s Shape) String() string {
 
 // primitives are the leaf types a random schema draws from: every primitive Delta type that
 // package pq maps, and decimals of each physical width.
-var primitives = []txlog.DataType{
-	txlog.PrimitiveType{Name: txlog.TypeLong},
-	txlog.PrimitiveType{Name: txlog.TypeInteger},
-	txlog.PrimitiveType{Name: txlog.TypeShort},
-	txlog.PrimitiveType{Name: txlog.TypeByte},
-	txlog.PrimitiveType{Name: txlog.TypeDouble},
-	txlog.PrimitiveType{Name: txlog.TypeFloat},
-	txlog.PrimitiveType{Name: txlog.TypeBoolean},
-	txlog.PrimitiveType{Name: txlog.TypeString},
-	txlog.PrimitiveType{Name: txlog.TypeBinary},
-	txlog.PrimitiveType{Name: txlog.TypeDate},
-	txlog.PrimitiveType{Name: txlog.TypeTimestamp},
-	txlog.PrimitiveType{Name: txlog.TypeTimestampNTZ},
-	txlog.DecimalType{Precision: 9, Scale: 2},
-	txlog.DecimalType{Precision: 18, Scale: 4},
-	txlog.DecimalType{Precision: 38, Scale: 10},
-}
+var primitives = func() []txlog.DataType {
+	var ts []txlog.DataType
+	for _, name := range []string{
+		txlog.TypeLong, txlog.TypeInteger, txlog.TypeShort, txlog.TypeByte, txlog.TypeDouble,
+		txlog.TypeFloat, txlog.TypeBoolean, txlog.TypeString, txlog.TypeBinary, txlog.TypeDate,
+		txlog.TypeTimestamp, txlog.TypeTimestampNTZ,
+	} {
+		ts = append(ts, txlog.PrimitiveType{Name: name})
+	}
+	return append(ts,
+		txlog.DecimalType{Precision: 9, Scale: 2},
+		txlog.DecimalType{Precision: 18, Scale: 4},
+		txlog.DecimalType{Precision: 38, Scale: 10})
+}()
 
 // Primitives returns every primitive type RandomSchema may draw.
 func Primitives() []txlog.DataType { return append([]txlog.DataType(nil), primitives...) }
@@ -293,7 +290,7 @@ func (g *gen) value(col *pq.Column, t txlog.DataType, depth int) error {
 			d.Hi = int64(k % (1 << 40)) // beyond 64 bits, still within 38 digits
 		}
 		if k%2 == 0 {
-			d = negate(d)
+			d = d.Neg()
 		}
 		col.AppendDecimal(d)
 	case *txlog.StructType:
@@ -328,15 +325,6 @@ func (g *gen) value(col *pq.Column, t txlog.DataType, depth int) error {
 		return fmt.Errorf("no generator for %s", t.TypeName())
 	}
 	return nil
-}
-
-func negate(d pq.Decimal128) pq.Decimal128 {
-	lo := ^d.Lo + 1
-	hi := ^d.Hi
-	if lo == 0 {
-		hi++
-	}
-	return pq.Decimal128{Hi: hi, Lo: lo}
 }
 
 var words = []string{"", "a", "device-0001", "é-ünïcödé", "日本語テキスト", "line\nbreak", "quote\"d"}
