@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -437,6 +438,11 @@ func (e *inExpr) bind(s *txlog.StructType) (bound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ref.class == classFloat {
+		// A NaN literal equals no value (as for Eq), and compare, which calls a NaN neither
+		// less nor greater, would call it equal to every value: leave it out.
+		lits = slices.DeleteFunc(lits, func(l scalar) bool { return math.IsNaN(l.f) })
+	}
 	return &boundIn{ref: ref, lits: lits}, nil
 }
 
@@ -813,7 +819,9 @@ func (b *boundIn) file(fi *fileInfo) uint8 {
 	if !ci.hasMin || !ci.hasMax {
 		return set | outTrue | outFalse
 	}
-	single := compare(b.ref.class, ci.min, ci.max) == 0
+	// A float column's statistics leave NaNs out, so min = max does not make every row that
+	// value.
+	single := compare(b.ref.class, ci.min, ci.max) == 0 && b.ref.class != classFloat
 	for _, l := range b.lits {
 		if compare(b.ref.class, ci.min, l) <= 0 && compare(b.ref.class, ci.max, l) >= 0 {
 			set |= outTrue

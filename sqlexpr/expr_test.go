@@ -192,6 +192,11 @@ func TestPredicateRowsNaN(t *testing.T) {
 		{Ge("x", 1.5), []bool{true, false, true}},
 		{In("x", 1.5, 2.0), []bool{true, false, true}},
 		{Not(In("x", 1.5)), []bool{false, true, true}},
+		// A NaN literal equals nothing, in IN as in =.
+		{Eq("x", math.NaN()), []bool{false, false, false}},
+		{In("x", math.NaN()), []bool{false, false, false}},
+		{In("x", math.NaN(), 2.0), []bool{false, false, true}},
+		{Not(In("x", math.NaN())), []bool{true, true, true}},
 	} {
 		p, err := Bind(c.e, b.Schema, nil)
 		if err != nil {
@@ -208,6 +213,13 @@ func TestPredicateRowsNaN(t *testing.T) {
 	stats := `{"numRecords":2,"minValues":{"x":1.5},"maxValues":{"x":1.5},"nullCount":{"x":0}}`
 	if !p.MayMatch(&txlog.Add{Path: "f.parquet", Stats: stats, PartitionValues: map[string]*string{}}) {
 		t.Error("NOT(x = 1.5) skipped a file with min = max = 1.5, which may hold NaNs")
+	}
+	p, err = Bind(Not(In("x", 1.5, 3.0)), b.Schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.MayMatch(&txlog.Add{Path: "f.parquet", Stats: stats, PartitionValues: map[string]*string{}}) {
+		t.Error("NOT(x IN (1.5, 3)) skipped a file with min = max = 1.5, which may hold NaNs")
 	}
 }
 
