@@ -307,7 +307,7 @@ func (tx *Transaction) checkChangeData(m Metadata, kind WriteKind) error {
 		return nil
 	}
 	return &FeatureError{Feature: "changeDataFeed", Kind: kind,
-		Why: "delta.enableChangeDataFeed=true: a commit that changes existing rows must carry their change rows (cdc files under _change_data/), and this one carries none",
+		Why:    "delta.enableChangeDataFeed=true: a commit that changes existing rows must carry their change rows (cdc files under _change_data/), and this one carries none",
 		WayOut: "write the change through table.Rewrite, which writes them, or turn the feed off: ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed=false)"}
 }
 
