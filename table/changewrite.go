@@ -66,7 +66,7 @@ type ChangeWriter struct {
 	stage  *pq.Batch         // rows staged, in the table's schema
 	types  []ChangeType      // and their change types
 	tc     *pq.Column        // the _change_type column of a flush, its buffers reused
-	consts *changeConsts // the table's
+	consts *changeConsts     // the table's
 	counts ChangeCounts
 	closed bool
 	cdcs   []*txlog.CDC
