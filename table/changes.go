@@ -148,6 +148,10 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 // Range is the range of versions the feed reads, both ends included.
 func (f *ChangeFeed) Range() (from, to int64) { return f.from, f.to }
 
+// Timestamp is version v's commit time as the change rows carry it (zero when the log no
+// longer has the version's commit).
+func (f *ChangeFeed) Timestamp(v int64) time.Time { return f.times[v] }
+
 // Schema is the schema of the change rows: the table's columns, then _change_type,
 // _commit_version and _commit_timestamp.
 func (f *ChangeFeed) Schema() *txlog.StructType { return f.out }
