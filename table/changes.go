@@ -226,39 +226,103 @@ func (f *ChangeFeed) Plan(ctx context.Context, v int64) (VersionChanges, error) 
 		return VersionChanges{}, fmt.Errorf("table: commit %d: %w", v, err)
 	}
 	vc := VersionChanges{Version: v, Timestamp: f.times[v]}
-	var cdcs []*txlog.CDC
-	var adds []*txlog.Add
-	var removes []*txlog.Remove
-	var info *txlog.CommitInfo
-	for _, a := range actions {
-		switch {
-		case a.MetaData != nil && !ChangeFeedOn(a.MetaData.Configuration):
-			return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
-		case a.CDC != nil:
-			cdcs = append(cdcs, a.CDC)
-		case a.Add != nil && a.Add.DataChange:
-			adds = append(adds, a.Add)
-		case a.Remove != nil && a.Remove.DataChange:
-			removes = append(removes, a.Remove)
-		case a.CommitInfo != nil:
-			info = a.CommitInfo
-		}
+	ca := classify(actions)
+	if ca.metadata != nil && !ChangeFeedOn(ca.metadata.Configuration) {
+		return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
 	}
-	if len(cdcs) > 0 {
-		for _, c := range cdcs {
+	if len(ca.cdcs) > 0 {
+		for _, c := range ca.cdcs {
 			vc.Files = append(vc.Files, ChangeFile{Path: c.Path, PartitionValues: c.PartitionValues, Size: c.Size})
 		}
 		return vc, nil
 	}
-	if mergeChangedNothing(info) {
+	if mergeChangedNothing(ca.info) {
 		return vc, nil
 	}
-	files, err := f.inferredFiles(ctx, v, adds, removes)
+	files, err := f.inferredFiles(ctx, v, ca.adds, ca.removes)
 	if err != nil {
 		return VersionChanges{}, err
 	}
 	vc.Files = files
 	return vc, nil
+}
+
+// changeActions are the actions of a commit that decide its change rows.
+type changeActions struct {
+	metadata *txlog.Metadata
+	cdcs     []*txlog.CDC
+	adds     []*txlog.Add    // dataChange=true
+	removes  []*txlog.Remove // dataChange=true
+	info     *txlog.CommitInfo
+}
+
+func classify(actions []txlog.Action) changeActions {
+	var ca changeActions
+	for _, a := range actions {
+		switch {
+		case a.MetaData != nil:
+			ca.metadata = a.MetaData
+		case a.CDC != nil:
+			ca.cdcs = append(ca.cdcs, a.CDC)
+		case a.Add != nil && a.Add.DataChange:
+			ca.adds = append(ca.adds, a.Add)
+		case a.Remove != nil && a.Remove.DataChange:
+			ca.removes = append(ca.removes, a.Remove)
+		case a.CommitInfo != nil:
+			ca.info = a.CommitInfo
+		}
+	}
+	return ca
+}
+
+// hasChanges reports whether the commit has change rows to read (files, at least).
+func (ca changeActions) hasChanges() bool {
+	return len(ca.cdcs) > 0 || (len(ca.adds)+len(ca.removes) > 0 && !mergeChangedNothing(ca.info))
+}
+
+// LatestChangeVersion returns the newest version of snap's table, among the lookBack versions
+// up to snap's, whose change feed has files to read (change data files, or data-changing adds
+// and removes): the version a change feed consumer has to reach. found is false when the feed
+// is off at snap, or no version of the window (with the feed on) changed data. It reads only
+// commit files, newest first, and stops at the first with changes.
+func (t *Table) LatestChangeVersion(ctx context.Context, snap *txlog.Snapshot, lookBack int) (v int64, found bool, err error) {
+	if !ChangeFeedOn(snap.Metadata().Configuration) {
+		return -1, false, nil
+	}
+	sawMetadata := false
+	for v := snap.Version(); v >= 0 && v > snap.Version()-int64(lookBack); v-- {
+		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return -1, false, nil // log cleanup removed the older commits
+		}
+		if err != nil {
+			return -1, false, fmt.Errorf("table: read commit %d: %w", v, err)
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return -1, false, fmt.Errorf("table: commit %d: %w", v, err)
+		}
+		ca := classify(actions)
+		if ca.metadata != nil && !ChangeFeedOn(ca.metadata.Configuration) {
+			return -1, false, nil // the feed was off from here down
+		}
+		if ca.hasChanges() {
+			if sawMetadata && ca.metadata == nil {
+				// A later commit set the metadata: whether the feed was on here is the
+				// metadata in force at v.
+				at, err := t.log.SnapshotAt(ctx, v)
+				if err != nil {
+					return -1, false, err
+				}
+				if !ChangeFeedOn(at.Metadata().Configuration) {
+					return -1, false, nil
+				}
+			}
+			return v, true, nil
+		}
+		sawMetadata = sawMetadata || ca.metadata != nil
+	}
+	return -1, false, nil
 }
 
 // mergeChangedNothing is Delta's guard for a MERGE that rewrote files without changing a row
