@@ -80,7 +80,7 @@ func tableStatuses(ctx context.Context, lake objstore.Bucket, out []TableStatus)
 		}
 		ts.Exists, ts.Version, ts.Files, ts.Bytes = true, snap.Version(), len(snap.Files()), snap.TotalSize()
 		ts.LastCommit = snap.Timestamp()
-		if ts.ChangeFeed = table.ChangeFeedOn(snap.Metadata().Configuration); ts.ChangeFeed {
+		if ts.ChangeFeed = table.ChangeFeedOn(snap); ts.ChangeFeed {
 			v, found, err := tbl.LatestChangeVersion(ctx, snap, changeLookBack)
 			if err != nil {
 				return fmt.Errorf("report: table %s: latest change version: %w", ts.Path, err)

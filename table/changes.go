@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -26,16 +25,12 @@ const (
 	ChangePostimage ChangeType = "update_postimage"
 )
 
-// The columns a change feed reader adds to the table's, named as Spark's table_changes names
-// them; ChangeTypeColumn is also the column the change data files themselves carry.
+// The columns a change feed reader adds to the table's, after ChangeTypeColumn (the column the
+// change data files themselves carry), named as Spark's table_changes names them.
 const (
-	ChangeTypeColumn      = "_change_type"
 	CommitVersionColumn   = "_commit_version"
 	CommitTimestampColumn = "_commit_timestamp"
 )
-
-// ChangeDataDir is the folder under the table root that holds the change data files.
-const ChangeDataDir = "_change_data"
 
 // ChangeFeedProperty is the table property that turns the change data feed on.
 const ChangeFeedProperty = "delta.enableChangeDataFeed"
@@ -54,12 +49,6 @@ type ChangeSet struct {
 	Version   int64
 	Timestamp time.Time
 	Rows      *pq.Batch
-}
-
-// ChangeFeedOn reports whether a table's configuration turns the change data feed on (the
-// property's value is true, in any case, as Spark parses it).
-func ChangeFeedOn(conf map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(conf[ChangeFeedProperty]), "true")
 }
 
 // ChangeFile is one file a version's change rows are read from.
@@ -125,7 +114,7 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 			return nil, fmt.Errorf("table: change feed start version %d: %w", from, err)
 		}
 	}
-	if !ChangeFeedOn(start.Metadata().Configuration) {
+	if !ChangeFeedOn(start) {
 		return nil, fmt.Errorf("%w at version %d (set %s=true to record changes from the next version on)", ErrChangeFeedOff, from, ChangeFeedProperty)
 	}
 	schema, err := latest.Schema()
@@ -227,7 +216,7 @@ func (f *ChangeFeed) Plan(ctx context.Context, v int64) (VersionChanges, error) 
 	}
 	vc := VersionChanges{Version: v, Timestamp: f.times[v]}
 	ca := classify(actions)
-	if ca.metadata != nil && !ChangeFeedOn(ca.metadata.Configuration) {
+	if ca.metadata != nil && !txlog.ChangeFeedOn(*ca.metadata) {
 		return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
 	}
 	if len(ca.cdcs) > 0 {
@@ -286,7 +275,7 @@ func (ca changeActions) hasChanges() bool {
 // is off at snap, or no version of the window (with the feed on) changed data. It reads only
 // commit files, newest first, and stops at the first with changes.
 func (t *Table) LatestChangeVersion(ctx context.Context, snap *txlog.Snapshot, lookBack int) (v int64, found bool, err error) {
-	if !ChangeFeedOn(snap.Metadata().Configuration) {
+	if !ChangeFeedOn(snap) {
 		return -1, false, nil
 	}
 	sawMetadata := false
@@ -303,7 +292,7 @@ func (t *Table) LatestChangeVersion(ctx context.Context, snap *txlog.Snapshot, l
 			return -1, false, fmt.Errorf("table: commit %d: %w", v, err)
 		}
 		ca := classify(actions)
-		if ca.metadata != nil && !ChangeFeedOn(ca.metadata.Configuration) {
+		if ca.metadata != nil && !txlog.ChangeFeedOn(*ca.metadata) {
 			return -1, false, nil // the feed was off from here down
 		}
 		if ca.hasChanges() {
@@ -314,7 +303,7 @@ func (t *Table) LatestChangeVersion(ctx context.Context, snap *txlog.Snapshot, l
 				if err != nil {
 					return -1, false, err
 				}
-				if !ChangeFeedOn(at.Metadata().Configuration) {
+				if !ChangeFeedOn(at) {
 					return -1, false, nil
 				}
 			}

@@ -74,7 +74,7 @@ func writeChangeFile(t *testing.T, b objstore.Bucket, partCols []string, rows []
 	if err != nil || len(adds) != 1 {
 		t.Fatalf("change file: %v, %d files", err, len(adds))
 	}
-	return &txlog.CDC{Path: ChangeDataDir + "/" + adds[0].Path, PartitionValues: adds[0].PartitionValues, Size: adds[0].Size}
+	return &txlog.CDC{Path: ChangeDataDir + adds[0].Path, PartitionValues: adds[0].PartitionValues, Size: adds[0].Size}
 }
 
 // readChanges collects the rendered rows of each version of a change feed read, and the
