@@ -122,12 +122,14 @@ def test_deltars_load_cdf_of_spark_table_equals_medallion(spark_cdf_table, medal
 
 @pytest.fixture(scope="module")
 def spark_dv_cdf_table(spark, tmp_path_factory) -> Path:
-    """Spark's CDF table with deletion vectors: DELETE and UPDATE mark rows in deletion vectors
-    and write change files; a DELETE of every row of a file removes it."""
+    """Spark's CDF table with deletion vectors: DELETE marks rows in a deletion vector (no change
+    files: the reader diffs the vectors), UPDATE writes change files. Column mapping (name) puts
+    physical column names in the data and change files; in-commit timestamps date the commits."""
     path = tmp_path_factory.mktemp("cdf") / "spark-dv"
     t = f"delta.`{path}`"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, name STRING, amount DOUBLE, part STRING) USING delta "
-              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true')")
+              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true', "
+              "'delta.columnMapping.mode' = 'name', 'delta.enableInCommitTimestamps' = 'true')")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1.0, 'x'), (2, 'b', 2.0, 'x'), (3, 'c', 3.0, 'y')")
     spark.sql(f"DELETE FROM {t} WHERE id = 2")
     spark.sql(f"UPDATE {t} SET amount = -1 WHERE id = 3")
