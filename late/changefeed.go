@@ -51,8 +51,8 @@ type changeFeed struct {
 	drops []droppedRow
 	idx   hashtab.Table[uint32]
 	files []*txlog.Add // the files dropped rows are in, by rowRef.file
-	left    int          // dropped rows not cancelled yet
-	post    *pq.Batch    // written rows no dropped row equals
+	left  int          // dropped rows not cancelled yet
+	post  *pq.Batch    // written rows no dropped row equals
 
 	enc, enc2 []byte
 	kbuf      [][]byte
