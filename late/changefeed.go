@@ -65,11 +65,11 @@ type changeFeed struct {
 // counted over the file's rows as the table's scan yields them.
 type rowRef struct{ file, row int32 }
 
-// droppedRow is a dropped row's hash and place; gone once a written row cancelled it.
+// droppedRow is a dropped row's hash and place; at.file is -1 once a written row cancelled
+// it (24 bytes a row: a replay remembers every row of its range).
 type droppedRow struct {
-	h    [2]uint64
-	at   rowRef
-	gone bool
+	h  [2]uint64
+	at rowRef
 }
 
 func newChangeFeed(w *table.ChangeWriter, keys *changeKeys, scan *table.FileScan, schema *txlog.StructType, seeds [2]maphash.Seed) (*changeFeed, error) {
@@ -121,7 +121,7 @@ func (c *changeFeed) cancel(h [2]uint64) bool {
 	for at, v, ok := c.idx.Find(h32, h32); ok; at, v, ok = c.idx.Find(h32, at+1) {
 		if d := &c.drops[v]; d.h == h {
 			c.idx.Delete(h32, v)
-			d.gone = true
+			d.at.file = -1
 			c.left--
 			return true
 		}
@@ -254,7 +254,7 @@ func (c *changeFeed) readDropped(ctx context.Context) (*pq.Batch, error) {
 	}
 	byFile := map[int32][]int32{}
 	for _, d := range c.drops {
-		if !d.gone {
+		if d.at.file >= 0 {
 			byFile[d.at.file] = append(byFile[d.at.file], d.at.row)
 		}
 	}
