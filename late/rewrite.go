@@ -2,7 +2,9 @@ package late
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
@@ -24,6 +26,10 @@ type writeStats struct {
 	// Unchanged: the rows the rewrite would write equal the rows it would replace, so it
 	// committed nothing (Version is the version read; the counts above are zero).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// ChangeRows are the change data feed rows the commit wrote (inserts, deletes, update
+	// pre- and post-images) in ChangeFiles files, for a table whose feed is on.
+	ChangeRows  int64 `json:"changeRows,omitempty"`
+	ChangeFiles int   `json:"changeFiles,omitempty"`
 	// skipped: the table held the commit's txn already (a rerun of a merge that landed).
 	skipped bool
 }
@@ -77,6 +83,9 @@ type rewrite struct {
 	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted); nil:
 	// run keeps its own.
 	st *writeStats
+	// changes pairs dropped and written rows into the change feed's updates, for a table
+	// whose feed is on (nil: only equal rows cancel; the rest are deletes and inserts).
+	changes *changeKeys
 }
 
 // prunedFiles binds prune to the table's snapshot and returns it with the files it may
@@ -131,6 +140,21 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		old, added = newRowMultisets()
 		unchanged = func() bool { return !rewrote && old.equal(added) }
 	}
+	// cf writes the change feed of a table that has one, telling rows apart by the hashes of
+	// old and added when the rewrite compares.
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	if old != nil {
+		seeds = old.seeds
+	}
+	cf, err := rw.changeFeed(whole, seeds)
+	if err != nil {
+		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+	}
+	if cf != nil && rw.compare {
+		// A replay drops about every row of its files: size the map of dropped rows for
+		// them once rather than growing it a row at a time.
+		cf.presize(candidateRows(rw.candidates))
+	}
 	var buf pq.ReadBuffer
 	file := func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 		out, err := pq.NewBatch(rw.schema)
@@ -138,6 +162,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 			return false, nil, err
 		}
 		touched := false
+		fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
 		// A row group at a time into one buffer (kept rows are copied into out), not the
 		// whole file at once: gold files reach the 128 MB target, several times that
 		// decoded, and a replay drops nearly all of their rows.
@@ -154,17 +179,44 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 				if err != nil {
 					return false, nil, err
 				}
-				switch {
-				case act == keepRow:
+				switch act {
+				case keepRow:
 					out.AppendRow(b, i)
-				case old != nil && act == dropRow:
-					touched = true
-					old.add(b, i)
-				case act == dropRow:
-					touched = true
+					continue
+				case dropRow:
+					var h [2]uint64
+					if old != nil {
+						h = old.add(b, i)
+					}
+					if cf != nil {
+						if old == nil {
+							h = cf.hash(b, i)
+						}
+						if fi < 0 {
+							fi = cf.file(f)
+						}
+						cf.drop(h, rowRef{fi, int32(base + i)})
+					}
 				default:
-					touched, rewrote = true, true
+					rewrote = true
+					if cf != nil {
+						if err := cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
+							return false, nil, err
+						}
+					}
 				}
+				touched = true
+			}
+			if cf != nil {
+				if err := cf.endBatch(ctx, b); err != nil {
+					return false, nil, err
+				}
+			}
+			base += b.Len()
+		}
+		if cf != nil {
+			if err := cf.endFile(ctx, out); err != nil {
+				return false, nil, err
 			}
 		}
 		return touched, []*pq.Batch{out}, nil
@@ -177,10 +229,12 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		Isolation:  txlog.WriteSerializable,
 		Unchanged:  unchanged,
 		File:       file,
-		InsertEach: rw.insert(added),
+		InsertEach: rw.insert(added, cf),
+		Changes:    cf.writer(),
 		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
 	})
 	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
+	st.ChangeRows, st.ChangeFiles = res.ChangeRows.Total(), len(res.ChangeFiles)
 	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
 	if err != nil {
 		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
@@ -192,9 +246,19 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 	return *st, nil
 }
 
+// changeFeed is the rewrite's change feed writer, nil when the table's feed is off.
+func (rw *rewrite) changeFeed(scan *table.FileScan, seeds [2]maphash.Seed) (*changeFeed, error) {
+	w, err := rw.t.NewChangeWriter(rw.snap)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	return newChangeFeed(w, rw.changes, scan, rw.schema, seeds)
+}
+
 // insert hands extra's rows to the table's writer a chunk at a time, counting them into
-// added when the rewrite compares.
-func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write func(*pq.Batch) error) error {
+// added when the rewrite compares and into the change feed cf (nil: none), whose rows it
+// finishes once extra is done.
+func (rw *rewrite) insert(added *rowMultiset, cf *changeFeed) func(ctx context.Context, write func(*pq.Batch) error) error {
 	return func(ctx context.Context, write func(*pq.Batch) error) error {
 		ins, err := pq.NewBatch(rw.schema)
 		if err != nil {
@@ -204,9 +268,18 @@ func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write fu
 			if ins.Len() == 0 {
 				return nil
 			}
+			var hashes [][2]uint64
 			if added != nil {
 				for i := range ins.Len() {
-					added.add(ins, i)
+					h := added.add(ins, i)
+					if cf != nil {
+						hashes = append(hashes, h)
+					}
+				}
+			}
+			if cf != nil {
+				if err := cf.written(ctx, ins, hashes); err != nil {
+					return err
 				}
 			}
 			if err := write(ins); err != nil {
@@ -218,7 +291,13 @@ func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write fu
 		if err := rw.extra(ins, flush); err != nil {
 			return err
 		}
-		return flush()
+		if err := flush(); err != nil {
+			return err
+		}
+		if cf != nil {
+			return cf.finish(ctx)
+		}
+		return nil
 	}
 }
 
@@ -243,5 +322,51 @@ func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Bat
 		return nil, err
 	}
 	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
-		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st}, nil
+		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st,
+		changes: goldChangeKeys(g.a)}, nil
+}
+
+// goldChangeKeys pairs gold rows by window and group keys: a window merge-late or replay
+// recomputed is an update of it. A session is keyed by its group keys alone and pairs with a
+// dropped session its window overlaps: merging late rows grows a session (or fuses several,
+// the first of which is the one updated and the others deleted).
+func goldChangeKeys(a *agg) *changeKeys {
+	ck := &changeKeys{of: func(b *pq.Batch) (func(dst [][]byte, i int) [][]byte, error) {
+		gr := goldRow{a: a}
+		return func(dst [][]byte, i int) [][]byte {
+			start, end, keys, ok := gr.at(b, i)
+			if !ok {
+				return dst
+			}
+			k := groupKey(nil, start, end, keys, i)
+			if a.session != nil {
+				k = k[windowPrefix:]
+			}
+			return append(dst, k)
+		}, nil
+	}}
+	if a.session != nil {
+		gr := goldRow{a: a}
+		ck.fits = func(pre *pq.Batch, p int, post *pq.Batch, i int) bool {
+			ps, pe, _, _ := gr.at(pre, p)
+			s, e, _, _ := gr.at(post, i)
+			return ps < e && s < pe
+		}
+	}
+	return ck
+}
+
+// candidateRows is the rows the files hold by their stats (numRecords; a file without them
+// counts none).
+func candidateRows(files []*txlog.Add) int {
+	n := 0
+	for _, f := range files {
+		var st struct {
+			NumRecords int64 `json:"numRecords"`
+		}
+		if f.Stats != "" && json.Unmarshal([]byte(f.Stats), &st) == nil {
+			n += int(st.NumRecords)
+		}
+	}
+	return n
 }
