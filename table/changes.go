@@ -115,6 +115,9 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 		}
 	}
 	if !ChangeFeedOn(start) {
+		if on, ok := t.feedTurnedOn(ctx, from+1, to); ok {
+			return nil, fmt.Errorf("%w at version %d: it is on from version %d, start there", ErrChangeFeedOff, from, on)
+		}
 		return nil, fmt.Errorf("%w at version %d (set %s=true to record changes from the next version on)", ErrChangeFeedOff, from, ChangeFeedProperty)
 	}
 	schema, err := latest.Schema()
@@ -132,6 +135,25 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 		txlog.StructField{Name: CommitTimestampColumn, Type: txlog.PrimitiveType{Name: "timestamp"}, Nullable: true})
 	return &ChangeFeed{t: t, from: from, to: to, schema: schema, out: out,
 		partitions: latest.PartitionColumns(), times: times}, nil
+}
+
+// feedTurnedOn finds the first version of [from, to] whose metadata turns the feed on, so that
+// an error can say where a readable range starts. Any failure reads as not found.
+func (t *Table) feedTurnedOn(ctx context.Context, from, to int64) (int64, bool) {
+	for v := from; v <= to; v++ {
+		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
+		if err != nil {
+			return 0, false
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return 0, false
+		}
+		if ca := classify(actions); ca.metadata != nil && txlog.ChangeFeedOn(*ca.metadata) {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // Range is the range of versions the feed reads, both ends included.
