@@ -2,9 +2,14 @@ package late
 
 import (
 	"context"
+	"fmt"
+	"hash/maphash"
+	"maps"
 	"math"
 	"slices"
 
+	"github.com/medallion-lake/medallion/internal/hashtab"
+	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -27,18 +32,27 @@ type changeKeys struct {
 
 // changeFeed writes one rewrite's change rows. Rows dropped and rows written equal to one
 // another cancel (a replay that recomputes a window as it was changes nothing); the rest are
-// paired by key. Rows rewritten in place are pairs as they come. Dropped rows are held until
-// the written ones are known; written rows are held only when there are dropped rows to pair
-// them with, and only those no dropped row equals.
+// paired by key. Rows rewritten in place are pairs as they come.
+//
+// A replay drops every row of its range, nearly all of which it writes again unchanged, so
+// dropped rows are not held: each is remembered by a 128-bit hash of its values (two maphash
+// seeds, the argument of rowMultiset: equal hashes mean equal rows but for a chance of about
+// 2^-128) and its place in its file. A written row whose hash a dropped row has cancels it; the
+// other written rows are held. Only the dropped rows left at the end are read again from their
+// files, to pair them and write them as pre-images or deletes. An unchanged replay thus costs a
+// map of hashes, and a replay that changed little reads back only the files of what changed.
 type changeFeed struct {
 	w    *table.ChangeWriter
 	keys *changeKeys
+	scan *table.FileScan // the table's snapshot, to read dropped rows back
 
-	pre   *pq.Batch          // dropped rows
-	exact map[string][]int32 // a dropped row's encoding -> its rows in pre
-	byKey map[string][]int32 // a pairing key -> rows of pre
-	used  []bool
-	post  *pq.Batch // written rows no dropped row equals
+	seeds [2]maphash.Seed
+	// drops are the dropped rows by hash and place, idx finds them by hash (its low 32 bits).
+	drops []droppedRow
+	idx   hashtab.Table[uint32]
+	files []*txlog.Add // the files dropped rows are in, by rowRef.file
+	left  int          // dropped rows not cancelled yet
+	post  *pq.Batch    // written rows no dropped row equals
 
 	enc, enc2 []byte
 	kbuf      [][]byte
@@ -47,16 +61,29 @@ type changeFeed struct {
 	preIdx, postIdx []int
 }
 
-func newChangeFeed(w *table.ChangeWriter, keys *changeKeys, schema *txlog.StructType) (*changeFeed, error) {
-	pre, err := pq.NewBatch(schema)
-	if err != nil {
-		return nil, err
-	}
+// rowRef is a dropped row's place: the file (index into changeFeed.files) and its row there,
+// counted over the file's rows as the table's scan yields them.
+type rowRef struct{ file, row int32 }
+
+// droppedRow is a dropped row's hash and place; gone once a written row cancelled it.
+type droppedRow struct {
+	h    [2]uint64
+	at   rowRef
+	gone bool
+}
+
+func newChangeFeed(w *table.ChangeWriter, keys *changeKeys, scan *table.FileScan, schema *txlog.StructType, seeds [2]maphash.Seed) (*changeFeed, error) {
 	post, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, err
 	}
-	return &changeFeed{w: w, keys: keys, pre: pre, post: post, exact: map[string][]int32{}, byKey: map[string][]int32{}}, nil
+	return &changeFeed{w: w, keys: keys, scan: scan, seeds: seeds, post: post, idx: hashtab.New[uint32](0)}, nil
+}
+
+// hash is row i of b's 128-bit hash, with the seeds of the rewrite's rowMultisets.
+func (c *changeFeed) hash(b *pq.Batch, i int) [2]uint64 {
+	c.enc = join.AppendRow(c.enc[:0], b.Columns, i)
+	return [2]uint64{maphash.Bytes(c.seeds[0], c.enc), maphash.Bytes(c.seeds[1], c.enc)}
 }
 
 // batchKeys returns the key function of a batch (nil when the output kind pairs nothing).
@@ -67,19 +94,39 @@ func (c *changeFeed) batchKeys(b *pq.Batch) (func(dst [][]byte, i int) [][]byte,
 	return c.keys.of(b)
 }
 
-// dropped holds row i of b (a batch of the table) as dropped.
-func (c *changeFeed) dropped(b *pq.Batch, i int, keys func(dst [][]byte, i int) [][]byte) {
-	p := int32(c.pre.Len())
-	c.pre.AppendRow(b, i)
-	c.used = append(c.used, false)
-	c.enc = table.AppendRowKey(c.enc[:0], b.Columns, i)
-	c.exact[string(c.enc)] = append(c.exact[string(c.enc)], p)
-	if keys != nil {
-		c.kbuf = keys(c.kbuf[:0], i)
-		for _, k := range c.kbuf {
-			c.byKey[string(k)] = append(c.byKey[string(k)], p)
+// file notes f, a file with dropped rows; it returns f's index for their rowRefs.
+func (c *changeFeed) file(f *txlog.Add) int32 {
+	c.files = append(c.files, f)
+	return int32(len(c.files) - 1)
+}
+
+// presize makes room for n dropped rows.
+func (c *changeFeed) presize(n int) {
+	if n > c.idx.Size() {
+		c.idx.Resize(n)
+		c.drops = slices.Grow(c.drops, n)
+	}
+}
+
+// drop notes a dropped row by its hash h and place.
+func (c *changeFeed) drop(h [2]uint64, at rowRef) {
+	c.left++
+	c.drops = append(c.drops, droppedRow{h: h, at: at})
+	c.idx.Insert(uint32(h[0]), uint32(len(c.drops)-1))
+}
+
+// cancel takes back a dropped row of hash h, reporting whether there was one.
+func (c *changeFeed) cancel(h [2]uint64) bool {
+	h32 := uint32(h[0])
+	for at, v, ok := c.idx.Find(h32, h32); ok; at, v, ok = c.idx.Find(h32, at+1) {
+		if d := &c.drops[v]; d.h == h {
+			c.idx.Delete(h32, v)
+			d.gone = true
+			c.left--
+			return true
 		}
 	}
+	return false
 }
 
 // rewrote writes the pair of row i of b rewritten as row j of out, unless they are equal.
@@ -113,33 +160,56 @@ func (c *changeFeed) endFile(ctx context.Context, out *pq.Batch) error {
 	return err
 }
 
-// writtenBatch takes the rows of b, written by the rewrite after the files.
-func (c *changeFeed) writtenBatch(ctx context.Context, b *pq.Batch) error {
-	if c.pre.Len() == 0 {
-		// Nothing was dropped: every row is an insert.
-		return c.w.WriteRows(ctx, table.ChangeInsert, b, nil)
-	}
+// written takes the rows of b, written by the rewrite after the files; hashes, when set, are
+// their hashes (the rewrite's rowMultiset computed them). Once no dropped row is left to cancel
+// or pair with, rows are inserts, written without a copy.
+func (c *changeFeed) written(ctx context.Context, b *pq.Batch, hashes [][2]uint64) error {
+	var inserts []int
 	for i := range b.Len() {
-		c.written(b, i)
-	}
-	return nil
-}
-
-// written takes row i of b, written by the rewrite after the files, when rows were dropped.
-func (c *changeFeed) written(b *pq.Batch, i int) {
-	c.enc = table.AppendRowKey(c.enc[:0], b.Columns, i)
-	for _, p := range c.exact[string(c.enc)] {
-		if !c.used[p] {
-			c.used[p] = true
-			return
+		if c.left == 0 {
+			inserts = append(inserts, i)
+			continue
+		}
+		var h [2]uint64
+		if hashes != nil {
+			h = hashes[i]
+		} else {
+			h = c.hash(b, i)
+		}
+		if !c.cancel(h) {
+			c.post.AppendRow(b, i)
 		}
 	}
-	c.post.AppendRow(b, i)
+	if len(inserts) == 0 {
+		return nil
+	}
+	return c.w.WriteRows(ctx, table.ChangeInsert, b, inserts)
 }
 
-// finish pairs the written rows held with the dropped rows left and writes the pairs, the
-// inserts and the deletes.
+// finish reads back the dropped rows nothing cancelled, pairs them with the written rows held
+// and writes the pairs, the inserts and the deletes.
 func (c *changeFeed) finish(ctx context.Context) error {
+	pre, err := c.readDropped(ctx)
+	if err != nil {
+		return err
+	}
+	used := make([]bool, pre.Len())
+	byKey := map[string][]int32{}
+	if pre.Len() > 0 {
+		keys, err := c.batchKeys(pre)
+		if err != nil {
+			return err
+		}
+		for p := range pre.Len() {
+			if keys == nil {
+				break
+			}
+			c.kbuf = keys(c.kbuf[:0], p)
+			for _, k := range c.kbuf {
+				byKey[string(k)] = append(byKey[string(k)], int32(p))
+			}
+		}
+	}
 	var inserts, posts, pres, deletes []int
 	if c.post.Len() > 0 {
 		keys, err := c.batchKeys(c.post)
@@ -147,14 +217,14 @@ func (c *changeFeed) finish(ctx context.Context) error {
 			return err
 		}
 		for i := range c.post.Len() {
-			if p := c.partner(keys, i); p >= 0 {
+			if p := c.partner(keys, byKey, used, pre, i); p >= 0 {
 				pres, posts = append(pres, p), append(posts, i)
 			} else {
 				inserts = append(inserts, i)
 			}
 		}
 	}
-	for p, u := range c.used {
+	for p, u := range used {
 		if !u {
 			deletes = append(deletes, p)
 		}
@@ -165,7 +235,7 @@ func (c *changeFeed) finish(ctx context.Context) error {
 		typ  table.ChangeType
 		b    *pq.Batch
 		rows []int
-	}{{table.ChangeInsert, c.post, inserts}, {table.ChangePostimage, c.post, posts}, {table.ChangePreimage, c.pre, pres}, {table.ChangeDelete, c.pre, deletes}} {
+	}{{table.ChangeInsert, c.post, inserts}, {table.ChangePostimage, c.post, posts}, {table.ChangePreimage, pre, pres}, {table.ChangeDelete, pre, deletes}} {
 		if len(w.rows) == 0 {
 			continue
 		}
@@ -176,18 +246,50 @@ func (c *changeFeed) finish(ctx context.Context) error {
 	return nil
 }
 
-// partner marks and returns the dropped row written row i of post replaces, or -1.
-func (c *changeFeed) partner(keys func(dst [][]byte, i int) [][]byte, i int) int {
+// readDropped reads back, file by file, the dropped rows no written row cancelled.
+func (c *changeFeed) readDropped(ctx context.Context) (*pq.Batch, error) {
+	pre, err := pq.NewBatch(c.post.Schema)
+	if err != nil {
+		return nil, err
+	}
+	byFile := map[int32][]int32{}
+	for _, d := range c.drops {
+		if !d.gone {
+			byFile[d.at.file] = append(byFile[d.at.file], d.at.row)
+		}
+	}
+	for _, fi := range slices.Sorted(maps.Keys(byFile)) {
+		rows := byFile[fi]
+		slices.Sort(rows)
+		base, k := 0, 0
+		for b, err := range c.scan.Read(ctx, []*txlog.Add{c.files[fi]}) {
+			if err != nil {
+				return nil, err
+			}
+			for ; k < len(rows) && int(rows[k]) < base+b.Len(); k++ {
+				pre.AppendRow(b, int(rows[k])-base)
+			}
+			base += b.Len()
+		}
+		if k < len(rows) {
+			return nil, fmt.Errorf("late: file %s has %d rows, fewer than when the rewrite read it", c.files[fi].Path, base)
+		}
+	}
+	return pre, nil
+}
+
+// partner marks and returns the dropped row of pre written row i of post replaces, or -1.
+func (c *changeFeed) partner(keys func(dst [][]byte, i int) [][]byte, byKey map[string][]int32, used []bool, pre *pq.Batch, i int) int {
 	if keys == nil {
 		return -1
 	}
 	c.kbuf = keys(c.kbuf[:0], i)
 	for _, k := range c.kbuf {
-		for _, p := range c.byKey[string(k)] {
-			if c.used[p] || (c.keys.fits != nil && !c.keys.fits(c.pre, int(p), c.post, i)) {
+		for _, p := range byKey[string(k)] {
+			if used[p] || (c.keys.fits != nil && !c.keys.fits(pre, int(p), c.post, i)) {
 				continue
 			}
-			c.used[p] = true
+			used[p] = true
 			return int(p)
 		}
 	}

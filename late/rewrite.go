@@ -2,7 +2,9 @@ package late
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
@@ -138,10 +140,20 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		old, added = newRowMultisets()
 		unchanged = func() bool { return !rewrote && old.equal(added) }
 	}
-	// cf writes the change feed of a table that has one.
-	cf, err := rw.changeFeed()
+	// cf writes the change feed of a table that has one, telling rows apart by the hashes of
+	// old and added when the rewrite compares.
+	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	if old != nil {
+		seeds = old.seeds
+	}
+	cf, err := rw.changeFeed(whole, seeds)
 	if err != nil {
 		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+	}
+	if cf != nil && rw.compare {
+		// A replay drops about every row of its files: size the map of dropped rows for
+		// them once rather than growing it a row at a time.
+		cf.presize(candidateRows(rw.candidates))
 	}
 	var buf pq.ReadBuffer
 	file := func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
@@ -150,6 +162,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 			return false, nil, err
 		}
 		touched := false
+		fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
 		// A row group at a time into one buffer (kept rows are copied into out), not the
 		// whole file at once: gold files reach the 128 MB target, several times that
 		// decoded, and a replay drops nearly all of their rows.
@@ -161,12 +174,6 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 			if err != nil {
 				return false, nil, err
 			}
-			var keys func(dst [][]byte, i int) [][]byte
-			if cf != nil {
-				if keys, err = cf.batchKeys(b); err != nil {
-					return false, nil, err
-				}
-			}
 			for i := range b.Len() {
 				act, err := row(out, i)
 				if err != nil {
@@ -177,11 +184,18 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 					out.AppendRow(b, i)
 					continue
 				case dropRow:
+					var h [2]uint64
 					if old != nil {
-						old.add(b, i)
+						h = old.add(b, i)
 					}
 					if cf != nil {
-						cf.dropped(b, i, keys)
+						if old == nil {
+							h = cf.hash(b, i)
+						}
+						if fi < 0 {
+							fi = cf.file(f)
+						}
+						cf.drop(h, rowRef{fi, int32(base + i)})
 					}
 				default:
 					rewrote = true
@@ -198,6 +212,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 					return false, nil, err
 				}
 			}
+			base += b.Len()
 		}
 		if cf != nil {
 			if err := cf.endFile(ctx, out); err != nil {
@@ -232,12 +247,12 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 }
 
 // changeFeed is the rewrite's change feed writer, nil when the table's feed is off.
-func (rw *rewrite) changeFeed() (*changeFeed, error) {
+func (rw *rewrite) changeFeed(scan *table.FileScan, seeds [2]maphash.Seed) (*changeFeed, error) {
 	w, err := rw.t.NewChangeWriter(rw.snap)
 	if err != nil || w == nil {
 		return nil, err
 	}
-	return newChangeFeed(w, rw.changes, rw.schema)
+	return newChangeFeed(w, rw.changes, scan, rw.schema, seeds)
 }
 
 // insert hands extra's rows to the table's writer a chunk at a time, counting them into
@@ -253,13 +268,17 @@ func (rw *rewrite) insert(added *rowMultiset, cf *changeFeed) func(ctx context.C
 			if ins.Len() == 0 {
 				return nil
 			}
+			var hashes [][2]uint64
 			if added != nil {
 				for i := range ins.Len() {
-					added.add(ins, i)
+					h := added.add(ins, i)
+					if cf != nil {
+						hashes = append(hashes, h)
+					}
 				}
 			}
 			if cf != nil {
-				if err := cf.writtenBatch(ctx, ins); err != nil {
+				if err := cf.written(ctx, ins, hashes); err != nil {
 					return err
 				}
 			}
@@ -335,4 +354,19 @@ func goldChangeKeys(a *agg) *changeKeys {
 		}
 	}
 	return ck
+}
+
+// candidateRows is the rows the files hold by their stats (numRecords; a file without them
+// counts none).
+func candidateRows(files []*txlog.Add) int {
+	n := 0
+	for _, f := range files {
+		var st struct {
+			NumRecords int64 `json:"numRecords"`
+		}
+		if f.Stats != "" && json.Unmarshal([]byte(f.Stats), &st) == nil {
+			n += int(st.NumRecords)
+		}
+	}
+	return n
 }

@@ -29,13 +29,17 @@ func newRowMultisets() (*rowMultiset, *rowMultiset) {
 	return &rowMultiset{seeds: seeds}, &rowMultiset{seeds: seeds}
 }
 
-// add puts row i of b (every column) into the multiset.
-func (m *rowMultiset) add(b *pq.Batch, i int) {
+// add puts row i of b (every column) into the multiset and returns the row's two hashes (the
+// change feed tells rows apart by them).
+func (m *rowMultiset) add(b *pq.Batch, i int) [2]uint64 {
 	m.buf = join.AppendRow(m.buf[:0], b.Columns, i)
+	var h [2]uint64
 	for k := range m.seeds {
-		m.sums[k] += maphash.Bytes(m.seeds[k], m.buf)
+		h[k] = maphash.Bytes(m.seeds[k], m.buf)
+		m.sums[k] += h[k]
 	}
 	m.rows++
+	return h
 }
 
 // equal reports whether m and o (from the same newRowMultisets) hold the same rows.
