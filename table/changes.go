@@ -115,6 +115,9 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 		}
 	}
 	if !ChangeFeedOn(start) {
+		if on, ok := t.feedTurnedOn(ctx, from+1, to); ok {
+			return nil, fmt.Errorf("%w at version %d: it is on from version %d, start there", ErrChangeFeedOff, from, on)
+		}
 		return nil, fmt.Errorf("%w at version %d (set %s=true to record changes from the next version on)", ErrChangeFeedOff, from, ChangeFeedProperty)
 	}
 	schema, err := latest.Schema()
@@ -132,6 +135,25 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 		txlog.StructField{Name: CommitTimestampColumn, Type: txlog.PrimitiveType{Name: "timestamp"}, Nullable: true})
 	return &ChangeFeed{t: t, from: from, to: to, schema: schema, out: out,
 		partitions: latest.PartitionColumns(), times: times}, nil
+}
+
+// feedTurnedOn finds the first version of [from, to] whose metadata turns the feed on, so that
+// an error can say where a readable range starts. Any failure reads as not found.
+func (t *Table) feedTurnedOn(ctx context.Context, from, to int64) (int64, bool) {
+	for v := from; v <= to; v++ {
+		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
+		if err != nil {
+			return 0, false
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return 0, false
+		}
+		if ca := classify(actions); ca.metadata != nil && txlog.ChangeFeedOn(*ca.metadata) {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // Range is the range of versions the feed reads, both ends included.
@@ -407,15 +429,25 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 	}
 	fs := &FileScan{Bucket: f.t.bucket, Schema: read, PartitionCols: f.partitions, OpenURL: f.t.open}
 	add := &txlog.Add{Path: cf.Path, PartitionValues: cf.PartitionValues, Size: cf.Size, DeletionVector: cf.DeletionVector}
+	gone := func(err error) error {
+		if errors.Is(err, objstore.ErrNotFound) {
+			what := cf.Path
+			if cf.DeletionVector != nil || cf.Select != nil {
+				what += " (or its deletion vector)"
+			}
+			return fmt.Errorf("%w: %s, named by version %d, is missing: %w", ErrChangeDataGone, what, vc.Version, err)
+		}
+		return fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+	}
 	var sel, unsel map[uint64]bool
 	if cf.Select != nil {
 		var err error
 		if sel, err = f.rowSet(ctx, cf.Select); err != nil {
-			return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+			return nil, gone(err)
 		}
 		if cf.Unselect != nil {
 			if unsel, err = f.rowSet(ctx, cf.Unselect); err != nil {
-				return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+				return nil, gone(err)
 			}
 		}
 	}
@@ -423,10 +455,7 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 	row := uint64(0)
 	for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
 		if err != nil {
-			if errors.Is(err, objstore.ErrNotFound) {
-				return nil, fmt.Errorf("%w: %s, named by version %d, is missing: %w", ErrChangeDataGone, cf.Path, vc.Version, err)
-			}
-			return nil, fmt.Errorf("table: change feed version %d: %w", vc.Version, err)
+			return nil, gone(err)
 		}
 		if sel != nil {
 			keep := make([]bool, b.Len())

@@ -291,6 +291,26 @@ func TestChangesGoldenGetChanges(t *testing.T) {
 	if !errors.Is(err, ErrChangeFeedOff) || !strings.Contains(err.Error(), "version 0") {
 		t.Fatalf("fixture as is: %v", err)
 	}
+	// Turned on by a later commit: the error says where a readable range starts.
+	snap, err := tbl.Log().Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := snap.Metadata()
+	md.Configuration = map[string]string{ChangeFeedProperty: "true"}
+	later, err := txlog.MarshalActions([]txlog.Action{{MetaData: &md}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := objstore.PutBytes(ctx, b, txlog.CommitKey(3), later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(b, Options{}).OpenChanges(ctx, 1, -1); !errors.Is(err, ErrChangeFeedOff) || !strings.Contains(err.Error(), "on from version 3") {
+		t.Fatalf("feed turned on at version 3: %v", err)
+	}
+	if err := b.Delete(ctx, txlog.CommitKey(3)); err != nil {
+		t.Fatal(err)
+	}
 
 	data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(0))
 	if err != nil {

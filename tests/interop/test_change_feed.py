@@ -183,38 +183,69 @@ def test_deltars_table_changes_equal_medallion(spark, deltars_cdf_table, medalli
 
 # --- medallion's own lake ----------------------------------------------------------------------
 #
-# The session's demo lake (conftest.demo_lake: ingest, stream, merge-late over late events and a
-# left-outer join with late clicks), copied, then corrected the way an operator would: Spark
-# moves some silver rows to another event_type and deletes others, and `medallion run replay`
-# recomputes that range of gold (pre/post images for changed windows, deletes for groups that
-# disappear, inserts for new ones). Gold and the joined table were created with the feed on, so
-# their feed is read three ways and must agree, and applying it in order must give the table.
+# Tables medallion wrote with the feed on (gold and joined tables are created so), read three
+# ways that must agree, and the feed applied in order must give the table (invariant C):
+#
+# * the session's demo lake (conftest.demo_lake, read only): its left-outer join after the join's
+#   merge-late, where a null-extended row replaced by its match is a pre/post pair;
+# * windows_lake: every window type (tumbling, sliding, session) after the stream, merge-late
+#   and a replay over silver rows that Spark corrected (pre/post images for changed window
+#   groups, deletes for groups that disappear, inserts for new ones).
 
-OURS = ["gold/events_5m", "silver/events_clicks"]
+OURS = [("demo_lake", "silver/events_clicks"),
+        ("windows_lake", "gold/tumbling"), ("windows_lake", "gold/sliding"), ("windows_lake", "gold/session")]
+OURS_IDS = [f"{lake}:{name}" for lake, name in OURS]
+
+
+WINDOWS_YAML = """lake: {lake}
+landing: {{path: landing/events/, format: json, max_files_per_trigger: 1}}
+schema:
+  - {{name: event_id, type: string, required: true}}
+  - {{name: event_type, type: string}}
+  - {{name: amount, type: double}}
+  - {{name: event_time, type: timestamp, required: true}}
+  - {{name: device_id, type: string}}
+stream: {{name: events, watermark: 10m, dedup: [event_id], max_files_per_trigger: 1}}
+gold:
+  - name: tumbling
+    window: {{type: tumbling, size: 5m}}
+    group_by: [event_type]
+    aggregates: [{{fn: count}}, {{fn: sum, column: amount, as: total}}]
+  - name: sliding
+    window: {{type: sliding, size: 10m, slide: 5m}}
+    group_by: [event_type]
+    aggregates: [{{fn: count}}, {{fn: max, column: amount, as: top}}]
+  - name: session
+    window: {{type: session, gap: 5m}}
+    group_by: [device_id]
+    aggregates: [{{fn: count}}]
+"""
 
 
 @pytest.fixture(scope="module")
-def our_lake(demo_lake, medallion_bin, spark, tmp_path_factory) -> Path:
-    import shutil
-
-    lake = tmp_path_factory.mktemp("cdf-ours") / "lake"
-    shutil.copytree(demo_lake, lake)
-    cfg = lake / "pipeline.yaml"
-    cfg.write_text("\n".join(f"lake: {lake}" if line.startswith("lake:") else line
-                             for line in cfg.read_text().splitlines()) + "\n")
+def windows_lake(medallion_bin, spark, tmp_path_factory) -> Path:
+    """Every window type over one late-data workload: `medallion gen` with outage bursts
+    delivered late, one landing object a micro-batch, merge-late; then Spark corrects silver (some
+    rows move to another event_type and device, the purchases of the first half go) and `run
+    replay` recomputes the whole range."""
+    tmp = tmp_path_factory.mktemp("cdf-windows")
+    lake = tmp / "lake"
+    cfg = tmp / "pipeline.yaml"
+    cfg.write_text(WINDOWS_YAML.format(lake=lake))
+    run = lambda *a: run_medallion(medallion_bin, *a, timeout=600)  # noqa: E731
+    run("gen", "--config", str(cfg), "--events", "3000", "--files", "12", "--seed", "32",
+        "--start", "2026-01-10T12:00:00Z", "--rate", "0.5", "--devices", "40", "--outage-rate", "0.004")
+    for job in ("ingest", "stream", "merge-late"):
+        run("run", job, "--config", str(cfg))
     silver = f"delta.`{lake / 'silver' / 'events'}`"
     lo, hi = spark.sql(f"SELECT min(event_time), max(event_time) FROM {silver}").first()
-    start = lo.replace(minute=0, second=0, microsecond=0)
-    end = lo + (hi - lo) / 2
-    before = f"event_time < TIMESTAMP '{end.strftime('%Y-%m-%d %H:%M:%S')}'"  # UTC, as the session
-    moved = spark.sql(f"UPDATE {silver} SET event_type = 'refund' "
-                      f"WHERE event_type = 'click' AND {before} AND pmod(hash(event_id), 3) = 0").first()[0]
-    deleted = spark.sql(f"DELETE FROM {silver} WHERE event_type = 'search' AND {before}").first()[0]
+    before = f"event_time < TIMESTAMP '{(lo + (hi - lo) / 2).strftime('%Y-%m-%d %H:%M:%S')}'"
+    moved = spark.sql(f"UPDATE {silver} SET event_type = 'refund', device_id = 'd-moved' "
+                      f"WHERE pmod(hash(event_id), 7) = 0").first()[0]
+    deleted = spark.sql(f"DELETE FROM {silver} WHERE event_type = 'purchase' AND {before}").first()[0]
     assert moved > 0 and deleted > 0, f"the corrections matched nothing: {moved} moved, {deleted} deleted"
-    to = end.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    run_medallion(medallion_bin, "run", "replay", "--config", str(cfg), "--format", "json",
-                  "--from", start.strftime("%Y-%m-%dT%H:%M:%SZ"), "--to", to.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  timeout=600)
+    run("run", "replay", "--config", str(cfg), "--format", "json",
+        "--from", lo.strftime("%Y-%m-%dT00:00:00Z"), "--to", "2100-01-01T00:00:00Z")
     return lake
 
 
@@ -222,15 +253,16 @@ def feed_columns(spark, path: Path) -> dict[str, str]:
     return {**spark_schema(spark, path), **CDF}
 
 
-@pytest.mark.parametrize("name", OURS)
-def test_our_feed_read_by_spark_and_deltars(name, our_lake, spark, deltalake, medallion_bin):
-    path = our_lake / name
+@pytest.mark.parametrize("lake,name", OURS, ids=OURS_IDS)
+def test_our_feed_read_by_spark_and_deltars(lake, name, request, spark, deltalake, medallion_bin):
+    path = request.getfixturevalue(lake) / name
     cols = feed_columns(spark, path)
     ours = medallion_feed(medallion_bin, path, cols, "--from-version", "0")
     kinds = {r["_change_type"] for r in ours}
     assert {"insert", "update_preimage", "update_postimage"} <= kinds, f"{name}: the workload wrote only {kinds}"
     if name.startswith("gold/"):
         assert "delete" in kinds, f"{name}: replay deleted no window group: {kinds}"
+    table = f"cdf_{lake}_{name.replace('/', '_')}"
     assert_same_feed(ours, spark_feed(spark, path, cols), f"{name}: medallion vs Spark table_changes")
     no_ts = {k: v for k, v in cols.items() if k != "_commit_timestamp"}
     assert_same_feed([{k: r[k] for k in no_ts} for r in ours], deltars_feed(path, no_ts),
@@ -238,20 +270,20 @@ def test_our_feed_read_by_spark_and_deltars(name, our_lake, spark, deltalake, me
     # Spark's streaming read of the feed from version 0, run to the end (availableNow).
     query = (spark.readStream.format("delta").option("readChangeFeed", "true")
              .option("startingVersion", 0).load(str(path))
-             .writeStream.format("memory").queryName(f"cdf_{name.replace('/', '_')}")
+             .writeStream.format("memory").queryName(table)
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    streamed = spark.sql(f"SELECT * FROM cdf_{name.replace('/', '_')}").collect()
+    streamed = spark.sql(f"SELECT * FROM {table}").collect()
     streamed = canonical_rows([{k: r.asDict(recursive=True)[k] for k in cols} for r in streamed], cols)
     assert_same_feed(ours, streamed, f"{name}: medallion vs Spark readChangeFeed (streaming)")
 
 
-@pytest.mark.parametrize("name", OURS)
-def test_invariant_c_from_spark(name, our_lake, spark):
+@pytest.mark.parametrize("lake,name", OURS, ids=OURS_IDS)
+def test_invariant_c_from_spark(lake, name, request, spark):
     """Invariant C as Spark sees it: from the empty table, version by version in order, each
     version's deletes and pre-images must be rows of the table at that point; removing them and
     adding its inserts and post-images gives, at the end, Spark's read of the table."""
-    path = our_lake / name
+    path = request.getfixturevalue(lake) / name
     cols = feed_columns(spark, path)
     data = {k: v for k, v in cols.items() if k not in CDF}
     feed = spark_feed(spark, path, cols)
@@ -272,3 +304,28 @@ def test_invariant_c_from_spark(name, our_lake, spark):
     assert state == want, (f"{name}: the feed applied in order differs from the table: "
                            f"missing {sorted((want - state).elements())[:3]}, "
                            f"extra {sorted((state - want).elements())[:3]}")
+
+
+def test_deltars_cdf_table_on_minio(deltalake, s3, medallion_bin):
+    """The same reading through the object store: delta-rs writes a CDF table on MinIO (an
+    append, an update with change files, a delete), and `medallion table changes s3://...`
+    equals delta-rs' load_cdf of it."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    url = f"s3://{s3['bucket']}/cdf/deltars"
+    opts = s3["options"]
+    rows = [{"id": 1, "name": "a", "amount": 1.0, "part": "x"}, {"id": 2, "name": "b", "amount": 2.0, "part": "y"}]
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()), ("part", pa.string())])
+    write_deltalake(url, pa.Table.from_pylist(rows, schema=schema), partition_by=["part"], storage_options=opts,
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    dt = DeltaTable(url, storage_options=opts)
+    dt.update(predicate="id = 1", updates={"amount": "10.0"})
+    dt.delete(predicate="id = 2")
+    out = run_medallion(medallion_bin, "table", "changes", url, "--from-version", "0", env=s3["env"])
+    got = canonical_rows([{k: r[k] for k in NO_TS} for r in parse_jsonl(out, f"table changes {url}")], NO_TS)
+    dt = DeltaTable(url, storage_options=opts)
+    want = canonical_rows([{k: r[k] for k in NO_TS} for r in
+                           pa.table(dt.load_cdf(starting_version=0).read_all()).to_pylist()], NO_TS)
+    assert {r["_change_type"] for r in want} == {"insert", "update_preimage", "update_postimage", "delete"}
+    assert_same_feed(got, want, "medallion vs delta-rs load_cdf on MinIO")
