@@ -14,8 +14,14 @@ import (
 // it exists, and returns its partition count and whether this call created it. An existing topic
 // keeps its own partition count.
 func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, parts int32) (int32, bool, error) {
+	return EnsureTopicWith(ctx, cl, topic, parts, nil)
+}
+
+// EnsureTopicWith is EnsureTopic that creates the topic with the topic configs (such as
+// cleanup.policy=compact); an existing topic keeps its own.
+func EnsureTopicWith(ctx context.Context, cl *kgo.Client, topic string, parts int32, configs map[string]*string) (int32, bool, error) {
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, parts, -1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, parts, -1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -34,6 +40,27 @@ func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, parts int32)
 		return 0, false, fmt.Errorf("kafka: topic %s exists but has no readable partitions (%v)", topic, d.Err)
 	}
 	return int32(len(d.Partitions)), false, nil
+}
+
+// TopicConfig is one config of an existing topic, "" when the broker has none for it.
+func TopicConfig(ctx context.Context, cl *kgo.Client, topic, name string) (string, error) {
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return "", fmt.Errorf("kafka: describe the configs of topic %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return "", fmt.Errorf("kafka: describe the configs of topic %s: %w", topic, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue(), nil
+		}
+	}
+	return "", nil
 }
 
 // CommitGroupOffsets commits the end of each range as the consumer group's offset of its
