@@ -10,7 +10,9 @@
 // commit; EvolveWith may also widen a column as Delta's typeWidening allows, with the protocol
 // and delta.typeChanges in the same commit; every other change refused with
 // ErrIncompatibleSchema). Files written before a widening are read at the column's current
-// type. Subpackage source reads a table as a stream.
+// type. Subpackage source reads a table as a stream. Changes (changes.go) reads a table's change
+// data feed as Spark's table_changes does: a version's change data files when it has any, else
+// its data-changing adds and removes, stamped with _commit_version and _commit_timestamp.
 //
 // Every write first runs CheckWritable for what it does (append, rearrange, change): the
 // table's writer features are honoured or the write is refused before any data file is

@@ -30,6 +30,7 @@ func newTableCmd() *cobra.Command {
 		newTableCheckpointCmd(),
 		newTableVacuumCmd(),
 		newTableOptimizeCmd(),
+		newTableChangesCmd(),
 	)
 	for _, sub := range table.Commands() {
 		run := sub.RunE

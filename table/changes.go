@@ -1,0 +1,446 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// ChangeType is a change row's _change_type.
+type ChangeType string
+
+// The change types of the Delta protocol's change data feed.
+const (
+	ChangeInsert    ChangeType = "insert"
+	ChangeDelete    ChangeType = "delete"
+	ChangePreimage  ChangeType = "update_preimage"
+	ChangePostimage ChangeType = "update_postimage"
+)
+
+// The columns a change feed reader adds to the table's, named as Spark's table_changes names
+// them; ChangeTypeColumn is also the column the change data files themselves carry.
+const (
+	ChangeTypeColumn      = "_change_type"
+	CommitVersionColumn   = "_commit_version"
+	CommitTimestampColumn = "_commit_timestamp"
+)
+
+// ChangeDataDir is the folder under the table root that holds the change data files.
+const ChangeDataDir = "_change_data"
+
+// ChangeFeedProperty is the table property that turns the change data feed on.
+const ChangeFeedProperty = "delta.enableChangeDataFeed"
+
+// ErrChangeFeedOff reports a change feed read over a version at which the table did not
+// record changes (the property was off); the error names the version.
+var ErrChangeFeedOff = errors.New("table: change data feed is not enabled")
+
+// ErrChangeDataGone reports a change feed read that needs a file vacuum deleted (a change
+// data file, or the data file an add or remove names); the error names the file and version.
+var ErrChangeDataGone = errors.New("table: change data is gone (vacuumed)")
+
+// ChangeSet is one version's change rows: the table's columns, then _change_type,
+// _commit_version, _commit_timestamp (the column names Spark's table_changes gives).
+type ChangeSet struct {
+	Version   int64
+	Timestamp time.Time
+	Rows      *pq.Batch
+}
+
+// ChangeFeedOn reports whether a table's configuration turns the change data feed on (the
+// property's value is true, in any case, as Spark parses it).
+func ChangeFeedOn(conf map[string]string) bool {
+	return strings.EqualFold(strings.TrimSpace(conf[ChangeFeedProperty]), "true")
+}
+
+// ChangeFile is one file a version's change rows are read from.
+type ChangeFile struct {
+	Path            string
+	PartitionValues map[string]*string
+	Size            int64 // 0: unknown (a remove without size); the store is asked
+	// Type is the change type of every row for an add (insert) or remove (delete); empty for
+	// a change data file, whose rows carry their own _change_type.
+	Type ChangeType
+	// DeletionVector masks rows that are not read, as the scanner does.
+	DeletionVector *txlog.DeletionVector
+	// Select, when set, limits the rows read to those Select marks and Unselect (if set) does
+	// not: a file re-added in the same version with another deletion vector changes only the
+	// rows one vector masks and the other does not (DeletionVector is then nil).
+	Select, Unselect *txlog.DeletionVector
+}
+
+// VersionChanges is the plan of one version's change rows: its commit time and the files to
+// read. Files is empty for a version that changes no data.
+type VersionChanges struct {
+	Version   int64
+	Timestamp time.Time
+	Files     []ChangeFile
+}
+
+// ChangeFeed reads the change feed of a range of versions of a table. OpenChanges checks the
+// range; Plan and ReadFile then read it a version and a file at a time, for callers that bound
+// what they read at once (a stream's read limits). Changes reads it whole, version by version.
+type ChangeFeed struct {
+	t          *Table
+	from, to   int64
+	schema     *txlog.StructType // the table's (latest) schema: the rows' columns before the three added
+	out        *txlog.StructType // schema plus the three added columns
+	partitions []string
+	times      map[int64]time.Time
+}
+
+// OpenChanges checks the range [from, to] (to < 0: the latest version; a to past the latest
+// version is cut to it) and returns its reader. The feed must be on at from; each version's
+// metadata is checked again when it is planned. Errors: txlog.ErrVersionNotFound for a range
+// outside the table's versions, ErrChangeFeedOff.
+func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, error) {
+	latest, err := t.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if from < 0 {
+		return nil, fmt.Errorf("%w: change feed start version %d is negative", txlog.ErrVersionNotFound, from)
+	}
+	if from > latest.Version() {
+		return nil, fmt.Errorf("%w: change feed start version %d is after the latest version %d", txlog.ErrVersionNotFound, from, latest.Version())
+	}
+	if to < 0 || to > latest.Version() {
+		to = latest.Version()
+	}
+	if to < from {
+		return nil, fmt.Errorf("%w: change feed end version %d is before the start version %d", txlog.ErrVersionNotFound, to, from)
+	}
+	start := latest
+	if from != latest.Version() {
+		if start, err = t.log.SnapshotAt(ctx, from); err != nil {
+			return nil, fmt.Errorf("table: change feed start version %d: %w", from, err)
+		}
+	}
+	if !ChangeFeedOn(start.Metadata().Configuration) {
+		return nil, fmt.Errorf("%w at version %d (set %s=true to record changes from the next version on)", ErrChangeFeedOff, from, ChangeFeedProperty)
+	}
+	schema, err := latest.Schema()
+	if err != nil {
+		return nil, err
+	}
+	times, err := t.log.CommitTimestamps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &txlog.StructType{Fields: slices.Clone(schema.Fields)}
+	out.Fields = append(out.Fields,
+		txlog.StructField{Name: ChangeTypeColumn, Type: txlog.PrimitiveType{Name: "string"}, Nullable: true},
+		txlog.StructField{Name: CommitVersionColumn, Type: txlog.PrimitiveType{Name: "long"}, Nullable: true},
+		txlog.StructField{Name: CommitTimestampColumn, Type: txlog.PrimitiveType{Name: "timestamp"}, Nullable: true})
+	return &ChangeFeed{t: t, from: from, to: to, schema: schema, out: out,
+		partitions: latest.PartitionColumns(), times: times}, nil
+}
+
+// Range is the range of versions the feed reads, both ends included.
+func (f *ChangeFeed) Range() (from, to int64) { return f.from, f.to }
+
+// Schema is the schema of the change rows: the table's columns, then _change_type,
+// _commit_version and _commit_timestamp.
+func (f *ChangeFeed) Schema() *txlog.StructType { return f.out }
+
+// Changes reads the change feed of versions [from, to] (to < 0: latest) in version order;
+// a version that changes no data yields nothing. Errors: ErrChangeFeedOff (the feed was
+// not on at some version of the range: the error names the version), ErrChangeDataGone (a
+// file the range needs was vacuumed: named), txlog.ErrVersionNotFound for a version outside
+// the table's. Each version's rows are read whole into one batch; a caller that must bound its
+// memory reads with OpenChanges, Plan and ReadFile instead.
+func (t *Table) Changes(ctx context.Context, from, to int64) iter.Seq2[ChangeSet, error] {
+	return func(yield func(ChangeSet, error) bool) {
+		f, err := t.OpenChanges(ctx, from, to)
+		if err != nil {
+			yield(ChangeSet{}, err)
+			return
+		}
+		for v := f.from; v <= f.to; v++ {
+			vc, err := f.Plan(ctx, v)
+			if err != nil {
+				yield(ChangeSet{}, err)
+				return
+			}
+			if len(vc.Files) == 0 {
+				continue
+			}
+			rows, err := pq.NewBatch(f.out)
+			if err != nil {
+				yield(ChangeSet{}, err)
+				return
+			}
+			for _, cf := range vc.Files {
+				b, err := f.ReadFile(ctx, vc, cf)
+				if err != nil {
+					yield(ChangeSet{}, err)
+					return
+				}
+				for r := 0; r < b.Len(); r++ {
+					rows.AppendRow(b, r)
+				}
+			}
+			if rows.Len() == 0 {
+				continue
+			}
+			if !yield(ChangeSet{Version: v, Timestamp: vc.Timestamp, Rows: rows}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Plan reads version v's commit and returns the files its change rows come from, as Delta's
+// readers choose them: the version's change data files when it has any; else the rows of its
+// adds with dataChange=true (inserts) and of its removes with dataChange=true (deletes),
+// except a MERGE whose metrics say it changed no row; a file removed and added again with
+// another deletion vector contributes only the rows whose mask changed. A version with only
+// dataChange=false actions (optimize) has no files. A metadata action that turns the feed
+// off is ErrChangeFeedOff.
+func (f *ChangeFeed) Plan(ctx context.Context, v int64) (VersionChanges, error) {
+	if v < f.from || v > f.to {
+		return VersionChanges{}, fmt.Errorf("%w: version %d is outside the change feed range %d..%d", txlog.ErrVersionNotFound, v, f.from, f.to)
+	}
+	data, err := objstore.ReadAll(ctx, f.t.bucket, txlog.CommitKey(v))
+	if errors.Is(err, objstore.ErrNotFound) {
+		return VersionChanges{}, fmt.Errorf("%w: commit %d is gone (log cleanup removed it): %w", txlog.ErrVersionNotFound, v, err)
+	}
+	if err != nil {
+		return VersionChanges{}, fmt.Errorf("table: read commit %d: %w", v, err)
+	}
+	actions, err := txlog.ParseActions(data)
+	if err != nil {
+		return VersionChanges{}, fmt.Errorf("table: commit %d: %w", v, err)
+	}
+	vc := VersionChanges{Version: v, Timestamp: f.times[v]}
+	var cdcs []*txlog.CDC
+	var adds []*txlog.Add
+	var removes []*txlog.Remove
+	var info *txlog.CommitInfo
+	for _, a := range actions {
+		switch {
+		case a.MetaData != nil && !ChangeFeedOn(a.MetaData.Configuration):
+			return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
+		case a.CDC != nil:
+			cdcs = append(cdcs, a.CDC)
+		case a.Add != nil && a.Add.DataChange:
+			adds = append(adds, a.Add)
+		case a.Remove != nil && a.Remove.DataChange:
+			removes = append(removes, a.Remove)
+		case a.CommitInfo != nil:
+			info = a.CommitInfo
+		}
+	}
+	if len(cdcs) > 0 {
+		for _, c := range cdcs {
+			vc.Files = append(vc.Files, ChangeFile{Path: c.Path, PartitionValues: c.PartitionValues, Size: c.Size})
+		}
+		return vc, nil
+	}
+	if mergeChangedNothing(info) {
+		return vc, nil
+	}
+	files, err := f.inferredFiles(ctx, v, adds, removes)
+	if err != nil {
+		return VersionChanges{}, err
+	}
+	vc.Files = files
+	return vc, nil
+}
+
+// mergeChangedNothing is Delta's guard for a MERGE that rewrote files without changing a row
+// (dataChange=true, no change data files): its metrics say 0 rows inserted, updated and
+// deleted, and its feed is empty rather than every row of the rewritten files.
+func mergeChangedNothing(info *txlog.CommitInfo) bool {
+	if info == nil || info.Operation != "MERGE" {
+		return false
+	}
+	for _, k := range []string{"numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"} {
+		raw, ok := info.OperationMetrics[k]
+		if !ok {
+			return false
+		}
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return false
+			}
+			n = json.Number(s)
+		}
+		if n.String() != "0" {
+			return false
+		}
+	}
+	return true
+}
+
+// inferredFiles turns a version's data-changing adds and removes into change files: inserts
+// and deletes, and for a path both removed and added (a new deletion vector) the rows whose
+// mask changed. A remove without partition values takes them from the add it removes.
+func (f *ChangeFeed) inferredFiles(ctx context.Context, v int64, adds []*txlog.Add, removes []*txlog.Remove) ([]ChangeFile, error) {
+	added := map[string]*txlog.Add{}
+	for _, a := range adds {
+		added[a.Path] = a
+	}
+	removed := map[string]bool{}
+	var out []ChangeFile
+	var prev *txlog.Snapshot
+	for _, r := range removes {
+		removed[r.Path] = true
+		pv := r.PartitionValues
+		if pv == nil && len(f.partitions) > 0 && v > 0 {
+			if prev == nil {
+				var err error
+				if prev, err = f.t.log.SnapshotAt(ctx, v-1); err != nil {
+					return nil, fmt.Errorf("table: partition values of %s removed at version %d: %w", r.Path, v, err)
+				}
+			}
+			for _, a := range prev.Files() {
+				if a.Path == r.Path {
+					pv = a.PartitionValues
+					break
+				}
+			}
+		}
+		size := int64(0)
+		if r.Size != nil {
+			size = *r.Size
+		}
+		if a, ok := added[r.Path]; ok {
+			// The same file stays with another mask: deleted = masked now and not before;
+			// inserted = masked before and not now (a restore).
+			if a.DeletionVector != nil {
+				out = append(out, ChangeFile{Path: r.Path, PartitionValues: a.PartitionValues, Size: a.Size, Type: ChangeDelete,
+					Select: a.DeletionVector, Unselect: r.DeletionVector})
+			}
+			if r.DeletionVector != nil {
+				out = append(out, ChangeFile{Path: r.Path, PartitionValues: a.PartitionValues, Size: a.Size, Type: ChangeInsert,
+					Select: r.DeletionVector, Unselect: a.DeletionVector})
+			}
+			continue
+		}
+		out = append(out, ChangeFile{Path: r.Path, PartitionValues: pv, Size: size, Type: ChangeDelete, DeletionVector: r.DeletionVector})
+	}
+	for _, a := range adds {
+		if removed[a.Path] {
+			continue
+		}
+		out = append(out, ChangeFile{Path: a.Path, PartitionValues: a.PartitionValues, Size: a.Size, Type: ChangeInsert, DeletionVector: a.DeletionVector})
+	}
+	return out, nil
+}
+
+// ReadFile reads the change rows of one file of a planned version, in the feed's schema.
+// A missing file is ErrChangeDataGone.
+func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeFile) (*pq.Batch, error) {
+	read := f.schema
+	if cf.Type == "" {
+		read = &txlog.StructType{Fields: append(slices.Clone(f.schema.Fields), f.out.Fields[len(f.schema.Fields)])}
+	}
+	fs := &FileScan{Bucket: f.t.bucket, Schema: read, PartitionCols: f.partitions, OpenURL: f.t.open}
+	add := &txlog.Add{Path: cf.Path, PartitionValues: cf.PartitionValues, Size: cf.Size, DeletionVector: cf.DeletionVector}
+	var sel, unsel map[uint64]bool
+	if cf.Select != nil {
+		var err error
+		if sel, err = f.rowSet(ctx, cf.Select); err != nil {
+			return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+		}
+		if cf.Unselect != nil {
+			if unsel, err = f.rowSet(ctx, cf.Unselect); err != nil {
+				return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+			}
+		}
+	}
+	out, err := pq.NewBatch(f.out)
+	if err != nil {
+		return nil, err
+	}
+	row := uint64(0)
+	for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
+		if err != nil {
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %s, named by version %d, is missing: %w", ErrChangeDataGone, cf.Path, vc.Version, err)
+			}
+			return nil, fmt.Errorf("table: change feed version %d: %w", vc.Version, err)
+		}
+		for r := 0; r < b.Len(); r, row = r+1, row+1 {
+			if sel != nil && (!sel[row] || unsel[row]) {
+				continue
+			}
+			f.appendChangeRow(out, b, r, cf.Type, vc)
+		}
+	}
+	return out, nil
+}
+
+// appendChangeRow appends row r of b (the table's columns, plus _change_type for a change
+// data file) to out, with the version's change type (when the file gives none), version and
+// commit time.
+func (f *ChangeFeed) appendChangeRow(out, b *pq.Batch, r int, typ ChangeType, vc VersionChanges) {
+	n := len(f.schema.Fields)
+	for i := 0; i < n; i++ {
+		out.Columns[i].AppendFrom(b.Columns[i], r)
+	}
+	if typ == "" {
+		out.Columns[n].AppendFrom(b.Columns[n], r)
+	} else {
+		out.Columns[n].AppendString(string(typ))
+	}
+	out.Columns[n+1].AppendInt64(vc.Version)
+	if vc.Timestamp.IsZero() {
+		out.Columns[n+2].AppendNull()
+	} else {
+		out.Columns[n+2].AppendTime(vc.Timestamp)
+	}
+}
+
+// rowSet loads a deletion vector as the set of row indexes it marks.
+func (f *ChangeFeed) rowSet(ctx context.Context, dv *txlog.DeletionVector) (map[uint64]bool, error) {
+	rows, err := LoadDeletionVectorFrom(ctx, f.t.bucket, f.t.open, dv)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[uint64]bool, len(rows))
+	for _, r := range rows {
+		set[r] = true
+	}
+	return set, nil
+}
+
+// VersionAt returns the first version committed at or after ts (Spark's startingTimestamp for
+// the change feed). A time after the latest commit is txlog.ErrVersionNotFound.
+func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
+	times, err := t.log.CommitTimestamps(ctx)
+	if err != nil {
+		return 0, err
+	}
+	best := int64(-1)
+	var latest int64 = -1
+	var latestAt time.Time
+	for v, at := range times {
+		if v > latest {
+			latest, latestAt = v, at
+		}
+		if !at.Before(ts) && (best < 0 || v < best) {
+			best = v
+		}
+	}
+	if best < 0 {
+		if latest < 0 {
+			return 0, fmt.Errorf("%w: no commit files", txlog.ErrVersionNotFound)
+		}
+		return 0, fmt.Errorf("%w: timestamp %s is after the latest commit (version %d at %s)", txlog.ErrVersionNotFound,
+			ts.UTC().Format(time.RFC3339Nano), latest, latestAt.Format(time.RFC3339Nano))
+	}
+	return best, nil
+}
