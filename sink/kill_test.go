@@ -67,7 +67,7 @@ func TestPublishExactlyOnceAcrossKills(t *testing.T) {
 		}
 		// The child's start (exec, broker metadata, producer id) takes tens of milliseconds, a
 		// transaction a few: kills land before, inside and between transactions.
-		time.Sleep(time.Duration(30+rng.IntN(400)) * time.Millisecond)
+		time.Sleep(time.Duration(20+rng.IntN(250)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := cmd.Wait()
 		var ee *exec.ExitError

@@ -98,24 +98,24 @@ type Report struct {
 	Table string `json:"table"`
 	Topic string `json:"topic"`
 	// TopicCreated: this run created the topic (compacted).
-	TopicCreated bool `json:"topic_created,omitempty"`
+	TopicCreated bool `json:"topicCreated,omitempty"`
 	// FromVersion is the first version this run read; ToVersion the table's latest, which the
 	// position now names as published when Records > 0 or nothing was left.
-	FromVersion int64 `json:"from_version"`
-	ToVersion   int64 `json:"to_version"`
+	FromVersion int64 `json:"fromVersion"`
+	ToVersion   int64 `json:"toVersion"`
 	// Versions counts the versions that had change rows.
 	Versions     int   `json:"versions"`
 	Transactions int   `json:"transactions"`
 	Records      int64 `json:"records"`
 	Counts
 	// UpToDate: there was nothing to publish.
-	UpToDate bool `json:"up_to_date,omitempty"`
+	UpToDate bool `json:"upToDate,omitempty"`
 }
 
 // positionMeta is the position's metadata: which table, and the last version published.
 type positionMeta struct {
 	Table   string `json:"table"`
-	TableID string `json:"table_id"`
+	TableID string `json:"tableId"`
 	Version int64  `json:"version"`
 }
 

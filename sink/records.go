@@ -24,7 +24,7 @@ type Counts struct {
 	// Tombstones are records with a null value: rows that left the table.
 	Tombstones int64 `json:"tombstones"`
 	// Preimages are update_preimage rows not published (their post-image replaced the key).
-	Preimages int64 `json:"preimages_skipped"`
+	Preimages int64 `json:"preimagesSkipped"`
 }
 
 func (c *Counts) add(o Counts) {
