@@ -377,7 +377,15 @@ type Gold struct {
 	// for a join, the left source's event-time column as the joined table names it. Read it
 	// through Pipeline.GoldTimeColumn.
 	TimeColumn string `yaml:"time_column,omitempty"`
+	// ChangeDataFeed creates the gold table with delta.enableChangeDataFeed (default true):
+	// merge-late and replay then write its change rows in each commit. It applies when the
+	// table is created; an existing table keeps its property (docs/change-data-feed.md says
+	// how to turn it on or off later). Read it through ChangeFeed.
+	ChangeDataFeed *bool `yaml:"change_data_feed,omitempty"`
 }
+
+// ChangeFeed is change_data_feed with its default (true).
+func (g *Gold) ChangeFeed() bool { return g.ChangeDataFeed == nil || *g.ChangeDataFeed }
 
 // Window types.
 const (

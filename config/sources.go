@@ -51,7 +51,13 @@ type Join struct {
 	Quarantine string `yaml:"quarantine"`
 	// Checkpoint is the join query's checkpoint prefix. Default "_checkpoints/" + Name.
 	Checkpoint string `yaml:"checkpoint"`
+	// ChangeDataFeed creates the joined table with delta.enableChangeDataFeed (default
+	// true): merge-late then writes its change rows. Only at creation, as for gold.
+	ChangeDataFeed *bool `yaml:"change_data_feed,omitempty"`
 }
+
+// ChangeFeed is change_data_feed with its default (true).
+func (j *Join) ChangeFeed() bool { return j.ChangeDataFeed == nil || *j.ChangeDataFeed }
 
 // JoinOn is one equality of a join: left.Left = right.Right.
 type JoinOn struct {

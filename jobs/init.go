@@ -142,18 +142,23 @@ func initJoin(ctx context.Context, env Env, j spec.Join, existed map[string]bool
 	if err != nil {
 		return fmt.Errorf("jobs: init: join %s: %w", j.Name, err)
 	}
-	if err := createTable(ctx, env, j.Table, out.Schema, existed); err != nil {
+	// The joined table with the change data feed as the join query would create it.
+	if err := createTableWith(ctx, env, j.Table, out.Schema, spec.CreateProps(nil, j.NoChangeDataFeed), existed); err != nil {
 		return err
 	}
 	return createTable(ctx, env, j.Quarantine, q, existed)
 }
 
 func createTable(ctx context.Context, env Env, path string, schema *txlog.StructType, existed map[string]bool) error {
+	return createTableWith(ctx, env, path, schema, nil, existed)
+}
+
+func createTableWith(ctx context.Context, env Env, path string, schema *txlog.StructType, props map[string]string, existed map[string]bool) error {
 	if existed[path] {
 		return nil
 	}
 	tbl := table.Open(objstore.WithPrefix(env.Lake, path), table.Options{Clock: env.clock})
-	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+	if _, err := tbl.Create(ctx, schema, nil, props); err != nil && !errors.Is(err, table.ErrTableExists) {
 		return fmt.Errorf("jobs: init: create %s: %w", path, err)
 	}
 	return nil

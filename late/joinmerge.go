@@ -752,6 +752,24 @@ func (m *merger) rewriteJoined(ctx context.Context, X [2]map[string]*cand, want 
 			}
 			return nil
 		},
+		changes: &changeKeys{of: func(b *pq.Batch) (func(dst [][]byte, i int) [][]byte, error) {
+			// A null-extended row is keyed by its preserved side and a pair by each side:
+			// the pair that replaces a null-extended row is its update.
+			cls, err := m.touching(b, X)
+			if err != nil {
+				return nil, err
+			}
+			return func(dst [][]byte, i int) [][]byte {
+				k, _ := cls(i)
+				if k.l != "" {
+					dst = append(dst, append([]byte{'L'}, k.l...))
+				}
+				if k.r != "" {
+					dst = append(dst, append([]byte{'R'}, k.r...))
+				}
+				return dst
+			}, nil
+		}},
 		op: func(res table.RewriteResult, _ *writeStats) txlog.Operation {
 			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{
 				"appId": m.d.appID, paramWatermark: m.st.evictMs, "predicate": pred.String()},

@@ -24,6 +24,10 @@ type writeStats struct {
 	// Unchanged: the rows the rewrite would write equal the rows it would replace, so it
 	// committed nothing (Version is the version read; the counts above are zero).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// ChangeRows are the change data feed rows the commit wrote (inserts, deletes, update
+	// pre- and post-images) in ChangeFiles files, for a table whose feed is on.
+	ChangeRows  int64 `json:"changeRows,omitempty"`
+	ChangeFiles int   `json:"changeFiles,omitempty"`
 	// skipped: the table held the commit's txn already (a rerun of a merge that landed).
 	skipped bool
 }
@@ -77,6 +81,9 @@ type rewrite struct {
 	// st is filled by run and counted by the callbacks (Updated, Inserted, Deleted); nil:
 	// run keeps its own.
 	st *writeStats
+	// changes pairs dropped and written rows into the change feed's updates, for a table
+	// whose feed is on (nil: only equal rows cancel; the rest are deletes and inserts).
+	changes *changeKeys
 }
 
 // prunedFiles binds prune to the table's snapshot and returns it with the files it may
@@ -131,6 +138,11 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		old, added = newRowMultisets()
 		unchanged = func() bool { return !rewrote && old.equal(added) }
 	}
+	// cf writes the change feed of a table that has one.
+	cf, err := rw.changeFeed()
+	if err != nil {
+		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+	}
 	var buf pq.ReadBuffer
 	file := func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 		out, err := pq.NewBatch(rw.schema)
@@ -149,22 +161,37 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 			if err != nil {
 				return false, nil, err
 			}
+			var keys func(dst [][]byte, i int) [][]byte
+			if cf != nil {
+				if keys, err = cf.batchKeys(b); err != nil {
+					return false, nil, err
+				}
+			}
 			for i := range b.Len() {
 				act, err := row(out, i)
 				if err != nil {
 					return false, nil, err
 				}
-				switch {
-				case act == keepRow:
+				switch act {
+				case keepRow:
 					out.AppendRow(b, i)
-				case old != nil && act == dropRow:
-					touched = true
-					old.add(b, i)
-				case act == dropRow:
-					touched = true
+					continue
+				case dropRow:
+					if old != nil {
+						old.add(b, i)
+					}
+					if cf != nil {
+						cf.dropped(b, i, keys)
+					}
 				default:
-					touched, rewrote = true, true
+					rewrote = true
+					if cf != nil {
+						if err := cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
+							return false, nil, err
+						}
+					}
 				}
+				touched = true
 			}
 		}
 		return touched, []*pq.Batch{out}, nil
@@ -177,10 +204,12 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		Isolation:  txlog.WriteSerializable,
 		Unchanged:  unchanged,
 		File:       file,
-		InsertEach: rw.insert(added),
+		InsertEach: rw.insert(added, cf),
+		Changes:    cf.writer(),
 		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
 	})
 	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
+	st.ChangeRows, st.ChangeFiles = res.ChangeRows.Total(), len(res.ChangeFiles)
 	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
 	if err != nil {
 		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
@@ -192,9 +221,19 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 	return *st, nil
 }
 
+// changeFeed is the rewrite's change feed writer, nil when the table's feed is off.
+func (rw *rewrite) changeFeed() (*changeFeed, error) {
+	w, err := rw.t.NewChangeWriter(rw.snap)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	return newChangeFeed(w, rw.changes, rw.schema)
+}
+
 // insert hands extra's rows to the table's writer a chunk at a time, counting them into
-// added when the rewrite compares.
-func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write func(*pq.Batch) error) error {
+// added when the rewrite compares and into the change feed cf (nil: none), whose rows it
+// finishes once extra is done.
+func (rw *rewrite) insert(added *rowMultiset, cf *changeFeed) func(ctx context.Context, write func(*pq.Batch) error) error {
 	return func(ctx context.Context, write func(*pq.Batch) error) error {
 		ins, err := pq.NewBatch(rw.schema)
 		if err != nil {
@@ -209,6 +248,13 @@ func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write fu
 					added.add(ins, i)
 				}
 			}
+			if cf != nil {
+				for i := range ins.Len() {
+					if err := cf.written(ctx, ins, i); err != nil {
+						return err
+					}
+				}
+			}
 			if err := write(ins); err != nil {
 				return err
 			}
@@ -218,7 +264,13 @@ func (rw *rewrite) insert(added *rowMultiset) func(ctx context.Context, write fu
 		if err := rw.extra(ins, flush); err != nil {
 			return err
 		}
-		return flush()
+		if err := flush(); err != nil {
+			return err
+		}
+		if cf != nil {
+			return cf.finish(ctx)
+		}
+		return nil
 	}
 }
 
@@ -243,5 +295,36 @@ func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Bat
 		return nil, err
 	}
 	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
-		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st}, nil
+		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st,
+		changes: goldChangeKeys(g.a)}, nil
+}
+
+// goldChangeKeys pairs gold rows by window and group keys: a window merge-late or replay
+// recomputed is an update of it. A session is keyed by its group keys alone and pairs with a
+// dropped session its window overlaps: merging late rows grows a session (or fuses several,
+// the first of which is the one updated and the others deleted).
+func goldChangeKeys(a *agg) *changeKeys {
+	ck := &changeKeys{of: func(b *pq.Batch) (func(dst [][]byte, i int) [][]byte, error) {
+		gr := goldRow{a: a}
+		return func(dst [][]byte, i int) [][]byte {
+			start, end, keys, ok := gr.at(b, i)
+			if !ok {
+				return dst
+			}
+			k := groupKey(nil, start, end, keys, i)
+			if a.session != nil {
+				k = k[windowPrefix:]
+			}
+			return append(dst, k)
+		}, nil
+	}}
+	if a.session != nil {
+		gr := goldRow{a: a}
+		ck.fits = func(pre *pq.Batch, p int, post *pq.Batch, i int) bool {
+			ps, pe, _, _ := gr.at(pre, p)
+			s, e, _, _ := gr.at(post, i)
+			return ps < e && s < pe
+		}
+	}
+	return ck
 }

@@ -218,7 +218,7 @@ func (r *joinQuery) ensureTables(ctx context.Context) error {
 	}
 	defs := joinDefinedTables(r.j, r.out, r.golds)
 	var o outputs
-	o.add(outTable{t: r.out, schema: r.jp.out.Schema, path: r.j.Table, props: defs[0].def.props(),
+	o.add(outTable{t: r.out, schema: r.jp.out.Schema, path: r.j.Table, props: spec.CreateProps(defs[0].def.props(), r.j.NoChangeDataFeed),
 		name: "join " + r.j.Name + " (table " + r.j.Table + ")", kind: txlog.WriteAppend})
 	o.add(outTable{t: r.quar, schema: r.jp.qschema, path: r.j.Quarantine, name: "join quarantine " + r.j.Quarantine, kind: txlog.WriteAppend})
 	o.addAggs(r.jp.agg.aggs, r.golds, r.quars, defs[1:], false)

@@ -13,6 +13,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -41,7 +42,7 @@ func (o *outputs) addAggs(aps []*aggPlan, golds, quars []*table.Table, defs []de
 			gk = txlog.WriteChange
 		}
 		o.add(outTable{t: quars[i], schema: ap.qschema, path: ap.cfg.Quarantine, evolve: evolve, name: "quarantine " + ap.cfg.Quarantine, kind: txlog.WriteAppend})
-		o.add(outTable{t: golds[i], schema: ap.schema, path: ap.cfg.Table, props: defs[i].def.props(), name: "gold " + ap.cfg.Name + " (table " + ap.cfg.Table + ")", kind: gk})
+		o.add(outTable{t: golds[i], schema: ap.schema, path: ap.cfg.Table, props: spec.CreateProps(defs[i].def.props(), ap.cfg.NoChangeDataFeed), name: "gold " + ap.cfg.Name + " (table " + ap.cfg.Table + ")", kind: gk})
 	}
 	o.aps, o.golds = aps, golds
 }

@@ -31,6 +31,9 @@ type DataWriter struct {
 	dataChange bool
 	now        func() time.Time
 	rules      []boundRule // row rules every written row must satisfy
+	// dir and name prefix every file's key and name ("" and "part": data files; a change
+	// writer's are "_change_data/" and "cdc").
+	dir, name string
 
 	open     map[string]*openFile
 	order    []string
@@ -52,7 +55,7 @@ type openFile struct {
 // NewDataWriter prepares a writer for a table schema and its partition columns.
 func NewDataWriter(b objstore.Bucket, schema *txlog.StructType, partitionCols []string, opts pq.WriteOptions) (*DataWriter, error) {
 	w := &DataWriter{bucket: b, schema: schema, partCols: partitionCols, opts: opts.WithDefaults(),
-		dataChange: true, now: time.Now, open: map[string]*openFile{}, dataSchema: &txlog.StructType{}}
+		dataChange: true, now: time.Now, open: map[string]*openFile{}, dataSchema: &txlog.StructType{}, name: "part"}
 	isPart := map[int]bool{}
 	for _, p := range partitionCols {
 		i := schema.FieldIndex(p)
@@ -293,7 +296,7 @@ func (w *DataWriter) finish(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	path := f.dir + "part-00000-" + uuid.NewString() + "-c000." + f.enc.Ext + ".parquet"
+	path := w.dir + f.dir + w.name + "-00000-" + uuid.NewString() + "-c000." + f.enc.Ext + ".parquet"
 	if err := w.bucket.Put(ctx, path, data.Reader(), data.Len()); err != nil {
 		return fmt.Errorf("table: write data file %s: %w", path, err)
 	}

@@ -43,7 +43,8 @@ type VacuumResult struct {
 }
 
 // Vacuum deletes data files that the latest version does not reference, that no tombstone
-// younger than the retention protects, and that are older than the retention. A crash
+// younger than the retention protects, and that are older than the retention; and change data
+// files (_change_data/) older than the retention that no version committed within it names. A crash
 // midway leaves some files deleted and others not: rerunning it finishes the job.
 func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, error) {
 	// A zero retention means zero (every unreferenced file), never a silent default: callers
@@ -99,15 +100,33 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		return VacuumResult{}, fmt.Errorf("table: vacuum: %w", lookupErr)
 	}
 	var res VacuumResult
+	var changeFiles []objstore.ObjectInfo // old enough, if no version within retention names them
 	for info, err := range t.bucket.List(ctx, "", objstore.ListOptions{}) {
 		if err != nil {
 			return res, fmt.Errorf("table: vacuum list: %w", err)
 		}
-		if isHidden(info.Key) || keep[info.Key] || !info.ModTime.Before(cutoff) {
+		change := strings.HasPrefix(info.Key, ChangeDataDir)
+		if (isHidden(info.Key) && !change) || keep[info.Key] || !info.ModTime.Before(cutoff) {
+			continue
+		}
+		if change {
+			changeFiles = append(changeFiles, info)
 			continue
 		}
 		res.Files = append(res.Files, info.Key)
 		res.Bytes += info.Size
+	}
+	if len(changeFiles) > 0 {
+		named, err := t.changeFilesSince(ctx, snap.Version(), cutoff)
+		if err != nil {
+			return res, fmt.Errorf("table: vacuum: %w", err)
+		}
+		for _, info := range changeFiles {
+			if !named[info.Key] {
+				res.Files = append(res.Files, info.Key)
+				res.Bytes += info.Size
+			}
+		}
 	}
 	if opts.DryRun {
 		return res, nil
@@ -118,6 +137,48 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		}
 	}
 	return res, nil
+}
+
+// changeFilesSince returns the change data files (cdc actions) the versions committed at or
+// after cutoff name, reading commits down from latest until one is older than the cutoff or
+// its log entry is gone. Change data files are in no snapshot: a version names its own, and a
+// reader of the feed needs them as long as that version is within the retention.
+func (t *Table) changeFilesSince(ctx context.Context, latest int64, cutoff time.Time) (map[string]bool, error) {
+	named := map[string]bool{}
+	for v := latest; v >= 0; v-- {
+		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return nil, fmt.Errorf("version %d: %w", v, err)
+		}
+		var paths []string
+		old := false
+		for _, a := range actions {
+			switch {
+			case a.CDC != nil:
+				paths = append(paths, a.CDC.Path)
+			case a.CommitInfo != nil:
+				ts := a.CommitInfo.Timestamp
+				if a.CommitInfo.InCommitTimestamp != nil {
+					ts = *a.CommitInfo.InCommitTimestamp
+				}
+				old = time.UnixMilli(ts).Before(cutoff)
+			}
+		}
+		if old {
+			break // this version and those before it are outside the retention
+		}
+		for _, p := range paths {
+			named[p] = true
+		}
+	}
+	return named, nil
 }
 
 // OptimizeOptions tune Optimize.

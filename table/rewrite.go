@@ -54,6 +54,16 @@ type Rewrite struct {
 	// values into their columns), so streaming readers of the table skip the commit instead
 	// of failing on its removes or reading its rows twice.
 	NoDataChange bool
+	// Changes, for a table whose change data feed is on (ChangeFeedOn), is the caller's own
+	// account of the change rows (from NewChangeWriter on Snapshot): it writes each change
+	// row (insert, delete, update_preimage/update_postimage pairs) while File, Insert and
+	// InsertEach run, and Rewrite commits its files with the data. Nil: Rewrite computes the
+	// change rows itself, exactly, as the multiset difference of the rows the replaced files
+	// held and the rows written (deletes and inserts; copied rows give nothing), reading the
+	// replaced files File did not read. Either way a rewrite whose change rows are none only
+	// moved rows: its adds and removes are committed with dataChange=false, so that readers
+	// of the feed see nothing. NoDataChange rewrites write no change rows.
+	Changes *ChangeWriter
 }
 
 // RewriteResult is what a Rewrite did.
@@ -70,6 +80,10 @@ type RewriteResult struct {
 	BytesRemoved int64
 	RowsWritten  int64
 	BytesWritten int64
+	// ChangeFiles are the change data files committed (none when the table's change data feed
+	// is off or the rewrite changed no row), and ChangeRows their rows by change type.
+	ChangeFiles []*txlog.CDC
+	ChangeRows  ChangeCounts
 }
 
 // RemoveOf is the remove action of a data file the table drops or replaces at the table's
@@ -100,12 +114,27 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		return res, err
 	}
 	w.dataChange = !rw.NoDataChange
+	cf, err := t.rewriteChanges(snap, schema, rw)
+	if err != nil {
+		return res, err
+	}
 	fs := &FileScan{Bucket: t.bucket, Schema: schema, PartitionCols: snap.PartitionColumns(), OpenURL: t.open}
 	var read []string
 	for _, f := range rw.Candidates {
 		read = append(read, f.Path)
 		res.FilesRead++
-		replace, rows, err := rw.File(ctx, f, func() ([]*pq.Batch, error) { return fs.ReadFile(ctx, f) })
+		var rows0 []*pq.Batch // the file's rows, when read
+		readFile := func() ([]*pq.Batch, error) {
+			if rows0 == nil {
+				var err error
+				rows0, err = fs.ReadFile(ctx, f)
+				if err != nil {
+					return nil, err
+				}
+			}
+			return rows0, nil
+		}
+		replace, rows, err := rw.File(ctx, f, readFile)
 		if err != nil {
 			return res, err
 		}
@@ -114,6 +143,15 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		}
 		if err := writeAll(ctx, w, rows); err != nil {
 			return res, err
+		}
+		if cf.diff != nil {
+			old, err := readFile()
+			if err != nil {
+				return res, err
+			}
+			if err := cf.diff.file(old, rows); err != nil {
+				return res, err
+			}
 		}
 		res.Removed = append(res.Removed, t.RemoveOf(f, !rw.NoDataChange))
 		res.BytesRemoved += f.Size
@@ -126,9 +164,17 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		if err := writeAll(ctx, w, rows); err != nil {
 			return res, err
 		}
+		if err := cf.insert(rows); err != nil {
+			return res, err
+		}
 	}
 	if rw.InsertEach != nil {
-		if err := rw.InsertEach(ctx, func(b *pq.Batch) error { return w.Write(ctx, b) }); err != nil {
+		if err := rw.InsertEach(ctx, func(b *pq.Batch) error {
+			if err := cf.insert([]*pq.Batch{b}); err != nil {
+				return err
+			}
+			return w.Write(ctx, b)
+		}); err != nil {
 			return res, err
 		}
 	}
@@ -136,17 +182,26 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		return res, err
 	}
 	res.RowsWritten, res.BytesWritten = w.Rows(), w.Bytes()
+	if res.ChangeFiles, res.ChangeRows, err = cf.close(ctx); err != nil {
+		return res, err
+	}
 	if rw.Unchanged != nil && rw.Txn == nil && rw.Unchanged() {
-		for _, a := range res.Added {
-			// Best effort: the file is referenced by no version, so a failed delete only
-			// leaves vacuum an orphan to remove.
-			_ = t.bucket.Delete(ctx, a.Path)
-		}
+		t.dropUnreferenced(ctx, res.Added, res.ChangeFiles)
 		return RewriteResult{Version: snap.Version(), Unchanged: true, FilesRead: res.FilesRead}, nil
 	}
 	if len(res.Added) == 0 && len(res.Removed) == 0 && rw.Txn == nil && !rw.KeepEmpty {
-		res.Version = snap.Version()
+		t.dropUnreferenced(ctx, nil, res.ChangeFiles)
+		res.Version, res.ChangeFiles, res.ChangeRows = snap.Version(), nil, ChangeCounts{}
 		return res, nil
+	}
+	if cf.on && len(res.ChangeFiles) == 0 {
+		// No row changed: the commit only moves rows between files.
+		for _, a := range res.Added {
+			a.DataChange = false
+		}
+		for _, r := range res.Removed {
+			r.DataChange = false
+		}
 	}
 	tx := t.log.Begin(snap)
 	if rw.Isolation != "" {
@@ -160,6 +215,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	tx.ReadFiles(read...)
 	tx.Remove(res.Removed...)
 	tx.Add(res.Added...)
+	tx.AddCDC(res.ChangeFiles...)
 	if rw.Txn != nil {
 		tx.SetTxn(rw.Txn.AppID, rw.Txn.Version)
 	}
@@ -176,4 +232,61 @@ func writeAll(ctx context.Context, w *DataWriter, rows []*pq.Batch) error {
 		}
 	}
 	return nil
+}
+
+// dropUnreferenced deletes files a rewrite wrote and will not commit, best effort: a file no
+// version names is an orphan vacuum removes anyway.
+func (t *Table) dropUnreferenced(ctx context.Context, adds []*txlog.Add, cdcs []*txlog.CDC) {
+	for _, a := range adds {
+		_ = t.bucket.Delete(ctx, a.Path)
+	}
+	for _, c := range cdcs {
+		_ = t.bucket.Delete(ctx, c.Path)
+	}
+}
+
+// rewriteChanges is how a rewrite writes its change rows: not at all (feed off, or a
+// NoDataChange rewrite), through the caller's writer, or by the default difference.
+type rewriteChanges struct {
+	on   bool
+	w    *ChangeWriter
+	diff *rowDiff // nil: the caller writes the rows (or none are written)
+}
+
+func (t *Table) rewriteChanges(snap *txlog.Snapshot, schema *txlog.StructType, rw Rewrite) (*rewriteChanges, error) {
+	if !ChangeFeedOn(snap) || rw.NoDataChange {
+		return &rewriteChanges{}, nil
+	}
+	if rw.Changes != nil {
+		return &rewriteChanges{on: true, w: rw.Changes}, nil
+	}
+	w, err := t.newChangeWriter(snap, schema)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newRowDiff(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &rewriteChanges{on: true, w: w, diff: d}, nil
+}
+
+func (c *rewriteChanges) insert(rows []*pq.Batch) error {
+	if c.diff == nil {
+		return nil
+	}
+	return c.diff.insert(rows)
+}
+
+func (c *rewriteChanges) close(ctx context.Context) ([]*txlog.CDC, ChangeCounts, error) {
+	if !c.on {
+		return nil, ChangeCounts{}, nil
+	}
+	if c.diff != nil {
+		if err := c.diff.write(ctx, c.w); err != nil {
+			return nil, ChangeCounts{}, err
+		}
+	}
+	cdcs, err := c.w.close(ctx)
+	return cdcs, c.w.Counts(), err
 }

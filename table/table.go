@@ -91,7 +91,9 @@ func (t *Table) Latest(ctx context.Context) (*txlog.Snapshot, error) {
 // Bucket is the table's bucket.
 func (t *Table) Bucket() objstore.Bucket { return t.bucket }
 
-// Create commits version 0 with the schema, partition columns and table properties.
+// Create commits version 0 with the schema, partition columns and table properties. With
+// delta.enableChangeDataFeed=true among them the protocol supports the change data feed
+// (writer version 4, or the changeDataFeed feature at writer version 7).
 func (t *Table) Create(ctx context.Context, schema *txlog.StructType, partitionCols []string, props map[string]string) (int64, error) {
 	if _, err := t.log.Snapshot(ctx); err == nil {
 		return 0, ErrTableExists
@@ -112,11 +114,21 @@ func (t *Table) Create(ctx context.Context, schema *txlog.StructType, partitionC
 	}
 	created := t.now().UnixMilli()
 	proto := txlog.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	cdf := txlog.ChangeFeedOn(txlog.Metadata{Configuration: props})
+	if cdf {
+		// The change data feed is a writer feature of version 4, as Spark sets it when the
+		// property is given at creation: readers and writers that predate table features
+		// (Delta 2.x, delta-rs) take it.
+		proto.MinWriterVersion = 4
+	}
 	if usesType(schema, txlog.TypeTimestampNTZ) {
 		// Writer version 7 must list the legacy features that writer 2 implied: Spark treats
 		// NOT NULL columns as invariants and refuses a table that does not list them.
 		proto = txlog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
 			ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"appendOnly", "invariants", "timestampNtz"}}
+		if cdf {
+			proto.WriterFeatures = append(proto.WriterFeatures, "changeDataFeed")
+		}
 	}
 	tx := t.log.Begin(nil)
 	tx.SetProtocol(proto)
@@ -537,7 +549,7 @@ func (t *Table) Overwrite(ctx context.Context, predicate sqlexpr.Expr, batches [
 		},
 		Operation: func(res RewriteResult) txlog.Operation {
 			metrics := map[string]int64{"numFiles": int64(len(res.Added)), "numOutputRows": newRows + copiedRows, "numOutputBytes": res.BytesWritten,
-				"numRemovedFiles": int64(len(res.Removed)), "numRemovedBytes": res.BytesRemoved, "numAddedChangeFiles": 0}
+				"numRemovedFiles": int64(len(res.Removed)), "numRemovedBytes": res.BytesRemoved, "numAddedChangeFiles": int64(len(res.ChangeFiles))}
 			if scanned {
 				metrics["numDeletedRows"] = deletedRows
 				metrics["numCopiedRows"] = copiedRows

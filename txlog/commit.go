@@ -53,6 +53,7 @@ type Transaction struct {
 	read      *Snapshot
 	adds      []*Add
 	removes   []*Remove
+	cdcs      []*CDC
 	metadata  *Metadata
 	protocol  *Protocol
 	txns      map[string]int64
@@ -80,6 +81,12 @@ func (l *Log) Begin(read *Snapshot) *Transaction {
 
 // Add adds data files (already written under unique names).
 func (tx *Transaction) Add(adds ...*Add) { tx.adds = append(tx.adds, adds...) }
+
+// AddCDC adds change data files (already written under _change_data/ with unique names): the
+// change rows of this commit, which a table with the change data feed on needs whenever the
+// commit changes existing rows. Readers of the feed take them instead of the commit's adds and
+// removes; snapshots and checkpoints never hold them.
+func (tx *Transaction) AddCDC(cdcs ...*CDC) { tx.cdcs = append(tx.cdcs, cdcs...) }
 
 // Remove tombstones data files. Removing a file implies having read it.
 func (tx *Transaction) Remove(removes ...*Remove) { tx.removes = append(tx.removes, removes...) }
@@ -196,7 +203,11 @@ func (tx *Transaction) validate() (Protocol, Metadata, error) {
 	}
 	// The last line of defence: the table layer runs the same check before it writes any
 	// data file; this one holds for any writer that did not.
-	if err := CheckWrite(p, m, tx.kind()); err != nil {
+	kind := tx.kind()
+	if err := CheckWrite(p, m, kind); err != nil {
+		return p, m, err
+	}
+	if err := tx.checkChangeData(m, kind); err != nil {
 		return p, m, err
 	}
 	if tx.metadata != nil {
@@ -227,11 +238,21 @@ func (tx *Transaction) validate() (Protocol, Metadata, error) {
 			}
 		}
 	}
+	for _, c := range tx.cdcs {
+		if c.Path == "" || c.DataChange {
+			return p, m, fmt.Errorf("%w: cdc file %q: a change data file needs a path and dataChange=false", ErrInvalidTransaction, c.Path)
+		}
+		for _, col := range m.PartitionColumns {
+			if _, ok := c.PartitionValues[col]; !ok {
+				return p, m, fmt.Errorf("%w: cdc %s has no value for partition column %q", ErrInvalidTransaction, c.Path, col)
+			}
+		}
+	}
 	return p, m, nil
 }
 
 // buildActions renders the commit: commitInfo first, then protocol, metadata, txns, domains,
-// removes and adds.
+// removes, adds and cdc files.
 func (tx *Transaction) buildActions(op Operation, m Metadata, readVersion int64, now time.Time, ict *int64) []Action {
 	params := make(map[string]json.RawMessage, len(op.Parameters))
 	for k, v := range op.Parameters {
@@ -286,6 +307,9 @@ func (tx *Transaction) buildActions(op Operation, m Metadata, readVersion int64,
 	}
 	for _, a := range tx.adds {
 		actions = append(actions, Action{Add: a})
+	}
+	for _, c := range tx.cdcs {
+		actions = append(actions, Action{CDC: c})
 	}
 	return actions
 }

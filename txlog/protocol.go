@@ -244,12 +244,10 @@ func CheckWrite(p Protocol, m Metadata, kind WriteKind) error {
 			}
 		case "changeDataFeed":
 			// "Writer Requirements for AddCDCFile": an operation that changes existing rows must
-			// write their change rows (cdc actions, _change_data/ files). This writer writes none
-			// yet; appends (read as inserts) and dataChange=false rewrites need none.
-			if changeFeedOn(conf) && kind == WriteChange {
-				err = &FeatureError{Why: "delta.enableChangeDataFeed=true: a commit that changes existing rows must write their change rows (cdc files under _change_data/), and this writer does not write change files yet, so change-feed readers would see every rewritten row as deleted and inserted",
-					WayOut: "appends and optimize still work; to let medallion change rows, turn the feed off: ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed=false) (delta-rs: DeltaTable(url).alter.set_table_properties({'delta.enableChangeDataFeed': 'false'})), or keep such tables out of merge-late and replay"}
-			}
+			// write their change rows (cdc actions, _change_data/ files). table.Rewrite, the one
+			// path that changes rows, writes them in the same commit; appends (read as inserts)
+			// and dataChange=false rewrites need none. The commit itself refuses a change that
+			// carries no change rows (Transaction.checkChangeData), for any writer that would not.
 		case "generatedColumns":
 			// Rows a rearrange copies keep their values; new rows are checked by the table layer
 			// (table.RowRules), which refuses expressions it cannot evaluate.
@@ -294,6 +292,23 @@ func CheckWrite(p Protocol, m Metadata, kind WriteKind) error {
 		}
 	}
 	return nil
+}
+
+// ChangeFeedOn reports whether the table's change data feed is on (see changeFeedOn): its
+// commits that change existing rows must carry their change rows.
+func ChangeFeedOn(m Metadata) bool { return changeFeedOn(m.Configuration) }
+
+// checkChangeData refuses a commit that changes existing rows of a table whose change data
+// feed is on without carrying their change rows: readers of the feed would take its adds and
+// removes as inserts and deletes of every row of those files. A commit that only moves rows
+// (dataChange=false) or appends needs none.
+func (tx *Transaction) checkChangeData(m Metadata, kind WriteKind) error {
+	if kind != WriteChange || !changeFeedOn(m.Configuration) || len(tx.cdcs) > 0 {
+		return nil
+	}
+	return &FeatureError{Feature: "changeDataFeed", Kind: kind,
+		Why:    "delta.enableChangeDataFeed=true: a commit that changes existing rows must carry their change rows (cdc files under _change_data/), and this one carries none",
+		WayOut: "write the change through table.Rewrite, which writes them, or turn the feed off: ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed=false)"}
 }
 
 // changeFeedOn reports whether the change data feed is on. The property alone decides: the

@@ -92,6 +92,8 @@ func joinSpec(cfg *config.Pipeline, j config.Join) spec.Join {
 		Trigger: Trigger(s.Trigger),
 		Limit:   source.ReadLimit{MaxFiles: s.MaxFilesPerTrigger, MaxBytes: s.MaxBytesPerTrigger.Bytes},
 		State:   spec.State{MinDeltasForSnapshot: s.State.MinDeltasForSnapshot, MinBatchesToRetain: s.State.MinBatchesToRetain},
+
+		NoChangeDataFeed: !j.ChangeFeed(),
 	}
 	for _, on := range j.On {
 		out.On = append(out.On, spec.JoinKey{Left: on.Left, Right: on.Right})
@@ -117,6 +119,7 @@ func Trigger(t config.Trigger) spec.Trigger {
 
 func aggregation(g config.Gold) spec.Aggregation {
 	a := spec.Aggregation{Name: g.Name, Table: g.Table, Quarantine: g.Quarantine, GroupBy: g.GroupBy, OutputMode: g.OutputMode,
+		NoChangeDataFeed: !g.ChangeFeed(),
 		Window: spec.Window{Session: g.Window.Type == config.WindowSession, Size: g.Window.Size.Duration,
 			Slide: g.Window.EffectiveSlide().Duration, Start: g.Window.StartTime.Duration, Gap: g.Window.Gap.Duration}}
 	for _, x := range g.Aggregates {

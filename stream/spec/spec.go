@@ -99,6 +99,10 @@ type Aggregation struct {
 	// TimeColumn is the input column the windows are over (empty: the query's event time;
 	// for an aggregation over a join, a time column of the joined table).
 	TimeColumn string
+	// NoChangeDataFeed creates the gold table without the change data feed (config
+	// change_data_feed: false); the zero value creates it with the feed on. A table that
+	// exists keeps what it has.
+	NoChangeDataFeed bool
 }
 
 // Window is a tumbling (Slide = Size), sliding or session window.
@@ -145,7 +149,27 @@ type Join struct {
 	State State
 	// Gold are the aggregations over the joined rows.
 	Gold []Aggregation
+	// NoChangeDataFeed creates the joined table without the change data feed (config
+	// change_data_feed: false); the zero value creates it with the feed on.
+	NoChangeDataFeed bool
 }
+
+// CreateProps are the table properties a gold or joined table is created with: props (its
+// definition) plus delta.enableChangeDataFeed=true unless noFeed. Every creation of a gold or
+// joined table goes through it (the stream's outputs, medallion init), so that they agree.
+func CreateProps(props map[string]string, noFeed bool) map[string]string {
+	out := make(map[string]string, len(props)+1)
+	for k, v := range props {
+		out[k] = v
+	}
+	if !noFeed {
+		out[PropChangeDataFeed] = "true"
+	}
+	return out
+}
+
+// PropChangeDataFeed is the Delta table property that turns a table's change data feed on.
+const PropChangeDataFeed = "delta.enableChangeDataFeed"
 
 // JoinInput is one side of a join: a source's silver table and its event time.
 type JoinInput struct {
