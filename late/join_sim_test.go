@@ -156,7 +156,11 @@ func newJoinSimSchemas(t testing.TB, lake objstore.Bucket, j spec.Join, leftSche
 		t.Fatal(err)
 	}
 	for path, schema := range map[string]*txlog.StructType{j.Left.Silver: leftSchema, j.Right.Silver: rightSchema, j.Table: s.oschema, j.Quarantine: s.qschema} {
-		if _, err := s.open(path).Create(ctx, schema, nil, nil); err != nil {
+		var props map[string]string
+		if path == j.Table {
+			props = spec.CreateProps(nil, j.NoChangeDataFeed) // as the join query creates it
+		}
+		if _, err := s.open(path).Create(ctx, schema, nil, props); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -386,7 +390,7 @@ func (s *joinSim) withGold(size time.Duration) {
 	g.schema.Fields = append(g.schema.Fields, gold.LateRowsField())
 	g.qschema = silver.QuarantineSchema(s.oschema)
 	for path, schema := range map[string]*txlog.StructType{"gold/n_per_ad": g.schema, "silver/late_n_per_ad": g.qschema} {
-		if _, err := s.open(path).Create(s.ctx, schema, nil, nil); err != nil {
+		if _, err := s.open(path).Create(s.ctx, schema, nil, spec.CreateProps(nil, path != "gold/n_per_ad")); err != nil {
 			s.t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/cdftest"
 )
 
 // at is a time of 2024-05-01 (hh:mm or hh:mm:ss) in µs.
@@ -182,6 +183,10 @@ func TestMergeLateJoinRandom(t *testing.T) {
 					t.Fatalf("rerun committed: %+v", again)
 				}
 				s.checkJ("rerun")
+				// Invariant C on the joined table: the stream's appends and every merge's
+				// change rows (a null-extended row replaced by its match is an update pair).
+				feed := checkFeed(t, s.lake, s.j.Table)
+				t.Logf("joined table change rows: %v", cdftest.Counts(feed))
 				t.Logf("%d batches, %d+%d rows, %d late rows merged over %d merges (%d rows re-merged while pending)", s.batch, len(s.rows[0]), len(s.rows[1]), late, merges+1, pending)
 				if late == 0 {
 					t.Fatal("the workload had no late rows: it tests nothing")

@@ -16,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/cdftest"
 )
 
 // TestMergeLateInvariantE: after ingest + stream (available-now) + merge-late on randomized
@@ -44,6 +45,13 @@ func TestMergeLateInvariantE(t *testing.T) {
 				t.Errorf("merge-late folded %d late rows, the stream quarantined %d", rep.LateRows, quarantined)
 			}
 			checkInvariantE(t, lake, srep.WatermarkMs)
+			// Invariant C: the change feeds merge-late wrote (pairs for updated windows,
+			// inserts for new ones) applied from version 0 are the gold tables.
+			for _, g := range []string{"gold/t5", "gold/s10"} {
+				if n := cdftest.Counts(checkFeed(t, lake, g))["update_postimage"]; n == 0 {
+					t.Errorf("%s: merge-late wrote no update pairs", g)
+				}
+			}
 		})
 	}
 }
@@ -238,6 +246,11 @@ func TestMergeLateSessions(t *testing.T) {
 				t.Fatalf("session merge: %+v", g)
 			}
 			checkGold(t, "sess", got(), want, sessChecks)
+			// A session that absorbed late rows is an update pair (its window grew), not a
+			// delete and an insert; fused sessions add deletes.
+			if n := cdftest.Counts(checkFeed(t, lake, "gold/sess"))["update_postimage"]; n == 0 {
+				t.Error("gold/sess: merge-late wrote no update pairs")
+			}
 			if rep.Gold[2].Note == "" { // deferred rows are counted by the merge that places them
 				checkSessionLateRows(t, lake, got())
 			}

@@ -65,6 +65,8 @@ func TestReplayInvariantE(t *testing.T) {
 				}
 			}
 			checkInvariantE(t, lake, srep.WatermarkMs)
+			checkFeed(t, lake, "gold/t5")
+			checkFeed(t, lake, "gold/s10")
 
 			// Replaying again changes no row.
 			before := map[string][]string{"gold/t5": goldState(t, lake, "gold/t5"), "gold/s10": goldState(t, lake, "gold/s10")}
@@ -117,6 +119,7 @@ func TestReplaySessions(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkGold(t, "sess", got(), want, sessChecks)
+			checkFeed(t, lake, "gold/sess")
 		})
 	}
 }

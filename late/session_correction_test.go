@@ -291,6 +291,7 @@ func TestSessionCorrectionsRandomized(t *testing.T) {
 			if after := goldState(t, lake, "gold/sess"); !slices.Equal(after, before) {
 				t.Fatalf("replay changed gold:\nbefore %v\n after %v", before, after)
 			}
+			checkFeed(t, lake, "gold/sess")
 		})
 	}
 	if corrections == 0 {
