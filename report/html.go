@@ -674,12 +674,12 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <section id="tables">
 <h2>Tables</h2>
 <table>
-<tr><th>role</th><th>path</th><th class="num">version</th><th class="num">files</th><th class="num">size</th><th>last operation</th><th>committed</th></tr>
+<tr><th>role</th><th>path</th><th class="num">version</th><th class="num">files</th><th class="num">size</th><th>last operation</th><th>committed</th><th class="num">latest change</th></tr>
 {{- range .Tables}}
 {{- if .Exists}}
-<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="num">{{.Version}}</td><td class="num">{{digits .Files}}</td><td class="num">{{bytes .Bytes}}</td><td>{{.LastOperation}}</td><td>{{stamp .LastCommit}}</td></tr>
+<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="num">{{.Version}}</td><td class="num">{{digits .Files}}</td><td class="num">{{bytes .Bytes}}</td><td>{{.LastOperation}}</td><td>{{stamp .LastCommit}}</td><td class="num">{{if not .ChangeFeed}}feed off{{else if ge .ChangeVersion 0}}{{.ChangeVersion}}{{else}}none recent{{end}}</td></tr>
 {{- else}}
-<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="missing" colspan="5">no table yet</td></tr>
+<tr><td>{{.Role}}</td><td><code>{{.Path}}</code></td><td class="missing" colspan="6">no table yet</td></tr>
 {{- end}}
 {{- end}}
 </table>
@@ -789,6 +789,10 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Bytes         int64  `json:"bytes"`
 		LastOperation string `json:"last_operation,omitempty"`
 		LastCommit    string `json:"last_commit,omitempty"`
+		ChangeFeed    bool   `json:"change_feed"`
+		// ChangeVersion: the newest version with change rows; absent when the feed is off
+		// or none of the recent versions changed data.
+		ChangeVersion *int64 `json:"latest_change_version,omitempty"`
 	}
 	type batch struct {
 		BatchID                int64               `json:"batch_id"`
@@ -832,8 +836,13 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		out.Problems = []string{}
 	}
 	for _, ts := range r.Tables {
-		out.Tables = append(out.Tables, table{Role: ts.Role, Path: ts.Path, Exists: ts.Exists, Version: ts.Version,
-			Files: ts.Files, Bytes: ts.Bytes, LastOperation: ts.LastOperation, LastCommit: rfc(ts.LastCommit)})
+		row := table{Role: ts.Role, Path: ts.Path, Exists: ts.Exists, Version: ts.Version,
+			Files: ts.Files, Bytes: ts.Bytes, LastOperation: ts.LastOperation, LastCommit: rfc(ts.LastCommit), ChangeFeed: ts.ChangeFeed}
+		if ts.ChangeFeed && ts.ChangeVersion >= 0 {
+			v := ts.ChangeVersion
+			row.ChangeVersion = &v
+		}
+		out.Tables = append(out.Tables, row)
 	}
 	for _, b := range r.Batches {
 		sr := b.StateRows

@@ -190,7 +190,9 @@ func TestReportHTMLGolden(t *testing.T) {
 	r := &Report{Generated: at, Source: "pipeline.yaml", Lake: "s3://lake", Lag: lag, Checkpoint: "_checkpoints/events",
 		Gold: []string{"events_5m", "events_1h"},
 		Tables: []TableStatus{{Role: "bronze", Path: "bronze/events", Exists: true, Version: 12, Files: 12, Bytes: 3 << 20,
-			LastOperation: "WRITE", LastCommit: at.Add(-time.Minute)}, {Role: "silver", Path: "silver/events"}},
+			LastOperation: "WRITE", LastCommit: at.Add(-time.Minute)}, {Role: "silver", Path: "silver/events"},
+			{Role: "gold events_5m", Path: "gold/events_5m", Exists: true, Version: 9, Files: 3, Bytes: 4 << 10,
+				LastOperation: "OPTIMIZE", LastCommit: at.Add(-time.Minute), ChangeFeed: true, ChangeVersion: 8}},
 	}
 	for n := range int64(4) {
 		r.Batches = append(r.Batches, BatchProgress{BatchID: n, Timestamp: at.Add(time.Duration(n) * time.Minute),

@@ -40,7 +40,17 @@ type TableStatus struct {
 	// writer recorded none).
 	LastOperation string
 	LastCommit    time.Time
+	// ChangeFeed is true when the table records its change data feed
+	// (delta.enableChangeDataFeed=true); ChangeVersion is then the newest version whose feed
+	// has rows, among the last changeLookBack versions (-1: none there), the version a feed
+	// consumer (a sink, a rollup) has to reach.
+	ChangeFeed    bool
+	ChangeVersion int64
 }
+
+// changeLookBack bounds how many commits the status reads back for a table's latest change
+// version: a gold table changes at almost every version, so the first one or two decide.
+const changeLookBack = 20
 
 // Tables reads the latest version of every pipeline table, bronze first and gold last.
 func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]TableStatus, error) {
@@ -59,7 +69,8 @@ func Tables(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) ([]
 func tableStatuses(ctx context.Context, lake objstore.Bucket, out []TableStatus) error {
 	for i := range out {
 		ts := &out[i]
-		log := table.Open(objstore.WithPrefix(lake, ts.Path), table.Options{}).Log()
+		tbl := table.Open(objstore.WithPrefix(lake, ts.Path), table.Options{})
+		log := tbl.Log()
 		snap, err := log.Snapshot(ctx)
 		if errors.Is(err, txlog.ErrTableNotFound) {
 			continue
@@ -69,6 +80,15 @@ func tableStatuses(ctx context.Context, lake objstore.Bucket, out []TableStatus)
 		}
 		ts.Exists, ts.Version, ts.Files, ts.Bytes = true, snap.Version(), len(snap.Files()), snap.TotalSize()
 		ts.LastCommit = snap.Timestamp()
+		if ts.ChangeFeed = table.ChangeFeedOn(snap); ts.ChangeFeed {
+			v, found, err := tbl.LatestChangeVersion(ctx, snap, changeLookBack)
+			if err != nil {
+				return fmt.Errorf("report: table %s: latest change version: %w", ts.Path, err)
+			}
+			if ts.ChangeVersion = -1; found {
+				ts.ChangeVersion = v
+			}
+		}
 		hist, err := log.History(ctx, 1)
 		if err != nil {
 			return fmt.Errorf("report: table %s: history: %w", ts.Path, err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -26,16 +25,12 @@ const (
 	ChangePostimage ChangeType = "update_postimage"
 )
 
-// The columns a change feed reader adds to the table's, named as Spark's table_changes names
-// them; ChangeTypeColumn is also the column the change data files themselves carry.
+// The columns a change feed reader adds to the table's, after ChangeTypeColumn (the column the
+// change data files themselves carry), named as Spark's table_changes names them.
 const (
-	ChangeTypeColumn      = "_change_type"
 	CommitVersionColumn   = "_commit_version"
 	CommitTimestampColumn = "_commit_timestamp"
 )
-
-// ChangeDataDir is the folder under the table root that holds the change data files.
-const ChangeDataDir = "_change_data"
 
 // ChangeFeedProperty is the table property that turns the change data feed on.
 const ChangeFeedProperty = "delta.enableChangeDataFeed"
@@ -54,12 +49,6 @@ type ChangeSet struct {
 	Version   int64
 	Timestamp time.Time
 	Rows      *pq.Batch
-}
-
-// ChangeFeedOn reports whether a table's configuration turns the change data feed on (the
-// property's value is true, in any case, as Spark parses it).
-func ChangeFeedOn(conf map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(conf[ChangeFeedProperty]), "true")
 }
 
 // ChangeFile is one file a version's change rows are read from.
@@ -125,7 +114,7 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 			return nil, fmt.Errorf("table: change feed start version %d: %w", from, err)
 		}
 	}
-	if !ChangeFeedOn(start.Metadata().Configuration) {
+	if !ChangeFeedOn(start) {
 		return nil, fmt.Errorf("%w at version %d (set %s=true to record changes from the next version on)", ErrChangeFeedOff, from, ChangeFeedProperty)
 	}
 	schema, err := latest.Schema()
@@ -147,6 +136,10 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 
 // Range is the range of versions the feed reads, both ends included.
 func (f *ChangeFeed) Range() (from, to int64) { return f.from, f.to }
+
+// Timestamp is version v's commit time as the change rows carry it (zero when the log no
+// longer has the version's commit).
+func (f *ChangeFeed) Timestamp(v int64) time.Time { return f.times[v] }
 
 // Schema is the schema of the change rows: the table's columns, then _change_type,
 // _commit_version and _commit_timestamp.
@@ -222,39 +215,103 @@ func (f *ChangeFeed) Plan(ctx context.Context, v int64) (VersionChanges, error) 
 		return VersionChanges{}, fmt.Errorf("table: commit %d: %w", v, err)
 	}
 	vc := VersionChanges{Version: v, Timestamp: f.times[v]}
-	var cdcs []*txlog.CDC
-	var adds []*txlog.Add
-	var removes []*txlog.Remove
-	var info *txlog.CommitInfo
-	for _, a := range actions {
-		switch {
-		case a.MetaData != nil && !ChangeFeedOn(a.MetaData.Configuration):
-			return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
-		case a.CDC != nil:
-			cdcs = append(cdcs, a.CDC)
-		case a.Add != nil && a.Add.DataChange:
-			adds = append(adds, a.Add)
-		case a.Remove != nil && a.Remove.DataChange:
-			removes = append(removes, a.Remove)
-		case a.CommitInfo != nil:
-			info = a.CommitInfo
-		}
+	ca := classify(actions)
+	if ca.metadata != nil && !txlog.ChangeFeedOn(*ca.metadata) {
+		return VersionChanges{}, fmt.Errorf("%w at version %d: that commit turned %s off", ErrChangeFeedOff, v, ChangeFeedProperty)
 	}
-	if len(cdcs) > 0 {
-		for _, c := range cdcs {
+	if len(ca.cdcs) > 0 {
+		for _, c := range ca.cdcs {
 			vc.Files = append(vc.Files, ChangeFile{Path: c.Path, PartitionValues: c.PartitionValues, Size: c.Size})
 		}
 		return vc, nil
 	}
-	if mergeChangedNothing(info) {
+	if mergeChangedNothing(ca.info) {
 		return vc, nil
 	}
-	files, err := f.inferredFiles(ctx, v, adds, removes)
+	files, err := f.inferredFiles(ctx, v, ca.adds, ca.removes)
 	if err != nil {
 		return VersionChanges{}, err
 	}
 	vc.Files = files
 	return vc, nil
+}
+
+// changeActions are the actions of a commit that decide its change rows.
+type changeActions struct {
+	metadata *txlog.Metadata
+	cdcs     []*txlog.CDC
+	adds     []*txlog.Add    // dataChange=true
+	removes  []*txlog.Remove // dataChange=true
+	info     *txlog.CommitInfo
+}
+
+func classify(actions []txlog.Action) changeActions {
+	var ca changeActions
+	for _, a := range actions {
+		switch {
+		case a.MetaData != nil:
+			ca.metadata = a.MetaData
+		case a.CDC != nil:
+			ca.cdcs = append(ca.cdcs, a.CDC)
+		case a.Add != nil && a.Add.DataChange:
+			ca.adds = append(ca.adds, a.Add)
+		case a.Remove != nil && a.Remove.DataChange:
+			ca.removes = append(ca.removes, a.Remove)
+		case a.CommitInfo != nil:
+			ca.info = a.CommitInfo
+		}
+	}
+	return ca
+}
+
+// hasChanges reports whether the commit has change rows to read (files, at least).
+func (ca changeActions) hasChanges() bool {
+	return len(ca.cdcs) > 0 || (len(ca.adds)+len(ca.removes) > 0 && !mergeChangedNothing(ca.info))
+}
+
+// LatestChangeVersion returns the newest version of snap's table, among the lookBack versions
+// up to snap's, whose change feed has files to read (change data files, or data-changing adds
+// and removes): the version a change feed consumer has to reach. found is false when the feed
+// is off at snap, or no version of the window (with the feed on) changed data. It reads only
+// commit files, newest first, and stops at the first with changes.
+func (t *Table) LatestChangeVersion(ctx context.Context, snap *txlog.Snapshot, lookBack int) (v int64, found bool, err error) {
+	if !ChangeFeedOn(snap) {
+		return -1, false, nil
+	}
+	sawMetadata := false
+	for v := snap.Version(); v >= 0 && v > snap.Version()-int64(lookBack); v-- {
+		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return -1, false, nil // log cleanup removed the older commits
+		}
+		if err != nil {
+			return -1, false, fmt.Errorf("table: read commit %d: %w", v, err)
+		}
+		actions, err := txlog.ParseActions(data)
+		if err != nil {
+			return -1, false, fmt.Errorf("table: commit %d: %w", v, err)
+		}
+		ca := classify(actions)
+		if ca.metadata != nil && !txlog.ChangeFeedOn(*ca.metadata) {
+			return -1, false, nil // the feed was off from here down
+		}
+		if ca.hasChanges() {
+			if sawMetadata && ca.metadata == nil {
+				// A later commit set the metadata: whether the feed was on here is the
+				// metadata in force at v.
+				at, err := t.log.SnapshotAt(ctx, v)
+				if err != nil {
+					return -1, false, err
+				}
+				if !ChangeFeedOn(at) {
+					return -1, false, nil
+				}
+			}
+			return v, true, nil
+		}
+		sawMetadata = sawMetadata || ca.metadata != nil
+	}
+	return -1, false, nil
 }
 
 // mergeChangedNothing is Delta's guard for a MERGE that rewrote files without changing a row

@@ -74,7 +74,7 @@ func writeChangeFile(t *testing.T, b objstore.Bucket, partCols []string, rows []
 	if err != nil || len(adds) != 1 {
 		t.Fatalf("change file: %v, %d files", err, len(adds))
 	}
-	return &txlog.CDC{Path: ChangeDataDir + "/" + adds[0].Path, PartitionValues: adds[0].PartitionValues, Size: adds[0].Size}
+	return &txlog.CDC{Path: ChangeDataDir + adds[0].Path, PartitionValues: adds[0].PartitionValues, Size: adds[0].Size}
 }
 
 // readChanges collects the rendered rows of each version of a change feed read, and the
@@ -207,6 +207,21 @@ func TestChangesReadsEachKindOfVersion(t *testing.T) {
 		t.Fatalf("changes 2..3: %v %v", rows, err)
 	}
 
+	// The latest version with change rows, as the status page shows it: v4 (compaction) has none.
+	for _, c := range []struct {
+		at, lookBack int64
+		want         int64
+		found        bool
+	}{{5, 10, 5, true}, {4, 10, 3, true}, {4, 1, -1, false}, {1, 5, 1, true}, {0, 5, -1, false}} {
+		snap, err := tbl.Log().SnapshotAt(ctx, c.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, found, err := tbl.LatestChangeVersion(ctx, snap, int(c.lookBack)); err != nil || v != c.want || found != c.found {
+			t.Errorf("LatestChangeVersion at %d, %d back = %d %v %v; want %d %v", c.at, c.lookBack, v, found, err, c.want, c.found)
+		}
+	}
+
 	// v6 turns the feed off: reading past it fails there, after the versions before it.
 	snap, err := tbl.Log().Snapshot(ctx)
 	if err != nil {
@@ -215,6 +230,11 @@ func TestChangesReadsEachKindOfVersion(t *testing.T) {
 	md := snap.Metadata()
 	md.Configuration = map[string]string{ChangeFeedProperty: "false"}
 	commitRaw(t, b, 6, at(6), txlog.Action{MetaData: &md})
+	if snap6, err := tbl.Log().Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	} else if v, found, err := tbl.LatestChangeVersion(ctx, snap6, 10); err != nil || found {
+		t.Errorf("LatestChangeVersion with the feed off = %d %v %v; want none", v, found, err)
+	}
 	rows, _, err = readChanges(tbl, 1, -1)
 	if !errors.Is(err, ErrChangeFeedOff) || !strings.Contains(err.Error(), "version 6") || len(rows) != 4 {
 		t.Fatalf("over the version that turned the feed off: %v (%d versions read first)", err, len(rows))
