@@ -17,8 +17,15 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// changeDataPrefix is ChangeDataDir as an object key prefix.
-const changeDataPrefix = ChangeDataDir + "/"
+// ChangeTypeColumn is the column of a change data file that says what its row is.
+const ChangeTypeColumn = "_change_type"
+
+// ChangeDataDir is where a table's change data files live, partitioned like its data.
+const ChangeDataDir = "_change_data/"
+
+// ChangeFeedOn reports whether a snapshot's table has its change data feed on
+// (delta.enableChangeDataFeed=true): its commits that change rows carry their change rows.
+func ChangeFeedOn(snap *txlog.Snapshot) bool { return txlog.ChangeFeedOn(snap.Metadata()) }
 
 // ChangeCounts are the change rows a rewrite wrote, by type.
 type ChangeCounts struct {
@@ -64,7 +71,7 @@ type ChangeWriter struct {
 // NewChangeWriter returns the change writer of a rewrite of snap's table, or nil when the
 // table's change data feed is off.
 func (t *Table) NewChangeWriter(snap *txlog.Snapshot) (*ChangeWriter, error) {
-	if !txlog.ChangeFeedOn(snap.Metadata()) {
+	if !ChangeFeedOn(snap) {
 		return nil, nil
 	}
 	schema, err := snap.Schema()
@@ -87,7 +94,7 @@ func (t *Table) newChangeWriter(snap *txlog.Snapshot, schema *txlog.StructType) 
 	if err != nil {
 		return nil, err
 	}
-	w.now, w.dir, w.name, w.dataChange = t.now, changeDataPrefix, "cdc", false
+	w.now, w.dir, w.name, w.dataChange = t.now, ChangeDataDir, "cdc", false
 	stage, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, err

@@ -322,8 +322,8 @@ func TestCreateWithChangeDataFeed(t *testing.T) {
 			if got := snap.Protocol(); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("protocol = %+v, want %+v", got, c.want)
 			}
-			if table.ChangeFeedOn(snap.Metadata().Configuration) != (c.props != nil) {
-				t.Fatalf("ChangeFeedOn = %v", table.ChangeFeedOn(snap.Metadata().Configuration))
+			if table.ChangeFeedOn(snap) != (c.props != nil) {
+				t.Fatalf("ChangeFeedOn = %v", table.ChangeFeedOn(snap))
 			}
 		})
 	}

@@ -105,7 +105,7 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		if err != nil {
 			return res, fmt.Errorf("table: vacuum list: %w", err)
 		}
-		change := strings.HasPrefix(info.Key, changeDataPrefix)
+		change := strings.HasPrefix(info.Key, ChangeDataDir)
 		if (isHidden(info.Key) && !change) || keep[info.Key] || !info.ModTime.Before(cutoff) {
 			continue
 		}

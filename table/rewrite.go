@@ -254,7 +254,7 @@ type rewriteChanges struct {
 }
 
 func (t *Table) rewriteChanges(snap *txlog.Snapshot, schema *txlog.StructType, rw Rewrite) (*rewriteChanges, error) {
-	if !txlog.ChangeFeedOn(snap.Metadata()) || rw.NoDataChange {
+	if !ChangeFeedOn(snap) || rw.NoDataChange {
 		return &rewriteChanges{}, nil
 	}
 	if rw.Changes != nil {
