@@ -153,7 +153,7 @@ func (g *cdfGold) apply(upserts map[gkey]gval, deletes []gkey) {
 		actions = append(actions, txlog.Action{Add: add})
 	}
 	cdc := g.write(objstore.WithPrefix(g.b, table.ChangeDataDir), changes)
-	actions = append(actions, txlog.Action{CDC: &txlog.CDC{Path: table.ChangeDataDir + "/" + cdc.Path, PartitionValues: cdc.PartitionValues, Size: cdc.Size}})
+	actions = append(actions, txlog.Action{CDC: &txlog.CDC{Path: table.ChangeDataDir + cdc.Path, PartitionValues: cdc.PartitionValues, Size: cdc.Size}})
 	raw, err := txlog.MarshalActions(actions)
 	if err != nil {
 		g.t.Fatal(err)
