@@ -68,6 +68,22 @@ func (p *Pipeline) GoldOfTable(path string) (Gold, bool) {
 	return Gold{}, false
 }
 
+// feedOff names the gold or join entry whose table is path when it turns the change data feed
+// off, "" otherwise.
+func (p *Pipeline) feedOff(path string) string {
+	for i, g := range p.Gold {
+		if strings.Trim(g.Table, "/") == path && !g.ChangeFeed() {
+			return fmt.Sprintf("gold[%d] (%s)", i, g.Name)
+		}
+	}
+	for i, j := range p.Joins {
+		if strings.Trim(j.Table, "/") == path && !j.ChangeFeed() {
+			return fmt.Sprintf("joins[%d] (%s)", i, j.Name)
+		}
+	}
+	return ""
+}
+
 // tablesByPath maps each table path the config declares to the field that declares it.
 func (p *Pipeline) tablesByPath() map[string]string {
 	out := map[string]string{}
@@ -133,6 +149,8 @@ func (v *validator) sinks() {
 			v.fail(path+".table", "required: expected the path of one of the config's tables, e.g. %s", exampleTable(tables))
 		case tables[t] == "":
 			v.fail(path+".table", "unknown table %q: expected the path of one of the config's tables: %s", s.Table, knownTables(tables))
+		case v.p.feedOff(t) != "":
+			v.fail(path+".table", "%s sets change_data_feed: false: a sink publishes the table's change data feed (remove that line before the table is created)", v.p.feedOff(t))
 		}
 		if s.Kind != SinkKafka {
 			v.fail(path+".kind", "invalid kind %q: expected kafka (the only sink kind)", s.Kind)

@@ -69,6 +69,11 @@ func TestSinkErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `sinks[0].topic: topic "orders" is read by landing.kafka`) {
 		t.Errorf("sink on a landing topic: %v", err)
 	}
+	// A sink publishes a change feed: not of a gold table that turns it off.
+	_, err = Parse([]byte(strings.Replace(minimal, "aggregates: [{fn: count}]", "aggregates: [{fn: count}]\n    change_data_feed: false", 1)+"sinks: [{name: a, table: gold/g5, topic: t}]\n"), "p.yaml")
+	if err == nil || !strings.Contains(err.Error(), `sinks[0].table: gold[0] (g5) sets change_data_feed: false`) {
+		t.Errorf("sink on a table without a feed: %v", err)
+	}
 	// jobs.publish needs a sink to publish.
 	_, err = Parse([]byte(minimal+"jobs: {publish: {schedule: \"@every 1m\"}}\n"), "p.yaml")
 	if err == nil || !strings.Contains(err.Error(), `jobs.publish: the config has no sinks`) {

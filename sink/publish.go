@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -243,7 +245,7 @@ func (p *publisher) run(ctx context.Context, from int64) error {
 		}
 		for _, r := range recs {
 			p.prod.Produce(ctx, r)
-			p.types[string(r.Headers[2].Value)]++
+			p.types[headerValue(r, HeaderChangeType)]++
 		}
 		if err := p.prod.Err(); err != nil {
 			return p.fail(ctx, err)
@@ -293,4 +295,14 @@ func (p *publisher) fail(ctx context.Context, cause error) error {
 		return errors.Join(cause, err)
 	}
 	return cause
+}
+
+// headerValue is the value of the record's header key, "" when it has none.
+func headerValue(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -121,7 +121,8 @@ func (e *encoder) value(b *pq.Batch, l layout, r int, typ table.ChangeType, cs t
 }
 
 // records are the records of one version's change rows, in the order they must be produced:
-// tombstones, then rows, each key at most once.
+// tombstones, then rows, each key at most once. The records share their headers (one slice per
+// change type) and their keys' bytes (one buffer): nothing may change them.
 func (e *encoder) records(cs table.ChangeSet) ([]*kgo.Record, Counts, error) {
 	var n Counts
 	b := cs.Rows
@@ -130,55 +131,73 @@ func (e *encoder) records(cs table.ChangeSet) ([]*kgo.Record, Counts, error) {
 		return nil, n, err
 	}
 	rows := b.Len()
-	keys := make([]string, rows)
+	keyBuf := make([]byte, 0, 64*rows)
+	ends := make([]int, rows)
 	types := make([]table.ChangeType, rows)
 	lastNew := map[string]int{} // key -> the last insert or post-image row of it
-	var scratch []byte
 	for r := range rows {
-		scratch = e.key(scratch[:0], b, l, r)
-		keys[r] = string(scratch)
+		keyBuf = e.key(keyBuf, b, l, r)
+		ends[r] = len(keyBuf)
 		types[r] = table.ChangeType(b.Columns[l.changeType].StringAt(r))
 		if l.commitVersion >= 0 && !b.Columns[l.commitVersion].IsNull(r) && b.Columns[l.commitVersion].Int64[r] != cs.Version {
 			return nil, n, fmt.Errorf("sink: change row %d of %s version %d says _commit_version %d", r, e.table, cs.Version, b.Columns[l.commitVersion].Int64[r])
 		}
 		switch types[r] {
 		case table.ChangeInsert, table.ChangePostimage:
-			lastNew[keys[r]] = r
 		case table.ChangeDelete, table.ChangePreimage:
+			continue
 		default:
 			return nil, n, fmt.Errorf("sink: change row %d of %s version %d has _change_type %q", r, e.table, cs.Version, types[r])
 		}
+		lastNew[string(e.keyOf(keyBuf, ends, r))] = r
 	}
-	headers := func(typ table.ChangeType) []kgo.RecordHeader {
-		return []kgo.RecordHeader{
-			{Key: HeaderTable, Value: []byte(e.table)},
-			{Key: HeaderCommitVersion, Value: strconv.AppendInt(nil, cs.Version, 10)},
-			{Key: HeaderChangeType, Value: []byte(typ)},
+	version := strconv.AppendInt(nil, cs.Version, 10)
+	headers := map[table.ChangeType][]kgo.RecordHeader{}
+	headersOf := func(typ table.ChangeType) []kgo.RecordHeader {
+		h, ok := headers[typ]
+		if !ok {
+			h = []kgo.RecordHeader{{Key: HeaderTable, Value: []byte(e.table)}, {Key: HeaderCommitVersion, Value: version}, {Key: HeaderChangeType, Value: []byte(typ)}}
+			headers[typ] = h
 		}
+		return h
 	}
-	var out []*kgo.Record
+	out := make([]*kgo.Record, 0, len(lastNew))
 	gone := map[string]bool{}
 	for r := range rows {
 		if types[r] != table.ChangeDelete && types[r] != table.ChangePreimage {
 			continue
 		}
-		if _, replaced := lastNew[keys[r]]; replaced || gone[keys[r]] {
+		key := e.keyOf(keyBuf, ends, r)
+		if _, replaced := lastNew[string(key)]; replaced || gone[string(key)] {
 			if types[r] == table.ChangePreimage {
 				n.Preimages++
 			}
 			continue
 		}
-		gone[keys[r]] = true
-		out = append(out, &kgo.Record{Topic: e.topic, Key: []byte(keys[r]), Headers: headers(types[r]), Timestamp: cs.Timestamp})
+		gone[string(key)] = true
+		out = append(out, &kgo.Record{Topic: e.topic, Key: key, Headers: headersOf(types[r]), Timestamp: cs.Timestamp})
 		n.Tombstones++
 	}
 	for r := range rows {
-		if last, ok := lastNew[keys[r]]; !ok || last != r {
+		if types[r] != table.ChangeInsert && types[r] != table.ChangePostimage {
 			continue
 		}
-		out = append(out, &kgo.Record{Topic: e.topic, Key: []byte(keys[r]), Value: e.value(b, l, r, types[r], cs),
-			Headers: headers(types[r]), Timestamp: cs.Timestamp})
+		key := e.keyOf(keyBuf, ends, r)
+		if lastNew[string(key)] != r {
+			continue
+		}
+		out = append(out, &kgo.Record{Topic: e.topic, Key: key, Value: e.value(b, l, r, types[r], cs),
+			Headers: headersOf(types[r]), Timestamp: cs.Timestamp})
 		n.Upserts++
 	}
 	return out, n, nil
+}
+
+// keyOf is row r's key in the buffer the keys were appended to (ends[r] is where it ends).
+func (e *encoder) keyOf(buf []byte, ends []int, r int) []byte {
+	start := 0
+	if r > 0 {
+		start = ends[r-1]
+	}
+	return buf[start:ends[r]:ends[r]]
 }
