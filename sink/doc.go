@@ -47,9 +47,14 @@
 // recreated (a new Delta table id) stops the sink with ErrTableReplaced rather than publish
 // its versions as if they followed the old ones.
 //
+// The first run publishes the feed from version 0. When the feed cannot be read from there (it
+// was turned on later, the early commits were cleaned up, their change files vacuumed), it
+// publishes instead the table's rows at its latest version V, as inserts of V, in one
+// transaction whose position is V+1: the history before V is not in the topic, the table is.
+// A table whose feed is off at its latest version is refused (table.ErrChangeFeedOff).
+//
 // Limits: versions the sink has not published yet must still have their change data (vacuum
 // keeps _change_data files for jobs.vacuum.retain): a sink further behind fails with
-// table.ErrChangeDataGone naming the file. The first run publishes the feed from version 0, so
-// the feed must have been on since the table's creation (medallion's gold and joined tables
-// are created with it on). One transaction holds at least one whole version.
+// table.ErrChangeDataGone naming the file. One transaction holds at least one whole version
+// (and a first run's snapshot, the whole table), whose records are built in memory.
 package sink

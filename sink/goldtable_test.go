@@ -52,6 +52,8 @@ type cdfGold struct {
 	version int64
 	// changed are the keys each version changed: the records a sink must publish for it.
 	changed map[int64]map[gkey]bool
+	// cdcPaths are each version's change data file, under the table.
+	cdcPaths map[int64]string
 }
 
 func newCDFGold(t *testing.T, b objstore.Bucket) *cdfGold {
@@ -64,7 +66,7 @@ func newCDFGold(t *testing.T, b objstore.Bucket) *cdfGold {
 	if _, err := tbl.Create(context.Background(), schema, nil, map[string]string{table.ChangeFeedProperty: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	return &cdfGold{t: t, b: b, tbl: tbl, schema: schema, state: map[gkey]gval{}, changed: map[int64]map[gkey]bool{}}
+	return &cdfGold{t: t, b: b, tbl: tbl, schema: schema, state: map[gkey]gval{}, changed: map[int64]map[gkey]bool{}, cdcPaths: map[int64]string{}}
 }
 
 func (g *cdfGold) appendRow(b *pq.Batch, k gkey, v gval, change string) {
@@ -160,6 +162,7 @@ func (g *cdfGold) apply(upserts map[gkey]gval, deletes []gkey) {
 	}
 	g.version++
 	g.changed[g.version] = changed
+	g.cdcPaths[g.version] = table.ChangeDataDir + cdc.Path
 	if err := objstore.PutBytesIfAbsent(context.Background(), g.b, txlog.CommitKey(g.version), raw); err != nil {
 		g.t.Fatal(err)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/medallion-lake/medallion/kafka"
+	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // ErrTableReplaced: the sink's position names another Delta table (same path, another table
@@ -40,15 +42,18 @@ func (s Spec) TransactionalID() string { return "medallion-sink-" + s.Name }
 
 // Head is what a feed says of its table now.
 type Head struct {
-	Version int64  // the latest version
-	TableID string // the Delta table id (metaData.id)
+	Version   int64     // the latest version
+	Timestamp time.Time // its commit time
+	TableID   string    // the Delta table id (metaData.id)
+	FeedOn    bool      // the change data feed is on at Version
 }
 
-// Feed is the table a sink publishes: its head and its change feed (TableFeed adapts a
-// *table.Table).
+// Feed is the table a sink publishes: its head, its change feed, and its rows at a version
+// (TableFeed adapts a *table.Table).
 type Feed interface {
 	Head(ctx context.Context) (Head, error)
 	Changes(ctx context.Context, from, to int64) iter.Seq2[table.ChangeSet, error]
+	Rows(ctx context.Context, version int64) iter.Seq2[*pq.Batch, error]
 }
 
 // TableFeed is the Feed of a Delta table.
@@ -61,7 +66,12 @@ func (f tableFeed) Head(ctx context.Context) (Head, error) {
 	if err != nil {
 		return Head{}, err
 	}
-	return Head{Version: snap.Version(), TableID: snap.Metadata().ID}, nil
+	return Head{Version: snap.Version(), Timestamp: snap.Timestamp(), TableID: snap.Metadata().ID,
+		FeedOn: table.ChangeFeedOn(snap)}, nil
+}
+
+func (f tableFeed) Rows(ctx context.Context, version int64) iter.Seq2[*pq.Batch, error] {
+	return f.t.Scan(ctx, table.ScanOptions{Version: &version})
 }
 
 func (f tableFeed) Changes(ctx context.Context, from, to int64) iter.Seq2[table.ChangeSet, error] {
@@ -112,6 +122,9 @@ type Report struct {
 	Counts
 	// UpToDate: there was nothing to publish.
 	UpToDate bool `json:"upToDate,omitempty"`
+	// Snapshot: this first run published the table's rows at ToVersion (as inserts), because
+	// its change feed cannot be read from version 0.
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // positionMeta is the position's metadata: which table, and the last version published.
@@ -142,7 +155,7 @@ func Publish(ctx context.Context, feed Feed, conn kafka.Conn, spec Spec, opts Op
 		return rep, fmt.Errorf("sink %s: %w", spec.Name, err)
 	}
 	defer prod.Close()
-	from, err := startVersion(ctx, prod, spec, head)
+	from, positioned, err := startVersion(ctx, prod, spec, head)
 	if err != nil {
 		return rep, err
 	}
@@ -151,37 +164,57 @@ func Publish(ctx context.Context, feed Feed, conn kafka.Conn, spec Spec, opts Op
 		rep.UpToDate = true
 		return rep, nil
 	}
+	if !head.FeedOn {
+		return rep, fmt.Errorf("sink %s: %w at version %d of %s: set %s=true (or change_data_feed: true before the table is created)",
+			spec.Name, table.ErrChangeFeedOff, head.Version, spec.Table, table.ChangeFeedProperty)
+	}
 	p := &publisher{spec: spec, opts: opts, feed: feed, prod: prod, head: head, rep: &rep,
 		enc: &encoder{topic: spec.Topic, table: spec.Table, keyCols: spec.Key}}
 	err = p.run(ctx, from)
+	if err != nil && !positioned && rep.Transactions == 0 && unreadableFromStart(err) {
+		// A first run whose feed cannot be read from version 0 (turned on later, its early
+		// commits cleaned up, its change files vacuumed): the table's rows at the head stand
+		// for its history, and the feed goes on from the next version.
+		opts.Logger.Info("the change feed cannot be read from version 0: publishing the table's rows at its latest version",
+			"sink", spec.Name, "table", spec.Table, "version", head.Version, "reason", err)
+		rep = Report{Sink: rep.Sink, Table: rep.Table, Topic: rep.Topic, TopicCreated: rep.TopicCreated,
+			FromVersion: head.Version, ToVersion: head.Version, Snapshot: true}
+		err = p.snapshot(ctx)
+	}
 	if err != nil {
 		err = fmt.Errorf("sink %s: %w", spec.Name, err)
 	}
 	return rep, err
 }
 
-// startVersion is the first version to publish: the position's, 0 for a new sink.
-func startVersion(ctx context.Context, prod *kafka.TxnProducer, spec Spec, head Head) (int64, error) {
+// unreadableFromStart reports the errors of a change feed read that cannot start at version 0.
+func unreadableFromStart(err error) bool {
+	return errors.Is(err, table.ErrChangeFeedOff) || errors.Is(err, table.ErrChangeDataGone) || errors.Is(err, txlog.ErrVersionNotFound)
+}
+
+// startVersion is the first version to publish: the position's, 0 for a new sink (false: no
+// position yet).
+func startVersion(ctx context.Context, prod *kafka.TxnProducer, spec Spec, head Head) (int64, bool, error) {
 	pos, ok, err := prod.Position(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sink %s: %w", spec.Name, err)
+		return 0, false, fmt.Errorf("sink %s: %w", spec.Name, err)
 	}
 	if !ok {
-		return 0, nil
+		return 0, false, nil
 	}
 	var meta positionMeta
 	if err := json.Unmarshal([]byte(pos.Metadata), &meta); err != nil {
-		return 0, fmt.Errorf("sink %s: the position of group %s (offset %d) has metadata %q, not a medallion sink's: is another client using the group?",
+		return 0, false, fmt.Errorf("sink %s: the position of group %s (offset %d) has metadata %q, not a medallion sink's: is another client using the group?",
 			spec.Name, spec.TransactionalID(), pos.Next, pos.Metadata)
 	}
 	if meta.TableID != head.TableID {
-		return 0, fmt.Errorf("%w: sink %s published table id %s (%s) up to version %d, and %s is now table id %s: to publish the new table from scratch, delete topic %s and consumer group %s",
+		return 0, false, fmt.Errorf("%w: sink %s published table id %s (%s) up to version %d, and %s is now table id %s: to publish the new table from scratch, delete topic %s and consumer group %s",
 			ErrTableReplaced, spec.Name, meta.TableID, meta.Table, meta.Version, spec.Table, head.TableID, spec.Topic, spec.TransactionalID())
 	}
 	if pos.Next > head.Version+1 {
-		return 0, fmt.Errorf("sink %s: the position says version %d was published, but table %s ends at version %d", spec.Name, pos.Next-1, spec.Table, head.Version)
+		return 0, false, fmt.Errorf("sink %s: the position says version %d was published, but table %s ends at version %d", spec.Name, pos.Next-1, spec.Table, head.Version)
 	}
-	return pos.Next, nil
+	return pos.Next, true, nil
 }
 
 // ensureTopic creates the topic, compacted, when it is missing; an existing topic that is not
@@ -281,6 +314,40 @@ func (p *publisher) commit(ctx context.Context, last int64) error {
 	p.opts.Metrics.published(p.spec, p.types)
 	p.opts.Logger.Debug("published", "sink", p.spec.Name, "through_version", last, "records", p.pending)
 	return nil
+}
+
+// snapshot publishes the table's rows at the head version as inserts of that version, in one
+// transaction that commits the position after it.
+func (p *publisher) snapshot(ctx context.Context) error {
+	if err := p.prod.Begin(); err != nil {
+		return err
+	}
+	p.open, p.pending, p.counts, p.types = true, 0, Counts{}, map[string]int64{}
+	for b, err := range p.feed.Rows(ctx, p.head.Version) {
+		if err != nil {
+			return p.fail(ctx, err)
+		}
+		recs, err := p.enc.snapshotRecords(b, p.head.Version, p.head.Timestamp)
+		if err != nil {
+			return p.fail(ctx, err)
+		}
+		for _, r := range recs {
+			p.prod.Produce(ctx, r)
+		}
+		if err := p.prod.Err(); err != nil {
+			return p.fail(ctx, err)
+		}
+		p.pending += int64(len(recs))
+		p.counts.Upserts += int64(len(recs))
+		p.types[string(table.ChangeInsert)] += int64(len(recs))
+	}
+	if p.pending > 0 {
+		p.rep.Versions = 1
+		return p.commit(ctx, p.head.Version)
+	}
+	// An empty table: nothing to publish, and no position to commit without a record; the
+	// next run tries version 0 again and, failing, this again.
+	return p.fail(ctx, nil)
 }
 
 // fail aborts the open transaction (none of its records becomes visible) and returns cause.

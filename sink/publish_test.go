@@ -21,6 +21,7 @@ import (
 	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // testConn is the test broker of scripts/kafka.sh. Without one the test is skipped, unless
@@ -294,5 +295,66 @@ func TestPublishRefusesReplacedTable(t *testing.T) {
 	again.randomVersions(rng, 3, 4)
 	if _, err := Publish(ctx, TableFeed(again.tbl), conn, spec, Options{}); !errors.Is(err, ErrTableReplaced) || !strings.Contains(err.Error(), "delete topic "+spec.Topic) {
 		t.Fatalf("publish of a replaced table: %v, want ErrTableReplaced naming the way out", err)
+	}
+}
+
+// TestPublishSnapshotWhenFeedUnreadable: a first run whose change feed cannot be read from
+// version 0 (here version 1's change data file was vacuumed) publishes the table's rows at its
+// latest version, as inserts of that version, in one transaction; the next run goes on with the
+// feed from the version after it. The compacted topic equals the table after each run.
+func TestPublishSnapshotWhenFeedUnreadable(t *testing.T) {
+	conn := testConn(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 32))
+	b := mem.New()
+	g := newCDFGold(t, b)
+	g.randomVersions(rng, 6, 8)
+	if err := b.Delete(ctx, g.cdcPaths[1]); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: uniqueName("snap"), Table: "gold/events_5m", Topic: uniqueName("snap_changes"), Partitions: 2, Key: goldKey}
+	rep, err := Publish(ctx, TableFeed(g.tbl), conn, spec, Options{MaxRecordsPerTransaction: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Snapshot || rep.Transactions != 1 || rep.Records != int64(len(g.state)) || rep.FromVersion != g.version || rep.ToVersion != g.version {
+		t.Errorf("snapshot run: %+v, want one transaction of the table's %d rows at version %d", rep, len(g.state), g.version)
+	}
+	recs := readTopic(t, conn, spec.Topic)
+	if !reflect.DeepEqual(compacted(t, recs, spec.Table), scanned(t, g.tbl)) || len(recs) != len(g.state) {
+		t.Fatalf("after the snapshot, the topic (%d records) differs from the table (%d rows)", len(recs), len(g.state))
+	}
+	for _, r := range recs {
+		if r.version != g.version || r.typ != string(table.ChangeInsert) {
+			t.Fatalf("a snapshot record says version %d, %s; want %d, insert", r.version, r.typ, g.version)
+		}
+	}
+	snapAt := g.version
+	g.randomVersions(rng, 4, 8)
+	rep, err = Publish(ctx, TableFeed(g.tbl), conn, spec, Options{})
+	if err != nil || rep.Snapshot || rep.FromVersion != snapAt+1 {
+		t.Fatalf("run after the snapshot: %+v, %v", rep, err)
+	}
+	if !reflect.DeepEqual(compacted(t, readTopic(t, conn, spec.Topic), spec.Table), scanned(t, g.tbl)) {
+		t.Error("after the feed went on from the snapshot, the compacted topic differs from the table")
+	}
+}
+
+// TestPublishRefusesTableWithoutFeed: a table whose change data feed is off is refused with
+// ErrChangeFeedOff naming the property, not published as a snapshot nobody keeps up to date.
+func TestPublishRefusesTableWithoutFeed(t *testing.T) {
+	conn := testConn(t)
+	ctx := context.Background()
+	schema, err := txlog.ParseSchema(goldSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := table.Open(mem.New(), table.Options{})
+	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: uniqueName("off"), Table: "gold/events_5m", Topic: uniqueName("off_changes"), Partitions: 1, Key: goldKey}
+	if _, err := Publish(ctx, TableFeed(tbl), conn, spec, Options{}); !errors.Is(err, table.ErrChangeFeedOff) || !strings.Contains(err.Error(), table.ChangeFeedProperty+"=true") {
+		t.Fatalf("publish of a table without a feed: %v, want ErrChangeFeedOff", err)
 	}
 }

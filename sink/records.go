@@ -3,6 +3,7 @@ package sink
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -52,9 +53,6 @@ type layout struct {
 
 func (e *encoder) layout(b *pq.Batch) (layout, error) {
 	l := layout{changeType: b.Schema.FieldIndex(table.ChangeTypeColumn), commitVersion: b.Schema.FieldIndex(table.CommitVersionColumn)}
-	if l.changeType < 0 {
-		return l, fmt.Errorf("sink: change rows of %s lack %s", e.table, table.ChangeTypeColumn)
-	}
 	for i, f := range b.Schema.Fields {
 		switch f.Name {
 		case table.ChangeTypeColumn, table.CommitVersionColumn, table.CommitTimestampColumn:
@@ -130,6 +128,9 @@ func (e *encoder) records(cs table.ChangeSet) ([]*kgo.Record, Counts, error) {
 	if err != nil {
 		return nil, n, err
 	}
+	if l.changeType < 0 {
+		return nil, n, fmt.Errorf("sink: change rows of %s lack %s", e.table, table.ChangeTypeColumn)
+	}
 	rows := b.Len()
 	keyBuf := make([]byte, 0, 64*rows)
 	ends := make([]int, rows)
@@ -200,4 +201,22 @@ func (e *encoder) keyOf(buf []byte, ends []int, r int) []byte {
 		start = ends[r-1]
 	}
 	return buf[start:ends[r]:ends[r]]
+}
+
+// snapshotRecords are the records of a batch of the table's rows at a version, each published
+// as an insert of that version (the first publication of a table whose feed cannot be read from
+// its first version).
+func (e *encoder) snapshotRecords(b *pq.Batch, version int64, at time.Time) ([]*kgo.Record, error) {
+	l, err := e.layout(b)
+	if err != nil {
+		return nil, err
+	}
+	cs := table.ChangeSet{Version: version, Timestamp: at, Rows: b}
+	headers := []kgo.RecordHeader{{Key: HeaderTable, Value: []byte(e.table)},
+		{Key: HeaderCommitVersion, Value: strconv.AppendInt(nil, version, 10)}, {Key: HeaderChangeType, Value: []byte(table.ChangeInsert)}}
+	out := make([]*kgo.Record, b.Len())
+	for r := range b.Len() {
+		out[r] = &kgo.Record{Topic: e.topic, Key: e.key(nil, b, l, r), Value: e.value(b, l, r, table.ChangeInsert, cs), Headers: headers, Timestamp: at}
+	}
+	return out, nil
 }
