@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -47,12 +46,10 @@ func ReadCommitted(ctx context.Context, conn Conn, topic string, stall time.Dura
 		return fmt.Errorf("kafka: topic %q: %w", topic, ErrNoTopic)
 	}
 	sort.Slice(ranges, func(i, j int) bool { return ranges[i].Partition < ranges[j].Partition })
-	var errs []error
 	for _, r := range ranges {
 		if err := ReadRange(ctx, cl, r, stall, each); err != nil {
-			errs = append(errs, err)
-			break
+			return err
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
