@@ -167,23 +167,24 @@ func (t *Table) Changes(ctx context.Context, from, to int64) iter.Seq2[ChangeSet
 			if len(vc.Files) == 0 {
 				continue
 			}
-			rows, err := pq.NewBatch(f.out)
-			if err != nil {
-				yield(ChangeSet{}, err)
-				return
-			}
+			var parts []*pq.Batch
 			for _, cf := range vc.Files {
 				b, err := f.ReadFile(ctx, vc, cf)
 				if err != nil {
 					yield(ChangeSet{}, err)
 					return
 				}
-				for r := 0; r < b.Len(); r++ {
-					rows.AppendRow(b, r)
+				if b.Len() > 0 {
+					parts = append(parts, b)
 				}
 			}
-			if rows.Len() == 0 {
+			if len(parts) == 0 {
 				continue
+			}
+			rows, err := f.concat(parts)
+			if err != nil {
+				yield(ChangeSet{}, err)
+				return
 			}
 			if !yield(ChangeSet{Version: v, Timestamp: vc.Timestamp, Rows: rows}, nil) {
 				return
@@ -418,10 +419,7 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 			}
 		}
 	}
-	out, err := pq.NewBatch(f.out)
-	if err != nil {
-		return nil, err
-	}
+	var parts []*pq.Batch
 	row := uint64(0)
 	for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
 		if err != nil {
@@ -430,35 +428,119 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 			}
 			return nil, fmt.Errorf("table: change feed version %d: %w", vc.Version, err)
 		}
-		for r := 0; r < b.Len(); r, row = r+1, row+1 {
-			if sel != nil && (!sel[row] || unsel[row]) {
-				continue
+		if sel != nil {
+			keep := make([]bool, b.Len())
+			for r := range keep {
+				keep[r] = sel[row+uint64(r)] && !unsel[row+uint64(r)]
 			}
-			f.appendChangeRow(out, b, r, cf.Type, vc)
+			row += uint64(b.Len())
+			b = b.Filter(keep)
+		}
+		part, err := f.changeBatch(b, cf.Type, vc)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+	}
+	return f.concat(parts)
+}
+
+// changeBatch lays b (the table's columns, plus _change_type for a change data file) out in
+// the feed's schema without copying its columns: the change type (when the file gives none),
+// version and commit time are added as columns of one repeated value.
+func (f *ChangeFeed) changeBatch(b *pq.Batch, typ ChangeType, vc VersionChanges) (*pq.Batch, error) {
+	n, rows := len(f.schema.Fields), b.Len()
+	out := &pq.Batch{Schema: f.out, Columns: make([]*pq.Column, 0, len(f.out.Fields))}
+	out.Columns = append(out.Columns, b.Columns[:n]...)
+	if typ == "" {
+		out.Columns = append(out.Columns, b.Columns[n])
+	} else {
+		c, err := pq.NewColumn(f.out.Fields[n].Type)
+		if err != nil {
+			return nil, err
+		}
+		c.Grow(rows, rows*len(typ))
+		for range rows {
+			c.AppendString(string(typ))
+		}
+		out.Columns = append(out.Columns, c)
+	}
+	for _, v := range []int64{vc.Version, vc.Timestamp.UnixMicro()} {
+		c, err := pq.NewColumn(f.out.Fields[len(out.Columns)].Type)
+		if err != nil {
+			return nil, err
+		}
+		c.Int64 = slices.Repeat([]int64{v}, rows)
+		c.Len = rows
+		out.Columns = append(out.Columns, c)
+	}
+	if vc.Timestamp.IsZero() { // the log no longer dates the version
+		ts := out.Columns[n+2]
+		ts.Nulls = slices.Repeat([]bool{true}, rows)
+	}
+	return out, nil
+}
+
+// concat joins batches of the feed's schema into one; one batch is returned as is.
+func (f *ChangeFeed) concat(parts []*pq.Batch) (*pq.Batch, error) {
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	out, err := pq.NewBatch(f.out)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		for i, c := range out.Columns {
+			appendColumn(c, p.Columns[i])
 		}
 	}
 	return out, nil
 }
 
-// appendChangeRow appends row r of b (the table's columns, plus _change_type for a change
-// data file) to out, with the version's change type (when the file gives none), version and
-// commit time.
-func (f *ChangeFeed) appendChangeRow(out, b *pq.Batch, r int, typ ChangeType, vc VersionChanges) {
-	n := len(f.schema.Fields)
-	for i := 0; i < n; i++ {
-		out.Columns[i].AppendFrom(b.Columns[i], r)
+// appendColumn appends every row of src to dst (same type): flat kinds slice by slice, nested
+// ones row by row.
+func appendColumn(dst, src *pq.Column) {
+	if len(src.Nulls) > 0 || len(dst.Nulls) > 0 {
+		if dst.Kind == pq.KindStruct || dst.Kind == pq.KindList || dst.Kind == pq.KindMap || dst.Kind == pq.KindNull {
+			for r := 0; r < src.Len; r++ {
+				dst.AppendFrom(src, r)
+			}
+			return
+		}
+		dst.Nulls = append(dst.Nulls, make([]bool, dst.Len-len(dst.Nulls))...)
+		if len(src.Nulls) > 0 {
+			dst.Nulls = append(dst.Nulls, src.Nulls[:src.Len]...)
+		} else {
+			dst.Nulls = append(dst.Nulls, make([]bool, src.Len)...)
+		}
 	}
-	if typ == "" {
-		out.Columns[n].AppendFrom(b.Columns[n], r)
-	} else {
-		out.Columns[n].AppendString(string(typ))
+	switch dst.Kind {
+	case pq.KindInt64:
+		dst.Int64 = append(dst.Int64, src.Int64[:src.Len]...)
+	case pq.KindInt32:
+		dst.Int32 = append(dst.Int32, src.Int32[:src.Len]...)
+	case pq.KindFloat64:
+		dst.Float64 = append(dst.Float64, src.Float64[:src.Len]...)
+	case pq.KindFloat32:
+		dst.Float32 = append(dst.Float32, src.Float32[:src.Len]...)
+	case pq.KindBool:
+		dst.Bool = append(dst.Bool, src.Bool[:src.Len]...)
+	case pq.KindDecimal:
+		dst.Decimal = append(dst.Decimal, src.Decimal[:src.Len]...)
+	case pq.KindBytes:
+		base, first := int32(len(dst.Data)), src.Offsets[0]
+		dst.Data = append(dst.Data, src.Data[first:src.Offsets[src.Len]]...)
+		for r := 1; r <= src.Len; r++ {
+			dst.Offsets = append(dst.Offsets, base+src.Offsets[r]-first)
+		}
+	default:
+		for r := 0; r < src.Len; r++ {
+			dst.AppendFrom(src, r)
+		}
+		return
 	}
-	out.Columns[n+1].AppendInt64(vc.Version)
-	if vc.Timestamp.IsZero() {
-		out.Columns[n+2].AppendNull()
-	} else {
-		out.Columns[n+2].AppendTime(vc.Timestamp)
-	}
+	dst.Len += src.Len
 }
 
 // rowSet loads a deletion vector as the set of row indexes it marks.

@@ -73,11 +73,19 @@ func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no", "such", "table")
 	html := filepath.Join(t.TempDir(), "report.html")
 	var cmds [][]string
+	feeds := 0
 	for _, tbl := range append(tables, missing, "file://"+missing) {
 		cmds = append(cmds,
 			[]string{"table", "scan", tbl},
 			[]string{"table", "describe", tbl},
 			[]string{"table", "history", tbl})
+		if strings.Contains(tbl, "gold") { // gold has the change data feed on
+			cmds = append(cmds, []string{"table", "changes", tbl, "--from-version", "0"})
+			feeds++
+		}
+	}
+	if feeds == 0 {
+		t.Fatalf("no gold table among %v to read the change feed of", tables)
 	}
 	cmds = append(cmds,
 		[]string{"lag", "--config", roCfg, "--since", "30d"},

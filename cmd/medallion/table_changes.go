@@ -10,6 +10,7 @@ import (
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // newTableChangesCmd prints a table's change data feed, as Spark's table_changes does.
@@ -60,40 +61,44 @@ func newTableChangesCmd() *cobra.Command {
 				}
 				start = v
 			}
+			feed, err := t.OpenChanges(ctx, start, to)
+			if err != nil {
+				return err
+			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
 			var tw *tabwriter.Writer
 			if format == "table" {
 				tw = tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+				writeTableHeader(tw, feed.Schema())
+				defer tw.Flush()
 			}
-			header := false
+			// A file at a time, as it is read: the memory follows the largest file, not the
+			// largest version.
 			var line []byte
-			for cs, err := range t.Changes(ctx, start, to) {
+			first, last := feed.Range()
+			for v := first; v <= last; v++ {
+				vc, err := feed.Plan(ctx, v)
 				if err != nil {
-					if tw != nil {
-						tw.Flush()
-					}
 					return err
 				}
-				b := cs.Rows
-				if tw != nil && !header {
-					writeTableHeader(tw, b)
-					header = true
-				}
-				for i := 0; i < b.Len(); i++ {
-					if tw != nil {
-						writeTableRow(tw, b, i)
-						continue
-					}
-					line = pq.AppendJSONRow(line[:0], b, i)
-					line = append(line, '\n')
-					if _, err := out.Write(line); err != nil {
+				for _, cf := range vc.Files {
+					b, err := feed.ReadFile(ctx, vc, cf)
+					if err != nil {
 						return err
 					}
+					for i := 0; i < b.Len(); i++ {
+						if tw != nil {
+							writeTableRow(tw, b, i)
+							continue
+						}
+						line = pq.AppendJSONRow(line[:0], b, i)
+						line = append(line, '\n')
+						if _, err := out.Write(line); err != nil {
+							return err
+						}
+					}
 				}
-			}
-			if tw != nil {
-				return tw.Flush()
 			}
 			return nil
 		},
@@ -105,9 +110,9 @@ func newTableChangesCmd() *cobra.Command {
 	return cmd
 }
 
-// writeTableHeader prints the column names of b as the first row of --format table.
-func writeTableHeader(tw *tabwriter.Writer, b *pq.Batch) {
-	for k, f := range b.Schema.Fields {
+// writeTableHeader prints the column names as the first row of --format table.
+func writeTableHeader(tw *tabwriter.Writer, schema *txlog.StructType) {
+	for k, f := range schema.Fields {
 		if k > 0 {
 			fmt.Fprint(tw, "\t")
 		}

@@ -125,6 +125,14 @@ func TestTableChangesCLI(t *testing.T) {
 	if code != 0 || out != want {
 		t.Errorf("--format table: exit %d %s\n got %q\nwant %q", code, stderr, out, want)
 	}
+	// Version 0 (the table's creation) changes no row: the header alone, and no jsonl line.
+	out, code, stderr = changesCLI("table", "changes", dir, "--from-version", "0", "--to-version", "0", "--format", "table")
+	if want := "id  name  part  _change_type  _commit_version  _commit_timestamp\n"; code != 0 || out != want {
+		t.Errorf("no changes, --format table: exit %d %s\n got %q\nwant %q", code, stderr, out, want)
+	}
+	if out, code, stderr := changesCLI("table", "changes", dir, "--from-version", "0", "--to-version", "0"); code != 0 || out != "" {
+		t.Errorf("no changes, jsonl: exit %d %s, got %q", code, stderr, out)
+	}
 }
 
 // TestTableChangesCLIErrors: a bad command line exits 2; a feed that was off, a file vacuum

@@ -13,11 +13,12 @@ comparison leaves that column out.
 from __future__ import annotations
 
 import collections
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from interop_engines import run_medallion
+from interop_engines import run_medallion, spark_schema
 from interop_rows import canonical_rows, parse_jsonl, row_key
 
 pytestmark = pytest.mark.needs_medallion
@@ -121,12 +122,14 @@ def test_deltars_load_cdf_of_spark_table_equals_medallion(spark_cdf_table, medal
 
 @pytest.fixture(scope="module")
 def spark_dv_cdf_table(spark, tmp_path_factory) -> Path:
-    """Spark's CDF table with deletion vectors: DELETE and UPDATE mark rows in deletion vectors
-    and write change files; a DELETE of every row of a file removes it."""
+    """Spark's CDF table with deletion vectors: DELETE marks rows in a deletion vector (no change
+    files: the reader diffs the vectors), UPDATE writes change files. Column mapping (name) puts
+    physical column names in the data and change files; in-commit timestamps date the commits."""
     path = tmp_path_factory.mktemp("cdf") / "spark-dv"
     t = f"delta.`{path}`"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, name STRING, amount DOUBLE, part STRING) USING delta "
-              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true')")
+              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'true', "
+              "'delta.columnMapping.mode' = 'name', 'delta.enableInCommitTimestamps' = 'true')")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1.0, 'x'), (2, 'b', 2.0, 'x'), (3, 'c', 3.0, 'y')")
     spark.sql(f"DELETE FROM {t} WHERE id = 2")
     spark.sql(f"UPDATE {t} SET amount = -1 WHERE id = 3")
@@ -176,3 +179,96 @@ def test_deltars_table_changes_equal_medallion(spark, deltars_cdf_table, medalli
                      "medallion table changes vs delta-rs load_cdf (delta-rs' table)")
     assert_same_feed(got, spark_feed(spark, path, FEED),
                      "medallion table changes vs Spark table_changes (delta-rs' table)")
+
+
+# --- medallion's own lake ----------------------------------------------------------------------
+#
+# The session's demo lake (conftest.demo_lake: ingest, stream, merge-late over late events and a
+# left-outer join with late clicks), copied, then corrected the way an operator would: Spark
+# moves some silver rows to another event_type and deletes others, and `medallion run replay`
+# recomputes that range of gold (pre/post images for changed windows, deletes for groups that
+# disappear, inserts for new ones). Gold and the joined table were created with the feed on, so
+# their feed is read three ways and must agree, and applying it in order must give the table.
+
+OURS = ["gold/events_5m", "silver/events_clicks"]
+
+
+@pytest.fixture(scope="module")
+def our_lake(demo_lake, medallion_bin, spark, tmp_path_factory) -> Path:
+    import shutil
+
+    lake = tmp_path_factory.mktemp("cdf-ours") / "lake"
+    shutil.copytree(demo_lake, lake)
+    cfg = lake / "pipeline.yaml"
+    cfg.write_text("\n".join(f"lake: {lake}" if line.startswith("lake:") else line
+                             for line in cfg.read_text().splitlines()) + "\n")
+    silver = f"delta.`{lake / 'silver' / 'events'}`"
+    lo, hi = spark.sql(f"SELECT min(event_time), max(event_time) FROM {silver}").first()
+    start = lo.replace(minute=0, second=0, microsecond=0)
+    end = lo + (hi - lo) / 2
+    before = f"event_time < TIMESTAMP '{end.strftime('%Y-%m-%d %H:%M:%S')}'"  # UTC, as the session
+    moved = spark.sql(f"UPDATE {silver} SET event_type = 'refund' "
+                      f"WHERE event_type = 'click' AND {before} AND pmod(hash(event_id), 3) = 0").first()[0]
+    deleted = spark.sql(f"DELETE FROM {silver} WHERE event_type = 'search' AND {before}").first()[0]
+    assert moved > 0 and deleted > 0, f"the corrections matched nothing: {moved} moved, {deleted} deleted"
+    to = end.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    run_medallion(medallion_bin, "run", "replay", "--config", str(cfg), "--format", "json",
+                  "--from", start.strftime("%Y-%m-%dT%H:%M:%SZ"), "--to", to.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  timeout=600)
+    return lake
+
+
+def feed_columns(spark, path: Path) -> dict[str, str]:
+    return {**spark_schema(spark, path), **CDF}
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_our_feed_read_by_spark_and_deltars(name, our_lake, spark, deltalake, medallion_bin):
+    path = our_lake / name
+    cols = feed_columns(spark, path)
+    ours = medallion_feed(medallion_bin, path, cols, "--from-version", "0")
+    kinds = {r["_change_type"] for r in ours}
+    assert {"insert", "update_preimage", "update_postimage"} <= kinds, f"{name}: the workload wrote only {kinds}"
+    if name.startswith("gold/"):
+        assert "delete" in kinds, f"{name}: replay deleted no window group: {kinds}"
+    assert_same_feed(ours, spark_feed(spark, path, cols), f"{name}: medallion vs Spark table_changes")
+    no_ts = {k: v for k, v in cols.items() if k != "_commit_timestamp"}
+    assert_same_feed([{k: r[k] for k in no_ts} for r in ours], deltars_feed(path, no_ts),
+                     f"{name}: medallion vs delta-rs load_cdf")
+    # Spark's streaming read of the feed from version 0, run to the end (availableNow).
+    query = (spark.readStream.format("delta").option("readChangeFeed", "true")
+             .option("startingVersion", 0).load(str(path))
+             .writeStream.format("memory").queryName(f"cdf_{name.replace('/', '_')}")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    streamed = spark.sql(f"SELECT * FROM cdf_{name.replace('/', '_')}").collect()
+    streamed = canonical_rows([{k: r.asDict(recursive=True)[k] for k in cols} for r in streamed], cols)
+    assert_same_feed(ours, streamed, f"{name}: medallion vs Spark readChangeFeed (streaming)")
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_invariant_c_from_spark(name, our_lake, spark):
+    """Invariant C as Spark sees it: from the empty table, version by version in order, each
+    version's deletes and pre-images must be rows of the table at that point; removing them and
+    adding its inserts and post-images gives, at the end, Spark's read of the table."""
+    path = our_lake / name
+    cols = feed_columns(spark, path)
+    data = {k: v for k, v in cols.items() if k not in CDF}
+    feed = spark_feed(spark, path, cols)
+    state: collections.Counter = collections.Counter()
+    for v in sorted({int(r["_commit_version"]) for r in feed}):
+        rows = [r for r in feed if int(r["_commit_version"]) == v]
+        gone = collections.Counter(row_key({k: r[k] for k in data}) for r in rows
+                                   if r["_change_type"] in ("delete", "update_preimage"))
+        missing = gone - state
+        assert not missing, f"{name} version {v}: removes rows the table does not hold: {sorted(missing)[:3]}"
+        state -= gone
+        state += collections.Counter(row_key({k: r[k] for k in data}) for r in rows
+                                     if r["_change_type"] in ("insert", "update_postimage"))
+    table = canonical_rows([{k: r[k] for k in data} for r in
+                            (row.asDict(recursive=True) for row in
+                             spark.read.format("delta").load(str(path)).collect())], data)
+    want = collections.Counter(row_key(r) for r in table)
+    assert state == want, (f"{name}: the feed applied in order differs from the table: "
+                           f"missing {sorted((want - state).elements())[:3]}, "
+                           f"extra {sorted((state - want).elements())[:3]}")
