@@ -34,6 +34,7 @@ type pipelineMetrics struct {
 	duplicates prometheus.Counter
 	lateQ      *prometheus.CounterVec
 	lateM      *prometheus.CounterVec
+	changeRows *prometheus.CounterVec // by table
 	page       *statusPage
 
 	joinIn, joinLate, joinUnmatched *prometheus.CounterVec // by join and side
@@ -61,6 +62,8 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 			Help: "Late rows the stream sent to a gold aggregation's quarantine."}, []string{"gold"}),
 		lateM: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_late_rows_merged_total",
 			Help: "Quarantined late rows merge-late folded into a gold table."}, []string{"gold"}),
+		changeRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_change_rows_written_total",
+			Help: "Change data feed rows (insert, delete, update pre- and post-images) merge-late and replay wrote into a table's _change_data/."}, []string{"table"}),
 		watermark: prometheus.NewDesc("medallion_watermark_timestamp_seconds",
 			"The stream's watermark after its latest batch.", nil, nil),
 		watermarkDelay: prometheus.NewDesc("medallion_watermark_delay_seconds",
@@ -94,7 +97,7 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 		joinSourceWatermark: prometheus.NewDesc("medallion_join_source_watermark_timestamp_seconds",
 			"A join input source's watermark (its max event time seen minus its delay) after the join's latest batch.", []string{"join", "source"}, nil),
 	}
-	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM,
+	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM, m.changeRows,
 		m.joinIn, m.joinLate, m.joinUnmatched, m.joinMatched, m.joinMerged, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -112,6 +115,7 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 		m.rowsOut.WithLabelValues(g.Quarantine)
 		m.lateQ.WithLabelValues(g.Name)
 		m.lateM.WithLabelValues(g.Name)
+		m.changeRows.WithLabelValues(g.Table)
 	}
 	for _, j := range cfg.Joins {
 		for _, side := range []string{"left", "right"} {
@@ -123,6 +127,7 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 		m.joinMerged.WithLabelValues(j.Name)
 		m.rowsIn.WithLabelValues(j.Table)
 		m.rowsIn.WithLabelValues(j.Quarantine)
+		m.changeRows.WithLabelValues(j.Table)
 	}
 	m.rejects.WithLabelValues("stream", "validation")
 	return m, nil
@@ -167,6 +172,9 @@ func (m *pipelineMetrics) observe(_ string, summary any) {
 			m.merged(q.Gold)
 		}
 		for _, j := range s.Joins {
+			if jc, ok := cfg.JoinByName(j.Name); ok {
+				addCount(m.changeRows, jc.Table, j.ChangeRows)
+			}
 			if jc, ok := cfg.JoinByName(j.Name); ok && j.LateRows > 0 {
 				m.joinMerged.WithLabelValues(j.Name).Add(float64(j.LateRows))
 				m.rowsOut.WithLabelValues(jc.Quarantine).Add(float64(j.LateRows))
@@ -236,6 +244,9 @@ func (m *pipelineMetrics) replayed(s late.ReplayReport) {
 	var merges []late.MergeGoldReport
 	for _, g := range s.Gold {
 		merges = append(merges, g.Merge)
+		if gc, ok := m.env.Config.GoldByName(g.Name); ok && g.Gold != nil {
+			addCount(m.changeRows, gc.Table, g.Gold.ChangeRows)
+		}
 	}
 	m.merged(merges)
 }
@@ -243,6 +254,9 @@ func (m *pipelineMetrics) replayed(s late.ReplayReport) {
 func (m *pipelineMetrics) merged(golds []late.MergeGoldReport) {
 	for _, g := range golds {
 		gc, ok := m.env.Config.GoldByName(g.Name)
+		if ok && g.Gold != nil {
+			addCount(m.changeRows, gc.Table, g.Gold.ChangeRows)
+		}
 		if !ok || g.LateRows <= 0 {
 			continue
 		}

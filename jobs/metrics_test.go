@@ -141,6 +141,10 @@ serve: {listen: "127.0.0.1:0", lease_ttl: 5s, shutdown_timeout: 5s}
 	if q == 0 || m != q || must("medallion_table_rows_out_total", "table", "silver/late_events_5m") != q {
 		t.Errorf("late rows: %v quarantined, %v merged", q, m)
 	}
+	// Gold is created with its change data feed on: merge-late's commit wrote change rows.
+	if c := must("medallion_change_rows_written_total", "table", "gold/events_5m"); c <= 0 {
+		t.Errorf("merge-late merged %v late rows and wrote %v change rows", m, c)
+	}
 	for _, table := range TablePaths(env) {
 		if v := must("medallion_table_version", "table", table); v < 0 {
 			t.Errorf("%s version %v", table, v)

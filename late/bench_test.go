@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +38,10 @@ gold:
 // BenchmarkMergeLate10kInto1M merges 10k late rows (spread over the newest 20k windows, where
 // late rows land) into a gold table of 1M windows in 20 files: the bytes rewritten are those
 // of the touched files, not the table's.
-func BenchmarkMergeLate10kInto1M(b *testing.B) {
+func BenchmarkMergeLate10kInto1M(b *testing.B) { benchMergeLate(b, nil) }
+
+// benchMergeLate is BenchmarkMergeLate10kInto1M with gold created with props.
+func benchMergeLate(b *testing.B, props map[string]string) {
 	const windows, files, late = 1_000_000, 20, 10_000
 	ctx := context.Background()
 	cfg, err := config.Parse([]byte(benchYAML), "bench.yaml")
@@ -55,7 +59,7 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 		{Name: "window", Nullable: true, Type: &txlog.StructType{Fields: []txlog.StructField{ts("start"), ts("end")}}},
 		long("n"), {Name: "total", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true}, long("late_rows")}}
 	gt := table.Open(objstore.WithPrefix(lake, cfg.Gold[0].Table), table.Options{})
-	if _, err := gt.Create(ctx, goldSchema, nil, nil); err != nil {
+	if _, err := gt.Create(ctx, goldSchema, nil, props); err != nil {
 		b.Fatal(err)
 	}
 	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
@@ -103,6 +107,8 @@ func BenchmarkMergeLate10kInto1M(b *testing.B) {
 	var rewritten, merged int64
 	i := 0
 	b.ReportAllocs()
+	cpu := cpuSeconds()
+	defer func() { b.ReportMetric((cpuSeconds()-cpu)/float64(i), "cpu-s/op") }()
 	for b.Loop() {
 		// A new query id is a new txn appId: the same quarantine is merged again.
 		b.StopTimer()
@@ -176,4 +182,74 @@ func BenchmarkCollector(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pairs, "ns/pair")
+}
+
+// cpuSeconds is the CPU time (user and system) the process has used so far: what the change
+// feed's cost is judged by, beside wall time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkChangeFeedCost measures merge-late and replay with gold's change data feed off and
+// on, in the same run (-count N alternates them): the feed may cost at most 10% more CPU
+// (cpu-s/op, the process's user+system time per run). mergeLate is
+// BenchmarkMergeLate10kInto1M (10k late rows into 1M windows: ~10k update pairs); replay
+// recomputes a third of a 20k-event pipeline's range, right (nothing changes: the common
+// scheduled replay) and after that range was deleted from gold (every window an insert).
+func BenchmarkChangeFeedCost(b *testing.B) {
+	for _, feed := range []string{"off", "on"} {
+		props := map[string]string{"delta.enableChangeDataFeed": "false"}
+		if feed == "on" {
+			props["delta.enableChangeDataFeed"] = "true"
+		}
+		b.Run("mergeLate/feed="+feed, func(b *testing.B) { benchMergeLate(b, props) })
+	}
+	for _, damaged := range []bool{false, true} {
+		for _, feed := range []string{"off", "on"} {
+			b.Run(fmt.Sprintf("replay/damaged=%v/feed=%s", damaged, feed), func(b *testing.B) { benchReplay(b, feed == "on", damaged) })
+		}
+	}
+}
+
+func benchReplay(b *testing.B, feed, damaged bool) {
+	ctx := context.Background()
+	lake, cfg, _ := pipeline(b, 31, 20_000, 8, "")
+	if !feed {
+		for _, g := range []string{"gold/t5", "gold/s10"} {
+			setGoldProperty(b, lake, g, "delta.enableChangeDataFeed", "false")
+		}
+	}
+	if _, err := MergeLate(ctx, opts(lake, cfg)); err != nil {
+		b.Fatal(err)
+	}
+	r := replayRange(silverTimes(b, lake), 0.3, 0.6)
+	i := 0
+	cpu := 0.0
+	defer func() { b.ReportMetric(cpu/float64(i), "cpu-s/op") }()
+	for b.Loop() {
+		b.StopTimer()
+		if damaged {
+			damage(b, lake, "gold/t5", r.From.UnixMicro(), r.To.UnixMicro())
+			damage(b, lake, "gold/s10", r.From.UnixMicro(), r.To.UnixMicro())
+		}
+		i++
+		c := cpuSeconds()
+		b.StartTimer()
+		rep, err := Replay(ctx, opts(lake, cfg), r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += cpuSeconds() - c
+		for _, g := range rep.Gold {
+			if (g.Gold != nil) != damaged {
+				b.Fatalf("%s: damaged %v, commit %+v", g.Name, damaged, g.Gold)
+			}
+		}
+		b.StartTimer()
+	}
 }

@@ -16,7 +16,7 @@ import (
 // setGoldProperty commits a metaData action with key=value on gold, as delta-rs's
 // set_table_properties does (with the protocol raised to writer version 4 for the change data
 // feed, as delta-rs raises it).
-func setGoldProperty(t *testing.T, lake objstore.Bucket, path, key, value string) {
+func setGoldProperty(t testing.TB, lake objstore.Bucket, path, key, value string) {
 	t.Helper()
 	ctx := context.Background()
 	l := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log()

@@ -46,6 +46,9 @@ type JoinMergeReport struct {
 	WatermarkMs int64 `json:"watermarkMs"`
 	// Commit is the joined table's version written, nil when nothing was committed.
 	Commit *int64 `json:"commitVersion,omitempty"`
+	// ChangeRows are the change data feed rows that commit wrote (a joined table with the
+	// feed on).
+	ChangeRows int64 `json:"changeRows,omitempty"`
 	// Gold is the replay of the join's aggregations over the event times the merged rows
 	// touch (nil: the join has none, or no row was merged): the joined rows merge-late
 	// writes never passed through the stream's aggregations, so their windows are recomputed

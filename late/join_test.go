@@ -309,6 +309,9 @@ func TestMergeLateJoinCrash(t *testing.T) {
 			t.Fatalf("%s: a rerun after the merge landed committed again: %+v", op, rep)
 		}
 		s.checkJ(op + " faults")
+		// Each faulted run wrote change files under unique names and no commit named them:
+		// the feed a reader sees is the landed merge's, and invariant C holds.
+		checkFeed(t, lake, s.j.Table)
 	}
 }
 

@@ -203,6 +203,7 @@ func (m *merger) committed(_ context.Context, _ *joinScope, ws writeStats) {
 	if !ws.skipped {
 		v := ws.Version
 		m.rep.Commit = &v
+		m.rep.ChangeRows = ws.ChangeRows
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 )
 
@@ -111,4 +112,28 @@ func TestSIGKILLDuringMergeLateAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkInvariantE(t, lake, srep.WatermarkMs)
+	// The change feed: the killed runs wrote change files no version names (a reader of the
+	// feed reads only those its commits name), and the feed of the landed commits, applied
+	// from version 0, is gold at every version.
+	for _, g := range []string{"gold/t5", "gold/s10"} {
+		named := map[string]bool{}
+		for _, v := range checkFeed(t, lake, g) {
+			for _, p := range v.ChangeFiles {
+				named[g+"/"+p] = true
+			}
+		}
+		orphans := 0
+		for info, err := range lake.List(context.Background(), g+"/_change_data/", objstore.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !named[info.Key] {
+				orphans++
+			}
+		}
+		t.Logf("%s: %d change files named by commits, %d left by killed runs", g, len(named), orphans)
+		if len(named) == 0 {
+			t.Errorf("%s: no commit wrote change files", g)
+		}
+	}
 }

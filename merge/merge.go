@@ -221,19 +221,26 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 			}
 		}
 	}
-	rw, err := t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: spec.Txn, Isolation: spec.Isolation,
+	// With the table's change data feed on, the merge says what it did as Spark does: a
+	// pre- and post-image for each updated row, a delete for each deleted one, an insert for
+	// each inserted one (nil: the feed is off).
+	cw, err := t.NewChangeWriter(snap)
+	if err != nil {
+		return res, err
+	}
+	rw, err := t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Read: pred, Candidates: candidates, Txn: spec.Txn, Isolation: spec.Isolation, Changes: cw,
 		File: func(ctx context.Context, a *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			batches, err := read()
 			if err != nil {
 				return false, nil, err
 			}
-			out, touched, err := applyMatched(spec, schema, batches, index, targetOnly, &res)
+			out, touched, err := applyMatched(ctx, cw, spec, schema, batches, index, targetOnly, &res)
 			if err != nil || !touched {
 				return false, nil, err
 			}
 			return true, []*pq.Batch{out}, nil
 		},
-		Insert: func() ([]*pq.Batch, error) { return inserts(spec, schema, order, index, &res) },
+		Insert: func() ([]*pq.Batch, error) { return inserts(ctx, cw, spec, schema, order, index, &res) },
 		Operation: func(rw table.RewriteResult) txlog.Operation {
 			var added int64
 			for _, a := range rw.Added {
@@ -244,7 +251,7 @@ func Run(ctx context.Context, t *table.Table, spec Spec) (Result, error) {
 				"numTargetRowsDeleted": res.Deleted, "numTargetRowsMatchedUpdated": res.Updated, "numTargetRowsMatchedDeleted": res.Deleted,
 				"numTargetRowsNotMatchedBySourceUpdated": 0, "numTargetRowsNotMatchedBySourceDeleted": 0,
 				"numTargetRowsCopied": res.Copied, "numOutputRows": res.Inserted + res.Updated + res.Copied,
-				"numTargetFilesAdded": int64(len(rw.Added)), "numTargetFilesRemoved": int64(len(rw.Removed)), "numTargetChangeFilesAdded": 0,
+				"numTargetFilesAdded": int64(len(rw.Added)), "numTargetFilesRemoved": int64(len(rw.Removed)), "numTargetChangeFilesAdded": int64(len(rw.ChangeFiles)),
 				"numTargetBytesAdded": added, "numTargetBytesRemoved": rw.BytesRemoved,
 			}}
 		},
@@ -292,7 +299,7 @@ func indexSource(spec Spec) (map[string]*sourceRef, []sourceRow, error) {
 
 // inserts renders the source rows that matched no target row, in source order, through the
 // first not-matched clause whose condition holds.
-func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[string]*sourceRef, res *Result) ([]*pq.Batch, error) {
+func inserts(ctx context.Context, cw *table.ChangeWriter, spec Spec, schema *txlog.StructType, order []sourceRow, index map[string]*sourceRef, res *Result) ([]*pq.Batch, error) {
 	if len(spec.NotMatched) == 0 || len(order) == 0 {
 		return nil, nil
 	}
@@ -312,6 +319,11 @@ func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[s
 			if err := insertRow(ins, schema, cl, src); err != nil {
 				return nil, err
 			}
+			if cw != nil {
+				if err := cw.WriteRow(ctx, table.ChangeInsert, ins, ins.Len()-1); err != nil {
+					return nil, err
+				}
+			}
 			res.Inserted++
 			break
 		}
@@ -320,8 +332,9 @@ func inserts(spec Spec, schema *txlog.StructType, order []sourceRow, index map[s
 }
 
 // applyMatched runs the matched clauses over one target file's rows and returns the rows to
-// write back, and whether any row matched (otherwise the file stays as it is).
-func applyMatched(spec Spec, schema *txlog.StructType, batches []*pq.Batch, index map[string]*sourceRef, targetOnly *sqlexpr.Predicate, res *Result) (*pq.Batch, bool, error) {
+// write back, and whether any row matched (otherwise the file stays as it is). cw, when set,
+// takes the change rows of the rows it updates and deletes.
+func applyMatched(ctx context.Context, cw *table.ChangeWriter, spec Spec, schema *txlog.StructType, batches []*pq.Batch, index map[string]*sourceRef, targetOnly *sqlexpr.Predicate, res *Result) (*pq.Batch, bool, error) {
 	out, err := pq.NewBatch(schema)
 	if err != nil {
 		return nil, false, err
@@ -368,10 +381,23 @@ func applyMatched(spec Spec, schema *txlog.StructType, batches []*pq.Batch, inde
 				applied = true
 				if cl.Delete {
 					res.Deleted++
+					if cw != nil {
+						if err := cw.WriteRow(ctx, table.ChangeDelete, b, i); err != nil {
+							return nil, false, err
+						}
+					}
 					break
 				}
 				if err := updateRow(out, schema, cl, tgt, src); err != nil {
 					return nil, false, err
+				}
+				if cw != nil {
+					if err := cw.WriteRow(ctx, table.ChangePreimage, b, i); err != nil {
+						return nil, false, err
+					}
+					if err := cw.WriteRow(ctx, table.ChangePostimage, out, out.Len()-1); err != nil {
+						return nil, false, err
+					}
 				}
 				res.Updated++
 				break

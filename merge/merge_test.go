@@ -15,6 +15,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/cdftest"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -333,5 +334,54 @@ func TestMergeUsesTheTablesWriteOptions(t *testing.T) {
 		if a.Remove != nil && (a.Remove.DeletionTimestamp == nil || *a.Remove.DeletionTimestamp != at.UnixMilli() || a.Remove.Stats == "") {
 			t.Errorf("remove %+v: want deletionTimestamp %d and the file's stats", a.Remove, at.UnixMilli())
 		}
+	}
+}
+
+// With the target's change data feed on, each MERGE of TestMergeClauses writes Spark's change
+// rows in its commit (a pre- and post-image per updated row, a delete per deleted one, an
+// insert per inserted one), and the feed from version 0 stays equal to the table (invariant C).
+func TestMergeChangeFeed(t *testing.T) {
+	ctx := context.Background()
+	base := [][]goldRow{{{0, "click", 1}, {0, "view", 2}}, {{1, "click", 3}, {1, "view", 4}}}
+	specs := []func(s *pq.Batch) Spec{
+		upsertAdd,
+		func(s *pq.Batch) Spec {
+			return Spec{Source: []*pq.Batch{s}, Keys: []string{"window", "event_type"},
+				Matched: []Matched{
+					{Desc: "source.count = 0", Cond: func(_, s Row) bool { return s.Get("count").(int64) == 0 }, Delete: true},
+					{Set: map[string]Value{"count": FromSource("count")}}},
+				NotMatched: []NotMatched{{Cond: func(s Row) bool { return s.Get("count").(int64) > 10 }}}}
+		},
+	}
+	for k, spec := range specs {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			tbl := table.Open(mem.New(), table.Options{})
+			if _, err := tbl.Create(ctx, schema(t), nil, map[string]string{"delta.enableChangeDataFeed": "true"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range base {
+				if _, err := tbl.Append(ctx, []*pq.Batch{batch(t, f...)}, table.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := Run(ctx, tbl, spec(batch(t, goldRow{0, "click", 0}, goldRow{0, "view", 9}, goldRow{7, "x", 5}, goldRow{8, "y", 50})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, err := cdftest.CheckInvariantC(ctx, tbl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cdftest.Counts(vs[len(vs)-1:])
+			want := map[string]int{"update_preimage": int(res.Updated), "update_postimage": int(res.Updated), "delete": int(res.Deleted), "insert": int(res.Inserted)}
+			for typ, n := range want {
+				if got[typ] != n {
+					t.Errorf("%s rows: %d, want %d (%+v)", typ, got[typ], n, res)
+				}
+			}
+			if res.Updated == 0 || res.Inserted == 0 {
+				t.Fatalf("the merge updated %d and inserted %d rows: the test proves little", res.Updated, res.Inserted)
+			}
+		})
 	}
 }
