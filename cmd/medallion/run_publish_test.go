@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,6 +206,7 @@ sinks:
 		t.Fatalf("publish summary %s (%v)", out, err)
 	}
 	t.Logf("publish: %s", out)
+	checkSummaryKeys(t, out)
 	s := sum.Result.Sinks[0]
 	if s.Sink != "g5t_out" || !s.TopicCreated || s.Records == 0 || s.Preimages == 0 {
 		t.Errorf("publish summary %+v: want records and merge-late's pre-images skipped", s)
@@ -353,4 +355,38 @@ sinks:
 	if strings.Contains(merged, `"nullRowsReplaced":0`) || strings.Contains(out, `"tombstones":0`) {
 		t.Errorf("merge-late replaced no null-extended row, or publish sent no tombstone for one:\n%s\n%s", merged, out)
 	}
+}
+
+// checkSummaryKeys holds a run summary to the rules of every summary (summary_test.go):
+// camelCase fields, no null, each field documented in docs/commands.md.
+func checkSummaryKeys(t *testing.T, line string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case nil:
+			t.Errorf("summary field %s is null", path)
+		case map[string]any:
+			for k, x := range v {
+				if !camel.MatchString(k) || !strings.Contains(string(doc), "`"+k+"`") {
+					t.Errorf("summary field %s.%s: not camelCase or not in docs/commands.md", path, k)
+				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(path+"[]", x)
+			}
+		}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &v); err != nil {
+		t.Fatalf("summary %q: %v", line, err)
+	}
+	walk("", v)
 }
