@@ -1,8 +1,11 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/medallion-lake/medallion/internal/testshared"
 )
 
 // TestSinks: a sinks: entry parses with its defaults; GoldOfTable finds a gold sink's
@@ -90,4 +93,23 @@ func TestSinkErrors(t *testing.T) {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// TestDesignSinksContract parses the sinks: entry of DESIGN.md §8 (second round) exactly as
+// written there, beside a gold aggregation named as its table says.
+func TestDesignSinksContract(t *testing.T) {
+	design, err := os.ReadFile(testshared.Path(t, "DESIGN.md"))
+	if err != nil {
+		t.Fatalf("DESIGN.md is part of the shared checkout: %v", err)
+	}
+	_, rest, ok := strings.Cut(string(design), "\nsinks:\n")
+	if !ok {
+		t.Fatal("DESIGN.md has no sinks: block")
+	}
+	entry, _, _ := strings.Cut(rest, "\n")
+	p := mustParse(t, strings.Replace(minimal, "name: g5", "name: events_5m", 1)+"sinks:\n"+entry+"\n")
+	s := p.Sinks[0]
+	if s.Name != "gold_to_kafka" || s.Table != "gold/events_5m" || s.Kind != SinkKafka || s.Topic != "events_5m_changes" {
+		t.Errorf("DESIGN.md's sink parsed as %+v", s)
+	}
 }
