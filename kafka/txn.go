@@ -91,16 +91,35 @@ func NewTxnProducer(ctx context.Context, conn Conn, opts TxnOptions, extra ...kg
 		cl.Close()
 		return nil, fmt.Errorf("kafka: init transactional producer %s: %w", opts.TransactionalID, fenced(err))
 	}
-	td, err := kadm.NewClient(cl).ListTopics(ctx, opts.PositionTopic)
-	if err == nil {
-		err = td.Error()
-	}
+	id, err := topicID(ctx, cl, opts.PositionTopic)
 	if err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("kafka: describe topic %s: %w", opts.PositionTopic, err)
+		return nil, err
 	}
-	p.topicID = td[opts.PositionTopic].ID
+	p.topicID = id
 	return p, nil
+}
+
+// topicID is the topic's id. A topic just created may be unknown to the broker answering for a
+// moment (its metadata spreads): retriable answers are retried for up to 30 s.
+func topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
+	wait := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for attempt := 1; ; attempt++ {
+		td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+		if err == nil {
+			err = td.Error()
+		}
+		if err == nil {
+			return td[topic].ID, nil
+		}
+		if !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return [16]byte{}, fmt.Errorf("kafka: describe topic %s: %w", topic, err)
+		}
+		if serr := wait.Sleep(ctx, attempt); serr != nil {
+			return [16]byte{}, errors.Join(err, serr)
+		}
+	}
 }
 
 // Client is the producer's franz-go client (its brokers and settings), for admin requests.

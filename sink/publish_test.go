@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/medallion-lake/medallion/kafka"
@@ -357,4 +359,50 @@ func TestPublishRefusesTableWithoutFeed(t *testing.T) {
 	if _, err := Publish(ctx, TableFeed(tbl), conn, spec, Options{}); !errors.Is(err, table.ErrChangeFeedOff) || !strings.Contains(err.Error(), table.ChangeFeedProperty+"=true") {
 		t.Fatalf("publish of a table without a feed: %v, want ErrChangeFeedOff", err)
 	}
+}
+
+// TestPublishAfterTopicDeleted: a topic deleted and created again takes the sink's position
+// with it (Kafka drops a deleted topic's committed offsets), so the next run publishes the table
+// from the start and the new topic holds it.
+func TestPublishAfterTopicDeleted(t *testing.T) {
+	conn := testConn(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(10, 32))
+	g := newCDFGold(t, mem.New())
+	g.randomVersions(rng, 5, 6)
+	spec := Spec{Name: uniqueName("deleted"), Table: "gold/events_5m", Topic: uniqueName("deleted_changes"), Partitions: 1, Key: goldKey}
+	if _, err := Publish(ctx, TableFeed(g.tbl), conn, spec, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := conn.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).DeleteTopics(ctx, spec.Topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deletion completes in the background: wait until the brokers no longer know the topic.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		td, err := kadm.NewClient(cl).ListTopics(ctx, spec.Topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := td[spec.Topic]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s still listed a minute after its deletion", spec.Topic)
+		}
+	}
+	g.randomVersions(rng, 2, 6)
+	rep, err := Publish(ctx, TableFeed(g.tbl), conn, spec, Options{})
+	if err != nil || !rep.TopicCreated || rep.FromVersion != 0 {
+		t.Fatalf("publish into the recreated topic: %+v, %v; want it created and published from version 0", rep, err)
+	}
+	checkTopic(t, conn, spec.Topic, g, g.version)
 }
