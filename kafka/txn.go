@@ -100,26 +100,21 @@ func NewTxnProducer(ctx context.Context, conn Conn, opts TxnOptions, extra ...kg
 	return p, nil
 }
 
-// topicID is the topic's id. A topic just created may be unknown to the broker answering for a
-// moment (its metadata spreads): retriable answers are retried for up to 30 s.
+// topicID is the topic's id, asked again while the answer is retriable (whileRetriable).
 func topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
-	wait := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for attempt := 1; ; attempt++ {
+	var id [16]byte
+	err := whileRetriable(ctx, func() error {
 		td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
 		if err == nil {
 			err = td.Error()
 		}
-		if err == nil {
-			return td[topic].ID, nil
+		if err != nil {
+			return fmt.Errorf("kafka: describe topic %s: %w", topic, err)
 		}
-		if !kerr.IsRetriable(err) || time.Now().After(deadline) {
-			return [16]byte{}, fmt.Errorf("kafka: describe topic %s: %w", topic, err)
-		}
-		if serr := wait.Sleep(ctx, attempt); serr != nil {
-			return [16]byte{}, errors.Join(err, serr)
-		}
-	}
+		id = td[topic].ID
+		return nil
+	})
+	return id, err
 }
 
 // Client is the producer's franz-go client (its brokers and settings), for admin requests.
