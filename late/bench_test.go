@@ -217,12 +217,13 @@ func BenchmarkChangeFeedCost(b *testing.B) {
 
 func benchReplay(b *testing.B, feed, damaged bool) {
 	ctx := context.Background()
-	lake, cfg, _ := pipeline(b, 31, 20_000, 8, "")
-	if !feed {
-		for _, g := range []string{"gold/t5", "gold/s10"} {
-			setGoldProperty(b, lake, g, "delta.enableChangeDataFeed", "false")
-		}
+	lake, cfg := mem.New(), testConfig(b, "")
+	for i := range cfg.Gold {
+		cfg.Gold[i].ChangeDataFeed = &feed // as change_data_feed: false/true in the config
 	}
+	land(b, lake, 31, 20_000, 8)
+	ingest(b, lake, cfg)
+	runStream(b, lake, cfg)
 	if _, err := MergeLate(ctx, opts(lake, cfg)); err != nil {
 		b.Fatal(err)
 	}

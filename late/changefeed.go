@@ -2,6 +2,8 @@ package late
 
 import (
 	"context"
+	"math"
+	"slices"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
@@ -40,6 +42,9 @@ type changeFeed struct {
 
 	enc, enc2 []byte
 	kbuf      [][]byte
+	// preIdx and postIdx are the rows of the current read batch and of the current file's
+	// output that rewrote made a pair of, written without a copy by endBatch and endFile.
+	preIdx, postIdx []int
 }
 
 func newChangeFeed(w *table.ChangeWriter, keys *changeKeys, schema *txlog.StructType) (*changeFeed, error) {
@@ -79,62 +84,93 @@ func (c *changeFeed) dropped(b *pq.Batch, i int, keys func(dst [][]byte, i int) 
 
 // rewrote writes the pair of row i of b rewritten as row j of out, unless they are equal.
 func (c *changeFeed) rewrote(ctx context.Context, b *pq.Batch, i int, out *pq.Batch, j int) error {
-	c.enc = table.AppendRowKey(c.enc[:0], b.Columns, i)
-	c.enc2 = table.AppendRowKey(c.enc2[:0], out.Columns, j)
-	if string(c.enc) == string(c.enc2) {
+	if c.sameRow(b, i, out, j) {
 		return nil
 	}
-	if err := c.w.WriteRow(ctx, table.ChangePreimage, b, i); err != nil {
-		return err
-	}
-	return c.w.WriteRow(ctx, table.ChangePostimage, out, j)
+	c.preIdx = append(c.preIdx, i)
+	c.postIdx = append(c.postIdx, j)
+	return nil
 }
 
-// written takes row i of b, written by the rewrite after the files.
-func (c *changeFeed) written(ctx context.Context, b *pq.Batch, i int) error {
-	if c.pre.Len() == 0 {
-		return c.w.WriteRow(ctx, table.ChangeInsert, b, i)
+// endBatch writes the pre-images of the rows of b, a batch read from a file, that rewrote
+// paired: before the batch's buffers are reused for the next.
+func (c *changeFeed) endBatch(ctx context.Context, b *pq.Batch) error {
+	if len(c.preIdx) == 0 {
+		return nil // (nil rows would be every row)
 	}
+	err := c.w.WriteRows(ctx, table.ChangePreimage, b, c.preIdx)
+	c.preIdx = c.preIdx[:0]
+	return err
+}
+
+// endFile writes the post-images in out, a file's rows written in its place.
+func (c *changeFeed) endFile(ctx context.Context, out *pq.Batch) error {
+	if len(c.postIdx) == 0 {
+		return nil
+	}
+	err := c.w.WriteRows(ctx, table.ChangePostimage, out, c.postIdx)
+	c.postIdx = c.postIdx[:0]
+	return err
+}
+
+// writtenBatch takes the rows of b, written by the rewrite after the files.
+func (c *changeFeed) writtenBatch(ctx context.Context, b *pq.Batch) error {
+	if c.pre.Len() == 0 {
+		// Nothing was dropped: every row is an insert.
+		return c.w.WriteRows(ctx, table.ChangeInsert, b, nil)
+	}
+	for i := range b.Len() {
+		c.written(b, i)
+	}
+	return nil
+}
+
+// written takes row i of b, written by the rewrite after the files, when rows were dropped.
+func (c *changeFeed) written(b *pq.Batch, i int) {
 	c.enc = table.AppendRowKey(c.enc[:0], b.Columns, i)
 	for _, p := range c.exact[string(c.enc)] {
 		if !c.used[p] {
 			c.used[p] = true
-			return nil
+			return
 		}
 	}
 	c.post.AppendRow(b, i)
-	return nil
 }
 
 // finish pairs the written rows held with the dropped rows left and writes the pairs, the
 // inserts and the deletes.
 func (c *changeFeed) finish(ctx context.Context) error {
+	var inserts, posts, pres, deletes []int
 	if c.post.Len() > 0 {
 		keys, err := c.batchKeys(c.post)
 		if err != nil {
 			return err
 		}
 		for i := range c.post.Len() {
-			p := c.partner(keys, i)
-			if p < 0 {
-				if err := c.w.WriteRow(ctx, table.ChangeInsert, c.post, i); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := c.w.WriteRow(ctx, table.ChangePreimage, c.pre, p); err != nil {
-				return err
-			}
-			if err := c.w.WriteRow(ctx, table.ChangePostimage, c.post, i); err != nil {
-				return err
+			if p := c.partner(keys, i); p >= 0 {
+				pres, posts = append(pres, p), append(posts, i)
+			} else {
+				inserts = append(inserts, i)
 			}
 		}
 	}
 	for p, u := range c.used {
 		if !u {
-			if err := c.w.WriteRow(ctx, table.ChangeDelete, c.pre, p); err != nil {
-				return err
-			}
+			deletes = append(deletes, p)
+		}
+	}
+	// WriteRows takes ascending rows: the pre-images' are in pairing order.
+	slices.Sort(pres)
+	for _, w := range []struct {
+		typ  table.ChangeType
+		b    *pq.Batch
+		rows []int
+	}{{table.ChangeInsert, c.post, inserts}, {table.ChangePostimage, c.post, posts}, {table.ChangePreimage, c.pre, pres}, {table.ChangeDelete, c.pre, deletes}} {
+		if len(w.rows) == 0 {
+			continue
+		}
+		if err := c.w.WriteRows(ctx, w.typ, w.b, w.rows); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -164,4 +200,36 @@ func (c *changeFeed) writer() *table.ChangeWriter {
 		return nil
 	}
 	return c.w
+}
+
+// sameRow reports whether row i of a and row j of b (batches of the table) are equal, column
+// by column: a rewritten row usually differs in a column past its window and keys, so the
+// first differing column ends the comparison.
+func (c *changeFeed) sameRow(a *pq.Batch, i int, b *pq.Batch, j int) bool {
+	for k, x := range a.Columns {
+		y := b.Columns[k]
+		if xn, yn := x.IsNull(i), y.IsNull(j); xn || yn {
+			if xn != yn {
+				return false
+			}
+			continue
+		}
+		switch x.Kind {
+		case pq.KindInt64:
+			if x.Int64[i] != y.Int64[j] {
+				return false
+			}
+		case pq.KindFloat64:
+			if math.Float64bits(x.Float64[i]) != math.Float64bits(y.Float64[j]) {
+				return false
+			}
+		default:
+			c.enc = table.AppendRowKey(c.enc[:0], a.Columns[k:k+1], i)
+			c.enc2 = table.AppendRowKey(c.enc2[:0], b.Columns[k:k+1], j)
+			if string(c.enc) != string(c.enc2) {
+				return false
+			}
+		}
+	}
+	return true
 }

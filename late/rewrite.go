@@ -193,6 +193,16 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 				}
 				touched = true
 			}
+			if cf != nil {
+				if err := cf.endBatch(ctx, b); err != nil {
+					return false, nil, err
+				}
+			}
+		}
+		if cf != nil {
+			if err := cf.endFile(ctx, out); err != nil {
+				return false, nil, err
+			}
 		}
 		return touched, []*pq.Batch{out}, nil
 	}
@@ -249,10 +259,8 @@ func (rw *rewrite) insert(added *rowMultiset, cf *changeFeed) func(ctx context.C
 				}
 			}
 			if cf != nil {
-				for i := range ins.Len() {
-					if err := cf.written(ctx, ins, i); err != nil {
-						return err
-					}
+				if err := cf.writtenBatch(ctx, ins); err != nil {
+					return err
 				}
 			}
 			if err := write(ins); err != nil {

@@ -407,15 +407,25 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 	}
 	fs := &FileScan{Bucket: f.t.bucket, Schema: read, PartitionCols: f.partitions, OpenURL: f.t.open}
 	add := &txlog.Add{Path: cf.Path, PartitionValues: cf.PartitionValues, Size: cf.Size, DeletionVector: cf.DeletionVector}
+	gone := func(err error) error {
+		if errors.Is(err, objstore.ErrNotFound) {
+			what := cf.Path
+			if cf.DeletionVector != nil || cf.Select != nil {
+				what += " (or its deletion vector)"
+			}
+			return fmt.Errorf("%w: %s, named by version %d, is missing: %w", ErrChangeDataGone, what, vc.Version, err)
+		}
+		return fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+	}
 	var sel, unsel map[uint64]bool
 	if cf.Select != nil {
 		var err error
 		if sel, err = f.rowSet(ctx, cf.Select); err != nil {
-			return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+			return nil, gone(err)
 		}
 		if cf.Unselect != nil {
 			if unsel, err = f.rowSet(ctx, cf.Unselect); err != nil {
-				return nil, fmt.Errorf("table: change feed version %d, file %s: %w", vc.Version, cf.Path, err)
+				return nil, gone(err)
 			}
 		}
 	}
@@ -423,10 +433,7 @@ func (f *ChangeFeed) ReadFile(ctx context.Context, vc VersionChanges, cf ChangeF
 	row := uint64(0)
 	for b, err := range fs.Read(ctx, []*txlog.Add{add}) {
 		if err != nil {
-			if errors.Is(err, objstore.ErrNotFound) {
-				return nil, fmt.Errorf("%w: %s, named by version %d, is missing: %w", ErrChangeDataGone, cf.Path, vc.Version, err)
-			}
-			return nil, fmt.Errorf("table: change feed version %d: %w", vc.Version, err)
+			return nil, gone(err)
 		}
 		if sel != nil {
 			keep := make([]bool, b.Len())

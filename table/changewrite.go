@@ -8,10 +8,12 @@ package table
 // (vacuum removes them); a reader sees a change file only through the commit that names it.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
@@ -63,6 +65,8 @@ type ChangeWriter struct {
 	w      *DataWriter       // over the table's columns plus _change_type
 	stage  *pq.Batch         // rows staged, in the table's schema
 	types  []ChangeType      // and their change types
+	tc     *pq.Column        // the _change_type column of a flush, its buffers reused
+	consts *changeConsts     // the table's
 	counts ChangeCounts
 	closed bool
 	cdcs   []*txlog.CDC
@@ -99,7 +103,11 @@ func (t *Table) newChangeWriter(snap *txlog.Snapshot, schema *txlog.StructType) 
 	if err != nil {
 		return nil, err
 	}
-	return &ChangeWriter{schema: schema, w: w, stage: stage}, nil
+	tc, err := pq.NewColumn(txlog.PrimitiveType{Name: txlog.TypeString})
+	if err != nil {
+		return nil, err
+	}
+	return &ChangeWriter{schema: schema, w: w, stage: stage, tc: tc, consts: &t.consts}, nil
 }
 
 // WriteRow writes row i of b, whose columns are the table's in its schema's order (a batch
@@ -115,6 +123,63 @@ func (c *ChangeWriter) WriteRow(ctx context.Context, typ ChangeType, b *pq.Batch
 		return c.flush(ctx)
 	}
 	return nil
+}
+
+// WriteRows writes the rows of b listed in rows (ascending; nil: every row), whose columns
+// are the table's in its schema's order, as change rows of type typ, without copying them:
+// for rows of a batch the caller holds anyway (the rows a rewrite read or writes).
+func (c *ChangeWriter) WriteRows(ctx context.Context, typ ChangeType, b *pq.Batch, rows []int) error {
+	if c.closed {
+		return fmt.Errorf("table: change writer: write after close")
+	}
+	n := b.Len()
+	if rows != nil {
+		n = len(rows)
+	}
+	if n == 0 {
+		return nil
+	}
+	view := &pq.Batch{Schema: c.w.schema, Columns: append(append(make([]*pq.Column, 0, len(b.Columns)+1), b.Columns...), c.constColumn(typ, b.Len()))}
+	if err := c.w.WriteRows(ctx, view, rows); err != nil {
+		return fmt.Errorf("table: write change data: %w", err)
+	}
+	c.counts.add(typ, int64(n))
+	return nil
+}
+
+// constColumn is a view of n rows of a string column holding typ in every row.
+func (c *ChangeWriter) constColumn(typ ChangeType, n int) *pq.Column {
+	col := c.consts.get(typ, n)
+	return &pq.Column{Type: col.Type, Kind: col.Kind, Len: n, Offsets: col.Offsets[:n+1], Data: col.Data[:col.Offsets[n]]}
+}
+
+// changeConsts are, per change type, a string column holding it in every row, as long as the
+// largest batch a change writer of the table wrote: views of it give the rows a change writer
+// writes without a copy their type. Kept by the table, so that a writer per rewrite does not
+// build them again; a column is never changed once built (a longer one replaces it), so views
+// of it are safe to share.
+type changeConsts struct {
+	mu   sync.Mutex
+	cols map[ChangeType]*pq.Column
+}
+
+func (cc *changeConsts) get(typ ChangeType, n int) *pq.Column {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	col := cc.cols[typ]
+	if col == nil || col.Len < n {
+		n = max(n, 4096)
+		col = &pq.Column{Type: txlog.PrimitiveType{Name: txlog.TypeString}, Kind: pq.KindBytes, Len: n,
+			Offsets: make([]int32, n+1), Data: bytes.Repeat([]byte(typ), n)}
+		for i := range col.Offsets {
+			col.Offsets[i] = int32(i * len(typ))
+		}
+		if cc.cols == nil {
+			cc.cols = map[ChangeType]*pq.Column{}
+		}
+		cc.cols[typ] = col
+	}
+	return col
 }
 
 // WriteBatch writes every row of b (any column order; missing nullable columns are null) as
@@ -140,10 +205,8 @@ func (c *ChangeWriter) flush(ctx context.Context) error {
 	if len(c.types) == 0 {
 		return nil
 	}
-	tc, err := pq.NewColumn(txlog.PrimitiveType{Name: txlog.TypeString})
-	if err != nil {
-		return err
-	}
+	tc := c.tc
+	tc.Reset()
 	for _, t := range c.types {
 		tc.AppendString(string(t))
 	}

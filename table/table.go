@@ -35,6 +35,8 @@ type Table struct {
 
 	mu     sync.Mutex
 	latest *txlog.Snapshot // the newest snapshot seen, refreshed from its version on
+
+	consts changeConsts // for change writers
 }
 
 // Options configure a Table. The zero value means the defaults, which withDefaults fills in.

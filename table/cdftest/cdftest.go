@@ -1,5 +1,5 @@
 // Package cdftest checks a table's change data feed independently of the code that writes or
-// reads it (test oracle): it reads the log's JSON commits itself, decodes each version's
+// reads it (test oracle), and checks the product's reader (table.Changes) against it: it reads the log's JSON commits itself, decodes each version's
 // change data files (or, for a version without any, its dataChange adds and removes as inserts
 // and deletes, as the protocol says readers must) with the plain Parquet reader, applies the
 // change rows in version order to a multiset (inserts and post-images added, deletes and
@@ -228,6 +228,15 @@ func CheckInvariantC(ctx context.Context, t *table.Table) ([]Version, error) {
 			return vs, fmt.Errorf("invariant C broken at version %d:\n%s", v.Version, diff(state, want))
 		}
 	}
+	// A table with the feed on from its creation is read by the product's reader too, which
+	// must agree with this one.
+	first, err := t.Log().SnapshotAt(ctx, 0)
+	if err != nil {
+		return vs, err
+	}
+	if table.ChangeFeedOn(first) {
+		return vs, AgreeWithReader(ctx, t, vs)
+	}
 	return vs, nil
 }
 
@@ -244,6 +253,53 @@ func diff(got, want map[string]int) string {
 		}
 	}
 	return sb.String()
+}
+
+// AgreeWithReader checks that table.Changes, the product's reader, yields for every version
+// of vs the change rows Read found (as multisets; versions with none yield nothing).
+func AgreeWithReader(ctx context.Context, t *table.Table, vs []Version) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	want := map[int64]map[string]int{}
+	for _, v := range vs {
+		for _, r := range v.Rows {
+			if want[v.Version] == nil {
+				want[v.Version] = map[string]int{}
+			}
+			want[v.Version][r.Type+" "+Key(r.Values)]++
+		}
+	}
+	got := map[int64]map[string]int{}
+	for cs, err := range t.Changes(ctx, vs[0].Version, vs[len(vs)-1].Version) {
+		if err != nil {
+			return fmt.Errorf("table.Changes: %w", err)
+		}
+		b := cs.Rows
+		for i := range b.Len() {
+			r := map[string]any{}
+			typ := ""
+			for k, f := range b.Schema.Fields {
+				switch f.Name {
+				case table.ChangeTypeColumn:
+					typ, _ = b.Columns[k].Value(i).(string)
+				case table.CommitVersionColumn, table.CommitTimestampColumn:
+				default:
+					r[f.Name] = b.Columns[k].Value(i)
+				}
+			}
+			if got[cs.Version] == nil {
+				got[cs.Version] = map[string]int{}
+			}
+			got[cs.Version][typ+" "+Key(r)]++
+		}
+	}
+	for _, v := range vs {
+		if !maps.Equal(got[v.Version], want[v.Version]) {
+			return fmt.Errorf("version %d: table.Changes and the log's change files differ:\n%s", v.Version, diff(got[v.Version], want[v.Version]))
+		}
+	}
+	return nil
 }
 
 // Counts sums the change rows of vs by type.
