@@ -81,4 +81,8 @@ func whileStreaming(t *testing.T, lake objstore.Bucket, lines int64, files int) 
 		t.Fatal(err)
 	}
 	checkInvariantE(t, lake, srep.WatermarkMs)
+	// Invariant C with the stream's appends committed between merge-late's and replay's
+	// change commits (and retried conflicts): the feed from version 0 is gold.
+	checkFeed(t, lake, "gold/t5")
+	checkFeed(t, lake, "gold/s10")
 }

@@ -34,6 +34,14 @@
 // equal and commits nothing. Before either writes to a gold table that lacks those columns (created before
 // sums were exact, or by Spark's export) it adds them with a metaData action of its own.
 //
+// Change data feed: on a table with delta.enableChangeDataFeed (gold and joined tables are
+// created with it) the one rewrite writes the commit's change rows (changefeed.go): a row
+// rewritten in place is an update_preimage/update_postimage pair; rows dropped and rows written
+// that are equal cancel; the rest are paired by the output kind's key (gold: window and group
+// keys, sessions by group keys and overlapping windows; a joined table: a null-extended row by
+// its preserved side), the unpaired being deletes and inserts. Change files are written before
+// the commit like data files, so a killed run leaves none that a reader sees.
+//
 // Concurrency: both jobs commit at WriteSerializable with copy-on-write of the touched files
 // only. The stream's gold appends are blind appends, which never conflict with them, and they
 // only ever add windows that are still open, which these jobs never touch; merge-late and

@@ -13,14 +13,18 @@
 // type. Subpackage source reads a table as a stream. Changes (changes.go) reads a table's change
 // data feed as Spark's table_changes does: a version's change data files when it has any, else
 // its data-changing adds and removes, stamped with _commit_version and _commit_timestamp.
+// Rewrite writes that feed (changewrite.go) on a table with delta.enableChangeDataFeed: the
+// change rows its caller describes through a ChangeWriter, or else the exact difference of the
+// rows it removed and wrote, as change data files under _change_data/ named by cdc actions of
+// the same commit; a rewrite that changed no row commits with dataChange=false.
 //
 // Every write first runs CheckWritable for what it does (append, rearrange, change): the
 // table's writer features are honoured or the write is refused before any data file is
 // written (docs/table-features.md), and the table's row rules (CHECK constraints, column
 // invariants, generated columns) are evaluated on every row a DataWriter writes.
 //
-// Crash guarantees: data files get unique names and are written before the commit that makes
-// them live, so a crash at any instant leaves the table at its previous version plus, at worst,
+// Crash guarantees: data files (and change data files) get unique names and are written
+// before the commit that makes them live, so a crash at any instant leaves the table at its previous version plus, at worst,
 // unreferenced files that vacuum removes later. No operation ever overwrites or deletes a file
 // that a committed version references, except vacuum, and vacuum only deletes files that no
 // version within the retention window references.

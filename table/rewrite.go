@@ -203,7 +203,16 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 			r.DataChange = false
 		}
 	}
-	tx := t.log.Begin(snap)
+	if res.Version, err = t.commitRewrite(ctx, rw, res, read); err != nil {
+		return res, fmt.Errorf("table: rewrite: %w", err)
+	}
+	return res, nil
+}
+
+// commitRewrite commits what a rewrite wrote (res) over its snapshot, having read the files
+// read and rw.Read.
+func (t *Table) commitRewrite(ctx context.Context, rw Rewrite, res RewriteResult, read []string) (int64, error) {
+	tx := t.log.Begin(rw.Snapshot)
 	if rw.Isolation != "" {
 		tx.SetIsolation(rw.Isolation)
 	}
@@ -219,10 +228,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	if rw.Txn != nil {
 		tx.SetTxn(rw.Txn.AppID, rw.Txn.Version)
 	}
-	if res.Version, err = tx.Commit(ctx, rw.Operation(res)); err != nil {
-		return res, fmt.Errorf("table: rewrite: %w", err)
-	}
-	return res, nil
+	return tx.Commit(ctx, rw.Operation(res))
 }
 
 func writeAll(ctx context.Context, w *DataWriter, rows []*pq.Batch) error {
