@@ -108,7 +108,11 @@ func TestServePublishesAfterMergeLate(t *testing.T) {
 	view := map[string]any{}
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 	defer rcancel()
-	if err := kafka.ReadCommitted(rctx, kafka.Conn{Brokers: strings.Split(brokers, ",")}, topic, time.Minute, func(r *kgo.Record) error {
+	conn := kafka.Conn{Brokers: strings.Split(brokers, ",")}
+	if err := kafka.WaitStable(rctx, conn, topic, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafka.ReadCommitted(rctx, conn, topic, time.Minute, func(r *kgo.Record) error {
 		if r.Value == nil {
 			delete(view, string(r.Key))
 			return nil

@@ -15,6 +15,9 @@ import (
 // offset order.
 func committedValues(t *testing.T, ctx context.Context, conn Conn, topic string) []string {
 	t.Helper()
+	if err := WaitStable(ctx, conn, topic, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	if err := ReadCommitted(ctx, conn, topic, time.Minute, func(r *kgo.Record) error {
 		got = append(got, string(r.Value))

@@ -56,6 +56,9 @@ func readTopic(t *testing.T, conn kafka.Conn, topic string) []record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if err := kafka.WaitStable(ctx, conn, topic, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	var out []record
 	err := kafka.ReadCommitted(ctx, conn, topic, time.Minute, func(r *kgo.Record) error {
 		var rec record

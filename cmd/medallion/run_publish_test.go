@@ -60,8 +60,12 @@ func topicTable(t *testing.T, brokers, topic string) (map[string]any, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	conn := kafka.Conn{Brokers: strings.Split(brokers, ",")}
+	if err := kafka.WaitStable(ctx, conn, topic, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	view, n := map[string]any{}, 0
-	err := kafka.ReadCommitted(ctx, kafka.Conn{Brokers: strings.Split(brokers, ",")}, topic, time.Minute, func(r *kgo.Record) error {
+	err := kafka.ReadCommitted(ctx, conn, topic, time.Minute, func(r *kgo.Record) error {
 		n++
 		if r.Value == nil {
 			delete(view, string(r.Key))
