@@ -93,6 +93,9 @@ type Pipeline struct {
 	Joins []Join `yaml:"joins,omitempty"`
 	// Gold lists the aggregations computed by the stream. Required, at least one.
 	Gold []Gold `yaml:"gold"`
+	// Sinks publish tables' change feeds outside the lake (a Kafka topic per sink), exactly
+	// once (config/sinks.go). Optional.
+	Sinks []Sink `yaml:"sinks,omitempty"`
 	// Jobs are the schedules of the recurring jobs run by serve.
 	Jobs Jobs `yaml:"jobs"`
 	// Serve is the long-running service (scheduler, metrics, health, notifications).
@@ -460,6 +463,10 @@ type Jobs struct {
 	Optimize   OptimizeJob `yaml:"optimize"`
 	Vacuum     VacuumJob   `yaml:"vacuum"`
 	Checkpoint Job         `yaml:"checkpoint"`
+	// Publish sends every sink's new changes. Without a schedule or after of its own, serve
+	// runs it after each successful stream, merge_late and replay run when sinks are
+	// configured.
+	Publish Job `yaml:"publish"`
 }
 
 // Job is a schedule and a time limit.
@@ -646,6 +653,7 @@ func (p *Pipeline) ApplyDefaults() {
 	defaultStream(s, s.Trigger)
 	p.defaultSources()
 	p.defaultJoins()
+	p.defaultSinks()
 	for i := range p.Gold {
 		g := &p.Gold[i]
 		if g.Name != "" {

@@ -96,6 +96,7 @@ func (p *Pipeline) validate(ctx context.Context) error {
 	v.sourceNames()
 	v.joins(inputs)
 	v.gold(inputs)
+	v.sinks()
 	v.paths()
 	v.jobs()
 	v.serve()
@@ -648,14 +649,14 @@ func (v *validator) paths() {
 
 // jobNames are the config keys of the jobs.
 func jobNames() []string {
-	return []string{"ingest", "stream", "merge_late", "replay", "optimize", "vacuum", "checkpoint"}
+	return []string{"ingest", "stream", "merge_late", "replay", "optimize", "vacuum", "checkpoint", "publish"}
 }
 
 // JobAfter maps each job (config key) to the job it runs after, for the jobs that have one.
 func (j *Jobs) JobAfter() map[string]string {
 	out := map[string]string{}
 	for name, job := range map[string]Job{"ingest": j.Ingest, "stream": j.Stream, "merge_late": j.MergeLate,
-		"replay": j.Replay.Job, "optimize": j.Optimize.Job, "vacuum": j.Vacuum.Job, "checkpoint": j.Checkpoint} {
+		"replay": j.Replay.Job, "optimize": j.Optimize.Job, "vacuum": j.Vacuum.Job, "checkpoint": j.Checkpoint, "publish": j.Publish} {
 		if job.After != "" {
 			out[name] = job.After
 		}
@@ -693,7 +694,7 @@ func (v *validator) jobs() {
 		job  Job
 	}{
 		{"ingest", j.Ingest}, {"stream", j.Stream}, {"merge_late", j.MergeLate}, {"replay", j.Replay.Job},
-		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint},
+		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint}, {"publish", j.Publish},
 	} {
 		path := "jobs." + e.name
 		if e.job.Schedule != "" {

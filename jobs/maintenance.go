@@ -137,8 +137,12 @@ func Catalog(env Env) []Scheduled {
 		job  config.Job
 	}{
 		{"ingest", j.Ingest}, {"stream", j.Stream}, {"merge-late", j.MergeLate}, {"replay", j.Replay.Job},
-		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint},
+		{"optimize", j.Optimize.Job}, {"vacuum", j.Vacuum.Job}, {"checkpoint", j.Checkpoint}, {"publish", j.Publish},
 	} {
+		if e.name == "publish" && len(env.Config.Sinks) > 0 && e.job.Schedule == "" && e.job.After == "" {
+			// Sinks publish what each job that changes tables committed, as soon as it did.
+			e.job.After = "stream,merge-late,replay"
+		}
 		if e.job.Schedule == "" && e.job.After == "" {
 			continue
 		}
@@ -190,6 +194,8 @@ func Lookup(name string) Func {
 		return func(ctx context.Context, env Env) (any, error) { return Vacuum(ctx, env, false) }
 	case "checkpoint":
 		return func(ctx context.Context, env Env) (any, error) { return Checkpoint(ctx, env) }
+	case "publish":
+		return publishJob(nil)
 	}
 	return nil
 }

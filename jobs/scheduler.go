@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 type Func func(ctx context.Context, env Env) (any, error)
 
 // Scheduled is a job with its cron schedule and time limit. A job with After set also runs
-// right after each successful run of the job of that name (a chain: ingest, then stream).
+// right after each successful run of the job of that name (a chain: ingest, then stream), or
+// of each job of a comma-separated list.
 type Scheduled struct {
 	Name     string
 	Schedule string
@@ -114,8 +116,10 @@ func NewScheduler(env Env, leases *Leases, reg prometheus.Registerer, jobs []Sch
 		}
 		s.status[j.Name] = &Status{Name: j.Name, Schedule: j.Schedule, After: j.After}
 		s.jobs[j.Name] = j
-		if j.After != "" {
-			s.after[j.After] = append(s.after[j.After], j)
+		for _, prev := range strings.Split(j.After, ",") {
+			if prev != "" { // After may name several jobs: publish runs after each that changes tables
+				s.after[prev] = append(s.after[prev], j)
+			}
 		}
 		if j.Schedule != "" {
 			if _, err := config.ParseSchedule(j.Schedule); err != nil {

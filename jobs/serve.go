@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/sink"
 )
 
 // Server is `medallion serve`: the scheduler plus an HTTP endpoint with the status page (/), its
@@ -59,6 +60,17 @@ func NewServer(env Env) (*Server, error) {
 	catalog, err := withExpectationMetrics(Catalog(env), env, reg)
 	if err != nil {
 		return nil, err
+	}
+	if len(env.Config.Sinks) > 0 {
+		m, err := sink.NewMetrics(reg) // medallion_change_rows_published_total
+		if err != nil {
+			return nil, err
+		}
+		for i := range catalog {
+			if catalog[i].Name == "publish" {
+				catalog[i].Run = publishJob(m)
+			}
+		}
 	}
 	notify := env.Config.Landing.Notify
 	webhook := notify.Mode == "webhook"

@@ -42,6 +42,7 @@ chooses); logs go to stderr.`,
 		{"optimize", "Compact small files of every pipeline table", runOptimize},
 		{"vacuum", "Remove unreferenced files older than the retention, on every pipeline table", runVacuum},
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
+		{"publish", "Publish the sinks' table changes to Kafka, exactly once", runPublish},
 		{"backfill-columns", "Move values kept in _rescued_data into columns added to schema: since (bronze, silver, quarantine)", runBackfillColumns},
 	} {
 		cmd := newJobCmd(job.name+" --config F", job.short, "override a config key, e.g. --set stream.trigger=once (repeatable)", job.name, job.run)
@@ -75,6 +76,9 @@ chooses); logs go to stderr.`,
 				_, err := replayRange(cmd, time.Now())
 				return err
 			}
+		}
+		if job.name == "publish" {
+			addPublishFlags(cmd)
 		}
 		if job.name == "vacuum" {
 			cmd.Flags().Bool("dry-run", false, "list the files vacuum would delete, delete nothing")
@@ -110,6 +114,9 @@ func jobCommand(name string, run jobRunner) func(*cobra.Command, []string) error
 		}
 		source, err := sourceFlag(cmd, cfg)
 		if err != nil {
+			return err
+		}
+		if _, err := sinkFlag(cmd, cfg); err != nil {
 			return err
 		}
 		format, err := summaryFormat(cmd)

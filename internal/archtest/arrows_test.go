@@ -44,6 +44,8 @@ var ranks = []struct {
 	{"join", []string{"join"}},
 	{"stream", []string{"stream"}},
 	{"late", []string{"late"}},
+	// sink publishes a table's change feed through kafka's transactional producer; jobs runs it.
+	{"sink", []string{"sink"}},
 	{"config, report, gen", []string{"config", "report", "gen"}},
 	{"internal/testutil", []string{"internal/testutil"}}, // test helpers: pipeline configs, tables
 	{"jobs", []string{"jobs"}},
