@@ -15,12 +15,10 @@
 //     input's value kept across restarts (spec §2.6, §9.3).
 //   - Snapshots and deltas of the operator's state ([Operator.AppendSnapshot],
 //     [Operator.AppendDelta], [Restore], [Operator.ApplyDelta]).
-//   - The exact row codec ([AppendRow], [DecodeRow]): the payload encoding of the rows the
-//     state holds, and the one row identity that the join's merge and replay's unchanged-row
-//     check in late/ compare rows by (equal bytes exactly when equal values, over one schema).
 //
 // Everything here is pure and does no I/O: the host (stream/) encodes each input row into an
-// opaque payload (with [AppendRow]) and its join key into bytes, passes the two watermarks of the batch, writes
+// opaque payload (with the exact row codec, pq.EncodeRow, which late/ and table/ compare
+// rows by too) and its join key into bytes, passes the two watermarks of the batch, writes
 // the output, quarantines the late rows and checkpoints the state.
 //
 // After a crash: the operator is a deterministic function of its restored state and the

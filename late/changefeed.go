@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/medallion-lake/medallion/internal/hashtab"
-	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -82,7 +81,7 @@ func newChangeFeed(w *table.ChangeWriter, keys *changeKeys, scan *table.FileScan
 
 // hash is row i of b's 128-bit hash, with the seeds of the rewrite's rowMultisets.
 func (c *changeFeed) hash(b *pq.Batch, i int) [2]uint64 {
-	c.enc = join.AppendRow(c.enc[:0], b.Columns, i)
+	c.enc = pq.EncodeRow(c.enc[:0], b.Columns, i)
 	return [2]uint64{maphash.Bytes(c.seeds[0], c.enc), maphash.Bytes(c.seeds[1], c.enc)}
 }
 
@@ -326,8 +325,8 @@ func (c *changeFeed) sameRow(a *pq.Batch, i int, b *pq.Batch, j int) bool {
 				return false
 			}
 		default:
-			c.enc = table.AppendRowKey(c.enc[:0], a.Columns[k:k+1], i)
-			c.enc2 = table.AppendRowKey(c.enc2[:0], b.Columns[k:k+1], j)
+			c.enc = pq.EncodeRow(c.enc[:0], a.Columns[k:k+1], i)
+			c.enc2 = pq.EncodeRow(c.enc2[:0], b.Columns[k:k+1], j)
 			if string(c.enc) != string(c.enc2) {
 				return false
 			}

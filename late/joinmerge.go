@@ -356,7 +356,7 @@ func newEncoder(b *pq.Batch, timeName string, keys, cols []string) (*encoder, er
 
 // row encodes row i: its key (and whether a part is null) and the whole row. Two rows are
 // the same value exactly when their row encodings are equal, so the row is encoded with the
-// join's exact row codec (join.AppendRow, the payload codec of the join's state), exact for
+// exact row codec (pq.EncodeRow, the payload codec of the join's state), exact for
 // every column kind (decimal, nested, float bits), not with the key encoding, which writes
 // decimal and nested values as null and normalizes -0 and NaN: rows differing only there
 // would count as one value, and the merge would write one row's values for both. Keys keep
@@ -366,7 +366,7 @@ func (e *encoder) row(i int, kb, rb []byte) (key, enc []byte, keyNull bool) {
 		keyNull = keyNull || c.IsNull(i)
 		kb = pq.AppendKeyPart(kb, c, i)
 	}
-	return kb, join.AppendRow(rb, e.cols, i), keyNull
+	return kb, pq.EncodeRow(rb, e.cols, i), keyNull
 }
 
 // readQuarantine reads the quarantined rows to merge, per side, by value: every row of the

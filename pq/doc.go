@@ -3,9 +3,10 @@
 // schema types) and bytes, and gives batches, or the other way round.
 //
 // It provides the columnar Batch and Column used on the hot path (with Decimal128, the Go
-// values of Value/AppendValue, the exact key encoding of column values, and the JSON and
-// text forms of values: Delta partition values, statistics timestamps), the Delta <->
-// Parquet schema mapping, the reader for every page layout Spark, delta-rs and pyarrow write
+// values of Value/AppendValue, the key encoding of column values, the exact row codec
+// (EncodeRow/DecodeRow: the one row identity of the join state, late/ and the change feed),
+// and the JSON and text forms of values: Delta partition values, statistics timestamps), the
+// Delta <-> Parquet schema mapping, the reader for every page layout Spark, delta-rs and pyarrow write
 // (DecodeFile; NewFileReader for one row group at a time into a ReadBuffer; differential
 // tests against pyarrow in tests/interop and against randomized files of package pqtest), and
 // the writer on parquet-go (EncodeFile, FileEncoder: row groups, dictionary and plain pages,

@@ -5,7 +5,7 @@ package stream
 //
 // A batch N, in order: read each side's silver files of its offset range (at most Limit a
 // side); encode each row's join key (table's key encoding of the `on:` columns; a null part
-// makes the key null, which never matches) and its payload (every silver column, join.AppendRow);
+// makes the key null, which never matches) and its payload (every silver column, pq.EncodeRow);
 // feed both sides' event times to the per-source watermarks (join.Watermarks, min policy);
 // run join.Operator.ProcessBatch with the late watermark W(N-1) and the eviction watermark
 // W(N); append the pairs and null-extended rows to the joined table (join.Output's columns)

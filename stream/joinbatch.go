@@ -181,7 +181,7 @@ func (r *joinQuery) encodeSide(side join.Side, bs []*pq.Batch, jb *joinBatch) (*
 			if in.KeyNull != nil {
 				in.KeyNull = append(in.KeyNull, null)
 			}
-			in.Rows.Data = join.AppendRow(in.Rows.Data, b.Columns, i)
+			in.Rows.Data = pq.EncodeRow(in.Rows.Data, b.Columns, i)
 			in.Rows.EndValue()
 		}
 	}
@@ -224,9 +224,9 @@ func (r *joinQuery) fillSide(cols []*pq.Column, has bool, payload []byte) error 
 		appendNulls(cols)
 		return nil
 	}
-	rest, err := join.DecodeRow(cols, payload)
+	rest, err := pq.DecodeRow(cols, payload)
 	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("%w: %d bytes left over", join.ErrBadRow, len(rest))
+		err = fmt.Errorf("%w: %d bytes left over", pq.ErrBadRow, len(rest))
 	}
 	if err != nil {
 		return fmt.Errorf("stream: join %s: %w", r.j.Name, err)

@@ -10,9 +10,7 @@ package table
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -239,59 +237,6 @@ func (c *ChangeWriter) close(ctx context.Context) ([]*txlog.CDC, error) {
 	return c.cdcs, nil
 }
 
-// AppendRowKey appends an exact encoding of row i of cols to dst: equal bytes exactly when
-// the rows are equal value for value (floats by their bits, nulls equal to nulls), for
-// multiset differences of rows.
-func AppendRowKey(dst []byte, cols []*pq.Column, i int) []byte {
-	for _, c := range cols {
-		dst = appendValueKey(dst, c, i)
-	}
-	return dst
-}
-
-func appendValueKey(dst []byte, c *pq.Column, i int) []byte {
-	if c == nil || c.Kind == pq.KindNull || c.IsNull(i) {
-		return append(dst, 0)
-	}
-	dst = append(dst, 1)
-	switch c.Kind {
-	case pq.KindInt64:
-		dst = binary.AppendVarint(dst, c.Int64[i])
-	case pq.KindInt32:
-		dst = binary.AppendVarint(dst, int64(c.Int32[i]))
-	case pq.KindFloat64:
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float64[i]))
-	case pq.KindFloat32:
-		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Float32[i]))
-	case pq.KindBool:
-		if c.Bool[i] {
-			return append(dst, 1)
-		}
-		return append(dst, 0)
-	case pq.KindBytes:
-		b := c.BytesAt(i)
-		dst = binary.AppendUvarint(dst, uint64(len(b)))
-		dst = append(dst, b...)
-	case pq.KindDecimal:
-		d := c.Decimal[i]
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(d.Hi))
-		dst = binary.LittleEndian.AppendUint64(dst, d.Lo)
-	case pq.KindStruct:
-		for _, ch := range c.Children {
-			dst = appendValueKey(dst, ch, i)
-		}
-	case pq.KindList, pq.KindMap:
-		s, e := c.ListRange(i)
-		dst = binary.AppendUvarint(dst, uint64(e-s))
-		for j := s; j < e; j++ {
-			for _, ch := range c.Children {
-				dst = appendValueKey(dst, ch, j)
-			}
-		}
-	}
-	return dst
-}
-
 // rowDiff is Rewrite's default change rows for a caller that does not describe its own: the
 // multiset difference of the rows its replaced files held and the rows it wrote. A removed
 // row not written again is a delete, a written row not removed an insert; rows merely copied
@@ -366,13 +311,13 @@ func (d *rowDiff) cancel(rm []*pq.Batch, ro *pq.Batch, wr []*pq.Batch, wo *pq.Ba
 	count := map[string]int{}
 	for _, b := range rm {
 		for i := range b.Len() {
-			d.key = AppendRowKey(d.key[:0], b.Columns, i)
+			d.key = pq.EncodeRow(d.key[:0], b.Columns, i)
 			count[string(d.key)]++
 		}
 	}
 	for _, b := range wr {
 		for i := range b.Len() {
-			d.key = AppendRowKey(d.key[:0], b.Columns, i)
+			d.key = pq.EncodeRow(d.key[:0], b.Columns, i)
 			if n := count[string(d.key)]; n > 0 {
 				count[string(d.key)] = n - 1
 				continue
@@ -382,7 +327,7 @@ func (d *rowDiff) cancel(rm []*pq.Batch, ro *pq.Batch, wr []*pq.Batch, wo *pq.Ba
 	}
 	for _, b := range rm {
 		for i := range b.Len() {
-			d.key = AppendRowKey(d.key[:0], b.Columns, i)
+			d.key = pq.EncodeRow(d.key[:0], b.Columns, i)
 			if n := count[string(d.key)]; n > 0 {
 				count[string(d.key)] = n - 1
 				ro.AppendRow(b, i)

@@ -1,4 +1,4 @@
-package join
+package pq_test
 
 import (
 	"bytes"
@@ -92,15 +92,15 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 	src := payloadBatch(t)
 	dst, _ := pq.NewBatch(src.Schema)
 	for i := range src.Len() {
-		p := AppendRow(nil, src.Columns, i)
-		rest, err := DecodeRow(dst.Columns, p)
+		p := pq.EncodeRow(nil, src.Columns, i)
+		rest, err := pq.DecodeRow(dst.Columns, p)
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("row %d: %v, %d bytes left", i, err, len(rest))
 		}
 		for cut := range len(p) {
 			scratch, _ := pq.NewBatch(src.Schema)
-			if _, err := DecodeRow(scratch.Columns, p[:cut]); !errors.Is(err, ErrBadRow) {
-				t.Fatalf("row %d cut at %d of %d bytes: %v, want ErrBadRow", i, cut, len(p), err)
+			if _, err := pq.DecodeRow(scratch.Columns, p[:cut]); !errors.Is(err, pq.ErrBadRow) {
+				t.Fatalf("row %d cut at %d of %d bytes: %v, want pq.ErrBadRow", i, cut, len(p), err)
 			}
 		}
 	}
@@ -120,12 +120,12 @@ func TestRowPayloadRoundTrip(t *testing.T) {
 func FuzzRowPayload(f *testing.F) {
 	src := payloadBatch(f)
 	for i := range src.Len() {
-		f.Add(AppendRow(nil, src.Columns, i))
+		f.Add(pq.EncodeRow(nil, src.Columns, i))
 	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		b, _ := pq.NewBatch(payloadSchema())
-		if _, err := DecodeRow(b.Columns, p); err != nil {
+		if _, err := pq.DecodeRow(b.Columns, p); err != nil {
 			return
 		}
 		if err := b.Validate(); err != nil {
@@ -205,7 +205,7 @@ func checkIdentity(t *testing.T, b *pq.Batch) (equal, distinct int) {
 	for s, cols := range sets {
 		enc := make([][]byte, b.Len())
 		for i := range enc {
-			enc[i] = AppendRow(nil, cols, i)
+			enc[i] = pq.EncodeRow(nil, cols, i)
 		}
 		for i := range enc {
 			for j := range enc {
@@ -343,12 +343,12 @@ func identityEdgeBatch(t *testing.T) *pq.Batch {
 	return b
 }
 
-// TestAppendRowIdentity: the codec is the row identity late/ compares rows by (the join merge
+// TestEncodeRowIdentity: the codec is the row identity late/ compares rows by (the join merge
 // and replay's unchanged-row multiset), so over one schema two rows encode alike exactly when
 // their values are equal (by sameValue, not by the codec): NaN payloads, -0, empty versus null
 // and nested nulls kept apart, on hand-made edge rows, on the payload rows of every kind, and on
 // random nested batches with few distinct values per column.
-func TestAppendRowIdentity(t *testing.T) {
+func TestEncodeRowIdentity(t *testing.T) {
 	eq, ne := checkIdentity(t, identityEdgeBatch(t))
 	if eq == 0 || ne == 0 {
 		t.Fatalf("edge rows: %d equal and %d distinct pairs, want both", eq, ne)
@@ -367,10 +367,10 @@ func TestAppendRowIdentity(t *testing.T) {
 	t.Logf("%d equal and %d distinct pairs", eq, ne)
 }
 
-// TestAppendRowBytes pins the persisted payload format (join state snapshots and deltas hold
+// TestEncodeRowBytes pins the persisted payload format (join state snapshots and deltas hold
 // it) to bytes worked out by hand from its definition, so that a change to the codec cannot
 // pass unnoticed: it needs a new state format.
-func TestAppendRowBytes(t *testing.T) {
+func TestEncodeRowBytes(t *testing.T) {
 	p := func(n string) txlog.DataType { return txlog.PrimitiveType{Name: n} }
 	f := func(name string, typ txlog.DataType) txlog.StructField {
 		return txlog.StructField{Name: name, Type: typ, Nullable: true}
@@ -413,7 +413,7 @@ func TestAppendRowBytes(t *testing.T) {
 		1, 2, 1, 2, 0,
 		0,
 	}
-	if got := AppendRow(nil, c, 0); !bytes.Equal(got, want) {
+	if got := pq.EncodeRow(nil, c, 0); !bytes.Equal(got, want) {
 		t.Fatalf("payload\n got %x\nwant %x", got, want)
 	}
 }
