@@ -135,10 +135,10 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 	// comparison does not follow, so the rewrite always commits.
 	var old, added *rowMultiset
 	var unchanged func() bool
-	rewrote := false
+	pass := &filePass{rw: rw, whole: whole}
 	if rw.compare {
 		old, added = newRowMultisets()
-		unchanged = func() bool { return !rewrote && old.equal(added) }
+		unchanged = func() bool { return !pass.rewrote && old.equal(added) }
 	}
 	// cf writes the change feed of a table that has one, telling rows apart by the hashes of
 	// old and added when the rewrite compares.
@@ -155,72 +155,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		// them once rather than growing it a row at a time.
 		cf.presize(candidateRows(rw.candidates))
 	}
-	var buf pq.ReadBuffer
-	file := func(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
-		out, err := pq.NewBatch(rw.schema)
-		if err != nil {
-			return false, nil, err
-		}
-		touched := false
-		fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
-		// A row group at a time into one buffer (kept rows are copied into out), not the
-		// whole file at once: gold files reach the 128 MB target, several times that
-		// decoded, and a replay drops nearly all of their rows.
-		for b, err := range whole.ReadWith(ctx, []*txlog.Add{f}, &buf) {
-			if err != nil {
-				return false, nil, fmt.Errorf("late: %s: read %s: %w", rw.what, f.Path, err)
-			}
-			row, err := rw.rows(b)
-			if err != nil {
-				return false, nil, err
-			}
-			for i := range b.Len() {
-				act, err := row(out, i)
-				if err != nil {
-					return false, nil, err
-				}
-				switch act {
-				case keepRow:
-					out.AppendRow(b, i)
-					continue
-				case dropRow:
-					var h [2]uint64
-					if old != nil {
-						h = old.add(b, i)
-					}
-					if cf != nil {
-						if old == nil {
-							h = cf.hash(b, i)
-						}
-						if fi < 0 {
-							fi = cf.file(f)
-						}
-						cf.drop(h, rowRef{fi, int32(base + i)})
-					}
-				default:
-					rewrote = true
-					if cf != nil {
-						if err := cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
-							return false, nil, err
-						}
-					}
-				}
-				touched = true
-			}
-			if cf != nil {
-				if err := cf.endBatch(ctx, b); err != nil {
-					return false, nil, err
-				}
-			}
-			base += b.Len()
-		}
-		if cf != nil {
-			if err := cf.endFile(ctx, out); err != nil {
-				return false, nil, err
-			}
-		}
-		return touched, []*pq.Batch{out}, nil
-	}
+	pass.old, pass.cf = old, cf
 	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: rw.snap, Read: rw.read, Candidates: rw.candidates, Txn: rw.txn,
 		// The stream's appends are blind and only add rows these rewrites never touch (gold:
 		// windows still open; a joined table: rows of no candidate): WriteSerializable lets
@@ -228,7 +163,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		// read conflicts and we start over.
 		Isolation:  txlog.WriteSerializable,
 		Unchanged:  unchanged,
-		File:       file,
+		File:       pass.file,
 		InsertEach: rw.insert(added, cf),
 		Changes:    cf.writer(),
 		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
@@ -244,6 +179,87 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		st.Updated, st.Inserted, st.Deleted, st.Unchanged = 0, 0, 0, true
 	}
 	return *st, nil
+}
+
+// filePass is what run's File callback keeps across the files of one rewrite: the rows it
+// dropped (old, when the rewrite compares), the change feed, and whether a row was rewritten
+// in place.
+type filePass struct {
+	rw      *rewrite
+	whole   *table.FileScan
+	old     *rowMultiset
+	cf      *changeFeed
+	rewrote bool
+	buf     pq.ReadBuffer
+}
+
+// file is the rewrite's table.Rewrite.File: it reads f a row group at a time, asks the
+// rewrite's row function what becomes of each row, and returns the file's rows to write in
+// its place when any row changed.
+func (p *filePass) file(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
+	out, err := pq.NewBatch(p.rw.schema)
+	if err != nil {
+		return false, nil, err
+	}
+	touched := false
+	fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
+	// A row group at a time into one buffer (kept rows are copied into out), not the
+	// whole file at once: gold files reach the 128 MB target, several times that
+	// decoded, and a replay drops nearly all of their rows.
+	for b, err := range p.whole.ReadWith(ctx, []*txlog.Add{f}, &p.buf) {
+		if err != nil {
+			return false, nil, fmt.Errorf("late: %s: read %s: %w", p.rw.what, f.Path, err)
+		}
+		row, err := p.rw.rows(b)
+		if err != nil {
+			return false, nil, err
+		}
+		for i := range b.Len() {
+			act, err := row(out, i)
+			if err != nil {
+				return false, nil, err
+			}
+			switch act {
+			case keepRow:
+				out.AppendRow(b, i)
+				continue
+			case dropRow:
+				var h [2]uint64
+				if p.old != nil {
+					h = p.old.add(b, i)
+				}
+				if p.cf != nil {
+					if p.old == nil {
+						h = p.cf.hash(b, i)
+					}
+					if fi < 0 {
+						fi = p.cf.file(f)
+					}
+					p.cf.drop(h, rowRef{fi, int32(base + i)})
+				}
+			default:
+				p.rewrote = true
+				if p.cf != nil {
+					if err := p.cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
+						return false, nil, err
+					}
+				}
+			}
+			touched = true
+		}
+		if p.cf != nil {
+			if err := p.cf.endBatch(ctx, b); err != nil {
+				return false, nil, err
+			}
+		}
+		base += b.Len()
+	}
+	if p.cf != nil {
+		if err := p.cf.endFile(ctx, out); err != nil {
+			return false, nil, err
+		}
+	}
+	return touched, []*pq.Batch{out}, nil
 }
 
 // changeFeed is the rewrite's change feed writer, nil when the table's feed is off.
