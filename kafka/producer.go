@@ -11,10 +11,58 @@ import (
 // a caller producing a stream of records checks Err now and then to stop early, and Wait once at
 // the end. A record's Value must not change until Wait returns.
 type Producer struct {
-	cl       *kgo.Client
+	cl *kgo.Client
+	acks
+}
+
+// acks follows the records a producer has in flight: how many were produced, and the first
+// failure acknowledged.
+type acks struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	firstErr error
+	produced int
+}
+
+// sent counts a record handed to the client; done is its acknowledgement.
+func (a *acks) sent() {
+	a.wg.Add(1)
+	a.mu.Lock()
+	a.produced++
+	a.mu.Unlock()
+}
+
+func (a *acks) done(_ *kgo.Record, err error) {
+	if err != nil {
+		a.mu.Lock()
+		if a.firstErr == nil {
+			a.firstErr = err
+		}
+		a.mu.Unlock()
+	}
+	a.wg.Done()
+}
+
+// Err is the first failure acknowledged so far, nil when none.
+func (a *acks) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.firstErr
+}
+
+// settled waits for every record in flight and returns the records produced since the last
+// reset and the first failure.
+func (a *acks) settled() (int, error) {
+	a.wg.Wait()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.produced, a.firstErr
+}
+
+func (a *acks) reset() {
+	a.mu.Lock()
+	a.firstErr, a.produced = nil, 0
+	a.mu.Unlock()
 }
 
 // NewProducer produces on cl (the caller's client: its brokers, TLS, SASL, partitioner).
@@ -24,30 +72,12 @@ func NewProducer(cl *kgo.Client) *Producer {
 
 // Produce sends rec without waiting for its acknowledgement.
 func (p *Producer) Produce(ctx context.Context, rec *kgo.Record) {
-	p.wg.Add(1)
+	p.sent()
 	p.cl.Produce(ctx, rec, p.done)
-}
-
-func (p *Producer) done(_ *kgo.Record, err error) {
-	if err != nil {
-		p.mu.Lock()
-		if p.firstErr == nil {
-			p.firstErr = err
-		}
-		p.mu.Unlock()
-	}
-	p.wg.Done()
-}
-
-// Err is the first failure acknowledged so far, nil when none.
-func (p *Producer) Err() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.firstErr
 }
 
 // Wait returns once every record produced is acknowledged, with the first failure.
 func (p *Producer) Wait() error {
-	p.wg.Wait()
-	return p.Err()
+	_, err := p.settled()
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -62,10 +61,7 @@ type TxnProducer struct {
 	// topicID is PositionTopic's id, for TxnOffsetCommit versions that name topics by id.
 	topicID [16]byte
 
-	mu       sync.Mutex
-	wg       sync.WaitGroup
-	firstErr error
-	produced int
+	acks
 }
 
 // NewTxnProducer connects a transactional producer and initialises its producer id, which
@@ -195,9 +191,7 @@ func (p *TxnProducer) position(ctx context.Context) (Position, bool, error) {
 
 // Begin starts a transaction.
 func (p *TxnProducer) Begin() error {
-	p.mu.Lock()
-	p.firstErr, p.produced = nil, 0
-	p.mu.Unlock()
+	p.reset()
 	if err := p.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("kafka: begin transaction: %w", fenced(err))
 	}
@@ -207,29 +201,8 @@ func (p *TxnProducer) Begin() error {
 // Produce sends rec in the open transaction without waiting for it; a failure is kept and
 // returned by Err and Commit. A record's Value must not change until Commit or Abort returns.
 func (p *TxnProducer) Produce(ctx context.Context, rec *kgo.Record) {
-	p.wg.Add(1)
-	p.mu.Lock()
-	p.produced++
-	p.mu.Unlock()
+	p.sent()
 	p.cl.Produce(ctx, rec, p.done)
-}
-
-func (p *TxnProducer) done(_ *kgo.Record, err error) {
-	if err != nil {
-		p.mu.Lock()
-		if p.firstErr == nil {
-			p.firstErr = err
-		}
-		p.mu.Unlock()
-	}
-	p.wg.Done()
-}
-
-// Err is the first failure of a record produced in this transaction so far.
-func (p *TxnProducer) Err() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.firstErr
 }
 
 // Commit waits for the transaction's records, commits pos as the group's offset within the
@@ -241,9 +214,7 @@ func (p *TxnProducer) Commit(ctx context.Context, pos Position) error {
 	if err := p.cl.Flush(ctx); err != nil {
 		return p.abortWith(ctx, fmt.Errorf("kafka: flush: %w", err))
 	}
-	p.mu.Lock()
-	err, produced := p.firstErr, p.produced
-	p.mu.Unlock()
+	produced, err := p.settled()
 	if err != nil {
 		return p.abortWith(ctx, fmt.Errorf("kafka: produce: %w", fenced(err)))
 	}
