@@ -84,34 +84,47 @@ func (p *Pipeline) feedOff(path string) string {
 	return ""
 }
 
-// tablesByPath maps each table path the config declares to the field that declares it.
+// tablesByPath maps each layer table path the config declares to the field that declares it.
 func (p *Pipeline) tablesByPath() map[string]string {
 	out := map[string]string{}
-	add := func(field, path string) {
-		if path = strings.Trim(path, "/"); path != "" {
+	p.declaredPaths(func(field, path string, layer bool) {
+		if path = strings.Trim(path, "/"); layer && path != "" {
 			if _, dup := out[path]; !dup {
 				out[path] = field
 			}
 		}
-	}
+	})
+	return out
+}
+
+// declaredPaths calls add with every path the config declares and the field that declares it,
+// in config order; layer says whether it is a table of the pipeline's layers (bronze, rejects,
+// silver, a joined table, gold, a quarantine) rather than a landing prefix, a checkpoint or
+// the event log.
+func (p *Pipeline) declaredPaths(add func(field, path string, layer bool)) {
 	for i, s := range p.AllSources() {
 		pre := ""
 		if i > 0 {
 			pre = fmt.Sprintf("sources[%d].", i-1)
 		}
-		add(pre+"tables.bronze", s.Tables.Bronze)
-		add(pre+"tables.rejects", s.Tables.Rejects)
-		add(pre+"tables.silver", s.Tables.Silver)
+		add(pre+"landing.path", s.Landing.Path, false)
+		add(pre+"tables.bronze", s.Tables.Bronze, true)
+		add(pre+"tables.rejects", s.Tables.Rejects, true)
+		add(pre+"tables.silver", s.Tables.Silver, true)
+		add(pre+"stream.checkpoint", s.Stream.Checkpoint, false)
 	}
 	for i, j := range p.Joins {
-		add(fmt.Sprintf("joins[%d].table", i), j.Table)
-		add(fmt.Sprintf("joins[%d].quarantine", i), j.Quarantine)
+		add(fmt.Sprintf("joins[%d].table", i), j.Table, true)
+		add(fmt.Sprintf("joins[%d].quarantine", i), j.Quarantine, true)
+		add(fmt.Sprintf("joins[%d].checkpoint", i), j.Checkpoint, false)
 	}
 	for i, g := range p.Gold {
-		add(fmt.Sprintf("gold[%d].table", i), g.Table)
-		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
+		add(fmt.Sprintf("gold[%d].table", i), g.Table, true)
+		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine, true)
 	}
-	return out
+	if el, on := p.EventLogPath(); on {
+		add("event_log", el, false)
+	}
 }
 
 // sinks checks the sinks: names unique, a table of the config, kind kafka, a topic of its own
@@ -137,13 +150,7 @@ func (v *validator) sinks() {
 	names, topics := map[string]int{}, map[string]int{}
 	for i, s := range v.p.Sinks {
 		path := fmt.Sprintf("sinks[%d]", i)
-		if v.name(path+".name", s.Name, "a name such as gold_to_kafka") {
-			if j, dup := names[s.Name]; dup {
-				v.fail(path+".name", "duplicate sink name %q (also sinks[%d])", s.Name, j)
-			} else {
-				names[s.Name] = i
-			}
-		}
+		v.uniqueName("sinks", "sink", i, s.Name, "a name such as gold_to_kafka", names)
 		switch t := strings.Trim(s.Table, "/"); {
 		case t == "":
 			v.fail(path+".table", "required: expected the path of one of the config's tables, e.g. %s", exampleTable(tables))

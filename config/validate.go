@@ -431,6 +431,20 @@ func (v *validator) name(path, name, example string) bool {
 	return false
 }
 
+// uniqueName checks the name of entry i of a list (gold, sinks): well formed, and not the
+// name of an earlier entry (seen: name -> index).
+func (v *validator) uniqueName(list, kind string, i int, name, example string, seen map[string]int) {
+	path := fmt.Sprintf("%s[%d].name", list, i)
+	if !v.name(path, name, example) {
+		return
+	}
+	if j, dup := seen[name]; dup {
+		v.fail(path, "duplicate %s name %q (also %s[%d])", kind, name, list, j)
+	} else {
+		seen[name] = i
+	}
+}
+
 func (v *validator) gold(inputs map[string]*goldInput) {
 	if len(v.p.Gold) == 0 {
 		v.fail("gold", "required: expected at least one aggregation, e.g. - {name: events_5m, window: {type: tumbling, size: 5m}, aggregates: [{fn: count}]}")
@@ -438,13 +452,7 @@ func (v *validator) gold(inputs map[string]*goldInput) {
 	names := map[string]int{}
 	for i, g := range v.p.Gold {
 		path := fmt.Sprintf("gold[%d]", i)
-		if v.name(path+".name", g.Name, "a name such as events_5m") {
-			if j, dup := names[g.Name]; dup {
-				v.fail(path+".name", "duplicate gold name %q (also gold[%d])", g.Name, j)
-			} else {
-				names[g.Name] = i
-			}
-		}
+		v.uniqueName("gold", "gold", i, g.Name, "a name such as events_5m", names)
 		if g.Name != "" {
 			v.tablePath(path+".table", g.Table)
 			v.tablePath(path+".quarantine", g.Quarantine)
@@ -597,10 +605,9 @@ func (v *validator) aggregates(path string, g Gold, cols *colSet) {
 // inside another would be read as its data. Each path is compared with its own ancestors
 // only, so a config with thousands of tables stays linear.
 func (v *validator) paths() {
-	p := v.p
 	owner := map[string]string{} // path -> the first field that declared it
 	var order []struct{ field, path string }
-	add := func(field, path string) {
+	add := func(field, path string, _ bool) {
 		if path = strings.Trim(path, "/"); path == "" {
 			return
 		}
@@ -614,29 +621,7 @@ func (v *validator) paths() {
 		owner[path] = field
 		order = append(order, struct{ field, path string }{field, path})
 	}
-	for i, s := range p.AllSources() {
-		pre := ""
-		if i > 0 {
-			pre = fmt.Sprintf("sources[%d].", i-1)
-		}
-		add(pre+"landing.path", s.Landing.Path)
-		add(pre+"tables.bronze", s.Tables.Bronze)
-		add(pre+"tables.rejects", s.Tables.Rejects)
-		add(pre+"tables.silver", s.Tables.Silver)
-		add(pre+"stream.checkpoint", s.Stream.Checkpoint)
-	}
-	for i, j := range p.Joins {
-		add(fmt.Sprintf("joins[%d].table", i), j.Table)
-		add(fmt.Sprintf("joins[%d].quarantine", i), j.Quarantine)
-		add(fmt.Sprintf("joins[%d].checkpoint", i), j.Checkpoint)
-	}
-	for i, g := range p.Gold {
-		add(fmt.Sprintf("gold[%d].table", i), g.Table)
-		add(fmt.Sprintf("gold[%d].quarantine", i), g.Quarantine)
-	}
-	if el, on := p.EventLogPath(); on {
-		add("event_log", el)
-	}
+	v.p.declaredPaths(add)
 	for _, e := range order {
 		for i := strings.LastIndexByte(e.path, '/'); i > 0; i = strings.LastIndexByte(e.path[:i], '/') {
 			if outer, ok := owner[e.path[:i]]; ok {
