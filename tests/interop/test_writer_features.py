@@ -93,23 +93,32 @@ def rows(ids, amount=1.0) -> list[dict]:
 
 
 def test_change_data_feed(spark, mkdelta_bin, tmp_path):
-    """CDF on (writer 4): appends need no change files (readers see inserts); a commit that
-    changes rows would need them, and medallion writes none yet: refused, saying how to go on."""
+    """CDF on (writer 4, made by Spark): appends need no change files (readers see inserts); a
+    MERGE that updates a row writes its pre and post image in the same commit, as Spark's own
+    MERGE does; optimize (dataChange=false) writes none. Spark's readChangeFeed is the oracle."""
     path = tmp_path / "cdf"
     url = spark_table(spark, path, "id BIGINT, amount DOUBLE", {"delta.enableChangeDataFeed": "true"})
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 1.0), (2, 2.0)")
     mk = MkDelta(mkdelta_bin)
+
+    def changes_from(v):
+        return sorted((r["id"], r["amount"], r["_change_type"]) for r in
+                      spark.read.format("delta").option("readChangeFeed", "true")
+                      .option("startingVersion", v).load(str(path)).collect())
+
     mk.append(url, rows([3, 4]), COLUMNS)
     appended = max(delta_log_versions(path))
-    changes = (spark.read.format("delta").option("readChangeFeed", "true")
-               .option("startingVersion", appended).load(str(path)).collect())
-    assert sorted((r["id"], r["_change_type"]) for r in changes) == [(3, "insert"), (4, "insert")]
-    assert_refused_before_writing(
-        mk, path, "merge", url, "--key", "id", "--set", "amount",
-        stdin=jsonl([{"id": 1, "amount": 9.0, "op": "update"}], {**COLUMNS, "op": "string"}),
-        names=("changeDataFeed", "delta.enableChangeDataFeed=false"))
-    mk("optimize", url)  # dataChange=false: no change rows needed
-    assert spark_rows(spark, path, ["id", "amount"]) == [(1, 1.0), (2, 2.0), (3, 1.0), (4, 1.0)]
+    assert changes_from(appended) == [(3, 1.0, "insert"), (4, 1.0, "insert")]
+    mk("merge", url, "--key", "id", "--set", "amount",
+       stdin=jsonl([{"id": 1, "amount": 9.0, "op": "update"}], {**COLUMNS, "op": "string"}))
+    merged = max(delta_log_versions(path))
+    assert merged == appended + 1
+    assert changes_from(merged) == [(1, 1.0, "update_preimage"), (1, 9.0, "update_postimage")]
+    assert list((path / "_change_data").rglob("*.parquet")), "the MERGE wrote no change file"
+    mk("optimize", url)  # dataChange=false: no change rows
+    assert max(delta_log_versions(path)) > merged
+    assert changes_from(merged + 1) == []
+    assert spark_rows(spark, path, ["id", "amount"]) == [(1, 9.0), (2, 2.0), (3, 1.0), (4, 1.0)]
 
 
 def test_append_only(spark, mkdelta_bin, tmp_path):
@@ -303,7 +312,9 @@ def gold_counts(deltalake, path: Path) -> dict[str, int]:
     return {str(r["window"]["start"]): r["count"] for r in table}
 
 
-def test_merge_late_refuses_a_gold_table_with_change_data_feed(tmp_path, medallion_bin, deltalake, spark):
+def test_merge_late_writes_the_change_data_feed_of_a_gold_table(tmp_path, medallion_bin, deltalake, spark):
+    """A gold table whose feed another tool turned on (delta-rs) gets merge-late's correction as
+    a pre/post pair in the same commit, read back by Spark's readChangeFeed."""
     cfg = pipeline(tmp_path)
     run = lambda *a: run_medallion(medallion_bin, *a, "--config", str(cfg), timeout=300)  # noqa: E731
     for name in LANDING:  # one object a micro-batch: e5 comes after the watermark passed it
@@ -315,19 +326,16 @@ def test_merge_late_refuses_a_gold_table_with_change_data_feed(tmp_path, medalli
     assert sorted(before.values()) == [3], before  # [00:00, 00:05); e5 is in the quarantine
     deltalake.DeltaTable(str(gold)).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
     assert protocol(gold)["minWriterVersion"] >= 4 or "changeDataFeed" in protocol(gold).get("writerFeatures", [])
-    versions, files = delta_log_versions(gold), data_files(gold)
+    turned_on = max(delta_log_versions(gold))
 
-    proc = subprocess.run([str(medallion_bin), "run", "merge-late", "--config", str(cfg)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode != 0, f"merge-late changed a table with a change data feed:\n{proc.stdout}"
-    for want in ("changeDataFeed", "gold/t5m", "delta.enableChangeDataFeed=false"):
-        assert want in proc.stderr + proc.stdout, f"the refusal does not say {want!r}:\n{proc.stderr}"
-    assert delta_log_versions(gold) == versions and data_files(gold) == files, "merge-late wrote to gold"
-
-    # The way out the message gives: turn the feed off, and merge-late folds e5 in.
-    deltalake.DeltaTable(str(gold)).alter.set_table_properties({"delta.enableChangeDataFeed": "false"})
     run("run", "merge-late")
+    merged = max(delta_log_versions(gold))
+    assert merged == turned_on + 1, "merge-late did not commit once"
     assert sorted(gold_counts(deltalake, gold).values()) == [4]
+    changes = (spark.read.format("delta").option("readChangeFeed", "true")
+               .option("startingVersion", merged).load(str(gold)).collect())
+    assert sorted((r["_change_type"], r["count"]) for r in changes) == [
+        ("update_postimage", 4), ("update_preimage", 3)]
     assert sorted(r["count"] for r in spark.read.format("delta").load(str(gold)).collect()) == [4]
 
 
