@@ -291,9 +291,16 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 	if len(changed) == 0 {
 		return res, nil
 	}
+	// With the table's change data feed on, each row moved is an update pair in the feed
+	// (the adds and removes stay dataChange=false for the table's streaming readers), so that
+	// the feed still gives the table.
+	cw, err := tbl.NewChangeWriter(snap)
+	if err != nil {
+		return res, fmt.Errorf("bronze: backfill %s: %w", path, err)
+	}
 	var moved int64
 	rw, err := tbl.Rewrite(ctx, table.Rewrite{
-		Snapshot: snap, Candidates: changed, NoDataChange: true,
+		Snapshot: snap, Candidates: changed, NoDataChange: true, Changes: cw,
 		Txn: &table.AppTxn{AppID: BackfillAppID, Version: snap.Version()},
 		File: func(ctx context.Context, a *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 			batches, err := read()
@@ -307,6 +314,11 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 					return false, nil, err
 				}
 				moved += n
+				if cw != nil && n > 0 {
+					if err := writeMoved(ctx, cw, b, out[i]); err != nil {
+						return false, nil, err
+					}
+				}
 			}
 			return true, out, nil
 		},
@@ -325,6 +337,23 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 		res.FilesRewritten, res.ValuesMoved = len(rw.Removed), moved
 	}
 	return res, nil
+}
+
+// writeMoved writes the rows of before that Promote changed in after as update pairs: a
+// row moved a value when its _rescued_data changed (the value left it).
+func writeMoved(ctx context.Context, cw *table.ChangeWriter, before, after *pq.Batch) error {
+	ri := before.Schema.FieldIndex(ColRescued)
+	was, is := before.Columns[ri], after.Columns[ri]
+	var rows []int
+	for i := range before.Len() {
+		if was.IsNull(i) != is.IsNull(i) || (!was.IsNull(i) && !bytes.Equal(was.BytesAt(i), is.BytesAt(i))) {
+			rows = append(rows, i)
+		}
+	}
+	if err := cw.WriteRows(ctx, table.ChangePreimage, before, rows); err != nil {
+		return err
+	}
+	return cw.WriteRows(ctx, table.ChangePostimage, after, rows)
 }
 
 // allNull reports whether an add's stats say column is null in every row.

@@ -139,14 +139,18 @@ func CheckDeclared(ctx context.Context, tbl *table.Table, path string, declared 
 }
 
 // EnsureBronzeTable creates the bronze table at path (schema want, the declared schema recorded
-// in PropDeclaredSchema) when it is missing, and evolves it with EvolveTable when it exists, so
-// that no row of a new column is written before the table has the column.
-func EnsureBronzeTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType, policy SchemaPolicy) error {
+// in PropDeclaredSchema, and the table properties extra) when it is missing, and evolves it
+// with EvolveTable when it exists, so that no row of a new column is written before the table
+// has the column. An existing table keeps its properties.
+func EnsureBronzeTable(ctx context.Context, tbl *table.Table, path string, want, declared *txlog.StructType, policy SchemaPolicy, extra map[string]string) error {
 	_, err := tbl.Log().Snapshot(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		props, perr := DeclaredSchemaProps(declared)
 		if perr != nil {
 			return perr
+		}
+		for k, v := range extra {
+			props[k] = v
 		}
 		if _, err := tbl.Create(ctx, want, nil, props); err != nil && !errors.Is(err, table.ErrTableExists) {
 			return fmt.Errorf("bronze: create %s: %w", path, err)

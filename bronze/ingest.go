@@ -29,7 +29,10 @@ type IngestOptions struct {
 	BronzePath     string // e.g. "bronze/events"
 	RejectsPath    string // e.g. "bronze/rejects"
 	CheckpointPath string // e.g. "_checkpoints/ingest"
-	Limits         Limits
+	// TableProps are the table properties bronze and rejects are created with (e.g.
+	// delta.enableChangeDataFeed); a table that exists keeps its own.
+	TableProps map[string]string
+	Limits     Limits
 	// Workers encode parts of a batch (runs of its objects, see PartBytes) at once; default
 	// GOMAXPROCS. Each worker decodes its NDJSON objects in blocks on every core. It changes
 	// speed only: the data files a batch becomes do not depend on it.
@@ -334,18 +337,18 @@ func (x *Ingester) ensureTables(ctx context.Context, bronzeSchema *txlog.StructT
 		{x.bronze, bronzeSchema, x.opts.BronzePath},
 		{x.rejects, RejectsSchema(), x.opts.RejectsPath},
 	} {
-		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, x.opts.Schema, t.tbl == x.bronze); err != nil {
+		if err := ensureTable(ctx, t.tbl, t.name, t.schema, x.opts.Declared, x.opts.Schema, x.opts.TableProps, t.tbl == x.bronze); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ensureTable creates the table with schema when it is missing; bronze (isBronze) goes
-// through EnsureBronzeTable.
-func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, declared *txlog.StructType, policy SchemaPolicy, isBronze bool) error {
+// ensureTable creates the table with schema and props when it is missing; bronze (isBronze)
+// goes through EnsureBronzeTable.
+func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, declared *txlog.StructType, policy SchemaPolicy, props map[string]string, isBronze bool) error {
 	if isBronze {
-		return EnsureBronzeTable(ctx, tbl, name, schema, declared, policy)
+		return EnsureBronzeTable(ctx, tbl, name, schema, declared, policy, props)
 	}
 	_, err := tbl.Log().Snapshot(ctx)
 	if err == nil {
@@ -354,7 +357,7 @@ func ensureTable(ctx context.Context, tbl *table.Table, name string, schema, dec
 	if !errors.Is(err, txlog.ErrTableNotFound) {
 		return fmt.Errorf("bronze: open %s: %w", name, err)
 	}
-	if _, err := tbl.Create(ctx, schema, nil, nil); err != nil && !errors.Is(err, table.ErrTableExists) {
+	if _, err := tbl.Create(ctx, schema, nil, props); err != nil && !errors.Is(err, table.ErrTableExists) {
 		return fmt.Errorf("bronze: create %s: %w", name, err)
 	}
 	return nil

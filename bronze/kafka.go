@@ -61,6 +61,9 @@ type KafkaOptions struct {
 	Schema        SchemaPolicy // as IngestOptions.Schema
 	BronzePath    string
 	RejectsPath   string
+	// TableProps are the table properties bronze and rejects are created with
+	// (IngestOptions.TableProps).
+	TableProps map[string]string
 	// CheckpointPath holds this source's batches; it must not be a file ingest's checkpoint.
 	CheckpointPath string
 	Limits         Limits
@@ -141,6 +144,7 @@ func NewKafkaIngester(lake objstore.Bucket, opts KafkaOptions) (*KafkaIngester, 
 	}
 	base, err := NewIngester(lake, IngestOptions{
 		Format: opts.Format, Declared: opts.Declared, Schema: opts.Schema, BronzePath: opts.BronzePath, RejectsPath: opts.RejectsPath,
+		TableProps:     opts.TableProps,
 		CheckpointPath: opts.CheckpointPath, Limits: opts.Limits, Workers: opts.Workers, FlushRows: opts.FlushRows,
 		WriteOptions: opts.WriteOptions, OrderWait: opts.OrderWait, Logger: opts.Logger, Clock: opts.Clock,
 	})

@@ -300,6 +300,11 @@ type Tables struct {
 	Rejects string `yaml:"rejects"`
 	// Silver holds every valid event once. Default "silver/events".
 	Silver string `yaml:"silver"`
+	// ChangeDataFeed creates Bronze, Rejects and Silver with delta.enableChangeDataFeed
+	// (default false: the stream only appends to them, so their feed is their inserts, which
+	// a Delta stream reads as well). It applies when a table is created; an existing table
+	// keeps its property.
+	ChangeDataFeed bool `yaml:"change_data_feed,omitempty"`
 }
 
 // Stream is the streaming query.

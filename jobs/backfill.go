@@ -67,7 +67,7 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 	if cfg.Landing.Kind == config.LandingKafka {
 		want = bronze.KafkaBronzeSchema(declared)
 	}
-	if err := bronze.EnsureBronzeTable(ctx, bt, cfg.Tables.Bronze, want, declared, SchemaPolicy(cfg)); err != nil {
+	if err := bronze.EnsureBronzeTable(ctx, bt, cfg.Tables.Bronze, want, declared, SchemaPolicy(cfg), specs.SourceTables(cfg).TableProps(nil)); err != nil {
 		return rep, err
 	}
 	snap, err := bt.Latest(ctx)

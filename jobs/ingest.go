@@ -7,6 +7,7 @@ import (
 
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs/specs"
 )
 
 // Ingest moves new landing objects (or, for landing.kind kafka, the topics' records) into
@@ -72,6 +73,7 @@ func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error)
 		Schema:             SchemaPolicy(cfg),
 		BronzePath:         cfg.Tables.Bronze,
 		RejectsPath:        cfg.Tables.Rejects,
+		TableProps:         specs.SourceTables(cfg).TableProps(nil),
 		CheckpointPath:     IngestCheckpoint(cfg),
 		Limits: bronze.Limits{
 			MaxLineBytes:         int(cfg.Landing.MaxLineBytes.Bytes),

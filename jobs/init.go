@@ -98,10 +98,11 @@ func initSource(ctx context.Context, env Env, existed map[string]bool) error {
 	// An existing bronze table gets the columns added to `schema:` (or refuses a change it
 	// cannot take), as ingest would, so that silver below follows it.
 	btbl := table.Open(objstore.WithPrefix(env.Lake, cfg.Tables.Bronze), table.Options{Clock: env.clock})
-	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared, SchemaPolicy(cfg)); err != nil {
+	props := specs.SourceTables(cfg).TableProps(nil)
+	if err := bronze.EnsureBronzeTable(ctx, btbl, cfg.Tables.Bronze, bronzeSchema, declared, SchemaPolicy(cfg), props); err != nil {
 		return fmt.Errorf("jobs: init: %w", err)
 	}
-	if err := createTable(ctx, env, cfg.Tables.Rejects, bronze.RejectsSchema(), existed); err != nil {
+	if err := createTableWith(ctx, env, cfg.Tables.Rejects, bronze.RejectsSchema(), props, existed); err != nil {
 		return err
 	}
 	// Silver, quarantine and gold follow from bronze's schema, as the stream derives them.

@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/gen"
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/kafka"
 	"github.com/medallion-lake/medallion/report"
 )
@@ -33,6 +34,9 @@ type KafkaSource struct {
 	BronzePath     string
 	RejectsPath    string
 	CheckpointPath string
+	// TableProps are the table properties bronze and rejects are created with
+	// (spec.Tables.TableProps).
+	TableProps map[string]string
 	// Policy is what a changed Schema may do to the existing bronze table (SchemaPolicy).
 	Policy bronze.SchemaPolicy
 }
@@ -40,7 +44,8 @@ type KafkaSource struct {
 // topLevelKafkaSource is the single-source form's Kafka source.
 func topLevelKafkaSource(cfg *config.Pipeline) KafkaSource {
 	return KafkaSource{Landing: cfg.Landing, Schema: cfg.Schema, BronzePath: cfg.Tables.Bronze,
-		RejectsPath: cfg.Tables.Rejects, CheckpointPath: KafkaCheckpoint(cfg), Policy: SchemaPolicy(cfg)}
+		RejectsPath: cfg.Tables.Rejects, CheckpointPath: KafkaCheckpoint(cfg), Policy: SchemaPolicy(cfg),
+		TableProps: specs.SourceTables(cfg).TableProps(nil)}
 }
 
 // NewKafkaIngester builds the ingester of a Kafka source, with TLS and SASL from the environment.
@@ -77,6 +82,7 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 		Schema:               src.Policy,
 		BronzePath:           src.BronzePath,
 		RejectsPath:          src.RejectsPath,
+		TableProps:           src.TableProps,
 		CheckpointPath:       src.CheckpointPath,
 		Limits:               bronze.Limits{MaxLineBytes: int(src.Landing.MaxLineBytes.Bytes)},
 		Logger:               env.Logger,

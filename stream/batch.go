@@ -528,8 +528,8 @@ func (r *sourceQuery) ensureTables(ctx context.Context) error {
 	}
 	defs := queryDefinedTables(r.q, r.t.silver, r.t.golds)
 	var o outputs
-	o.add(outTable{t: r.t.silver, schema: r.ops.plan.silver, path: r.q.Tables.Silver, evolve: true, props: defs[0].def.props(), name: "silver", kind: txlog.WriteAppend})
-	o.add(outTable{t: r.t.rejects, schema: bronze.RejectsSchema(), path: r.q.Tables.Rejects, name: "rejects", kind: txlog.WriteAppend})
+	o.add(outTable{t: r.t.silver, schema: r.ops.plan.silver, path: r.q.Tables.Silver, evolve: true, props: r.q.Tables.TableProps(defs[0].def.props()), name: "silver", kind: txlog.WriteAppend})
+	o.add(outTable{t: r.t.rejects, schema: bronze.RejectsSchema(), path: r.q.Tables.Rejects, props: r.q.Tables.TableProps(nil), name: "rejects", kind: txlog.WriteAppend})
 	o.addAggs(r.ops.plan.aggs, r.t.golds, r.t.quars, defs[1:], true)
 	if err := r.checkPinnedTypes(ctx); err != nil {
 		return err

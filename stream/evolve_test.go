@@ -34,7 +34,7 @@ func TestInputGainsColumnsWhileRunning(t *testing.T) {
 	grown := declared()
 	grown.Fields = append(grown.Fields, txlog.StructField{Name: "country", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true})
 	bt := table.Open(objstore.WithPrefix(lake, "bronze/events"), table.Options{})
-	if err := bronze.EnsureBronzeTable(ctx, bt, "bronze/events", bronze.BronzeSchema(grown), grown, bronze.SchemaPolicy{}); err != nil {
+	if err := bronze.EnsureBronzeTable(ctx, bt, "bronze/events", bronze.BronzeSchema(grown), grown, bronze.SchemaPolicy{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := pq.NewBatch(bronze.BronzeSchema(grown))

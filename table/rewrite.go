@@ -62,7 +62,10 @@ type Rewrite struct {
 	// held and the rows written (deletes and inserts; copied rows give nothing), reading the
 	// replaced files File did not read. Either way a rewrite whose change rows are none only
 	// moved rows: its adds and removes are committed with dataChange=false, so that readers
-	// of the feed see nothing. NoDataChange rewrites write no change rows.
+	// of the feed see nothing. A NoDataChange rewrite writes the change rows of Changes
+	// alone (none without it): a backfill that moves values between the columns of a table
+	// with the feed on records each row it moves as an update pair there, while its adds and
+	// removes stay dataChange=false for the table's streaming readers.
 	Changes *ChangeWriter
 }
 
@@ -260,11 +263,14 @@ type rewriteChanges struct {
 }
 
 func (t *Table) rewriteChanges(snap *txlog.Snapshot, schema *txlog.StructType, rw Rewrite) (*rewriteChanges, error) {
-	if !ChangeFeedOn(snap) || rw.NoDataChange {
+	if !ChangeFeedOn(snap) {
 		return &rewriteChanges{}, nil
 	}
 	if rw.Changes != nil {
 		return &rewriteChanges{on: true, w: rw.Changes}, nil
+	}
+	if rw.NoDataChange {
+		return &rewriteChanges{}, nil
 	}
 	w, err := t.newChangeWriter(snap, schema)
 	if err != nil {

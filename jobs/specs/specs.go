@@ -15,9 +15,8 @@ import (
 func Query(cfg *config.Pipeline) spec.Query {
 	s := &cfg.Stream
 	q := spec.Query{
-		Name: s.Name,
-		Tables: spec.Tables{Bronze: cfg.Tables.Bronze, Silver: cfg.Tables.Silver, Rejects: cfg.Tables.Rejects,
-			Checkpoint: s.Checkpoint},
+		Name:              s.Name,
+		Tables:            SourceTables(cfg),
 		Rules:             silver.Rules{EventTime: s.EventTime, MaxFutureSkew: s.MaxFutureSkew.Duration},
 		Dedup:             s.Dedup,
 		Watermark:         spec.Watermark{Delay: s.Watermark.Duration, Set: s.Watermark.IsSet()},
@@ -41,6 +40,13 @@ func Query(cfg *config.Pipeline) spec.Query {
 		q.Gold = append(q.Gold, aggregation(g))
 	}
 	return q
+}
+
+// SourceTables are the tables of cfg's top-level source (a source's view: config ForSource),
+// with the properties they are created with (spec.Tables.TableProps).
+func SourceTables(cfg *config.Pipeline) spec.Tables {
+	return spec.Tables{Bronze: cfg.Tables.Bronze, Silver: cfg.Tables.Silver, Rejects: cfg.Tables.Rejects,
+		Checkpoint: cfg.Stream.Checkpoint, ChangeDataFeed: cfg.Tables.ChangeDataFeed}
 }
 
 // Queries are the streaming queries of every source, the top-level one first, each with its own

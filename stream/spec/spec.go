@@ -44,6 +44,18 @@ type Tables struct {
 	Bronze, Silver, Rejects string
 	// Checkpoint is the stream's checkpoint folder.
 	Checkpoint string
+	// ChangeDataFeed creates bronze, rejects and silver with the change data feed (config
+	// tables.change_data_feed: true; TableProps); the zero value creates them without. A
+	// table that exists keeps what it has.
+	ChangeDataFeed bool
+}
+
+// TableProps are the table properties the query's bronze, rejects and silver are created
+// with: props (silver's definition, nil for the others) plus delta.enableChangeDataFeed=true
+// when t.ChangeDataFeed. Every creation of them goes through it (ingest, the stream, medallion
+// init), so that they agree.
+func (t Tables) TableProps(props map[string]string) map[string]string {
+	return CreateProps(props, !t.ChangeDataFeed)
 }
 
 // Watermark is the event-time watermark's delay; unset: no watermark.
