@@ -124,10 +124,16 @@ def test_medallion_and_deltars_append_concurrently_on_minio(mkdelta_bin, deltala
     theirs = [event(i, "delta-rs") for i in range(200, 215)]
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
 
+    # delta-rs gives up after 15 lost races by default; two mkdelta writers committing a row at a
+    # time on a loaded machine can win 15 in a row (seen once in CI). Every lost race is still
+    # a retry at the next version, which is what the test is about, so let it retry on.
+    retry_on = deltalake.CommitProperties(max_commit_retries=10_000)
+
     def deltars_writer():
         for r in theirs:
             deltalake.write_deltalake(url, pa.Table.from_pylist([r], schema=schema),
-                                      mode="append", storage_options=s3["options"])
+                                      mode="append", storage_options=s3["options"],
+                                      commit_properties=retry_on)
 
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         jobs = [pool.submit(mk.append, url, ours[k::2], EVENTS, True) for k in range(2)]
