@@ -310,3 +310,73 @@ func TestV2ParquetCheckpointWithSidecars(t *testing.T) {
 		t.Errorf("checkpoint of a v2 table: %v", err)
 	}
 }
+
+// Cleanup lists only the range that can expire: after the versions an earlier cleanup deleted,
+// up to the first file newer than the cut-off, however long the log.
+func TestCleanupIncremental(t *testing.T) {
+	ctx := context.Background()
+	m := mem.New()
+	c := &countingBucket{Bucket: m}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := fastLog(c, Options{Clock: func() time.Time { return now }, NoAutoCheckpoint: true})
+	createTable(t, l, false, nil)
+	for i := 1; i <= 40; i++ {
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd(fmt.Sprintf("f%d", i), "x"))
+		v, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v%10 == 0 {
+			if err := l.Checkpoint(ctx, mustSnapshot(t, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	age := func(upTo int64) { // versions 0..upTo become 40 days old
+		t.Helper()
+		for info, err := range m.List(ctx, LogDir, objstore.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := parseLogName(info.Key); f.kind != kindUnknown && f.version <= upTo {
+				if err := m.SetModTime(info.Key, now.Add(-40*24*time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	cleanup := func(want int) (listed int64, start string) {
+		t.Helper()
+		snap := mustSnapshot(t, l)
+		c.listed.Store(0)
+		c.starts = nil
+		n, err := l.Cleanup(ctx, snap)
+		if err != nil || n != want {
+			t.Fatalf("cleanup deleted %d files (%v), want %d", n, err, want)
+		}
+		return c.listed.Load(), c.starts[len(c.starts)-1]
+	}
+	age(15)
+	// Commits 0..9 go; the listing stops at the first recent file, 16's commit.
+	if listed, _ := cleanup(10); listed > 18 {
+		t.Errorf("first cleanup listed %d entries, want at most the 17 files of versions 0..15 and one more", listed)
+	}
+	// Nothing new expired: the next listing starts at version 10 and stops at 16 again.
+	listed, start := cleanup(0)
+	if start != versionsBefore(10) || listed > 8 {
+		t.Errorf("second cleanup listed %d entries from %q, want at most 8 from %q", listed, start, versionsBefore(10))
+	}
+	age(27)
+	// The newest expired checkpoint is now 20: commits 10..19 and checkpoint 10 go.
+	cleanup(11)
+	for v := int64(0); v <= 40; v++ {
+		_, err := m.Stat(ctx, CommitKey(v))
+		if gone := errors.Is(err, objstore.ErrNotFound); gone != (v < 20) {
+			t.Errorf("commit %d gone=%v", v, gone)
+		}
+	}
+	if s, err := l.SnapshotAt(ctx, 20); err != nil || s.Version() != 20 {
+		t.Errorf("SnapshotAt(20) after cleanup: %v", err)
+	}
+}

@@ -253,7 +253,7 @@ func (l *Log) Checkpoint(ctx context.Context, snap *Snapshot) error {
 
 // afterCommit writes a checkpoint every delta.checkpointInterval versions and cleans up
 // expired log files. Failures are logged: the commit has already succeeded.
-func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
+func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata, read *Snapshot) {
 	if !l.checkpoints || version == 0 {
 		return
 	}
@@ -266,7 +266,7 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
 	if version%interval != 0 {
 		return
 	}
-	snap, err := l.SnapshotAt(ctx, version)
+	snap, err := l.committedSnapshot(ctx, version, read)
 	if err == nil {
 		err = l.Checkpoint(ctx, snap)
 	}
@@ -282,9 +282,26 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
 	}
 }
 
+// committedSnapshot is the snapshot of the version just committed: read (the transaction's
+// snapshot) brought up to it by Refresh, which replays only the commits since, or a load of
+// that version when others committed after it.
+func (l *Log) committedSnapshot(ctx context.Context, version int64, read *Snapshot) (*Snapshot, error) {
+	if read != nil {
+		if snap, err := l.Refresh(ctx, read); err == nil && snap.version == version {
+			return snap, nil
+		}
+	}
+	return l.SnapshotAt(ctx, version)
+}
+
 // Cleanup deletes commits, checkpoints and .crc files older than the newest checkpoint that is
 // itself older than delta.logRetentionDuration (30 days by default), oldest first. It returns
 // the number of files deleted. Data files are never touched.
+//
+// Its cost follows what can expire, not the table's age. Commit times only grow with the
+// version (Delta monotonizes them), so the first log file newer than the cut-off ends the
+// range that can expire: the listing stops there, and starts after the versions an earlier
+// cleanup of this Log deleted. The file backend stats only the entries the listing yields.
 func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 	if err := CheckWrite(snap.protocol, snap.metadata, WriteLog); err != nil {
 		return 0, err
@@ -294,40 +311,55 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		return 0, err
 	}
 	cutoff := l.now().Add(-retention).UnixMilli()
-	var all []logFile
-	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{}) {
+	from := l.cleanedBelow.Load()
+	var expired []logFile
+	keep := int64(-1)
+	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{StartAfter: versionsBefore(from)}) {
 		if err != nil {
 			return 0, fmt.Errorf("txlog: list %s: %w", LogDir, err)
 		}
 		lf := parseLogName(info.Key)
-		lf.modMs = info.ModTime.UnixMilli()
-		if lf.kind != kindUnknown {
-			all = append(all, lf)
+		if lf.kind == kindUnknown {
+			continue
 		}
-	}
-	keep := int64(-1)
-	for _, f := range all {
-		if f.kind == kindCheckpointClassic && f.modMs <= cutoff && f.version <= snap.version {
-			keep = max(keep, f.version)
+		if lf.modMs = info.ModTime.UnixMilli(); lf.modMs > cutoff || lf.version > snap.version {
+			break
 		}
+		if lf.kind == kindCheckpointClassic {
+			keep = max(keep, lf.version)
+		}
+		expired = append(expired, lf)
 	}
 	if keep <= 0 {
 		return 0, nil
 	}
 	deleted := 0
-	for _, f := range all {
-		if f.version >= keep || f.modMs > cutoff {
-			continue
+	for _, f := range expired {
+		if f.version >= keep {
+			break
 		}
-		switch f.kind {
-		case kindCommit, kindCheckpointClassic, kindCheckpointPart, kindCheckpointV2, kindCRC, kindCompacted:
-			if err := l.bucket.Delete(ctx, f.key); err != nil {
-				return deleted, fmt.Errorf("txlog: delete %s: %w", f.key, err)
-			}
-			deleted++
+		if err := l.bucket.Delete(ctx, f.key); err != nil {
+			return deleted, fmt.Errorf("txlog: delete %s: %w", f.key, err)
+		}
+		deleted++
+	}
+	for {
+		// Another cleanup of this Log may have got further meanwhile: never move back.
+		old := l.cleanedBelow.Load()
+		if old >= keep || l.cleanedBelow.CompareAndSwap(old, keep) {
+			break
 		}
 	}
 	return deleted, nil
+}
+
+// versionsBefore is the listing start key that skips every log file of the versions below v:
+// "%020d/" sorts after all of version v-1's files ("%020d.…", '.' < '/') and before v's.
+func versionsBefore(v int64) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s%020d/", LogDir, v-1)
 }
 
 // durationProperty reads a Spark interval property ("interval 30 days", "7 days", "1 week").

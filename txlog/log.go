@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -40,6 +41,7 @@ type Log struct {
 	checkpoints      bool
 	unsafeCommits    bool
 	fetchParallelism int
+	cleanedBelow     atomic.Int64 // log files below this version are gone (Cleanup got this far)
 }
 
 // Options configure a Log. The zero value means the defaults, which withDefaults fills in.
