@@ -333,20 +333,20 @@ func TestCleanupIncremental(t *testing.T) {
 			}
 		}
 	}
-	age := func(upTo int64) { // versions 0..upTo become 40 days old
+	setAge := func(from, to int64, age time.Duration) {
 		t.Helper()
 		for info, err := range m.List(ctx, LogDir, objstore.ListOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f := parseLogName(info.Key); f.kind != kindUnknown && f.version <= upTo {
-				if err := m.SetModTime(info.Key, now.Add(-40*24*time.Hour)); err != nil {
+			if f := parseLogName(info.Key); f.kind != kindUnknown && f.version >= from && f.version <= to {
+				if err := m.SetModTime(info.Key, now.Add(-age)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
-	cleanup := func(want int) (listed int64, start string) {
+	cleanup := func(want int) (listed int64, starts []string) {
 		t.Helper()
 		snap := mustSnapshot(t, l)
 		c.listed.Store(0)
@@ -355,21 +355,25 @@ func TestCleanupIncremental(t *testing.T) {
 		if err != nil || n != want {
 			t.Fatalf("cleanup deleted %d files (%v), want %d", n, err, want)
 		}
-		return c.listed.Load(), c.starts[len(c.starts)-1]
+		return c.listed.Load(), c.starts
 	}
-	age(15)
-	// Commits 0..9 go; the listing stops at the first recent file, 16's commit.
+	setAge(0, 15, 40*24*time.Hour)
+	setAge(16, 27, 20*24*time.Hour)
+	// Commits 0..9 go; the listing stops at the first file within the retention, 16's commit.
 	if listed, _ := cleanup(10); listed > 18 {
 		t.Errorf("first cleanup listed %d entries, want at most the 17 files of versions 0..15 and one more", listed)
 	}
-	// Nothing new expired: the next listing starts at version 10 and stops at 16 again.
-	listed, start := cleanup(0)
-	if start != versionsBefore(10) || listed > 8 {
-		t.Errorf("second cleanup listed %d entries from %q, want at most 8 from %q", listed, start, versionsBefore(10))
+	// Nothing new can expire before 16's commit does: no listing at all.
+	if listed, starts := cleanup(0); len(starts) != 0 || listed != 0 {
+		t.Errorf("second cleanup listed %d entries from %q, want none", listed, starts)
 	}
-	age(27)
-	// The newest expired checkpoint is now 20: commits 10..19 and checkpoint 10 go.
-	cleanup(11)
+	// 15 days later versions 16..27 are past the retention: the newest expired checkpoint is
+	// 20, so commits 10..19 and checkpoint 10 go; the listing starts at 10 and stops at 28.
+	now = now.Add(15 * 24 * time.Hour)
+	listed, starts := cleanup(11)
+	if len(starts) != 1 || starts[0] != versionsBefore(10) || listed > 21 {
+		t.Errorf("third cleanup listed %d entries from %q, want at most 21 from %q", listed, starts, versionsBefore(10))
+	}
 	for v := int64(0); v <= 40; v++ {
 		_, err := m.Stat(ctx, CommitKey(v))
 		if gone := errors.Is(err, objstore.ErrNotFound); gone != (v < 20) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -311,9 +312,12 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		return 0, err
 	}
 	cutoff := l.now().Add(-retention).UnixMilli()
-	from := l.cleanedBelow.Load()
+	if cutoff < l.cleanup.nextExpiry.Load() {
+		return 0, nil // the file an earlier cleanup stopped at is still too young: nothing is
+	}
+	from := l.cleanup.below.Load()
 	var expired []logFile
-	keep := int64(-1)
+	keep, first := int64(-1), int64(-1)
 	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{StartAfter: versionsBefore(from)}) {
 		if err != nil {
 			return 0, fmt.Errorf("txlog: list %s: %w", LogDir, err)
@@ -322,7 +326,14 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		if lf.kind == kindUnknown {
 			continue
 		}
-		if lf.modMs = info.ModTime.UnixMilli(); lf.modMs > cutoff || lf.version > snap.version {
+		if first < 0 {
+			first = lf.version // none of the versions before it is left
+		}
+		if lf.modMs = info.ModTime.UnixMilli(); lf.version > snap.version {
+			break
+		}
+		if lf.modMs > cutoff {
+			l.cleanup.nextExpiry.Store(lf.modMs)
 			break
 		}
 		if lf.kind == kindCheckpointClassic {
@@ -331,6 +342,7 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		expired = append(expired, lf)
 	}
 	if keep <= 0 {
+		l.cleanup.advance(first)
 		return 0, nil
 	}
 	deleted := 0
@@ -343,14 +355,26 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		}
 		deleted++
 	}
+	l.cleanup.advance(keep)
+	return deleted, nil
+}
+
+// cleanupMark is how far a Log's cleanups got, so that the next one reads only what can
+// expire. Both marks only grow: a table that went back (restored) keeps some expired files
+// until a new Log cleans it, which costs space, never a needed file.
+type cleanupMark struct {
+	below      atomic.Int64 // no log file of a version below it is left
+	nextExpiry atomic.Int64 // ms: the oldest file left is not older (commit times only grow)
+}
+
+// advance raises below to v; another cleanup of this Log may have got further meanwhile.
+func (c *cleanupMark) advance(v int64) {
 	for {
-		// Another cleanup of this Log may have got further meanwhile: never move back.
-		old := l.cleanedBelow.Load()
-		if old >= keep || l.cleanedBelow.CompareAndSwap(old, keep) {
-			break
+		old := c.below.Load()
+		if old >= v || c.below.CompareAndSwap(old, v) {
+			return
 		}
 	}
-	return deleted, nil
 }
 
 // versionsBefore is the listing start key that skips every log file of the versions below v:

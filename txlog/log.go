@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -41,7 +40,7 @@ type Log struct {
 	checkpoints      bool
 	unsafeCommits    bool
 	fetchParallelism int
-	cleanedBelow     atomic.Int64 // log files below this version are gone (Cleanup got this far)
+	cleanup          cleanupMark
 }
 
 // Options configure a Log. The zero value means the defaults, which withDefaults fills in.
