@@ -524,8 +524,11 @@ func (w *walker) walk(dir, filter string) bool {
 				return false
 			}
 		case !e.info.Mode().IsRegular() || full <= w.startAfter || !strings.HasPrefix(full, w.prefix):
-		case !w.yield(objstore.ObjectInfo{Key: full, Size: e.info.Size(), ModTime: e.info.ModTime()}, nil):
-			return false
+			// not an object, or not in the listing
+		default:
+			if !w.yield(objstore.ObjectInfo{Key: full, Size: e.info.Size(), ModTime: e.info.ModTime()}, nil) {
+				return false
+			}
 		}
 	}
 	return true
