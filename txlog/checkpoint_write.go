@@ -316,6 +316,14 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		return 0, nil // the file an earlier cleanup stopped at is still too young: nothing is
 	}
 	from := l.cleanup.below.Load()
+	if l.cleanup.nextExpiry.Load() == 0 {
+		// This Log's first cleanup: when the oldest version it may delete is still within
+		// the retention (a table younger than it), one stat says so without a listing.
+		if info, err := l.bucket.Stat(ctx, CommitKey(from)); err == nil && info.ModTime.UnixMilli() > cutoff {
+			l.cleanup.nextExpiry.Store(info.ModTime.UnixMilli())
+			return 0, nil
+		}
+	}
 	var expired []logFile
 	keep, first := int64(-1), int64(-1)
 	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{StartAfter: versionsBefore(from)}) {
