@@ -83,7 +83,9 @@ func (t *Table) Latest(ctx context.Context) (*txlog.Snapshot, error) {
 		return nil, err
 	}
 	t.mu.Lock()
-	if t.latest == nil || snap.Version() > t.latest.Version() {
+	// Keep the newest snapshot; one older than the one refreshed from means the table went
+	// back (restored or replaced, which Refresh detected): drop what was kept.
+	if t.latest == nil || snap.Version() > t.latest.Version() || (t.latest == prev && snap.Version() < prev.Version()) {
 		t.latest = snap
 	}
 	t.mu.Unlock()

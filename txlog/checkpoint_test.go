@@ -310,3 +310,84 @@ func TestV2ParquetCheckpointWithSidecars(t *testing.T) {
 		t.Errorf("checkpoint of a v2 table: %v", err)
 	}
 }
+
+// Cleanup lists only the range that can expire: after the versions an earlier cleanup deleted,
+// up to the first file newer than the cut-off, however long the log.
+func TestCleanupIncremental(t *testing.T) {
+	ctx := context.Background()
+	m := mem.New()
+	c := &countingBucket{Bucket: m}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := fastLog(c, Options{Clock: func() time.Time { return now }, NoAutoCheckpoint: true})
+	createTable(t, l, false, nil)
+	for i := 1; i <= 40; i++ {
+		tx := l.Begin(mustSnapshot(t, l))
+		tx.Add(fileAdd(fmt.Sprintf("f%d", i), "x"))
+		v, err := tx.Commit(ctx, Operation{Name: "WRITE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v%10 == 0 {
+			if err := l.Checkpoint(ctx, mustSnapshot(t, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setAge := func(from, to int64, age time.Duration) {
+		t.Helper()
+		for info, err := range m.List(ctx, LogDir, objstore.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := parseLogName(info.Key); f.kind != kindUnknown && f.version >= from && f.version <= to {
+				if err := m.SetModTime(info.Key, now.Add(-age)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	cleanup := func(want int) (listed int64, starts []string) {
+		t.Helper()
+		snap := mustSnapshot(t, l)
+		c.listed.Store(0)
+		c.starts = nil
+		n, err := l.Cleanup(ctx, snap)
+		if err != nil || n != want {
+			t.Fatalf("cleanup deleted %d files (%v), want %d", n, err, want)
+		}
+		return c.listed.Load(), c.starts
+	}
+	// While the table is younger than the retention, a stat of commit 0 is all cleanup reads.
+	young := fastLog(c, Options{Clock: func() time.Time { return now }, NoAutoCheckpoint: true})
+	snap := mustSnapshot(t, young)
+	c.lists.Store(0)
+	if n, err := young.Cleanup(ctx, snap); err != nil || n != 0 || c.lists.Load() != 0 {
+		t.Errorf("cleanup of a young table: %d deleted (%v), %d listings; want none", n, err, c.lists.Load())
+	}
+	setAge(0, 15, 40*24*time.Hour)
+	setAge(16, 27, 20*24*time.Hour)
+	// Commits 0..9 go; the listing stops at the first file within the retention, 16's commit.
+	if listed, _ := cleanup(10); listed > 18 {
+		t.Errorf("first cleanup listed %d entries, want at most the 17 files of versions 0..15 and one more", listed)
+	}
+	// Nothing new can expire before 16's commit does: no listing at all.
+	if listed, starts := cleanup(0); len(starts) != 0 || listed != 0 {
+		t.Errorf("second cleanup listed %d entries from %q, want none", listed, starts)
+	}
+	// 15 days later versions 16..27 are past the retention: the newest expired checkpoint is
+	// 20, so commits 10..19 and checkpoint 10 go; the listing starts at 10 and stops at 28.
+	now = now.Add(15 * 24 * time.Hour)
+	listed, starts := cleanup(11)
+	if len(starts) != 1 || starts[0] != versionsBefore(10) || listed > 21 {
+		t.Errorf("third cleanup listed %d entries from %q, want at most 21 from %q", listed, starts, versionsBefore(10))
+	}
+	for v := int64(0); v <= 40; v++ {
+		_, err := m.Stat(ctx, CommitKey(v))
+		if gone := errors.Is(err, objstore.ErrNotFound); gone != (v < 20) {
+			t.Errorf("commit %d gone=%v", v, gone)
+		}
+	}
+	if s, err := l.SnapshotAt(ctx, 20); err != nil || s.Version() != 20 {
+		t.Errorf("SnapshotAt(20) after cleanup: %v", err)
+	}
+}

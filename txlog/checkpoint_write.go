@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -253,7 +254,7 @@ func (l *Log) Checkpoint(ctx context.Context, snap *Snapshot) error {
 
 // afterCommit writes a checkpoint every delta.checkpointInterval versions and cleans up
 // expired log files. Failures are logged: the commit has already succeeded.
-func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
+func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata, read *Snapshot) {
 	if !l.checkpoints || version == 0 {
 		return
 	}
@@ -266,7 +267,7 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
 	if version%interval != 0 {
 		return
 	}
-	snap, err := l.SnapshotAt(ctx, version)
+	snap, err := l.committedSnapshot(ctx, version, read)
 	if err == nil {
 		err = l.Checkpoint(ctx, snap)
 	}
@@ -282,9 +283,26 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata) {
 	}
 }
 
+// committedSnapshot is the snapshot of the version just committed: read (the transaction's
+// snapshot) brought up to it by Refresh, which replays only the commits since, or a load of
+// that version when others committed after it.
+func (l *Log) committedSnapshot(ctx context.Context, version int64, read *Snapshot) (*Snapshot, error) {
+	if read != nil {
+		if snap, err := l.Refresh(ctx, read); err == nil && snap.version == version {
+			return snap, nil
+		}
+	}
+	return l.SnapshotAt(ctx, version)
+}
+
 // Cleanup deletes commits, checkpoints and .crc files older than the newest checkpoint that is
 // itself older than delta.logRetentionDuration (30 days by default), oldest first. It returns
 // the number of files deleted. Data files are never touched.
+//
+// Its cost follows what can expire, not the table's age. Commit times only grow with the
+// version (Delta monotonizes them), so the first log file newer than the cut-off ends the
+// range that can expire: the listing stops there, and starts after the versions an earlier
+// cleanup of this Log deleted. The file backend stats only the entries the listing yields.
 func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 	if err := CheckWrite(snap.protocol, snap.metadata, WriteLog); err != nil {
 		return 0, err
@@ -294,40 +312,86 @@ func (l *Log) Cleanup(ctx context.Context, snap *Snapshot) (int, error) {
 		return 0, err
 	}
 	cutoff := l.now().Add(-retention).UnixMilli()
-	var all []logFile
-	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{}) {
+	if cutoff < l.cleanup.nextExpiry.Load() {
+		return 0, nil // the file an earlier cleanup stopped at is still too young: nothing is
+	}
+	from := l.cleanup.below.Load()
+	if l.cleanup.nextExpiry.Load() == 0 {
+		// This Log's first cleanup: when the oldest version it may delete is still within
+		// the retention (a table younger than it), one stat says so without a listing.
+		if info, err := l.bucket.Stat(ctx, CommitKey(from)); err == nil && info.ModTime.UnixMilli() > cutoff {
+			l.cleanup.nextExpiry.Store(info.ModTime.UnixMilli())
+			return 0, nil
+		}
+	}
+	var expired []logFile
+	keep, first := int64(-1), int64(-1)
+	for info, err := range l.bucket.List(ctx, LogDir, objstore.ListOptions{StartAfter: versionsBefore(from)}) {
 		if err != nil {
 			return 0, fmt.Errorf("txlog: list %s: %w", LogDir, err)
 		}
 		lf := parseLogName(info.Key)
-		lf.modMs = info.ModTime.UnixMilli()
-		if lf.kind != kindUnknown {
-			all = append(all, lf)
+		if lf.kind == kindUnknown {
+			continue
 		}
-	}
-	keep := int64(-1)
-	for _, f := range all {
-		if f.kind == kindCheckpointClassic && f.modMs <= cutoff && f.version <= snap.version {
-			keep = max(keep, f.version)
+		if first < 0 {
+			first = lf.version // none of the versions before it is left
 		}
+		if lf.modMs = info.ModTime.UnixMilli(); lf.version > snap.version {
+			break
+		}
+		if lf.modMs > cutoff {
+			l.cleanup.nextExpiry.Store(lf.modMs)
+			break
+		}
+		if lf.kind == kindCheckpointClassic {
+			keep = max(keep, lf.version)
+		}
+		expired = append(expired, lf)
 	}
 	if keep <= 0 {
+		l.cleanup.advance(first)
 		return 0, nil
 	}
 	deleted := 0
-	for _, f := range all {
-		if f.version >= keep || f.modMs > cutoff {
-			continue
+	for _, f := range expired {
+		if f.version >= keep {
+			break
 		}
-		switch f.kind {
-		case kindCommit, kindCheckpointClassic, kindCheckpointPart, kindCheckpointV2, kindCRC, kindCompacted:
-			if err := l.bucket.Delete(ctx, f.key); err != nil {
-				return deleted, fmt.Errorf("txlog: delete %s: %w", f.key, err)
-			}
-			deleted++
+		if err := l.bucket.Delete(ctx, f.key); err != nil {
+			return deleted, fmt.Errorf("txlog: delete %s: %w", f.key, err)
+		}
+		deleted++
+	}
+	l.cleanup.advance(keep)
+	return deleted, nil
+}
+
+// cleanupMark is how far a Log's cleanups got, so that the next one reads only what can
+// expire. Both marks only grow: a table that went back (restored) keeps some expired files
+// until a new Log cleans it, which costs space, never a needed file.
+type cleanupMark struct {
+	below      atomic.Int64 // no log file of a version below it is left
+	nextExpiry atomic.Int64 // ms: the oldest file left is not older (commit times only grow)
+}
+
+// advance raises below to v; another cleanup of this Log may have got further meanwhile.
+func (c *cleanupMark) advance(v int64) {
+	for {
+		old := c.below.Load()
+		if old >= v || c.below.CompareAndSwap(old, v) {
+			return
 		}
 	}
-	return deleted, nil
+}
+
+// versionsBefore is the listing start key that skips every log file of the versions below v:
+// "%020d/" sorts after all of version v-1's files ("%020d.…", '.' < '/') and before v's.
+func versionsBefore(v int64) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s%020d/", LogDir, v-1)
 }
 
 // durationProperty reads a Spark interval property ("interval 30 days", "7 days", "1 week").

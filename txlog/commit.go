@@ -446,7 +446,7 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 		if err == nil {
 			tx.done = true
 			l.logger.Debug("txlog: committed", "version", version, "operation", op.Name, "attempts", attempt)
-			l.afterCommit(ctx, version, m)
+			l.afterCommit(ctx, version, m, tx.read)
 			return version, nil
 		}
 		// Lost the race: check every winner from version to the latest.
@@ -461,7 +461,7 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 			// An earlier attempt whose put reported an error (and was not yet visible when read
 			// back) did land: committing again would apply the actions twice.
 			tx.done = true
-			l.afterCommit(ctx, mine, m)
+			l.afterCommit(ctx, mine, m, tx.read)
 			return mine, nil
 		}
 		lastICT = max(lastICT, ictSeen)

@@ -13,7 +13,12 @@
 //   - Add.Path and Remove.Path are URI-decoded once: they are object keys relative to the table
 //     root (or absolute URIs). JSON encoding re-encodes them, keeping another writer's exact
 //     encoding when it still decodes to the same path.
-//   - Snapshots are immutable and safe to share; Refresh brings one up to date cheaply.
+//   - Snapshots are immutable and safe to share; Refresh brings one up to date reading only
+//     the commits after it (no listing), and loads the table afresh when it went back (the
+//     snapshot's version is gone: restored from a backup, created again).
+//   - Costs do not grow with the log's length: a load starts at _last_checkpoint and lists
+//     after it, a refresh reads the new commits, and log cleanup lists only the range that can
+//     expire.
 //   - A Transaction records what it read (ReadWholeTable, ReadPredicate, ReadFiles; removing a
 //     file counts as reading it). Blind appends (only adds, nothing read) never conflict and
 //     retry up to 100 times; other transactions retry up to 10 times after passing Delta's

@@ -40,6 +40,7 @@ type Log struct {
 	checkpoints      bool
 	unsafeCommits    bool
 	fetchParallelism int
+	cleanup          cleanupMark
 }
 
 // Options configure a Log. The zero value means the defaults, which withDefaults fills in.

@@ -2,33 +2,51 @@ package txlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/medallion-lake/medallion/objstore"
 )
 
 // Refresh returns the latest snapshot by replaying only the commits after prev (nil: a full
-// load). A long-running reader (the stream, a committer that lost a race) pays for the new
-// commits instead of the whole log. When the commits after prev are not all there (cleaned
-// up, or a gap) it falls back to a full load.
+// load). A long-running reader (the stream, a writer between batches) pays for the new commits
+// instead of the whole log, whatever the table's age: it asks for the commit files after prev's
+// version one by one (commits are created with put-if-absent, so they appear in order), which
+// costs a request per new commit plus one, where a listing would read every name of
+// _delta_log on a file system.
+//
+// A table restored from an older backup or replaced since prev no longer holds prev's commit:
+// Refresh then loads the table afresh, and the snapshot it returns may be older than prev,
+// which callers that keep snapshots must take as the table's state (ErrTableBehind checks
+// compare against it). A gap right after the commits found ends the refresh there; a full load
+// reports it (ErrNotContiguous).
 func (l *Log) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	if prev == nil {
 		return l.Snapshot(ctx)
 	}
-	files, err := l.list(ctx, fmt.Sprintf("%s%020d.json", LogDir, prev.version))
-	if err != nil {
-		return nil, err
-	}
 	var commits []logFile
-	for _, f := range files {
-		if f.kind != kindCommit {
-			continue
+	for v := prev.version + 1; ; v++ {
+		key := CommitKey(v)
+		info, err := l.bucket.Stat(ctx, key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			break
 		}
-		if f.version != prev.version+1+int64(len(commits)) {
-			return l.load(ctx, -1)
+		if err != nil {
+			return nil, fmt.Errorf("txlog: stat %s: %w", key, err)
 		}
-		commits = append(commits, f)
+		commits = append(commits, logFile{key: key, kind: kindCommit, version: v, size: info.Size, modMs: info.ModTime.UnixMilli()})
 	}
 	if len(commits) == 0 {
+		gone, err := l.versionGone(ctx, prev)
+		if err != nil {
+			return nil, err
+		}
+		if gone {
+			l.logger.Warn("txlog: the table lost the version a reader knew (restored from a backup or replaced); loading it afresh",
+				"version", prev.version)
+			return l.load(ctx, -1)
+		}
 		return prev, nil
 	}
 	datas, err := l.fetchFiles(ctx, commits)
@@ -75,4 +93,24 @@ func stateOf(s *Snapshot) *replayState {
 		st.tombstones[removeKey(r)] = r
 	}
 	return st
+}
+
+// versionGone reports whether the log no longer has prev's version: neither its commit nor,
+// when prev was loaded from a checkpoint of that very version, that checkpoint. Log cleanup
+// never deletes the latest version, so a missing one means the table went back.
+func (l *Log) versionGone(ctx context.Context, prev *Snapshot) (bool, error) {
+	keys := []string{CommitKey(prev.version)}
+	if prev.cpVersion == prev.version {
+		keys = append(keys, CheckpointKey(prev.version))
+	}
+	for _, key := range keys {
+		_, err := l.bucket.Stat(ctx, key)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, objstore.ErrNotFound) {
+			return false, fmt.Errorf("txlog: stat %s: %w", key, err)
+		}
+	}
+	return true, nil
 }

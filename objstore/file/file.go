@@ -464,11 +464,16 @@ type walker struct {
 type entry struct {
 	sortKey string // name, plus "/" for a directory
 	name    string
-	dir     bool
+	info    fs.FileInfo // nil until stat-ed
 }
 
 // walk lists dir (a key prefix ending in "/" or empty for the root) and returns false when the
 // consumer stopped or an error was yielded. Only entries whose name starts with filter are kept.
+//
+// A log folder holds one file per table version, so this is the hot path of snapshot refreshes
+// and log cleanup: it reads the bare names (ReadDir would stat every entry on file systems that
+// do not report entry types), drops by name every entry StartAfter is past, and stats the rest
+// one at a time as they are yielded, so a consumer that stops early pays for what it took.
 func (w *walker) walk(dir, filter string) bool {
 	if err := w.ctx.Err(); err != nil {
 		w.yield(objstore.ObjectInfo{}, err)
@@ -486,7 +491,7 @@ func (w *walker) walk(dir, filter string) bool {
 		w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", dir, err))
 		return false
 	}
-	dirents, err := d.ReadDir(-1)
+	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
 		if notFound(err) || errors.Is(err, syscall.ENOTDIR) {
@@ -495,46 +500,82 @@ func (w *walker) walk(dir, filter string) bool {
 		w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", dir, err))
 		return false
 	}
-	entries := make([]entry, 0, len(dirents))
-	for _, de := range dirents {
-		name := de.Name()
-		if !strings.HasPrefix(name, filter) || (dir == "" && name == tmpDir) {
-			continue
-		}
-		switch {
-		case de.IsDir():
-			entries = append(entries, entry{sortKey: name + "/", name: name, dir: true})
-		case de.Type().IsRegular():
-			entries = append(entries, entry{sortKey: name, name: name})
-		}
+	entries, ok := w.order(dir, filter, names)
+	if !ok {
+		return false
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
-	for _, e := range entries {
-		full := dir + e.sortKey
-		if e.dir {
-			// Every key below starts with full: skip the subtree when StartAfter is past all of them.
-			if w.startAfter >= full && !strings.HasPrefix(w.startAfter, full) {
-				continue
-			}
-			if !w.walk(full, "") {
-				return false
-			}
-			continue
-		}
-		if full <= w.startAfter || !strings.HasPrefix(full, w.prefix) {
-			continue
-		}
-		info, err := w.b.root.Lstat(full)
-		if err != nil {
+	for i := range entries {
+		e := &entries[i]
+		full := dir + e.name
+		if e.info == nil {
+			info, err := w.b.root.Lstat(full)
 			if notFound(err) {
 				continue // deleted while listing
 			}
-			w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", full, err))
-			return false
+			if err != nil {
+				w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", full, err))
+				return false
+			}
+			e.info = info
 		}
-		if !w.yield(objstore.ObjectInfo{Key: full, Size: info.Size(), ModTime: info.ModTime()}, nil) {
-			return false
+		switch {
+		case e.info.IsDir():
+			if !w.walk(full+"/", "") {
+				return false
+			}
+		case !e.info.Mode().IsRegular() || full <= w.startAfter || !strings.HasPrefix(full, w.prefix):
+			// not an object, or not in the listing
+		default:
+			if !w.yield(objstore.ObjectInfo{Key: full, Size: e.info.Size(), ModTime: e.info.ModTime()}, nil) {
+				return false
+			}
 		}
 	}
 	return true
+}
+
+// order keeps the names of dir that start with filter and that StartAfter is not past, in key
+// order. A directory "a" sorts as "a/", which differs from a file "a" only against a name that
+// extends "a" by a byte below '/' ("a-b"); such a name sorts right after "a", so only a name
+// followed by an extension of itself is stat-ed here to learn its kind. The rest are stat-ed
+// when yielded.
+func (w *walker) order(dir, filter string, names []string) ([]entry, bool) {
+	entries := make([]entry, 0, 16)
+	for _, name := range names {
+		if strings.HasPrefix(name, filter) && (dir != "" || name != tmpDir) && !w.pastAll(dir+name) {
+			entries = append(entries, entry{sortKey: name, name: name})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	moved := false
+	for i := 0; i+1 < len(entries); i++ {
+		e := &entries[i]
+		if !strings.HasPrefix(entries[i+1].name, e.name) {
+			continue
+		}
+		info, err := w.b.root.Lstat(dir + e.name)
+		switch {
+		case notFound(err):
+			continue // deleted while listing: the yield loop stats it again and skips it
+		case err != nil:
+			w.yield(objstore.ObjectInfo{}, fmt.Errorf("file: list %s: %w", dir+e.name, err))
+			return nil, false
+		}
+		e.info = info
+		if info.IsDir() {
+			e.sortKey, moved = e.name+"/", true
+		}
+	}
+	if moved {
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
+	}
+	return entries, true
+}
+
+// pastAll reports whether StartAfter is past every key the entry named full can give, whether
+// it is a file (the key full) or a directory (keys starting with full + "/"): then the entry is
+// skipped without a stat.
+func (w *walker) pastAll(full string) bool {
+	sub := full + "/"
+	return w.startAfter >= sub && !strings.HasPrefix(w.startAfter, sub)
 }

@@ -325,7 +325,11 @@ func testList(t *testing.T, b objstore.Bucket) {
 	}
 
 	prefixes := []string{"", "a", "a/", "a/c", "a/c/", "a/c/d", "b/x", "_delta_log/", "_delta_log/0000000000000000000", "nothing", "nothing/", "日本/", "a-b/", "a0/x", "z/"}
-	starts := append([]string{"", "a", "a/", "a/c", "a/c/", "a0", "b", "_delta_log/00000000000000000001.json", "zz", "\xff"}, keys...)
+	// Start keys present and absent, between keys, inside a folder, and prefixes of keys (how
+	// a log read starts after a version: "_delta_log/%020d" sorts before all of its files).
+	starts := append([]string{"", "a", "a-", "a/", "a/c", "a/c-", "a/c/", "a0", "b", "_delta_log/", "_delta_log/00000000000000000001",
+		"_delta_log/00000000000000000001.json", "_delta_log/00000000000000000005.json", "_delta_log/00000000000000000010.json",
+		"_delta_log/_", "zz", "\xff"}, keys...)
 	for _, p := range prefixes {
 		for _, s := range starts {
 			got := listKeys(t, b, p, s)

@@ -88,7 +88,9 @@ func (s *Source) Latest(ctx context.Context) (int64, string, error) {
 		return 0, "", err
 	}
 	s.mu.Lock()
-	if s.last == nil || snap.Version() > s.last.Version() {
+	// Keep the newest snapshot; one older than the one refreshed from means the table went
+	// back (restored or replaced, which Refresh detected): drop what was kept.
+	if s.last == nil || snap.Version() > s.last.Version() || (s.last == prev && snap.Version() < prev.Version()) {
 		s.last = snap
 	}
 	s.mu.Unlock()
