@@ -243,7 +243,7 @@ func TestSQLParseErrors(t *testing.T) {
 	}{
 		{"amount >", 9, "a column, a literal"},
 		{"amount > 'abc", 10, "a closing '"},
-		{"foo(amount) > 1", 1, "one of the functions"},
+		{"foo(amount) > 1", 1, "a known function"},
 		{"amount IS 5", 11, "NULL after IS"},
 		{"amount IN 1", 11, "( after IN"},
 		{"amount IN (1 2)", 14, ", or ) in the IN list"},
