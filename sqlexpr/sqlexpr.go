@@ -785,7 +785,7 @@ func bindArith(op string, l, r enode) (enode, error) {
 	if w.k != kDecimal {
 		return &arithNode{op: op, l: castTo(l, w), r: castTo(r, w), t: w}, nil
 	}
-	a, b := intDecimal(lt), intDecimal(rt)
+	a, b := literalDecimal(l, lt), literalDecimal(r, rt)
 	var t sqlType
 	switch op {
 	case "+", "-":
@@ -803,6 +803,23 @@ func bindArith(op string, l, r enode) (enode, error) {
 	t = adjustPrecision(t)
 	// Operands keep their own scales; the kernel rescales.
 	return &arithNode{op: op, l: castTo(l, a), r: castTo(r, b), t: t}, nil
+}
+
+// literalDecimal is the decimal type an operand of decimal arithmetic widens to: an integer
+// literal takes the fewest digits that hold it (Spark's DecimalType.fromLiteral, as
+// spark.sql.legacy.literal.pickMinimumPrecision defaults), another integer its type's
+// (intDecimal).
+func literalDecimal(e enode, t sqlType) sqlType {
+	if l, ok := e.(*litNode); ok && (t.k == kInt || t.k == kLong) && !l.lit.null && l.typ() == l.lit.t {
+		v := l.lit.i
+		digits := 1
+		for v >= 10 || v <= -10 {
+			v /= 10
+			digits++
+		}
+		return sqlType{k: kDecimal, p: digits}
+	}
+	return intDecimal(t)
 }
 
 // adjustPrecision is Spark's DecimalType.adjustPrecisionScale (allowPrecisionLoss = true):

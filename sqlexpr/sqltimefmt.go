@@ -294,7 +294,7 @@ func bindTimeParse(ca *callArgs) (enode, error) {
 		}), nil
 	case "unix_timestamp":
 		return intFn(sqlType{k: kLong}, []enode{ts}, func(r int, v []*vec) (int64, bool) {
-			return floorDiv(v[0].i[r], usPerSec), true
+			return v[0].i[r] / usPerSec, true // Spark truncates here (unix_seconds floors)
 		}), nil
 	}
 	return ts, nil
