@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
-	"strconv"
+	"unicode/utf8"
 )
 
 // Regular expressions: rlike, regexp_extract and regexp_replace. Spark uses java.util.regex;
@@ -12,8 +12,9 @@ import (
 // (classes, groups, alternation, greedy and lazy quantifiers, \d \w \s, anchors) and refuses,
 // at bind time, what RE2 lacks (backreferences, lookaround, possessive quantifiers). Known
 // differences on accepted patterns: Java's $ also matches before a final line terminator and
-// its . excludes \r, U+0085, U+2028 and U+2029 besides \n; positions count code points where
-// Java counts UTF-16 units (they differ only past U+FFFF).
+// its . excludes \r, U+0085, U+2028 and U+2029 besides \n; and where a pattern matches the
+// empty string, Java steps one UTF-16 unit past an empty match, which splits a character past
+// U+FFFF in two (the engine steps whole characters).
 
 // regexpArg compiles argument i, which must be a constant pattern (Spark compiles a
 // non-constant one per row; the engine asks for a constant so that a bad pattern is an error
@@ -165,17 +166,22 @@ func javaMatches(re *regexp.Regexp, t []byte, ctx bool) [][]int {
 	return out
 }
 
-func decodeRuneAt(t []byte, i int) (rune, int) {
-	if t[i] < 0x80 {
-		return rune(t[i]), 1
+// utf16Offset is the byte offset in s of UTF-16 unit k (Java's String index, which
+// regexp_replace's position counts): characters past U+FFFF count two.
+func utf16Offset(s []byte, k int64) int {
+	i := 0
+	for k > 0 && i < len(s) {
+		r, w := utf8.DecodeRune(s[i:])
+		k--
+		if r > 0xFFFF {
+			k--
+		}
+		i += w
 	}
-	r, w := []rune(string(t[i:min(i+4, len(t))]))[0], 0
-	w = len(string(r))
-	if r == 0xFFFD {
-		w = 1
-	}
-	return r, w
+	return i
 }
+
+func decodeRuneAt(t []byte, i int) (rune, int) { return utf8.DecodeRune(t[i:]) }
 
 func bindRegexp(ca *callArgs) (enode, error) {
 	s, err := ca.str(0)
@@ -250,7 +256,7 @@ func bindRegexpReplace(ca *callArgs, s enode, re *regexp.Regexp, null bool) (eno
 	ctx := needsContext(re)
 	return strFn([]enode{s}, func(r int, v []*vec, dst []byte) ([]byte, bool) {
 		t := v[0].str(r)
-		from := runeOffset(t, pos-1)
+		from := utf16Offset(t, pos-1)
 		if pos > 1 && from == len(t) {
 			return append(dst, t...), true // Spark leaves the text whole when pos is past its end
 		}
@@ -271,5 +277,3 @@ func bindRegexpReplace(ca *callArgs, s enode, re *regexp.Regexp, null bool) (eno
 		return append(dst, t[last:]...), true
 	}), nil
 }
-
-var _ = strconv.Itoa

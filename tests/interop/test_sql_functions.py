@@ -35,7 +35,7 @@ SPARK_DDL = ("s STRING, t STRING, i INT, n INT, l BIGINT, x DOUBLE, dec DECIMAL(
 
 STRINGS = ["", " ", "Alice", "  padded  ", "héllo wörld", "ÄÖÜ straße", "日本語のテキスト", "a,b,,c",
            "x_y%z", "hello world foo", "123", "-7.5", "2024-03-05", "abcabcabc", "😀emoji😀 b",
-           "ab  cd", "o", "lol lol", "MiXeD cAsE wOrDs"]
+           "ab  cd", "o", "lol lol", "MiXeD cAsE wOrDs", "ΟΔΟΣ ΣΑ", "İstanbul ﬁx"]
 TOKENS = ["", "a", "b", ",", " ", "é", "ab", "lo", "o w", "l", "😀"]
 DATE_STRINGS = ["2024-03-05", "05/03/2024", "2024-02-30", "2024-03-05 10:11:12", " 2024-03-05",
                 "2024-3-5", "x", "2024-03-05T10:11:12Z", "2024-03-05T10:11:12+02:00",
