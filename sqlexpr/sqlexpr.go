@@ -449,6 +449,14 @@ func collectCols(n sqlNode, f func(*nCol)) {
 		for _, a := range x.args {
 			collectCols(a, f)
 		}
+	case *nCast:
+		collectCols(x.x, f)
+	case *nCase:
+		for _, a := range append(append([]sqlNode{x.operand, x.els}, x.whens...), x.vals...) {
+			if a != nil {
+				collectCols(a, f)
+			}
+		}
 	}
 }
 
@@ -665,6 +673,10 @@ func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
 		return e, nil
 	case *nCall:
 		return bd.bindCall(x)
+	case *nCase:
+		return bd.bindCase(x)
+	case *nCast:
+		return bd.bindCast(x)
 	}
 	return nil, fmt.Errorf("%w: unknown node %T", ErrBadPredicate, n)
 }

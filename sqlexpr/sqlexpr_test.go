@@ -412,7 +412,9 @@ func FuzzParseSQL(f *testing.F) {
 		"date_trunc('week', ts) < to_timestamp(name, 'dd/MM/yyyy HH:mm:ssXXX') AND datediff(d, '2024-01-01') > year(ts)",
 		"unix_timestamp(ts) = unix_micros(timestamp_seconds(id)) AND date_add(d, qty) <> trunc(d, 'MM')",
 		"get_json_object(name, '$.a.b[0]') = instr(translate(name, 'ab', 'x'), repeat('x', 2))",
-		"lenght(name) = 1", "current_date() = d", "concat() = ''"} {
+		"lenght(name) = 1", "current_date() = d", "concat() = ''",
+		"CASE qty WHEN 1 THEN CAST(amount AS int) WHEN 2 THEN 3 ELSE CAST(name AS decimal(5,2)) END > 0",
+		"CASE WHEN ok THEN CAST(ts AS date) END = d"} {
 		f.Add(s)
 	}
 	b := sqlTestBatch(f)

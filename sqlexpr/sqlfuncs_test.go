@@ -191,6 +191,19 @@ func TestSQLFunctionValues(t *testing.T) {
 		{"date_sub(DATE '2024-03-01', 1)", "2024-02-29", "date"},
 		{"datediff('2024-01-10', '2024-01-01')", "9", "integer"},
 		{"unix_micros(TIMESTAMP '1970-01-01 00:00:01')", "1000000", "long"},
+		// CASE and CAST
+		{"CASE WHEN 1 > 2 THEN 'a' WHEN NULL THEN 'b' ELSE 'c' END", "c", "string"},
+		{"CASE 2 WHEN 1 THEN 1.5 WHEN 2 THEN 2 END", "2.0", "decimal(11,1)"},
+		{"CASE 3 WHEN 1 THEN 'x' END", "NULL", "string"},
+		{"CAST(1e20D AS int)", "2147483647", "integer"},
+		{"CAST(-2.7D AS bigint)", "-2", "long"},
+		{"CAST(2147483648L AS int)", "-2147483648", "integer"},
+		{"CAST(' 12.345 ' AS decimal(5,2))", "12.35", "decimal(5,2)"},
+		{"CAST('1e3' AS decimal(6,1))", "1000.0", "decimal(6,1)"},
+		{"CAST('123456' AS decimal(5,2))", "NULL", "decimal(5,2)"},
+		{"CAST(TIMESTAMP '2024-03-03 23:59:59' AS date)", "2024-03-03", "date"},
+		{"CAST(0.1D AS decimal(3,2))", "0.10", "decimal(3,2)"},
+		{"CAST(12.7 AS int)", "12", "integer"},
 		// JSON
 		{`get_json_object('{"a":null}', '$.a')`, "NULL", "string"},
 		{`get_json_object('{"a":1.10}', '$.a')`, "1.1", "string"},
@@ -266,6 +279,12 @@ func TestSQLFunctionErrors(t *testing.T) {
 		{"substr(name, 1.5)", "an integer argument of substr"},
 		{"if(name, 1, 2)", "a boolean condition of if"},
 		{"abs(ts)", "a numeric argument of abs"},
+		{"CASE WHEN 1 THEN 2 END", "a boolean WHEN condition"},
+		{"CASE WHEN ok THEN 1 ELSE d END", "mixes with int in CASE"},
+		{"CASE ok END", "WHEN in CASE"},
+		{"CAST(name AS float)", "a type: int, bigint"},
+		{"CAST(d AS int)", "a cast the engine supports"},
+		{"CAST(name AS decimal(40,1))", "a decimal precision from 1 to 38"},
 	}
 	for _, c := range cases {
 		e, err := ParseSQL(c.expr)

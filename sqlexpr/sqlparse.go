@@ -648,6 +648,10 @@ func (p *sqlParser) parsePrimary() (sqlNode, error) {
 				return p.column(t)
 			}
 			return &nCall{name: "current_timestamp", at: t.pos}, nil
+		case t.is("case"):
+			return p.caseExpr(t)
+		case t.is("cast") && p.peek().kind == tkOp && p.peek().text == "(":
+			return p.castExpr(t)
 		case t.is("and"), t.is("or"), t.is("in"), t.is("between"), t.is("like"), t.is("is"), t.is("not"):
 			return nil, p.errAt(t, primaryWanted)
 		}

@@ -140,6 +140,14 @@ VALUES = [
     "get_json_object(j, '$[1]')", "get_json_object(j, '$')", "get_json_object(j, \"$['a b']\")",
     "get_json_object(j, '$.b.c')", "get_json_object(j, 'a')", "get_json_object(j, '$.a.y[1]')",
     "get_json_object(j, '$.b.c[2].d[1].e')",
+    # CASE and CAST
+    "CASE WHEN i > 0 THEN 'pos' WHEN i < 0 THEN 'neg' ELSE 'zero' END",
+    "CASE n WHEN 1 THEN 'one' WHEN 2 THEN 'two' END", "CASE WHEN x > 1 THEN dec ELSE i END",
+    "CASE t WHEN 'a' THEN 1 WHEN NULL THEN 2 ELSE n END", "CAST(x AS int)", "CAST(x AS bigint)",
+    "CAST(dec AS int)", "CAST(l AS int)", "CAST(s AS int)", "CAST(s AS decimal(10,2))",
+    "CAST(ds AS date)", "CAST(ts AS date)", "CAST(x AS decimal(12,4))", "CAST(i AS boolean)",
+    "CAST(ts AS bigint)", "CAST(dec AS double)", "CAST(d AS timestamp)", "CAST(x AS string)",
+    "CAST(i AS decimal(5,1))", "CAST(ds AS timestamp)", "CAST(s AS double)", "CAST(s AS boolean)",
     # functions nested, as computed columns write them
     "upper(substr(s, 1, 2))", "round(x * 0.92, 2)", "concat(upper(left(s, 1)), lower(substr(s, 2)))",
     "coalesce(get_json_object(j, '$.a'), 'none')", "date_add(to_date(ds), 1)",
