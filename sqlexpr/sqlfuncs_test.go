@@ -319,3 +319,37 @@ func TestSQLDeterministic(t *testing.T) {
 	}
 	_ = time.Now
 }
+
+// BenchmarkSQLFunctions evaluates one function over a 4096-row batch; upper(name) and
+// amount > 0 (nodes older than the function library) are the baselines to compare ns/op with.
+func BenchmarkSQLFunctions(b *testing.B) {
+	one := sqlTestBatch(b)
+	big, err := pq.NewBatch(one.Schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 4096 / one.Len() {
+		for r := range one.Len() {
+			big.AppendRow(one, r)
+		}
+	}
+	for _, expr := range []string{"amount > 0", "upper(name)", "substr(name, 2, 3)", "concat_ws('-', name, st.code)",
+		"round(amount, 2)", "round(price, 1)", "regexp_replace(name, '[aeiou]', '*')", "date_trunc('month', ts)",
+		"get_json_object(concat('{\"a\":\"', name, '\"}'), '$.a')", "CASE WHEN qty > 0 THEN 'p' ELSE 'n' END"} {
+		e, err := ParseSQL(expr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := CompileSQLValue(context.Background(), e, big.Schema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(expr, func(b *testing.B) {
+			for range b.N {
+				if _, err := p.EvalColumn(big, sqlTestNow); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
