@@ -76,14 +76,6 @@ func (ca *callArgs) numeric(i int) (enode, error) {
 	return a, nil
 }
 
-// literal is argument i's value when it is a literal (after binding): ok is false otherwise.
-func (ca *callArgs) literal(i int) (v *vec, ok bool) {
-	if v := literalScalar(ca.args[i]); v != nil {
-		return v, true
-	}
-	return nil, false
-}
-
 // litInt is argument i as an int literal (NULL: null); Spark requires a constant there.
 func (ca *callArgs) litInt(i int, what string) (v int64, null bool, err error) {
 	a, err := ca.integer(i)

@@ -3,7 +3,6 @@ package sqlexpr
 import (
 	"bytes"
 	"math"
-	"unicode/utf8"
 )
 
 // bindStringCall binds the string functions; ok is false for a name it does not know.
@@ -244,5 +243,3 @@ func bindLocate(ca *callArgs, args []enode) (enode, error) {
 	n.keepNulls = true
 	return n, nil
 }
-
-var _ = utf8.RuneError
