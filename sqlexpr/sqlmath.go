@@ -65,6 +65,51 @@ func roundToScale(v *big.Int, s, to, out int, mode roundMode) *big.Int {
 	return q.Mul(q, pow10big(out-to))
 }
 
+// roundDec64 is roundToScale for a value that fits 64 bits and a drop of at most 18 digits,
+// without big integers; ok is false outside that (the caller takes the exact path).
+func roundDec64(d pq.Decimal128, s, to int, t sqlType, mode roundMode) (pq.Decimal128, bool) {
+	v, ok := dec64(d)
+	if !ok || to >= s || s-to > 18 || t.s > to && t.s-to > 18 {
+		return pq.Decimal128{}, false
+	}
+	div := pow10[s-to]
+	q, rem := v/div, v%div
+	if rem != 0 {
+		twice := rem * 2 // |rem| < 10^18, so twice fits
+		if twice < 0 {
+			twice = -twice
+		}
+		var up bool
+		switch mode {
+		case toFloor:
+			up = v < 0
+		case toCeil:
+			up = v > 0
+		default:
+			up = twice > div || twice == div && (mode == halfUp || q%2 != 0)
+		}
+		if up {
+			if v < 0 {
+				q--
+			} else {
+				q++
+			}
+		}
+	}
+	mul := int64(1)
+	switch {
+	case to < 0:
+		mul = pow10[-to]
+	case t.s > to:
+		mul = pow10[t.s-to]
+	}
+	w, ok := mulCheck(q, mul)
+	if !ok {
+		return pq.Decimal128{}, false
+	}
+	return pq.DecimalFromInt64(w), true
+}
+
 // wrapBits is v's low bits as a signed integer of that width (Java's intValue/longValue).
 func wrapBits(v *big.Int, bits uint) int64 {
 	m := new(big.Int).Lsh(big.NewInt(1), bits)
@@ -247,6 +292,9 @@ func bindRound(ca *callArgs) (enode, error) {
 	case kDecimal:
 		s := x.typ().s
 		return decFn(t, []enode{x}, func(r int, v []*vec) (pq.Decimal128, bool) {
+			if d, ok := roundDec64(v[0].d[r], s, int(scale), t, mode); ok {
+				return d, decFits(d, t.p)
+			}
 			q := roundToScale(v[0].d[r].BigInt(), s, int(scale), t.s, mode)
 			return decOf(q, t.p)
 		}), nil
