@@ -259,7 +259,8 @@ func parseSparkIntegral(b []byte, int32Range bool) (int64, bool) {
 		}
 	}
 	digits := strings.TrimLeft(whole, "+-")
-	if len(whole)-len(digits) > 1 || digits == "" && !hasDot || digits == "" && frac == "" {
+	// Spark's UTF8String.toLong reads "." (and "-.") as 0: only a lone sign is no number.
+	if len(whole)-len(digits) > 1 || digits == "" && !hasDot {
 		return 0, false
 	}
 	for _, ch := range digits {

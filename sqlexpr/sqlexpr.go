@@ -388,14 +388,15 @@ func (e *sqlPred) bind(s *txlog.StructType) (bound, error) {
 }
 
 func (e *sqlPred) bindContext(ctx context.Context, s *txlog.StructType) (bound, error) {
-	root, err := (&sqlBinder{ctx: ctx, s: s}).bind(e.root)
+	bd := &sqlBinder{ctx: ctx, s: s}
+	root, err := bd.bind(e.root)
 	if err != nil {
 		return nil, err
 	}
 	if root.typ().k != kBool && root.typ().k != kNull {
 		return nil, typeErr(e.root, "a boolean expression, found %s", root.typ())
 	}
-	b := &boundSQL{root: root, refs: map[string]*colRef{}}
+	b := &boundSQL{root: root, refs: map[string]*colRef{}, usesNow: bd.usesNow}
 	collectCols(e.root, func(c *nCol) {
 		name := strings.Join(c.path, ".")
 		b.refs[name] = &colRef{name: name, path: make([]int, len(c.path))}
@@ -448,14 +449,23 @@ func collectCols(n sqlNode, f func(*nCol)) {
 		for _, a := range x.args {
 			collectCols(a, f)
 		}
+	case *nCast:
+		collectCols(x.x, f)
+	case *nCase:
+		for _, a := range append(append([]sqlNode{x.operand, x.els}, x.whens...), x.vals...) {
+			if a != nil {
+				collectCols(a, f)
+			}
+		}
 	}
 }
 
 // boundSQL is a SQL expression bound to a schema. It knows nothing of files' stats: a file
 // may always hold any outcome.
 type boundSQL struct {
-	root enode
-	refs map[string]*colRef
+	root    enode
+	refs    map[string]*colRef
+	usesNow bool
 }
 
 func (b *boundSQL) rows(bt *pq.Batch, out []uint8) {
@@ -486,9 +496,10 @@ func (b *boundSQL) cols(add func(*colRef)) {
 // one row at a time. A Program keeps its buffers between calls and is not safe for
 // concurrent use.
 type Program struct {
-	text   string
-	schema *txlog.StructType
-	root   enode
+	text    string
+	schema  *txlog.StructType
+	root    enode
+	usesNow bool
 }
 
 // CompileSQL binds a parsed SQL expression to schema: columns are resolved (case-insensitive,
@@ -512,7 +523,7 @@ func CompileSQLContext(ctx context.Context, e Expr, schema *txlog.StructType) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Program{text: sp.String(), schema: schema, root: b.(*boundSQL).root}, nil
+	return &Program{text: sp.String(), schema: schema, root: b.(*boundSQL).root, usesNow: b.(*boundSQL).usesNow}, nil
 }
 
 // Schema is the schema the program was bound to.
@@ -579,9 +590,10 @@ func columnType(t txlog.DataType) (sqlType, bool) {
 
 // sqlBinder binds parsed nodes to a schema (bind), checking its context as it goes.
 type sqlBinder struct {
-	ctx   context.Context
-	s     *txlog.StructType
-	steps int
+	ctx     context.Context
+	s       *txlog.StructType
+	steps   int
+	usesNow bool // the expression reads current_timestamp()
 }
 
 func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
@@ -661,6 +673,10 @@ func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
 		return e, nil
 	case *nCall:
 		return bd.bindCall(x)
+	case *nCase:
+		return bd.bindCase(x)
+	case *nCast:
+		return bd.bindCast(x)
 	}
 	return nil, fmt.Errorf("%w: unknown node %T", ErrBadPredicate, n)
 }
@@ -781,7 +797,7 @@ func bindArith(op string, l, r enode) (enode, error) {
 	if w.k != kDecimal {
 		return &arithNode{op: op, l: castTo(l, w), r: castTo(r, w), t: w}, nil
 	}
-	a, b := intDecimal(lt), intDecimal(rt)
+	a, b := literalDecimal(l, lt), literalDecimal(r, rt)
 	var t sqlType
 	switch op {
 	case "+", "-":
@@ -799,6 +815,23 @@ func bindArith(op string, l, r enode) (enode, error) {
 	t = adjustPrecision(t)
 	// Operands keep their own scales; the kernel rescales.
 	return &arithNode{op: op, l: castTo(l, a), r: castTo(r, b), t: t}, nil
+}
+
+// literalDecimal is the decimal type an operand of decimal arithmetic widens to: an integer
+// literal takes the fewest digits that hold it (Spark's DecimalType.fromLiteral, as
+// spark.sql.legacy.literal.pickMinimumPrecision defaults), another integer its type's
+// (intDecimal).
+func literalDecimal(e enode, t sqlType) sqlType {
+	if l, ok := e.(*litNode); ok && (t.k == kInt || t.k == kLong) && !l.lit.null && l.typ() == l.lit.t {
+		v := l.lit.i
+		digits := 1
+		for v >= 10 || v <= -10 {
+			v /= 10
+			digits++
+		}
+		return sqlType{k: kDecimal, p: digits}
+	}
+	return intDecimal(t)
 }
 
 // adjustPrecision is Spark's DecimalType.adjustPrecisionScale (allowPrecisionLoss = true):
@@ -869,63 +902,6 @@ func (bd *sqlBinder) bindIn(x *nIn) (enode, error) {
 		n.list = append(n.list, castTo(v, t))
 	}
 	return n, nil
-}
-
-func (bd *sqlBinder) bindCall(c *nCall) (enode, error) {
-	args := make([]enode, len(c.args))
-	for i, a := range c.args {
-		var err error
-		if args[i], err = bd.bind(a); err != nil {
-			return nil, err
-		}
-	}
-	str := sqlType{k: kString}
-	switch c.name {
-	case "current_timestamp":
-		return &nowNode{}, nil
-	case "length":
-		a := args[0]
-		switch a.typ().k {
-		case kBinary, kString:
-		case kInterval:
-			return nil, typeErr(c.args[0], "a string or binary argument of length, found %s", a.typ())
-		default:
-			a = castTo(a, str)
-		}
-		return &lengthNode{unaryNode{x: a}}, nil
-	case "lower", "upper", "trim":
-		a := args[0]
-		if k := a.typ().k; k == kInterval {
-			return nil, typeErr(c.args[0], "a string argument of %s, found %s", c.name, a.typ())
-		}
-		return &strFuncNode{unaryNode: unaryNode{x: castTo(a, str)}, fn: c.name}, nil
-	case "abs":
-		a := args[0]
-		switch {
-		case a.typ().k == kString:
-			a = castTo(a, sqlType{k: kDouble})
-		case a.typ().k == kNull:
-			a = castTo(a, sqlType{k: kDouble})
-		case !a.typ().numeric() && a.typ().k != kInterval:
-			return nil, typeErr(c.args[0], "a numeric argument of abs, found %s", a.typ())
-		}
-		return &signNode{unaryNode: unaryNode{x: a}, abs: true}, nil
-	case "coalesce":
-		t := args[0].typ()
-		for i, a := range args[1:] {
-			w, ok := widerCommon(t, a.typ())
-			if !ok {
-				return nil, typeErr(c.args[i+1], "arguments of coalesce of one type, found %s and %s", t, a.typ())
-			}
-			t = w
-		}
-		n := &coalesceNode{t: t}
-		for _, a := range args {
-			n.args = append(n.args, castTo(a, t))
-		}
-		return n, nil
-	}
-	return nil, fmt.Errorf("%w: at position %d: unknown function %s", ErrBadPredicate, c.at, c.name)
 }
 
 // castTo inserts Spark's implicit cast of e to t (none when e already has type t).

@@ -2,6 +2,7 @@ package sqlexpr
 
 import (
 	"bytes"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -89,10 +90,7 @@ func appendCase(dst, s []byte, upper bool) []byte {
 		}
 	}
 	if !ascii {
-		if upper {
-			return append(dst, bytes.ToUpper(s)...)
-		}
-		return append(dst, bytes.ToLower(s)...)
+		return appendCaseUnicode(dst, s, upper)
 	}
 	for _, ch := range s {
 		switch {
@@ -161,4 +159,45 @@ func (n *coalesceNode) eval(c *evalCtx) *vec {
 		o.null = nil
 	}
 	return o
+}
+
+// javaUpperSpecial are the characters Java's String.toUpperCase maps to more than one
+// (SpecialCasing's unconditional mappings, the Latin ones; Greek and Armenian ones with
+// ypogegrammeni are left to the one-to-one mapping).
+var javaUpperSpecial = map[rune]string{'ß': "SS", 'ŉ': "ʼN", 'ǰ': "J̌", 'ﬀ': "FF", 'ﬁ': "FI", 'ﬂ': "FL",
+	'ﬃ': "FFI", 'ﬄ': "FFL", 'ﬅ': "ST", 'ﬆ': "ST", 'ẖ': "H̱", 'ẗ': "T̈", 'ẘ': "W̊", 'ẙ': "Y̊", 'ẚ': "Aʾ"}
+
+// appendCaseUnicode is Java's toUpperCase/toLowerCase (Locale.ROOT) beyond ASCII: one-to-one
+// mappings, the special upper cases above, İ lowered to i and a combining dot, and a capital
+// sigma at the end of a word lowered to the final ς.
+func appendCaseUnicode(dst, s []byte, upper bool) []byte {
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && w <= 1:
+			dst = append(dst, s[i:i+w]...)
+		case upper:
+			if m, ok := javaUpperSpecial[r]; ok {
+				dst = append(dst, m...)
+			} else {
+				dst = utf8.AppendRune(dst, unicode.ToUpper(r))
+			}
+		case r == 'İ':
+			dst = append(dst, "i\u0307"...)
+		case r == 'Σ' && finalSigma(s, i, i+w):
+			dst = append(dst, "ς"...)
+		default:
+			dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		}
+		i += w
+	}
+	return dst
+}
+
+// finalSigma is Unicode's Final_Sigma condition, simplified: a letter before the sigma and
+// none after it.
+func finalSigma(s []byte, start, end int) bool {
+	before, _ := utf8.DecodeLastRune(s[:start])
+	after, _ := utf8.DecodeRune(s[end:])
+	return start > 0 && unicode.IsLetter(before) && (end == len(s) || !unicode.IsLetter(after))
 }

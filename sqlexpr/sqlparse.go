@@ -648,6 +648,10 @@ func (p *sqlParser) parsePrimary() (sqlNode, error) {
 				return p.column(t)
 			}
 			return &nCall{name: "current_timestamp", at: t.pos}, nil
+		case t.is("case"):
+			return p.caseExpr(t)
+		case t.is("cast") && p.peek().kind == tkOp && p.peek().text == "(":
+			return p.castExpr(t)
 		case t.is("and"), t.is("or"), t.is("in"), t.is("between"), t.is("like"), t.is("is"), t.is("not"):
 			return nil, p.errAt(t, primaryWanted)
 		}
@@ -671,15 +675,11 @@ func (p *sqlParser) column(t token) (sqlNode, error) {
 	return &nCol{path: path, at: t.pos}, nil
 }
 
-// sqlFuncs are the functions the language knows, with their argument counts (-1: one or more).
-var sqlFuncs = map[string]int{"length": 1, "char_length": 1, "character_length": 1, "lower": 1, "lcase": 1,
-	"upper": 1, "ucase": 1, "trim": 1, "abs": 1, "coalesce": -1, "current_timestamp": 0}
-
 func (p *sqlParser) call(t token) (sqlNode, error) {
 	name := strings.ToLower(t.text)
-	want, ok := sqlFuncs[name]
+	ar, ok := sqlFuncs[name]
 	if !ok {
-		return nil, &SQLError{Pos: t.pos, Found: "function " + shortenSQL(t.text), Expected: "one of the functions length, lower, upper, trim, abs, coalesce, current_timestamp"}
+		return nil, unknownFunction(t)
 	}
 	if err := p.enter(p.next()); err != nil { // (
 		return nil, err
@@ -692,20 +692,18 @@ func (p *sqlParser) call(t token) (sqlNode, error) {
 			return nil, err
 		}
 	}
-	if want >= 0 && len(args) != want || want < 0 && len(args) == 0 {
-		n := strconv.Itoa(want)
-		if want < 0 {
-			n = "at least 1"
+	if len(args) < ar.min || ar.max >= 0 && len(args) > ar.max {
+		n := strconv.Itoa(ar.min)
+		switch {
+		case ar.max < 0:
+			n = "at least " + n
+		case ar.max > ar.min:
+			n += " to " + strconv.Itoa(ar.max)
 		}
 		return nil, &SQLError{Pos: t.pos, Found: fmt.Sprintf("%s with %d arguments", name, len(args)), Expected: fmt.Sprintf("%s argument(s) for %s", n, name)}
 	}
-	switch name {
-	case "char_length", "character_length":
-		name = "length"
-	case "lcase":
-		name = "lower"
-	case "ucase":
-		name = "upper"
+	if ar.canon != "" {
+		name = ar.canon
 	}
 	return &nCall{name: name, args: args, at: t.pos}, nil
 }

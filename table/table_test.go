@@ -489,7 +489,7 @@ func TestRowRuleMedallionCannotEvaluateRefusesBeforeWriting(t *testing.T) {
 	}{
 		{map[string]string{"delta.constraints.valid": "my_udf(amount)"}, eventSchema, "checkConstraints"},
 		{nil, strings.Replace(eventSchema, `"name":"day","type":"date","nullable":true,"metadata":{}`,
-			`"name":"day","type":"date","nullable":true,"metadata":{"delta.generationExpression":"to_date(event_time)"}`, 1), "generatedColumns"},
+			`"name":"day","type":"date","nullable":true,"metadata":{"delta.generationExpression":"my_to_date(event_time)"}`, 1), "generatedColumns"},
 	} {
 		b := mem.New()
 		tbl := Open(b, Options{})

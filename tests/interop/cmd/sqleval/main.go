@@ -12,10 +12,16 @@
 //
 // RESULT is {"results": [[true|false|null per row] or null, ...], "errors": [null or message,
 // ...]}: one entry per expression, an error when it does not parse or bind.
+//
+// SPEC may also hold "values": [SQL, ...], expressions of any type (computed columns,
+// sqlexpr.CompileSQLValue): RESULT then has "values" (per expression, per row the value as
+// Spark's CAST(... AS STRING) writes it, or null), "value_types" (Spark's typeof names) and
+// "value_errors".
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,12 +39,16 @@ type spec struct {
 	Schema json.RawMessage   `json:"schema"`
 	Rows   []json.RawMessage `json:"rows"`
 	Exprs  []string          `json:"exprs"`
+	Values []string          `json:"values"`
 	Now    time.Time         `json:"now"`
 }
 
 type result struct {
-	Results [][]*bool `json:"results"`
-	Errors  []*string `json:"errors"`
+	Results     [][]*bool   `json:"results"`
+	Errors      []*string   `json:"errors"`
+	Values      [][]*string `json:"values,omitempty"`
+	ValueTypes  []string    `json:"value_types,omitempty"`
+	ValueErrors []*string   `json:"value_errors,omitempty"`
 }
 
 func main() {
@@ -95,7 +105,70 @@ func run(in io.Reader, out io.Writer) error {
 		}
 		res.Results, res.Errors = append(res.Results, row), append(res.Errors, nil)
 	}
+	for _, text := range s.Values {
+		vals, typ, err := evalValue(text, schema, b, s.Now)
+		if err != nil {
+			msg := err.Error()
+			res.Values, res.ValueTypes, res.ValueErrors = append(res.Values, nil), append(res.ValueTypes, ""), append(res.ValueErrors, &msg)
+			continue
+		}
+		res.Values, res.ValueTypes, res.ValueErrors = append(res.Values, vals), append(res.ValueTypes, typ), append(res.ValueErrors, nil)
+	}
 	return json.NewEncoder(out).Encode(res)
+}
+
+// evalValue evaluates one value expression over b: each row as Spark casts it to a string,
+// and the type as Spark's typeof names it.
+func evalValue(text string, schema *txlog.StructType, b *pq.Batch, now time.Time) ([]*string, string, error) {
+	e, err := sqlexpr.ParseSQL(text)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := sqlexpr.CompileSQLValue(context.Background(), e, schema)
+	if err != nil {
+		return nil, "", err
+	}
+	col, err := p.EvalColumn(b, now)
+	if err != nil {
+		return nil, "", err
+	}
+	typ := col.Type.TypeName()
+	switch typ {
+	case txlog.TypeInteger:
+		typ = "int"
+	case txlog.TypeLong:
+		typ = "bigint"
+	}
+	out := make([]*string, col.Len)
+	for r := range col.Len {
+		if col.IsNull(r) {
+			continue
+		}
+		var v string
+		switch col.Type.TypeName() {
+		case txlog.TypeDate:
+			v = time.Unix(int64(col.Int32[r])*86400, 0).UTC().Format("2006-01-02")
+		case txlog.TypeTimestamp:
+			v = time.UnixMicro(col.Int64[r]).UTC().Format("2006-01-02 15:04:05.999999")
+		default:
+			switch col.Kind {
+			case pq.KindInt32:
+				v = strconv.Itoa(int(col.Int32[r]))
+			case pq.KindInt64:
+				v = strconv.FormatInt(col.Int64[r], 10)
+			case pq.KindFloat64:
+				v = pq.JavaDouble(col.Float64[r], 64)
+			case pq.KindDecimal:
+				v = pq.FormatDecimal(col.Decimal[r], col.Type.(txlog.DecimalType).Scale)
+			case pq.KindBool:
+				v = strconv.FormatBool(col.Bool[r])
+			case pq.KindBytes:
+				v = col.StringAt(r)
+			}
+		}
+		out[r] = &v
+	}
+	return out, typ, nil
 }
 
 func appendValue(c *pq.Column, t txlog.DataType, v any) error {

@@ -1,0 +1,411 @@
+package sqlexpr
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/medallion-lake/medallion/pq"
+)
+
+// get_json_object(json, path): the value at a JSONPath ($, .name, ['name'], [n]) of the
+// first JSON value in the text, as Spark returns it: a string unquoted, anything else as
+// compact JSON (numbers as Jackson writes them: integers as written, fractions as Java's
+// Double.toString), NULL for a JSON null, a missing path, invalid JSON or an invalid path.
+// Wildcards ([*], .*) are refused when the path is a constant.
+
+type jsonStep struct {
+	name  string
+	index int // -1: a name step
+}
+
+// parseJSONPath reads a Spark JSON path; ok is false for a path Spark does not accept
+// (wild says it uses a wildcard, which the engine does not evaluate).
+func parseJSONPath(p string) (steps []jsonStep, ok, wild bool) {
+	if !strings.HasPrefix(p, "$") {
+		return nil, false, false
+	}
+	i := 1
+	for i < len(p) {
+		switch p[i] {
+		case '.':
+			j := i + 1
+			for j < len(p) && p[j] != '.' && p[j] != '[' {
+				j++
+			}
+			name := p[i+1 : j]
+			if name == "" {
+				return nil, false, false
+			}
+			if name == "*" {
+				return nil, false, true
+			}
+			steps = append(steps, jsonStep{name: name, index: -1})
+			i = j
+		case '[':
+			end := strings.IndexByte(p[i:], ']')
+			if end < 0 {
+				return nil, false, false
+			}
+			in := p[i+1 : i+end]
+			switch {
+			case in == "*":
+				return nil, false, true
+			case len(in) >= 2 && in[0] == '\'' && in[len(in)-1] == '\'':
+				steps = append(steps, jsonStep{name: in[1 : len(in)-1], index: -1})
+			default:
+				n, err := strconv.Atoi(in)
+				if err != nil || n < 0 || in[0] == '+' {
+					return nil, false, false
+				}
+				steps = append(steps, jsonStep{index: n})
+			}
+			i += end + 1
+		default:
+			return nil, false, false
+		}
+	}
+	return steps, true, false
+}
+
+// jsonScan is a small strict JSON reader over one text, value by value.
+type jsonScan struct {
+	s   []byte
+	i   int
+	bad bool
+}
+
+func (j *jsonScan) ws() {
+	for j.i < len(j.s) && (j.s[j.i] == ' ' || j.s[j.i] == '\t' || j.s[j.i] == '\n' || j.s[j.i] == '\r') {
+		j.i++
+	}
+}
+
+// value reads one value; when want and the value is the target of the remaining steps (none
+// left), it appends its result to dst (found reports it).
+func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, found, isNull bool) {
+	j.ws()
+	if j.i >= len(j.s) {
+		j.bad = true
+		return dst, false, false
+	}
+	start := j.i
+	switch c := j.s[j.i]; {
+	case c == '{':
+		j.i++
+		for first := true; ; first = false {
+			j.ws()
+			if first && j.i < len(j.s) && j.s[j.i] == '}' {
+				j.i++
+				break
+			}
+			key, ok := j.str(nil)
+			j.ws()
+			if !ok || j.i >= len(j.s) || j.s[j.i] != ':' {
+				j.bad = true
+				return dst, false, false
+			}
+			j.i++
+			if len(steps) > 0 && steps[0].index < 0 && !found && string(key) == steps[0].name {
+				dst, found, isNull = j.value(steps[1:], want, dst)
+			} else {
+				j.value(nil, false, nil)
+			}
+			if j.bad {
+				return dst, false, false
+			}
+			j.ws()
+			if j.i < len(j.s) && j.s[j.i] == ',' {
+				j.i++
+				continue
+			}
+			if j.i < len(j.s) && j.s[j.i] == '}' {
+				j.i++
+				break
+			}
+			j.bad = true
+			return dst, false, false
+		}
+	case c == '[':
+		j.i++
+		for k := 0; ; k++ {
+			j.ws()
+			if k == 0 && j.i < len(j.s) && j.s[j.i] == ']' {
+				j.i++
+				break
+			}
+			if len(steps) > 0 && steps[0].index == k {
+				dst, found, isNull = j.value(steps[1:], want, dst)
+			} else {
+				j.value(nil, false, nil)
+			}
+			if j.bad {
+				return dst, false, false
+			}
+			j.ws()
+			if j.i < len(j.s) && j.s[j.i] == ',' {
+				j.i++
+				continue
+			}
+			if j.i < len(j.s) && j.s[j.i] == ']' {
+				j.i++
+				break
+			}
+			j.bad = true
+			return dst, false, false
+		}
+	case c == '"':
+		s, ok := j.str(nil)
+		if !ok {
+			j.bad = true
+			return dst, false, false
+		}
+		if len(steps) == 0 && want {
+			return append(dst, s...), true, false
+		}
+		return dst, found, false
+	default:
+		if !j.scalar() {
+			j.bad = true
+			return dst, false, false
+		}
+	}
+	if len(steps) == 0 && want {
+		if string(j.s[start:j.i]) == "null" {
+			return dst, true, true
+		}
+		return appendCompactJSON(dst, j.s[start:j.i]), true, false
+	}
+	return dst, found, isNull
+}
+
+// str reads a JSON string, unescaped, appended to dst.
+func (j *jsonScan) str(dst []byte) ([]byte, bool) {
+	if j.i >= len(j.s) || j.s[j.i] != '"' {
+		return nil, false
+	}
+	j.i++
+	for j.i < len(j.s) {
+		c := j.s[j.i]
+		switch {
+		case c == '"':
+			j.i++
+			if dst == nil {
+				dst = []byte{}
+			}
+			return dst, true
+		case c == '\\':
+			if j.i+1 >= len(j.s) {
+				return nil, false
+			}
+			e := j.s[j.i+1]
+			j.i += 2
+			switch e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := j.hex4()
+				if !ok {
+					return nil, false
+				}
+				if r >= 0xD800 && r < 0xDC00 && j.i+1 < len(j.s) && j.s[j.i] == '\\' && j.s[j.i+1] == 'u' {
+					j.i += 2
+					lo, ok := j.hex4()
+					if !ok {
+						return nil, false
+					}
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				}
+				dst = utf8.AppendRune(dst, r)
+			default:
+				return nil, false
+			}
+		default:
+			dst = append(dst, c) // Spark's parser allows raw control characters too
+			j.i++
+		}
+	}
+	return nil, false
+}
+
+func (j *jsonScan) hex4() (rune, bool) {
+	if j.i+4 > len(j.s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(j.s[j.i:j.i+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	j.i += 4
+	return rune(v), true
+}
+
+// scalar reads true, false, null or a number (JSON's strict syntax).
+func (j *jsonScan) scalar() bool {
+	for _, w := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(string(j.s[j.i:min(j.i+5, len(j.s))]), w) {
+			j.i += len(w)
+			return true
+		}
+	}
+	start := j.i
+	if j.i < len(j.s) && j.s[j.i] == '-' {
+		j.i++
+	}
+	d := j.i
+	for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
+		j.i++
+	}
+	if j.i == d || j.s[d] == '0' && j.i-d > 1 {
+		return false
+	}
+	if j.i < len(j.s) && j.s[j.i] == '.' {
+		j.i++
+		f := j.i
+		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
+			j.i++
+		}
+		if j.i == f {
+			return false
+		}
+	}
+	if j.i < len(j.s) && (j.s[j.i] == 'e' || j.s[j.i] == 'E') {
+		j.i++
+		if j.i < len(j.s) && (j.s[j.i] == '+' || j.s[j.i] == '-') {
+			j.i++
+		}
+		f := j.i
+		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
+			j.i++
+		}
+		if j.i == f {
+			return false
+		}
+	}
+	return j.i > start
+}
+
+// appendCompactJSON writes a valid JSON value as Spark's get_json_object writes it back
+// (Jackson's generator): no whitespace, strings re-escaped, numbers normalized.
+func appendCompactJSON(dst, v []byte) []byte {
+	j := &jsonScan{s: v}
+	return j.compact(dst)
+}
+
+func (j *jsonScan) compact(dst []byte) []byte {
+	for j.i < len(j.s) {
+		c := j.s[j.i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			j.i++
+		case c == '"':
+			s, _ := j.str(nil)
+			dst = appendJacksonString(dst, s)
+		case c == '-' || c >= '0' && c <= '9':
+			start := j.i
+			j.scalar()
+			dst = appendJacksonNumber(dst, j.s[start:j.i])
+		default:
+			dst = append(dst, c)
+			j.i++
+		}
+	}
+	return dst
+}
+
+func appendJacksonNumber(dst, num []byte) []byte {
+	if !strings.ContainsAny(string(num), ".eE") {
+		v, ok := pq.ParseDecimal(string(num), 0)
+		if ok != nil {
+			return append(dst, num...)
+		}
+		return append(dst, pq.FormatDecimal(v, 0)...)
+	}
+	f, _ := strconv.ParseFloat(string(num), 64)
+	return append(dst, pq.JavaDouble(f, 64)...)
+}
+
+// appendJacksonString quotes s as Jackson does: " and \ escaped, control characters as
+// \n \t \r \b \f or \u00XX, everything else as itself.
+func appendJacksonString(dst, s []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	dst = append(dst, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// getJSONObject evaluates one row.
+func getJSONObject(dst, text []byte, steps []jsonStep) ([]byte, bool) {
+	j := &jsonScan{s: text}
+	start := len(dst)
+	out, found, isNull := j.value(steps, true, dst)
+	if j.bad || !found || isNull {
+		return dst[:start], false
+	}
+	return out, true
+}
+
+func bindJSONCall(ca *callArgs) (enode, bool, error) {
+	if ca.c.name != "get_json_object" {
+		return nil, false, nil
+	}
+	js, err := ca.str(0)
+	if err != nil {
+		return nil, true, err
+	}
+	p, err := ca.str(1)
+	if err != nil {
+		return nil, true, err
+	}
+	var fixed []jsonStep
+	haveFixed := false
+	if l := literalScalar(p); l != nil && !l.isNull(0) {
+		steps, ok, wild := parseJSONPath(string(l.str(0)))
+		if wild {
+			return nil, true, ca.errf(1, "a JSON path without wildcards ([*] and .* are not supported by the engine)")
+		}
+		if !ok {
+			return nullOf(sqlType{k: kString}), true, nil // Spark: an invalid path gives NULL
+		}
+		fixed, haveFixed = steps, true
+	}
+	return strFn([]enode{js, p}, func(r int, v []*vec, dst []byte) ([]byte, bool) {
+		steps := fixed
+		if !haveFixed {
+			var ok bool
+			if steps, ok, _ = parseJSONPath(string(v[1].str(r))); !ok {
+				return dst, false
+			}
+		}
+		return getJSONObject(dst, v[0].str(r), steps)
+	}), true, nil
+}
