@@ -115,6 +115,9 @@ func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived) (DeriveRepo
 	if err != nil {
 		return rep, err
 	}
+	if err := dp.sameDefinition(snap); err != nil {
+		return rep, err
+	}
 	rep.ToVersion, rep.WatermarkMs = upSnap.Version(), wm
 	from, seen := snap.TxnVersion(DerivedApp + d.Name)
 	prevWm, wmSeen := snap.TxnVersion(DerivedWatermarkApp + d.Name)
@@ -189,6 +192,34 @@ func ensureDerived(ctx context.Context, t *table.Table, dp *derivePlan, d *spec.
 		return nil, fmt.Errorf("%s: %w", d.Table, err)
 	}
 	return snap, nil
+}
+
+// ErrDefinitionChanged reports a derived table whose columns are not those its definition
+// (and its upstream's columns) give now: a changed definition.
+var ErrDefinitionChanged = errors.New("late: derived table definition changed")
+
+// sameDefinition refuses a table whose columns (names and types, in order) differ from the
+// plan's: its rows would not fit, and folding new rows into old ones would mix definitions.
+func (dp *derivePlan) sameDefinition(snap *txlog.Snapshot) error {
+	have, err := snap.Schema()
+	if err != nil {
+		return err
+	}
+	a, errA := txlog.MarshalSchema(have)
+	b, errB := txlog.MarshalSchema(dp.schema)
+	if errA != nil || errB != nil || a != b {
+		return fmt.Errorf("%w: table %s has columns %s, its definition gives %s; delete the table (a derived table is rebuilt "+
+			"from its upstream when it does not exist: docs/derived-tables.md)", ErrDefinitionChanged, dp.d.Table, fieldNames(have), fieldNames(dp.schema))
+	}
+	return nil
+}
+
+func fieldNames(s *txlog.StructType) []string {
+	var out []string
+	for _, f := range s.Fields {
+		out = append(out, f.Name)
+	}
+	return out
 }
 
 // derivePlan is a derived table resolved against its upstream's schema.

@@ -2,13 +2,16 @@ package late
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -112,6 +115,12 @@ func TestDerivedInvariantE(t *testing.T) {
 			}
 			for _, g := range []string{"gold/d30", "gold/d2m"} {
 				checkFeed(t, lake, g)
+			}
+			// A changed definition (an aggregate dropped) is refused, naming the way out.
+			changed := append([]spec.Derived(nil), ds...)
+			changed[0].Aggregates = changed[0].Aggregates[1:]
+			if _, err := DeriveAll(ctx, o, changed); !errors.Is(err, ErrDefinitionChanged) || !strings.Contains(err.Error(), "delete the table") {
+				t.Errorf("changed definition: %v", err)
 			}
 		})
 	}
