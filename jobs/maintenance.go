@@ -35,6 +35,10 @@ func TablePaths(env Env) []string {
 		add(j.Table, j.Quarantine)
 	}
 	for _, g := range cfg.Gold {
+		if cfg.IsDerived(g) {
+			add(g.Table) // a derived table has no quarantine (docs/derived-tables.md)
+			continue
+		}
 		add(g.Quarantine, g.Table)
 	}
 	return paths

@@ -85,6 +85,37 @@ func DeriveAll(ctx context.Context, opts Options, ds []spec.Derived) ([]DeriveRe
 	return out, nil
 }
 
+// CreateDerived creates the derived tables of ds that do not exist yet, empty, with the
+// columns their definitions give over their upstreams' (in order, so that a level's upstream
+// exists when it is reached): what `medallion init` does, so that readers find every table
+// before the first window closes. A table whose upstream does not exist is left for the
+// first pass.
+func CreateDerived(ctx context.Context, opts Options, ds []spec.Derived) error {
+	opts.defaults()
+	for i := range ds {
+		d := &ds[i]
+		upSnap, err := opts.open(d.UpstreamTable).Latest(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("derived table %s: upstream %s: %w", d.Name, d.Upstream, err)
+		}
+		upSchema, err := upSnap.Schema()
+		if err != nil {
+			return fmt.Errorf("derived table %s: upstream %s: %w", d.Name, d.Upstream, err)
+		}
+		dp, err := newDerivePlan(d, upSchema)
+		if err != nil {
+			return err
+		}
+		if _, err := ensureDerived(ctx, opts.open(d.Table), dp, d); err != nil {
+			return fmt.Errorf("derived table %s: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
 // deriveOnce runs one pass of d (see the package comment above).
 func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived) (DeriveReport, error) {
 	rep := DeriveReport{Name: d.Name, Upstream: d.Upstream, FromVersion: -1, ToVersion: -1}

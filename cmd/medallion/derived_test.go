@@ -40,6 +40,11 @@ func TestRunDerivedJobs(t *testing.T) {
 		return sum
 	}
 	run("init")
+	for _, tbl := range []string{"gold/g1h", "gold/g1d"} {
+		if out, err := runGenCLI(t, "table", "describe", lake+"/"+tbl); err != nil {
+			t.Fatalf("init did not create %s: %v\n%s", tbl, err, out)
+		}
+	}
 	run("gen", "--events", "3000", "--files", "2", "--seed", "3", "--start", "2024-05-01T00:00:00Z", "--span", "30h")
 	run("run", "ingest")
 	derived := func(sum map[string]any) []any {
