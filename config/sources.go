@@ -228,10 +228,13 @@ func (p *Pipeline) GoldSource(g Gold) string {
 }
 
 // GoldTimeColumn is the column g's windows are over: g.TimeColumn, else the input source's
-// event time, else (a join) the left source's event-time column as the joined table names it.
+// event time (a derived table: DerivedTimeColumn), else (a join) the left source's event-time column as the joined table names it.
 func (p *Pipeline) GoldTimeColumn(g Gold) string {
 	if g.TimeColumn != "" {
 		return g.TimeColumn
+	}
+	if p.IsDerived(g) {
+		return DerivedTimeColumn
 	}
 	name := p.GoldSource(g)
 	if s, ok := p.SourceByName(name); ok {

@@ -458,6 +458,10 @@ func (v *validator) gold(inputs map[string]*goldInput) {
 			v.tablePath(path+".quarantine", g.Quarantine)
 		}
 		v.window(path+".window", g.Window)
+		if up, ok := v.p.UpstreamGold(g); ok {
+			v.derivedGold(path, g, up)
+			continue
+		}
 		in := v.goldInput(path, g, inputs)
 		if in == nil {
 			continue

@@ -201,7 +201,7 @@ func (v *validator) goldInput(path string, g Gold, inputs map[string]*goldInput)
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		v.fail(path+".source", "unknown source or join %q: expected one of %s", g.Source, strings.Join(names, ", "))
+		v.fail(path+".source", "unknown source or join %q: expected one of %s, or the name of another gold (a derived table, docs/derived-tables.md)", g.Source, strings.Join(names, ", "))
 		return nil
 	}
 	tc := v.p.GoldTimeColumn(g)

@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/join"
+	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/s3"
 	"github.com/medallion-lake/medallion/stream"
@@ -72,6 +73,9 @@ func Init(ctx context.Context, env Env) (InitReport, error) {
 		if err := initJoin(ctx, env, j, existed); err != nil {
 			return rep, err
 		}
+	}
+	if err := late.CreateDerived(ctx, late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}, specs.Derived(env.Config)); err != nil {
+		return rep, fmt.Errorf("jobs: init: %w", err)
 	}
 	for _, p := range TablePaths(env) {
 		if existed[p] {

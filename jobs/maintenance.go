@@ -35,6 +35,10 @@ func TablePaths(env Env) []string {
 		add(j.Table, j.Quarantine)
 	}
 	for _, g := range cfg.Gold {
+		if cfg.IsDerived(g) {
+			add(g.Table) // a derived table has no quarantine (docs/derived-tables.md)
+			continue
+		}
 		add(g.Quarantine, g.Table)
 	}
 	return paths
@@ -168,25 +172,30 @@ func Lookup(name string) Func {
 	case "stream":
 		return func(ctx context.Context, env Env) (any, error) {
 			if env.Config.MultiSource() {
-				return StreamSources(ctx, env, "", config.Trigger{}, nil)
+				rep, err := StreamSources(ctx, env, "", config.Trigger{}, nil)
+				return WithDerived(ctx, env, rep, err)
 			}
-			return Stream(ctx, env, config.Trigger{}, nil)
+			rep, err := Stream(ctx, env, config.Trigger{}, nil)
+			return WithDerived(ctx, env, rep, err)
 		}
 	case "merge-late":
 		return func(ctx context.Context, env Env) (any, error) {
 			if env.Config.MultiSource() {
-				return MergeLateSources(ctx, env, "")
+				rep, err := MergeLateSources(ctx, env, "")
+				return WithDerived(ctx, env, rep, err)
 			}
-			return MergeLate(ctx, env, "")
+			rep, err := MergeLate(ctx, env, "")
+			return WithDerived(ctx, env, rep, err)
 		}
 	case "replay":
 		return func(ctx context.Context, env Env) (any, error) {
 			if env.Config.MultiSource() {
 				now := env.clock()
 				reps, err := ReplaySources(ctx, env, "", late.Range{From: now.Add(-env.Config.Jobs.Replay.Lookback.Duration), To: now}, nil)
-				return MultiReplayReport{Queries: reps}, err
+				return WithDerived(ctx, env, MultiReplayReport{Queries: reps}, err)
 			}
-			return ReplayLookback(ctx, env)
+			rep, err := ReplayLookback(ctx, env)
+			return WithDerived(ctx, env, rep, err)
 		}
 	case "optimize":
 		return func(ctx context.Context, env Env) (any, error) { return Optimize(ctx, env) }

@@ -34,6 +34,10 @@ func TestLateHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if job == "derive" {
+		deriveHelper(t, lake)
+		return
+	}
 	o := opts(lake, testConfig(t, ""))
 	if job == "merge" {
 		_, err = MergeLate(context.Background(), o)

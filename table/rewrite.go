@@ -35,6 +35,10 @@ type Rewrite struct {
 	InsertEach func(ctx context.Context, write func(*pq.Batch) error) error
 	// Txn makes the commit idempotent: a table holding it already is not rewritten again.
 	Txn *AppTxn
+	// ExtraTxns are recorded in the commit too, without Txn's check: a writer that keeps
+	// more than one position in the table (a derived table's upstream version and the
+	// watermark it emitted to) and checks them itself before it writes.
+	ExtraTxns []AppTxn
 	// Isolation is the commit's isolation level ("": txlog's default).
 	Isolation txlog.IsolationLevel
 	// KeepEmpty commits even when nothing changes and Txn is nil (replaceWhere records the
@@ -230,6 +234,9 @@ func (t *Table) commitRewrite(ctx context.Context, rw Rewrite, res RewriteResult
 	tx.AddCDC(res.ChangeFiles...)
 	if rw.Txn != nil {
 		tx.SetTxn(rw.Txn.AppID, rw.Txn.Version)
+	}
+	for _, x := range rw.ExtraTxns {
+		tx.SetTxn(x.AppID, x.Version)
 	}
 	return tx.Commit(ctx, rw.Operation(res))
 }

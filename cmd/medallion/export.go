@@ -179,6 +179,10 @@ func planExport(cfg *config.Pipeline) exportPlan {
 		}
 		plan.notices = append(plan.notices, msg)
 	}
+	for _, g := range cfg.DerivedOrder() {
+		plan.notices = append(plan.notices, fmt.Sprintf("derived table %s (from gold %s) is not exported: keep it on medallion "+
+			"(docs/derived-tables.md)", g.Name, g.Source))
+	}
 	return plan
 }
 

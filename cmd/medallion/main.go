@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newLagCmd(),
 		newCheckCmd(),
+		newGraphCmd(),
 		newReportCmd(),
 		newTableCmd(),
 		newExportCmd(),

@@ -224,10 +224,11 @@ func runStream(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	defer bar.done()
 	if env.Config.MultiSource() {
 		only, _ := cmd.Flags().GetString("source")
-		return jobs.StreamSources(ctx, env, only, trigger, progressListener{bar})
+		rep, err := jobs.StreamSources(ctx, env, only, trigger, progressListener{bar})
+		return jobs.WithDerived(ctx, env, rep, err)
 	}
 	rep, err := jobs.Stream(ctx, env, trigger, progressListener{bar})
-	return rep, err
+	return jobs.WithDerived(ctx, env, rep, err)
 }
 
 func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
@@ -235,10 +236,22 @@ func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, e
 	if err != nil {
 		return nil, err
 	}
-	if env.Config.MultiSource() {
-		return jobs.MergeLateSources(ctx, env, name)
+	if derivedOnly(env.Config, name) {
+		return jobs.WithDerived(ctx, env, nil, nil)
 	}
-	return jobs.MergeLate(ctx, env, name)
+	if env.Config.MultiSource() {
+		rep, err := jobs.MergeLateSources(ctx, env, name)
+		return jobs.WithDerived(ctx, env, rep, err)
+	}
+	rep, err := jobs.MergeLate(ctx, env, name)
+	return jobs.WithDerived(ctx, env, rep, err)
+}
+
+// derivedOnly reports whether --gold names a derived table: merge-late and replay then only
+// keep the derived tables (from their upstreams' change feeds), which is all they do for one.
+func derivedOnly(cfg *config.Pipeline, name string) bool {
+	g, ok := cfg.GoldByName(name)
+	return ok && cfg.IsDerived(*g)
 }
 
 // progressListener moves the stream's bar on each batch's progress.
@@ -278,11 +291,15 @@ func runReplay(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, erro
 	}
 	bar := newProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()), "replay", "rows", -1)
 	defer bar.done()
+	if derivedOnly(env.Config, name) {
+		return jobs.WithDerived(ctx, env, nil, nil)
+	}
 	if env.Config.MultiSource() {
 		reps, err := jobs.ReplaySources(ctx, env, name, r, replayProgress(bar))
-		return jobs.MultiReplayReport{Queries: reps}, err
+		return jobs.WithDerived(ctx, env, jobs.MultiReplayReport{Queries: reps}, err)
 	}
-	return jobs.ReplayProgress(ctx, env, name, r, replayProgress(bar))
+	rep, err := jobs.ReplayProgress(ctx, env, name, r, replayProgress(bar))
+	return jobs.WithDerived(ctx, env, rep, err)
 }
 
 // replayProgress moves the replay's bar by the source rows read since the last report and

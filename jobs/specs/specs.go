@@ -134,3 +134,36 @@ func aggregation(g config.Gold) spec.Aggregation {
 	}
 	return a
 }
+
+// Derived are cfg's derived tables (gold over another gold) in the order they are kept: each
+// after its upstream. Each carries the checkpoint of the query that feeds its graph's first
+// gold, whose watermark closes windows.
+func Derived(cfg *config.Pipeline) []spec.Derived {
+	var out []spec.Derived
+	for _, g := range cfg.DerivedOrder() {
+		up, _ := cfg.UpstreamGold(g)
+		d := spec.Derived{Name: g.Name, Table: g.Table, Upstream: up.Name, UpstreamTable: up.Table, UpstreamDerived: cfg.IsDerived(*up),
+			Size: g.Window.Size.Duration, Start: g.Window.StartTime.Duration, GroupBy: g.GroupBy, NoChangeDataFeed: !g.ChangeFeed()}
+		for _, a := range g.Aggregates {
+			r, _ := cfg.RollupOf(*up, g.Name, a)
+			d.Aggregates = append(d.Aggregates, spec.Rollup{Fn: r.Fn, Column: r.Column, As: a.As})
+		}
+		root := *up
+		for {
+			next, ok := cfg.UpstreamGold(root)
+			if !ok {
+				break
+			}
+			root = *next
+		}
+		src := cfg.GoldSource(root)
+		if j, ok := cfg.JoinByName(src); ok {
+			js := joinSpec(cfg, *j)
+			d.Checkpoint, d.Join = j.Checkpoint, &js
+		} else if s, ok := cfg.SourceByName(src); ok {
+			d.Checkpoint = s.Stream.Checkpoint
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -197,3 +197,31 @@ type JoinInput struct {
 
 // JoinKey is one equality of the join condition: left.Left = right.Right.
 type JoinKey struct{ Left, Right string }
+
+// Derived is a gold table kept from another gold's change feed (docs/derived-tables.md): a
+// rollup whose tumbling windows nest the upstream's and whose keys are a subset of its keys.
+type Derived struct {
+	Name, Table string
+	// Upstream names the gold it is derived from; UpstreamTable is that gold's table, and
+	// UpstreamDerived says whether the upstream is itself derived (its emitted watermark is
+	// then in its own table, see late.DerivedWatermarkApp).
+	Upstream, UpstreamTable string
+	UpstreamDerived         bool
+	// Size and Start are the tumbling window (start_time).
+	Size, Start time.Duration
+	GroupBy     []string
+	Aggregates  []Rollup
+	// Checkpoint is the checkpoint of the query that feeds the graph's first gold (a
+	// source's or a join's): its watermark says which windows are complete. Join, when that
+	// query is a join, converts its watermark to the join's output watermark.
+	Checkpoint string
+	Join       *Join
+	// NoChangeDataFeed creates the table without the change data feed (as Aggregation's).
+	NoChangeDataFeed bool
+}
+
+// Rollup is one aggregate of a derived table over the upstream's aggregate column Column,
+// written as As. Fn is what both columns are (count, sum, min, max or avg: a sum of an
+// upstream count is a count): the upstream column is read back as that aggregate's mergeable
+// value and the values of a window merged.
+type Rollup struct{ Fn, Column, As string }
