@@ -36,9 +36,10 @@ and refuses to write into a table whose log holds another query's txn, naming bo
 stream has stopped: see docs/past-one-machine.md. --plain runs Spark's own aggregation
 (late rows dropped, no silver or rejects), the baseline the promise is measured against.
 
-Every source of sources: is its own query with its own checkpoint (--source NAME runs one).
-What the job does not run (joins:, the aggregations over a join, session windows) is named
-on stderr now, one notice per item, and again by the job when it starts.
+Every source of sources: is its own query with its own checkpoint (--source NAME runs one),
+and so is every join of joins: (Spark's own stream-stream join, late inputs quarantined, the
+aggregations over it in its query), run after the sources. What the job does not do as
+medallion does is named on stderr now, one notice per item, and again by the job when it starts.
 
 Run it:
   medallion export spark --config pipeline.yaml > job.py
@@ -148,8 +149,8 @@ func sparkTrigger(t config.Trigger) string {
 }
 
 // exportPlan is what of a config the job carries: every source (the top-level one first, as a
-// single-source view) and the aggregations over sources; the joins and the aggregations over
-// them stay with medallion (notices says so, per item).
+// single-source view), the aggregations over sources and over joins (the joins themselves are
+// JOINS, export_join.go); notices name, per item, what the job does not do as medallion does.
 type exportPlan struct {
 	views   []*config.Pipeline
 	gold    []config.Gold
@@ -171,13 +172,8 @@ func planExport(cfg *config.Pipeline) exportPlan {
 		}
 	}
 	for _, j := range cfg.Joins {
-		msg := fmt.Sprintf("join %s (%s %s %s) is not exported: the job does not run stream-stream joins yet; "+
-			"keep it on medallion (medallion run stream --source %s reads the silver tables the job writes "+
-			"with a config whose tables carry the job's prefix)", j.Name, j.Left, j.Type, j.Right, j.Name)
-		for _, g := range cfg.GoldOf(j.Name) {
-			msg += fmt.Sprintf("; so is gold %s, over it", g.Name)
-		}
-		plan.notices = append(plan.notices, msg)
+		plan.gold = append(plan.gold, cfg.GoldOf(j.Name)...)
+		plan.notices = append(plan.notices, joinNotices(cfg, j)...)
 	}
 	return plan
 }
@@ -239,7 +235,7 @@ func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 		writeSparkEvents(&b, v, names)
 	}
 	for _, g := range plan.gold {
-		v, _ := cfg.ForSource(cfg.GoldSource(g))
+		v := goldView(cfg, g)
 		ev := py(cfg.GoldTimeColumn(g))
 		if v.Stream.Name == top.Stream.Name && cfg.GoldTimeColumn(g) == st.EventTime {
 			ev = "EVENT_TIME"
@@ -248,8 +244,13 @@ func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 			return err
 		}
 	}
+	if err := writeSparkJoins(&b, cfg); err != nil {
+		return err
+	}
 	writeSparkSources(&b, plan.views)
 	b.WriteString(sparkJobBody)
+	b.WriteString(sparkJoinBody)
+	b.WriteString("\n\nif __name__ == \"__main__\":\n    main()\n")
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -277,8 +278,12 @@ Run it with
 or with a python that has pyspark and delta-spark (--conf passes Spark settings). On S3 the
 s3a settings come from the pipeline config and the AWS environment (see s3a_settings).
 
+Each join of JOINS is one more query, after the sources: Spark's own stream-stream join of
+their silver tables, the input rows it drops as late in the join's quarantine, the aggregations
+over the join in its query.
+
 Differences from medallion: session windows are not carried (use --plain or keep them on
-medallion); joins are not carried (NOT_EXPORTED lists what stays with medallion); sketch
+medallion); NOT_EXPORTED lists, per item, what does not run exactly as in medallion; sketch
 aggregates use Spark's own sketches (values close to, not equal to, medallion's; no
 <name>_sketch column); the rejects' raw column is Spark's JSON of the row.
 """
