@@ -539,7 +539,7 @@ def run_sources(spark, opts):
         raise ValueError(f"--bronze: {names[0]} is a join; it reads the sources' silver tables")
     jobs = [Job(spark, opts, name) for name in names if name in SOURCES]
     # The joins run after the sources (their silver is the joins' input), as in medallion.
-    joins = [JoinJob(spark, opts, name) for name in names if name in JOINS]
+    joins = [JoinJob(spark, opts, name) for name in names if name in JOINS and not takeover_join(opts, name)]
     for job in jobs:
         job.query_id = job.own_query_id()
     for job in jobs:

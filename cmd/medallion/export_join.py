@@ -167,3 +167,18 @@ class JoinJob(Job):
         writer = (self.plan().writeStream.queryName(self.source).option("checkpointLocation", self.ckpt)
                   .foreachBatch(lambda batch, n: self.batch(batch, n)))
         return trigger(writer, self.opts.trigger or TRIGGER).start()
+
+
+def takeover_join(opts, name):
+    """True when --takeover leaves join name to medallion: its state (buffered rows, per-source
+    watermarks) is medallion's own format, which Spark's join cannot continue. Said, never
+    silent; asked for by name (--source) it is an error."""
+    if not opts.takeover:
+        return False
+    if opts.source == name:
+        raise ValueError(f"--takeover --source {name}: Spark cannot continue medallion's join state; "
+                         "keep the join on medallion (it reads the silver tables the job writes), "
+                         "or run it on Spark under a new --root")
+    print(f"medallion job: join {name}: not taken over (its state is medallion's): it stays with "
+          "medallion, which reads the silver tables this job writes", flush=True)
+    return True

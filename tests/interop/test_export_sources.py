@@ -18,11 +18,14 @@ medallion runs ingest, stream and merge-late; the exported job runs over the sam
 tables under <lake>/spark or --root) and medallion's merge-late runs on Spark's tables (a config
 whose lake is the job's root). Compared as row multisets, per source: silver; the rejects of the
 validate stage; each exported gold's quarantine (but batch and query ids) and gold after
-merge-late (doubles within a relative 1e-9, medallion's internal exact-sum columns left out).
-Invariants A (bronze = silver + validation rejects + duplicates; each quarantine within silver)
-and E (gold = silver counted over the closed windows) are checked on Spark's tables, with oracles
-computed here. Joins are not exported yet: the job names each one (and the gold over it) when it
-starts, and invariant J stays with medallion's own tables (test_join_invariant).
+merge-late (doubles within a relative 1e-9, medallion's internal exact-sum columns left out);
+per join (Spark's own stream-stream join in the job): the joined table after merge-late, the
+join quarantine (late inputs with side and judging watermark) and the gold over the join.
+Invariants A (bronze = silver + validation rejects + duplicates; each quarantine within silver),
+E (gold = silver counted over the closed windows) and J (joined table after merge-late = the
+batch join of Spark's silvers, plus the unmatched rows whose match window Spark's last
+watermark closed) are checked on Spark's tables, with oracles computed here. Each join is named
+when the job starts (what Spark does otherwise: its per-source watermarks restart with it).
 
 By default both configs run in one spark-submit on the cluster and joins also on local[2]; with
 MEDALLION_LONG=1 the demo runs on local[2] too, and both workloads are larger (the joins one drawn
@@ -56,9 +59,12 @@ class Scenario:
     """A config and what the tests know of it: each source's silver and dedup key, each
     exported gold's source, window and group keys."""
 
-    def __init__(self, name, sources, golds, floats=(), not_exported=()):
+    def __init__(self, name, sources, golds, floats=(), not_exported=(), joins=None, join_golds=()):
         self.name, self.sources, self.golds = name, sources, golds
         self.floats, self.not_exported = floats, not_exported
+        # joins: name -> (left source, right source, lower, upper), left_outer; join_golds: the
+        # aggregations over a join.
+        self.joins, self.join_golds = joins or {}, join_golds
         self.lake = self.cfg = self.job = None
         self.watermarks: dict[str, int] = {}
 
@@ -69,7 +75,8 @@ def demo_scenario() -> Scenario:
                              "clicks": ("silver/clicks", "click_id", "click_time")},
                     golds={"events_5m": ("events", timedelta(minutes=5), ["event_type"])},
                     floats=("total_amount", "avg_amount", "avg_amount_sum"),
-                    not_exported=("join events_clicks",))
+                    not_exported=("join events_clicks",),
+                    joins={"events_clicks": ("events", "clicks", timedelta(0), timedelta(hours=1))})
 
 
 def joins_scenario() -> Scenario:
@@ -77,7 +84,9 @@ def joins_scenario() -> Scenario:
                     sources={"impressions": ("silver/impressions", "impression_id", "impression_time"),
                              "clicks": ("silver/clicks", "click_id", "click_time")},
                     golds={"impressions_1h": ("impressions", timedelta(hours=1), ["campaign"])},
-                    not_exported=("join impressions_clicks", "gold clicks_per_ad_1h"))
+                    not_exported=("join impressions_clicks",),
+                    joins={"impressions_clicks": ("impressions", "clicks", timedelta(0), timedelta(hours=1))},
+                    join_golds=("clicks_per_ad_1h",))
 
 
 def set_lake(text: str, lake: Path) -> str:
@@ -192,11 +201,10 @@ class SparkRun:
 
 def merge_late_on(sc: Scenario, root: Path, med) -> None:
     """medallion's merge-late on the job's tables: the same config with the lake at the job's
-    root (its tables and checkpoint are there under the same names), per exported gold."""
+    root (its tables and checkpoints are there under the same names): every gold and join."""
     cfg = root.parent / f"{sc.name}-{root.name}.yaml"
     cfg.write_text(set_lake(sc.cfg.read_text(), root))
-    for gold in sc.golds:
-        med("run", "merge-late", "--config", str(cfg), "--gold", gold)
+    med("run", "merge-late", "--config", str(cfg))
 
 
 @pytest.fixture(scope="session")
@@ -282,7 +290,7 @@ def test_jobs_ran_on_the_standalone_cluster(cluster_runs, spark_cluster):
 
 
 def test_not_exported_items_are_named(run):
-    """Every join, and every gold over one, is named when the job starts: never dropped silently."""
+    """What a join does otherwise on Spark is named when the job starts: never silently."""
     lines = [line for line in run.stdout.splitlines() if line.startswith("medallion job: not exported: ")]
     for item in run.sc.not_exported:
         assert any(item in line for line in lines), (item, lines)
@@ -372,3 +380,55 @@ def test_one_query_options_need_source(scenarios, spark):
         with pytest.raises(ValueError, match=r"add --source NAME \(one of impressions, clicks\)"):
             job.run(spark, job.parse_args([flag, "/nowhere"]))
     assert job.parse_args(["--source", "clicks"]).source == "clicks"
+
+
+def test_join_tables_equal_medallions(run):
+    """Per join: the joined table after merge-late, the join quarantine (but batch and query
+    ids) and each gold over the join after merge-late equal medallion's, row for row."""
+    for join in run.sc.joins:
+        ours, theirs = run.medallion(f"silver/{join}"), run.spark(f"silver/{join}")
+        assert len(ours) >= 40 and any(r[c] is None for r in ours for c in ours[0] if c.endswith("_ingest_time")), \
+            f"{join}: too few joined rows, or no null-extended one: the outer path is not exercised"
+        assert_multiset(ours, theirs, f"{run.sc.name} join {join}")
+        ours, theirs = run.medallion(f"silver/late_{join}"), run.spark(f"silver/late_{join}")
+        assert ours, f"{join}: no late join input: the quarantine path is not exercised"
+        assert_multiset(ours, theirs, f"{run.sc.name} join quarantine {join}", drop=("batch_id", "query_id"))
+    for gold in run.sc.join_golds:
+        ours, theirs = run.medallion(f"gold/{gold}"), run.spark(f"gold/{gold}")
+        assert ours, f"{gold}: medallion's gold over the join is empty"
+        assert_multiset(ours, theirs, f"{run.sc.name} gold {gold}", drop=internal_columns(ours, theirs))
+
+
+def last_watermark_ms(checkpoint: Path) -> int:
+    """The batch watermark of the checkpoint's last offsets file (Spark's own record)."""
+    last = max((p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return json.loads(last.read_text().splitlines()[1])["batchWatermarkMs"]
+
+
+def test_invariant_j_on_sparks_tables(run):
+    """Spark's joined table after merge-late = the batch join of Spark's two silver tables
+    (equal non-null keys, right time within [left + lower, left + upper]) plus each unmatched
+    left row whose match window Spark's last watermark W closed (t <= W - upper - 1 ms); an
+    unmatched row whose window is open is not there yet. Rows are (left key, right key)."""
+    for join, (left, right, lower, upper) in run.sc.joins.items():
+        lsilver, lkey, ltime = run.sc.sources[left]
+        rsilver, rkey, rtime = run.sc.sources[right]
+        on = "event_id" if run.sc.name == "demo" else "ad_id"
+        rows_l, rows_r = run.spark(lsilver), run.spark(rsilver)
+        by_key = collections.defaultdict(list)
+        for r in rows_r:
+            if r[on] is not None:
+                by_key[r[on]].append(r)
+        w = datetime.fromtimestamp(last_watermark_ms(run.root / "_checkpoints" / join) / 1000, tz=timezone.utc)
+        want = collections.Counter()
+        for lrow in rows_l:
+            lt = parse_ts(lrow[ltime])
+            matches = [r for r in by_key.get(lrow[on], []) if lt + lower <= parse_ts(r[rtime]) <= lt + upper]
+            for r in matches:
+                want[(lrow[lkey], r[rkey])] += 1
+            if not matches and lt <= w - upper - timedelta(milliseconds=1):
+                want[(lrow[lkey], None)] += 1
+        got = collections.Counter((r[lkey], r[rkey]) for r in run.spark(f"silver/{join}"))
+        assert want and got == want, f"{join}: Spark's joined table is not the batch join:\n" + \
+            f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
+            f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
