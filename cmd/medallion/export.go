@@ -69,10 +69,19 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 			for _, n := range planExport(cfg).notices {
 				fmt.Fprintf(cmd.ErrOrStderr(), "export spark: notice: %s\n", n)
 			}
-			return writeSparkJob(cmd.OutOrStdout(), cfg)
+			kind, _ := cmd.Flags().GetString("job")
+			switch kind {
+			case jobStream, jobMergeLate:
+			case jobReplay:
+				return usageError("export spark --job replay: not exported yet: run medallion run replay on the job's tables")
+			default:
+				return usageError("export spark --job %q: expected stream (default) or merge-late", kind)
+			}
+			return writeSparkJobKind(cmd.OutOrStdout(), cfg, kind)
 		},
 	}
 	spark.Flags().String("config", "", "pipeline config (YAML)")
+	spark.Flags().String("job", jobStream, "the job: stream, or merge-late (a batch job folding each quarantine into its gold, with medallion's txn)")
 	spark.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.max_files_per_trigger=10 (repeatable)")
 	export.AddCommand(spark)
 	return export
@@ -179,6 +188,11 @@ func planExport(cfg *config.Pipeline) exportPlan {
 }
 
 func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
+	return writeSparkJobKind(w, cfg, jobStream)
+}
+
+// writeSparkJobKind writes the program; kind (jobStream, jobMergeLate) chooses its entry point.
+func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	lake, err := sparkLake(cfg.Lake)
 	if err != nil {
 		return err
@@ -247,10 +261,15 @@ func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 	if err := writeSparkJoins(&b, cfg); err != nil {
 		return err
 	}
+	pf("JOB = %s  # what main runs: the stream, or merge-late (--job)\n", py(kind))
+	if err := writeSparkLate(&b, cfg, plan.gold); err != nil {
+		return err
+	}
 	writeSparkSources(&b, plan.views)
 	b.WriteString(sparkJobBody)
 	b.WriteString(sparkJoinBody)
-	b.WriteString("\n\nif __name__ == \"__main__\":\n    main()\n")
+	b.WriteString(sparkLateBody)
+	b.WriteString(sparkMain(kind))
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -437,19 +456,46 @@ func joinPy(names []string) string {
 	return strings.Join(q, ", ")
 }
 
+// sparkWindow is the gold's window as a Spark column expression over the time column ev.
+func sparkWindow(g *config.Gold, ev string) string {
+	if g.Window.Type == config.WindowSession {
+		return fmt.Sprintf("F.session_window(%s, %s)", ev, py(sparkInterval(g.Window.Gap.Duration)))
+	}
+	return fmt.Sprintf("F.window(%s, %s, %s, %s)", ev, py(sparkInterval(g.Window.Size.Duration)),
+		py(sparkInterval(g.Window.EffectiveSlide().Duration)), py(sparkInterval(g.Window.StartTime.Duration)))
+}
+
 // writeSparkGold writes gold_<name>(events): the aggregation of one gold table, with its columns
 // in medallion's order and types.
 func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev string) error {
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	var win string
-	switch g.Window.Type {
-	case config.WindowSession:
-		win = fmt.Sprintf("F.session_window(%s, %s)", ev, py(sparkInterval(g.Window.Gap.Duration)))
-	default:
-		win = fmt.Sprintf("F.window(%s, %s, %s, %s)", ev, py(sparkInterval(g.Window.Size.Duration)),
-			py(sparkInterval(g.Window.EffectiveSlide().Duration)), py(sparkInterval(g.Window.StartTime.Duration)))
+	win := sparkWindow(g, ev)
+	aggs, cols, err := sparkAggs(cfg, g)
+	if err != nil {
+		return err
 	}
-	var aggs, cols []string
+	keys := make([]string, len(g.GroupBy))
+	for i, k := range g.GroupBy {
+		keys[i] = pyCol(k)
+	}
+	pf("\n\ndef gold_%s(events):\n", strings.ReplaceAll(g.Name, "-", "_"))
+	pf("    \"\"\"%s: %s window, group by [%s], output mode %s.\"\"\"\n", g.Name, g.Window.Type,
+		strings.Join(g.GroupBy, ", "), g.OutputMode)
+	pf("    return (events.groupBy(%s)\n", strings.Join(append([]string{win + ".alias(\"window\")"}, keys...), ", "))
+	pf("            .agg(%s)\n", strings.Join(aggs, ",\n                 "))
+	sel := []string{`"window"`}
+	for _, k := range g.GroupBy {
+		sel = append(sel, pyCol(k))
+	}
+	sel = append(sel, cols...)
+	pf("            .select(%s,\n", strings.Join(sel, ", "))
+	pf("                    F.lit(0).cast(\"long\").alias(\"late_rows\")))\n")
+	return nil
+}
+
+// sparkAggs are the gold's aggregates as Spark column expressions (aliased) and the output
+// columns they make, in medallion's order and types (avg: <as>, <as>_sum, <as>_count).
+func sparkAggs(cfg *config.Pipeline, g *config.Gold) (aggs, cols []string, err error) {
 	out := func(expr, as string) {
 		aggs = append(aggs, expr+".alias("+py(as)+")")
 		cols = append(cols, pyCol(as))
@@ -460,7 +506,7 @@ func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev
 		if a.Column != "" {
 			c, ok := cfg.Column(a.Column)
 			if !ok {
-				return fmt.Errorf("export spark: gold %s: aggregate %s reads unknown column %q", g.Name, a.As, a.Column)
+				return nil, nil, fmt.Errorf("export spark: gold %s: aggregate %s reads unknown column %q", g.Name, a.As, a.Column)
 			}
 			in = pyCol(a.Column)
 			switch c.Type.Kind {
@@ -500,24 +546,8 @@ func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev
 			out(fmt.Sprintf("F.percentile_approx(%s.cast(\"double\"), [%s], %d)", in, strings.Join(ps, ", "),
 				int(1/a.RelativeAccuracy+0.5)), a.As)
 		default:
-			return fmt.Errorf("export spark: gold %s: aggregate %q has no Spark equivalent", g.Name, a.Fn)
+			return nil, nil, fmt.Errorf("export spark: gold %s: aggregate %q has no Spark equivalent", g.Name, a.Fn)
 		}
 	}
-	keys := make([]string, len(g.GroupBy))
-	for i, k := range g.GroupBy {
-		keys[i] = pyCol(k)
-	}
-	pf("\n\ndef gold_%s(events):\n", strings.ReplaceAll(g.Name, "-", "_"))
-	pf("    \"\"\"%s: %s window, group by [%s], output mode %s.\"\"\"\n", g.Name, g.Window.Type,
-		strings.Join(g.GroupBy, ", "), g.OutputMode)
-	pf("    return (events.groupBy(%s)\n", strings.Join(append([]string{win + ".alias(\"window\")"}, keys...), ", "))
-	pf("            .agg(%s)\n", strings.Join(aggs, ",\n                 "))
-	sel := []string{`"window"`}
-	for _, k := range g.GroupBy {
-		sel = append(sel, pyCol(k))
-	}
-	sel = append(sel, cols...)
-	pf("            .select(%s,\n", strings.Join(sel, ", "))
-	pf("                    F.lit(0).cast(\"long\").alias(\"late_rows\")))\n")
-	return nil
+	return aggs, cols, nil
 }

@@ -563,6 +563,8 @@ def run(spark, opts):
     """Runs the job: the promise-keeping stream (default), or with opts.plain one Spark
     aggregation query per gold table. Returns {name: progress reports}: one entry per gold
     table for --plain, one entry per source (QUERY: the top-level one) otherwise."""
+    if JOB == "merge-late":
+        return merge_late(spark, opts)
     for notice in NOT_EXPORTED:
         print("medallion job: not exported: " + notice, flush=True)
     if not opts.plain:
