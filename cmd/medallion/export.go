@@ -41,6 +41,9 @@ and so is every join of joins: (Spark's own stream-stream join, late inputs quar
 aggregations over it in its query), run after the sources. What the job does not do as
 medallion does is named on stderr now, one notice per item, and again by the job when it starts.
 
+--job merge-late prints the same program as a batch job folding each quarantine into its gold
+(Spark MERGE) with the txn medallion's merge-late records: either may run after the other.
+
 Run it:
   medallion export spark --config pipeline.yaml > job.py
   spark-submit --packages io.delta:delta-spark_2.12:3.3.2,org.apache.hadoop:hadoop-aws:3.3.4 job.py

@@ -180,6 +180,8 @@ def run_medallion_side(sc: Scenario, med) -> None:
     med("run", "merge-late", "--config", str(sc.cfg))
     sc.job = sc.cfg.with_suffix(".py")
     sc.job.write_text(med("export", "spark", "--config", str(sc.cfg)))
+    sc.late_job = sc.cfg.with_suffix(".merge_late.py")
+    sc.late_job.write_text(med("export", "spark", "--config", str(sc.cfg), "--job", "merge-late"))
 
 
 class SparkRun:
@@ -187,6 +189,7 @@ class SparkRun:
 
     def __init__(self, sc: Scenario, where: str, root: Path, stdout: str = ""):
         self.sc, self.where, self.root, self.stdout = sc, where, root, stdout
+        self.merge_late: dict = {}  # medallion's merge-late report on Spark's tables
 
     def medallion(self, table: str) -> list[dict]:
         return read_deltars(self.sc.lake / table)
@@ -199,12 +202,13 @@ class SparkRun:
         return read_deltars(self.sc.lake / table)
 
 
-def merge_late_on(sc: Scenario, root: Path, med) -> None:
-    """medallion's merge-late on the job's tables: the same config with the lake at the job's
-    root (its tables and checkpoints are there under the same names): every gold and join."""
+def merge_late_on(sc: Scenario, root: Path, med) -> dict:
+    """medallion's merge-late on the job's tables, after Spark's merge-late job ran there: the
+    same config with the lake at the job's root (its tables and checkpoints are there under the
+    same names): every join, and every gold Spark's merge-late left to medallion."""
     cfg = root.parent / f"{sc.name}-{root.name}.yaml"
     cfg.write_text(set_lake(sc.cfg.read_text(), root))
-    med("run", "merge-late", "--config", str(cfg))
+    return json.loads(med("run", "merge-late", "--config", str(cfg)))["result"]
 
 
 @pytest.fixture(scope="session")
@@ -246,10 +250,12 @@ def cluster_runs(scenarios, spark_cluster) -> dict:
         root = sc.lake / "spark-cluster"
         argv.append([str(sc.job), "--root", root.as_uri()])
         runs[name] = SparkRun(sc, "cluster", root)
+    # Then each one's merge-late job, in the same application.
+    argv += [[str(run.sc.late_job), "--root", run.root.as_uri()] for run in runs.values()]
     report = spark_cluster.submit(argv, spark_cluster.jars)
     for run in runs.values():
         run.stdout = report["stdout"]
-        merge_late_on(run.sc, run.root, scenarios["med"])
+        run.merge_late = merge_late_on(run.sc, run.root, scenarios["med"])
     runs["report"] = report
     return runs
 
@@ -265,11 +271,13 @@ def local_runs(scenarios, spark) -> dict:
         sc = scenarios[name]
         root = sc.lake / "spark-local"
         job = load_job(sc.job, f"exported_{name}_local")
+        late = load_job(sc.late_job, f"exported_{name}_local_merge_late")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             job.run(spark, job.parse_args(["--root", root.as_uri()]))
+            late.run(spark, late.parse_args(["--root", root.as_uri()]))
         runs[name] = SparkRun(sc, "local", root, out.getvalue())
-        merge_late_on(sc, root, scenarios["med"])
+        runs[name].merge_late = merge_late_on(sc, root, scenarios["med"])
     return runs
 
 
@@ -332,6 +340,27 @@ def test_gold_after_merge_late_equals_medallions(run):
             assert any(r["late_rows"] for r in theirs), f"{gold}: merge-late folded nothing into Spark's gold"
         floats = [c for c in run.sc.floats if c in ours[0]]
         assert_multiset(ours, theirs, f"{run.sc.name} gold {gold}", drop=internal_columns(ours, theirs), floats=floats)
+
+
+def test_spark_merge_late_applied_once(run):
+    """Spark's merge-late job folded every exported gold's quarantine into gold with medallion's
+    txn: its report names each gold with the quarantine version it merged (late rows in the
+    joins scenario), and medallion's merge-late run on the same tables afterwards finds each of
+    them up to date (the txn it reads is the one Spark wrote: nothing applied twice, and gold
+    equals medallion's: test_gold_after_merge_late_equals_medallions)."""
+    reports = [json.loads(line)["mergeLate"] for line in run.stdout.splitlines() if line.startswith('{"mergeLate": ')]
+    spark = {r["gold"]: r for report in reports for r in report if r["gold"] in run.sc.golds}
+    assert set(spark) == set(run.sc.golds), reports
+    if run.sc.name == "joins":
+        assert spark["impressions_1h"]["lateRows"] >= 3, spark
+    for gold in run.sc.join_golds:
+        assert any(gold in line and "not merged here: over a join" in line for line in run.stdout.splitlines())
+    ours = {g["name"]: g for q in run.merge_late["queries"] for g in q["gold"]}
+    for gold in run.sc.golds:
+        if not spark[gold]["lateRows"]:
+            continue  # nothing to fold: neither commits
+        assert ours[gold]["upToDate"] and ours[gold]["toQuarantineVersion"] == spark[gold]["toQuarantineVersion"], \
+            (gold, ours[gold], spark[gold])
 
 
 def test_invariant_a_on_sparks_tables(run):
