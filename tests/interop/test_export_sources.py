@@ -420,7 +420,8 @@ def test_join_tables_equal_medallions(run):
             f"{join}: too few joined rows, or no null-extended one: the outer path is not exercised"
         assert_multiset(ours, theirs, f"{run.sc.name} join {join}")
         ours, theirs = run.medallion(f"silver/late_{join}"), run.spark(f"silver/late_{join}")
-        assert ours, f"{join}: no late join input: the quarantine path is not exercised"
+        if run.sc.name == "joins":
+            assert ours, f"{join}: no late join input: the quarantine path is not exercised"
         assert_multiset(ours, theirs, f"{run.sc.name} join quarantine {join}", drop=("batch_id", "query_id"))
     for gold in run.sc.join_golds:
         ours, theirs = run.medallion(f"gold/{gold}"), run.spark(f"gold/{gold}")
