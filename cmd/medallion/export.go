@@ -190,11 +190,7 @@ func planExport(cfg *config.Pipeline) exportPlan {
 	return plan
 }
 
-func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
-	return writeSparkJobKind(w, cfg, jobStream)
-}
-
-// writeSparkJobKind writes the program; kind (jobStream, jobMergeLate) chooses its entry point.
+// writeSparkJobKind writes the program; kind (jobStream, jobMergeLate) is its JOB, what main runs.
 func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	lake, err := sparkLake(cfg.Lake)
 	if err != nil {
@@ -272,7 +268,7 @@ func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	b.WriteString(sparkJobBody)
 	b.WriteString(sparkJoinBody)
 	b.WriteString(sparkLateBody)
-	b.WriteString(sparkMain(kind))
+	b.WriteString(sparkMain)
 	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -26,7 +26,7 @@ const (
 )
 
 // sparkMain is the program's entry point: main() runs JOB's work (run dispatches on it).
-func sparkMain(string) string { return "\n\nif __name__ == \"__main__\":\n    main()\n" }
+const sparkMain = "\n\nif __name__ == \"__main__\":\n    main()\n"
 
 // writeSparkLate writes LATE (per aggregation: how gold's columns absorb a merge, or why the
 // Spark merge-late leaves it to medallion) and late_<name>(rows): the late rows' aggregates per
