@@ -36,9 +36,13 @@ and refuses to write into a table whose log holds another query's txn, naming bo
 stream has stopped: see docs/past-one-machine.md. --plain runs Spark's own aggregation
 (late rows dropped, no silver or rejects), the baseline the promise is measured against.
 
-Every source of sources: is its own query with its own checkpoint (--source NAME runs one).
-What the job does not run (joins:, the aggregations over a join, session windows) is named
-on stderr now, one notice per item, and again by the job when it starts.
+Every source of sources: is its own query with its own checkpoint (--source NAME runs one),
+and so is every join of joins: (Spark's own stream-stream join, late inputs quarantined, the
+aggregations over it in its query), run after the sources. What the job does not do as
+medallion does is named on stderr now, one notice per item, and again by the job when it starts.
+
+--job merge-late prints the same program as a batch job folding each quarantine into its gold
+(Spark MERGE) with the txn medallion's merge-late records: either may run after the other.
 
 Run it:
   medallion export spark --config pipeline.yaml > job.py
@@ -68,10 +72,19 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 			for _, n := range planExport(cfg).notices {
 				fmt.Fprintf(cmd.ErrOrStderr(), "export spark: notice: %s\n", n)
 			}
-			return writeSparkJob(cmd.OutOrStdout(), cfg)
+			kind, _ := cmd.Flags().GetString("job")
+			switch kind {
+			case jobStream, jobMergeLate:
+			case jobReplay:
+				return usageError("export spark --job replay: not exported yet: run medallion run replay on the job's tables")
+			default:
+				return usageError("export spark --job %q: expected stream (default) or merge-late", kind)
+			}
+			return writeSparkJobKind(cmd.OutOrStdout(), cfg, kind)
 		},
 	}
 	spark.Flags().String("config", "", "pipeline config (YAML)")
+	spark.Flags().String("job", jobStream, "the job: stream, or merge-late (a batch job folding each quarantine into its gold, with medallion's txn)")
 	spark.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.max_files_per_trigger=10 (repeatable)")
 	export.AddCommand(spark)
 	return export
@@ -148,8 +161,8 @@ func sparkTrigger(t config.Trigger) string {
 }
 
 // exportPlan is what of a config the job carries: every source (the top-level one first, as a
-// single-source view) and the aggregations over sources; the joins and the aggregations over
-// them stay with medallion (notices says so, per item).
+// single-source view), the aggregations over sources and over joins (the joins themselves are
+// JOINS, export_join.go); notices name, per item, what the job does not do as medallion does.
 type exportPlan struct {
 	views   []*config.Pipeline
 	gold    []config.Gold
@@ -171,13 +184,8 @@ func planExport(cfg *config.Pipeline) exportPlan {
 		}
 	}
 	for _, j := range cfg.Joins {
-		msg := fmt.Sprintf("join %s (%s %s %s) is not exported: the job does not run stream-stream joins yet; "+
-			"keep it on medallion (medallion run stream --source %s reads the silver tables the job writes "+
-			"with a config whose tables carry the job's prefix)", j.Name, j.Left, j.Type, j.Right, j.Name)
-		for _, g := range cfg.GoldOf(j.Name) {
-			msg += fmt.Sprintf("; so is gold %s, over it", g.Name)
-		}
-		plan.notices = append(plan.notices, msg)
+		plan.gold = append(plan.gold, cfg.GoldOf(j.Name)...)
+		plan.notices = append(plan.notices, joinNotices(cfg, j)...)
 	}
 	for _, g := range cfg.DerivedOrder() {
 		plan.notices = append(plan.notices, fmt.Sprintf("derived table %s (from gold %s) is not exported: keep it on medallion "+
@@ -186,7 +194,8 @@ func planExport(cfg *config.Pipeline) exportPlan {
 	return plan
 }
 
-func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
+// writeSparkJobKind writes the program; kind (jobStream, jobMergeLate) is its JOB, what main runs.
+func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	lake, err := sparkLake(cfg.Lake)
 	if err != nil {
 		return err
@@ -243,7 +252,7 @@ func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 		writeSparkEvents(&b, v, names)
 	}
 	for _, g := range plan.gold {
-		v, _ := cfg.ForSource(cfg.GoldSource(g))
+		v := goldView(cfg, g)
 		ev := py(cfg.GoldTimeColumn(g))
 		if v.Stream.Name == top.Stream.Name && cfg.GoldTimeColumn(g) == st.EventTime {
 			ev = "EVENT_TIME"
@@ -252,8 +261,18 @@ func writeSparkJob(w io.Writer, cfg *config.Pipeline) error {
 			return err
 		}
 	}
+	if err := writeSparkJoins(&b, cfg); err != nil {
+		return err
+	}
+	pf("JOB = %s  # what main runs: the stream, or merge-late (--job)\n", py(kind))
+	if err := writeSparkLate(&b, cfg, plan.gold); err != nil {
+		return err
+	}
 	writeSparkSources(&b, plan.views)
 	b.WriteString(sparkJobBody)
+	b.WriteString(sparkJoinBody)
+	b.WriteString(sparkLateBody)
+	b.WriteString(sparkMain)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -281,8 +300,12 @@ Run it with
 or with a python that has pyspark and delta-spark (--conf passes Spark settings). On S3 the
 s3a settings come from the pipeline config and the AWS environment (see s3a_settings).
 
+Each join of JOINS is one more query, after the sources: Spark's own stream-stream join of
+their silver tables, the input rows it drops as late in the join's quarantine, the aggregations
+over the join in its query.
+
 Differences from medallion: session windows are not carried (use --plain or keep them on
-medallion); joins are not carried (NOT_EXPORTED lists what stays with medallion); sketch
+medallion); NOT_EXPORTED lists, per item, what does not run exactly as in medallion; sketch
 aggregates use Spark's own sketches (values close to, not equal to, medallion's; no
 <name>_sketch column); the rejects' raw column is Spark's JSON of the row.
 """
@@ -436,19 +459,46 @@ func joinPy(names []string) string {
 	return strings.Join(q, ", ")
 }
 
+// sparkWindow is the gold's window as a Spark column expression over the time column ev.
+func sparkWindow(g *config.Gold, ev string) string {
+	if g.Window.Type == config.WindowSession {
+		return fmt.Sprintf("F.session_window(%s, %s)", ev, py(sparkInterval(g.Window.Gap.Duration)))
+	}
+	return fmt.Sprintf("F.window(%s, %s, %s, %s)", ev, py(sparkInterval(g.Window.Size.Duration)),
+		py(sparkInterval(g.Window.EffectiveSlide().Duration)), py(sparkInterval(g.Window.StartTime.Duration)))
+}
+
 // writeSparkGold writes gold_<name>(events): the aggregation of one gold table, with its columns
 // in medallion's order and types.
 func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev string) error {
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	var win string
-	switch g.Window.Type {
-	case config.WindowSession:
-		win = fmt.Sprintf("F.session_window(%s, %s)", ev, py(sparkInterval(g.Window.Gap.Duration)))
-	default:
-		win = fmt.Sprintf("F.window(%s, %s, %s, %s)", ev, py(sparkInterval(g.Window.Size.Duration)),
-			py(sparkInterval(g.Window.EffectiveSlide().Duration)), py(sparkInterval(g.Window.StartTime.Duration)))
+	win := sparkWindow(g, ev)
+	aggs, cols, err := sparkAggs(cfg, g)
+	if err != nil {
+		return err
 	}
-	var aggs, cols []string
+	keys := make([]string, len(g.GroupBy))
+	for i, k := range g.GroupBy {
+		keys[i] = pyCol(k)
+	}
+	pf("\n\ndef gold_%s(events):\n", strings.ReplaceAll(g.Name, "-", "_"))
+	pf("    \"\"\"%s: %s window, group by [%s], output mode %s.\"\"\"\n", g.Name, g.Window.Type,
+		strings.Join(g.GroupBy, ", "), g.OutputMode)
+	pf("    return (events.groupBy(%s)\n", strings.Join(append([]string{win + ".alias(\"window\")"}, keys...), ", "))
+	pf("            .agg(%s)\n", strings.Join(aggs, ",\n                 "))
+	sel := []string{`"window"`}
+	for _, k := range g.GroupBy {
+		sel = append(sel, pyCol(k))
+	}
+	sel = append(sel, cols...)
+	pf("            .select(%s,\n", strings.Join(sel, ", "))
+	pf("                    F.lit(0).cast(\"long\").alias(\"late_rows\")))\n")
+	return nil
+}
+
+// sparkAggs are the gold's aggregates as Spark column expressions (aliased) and the output
+// columns they make, in medallion's order and types (avg: <as>, <as>_sum, <as>_count).
+func sparkAggs(cfg *config.Pipeline, g *config.Gold) (aggs, cols []string, err error) {
 	out := func(expr, as string) {
 		aggs = append(aggs, expr+".alias("+py(as)+")")
 		cols = append(cols, pyCol(as))
@@ -459,7 +509,7 @@ func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev
 		if a.Column != "" {
 			c, ok := cfg.Column(a.Column)
 			if !ok {
-				return fmt.Errorf("export spark: gold %s: aggregate %s reads unknown column %q", g.Name, a.As, a.Column)
+				return nil, nil, fmt.Errorf("export spark: gold %s: aggregate %s reads unknown column %q", g.Name, a.As, a.Column)
 			}
 			in = pyCol(a.Column)
 			switch c.Type.Kind {
@@ -499,24 +549,8 @@ func writeSparkGold(b *strings.Builder, cfg *config.Pipeline, g *config.Gold, ev
 			out(fmt.Sprintf("F.percentile_approx(%s.cast(\"double\"), [%s], %d)", in, strings.Join(ps, ", "),
 				int(1/a.RelativeAccuracy+0.5)), a.As)
 		default:
-			return fmt.Errorf("export spark: gold %s: aggregate %q has no Spark equivalent", g.Name, a.Fn)
+			return nil, nil, fmt.Errorf("export spark: gold %s: aggregate %q has no Spark equivalent", g.Name, a.Fn)
 		}
 	}
-	keys := make([]string, len(g.GroupBy))
-	for i, k := range g.GroupBy {
-		keys[i] = pyCol(k)
-	}
-	pf("\n\ndef gold_%s(events):\n", strings.ReplaceAll(g.Name, "-", "_"))
-	pf("    \"\"\"%s: %s window, group by [%s], output mode %s.\"\"\"\n", g.Name, g.Window.Type,
-		strings.Join(g.GroupBy, ", "), g.OutputMode)
-	pf("    return (events.groupBy(%s)\n", strings.Join(append([]string{win + ".alias(\"window\")"}, keys...), ", "))
-	pf("            .agg(%s)\n", strings.Join(aggs, ",\n                 "))
-	sel := []string{`"window"`}
-	for _, k := range g.GroupBy {
-		sel = append(sel, pyCol(k))
-	}
-	sel = append(sel, cols...)
-	pf("            .select(%s,\n", strings.Join(sel, ", "))
-	pf("                    F.lit(0).cast(\"long\").alias(\"late_rows\")))\n")
-	return nil
+	return aggs, cols, nil
 }

@@ -175,11 +175,14 @@ class Job:
             return qid
         return json.loads(meta.splitlines()[0])["id"]
 
+    def owned_paths(self):
+        """The tables the query writes (and refuses to write when another query owns them)."""
+        return [self.silver, self.rejects] + [p for pair in self.tables.values() for p in pair]
+
     def check_ownership(self):
         qid = self.query_id
         allowed = {app for q in {qid, *self.peers} for app in (q, q + CLOSE_SUFFIX, "merge-late:" + q)}
-        paths = [self.silver, self.rejects] + [p for pair in self.tables.values() for p in pair]
-        for path in paths:
+        for path in self.owned_paths():
             for app, version in table_txns(self.spark, path).items():
                 # Ingest writes the rejects table too; it is no streaming query.
                 if app in allowed or app.startswith("medallion-ingest-"):
@@ -270,6 +273,11 @@ class Job:
             valid = df.where(F.col("_reason").isNull()).drop("_reason")
             version = self.silver_version(n)
             fresh = self.dedup(valid, version) if src["dedup"] else valid
+            if self.source in JOIN_INPUTS:
+                # One file per batch, as medallion writes silver: a join reads it file by file
+                # (maxFilesPerTrigger), so its micro-batches, and with them its watermarks and
+                # late rows, are medallion's.
+                fresh = fresh.coalesce(1)
             fresh = fresh.persist()
             self.ensure(self.silver, valid.schema)
             self.append(fresh, self.silver, qid, n)
@@ -523,25 +531,40 @@ def run_sources(spark, opts):
     """The promise-keeping queries: every source's (or --source's), each on its own checkpoint.
     With once or available-now they run one after the other, the top-level source first, as
     medallion runs them; with a processing-time trigger all at once (they never end)."""
-    names = [opts.source] if opts.source else list(SOURCES)
+    names = [opts.source] if opts.source else list(SOURCES) + list(JOINS)
     if len(names) > 1 and (opts.checkpoint or opts.bronze):
         raise ValueError("--checkpoint and --bronze name one query's: add --source NAME (one of "
                          + ", ".join(SOURCES) + ")")
-    jobs = [Job(spark, opts, name) for name in names]
+    if opts.bronze and names[0] in JOINS:
+        raise ValueError(f"--bronze: {names[0]} is a join; it reads the sources' silver tables")
+    jobs = [Job(spark, opts, name) for name in names if name in SOURCES]
+    # The joins run after the sources (their silver is the joins' input), as in medallion.
+    joins = [JoinJob(spark, opts, name) for name in names if name in JOINS and not takeover_join(opts, name)]
     for job in jobs:
         job.query_id = job.own_query_id()
     for job in jobs:
         job.peers = {other.query_id for other in jobs}
+    for job in joins:
+        job.query_id = job.own_query_id()
     if any((opts.trigger or job.src["trigger"]).startswith("processing-time=") for job in jobs):
-        queries = [job.start() for job in jobs]
-        return {job.source: job.finish(q) for job, q in zip(jobs, queries)}
-    return {job.source: job.run() for job in jobs}
+        queries = [job.start() for job in jobs] + [job.start() for job in joins if job.ready()]
+        running = jobs + [job for job in joins if job.ready()]
+        return {job.source: job.finish(q) for job, q in zip(running, queries)}
+    progress = {job.source: job.run() for job in jobs}
+    for job in joins:
+        if not job.ready():
+            print(f"medallion job: join {job.source}: waits for both silver tables", flush=True)
+            continue
+        progress[job.source] = job.run()
+    return progress
 
 
 def run(spark, opts):
     """Runs the job: the promise-keeping stream (default), or with opts.plain one Spark
     aggregation query per gold table. Returns {name: progress reports}: one entry per gold
     table for --plain, one entry per source (QUERY: the top-level one) otherwise."""
+    if JOB == "merge-late":
+        return merge_late(spark, opts)
     for notice in NOT_EXPORTED:
         print("medallion job: not exported: " + notice, flush=True)
     if not opts.plain:
@@ -571,8 +594,9 @@ def parse_args(argv=None):
                                  epilog=TABLES_HELP)
     ap.add_argument("--root", help="where the job's tables go (default: " + LAKE + "/spark; "
                     "with --takeover, the lake itself)")
-    ap.add_argument("--source", choices=list(SOURCES),
-                    help="run only this source's query (default: every source: " + ", ".join(SOURCES) + ")")
+    ap.add_argument("--source", choices=list(SOURCES) + list(JOINS),
+                    help="run only this source's or join's query (default: every source's, then every join's: "
+                    + ", ".join(list(SOURCES) + list(JOINS)) + ")")
     ap.add_argument("--checkpoint", help="the query's checkpoint (default: <root>/" + CHECKPOINT + "; "
                     "with several sources, give --source too)")
     ap.add_argument("--takeover", action="store_true",
@@ -599,6 +623,3 @@ def main(argv=None):
     finally:
         spark.stop()
 
-
-if __name__ == "__main__":
-    main()

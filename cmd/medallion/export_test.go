@@ -152,8 +152,8 @@ func checkPython(t *testing.T, job string) {
 // TestExportSparkSeveralSources: a config with sources: exports every source as its own query
 // (tables, checkpoint, watermark, dedup, validation and expectations of that source, as
 // medallion's single-source view of it has them), the aggregations over each source with that
-// source's time column; a join, and a gold over it, are named on stderr, one notice per join,
-// and listed in the job's NOT_EXPORTED: never dropped silently.
+// source's time column; a join is its own query (JOINS) with the gold over it, and what Spark
+// does otherwise there is named on stderr and in the job's NOT_EXPORTED: never silently.
 func TestExportSparkSeveralSources(t *testing.T) {
 	lake := t.TempDir()
 	path := filepath.Join(t.TempDir(), "pipeline.yaml")
@@ -221,15 +221,28 @@ gold:
 			t.Errorf("job lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "def gold_ec_1h") || strings.Contains(out, `"ec_1h": {`) {
-		t.Errorf("the job computes gold ec_1h, over a join it does not run")
+	// The join is the job's: its settings, the state watermarks Spark derives from its bounds,
+	// the gold over it (over the joined columns), and one notice naming what Spark does otherwise.
+	for _, want := range []string{
+		`"ec": {"left": "events", "right": "clicks", "type": "inner", "left_keys": ["ad_id"], "right_keys": ["ad_id"],`,
+		`"left_time": "event_time", "right_time": "click_time", "lower_us": 0, "upper_us": 3600000000,`,
+		`"left_watermark": "600 seconds", "right_watermark": "1800 seconds",`,
+		`"evicts_left": True, "evicts_right": True,`,
+		`"table": "silver/ec", "quarantine": "silver/late_ec", "checkpoint": "_checkpoints/ec"}}`,
+		`JOIN_INPUTS = {"events", "clicks"}`,
+		`"ec_1h": {"source": "ec", "time": "event_time"}`,
+		"def gold_ec_1h(events):",
+		"class JoinJob(Job):",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job lacks %q", want)
+		}
 	}
-	wantNotice := "export spark: notice: join ec (events inner clicks) is not exported"
-	if strings.Count(notices, "export spark: notice: ") != 1 || !strings.Contains(notices, wantNotice) ||
-		!strings.Contains(notices, "so is gold ec_1h, over it") {
-		t.Errorf("stderr = %q, want one notice naming join ec and gold ec_1h", notices)
+	wantNotice := "export spark: notice: join ec: Spark's per-source watermarks live in the query's memory"
+	if strings.Count(notices, "export spark: notice: ") != 1 || !strings.Contains(notices, wantNotice) {
+		t.Errorf("stderr = %q, want one notice naming join ec", notices)
 	}
-	if !strings.Contains(out, "NOT_EXPORTED = [\"join ec (events inner clicks) is not exported") {
+	if !strings.Contains(out, "NOT_EXPORTED = [\"join ec: Spark's per-source watermarks") {
 		t.Errorf("the job's NOT_EXPORTED does not name join ec")
 	}
 	if t.Failed() {
@@ -339,5 +352,85 @@ func TestExportSparkS3(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("job lacks %q", want)
 		}
+	}
+}
+
+// TestExportSparkMergeLateJob: --job merge-late prints the program with JOB = "merge-late", how
+// each gold over a source absorbs its late rows, and, per gold it leaves to medallion (a
+// session window, a sketch, a gold over a join), why; --job replay is refused, not faked.
+func TestExportSparkMergeLateJob(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	cfg := `lake: ` + t.TempDir() + `
+schema:
+  - {name: event_id,   type: string, required: true}
+  - {name: ad_id,      type: string}
+  - {name: amount,     type: double}
+  - {name: event_time, type: timestamp, required: true}
+stream: {watermark: 10m, dedup: [event_id]}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id,   type: string, required: true}
+      - {name: ad_id,      type: string, required: true}
+      - {name: click_time, type: timestamp, required: true}
+    stream: {event_time: click_time, watermark: 30m, dedup: [click_id]}
+joins:
+  - {name: ec, left: events, right: clicks, type: inner, on: [{left: ad_id, right: ad_id}], time: {lower: 0s, upper: 1h}}
+gold:
+  - name: events_5m
+    window: {type: sliding, size: 10m, slide: 5m}
+    group_by: [ad_id]
+    aggregates: [{fn: count}, {fn: sum, column: amount, as: total}, {fn: avg, column: amount, as: mean},
+                 {fn: min, column: amount, as: lo}]
+  - name: sess
+    window: {type: session, gap: 5m}
+    group_by: [ad_id]
+    aggregates: [{fn: count}]
+  - name: distinct_ads
+    window: {type: tumbling, size: 1h}
+    aggregates: [{fn: approx_count_distinct, column: ad_id, as: ads}]
+  - name: ec_1h
+    source: ec
+    window: {type: tumbling, size: 1h}
+    aggregates: [{fn: count}]
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "merge-late")
+	if err != nil {
+		t.Fatalf("export spark --job merge-late: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		`JOB = "merge-late"`,
+		`"events_5m": {"skip": None, "set": {"count": "t.` + "`count` + s.`count`" + `", ` +
+			`"total": "coalesce(t.` + "`total` + s.`total`, t.`total`, s.`total`" + `)", ` +
+			`"mean_sum": "coalesce(t.` + "`mean_sum` + s.`mean_sum`, t.`mean_sum`, s.`mean_sum`" + `)", ` +
+			`"mean_count": "t.` + "`mean_count` + s.`mean_count`" + `", ` +
+			`"mean": "CAST(coalesce(t.` + "`mean_sum` + s.`mean_sum`, t.`mean_sum`, s.`mean_sum`" + `) AS DOUBLE) / nullif(t.` + "`mean_count` + s.`mean_count`" + `, 0)", ` +
+			`"lo": "least(t.` + "`lo`, s.`lo`" + `)", "late_rows": "t.` + "`late_rows` + s.`late_rows`" + `"}}`,
+		`"sess": {"skip": "session windows re-sessionize from silver: run medallion run merge-late"`,
+		`"distinct_ads": {"skip": "aggregate ads (approx_count_distinct) cannot be merged from Spark's sketches`,
+		`"ec_1h": {"skip": "over a join: medallion run merge-late merges the join and replays its aggregations"`,
+		// the late rows' windows: only those that had closed when the row was judged
+		"def late_events_5m(rows):",
+		`F.window(F.col("` + "`event_time`" + `"), "600 seconds", "300 seconds", "0 seconds").alias("window")).where(F.col("window.end") <= F.col("late_watermark"))`,
+		"if __name__ == \"__main__\":\n    main()\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge-late job lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "def late_sess(") || strings.Contains(out, "def late_ec_1h(") {
+		t.Errorf("the merge-late job computes a gold it leaves to medallion")
+	}
+	checkPython(t, out)
+	if _, _, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "replay"); err == nil ||
+		!strings.Contains(err.Error(), "--job replay: not exported yet") {
+		t.Errorf("--job replay: err = %v, want a refusal", err)
+	}
+	stream, _, err := runExportCLI(t, "export", "spark", "--config", path)
+	if err != nil || !strings.Contains(stream, `JOB = "stream"`) {
+		t.Errorf("the default job is not the stream: err %v", err)
 	}
 }

@@ -18,11 +18,14 @@ medallion runs ingest, stream and merge-late; the exported job runs over the sam
 tables under <lake>/spark or --root) and medallion's merge-late runs on Spark's tables (a config
 whose lake is the job's root). Compared as row multisets, per source: silver; the rejects of the
 validate stage; each exported gold's quarantine (but batch and query ids) and gold after
-merge-late (doubles within a relative 1e-9, medallion's internal exact-sum columns left out).
-Invariants A (bronze = silver + validation rejects + duplicates; each quarantine within silver)
-and E (gold = silver counted over the closed windows) are checked on Spark's tables, with oracles
-computed here. Joins are not exported yet: the job names each one (and the gold over it) when it
-starts, and invariant J stays with medallion's own tables (test_join_invariant).
+merge-late (doubles within a relative 1e-9, medallion's internal exact-sum columns left out);
+per join (Spark's own stream-stream join in the job): the joined table after merge-late, the
+join quarantine (late inputs with side and judging watermark) and the gold over the join.
+Invariants A (bronze = silver + validation rejects + duplicates; each quarantine within silver),
+E (gold = silver counted over the closed windows) and J (joined table after merge-late = the
+batch join of Spark's silvers, plus the unmatched rows whose match window Spark's last
+watermark closed) are checked on Spark's tables, with oracles computed here. Each join is named
+when the job starts (what Spark does otherwise: its per-source watermarks restart with it).
 
 By default both configs run in one spark-submit on the cluster and joins also on local[2]; with
 MEDALLION_LONG=1 the demo runs on local[2] too, and both workloads are larger (the joins one drawn
@@ -56,9 +59,12 @@ class Scenario:
     """A config and what the tests know of it: each source's silver and dedup key, each
     exported gold's source, window and group keys."""
 
-    def __init__(self, name, sources, golds, floats=(), not_exported=()):
+    def __init__(self, name, sources, golds, floats=(), not_exported=(), joins=None, join_golds=()):
         self.name, self.sources, self.golds = name, sources, golds
         self.floats, self.not_exported = floats, not_exported
+        # joins: name -> (left source, right source, lower, upper), left_outer; join_golds: the
+        # aggregations over a join.
+        self.joins, self.join_golds = joins or {}, join_golds
         self.lake = self.cfg = self.job = None
         self.watermarks: dict[str, int] = {}
 
@@ -69,7 +75,8 @@ def demo_scenario() -> Scenario:
                              "clicks": ("silver/clicks", "click_id", "click_time")},
                     golds={"events_5m": ("events", timedelta(minutes=5), ["event_type"])},
                     floats=("total_amount", "avg_amount", "avg_amount_sum"),
-                    not_exported=("join events_clicks",))
+                    not_exported=("join events_clicks",),
+                    joins={"events_clicks": ("events", "clicks", timedelta(0), timedelta(hours=1))})
 
 
 def joins_scenario() -> Scenario:
@@ -77,7 +84,9 @@ def joins_scenario() -> Scenario:
                     sources={"impressions": ("silver/impressions", "impression_id", "impression_time"),
                              "clicks": ("silver/clicks", "click_id", "click_time")},
                     golds={"impressions_1h": ("impressions", timedelta(hours=1), ["campaign"])},
-                    not_exported=("join impressions_clicks", "gold clicks_per_ad_1h"))
+                    not_exported=("join impressions_clicks",),
+                    joins={"impressions_clicks": ("impressions", "clicks", timedelta(0), timedelta(hours=1))},
+                    join_golds=("clicks_per_ad_1h",))
 
 
 def set_lake(text: str, lake: Path) -> str:
@@ -171,6 +180,8 @@ def run_medallion_side(sc: Scenario, med) -> None:
     med("run", "merge-late", "--config", str(sc.cfg))
     sc.job = sc.cfg.with_suffix(".py")
     sc.job.write_text(med("export", "spark", "--config", str(sc.cfg)))
+    sc.late_job = sc.cfg.with_suffix(".merge_late.py")
+    sc.late_job.write_text(med("export", "spark", "--config", str(sc.cfg), "--job", "merge-late"))
 
 
 class SparkRun:
@@ -178,6 +189,7 @@ class SparkRun:
 
     def __init__(self, sc: Scenario, where: str, root: Path, stdout: str = ""):
         self.sc, self.where, self.root, self.stdout = sc, where, root, stdout
+        self.merge_late: dict = {}  # medallion's merge-late report on Spark's tables
 
     def medallion(self, table: str) -> list[dict]:
         return read_deltars(self.sc.lake / table)
@@ -190,13 +202,13 @@ class SparkRun:
         return read_deltars(self.sc.lake / table)
 
 
-def merge_late_on(sc: Scenario, root: Path, med) -> None:
-    """medallion's merge-late on the job's tables: the same config with the lake at the job's
-    root (its tables and checkpoint are there under the same names), per exported gold."""
+def merge_late_on(sc: Scenario, root: Path, med) -> dict:
+    """medallion's merge-late on the job's tables, after Spark's merge-late job ran there: the
+    same config with the lake at the job's root (its tables and checkpoints are there under the
+    same names): every join, and every gold Spark's merge-late left to medallion."""
     cfg = root.parent / f"{sc.name}-{root.name}.yaml"
     cfg.write_text(set_lake(sc.cfg.read_text(), root))
-    for gold in sc.golds:
-        med("run", "merge-late", "--config", str(cfg), "--gold", gold)
+    return json.loads(med("run", "merge-late", "--config", str(cfg)))["result"]
 
 
 @pytest.fixture(scope="session")
@@ -238,10 +250,12 @@ def cluster_runs(scenarios, spark_cluster) -> dict:
         root = sc.lake / "spark-cluster"
         argv.append([str(sc.job), "--root", root.as_uri()])
         runs[name] = SparkRun(sc, "cluster", root)
+    # Then each one's merge-late job, in the same application.
+    argv += [[str(run.sc.late_job), "--root", run.root.as_uri()] for run in runs.values()]
     report = spark_cluster.submit(argv, spark_cluster.jars)
     for run in runs.values():
         run.stdout = report["stdout"]
-        merge_late_on(run.sc, run.root, scenarios["med"])
+        run.merge_late = merge_late_on(run.sc, run.root, scenarios["med"])
     runs["report"] = report
     return runs
 
@@ -257,11 +271,13 @@ def local_runs(scenarios, spark) -> dict:
         sc = scenarios[name]
         root = sc.lake / "spark-local"
         job = load_job(sc.job, f"exported_{name}_local")
+        late = load_job(sc.late_job, f"exported_{name}_local_merge_late")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             job.run(spark, job.parse_args(["--root", root.as_uri()]))
+            late.run(spark, late.parse_args(["--root", root.as_uri()]))
         runs[name] = SparkRun(sc, "local", root, out.getvalue())
-        merge_late_on(sc, root, scenarios["med"])
+        runs[name].merge_late = merge_late_on(sc, root, scenarios["med"])
     return runs
 
 
@@ -282,7 +298,7 @@ def test_jobs_ran_on_the_standalone_cluster(cluster_runs, spark_cluster):
 
 
 def test_not_exported_items_are_named(run):
-    """Every join, and every gold over one, is named when the job starts: never dropped silently."""
+    """What a join does otherwise on Spark is named when the job starts: never silently."""
     lines = [line for line in run.stdout.splitlines() if line.startswith("medallion job: not exported: ")]
     for item in run.sc.not_exported:
         assert any(item in line for line in lines), (item, lines)
@@ -324,6 +340,27 @@ def test_gold_after_merge_late_equals_medallions(run):
             assert any(r["late_rows"] for r in theirs), f"{gold}: merge-late folded nothing into Spark's gold"
         floats = [c for c in run.sc.floats if c in ours[0]]
         assert_multiset(ours, theirs, f"{run.sc.name} gold {gold}", drop=internal_columns(ours, theirs), floats=floats)
+
+
+def test_spark_merge_late_applied_once(run):
+    """Spark's merge-late job folded every exported gold's quarantine into gold with medallion's
+    txn: its report names each gold with the quarantine version it merged (late rows in the
+    joins scenario), and medallion's merge-late run on the same tables afterwards finds each of
+    them up to date (the txn it reads is the one Spark wrote: nothing applied twice, and gold
+    equals medallion's: test_gold_after_merge_late_equals_medallions)."""
+    reports = [json.loads(line)["mergeLate"] for line in run.stdout.splitlines() if line.startswith('{"mergeLate": ')]
+    spark = {r["gold"]: r for report in reports for r in report if r["gold"] in run.sc.golds}
+    assert set(spark) == set(run.sc.golds), reports
+    if run.sc.name == "joins":
+        assert spark["impressions_1h"]["lateRows"] >= 3, spark
+    for gold in run.sc.join_golds:
+        assert any(gold in line and "not merged here: over a join" in line for line in run.stdout.splitlines())
+    ours = {g["name"]: g for q in run.merge_late["queries"] for g in q["gold"]}
+    for gold in run.sc.golds:
+        if not spark[gold]["lateRows"]:
+            continue  # nothing to fold: neither commits
+        assert ours[gold]["upToDate"] and ours[gold]["toQuarantineVersion"] == spark[gold]["toQuarantineVersion"], \
+            (gold, ours[gold], spark[gold])
 
 
 def test_invariant_a_on_sparks_tables(run):
@@ -372,3 +409,56 @@ def test_one_query_options_need_source(scenarios, spark):
         with pytest.raises(ValueError, match=r"add --source NAME \(one of impressions, clicks\)"):
             job.run(spark, job.parse_args([flag, "/nowhere"]))
     assert job.parse_args(["--source", "clicks"]).source == "clicks"
+
+
+def test_join_tables_equal_medallions(run):
+    """Per join: the joined table after merge-late, the join quarantine (but batch and query
+    ids) and each gold over the join after merge-late equal medallion's, row for row."""
+    for join in run.sc.joins:
+        ours, theirs = run.medallion(f"silver/{join}"), run.spark(f"silver/{join}")
+        assert len(ours) >= 40 and any(r[c] is None for r in ours for c in ours[0] if c.endswith("_ingest_time")), \
+            f"{join}: too few joined rows, or no null-extended one: the outer path is not exercised"
+        assert_multiset(ours, theirs, f"{run.sc.name} join {join}")
+        ours, theirs = run.medallion(f"silver/late_{join}"), run.spark(f"silver/late_{join}")
+        if run.sc.name == "joins":
+            assert ours, f"{join}: no late join input: the quarantine path is not exercised"
+        assert_multiset(ours, theirs, f"{run.sc.name} join quarantine {join}", drop=("batch_id", "query_id"))
+    for gold in run.sc.join_golds:
+        ours, theirs = run.medallion(f"gold/{gold}"), run.spark(f"gold/{gold}")
+        assert ours, f"{gold}: medallion's gold over the join is empty"
+        assert_multiset(ours, theirs, f"{run.sc.name} gold {gold}", drop=internal_columns(ours, theirs))
+
+
+def last_watermark_ms(checkpoint: Path) -> int:
+    """The batch watermark of the checkpoint's last offsets file (Spark's own record)."""
+    last = max((p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return json.loads(last.read_text().splitlines()[1])["batchWatermarkMs"]
+
+
+def test_invariant_j_on_sparks_tables(run):
+    """Spark's joined table after merge-late = the batch join of Spark's two silver tables
+    (equal non-null keys, right time within [left + lower, left + upper]) plus each unmatched
+    left row whose match window Spark's last watermark W closed (t <= W - upper - 1 ms); an
+    unmatched row whose window is open is not there yet. Rows are (left key, right key)."""
+    for join, (left, right, lower, upper) in run.sc.joins.items():
+        lsilver, lkey, ltime = run.sc.sources[left]
+        rsilver, rkey, rtime = run.sc.sources[right]
+        on = "event_id" if run.sc.name == "demo" else "ad_id"
+        rows_l, rows_r = run.spark(lsilver), run.spark(rsilver)
+        by_key = collections.defaultdict(list)
+        for r in rows_r:
+            if r[on] is not None:
+                by_key[r[on]].append(r)
+        w = datetime.fromtimestamp(last_watermark_ms(run.root / "_checkpoints" / join) / 1000, tz=timezone.utc)
+        want = collections.Counter()
+        for lrow in rows_l:
+            lt = parse_ts(lrow[ltime])
+            matches = [r for r in by_key.get(lrow[on], []) if lt + lower <= parse_ts(r[rtime]) <= lt + upper]
+            for r in matches:
+                want[(lrow[lkey], r[rkey])] += 1
+            if not matches and lt <= w - upper - timedelta(milliseconds=1):
+                want[(lrow[lkey], None)] += 1
+        got = collections.Counter((r[lkey], r[rkey]) for r in run.spark(f"silver/{join}"))
+        assert want and got == want, f"{join}: Spark's joined table is not the batch join:\n" + \
+            f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
+            f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
