@@ -7,13 +7,14 @@ import (
 )
 
 // errBadTimestamp is returned for any text that is not one of the accepted timestamp forms.
-var errBadTimestamp = errors.New("not a timestamp: want RFC 3339 (2024-05-01T12:07:00Z, optional fraction and offset) or 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC)")
+var errBadTimestamp = errors.New("not a timestamp: want RFC 3339 (2024-05-01T12:07:00Z, optional fraction, offset Z, +HH:MM, +HHMM or +HH) or 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC)")
 
 // ParseTimestampMicros parses the event timestamp forms of DESIGN.md §8 into microseconds since
 // the Unix epoch (UTC):
 //
 //	2024-05-01T12:07:00Z            RFC 3339, with or without fraction, with Z or ±HH:MM
 //	2024-05-01T12:07:00.123456+02:00
+//	2024-05-01T12:07:00+0200        ISO 8601 offsets without colon: ±HHMM or ±HH
 //	2024-05-01 12:07:00[.ffffff]    read as UTC; a 'T' separator without offset is UTC too
 //
 // Fractions beyond microseconds are truncated (towards the past, as Spark does). Years 0001-9999.
@@ -56,9 +57,13 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	switch {
 	case len(rest) == 0:
 	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
-	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
+	case (len(rest) == 6 && rest[3] == ':' || len(rest) == 5 || len(rest) == 3) && (rest[0] == '+' || rest[0] == '-'):
+		// +HH:MM, +HHMM or +HH (ISO 8601's basic and hour-only offsets).
 		oh, okh := digits(rest[1:3])
-		om, okm := digits(rest[4:6])
+		om, okm := 0, true
+		if len(rest) > 3 {
+			om, okm = digits(rest[len(rest)-2:])
+		}
 		if !okh || !okm || oh > 23 || om > 59 {
 			return 0, errBadTimestamp
 		}
