@@ -1,4 +1,4 @@
-package bronze
+package timefmt
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package bronze
+package timefmt
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ func TestTimeParserPatterns(t *testing.T) {
 			[]string{"2024-05-01 12:07:00 Z", "2024-05-01 12:07:00 +01"}},
 	}
 	for _, c := range cases {
-		p, err := NewTimeParser(c.format, "")
+		p, err := New(c.format, "")
 		if err != nil {
 			t.Fatalf("%q: %v", c.format, err)
 		}
@@ -80,7 +80,7 @@ func TestTimeParserPatterns(t *testing.T) {
 }
 
 func TestTimeParserZoneID(t *testing.T) {
-	p, err := NewTimeParser("yyyy-MM-dd HH:mm VV", "")
+	p, err := New("yyyy-MM-dd HH:mm VV", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,18 +106,18 @@ func TestTimeParserRefuses(t *testing.T) {
 		"yyyyyyy": `"yyyyyyy"`, "HH:mm a": "cannot be combined", "yyyy-MM-dd yyyy": "twice", "XXXX": `"XXXX"`,
 		"SSSSSSSSSS": "9 S", "G yyyy": "'G'", "k:mm": "'k'", "D": "'D'",
 	} {
-		_, err := NewTimeParser(format, "")
-		if err == nil || !errors.Is(err, ErrTimeFormat) || !strings.Contains(err.Error(), letter) {
-			t.Errorf("%q: %v, want an ErrTimeFormat naming %s", format, err, letter)
+		_, err := New(format, "")
+		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), letter) {
+			t.Errorf("%q: %v, want an ErrFormat naming %s", format, err, letter)
 		}
 	}
-	if _, err := NewTimeParser("yyyy", "ms"); !errors.Is(err, ErrTimeFormat) {
+	if _, err := New("yyyy", "ms"); !errors.Is(err, ErrFormat) {
 		t.Errorf("format and unit: %v", err)
 	}
-	if _, err := NewTimeParser("", "sec"); !errors.Is(err, ErrTimeFormat) {
+	if _, err := New("", "sec"); !errors.Is(err, ErrFormat) {
 		t.Errorf("unit sec: %v", err)
 	}
-	if p, err := NewTimeParser("", ""); p != nil || err != nil {
+	if p, err := New("", ""); p != nil || err != nil {
 		t.Errorf("no format, no unit: %v, %v", p, err)
 	}
 }
@@ -142,7 +142,7 @@ func TestTimeParserUnits(t *testing.T) {
 			[]string{"253402300800000000000", "1.5"}},
 	}
 	for _, c := range cases {
-		p, err := NewTimeParser("", c.unit)
+		p, err := New("", c.unit)
 		if err != nil || !p.NumbersOK() {
 			t.Fatalf("%s: %v", c.unit, err)
 		}
@@ -159,17 +159,17 @@ func TestTimeParserUnits(t *testing.T) {
 	}
 }
 
-// FuzzTimePattern: compiling any pattern either fails with ErrTimeFormat or gives a parser that
+// FuzzTimePattern: compiling any pattern either fails with ErrFormat or gives a parser that
 // never panics on any value and only returns instants in range.
 func FuzzTimePattern(f *testing.F) {
 	for _, s := range []string{"yyyy-MM-dd HH:mm:ss", "dd/MM/yyyy", "yyyyMMdd'T'HHmmss.SSSX", "hh:mm a", "'quote''d' VV", "MMM d yy xx"} {
 		f.Add(s, "2024-05-01 12:07:00")
 	}
 	f.Fuzz(func(t *testing.T, format, value string) {
-		p, err := NewTimeParser(format, "")
+		p, err := New(format, "")
 		if err != nil {
-			if !errors.Is(err, ErrTimeFormat) {
-				t.Fatalf("%q: error %v does not wrap ErrTimeFormat", format, err)
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("%q: error %v does not wrap ErrFormat", format, err)
 			}
 			return
 		}
@@ -185,7 +185,7 @@ func FuzzTimePattern(f *testing.F) {
 // FuzzTimeValue: what the pattern parser accepts, Go's time.Parse with the equivalent layout
 // reads as the same instant (an independent implementation of the same fixed-width pattern).
 func FuzzTimeValue(f *testing.F) {
-	p, err := NewTimeParser("dd/MM/yyyy HH:mm:ss.SSSSSSXXX", "")
+	p, err := New("dd/MM/yyyy HH:mm:ss.SSSSSSXXX", "")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func FuzzEpochSeconds(f *testing.F) {
 }
 
 func BenchmarkTimeParser(b *testing.B) {
-	p, err := NewTimeParser("dd/MM/yyyy HH:mm:ss.SSSXXX", "")
+	p, err := New("dd/MM/yyyy HH:mm:ss.SSSXXX", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bronze
+package timefmt
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// ErrTimeFormat is wrapped by every error NewTimeParser returns for a pattern or unit it refuses,
+// ErrFormat is wrapped by every error New returns for a pattern or unit it refuses,
 // so that config validation can tell a bad pattern from other failures.
-var ErrTimeFormat = errors.New("bad timestamp format")
+var ErrFormat = errors.New("bad timestamp format")
 
 // Epoch units of a timestamp column (config `unit:`), as Spark's timestamp_seconds,
 // timestamp_millis and timestamp_micros read them (ns has no Spark function: it is floored to
@@ -27,11 +27,11 @@ const (
 	maxMicros = 253402300800*1_000_000 - 1
 )
 
-// TimeParser reads the values of one timestamp column: the default forms of
+// Parser reads the values of one timestamp column: the default forms of
 // ParseTimestampMicros, a Spark datetime pattern (config `format:`) or epoch numbers (config
-// `unit:`). The pattern is compiled once, by NewTimeParser; parsing a value does no pattern work
-// and allocates nothing. A nil *TimeParser is the default forms. Safe for concurrent use.
-type TimeParser struct {
+// `unit:`). The pattern is compiled once, by New; parsing a value does no pattern work
+// and allocates nothing. A nil *Parser is the default forms. Safe for concurrent use.
+type Parser struct {
 	format string
 	unit   string
 	elems  []tsElem
@@ -40,24 +40,24 @@ type TimeParser struct {
 	zones                      *zoneCache // VV patterns only
 }
 
-// NewTimeParser compiles a column's format or unit (at most one of them set; both empty gives
-// nil, the default forms). Errors wrap ErrTimeFormat and name the offending pattern letter.
-func NewTimeParser(format, unit string) (*TimeParser, error) {
+// New compiles a column's format or unit (at most one of them set; both empty gives
+// nil, the default forms). Errors wrap ErrFormat and name the offending pattern letter.
+func New(format, unit string) (*Parser, error) {
 	switch {
 	case format != "" && unit != "":
-		return nil, fmt.Errorf("%w: format and unit are exclusive", ErrTimeFormat)
+		return nil, fmt.Errorf("%w: format and unit are exclusive", ErrFormat)
 	case unit != "":
 		switch unit {
 		case UnitSeconds, UnitMillis, UnitMicros, UnitNanos:
-			return &TimeParser{unit: unit}, nil
+			return &Parser{unit: unit}, nil
 		}
-		return nil, fmt.Errorf("%w: unit %q: expected s, ms, us or ns", ErrTimeFormat, unit)
+		return nil, fmt.Errorf("%w: unit %q: expected s, ms, us or ns", ErrFormat, unit)
 	case format != "":
 		elems, err := compilePattern(format)
 		if err != nil {
 			return nil, err
 		}
-		p := &TimeParser{format: format, elems: elems}
+		p := &Parser{format: format, elems: elems}
 		for _, e := range elems {
 			switch {
 			case e.op == opNum && e.field == fHour12:
@@ -76,7 +76,7 @@ func NewTimeParser(format, unit string) (*TimeParser, error) {
 }
 
 // Format is the Spark datetime pattern, "" when there is none.
-func (p *TimeParser) Format() string {
+func (p *Parser) Format() string {
 	if p == nil {
 		return ""
 	}
@@ -84,7 +84,7 @@ func (p *TimeParser) Format() string {
 }
 
 // Unit is the epoch unit, "" when there is none.
-func (p *TimeParser) Unit() string {
+func (p *Parser) Unit() string {
 	if p == nil {
 		return ""
 	}
@@ -92,7 +92,7 @@ func (p *TimeParser) Unit() string {
 }
 
 // Expected says what the parser accepts, for reject details and errors.
-func (p *TimeParser) Expected() string {
+func (p *Parser) Expected() string {
 	switch {
 	case p == nil:
 		return "RFC 3339 (2024-05-01T12:07:00Z, optional fraction, offset Z, +HH:MM, +HHMM or +HH) or 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC)"
@@ -103,11 +103,11 @@ func (p *TimeParser) Expected() string {
 }
 
 // NumbersOK reports whether the column takes JSON numbers (an epoch unit).
-func (p *TimeParser) NumbersOK() bool { return p != nil && p.unit != "" }
+func (p *Parser) NumbersOK() bool { return p != nil && p.unit != "" }
 
 // Parse reads one value (the text of a string, or of a number for an epoch unit) into
 // microseconds since the Unix epoch.
-func (p *TimeParser) Parse(b []byte) (int64, error) {
+func (p *Parser) Parse(b []byte) (int64, error) {
 	switch {
 	case p == nil:
 		return ParseTimestampMicros(b)
@@ -289,7 +289,7 @@ func compilePattern(pat string) ([]tsElem, error) {
 			var sb strings.Builder
 			for {
 				if end >= len(pat) {
-					return nil, fmt.Errorf("%w: pattern %q: unterminated quote", ErrTimeFormat, pat)
+					return nil, fmt.Errorf("%w: pattern %q: unterminated quote", ErrFormat, pat)
 				}
 				if pat[end] == '\'' {
 					if end+1 < len(pat) && pat[end+1] == '\'' {
@@ -310,7 +310,7 @@ func compilePattern(pat string) ([]tsElem, error) {
 		}
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
 			if strings.IndexByte("[]{}#", c) >= 0 {
-				return nil, fmt.Errorf("%w: pattern %q: %q (optional sections and reserved characters) is not supported", ErrTimeFormat, pat, c)
+				return nil, fmt.Errorf("%w: pattern %q: %q (optional sections and reserved characters) is not supported", ErrFormat, pat, c)
 			}
 			lit(string(c))
 			i++
@@ -331,7 +331,7 @@ func compilePattern(pat string) ([]tsElem, error) {
 			}
 			if f >= 0 {
 				if seen[f] {
-					return nil, fmt.Errorf("%w: pattern %q: letter %q appears twice", ErrTimeFormat, pat, c)
+					return nil, fmt.Errorf("%w: pattern %q: letter %q appears twice", ErrFormat, pat, c)
 				}
 				seen[f] = true
 			}
@@ -340,7 +340,7 @@ func compilePattern(pat string) ([]tsElem, error) {
 		i += n
 	}
 	if seen[fHour] && (seen[fHour12] || seen[fAmPm]) {
-		return nil, fmt.Errorf("%w: pattern %q: H (hour 0-23) cannot be combined with h or a", ErrTimeFormat, pat)
+		return nil, fmt.Errorf("%w: pattern %q: H (hour 0-23) cannot be combined with h or a", ErrFormat, pat)
 	}
 	// Adjacent value parsing: a variable-width number followed directly by fixed-width ones
 	// leaves their digits to them ("yyyyMMdd" reads 20240501).
@@ -358,7 +358,7 @@ func compilePattern(pat string) ([]tsElem, error) {
 // letterElem is the element of a run of n letters c.
 func letterElem(pat string, c byte, n int) (tsElem, error) {
 	bad := func(why string) (tsElem, error) {
-		return tsElem{}, fmt.Errorf("%w: pattern %q: %s", ErrTimeFormat, pat, why)
+		return tsElem{}, fmt.Errorf("%w: pattern %q: %s", ErrFormat, pat, why)
 	}
 	num := func(f int) (tsElem, error) {
 		switch n {
@@ -434,7 +434,7 @@ func offsetElem(pat string, c byte, n int) (tsElem, error) {
 	case n == 3:
 		e.needMin, e.colon, e.zero = true, true, "+00:00"
 	default:
-		return tsElem{}, fmt.Errorf("%w: pattern %q: %q is not supported (use X, XX, XXX, x, xx, xxx or Z)", ErrTimeFormat, pat, strings.Repeat(string(c), n))
+		return tsElem{}, fmt.Errorf("%w: pattern %q: %q is not supported (use X, XX, XXX, x, xx, xxx or Z)", ErrFormat, pat, strings.Repeat(string(c), n))
 	}
 	switch c {
 	case 'X':

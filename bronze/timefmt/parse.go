@@ -1,4 +1,4 @@
-package bronze
+package timefmt
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ func (z *zoneCache) load(id []byte) (*time.Location, bool) {
 // parsePattern reads b with the compiled pattern: the whole of b must match (Spark 3 parses
 // strictly), every field in range, the day valid for its month. Missing fields default as in
 // Spark: 1970-01-01 00:00:00, UTC when the pattern has no offset.
-func (p *TimeParser) parsePattern(b []byte) (int64, error) {
+func (p *Parser) parsePattern(b []byte) (int64, error) {
 	var v [nFields]int
 	v[fYear], v[fMonth], v[fDay] = 1970, 1, 1
 	var frac, offset int64
@@ -143,7 +143,7 @@ func (p *TimeParser) parsePattern(b []byte) (int64, error) {
 }
 
 // resolve checks the fields (Java's STRICT resolver, which Spark uses) and makes the instant.
-func (p *TimeParser) resolve(v *[nFields]int, frac, offset int64, loc *time.Location) (int64, error) {
+func (p *Parser) resolve(v *[nFields]int, frac, offset int64, loc *time.Location) (int64, error) {
 	year, month, day := v[fYear], v[fMonth], v[fDay]
 	if year < 1 || year > 9999 || month < 1 || month > 12 || day < 1 || day > pq.DaysInMonth(year, month) {
 		return 0, errNoMatch
