@@ -33,7 +33,7 @@ func Query(cfg *config.Pipeline) spec.Query {
 		if c.Required {
 			q.Rules.Required = append(q.Rules.Required, c.Name)
 		}
-		if c.Name == s.EventTime {
+		if c.Name == s.EventTime && (c.Format != "" || c.Unit != "") {
 			// Validate compiled it: a config that reaches here has no error to see.
 			tp, _ := timefmt.New(c.Format, c.Unit)
 			q.Rules.EventTimeFormat = tp.Expected()
