@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
@@ -32,10 +33,14 @@ type Promoter struct {
 }
 
 // NewPromoter builds a Promoter for a source's declared columns and landing format
-// (FormatJSON, FormatCSV; Kafka records are JSON).
-func NewPromoter(declared *txlog.StructType, format string) (*Promoter, error) {
+// (FormatJSON, FormatCSV; Kafka records are JSON), reading timestamps as times says (see
+// Limits.Times; nil: the default forms).
+func NewPromoter(declared *txlog.StructType, format string, times map[string]*timefmt.Parser) (*Promoter, error) {
 	fields, err := FieldsOf(declared)
 	if err != nil {
+		return nil, err
+	}
+	if err := withTimes(fields, times); err != nil {
 		return nil, err
 	}
 	p := &Promoter{fields: fields, csv: format == FormatCSV, index: map[string]int{}}

@@ -34,7 +34,7 @@ func TestPromoterMovesWhatIngestWouldFit(t *testing.T) {
 		{"not an object", FormatJSON, nil, `[1]`, nil, `[1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := NewPromoter(declared, tc.format)
+			p, err := NewPromoter(declared, tc.format, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/pq"
 )
 
@@ -40,6 +41,8 @@ type Field struct {
 	Kind Kind
 	// Precision and Scale of a KindDecimal column.
 	Precision, Scale int
+	// Time reads a timestamp column's values (its format or unit); nil: the default forms.
+	Time *timefmt.Parser
 }
 
 // Reject reasons: what a person can act on. A line with one of these is not a record at all and
@@ -354,6 +357,18 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		// Inline rather than a method of its own, as decimals and binary are: event times are
 		// on every line, and the call costs the ingest hot path a few percent.
 		if c != '"' {
+			if tp := p.fields[idx].Time; tp.NumbersOK() && (c == '-' || c >= '0' && c <= '9') {
+				start := p.pos
+				if _, err := p.scanNumber(); err != nil {
+					return false, err
+				}
+				us, terr := tp.Parse(p.line[start:p.pos])
+				if terr != nil {
+					return false, nil
+				}
+				v.Valid, v.Int = true, us
+				return true, nil
+			}
 			return false, p.skipValue(0)
 		}
 		s, e, scr, err := p.scanString()
@@ -372,7 +387,13 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 			v.Valid, v.Int = true, days
 			return true, nil
 		}
-		us, terr := ParseTimestampMicros(text)
+		var us int64
+		var terr error
+		if tp := p.fields[idx].Time; tp == nil {
+			us, terr = timefmt.ParseTimestampMicros(text)
+		} else {
+			us, terr = tp.Parse(text)
+		}
 		if terr != nil {
 			return false, nil
 		}

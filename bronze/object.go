@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -55,6 +56,10 @@ type Limits struct {
 	// a bomb, whose every GiB costs CPU; a site with larger objects raises
 	// landing.max_decompressed_bytes.
 	MaxDecompressedBytes int64
+	// Times says how each timestamp column's values are read (config format/unit), by column
+	// name; a column not in it takes the default forms of ParseTimestampMicros. It travels
+	// with the limits because every decoder (files, Kafka, backfill) is built from them.
+	Times map[string]*timefmt.Parser
 }
 
 func (l Limits) withDefaults() Limits {
@@ -132,6 +137,25 @@ func FieldsOf(declared *txlog.StructType) ([]Field, error) {
 		}
 	}
 	return fields, nil
+}
+
+// withTimes gives each timestamp field its parser from times.
+func withTimes(fields []Field, times map[string]*timefmt.Parser) error {
+	for name, tp := range times {
+		found := false
+		for i := range fields {
+			if fields[i].Name == name {
+				if k := fields[i].Kind; k != KindTimestamp && k != KindTimestampNTZ {
+					return fmt.Errorf("bronze: column %q: a timestamp format or unit on a column that is not a timestamp", name)
+				}
+				fields[i].Time, found = tp, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("bronze: timestamp format or unit for %q, which is not a declared column", name)
+		}
+	}
+	return nil
 }
 
 // ObjectStats counts what one object gave. Lines = Rows + Rejected, always; BlankLines are
@@ -226,6 +250,9 @@ const DefaultFlushBytes = 32 << 20
 func NewDecoder(declared *txlog.StructType, limits Limits) (*Decoder, error) {
 	fields, err := FieldsOf(declared)
 	if err != nil {
+		return nil, err
+	}
+	if err := withTimes(fields, limits.Times); err != nil {
 		return nil, err
 	}
 	p, err := NewLineParser(fields)
@@ -755,7 +782,7 @@ func appendText(c *pq.Column, f Field, v string) bool {
 			return false
 		}
 	case KindTimestamp, KindTimestampNTZ:
-		us, err := ParseTimestampMicros([]byte(strings.TrimSpace(v)))
+		us, err := f.Time.Parse([]byte(strings.TrimSpace(v)))
 		if err != nil {
 			return false
 		}

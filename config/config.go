@@ -268,6 +268,13 @@ type Column struct {
 	Type ColumnType `yaml:"type"`
 	// Required rows without this field (or with null) are rejected by silver. Default false.
 	Required bool `yaml:"required"`
+	// Format is a Spark datetime pattern a timestamp column's strings are in, such as
+	// "dd/MM/yyyy HH:mm:ss" (docs/config.md lists the letters). Default: RFC 3339 and
+	// 'YYYY-MM-DD HH:MM:SS'. Only on timestamp columns; exclusive with Unit.
+	Format string `yaml:"format,omitempty"`
+	// Unit reads a timestamp column as epoch numbers (JSON numbers or numeric strings): s, ms,
+	// us or ns. Only on timestamp columns; exclusive with Format.
+	Unit string `yaml:"unit,omitempty"`
 }
 
 // Expectation is a named data-quality constraint (DESIGN.md §4), as Databricks' declarative

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/objstore"
 )
 
@@ -290,8 +291,31 @@ func (v *validator) schema(pre string, schema []Column) *colSet {
 		case c.Type.Kind == "":
 			v.fail(path+".type", "required: expected one of string, long, integer, short, byte, double, float, boolean, binary, date, timestamp, timestamp_ntz, decimal(p,s)")
 		}
+		v.timeFormat(path, c)
 	}
 	return cols
+}
+
+// timeFormat checks a column's format and unit: only on timestamp columns, not both, and a
+// pattern the parser compiles (an unsupported letter is named).
+func (v *validator) timeFormat(path string, c Column) {
+	if c.Format == "" && c.Unit == "" {
+		return
+	}
+	key := path + ".format"
+	if c.Format == "" {
+		key = path + ".unit"
+	}
+	switch {
+	case c.Type.Err() == nil && c.Type.Kind != "" && !c.Type.IsTimestamp():
+		v.fail(key, "column %q has type %s: format and unit are only for timestamp columns", c.Name, c.Type)
+	case c.Format != "" && c.Unit != "":
+		v.fail(key, "column %q: format and unit are exclusive (a pattern reads strings, a unit reads epoch numbers)", c.Name)
+	default:
+		if _, err := timefmt.New(c.Format, c.Unit); err != nil {
+			v.fail(key, "column %q: %v", c.Name, err)
+		}
+	}
 }
 
 func isBronzeColumn(name string) bool {

@@ -52,7 +52,11 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 	if cfg.Landing.Format == bronze.FormatCSV {
 		format = bronze.FormatCSV
 	}
-	p, err := bronze.NewPromoter(declared, format)
+	times, err := timeParsers(cfg.Schema)
+	if err != nil {
+		return rep, err
+	}
+	p, err := bronze.NewPromoter(declared, format, times)
 	if err != nil {
 		return rep, err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
@@ -82,6 +83,22 @@ func openLake(ctx context.Context, cfg *config.Pipeline, readOnly bool) (objstor
 // DeclaredSchema is the config's event schema as a Delta struct.
 func DeclaredSchema(cfg *config.Pipeline) (*txlog.StructType, error) {
 	return declaredColumns(cfg.Schema)
+}
+
+// timeParsers compiles the format or unit of each timestamp column that has one, keyed by column
+// name (config validation has compiled them already: this does not fail on a valid config).
+func timeParsers(cols []config.Column) (map[string]*timefmt.Parser, error) {
+	out := map[string]*timefmt.Parser{}
+	for _, c := range cols {
+		p, err := timefmt.New(c.Format, c.Unit)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: schema column %q: %w", c.Name, err)
+		}
+		if p != nil {
+			out[c.Name] = p
+		}
+	}
+	return out, nil
 }
 
 // declaredColumns is a source's declared columns as a Delta struct.

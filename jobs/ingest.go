@@ -65,6 +65,10 @@ func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error)
 	if err != nil {
 		return nil, err
 	}
+	times, err := timeParsers(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
 	return bronze.NewIngester(env.Lake, bronze.IngestOptions{
 		LandingPrefix:      cfg.Landing.Path,
 		Format:             cfg.Landing.Format,
@@ -78,6 +82,7 @@ func newIngester(env Env, onBatch func(bronze.Report)) (*bronze.Ingester, error)
 		Limits: bronze.Limits{
 			MaxLineBytes:         int(cfg.Landing.MaxLineBytes.Bytes),
 			MaxDecompressedBytes: cfg.Landing.MaxDecompressedBytes.Bytes,
+			Times:                times,
 		},
 		Logger:  env.Logger,
 		Clock:   env.Clock,

@@ -61,6 +61,10 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 	if err != nil {
 		return nil, err
 	}
+	times, err := timeParsers(src.Schema)
+	if err != nil {
+		return nil, err
+	}
 	clientOpts, err := kafka.ClientOptions(env.Config.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -84,7 +88,7 @@ func NewKafkaIngester(env Env, src KafkaSource) (*bronze.KafkaIngester, error) {
 		RejectsPath:          src.RejectsPath,
 		TableProps:           src.TableProps,
 		CheckpointPath:       src.CheckpointPath,
-		Limits:               bronze.Limits{MaxLineBytes: int(src.Landing.MaxLineBytes.Bytes)},
+		Limits:               bronze.Limits{MaxLineBytes: int(src.Landing.MaxLineBytes.Bytes), Times: times},
 		Logger:               env.Logger,
 		Clock:                env.Clock,
 	})

@@ -204,7 +204,7 @@ func (s *replaySource) newSourceRead(a *agg, lo, hi int64) (*sourceRead, error) 
 	}
 	r.files = skip.Files(files)
 	// Silver's rows passed validation already; bronze's are checked as the stream checks them.
-	r.rules = silver.Rules{EventTime: a.evName}
+	r.rules = silver.Rules{EventTime: a.evName, EventTimeFormat: s.q.Rules.EventTimeFormat}
 	if s.bronze {
 		r.rules.Required, r.rules.MaxFutureSkew = required, s.q.Rules.MaxFutureSkew
 	}

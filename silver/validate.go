@@ -1,18 +1,24 @@
 package silver
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/pq"
 )
 
 // Validation reject reasons (stage StageValidate in the rejects table).
 const (
 	ReasonMissingEventTime = "missing_event_time"
-	ReasonMissingRequired  = "missing_required"
-	ReasonFuture           = bronze.ReasonFuture
+	// ReasonBadEventTime: the event time is present but did not parse (bronze kept its text
+	// in _rescued_data); kept apart from missing_event_time, which reads as an absent field.
+	ReasonBadEventTime    = "bad_event_time"
+	ReasonMissingRequired = "missing_required"
+	ReasonFuture          = bronze.ReasonFuture
 )
 
 // StageValidate is the rejects table's stage of the rows validation rejects.
@@ -22,9 +28,12 @@ const StageValidate = "validate"
 // required column, and an event time at most MaxFutureSkew after the row's _ingest_time (such a
 // row never reaches the watermark).
 type Rules struct {
-	EventTime     string
-	Required      []string
-	MaxFutureSkew time.Duration // 0: no limit
+	EventTime string
+	// EventTimeFormat says what the event time column accepts (timefmt.Parser.Expected),
+	// for the detail of bad_event_time rejects. Default: the default forms.
+	EventTimeFormat string
+	Required        []string
+	MaxFutureSkew   time.Duration // 0: no limit
 	// Expectations are the source's data-quality constraints, evaluated in order on the rows
 	// the rules above keep (see Expectations).
 	Expectations []Expectation
@@ -35,6 +44,7 @@ type Check struct {
 	rules    *Rules
 	ev       *pq.Column
 	ingest   *pq.Column
+	rescued  *pq.Column   // _rescued_data: where a value that did not parse is
 	required []*pq.Column // nil where the batch lacks the column: every row misses it
 	skewUs   int64
 	// Set by Expectations.Apply: per row, the expectations it violates (bit k for the k-th)
@@ -46,7 +56,8 @@ type Check struct {
 
 // Bind looks up the rules' columns in b.
 func (r *Rules) Bind(b *pq.Batch) Check {
-	c := Check{rules: r, ev: b.Column(r.EventTime), ingest: b.Column(bronze.ColIngestTime), skewUs: r.MaxFutureSkew.Microseconds()}
+	c := Check{rules: r, ev: b.Column(r.EventTime), ingest: b.Column(bronze.ColIngestTime), rescued: b.Column(bronze.ColRescued),
+		skewUs: r.MaxFutureSkew.Microseconds()}
 	for _, name := range r.Required {
 		c.required = append(c.required, b.Column(name))
 	}
@@ -78,6 +89,9 @@ func (c *Check) Judged(i int) bool { return c.baseReject(i) == "" }
 
 func (c *Check) baseReject(i int) string {
 	if c.ev == nil || c.ev.IsNull(i) {
+		if _, ok := c.badEventTime(i); ok {
+			return ReasonBadEventTime
+		}
 		return ReasonMissingEventTime
 	}
 	if c.firstMissing(i) >= 0 {
@@ -87,6 +101,58 @@ func (c *Check) baseReject(i int) string {
 		return ReasonFuture
 	}
 	return ""
+}
+
+// badEventTime returns row i's event time value when bronze could not parse it and kept it in
+// _rescued_data: a string's text, any other value's JSON (as Spark's get_json_object gives
+// it, so that the export's rejects say the same). Only rows without an event time get here: it
+// costs a JSON decode of the rescued object, on the reject path alone.
+func (c *Check) badEventTime(i int) (string, bool) {
+	if c.rescued == nil || c.rescued.IsNull(i) {
+		return "", false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(c.rescued.BytesAt(i), &obj) != nil {
+		return "", false
+	}
+	raw, ok := obj[c.rules.EventTime]
+	if !ok || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	return string(raw), true
+}
+
+// BadEventTimeDetail words a bad_event_time reject: its column, what it expects (a
+// timefmt.Parser's Expected) and the value. The Spark export builds the same text around
+// the value; both take it from here.
+func BadEventTimeDetail(column, expected, value string) string {
+	return fmt.Sprintf("event time column %q has value \"%s\", which does not parse: expected %s", column, value, expected)
+}
+
+// MaxDetailValue is maxDetailValue for the Spark export.
+const MaxDetailValue = maxDetailValue
+
+// maxDetailValue bounds the characters of a value quoted in a reject detail: the whole row is
+// in the reject's raw column anyway.
+const maxDetailValue = 100
+
+// truncate cuts s to at most n characters, marking the cut with "...".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	k := 0
+	for i := range s {
+		if k == n {
+			return s[:i] + "..."
+		}
+		k++
+	}
+	return s
 }
 
 func (c *Check) firstMissing(i int) int {
@@ -102,7 +168,14 @@ func (c *Check) firstMissing(i int) int {
 func (c *Check) Detail(i int, reason string) string {
 	switch reason {
 	case ReasonMissingEventTime:
-		return fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", c.rules.EventTime)
+		return fmt.Sprintf("event time column %q is missing or null", c.rules.EventTime)
+	case ReasonBadEventTime:
+		raw, _ := c.badEventTime(i)
+		want := c.rules.EventTimeFormat
+		if want == "" {
+			want = (*timefmt.Parser)(nil).Expected()
+		}
+		return BadEventTimeDetail(c.rules.EventTime, want, truncate(raw, maxDetailValue))
 	case ReasonMissingRequired:
 		return fmt.Sprintf("required column %q is missing or null (a value that did not parse is in _rescued_data)", c.rules.Required[c.firstMissing(i)])
 	case "":

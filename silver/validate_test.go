@@ -15,7 +15,8 @@ func TestRules(t *testing.T) {
 	schema := &txlog.StructType{Fields: []txlog.StructField{
 		{Name: "id", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
 		{Name: "event_time", Type: ts, Nullable: true},
-		{Name: bronze.ColIngestTime, Type: ts, Nullable: true}}}
+		{Name: bronze.ColIngestTime, Type: ts, Nullable: true},
+		{Name: bronze.ColRescued, Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}}
 	b, err := pq.NewBatch(schema)
 	if err != nil {
 		t.Fatal(err)
@@ -25,11 +26,19 @@ func TestRules(t *testing.T) {
 		id          string
 		ev, ingest  int64
 		nullEv      bool
+		rescued     string // _rescued_data, "" for null
 		want, about string // the reason and a part of its detail
 	}{
 		{id: "ok", ev: 1 * hour, ingest: 2 * hour},
 		{id: "", ev: 1 * hour, ingest: 2 * hour, want: ReasonMissingRequired, about: `"id"`},
-		{id: "x", nullEv: true, ingest: 2 * hour, want: ReasonMissingEventTime, about: `"event_time"`},
+		{id: "x", nullEv: true, ingest: 2 * hour, want: ReasonMissingEventTime, about: `"event_time" is missing or null`},
+		{id: "other", nullEv: true, ingest: 2 * hour, rescued: `{"other":"x","event_time":null}`, want: ReasonMissingEventTime, about: `"event_time"`},
+		{id: "bad", nullEv: true, ingest: 2 * hour, rescued: `{"event_time":"01/05/2024 12:07"}`, want: ReasonBadEventTime,
+			about: `event time column "event_time" has value "01/05/2024 12:07", which does not parse: expected format dd/MM/yyyy HH:mm:ss`},
+		{id: "num", nullEv: true, ingest: 2 * hour, rescued: `{"a":1,"event_time":17145652201234567890}`, want: ReasonBadEventTime,
+			about: `has value "17145652201234567890"`},
+		{id: "long", nullEv: true, ingest: 2 * hour, rescued: `{"event_time":"` + strings.Repeat("é", 150) + `"}`, want: ReasonBadEventTime,
+			about: `has value "` + strings.Repeat("é", 100) + `...", which`},
 		{id: "future", ev: 4 * hour, ingest: 2 * hour, want: ReasonFuture, about: "max_future_skew 1h0m0s"},
 		{id: "skew", ev: 3 * hour, ingest: 2 * hour}, // exactly at the limit: kept
 	}
@@ -45,8 +54,13 @@ func TestRules(t *testing.T) {
 			b.Columns[1].AppendInt64(r.ev)
 		}
 		b.Columns[2].AppendInt64(r.ingest)
+		if r.rescued == "" {
+			b.Columns[3].AppendNull()
+		} else {
+			b.Columns[3].AppendString(r.rescued)
+		}
 	}
-	rules := Rules{EventTime: "event_time", Required: []string{"id"}, MaxFutureSkew: time.Hour}
+	rules := Rules{EventTime: "event_time", EventTimeFormat: "format dd/MM/yyyy HH:mm:ss", Required: []string{"id"}, MaxFutureSkew: time.Hour}
 	check := rules.Bind(b)
 	for i, r := range rows {
 		got := check.Reject(i)

@@ -11,8 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/medallion-lake/medallion/bronze"
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/objstore/bucketurl"
+	"github.com/medallion-lake/medallion/silver"
 )
 
 func newExportCmd() *cobra.Command {
@@ -413,7 +416,9 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline, suffix strin
 	pf("\n\ndef reject_reason%s():\n", suffix)
 	pf("    \"\"\"Why a bronze row fails validation (null when it passes), in medallion's order: event\n")
 	pf("    time, required columns (schema order), event time beyond _ingest_time + max_future_skew.\"\"\"\n")
-	pf("    return (F.when(%s.isNull(), F.lit(\"missing_event_time\"))", pyCol(st.EventTime))
+	badEv := fmt.Sprintf("F.get_json_object(%s, %s)", pyCol(bronze.ColRescued), py("$['"+st.EventTime+"']"))
+	pf("    return (F.when(%s.isNull() & %s.isNotNull(), F.lit(%s))", pyCol(st.EventTime), badEv, py(silver.ReasonBadEventTime))
+	pf("\n            .when(%s.isNull(), F.lit(\"missing_event_time\"))", pyCol(st.EventTime))
 	for _, c := range required {
 		pf("\n            .when(%s.isNull(), F.lit(\"missing_required\"))", pyCol(c))
 	}
@@ -424,8 +429,14 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline, suffix strin
 
 	pf("\n\ndef reject_detail%s():\n", suffix)
 	pf("    \"\"\"The rejects' error column, worded as medallion words it.\"\"\"\n")
-	evMsg := fmt.Sprintf("event time column %q is missing, null or not a valid timestamp (a value that did not parse is in _rescued_data)", st.EventTime)
-	pf("    return (F.when(%s.isNull(), F.lit(%s))", pyCol(st.EventTime), py(evMsg))
+	// bad_event_time's detail: silver.BadEventTimeDetail around the value, cut as silver cuts it.
+	const mark = "\x00"
+	parts := strings.SplitN(silver.BadEventTimeDetail(st.EventTime, eventTimeExpected(cfg), mark), mark, 2)
+	pf("    return (F.when(%s.isNull() & %s.isNotNull(),\n", pyCol(st.EventTime), badEv)
+	pf("                  F.concat(F.lit(%s), F.when(F.length(%s) > %d, F.concat(F.substring(%s, 1, %d), F.lit(\"...\"))).otherwise(%s), F.lit(%s)))\n",
+		py(parts[0]), badEv, silver.MaxDetailValue, badEv, silver.MaxDetailValue, badEv, py(parts[1]))
+	evMsg := fmt.Sprintf("event time column %q is missing or null", st.EventTime)
+	pf("            .when(%s.isNull(), F.lit(%s))", pyCol(st.EventTime), py(evMsg))
 	for _, c := range required {
 		msg := fmt.Sprintf("required column %q is missing or null (a value that did not parse is in _rescued_data)", c)
 		pf("\n            .when(%s.isNull(), F.lit(%s))", pyCol(c), py(msg))
@@ -439,6 +450,17 @@ func writeSparkValidation(b *strings.Builder, cfg *config.Pipeline, suffix strin
 		return
 	}
 	pf(")\n")
+}
+
+// eventTimeExpected is what the event time column accepts, as bad_event_time details say it.
+func eventTimeExpected(cfg *config.Pipeline) string {
+	for _, c := range cfg.Schema {
+		if c.Name == cfg.Stream.EventTime {
+			tp, _ := timefmt.New(c.Format, c.Unit) // Validate compiled it
+			return tp.Expected()
+		}
+	}
+	return (*timefmt.Parser)(nil).Expected()
 }
 
 func pyBool(b *bool) string {

@@ -17,7 +17,7 @@ schema:
   - {name: event type, type: string}
   - {name: amount,     type: double}
   - {name: qty,        type: integer, required: true}
-  - {name: event_time, type: timestamp, required: true}
+  - {name: event_time, type: timestamp, required: true, unit: ms}
 stream:
   name: clicks
   watermark: 90s
@@ -81,12 +81,16 @@ func TestExportSpark(t *testing.T) {
 		`REJECTS = "bronze/rejects"`,
 		// validation in medallion's order: event time, then the required columns in schema order
 		// (event_id, qty), then the future skew of 1h30m0.25s = 5400250000 µs.
-		"return (F.when(F.col(\"`event_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
+		"return (F.when(F.col(\"`event_time`\").isNull() & F.get_json_object(F.col(\"`_rescued_data`\"), \"$['event_time']\").isNotNull(), F.lit(\"bad_event_time\"))\n" +
+			"            .when(F.col(\"`event_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
 			"            .when(F.col(\"`event_id`\").isNull(), F.lit(\"missing_required\"))\n" +
 			"            .when(F.col(\"`qty`\").isNull(), F.lit(\"missing_required\"))\n" +
 			"            .when(F.col(\"`_ingest_time`\").isNotNull() & (F.unix_micros(F.col(\"`event_time`\")) > " +
 			"F.unix_micros(F.col(\"`_ingest_time`\")) + 5400250000), F.lit(\"future\")))",
-		// the rejects' texts are medallion's
+		// the rejects' texts are medallion's; a bad event time quotes the value, cut at 100
+		// characters as silver cuts it
+		`F.lit("event time column \"event_time\" has value \""), F.when(F.length(F.get_json_object(F.col("` + "`_rescued_data`" + `"), "$['event_time']")) > 100, F.concat(F.substring(`,
+		`"\", which does not parse: expected epoch milliseconds (a number or a string of one)")`,
 		`F.lit("required column \"qty\" is missing or null (a value that did not parse is in _rescued_data)")`,
 		`is more than max_future_skew 1h30m0.25s after its ingest time `,
 		`df = df.dropDuplicates(DEDUP)`,
@@ -206,7 +210,8 @@ gold:
 		`"reject_reason": reject_reason_s1, "reject_detail": reject_detail_s1, "events": events_s1},`,
 		// its validation: its own event time and required columns, in schema order
 		"def reject_reason_s1():",
-		"return (F.when(F.col(\"`click_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
+		"return (F.when(F.col(\"`click_time`\").isNull() & F.get_json_object(F.col(\"`_rescued_data`\"), \"$['click_time']\").isNotNull(), F.lit(\"bad_event_time\"))\n" +
+			"            .when(F.col(\"`click_time`\").isNull(), F.lit(\"missing_event_time\"))\n" +
 			"            .when(F.col(\"`click_id`\").isNull(), F.lit(\"missing_required\"))\n" +
 			"            .when(F.col(\"`ad_id`\").isNull(), F.lit(\"missing_required\"))",
 		`df = df.dropDuplicates(["click_id"])`,

@@ -4,6 +4,7 @@
 package specs
 
 import (
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 	"github.com/medallion-lake/medallion/config"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
@@ -31,6 +32,11 @@ func Query(cfg *config.Pipeline) spec.Query {
 	for _, c := range cfg.Schema {
 		if c.Required {
 			q.Rules.Required = append(q.Rules.Required, c.Name)
+		}
+		if c.Name == s.EventTime && (c.Format != "" || c.Unit != "") {
+			// Validate compiled it: a config that reaches here has no error to see.
+			tp, _ := timefmt.New(c.Format, c.Unit)
+			q.Rules.EventTimeFormat = tp.Expected()
 		}
 	}
 	for _, e := range cfg.Expectations {

@@ -146,6 +146,8 @@ def joins_landing(lake: Path, objects: int, per_object: int, seed: int) -> None:
                 clicks.append(dict(clicks[0]))  # a resend
             clicks.append({"click_id": f"empty-ad-{i}", "ad_id": "", "click_time": ts(base + timedelta(hours=2 * i))})
             clicks.append({"click_id": f"no-time-{i}", "ad_id": "ad1"})
+            # present but not a timestamp: bad_event_time, worded alike by both
+            clicks.append({"click_id": f"bad-time-{i}", "ad_id": "ad1", "click_time": ["31/12/2024 10:00", "", "x" * 150][i % 3]})
         rng.shuffle(imps)
         for prefix, rows in (("impressions", imps), ("clicks", clicks)):
             d = lake / "landing" / prefix
@@ -320,7 +322,7 @@ def test_rejects_equal_medallions(run):
         assert ours, "no validation rejects: the path is not exercised"
         reasons = {(r["source_file"].split("/")[1], r["reason"]) for r in ours}
         assert {("impressions", "missing_required"), ("clicks", "expectation:known_ad"),
-                ("clicks", "missing_event_time")} <= reasons, reasons
+                ("clicks", "missing_event_time"), ("clicks", "bad_event_time")} <= reasons, reasons
     assert_multiset(ours, theirs, f"{run.sc.name} rejects")
 
 

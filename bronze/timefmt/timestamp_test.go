@@ -1,4 +1,4 @@
-package bronze
+package timefmt
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 func TestParseTimestampMicros(t *testing.T) {
 	utc := func(s string) int64 {
 		// The oracle is the standard library's parser, independent of ours.
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"} {
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999-0700", "2006-01-02T15:04:05.999999999-07", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"} {
 			if tm, err := time.Parse(layout, s); err == nil {
 				return tm.UnixMicro()
 			}
@@ -32,6 +32,10 @@ func TestParseTimestampMicros(t *testing.T) {
 		"0001-01-01T00:00:00Z",
 		"9999-12-31T23:59:59.999999Z",
 		"1970-01-01T00:00:00Z",
+		"2024-05-01T12:07:00+0200",
+		"2024-05-01T12:07:00.5-0730",
+		"2024-05-01T12:07:00+02",
+		"2024-05-01T12:07:00-11",
 	}
 	for _, s := range valid {
 		got, err := ParseTimestampMicros([]byte(s))
@@ -46,7 +50,7 @@ func TestParseTimestampMicros(t *testing.T) {
 	invalid := []string{
 		"", "2024-05-01", "2024-05-01T12:07", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
 		"2024-05-01T24:00:00Z", "2024-05-01T12:60:00Z", "2024-05-01T12:07:60Z", "2024-05-01T12:07:00.Z",
-		"2024-05-01T12:07:00+0200", "2024-05-01T12:07:00 UTC", "2024/05/01 12:07:00", "0000-01-01T00:00:00Z",
+		"2024-05-01T12:07:00+02:0", "2024-05-01T12:07:00+2", "2024-05-01T12:07:00+020", "2024-05-01T12:07:00 UTC", "2024/05/01 12:07:00", "0000-01-01T00:00:00Z",
 		"2024-05-01T12:07:00.1234567890Z", "1714565220", "2024-05-01X12:07:00Z", "2024-05-01T12:07:00Zjunk",
 	}
 	for _, s := range invalid {
@@ -72,6 +76,12 @@ func FuzzParseTimestampMicros(f *testing.F) {
 			norm[10] = 'T'
 		}
 		str := string(norm)
+		// Offsets without colon (+HHMM, +HH) become RFC 3339's +HH:MM.
+		if n := len(str); n >= 24 && (str[n-5] == '+' || str[n-5] == '-') {
+			str = str[:n-2] + ":" + str[n-2:]
+		} else if n >= 22 && (str[n-3] == '+' || str[n-3] == '-') {
+			str += ":00"
+		}
 		if n := len(str); n == 19 || (n > 20 && str[19] == '.' && !hasZone(str)) {
 			str += "Z"
 		}
