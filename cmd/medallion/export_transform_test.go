@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExportSparkTransform: a source's transform reaches the job as TRANSFORMS, the same SQL
+// text for F.expr (the interop parity test runs it on Spark); a config without one exports
+// no TRANSFORMS at all (the job then reads none).
+func TestExportSparkTransform(t *testing.T) {
+	lake := t.TempDir()
+	out, err := runGenCLI(t, "export", "spark", "--config", writeExportConfig(t, lake))
+	if err != nil || strings.Contains(out, "TRANSFORMS =") {
+		t.Fatalf("no transform: err %v, and the job has TRANSFORMS", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "pipeline.yaml")
+	body := strings.Replace(strings.ReplaceAll(exportConfig, "%LAKE%", lake), "stream:\n", `transform:
+  columns:
+    - {name: id_norm, expr: "upper(trim(event_id))"}
+    - {name: qty2, expr: "qty * 2"}
+  filter: {name: no_test, expr: "`+"`event type`"+` <> 'test'", on_filter: drop}
+stream:
+`, 1)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runExportCLI(t, "export", "spark", "--config", cfg)
+	want := "TRANSFORMS = {\n" +
+		`    "clicks": {"columns": [{"name": "id_norm", "expr": "upper(trim(event_id))"}, {"name": "qty2", "expr": "qty * 2"}], ` +
+		`"filter": {"name": "no_test", "expr": "` + "`event type`" + ` \u003c\u003e 'test'", "on_filter": "drop"}},` + "\n}\n"
+	if err != nil || !strings.Contains(out, want) {
+		i := strings.Index(out, "TRANSFORMS")
+		t.Fatalf("err %v; want\n%s\ngot\n%s", err, want, out[max(i, 0):min(len(out), max(i, 0)+400)])
+	}
+	for _, call := range []string{`df = with_computed(df, transform_of("clicks"))`, `df = df.where(filter_keeps(transform_of("clicks")))`} {
+		if !strings.Contains(out, call) {
+			t.Errorf("the --plain events() lacks %s", call)
+		}
+	}
+	checkPython(t, out)
+}
