@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -125,5 +127,40 @@ joins:
 	_, err := Parse([]byte(bad), "p.yaml")
 	if want := `sources[0].transform.columns[0].expr: computed column "ref_norm": at position 12: column reff does not exist`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v\nwant ~%s", err, want)
+	}
+}
+
+// The commented transform of examples/pipeline.yaml is a valid config once uncommented, and a
+// printed config (Redacted) keeps a transform as written.
+func TestTransformExampleAndPrint(t *testing.T) {
+	data, err := os.ReadFile("../examples/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i := strings.Index(text, "# transform:\n")
+	if i < 0 {
+		t.Fatal("examples/pipeline.yaml has no commented transform: example")
+	}
+	var block []string
+	for _, line := range strings.Split(text[i:], "\n") {
+		if !strings.HasPrefix(line, "# ") {
+			break
+		}
+		block = append(block, strings.TrimPrefix(line, "# "))
+	}
+	p, err := Parse([]byte(text+"\n"+strings.Join(block, "\n")+"\n"), "pipeline.yaml")
+	if err != nil {
+		t.Fatalf("the example's transform: %v", err)
+	}
+	if len(p.Transform.Columns) != 2 || p.Transform.Filter == nil {
+		t.Fatalf("the example's transform: %+v", p.Transform)
+	}
+	q, err := Parse([]byte(mustParse(t, transformed).Redacted()), "printed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(q.Transform, mustParse(t, transformed).Transform) {
+		t.Errorf("printed transform %+v", q.Transform)
 	}
 }

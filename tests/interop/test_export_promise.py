@@ -7,7 +7,8 @@ types, far-future events, a malformed line) is ingested once; medallion's stream
 and medallion's merge-late runs on both sets of tables (on Spark's through a config whose tables
 and checkpoint are the ones under spark/). Compared as row multisets:
 
-* silver: every column (dedup's first arrival, lineage columns included);
+* silver: every column (dedup's first arrival, lineage columns included, the transform's
+  computed columns last);
 * rejects of the validate stage: stage, reason, error, source file and offset (the raw JSON is
   each engine's rendering of the row);
 * each quarantine: every column but batch_id and query_id (the ids are the queries' own: Spark's
@@ -84,6 +85,14 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             "expectations:\n"
             "  - {name: modest_amount, expect: \"amount IS NULL OR amount < 40\", on_violation: drop}\n"
             "  - {name: has_type, expect: \"event_type IS NOT NULL\", on_violation: warn}\n"
+            # A transform (docs/transforms.md): two computed columns, silver's last, and a filter
+            # that sends the purchases (and rows without a type) to rejects as
+            # filtered:no_purchase on both engines (the job through F.expr of the same text).
+            "transform:\n"
+            "  columns:\n"
+            "    - {name: kind, expr: \"upper(trim(event_type))\"}\n"
+            "    - {name: cents, expr: \"amount * 100\"}\n"
+            "  filter: {name: no_purchase, expr: \"kind <> 'PURCHASE'\", on_filter: reject}\n"
             "gold:\n"
             "  - name: t5m\n"
             f"    table: {prefix}gold/t5m\n"
