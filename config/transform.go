@@ -196,7 +196,18 @@ func (v *validator) parseTransformExpr(path, what, text string) sqlexpr.Expr {
 		v.fail(path, "%s: %v", what, err)
 		return nil
 	}
+	if readsClock(x) {
+		v.fail(path, "%s: current_timestamp() is not allowed in a transform: a computed value must depend on the row alone, so that a replay from bronze and the Spark export compute the same one (use _ingest_time or the event time)", what)
+		return nil
+	}
 	return x
+}
+
+// readsClock reports whether x calls current_timestamp(), from its canonical text (function
+// names are rendered lower-case there).
+func readsClock(x sqlexpr.Expr) bool {
+	c, ok := x.(interface{ Canonical() string })
+	return ok && strings.Contains(strings.ToLower(c.Canonical()), "current_timestamp(")
 }
 
 // forwardRef reports (and fails) an expression of the i-th computed column that reads itself

@@ -78,6 +78,8 @@ func TestTransformConfigErrors(t *testing.T) {
 		{"filter: {expr: \"amount > 0\"}", `transform.filter.name: required: expected a name such as no_test_traffic`},
 		{"filter: {name: f, expr: \"amount > 0\", on_filter: skip}", `transform.filter.on_filter: invalid value "skip": expected reject or drop`},
 		{"columns: [{name: a, expr: \"amount\", type: long}]", `unknown key "type" in transform.columns[0]`},
+		{"columns: [{name: a, expr: \"CURRENT_TIMESTAMP()\"}]", `transform.columns[0].expr: computed column "a": current_timestamp() is not allowed in a transform`},
+		{"filter: {name: f, expr: \"event_time < current_timestamp()\"}", `transform.filter.expr: filter "f": current_timestamp() is not allowed`},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(base+"transform:\n  "+c.transform+"\n"+tail), "p.yaml")

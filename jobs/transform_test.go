@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
 
@@ -308,4 +310,67 @@ func wantPairs(kept []trEvent) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestTransformDefinitionChanges: a computed column added later is taken like an added column
+// (silver gains it, earlier rows hold NULL); a changed expression of an existing one is refused
+// before the query reads anything (stream.ErrDefinitionChanged), naming the column, the old and
+// the new expression.
+func TestTransformDefinitionChanges(t *testing.T) {
+	ctx := context.Background()
+	lake := t.TempDir()
+	base := "lake: " + lake + "\n" + testutil.EventsSchema + `transform:
+  columns:
+    - {name: kind, expr: "upper(event_type)"}
+%sstream: {watermark: 10m, dedup: [event_id]}
+gold:
+  - name: g5
+    window: {type: tumbling, size: 5m}
+    group_by: [kind]
+    aggregates: [{fn: count}]
+`
+	run := func(extra, landing string) error {
+		t.Helper()
+		cfg := testutil.Pipeline(t, fmt.Sprintf(base, extra))
+		env, err := NewEnv(ctx, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Lake.Close()
+		if err := objstore.PutBytes(ctx, env.Lake, "landing/events/"+landing+".json", []byte(fmt.Sprintf(
+			`{"event_id":%q,"event_type":"view","amount":1,"event_time":"2024-05-01T12:00:00Z"}`+"\n", landing))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Ingest(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Stream(ctx, env, config.Trigger{}, nil)
+		return err
+	}
+	if err := run("", "a"); err != nil {
+		t.Fatal(err)
+	}
+	added := `    - {name: cents, expr: "amount * 100"}
+`
+	if err := run(added, "b"); err != nil {
+		t.Fatalf("a computed column added later: %v", err)
+	}
+	env, err := NewEnv(ctx, testutil.Pipeline(t, fmt.Sprintf(base, added)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Lake.Close()
+	var got []string
+	for _, r := range trRows(t, env.Lake, "silver/events") {
+		got = append(got, fmt.Sprintf("%v %v %v", r["event_id"], r["kind"], r["cents"]))
+	}
+	slices.Sort(got)
+	if want := []string{"a VIEW <nil>", "b VIEW 100"}; !slices.Equal(got, want) {
+		t.Errorf("silver after adding cents: %v, want %v", got, want)
+	}
+	changed := strings.Replace(added, "amount * 100", "amount * 1000", 1)
+	err = run(changed, "c")
+	if !errors.Is(err, stream.ErrDefinitionChanged) || !strings.Contains(err.Error(), `computed column cents was "amount * 100", is now "amount * 1000"`) {
+		t.Fatalf("a changed expression: %v; want ErrDefinitionChanged naming cents", err)
+	}
 }

@@ -42,3 +42,24 @@ stream:
 	}
 	checkPython(t, out)
 }
+
+// TestCheckRefusesBadTransform: `medallion check` validates a transform's expressions at load
+// and names the file, the source, the column and the position; nothing is read.
+func TestCheckRefusesBadTransform(t *testing.T) {
+	lake := t.TempDir()
+	cfg := writeGenConfig(t, lake, `sources:
+  - name: clicks
+    schema:
+      - {name: click_id, type: string}
+      - {name: ref, type: string}
+      - {name: click_time, type: timestamp}
+    transform:
+      columns: [{name: ref_norm, expr: "upper(trim(reff))"}]
+    stream: {event_time: click_time, watermark: 1h}
+`)
+	out, err := runGenCLI(t, "check", "--config", cfg)
+	want := `pipeline.yaml:20: sources[0].transform.columns[0].expr: computed column "ref_norm": at position 12: column reff does not exist`
+	if err == nil || !strings.Contains(out+err.Error(), want) {
+		t.Fatalf("check: %v\n%s\nwant ~%s", err, out, want)
+	}
+}
