@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +63,49 @@ func TestCheckRefusesBadTransform(t *testing.T) {
 	want := `pipeline.yaml:20: sources[0].transform.columns[0].expr: computed column "ref_norm": at position 12: column reff does not exist`
 	if err == nil || !strings.Contains(out+err.Error(), want) {
 		t.Fatalf("check: %v\n%s\nwant ~%s", err, out, want)
+	}
+}
+
+// TestCheckBronzeComputedEventTime: check --bronze computes the transform's columns on bronze
+// rows, so a computed event time judges (and ranges) the same rows as the declared one it
+// copies.
+func TestCheckBronzeComputedEventTime(t *testing.T) {
+	lake := t.TempDir()
+	plain := writeGenConfig(t, lake, "")
+	if out, err := runGenCLI(t, "gen", "--config", plain, "--events", "400", "--files", "2", "--seed", "3", "--start", "2024-05-01T00:00:00Z"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	if out, err := runGenCLI(t, "run", "ingest", "--config", plain); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	expect := "expectations:\n  - {name: cheap, expect: \"amount < 20\"}\n"
+	computed := writeGenConfig(t, lake, expect+"transform:\n  columns: [{name: at, expr: \"event_time\"}]\n")
+	data, err := os.ReadFile(computed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(computed, []byte(strings.Replace(string(data), "stream: {", "stream: {event_time: at, ", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verdict := func(cfg string) string {
+		t.Helper()
+		out, err := runGenCLI(t, "check", "--config", cfg, "--bronze", "--from", "2024-05-01T00:10:00Z", "--to", "2024-05-01T03:00:00Z", "--json")
+		if err != nil {
+			t.Fatalf("check: %v\n%s", err, out)
+		}
+		var rep struct {
+			Rows         int64
+			Expectations []struct{ Passed, Failed int64 }
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if rep.Rows == 0 {
+			t.Fatalf("check judged no row: %s", out)
+		}
+		return fmt.Sprintf("%d rows %+v", rep.Rows, rep.Expectations)
+	}
+	if got, want := verdict(computed), verdict(writeGenConfig(t, lake, expect)); got != want {
+		t.Errorf("computed event time: %s; declared one: %s", got, want)
 	}
 }
