@@ -3,6 +3,7 @@ package sqlexpr
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -79,7 +80,8 @@ func deltaType(t sqlType) (txlog.DataType, bool) {
 }
 
 // Eval evaluates the expression over every row of b (a batch of the bound schema), with
-// current_timestamp() = now, into a new column of Type() that b's rows do not share.
+// current_timestamp() = now, into a new column of Type() that b's rows do not share. A NULL
+// row holds the zero value (what a column of pq holds for it), whatever the evaluator left.
 func (p *ColumnProgram) Eval(b *pq.Batch, now time.Time) (*pq.Column, error) {
 	ctx := &evalCtx{b: b, n: b.Len(), nowUs: now.UnixMicro()}
 	v := p.root.eval(ctx)
@@ -87,28 +89,57 @@ func (p *ColumnProgram) Eval(b *pq.Batch, now time.Time) (*pq.Column, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := p.root.typ().k
-	for r := range ctx.n {
-		if v.isNull(r) {
-			col.AppendNull()
-			continue
-		}
-		switch k {
-		case kBool:
-			col.AppendBool(v.b[r])
-		case kInt, kDate:
-			col.AppendInt32(int32(v.i[r]))
-		case kLong, kTimestamp:
-			col.AppendInt64(v.i[r])
-		case kDouble:
-			col.AppendFloat64(v.f[r])
-		case kDecimal:
-			col.AppendDecimal(v.d[r])
-		case kString, kBinary:
-			col.AppendBytes(v.str(r))
+	n := ctx.n
+	var null []bool
+	if v.null != nil {
+		null = v.null[:n]
+		if slices.Contains(null, true) {
+			col.Nulls = slices.Clone(null)
+		} else {
+			null = nil
 		}
 	}
+	// Whole columns at once: the values are copied, then the NULL rows zeroed.
+	switch k := p.root.typ().k; k {
+	case kBool:
+		col.Bool = slices.Clone(v.b[:n])
+		zeroNulls(col.Bool, null)
+	case kInt, kDate:
+		col.Int32 = make([]int32, n)
+		for r, x := range v.i[:n] {
+			col.Int32[r] = int32(x)
+		}
+		zeroNulls(col.Int32, null)
+	case kLong, kTimestamp:
+		col.Int64 = slices.Clone(v.i[:n])
+		zeroNulls(col.Int64, null)
+	case kDouble:
+		col.Float64 = slices.Clone(v.f[:n])
+		zeroNulls(col.Float64, null)
+	case kDecimal:
+		col.Decimal = slices.Clone(v.d[:n])
+		zeroNulls(col.Decimal, null)
+	case kString, kBinary:
+		col.Offsets = slices.Grow(col.Offsets, n)
+		col.Data = make([]byte, 0, int(v.off[n]-v.off[0]))
+		for r := range n {
+			if null == nil || !null[r] {
+				col.Data = append(col.Data, v.str(r)...)
+			}
+			col.Offsets = append(col.Offsets, int32(len(col.Data)))
+		}
+	}
+	col.Len = n
 	return col, nil
+}
+
+func zeroNulls[T any](vals []T, null []bool) {
+	var zero T
+	for r, isNull := range null {
+		if isNull {
+			vals[r] = zero
+		}
+	}
 }
 
 // Schema is the schema the program was bound to.
