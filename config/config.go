@@ -85,6 +85,9 @@ type Pipeline struct {
 	// Expectations are data-quality constraints on the source's rows, checked in order in the
 	// silver stage after the required columns and the event time. Optional.
 	Expectations []Expectation `yaml:"expectations,omitempty"`
+	// Transform computes columns and filters rows between validation and dedup, in Spark SQL
+	// (docs/transforms.md). Optional.
+	Transform Transform `yaml:"transform,omitempty"`
 	// Sources are more sources besides the top-level one (named stream.name), each its own
 	// landing -> bronze -> silver chain and streaming query (DESIGN.md §8). Optional.
 	Sources []Source `yaml:"sources,omitempty"`
@@ -654,6 +657,7 @@ func (p *Pipeline) ApplyDefaults() {
 	setStr(&p.Lake, "lake")
 	setStr(&p.S3.RequestChecksum, "when_required")
 	defaultExpectations(p.Expectations)
+	defaultTransform(&p.Transform)
 	defaultLanding(&p.Landing, "landing/events/")
 	defaultTables(&p.Tables, "bronze/events", "silver/events")
 	setBool(&p.SchemaEvolution.TypeWidening, false)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/medallion-lake/medallion/txlog"
@@ -27,6 +28,8 @@ type Source struct {
 	Stream Stream `yaml:"stream"`
 	// Expectations are data-quality constraints on this source's rows. Optional.
 	Expectations []Expectation `yaml:"expectations,omitempty"`
+	// Transform computes columns and filters rows of this source (docs/transforms.md). Optional.
+	Transform Transform `yaml:"transform,omitempty"`
 }
 
 // Join is a stream-stream join of two sources (DESIGN.md §8 `joins:`), its own query reading
@@ -149,6 +152,7 @@ func (p *Pipeline) defaultSources() {
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		defaultExpectations(s.Expectations)
+		defaultTransform(&s.Transform)
 		name := s.Name
 		if name == "" {
 			name = fmt.Sprintf("source%d", i) // only reached with an error reported on name
@@ -188,7 +192,7 @@ func (p *Pipeline) defaultJoins() {
 func (p *Pipeline) AllSources() []Source {
 	out := make([]Source, 0, 1+len(p.Sources))
 	out = append(out, Source{Name: p.Stream.Name, Landing: p.Landing, Schema: p.Schema, Tables: p.Tables,
-		SchemaEvolution: p.SchemaEvolution, Stream: p.Stream, Expectations: p.Expectations})
+		SchemaEvolution: p.SchemaEvolution, Stream: p.Stream, Expectations: p.Expectations, Transform: p.Transform})
 	return append(out, p.Sources...)
 }
 
@@ -271,6 +275,7 @@ func (p *Pipeline) ForSource(name string) (*Pipeline, bool) {
 	}
 	v := *p
 	v.Landing, v.Schema, v.Tables, v.Stream, v.Expectations = s.Landing, s.Schema, s.Tables, s.Stream, s.Expectations
+	v.Transform = s.Transform
 	v.SchemaEvolution = s.SchemaEvolution
 	v.joinPins = p.joinPinned(name)
 	v.Sources, v.Joins = nil, nil
@@ -279,9 +284,26 @@ func (p *Pipeline) ForSource(name string) (*Pipeline, bool) {
 }
 
 // SilverSchema is the silver table's schema of a source as its config declares it: the declared
-// columns, then bronze's metadata columns (and the Kafka ones for a
-// kafka landing), as bronze writes them. Nil when a column type is invalid.
+// columns, then bronze's metadata columns (and the Kafka ones for a kafka landing), as bronze
+// writes them, then the transform's computed columns. Nil when a column type is invalid; the
+// computed columns are left out when one of them does not type (validation says why).
 func (s Source) SilverSchema() *txlog.StructType {
+	st := s.BronzeSchema()
+	if st == nil || len(s.Transform.Columns) == 0 {
+		return st
+	}
+	computed, err := s.Transform.ComputedSchema(context.Background(), st)
+	if err != nil {
+		return st
+	}
+	st.Fields = append(st.Fields, computed...)
+	return st
+}
+
+// BronzeSchema is the bronze table's schema of a source as its config declares it: the declared
+// columns, then bronze's metadata columns (and the Kafka ones for a kafka landing). Nil when a
+// column type is invalid.
+func (s Source) BronzeSchema() *txlog.StructType {
 	st := &txlog.StructType{}
 	for _, c := range s.Schema {
 		if c.Type.Err() != nil || c.Type.Kind == "" {

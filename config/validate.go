@@ -88,6 +88,7 @@ func (p *Pipeline) validate(ctx context.Context) error {
 		v.landing(pre, s.Landing)
 		cols := v.schema(pre, s.Schema)
 		v.tables(pre, s.Tables)
+		v.transform(pre, s, cols)
 		v.stream(pre, s, cols)
 		v.expectations(pre, s)
 		if _, dup := inputs[s.Name]; !dup && s.Name != "" {

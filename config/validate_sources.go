@@ -177,6 +177,9 @@ const maxJoinOffsetUs = 100 * 366 * 86400 * 1_000_000
 
 // metaColumnType is the config type of a bronze metadata column's Delta type.
 func metaColumnType(delta txlog.DataType) ColumnType {
+	if d, ok := delta.(txlog.DecimalType); ok { // a computed column's
+		return columnTypeOf(d)
+	}
 	p, ok := delta.(txlog.PrimitiveType)
 	if !ok {
 		return ColumnType{Kind: KindString}

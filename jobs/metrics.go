@@ -32,6 +32,7 @@ type pipelineMetrics struct {
 	rowsOut    *prometheus.CounterVec
 	rejects    *prometheus.CounterVec
 	duplicates prometheus.Counter
+	filtered   *prometheus.CounterVec
 	lateQ      *prometheus.CounterVec
 	lateM      *prometheus.CounterVec
 	changeRows *prometheus.CounterVec // by table
@@ -58,6 +59,8 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 			Help: "Rows sent to the rejects table, by stage (ingest, stream) and reason."}, []string{"stage", "reason"}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "medallion_duplicates_dropped_total",
 			Help: "Rows the stream dropped as duplicates of an earlier event."}),
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_filtered_dropped_total",
+			Help: "Rows a source's transform filter (on_filter: drop) dropped; on_filter: reject counts them in medallion_rejects_total."}, []string{"source"}),
 		lateQ: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_late_rows_quarantined_total",
 			Help: "Late rows the stream sent to a gold aggregation's quarantine."}, []string{"gold"}),
 		lateM: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "medallion_late_rows_merged_total",
@@ -97,7 +100,7 @@ func newPipelineMetrics(env Env, reg prometheus.Registerer, page *statusPage) (*
 		joinSourceWatermark: prometheus.NewDesc("medallion_join_source_watermark_timestamp_seconds",
 			"A join input source's watermark (its max event time seen minus its delay) after the join's latest batch.", []string{"join", "source"}, nil),
 	}
-	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.lateQ, m.lateM, m.changeRows,
+	for _, c := range []prometheus.Collector{m.rowsIn, m.rowsOut, m.rejects, m.duplicates, m.filtered, m.lateQ, m.lateM, m.changeRows,
 		m.joinIn, m.joinLate, m.joinUnmatched, m.joinMatched, m.joinMerged, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -214,6 +217,9 @@ func (m *pipelineMetrics) streamed(cfg *config.Pipeline, s stream.Report) {
 		m.rejects.WithLabelValues("stream", "validation").Add(float64(s.Rejected))
 	}
 	m.duplicates.Add(float64(s.Duplicates))
+	if s.FilteredDropped > 0 {
+		m.filtered.WithLabelValues(cfg.Stream.Name).Add(float64(s.FilteredDropped))
+	}
 	m.goldRows(s.Gold)
 }
 

@@ -27,9 +27,11 @@ type replaySource struct {
 	// latest is silver's latest snapshot (snap may be an earlier one): what the identity
 	// check compares with the stream's checkpoint.
 	latest *txlog.Snapshot
-	schema *txlog.StructType
-	q      *spec.Query
-	bronze bool
+	schema *txlog.StructType // silver's: with a transform, bronze's columns and the computed ones
+	// bronzeSchema is the bronze table's schema when the source is bronze.
+	bronzeSchema *txlog.StructType
+	q            *spec.Query
+	bronze       bool
 	// nowMs is current_timestamp() for the drop expectations that re-validate bronze rows: the
 	// timestamp of the last batch replay covers (a row's own batch decided with its own).
 	nowMs int64
@@ -85,6 +87,16 @@ func openSource(ctx context.Context, opts *Options, kind, queryID string, upTo i
 	}
 	if src.schema, err = src.snap.Schema(); err != nil {
 		return nil, fmt.Errorf("late: source schema: %w", err)
+	}
+	if src.bronze {
+		src.bronzeSchema = src.schema
+		if !q.Rules.Transform.IsZero() {
+			x, err := silver.NewTransformer(ctx, q.Rules.Transform, silver.Schema(src.schema))
+			if err != nil {
+				return nil, fmt.Errorf("late: %w", err)
+			}
+			src.schema = x.Schema()
+		}
 	}
 	return src, nil
 }
@@ -149,19 +161,22 @@ func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, wo
 // sourceRead is one pass of readBatches over the source: the columns and files it reads,
 // how it re-validates and deduplicates bronze rows, and what it hands fn.
 type sourceRead struct {
-	s       *replaySource
-	a       *agg
-	lo, hi  int64
-	cols    []string
-	files   []*txlog.Add
-	dedup   []string
-	rules   silver.Rules
-	expect  *silver.Expectations // bronze's drop expectations (nil: none)
-	seen    map[string]bool      // bronze: the dedup keys kept so far
-	workers int
-	reuse   bool
-	fn      func(w int, s *source, sel []int32) error
-	mu      sync.Mutex // guards the tracker and the first error
+	s      *replaySource
+	a      *agg
+	lo, hi int64
+	cols   []string
+	files  []*txlog.Add
+	dedup  []string
+	rules  silver.Rules
+	expect *silver.Expectations // bronze's drop expectations (nil: none)
+	// transform (bronze, with a transform): silver's computed columns and filter are
+	// recomputed from bronze rows as the stream computed them; one Transformer per worker.
+	transform bool
+	seen      map[string]bool // bronze: the dedup keys kept so far
+	workers   int
+	reuse     bool
+	fn        func(w int, s *source, sel []int32) error
+	mu        sync.Mutex // guards the tracker and the first error
 }
 
 // newSourceRead plans a pass over the rows with lo <= event time < hi.
@@ -192,6 +207,14 @@ func (s *replaySource) newSourceRead(a *agg, lo, hi int64) (*sourceRead, error) 
 	// column: a view's length comes from it).
 	r.cols = dedupe(r.cols)
 	filter := sqlexpr.And(sqlexpr.Ge(a.evName, time.UnixMicro(lo).UTC()), sqlexpr.Lt(a.evName, time.UnixMicro(hi).UTC()))
+	if s.bronze && !s.q.Rules.Transform.IsZero() {
+		// The computed columns are not in bronze: read every column (the expressions may
+		// read any) and, when the event time is computed, every file.
+		r.transform, r.cols = true, nil
+		if s.bronzeSchema.Field(a.evName) == nil {
+			filter = nil
+		}
+	}
 	skip, err := s.t.FileScan(s.snap, nil, filter)
 	if err != nil {
 		return nil, fmt.Errorf("late: source scan: %w", err)
@@ -220,6 +243,12 @@ func (r *sourceRead) work(ctx context.Context, w int) error {
 	}
 	var key []byte
 	var sel []int32
+	var tr *silver.Transformer
+	if r.transform {
+		if tr, err = silver.NewTransformer(ctx, r.s.q.Rules.Transform, silver.Schema(r.s.bronzeSchema)); err != nil {
+			return fmt.Errorf("late: %w", err)
+		}
+	}
 	// reuse: fn is done with each batch before the next, so the worker's reads share
 	// their buffers (the session reads keep rows of earlier batches).
 	var buf *pq.ReadBuffer
@@ -239,11 +268,16 @@ func (r *sourceRead) work(ctx context.Context, w int) error {
 			if err != nil {
 				return fmt.Errorf("late: read source %s: %w", add.Path, err)
 			}
+			if tr != nil {
+				if b, err = tr.Apply(b, time.UnixMilli(r.s.nowMs)); err != nil {
+					return fmt.Errorf("late: %w", err)
+				}
+			}
 			src, err := r.a.source(b)
 			if err != nil {
 				return err
 			}
-			if sel, key, err = r.selectRows(b, src, sel[:0], key); err != nil {
+			if sel, key, err = r.selectRows(b, src, tr, sel[:0], key); err != nil {
 				return err
 			}
 			rows += int64(len(sel))
@@ -263,7 +297,7 @@ func (r *sourceRead) work(ctx context.Context, w int) error {
 
 // selectRows appends to sel the rows of b in the pass's time range that pass validation
 // and (bronze) are the first arrival of their dedup key.
-func (r *sourceRead) selectRows(b *pq.Batch, src *source, sel []int32, key []byte) ([]int32, []byte, error) {
+func (r *sourceRead) selectRows(b *pq.Batch, src *source, tr *silver.Transformer, sel []int32, key []byte) ([]int32, []byte, error) {
 	var dk []*pq.Column
 	for _, c := range r.dedup {
 		dk = append(dk, b.Column(c))
@@ -274,12 +308,15 @@ func (r *sourceRead) selectRows(b *pq.Batch, src *source, sel []int32, key []byt
 			return sel, key, fmt.Errorf("late: re-validate bronze: %w", err)
 		}
 	}
+	if tr != nil {
+		tr.ApplyFilter(&check, b, time.UnixMilli(r.s.nowMs))
+	}
 	ev := src.ev.Int64
 	for i := range b.Len() {
 		if t := ev[i]; t < r.lo || t >= r.hi || src.ev.IsNull(i) {
 			continue
 		}
-		if check.Reject(i) != "" {
+		if check.Reject(i) != "" || check.Dropped(i) {
 			continue
 		}
 		if len(dk) > 0 { // bronze only: silver is deduplicated

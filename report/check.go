@@ -107,12 +107,29 @@ func Check(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 	}
 	t := table.Open(objstore.WithPrefix(lake, path), table.Options{})
 	filter := rangeFilter(cfg.Stream.EventTime, LagOptions{From: opts.From, To: opts.To})
+	var tr *checkTransform
+	if opts.Bronze && !cfg.Transform.IsZero() {
+		if tr, err = newCheckTransform(ctx, t, cfg, opts); err != nil {
+			return nil, err
+		}
+		if tr.computedTime {
+			filter = nil // the event time is not in bronze: the range is checked row by row
+		}
+	}
 	for b, err := range t.Scan(ctx, table.ScanOptions{Filter: filter}) {
 		if errors.Is(err, txlog.ErrTableNotFound) {
 			return nil, fmt.Errorf("report: %s does not exist yet: %w", path, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("report: scan %s: %w", path, err)
+		}
+		if tr != nil {
+			if b, err = tr.x.Apply(b, opts.Now); err != nil {
+				return nil, fmt.Errorf("report: %s: %w", path, err)
+			}
+			if b, err = tr.keepRange(b); err != nil {
+				return nil, fmt.Errorf("report: %s: %w", path, err)
+			}
 		}
 		c := rules.Bind(b)
 		if err := x.Apply(&c, b, opts.Now); err != nil {
@@ -186,4 +203,59 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// checkTransform gives bronze rows, for check --bronze, the transform's computed columns, so
+// that a computed event time is judged as the stream judges it.
+type checkTransform struct {
+	x            *silver.Transformer
+	computedTime bool // the event time is a computed column: the scan cannot filter on it
+	ev           string
+	from, to     int64 // microseconds; 0: unbounded
+}
+
+func newCheckTransform(ctx context.Context, t *table.Table, cfg *config.Pipeline, opts CheckOptions) (*checkTransform, error) {
+	snap, err := t.Latest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", cfg.Tables.Bronze, err)
+	}
+	bronze, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", cfg.Tables.Bronze, err)
+	}
+	var st silver.Transform
+	for _, c := range cfg.Transform.Columns {
+		st.Columns = append(st.Columns, silver.ComputedColumn{Name: c.Name, Expr: c.Expr})
+	}
+	x, err := silver.NewTransformer(ctx, st, silver.Schema(bronze))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	ct := &checkTransform{x: x, computedTime: bronze.Field(cfg.Stream.EventTime) == nil, ev: cfg.Stream.EventTime}
+	if !opts.From.IsZero() {
+		ct.from = opts.From.UnixMicro()
+	}
+	if !opts.To.IsZero() {
+		ct.to = opts.To.UnixMicro()
+	}
+	return ct, nil
+}
+
+// keepRange keeps the rows of b (transformed) in the range, when the scan could not filter on
+// the event time (rows without one stay: validation judges them, as the stream does).
+func (ct *checkTransform) keepRange(b *pq.Batch) (*pq.Batch, error) {
+	ev := b.Column(ct.ev)
+	if !ct.computedTime || ev == nil || (ct.from == 0 && ct.to == 0) {
+		return b, nil
+	}
+	out, err := pq.NewBatch(b.Schema)
+	if err != nil {
+		return nil, err
+	}
+	for i := range b.Len() {
+		if v := ev.Int64[i]; ev.IsNull(i) || ((ct.from == 0 || v >= ct.from) && (ct.to == 0 || v < ct.to)) {
+			out.AppendRow(b, i)
+		}
+	}
+	return out, nil
 }

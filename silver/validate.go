@@ -3,6 +3,7 @@ package silver
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -37,6 +38,9 @@ type Rules struct {
 	// Expectations are the source's data-quality constraints, evaluated in order on the rows
 	// the rules above keep (see Expectations).
 	Expectations []Expectation
+	// Transform computes columns before the rules above are checked (so that the event time
+	// may be a computed column) and filters the rows they and the expectations keep.
+	Transform Transform
 }
 
 // Check is Rules bound to the columns of one batch.
@@ -52,6 +56,9 @@ type Check struct {
 	expect   *Expectations
 	violated []uint64
 	drop     []bool
+	// Set by Transformer.ApplyFilter: per row, whether the transform's filter keeps it.
+	transform *Transformer
+	keep      []bool
 }
 
 // Bind looks up the rules' columns in b.
@@ -65,7 +72,8 @@ func (r *Rules) Bind(b *pq.Batch) Check {
 }
 
 // Reject returns why row i fails validation, "" when it passes: the rules first, then the
-// drop expectations (when Expectations.Apply ran on the batch).
+// drop expectations (when Expectations.Apply ran on the batch), then the transform's filter
+// with on_filter reject (when Transformer.ApplyFilter ran).
 func (c *Check) Reject(i int) string {
 	if r := c.baseReject(i); r != "" {
 		return r
@@ -73,7 +81,7 @@ func (c *Check) Reject(i int) string {
 	if c.drop != nil && c.drop[i] {
 		return c.expect.reason(c.violated[i])
 	}
-	return ""
+	return c.filterReason(i)
 }
 
 // Violated reports whether row i violates any expectation (warn ones included).
@@ -183,6 +191,10 @@ func (c *Check) Detail(i int, reason string) string {
 	case ReasonFuture:
 		return fmt.Sprintf("event time %s is more than max_future_skew %s after its ingest time %s",
 			pq.FormatTimestamp(c.ev.Int64[i], false), c.rules.MaxFutureSkew, pq.FormatTimestamp(c.ingest.Int64[i], false))
+	}
+	if strings.HasPrefix(reason, ReasonFilteredPrefix) {
+		f := c.transform.t.Filter
+		return fmt.Sprintf("filter %s (on_filter: reject): %s is false or NULL", f.Name, f.Expr)
 	}
 	if c.violated != nil && c.violated[i] != 0 {
 		return c.expect.detail(c.violated[i])

@@ -254,6 +254,9 @@ func (r *sourceQuery) progress(p *Progress, b *batchRun) {
 		"numValidationRejects": strconv.FormatInt(st.rejected, 10),
 		"numDuplicatesDropped": strconv.FormatInt(st.duplicates, 10),
 	}
+	if f := r.q.Rules.Transform.Filter; f != nil && f.Drop {
+		metrics["numFilteredDropped"] = strconv.FormatInt(st.filteredDropped, 10)
+	}
 	aggProgress(p, metrics, r.ops.plan.aggs, st.aggs)
 	p.Sink = SinkProgress{Description: "DeltaSink[" + r.q.Tables.Silver + "]", NumOutputRows: -1, Metrics: metrics}
 	for _, e := range st.expect {

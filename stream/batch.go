@@ -45,6 +45,7 @@ type aggBuffers struct {
 // batchStats is what one batch did, for progress and the report.
 type batchStats struct {
 	inputRows, rejected, duplicates, silverRows int64
+	filteredDropped                             int64 // rows a transform filter with on_filter drop dropped
 	dedup                                       *silver.DedupResult
 	dedupMem                                    int64 // the dedup state's footprint after the batch
 	aggs                                        []aggStats
@@ -186,6 +187,7 @@ func (r *sourceQuery) account(st *batchStats) {
 	rep.SilverRows += st.silverRows
 	rep.Rejected += st.rejected
 	rep.Duplicates += st.duplicates
+	rep.FilteredDropped += st.filteredDropped
 	for i, e := range st.expect {
 		if i >= len(rep.Expectations) {
 			rep.Expectations = append(rep.Expectations, ExpectationProgress{Name: e.Name, OnViolation: string(e.OnViolation)})
@@ -215,7 +217,7 @@ func (r *sourceQuery) readAhead(ctx context.Context, entry *checkpoint.Offsets, 
 		batches = p.batches
 	} else {
 		var err error
-		if batches, err = r.read(ctx, files, r.ops.plan.silver); err != nil {
+		if batches, err = r.read(ctx, files, r.ops.plan.bronze); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +226,7 @@ func (r *sourceQuery) readAhead(ctx context.Context, entry *checkpoint.Offsets, 
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
 			r.ahead.p = p
-			planned := r.ops.plan.silver
+			planned := r.ops.plan.bronze
 			go func() {
 				defer close(p.done)
 				p.batches, p.err = r.read(ctx, p.files, planned)
@@ -379,9 +381,19 @@ func (r *sourceQuery) process(ctx context.Context, b *batchRun, batches []*pq.Ba
 // validate collects the batch's valid rows in r.buf.rows and returns the others as rejects.
 func (r *sourceQuery) validate(b *batchRun, batches []*pq.Batch, st *batchStats) (*silver.Rejects, error) {
 	p := r.ops.plan
+	// current_timestamp() in an expectation or a transform is the batch timestamp from the
+	// offsets log: a rerun of the batch decides the same.
+	now := time.UnixMilli(b.entry.BatchTimestampMs)
 	rows := 0
-	for _, bb := range batches {
+	for bi, bb := range batches {
 		rows += bb.Len()
+		if p.transform != nil {
+			tb, err := p.transform.Apply(bb, now)
+			if err != nil {
+				return nil, fmt.Errorf("stream: batch %d: %w", b.n, err)
+			}
+			batches[bi] = tb
+		}
 	}
 	// Sized once for the batch: growing them row by row copies them over and over.
 	vr := &r.buf.rows
@@ -393,9 +405,6 @@ func (r *sourceQuery) validate(b *batchRun, batches []*pq.Batch, st *batchStats)
 	if p.expect != nil {
 		p.expect.TakeCounts() // a failed batch may have left some
 	}
-	// current_timestamp() in an expectation is the batch timestamp from the offsets log: a
-	// rerun of the batch decides the same.
-	now := time.UnixMilli(b.entry.BatchTimestampMs)
 	for bi, bb := range batches {
 		ev := bb.Columns[p.evCol]
 		check := p.rules.Bind(bb)
@@ -404,10 +413,17 @@ func (r *sourceQuery) validate(b *batchRun, batches []*pq.Batch, st *batchStats)
 				return nil, fmt.Errorf("stream: batch %d: %w", b.n, err)
 			}
 		}
+		if p.transform != nil {
+			p.transform.ApplyFilter(&check, bb, now)
+		}
 		st.inputRows += int64(bb.Len())
 		for i := range bb.Len() {
 			if reason := check.Reject(i); reason != "" {
 				rejects.Add(bb, i, reason, check.Detail(i, reason))
+				continue
+			}
+			if check.Dropped(i) {
+				st.filteredDropped++
 				continue
 			}
 			vr.EventTime = append(vr.EventTime, ev.Int64[i])

@@ -34,10 +34,22 @@ func (d definition) props() map[string]string {
 	return map[string]string{PropDefinition: string(b)}
 }
 
-// silverDefinition is what the dedup state is keyed by.
+// silverDefinition is what the dedup state is keyed by, and the expression of each computed
+// column (transform.columns) silver holds: a computed column's rows already written cannot
+// follow a changed expression (key computedPrefix + name).
 func silverDefinition(q *spec.Query) definition {
-	return definition{"dedup": strings.Join(q.Dedup, ", "), "event_time": q.Rules.EventTime}
+	d := definition{"dedup": strings.Join(q.Dedup, ", "), "event_time": q.Rules.EventTime}
+	for _, c := range q.Rules.Transform.Columns {
+		d[computedPrefix+c.Name] = strings.TrimSpace(c.Expr)
+	}
+	return d
 }
+
+// computedPrefix starts the definition keys of computed columns. A key the recorded definition
+// lacks is a column added since (as an added column, allowed: the rows before it hold NULL), a
+// recorded key the config lacks a computed column removed (the column stays, as a removed
+// declared column does); a changed value is refused.
+const computedPrefix = "computed column "
 
 // goldDefinition is what an aggregation's state and gold rows depend on. eventTime is the
 // query's event time, which an aggregation without a TimeColumn uses.
@@ -139,10 +151,24 @@ func checkDefinitions(ctx context.Context, ts []definedTable) error {
 			}
 		}
 		slices.Sort(keys)
+		grown := false // computed columns added or removed since the recorded definition
 		for _, k := range keys {
-			if old[k] != d.def[k] {
-				changes = append(changes, fmt.Sprintf("%s was %q, is now %q", k, old[k], d.def[k]))
+			o, had := old[k]
+			n, has := d.def[k]
+			if strings.HasPrefix(k, computedPrefix) && had != has {
+				grown = true
+				continue
 			}
+			if o != n {
+				changes = append(changes, fmt.Sprintf("%s was %q, is now %q", k, o, n))
+			}
+		}
+		if len(changes) == 0 && grown {
+			// Record the new set, so that a later change of an added expression is refused.
+			if _, err := d.t.Evolve(ctx, nil, d.def.props()); err != nil {
+				return fmt.Errorf("stream: record the definition of %s in table %s: %w", d.what, d.path, err)
+			}
+			continue
 		}
 		if len(changes) > 0 {
 			return fmt.Errorf("%w: %s: table %s was written under another definition: %s. "+

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -22,22 +23,34 @@ type aggPlan struct {
 	update   bool
 }
 
-// plan is the query resolved against the silver (= bronze) schema.
+// plan is the query resolved against the silver schema: bronze's columns, then the transform's
+// computed columns (none: silver = bronze).
 type plan struct {
+	bronze *txlog.StructType
 	silver *txlog.StructType
-	kinds  []pq.Kind
-	evCol  int
-	dedup  []int
-	rules  silver.Rules
-	expect *silver.Expectations // nil: none
-	aggs   []*aggPlan
+	// transform computes silver's computed columns and filters rows (nil: no transform).
+	transform *silver.Transformer
+	kinds     []pq.Kind
+	evCol     int
+	dedup     []int
+	rules     silver.Rules
+	expect    *silver.Expectations // nil: none
+	aggs      []*aggPlan
 }
 
 func longType() txlog.DataType   { return txlog.PrimitiveType{Name: txlog.TypeLong} }
 func doubleType() txlog.DataType { return txlog.PrimitiveType{Name: txlog.TypeDouble} }
 
-func newPlan(q *spec.Query, silverSchema *txlog.StructType) (*plan, error) {
-	p := &plan{silver: silverSchema}
+func newPlan(q *spec.Query, bronzeSchema *txlog.StructType) (*plan, error) {
+	p := &plan{bronze: bronzeSchema, silver: bronzeSchema}
+	if !q.Rules.Transform.IsZero() {
+		x, err := silver.NewTransformer(context.Background(), q.Rules.Transform, bronzeSchema)
+		if err != nil {
+			return nil, fmt.Errorf("stream: query %s: transform: %w", q.Name, err)
+		}
+		p.transform, p.silver = x, x.Schema()
+	}
+	silverSchema := p.silver
 	index := map[string]int{}
 	for i, f := range silverSchema.Fields {
 		k, err := pq.KindOf(f.Type)

@@ -53,11 +53,13 @@ type RunSummary struct {
 // Report sums up one Run.
 type Report struct {
 	RunSummary
-	InputRows  int64        `json:"numInputRows"`
-	SilverRows int64        `json:"numSilverRows"`
-	Rejected   int64        `json:"numValidationRejects"`
-	Duplicates int64        `json:"numDuplicatesDropped"`
-	Gold       []GoldReport `json:"gold"`
+	InputRows  int64 `json:"numInputRows"`
+	SilverRows int64 `json:"numSilverRows"`
+	Rejected   int64 `json:"numValidationRejects"`
+	Duplicates int64 `json:"numDuplicatesDropped"`
+	// FilteredDropped counts the rows a transform filter with on_filter: drop dropped.
+	FilteredDropped int64        `json:"numFilteredDropped,omitempty"`
+	Gold            []GoldReport `json:"gold"`
 	// Expectations sum each expectation's counts over the run's batches (absent without
 	// expectations).
 	Expectations []ExpectationProgress `json:"expectations,omitempty"`

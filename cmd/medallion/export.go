@@ -246,6 +246,7 @@ func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	// [{"name", "expect" (a Spark SQL boolean expression), "on_violation": warn|drop|fail}].
 	// Expect is Spark SQL as the user wrote it: the job hands it to F.expr unchanged.
 	pf("EXPECTATIONS = %s\n", pyExpectations(top.Expectations))
+	writeSparkTransforms(&b, plan.views)
 
 	writeSparkValidation(&b, top, "")
 	writeSparkEvents(&b, top, topLevelNames)
@@ -351,6 +352,40 @@ func pyExpectations(exps []config.Expectation) string {
 	return b.String()
 }
 
+// writeSparkTransforms writes TRANSFORMS, each source's transform (docs/transforms.md) by
+// name, when a source has one: the job adds the computed columns with F.expr of the same SQL
+// text and applies the filter as medallion does (transform_of, with_computed, filter_keeps).
+func writeSparkTransforms(b *strings.Builder, views []*config.Pipeline) {
+	first := true
+	for _, v := range views {
+		t := v.Transform
+		if t.IsZero() {
+			continue
+		}
+		if first {
+			b.WriteString("TRANSFORMS = {")
+			first = false
+		}
+		fmt.Fprintf(b, "\n    %s: {\"columns\": [", py(v.Stream.Name))
+		for i, c := range t.Columns {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "{\"name\": %s, \"expr\": %s}", py(c.Name), py(c.Expr))
+		}
+		b.WriteString("], \"filter\": ")
+		if f := t.Filter; f != nil {
+			fmt.Fprintf(b, "{\"name\": %s, \"expr\": %s, \"on_filter\": %s}", py(f.Name), py(f.Expr), py(f.OnFilter))
+		} else {
+			b.WriteString("None")
+		}
+		b.WriteString("},")
+	}
+	if !first {
+		b.WriteString("\n}\n")
+	}
+}
+
 // writeSparkEvents writes events<suffix>(): --plain's stream of a source's valid, deduplicated
 // events with the watermark.
 func writeSparkEvents(b *strings.Builder, view *config.Pipeline, n sparkNames) {
@@ -362,6 +397,10 @@ func writeSparkEvents(b *strings.Builder, view *config.Pipeline, n sparkNames) {
 	pf("    if %s:\n", n.maxBytes)
 	pf("        reader = reader.option(\"maxBytesPerTrigger\", str(%s))\n", n.maxBytes)
 	pf("    df = reader.load(bronze or %s)\n", n.bronze)
+	if !view.Transform.IsZero() {
+		pf("    df = with_computed(df, transform_of(%s))\n", py(view.Stream.Name))
+		pf("    df = df.where(filter_keeps(transform_of(%s)))\n", py(view.Stream.Name))
+	}
 	pf("    df = df.where(reject_reason%s().isNull())\n", n.suffix)
 	if len(view.Stream.Dedup) > 0 {
 		pf("    # dropDuplicates before the watermark: exact within the query (keys never expire).\n")

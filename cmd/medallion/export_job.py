@@ -143,6 +143,7 @@ class Job:
         self.spark, self.opts = spark, opts
         self.source = source or QUERY
         self.src = src = SOURCES[self.source]
+        src.setdefault("transform", transform_of(self.source))
         self.root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")
         self.ckpt = opts.checkpoint or (self.root + "/" + src["checkpoint"])
         self.bronze = opts.bronze or src["bronze"]
@@ -271,6 +272,8 @@ class Job:
             self.append(rej, self.rejects, qid, n)
 
             valid = df.where(F.col("_reason").isNull()).drop("_reason")
+            if filter_drops(src.get("transform")):
+                valid = valid.where(filter_keeps(src["transform"]))
             version = self.silver_version(n)
             fresh = self.dedup(valid, version) if src["dedup"] else valid
             if self.source in JOIN_INPUTS:
@@ -401,10 +404,12 @@ class Job:
             "maxFilesPerTrigger", self.opts.max_files_per_trigger or src["max_files"])
         if src["max_bytes"]:
             reader = reader.option("maxBytesPerTrigger", str(src["max_bytes"]))
-        df = reader.load(self.bronze)
-        # The watermark sees the valid rows' event times only (rejected rows never move it);
-        # Spark tracks it even without a stateful operator and records it in offsets/N.
-        df = df.withColumn(WM_COLUMN, F.when(src["reject_reason"]().isNull(), F.col(f"`{src['event_time']}`")))
+        df = with_computed(reader.load(self.bronze), src["transform"])
+        # The watermark sees the valid rows' event times only (rejected rows never move it, nor
+        # rows the transform's filter takes out); Spark tracks it even without a stateful
+        # operator and records it in offsets/N.
+        df = df.withColumn(WM_COLUMN, F.when(src["reject_reason"]().isNull() & filter_keeps(src["transform"]),
+                                             F.col(f"`{src['event_time']}`")))
         df = df.withWatermark(WM_COLUMN, src["watermark"])
         writer = (df.writeStream.queryName(self.source).option("checkpointLocation", self.ckpt)
                   .foreachBatch(lambda batch, n: self.batch(batch, n)))
@@ -432,23 +437,57 @@ def silver_reject_reason(src):
     for e in src["expectations"]:
         if e["on_violation"] == "drop":
             out = F.when(out.isNotNull(), out).when(_violated(e), F.lit("expectation:" + e["name"]))
+    t = src.get("transform")
+    if t and t.get("filter") and not filter_drops(t):
+        out = F.when(out.isNotNull(), out).when(~filter_keeps(t), F.lit("filtered:" + t["filter"]["name"]))
     return out
+
+
+def transform_of(source):
+    """The source's transform (docs/transforms.md): computed columns and filter as the Spark SQL
+    text medallion evaluates; None without one."""
+    return globals().get("TRANSFORMS", {}).get(source)
+
+
+def with_computed(df, t):
+    """Appends the computed columns in order, each the same SQL text through F.expr."""
+    for c in (t or {}).get("columns", []):
+        df = df.withColumn(c["name"], F.expr(c["expr"]))
+    return df
+
+
+def filter_keeps(t):
+    """Where the transform's filter keeps the row: false or NULL filters it out, as WHERE."""
+    f = (t or {}).get("filter")
+    return F.coalesce(F.expr(f["expr"]), F.lit(False)) if f else F.lit(True)
+
+
+def filter_drops(t):
+    f = (t or {}).get("filter")
+    return bool(f) and f["on_filter"] == "drop"
 
 
 def silver_reject_detail(src):
     """The rejects' error column; a row a `drop` expectation rejects names every expectation it
     violates, in order, worded as medallion words it."""
     out = src["reject_detail"]()
+    t = src.get("transform")
+    if t and t.get("filter") and not filter_drops(t):
+        f = t["filter"]
+        filtered = F.lit(f"filter {f['name']} (on_filter: reject): {f['expr']} is false or NULL")
+    else:
+        filtered = None
     drops = [e for e in src["expectations"] if e["on_violation"] == "drop"]
     if not drops:
-        return out
+        return out if filtered is None else F.when(out.isNotNull(), out).when(~filter_keeps(t), filtered)
     dropped = _violated(drops[0])
     for e in drops[1:]:
         dropped = dropped | _violated(e)
     parts = [F.when(_violated(e), F.lit(f"{e['name']} ({e['on_violation']}): {e['expect']} is false or NULL"))
              for e in src["expectations"]]
-    return F.when(out.isNotNull(), out).when(
+    out = F.when(out.isNotNull(), out).when(
         dropped, F.concat(F.lit("violated expectations: "), F.concat_ws("; ", *parts)))
+    return out if filtered is None else out.when(~filter_keeps(t), filtered)
 
 
 class ExpectationFailed(RuntimeError):

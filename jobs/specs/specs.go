@@ -42,10 +42,23 @@ func Query(cfg *config.Pipeline) spec.Query {
 	for _, e := range cfg.Expectations {
 		q.Rules.Expectations = append(q.Rules.Expectations, silver.Expectation{Name: e.Name, Expect: e.Expect, OnViolation: silver.Action(e.OnViolation)})
 	}
+	q.Rules.Transform = Transform(cfg.Transform)
 	for _, g := range cfg.GoldOf(s.Name) {
 		q.Gold = append(q.Gold, aggregation(g))
 	}
 	return q
+}
+
+// Transform is a source's transform: as configured, for silver.
+func Transform(t config.Transform) silver.Transform {
+	var out silver.Transform
+	for _, c := range t.Columns {
+		out.Columns = append(out.Columns, silver.ComputedColumn{Name: c.Name, Expr: c.Expr})
+	}
+	if f := t.Filter; f != nil {
+		out.Filter = &silver.Filter{Name: f.Name, Expr: f.Expr, Drop: f.OnFilter == config.OnFilterDrop}
+	}
+	return out
 }
 
 // SourceTables are the tables of cfg's top-level source (a source's view: config ForSource),

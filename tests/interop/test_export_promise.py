@@ -7,7 +7,8 @@ types, far-future events, a malformed line) is ingested once; medallion's stream
 and medallion's merge-late runs on both sets of tables (on Spark's through a config whose tables
 and checkpoint are the ones under spark/). Compared as row multisets:
 
-* silver: every column (dedup's first arrival, lineage columns included);
+* silver: every column (dedup's first arrival, lineage columns included, the transform's
+  computed columns last);
 * rejects of the validate stage: stage, reason, error, source file and offset (the raw JSON is
   each engine's rendering of the row);
 * each quarantine: every column but batch_id and query_id (the ids are the queries' own: Spark's
@@ -84,6 +85,14 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             "expectations:\n"
             "  - {name: modest_amount, expect: \"amount IS NULL OR amount < 40\", on_violation: drop}\n"
             "  - {name: has_type, expect: \"event_type IS NOT NULL\", on_violation: warn}\n"
+            # A transform (docs/transforms.md): two computed columns, silver's last, and a filter
+            # that sends the purchases (and rows without a type) to rejects as
+            # filtered:no_purchase on both engines (the job through F.expr of the same text).
+            "transform:\n"
+            "  columns:\n"
+            "    - {name: kind, expr: \"upper(trim(event_type))\"}\n"
+            "    - {name: cents, expr: \"amount * 100\"}\n"
+            "  filter: {name: no_purchase, expr: \"kind <> 'PURCHASE'\", on_filter: reject}\n"
             "gold:\n"
             "  - name: t5m\n"
             f"    table: {prefix}gold/t5m\n"
@@ -269,7 +278,8 @@ def assert_multiset(ours: list[dict], theirs: list[dict], label: str, drop=(), f
 
 def test_silver_equals_medallions(both):
     ours, theirs = both.read("silver/events"), both.read("spark/silver/events")
-    assert len(ours) > 1000
+    assert len(ours) > 800  # of 1600 events: the transform's filter takes the purchases out
+    assert all(r["kind"] == r["event_type"].upper() and r["kind"] != "PURCHASE" for r in ours)
     # The workload's resends were dropped by both, and nothing else.
     assert len({r["event_id"] for r in theirs}) == len(theirs)
     assert_multiset(ours, theirs, "silver")
@@ -282,6 +292,7 @@ def test_rejects_equal_medallions(both):
     reasons = {r["reason"] for r in ours}
     # gen's event times that are not timestamps ("yesterday", "", true, ...) are bad_event_time
     assert "future" in reasons and "bad_event_time" in reasons and "expectation:modest_amount" in reasons, reasons
+    assert "filtered:no_purchase" in reasons, reasons
     assert_multiset(ours, theirs, "rejects")
     raw = both.read("spark/bronze/rejects")
     assert all(json.loads(r["raw"])["event_id"] and r["raw_bytes"] == len(r["raw"].encode()) for r in raw)
