@@ -69,7 +69,8 @@ func (t Transform) ComputedSchema(ctx context.Context, base *txlog.StructType) (
 		if err != nil {
 			return nil, fmt.Errorf("transform.columns[%d] (%s): %w", i, c.Name, err)
 		}
-		f := txlog.StructField{Name: c.Name, Type: p.Type(), Nullable: true}
+		typ, _ := p.ResultType() // CompileColumn refuses what has no column type
+		f := txlog.StructField{Name: c.Name, Type: typ, Nullable: true}
 		st.Fields = append(st.Fields, f)
 		out = append(out, f)
 	}
@@ -132,8 +133,13 @@ func (v *validator) transform(pre string, src Source, cols *colSet) {
 			ok = false
 			continue
 		}
-		st.Fields = append(st.Fields, txlog.StructField{Name: c.Name, Type: p.Type(), Nullable: true})
-		col := Column{Name: c.Name, Type: columnTypeOf(p.Type())}
+		if !v.clockFree(path+".expr", fmt.Sprintf("computed column %q", c.Name), p) {
+			ok = false
+			continue
+		}
+		typ, _ := p.ResultType() // CompileColumn refuses what has no column type
+		st.Fields = append(st.Fields, txlog.StructField{Name: c.Name, Type: typ, Nullable: true})
+		col := Column{Name: c.Name, Type: columnTypeOf(typ)}
 		cols.byName[c.Name] = col
 		cols.list = append(cols.list, col)
 	}
@@ -148,13 +154,15 @@ func (v *validator) transform(pre string, src Source, cols *colSet) {
 	if x == nil || st == nil || !ok {
 		return
 	}
-	_, err := sqlexpr.CompileSQLContext(v.ctx, x, st)
+	p, err := sqlexpr.CompileSQLContext(v.ctx, x, st)
 	if v.ctx.Err() != nil {
 		return
 	}
 	if err != nil {
 		v.fail(fpre+".expr", "filter %q: %s", f.Name, strings.TrimPrefix(err.Error(), sqlexpr.ErrBadPredicate.Error()+": "))
+		return
 	}
+	v.clockFree(fpre+".expr", fmt.Sprintf("filter %q", f.Name), p)
 }
 
 // computedName checks a computed column's name: required, a valid column name, none of the
@@ -196,18 +204,18 @@ func (v *validator) parseTransformExpr(path, what, text string) sqlexpr.Expr {
 		v.fail(path, "%s: %v", what, err)
 		return nil
 	}
-	if readsClock(x) {
-		v.fail(path, "%s: current_timestamp() is not allowed in a transform: a computed value must depend on the row alone, so that a replay from bronze and the Spark export compute the same one (use _ingest_time or the event time)", what)
-		return nil
-	}
 	return x
 }
 
-// readsClock reports whether x calls current_timestamp(), from its canonical text (function
-// names are rendered lower-case there).
-func readsClock(x sqlexpr.Expr) bool {
-	c, ok := x.(interface{ Canonical() string })
-	return ok && strings.Contains(strings.ToLower(c.Canonical()), "current_timestamp(")
+// clockFree fails (and reports false) an expression that reads current_timestamp(): a computed
+// value must depend on the row alone, so that a replay from bronze and the Spark export
+// compute the same one.
+func (v *validator) clockFree(path, what string, p *sqlexpr.Program) bool {
+	if p.Deterministic() {
+		return true
+	}
+	v.fail(path, "%s: current_timestamp() is not allowed in a transform: a computed value must depend on the row alone, so that a replay from bronze and the Spark export compute the same one (use _ingest_time or the event time)", what)
+	return false
 }
 
 // forwardRef reports (and fails) an expression of the i-th computed column that reads itself

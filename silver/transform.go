@@ -44,7 +44,7 @@ type Transformer struct {
 	t      Transform
 	bronze *txlog.StructType
 	out    *txlog.StructType
-	cols   []*sqlexpr.ColumnProgram
+	cols   []*sqlexpr.Program
 	filter *sqlexpr.Program
 	keep   []bool
 }
@@ -64,7 +64,8 @@ func NewTransformer(ctx context.Context, t Transform, bronze *txlog.StructType) 
 		if err != nil {
 			return nil, fmt.Errorf("silver: computed column %q: %w", c.Name, err)
 		}
-		st = &txlog.StructType{Fields: append(st.Fields, txlog.StructField{Name: c.Name, Type: p.Type(), Nullable: true})}
+		typ, _ := p.ResultType() // CompileColumn refuses what has no column type
+		st = &txlog.StructType{Fields: append(st.Fields, txlog.StructField{Name: c.Name, Type: typ, Nullable: true})}
 		x.cols = append(x.cols, p)
 	}
 	x.out = st
@@ -94,7 +95,7 @@ func (x *Transformer) Apply(b *pq.Batch, now time.Time) (*pq.Batch, error) {
 	for k, p := range x.cols {
 		// Each program is bound to the columns before it: it sees out with exactly those.
 		out.Schema = p.Schema()
-		col, err := p.Eval(out, now)
+		col, err := p.EvalColumn(out, now)
 		if err != nil {
 			return nil, fmt.Errorf("silver: computed column %q: %w", x.t.Columns[k].Name, err)
 		}

@@ -3,6 +3,7 @@ package sqlexpr
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -44,8 +45,9 @@ func (p *Program) ResultType() (t txlog.DataType, ok bool) {
 // for expectations).
 func (p *Program) Deterministic() bool { return !p.usesNow }
 
-// EvalColumn evaluates the program over every row of b into a new column of ResultType, with
-// current_timestamp() = now.
+// EvalColumn evaluates the program over every row of b (a batch of the bound schema) into a
+// new column of ResultType that b's rows do not share, with current_timestamp() = now. A NULL
+// row holds the zero value (what a column of pq holds for it), whatever the evaluator left.
 func (p *Program) EvalColumn(b *pq.Batch, now time.Time) (*pq.Column, error) {
 	t, ok := p.ResultType()
 	if !ok {
@@ -57,28 +59,64 @@ func (p *Program) EvalColumn(b *pq.Batch, now time.Time) (*pq.Column, error) {
 	}
 	ctx := &evalCtx{b: b, n: b.Len(), nowUs: now.UnixMicro()}
 	v := p.root.eval(ctx)
+	n := ctx.n
 	k := p.root.typ().k
-	for r := range ctx.n {
-		if v.isNull(r) || k == kNull {
+	if k == kNull {
+		for range n {
 			col.AppendNull()
-			continue
 		}
-		switch k {
-		case kInt, kDate:
-			col.AppendInt32(int32(v.i[r]))
-		case kLong, kTimestamp:
-			col.AppendInt64(v.i[r])
-		case kDouble:
-			col.AppendFloat64(v.f[r])
-		case kDecimal:
-			col.AppendDecimal(v.d[r])
-		case kString, kBinary:
-			col.AppendBytes(v.str(r))
-		case kBool:
-			col.AppendBool(v.b[r])
+		return col, nil
+	}
+	var null []bool
+	if v.null != nil {
+		null = v.null[:n]
+		if slices.Contains(null, true) {
+			col.Nulls = slices.Clone(null)
+		} else {
+			null = nil
 		}
 	}
+	// Whole columns at once: the values are copied, then the NULL rows zeroed.
+	switch k {
+	case kBool:
+		col.Bool = slices.Clone(v.b[:n])
+		zeroNulls(col.Bool, null)
+	case kInt, kDate:
+		col.Int32 = make([]int32, n)
+		for r, x := range v.i[:n] {
+			col.Int32[r] = int32(x)
+		}
+		zeroNulls(col.Int32, null)
+	case kLong, kTimestamp:
+		col.Int64 = slices.Clone(v.i[:n])
+		zeroNulls(col.Int64, null)
+	case kDouble:
+		col.Float64 = slices.Clone(v.f[:n])
+		zeroNulls(col.Float64, null)
+	case kDecimal:
+		col.Decimal = slices.Clone(v.d[:n])
+		zeroNulls(col.Decimal, null)
+	case kString, kBinary:
+		col.Offsets = slices.Grow(col.Offsets, n)
+		col.Data = make([]byte, 0, int(v.off[n]-v.off[0]))
+		for r := range n {
+			if null == nil || !null[r] {
+				col.Data = append(col.Data, v.str(r)...)
+			}
+			col.Offsets = append(col.Offsets, int32(len(col.Data)))
+		}
+	}
+	col.Len = n
 	return col, nil
+}
+
+func zeroNulls[T any](vals []T, null []bool) {
+	var zero T
+	for r, isNull := range null {
+		if isNull {
+			vals[r] = zero
+		}
+	}
 }
 
 // CompileSQLValue binds a parsed SQL expression of any type to schema (CompileSQL asks for a
@@ -100,4 +138,19 @@ func CompileSQLValue(ctx context.Context, e Expr, schema *txlog.StructType) (*Pr
 		return nil, typeErr(sp.root, "a value a column can hold, found %s (subtract timestamps with unix_micros)", root.typ())
 	}
 	return &Program{text: sp.String(), schema: schema, root: root, usesNow: bd.usesNow}, nil
+}
+
+// CompileColumn binds e to schema as CompileSQLValue does, for a column a table stores (a
+// silver transform's computed column): an expression whose type is NULL (an untyped NULL
+// literal) has no column type and is refused with its position, as Spark refuses such a
+// column in a table.
+func CompileColumn(ctx context.Context, e Expr, schema *txlog.StructType) (*Program, error) {
+	p, err := CompileSQLValue(ctx, e, schema)
+	if err != nil {
+		return nil, err
+	}
+	if p.root.typ().k == kNull {
+		return nil, typeErr(e.(*sqlPred).root, "a value with a column type (cast it, e.g. CAST(NULL AS string)), found %s", p.root.typ())
+	}
+	return p, nil
 }

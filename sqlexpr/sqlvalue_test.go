@@ -23,7 +23,7 @@ func TestCompileColumn(t *testing.T) {
 		{"id * 10 + 1", "long", []string{`11`, `21`, `31`, `41`, `-49`}},
 		{"qty + 1", "integer", []string{`4`, `1`, `null`, `-2147483648`, `-2147483647`}},
 		{"amount * 2", "double", []string{`21`, `-2`, `null`, `"NaN"`, `0`}},
-		{"price * 2", "decimal(21,2)", []string{`25.00`, `0.00`, `null`, `199999999.98`, `-0.02`}},
+		{"price * 2", "decimal(12,2)", []string{`25.00`, `0.00`, `null`, `199999999.98`, `-0.02`}},
 		{"coalesce(qty, -1)", "integer", []string{`3`, `0`, `-1`, `2147483647`, `-2147483648`}},
 		{"coalesce(st.code, 'none')", "string", []string{`"DE"`, `"FR"`, `"none"`, `"none"`, `"de"`}},
 		{"length(name)", "integer", []string{`5`, `4`, `null`, `8`, `7`}},
@@ -41,10 +41,10 @@ func TestCompileColumn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Type().TypeName(); got != c.typ {
-				t.Fatalf("type %s, want %s", got, c.typ)
+			if typ, _ := p.ResultType(); typ.TypeName() != c.typ {
+				t.Fatalf("type %s, want %s", typ.TypeName(), c.typ)
 			}
-			col, err := p.Eval(b, sqlTestNow)
+			col, err := p.EvalColumn(b, sqlTestNow)
 			if err != nil {
 				t.Fatal(err)
 			}
