@@ -168,3 +168,40 @@ func BenchmarkDataWriterPartitioned(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch.Len())/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkScanSmallFiles scans a table of many small files, as a stream batch or a late
+// job reads a few small silver files: what a data file's open costs beside its rows (the
+// page readers' buffers above all, see readBufferSize).
+func BenchmarkScanSmallFiles(b *testing.B) {
+	ctx := context.Background()
+	bk, err := file.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := pqtest.BenchBatch(b, 200)
+	tbl := Open(bk, Options{})
+	if _, err := tbl.Create(ctx, batch.Schema, nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	const files = 40
+	for range files {
+		if _, err := tbl.Append(ctx, []*pq.Batch{batch}, AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		for bt, err := range tbl.Scan(ctx, ScanOptions{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += bt.Len()
+		}
+		if n != files*batch.Len() {
+			b.Fatalf("scanned %d rows, want %d", n, files*batch.Len())
+		}
+	}
+	b.ReportMetric(float64(b.N*files)/b.Elapsed().Seconds(), "files/s")
+}

@@ -150,7 +150,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		size = info.Size
 	}
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
-	f, err := pq.OpenParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(4<<20),
+	f, err := pq.OpenParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(readBufferSize(size)),
 		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
@@ -263,4 +263,18 @@ func partitionValue(values map[string]*string, f *txlog.StructField) *string {
 		}
 	}
 	return nil
+}
+
+// readBufferSize is the read buffer of each column chunk's page reader for a data file of
+// size bytes. parquet-go gives every column chunk its own buffer of the configured size
+// (pooled per size, and zeroed when the pool is empty), so a fixed 4 MiB cost a small
+// file's scan 4 MiB per column: a small file gets a buffer its size, rounded up to a power
+// of two so that the pools stay few; a large file the 4 MiB its sequential reads want.
+func readBufferSize(size int64) int {
+	const smallest, largest = 64 << 10, 4 << 20
+	n := smallest
+	for n < largest && int64(n) < size {
+		n <<= 1
+	}
+	return n
 }
