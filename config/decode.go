@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/medallion-lake/medallion/internal/textdist"
 )
 
 // secretKeys are keys a user may try to put in the s3 block; each names its variable.
@@ -264,7 +266,7 @@ func yamlKeys(t reflect.Type) iter.Seq2[string, reflect.StructField] {
 func suggest(k string, fields map[string]reflect.Type) string {
 	best, bestDist := "", 1<<30
 	for name := range fields {
-		dist := editDistance(strings.ToLower(k), name)
+		dist := textdist.Distance(strings.ToLower(k), name)
 		if dist < bestDist || (dist == bestDist && name < best) {
 			best, bestDist = name, dist
 		}
@@ -277,31 +279,6 @@ func suggest(k string, fields map[string]reflect.Type) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the Damerau-Levenshtein distance (adjacent swaps count one).
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 func joinPath(parent, key string) string {

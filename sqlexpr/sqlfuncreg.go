@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/medallion-lake/medallion/internal/textdist"
 )
 
 // The function registry: every function name the parser accepts, its argument counts and
@@ -83,7 +85,7 @@ func nearFunctions(name string) string {
 	var cs []cand
 	limit := 1 + len(name)/4
 	for f := range sqlFuncs {
-		d := editDistance(name, f)
+		d := textdist.Distance(name, f)
 		if len(name) >= 3 && (strings.Contains(f, name) || strings.Contains(name, f) && len(f) >= 3) {
 			d = min(d, limit)
 		}
@@ -105,28 +107,4 @@ func nearFunctions(name string) string {
 		names = append(names, c.name)
 	}
 	return fmt.Sprintf(" (did you mean %s?)", strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance of two names (bytes; names are ASCII).
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 1 << 20
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
