@@ -357,19 +357,7 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		// Inline rather than a method of its own, as decimals and binary are: event times are
 		// on every line, and the call costs the ingest hot path a few percent.
 		if c != '"' {
-			if tp := p.fields[idx].Time; tp.NumbersOK() && (c == '-' || c >= '0' && c <= '9') {
-				start := p.pos
-				if _, err := p.scanNumber(); err != nil {
-					return false, err
-				}
-				us, terr := tp.Parse(p.line[start:p.pos])
-				if terr != nil {
-					return false, nil
-				}
-				v.Valid, v.Int = true, us
-				return true, nil
-			}
-			return false, p.skipValue(0)
+			return p.parseEpochNumber(v, p.fields[idx].Time, c)
 		}
 		s, e, scr, err := p.scanString()
 		if err != nil {
@@ -401,6 +389,24 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		return true, nil
 	}
 	return false, p.skipValue(0)
+}
+
+// parseEpochNumber parses a JSON number into a timestamp cell whose column takes epoch numbers
+// (unit:); any other column, or a value that is not a number, does not fit.
+func (p *LineParser) parseEpochNumber(v *Value, tp *timefmt.Parser, c byte) (bool, error) {
+	if !tp.NumbersOK() || (c != '-' && (c < '0' || c > '9')) {
+		return false, p.skipValue(0)
+	}
+	start := p.pos
+	if _, err := p.scanNumber(); err != nil {
+		return false, err
+	}
+	us, err := tp.Parse(p.line[start:p.pos])
+	if err != nil {
+		return false, nil
+	}
+	v.Valid, v.Int = true, us
+	return true, nil
 }
 
 // scanText scans a string value and returns its text: in the line, or in scratch when it had
