@@ -2,6 +2,7 @@ package late
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/table/cdftest"
 )
 
 // interleaveYAML: t5 (5s) -> d15 (15s by event_type) -> d30 (30s overall). Small windows so
@@ -176,7 +178,39 @@ func TestDerivedCorrectionInterleavings(t *testing.T) {
 	if n := interleaveDiffs(t, lake, t.Errorf); n > 0 {
 		t.Fatalf("after phase 2: %d differences", n)
 	}
-	for _, g := range []string{"gold/d15", "gold/d30"} {
-		checkFeed(t, lake, g)
+	checkUpdatePairs(t, checkFeed(t, lake, "gold/d15"), "event_type")
+	checkUpdatePairs(t, checkFeed(t, lake, "gold/d30"))
+}
+
+// checkUpdatePairs: a derived table's feed describes a recomputed row (same window and keys)
+// as an update_preimage/update_postimage pair, never a delete and an insert in one version,
+// and the corrections gave some pairs.
+func checkUpdatePairs(t testing.TB, vs []cdftest.Version, keys ...string) {
+	t.Helper()
+	pairs := 0
+	for _, v := range vs {
+		seen := map[string]map[string]int{}
+		for _, r := range v.Rows {
+			k := fmt.Sprint(r.Values[gold.ColWindow])
+			for _, c := range keys {
+				k += "|" + fmt.Sprint(r.Values[c])
+			}
+			if seen[k] == nil {
+				seen[k] = map[string]int{}
+			}
+			seen[k][r.Type]++
+		}
+		for k, types := range seen {
+			if types["delete"] > 0 && types["insert"] > 0 {
+				t.Errorf("version %d: %s deleted and inserted, not updated: %v", v.Version, k, types)
+			}
+			if types["update_preimage"] != types["update_postimage"] {
+				t.Errorf("version %d: %s unpaired update images: %v", v.Version, k, types)
+			}
+			pairs += types["update_preimage"]
+		}
+	}
+	if pairs == 0 {
+		t.Error("no update pair in the feed: the corrections were written otherwise")
 	}
 }
