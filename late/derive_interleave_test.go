@@ -2,6 +2,7 @@ package late
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -212,5 +213,67 @@ func checkUpdatePairs(t testing.TB, vs []cdftest.Version, keys ...string) {
 	}
 	if pairs == 0 {
 		t.Error("no update pair in the feed: the corrections were written otherwise")
+	}
+}
+
+// TestRefreshDerived: a derived table whose rows were damaged behind its back (every row of
+// d15 deleted by another writer: its positions say it is up to date, so a pass does not
+// repair it) is rebuilt by a refresh, with d30 below it, each in one commit; the tables then
+// equal the batch group-by of silver, their feeds replay to them, and the next pass has nothing
+// to do. A refresh of a gold that is not derived is refused.
+func TestRefreshDerived(t *testing.T) {
+	ctx := context.Background()
+	lake, cfg := mem.New(), testConfig(t, interleaveYAML)
+	landAt(t, lake, 82, 2500, 4, time.Date(2024, 5, 1, 0, 0, 15, 0, time.UTC))
+	ingest(t, lake, cfg)
+	runStream(t, lake, cfg)
+	o := opts(lake, cfg)
+	ds := specs.Derived(cfg)
+	if _, err := MergeLate(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeriveAll(ctx, o, ds); err != nil {
+		t.Fatal(err)
+	}
+	d15 := table.Open(objstore.WithPrefix(lake, "gold/d15"), table.Options{})
+	if _, err := d15.Overwrite(ctx, nil, nil, table.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeriveAll(ctx, o, ds); err != nil {
+		t.Fatal(err)
+	}
+	if n := interleaveDiffs(t, lake, func(string, ...any) {}); n == 0 {
+		t.Fatal("the damaged table equals the batch aggregation: the test proves nothing")
+	}
+	before := tableVersions(t, lake, "gold/d15", "gold/d30")
+	reps, err := RefreshDerived(ctx, o, ds, "d15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 || reps[0].Name != "d15" || reps[1].Name != "d30" || reps[0].FromVersion != -1 {
+		t.Fatalf("refresh reports %+v", reps)
+	}
+	if after := tableVersions(t, lake, "gold/d15", "gold/d30"); after[0] != before[0]+1 || after[1] != before[1]+1 {
+		t.Errorf("versions %v -> %v: a refresh is one commit per table", before, after)
+	}
+	if n := interleaveDiffs(t, lake, t.Errorf); n > 0 {
+		t.Fatalf("after refresh: %d differences", n)
+	}
+	checkFeed(t, lake, "gold/d15")
+	checkFeed(t, lake, "gold/d30")
+	reps, err = DeriveAll(ctx, o, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if !r.UpToDate {
+			t.Errorf("%s: the pass after a refresh did work: %+v", r.Name, r)
+		}
+	}
+	if reps, err := RefreshDerived(ctx, o, ds, "d30"); err != nil || len(reps) != 1 {
+		t.Errorf("refresh of the last level: %+v, %v", reps, err)
+	}
+	if _, err := RefreshDerived(ctx, o, ds, "t5"); !errors.Is(err, ErrNotDerived) {
+		t.Errorf("refresh of a gold over a source: %v, want ErrNotDerived", err)
 	}
 }

@@ -187,14 +187,18 @@ func (dp *derivePlan) appendRow(out, keys *pq.Batch, g *derivedGroup) error {
 // rewrite replaces the derived table's rows of the windows wins by rows, in one commit that
 // records txns (the two positions), even when no row changed. With the table's change data
 // feed on it describes the change itself (changeRows): a window and keys it recomputes is an
-// update pair, as gold's merge-late writes, not a delete and an insert.
-func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.Snapshot, wins []int64, rows *pq.Batch, txns []table.AppTxn) (table.RewriteResult, error) {
+// update pair, as gold's merge-late writes, not a delete and an insert. whole replaces every
+// row of the table (a refresh).
+func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.Snapshot, wins []int64, whole bool,
+	rows *pq.Batch, txns []table.AppTxn) (table.RewriteResult, error) {
 	var cands []*txlog.Add
 	inWins := make(map[int64]bool, len(wins))
 	for _, w := range wins {
 		inWins[w] = true
 	}
-	if len(wins) > 0 {
+	if whole {
+		cands = snap.Files()
+	} else if len(wins) > 0 {
 		schema, err := snap.Schema()
 		if err != nil {
 			return table.RewriteResult{}, err
@@ -225,7 +229,7 @@ func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.S
 			w := b.Column(gold.ColWindow)
 			keep := make([]bool, b.Len())
 			for i := range keep {
-				keep[i] = w.IsNull(i) || w.Children[0].IsNull(i) || !inWins[w.Children[0].Int64[i]]
+				keep[i] = !whole && (w.IsNull(i) || w.Children[0].IsNull(i) || !inWins[w.Children[0].Int64[i]])
 				replace = replace || !keep[i]
 			}
 			kept = append(kept, b.Filter(keep))
