@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/medallion-lake/medallion/jobs/specs"
@@ -19,6 +20,19 @@ func Derive(ctx context.Context, env Env) ([]late.DeriveReport, error) {
 		return nil, nil
 	}
 	return late.DeriveAll(ctx, late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}, ds)
+}
+
+// Refresh rebuilds the derived table name and the derived tables below it, each in one
+// overwrite (late.RefreshDerived). A gold over a source or a join is refused
+// (late.ErrNotDerived): it is rebuilt from silver by replay, not by a refresh.
+func Refresh(ctx context.Context, env Env, name string) ([]late.DeriveReport, error) {
+	ds := specs.Derived(env.Config)
+	reps, err := late.RefreshDerived(ctx, late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}, ds, name)
+	if errors.Is(err, late.ErrNotDerived) {
+		return nil, fmt.Errorf("%w: %s is not a derived table; a gold over a source or a join is rebuilt with run replay "+
+			"(docs/derived-tables.md)", err, name)
+	}
+	return reps, err
 }
 
 // WithDerived runs Derive after a job that changes gold tables (stream, merge-late, replay)

@@ -74,12 +74,48 @@ func DeriveAll(ctx context.Context, opts Options, ds []spec.Derived) ([]DeriveRe
 		var rep DeriveReport
 		err := opts.retry(ctx, ds[i].Name, func() error {
 			var err error
-			rep, err = deriveOnce(ctx, &opts, &ds[i])
+			rep, err = deriveOnce(ctx, &opts, &ds[i], false)
 			return err
 		})
 		out = append(out, rep)
 		if err != nil {
 			return out, fmt.Errorf("late: derived table %s: %w", ds[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+// ErrNotDerived reports a refresh of a table that is not a derived table.
+var ErrNotDerived = errors.New("late: not a derived table")
+
+// RefreshDerived rebuilds the derived table name and every derived table below it (in the
+// order of ds, each after its upstream): each from scratch from its upstream at its latest
+// version, committed as one overwrite of the whole table that records both positions, so that
+// readers see the old table or the rebuilt one and the next pass starts from the rebuild.
+// With the change data feed on, the overwrite's change rows are the difference (update pairs
+// for the rows that differ, nothing for the rows that were right). A changed definition is
+// refused as by a pass (ErrDefinitionChanged): the overwrite keeps the table's columns.
+func RefreshDerived(ctx context.Context, opts Options, ds []spec.Derived, name string) ([]DeriveReport, error) {
+	opts.defaults()
+	if !slices.ContainsFunc(ds, func(d spec.Derived) bool { return d.Name == name }) {
+		return nil, fmt.Errorf("%w: %s", ErrNotDerived, name)
+	}
+	below := map[string]bool{name: true}
+	var out []DeriveReport
+	for i := range ds {
+		if !below[ds[i].Name] && !below[ds[i].Upstream] {
+			continue
+		}
+		below[ds[i].Name] = true
+		var rep DeriveReport
+		err := opts.retry(ctx, ds[i].Name, func() error {
+			var err error
+			rep, err = deriveOnce(ctx, &opts, &ds[i], true)
+			return err
+		})
+		out = append(out, rep)
+		if err != nil {
+			return out, fmt.Errorf("late: refresh derived table %s: %w", ds[i].Name, err)
 		}
 	}
 	return out, nil
@@ -116,8 +152,9 @@ func CreateDerived(ctx context.Context, opts Options, ds []spec.Derived) error {
 	return nil
 }
 
-// deriveOnce runs one pass of d (see the package comment above).
-func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived) (DeriveReport, error) {
+// deriveOnce runs one pass of d (see the package comment above); whole: a refresh, every
+// window recomputed and the whole table overwritten.
+func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived, whole bool) (DeriveReport, error) {
 	rep := DeriveReport{Name: d.Name, Upstream: d.Upstream, FromVersion: -1, ToVersion: -1}
 	up := opts.open(d.UpstreamTable)
 	wm, ok, err := upstreamWatermark(ctx, opts, d, up)
@@ -152,11 +189,11 @@ func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived) (DeriveRepo
 	rep.ToVersion, rep.WatermarkMs = upSnap.Version(), wm
 	from, seen := snap.TxnVersion(DerivedApp + d.Name)
 	prevWm, wmSeen := snap.TxnVersion(DerivedWatermarkApp + d.Name)
-	if !seen || !wmSeen {
+	if !seen || !wmSeen || whole {
 		from, prevWm = -1, math.MinInt64
 	}
 	rep.FromVersion = from
-	if from >= upSnap.Version() && prevWm >= wm {
+	if !whole && from >= upSnap.Version() && prevWm >= wm {
 		rep.UpToDate = true
 		return rep, nil
 	}
@@ -170,7 +207,7 @@ func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived) (DeriveRepo
 		return rep, err
 	}
 	rep.UpstreamRows = n
-	res, err := dp.rewrite(ctx, out, snap, wins, rows, []table.AppTxn{
+	res, err := dp.rewrite(ctx, out, snap, wins, whole, rows, []table.AppTxn{
 		{AppID: DerivedApp + d.Name, Version: upSnap.Version()}, {AppID: DerivedWatermarkApp + d.Name, Version: wm}})
 	if err != nil {
 		return rep, err

@@ -1,6 +1,7 @@
 package late
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -184,14 +185,20 @@ func (dp *derivePlan) appendRow(out, keys *pq.Batch, g *derivedGroup) error {
 }
 
 // rewrite replaces the derived table's rows of the windows wins by rows, in one commit that
-// records txns (the two positions), even when no row changed.
-func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.Snapshot, wins []int64, rows *pq.Batch, txns []table.AppTxn) (table.RewriteResult, error) {
+// records txns (the two positions), even when no row changed. With the table's change data
+// feed on it describes the change itself (changeRows): a window and keys it recomputes is an
+// update pair, as gold's merge-late writes, not a delete and an insert. whole replaces every
+// row of the table (a refresh).
+func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.Snapshot, wins []int64, whole bool,
+	rows *pq.Batch, txns []table.AppTxn) (table.RewriteResult, error) {
 	var cands []*txlog.Add
 	inWins := make(map[int64]bool, len(wins))
 	for _, w := range wins {
 		inWins[w] = true
 	}
-	if len(wins) > 0 {
+	if whole {
+		cands = snap.Files()
+	} else if len(wins) > 0 {
 		schema, err := snap.Schema()
 		if err != nil {
 			return table.RewriteResult{}, err
@@ -206,30 +213,50 @@ func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.S
 			}
 		}
 	}
+	cw, err := t.NewChangeWriter(snap)
+	if err != nil {
+		return table.RewriteResult{}, fmt.Errorf("derived table %s: %w", dp.d.Name, err)
+	}
+	var dropped []*pq.Batch // the rows replaced, for the change rows
 	file := func(_ context.Context, _ *txlog.Add, read func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
 		old, err := read()
 		if err != nil {
 			return false, nil, err
 		}
 		var kept []*pq.Batch
-		dropped := false
+		replace := false
 		for _, b := range old {
 			w := b.Column(gold.ColWindow)
 			keep := make([]bool, b.Len())
 			for i := range keep {
-				keep[i] = w.IsNull(i) || w.Children[0].IsNull(i) || !inWins[w.Children[0].Int64[i]]
-				dropped = dropped || !keep[i]
+				keep[i] = !whole && (w.IsNull(i) || w.Children[0].IsNull(i) || !inWins[w.Children[0].Int64[i]])
+				replace = replace || !keep[i]
 			}
 			kept = append(kept, b.Filter(keep))
+			if cw != nil {
+				drop := make([]bool, len(keep))
+				for i := range keep {
+					drop[i] = !keep[i]
+				}
+				dropped = append(dropped, b.Filter(drop))
+			}
 		}
-		return dropped, kept, nil
+		return replace, kept, nil
 	}
 	var insert []*pq.Batch
 	if rows.Len() > 0 {
 		insert = []*pq.Batch{rows}
 	}
 	res, err := t.Rewrite(ctx, table.Rewrite{Snapshot: snap, Candidates: cands, File: file,
-		Insert:    func() ([]*pq.Batch, error) { return insert, nil },
+		Insert: func() ([]*pq.Batch, error) {
+			if cw != nil {
+				if err := dp.changeRows(ctx, cw, dropped, rows); err != nil {
+					return nil, err
+				}
+			}
+			return insert, nil
+		},
+		Changes:   cw,
 		ExtraTxns: txns, KeepEmpty: true,
 		Operation: func(res table.RewriteResult) txlog.Operation {
 			return txlog.Operation{Name: "MERGE", Parameters: map[string]any{"predicate": "derived from " + dp.d.Upstream},
@@ -240,4 +267,65 @@ func (dp *derivePlan) rewrite(ctx context.Context, t *table.Table, snap *txlog.S
 		return res, fmt.Errorf("derived table %s: %w", dp.d.Name, err)
 	}
 	return res, nil
+}
+
+// changeRows writes the change rows of replacing the rows old by rows: a row whose window and
+// keys are in both is an update_preimage/update_postimage pair when any column differs and
+// nothing when none does (the row was only rewritten); a row only in old is a delete, one only
+// in rows an insert. Both are in the table's schema (sameDefinition).
+func (dp *derivePlan) changeRows(ctx context.Context, cw *table.ChangeWriter, old []*pq.Batch, rows *pq.Batch) error {
+	cols := func(b *pq.Batch, names []string) []*pq.Column {
+		out := make([]*pq.Column, len(names))
+		for k, n := range names {
+			out[k] = b.Column(n)
+		}
+		return out
+	}
+	keyNames := append([]string{gold.ColWindow}, dp.upKeys...)
+	var all []string
+	for _, f := range dp.schema.Fields {
+		all = append(all, f.Name)
+	}
+	type ref struct{ b, i int }
+	byKey := map[string][]ref{}
+	for bi, b := range old {
+		kc := cols(b, keyNames)
+		for i := range b.Len() {
+			k := string(pq.EncodeRow(nil, kc, i))
+			byKey[k] = append(byKey[k], ref{bi, i})
+		}
+	}
+	used := map[ref]bool{}
+	kc, ac := cols(rows, keyNames), cols(rows, all)
+	for i := range rows.Len() {
+		k := string(pq.EncodeRow(nil, kc, i))
+		refs := byKey[k]
+		if len(refs) == 0 {
+			if err := cw.WriteRow(ctx, table.ChangeInsert, rows, i); err != nil {
+				return err
+			}
+			continue
+		}
+		r := refs[0]
+		byKey[k], used[r] = refs[1:], true
+		if bytes.Equal(pq.EncodeRow(nil, cols(old[r.b], all), r.i), pq.EncodeRow(nil, ac, i)) {
+			continue
+		}
+		if err := cw.WriteRow(ctx, table.ChangePreimage, old[r.b], r.i); err != nil {
+			return err
+		}
+		if err := cw.WriteRow(ctx, table.ChangePostimage, rows, i); err != nil {
+			return err
+		}
+	}
+	for bi, b := range old {
+		for i := range b.Len() {
+			if !used[ref{bi, i}] {
+				if err := cw.WriteRow(ctx, table.ChangeDelete, b, i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

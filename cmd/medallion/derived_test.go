@@ -19,7 +19,8 @@ const derivedGold = `  - name: g1h
 
 // TestRunDerivedJobs: with derived tables in the config, every job runs: stream, merge-late
 // and replay keep the levels after their own work and report them under "derived"; --gold
-// naming a derived table keeps the derived tables only; init, optimize, vacuum, checkpoint and
+// naming a derived table keeps the derived tables only; run refresh rebuilds a derived table
+// and the one below it and refuses a gold over a source; init, optimize, vacuum, checkpoint and
 // report take the config.
 func TestRunDerivedJobs(t *testing.T) {
 	lake := t.TempDir()
@@ -65,6 +66,13 @@ func TestRunDerivedJobs(t *testing.T) {
 	d = derived(run("run", "merge-late", "--gold", "g1h"))
 	if d[0].(map[string]any)["upToDate"] != true {
 		t.Errorf("a second pass found work: %v", d)
+	}
+	sum := run("run", "refresh", "--table", "g1h")
+	if res, _ := sum["result"].(map[string]any); res == nil || len(res["refreshed"].([]any)) != 2 {
+		t.Errorf("refresh of g1h did not rebuild g1h and g1d: %v", sum)
+	}
+	if out, err := runGenCLI(t, "run", "refresh", "--table", "g5", "--config", cfg); err == nil || !strings.Contains(out+err.Error(), "not a derived table") {
+		t.Errorf("refresh of a gold over a source: %v\n%s", err, out)
 	}
 	for _, job := range []string{"optimize", "vacuum", "checkpoint"} {
 		run("run", job)
