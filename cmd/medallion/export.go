@@ -180,9 +180,14 @@ func planExport(cfg *config.Pipeline) exportPlan {
 		plan.gold = append(plan.gold, v.Gold...)
 		for _, g := range v.Gold {
 			if g.Window.Type == config.WindowSession {
+				// Not exact on Spark (docs/late-data.md): session_window drops a row whose
+				// session ends at or before the late watermark, and a row on time by that rule
+				// that touches a session already emitted starts a second, overlapping session
+				// where medallion quarantines it as a correction for merge-late.
 				plan.notices = append(plan.notices, fmt.Sprintf("gold %s: session windows are not carried by the job "+
-					"(it refuses to run them; --plain runs Spark's own session_window, which drops late rows): "+
-					"keep gold %s on medallion", g.Name, g.Name))
+					"(it refuses to run them): Spark's session_window drops late rows and cannot extend a session "+
+					"it already emitted (a correction becomes a second, overlapping session; docs/late-data.md), "+
+					"so --plain differs from medallion there: keep gold %s on medallion", g.Name, g.Name))
 			}
 		}
 	}

@@ -27,9 +27,11 @@ batch join of Spark's silvers, plus the unmatched rows whose match window Spark'
 watermark closed) are checked on Spark's tables, with oracles computed here. Each join is named
 when the job starts (what Spark does otherwise: its per-source watermarks restart with it).
 
-By default both configs run in one spark-submit on the cluster and joins also on local[2]; with
-MEDALLION_LONG=1 the demo runs on local[2] too, and both workloads are larger (the joins one drawn
-from a fresh seed, printed; MEDALLION_SEED=N replays it).
+By default both configs run once, in one spark-submit on the cluster (one application: one
+driver and executor start-up for the module), and no local Spark starts here: the single-source
+job runs on local[2] in test_export_promise, which is what the issue asks of local[2]. With
+MEDALLION_LONG=1 both configs also run on the session's local[2], and both workloads are larger
+(the joins one drawn from a fresh seed, printed; MEDALLION_SEED=N replays it).
 """
 
 from __future__ import annotations
@@ -264,12 +266,13 @@ def cluster_runs(scenarios, spark_cluster) -> dict:
 
 @pytest.fixture(scope="module")
 def local_runs(scenarios, spark) -> dict:
-    """The jobs in the session's local[2] Spark, in this process."""
+    """The jobs in the session's local[2] Spark, in this process (MEDALLION_LONG=1 only: by
+    default each job runs once, on the cluster)."""
     import contextlib
     import io
 
     runs = {}
-    for name in ("joins", "demo") if LONG else ("joins",):
+    for name in ("joins", "demo"):
         sc = scenarios[name]
         root = sc.lake / "spark-local"
         job = load_job(sc.job, f"exported_{name}_local")
@@ -283,7 +286,7 @@ def local_runs(scenarios, spark) -> dict:
     return runs
 
 
-RUNS = [("demo", "cluster"), ("joins", "cluster"), ("joins", "local")] + ([("demo", "local")] if LONG else [])
+RUNS = [("demo", "cluster"), ("joins", "cluster")] + ([("joins", "local"), ("demo", "local")] if LONG else [])
 
 
 @pytest.fixture(params=RUNS, ids="-".join)
@@ -403,13 +406,15 @@ def test_invariant_e_on_sparks_tables(run):
             f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
 
 
-def test_one_query_options_need_source(scenarios, spark):
+def test_one_query_options_need_source(scenarios):
     """--checkpoint and --bronze name one query's: with several sources the job refuses them
-    without --source, before it starts anything, and says which sources there are."""
+    without --source, before it starts anything, and says which sources there are. No Spark
+    session is given (None): the refusal must come before the job touches one, and the module
+    starts no local Spark for it."""
     job = load_job(scenarios["joins"].job, "exported_joins_options")
     for flag in ("--checkpoint", "--bronze"):
         with pytest.raises(ValueError, match=r"add --source NAME \(one of impressions, clicks\)"):
-            job.run(spark, job.parse_args([flag, "/nowhere"]))
+            job.run(None, job.parse_args([flag, "/nowhere"]))
     assert job.parse_args(["--source", "clicks"]).source == "clicks"
 
 
