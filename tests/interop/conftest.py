@@ -156,8 +156,9 @@ def spark(tmp_path_factory):
         # A running streaming query that found nothing to do looks at its sources again after
         # this delay (default 10 ms). test_join_differential keeps 25 queries open at once,
         # each idle one listing its directory up to 100 times a second: 222 -> 182 and
-        # 180 -> 158 CPU s for that module (two runs). Only when an idle query looks again changes, not what a batch holds (a
-        # query that ran a batch, or owes a no-data batch, goes on without the delay).
+        # 180 -> 158 CPU s for that module (two runs). Only when an idle query looks again
+        # changes, not what a batch holds (a query that ran a batch, or owes a no-data batch,
+        # goes on without the delay).
         .config("spark.sql.streaming.pollingDelay", "250ms")
         # C1 only: on 2 shared cores the C2 compiler threads cost more than they save in a short
         # run (3 Spark scenarios: 253 s with C2, 70 s without, measured on this machine).
