@@ -99,12 +99,13 @@ go-test-tests:
 # read our tables, we read theirs. It starts its own MinIO.
 # It mostly waits on Spark's per-batch latency and child processes (a full run keeps less than
 # one core busy), so two pytest-xdist workers run its modules side by side, each module whole
-# in one worker (--dist loadfile: a module's fixtures are built once). INTEROP_WORKERS=0 runs
-# it in one process.
+# in one worker (--dist loadfile: a module's fixtures are built once), the longest modules first
+# (--no-loadscope-reorder keeps conftest's SLOW_MODULES_FIRST order; xdist's default orders by
+# test count). INTEROP_WORKERS=0 runs it in one process.
 # INTEROP_ARGS goes to pytest, e.g. INTEROP_ARGS='-k minio' for a focused run.
 INTEROP_WORKERS ?= 2
 interop:
-	scripts/interop.sh run --with-medallion $(if $(filter-out 0,$(INTEROP_WORKERS)),-n $(INTEROP_WORKERS) --dist loadfile) $(INTEROP_ARGS)
+	scripts/interop.sh run --with-medallion $(if $(filter-out 0,$(INTEROP_WORKERS)),-n $(INTEROP_WORKERS) --dist loadfile --no-loadscope-reorder) $(INTEROP_ARGS)
 
 minio:
 	scripts/minio.sh install
