@@ -114,17 +114,12 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 			if j.bad {
 				return dst, false, false
 			}
-			j.ws()
-			if j.i < len(j.s) && j.s[j.i] == ',' {
-				j.i++
-				continue
-			}
-			if j.i < len(j.s) && j.s[j.i] == '}' {
-				j.i++
+			if !j.endOfMember('}') {
+				if j.bad {
+					return dst, false, false
+				}
 				break
 			}
-			j.bad = true
-			return dst, false, false
 		}
 	case c == '[':
 		j.i++
@@ -142,17 +137,12 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 			if j.bad {
 				return dst, false, false
 			}
-			j.ws()
-			if j.i < len(j.s) && j.s[j.i] == ',' {
-				j.i++
-				continue
-			}
-			if j.i < len(j.s) && j.s[j.i] == ']' {
-				j.i++
+			if !j.endOfMember(']') {
+				if j.bad {
+					return dst, false, false
+				}
 				break
 			}
-			j.bad = true
-			return dst, false, false
 		}
 	case c == '"':
 		s, ok := j.str(nil)
@@ -333,6 +323,22 @@ func appendJacksonNumber(dst, num []byte) []byte {
 	}
 	f, _ := strconv.ParseFloat(string(num), 64)
 	return append(dst, pq.JavaDouble(f, 64)...)
+}
+
+// endOfMember reads what follows a member of an object or an element of an array: ',' (more
+// follow: true), the closing byte close (false), or anything else (j.bad, false).
+func (j *jsonScan) endOfMember(close byte) bool {
+	j.ws()
+	if j.i < len(j.s) && j.s[j.i] == ',' {
+		j.i++
+		return true
+	}
+	if j.i < len(j.s) && j.s[j.i] == close {
+		j.i++
+	} else {
+		j.bad = true
+	}
+	return false
 }
 
 // appendJacksonString quotes s as Jackson does: " and \ escaped, control characters as
