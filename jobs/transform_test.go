@@ -16,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/report"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -36,6 +37,8 @@ transform:
     - {name: region, expr: "coalesce(upper(trim(device)), 'NONE')"}
     - {name: cents, expr: "amount * 100"}
   filter: {name: no_test_traffic, expr: "event_type <> 'test'", on_filter: %s}
+expectations:
+  - {name: modest_cents, expect: "cents < 600", on_violation: drop}
 stream: {name: events, watermark: 10m, dedup: [id_norm]}
 sources:
   - name: clicks
@@ -95,7 +98,8 @@ func (e trEvent) json() string {
 }
 
 // trOracle computes, in plain Go from the input events, what the pipeline must give: the rows
-// the filter takes out, the deduplicated rows kept (by normalized id, first arrival) and the
+// the filter takes out (among those the expectation on the computed cents keeps: amounts of
+// 6 and more go to rejects as expectation:modest_cents, whatever their type), the deduplicated rows kept (by normalized id, first arrival) and the
 // gold rows of the windows the last event's watermark closes.
 func trOracle(events []trEvent) (filtered int, kept []trEvent, gold []string) {
 	seen := map[string]bool{}
@@ -105,6 +109,9 @@ func trOracle(events []trEvent) (filtered int, kept []trEvent, gold []string) {
 	}
 	n, cents := map[key]int64{}, map[key]float64{}
 	for _, e := range events {
+		if e.Amount >= 6 {
+			continue // expectation modest_cents: amount * 100 < 600
+		}
 		if e.Type == "test" || e.Type == "NULL" {
 			filtered++
 			continue
@@ -216,10 +223,37 @@ func TestTransformEndToEnd(t *testing.T) {
 			filtered, kept, want := trOracle(events)
 
 			// Rejects: filtered:<name> rows, only in reject mode; counted in drop mode.
-			var rejected int
+			var rejected, expectDropped, wantExpectDropped int
 			for _, r := range trRows(t, env.Lake, "bronze/rejects") {
-				if r["reason"] == "filtered:no_test_traffic" {
+				switch r["reason"] {
+				case "filtered:no_test_traffic":
 					rejected++
+				case "expectation:modest_cents":
+					expectDropped++
+				}
+			}
+			for _, e := range events {
+				if e.Amount >= 6 {
+					wantExpectDropped++
+				}
+			}
+			// The expectation reads a computed column: judged on every bronze row, duplicates
+			// included, as validation comes before dedup.
+			if wantExpectDropped == 0 || expectDropped != wantExpectDropped {
+				t.Errorf("%d rows rejected as expectation:modest_cents, want %d", expectDropped, wantExpectDropped)
+			}
+			// check judges the same expectation over bronze (computing the columns) and silver.
+			for _, bronzeSide := range []bool{true, false} {
+				rep, err := report.Check(ctx, env.Lake, cfg, report.CheckOptions{Bronze: bronzeSide})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := int64(0)
+				if bronzeSide {
+					want = int64(wantExpectDropped)
+				}
+				if got := rep.Expectations[0].Failed; got != want {
+					t.Errorf("check (bronze %v): modest_cents failed %d rows, want %d", bronzeSide, got, want)
 				}
 			}
 			switch mode {
