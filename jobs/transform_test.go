@@ -408,3 +408,117 @@ gold:
 		t.Fatalf("a changed expression: %v; want ErrDefinitionChanged naming cents", err)
 	}
 }
+
+// TestBackfillRecomputesComputedColumns: backfill-columns recomputes the transform's computed
+// columns in silver and the quarantine: a computed column over a column the backfill fills
+// (region over country), and one added to the config after the rows were written (double_amt,
+// over an old column). Oracle: plain Go over the landing lines. A rerun commits nothing; a
+// changed expression of an existing computed column is refused and leaves the tables alone.
+func TestBackfillRecomputesComputedColumns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	v1 := testutil.EventsSchema + "transform:\n  columns:\n    - {name: kind, expr: \"upper(event_type)\"}\n"
+	env := openEvolving(t, dir, v1)
+	type line struct {
+		id, typ, country string // country "": absent; "7": a number, which a string column does not take
+		amount           float64
+		at               string
+	}
+	lines := []line{
+		{"old-1", "a", "FR", 1.5, "2024-05-01T12:00:00Z"}, {"old-2", "b", "7", 2, "2024-05-01T12:00:00Z"},
+		{"old-3", "a", "", 3, "2024-05-01T12:00:00Z"}, {"old-4", "c", "It", 4.25, "2024-05-01T13:00:00Z"},
+		{"late-1", "a", "Es", 5, "2024-05-01T12:01:00Z"}, // late once old-4 moved the watermark: quarantined
+	}
+	jsonOf := func(l line) string {
+		m := map[string]any{"event_id": l.id, "event_type": l.typ, "amount": l.amount, "event_time": l.at}
+		switch l.country {
+		case "":
+		case "7":
+			m["country"] = 7
+		default:
+			m["country"] = l.country
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	var first []string
+	for _, l := range lines[:4] {
+		first = append(first, jsonOf(l))
+	}
+	landLine(t, env, "landing/events/a.json", strings.Join(first, "\n"))
+	runIngestStream(t, env)
+	landLine(t, env, "landing/events/b.json", jsonOf(lines[4]))
+	runIngestStream(t, env)
+	env.Lake.Close()
+
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n" +
+		"transform:\n  columns:\n    - {name: kind, expr: \"upper(event_type)\"}\n" +
+		"    - {name: region, expr: \"lower(coalesce(country, 'zz'))\"}\n    - {name: double_amt, expr: \"amount * 2\"}\n"
+	env = openEvolving(t, dir, grown)
+	if _, err := IngestSources(ctx, env, "", nil); err != nil { // evolves bronze
+		t.Fatal(err)
+	}
+	rep, err := BackfillColumns(ctx, env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(path string, ls []line) {
+		t.Helper()
+		region := scanColumn(t, env, path, "event_id", "region")
+		double := scanColumn(t, env, path, "event_id", "double_amt")
+		kind := scanColumn(t, env, path, "event_id", "kind")
+		for _, l := range ls {
+			wantRegion := "zz"
+			if l.country != "" && l.country != "7" {
+				wantRegion = strings.ToLower(l.country)
+			}
+			if region[l.id] != wantRegion || double[l.id] != l.amount*2 || kind[l.id] != strings.ToUpper(l.typ) {
+				t.Errorf("%s: %s has region %v, double_amt %v, kind %v; want %s, %g, %s", path, l.id,
+					region[l.id], double[l.id], kind[l.id], wantRegion, l.amount*2, strings.ToUpper(l.typ))
+			}
+		}
+	}
+	check("silver/events", lines) // silver holds the late row too
+	check("silver/late_events_5m", lines[4:])
+	recomputed := map[string]int64{}
+	for _, s := range rep {
+		for _, r := range s.Tables {
+			recomputed[r.Table] = r.RowsRecomputed
+		}
+	}
+	// Every row gains double_amt, and region (zz when it has no country).
+	if recomputed["silver/events"] != 5 || recomputed["silver/late_events_5m"] != 1 || recomputed["bronze/events"] != 0 {
+		t.Errorf("rows recomputed %v, want silver 5, quarantine 1, bronze 0", recomputed)
+	}
+	versions := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, p := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+			out[p] = testutil.TableVersion(t, env.Lake, p)
+		}
+		return out
+	}
+	before := versions()
+	if _, err := BackfillColumns(ctx, env, ""); err != nil {
+		t.Fatal(err)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("a second backfill committed: versions %v -> %v", before, after)
+	}
+	// The stream carries on over the backfilled silver: a new row computed as before.
+	landLine(t, env, "landing/events/c.json", jsonOf(line{"new-1", "d", "De", 6, "2024-05-01T13:01:00Z"}))
+	runIngestStream(t, env)
+	check("silver/events", append(lines[:5:5], line{"new-1", "d", "De", 6, ""}))
+	env.Lake.Close()
+
+	// A changed expression: refused before any table changes, as the stream refuses it.
+	env = openEvolving(t, dir, strings.Replace(grown, "amount * 2", "amount * 3", 1))
+	defer env.Lake.Close()
+	before = versions()
+	_, err = BackfillColumns(ctx, env, "")
+	if !errors.Is(err, stream.ErrDefinitionChanged) || !strings.Contains(err.Error(), `computed column double_amt was "amount * 2", is now "amount * 3"`) {
+		t.Errorf("backfill after a changed expression: %v, want %v naming double_amt", err, stream.ErrDefinitionChanged)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("a refused backfill committed: versions %v -> %v", before, after)
+	}
+}
