@@ -128,7 +128,8 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 			return rep, err
 		}
 		// Silver and the quarantines follow bronze's widened columns as the stream would.
-		if _, err := t.EvolveWith(ctx, f.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
+		// A computed column removed from the config stays, as the stream keeps it.
+		if _, err := t.EvolveWith(ctx, f.schema, nil, table.EvolveOptions{TypeWidening: true, KeepMissing: true}); err != nil {
 			return rep, fmt.Errorf("jobs: backfill-columns: table %s cannot take the columns of bronze: %w", f.path, err)
 		}
 		r, err := bronze.BackfillTableWith(ctx, t, f.path, p, bronze.BackfillOptions{Derive: derive})

@@ -347,9 +347,9 @@ func wantPairs(kept []trEvent) []string {
 }
 
 // TestTransformDefinitionChanges: a computed column added later is taken like an added column
-// (silver gains it, earlier rows hold NULL); a changed expression of an existing one is refused
-// before the query reads anything (stream.ErrDefinitionChanged), naming the column, the old and
-// the new expression.
+// (silver gains it, earlier rows hold NULL); one removed stays in silver, NULL in new rows; a
+// changed expression of an existing (or removed) one is refused before the query reads
+// anything (stream.ErrDefinitionChanged), naming the column, the old and the new expression.
 func TestTransformDefinitionChanges(t *testing.T) {
 	ctx := context.Background()
 	lake := t.TempDir()
@@ -401,6 +401,19 @@ gold:
 	slices.Sort(got)
 	if want := []string{"a VIEW <nil>", "b VIEW 100"}; !slices.Equal(got, want) {
 		t.Errorf("silver after adding cents: %v, want %v", got, want)
+	}
+	// Removed from the config, cents stays in silver, NULL in new rows; adding it back under
+	// another expression is a changed expression (the removed one stays recorded).
+	if err := run("", "r"); err != nil {
+		t.Fatalf("a computed column removed: %v", err)
+	}
+	got = nil
+	for _, r := range trRows(t, env.Lake, "silver/events") {
+		got = append(got, fmt.Sprintf("%v %v %v", r["event_id"], r["kind"], r["cents"]))
+	}
+	slices.Sort(got)
+	if want := []string{"a VIEW <nil>", "b VIEW 100", "r VIEW <nil>"}; !slices.Equal(got, want) {
+		t.Errorf("silver after removing cents: %v, want %v", got, want)
 	}
 	changed := strings.Replace(added, "amount * 100", "amount * 1000", 1)
 	err = run(changed, "c")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,8 +165,16 @@ func checkDefinitions(ctx context.Context, ts []definedTable) error {
 			}
 		}
 		if len(changes) == 0 && grown {
-			// Record the new set, so that a later change of an added expression is refused.
-			if _, err := d.t.Evolve(ctx, nil, d.def.props()); err != nil {
+			// Record the new set, so that a later change of an added expression is refused. A
+			// removed computed column stays recorded, as its column stays in the table: adding
+			// it back under another expression is a changed expression.
+			rec := maps.Clone(d.def)
+			for k, o := range old {
+				if _, ok := rec[k]; !ok && strings.HasPrefix(k, computedPrefix) {
+					rec[k] = o
+				}
+			}
+			if _, err := d.t.Evolve(ctx, nil, rec.props()); err != nil {
 				return fmt.Errorf("stream: record the definition of %s in table %s: %w", d.what, d.path, err)
 			}
 			continue
