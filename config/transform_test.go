@@ -155,7 +155,7 @@ func TestTransformExampleAndPrint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the example's transform: %v", err)
 	}
-	if len(p.Transform.Columns) != 2 || p.Transform.Filter == nil {
+	if len(p.Transform.Columns) != 3 || p.Transform.Filter == nil {
 		t.Fatalf("the example's transform: %+v", p.Transform)
 	}
 	q, err := Parse([]byte(mustParse(t, transformed).Redacted()), "printed.yaml")
