@@ -27,8 +27,8 @@ import (
 //     an earlier occurrence), and only that field: Spark keeps the partial results;
 //   - conversions: int and bigint from integral JSON numbers in range; double from any number,
 //     NaN and Infinity, and the strings "NaN", "Infinity", "+Infinity", "+INF", "-Infinity",
-//     "-INF"; decimal from a number or a string in Java's BigDecimal syntax, rounded half up
-//     to the scale, NULL beyond the precision; string from a string, or any other value as
+//     "-INF"; decimal from a number or a string in Java's BigDecimal syntax (grouping commas
+//     dropped: "1,5" is 15), rounded half up to the scale, NULL beyond the precision; string from a string, or any other value as
 //     compact JSON; boolean from true and false; timestamp from a string as CAST does, or
 //     from an integral number of seconds (wrapping on overflow, as Spark's multiplication);
 //     date from a string as CAST does, or else from a string of an int (days since the epoch).
@@ -708,7 +708,12 @@ func (v *jval) decimal(t sqlType) (pq.Decimal128, bool) {
 	if v.kind != 'n' && v.kind != 's' || len(v.text) == 0 || isSQLSpace(rune(v.text[0])) || isSQLSpace(rune(v.text[len(v.text)-1])) {
 		return pq.Decimal128{}, false
 	}
-	d, s, ok := parseDecimalText(string(v.text))
+	text := string(v.text)
+	if v.kind == 's' {
+		// Spark's decimal parser for the en-US locale (its default) drops the grouping commas.
+		text = strings.ReplaceAll(text, ",", "")
+	}
+	d, s, ok := parseDecimalText(text)
 	if !ok {
 		return pq.Decimal128{}, false
 	}

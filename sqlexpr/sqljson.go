@@ -3,6 +3,7 @@ package sqlexpr
 import (
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -341,12 +342,24 @@ func (j *jsonScan) endOfMember(close byte) bool {
 	return false
 }
 
-// appendJacksonString quotes s as Jackson does: " and \ escaped, control characters as
-// \n \t \r \b \f or \u00XX, everything else as itself.
+// appendJacksonString quotes s as Jackson 2.15's UTF-8 generator (Spark 3.5's) does: " and \
+// escaped, control characters as \n \t \r \b \f or \u00XX, a character beyond the Basic
+// Multilingual Plane as its UTF-16 surrogate pair (\uD83D\uDE00), everything else as itself.
 func appendJacksonString(dst, s []byte) []byte {
 	const hex = "0123456789ABCDEF"
 	dst = append(dst, '"')
-	for _, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0xF0 {
+			if r, n := utf8.DecodeRune(s[i:]); r > 0xFFFF {
+				hi, lo := utf16.EncodeRune(r)
+				for _, u := range []rune{hi, lo} {
+					dst = append(dst, '\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15])
+				}
+				i += n - 1
+				continue
+			}
+		}
 		switch {
 		case c == '"' || c == '\\':
 			dst = append(dst, '\\', c)
