@@ -222,3 +222,21 @@ func TestFromJSONSparkQuirks(t *testing.T) {
 		}
 	}
 }
+
+// get_json_object reads single-quoted strings and names, as Spark 3.5.8 does (found by the
+// interop test with seeds 7 and 99: Spark's answers, but for $ of the second text, written
+// as get_json_object writes every object).
+func TestGetJSONObjectSingleQuotes(t *testing.T) {
+	b := fromJSONBatch(t, []string{` {'a': true} trailing`, `{'a': 3, 'b': {'c': 'sq'}}`})
+	cases := []struct{ expr, want string }{
+		{"get_json_object(j, '$.a')", "true|3|NULL"},
+		{"get_json_object(j, '$')", `{"a":true}|{"a":3,"b":{"c":"sq"}}|NULL`},
+		{"get_json_object(j, '$.b')", `NULL|{"c":"sq"}|NULL`},
+		{"get_json_object(j, '$.b.c')", `NULL|sq|NULL`},
+	}
+	for _, c := range cases {
+		if got, _ := evalValue(t, b, c.expr); got != c.want {
+			t.Errorf("%s: got %s, Spark gives %s", c.expr, got, c.want)
+		}
+	}
+}

@@ -145,7 +145,7 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 				break
 			}
 		}
-	case c == '"':
+	case c == '"' || c == '\'':
 		s, ok := j.str(nil)
 		if !ok {
 			j.bad = true
@@ -170,16 +170,18 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 	return dst, found, isNull
 }
 
-// str reads a JSON string, unescaped, appended to dst.
+// str reads a JSON string, unescaped, appended to dst. Spark's parser takes strings and names
+// in single quotes too (where \' is an escape).
 func (j *jsonScan) str(dst []byte) ([]byte, bool) {
-	if j.i >= len(j.s) || j.s[j.i] != '"' {
+	if j.i >= len(j.s) || j.s[j.i] != '"' && j.s[j.i] != '\'' {
 		return nil, false
 	}
+	q := j.s[j.i]
 	j.i++
 	for j.i < len(j.s) {
 		c := j.s[j.i]
 		switch {
-		case c == '"':
+		case c == q:
 			j.i++
 			if dst == nil {
 				dst = []byte{}
@@ -192,7 +194,7 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 			e := j.s[j.i+1]
 			j.i += 2
 			switch e {
-			case '"', '\\', '/':
+			case '"', '\\', '/', '\'':
 				dst = append(dst, e)
 			case 'b':
 				dst = append(dst, '\b')
@@ -299,7 +301,7 @@ func (j *jsonScan) compact(dst []byte) []byte {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			j.i++
-		case c == '"':
+		case c == '"' || c == '\'':
 			s, _ := j.str(nil)
 			dst = appendJacksonString(dst, s)
 		case c == '-' || c >= '0' && c <= '9':
