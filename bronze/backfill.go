@@ -246,6 +246,21 @@ type BackfillResult struct {
 	Committed      bool  `json:"committed"`
 	FilesRewritten int   `json:"filesRewritten"`
 	ValuesMoved    int64 `json:"valuesMoved"`
+	// RowsRecomputed counts the rows whose derived columns (BackfillOptions.Derive) changed.
+	RowsRecomputed int64 `json:"rowsRecomputed,omitempty"`
+}
+
+// Derive recomputes the columns of rows that derive from their other columns (silver's
+// computed columns) once Promote has moved values into them: it returns b with those columns
+// recomputed (b itself when none changed) and the rows whose values changed, in order.
+type Derive func(b *pq.Batch) (*pq.Batch, []int, error)
+
+// BackfillOptions are BackfillTableWith's options; the zero value is BackfillTable.
+type BackfillOptions struct {
+	// Derive, when set, runs on every batch after Promote, and every file is read: a derived
+	// column may be stale without a rescued value left to move (a computed column added to the
+	// config after the rows were written holds NULL in them).
+	Derive Derive
 }
 
 // BackfillTable moves rescued values into their declared columns (Promoter) in the table at
@@ -256,6 +271,13 @@ type BackfillResult struct {
 // committed when nothing is to move, so a rerun is a no-op; a crash before the commit leaves
 // the table as it was (and unreferenced files for vacuum).
 func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promoter) (BackfillResult, error) {
+	return BackfillTableWith(ctx, tbl, path, p, BackfillOptions{})
+}
+
+// BackfillTableWith is BackfillTable that also recomputes derived columns (opts.Derive) in the
+// same commit: a file is rewritten when a value moves or a derived value changes, and the
+// rerun is a no-op as well (the derived values then equal what Derive gives).
+func BackfillTableWith(ctx context.Context, tbl *table.Table, path string, p *Promoter, opts BackfillOptions) (BackfillResult, error) {
 	res := BackfillResult{Table: path}
 	snap, err := tbl.Latest(ctx)
 	if err != nil {
@@ -266,18 +288,27 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 	if err != nil {
 		return res, fmt.Errorf("bronze: backfill %s: %w", path, err)
 	}
-	if schema.Field(ColRescued) == nil {
+	if schema.Field(ColRescued) == nil && opts.Derive == nil {
 		return res, nil
 	}
 	fs, err := tbl.FileScan(snap, nil, nil)
 	if err != nil {
 		return res, fmt.Errorf("bronze: backfill %s: %w", path, err)
 	}
+	// one promotes and derives one batch: the new batch, the values moved, the rows changed.
+	one := func(b *pq.Batch) (*pq.Batch, int64, []int, error) {
+		out, n, err := p.Promote(b)
+		if err != nil || opts.Derive == nil {
+			return out, n, nil, err
+		}
+		out, rows, err := opts.Derive(out)
+		return out, n, rows, err
+	}
 	// Which files have values to move: read once here, so that a table with none commits
 	// nothing (Rewrite with a txn would commit the txn alone).
 	var changed []*txlog.Add
 	for _, a := range snap.Files() {
-		if allNull(a.Stats, ColRescued) {
+		if opts.Derive == nil && allNull(a.Stats, ColRescued) {
 			continue
 		}
 		batches, err := fs.ReadFile(ctx, a)
@@ -285,9 +316,9 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 			return res, fmt.Errorf("bronze: backfill %s: read %s: %w", path, a.Path, err)
 		}
 		for _, b := range batches {
-			if _, n, err := p.Promote(b); err != nil {
+			if _, n, rows, err := one(b); err != nil {
 				return res, fmt.Errorf("bronze: backfill %s: %s: %w", path, a.Path, err)
-			} else if n > 0 {
+			} else if n > 0 || len(rows) > 0 {
 				changed = append(changed, a)
 				break
 			}
@@ -296,14 +327,14 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 	if len(changed) == 0 {
 		return res, nil
 	}
-	// With the table's change data feed on, each row moved is an update pair in the feed
+	// With the table's change data feed on, each row changed is an update pair in the feed
 	// (the adds and removes stay dataChange=false for the table's streaming readers), so that
 	// the feed still gives the table.
 	cw, err := tbl.NewChangeWriter(snap)
 	if err != nil {
 		return res, fmt.Errorf("bronze: backfill %s: %w", path, err)
 	}
-	var moved int64
+	var moved, recomputed int64
 	rw, err := tbl.Rewrite(ctx, table.Rewrite{
 		Snapshot: snap, Candidates: changed, NoDataChange: true, Changes: cw,
 		Txn: &table.AppTxn{AppID: BackfillAppID, Version: snap.Version()},
@@ -315,12 +346,14 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 			out := make([]*pq.Batch, len(batches))
 			for i, b := range batches {
 				var n int64
-				if out[i], n, err = p.Promote(b); err != nil {
+				var rows []int
+				if out[i], n, rows, err = one(b); err != nil {
 					return false, nil, err
 				}
 				moved += n
-				if cw != nil && n > 0 {
-					if err := writeMoved(ctx, cw, b, out[i]); err != nil {
+				recomputed += int64(len(rows))
+				if cw != nil && (n > 0 || len(rows) > 0) {
+					if err := writeMoved(ctx, cw, b, out[i], rows); err != nil {
 						return false, nil, err
 					}
 				}
@@ -331,7 +364,7 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 			return txlog.Operation{Name: "UPDATE",
 				Parameters: map[string]any{"predicate": "medallion backfill-columns: rescued values moved into their declared columns"},
 				Metrics: map[string]int64{"numAddedFiles": int64(len(r.Added)), "numRemovedFiles": int64(len(r.Removed)),
-					"numUpdatedRows": moved, "numOutputRows": r.RowsWritten, "numOutputBytes": r.BytesWritten}}
+					"numUpdatedRows": moved + recomputed, "numOutputRows": r.RowsWritten, "numOutputBytes": r.BytesWritten}}
 		},
 	})
 	if err != nil {
@@ -339,21 +372,26 @@ func BackfillTable(ctx context.Context, tbl *table.Table, path string, p *Promot
 	}
 	res.Version, res.Committed = rw.Version, !rw.Skipped
 	if res.Committed {
-		res.FilesRewritten, res.ValuesMoved = len(rw.Removed), moved
+		res.FilesRewritten, res.ValuesMoved, res.RowsRecomputed = len(rw.Removed), moved, recomputed
 	}
 	return res, nil
 }
 
 // writeMoved writes the rows of before that Promote changed in after as update pairs: a
-// row moved a value when its _rescued_data changed (the value left it).
-func writeMoved(ctx context.Context, cw *table.ChangeWriter, before, after *pq.Batch) error {
-	ri := before.Schema.FieldIndex(ColRescued)
-	was, is := before.Columns[ri], after.Columns[ri]
+// row moved a value when its _rescued_data changed (the value left it); derived, in order, are
+// the rows whose derived columns changed.
+func writeMoved(ctx context.Context, cw *table.ChangeWriter, before, after *pq.Batch, derived []int) error {
 	var rows []int
-	for i := range before.Len() {
-		if was.IsNull(i) != is.IsNull(i) || (!was.IsNull(i) && !bytes.Equal(was.BytesAt(i), is.BytesAt(i))) {
-			rows = append(rows, i)
+	if ri := before.Schema.FieldIndex(ColRescued); ri >= 0 {
+		was, is := before.Columns[ri], after.Columns[ri]
+		for i := range before.Len() {
+			if was.IsNull(i) != is.IsNull(i) || (!was.IsNull(i) && !bytes.Equal(was.BytesAt(i), is.BytesAt(i))) {
+				rows = append(rows, i)
+			}
 		}
+	}
+	if len(derived) > 0 {
+		rows = mergeRows(rows, derived)
 	}
 	if err := cw.WriteRows(ctx, table.ChangePreimage, before, rows); err != nil {
 		return err
@@ -372,4 +410,24 @@ func allNull(stats, column string) bool {
 	}
 	n, ok := s.NullCount[column]
 	return ok && n == *s.NumRecords
+}
+
+// mergeRows is the union of two ascending row lists, ascending.
+func mergeRows(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || i < len(a) && a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }

@@ -155,7 +155,7 @@ func TestTransformExampleAndPrint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the example's transform: %v", err)
 	}
-	if len(p.Transform.Columns) != 2 || p.Transform.Filter == nil {
+	if len(p.Transform.Columns) != 3 || p.Transform.Filter == nil {
 		t.Fatalf("the example's transform: %+v", p.Transform)
 	}
 	q, err := Parse([]byte(mustParse(t, transformed).Redacted()), "printed.yaml")
@@ -164,5 +164,34 @@ func TestTransformExampleAndPrint(t *testing.T) {
 	}
 	if !reflect.DeepEqual(q.Transform, mustParse(t, transformed).Transform) {
 		t.Errorf("printed transform %+v", q.Transform)
+	}
+}
+
+// Expectations are judged after the computed columns are computed (docs/transforms.md), so
+// they may read them, typed by their expressions; a typo or a type error in such an expectation
+// fails at load, and an expectation over a computed column that does not type is not reported
+// twice (the column's own error is).
+func TestTransformConfigExpectations(t *testing.T) {
+	ok := transformed + "expectations:\n  - {name: cents_ok, expect: \"amount_cents IS NULL OR amount_cents < 1e6\", on_violation: drop}\n" +
+		"  - {name: known_kind, expect: \"kind IN ('view', 'click')\", on_violation: warn}\n"
+	if _, err := Parse([]byte(ok), "p.yaml"); err != nil {
+		t.Fatalf("an expectation on computed columns: %v", err)
+	}
+	cases := []struct{ expect, want string }{
+		{"amount_cent > 0", `expectations[0].expect: expectation "e": at position 1: column amount_cent does not exist`},
+		{"kind + 1", `expectations[0].expect: expectation "e": at position 1: (kind + 1): expected a boolean expression, found double`},
+	}
+	for _, c := range cases {
+		text := transformed + "expectations:\n  - {name: e, expect: \"" + c.expect + "\"}\n"
+		_, err := Parse([]byte(text), "p.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant ~%s", c.expect, err, c.want)
+		}
+	}
+	bad := strings.Replace(transformed, `"amount * 100"`, `"amout * 100"`, 1) +
+		"expectations:\n  - {name: e, expect: \"amount_cents > 0\"}\n"
+	_, err := Parse([]byte(bad), "p.yaml")
+	if err == nil || !strings.Contains(err.Error(), "column amout does not exist") || strings.Contains(err.Error(), "expectations[0]") {
+		t.Errorf("a computed column that does not type: got %v, want its own error only", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -26,8 +27,10 @@ type SourceBackfillReport struct {
 // first (evolved to the declared columns as ingest would), then silver and each quarantine of
 // the source's aggregations (evolved as the stream would), each with one idempotent
 // copy-on-write commit (bronze.BackfillTable). Silver is rewritten the same way as bronze, so
-// that it holds what a replay from the backfilled bronze would give. Tables that do not exist
-// yet are skipped. See docs/schema-evolution.md.
+// that it holds what a replay from the backfilled bronze would give: the transform's computed
+// columns are recomputed in silver and the quarantines (silver.Transformer.Recompute), after
+// refusing an expression changed since silver was written (stream.CheckSilverDefinition).
+// Tables that do not exist yet are skipped. See docs/schema-evolution.md.
 func BackfillColumns(ctx context.Context, env Env, only string) ([]SourceBackfillReport, error) {
 	if err := CheckSource(env.Config, only, false); err != nil {
 		return nil, err
@@ -87,12 +90,28 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 	if err != nil {
 		return rep, err
 	}
+	// Silver holds the computed columns too: they are recomputed from the backfilled columns
+	// (and filled in rows written before a computed column was added), as the stream would
+	// compute them from the backfilled bronze.
 	silverSchema := silver.Schema(bschema)
+	q := specs.Query(cfg)
+	var derive bronze.Derive
+	if len(q.Rules.Transform.Columns) > 0 {
+		x, err := silver.NewTransformer(ctx, q.Rules.Transform, silverSchema)
+		if err != nil {
+			return rep, fmt.Errorf("jobs: backfill-columns: %w", err)
+		}
+		silverSchema, derive = x.Schema(), x.Recompute
+		// An expression changed since silver was written is refused, as the stream refuses it.
+		if err := stream.CheckSilverDefinition(ctx, &q, open(cfg.Tables.Silver)); err != nil {
+			return rep, fmt.Errorf("jobs: backfill-columns: %w", err)
+		}
+	}
 	followers := []struct {
 		path   string
 		schema *txlog.StructType
 	}{{cfg.Tables.Silver, silverSchema}}
-	for _, g := range specs.Query(cfg).Gold {
+	for _, g := range q.Gold {
 		followers = append(followers, struct {
 			path   string
 			schema *txlog.StructType
@@ -109,10 +128,11 @@ func backfillSource(ctx context.Context, env Env) ([]bronze.BackfillResult, erro
 			return rep, err
 		}
 		// Silver and the quarantines follow bronze's widened columns as the stream would.
-		if _, err := t.EvolveWith(ctx, f.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
+		// A computed column removed from the config stays, as the stream keeps it.
+		if _, err := t.EvolveWith(ctx, f.schema, nil, table.EvolveOptions{TypeWidening: true, KeepMissing: true}); err != nil {
 			return rep, fmt.Errorf("jobs: backfill-columns: table %s cannot take the columns of bronze: %w", f.path, err)
 		}
-		r, err := bronze.BackfillTable(ctx, t, f.path, p)
+		r, err := bronze.BackfillTableWith(ctx, t, f.path, p, bronze.BackfillOptions{Derive: derive})
 		rep = append(rep, r)
 		if err != nil {
 			return rep, err

@@ -16,6 +16,7 @@ import (
 	"github.com/medallion-lake/medallion/late"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/report"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/table"
 )
@@ -36,6 +37,8 @@ transform:
     - {name: region, expr: "coalesce(upper(trim(device)), 'NONE')"}
     - {name: cents, expr: "amount * 100"}
   filter: {name: no_test_traffic, expr: "event_type <> 'test'", on_filter: %s}
+expectations:
+  - {name: modest_cents, expect: "cents < 600", on_violation: drop}
 stream: {name: events, watermark: 10m, dedup: [id_norm]}
 sources:
   - name: clicks
@@ -95,7 +98,8 @@ func (e trEvent) json() string {
 }
 
 // trOracle computes, in plain Go from the input events, what the pipeline must give: the rows
-// the filter takes out, the deduplicated rows kept (by normalized id, first arrival) and the
+// the filter takes out (among those the expectation on the computed cents keeps: amounts of
+// 6 and more go to rejects as expectation:modest_cents, whatever their type), the deduplicated rows kept (by normalized id, first arrival) and the
 // gold rows of the windows the last event's watermark closes.
 func trOracle(events []trEvent) (filtered int, kept []trEvent, gold []string) {
 	seen := map[string]bool{}
@@ -105,6 +109,9 @@ func trOracle(events []trEvent) (filtered int, kept []trEvent, gold []string) {
 	}
 	n, cents := map[key]int64{}, map[key]float64{}
 	for _, e := range events {
+		if e.Amount >= 6 {
+			continue // expectation modest_cents: amount * 100 < 600
+		}
 		if e.Type == "test" || e.Type == "NULL" {
 			filtered++
 			continue
@@ -216,10 +223,37 @@ func TestTransformEndToEnd(t *testing.T) {
 			filtered, kept, want := trOracle(events)
 
 			// Rejects: filtered:<name> rows, only in reject mode; counted in drop mode.
-			var rejected int
+			var rejected, expectDropped, wantExpectDropped int
 			for _, r := range trRows(t, env.Lake, "bronze/rejects") {
-				if r["reason"] == "filtered:no_test_traffic" {
+				switch r["reason"] {
+				case "filtered:no_test_traffic":
 					rejected++
+				case "expectation:modest_cents":
+					expectDropped++
+				}
+			}
+			for _, e := range events {
+				if e.Amount >= 6 {
+					wantExpectDropped++
+				}
+			}
+			// The expectation reads a computed column: judged on every bronze row, duplicates
+			// included, as validation comes before dedup.
+			if wantExpectDropped == 0 || expectDropped != wantExpectDropped {
+				t.Errorf("%d rows rejected as expectation:modest_cents, want %d", expectDropped, wantExpectDropped)
+			}
+			// check judges the same expectation over bronze (computing the columns) and silver.
+			for _, bronzeSide := range []bool{true, false} {
+				rep, err := report.Check(ctx, env.Lake, cfg, report.CheckOptions{Bronze: bronzeSide})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := int64(0)
+				if bronzeSide {
+					want = int64(wantExpectDropped)
+				}
+				if got := rep.Expectations[0].Failed; got != want {
+					t.Errorf("check (bronze %v): modest_cents failed %d rows, want %d", bronzeSide, got, want)
 				}
 			}
 			switch mode {
@@ -313,9 +347,9 @@ func wantPairs(kept []trEvent) []string {
 }
 
 // TestTransformDefinitionChanges: a computed column added later is taken like an added column
-// (silver gains it, earlier rows hold NULL); a changed expression of an existing one is refused
-// before the query reads anything (stream.ErrDefinitionChanged), naming the column, the old and
-// the new expression.
+// (silver gains it, earlier rows hold NULL); one removed stays in silver, NULL in new rows; a
+// changed expression of an existing (or removed) one is refused before the query reads
+// anything (stream.ErrDefinitionChanged), naming the column, the old and the new expression.
 func TestTransformDefinitionChanges(t *testing.T) {
 	ctx := context.Background()
 	lake := t.TempDir()
@@ -368,9 +402,136 @@ gold:
 	if want := []string{"a VIEW <nil>", "b VIEW 100"}; !slices.Equal(got, want) {
 		t.Errorf("silver after adding cents: %v, want %v", got, want)
 	}
+	// Removed from the config, cents stays in silver, NULL in new rows; adding it back under
+	// another expression is a changed expression (the removed one stays recorded).
+	if err := run("", "r"); err != nil {
+		t.Fatalf("a computed column removed: %v", err)
+	}
+	got = nil
+	for _, r := range trRows(t, env.Lake, "silver/events") {
+		got = append(got, fmt.Sprintf("%v %v %v", r["event_id"], r["kind"], r["cents"]))
+	}
+	slices.Sort(got)
+	if want := []string{"a VIEW <nil>", "b VIEW 100", "r VIEW <nil>"}; !slices.Equal(got, want) {
+		t.Errorf("silver after removing cents: %v, want %v", got, want)
+	}
 	changed := strings.Replace(added, "amount * 100", "amount * 1000", 1)
 	err = run(changed, "c")
 	if !errors.Is(err, stream.ErrDefinitionChanged) || !strings.Contains(err.Error(), `computed column cents was "amount * 100", is now "amount * 1000"`) {
 		t.Fatalf("a changed expression: %v; want ErrDefinitionChanged naming cents", err)
+	}
+}
+
+// TestBackfillRecomputesComputedColumns: backfill-columns recomputes the transform's computed
+// columns in silver and the quarantine: a computed column over a column the backfill fills
+// (region over country), and one added to the config after the rows were written (double_amt,
+// over an old column). Oracle: plain Go over the landing lines. A rerun commits nothing; a
+// changed expression of an existing computed column is refused and leaves the tables alone.
+func TestBackfillRecomputesComputedColumns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	v1 := testutil.EventsSchema + "transform:\n  columns:\n    - {name: kind, expr: \"upper(event_type)\"}\n"
+	env := openEvolving(t, dir, v1)
+	type line struct {
+		id, typ, country string // country "": absent; "7": a number, which a string column does not take
+		amount           float64
+		at               string
+	}
+	lines := []line{
+		{"old-1", "a", "FR", 1.5, "2024-05-01T12:00:00Z"}, {"old-2", "b", "7", 2, "2024-05-01T12:00:00Z"},
+		{"old-3", "a", "", 3, "2024-05-01T12:00:00Z"}, {"old-4", "c", "It", 4.25, "2024-05-01T13:00:00Z"},
+		{"late-1", "a", "Es", 5, "2024-05-01T12:01:00Z"}, // late once old-4 moved the watermark: quarantined
+	}
+	jsonOf := func(l line) string {
+		m := map[string]any{"event_id": l.id, "event_type": l.typ, "amount": l.amount, "event_time": l.at}
+		switch l.country {
+		case "":
+		case "7":
+			m["country"] = 7
+		default:
+			m["country"] = l.country
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	var first []string
+	for _, l := range lines[:4] {
+		first = append(first, jsonOf(l))
+	}
+	landLine(t, env, "landing/events/a.json", strings.Join(first, "\n"))
+	runIngestStream(t, env)
+	landLine(t, env, "landing/events/b.json", jsonOf(lines[4]))
+	runIngestStream(t, env)
+	env.Lake.Close()
+
+	grown := strings.TrimSuffix(testutil.EventsSchema, "\n") + "\n  - {name: country, type: string}\n" +
+		"transform:\n  columns:\n    - {name: kind, expr: \"upper(event_type)\"}\n" +
+		"    - {name: region, expr: \"lower(coalesce(country, 'zz'))\"}\n    - {name: double_amt, expr: \"amount * 2\"}\n"
+	env = openEvolving(t, dir, grown)
+	if _, err := IngestSources(ctx, env, "", nil); err != nil { // evolves bronze
+		t.Fatal(err)
+	}
+	rep, err := BackfillColumns(ctx, env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(path string, ls []line) {
+		t.Helper()
+		region := scanColumn(t, env, path, "event_id", "region")
+		double := scanColumn(t, env, path, "event_id", "double_amt")
+		kind := scanColumn(t, env, path, "event_id", "kind")
+		for _, l := range ls {
+			wantRegion := "zz"
+			if l.country != "" && l.country != "7" {
+				wantRegion = strings.ToLower(l.country)
+			}
+			if region[l.id] != wantRegion || double[l.id] != l.amount*2 || kind[l.id] != strings.ToUpper(l.typ) {
+				t.Errorf("%s: %s has region %v, double_amt %v, kind %v; want %s, %g, %s", path, l.id,
+					region[l.id], double[l.id], kind[l.id], wantRegion, l.amount*2, strings.ToUpper(l.typ))
+			}
+		}
+	}
+	check("silver/events", lines) // silver holds the late row too
+	check("silver/late_events_5m", lines[4:])
+	recomputed := map[string]int64{}
+	for _, s := range rep {
+		for _, r := range s.Tables {
+			recomputed[r.Table] = r.RowsRecomputed
+		}
+	}
+	// Every row gains double_amt, and region (zz when it has no country).
+	if recomputed["silver/events"] != 5 || recomputed["silver/late_events_5m"] != 1 || recomputed["bronze/events"] != 0 {
+		t.Errorf("rows recomputed %v, want silver 5, quarantine 1, bronze 0", recomputed)
+	}
+	versions := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, p := range []string{"bronze/events", "silver/events", "silver/late_events_5m"} {
+			out[p] = testutil.TableVersion(t, env.Lake, p)
+		}
+		return out
+	}
+	before := versions()
+	if _, err := BackfillColumns(ctx, env, ""); err != nil {
+		t.Fatal(err)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("a second backfill committed: versions %v -> %v", before, after)
+	}
+	// The stream carries on over the backfilled silver: a new row computed as before.
+	landLine(t, env, "landing/events/c.json", jsonOf(line{"new-1", "d", "De", 6, "2024-05-01T13:01:00Z"}))
+	runIngestStream(t, env)
+	check("silver/events", append(lines[:5:5], line{"new-1", "d", "De", 6, ""}))
+	env.Lake.Close()
+
+	// A changed expression: refused before any table changes, as the stream refuses it.
+	env = openEvolving(t, dir, strings.Replace(grown, "amount * 2", "amount * 3", 1))
+	defer env.Lake.Close()
+	before = versions()
+	_, err = BackfillColumns(ctx, env, "")
+	if !errors.Is(err, stream.ErrDefinitionChanged) || !strings.Contains(err.Error(), `computed column double_amt was "amount * 2", is now "amount * 3"`) {
+		t.Errorf("backfill after a changed expression: %v, want %v naming double_amt", err, stream.ErrDefinitionChanged)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("a refused backfill committed: versions %v -> %v", before, after)
 	}
 }

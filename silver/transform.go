@@ -1,8 +1,11 @@
 package silver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"reflect"
 	"time"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -136,4 +139,81 @@ func (c *Check) filterReason(i int) string {
 		return ReasonFilteredPrefix + c.transform.t.Filter.Name
 	}
 	return ""
+}
+
+// Recompute recomputes the computed columns of b, a batch of a table that holds silver's
+// columns by name (silver or a quarantine, after backfill-columns moved values into its
+// bronze columns): b with each computed column as the expressions give it from the row's
+// columns now, and the rows where any value changed, in order (b itself and none when none
+// did). The expressions depend on the row alone (config refuses current_timestamp() in a
+// transform), so a rerun recomputes the same values and changes nothing. A computed column b
+// lacks, or holds at another type, is an error: the table must be evolved to Schema() first.
+func (x *Transformer) Recompute(b *pq.Batch) (*pq.Batch, []int, error) {
+	if len(x.cols) == 0 {
+		return b, nil, nil
+	}
+	in := &pq.Batch{Schema: x.bronze}
+	for _, f := range x.bronze.Fields {
+		c := b.Column(f.Name)
+		if c == nil {
+			return nil, nil, fmt.Errorf("silver: recompute the computed columns: the table has no column %s", f.Name)
+		}
+		in.Columns = append(in.Columns, c)
+	}
+	out, err := x.Apply(in, time.Time{})
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(x.bronze.Fields)
+	cols := append([]*pq.Column(nil), b.Columns...)
+	changed := make([]bool, b.Len())
+	for k, c := range x.t.Columns {
+		ci := b.Schema.FieldIndex(c.Name)
+		want := x.out.Fields[n+k].Type
+		if ci < 0 || !reflect.DeepEqual(b.Schema.Fields[ci].Type, want) {
+			return nil, nil, fmt.Errorf("silver: recompute computed column %q: the table does not hold it as %s", c.Name, want.TypeName())
+		}
+		now := out.Columns[n+k]
+		for i := range changed {
+			if !changed[i] && !cellEqual(b.Columns[ci], now, i) {
+				changed[i] = true
+			}
+		}
+		cols[ci] = now
+	}
+	var rows []int
+	for i, c := range changed {
+		if c {
+			rows = append(rows, i)
+		}
+	}
+	if len(rows) == 0 {
+		return b, nil, nil
+	}
+	return &pq.Batch{Schema: b.Schema, Columns: cols}, rows, nil
+}
+
+// cellEqual reports whether row i holds the same value in a and b, two columns of one scalar
+// type (NaN equals NaN: a recomputed NaN is no change).
+func cellEqual(a, b *pq.Column, i int) bool {
+	if a.IsNull(i) || b.IsNull(i) {
+		return a.IsNull(i) == b.IsNull(i)
+	}
+	switch a.Kind {
+	case pq.KindInt64:
+		return a.Int64[i] == b.Int64[i]
+	case pq.KindInt32:
+		return a.Int32[i] == b.Int32[i]
+	case pq.KindFloat64:
+		return math.Float64bits(a.Float64[i]) == math.Float64bits(b.Float64[i])
+	case pq.KindFloat32:
+		return math.Float32bits(a.Float32[i]) == math.Float32bits(b.Float32[i])
+	case pq.KindBool:
+		return a.Bool[i] == b.Bool[i]
+	case pq.KindDecimal:
+		return a.Decimal[i] == b.Decimal[i]
+	case pq.KindBytes:
+		return bytes.Equal(a.BytesAt(i), b.BytesAt(i))
+	}
+	return false
 }

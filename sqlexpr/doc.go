@@ -6,7 +6,7 @@
 // (Predicate.Eval, Program.Eval) and over what is known of a data file (Predicate.MayMatch,
 // AllMatch and MayMatchPartition: partition pruning and min/max data skipping from Delta
 // statistics). It also owns the library of Spark's scalar functions (strings, numbers, dates
-// and timestamps, get_json_object, CASE and CAST; docs/expressions.md lists them) and values of
+// and timestamps, get_json_object, fields of from_json, CASE and CAST; docs/expressions.md lists them) and values of
 // any type (CompileSQLValue, Program.EvalColumn) for computed columns. Users: data-quality
 // expectations (silver), replaceWhere predicates, Delta CHECK constraints and generated columns
 // (table's row rules), join and filter conditions, transforms.

@@ -451,6 +451,8 @@ func collectCols(n sqlNode, f func(*nCol)) {
 		}
 	case *nCast:
 		collectCols(x.x, f)
+	case *nField:
+		collectCols(x.x, f)
 	case *nCase:
 		for _, a := range append(append([]sqlNode{x.operand, x.els}, x.whens...), x.vals...) {
 			if a != nil {
@@ -677,6 +679,8 @@ func (bd *sqlBinder) bind(n sqlNode) (enode, error) {
 		return bd.bindCase(x)
 	case *nCast:
 		return bd.bindCast(x)
+	case *nField:
+		return bd.bindField(x)
 	}
 	return nil, fmt.Errorf("%w: unknown node %T", ErrBadPredicate, n)
 }

@@ -52,7 +52,7 @@ var sqlFuncs = map[string]funcArity{
 	"unix_date": {1, 1, ""}, "date_from_unix_date": {1, 1, ""},
 	"current_timestamp": {0, 0, ""},
 	// JSON
-	"get_json_object": {2, 2, ""},
+	"get_json_object": {2, 2, ""}, "from_json": {2, 2, ""},
 }
 
 // nondeterministic are Spark functions the language refuses: their value depends on when or

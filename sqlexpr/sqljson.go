@@ -3,6 +3,7 @@ package sqlexpr
 import (
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -144,7 +145,7 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 				break
 			}
 		}
-	case c == '"':
+	case c == '"' || c == '\'':
 		s, ok := j.str(nil)
 		if !ok {
 			j.bad = true
@@ -169,16 +170,18 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 	return dst, found, isNull
 }
 
-// str reads a JSON string, unescaped, appended to dst.
+// str reads a JSON string, unescaped, appended to dst. Spark's parser takes strings and names
+// in single quotes too (where \' is an escape).
 func (j *jsonScan) str(dst []byte) ([]byte, bool) {
-	if j.i >= len(j.s) || j.s[j.i] != '"' {
+	if j.i >= len(j.s) || j.s[j.i] != '"' && j.s[j.i] != '\'' {
 		return nil, false
 	}
+	q := j.s[j.i]
 	j.i++
 	for j.i < len(j.s) {
 		c := j.s[j.i]
 		switch {
-		case c == '"':
+		case c == q:
 			j.i++
 			if dst == nil {
 				dst = []byte{}
@@ -191,7 +194,7 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 			e := j.s[j.i+1]
 			j.i += 2
 			switch e {
-			case '"', '\\', '/':
+			case '"', '\\', '/', '\'':
 				dst = append(dst, e)
 			case 'b':
 				dst = append(dst, '\b')
@@ -298,7 +301,7 @@ func (j *jsonScan) compact(dst []byte) []byte {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			j.i++
-		case c == '"':
+		case c == '"' || c == '\'':
 			s, _ := j.str(nil)
 			dst = appendJacksonString(dst, s)
 		case c == '-' || c >= '0' && c <= '9':
@@ -341,12 +344,24 @@ func (j *jsonScan) endOfMember(close byte) bool {
 	return false
 }
 
-// appendJacksonString quotes s as Jackson does: " and \ escaped, control characters as
-// \n \t \r \b \f or \u00XX, everything else as itself.
+// appendJacksonString quotes s as Jackson 2.15's UTF-8 generator (Spark 3.5's) does: " and \
+// escaped, control characters as \n \t \r \b \f or \u00XX, a character beyond the Basic
+// Multilingual Plane as its UTF-16 surrogate pair (\uD83D\uDE00), everything else as itself.
 func appendJacksonString(dst, s []byte) []byte {
 	const hex = "0123456789ABCDEF"
 	dst = append(dst, '"')
-	for _, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0xF0 {
+			if r, n := utf8.DecodeRune(s[i:]); r > 0xFFFF {
+				hi, lo := utf16.EncodeRune(r)
+				for _, u := range []rune{hi, lo} {
+					dst = append(dst, '\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15])
+				}
+				i += n - 1
+				continue
+			}
+		}
 		switch {
 		case c == '"' || c == '\\':
 			dst = append(dst, '\\', c)
@@ -381,6 +396,9 @@ func getJSONObject(dst, text []byte, steps []jsonStep) ([]byte, bool) {
 }
 
 func bindJSONCall(ca *callArgs) (enode, bool, error) {
+	if ca.c.name == "from_json" {
+		return nil, true, bareFromJSON(ca.c) // a field of it binds in bindField
+	}
 	if ca.c.name != "get_json_object" {
 		return nil, false, nil
 	}

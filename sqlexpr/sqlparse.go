@@ -251,7 +251,7 @@ func (p *sqlParser) lex() error {
 			p.toks = append(p.toks, token{tkIdent, s[start:i], col(start)})
 		default:
 			start := i
-			for _, op := range []string{"<=>", "<>", "!=", "<=", ">=", "==", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", "."} {
+			for _, op := range []string{"<=>", "<>", "!=", "<=", ">=", "==", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", ".", "[", "]"} {
 				if strings.HasPrefix(s[i:], op) {
 					p.toks = append(p.toks, token{tkOp, op, col(start)})
 					i += len(op)
@@ -656,7 +656,11 @@ func (p *sqlParser) parsePrimary() (sqlNode, error) {
 			return nil, p.errAt(t, primaryWanted)
 		}
 		if p.peek().kind == tkOp && p.peek().text == "(" {
-			return p.call(t)
+			x, err := p.call(t)
+			if err != nil {
+				return nil, err
+			}
+			return p.fieldAccess(x) // from_json(...).a
 		}
 		return p.column(t)
 	}

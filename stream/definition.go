@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,8 +165,16 @@ func checkDefinitions(ctx context.Context, ts []definedTable) error {
 			}
 		}
 		if len(changes) == 0 && grown {
-			// Record the new set, so that a later change of an added expression is refused.
-			if _, err := d.t.Evolve(ctx, nil, d.def.props()); err != nil {
+			// Record the new set, so that a later change of an added expression is refused. A
+			// removed computed column stays recorded, as its column stays in the table: adding
+			// it back under another expression is a changed expression.
+			rec := maps.Clone(d.def)
+			for k, o := range old {
+				if _, ok := rec[k]; !ok && strings.HasPrefix(k, computedPrefix) {
+					rec[k] = o
+				}
+			}
+			if _, err := d.t.Evolve(ctx, nil, rec.props()); err != nil {
 				return fmt.Errorf("stream: record the definition of %s in table %s: %w", d.what, d.path, err)
 			}
 			continue
@@ -185,12 +194,26 @@ func queryDefinedTables(q *spec.Query, silverT *table.Table, golds []*table.Tabl
 	refresh := fmt.Sprintf("do a full refresh of query %s: delete its silver table %s, its quarantine and gold tables and the query's "+
 		"files in its checkpoint %s (metadata, offsets/, commits/, state/, progress/; keep ingest/, which is ingest's), "+
 		"then run the stream again: it rebuilds them from bronze", q.Name, q.Tables.Silver, q.Tables.Checkpoint)
-	ts := []definedTable{{t: silverT, path: q.Tables.Silver, what: "silver of query " + q.Name + " (dedup and event time)", def: silverDefinition(q), wayOut: refresh}}
+	ts := []definedTable{silverDefinedTable(q, silverT, refresh)}
 	for i := range q.Gold {
 		g := &q.Gold[i]
 		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name, def: goldDefinition(g, q.Rules.EventTime), wayOut: refresh})
 	}
 	return ts
+}
+
+func silverDefinedTable(q *spec.Query, silverT *table.Table, refresh string) definedTable {
+	return definedTable{t: silverT, path: q.Tables.Silver, what: "silver of query " + q.Name + " (dedup and event time)", def: silverDefinition(q), wayOut: refresh}
+}
+
+// CheckSilverDefinition is the check a query makes of silver's definition when it starts (the
+// dedup, the event time and each computed column's expression), for a job that rewrites
+// silver's rows outside the stream (backfill-columns recomputes the computed columns): a
+// changed definition is refused with ErrDefinitionChanged, so that no job mixes two meanings
+// of a column; computed columns added since are recorded, as the query records them.
+func CheckSilverDefinition(ctx context.Context, q *spec.Query, silverT *table.Table) error {
+	refresh := queryDefinedTables(q, silverT, make([]*table.Table, len(q.Gold)))[0].wayOut
+	return checkDefinitions(ctx, []definedTable{silverDefinedTable(q, silverT, refresh)})
 }
 
 // joinDefinedTables are the tables of a join query whose definitions checkDefinitions compares.

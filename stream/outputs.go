@@ -157,7 +157,9 @@ func createMissing(ctx context.Context, ts []outTable) error {
 		if o.evolve {
 			// A widening reaches silver only through bronze, which widens only what the
 			// config lets it (or another engine did): follow it.
-			if _, err := o.t.EvolveWith(ctx, o.schema, nil, table.EvolveOptions{TypeWidening: true}); err != nil {
+			// A column the table has and the input lacks is a computed column removed from the
+			// config: it stays, NULL in new rows (docs/schema-evolution.md).
+			if _, err := o.t.EvolveWith(ctx, o.schema, nil, table.EvolveOptions{TypeWidening: true, KeepMissing: true}); err != nil {
 				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
 					"see docs/schema-evolution.md for the ways out", o.path, err)
 			}

@@ -107,6 +107,11 @@ type EvolveOptions struct {
 	// layer's scans) reads them at the new type. A reader without the feature can no longer
 	// read the table (delta-rs 1.6 refuses it), which is why this is an option.
 	TypeWidening bool
+	// KeepMissing keeps the table's columns that want lacks instead of refusing them as
+	// removed: a table that follows an input whose columns it outlives (silver keeps a computed
+	// column removed from the config, and new rows hold NULL in it, as a removed declared
+	// column stays in bronze).
+	KeepMissing bool
 }
 
 // Evolve gives the table the columns of want that it lacks (they must be nullable), placed after the
@@ -147,6 +152,9 @@ func (t *Table) EvolveWith(ctx context.Context, want *txlog.StructType, props ma
 		var widen []ColumnChange
 		if opts.TypeWidening {
 			widen, d.Changed = splitWidenings(d.Changed)
+		}
+		if opts.KeepMissing {
+			d.Removed = nil
 		}
 		if !d.Compatible() {
 			return Evolution{}, &SchemaChangeError{Diff: d}

@@ -82,9 +82,10 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             "  dedup: [event_id]\n"
             "  trigger: available-now\n"
             # Expectations: the drop one sends the larger amounts (about one row in six) to
-            # rejects on both engines; the warn one only counts.
+            # rejects on both engines, reading the transform's computed cents (expectations are
+            # judged after the computed columns); the warn one only counts.
             "expectations:\n"
-            "  - {name: modest_amount, expect: \"amount IS NULL OR amount < 40\", on_violation: drop}\n"
+            "  - {name: modest_amount, expect: \"cents IS NULL OR cents < 4000\", on_violation: drop}\n"
             "  - {name: has_type, expect: \"event_type IS NOT NULL\", on_violation: warn}\n"
             # A transform (docs/transforms.md): two computed columns, silver's last, and a filter
             # that sends the purchases (and rows without a type) to rejects as

@@ -43,7 +43,15 @@ DATE_STRINGS = ["2024-03-05", "05/03/2024", "2024-02-30", "2024-03-05 10:11:12",
 JSONS = ['{"a":1,"b":{"c":[1,2,{"d":"x"}]}}', '{"a":"str\\n","b":null}', '[1,2,3]', "not json",
          '{"a":1.50e1,"b":{"c":"q"}}', '{"a":{"x":true,"y":[null,1.0]}}', '{"a b": 5, "a": -0}',
          "{}", '{"a":"\\u00e9\\"q\\""}', '{"a":[]}', '{"a":12345678901234567890}', '{"a":1} tail',
-         '{"a": 2, "a": 3}', '{"b":{"c":[0, 1, {"d": [1, {"e": "é"}]}]}}', '{"a":"x" ']
+         '{"a": 2, "a": 3}', '{"b":{"c":[0, 1, {"d": [1, {"e": "é"}]}]}}', '{"a":"x" ',
+         # from_json's cases: nested fields, single quotes, type mismatches (null, and only that
+         # field), a key twice, NaN, malformed records, unicode escapes, timestamps and dates
+         '{"a": 7, "b": {"c": "x", "d": 2.5}, "ts": "2024-03-05 10:11:12"}', "{'a': 3, 'b': {'c': 'sq'}}",
+         '{"a": "7", "b": 5, "ts": "1"}', '{"a": 1, "a": "z", "b": {"c": 1, "c": [1]}}',
+         '{"a": 2147483648, "ts": 1700000000}', '{"a": NaN, "b": null}', '{"a": 1, "b": ',
+         '{"a": "\\u65e5\\u672c", "b": {"c": "😀", "d": "12.345"}}', '{"a": -0, "b": {"d": "1,5"}}',
+         '{"a": 1e2, "ts": "2024-03-05T10:11:12+02:00", "b": {"d": 1e40}}', '{"A": 1, "b": {"C": 2}}',
+         '{"a": "\x01"}', '{"a": 12.345, "b": [1, {"c": 2.50}], "ts": "x"}', " {'a': true} trailing"]
 DOUBLES = [0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 2.675, 1e-7, 1e20, -123.456, float("nan"),
            float("inf"), float("-inf"), 1.0000000000000002, 0.125, -0.5, 1e-300]
 INTS = [0, 1, -1, 2, 3, 5, -3, 7, 100, 2147483647, -2147483648, 15, 25, -15]
@@ -140,6 +148,13 @@ VALUES = [
     "get_json_object(j, '$[1]')", "get_json_object(j, '$')", "get_json_object(j, \"$['a b']\")",
     "get_json_object(j, '$.b.c')", "get_json_object(j, 'a')", "get_json_object(j, '$.a.y[1]')",
     "get_json_object(j, '$.b.c[2].d[1].e')",
+    # from_json: a field of the result (the engine has no struct values)
+    "from_json(j, 'a INT, b STRING').a", "from_json(j, 'a INT, b STRING').b", "from_json(j, 'a BIGINT').a",
+    "from_json(j, 'a DOUBLE').a", "from_json(j, 'a DECIMAL(6,2)').a", "from_json(j, 'a STRING')['a']",
+    "from_json(j, 'a BOOLEAN').a", "from_json(j, 'ts TIMESTAMP').ts", "from_json(j, 'ts DATE').ts",
+    "from_json(j, 'STRUCT<b: STRUCT<c: STRING, d: DECIMAL(5,1)>>').b.c",
+    "from_json(j, 'STRUCT<b: STRUCT<c: STRING, d: DECIMAL(5,1)>>')['b']['d']", "from_json(j, 'b STRUCT<c: INT>').B.c",
+    "coalesce(from_json(s, 'a INT').a, -1)", "from_json(j, '`a` STRING, x ARRAY<INT>').a",
     # CASE and CAST
     "CASE WHEN i > 0 THEN 'pos' WHEN i < 0 THEN 'neg' ELSE 'zero' END",
     "CASE n WHEN 1 THEN 'one' WHEN 2 THEN 'two' END", "CASE WHEN x > 1 THEN dec ELSE i END",
