@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/internal/testutil"
+)
+
+// refreshEvent is one event the refresh test writes to landing, and the oracle's input.
+type refreshEvent struct {
+	id, typ string
+	amount  int64 // whole units, written as a double: sums stay exact
+	at      time.Time
+}
+
+// refreshConfig is the pipeline of the refresh test: gold g5 over the events and a derived
+// 1h rollup of it; newDef is the changed definition (10-minute windows, a sum added).
+func refreshConfig(t *testing.T, lake string, newDef bool) string {
+	t.Helper()
+	g := `  - name: g5
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+  - name: g1h
+    source: g5
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates: [{fn: sum, column: count, as: count}]
+`
+	if newDef {
+		g = `  - name: g5
+    window: {type: tumbling, size: 10m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+  - name: g1h
+    source: g5
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total}]
+`
+	}
+	cfg := "lake: " + lake + "\n" + testutil.EventsSchema + "stream: {watermark: 10m, dedup: [event_id]}\ngold:\n" + g
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRefreshChangedGoldDefinition: the operator changes a gold's definition (window 5m ->
+// 10m, an aggregate added) after the stream has run, with late rows quarantined and not yet
+// merged and windows still open in the stream's state. The stream refuses the new definition
+// and names run refresh; run refresh rebuilds the gold and its derived rollup under the new
+// definition; then more data (on time, into the windows that were open at the refresh, and
+// late), the stream and merge-late: every closed window of both tables equals a plain group-by
+// of all the events the test wrote (no late row counted twice, none lost, the open windows'
+// rows from before the refresh kept).
+func TestRefreshChangedGoldDefinition(t *testing.T) {
+	lake := t.TempDir()
+	rng := rand.New(rand.NewPCG(33, 5))
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var all []refreshEvent
+	n := 0
+	// part writes events at random times in [from, to) (minutes after base) as one landing file.
+	part := func(file string, from, to, count int) {
+		t.Helper()
+		var b strings.Builder
+		for range count {
+			n++
+			e := refreshEvent{id: fmt.Sprintf("e%05d", n), typ: []string{"a", "b", "c"}[rng.IntN(3)], amount: int64(rng.IntN(100)),
+				at: base.Add(time.Duration(from)*time.Minute + time.Duration(rng.Int64N(int64(to-from)*int64(time.Minute)))).Truncate(time.Second)}
+			all = append(all, e)
+			fmt.Fprintf(&b, `{"event_id":%q,"event_type":%q,"amount":%d.0,"event_time":%q}`+"\n", e.id, e.typ, e.amount, e.at.Format(time.RFC3339))
+		}
+		dir := filepath.Join(lake, "landing", "events")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(cfg string, args ...string) map[string]any {
+		t.Helper()
+		out, err := runGenCLI(t, append(args, "--config", cfg)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &sum); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return sum
+	}
+	oldCfg, newCfg := refreshConfig(t, lake, false), refreshConfig(t, lake, true)
+
+	part("p1.jsonl", 0, 180, 600) // 00:00-03:00
+	run(oldCfg, "run", "ingest")
+	run(oldCfg, "run", "stream")
+	// 02:50-03:55 on time, and late rows for the first hour (quarantined, not merged yet).
+	part("p2.jsonl", 170, 235, 200)
+	part("p3.jsonl", 0, 60, 40)
+	run(oldCfg, "run", "ingest")
+	run(oldCfg, "run", "stream")
+
+	if out, err := runGenCLI(t, "run", "stream", "--config", newCfg); err == nil || !strings.Contains(out+err.Error(), "run refresh --table g5") {
+		t.Fatalf("the stream under a changed definition: %v\n%s", err, out)
+	}
+	sum := run(newCfg, "run", "refresh", "--table", "g5")
+	res, _ := sum["result"].(map[string]any)
+	if g, _ := res["gold"].(map[string]any); g == nil || g["schemaChanged"] != true || g["openGroups"].(float64) == 0 {
+		t.Fatalf("refresh of g5: %v", sum)
+	}
+	if d, _ := res["refreshed"].([]any); len(d) != 1 {
+		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
+	}
+	checkRefreshTables(t, lake, all)
+
+	// On time into the windows open at the refresh (03:45 on), later data, and late rows.
+	part("p4.jsonl", 225, 360, 400)
+	part("p5.jsonl", 30, 150, 60)
+	run(newCfg, "run", "ingest")
+	run(newCfg, "run", "stream")
+	run(newCfg, "run", "merge-late")
+	checkRefreshTables(t, lake, all)
+	// A later run restores the state the stream wrote after the refresh (a full snapshot, not a
+	// delta over the old definition's chain).
+	part("p6.jsonl", 350, 420, 100)
+	run(newCfg, "run", "ingest")
+	run(newCfg, "run", "stream")
+	run(newCfg, "run", "merge-late")
+	checkRefreshTables(t, lake, all)
+	// A second refresh rebuilds the same tables.
+	run(newCfg, "run", "refresh", "--table", "g5")
+	checkRefreshTables(t, lake, all)
+}
+
+// checkRefreshTables compares gold g5 (10m windows) and g1h with a group-by of events over
+// the windows closed by the watermark (the latest event time - 10m), both ways.
+func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
+	t.Helper()
+	var maxAt time.Time
+	for _, e := range events {
+		if e.at.After(maxAt) {
+			maxAt = e.at
+		}
+	}
+	wm := maxAt.Add(-10 * time.Minute)
+	for _, tc := range []struct {
+		table string
+		size  time.Duration
+	}{{"gold/g5", 10 * time.Minute}, {"gold/g1h", time.Hour}} {
+		want := map[string][2]int64{}
+		for _, e := range events {
+			start := e.at.Truncate(tc.size)
+			if start.Add(tc.size).After(wm) {
+				continue
+			}
+			k := start.Format(time.RFC3339) + "/" + e.typ
+			v := want[k]
+			want[k] = [2]int64{v[0] + 1, v[1] + e.amount}
+		}
+		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, tc.table), "--format", "jsonl")
+		if err != nil {
+			t.Fatalf("scan %s: %v\n%s", tc.table, err, out)
+		}
+		got := map[string][2]int64{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line == "" {
+				continue
+			}
+			var row struct {
+				Window struct {
+					Start time.Time `json:"start"`
+				} `json:"window"`
+				Type  string  `json:"event_type"`
+				Count float64 `json:"count"`
+				Total float64 `json:"total"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("%s: %v: %s", tc.table, err, line)
+			}
+			k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Type
+			if _, dup := got[k]; dup {
+				t.Errorf("%s: two rows for %s", tc.table, k)
+			}
+			got[k] = [2]int64{int64(row.Count), int64(row.Total)}
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s %s: (count, total) %v, want %v", tc.table, k, got[k], w)
+			}
+		}
+		for k, g := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s %s: row %v for a window the oracle has not closed", tc.table, k, g)
+			}
+		}
+	}
+}
