@@ -110,6 +110,9 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	run(oldCfg, "run", "ingest")
 	run(oldCfg, "run", "stream")
 
+	// The status graph: g5's quarantine holds the 40 late rows of p3 (their windows closed
+	// before the batch that read them), none merged.
+	checkGraphNode(t, oldCfg, "gold:g5", 40, 0)
 	if out, err := runGenCLI(t, "run", "stream", "--config", newCfg); err == nil || !strings.Contains(out+err.Error(), "run refresh --table g5") {
 		t.Fatalf("the stream under a changed definition: %v\n%s", err, out)
 	}
@@ -122,13 +125,18 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
 	}
 	checkRefreshTables(t, lake, all)
+	checkGraphNode(t, newCfg, "gold:g5", 0, 0) // in the rebuilt windows: not pending any more
+	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
 
 	// On time into the windows open at the refresh (03:45 on), later data, and late rows.
 	part("p4.jsonl", 225, 360, 400)
 	part("p5.jsonl", 30, 150, 60)
 	run(newCfg, "run", "ingest")
+	checkGraphNode(t, newCfg, "silver:events", -1, 1) // the new bronze version, not read yet
 	run(newCfg, "run", "stream")
+	checkGraphNode(t, newCfg, "gold:g5", 60, 0) // p5's rows: windows closed before them
 	run(newCfg, "run", "merge-late")
+	checkGraphNode(t, newCfg, "gold:g5", 0, 0)
 	checkRefreshTables(t, lake, all)
 	// A later run restores the state the stream wrote after the refresh (a full snapshot, not a
 	// delta over the old definition's chain).
@@ -137,6 +145,10 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	run(newCfg, "run", "stream")
 	run(newCfg, "run", "merge-late")
 	checkRefreshTables(t, lake, all)
+	out, err := runGenCLI(t, "graph", "--status", "--config", newCfg)
+	if err != nil || !strings.Contains(out, "gold     g5: version") || !strings.Contains(out, "up to date") || !strings.Contains(out, "0 late rows pending") {
+		t.Errorf("graph --status: %v\n%s", err, out)
+	}
 	// A second refresh rebuilds the same tables.
 	run(newCfg, "run", "refresh", "--table", "g5")
 	checkRefreshTables(t, lake, all)
@@ -204,4 +216,37 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 			}
 		}
 	}
+}
+
+// checkGraphNode checks one node of the status graph (report --json): its late rows pending
+// (-1: not checked) and the upstream versions it has not consumed.
+func checkGraphNode(t *testing.T, cfg, id string, pending, behind int64) {
+	t.Helper()
+	out, err := runGenCLI(t, "report", "--json", "--config", cfg)
+	if err != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	var rep struct {
+		Graph struct {
+			Nodes []struct {
+				ID          string `json:"id"`
+				Exists      bool   `json:"exists"`
+				Behind      *int64 `json:"behind_versions"`
+				LatePending *int64 `json:"late_rows_pending"`
+			} `json:"nodes"`
+		} `json:"graph"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	for _, n := range rep.Graph.Nodes {
+		if n.ID != id {
+			continue
+		}
+		if !n.Exists || n.Behind == nil || *n.Behind != behind || (pending >= 0 && (n.LatePending == nil || *n.LatePending != pending)) {
+			t.Errorf("graph node %s: %s; want %d behind, %d late rows pending", id, out[strings.Index(out, `"id":"`+id):][:200], behind, pending)
+		}
+		return
+	}
+	t.Errorf("the graph has no node %s", id)
 }
