@@ -125,7 +125,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
 	}
 	checkRefreshTables(t, lake, all)
-	checkGraphNode(t, newCfg, "gold:g5", 0, 0) // in the rebuilt windows: not pending any more
+	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
 	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
 
 	// On time into the windows open at the refresh (03:45 on), later data, and late rows.
