@@ -2,7 +2,9 @@ package crash
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/tests/crash/lakecheck"
 )
 
 // TestCrashKillRefresh: run refresh --table g5 after g5's definition changed (5m -> 10m
-// windows), SIGKILLed at random instants until it completes, then the stream and merge-late
+// windows), SIGKILLed at random instants until it completes (after each kill, a gold table the
+// refresh committed names a state the stream can restore), then the stream and merge-late
 // over the rest of the data: the crashed lake's gold tables equal those of a lake where the
 // refresh ran once uninterrupted (a kill before the commit leaves the old table and state, one
 // after it a rebuilt table a rerun rebuilds alike).
@@ -78,6 +83,7 @@ func TestCrashKillRefresh(t *testing.T) {
 			t.Fatalf("%d kills in %d tries: refresh ends before the kill (%v uninterrupted)", k.kills, tries, clean)
 		}
 		k.run("refresh", "--table", "g5")
+		checkRefreshState(t, crashLake)
 	}
 	lakecheck.MustRun(t, bin, nil, "run", "refresh", "--table", "g5", "--config", cfgs[crashLake][1])
 	for _, lake := range []string{cleanLake, crashLake} {
@@ -112,4 +118,34 @@ func TestCrashKillRefresh(t *testing.T) {
 		}
 	}
 	t.Logf("SUMMARY refresh crash: seed %d, %d kills, %d runs completed, %d failed; refresh %v uninterrupted", seed, k.kills, k.completed, k.failed, clean)
+}
+
+// checkRefreshState: when gold/g5 records a refresh (stream.PropRefresh), the state object it
+// names is under the checkpoint: a commit never lands before the state it points to.
+func checkRefreshState(t *testing.T, lake string) {
+	t.Helper()
+	snap, err := table.Open(open(t, lake, "gold/g5"), table.Options{}).Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := snap.Metadata().Configuration[stream.PropRefresh]
+	if !ok {
+		return
+	}
+	var mark struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(raw), &mark); err != nil || mark.State == "" {
+		t.Fatalf("%s = %q: %v", stream.PropRefresh, raw, err)
+	}
+	found := false
+	_ = filepath.WalkDir(lake, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, string(filepath.Separator)+filepath.FromSlash(mark.State)) {
+			found = true
+		}
+		return nil
+	})
+	if !found {
+		t.Fatalf("gold/g5 (version %d) names refresh state %s, which is not in the lake", snap.Version(), mark.State)
+	}
 }
