@@ -46,6 +46,12 @@ func refreshConfig(t *testing.T, lake string, newDef bool) string {
     aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total}]
 `
 	}
+	// s10: sliding windows, unchanged, refreshed too (its open windows overlap closed ones).
+	g += `  - name: s10
+    window: {type: sliding, size: 10m, slide: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+`
 	cfg := "lake: " + lake + "\n" + testutil.EventsSchema + "stream: {watermark: 10m, dedup: [event_id]}\ngold:\n" + g
 	path := filepath.Join(t.TempDir(), "pipeline.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -124,6 +130,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	if d, _ := res["refreshed"].([]any); len(d) != 1 {
 		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
 	}
+	run(newCfg, "run", "refresh", "--table", "s10")
 	checkRefreshTables(t, lake, all)
 	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
 	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
@@ -154,8 +161,8 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	checkRefreshTables(t, lake, all)
 }
 
-// checkRefreshTables compares gold g5 (10m windows) and g1h with a group-by of events over
-// the windows closed by the watermark (the latest event time - 10m), both ways.
+// checkRefreshTables compares gold g5 (10m windows), g1h and s10 (10m every 5m) with a group-by
+// of events over the windows closed by the watermark (the latest event time - 10m), both ways.
 func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	t.Helper()
 	var maxAt time.Time
@@ -166,18 +173,19 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	}
 	wm := maxAt.Add(-10 * time.Minute)
 	for _, tc := range []struct {
-		table string
-		size  time.Duration
-	}{{"gold/g5", 10 * time.Minute}, {"gold/g1h", time.Hour}} {
+		table       string
+		size, slide time.Duration
+	}{{"gold/g5", 10 * time.Minute, 10 * time.Minute}, {"gold/g1h", time.Hour, time.Hour}, {"gold/s10", 10 * time.Minute, 5 * time.Minute}} {
 		want := map[string][2]int64{}
 		for _, e := range events {
-			start := e.at.Truncate(tc.size)
-			if start.Add(tc.size).After(wm) {
-				continue
+			for start := e.at.Truncate(tc.slide); start.Add(tc.size).After(e.at); start = start.Add(-tc.slide) {
+				if start.Add(tc.size).After(wm) {
+					continue
+				}
+				k := start.Format(time.RFC3339) + "/" + e.typ
+				v := want[k]
+				want[k] = [2]int64{v[0] + 1, v[1] + e.amount}
 			}
-			k := start.Format(time.RFC3339) + "/" + e.typ
-			v := want[k]
-			want[k] = [2]int64{v[0] + 1, v[1] + e.amount}
 		}
 		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, tc.table), "--format", "jsonl")
 		if err != nil {
@@ -249,4 +257,20 @@ func checkGraphNode(t *testing.T, cfg, id string, pending, behind int64) {
 		return
 	}
 	t.Errorf("the graph has no node %s", id)
+}
+
+// TestRefreshGoldOverJoinRefused: a gold over a join is not rebuilt by refresh; it is refused
+// (exit 1, nothing written) naming the gold, the join and the way out.
+func TestRefreshGoldOverJoinRefused(t *testing.T) {
+	lake := t.TempDir()
+	cfg := joinGoldConfig(t, lake)
+	h12 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	landingFile(t, lake, "landing/events", "part-0.json", hourLines("event_id", "event_time", h12))
+	out, err := runGenCLI(t, "run", "refresh", "--table", "ec_5m", "--config", cfg)
+	if err == nil || !strings.Contains(out, "full refresh refused: gold ec_5m is over join ec") || !strings.Contains(out, "docs/schema-evolution.md") {
+		t.Fatalf("refresh of a gold over a join: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(lake, "gold", "ec_5m")); !os.IsNotExist(err) {
+		t.Errorf("a refused refresh wrote gold/ec_5m: %v", err)
+	}
 }
