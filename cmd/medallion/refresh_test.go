@@ -260,7 +260,8 @@ func checkGraphNode(t *testing.T, cfg, id string, pending, behind int64) {
 }
 
 // TestRefreshGoldOverJoinRefused: a gold over a join is not rebuilt by refresh; it is refused
-// (exit 1, nothing written) naming the gold, the join and the way out.
+// (exit 1, nothing written) naming the gold, the join and the way out. Then the status graph's
+// freshness of a join and its gold: the silver versions the join has not read, summed.
 func TestRefreshGoldOverJoinRefused(t *testing.T) {
 	lake := t.TempDir()
 	cfg := joinGoldConfig(t, lake)
@@ -273,4 +274,24 @@ func TestRefreshGoldOverJoinRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lake, "gold", "ec_5m")); !os.IsNotExist(err) {
 		t.Errorf("a refused refresh wrote gold/ec_5m: %v", err)
 	}
+
+	landingFile(t, lake, "landing/clicks", "part-0.json", hourLines("click_id", "click_time", h12))
+	for _, args := range [][]string{{"run", "ingest"}, {"run", "stream"}} {
+		if out, err := runGenCLI(t, append(args, "--config", cfg)...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	checkGraphNode(t, cfg, "join:ec", -1, 0)
+	checkGraphNode(t, cfg, "gold:ec_5m", 0, 0)
+	// New events and clicks through silver only: the join has not read either new version.
+	h13 := h12.Add(time.Hour)
+	landingFile(t, lake, "landing/events", "part-1.json", hourLines("event_id", "event_time", h13))
+	landingFile(t, lake, "landing/clicks", "part-1.json", hourLines("click_id", "click_time", h13))
+	for _, args := range [][]string{{"run", "ingest"}, {"run", "stream", "--source", "events"}, {"run", "stream", "--source", "clicks"}} {
+		if out, err := runGenCLI(t, append(args, "--config", cfg)...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	checkGraphNode(t, cfg, "join:ec", -1, 2)
+	checkGraphNode(t, cfg, "gold:ec_5m", 0, 2)
 }
