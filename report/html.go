@@ -92,9 +92,7 @@ func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 		if err != nil {
 			return nil, err
 		}
-		if r.Graph, err = PipelineGraph(ctx, lake, cfg); err != nil {
-			return nil, err
-		}
+		r.addGraph(ctx, lake, cfg)
 		return r, nil
 	}
 	// Every source from its single-source view (its own bronze, lag, checkpoint and the
@@ -135,9 +133,7 @@ func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 		return nil, err
 	}
 	r.Tables = append(tables, joinTables...)
-	if r.Graph, err = PipelineGraph(ctx, lake, cfg); err != nil {
-		return nil, err
-	}
+	r.addGraph(ctx, lake, cfg)
 	limit := opts.MaxBatches
 	if limit == 0 {
 		limit = DefaultMaxBatches
@@ -147,6 +143,17 @@ func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 	}
 	r.Source = cfg.Source()
 	return r, nil
+}
+
+// addGraph reads the pipeline graph into r.Graph; a checkpoint or log it cannot read leaves the
+// graph out with a problem, not the whole page.
+func (r *Report) addGraph(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) {
+	g, err := PipelineGraph(ctx, lake, cfg)
+	if err != nil {
+		r.Problems = append(r.Problems, "pipeline graph: "+err.Error())
+		return
+	}
+	r.Graph = g
 }
 
 // buildSource is Build for one source (a single-source config or a source's view).
