@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/late"
@@ -45,6 +46,15 @@ func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
 		q, ok := goldQuery(env, name)
 		if !ok {
 			return rep, fmt.Errorf("jobs: no streaming query holds gold %s", name)
+		}
+		// A serve running the stream would write batches under the old state meanwhile.
+		holder, err := NewLeases(env.Lake, "", time.Minute, env.Clock).Holder(ctx, "stream")
+		if err != nil {
+			return rep, err
+		}
+		if holder != "" {
+			return rep, fmt.Errorf("%w: the stream's lease is held by %s (a serve running it): stop it, then refresh %s",
+				stream.ErrRefreshRefused, holder, name)
 		}
 		gr, err := stream.RefreshGold(ctx, stream.Options{Lake: env.Lake, Query: q, Clock: env.Clock, Logger: env.Logger}, name)
 		rep.Gold = &gr
