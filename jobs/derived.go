@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/late"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/spec"
 )
 
 // Derive keeps every derived table of the config (gold over another gold,
@@ -22,17 +25,68 @@ func Derive(ctx context.Context, env Env) ([]late.DeriveReport, error) {
 	return late.DeriveAll(ctx, late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}, ds)
 }
 
-// Refresh rebuilds the derived table name and the derived tables below it, each in one
-// overwrite (late.RefreshDerived). A gold over a source or a join is refused
-// (late.ErrNotDerived): it is rebuilt from silver by replay, not by a refresh.
-func Refresh(ctx context.Context, env Env, name string) ([]late.DeriveReport, error) {
+// Refresh rebuilds the table name and the derived tables below it, each in one overwrite:
+// a derived table from its upstream (late.RefreshDerived), a gold over a source from that
+// source's silver, with the stream's state of the gold rebuilt alike (stream.RefreshGold:
+// the way out when its definition changes). A gold over a join is refused with
+// stream.ErrRefreshRefused, saying what to do instead.
+func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
+	var rep RefreshReport
 	ds := specs.Derived(env.Config)
-	reps, err := late.RefreshDerived(ctx, late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}, ds, name)
-	if errors.Is(err, late.ErrNotDerived) {
-		return nil, fmt.Errorf("%w: %s is not a derived table; a gold over a source or a join is rebuilt with run replay "+
-			"(docs/derived-tables.md)", err, name)
+	lopts := late.Options{Lake: env.Lake, Clock: env.clock, Logger: env.Logger}
+	g, ok := env.Config.GoldByName(name)
+	if !ok {
+		return rep, fmt.Errorf("%w: %s is not a table of the config", late.ErrNotDerived, name)
 	}
-	return reps, err
+	if !env.Config.IsDerived(*g) {
+		if _, ok := env.Config.JoinByName(env.Config.GoldSource(*g)); ok {
+			return rep, fmt.Errorf("%w: gold %s is over join %s, which refresh does not rebuild yet; after a definition change, "+
+				"do a full refresh of the join (docs/schema-evolution.md)", stream.ErrRefreshRefused, name, env.Config.GoldSource(*g))
+		}
+		q, ok := goldQuery(env, name)
+		if !ok {
+			return rep, fmt.Errorf("jobs: no streaming query holds gold %s", name)
+		}
+		// A serve running the stream would write batches under the old state meanwhile.
+		holder, err := NewLeases(env.Lake, "", time.Minute, env.Clock).Holder(ctx, "stream")
+		if err != nil {
+			return rep, err
+		}
+		if holder != "" {
+			return rep, fmt.Errorf("%w: the stream's lease is held by %s (a serve running it): stop it, then refresh %s",
+				stream.ErrRefreshRefused, holder, name)
+		}
+		gr, err := stream.RefreshGold(ctx, stream.Options{Lake: env.Lake, Query: q, Clock: env.Clock, Logger: env.Logger}, name)
+		rep.Gold = &gr
+		if err != nil {
+			return rep, err
+		}
+	}
+	reps, err := late.RefreshDerived(ctx, lopts, ds, name)
+	rep.Derived = reps
+	if errors.Is(err, late.ErrNotDerived) && rep.Gold != nil {
+		err = nil // a gold with no derived table below it
+	}
+	return rep, err
+}
+
+// RefreshReport is what Refresh did: the gold over a source it rebuilt (nil for a derived
+// table), then each derived table, in order.
+type RefreshReport struct {
+	Gold    *stream.RefreshReport `json:"gold,omitempty"`
+	Derived []late.DeriveReport   `json:"refreshed"`
+}
+
+// goldQuery is the streaming query (of a source) that holds gold name.
+func goldQuery(env Env, name string) (spec.Query, bool) {
+	for _, q := range specs.Queries(env.Config) {
+		for _, g := range q.Gold {
+			if g.Name == name {
+				return q, true
+			}
+		}
+	}
+	return spec.Query{}, false
 }
 
 // WithDerived runs Derive after a job that changes gold tables (stream, merge-late, replay)

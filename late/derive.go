@@ -88,16 +88,19 @@ func DeriveAll(ctx context.Context, opts Options, ds []spec.Derived) ([]DeriveRe
 // ErrNotDerived reports a refresh of a table that is not a derived table.
 var ErrNotDerived = errors.New("late: not a derived table")
 
-// RefreshDerived rebuilds the derived table name and every derived table below it (in the
-// order of ds, each after its upstream): each from scratch from its upstream at its latest
+// RefreshDerived rebuilds the derived table name (when it is one: a gold over a source just
+// refreshed names itself) and every derived table below it (in the order of ds, each after
+// its upstream): each from scratch from its upstream at its latest
 // version, committed as one overwrite of the whole table that records both positions, so that
 // readers see the old table or the rebuilt one and the next pass starts from the rebuild.
 // With the change data feed on, the overwrite's change rows are the difference (update pairs
-// for the rows that differ, nothing for the rows that were right). A changed definition is
-// refused as by a pass (ErrDefinitionChanged): the overwrite keeps the table's columns.
+// for the rows that differ, nothing for the rows that were right). A changed definition (or
+// upstream columns changed by a refresh of the upstream) is the way a refresh is meant for:
+// the table is replaced with the new columns (table.Replace), where a pass refuses it
+// (ErrDefinitionChanged). ErrNotDerived: name is neither a derived table nor the upstream of one.
 func RefreshDerived(ctx context.Context, opts Options, ds []spec.Derived, name string) ([]DeriveReport, error) {
 	opts.defaults()
-	if !slices.ContainsFunc(ds, func(d spec.Derived) bool { return d.Name == name }) {
+	if !slices.ContainsFunc(ds, func(d spec.Derived) bool { return d.Name == name || d.Upstream == name }) {
 		return nil, fmt.Errorf("%w: %s", ErrNotDerived, name)
 	}
 	below := map[string]bool{name: true}
@@ -183,8 +186,9 @@ func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived, whole bool)
 	if err != nil {
 		return rep, err
 	}
-	if err := dp.sameDefinition(snap); err != nil {
-		return rep, err
+	changed := dp.sameDefinition(snap)
+	if changed != nil && !whole {
+		return rep, changed
 	}
 	rep.ToVersion, rep.WatermarkMs = upSnap.Version(), wm
 	from, seen := snap.TxnVersion(DerivedApp + d.Name)
@@ -207,8 +211,21 @@ func deriveOnce(ctx context.Context, opts *Options, d *spec.Derived, whole bool)
 		return rep, err
 	}
 	rep.UpstreamRows = n
-	res, err := dp.rewrite(ctx, out, snap, wins, whole, rows, []table.AppTxn{
-		{AppID: DerivedApp + d.Name, Version: upSnap.Version()}, {AppID: DerivedWatermarkApp + d.Name, Version: wm}})
+	txns := []table.AppTxn{{AppID: DerivedApp + d.Name, Version: upSnap.Version()}, {AppID: DerivedWatermarkApp + d.Name, Version: wm}}
+	if changed != nil {
+		// A refresh under a changed definition: the table's columns are replaced with the rows.
+		var batches []*pq.Batch
+		if rows.Len() > 0 {
+			batches = []*pq.Batch{rows}
+		}
+		res, err := out.Replace(ctx, table.Replace{Snapshot: snap, Schema: dp.schema, Rows: batches, Txns: txns})
+		if err != nil {
+			return rep, fmt.Errorf("derived table %s: %w", d.Name, err)
+		}
+		rep.Commit, rep.RowsAdded, rep.Note = &res.Version, res.RowsWritten, "definition changed: table replaced with its new columns"
+		return rep, nil
+	}
+	res, err := dp.rewrite(ctx, out, snap, wins, whole, rows, txns)
 	if err != nil {
 		return rep, err
 	}

@@ -273,7 +273,11 @@ func TestRefreshDerived(t *testing.T) {
 	if reps, err := RefreshDerived(ctx, o, ds, "d30"); err != nil || len(reps) != 1 {
 		t.Errorf("refresh of the last level: %+v, %v", reps, err)
 	}
-	if _, err := RefreshDerived(ctx, o, ds, "t5"); !errors.Is(err, ErrNotDerived) {
-		t.Errorf("refresh of a gold over a source: %v, want ErrNotDerived", err)
+	// A gold over a source (refreshed by the stream package) names the tables below it.
+	if reps, err := RefreshDerived(ctx, o, ds, "t5"); err != nil || len(reps) != len(ds) {
+		t.Errorf("refresh below a gold over a source: %+v, %v", reps, err)
+	}
+	if _, err := RefreshDerived(ctx, o, ds, "nope"); !errors.Is(err, ErrNotDerived) {
+		t.Errorf("refresh of a table that is none: %v, want ErrNotDerived", err)
 	}
 }

@@ -56,6 +56,9 @@ type Report struct {
 	Sources []*Report
 	// Joins are the join queries' panels (several-source configs).
 	Joins []JoinPanel
+	// Graph is the pipeline graph with each node's version, freshness and late rows pending
+	// (nil when it could not be read; the report of one source of several has none).
+	Graph *GraphStatus
 }
 
 // JobStatus is one scheduled job as serve's page shows it.
@@ -85,7 +88,12 @@ func (j JobStatus) Duration() time.Duration {
 // bronze or progress yet gives a report that says so; only storage errors fail.
 func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts ReportOptions) (*Report, error) {
 	if !cfg.MultiSource() {
-		return buildSource(ctx, lake, cfg, opts)
+		r, err := buildSource(ctx, lake, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		r.addGraph(ctx, lake, cfg)
+		return r, nil
 	}
 	// Every source from its single-source view (its own bronze, lag, checkpoint and the
 	// aggregations over it), the top-level one as the report itself; then the joins.
@@ -120,20 +128,32 @@ func Build(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline, opts
 			joinTables = append(joinTables, TableStatus{Role: "quarantine " + g.Name, Path: g.Quarantine}, TableStatus{Role: "gold " + g.Name, Path: g.Table})
 		}
 	}
-	if err := tableStatuses(ctx, lake, joinTables); err != nil {
+	err := tableStatuses(ctx, lake, joinTables)
+	if err != nil {
 		return nil, err
 	}
 	r.Tables = append(tables, joinTables...)
+	r.addGraph(ctx, lake, cfg)
 	limit := opts.MaxBatches
 	if limit == 0 {
 		limit = DefaultMaxBatches
 	}
-	var err error
 	if r.Joins, err = JoinPanels(ctx, lake, cfg, limit); err != nil {
 		return nil, err
 	}
 	r.Source = cfg.Source()
 	return r, nil
+}
+
+// addGraph reads the pipeline graph into r.Graph; a checkpoint or log it cannot read leaves the
+// graph out with a problem, not the whole page.
+func (r *Report) addGraph(ctx context.Context, lake objstore.Bucket, cfg *config.Pipeline) {
+	g, err := PipelineGraph(ctx, lake, cfg)
+	if err != nil {
+		r.Problems = append(r.Problems, "pipeline graph: "+err.Error())
+		return
+	}
+	r.Graph = g
 }
 
 // buildSource is Build for one source (a single-source config or a source's view).
@@ -531,7 +551,7 @@ func optLag(ms *int64) string {
 // pageData is what the template reads.
 type pageData struct {
 	*Report
-	LagSVG                                               string
+	LagSVG, GraphSVG                                     string
 	RateSVG, DurationSVG, LateSVG, LateHourSVG, StateSVG string
 	Stream                                               *streamSummary
 	// Expectations and ExpectationSVG: the data-quality section (absent without expectations).
@@ -543,6 +563,9 @@ type pageData struct {
 // nothing fetched, so it works offline and can be attached to a ticket.
 func (r *Report) WriteHTML(w io.Writer) error {
 	d := pageData{Report: r, Stream: r.summary()}
+	if r.Graph != nil {
+		d.GraphSVG = r.Graph.SVG()
+	}
 	if r.Lag != nil {
 		d.LagSVG = LagChart(r.Lag).SVG()
 	}
@@ -668,6 +691,14 @@ maximum event time minus the watermark, so its counts differ (usually lower). Pe
 <tr><td>total</td><td></td><td></td><td></td><td class="num" id="kafka-total-lag">{{.Total}}</td></tr>
 </table>
 {{- end}}
+</section>
+{{- end}}
+
+{{- if .Graph}}
+<section id="graph">
+<h2>Pipeline graph</h2>
+<div class="note">Each table's version; freshness: the upstream versions its query (or, for a derived table, its last pass) has not read yet; late rows pending: quarantine rows merge-late has not folded in. Hover a node for its path and the watermark its windows are complete to.</div>
+<div class="chart">{{svg $.GraphSVG}}</div>
 </section>
 {{- end}}
 
@@ -815,22 +846,23 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
 	out := struct {
-		Generated  string      `json:"generated"`
-		Source     string      `json:"source"`
-		Lake       string      `json:"lake"`
-		Lag        *LagReport  `json:"lag"`
-		LagProblem string      `json:"lag_problem,omitempty"`
-		Tables     []table     `json:"tables"`
-		Checkpoint string      `json:"checkpoint"`
-		Gold       []string    `json:"gold"`
-		Batches    []batch     `json:"batches"`
-		Problems   []string    `json:"problems"`
-		Jobs       []JobStatus `json:"jobs,omitempty"`
-		KafkaLag   *KafkaLag   `json:"kafka_lag,omitempty"`
-		Name       string      `json:"name,omitempty"`
-		Sources    []SourceRow `json:"sources,omitempty"`
-		Joins      []JoinPanel `json:"joins,omitempty"`
-	}{Name: r.Name, Sources: r.SourceRows(), Joins: r.Joins, KafkaLag: r.KafkaLag, Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
+		Generated  string       `json:"generated"`
+		Source     string       `json:"source"`
+		Lake       string       `json:"lake"`
+		Lag        *LagReport   `json:"lag"`
+		LagProblem string       `json:"lag_problem,omitempty"`
+		Tables     []table      `json:"tables"`
+		Checkpoint string       `json:"checkpoint"`
+		Gold       []string     `json:"gold"`
+		Batches    []batch      `json:"batches"`
+		Problems   []string     `json:"problems"`
+		Jobs       []JobStatus  `json:"jobs,omitempty"`
+		KafkaLag   *KafkaLag    `json:"kafka_lag,omitempty"`
+		Name       string       `json:"name,omitempty"`
+		Sources    []SourceRow  `json:"sources,omitempty"`
+		Joins      []JoinPanel  `json:"joins,omitempty"`
+		Graph      *GraphStatus `json:"graph,omitempty"`
+	}{Graph: r.Graph, Name: r.Name, Sources: r.SourceRows(), Joins: r.Joins, KafkaLag: r.KafkaLag, Jobs: r.Jobs, Generated: rfc(r.Generated), Source: r.Source, Lake: r.Lake, Lag: r.Lag, LagProblem: r.LagProblem,
 		Tables: []table{}, Checkpoint: r.Checkpoint, Gold: r.Gold, Batches: []batch{}, Problems: r.Problems}
 	if out.Problems == nil {
 		out.Problems = []string{}

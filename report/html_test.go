@@ -167,8 +167,18 @@ func TestBuildReportFromLake(t *testing.T) {
 	if strings.Contains(s, "stateStoreSave") {
 		t.Errorf("the page names a state operator instead of its aggregation")
 	}
-	if n := strings.Count(s, "<svg "); n != 6 {
-		t.Errorf("%d charts, want lag + 5 progress charts", n)
+	if n := strings.Count(s, "<svg "); n != 7 {
+		t.Errorf("%d charts, want lag, the pipeline graph and 5 progress charts", n)
+	}
+	// The graph: landing, bronze, silver and both golds, with their tables' versions.
+	if rep.Graph == nil || len(rep.Graph.Nodes) != 3+len(cfg.Gold) {
+		t.Fatalf("graph %+v", rep.Graph)
+	}
+	for _, want := range []string{`id="node-landing-events"`, `id="node-bronze-events"`, `id="node-silver-events"`,
+		`id="node-gold-events_5m"`, `id="node-gold-events_1h"`, fmt.Sprintf("version %d</text>", len(groups))} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the graph lacks %q", want)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/medallion-lake/medallion/config"
 )
 
 // FormatLag prints a lag for people, with about three significant figures: "850ms", "1.99s",
@@ -361,4 +363,35 @@ func (r *LagReport) MarshalJSON() ([]byte, error) {
 		out.Quarantine = append(out.Quarantine, jq)
 	}
 	return json.Marshal(out)
+}
+
+// WriteText prints the graph's nodes, one line each in graph order: kind, name, table version,
+// freshness, the watermark its windows are complete to and the late rows pending (the same
+// figures as the status page's graph).
+func (g *GraphStatus) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, n := range g.Nodes {
+		fmt.Fprintf(&b, "%-8s %s", n.Kind, n.Name)
+		switch {
+		case n.Kind == config.NodeLanding:
+			fmt.Fprintf(&b, ": %s\n", n.Path)
+			continue
+		case !n.Exists:
+			b.WriteString(": no table yet")
+		default:
+			fmt.Fprintf(&b, ": version %d", n.Version)
+		}
+		if f := n.Freshness(); f != "" {
+			b.WriteString(", " + f)
+		}
+		if wm := n.watermarkText(); wm != "" {
+			b.WriteString(", windows complete to " + wm)
+		}
+		if n.LatePending >= 0 {
+			fmt.Fprintf(&b, ", %s late rows pending", groupDigits(n.LatePending))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -56,21 +56,7 @@ func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateRead
 // batch's txn.
 func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, delta []byte)) (aggStats, error) {
 	ap, n, txn, ab := a.ap, b.n, b.txn, a.ab
-	in := &ab.in
-	in.EventTime = a.selEvt
-	in.Keys.Reset()
-	if len(ap.keyCols) > 0 {
-		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(a.sel), len(ap.keyCols)))
-		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(a.sel)+1)
-		for _, j := range a.sel {
-			b := a.rows.Batches[a.rows.Batch[j]]
-			for _, c := range ap.keyCols {
-				in.Keys.Data = pq.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
-			}
-			in.Keys.EndValue()
-		}
-	}
-	a.fillColumns()
+	in := a.input()
 	// The emitted rows go straight from the state into gold's columns.
 	gb, err := pq.NewBatch(ap.schema)
 	if err != nil {
@@ -141,6 +127,27 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 		b.marks.wrote(a.gold, wr.Version, wr.Skipped)
 	}
 	return as, nil
+}
+
+// input builds the aggregation's input from the selected rows (event times, group keys, the
+// aggregated columns) in a.ab and returns it.
+func (a *aggRun) input() *gold.Input {
+	ap, in := a.ap, &a.ab.in
+	in.EventTime = a.selEvt
+	in.Keys.Reset()
+	if len(ap.keyCols) > 0 {
+		in.Keys.Data = slices.Grow(in.Keys.Data, silver.KeyBytesEstimate(len(a.sel), len(ap.keyCols)))
+		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(a.sel)+1)
+		for _, j := range a.sel {
+			b := a.rows.Batches[a.rows.Batch[j]]
+			for _, c := range ap.keyCols {
+				in.Keys.Data = pq.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
+			}
+			in.Keys.EndValue()
+		}
+	}
+	a.fillColumns()
+	return in
 }
 
 // aggFullSnapshot says whether this batch writes the aggregations' full states: every

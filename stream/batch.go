@@ -117,11 +117,25 @@ func (r *sourceQuery) plan(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	aggs, deltas, err := restoreAggs(ctx, p.aggs, v, sections, r.e.stateSections)
+	refreshed := make([]*gold.Aggregation, len(p.aggs))
+	anyRefreshed := false
+	for i, ap := range p.aggs {
+		var ok bool
+		if refreshed[i], ok, err = refreshedState(ctx, r, i, ap, v); err != nil {
+			return false, err
+		}
+		anyRefreshed = anyRefreshed || ok
+	}
+	aggs, deltas, err := restoreAggs(ctx, p.aggs, v, sections, r.e.stateSections, refreshed)
 	if err != nil {
 		return false, fmt.Errorf("stream: %w", err)
 	}
 	r.state.aggDeltas = deltas
+	if anyRefreshed {
+		// The next batch writes full snapshots: no later restore walks back past the refresh
+		// into state written under the old definition.
+		r.state.aggDeltas = max(deltas, r.q.State.MinDeltasForSnapshot)
+	}
 	if s, ok := sections["idle"]; ok {
 		var err error
 		if r.idle.lastDataMs, r.idle.baseWM, err = decodeIdle(s); err != nil {

@@ -197,7 +197,12 @@ func queryDefinedTables(q *spec.Query, silverT *table.Table, golds []*table.Tabl
 	ts := []definedTable{silverDefinedTable(q, silverT, refresh)}
 	for i := range q.Gold {
 		g := &q.Gold[i]
-		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name, def: goldDefinition(g, q.Rules.EventTime), wayOut: refresh})
+		way := refresh
+		if !g.Window.Session && (g.OutputMode == "" || g.OutputMode == spec.OutputAppend) {
+			way = fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
+				"from silver under the new definition (docs/derived-tables.md)", g.Name)
+		}
+		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name, def: goldDefinition(g, q.Rules.EventTime), wayOut: way})
 	}
 	return ts
 }

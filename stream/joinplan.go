@@ -75,7 +75,7 @@ func (r *joinQuery) plan(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	aggs, aggDeltas, err := restoreAggs(ctx, p.agg.aggs, v, sections, r.e.stateSections)
+	aggs, aggDeltas, err := restoreAggs(ctx, p.agg.aggs, v, sections, r.e.stateSections, nil)
 	if err != nil {
 		return false, fmt.Errorf("stream: join %s: %w", r.j.Name, err)
 	}

@@ -144,10 +144,17 @@ func (c chain[T]) restore(ctx context.Context, v int64, sections map[string][]by
 
 // restoreAggs rebuilds the state of version v of each aggregation and returns the most
 // deltas one of them replayed.
-func restoreAggs(ctx context.Context, aps []*aggPlan, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error)) ([]*gold.Aggregation, int, error) {
+// refreshed[i], when set, is aggregation i's state of version v as a full refresh left it
+// (refreshedState): its chain, written under the definition before the refresh, is not read.
+func restoreAggs(ctx context.Context, aps []*aggPlan, v int64, sections map[string][]byte, read func(context.Context, int64) (map[string][]byte, error),
+	refreshed []*gold.Aggregation) ([]*gold.Aggregation, int, error) {
 	aggs := make([]*gold.Aggregation, len(aps))
 	most := 0
 	for i, ap := range aps {
+		if i < len(refreshed) && refreshed[i] != nil {
+			aggs[i] = refreshed[i]
+			continue
+		}
 		fail := func(v int64, err error) error { return fmt.Errorf("%s: %w", checkpoint.StateKey(v), err) }
 		c := chain[*gold.Aggregation]{
 			open: openSnapshot(secAgg+ap.cfg.Name,

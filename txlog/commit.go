@@ -59,11 +59,13 @@ type Transaction struct {
 	txns      map[string]int64
 	domains   map[string]DomainMetadata
 	readWhole bool
-	readPreds []readPredicate
-	readFiles map[string]bool
-	isolation IsolationLevel
-	txnID     string
-	done      bool
+	// replaceAll: the commit removes every file of the read snapshot (ReplaceAllRows).
+	replaceAll bool
+	readPreds  []readPredicate
+	readFiles  map[string]bool
+	isolation  IsolationLevel
+	txnID      string
+	done       bool
 }
 
 // Begin starts a transaction on top of read (nil when creating the table).
@@ -106,6 +108,13 @@ func (tx *Transaction) SetDomain(d DomainMetadata) { tx.domains[d.Domain] = d }
 
 // ReadWholeTable records a read of every file: any concurrent data change conflicts.
 func (tx *Transaction) ReadWholeTable() { tx.readWhole = true }
+
+// ReplaceAllRows says the commit replaces every row of the table it read (removes each of its
+// files, adds the new rows, maybe under a new schema): the one commit on a table with the
+// change data feed on that needs no change files, since a reader's inference from its adds
+// and removes (every old row deleted, every new one inserted) is exactly the change. It
+// implies ReadWholeTable; Commit refuses it unless every file of the read snapshot is removed.
+func (tx *Transaction) ReplaceAllRows() { tx.replaceAll, tx.readWhole = true, true }
 
 // ReadPredicate records a read of the partitions matching match: concurrent adds whose
 // partition values match conflict (on an unpartitioned table, every concurrent add does).
@@ -207,7 +216,11 @@ func (tx *Transaction) validate() (Protocol, Metadata, error) {
 	if err := CheckWrite(p, m, kind); err != nil {
 		return p, m, err
 	}
-	if err := tx.checkChangeData(m, kind); err != nil {
+	if tx.replaceAll {
+		if err := tx.checkReplacesAll(); err != nil {
+			return p, m, err
+		}
+	} else if err := tx.checkChangeData(m, kind); err != nil {
 		return p, m, err
 	}
 	if tx.metadata != nil {
@@ -612,4 +625,21 @@ func (tx *Transaction) checkConflict(v int64, actions []Action) error {
 // sleep waits the backoff of the attempt-th lost race, or until ctx is done.
 func (tx *Transaction) sleep(ctx context.Context, attempt int) error {
 	return backoff.Backoff{Min: tx.log.backoffMin, Max: tx.log.backoffMax}.Sleep(ctx, attempt)
+}
+
+// checkReplacesAll holds a ReplaceAllRows commit to removing every file of its read snapshot.
+func (tx *Transaction) checkReplacesAll() error {
+	if tx.read == nil {
+		return nil
+	}
+	gone := make(map[string]bool, len(tx.removes))
+	for _, r := range tx.removes {
+		gone[r.Path] = true
+	}
+	for _, a := range tx.read.Files() {
+		if !gone[a.Path] {
+			return fmt.Errorf("txlog: a commit that replaces all rows keeps file %s of version %d", a.Path, tx.read.Version())
+		}
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ const derivedGold = `  - name: g1h
 // TestRunDerivedJobs: with derived tables in the config, every job runs: stream, merge-late
 // and replay keep the levels after their own work and report them under "derived"; --gold
 // naming a derived table keeps the derived tables only; run refresh rebuilds a derived table
-// and the one below it and refuses a gold over a source; init, optimize, vacuum, checkpoint and
+// and the one below it, and a gold over a source with both levels below; init, optimize, vacuum, checkpoint and
 // report take the config.
 func TestRunDerivedJobs(t *testing.T) {
 	lake := t.TempDir()
@@ -71,8 +71,13 @@ func TestRunDerivedJobs(t *testing.T) {
 	if res, _ := sum["result"].(map[string]any); res == nil || len(res["refreshed"].([]any)) != 2 {
 		t.Errorf("refresh of g1h did not rebuild g1h and g1d: %v", sum)
 	}
-	if out, err := runGenCLI(t, "run", "refresh", "--table", "g5", "--config", cfg); err == nil || !strings.Contains(out+err.Error(), "not a derived table") {
-		t.Errorf("refresh of a gold over a source: %v\n%s", err, out)
+	// A gold over a source is rebuilt from silver, and both levels below it from it.
+	sum = run("run", "refresh", "--table", "g5")
+	if res, _ := sum["result"].(map[string]any); res == nil || res["gold"] == nil || len(res["refreshed"].([]any)) != 2 {
+		t.Errorf("refresh of g5 did not rebuild g5, g1h and g1d: %v", sum)
+	}
+	if out, err := runGenCLI(t, "run", "refresh", "--table", "nope", "--config", cfg); err == nil || !strings.Contains(out+err.Error(), "not a gold or derived table") {
+		t.Errorf("refresh of an unknown table: %v\n%s", err, out)
 	}
 	for _, job := range []string{"optimize", "vacuum", "checkpoint"} {
 		run("run", job)

@@ -58,7 +58,7 @@ func shortError(err error) string {
 	// (silver bounds it); so do a table rule's; a refused schema or definition change, and a
 	// refusal by a table feature, end with the ways out (docs/table-features.md).
 	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) && !errors.Is(err, bronze.ErrSchemaChange) &&
-		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, table.ErrIncompatibleSchema) &&
+		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, stream.ErrRefreshRefused) && !errors.Is(err, table.ErrIncompatibleSchema) &&
 		!errors.Is(err, txlog.ErrUnsupportedFeature) && !errors.Is(err, table.ErrRowRuleViolated) {
 		s = s[:maxErrorLen] + "…"
 	}

@@ -47,7 +47,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "merge-late", "--config", cfg, "--gold", "g6"}, 2, `--gold "g6" is not a gold aggregation`},
 		{[]string{"run", "replay", "--config", cfg, "--since", "1h", "--gold", "g6"}, 2, "(it has g5)"},
 		{[]string{"run", "stream", "--config", cfg, "--trigger", "sometimes"}, 2, "--trigger"},
-		{[]string{"run", "refresh", "--config", cfg, "--table", "g5"}, 2, `--table "g5" is not a derived table`},
+		{[]string{"run", "refresh", "--config", cfg, "--table", "g6"}, 2, `--table "g6" is not a gold or derived table`},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		var stdout, stderr bytes.Buffer

@@ -8,16 +8,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/medallion-lake/medallion/config"
+	"github.com/medallion-lake/medallion/jobs"
+	"github.com/medallion-lake/medallion/report"
 )
 
 func newGraphCmd() *cobra.Command {
-	cmd := newConfigCmd("graph --config F [--format text|dot]",
+	cmd := newConfigCmd("graph --config F [--format text|dot] [--status]",
 		"Print the pipeline's tables and flows (sources, silvers, joins, golds, derived tables)",
 		`graph prints the tables the config declares and how rows flow between them: each source's
 landing, bronze and silver, the joins, the gold aggregations over sources and joins, and the
 tables derived from other golds (docs/derived-tables.md), with each gold's level. --format dot
 prints Graphviz DOT (medallion graph --config F --format dot | dot -Tsvg > graph.svg). It reads
-the config only: nothing in the lake is read or written.`,
+the config only, unless --status: then it also reads the lake (never writes it) and prints one
+line a node with its table's version, its freshness (the upstream versions its query has not
+read yet, and the watermark its windows are complete to) and a gold's late rows pending, as the
+status page draws them.`,
 		"override a config key, e.g. --set gold[1].source=events_5m (repeatable)",
 		func(cmd *cobra.Command, path string) error {
 			format, _ := cmd.Flags().GetString("format")
@@ -28,6 +33,12 @@ the config only: nothing in the lake is read or written.`,
 			if err != nil {
 				return err
 			}
+			if status, _ := cmd.Flags().GetBool("status"); status {
+				if format != "text" {
+					return usageError("graph: --status prints text only")
+				}
+				return writeGraphStatus(cmd, cfg, path)
+			}
 			g := cfg.Graph()
 			if format == "dot" {
 				return writeGraphDOT(cmd.OutOrStdout(), g)
@@ -35,7 +46,25 @@ the config only: nothing in the lake is read or written.`,
 			return writeGraphText(cmd.OutOrStdout(), g)
 		})
 	cmd.Flags().String("format", "text", "output format: text or dot")
+	cmd.Flags().Bool("status", false, "read the lake too: each table's version, freshness and late rows pending, one line a node")
 	return cmd
+}
+
+// writeGraphStatus is graph --status: the status page's graph as text (report.GraphStatus).
+func writeGraphStatus(cmd *cobra.Command, cfg *config.Pipeline, path string) error {
+	if err := refuseEmptyLake(cmd.Context(), cfg, path); err != nil {
+		return err
+	}
+	lake, err := jobs.OpenLakeReadOnly(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer lake.Close()
+	g, err := report.PipelineGraph(cmd.Context(), lake, cfg)
+	if err != nil {
+		return err
+	}
+	return g.WriteText(cmd.OutOrStdout())
 }
 
 // writeGraphText prints the graph as sections of lines "name: what <- inputs -> path".

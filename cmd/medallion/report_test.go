@@ -36,8 +36,8 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if n := strings.Count(page, "<svg "); n != 6 {
-		t.Errorf("report.html has %d charts, want 6", n)
+	if n := strings.Count(page, "<svg "); n != 7 {
+		t.Errorf("report.html has %d charts, want 7 (lag, the pipeline graph, 5 progress charts)", n)
 	}
 	js, err := runGenCLI(t, "report", "--config", cfg, "--json")
 	if err != nil {

@@ -39,7 +39,7 @@ chooses); logs go to stderr.`,
 		{"stream", "Run the stream: bronze to silver, quarantine and gold", runStream},
 		{"merge-late", "Fold quarantined late rows back into gold with MERGE", runMergeLate},
 		{"replay", "Recompute a time range of gold and overwrite it with replaceWhere", runReplay},
-		{"refresh", "Rebuild a derived table (and those below it) from its upstream in one overwrite", runRefresh},
+		{"refresh", "Rebuild one gold or derived table (and those below it) from its inputs in one overwrite", runRefresh},
 		{"optimize", "Compact small files of every pipeline table", runOptimize},
 		{"vacuum", "Remove unreferenced files older than the retention, on every pipeline table", runVacuum},
 		{"checkpoint", "Write a checkpoint of every pipeline table", runCheckpoint},
@@ -82,7 +82,7 @@ chooses); logs go to stderr.`,
 			addPublishFlags(cmd)
 		}
 		if job.name == "refresh" {
-			cmd.Flags().String("table", "", "the derived table to rebuild (required)")
+			cmd.Flags().String("table", "", "the gold or derived table to rebuild (required)")
 			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 				path, err := configPath(cmd)
 				if err != nil {
@@ -263,31 +263,29 @@ func runMergeLate(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, e
 }
 
 // refreshTable checks run refresh's --table against the config before anything runs: a
-// name that is not a derived table is a bad command line (exit 2).
+// name that is not a gold or derived table of the config is a bad command line (exit 2).
 func refreshTable(cmd *cobra.Command, cfg *config.Pipeline) error {
 	name, _ := cmd.Flags().GetString("table")
-	if g, ok := cfg.GoldByName(name); ok && cfg.IsDerived(*g) {
+	if _, ok := cfg.GoldByName(name); ok {
 		return nil
 	}
 	var names []string
 	for _, g := range cfg.Gold {
-		if cfg.IsDerived(g) {
-			names = append(names, g.Name)
-		}
+		names = append(names, g.Name)
 	}
-	return usageError("%s: --table %q is not a derived table of the config (derived tables: %s); a gold over a "+
-		"source or a join is rebuilt with run replay", subPath(cmd), name, strings.Join(names, ", "))
+	return usageError("%s: --table %q is not a gold or derived table of the config (it has %s)", subPath(cmd), name, strings.Join(names, ", "))
 }
 
-// runRefresh is run refresh --table NAME: a derived table and the derived tables below it
-// rebuilt from their upstreams in one overwrite each (docs/derived-tables.md).
+// runRefresh is run refresh --table NAME: a gold (from silver, with the stream's state of it)
+// or a derived table (from its upstream), and the derived tables below it, rebuilt in one
+// overwrite each (docs/derived-tables.md).
 func runRefresh(ctx context.Context, cmd *cobra.Command, env jobs.Env) (any, error) {
 	name, _ := cmd.Flags().GetString("table")
-	reps, err := jobs.Refresh(ctx, env, name)
-	if reps == nil {
-		reps = []late.DeriveReport{}
+	rep, err := jobs.Refresh(ctx, env, name)
+	if rep.Derived == nil {
+		rep.Derived = []late.DeriveReport{}
 	}
-	return map[string]any{"refreshed": reps}, err
+	return rep, err
 }
 
 // derivedOnly reports whether --gold names a derived table: merge-late and replay then only

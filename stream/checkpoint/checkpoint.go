@@ -583,3 +583,32 @@ func decodeState(key string, b []byte) (map[string][]byte, error) {
 	}
 	return out, nil
 }
+
+// RefreshPrefix holds the aggregation states full refreshes of golds left (stream's
+// RefreshGold): outside offsets/, commits/ and state/, so Cleanup never removes one that a
+// gold table still names.
+const RefreshPrefix = "refresh/"
+
+// WriteRefresh stores a refresh's state under key (which starts with RefreshPrefix).
+func (d *Dir) WriteRefresh(ctx context.Context, key string, data []byte) error {
+	if !strings.HasPrefix(key, RefreshPrefix) {
+		return fmt.Errorf("stream: checkpoint: %s is not under %s", key, RefreshPrefix)
+	}
+	if err := d.b.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("stream: write checkpoint %s: %w", key, err)
+	}
+	return nil
+}
+
+// ReadRefresh reads what WriteRefresh stored under key.
+func (d *Dir) ReadRefresh(ctx context.Context, key string) ([]byte, error) {
+	if !strings.HasPrefix(key, RefreshPrefix) {
+		return nil, fmt.Errorf("stream: checkpoint: %s is not under %s", key, RefreshPrefix)
+	}
+	rc, err := d.b.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("stream: read checkpoint %s: %w", key, err)
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}

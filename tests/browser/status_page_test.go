@@ -222,6 +222,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 			cut: svgs.flatMap(s => [...s.querySelectorAll(".legend text")].filter(t => {
 				const b = t.getBBox(); return b.x + b.width > s.viewBox.baseVal.width + 0.5 || b.y + b.height > s.viewBox.baseVal.height + 0.5;
 			}).map(t => t.textContent)),
+			// The pipeline graph: a box per node, each line of text inside its box.
+			graphNodes: document.querySelectorAll("#graph g.node").length,
+			graphCut: [...document.querySelectorAll("#graph g.node")].flatMap(g => {
+				const r = g.querySelector("rect").getBBox();
+				return [...g.querySelectorAll("text")].filter(t => t.getBBox().x + t.getBBox().width > r.x + r.width).map(t => t.textContent);
+			}),
 			operators: svgs.flatMap(s => [...s.querySelectorAll(".legend text")].map(t => t.textContent)).filter(n => n.startsWith("stateStoreSave")),
 			// The first point of the input rate: a run's first batch has none to show (not 0).
 			firstInput: ([...document.querySelectorAll("circle title")].map(t => t.textContent).find(t => t.startsWith("input rows/s")) || ""),
@@ -276,6 +282,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if charts < 6 || chartShapes < 6 {
 		t.Errorf("%v charts on the page, %v of them with drawn shapes; want the lag histogram and 5 stream charts", charts, chartShapes)
+	}
+	if n, _ := page["graphNodes"].(float64); n < 4 {
+		t.Errorf("the pipeline graph has %v nodes, want landing, bronze, silver and the gold", n)
+	}
+	if cut, _ := page["graphCut"].([]any); len(cut) > 0 {
+		t.Errorf("graph node text runs out of its box: %v", cut)
 	}
 	if cut, _ := page["cut"].([]any); len(cut) > 0 {
 		t.Errorf("legend entries cut at the chart's edge: %v", cut)

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/internal/testutil"
+)
+
+// refreshEvent is one event the refresh test writes to landing, and the oracle's input.
+type refreshEvent struct {
+	id, typ string
+	amount  int64 // whole units, written as a double: sums stay exact
+	at      time.Time
+}
+
+// refreshConfig is the pipeline of the refresh test: gold g5 over the events and a derived
+// 1h rollup of it; newDef is the changed definition (10-minute windows, a sum added).
+func refreshConfig(t *testing.T, lake string, newDef bool) string {
+	t.Helper()
+	g := `  - name: g5
+    window: {type: tumbling, size: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+  - name: g1h
+    source: g5
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates: [{fn: sum, column: count, as: count}]
+`
+	if newDef {
+		g = `  - name: g5
+    window: {type: tumbling, size: 10m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+  - name: g1h
+    source: g5
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total}]
+`
+	}
+	// s10: sliding windows, unchanged, refreshed too (its open windows overlap closed ones).
+	g += `  - name: s10
+    window: {type: sliding, size: 10m, slide: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+`
+	cfg := "lake: " + lake + "\n" + testutil.EventsSchema + "stream: {watermark: 10m, dedup: [event_id]}\ngold:\n" + g
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRefreshChangedGoldDefinition: the operator changes a gold's definition (window 5m ->
+// 10m, an aggregate added) after the stream has run, with late rows quarantined and not yet
+// merged and windows still open in the stream's state. The stream refuses the new definition
+// and names run refresh; run refresh rebuilds the gold and its derived rollup under the new
+// definition; then more data (on time, into the windows that were open at the refresh, and
+// late), the stream and merge-late: every closed window of both tables equals a plain group-by
+// of all the events the test wrote (no late row counted twice, none lost, the open windows'
+// rows from before the refresh kept).
+func TestRefreshChangedGoldDefinition(t *testing.T) {
+	lake := t.TempDir()
+	rng := rand.New(rand.NewPCG(33, 5))
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var all []refreshEvent
+	n := 0
+	// part writes events at random times in [from, to) (minutes after base) as one landing file.
+	part := func(file string, from, to, count int) {
+		t.Helper()
+		var b strings.Builder
+		for range count {
+			n++
+			e := refreshEvent{id: fmt.Sprintf("e%05d", n), typ: []string{"a", "b", "c"}[rng.IntN(3)], amount: int64(rng.IntN(100)),
+				at: base.Add(time.Duration(from)*time.Minute + time.Duration(rng.Int64N(int64(to-from)*int64(time.Minute)))).Truncate(time.Second)}
+			all = append(all, e)
+			fmt.Fprintf(&b, `{"event_id":%q,"event_type":%q,"amount":%d.0,"event_time":%q}`+"\n", e.id, e.typ, e.amount, e.at.Format(time.RFC3339))
+		}
+		dir := filepath.Join(lake, "landing", "events")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(cfg string, args ...string) map[string]any {
+		t.Helper()
+		out, err := runGenCLI(t, append(args, "--config", cfg)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &sum); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return sum
+	}
+	oldCfg, newCfg := refreshConfig(t, lake, false), refreshConfig(t, lake, true)
+
+	part("p1.jsonl", 0, 180, 600) // 00:00-03:00
+	run(oldCfg, "run", "ingest")
+	run(oldCfg, "run", "stream")
+	// 02:50-03:55 on time, and late rows for the first hour (quarantined, not merged yet).
+	part("p2.jsonl", 170, 235, 200)
+	part("p3.jsonl", 0, 60, 40)
+	run(oldCfg, "run", "ingest")
+	run(oldCfg, "run", "stream")
+
+	// The status graph: g5's quarantine holds the 40 late rows of p3 (their windows closed
+	// before the batch that read them), none merged.
+	checkGraphNode(t, oldCfg, "gold:g5", 40, 0)
+	if out, err := runGenCLI(t, "run", "stream", "--config", newCfg); err == nil || !strings.Contains(out+err.Error(), "run refresh --table g5") {
+		t.Fatalf("the stream under a changed definition: %v\n%s", err, out)
+	}
+	sum := run(newCfg, "run", "refresh", "--table", "g5")
+	res, _ := sum["result"].(map[string]any)
+	if g, _ := res["gold"].(map[string]any); g == nil || g["schemaChanged"] != true || g["openGroups"].(float64) == 0 {
+		t.Fatalf("refresh of g5: %v", sum)
+	}
+	if d, _ := res["refreshed"].([]any); len(d) != 1 {
+		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
+	}
+	run(newCfg, "run", "refresh", "--table", "s10")
+	checkRefreshTables(t, lake, all)
+	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
+	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
+
+	// On time into the windows open at the refresh (03:45 on), later data, and late rows.
+	part("p4.jsonl", 225, 360, 400)
+	part("p5.jsonl", 30, 150, 60)
+	run(newCfg, "run", "ingest")
+	checkGraphNode(t, newCfg, "silver:events", -1, 1) // the new bronze version, not read yet
+	run(newCfg, "run", "stream")
+	checkGraphNode(t, newCfg, "gold:g5", 60, 0) // p5's rows: windows closed before them
+	run(newCfg, "run", "merge-late")
+	checkGraphNode(t, newCfg, "gold:g5", 0, 0)
+	checkRefreshTables(t, lake, all)
+	// A later run restores the state the stream wrote after the refresh (a full snapshot, not a
+	// delta over the old definition's chain).
+	part("p6.jsonl", 350, 420, 100)
+	run(newCfg, "run", "ingest")
+	run(newCfg, "run", "stream")
+	run(newCfg, "run", "merge-late")
+	checkRefreshTables(t, lake, all)
+	out, err := runGenCLI(t, "graph", "--status", "--config", newCfg)
+	if err != nil || !strings.Contains(out, "gold     g5: version") || !strings.Contains(out, "up to date") || !strings.Contains(out, "0 late rows pending") {
+		t.Errorf("graph --status: %v\n%s", err, out)
+	}
+	// A second refresh rebuilds the same tables.
+	run(newCfg, "run", "refresh", "--table", "g5")
+	checkRefreshTables(t, lake, all)
+}
+
+// checkRefreshTables compares gold g5 (10m windows), g1h and s10 (10m every 5m) with a group-by
+// of events over the windows closed by the watermark (the latest event time - 10m), both ways.
+func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
+	t.Helper()
+	var maxAt time.Time
+	for _, e := range events {
+		if e.at.After(maxAt) {
+			maxAt = e.at
+		}
+	}
+	wm := maxAt.Add(-10 * time.Minute)
+	for _, tc := range []struct {
+		table       string
+		size, slide time.Duration
+	}{{"gold/g5", 10 * time.Minute, 10 * time.Minute}, {"gold/g1h", time.Hour, time.Hour}, {"gold/s10", 10 * time.Minute, 5 * time.Minute}} {
+		want := map[string][2]int64{}
+		for _, e := range events {
+			for start := e.at.Truncate(tc.slide); start.Add(tc.size).After(e.at); start = start.Add(-tc.slide) {
+				if start.Add(tc.size).After(wm) {
+					continue
+				}
+				k := start.Format(time.RFC3339) + "/" + e.typ
+				v := want[k]
+				want[k] = [2]int64{v[0] + 1, v[1] + e.amount}
+			}
+		}
+		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, tc.table), "--format", "jsonl")
+		if err != nil {
+			t.Fatalf("scan %s: %v\n%s", tc.table, err, out)
+		}
+		got := map[string][2]int64{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line == "" {
+				continue
+			}
+			var row struct {
+				Window struct {
+					Start time.Time `json:"start"`
+				} `json:"window"`
+				Type  string  `json:"event_type"`
+				Count float64 `json:"count"`
+				Total float64 `json:"total"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("%s: %v: %s", tc.table, err, line)
+			}
+			k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Type
+			if _, dup := got[k]; dup {
+				t.Errorf("%s: two rows for %s", tc.table, k)
+			}
+			got[k] = [2]int64{int64(row.Count), int64(row.Total)}
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s %s: (count, total) %v, want %v", tc.table, k, got[k], w)
+			}
+		}
+		for k, g := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s %s: row %v for a window the oracle has not closed", tc.table, k, g)
+			}
+		}
+	}
+}
+
+// checkGraphNode checks one node of the status graph (report --json): its late rows pending
+// (-1: not checked) and the upstream versions it has not consumed.
+func checkGraphNode(t *testing.T, cfg, id string, pending, behind int64) {
+	t.Helper()
+	out, err := runGenCLI(t, "report", "--json", "--config", cfg)
+	if err != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	var rep struct {
+		Graph struct {
+			Nodes []struct {
+				ID          string `json:"id"`
+				Exists      bool   `json:"exists"`
+				Behind      *int64 `json:"behind_versions"`
+				LatePending *int64 `json:"late_rows_pending"`
+			} `json:"nodes"`
+		} `json:"graph"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	for _, n := range rep.Graph.Nodes {
+		if n.ID != id {
+			continue
+		}
+		if !n.Exists || n.Behind == nil || *n.Behind != behind || (pending >= 0 && (n.LatePending == nil || *n.LatePending != pending)) {
+			t.Errorf("graph node %s: %s; want %d behind, %d late rows pending", id, out[strings.Index(out, `"id":"`+id):][:200], behind, pending)
+		}
+		return
+	}
+	t.Errorf("the graph has no node %s", id)
+}
+
+// TestRefreshGoldOverJoinRefused: a gold over a join is not rebuilt by refresh; it is refused
+// (exit 1, nothing written) naming the gold, the join and the way out. Then the status graph's
+// freshness of a join and its gold: the silver versions the join has not read, summed.
+func TestRefreshGoldOverJoinRefused(t *testing.T) {
+	lake := t.TempDir()
+	cfg := joinGoldConfig(t, lake)
+	h12 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	landingFile(t, lake, "landing/events", "part-0.json", hourLines("event_id", "event_time", h12))
+	out, err := runGenCLI(t, "run", "refresh", "--table", "ec_5m", "--config", cfg)
+	if err == nil || !strings.Contains(out, "full refresh refused: gold ec_5m is over join ec") || !strings.Contains(out, "docs/schema-evolution.md") {
+		t.Fatalf("refresh of a gold over a join: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(lake, "gold", "ec_5m")); !os.IsNotExist(err) {
+		t.Errorf("a refused refresh wrote gold/ec_5m: %v", err)
+	}
+
+	landingFile(t, lake, "landing/clicks", "part-0.json", hourLines("click_id", "click_time", h12))
+	for _, args := range [][]string{{"run", "ingest"}, {"run", "stream"}} {
+		if out, err := runGenCLI(t, append(args, "--config", cfg)...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	checkGraphNode(t, cfg, "join:ec", -1, 0)
+	checkGraphNode(t, cfg, "gold:ec_5m", 0, 0)
+	// New events and clicks through silver only: the join has not read either new version.
+	h13 := h12.Add(time.Hour)
+	landingFile(t, lake, "landing/events", "part-1.json", hourLines("event_id", "event_time", h13))
+	landingFile(t, lake, "landing/clicks", "part-1.json", hourLines("click_id", "click_time", h13))
+	for _, args := range [][]string{{"run", "ingest"}, {"run", "stream", "--source", "events"}, {"run", "stream", "--source", "clicks"}} {
+		if out, err := runGenCLI(t, append(args, "--config", cfg)...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	checkGraphNode(t, cfg, "join:ec", -1, 2)
+	checkGraphNode(t, cfg, "gold:ec_5m", 0, 2)
+}

@@ -1,0 +1,334 @@
+package stream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// Full refresh of one gold over a source (docs/derived-tables.md, "Refreshing a table"): the way
+// out when its definition changes. With the stream stopped at a committed batch N (eviction
+// watermark W), the refresh feeds every silver row (silver as batch N left it) to a fresh
+// aggregation of the config's definition, with no late rows and no eviction, then evicts at
+// W. What it emits is the gold table: every window closed by W, over every valid event in it,
+// late ones included (invariant E, as after merge-late to quiescence). What stays in the
+// operator is exactly the state the stream would hold after batch N had it always run under
+// the new definition: every silver row of a window still open at W reached that window in the
+// stream (the window was open when the row was judged, the watermark only moves forward).
+//
+// One commit replaces the gold table (table.Replace: new schema, the new definition in
+// PropDefinition, PropRefresh naming the batch and the rebuilt state's file, written under
+// the checkpoint before the commit) and records merge-late's txn at the quarantine's latest
+// version: the late rows quarantined so far are in silver, so in the rebuilt windows, and must
+// not be merged again. The stream, restoring the state of version N+1 (that of batch N), takes
+// the aggregation's state from that file instead of the chain of state files written under
+// the old definition, and writes a full snapshot with its next batch, so no later restore
+// walks back past the refresh. A kill before the commit leaves the table and state as they
+// were (the file is an orphan, rewritten alike by the rerun); after it, a rerun rebuilds the
+// same table from the same silver.
+
+// PropRefresh is the gold table property a full refresh records (refreshMark, JSON).
+const PropRefresh = "medallion.refresh"
+
+// mergeLateApp is late.AppIDPrefix (late imports stream, so it cannot be imported here; a
+// test in jobs holds the two equal).
+const mergeLateApp = "merge-late:"
+
+// MergeLateApp is mergeLateApp, for that test.
+const MergeLateApp = mergeLateApp
+
+// ErrRefreshRefused reports a full refresh that cannot be done exactly now (a batch in
+// flight, a running stream, a kind of aggregation the refresh does not rebuild).
+var ErrRefreshRefused = errors.New("stream: full refresh refused")
+
+// refreshMark is PropRefresh's value: the state of version Batch+1 of aggregation Gold in the
+// checkpoint of query QueryID is the object State under the checkpoint.
+type refreshMark struct {
+	QueryID string `json:"queryId"`
+	Gold    string `json:"gold"`
+	Batch   int64  `json:"batch"`
+	State   string `json:"state"`
+}
+
+// RefreshReport is what RefreshGold did.
+type RefreshReport struct {
+	Name string `json:"name"`
+	// Batch is the query's last committed batch the refresh rebuilt from (-1: none), and
+	// WatermarkMs its eviction watermark: windows ending at or before it are in the table.
+	Batch       int64 `json:"batch"`
+	WatermarkMs int64 `json:"watermarkMs"`
+	SilverRows  int64 `json:"silverRows"`
+	RowsWritten int64 `json:"rowsWritten"`
+	// OpenGroups are the (window, key) groups still open, handed to the stream as its state.
+	OpenGroups    int64  `json:"openGroups"`
+	SchemaChanged bool   `json:"schemaChanged,omitempty"`
+	Commit        *int64 `json:"commit,omitempty"`
+	Note          string `json:"note,omitempty"`
+}
+
+// refreshLowMs is a watermark below every event time (ms; ×1000 stays in range).
+const refreshLowMs int64 = math.MinInt64 / 4000
+
+// RefreshGold rebuilds gold aggregation name of opts.Query from silver (see above). The
+// stream of the query must be stopped: a batch in flight, or silver ahead of the last commit,
+// is refused with ErrRefreshRefused.
+func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport, error) {
+	rep := RefreshReport{Name: name, Batch: -1}
+	q := &opts.Query
+	gi := -1
+	for i := range q.Gold {
+		if q.Gold[i].Name == name {
+			gi = i
+		}
+	}
+	if gi < 0 {
+		return rep, fmt.Errorf("stream: query %s has no gold %s", q.Name, name)
+	}
+	g := &q.Gold[gi]
+	switch {
+	case g.Window.Session:
+		return rep, fmt.Errorf("%w: gold %s has session windows, whose state the refresh does not rebuild; do a full refresh of query %s instead "+
+			"(docs/schema-evolution.md)", ErrRefreshRefused, name, q.Name)
+	case g.OutputMode != "" && g.OutputMode != spec.OutputAppend:
+		return rep, fmt.Errorf("%w: gold %s has output_mode %s; only append mode golds are rebuilt by a refresh", ErrRefreshRefused, name, g.OutputMode)
+	}
+	rn, err := New(opts)
+	if err != nil {
+		return rep, err
+	}
+	r := rn.q
+	id, err := r.e.ckpt.ReadQueryID(ctx)
+	if errors.Is(err, checkpoint.ErrNoQuery) {
+		id = ""
+	} else if err != nil {
+		return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+	}
+	var h checkpoint.Head
+	if id != "" {
+		if h, err = r.e.ckpt.ReadHead(ctx); err != nil {
+			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+		}
+		if h.Last >= 0 && h.Commit == nil {
+			return rep, fmt.Errorf("%w: batch %d of query %s is not committed (the stream is running, or was stopped mid-batch): "+
+				"stop the stream, run `medallion run stream --trigger once` to finish the batch, then refresh %s", ErrRefreshRefused, h.Last, q.Name, name)
+		}
+		rep.Batch = h.Last
+		if h.Entry != nil {
+			rep.WatermarkMs = h.Entry.BatchWatermarkMs
+		}
+	}
+	p, err := r.newPlan(ctx)
+	if err != nil {
+		return rep, err
+	}
+	ap := p.aggs[gi]
+	silverSnap, err := r.t.silver.Latest(ctx)
+	switch {
+	case errors.Is(err, txlog.ErrTableNotFound):
+		silverSnap = nil
+	case err != nil:
+		return rep, fmt.Errorf("stream: refresh %s: silver: %w", name, err)
+	default:
+		if err := refreshCheckSilver(q, id, &h, silverSnap); err != nil {
+			return rep, err
+		}
+	}
+	op, err := gold.NewAggregation(ap.agg)
+	if err != nil {
+		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
+	}
+	out, err := pq.NewBatch(ap.schema)
+	if err != nil {
+		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
+	}
+	a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: p.silver, kinds: p.kinds}
+	if silverSnap != nil {
+		if rep.SilverRows, err = feedSilver(ctx, r.t.silver, silverSnap, p, a, out); err != nil {
+			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+		}
+	}
+	// The windows batch N closed leave the operator (into out), the open ones stay.
+	a.rows, a.sel, a.selEvt = &silver.Rows{}, nil, nil
+	in := a.input()
+	in.Out = out
+	evict := refreshLowMs
+	if rep.Batch >= 0 {
+		evict = rep.WatermarkMs
+	}
+	res, err := op.ProcessBatch(in, refreshLowMs, evict)
+	if err != nil {
+		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
+	}
+	rep.OpenGroups = res.NumRowsTotal
+	state, err := op.AppendSnapshot(nil)
+	if err != nil {
+		return rep, fmt.Errorf("stream: gold %s state: %w", name, err)
+	}
+	return refreshCommit(ctx, r, ap, gi, id, state, out, rep)
+}
+
+// refreshCheckSilver refuses a silver table ahead of the checkpoint's last commit (a stream
+// running) or behind it (a restored or damaged table).
+func refreshCheckSilver(q *spec.Query, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
+	if id == "" {
+		return nil
+	}
+	if v, ok := snap.TxnVersion(id); ok && v > h.Last {
+		return fmt.Errorf("%w: silver %s holds batch %d of query %s, past its last commit %d: the stream is running; stop it first",
+			ErrRefreshRefused, q.Tables.Silver, v, q.Name, h.Last)
+	}
+	if h.Committed != nil {
+		if m, ok := h.Committed.Tables[q.Tables.Silver]; ok {
+			if err := checkpoint.CheckTable(q.Tables.Silver, q.Tables.Checkpoint, id, snap, m); err != nil {
+				return fmt.Errorf("stream: refresh: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// feedSilver feeds every row of silver at snap to a's aggregation, without late rows or
+// eviction, and returns the rows fed.
+func feedSilver(ctx context.Context, t *table.Table, snap *txlog.Snapshot, p *plan, a *aggRun, out *pq.Batch) (int64, error) {
+	v := snap.Version()
+	var n int64
+	for b, err := range t.Scan(ctx, table.ScanOptions{Version: &v}) {
+		if err != nil {
+			return n, err
+		}
+		cols, err := pq.Conform(p.silver, b)
+		if err != nil {
+			return n, fmt.Errorf("silver: %w", err)
+		}
+		sb := &pq.Batch{Schema: p.silver, Columns: cols}
+		rows := &silver.Rows{Batches: []*pq.Batch{sb}}
+		ev := cols[p.evCol]
+		sel, selEvt := make([]int32, 0, sb.Len()), make([]int64, 0, sb.Len())
+		for i := range sb.Len() {
+			if ev.IsNull(i) {
+				continue // never in silver: the event time is required
+			}
+			rows.Batch, rows.Row = append(rows.Batch, 0), append(rows.Row, int32(i))
+			sel, selEvt = append(sel, int32(len(rows.Row)-1)), append(selEvt, ev.Int64[i])
+		}
+		a.rows, a.sel, a.selEvt = rows, sel, selEvt
+		in := a.input()
+		in.Out = out
+		res, err := a.op.ProcessBatch(in, refreshLowMs, refreshLowMs)
+		if err != nil {
+			return n, err
+		}
+		if len(res.LateRows) > 0 || res.NumRowsOutput > 0 {
+			return n, fmt.Errorf("a refresh pass dropped or emitted rows (%d late, %d out) before its eviction", len(res.LateRows), res.NumRowsOutput)
+		}
+		n += int64(len(sel))
+	}
+	return n, nil
+}
+
+// refreshCommit writes the rebuilt state under the checkpoint, then replaces the gold table
+// with out in one commit naming it (PropRefresh).
+func refreshCommit(ctx context.Context, r *sourceQuery, ap *aggPlan, gi int, id string, state []byte, out *pq.Batch, rep RefreshReport) (RefreshReport, error) {
+	gt, name := r.t.golds[gi], r.q.Gold[gi].Name
+	props := goldDefinition(&r.q.Gold[gi], r.q.Rules.EventTime).props()
+	var txns []table.AppTxn
+	if id != "" {
+		sum := sha256.Sum256(state)
+		mark := refreshMark{QueryID: id, Gold: name, Batch: rep.Batch, State: fmt.Sprintf(checkpoint.RefreshPrefix+"%s-%d-%s", name, rep.Batch, hex.EncodeToString(sum[:8]))}
+		if err := r.e.ckpt.WriteRefresh(ctx, mark.State, state); err != nil {
+			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+		}
+		b, err := json.Marshal(mark)
+		if err != nil {
+			return rep, err
+		}
+		props[PropRefresh] = string(b)
+		qsnap, err := r.t.quars[gi].Latest(ctx)
+		switch {
+		case errors.Is(err, txlog.ErrTableNotFound):
+		case err != nil:
+			return rep, fmt.Errorf("stream: refresh %s: quarantine: %w", name, err)
+		default:
+			txns = append(txns, table.AppTxn{AppID: mergeLateApp + id, Version: qsnap.Version()})
+		}
+	}
+	snap, err := gt.Latest(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		if _, err := gt.Create(ctx, ap.schema, nil, r.q.Tables.TableProps(props)); err != nil && !errors.Is(err, table.ErrTableExists) {
+			return rep, fmt.Errorf("stream: refresh %s: create %s: %w", name, r.q.Gold[gi].Table, err)
+		}
+		snap, err = gt.Latest(ctx)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("stream: refresh %s: %s: %w", name, r.q.Gold[gi].Table, err)
+	}
+	have, err := snap.Schema()
+	if err != nil {
+		return rep, err
+	}
+	a, _ := txlog.MarshalSchema(have)
+	b, _ := txlog.MarshalSchema(ap.schema)
+	rep.SchemaChanged = a != b
+	var rows []*pq.Batch
+	if out.Len() > 0 {
+		rows = []*pq.Batch{out}
+	}
+	res, err := gt.Replace(ctx, table.Replace{Snapshot: snap, Schema: ap.schema, Props: props, Rows: rows, Txns: txns})
+	if err != nil {
+		return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+	}
+	rep.Commit, rep.RowsWritten = &res.Version, res.RowsWritten
+	return rep, nil
+}
+
+// refreshedState is the state of version v of aggregation ap that a full refresh left (see
+// above): ok false when the gold table names none for v.
+func refreshedState(ctx context.Context, r *sourceQuery, gi int, ap *aggPlan, v int64) (*gold.Aggregation, bool, error) {
+	snap, err := r.t.golds[gi].Latest(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+	}
+	raw, ok := snap.Metadata().Configuration[PropRefresh]
+	if !ok {
+		return nil, false, nil
+	}
+	var m refreshMark
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, false, fmt.Errorf("stream: gold %s: table property %s: %w", ap.cfg.Name, PropRefresh, err)
+	}
+	if m.QueryID != r.e.queryID || m.Gold != ap.cfg.Name || m.Batch < v-1 {
+		return nil, false, nil
+	}
+	if m.Batch > v-1 {
+		// A checkpoint rolled back past the refresh: its state files are the old definition's.
+		return nil, false, fmt.Errorf("%w: gold %s was refreshed at batch %d, but the checkpoint %s restores batch %d, before it: "+
+			"run `medallion run refresh --table %s` again", ErrRefreshRefused, ap.cfg.Name, m.Batch, r.q.Tables.Checkpoint, v-1, ap.cfg.Name)
+	}
+	b, err := r.e.ckpt.ReadRefresh(ctx, m.State)
+	if err != nil {
+		return nil, false, fmt.Errorf("stream: gold %s: the state its refresh left (under %s): %w", ap.cfg.Name, r.q.Tables.Checkpoint, err)
+	}
+	if sum := sha256.Sum256(b); fmt.Sprintf(checkpoint.RefreshPrefix+"%s-%d-%s", m.Gold, m.Batch, hex.EncodeToString(sum[:8])) != m.State {
+		return nil, false, fmt.Errorf("%w: %s under %s does not hold the state its name says", checkpoint.ErrBad, m.State, r.q.Tables.Checkpoint)
+	}
+	op, err := gold.RestoreAggregation(ap.agg, b)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", checkpoint.ErrBad, m.State, err)
+	}
+	return op, true, nil
+}
