@@ -252,7 +252,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		n += sliceBytes(a.settled[k])
 	}
 	for _, ac := range a.accs {
-		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.xs) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+		n += int64(unsafe.Sizeof(*ac)) + ac.cells.bytes() + ac.xs.bytes() + ac.ns.bytes() + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
 			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
@@ -743,9 +743,9 @@ func (a *Aggregation) appendColumns(out *pq.Batch, s int32) error {
 	}
 	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
 	for _, ac := range a.accs {
-		if ac.xs != nil {
+		if ac.exact {
 			ci++
-			v := AggValue{N: ac.cells[s].n, X: ac.xs[s]}
+			v := AggValue{N: ac.cells.at(s).n, X: *ac.xs.at(s)}
 			a.scratch = AppendExact(cols[ci], &v, a.scratch)
 		}
 	}
