@@ -22,9 +22,6 @@ type paged[T any] struct {
 // at is slot s's element (s < len).
 func (p *paged[T]) at(s int32) *T { return &p.pages[s>>pageBits][s&pageMask] }
 
-// len is the number of slots in use.
-func (p *paged[T]) len() int { return p.n }
-
 // grow makes slots [0, n) valid; new slots are zero. The first page grows as a slice does
 // (by a quarter) until it is full, so a small state (a few thousand groups) keeps a small footprint.
 func (p *paged[T]) grow(n int) {
