@@ -491,6 +491,10 @@ func (a *Aggregation) markLate(row int32, start int64, key []byte, rowLate *bool
 func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen bool) {
 	spec := a.cfg.Window
 	a.deferred = a.deferred[:0]
+	if deferOpen {
+		// Sized once for the batch, as the pairs are: grown by append it was copied on the way.
+		a.deferred = slices.Grow(a.deferred, len(in.EventTime)*max(spec.n, 1))
+	}
 	var lastKey []byte
 	lastID := int32(-1)
 	var lastHash uint32
