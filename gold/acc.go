@@ -23,11 +23,13 @@ type cell struct {
 // a pointer for a sketch.
 type acc struct {
 	spec  *AggSpec
-	wide  bool    // usesCells(spec.Fn)
-	ns    []int64 // count, approx_count_distinct, approx_percentile
-	cells []cell  // sum, avg, min, max
+	wide  bool // usesCells(spec.Fn)
+	exact bool // xs holds the sums (spec.ExactSum())
+	// ns, cells and xs are paged (pages.go): they grow one slot a group and never move.
+	ns    paged[int64] // count, approx_count_distinct, approx_percentile
+	cells paged[cell]  // sum, avg, min, max
 	// xs are the exact sums of a float sum or avg (cells then keep only the counts).
-	xs  []Exact
+	xs  paged[Exact]
 	hll []*hyperloglog.Sketch
 	dd  []*ddsketch.DDSketch
 	tmp [8]byte
@@ -56,7 +58,7 @@ func (a *acc) measure(s int32) {
 }
 
 func newAcc(spec *AggSpec) *acc {
-	a := &acc{spec: spec, wide: usesCells(spec.Fn)}
+	a := &acc{spec: spec, wide: usesCells(spec.Fn), exact: spec.ExactSum()}
 	if spec.Fn == ApproxCountDistinct || spec.Fn == ApproxPercentile {
 		a.seen = map[uintptr]bool{}
 	}
@@ -65,36 +67,35 @@ func newAcc(spec *AggSpec) *acc {
 
 // grow makes room for slot s (slots are allocated densely from 0).
 func (a *acc) grow(s int32) {
-	for int(s) >= max(len(a.cells), len(a.ns)) {
-		if a.wide {
-			a.cells = append(a.cells, cell{})
-			if a.spec.ExactSum() {
-				a.xs = append(a.xs, Exact{})
-			}
-		} else {
-			a.ns = append(a.ns, 0)
+	if a.wide {
+		a.cells.grow(int(s) + 1)
+		if a.exact {
+			a.xs.grow(int(s) + 1)
 		}
+	} else {
+		a.ns.grow(int(s) + 1)
+	}
+	// A sketch's pointer and footprint stay in slices: only the sketch functions have them.
+	for a.seen != nil && int(s) >= len(a.sketchBytes) {
 		if a.spec.Fn == ApproxCountDistinct {
 			a.hll = append(a.hll, nil)
 		}
 		if a.spec.Fn == ApproxPercentile {
 			a.dd = append(a.dd, nil)
 		}
-		if a.seen != nil {
-			a.sketchBytes = append(a.sketchBytes, 0)
-		}
+		a.sketchBytes = append(a.sketchBytes, 0)
 	}
 }
 
 // clear resets slot s for reuse by a new group.
 func (a *acc) clear(s int32) {
 	if a.wide {
-		a.cells[s] = cell{}
+		*a.cells.at(s) = cell{}
 	} else {
-		a.ns[s] = 0
+		*a.ns.at(s) = 0
 	}
-	if a.xs != nil {
-		a.xs[s] = Exact{} // drops, never changes, a wide part an emitted value may share
+	if a.exact {
+		*a.xs.at(s) = Exact{} // drops, never changes, a wide part an emitted value may share
 	}
 	if a.hll != nil {
 		a.hll[s] = nil
@@ -128,7 +129,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	sp := a.spec
 	if sp.Fn == Count && sp.Column < 0 {
 		for _, s := range slots {
-			a.ns[s]++
+			*a.ns.at(s)++
 		}
 		return nil
 	}
@@ -137,14 +138,14 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	case Count:
 		for k, s := range slots {
 			if !hasNulls || c.Valid[rows[k]] {
-				a.ns[s]++
+				*a.ns.at(s)++
 			}
 		}
 	case Sum, Avg:
 		if sp.Int {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
-					cl := &a.cells[s]
+					cl := a.cells.at(s)
 					cl.v = uint64(int64(cl.v) + c.Int64[r])
 					cl.n++
 				}
@@ -152,8 +153,8 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 		} else {
 			for k, s := range slots {
 				if r := rows[k]; !hasNulls || c.Valid[r] {
-					a.xs[s].Add(c.Float64[r])
-					a.cells[s].n++
+					a.xs.at(s).Add(c.Float64[r])
+					a.cells.at(s).n++
 				}
 			}
 		}
@@ -164,7 +165,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			if hasNulls && !c.Valid[r] {
 				continue
 			}
-			cl := &a.cells[s]
+			cl := a.cells.at(s)
 			if sp.Int {
 				x := c.Int64[r]
 				if cl.n == 0 || (isMin && x < int64(cl.v)) || (!isMin && x > int64(cl.v)) {
@@ -205,7 +206,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 				binary.LittleEndian.PutUint64(a.tmp[:], math.Float64bits(x))
 				sk.Insert(a.tmp[:])
 			}
-			a.ns[s]++
+			*a.ns.at(s)++
 		}
 	case ApproxPercentile:
 		for k, s := range slots {
@@ -230,7 +231,7 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 			if err := sk.Add(x); err != nil {
 				return fmt.Errorf("gold: aggregate %q: add %v: %w", sp.Name, x, err)
 			}
-			a.ns[s]++
+			*a.ns.at(s)++
 		}
 	}
 	return nil
@@ -240,13 +241,13 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 func (a *acc) value(s int32, clone bool) AggValue {
 	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int}
 	if a.wide {
-		c := &a.cells[s]
+		c := a.cells.at(s)
 		v.N = c.n
 		switch {
 		case a.spec.Int:
 			v.I = int64(c.v)
-		case a.xs != nil:
-			v.X = a.xs[s]
+		case a.exact:
+			v.X = *a.xs.at(s)
 			if clone {
 				v.X = v.X.Clone()
 			}
@@ -255,7 +256,7 @@ func (a *acc) value(s int32, clone bool) AggValue {
 			v.F = math.Float64frombits(c.v)
 		}
 	} else {
-		v.N = a.ns[s]
+		v.N = *a.ns.at(s)
 	}
 	if a.hll != nil && a.hll[s] != nil {
 		v.HLL = a.hll[s]
@@ -278,12 +279,12 @@ func (a *acc) set(s int32, v AggValue) {
 		if a.spec.Int {
 			x = uint64(v.I)
 		}
-		a.cells[s] = cell{n: v.N, v: x}
-		if a.xs != nil {
-			a.xs[s] = v.X
+		*a.cells.at(s) = cell{n: v.N, v: x}
+		if a.exact {
+			*a.xs.at(s) = v.X
 		}
 	} else {
-		a.ns[s] = v.N
+		*a.ns.at(s) = v.N
 	}
 	if a.hll != nil {
 		a.hll[s] = v.HLL

@@ -186,9 +186,12 @@ type Aggregation struct {
 	settledMinEnd int64
 	pendingSettle []sessItem
 
-	winBuf    []Window
-	pairSlot  []int32
-	pairRow   []int32
+	winBuf   []Window
+	pairSlot []int32
+	pairRow  []int32
+	// deferred are the (row, window) pairs of a batch that evicts, in windows its watermark
+	// leaves open: they are placed after the closed groups are emitted and freed (evictFirst).
+	deferred  []deferredPair
 	items     []sessItem
 	touched   []int32
 	evictedAt int64 // the eviction watermark (µs) of the last batch, for AppendDelta
@@ -252,7 +255,7 @@ func (a *Aggregation) MemoryUsedBytes() int64 {
 		n += sliceBytes(a.settled[k])
 	}
 	for _, ac := range a.accs {
-		n += int64(unsafe.Sizeof(*ac)) + sliceBytes(ac.cells) + sliceBytes(ac.xs) + sliceBytes(ac.ns) + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
+		n += int64(unsafe.Sizeof(*ac)) + ac.cells.bytes() + ac.xs.bytes() + ac.ns.bytes() + sliceBytes(ac.hll) + sliceBytes(ac.dd) +
 			sliceBytes(ac.sketchBytes) + ac.sketchTotal
 	}
 	return n
@@ -359,6 +362,10 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	lateUs := lateWM * 1000
 	dropLate := a.cfg.Mode != Complete
 
+	a.evictedAt = evictWM * 1000
+	// In Append mode a batch whose watermark closes groups in state emits and frees them
+	// before it opens its new groups (evictFirst), so the state never holds both at once.
+	early := a.cfg.Session == nil && a.cfg.Mode == Append && a.evictedAt >= a.minEnd
 	var err error
 	if a.cfg.Session != nil {
 		err = a.sessionBatch(in, lateUs, dropLate)
@@ -367,17 +374,17 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 		}
 		a.settlePending()
 	} else {
-		a.windowBatch(in, lateUs, dropLate)
+		a.windowBatch(in, lateUs, dropLate, early)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i, ac := range a.accs {
-		var col *Column
-		if c := a.cfg.Aggs[i].Column; c >= 0 {
-			col = &in.Columns[c]
-		}
-		if err := ac.update(a.pairSlot, a.pairRow, col); err != nil {
+	if err := a.updatePairs(in); err != nil {
+		return nil, err
+	}
+	updated := 0
+	if early {
+		if updated, err = a.evictFirst(in); err != nil {
 			return nil, err
 		}
 	}
@@ -396,16 +403,68 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 		}
 	}
 	r.NumRowsDroppedByWatermark = int64(len(a.lateSeen))
-	r.NumRowsUpdated = int64(len(a.touched))
-	a.evictedAt = evictWM * 1000
-	if err := a.emit(a.evictedAt, in.Out); err != nil {
-		return nil, err
+	r.NumRowsUpdated = int64(updated + len(a.touched))
+	if !early {
+		if err := a.emit(a.evictedAt, in.Out); err != nil {
+			return nil, err
+		}
 	}
 	if a.tracksSettled() {
 		a.evictSettled(a.evictedAt)
 	}
 	r.NumRowsTotal = a.live
 	return r, nil
+}
+
+// updatePairs folds the batch's (slot, row) pairs into every aggregate.
+func (a *Aggregation) updatePairs(in *Input) error {
+	for i, ac := range a.accs {
+		var col *Column
+		if c := a.cfg.Aggs[i].Column; c >= 0 {
+			col = &in.Columns[c]
+		}
+		if err := ac.update(a.pairSlot, a.pairRow, col); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deferredPair is a row's window that the batch's watermark leaves open, with its key's id
+// and hash, waiting for its group until the closed groups are freed.
+type deferredPair struct {
+	start    int64
+	row, key int32
+	keyHash  uint32
+}
+
+// evictFirst runs after the pairs in closed windows are aggregated: it emits and frees the
+// closed groups, then places the deferred pairs (their new groups reuse the freed slots) and
+// aggregates them. Without it, a backlog's second batch held the first batch's groups, all
+// closed by then, beside its own new ones: twice the state at the moment the heap peaks. The
+// result is the same: no deferred pair can reach a closed group, the emitted rows are the
+// same groups with the same values, and the state keeps the same groups (in other slots).
+// It reports the groups updated before the eviction that it evicted.
+func (a *Aggregation) evictFirst(in *Input) (int, error) {
+	if err := a.emit(a.evictedAt, in.Out); err != nil {
+		return 0, err
+	}
+	live := a.touched[:0]
+	for _, s := range a.touched {
+		if a.groups[s].live() {
+			live = append(live, s)
+		}
+	}
+	gone := len(a.touched) - len(live)
+	a.touched = live
+	a.pairSlot, a.pairRow = a.pairSlot[:0], a.pairRow[:0]
+	for _, d := range a.deferred {
+		a.pairSlot = append(a.pairSlot, a.windowSlot(d.start, d.key, d.keyHash))
+		a.pairRow = append(a.pairRow, d.row)
+		a.keyRefs[d.key]-- // the pin windowBatch took; the group now holds the key
+	}
+	a.deferred = a.deferred[:0]
+	return gone, a.updatePairs(in)
 }
 
 func (a *Aggregation) touch(s int32) {
@@ -426,8 +485,16 @@ func (a *Aggregation) markLate(row int32, start int64, key []byte, rowLate *bool
 	}
 }
 
-func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
+// windowBatch places each row's windows in their groups; with deferOpen, a window the
+// eviction watermark leaves open is deferred (evictFirst), its key pinned until it is placed
+// so that freeing the closed groups cannot drop the key.
+func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen bool) {
 	spec := a.cfg.Window
+	a.deferred = a.deferred[:0]
+	if deferOpen {
+		// Sized once for the batch, as the pairs are: grown by append it was copied on the way.
+		a.deferred = slices.Grow(a.deferred, len(in.EventTime)*max(spec.n, 1))
+	}
 	var lastKey []byte
 	lastID := int32(-1)
 	var lastHash uint32
@@ -459,6 +526,11 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate bool) {
 					keyID, keyHash = a.internKey(k)
 					lastKey, lastID, lastHash = k, keyID, keyHash
 				}
+			}
+			if deferOpen && w.End > a.evictedAt {
+				a.deferred = append(a.deferred, deferredPair{w.Start, int32(i), keyID, keyHash})
+				a.keyRefs[keyID]++
+				continue
 			}
 			s := a.windowSlot(w.Start, keyID, keyHash)
 			a.pairSlot = append(a.pairSlot, s)
@@ -743,9 +815,9 @@ func (a *Aggregation) appendColumns(out *pq.Batch, s int32) error {
 	}
 	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
 	for _, ac := range a.accs {
-		if ac.xs != nil {
+		if ac.exact {
 			ci++
-			v := AggValue{N: ac.cells[s].n, X: ac.xs[s]}
+			v := AggValue{N: ac.cells.at(s).n, X: *ac.xs.at(s)}
 			a.scratch = AppendExact(cols[ci], &v, a.scratch)
 		}
 	}

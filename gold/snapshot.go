@@ -96,17 +96,17 @@ func (a *Aggregation) groupSize(s int32, withEnd bool) int {
 		var cn, ci int64
 		switch {
 		case ac.wide:
-			c := &ac.cells[s]
+			c := ac.cells.at(s)
 			cn = c.n
 			if ac.spec.Int {
 				ci = int64(c.v)
 			}
 		default:
-			cn = ac.ns[s]
+			cn = *ac.ns.at(s)
 		}
 		n += 2 + varintLen(cn) + 8 + varintLen(ci)
-		if ac.xs != nil {
-			n += ac.xs[s].encodedLen()
+		if ac.exact {
+			n += ac.xs.at(s).encodedLen()
 		}
 		if ac.sketchBytes != nil {
 			n += 8 + int(ac.sketchBytes[s])

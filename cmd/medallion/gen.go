@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -268,18 +269,22 @@ func loadPipelineConfig(ctx context.Context, path string, sets []string) (*confi
 		}
 		return nil, &exitError{code: 2, err: err}
 	}
-	applyMemoryLimit(cfg.MemoryLimit.Bytes, os.LookupEnv)
+	applyMemoryLimit(cfg.MemoryLimit.Bytes, os.LookupEnv, os.DirFS("/"))
 	return cfg, nil
 }
 
-// applyMemoryLimit sets Go's soft memory limit to limit bytes (0: leave it), unless GOMEMLIMIT
-// is set in the environment, which the runtime has applied already and which wins.
-func applyMemoryLimit(limit int64, env func(string) (string, bool)) {
-	if limit <= 0 {
-		return
-	}
+// applyMemoryLimit sets Go's soft memory limit to limit bytes, or when limit is 0 to
+// defaultMemoryLimit (from the cgroup's and the machine's memory under root), unless
+// GOMEMLIMIT is set in the environment, which the runtime has applied already and which wins
+// (GOMEMLIMIT=off turns the default off).
+func applyMemoryLimit(limit int64, env func(string) (string, bool), root fs.FS) {
 	if _, set := env("GOMEMLIMIT"); set {
 		return
 	}
-	debug.SetMemoryLimit(limit)
+	if limit <= 0 {
+		limit = defaultMemoryLimit(root)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
 }
