@@ -604,6 +604,10 @@ def run(spark, opts):
     table for --plain, one entry per source (QUERY: the top-level one) otherwise."""
     if JOB == "merge-late":
         return merge_late(spark, opts)
+    if JOB == "replay":
+        return replay(spark, opts)
+    if JOB == "derive":
+        return derive(spark, opts)
     for notice in NOT_EXPORTED:
         print("medallion job: not exported: " + notice, flush=True)
     if not opts.plain:
@@ -651,6 +655,9 @@ def parse_args(argv=None):
                     "source's, " + TRIGGER + " for " + QUERY + ")")
     ap.add_argument("--progress-dir", help="write the progress reports here as <query>.json")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
+    ap.add_argument("--from", dest="from_", help="replay job: range start (RFC 3339 or 'YYYY-MM-DD HH:MM:SS' UTC), with --to")
+    ap.add_argument("--to", help="replay job: range end (exclusive), with --from")
+    ap.add_argument("--since", help="replay job: the range ending now, e.g. 24h (or --from/--to)")
     return ap.parse_args(argv)
 
 

@@ -109,7 +109,18 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             f"    quarantine: {prefix}silver/late_s10m\n"
             "    window: {type: sliding, size: 10m, slide: 5m, start_time: 1m}\n"
             "    group_by: [event_type]\n"
-            "    aggregates: [{fn: count, as: count}, {fn: max, column: amount, as: max_amount}]\n")
+            "    aggregates: [{fn: count, as: count}, {fn: max, column: amount, as: max_amount}]\n"
+            # A derived table (docs/derived-tables.md): a 10-minute rollup of t5m, kept on Spark
+            # by the merge-late, replay and derive jobs (a MERGE of its closed windows).
+            "  - name: r10m\n"
+            "    source: t5m\n"
+            f"    table: {prefix}gold/r10m\n"
+            "    window: {type: tumbling, size: 10m}\n"
+            "    group_by: [event_type]\n"
+            "    aggregates:\n"
+            "      - {fn: sum, column: count, as: count}\n"
+            "      - {fn: sum, column: total_amount, as: total_amount}\n"
+            "      - {fn: avg, column: avg_amount, as: avg_amount}\n")
 
 
 def load_job(path: Path, name: str):
