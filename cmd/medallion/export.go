@@ -231,8 +231,9 @@ func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	}
 	for _, g := range plan.gold {
 		win := g.Window
-		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s],\n", py(g.Name), py(g.Table),
-			py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy))
+		feed := g.ChangeFeed()
+		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s], \"change_feed\": %s,\n", py(g.Name),
+			py(g.Table), py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy), pyBool(&feed))
 		pf("        \"window\": {\"type\": %s, \"size_us\": %d, \"slide_us\": %d, \"start_us\": %d}},\n", py(string(win.Type)),
 			win.Size.Microseconds(), win.EffectiveSlide().Microseconds(), win.StartTime.Microseconds())
 		fmt.Fprintf(&tablesHelp, ", %s, %s", g.Table, g.Quarantine)

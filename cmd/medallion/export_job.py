@@ -117,6 +117,29 @@ def table_txns(spark, path):
     return out
 
 
+def _nullable(t):
+    """t with every field nullable, as a DataFrame write creates a table (metadata kept)."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in t.fields])
+    return t
+
+
+def create_table(spark, path, schema, props):
+    """Creates an empty Delta table at path with the columns of schema (nullable, as a DataFrame
+    write makes them) and the table properties props, in one commit; a table already there is
+    left as it is."""
+    from delta.tables import DeltaTable
+
+    # The location as Hadoop qualifies it (file:/x, not file:///x): Delta refuses two spellings.
+    fs, jpath = _path(spark, path)
+    builder = DeltaTable.createIfNotExists(spark).location(fs.makeQualified(jpath).toString()).addColumns(_nullable(schema))
+    for key, value in props.items():
+        builder = builder.property(key, value)
+    builder.execute()
+
+
 class OwnershipError(RuntimeError):
     """A table the job would write holds another query's txn."""
 
@@ -237,11 +260,15 @@ class Job:
 
     def ensure(self, path, schema):
         """Creates the table (empty, with its schema) on first use, as medallion creates its
-        tables before the first batch."""
+        tables before the first batch; a gold table with its change data feed on, as medallion
+        creates it (a derived table's pass reads its upstream's changes)."""
         if path in self.created:
             return
         if not is_delta(self.spark, path):
-            self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
+            if any(spec["change_feed"] and path == self.root + "/" + spec["table"] for spec in GOLD.values()):
+                create_table(self.spark, path, schema, {"delta.enableChangeDataFeed": "true"})
+            else:
+                self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
         self.created.add(path)
 
     # -- one micro-batch -----------------------------------------------------------------------

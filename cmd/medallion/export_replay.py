@@ -268,10 +268,10 @@ def derive_one(spark, root, d):
     rep["toUpstreamVersion"], rep["watermarkMs"] = up_version, wm
     up = spark.read.format("delta").option("versionAsOf", up_version).load(up_path)
     if not is_delta(spark, path):
-        # The location as Hadoop qualifies it (file:/x, not file:///x): Delta refuses two spellings.
+        # medallion's columns, nullability included: its derived pass refuses other columns.
         fs, jpath = _path(spark, path)
-        where = fs.makeQualified(jpath).toString()
-        builder = DeltaTable.createIfNotExists(spark).location(where).addColumns(derived_schema(d, up.schema))
+        builder = (DeltaTable.createIfNotExists(spark).location(fs.makeQualified(jpath).toString())
+                   .addColumns(derived_schema(d, up.schema)))
         if d["change_feed"]:
             builder = builder.property("delta.enableChangeDataFeed", "true")
         builder.execute()

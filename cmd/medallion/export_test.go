@@ -106,10 +106,10 @@ func TestExportSpark(t *testing.T) {
 		"F.max(F.col(\"`amount`\").cast(\"double\")).alias(\"max_amount\")",
 		`F.lit(0).cast("long").alias("late_rows")`,
 		`F.window(EVENT_TIME, "600 seconds", "300 seconds", "60 seconds")`,
-		`"s10m": {"table": "gold/s10m", "quarantine": "silver/late_s10m", "output_mode": "update", "keys": [],` +
+		`"s10m": {"table": "gold/s10m", "quarantine": "silver/late_s10m", "output_mode": "update", "keys": [], "change_feed": True,` +
 			"\n" + `        "window": {"type": "sliding", "size_us": 600000000, "slide_us": 300000000, "start_us": 60000000}},`,
 		`F.session_window(EVENT_TIME, "1500 milliseconds")`,
-		`"sess": {"table": "gold/sess", "quarantine": "silver/late_sess", "output_mode": "complete", "keys": ["event_id"],`,
+		`"sess": {"table": "gold/sess", "quarantine": "silver/late_sess", "output_mode": "complete", "keys": ["event_id"], "change_feed": True,`,
 		`S3 = {"endpoint": "", "region": "us-east-1", "path_style": None}`,
 		"f\"t.`{c}` <=> s.`{c}`\"",
 		`TRIGGER = "available-now"`,
