@@ -135,13 +135,13 @@ def replay_range(opts, now_us=None):
     """[from, to) in µs from --from/--to (RFC 3339 or 'YYYY-MM-DD HH:MM:SS', UTC) or --since."""
     import re
     import time
-    from datetime import datetime, timezone
+    from datetime import datetime, timedelta, timezone
 
     def parse(s):
         t = datetime.fromisoformat(s.strip().replace("Z", "+00:00").replace(" ", "T", 1))
         if t.tzinfo is None:
             t = t.replace(tzinfo=timezone.utc)
-        return int(t.timestamp()) * 1_000_000 + t.microsecond
+        return (t - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
     if opts.since:
         units = {"h": 3600e6, "m": 60e6, "s": 1e6, "ms": 1e3, "us": 1.0}

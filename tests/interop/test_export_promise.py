@@ -491,6 +491,24 @@ def test_spark_late_loop_applied_once(on_files):
     assert [(d["name"], d.get("upToDate")) for d in after["derived"]] == [("r10m", True)], after["derived"]
 
 
+def test_replay_range_reads_medallions_flags(on_files):
+    """The replay job's range flags read as medallion's: --from/--to in RFC 3339 or 'YYYY-MM-DD
+    HH:MM:SS' UTC, --since a duration ending now; a reversed range or a bad duration is refused.
+    Whole windows align as medallion's alignStart, before the epoch too (floor, not truncation)."""
+    job = on_files.job
+    hour = 3600 * 10**6
+    t0 = int(datetime(2026, 12, 1, 10, tzinfo=timezone.utc).timestamp()) * 10**6
+    assert job.replay_range(job.parse_args(["--from", "2026-12-01 10:00:00", "--to", "2026-12-01T11:30:00.5Z"])) == \
+        (t0, t0 + hour + hour // 2 + 500_000)
+    assert job.replay_range(job.parse_args(["--since", "1h30m"]), now_us=t0) == (t0 - hour - hour // 2, t0)
+    for argv in (["--since", "1x"], ["--from", "2026-12-01T11:00:00Z", "--to", "2026-12-01T10:00:00Z"], ["--to", "2026-12-01"]):
+        with pytest.raises(ValueError):
+            job.replay_range(job.parse_args(argv))
+    minute = 60 * 10**6
+    assert job._align(-1, minute, 5 * minute) == -4 * minute
+    assert job._align(11 * minute, minute, 5 * minute) == 11 * minute
+
+
 def test_default_job_refuses_medallions_tables(on_files, spark):
     """--root at the lake itself (medallion's tables) without --takeover: refused before any
     write, naming the table and the query that owns it."""
