@@ -21,6 +21,12 @@ and checkpoint are the ones under spark/). Compared as row multisets:
 * invariant E on Spark's tables: its gold counts equal a count of its silver over the windows
   the watermark closed, computed here in Python.
 
+On the file backend the late-data loop runs on Spark too (replay_on_both): the same range of
+gold is spoiled in both engines, then medallion's `run replay` and the exported `--job replay`
+(its merge-late with medallion's txn, the range's windows with replaceWhere, then the derived
+table r10m, a rollup of t5m, MERGEd) run; medallion's merge-late on Spark's tables afterwards
+finds nothing left to apply, and r10m equals medallion's and holds invariant E.
+
 Every comparison reads the tables with delta-rs; DuckDB (delta_scan; on MinIO through httpfs
 with an S3 secret) reads every table of both engines, bronze included, with delta-rs' rows
 (test_duckdb_reads_every_table_as_deltars), so each comparison holds for DuckDB's reading too
