@@ -125,7 +125,7 @@ def replay_one(spark, root, name, frm, to):
         out = new.select(*[F.col(f"`{c}`") if c in public else F.lit(None).cast(schema[c]).alias(c) for c in gold.columns])
         where = f"window.start >= timestamp_micros({lo}) AND window.start <= timestamp_micros({hi})"
         out.write.format("delta").mode("overwrite").option("replaceWhere", where).save(gold_path)
-        rep["rowsReplaced"], rep["rowsWritten"] = old.count(), new.count()
+        rep["rowsWritten"] = new.count()  # persisted: no second read of silver
     finally:
         new.unpersist()
     return rep
