@@ -46,6 +46,11 @@ medallion does is named on stderr now, one notice per item, and again by the job
 
 --job merge-late prints the same program as a batch job folding each quarantine into its gold
 (Spark MERGE) with the txn medallion's merge-late records: either may run after the other.
+--job replay prints it as a batch job doing what medallion run replay does (job.py --from F --to T,
+or --since 24h): merge-late, then the range's whole windows recomputed from silver and written
+with replaceWhere. --job derive keeps the derived tables (a gold over another gold): their closed
+windows recomputed from the upstream and MERGEd, with medallion's txn; merge-late and replay run
+it after their own work, as medallion does.
 
 Run it:
   medallion export spark --config pipeline.yaml > job.py
@@ -77,17 +82,19 @@ Databricks (Jobs API 2.1), the job uploaded to dbfs:/medallion/job.py:
 			}
 			kind, _ := cmd.Flags().GetString("job")
 			switch kind {
-			case jobStream, jobMergeLate:
-			case jobReplay:
-				return usageError("export spark --job replay: not exported yet: run medallion run replay on the job's tables")
+			case jobStream, jobMergeLate, jobReplay, jobDerive:
 			default:
-				return usageError("export spark --job %q: expected stream (default) or merge-late", kind)
+				return usageError("export spark --job %q: expected stream (default), merge-late, replay or derive", kind)
+			}
+			if kind == jobReplay {
+				fmt.Fprintf(cmd.ErrOrStderr(), "export spark: notice: %s\n", replayBronzeNotice)
 			}
 			return writeSparkJobKind(cmd.OutOrStdout(), cfg, kind)
 		},
 	}
 	spark.Flags().String("config", "", "pipeline config (YAML)")
-	spark.Flags().String("job", jobStream, "the job: stream, or merge-late (a batch job folding each quarantine into its gold, with medallion's txn)")
+	spark.Flags().String("job", jobStream, "the job: stream, merge-late (a batch job folding each quarantine into its gold, with medallion's txn), "+
+		"replay (a batch job recomputing a time range of gold from silver, replaceWhere) or derive (the derived tables, MERGEd)")
 	spark.Flags().StringArray("set", nil, "override a config key, e.g. --set stream.max_files_per_trigger=10 (repeatable)")
 	export.AddCommand(spark)
 	return export
@@ -195,10 +202,7 @@ func planExport(cfg *config.Pipeline) exportPlan {
 		plan.gold = append(plan.gold, cfg.GoldOf(j.Name)...)
 		plan.notices = append(plan.notices, joinNotices(cfg, j)...)
 	}
-	for _, g := range cfg.DerivedOrder() {
-		plan.notices = append(plan.notices, fmt.Sprintf("derived table %s (from gold %s) is not exported: keep it on medallion "+
-			"(docs/derived-tables.md)", g.Name, g.Source))
-	}
+	plan.notices = append(plan.notices, derivedNotices(cfg)...)
 	return plan
 }
 
@@ -227,8 +231,9 @@ func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	}
 	for _, g := range plan.gold {
 		win := g.Window
-		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s],\n", py(g.Name), py(g.Table),
-			py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy))
+		feed := g.ChangeFeed()
+		pf("    %s: {\"table\": %s, \"quarantine\": %s, \"output_mode\": %s, \"keys\": [%s], \"change_feed\": %s,\n", py(g.Name),
+			py(g.Table), py(g.Quarantine), py(g.OutputMode), joinPy(g.GroupBy), pyBool(&feed))
 		pf("        \"window\": {\"type\": %s, \"size_us\": %d, \"slide_us\": %d, \"start_us\": %d}},\n", py(string(win.Type)),
 			win.Size.Microseconds(), win.EffectiveSlide().Microseconds(), win.StartTime.Microseconds())
 		fmt.Fprintf(&tablesHelp, ", %s, %s", g.Table, g.Quarantine)
@@ -273,14 +278,17 @@ func writeSparkJobKind(w io.Writer, cfg *config.Pipeline, kind string) error {
 	if err := writeSparkJoins(&b, cfg); err != nil {
 		return err
 	}
-	pf("JOB = %s  # what main runs: the stream, or merge-late (--job)\n", py(kind))
+	pf("JOB = %s  # what main runs: the stream, merge-late, replay or derive (--job)\n", py(kind))
 	if err := writeSparkLate(&b, cfg, plan.gold); err != nil {
 		return err
 	}
+	writeSparkReplay(&b, cfg, plan.gold)
+	writeSparkDerived(&b, cfg)
 	writeSparkSources(&b, plan.views)
 	b.WriteString(sparkJobBody)
 	b.WriteString(sparkJoinBody)
 	b.WriteString(sparkLateBody)
+	b.WriteString(sparkReplayBody)
 	b.WriteString(sparkMain)
 	_, err = io.WriteString(w, b.String())
 	return err

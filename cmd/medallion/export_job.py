@@ -117,6 +117,29 @@ def table_txns(spark, path):
     return out
 
 
+def _nullable(t):
+    """t with every field nullable, as a DataFrame write creates a table (metadata kept)."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in t.fields])
+    return t
+
+
+def create_table(spark, path, schema, props):
+    """Creates an empty Delta table at path with the columns of schema (nullable, as a DataFrame
+    write makes them) and the table properties props, in one commit; a table already there is
+    left as it is."""
+    from delta.tables import DeltaTable
+
+    # The location as Hadoop qualifies it (file:/x, not file:///x): Delta refuses two spellings.
+    fs, jpath = _path(spark, path)
+    builder = DeltaTable.createIfNotExists(spark).location(fs.makeQualified(jpath).toString()).addColumns(_nullable(schema))
+    for key, value in props.items():
+        builder = builder.property(key, value)
+    builder.execute()
+
+
 class OwnershipError(RuntimeError):
     """A table the job would write holds another query's txn."""
 
@@ -237,11 +260,15 @@ class Job:
 
     def ensure(self, path, schema):
         """Creates the table (empty, with its schema) on first use, as medallion creates its
-        tables before the first batch."""
+        tables before the first batch; a gold table with its change data feed on, as medallion
+        creates it (a derived table's pass reads its upstream's changes)."""
         if path in self.created:
             return
         if not is_delta(self.spark, path):
-            self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
+            if any(spec["change_feed"] and path == self.root + "/" + spec["table"] for spec in GOLD.values()):
+                create_table(self.spark, path, schema, {"delta.enableChangeDataFeed": "true"})
+            else:
+                self.spark.createDataFrame([], schema).write.format("delta").mode("append").save(path)
         self.created.add(path)
 
     # -- one micro-batch -----------------------------------------------------------------------
@@ -604,6 +631,10 @@ def run(spark, opts):
     table for --plain, one entry per source (QUERY: the top-level one) otherwise."""
     if JOB == "merge-late":
         return merge_late(spark, opts)
+    if JOB == "replay":
+        return replay(spark, opts)
+    if JOB == "derive":
+        return derive(spark, opts)
     for notice in NOT_EXPORTED:
         print("medallion job: not exported: " + notice, flush=True)
     if not opts.plain:
@@ -651,6 +682,9 @@ def parse_args(argv=None):
                     "source's, " + TRIGGER + " for " + QUERY + ")")
     ap.add_argument("--progress-dir", help="write the progress reports here as <query>.json")
     ap.add_argument("--conf", action="append", default=[], help="a Spark setting key=value (repeatable)")
+    ap.add_argument("--from", dest="from_", help="replay job: range start (RFC 3339 or 'YYYY-MM-DD HH:MM:SS' UTC), with --to")
+    ap.add_argument("--to", help="replay job: range end (exclusive), with --from")
+    ap.add_argument("--since", help="replay job: the range ending now, e.g. 24h (or --from/--to)")
     return ap.parse_args(argv)
 
 

@@ -59,7 +59,8 @@ def merge_late_one(spark, root, name):
 
 def merge_late(spark, opts):
     """merge-late over the job's tables (--root, or the lake with --takeover), every aggregation
-    or --gold's; what it leaves to medallion (sessions, sketches, golds over a join) is said."""
+    or --gold's, then the derived tables; what it leaves to medallion (sessions, sketches, golds
+    over a join) is said."""
     root = opts.root or (LAKE if opts.takeover else LAKE + "/spark")
     report = []
     for name in opts.gold or list(GOLD):
@@ -68,4 +69,6 @@ def merge_late(spark, opts):
             print(f"medallion merge-late: gold {name}: not merged here: {r['skipped']}", flush=True)
         report.append(r)
     print(json.dumps({"mergeLate": report}), flush=True)
+    # The derived tables below, corrected in the same run, as medallion's merge-late does.
+    derive(spark, opts)
     return report

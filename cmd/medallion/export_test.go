@@ -106,10 +106,10 @@ func TestExportSpark(t *testing.T) {
 		"F.max(F.col(\"`amount`\").cast(\"double\")).alias(\"max_amount\")",
 		`F.lit(0).cast("long").alias("late_rows")`,
 		`F.window(EVENT_TIME, "600 seconds", "300 seconds", "60 seconds")`,
-		`"s10m": {"table": "gold/s10m", "quarantine": "silver/late_s10m", "output_mode": "update", "keys": [],` +
+		`"s10m": {"table": "gold/s10m", "quarantine": "silver/late_s10m", "output_mode": "update", "keys": [], "change_feed": True,` +
 			"\n" + `        "window": {"type": "sliding", "size_us": 600000000, "slide_us": 300000000, "start_us": 60000000}},`,
 		`F.session_window(EVENT_TIME, "1500 milliseconds")`,
-		`"sess": {"table": "gold/sess", "quarantine": "silver/late_sess", "output_mode": "complete", "keys": ["event_id"],`,
+		`"sess": {"table": "gold/sess", "quarantine": "silver/late_sess", "output_mode": "complete", "keys": ["event_id"], "change_feed": True,`,
 		`S3 = {"endpoint": "", "region": "us-east-1", "path_style": None}`,
 		"f\"t.`{c}` <=> s.`{c}`\"",
 		`TRIGGER = "available-now"`,
@@ -362,7 +362,8 @@ func TestExportSparkS3(t *testing.T) {
 
 // TestExportSparkMergeLateJob: --job merge-late prints the program with JOB = "merge-late", how
 // each gold over a source absorbs its late rows, and, per gold it leaves to medallion (a
-// session window, a sketch, a gold over a join), why; --job replay is refused, not faked.
+// session window, a sketch, a gold over a join), why; --job replay the same for the replay, and
+// an unknown job is refused.
 func TestExportSparkMergeLateJob(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pipeline.yaml")
 	cfg := `lake: ` + t.TempDir() + `
@@ -430,12 +431,119 @@ gold:
 		t.Errorf("the merge-late job computes a gold it leaves to medallion")
 	}
 	checkPython(t, out)
-	if _, _, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "replay"); err == nil ||
-		!strings.Contains(err.Error(), "--job replay: not exported yet") {
-		t.Errorf("--job replay: err = %v, want a refusal", err)
+	replay, stderr, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "replay")
+	if err != nil {
+		t.Fatalf("export spark --job replay: %v\n%s", err, stderr)
+	}
+	// Per gold, what the Spark replay leaves to medallion and why; the rest it replays itself.
+	for _, want := range []string{
+		`JOB = "replay"`,
+		`"events_5m": None`,
+		`"sess": "session windows re-sessionize the range from silver: run medallion run replay"`,
+		`"distinct_ads": "aggregate ads (approx_count_distinct): Spark's sketches are not medallion's: run medallion run replay"`,
+		`"ec_1h": "over a join: medallion run replay recomputes it from the joined table"`,
+		"def replay_one(spark, root, name, frm, to):",
+	} {
+		if !strings.Contains(replay, want) {
+			t.Errorf("replay job lacks %q", want)
+		}
+	}
+	if !strings.Contains(stderr, "notice: replay --source bronze is not exported") {
+		t.Errorf("--job replay does not say that it replays from silver only: %s", stderr)
+	}
+	checkPython(t, replay)
+	if _, _, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "compact"); err == nil ||
+		!strings.Contains(err.Error(), "expected stream (default), merge-late, replay or derive") {
+		t.Errorf("--job compact: err = %v, want a refusal naming the jobs", err)
 	}
 	stream, _, err := runExportCLI(t, "export", "spark", "--config", path)
 	if err != nil || !strings.Contains(stream, `JOB = "stream"`) {
 		t.Errorf("the default job is not the stream: err %v", err)
 	}
+}
+
+// TestExportSparkDerivedTables: the derived tables are exported in level order (a third level
+// reads its upstream's recorded watermark), with the rollup of each column and medallion's txn
+// app ids; a graph that starts at a gold over a join is left to medallion, said per table, at
+// export time and in the job.
+func TestExportSparkDerivedTables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	cfg := `lake: ` + t.TempDir() + `
+schema:
+  - {name: event_id,   type: string, required: true}
+  - {name: ad_id,      type: string}
+  - {name: amount,     type: double}
+  - {name: event_time, type: timestamp, required: true}
+stream: {watermark: 10m, dedup: [event_id]}
+sources:
+  - name: clicks
+    schema:
+      - {name: click_id,   type: string, required: true}
+      - {name: ad_id,      type: string, required: true}
+      - {name: click_time, type: timestamp, required: true}
+    stream: {event_time: click_time, watermark: 30m, dedup: [click_id]}
+joins:
+  - {name: ec, left: events, right: clicks, type: inner, on: [{left: ad_id, right: ad_id}], time: {lower: 0s, upper: 1h}}
+gold:
+  - name: e5m
+    window: {type: tumbling, size: 5m}
+    group_by: [ad_id]
+    aggregates: [{fn: count}, {fn: sum, column: amount, as: total}, {fn: avg, column: amount, as: mean},
+                 {fn: max, column: amount, as: hi}]
+  - name: e1d
+    source: e1h
+    window: {type: tumbling, size: 24h}
+    aggregates: [{fn: count, column: count, as: count}]
+  - name: e1h
+    source: e5m
+    window: {type: tumbling, size: 1h}
+    group_by: [ad_id]
+    aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total},
+                 {fn: avg, column: mean, as: mean}, {fn: max, column: hi, as: hi}]
+  - name: ec_5m
+    source: ec
+    window: {type: tumbling, size: 5m}
+    aggregates: [{fn: count}]
+  - name: ec_1h
+    source: ec_5m
+    window: {type: tumbling, size: 1h}
+    aggregates: [{fn: sum, column: count, as: count}]
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runExportCLI(t, "export", "spark", "--config", path, "--job", "derive")
+	if err != nil {
+		t.Fatalf("export spark --job derive: %v\n%s", err, stderr)
+	}
+	e1h := `{"name": "e1h", "table": "gold/e1h", "upstream": "e5m", "upstream_table": "gold/e5m", "upstream_derived": False,
+     "source": "events", "size_us": 3600000000, "start_us": 0, "keys": ["ad_id"], "change_feed": True,
+     "aggs": [{"fn": "count", "column": "count", "as": "count"}, {"fn": "sum", "column": "total", "as": "total"}, ` +
+		`{"fn": "avg", "column": "mean", "as": "mean"}, {"fn": "max", "column": "hi", "as": "hi"}]}`
+	e1d := `{"name": "e1d", "table": "gold/e1d", "upstream": "e1h", "upstream_table": "gold/e1h", "upstream_derived": True,
+     "source": "events", "size_us": 86400000000, "start_us": 0, "keys": [], "change_feed": True,`
+	for _, want := range []string{`JOB = "derive"`, `DERIVED_APP = "medallion-derived-"`, `DERIVED_WM_APP = "medallion-derived-wm-"`, e1h, e1d} {
+		if !strings.Contains(out, want) {
+			t.Errorf("derive job lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(out, `{"name": "e1h"`), strings.Index(out, `{"name": "e1d"`); i < 0 || j < i {
+		t.Errorf("e1d is not after its upstream e1h in DERIVED")
+	}
+	if strings.Contains(out, `{"name": "ec_1h"`) {
+		t.Errorf("the derive job keeps ec_1h, whose graph starts at a gold over a join")
+	}
+	for _, want := range []string{
+		"notice: derived table e1h (from gold e5m): not kept by the stream job; the merge-late, replay and derive jobs",
+		"notice: derived table e1d (from gold e1h): not kept by the stream job",
+		"notice: derived table ec_1h: its graph starts at gold ec_5m over a join: keep it on medallion",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("export does not say %q:\n%s", want, stderr)
+		}
+	}
+	if !strings.Contains(out, "derived table ec_1h: its graph starts at gold ec_5m over a join") {
+		t.Errorf("NOT_EXPORTED does not name ec_1h")
+	}
+	checkPython(t, out)
 }

@@ -21,6 +21,12 @@ and checkpoint are the ones under spark/). Compared as row multisets:
 * invariant E on Spark's tables: its gold counts equal a count of its silver over the windows
   the watermark closed, computed here in Python.
 
+On the file backend the late-data loop runs on Spark too (replay_on_both): the same range of
+gold is spoiled in both engines, then medallion's `run replay` and the exported `--job replay`
+(its merge-late with medallion's txn, the range's windows with replaceWhere, then the derived
+table r10m, a rollup of t5m, MERGEd) run; medallion's merge-late on Spark's tables afterwards
+finds nothing left to apply, and r10m equals medallion's and holds invariant E.
+
 Every comparison reads the tables with delta-rs; DuckDB (delta_scan; on MinIO through httpfs
 with an S3 secret) reads every table of both engines, bronze included, with delta-rs' rows
 (test_duckdb_reads_every_table_as_deltars), so each comparison holds for DuckDB's reading too
@@ -110,7 +116,18 @@ def pipeline_yaml(lake: str, prefix: str = "") -> str:
             f"    quarantine: {prefix}silver/late_s10m\n"
             "    window: {type: sliding, size: 10m, slide: 5m, start_time: 1m}\n"
             "    group_by: [event_type]\n"
-            "    aggregates: [{fn: count, as: count}, {fn: max, column: amount, as: max_amount}]\n")
+            "    aggregates: [{fn: count, as: count}, {fn: max, column: amount, as: max_amount}]\n"
+            # A derived table (docs/derived-tables.md): a 10-minute rollup of t5m, kept on Spark
+            # by the merge-late, replay and derive jobs (a MERGE of its closed windows).
+            "  - name: r10m\n"
+            "    source: t5m\n"
+            f"    table: {prefix}gold/r10m\n"
+            "    window: {type: tumbling, size: 10m}\n"
+            "    group_by: [event_type]\n"
+            "    aggregates:\n"
+            "      - {fn: sum, column: count, as: count}\n"
+            "      - {fn: sum, column: total_amount, as: total_amount}\n"
+            "      - {fn: avg, column: avg_amount, as: avg_amount}\n")
 
 
 def load_job(path: Path, name: str):
@@ -122,11 +139,14 @@ def load_job(path: Path, name: str):
 
 class Run:
     """Both engines' tables over one bronze: read(table) gives rows (delta-rs' unless
-    with_reader swapped the reader), locate(table) the table's path or s3:// URL."""
+    with_reader swapped the reader), locate(table) the table's path or s3:// URL. replay holds,
+    when the late-data loop ran on Spark (the file backend), both replays' reports and
+    medallion's merge-late report on Spark's tables afterwards."""
 
-    def __init__(self, read, locate, job, lake_uri, watermark_ms, cfg, env, crash):
+    def __init__(self, read, locate, job, lake_uri, watermark_ms, cfg, env, crash, replay=None):
         self.read, self.locate, self.job, self.lake_uri = read, locate, job, lake_uri
         self.watermark_ms, self.cfg, self.env, self.crash = watermark_ms, cfg, env, crash
+        self.replay = replay
 
     def with_reader(self, read) -> "Run":
         other = copy.copy(self)
@@ -161,9 +181,10 @@ def run_crashing(job, spark, args, batch: int) -> dict:
 
 
 def run_both(tmp: Path, medallion_bin, spark, lake: str, lake_uri: str, read, locate, env=None,
-             crash_batch=None) -> Run:
+             crash_batch=None, spark_replay=False) -> Run:
     """medallion's stream and merge-late, then the job (killed once in crash_batch, if given,
-    and run again) and merge-late on its tables."""
+    and run again) and merge-late on its tables. With spark_replay, the late-data loop runs on
+    Spark (replay_on_both) before medallion's merge-late on Spark's tables."""
     cfg = tmp / "pipeline.yaml"
     cfg.write_text(pipeline_yaml(lake))
     spark_cfg = tmp / "spark.yaml"
@@ -187,8 +208,38 @@ def run_both(tmp: Path, medallion_bin, spark, lake: str, lake_uri: str, read, lo
     assert reports and reports[-1]["eventTime"]["watermark"] > "1970", reports[-1]
     if crash is not None:
         crash["rerun_from"] = reports[0]["batchId"]
-    med("run", "merge-late", "--config", str(spark_cfg))
-    return Run(read, locate, job, lake_uri, stream["result"]["watermarkMs"], spark_cfg, env, crash)
+    replay = replay_on_both(tmp, med, spark, cfg, lake_uri, read) if spark_replay else None
+    merged = json.loads(med("run", "merge-late", "--config", str(spark_cfg)))["result"]
+    if replay is not None:
+        replay["merge_late_after"] = merged
+    return Run(read, locate, job, lake_uri, stream["result"]["watermarkMs"], spark_cfg, env, crash, replay)
+
+
+# The aggregates replay_on_both spoils in both engines' gold before replaying the range.
+SPOIL = {"t5m": "`count` = `count` + 1000, total_amount = total_amount * 2",
+         "s10m": "`count` = `count` + 1000, max_amount = -1"}
+
+
+def replay_on_both(tmp: Path, med, spark, cfg: Path, lake_uri: str, read) -> dict:
+    """The replay on both engines over the same range (the middle third of medallion's t5m
+    windows), after spoiling the range's gold rows the same way in both (counts +1000, sums
+    doubled: what a bad deploy leaves behind), so that the replays must rewrite them: medallion's
+    `run replay` on its tables (merge-late ran already), the exported `--job replay` on Spark's,
+    whose quarantines nothing has merged yet: it merges them first with medallion's txn, then
+    replaces the range's windows, then derives r10m. Returns both reports."""
+    starts = sorted({parse_ts(r["window"]["start"]) for r in read("gold/t5m")})
+    frm, to = starts[len(starts) // 3], starts[2 * len(starts) // 3]
+    frm, to = (t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in (frm, to))
+    for prefix in ("", "spark/"):
+        for gold, spoil in SPOIL.items():
+            spark.sql(f"UPDATE delta.`{lake_uri}/{prefix}gold/{gold}` SET {spoil} WHERE window.start >= "
+                      f"timestamp'{frm.replace('T', ' ')[:-1]}' AND window.start < timestamp'{to.replace('T', ' ')[:-1]}'")
+    ours = json.loads(med("run", "replay", "--config", str(cfg), "--from", frm, "--to", to))["result"]
+    job_path = tmp / "replay.py"
+    job_path.write_text(med("export", "spark", "--config", str(cfg), "--job", "replay"))
+    job = load_job(job_path, f"exported_{tmp.name}_replay")
+    theirs = job.run(spark, job.parse_args(["--from", frm, "--to", to]))
+    return {"from": frm, "to": to, "medallion": ours, "spark": theirs}
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +250,7 @@ def on_files(tmp_path_factory, medallion_bin, spark, deltalake) -> Run:
     # rerun job wrote.
     return run_both(tmp, medallion_bin, spark, str(lake), lake.as_uri(),
                     lambda table: read_deltars(lake / table), lambda table: lake / table,
-                    crash_batch=1)
+                    crash_batch=1, spark_replay=True)
 
 
 @pytest.fixture(scope="module")
@@ -377,6 +428,92 @@ def test_invariant_e_on_sparks_tables(both, gold):
     assert want and got == want, f"{gold}: gold differs from silver's batch count:\n" + \
         f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
         f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
+
+
+def test_derived_table_equals_medallions(on_files):
+    """The derived table r10m (a rollup of t5m) as the exported jobs keep it (Spark's replay job
+    MERGEs it after replaying t5m) equals medallion's, row for row (doubles within 1e-9). File
+    backend only: on MinIO medallion's merge-late derives Spark's r10m itself, and its pass reads
+    the watermark of the job's last offsets, not the job's closing step's (a window that step
+    closed reaches r10m one pass later)."""
+    both = on_files
+    ours, theirs = both.read("gold/r10m"), both.read("spark/gold/r10m")
+    assert ours and any(r["late_rows"] for r in ours), "r10m holds no corrected window: the test proves little"
+    assert_multiset(ours, theirs, "derived r10m", drop=internal_columns(ours, theirs),
+                    floats=("total_amount", "avg_amount", "avg_amount_sum"))
+
+
+def test_invariant_e_on_sparks_derived_table(on_files):
+    """Spark's r10m = its silver counted over every 10-minute window the watermark closed, and
+    each total the sum of the window's amounts (within 1e-9): invariant E one level down."""
+    both = on_files
+    wm = datetime.fromtimestamp(both.watermark_ms / 1000, tz=timezone.utc)
+    counts, sums = collections.Counter(), collections.defaultdict(list)
+    for r in both.read("spark/silver/events"):
+        for end in window_ends(parse_ts(r["event_time"]), timedelta(minutes=10), timedelta(minutes=10), timedelta(0)):
+            if end <= wm:
+                counts[(end, r["event_type"])] += 1
+                if r["amount"] is not None:
+                    sums[(end, r["event_type"])].append(r["amount"])
+    rows = both.read("spark/gold/r10m")
+    got = collections.Counter({(parse_ts(r["window"]["end"]), r["event_type"]): r["count"] for r in rows})
+    assert counts and got == counts, (sorted(set(counts.items()) ^ set(got.items()))[:5])
+    for r in rows:
+        want = math.fsum(sums[(parse_ts(r["window"]["end"]), r["event_type"])])
+        assert math.isclose(r["total_amount"], want, rel_tol=1e-9), (r, want)
+
+
+def test_spark_replay_equals_medallions_replay(on_files):
+    """The exported --job replay and medallion's run replay, over the same range of gold rows
+    both spoiled alike (replay_on_both): the same whole windows replaced (t5m's and the sliding
+    s10m's), each engine rewrote them (neither found its gold unchanged), and the rows after
+    equal medallion's (test_gold_after_merge_late_equals_medallions, on these tables); no
+    spoiled count is left, and Spark's merge-late inside its replay folded the quarantines in."""
+    rp = on_files.replay
+    ours = {g["name"]: g for g in rp["medallion"]["gold"]}
+    theirs = {g["gold"]: g for g in rp["spark"]["replay"]}
+    assert set(ours) == set(theirs) == set(GOLDS)
+    for gold in GOLDS:
+        o, t = ours[gold], theirs[gold]
+        assert (parse_ts(o["windowStartFrom"]), parse_ts(o["windowStartTo"])) == \
+            (parse_ts(t["windowStartFrom"]), parse_ts(t["windowStartTo"])), (gold, o, t)
+        assert o.get("commit") and not o.get("unchanged"), (gold, o)
+        assert t["rowsWritten"] > 0 and not t.get("unchanged"), (gold, t)
+        assert t["mergeLate"]["lateRows"] > 0, (gold, t["mergeLate"])
+        for prefix in ("", "spark/"):
+            assert all(r["count"] < 1000 for r in on_files.read(f"{prefix}gold/{gold}")), f"{prefix}gold/{gold} still spoiled"
+
+
+def test_spark_late_loop_applied_once(on_files):
+    """After Spark's replay job (its merge-late with medallion's txn, its replay, its derived
+    pass with medallion's two positions), medallion's merge-late on the same tables finds every
+    quarantine merged up to the version Spark merged and r10m up to date: nothing applied
+    twice, either may run after the other."""
+    rp = on_files.replay
+    after = rp["merge_late_after"]
+    spark_merged = {g["gold"]: g["mergeLate"]["toQuarantineVersion"] for g in rp["spark"]["replay"]}
+    for g in after["gold"]:
+        assert g["upToDate"] and g["toQuarantineVersion"] == spark_merged[g["name"]], (g, spark_merged)
+    assert [d["name"] for d in rp["spark"]["derived"]] == ["r10m"] and rp["spark"]["derived"][0].get("commit")
+    assert [(d["name"], d.get("upToDate")) for d in after["derived"]] == [("r10m", True)], after["derived"]
+
+
+def test_replay_range_reads_medallions_flags(on_files):
+    """The replay job's range flags read as medallion's: --from/--to in RFC 3339 or 'YYYY-MM-DD
+    HH:MM:SS' UTC, --since a duration ending now; a reversed range or a bad duration is refused.
+    Whole windows align as medallion's alignStart, before the epoch too (floor, not truncation)."""
+    job = on_files.job
+    hour = 3600 * 10**6
+    t0 = int(datetime(2026, 12, 1, 10, tzinfo=timezone.utc).timestamp()) * 10**6
+    assert job.replay_range(job.parse_args(["--from", "2026-12-01 10:00:00", "--to", "2026-12-01T11:30:00.5Z"])) == \
+        (t0, t0 + hour + hour // 2 + 500_000)
+    assert job.replay_range(job.parse_args(["--since", "1h30m"]), now_us=t0) == (t0 - hour - hour // 2, t0)
+    for argv in (["--since", "1x"], ["--from", "2026-12-01T11:00:00Z", "--to", "2026-12-01T10:00:00Z"], ["--to", "2026-12-01"]):
+        with pytest.raises(ValueError):
+            job.replay_range(job.parse_args(argv))
+    minute = 60 * 10**6
+    assert job._align(-1, minute, 5 * minute) == -4 * minute
+    assert job._align(11 * minute, minute, 5 * minute) == 11 * minute
 
 
 def test_default_job_refuses_medallions_tables(on_files, spark):
