@@ -16,10 +16,18 @@ with a session window (the export refuses those per item) is checked for the not
 and both engines run it without that aggregation.
 
 Every failure message ends with the seed and the config: MEDALLION_SEED=N replays one
-(`python interop_configgen.py N` prints it). By default two fixed seeds run (a two-source
-pipeline with a join, an aggregation over it and a transform, and a three-source one), each a few
-Spark micro-batches per query; MEDALLION_LONG=1 runs MEDALLION_SEEDS (default 12) seeds drawn
+(`python interop_configgen.py N` prints it). By default one fixed seed runs (a two-source
+pipeline with a join, an aggregation over it and a transform: DEFAULT_SEEDS), a few Spark
+micro-batches per query; MEDALLION_LONG=1 runs MEDALLION_SEEDS (default 12) seeds drawn
 from a printed run seed.
+
+Found by it, not fixed yet (MEDALLION_SEED=633379: join quarantine 3 rows on medallion, 0 on
+Spark): medallion writes the silver rows its dedup judged against silver's keys (event time at
+or before the late watermark less state.dedup_retention) to a file of their own after the
+batch's other rows (silver/write.go), while the exported job writes a join input's silver one
+file per batch; the join reads its inputs max_files_per_trigger files at a time, so on Spark
+those rows come in an earlier micro-batch, are judged by an older watermark and joined where
+medallion quarantines them (merge-late then makes the joined tables equal).
 """
 
 from __future__ import annotations
@@ -44,7 +52,10 @@ from test_export_sources import last_watermark_ms
 pytestmark = pytest.mark.needs_medallion
 
 LONG = os.environ.get("MEDALLION_LONG") == "1"
-DEFAULT_SEEDS = [5, 24]
+# Seed 5: two sources, a left_outer join with an aggregation over it, a transform with a filter
+# that rejects, a drop expectation, tumbling and sliding windows, two files a batch on one side.
+# One seed only by default: Spark's per-batch cost is the suite's time.
+DEFAULT_SEEDS = [5]
 
 
 def seeds() -> list[int]:
@@ -144,7 +155,7 @@ def runs(tmp_path_factory, medallion_bin, spark):
 
     def get(seed: int) -> CaseRun:
         if seed not in cache:
-            cache[seed] = run_case(seed, tmp_path_factory.mktemp(f"export-random-{seed}"), med, spark)
+            cache[seed] = run_case(seed, tmp_path_factory.mktemp(f"export-random-seed{seed}-"), med, spark)
         return cache[seed]
 
     return get
