@@ -38,6 +38,7 @@ import io
 import json
 import os
 import random
+import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -146,8 +147,7 @@ def runs(tmp_path_factory, medallion_bin, spark):
 
     def med(*args, stderr=False):
         if stderr:
-            import subprocess
-
+            # The export's per-item notices are on stderr.
             p = subprocess.run([str(medallion_bin), *args], capture_output=True, text=True, timeout=120)
             assert p.returncode == 0, p.stderr
             return p.stderr
