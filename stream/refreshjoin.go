@@ -112,14 +112,15 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 }
 
 // refreshable refuses the kinds of aggregation a refresh does not rebuild (of owner: a query
-// or a join).
+// or a join): output_mode update and complete. Their table is not the closed windows but
+// every window's latest value, rewritten in place as rows arrive (update) or whole each batch
+// (complete), and merge-late does not correct them (late rows are dropped as in Spark), so
+// there is no exact table to rebuild from the input other than by re-running the stream.
 func refreshable(g *spec.Aggregation, owner string) error {
-	switch {
-	case g.Window.Session:
-		return fmt.Errorf("%w: gold %s has session windows, whose state the refresh does not rebuild; do a full refresh of %s instead "+
-			"(docs/schema-evolution.md)", ErrRefreshRefused, g.Name, owner)
-	case g.OutputMode != "" && g.OutputMode != spec.OutputAppend:
-		return fmt.Errorf("%w: gold %s has output_mode %s; only append mode golds are rebuilt by a refresh", ErrRefreshRefused, g.Name, g.OutputMode)
+	if g.OutputMode != "" && g.OutputMode != spec.OutputAppend {
+		return fmt.Errorf("%w: gold %s has output_mode %s, whose table is every window's latest value as the stream saw it; "+
+			"only append mode golds are rebuilt by a refresh: do a full refresh of %s instead (docs/schema-evolution.md)",
+			ErrRefreshRefused, g.Name, g.OutputMode, owner)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +47,14 @@ func refreshConfig(t *testing.T, lake string, newDef bool) string {
     aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total}]
 `
 	}
-	// s10: sliding windows, unchanged, refreshed too (its open windows overlap closed ones).
+	// s10: sliding windows, unchanged, refreshed too (its open windows overlap closed ones);
+	// sess: session windows, unchanged, refreshed too (its open sessions may hold late rows).
 	g += `  - name: s10
     window: {type: sliding, size: 10m, slide: 5m}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+  - name: sess
+    window: {type: session, gap: 1m}
     group_by: [event_type]
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
 `
@@ -131,6 +137,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 		t.Fatalf("refresh of g5 did not rebuild g1h: %v", sum)
 	}
 	run(newCfg, "run", "refresh", "--table", "s10")
+	run(newCfg, "run", "refresh", "--table", "sess")
 	checkRefreshTables(t, lake, all)
 	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
 	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
@@ -158,6 +165,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	}
 	// A second refresh rebuilds the same tables.
 	run(newCfg, "run", "refresh", "--table", "g5")
+	run(newCfg, "run", "refresh", "--table", "sess")
 	checkRefreshTables(t, lake, all)
 }
 
@@ -222,6 +230,74 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 			if _, ok := want[k]; !ok {
 				t.Errorf("%s %s: row %v for a window the oracle has not closed", tc.table, k, g)
 			}
+		}
+	}
+	checkRefreshSessions(t, lake, events, wm)
+}
+
+// checkRefreshSessions compares gold sess with the test's sessionization of events: per
+// event type, in time order, an event within 1m of its session's last one extends it (the
+// session is [first, last + 1m)); a session ending at or before wm is closed.
+func checkRefreshSessions(t *testing.T, lake string, events []refreshEvent, wm time.Time) {
+	t.Helper()
+	const gap = time.Minute
+	byType := map[string][]refreshEvent{}
+	for _, e := range events {
+		byType[e.typ] = append(byType[e.typ], e)
+	}
+	want := map[string][2]int64{}
+	for typ, es := range byType {
+		slices.SortFunc(es, func(a, b refreshEvent) int { return a.at.Compare(b.at) })
+		for i := 0; i < len(es); {
+			j, end, sum := i, es[i].at.Add(gap), es[i].amount
+			for j+1 < len(es) && !es[j+1].at.After(end) {
+				j++
+				end, sum = es[j].at.Add(gap), sum+es[j].amount
+			}
+			if !end.After(wm) {
+				want[es[i].at.Format(time.RFC3339)+"/"+end.Format(time.RFC3339)+"/"+typ] = [2]int64{int64(j + 1 - i), sum}
+			}
+			i = j + 1
+		}
+	}
+	out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, "gold", "sess"), "--format", "jsonl")
+	if err != nil {
+		t.Fatalf("scan sess: %v\n%s", err, out)
+	}
+	got := map[string][2]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var row struct {
+			Window struct {
+				Start time.Time `json:"start"`
+				End   time.Time `json:"end"`
+			} `json:"window"`
+			Type  string  `json:"event_type"`
+			Count float64 `json:"count"`
+			Total float64 `json:"total"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("sess: %v: %s", err, line)
+		}
+		k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Window.End.UTC().Format(time.RFC3339) + "/" + row.Type
+		if _, dup := got[k]; dup {
+			t.Errorf("sess: two rows for %s", k)
+		}
+		got[k] = [2]int64{int64(row.Count), int64(row.Total)}
+	}
+	if len(want) < 20 {
+		t.Fatalf("the oracle has %d closed sessions: the test data no longer exercises sessions", len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("sess %s: (count, total) %v, want %v", k, got[k], w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("sess %s: row %v for a session the oracle does not have closed", k, g)
 		}
 	}
 }
