@@ -112,15 +112,17 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 }
 
 // refreshable refuses the kinds of aggregation a refresh does not rebuild (of owner: a query
-// or a join): output_mode update and complete. Their table is not the closed windows but
-// every window's latest value, rewritten in place as rows arrive (update) or whole each batch
-// (complete), and merge-late does not correct them (late rows are dropped as in Spark), so
-// there is no exact table to rebuild from the input other than by re-running the stream.
+// or a join): output_mode update and complete. A refresh writes the windows the watermark has
+// closed and hands the open ones to the stream as its state; an update gold's table also holds
+// the open windows (each batch upserts every window it changed) and a complete gold's holds
+// every window the state has ever had (rewritten whole each batch), so neither splits that
+// way. Rebuilding them (every group over the input, written whole, the state alike) is not
+// done yet; the full refresh of the query rebuilds them from bronze.
 func refreshable(g *spec.Aggregation, owner string) error {
 	if g.OutputMode != "" && g.OutputMode != spec.OutputAppend {
-		return fmt.Errorf("%w: gold %s has output_mode %s, whose table is every window's latest value as the stream saw it; "+
-			"only append mode golds are rebuilt by a refresh: do a full refresh of %s instead (docs/schema-evolution.md)",
-			ErrRefreshRefused, g.Name, g.OutputMode, owner)
+		return fmt.Errorf("%w: gold %s has output_mode %s: a refresh rebuilds append mode golds only (their table is the closed windows, "+
+			"the stream's state the open ones), while the table of a gold in %s mode holds open windows too; do a full refresh of %s instead "+
+			"(docs/schema-evolution.md)", ErrRefreshRefused, g.Name, g.OutputMode, g.OutputMode, owner)
 	}
 	return nil
 }
