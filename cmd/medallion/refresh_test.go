@@ -336,15 +336,26 @@ func checkGraphNode(t *testing.T, cfg, id string, pending, behind int64) {
 }
 
 // joinRefreshConfig is a left outer join of events and clicks with gold ec_g over it
-// (events' time, 5m windows, count by ad); newDef changes it to 10m windows with a sum added.
+// (events' time, 5m windows, count by ad) and ec_1h, a 1h rollup of ec_g; newDef changes ec_g
+// to 10m windows with a sum added, and ec_1h sums that too.
 func joinRefreshConfig(t *testing.T, lake string, newDef bool) string {
 	t.Helper()
 	g := `    window: {type: tumbling, size: 5m}
     aggregates: [{fn: count, as: count}]
+  - name: ec_1h
+    source: ec_g
+    window: {type: tumbling, size: 1h}
+    group_by: [ad_id]
+    aggregates: [{fn: sum, column: count, as: count}]
 `
 	if newDef {
 		g = `    window: {type: tumbling, size: 10m}
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+  - name: ec_1h
+    source: ec_g
+    window: {type: tumbling, size: 1h}
+    group_by: [ad_id]
+    aggregates: [{fn: sum, column: count, as: count}, {fn: sum, column: total, as: total}]
 `
 	}
 	cfg := `lake: ` + lake + `
@@ -442,13 +453,14 @@ func TestRefreshChangedJoinGoldDefinition(t *testing.T) {
 				OpenGroups    int64 `json:"openGroups"`
 				SilverRows    int64 `json:"silverRows"`
 			} `json:"gold"`
+			Refreshed []any `json:"refreshed"`
 		} `json:"result"`
 	}
 	out := run(newCfg, "run", "refresh", "--table", "ec_g")
 	if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &sum); err != nil {
 		t.Fatalf("refresh: %v\n%s", err, out)
 	}
-	if g := sum.Result.Gold; !g.SchemaChanged || g.OpenGroups == 0 || g.SilverRows == 0 {
+	if g := sum.Result.Gold; !g.SchemaChanged || g.OpenGroups == 0 || g.SilverRows == 0 || len(sum.Result.Refreshed) != 1 {
 		t.Fatalf("refresh of ec_g: %s", out)
 	}
 	run(newCfg, "run", "merge-late")
@@ -468,11 +480,12 @@ func TestRefreshChangedJoinGoldDefinition(t *testing.T) {
 	checkJoinRefreshTable(t, lake, events, clicks)
 }
 
-// checkJoinRefreshTable compares gold ec_g (10m windows of the event time, by ad) with the
-// test's own left outer join of events and clicks (same ad, click time in [event time, event
-// time + 10m]) grouped over the windows the join's output watermark has closed: the join's
-// watermark W is the least of the events' (latest - 10m) and the clicks' (latest - 30m), and
-// the left side's state watermark, W - 10m - 1ms, is the lowest (stream-joins.md §3.4).
+// checkJoinRefreshTable compares gold ec_g (10m windows of the event time, by ad) and its
+// rollup ec_1h with the test's own left outer join of events and clicks (same ad, click time in
+// [event time, event time + 10m]) grouped over the windows the join's output watermark has
+// closed: the join's watermark W is the least of the events' (latest - 10m) and the clicks'
+// (latest - 30m), and the left side's state watermark, W - 10m - 1ms, is the lowest
+// (spec/stream-joins.md §3.4).
 func checkJoinRefreshTable(t *testing.T, lake string, events, clicks []refreshEvent) {
 	t.Helper()
 	latest := func(rs []refreshEvent) time.Time {
@@ -489,57 +502,65 @@ func checkJoinRefreshTable(t *testing.T, lake string, events, clicks []refreshEv
 		w = c
 	}
 	outWM := w.Add(-10*time.Minute - time.Millisecond)
-	want := map[string][2]int64{}
-	for _, e := range events {
-		start := e.at.Truncate(10 * time.Minute)
-		if start.Add(10 * time.Minute).After(outWM) {
-			continue
+	for _, tc := range []struct {
+		table string
+		size  time.Duration
+	}{{"ec_g", 10 * time.Minute}, {"ec_1h", time.Hour}} {
+		want := map[string][2]int64{}
+		for _, e := range events {
+			start := e.at.Truncate(tc.size)
+			if start.Add(tc.size).After(outWM) {
+				continue
+			}
+			rows := int64(0)
+			for _, c := range clicks {
+				if c.typ == e.typ && !c.at.Before(e.at) && !c.at.After(e.at.Add(10*time.Minute)) {
+					rows++
+				}
+			}
+			rows = max(rows, 1)
+			k := start.Format(time.RFC3339) + "/" + e.typ
+			v := want[k]
+			want[k] = [2]int64{v[0] + rows, v[1] + rows*e.amount}
 		}
-		rows := int64(0)
-		for _, c := range clicks {
-			if c.typ == e.typ && !c.at.Before(e.at) && !c.at.After(e.at.Add(10*time.Minute)) {
-				rows++
+		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, "gold", tc.table), "--format", "jsonl")
+		if err != nil {
+			t.Fatalf("scan %s: %v\n%s", tc.table, err, out)
+		}
+		got := map[string][2]int64{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line == "" {
+				continue
+			}
+			var row struct {
+				Window struct {
+					Start time.Time `json:"start"`
+				} `json:"window"`
+				Ad    string  `json:"ad_id"`
+				Count float64 `json:"count"`
+				Total float64 `json:"total"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("%s: %v: %s", tc.table, err, line)
+			}
+			k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Ad
+			if _, dup := got[k]; dup {
+				t.Errorf("%s: two rows for %s", tc.table, k)
+			}
+			got[k] = [2]int64{int64(row.Count), int64(row.Total)}
+		}
+		if len(want) < 10 {
+			t.Fatalf("%s: the oracle has %d closed windows: the test data no longer exercises it", tc.table, len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s %s: (count, total) %v, want %v", tc.table, k, got[k], w)
 			}
 		}
-		rows = max(rows, 1)
-		k := start.Format(time.RFC3339) + "/" + e.typ
-		v := want[k]
-		want[k] = [2]int64{v[0] + rows, v[1] + rows*e.amount}
-	}
-	out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, "gold", "ec_g"), "--format", "jsonl")
-	if err != nil {
-		t.Fatalf("scan ec_g: %v\n%s", err, out)
-	}
-	got := map[string][2]int64{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var row struct {
-			Window struct {
-				Start time.Time `json:"start"`
-			} `json:"window"`
-			Ad    string  `json:"ad_id"`
-			Count float64 `json:"count"`
-			Total float64 `json:"total"`
-		}
-		if err := json.Unmarshal([]byte(line), &row); err != nil {
-			t.Fatalf("ec_g: %v: %s", err, line)
-		}
-		k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Ad
-		if _, dup := got[k]; dup {
-			t.Errorf("ec_g: two rows for %s", k)
-		}
-		got[k] = [2]int64{int64(row.Count), int64(row.Total)}
-	}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("ec_g %s: (count, total) %v, want %v", k, got[k], w)
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("ec_g %s: row %v for a window the oracle has not closed", k, g)
+		for k, g := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s %s: row %v for a window the oracle has not closed", tc.table, k, g)
+			}
 		}
 	}
 }
