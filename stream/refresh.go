@@ -18,8 +18,10 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Full refresh of one gold over a source (docs/derived-tables.md, "Refreshing a table"): the way
-// out when its definition changes. With the stream stopped at a committed batch N (eviction
+// Full refresh of one gold over a source, in append mode (tumbling, sliding or session
+// windows; docs/derived-tables.md, "Refreshing a table"): the way out when its definition
+// changes. For session windows, the eviction at W settles the sessions it writes, as the
+// stream's eviction does, so a later on-time row touching one is routed to merge-late. With the stream stopped at a committed batch N (eviction
 // watermark W), the refresh feeds every silver row (silver as batch N left it) to a fresh
 // aggregation of the config's definition, with no late rows and no eviction, then evicts at
 // W. What it emits is the gold table: every window closed by W, over every valid event in it,
@@ -127,7 +129,7 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 	case err != nil:
 		return rep, fmt.Errorf("stream: refresh %s: silver: %w", name, err)
 	default:
-		if err := refreshCheckInput(q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h, silverSnap); err != nil {
+		if err := refreshCheckInput("query "+q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h, silverSnap); err != nil {
 			return rep, err
 		}
 	}
@@ -158,15 +160,16 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 		gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, state, out, rep)
 }
 
-// refreshCheckInput refuses an input table (silver, or a join's joined table) ahead of the
-// checkpoint's last commit (a stream running) or behind it (a restored or damaged table).
-func refreshCheckInput(query, path, ckpt, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
+// refreshCheckInput refuses an input table (silver, or a join's joined table) of query (or
+// join) owner ahead of the checkpoint's last commit (a stream running) or behind it (a
+// restored or damaged table).
+func refreshCheckInput(owner, path, ckpt, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
 	if id == "" {
 		return nil
 	}
 	if v, ok := snap.TxnVersion(id); ok && v > h.Last {
-		return fmt.Errorf("%w: %s holds batch %d of query %s, past its last commit %d: the stream is running; stop it first",
-			ErrRefreshRefused, path, v, query, h.Last)
+		return fmt.Errorf("%w: %s holds batch %d of %s, past its last commit %d: the stream is running; stop it first",
+			ErrRefreshRefused, path, v, owner, h.Last)
 	}
 	if h.Committed != nil {
 		if m, ok := h.Committed.Tables[path]; ok {
