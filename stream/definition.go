@@ -198,7 +198,7 @@ func queryDefinedTables(q *spec.Query, silverT *table.Table, golds []*table.Tabl
 	for i := range q.Gold {
 		g := &q.Gold[i]
 		way := refresh
-		if g.OutputMode == "" || g.OutputMode == spec.OutputAppend {
+		if g.OutputMode != spec.OutputUpdate {
 			way = fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
 				"from silver under the new definition (docs/derived-tables.md)", g.Name)
 		}
@@ -230,7 +230,7 @@ func joinDefinedTables(j *spec.Join, out *table.Table, golds []*table.Table) []d
 	for i := range j.Gold {
 		g := &j.Gold[i]
 		way := wayOut
-		if g.OutputMode == "" || g.OutputMode == spec.OutputAppend {
+		if g.OutputMode != spec.OutputUpdate {
 			way = fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
 				"from the joined table %s under the new definition (docs/derived-tables.md)", g.Name, j.Table)
 		}

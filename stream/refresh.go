@@ -19,8 +19,9 @@ import (
 )
 
 // Full refresh of one gold over a source, in append mode (tumbling, sliding or session
-// windows; docs/derived-tables.md, "Refreshing a table"): the way out when its definition
-// changes. For session windows, the eviction at W settles the sessions it writes, as the
+// windows) or complete mode (docs/derived-tables.md, "Refreshing a table"): the way out when
+// its definition changes. In complete mode nothing is late or evicted: the eviction step emits
+// every group, the table the stream's next batch would write, and the state keeps them all. For session windows, the eviction at W settles the sessions it writes, as the
 // stream's eviction does, so a later on-time row touching one is routed to merge-late. With the stream stopped at a committed batch N (eviction
 // watermark W), the refresh feeds every silver row (silver as batch N left it) to a fresh
 // aggregation of the config's definition, with no late rows and no eviction, then evicts at
@@ -187,6 +188,7 @@ func refreshCheckInput(owner, path, ckpt, id string, h *checkpoint.Head, snap *t
 func feedSilver(ctx context.Context, t *table.Table, what string, snap *txlog.Snapshot, schema *txlog.StructType, tc int, a *aggRun, out *pq.Batch) (int64, error) {
 	v := snap.Version()
 	var n int64
+	var scratch *pq.Batch
 	for b, err := range t.Scan(ctx, table.ScanOptions{Version: &v}) {
 		if err != nil {
 			return n, err
@@ -211,11 +213,22 @@ func feedSilver(ctx context.Context, t *table.Table, what string, snap *txlog.Sn
 		a.rows, a.sel, a.selEvt = rows, sel, selEvt
 		in := a.input()
 		in.Out = out
+		if a.ap.complete {
+			// Complete mode emits every group each batch, as the stream does: into a scratch
+			// batch, the table's rows come from the last emission (refreshEvict).
+			if scratch == nil {
+				if scratch, err = pq.NewBatch(out.Schema); err != nil {
+					return n, err
+				}
+			}
+			scratch.Reset()
+			in.Out = scratch
+		}
 		res, err := a.op.ProcessBatch(in, refreshLowMs, refreshLowMs)
 		if err != nil {
 			return n, err
 		}
-		if len(res.LateRows) > 0 || res.NumRowsOutput > 0 {
+		if len(res.LateRows) > 0 || (res.NumRowsOutput > 0 && !a.ap.complete) {
 			return n, fmt.Errorf("a refresh pass dropped or emitted rows (%d late, %d out) before its eviction", len(res.LateRows), res.NumRowsOutput)
 		}
 		n += int64(len(sel))

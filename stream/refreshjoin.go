@@ -112,17 +112,17 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 }
 
 // refreshable refuses the kinds of aggregation a refresh does not rebuild (of owner: a query
-// or a join): output_mode update and complete. A refresh writes the windows the watermark has
-// closed and hands the open ones to the stream as its state; an update gold's table also holds
-// the open windows (each batch upserts every window it changed) and a complete gold's holds
-// every window the state has ever had (rewritten whole each batch), so neither splits that
-// way. Rebuilding them (every group over the input, written whole, the state alike) is not
-// done yet; the full refresh of the query rebuilds them from bronze.
+// or a join): output_mode update. A refresh writes the closed windows and hands the open ones
+// to the stream as its state (append), or writes every group and hands every group over
+// (complete: neither late rows nor eviction, the table rewritten whole each batch). An update
+// gold's table holds the closed windows and the open ones, each as the last batch that changed
+// it left it, which one pass of the operator does not give apart from its state; not done yet,
+// the full refresh of the query rebuilds it from bronze.
 func refreshable(g *spec.Aggregation, owner string) error {
-	if g.OutputMode != "" && g.OutputMode != spec.OutputAppend {
-		return fmt.Errorf("%w: gold %s has output_mode %s: a refresh rebuilds append mode golds only (their table is the closed windows, "+
-			"the stream's state the open ones), while the table of a gold in %s mode holds open windows too; do a full refresh of %s instead "+
-			"(docs/schema-evolution.md)", ErrRefreshRefused, g.Name, g.OutputMode, g.OutputMode, owner)
+	if g.OutputMode == spec.OutputUpdate {
+		return fmt.Errorf("%w: gold %s has output_mode update: a refresh rebuilds append and complete mode golds, whose table is "+
+			"the closed windows (append) or every window (complete), while an update gold's table holds the open windows beside "+
+			"the closed ones; do a full refresh of %s instead (docs/schema-evolution.md)", ErrRefreshRefused, g.Name, owner)
 	}
 	return nil
 }

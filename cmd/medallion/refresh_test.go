@@ -58,6 +58,17 @@ func refreshConfig(t *testing.T, lake string, newDef bool) string {
     group_by: [event_type]
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
 `
+	// c10: output_mode complete, 5m -> 10m windows too: every window, none evicted.
+	size := "5m"
+	if newDef {
+		size = "10m"
+	}
+	g += `  - name: c10
+    window: {type: tumbling, size: ` + size + `}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+    output_mode: complete
+`
 	cfg := "lake: " + lake + "\n" + testutil.EventsSchema + "stream: {watermark: 10m, dedup: [event_id]}\ngold:\n" + g
 	path := filepath.Join(t.TempDir(), "pipeline.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -138,6 +149,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	}
 	run(newCfg, "run", "refresh", "--table", "s10")
 	run(newCfg, "run", "refresh", "--table", "sess")
+	run(newCfg, "run", "refresh", "--table", "c10")
 	checkRefreshTables(t, lake, all)
 	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
 	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
@@ -170,7 +182,8 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 }
 
 // checkRefreshTables compares gold g5 (10m windows), g1h and s10 (10m every 5m) with a group-by
-// of events over the windows closed by the watermark (the latest event time - 10m), both ways.
+// of events over the windows closed by the watermark (the latest event time - 10m), c10
+// (complete mode) with one over every window, both ways; then gold sess.
 func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	t.Helper()
 	var maxAt time.Time
@@ -183,11 +196,13 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	for _, tc := range []struct {
 		table       string
 		size, slide time.Duration
-	}{{"gold/g5", 10 * time.Minute, 10 * time.Minute}, {"gold/g1h", time.Hour, time.Hour}, {"gold/s10", 10 * time.Minute, 5 * time.Minute}} {
+		all         bool // complete mode: every window, closed or not
+	}{{"gold/g5", 10 * time.Minute, 10 * time.Minute, false}, {"gold/g1h", time.Hour, time.Hour, false},
+		{"gold/s10", 10 * time.Minute, 5 * time.Minute, false}, {"gold/c10", 10 * time.Minute, 10 * time.Minute, true}} {
 		want := map[string][2]int64{}
 		for _, e := range events {
 			for start := e.at.Truncate(tc.slide); start.Add(tc.size).After(e.at); start = start.Add(-tc.slide) {
-				if start.Add(tc.size).After(wm) {
+				if start.Add(tc.size).After(wm) && !tc.all {
 					continue
 				}
 				k := start.Format(time.RFC3339) + "/" + e.typ
