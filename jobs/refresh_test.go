@@ -44,30 +44,3 @@ func TestRefreshRefusedWhileServeHoldsTheStream(t *testing.T) {
 		t.Errorf("a refused refresh wrote the gold table: %v", err)
 	}
 }
-
-// TestRefreshRefusesUpdateMode: a gold in output_mode update, over a source or over a join, is
-// refused naming the gold, its mode and the full refresh, and nothing is written.
-func TestRefreshRefusesUpdateMode(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	env, err := NewEnv(ctx, definitionPipeline(t, dir, map[string]string{"output_mode: append": `output_mode: update
-  - name: ec_5m
-    source: ec
-    window: {type: tumbling, size: 5m}
-    aggregates: [{fn: count, as: n}]
-    output_mode: update`}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Lake.Close()
-	for _, name := range []string{"events_5m", "ec_5m"} {
-		_, err = Refresh(ctx, env, name)
-		if !errors.Is(err, stream.ErrRefreshRefused) || !strings.Contains(err.Error(), "gold "+name+" has output_mode update") ||
-			!strings.Contains(err.Error(), "full refresh of") {
-			t.Fatalf("refresh of %s in update mode: %v", name, err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "gold", name)); !os.IsNotExist(err) {
-			t.Errorf("a refused refresh wrote gold/%s: %v", name, err)
-		}
-	}
-}

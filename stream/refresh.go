@@ -53,7 +53,7 @@ const mergeLateApp = "merge-late:"
 const MergeLateApp = mergeLateApp
 
 // ErrRefreshRefused reports a full refresh that cannot be done exactly now (a batch in
-// flight, a running stream, a kind of aggregation the refresh does not rebuild).
+// flight, a running stream, a join that has not run).
 var ErrRefreshRefused = errors.New("stream: full refresh refused")
 
 // refreshMark is PropRefresh's value: the state of version Batch+1 of aggregation Gold in the
@@ -100,9 +100,6 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 		return rep, fmt.Errorf("stream: query %s has no gold %s", q.Name, name)
 	}
 	g := &q.Gold[gi]
-	if err := refreshable(g, "query "+q.Name); err != nil {
-		return rep, err
-	}
 	rn, err := New(opts)
 	if err != nil {
 		return rep, err
@@ -134,26 +131,12 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 			return rep, err
 		}
 	}
-	op, err := gold.NewAggregation(ap.agg)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	out, err := pq.NewBatch(ap.schema)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: p.silver, kinds: p.kinds}
-	if silverSnap != nil {
-		if rep.SilverRows, err = feedSilver(ctx, r.t.silver, q.Tables.Silver, silverSnap, p.silver, p.evCol, a, out); err != nil {
-			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
-		}
-	}
-	// The windows batch N closed leave the operator (into out), the open ones stay.
 	evict := refreshLowMs
 	if rep.Batch >= 0 {
 		evict = rep.WatermarkMs
 	}
-	state, err := refreshEvict(a, out, evict, &rep)
+	in := refreshInput{t: r.t.silver, what: q.Tables.Silver, snap: silverSnap, schema: p.silver, kinds: p.kinds, tc: p.evCol}
+	state, out, err := refreshPass(ctx, in, ap, evict, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -213,9 +196,9 @@ func feedSilver(ctx context.Context, t *table.Table, what string, snap *txlog.Sn
 		a.rows, a.sel, a.selEvt = rows, sel, selEvt
 		in := a.input()
 		in.Out = out
-		if a.ap.complete {
-			// Complete mode emits every group each batch, as the stream does: into a scratch
-			// batch, the table's rows come from the last emission (refreshEvict).
+		if a.ap.complete || a.ap.update {
+			// Complete mode emits every group each batch, update mode the groups it changed,
+			// as the stream does: into a scratch batch; the table's rows come from refreshEvict.
 			if scratch == nil {
 				if scratch, err = pq.NewBatch(out.Schema); err != nil {
 					return n, err
@@ -228,7 +211,7 @@ func feedSilver(ctx context.Context, t *table.Table, what string, snap *txlog.Sn
 		if err != nil {
 			return n, err
 		}
-		if len(res.LateRows) > 0 || (res.NumRowsOutput > 0 && !a.ap.complete) {
+		if len(res.LateRows) > 0 || (res.NumRowsOutput > 0 && !a.ap.complete && !a.ap.update) {
 			return n, fmt.Errorf("a refresh pass dropped or emitted rows (%d late, %d out) before its eviction", len(res.LateRows), res.NumRowsOutput)
 		}
 		n += int64(len(sel))

@@ -9,7 +9,7 @@ import (
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
-	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -45,9 +45,6 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 		return rep, fmt.Errorf("stream: join %s has no gold %s", j.Name, name)
 	}
 	g := &j.Gold[gi]
-	if err := refreshable(g, "join "+j.Name); err != nil {
-		return rep, err
-	}
 	rn, err := NewJoin(opts)
 	if err != nil {
 		return rep, err
@@ -85,46 +82,17 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 			return rep, err
 		}
 	}
-	op, err := gold.NewAggregation(ap.agg)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	out, err := pq.NewBatch(ap.schema)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: p.agg.silver, kinds: p.agg.kinds}
-	if outSnap != nil {
-		if rep.SilverRows, err = feedSilver(ctx, r.out, "joined table "+j.Table, outSnap, p.agg.silver, p.timeCols[gi], a, out); err != nil {
-			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
-		}
-	}
 	evict := refreshLowMs
 	if rep.Batch >= 0 {
 		evict = rep.WatermarkMs
 	}
-	state, err := refreshEvict(a, out, evict, &rep)
+	in := refreshInput{t: r.out, what: "joined table " + j.Table, snap: outSnap, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
+	state, out, err := refreshPass(ctx, in, ap, evict, &rep)
 	if err != nil {
 		return rep, err
 	}
 	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g,
 		gold: r.golds[gi], quar: r.quars[gi], ap: ap}, state, out, rep)
-}
-
-// refreshable refuses the kinds of aggregation a refresh does not rebuild (of owner: a query
-// or a join): output_mode update. A refresh writes the closed windows and hands the open ones
-// to the stream as its state (append), or writes every group and hands every group over
-// (complete: neither late rows nor eviction, the table rewritten whole each batch). An update
-// gold's table holds the closed windows and the open ones, each as the last batch that changed
-// it left it, which one pass of the operator does not give apart from its state; not done yet,
-// the full refresh of the query rebuilds it from bronze.
-func refreshable(g *spec.Aggregation, owner string) error {
-	if g.OutputMode == spec.OutputUpdate {
-		return fmt.Errorf("%w: gold %s has output_mode update: a refresh rebuilds append and complete mode golds, whose table is "+
-			"the closed windows (append) or every window (complete), while an update gold's table holds the open windows beside "+
-			"the closed ones; do a full refresh of %s instead (docs/schema-evolution.md)", ErrRefreshRefused, g.Name, owner)
-	}
-	return nil
 }
 
 // refreshHead reads the query id and the head of checkpoint d of query (or join) owner for a
@@ -146,6 +114,64 @@ func refreshHead(ctx context.Context, d *checkpoint.Dir, owner, name string) (st
 			"stop the stream, run `medallion run stream --trigger once` to finish the batch, then refresh %s", ErrRefreshRefused, h.Last, owner, name)
 	}
 	return id, h, nil
+}
+
+// refreshInput is the table a refresh reads: silver, or a join's joined table (what names it;
+// snap nil: it does not exist yet), with its schema, column kinds and the time column.
+type refreshInput struct {
+	t      *table.Table
+	what   string
+	snap   *txlog.Snapshot
+	schema *txlog.StructType
+	kinds  []pq.Kind
+	tc     int
+}
+
+// refreshPass feeds every row of in to a fresh aggregation of ap, evicts at evict, and returns
+// the state left and the table's rows: the windows evicted (append), every group (complete).
+// For update mode the table also holds the open windows, which the eviction does not emit: a
+// second pass of the same aggregation in complete mode gives every group for the table, the
+// update mode one the state.
+func refreshPass(ctx context.Context, in refreshInput, ap *aggPlan, evict int64, rep *RefreshReport) ([]byte, *pq.Batch, error) {
+	run := func(ap *aggPlan, out *pq.Batch) ([]byte, error) {
+		op, err := gold.NewAggregation(ap.agg)
+		if err != nil {
+			return nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+		}
+		a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: in.schema, kinds: in.kinds}
+		if in.snap != nil {
+			if rep.SilverRows, err = feedSilver(ctx, in.t, in.what, in.snap, in.schema, in.tc, a, out); err != nil {
+				return nil, fmt.Errorf("stream: refresh %s: %w", rep.Name, err)
+			}
+		}
+		return refreshEvict(a, out, evict, rep)
+	}
+	out, err := pq.NewBatch(ap.schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+	}
+	if !ap.update {
+		state, err := run(ap, out)
+		return state, out, err
+	}
+	all := *ap
+	all.agg.Mode, all.update, all.complete = gold.Complete, false, true
+	if _, err := run(&all, out); err != nil {
+		return nil, nil, err
+	}
+	groups := int64(out.Len())
+	scratch, err := pq.NewBatch(ap.schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+	}
+	state, err := run(ap, scratch)
+	if err == nil && scratch.Len() > 0 {
+		err = fmt.Errorf("stream: refresh %s: an update mode eviction emitted %d rows", rep.Name, scratch.Len())
+	}
+	if err == nil && rep.OpenGroups > groups {
+		err = fmt.Errorf("stream: refresh %s: %d groups open, more than the %d of the complete pass", rep.Name, rep.OpenGroups, groups)
+	}
+	return state, out, err
 }
 
 // refreshEvict evicts the windows closed by evict from a's aggregation into out, and returns

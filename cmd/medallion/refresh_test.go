@@ -58,7 +58,8 @@ func refreshConfig(t *testing.T, lake string, newDef bool) string {
     group_by: [event_type]
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
 `
-	// c10: output_mode complete, 5m -> 10m windows too: every window, none evicted.
+	// c10 and u10: output_mode complete and update, 5m -> 10m windows too: their tables hold
+	// every window, the open ones too.
 	size := "5m"
 	if newDef {
 		size = "10m"
@@ -68,6 +69,11 @@ func refreshConfig(t *testing.T, lake string, newDef bool) string {
     group_by: [event_type]
     aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
     output_mode: complete
+  - name: u10
+    window: {type: tumbling, size: ` + size + `}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}, {fn: sum, column: amount, as: total}]
+    output_mode: update
 `
 	cfg := "lake: " + lake + "\n" + testutil.EventsSchema + "stream: {watermark: 10m, dedup: [event_id]}\ngold:\n" + g
 	path := filepath.Join(t.TempDir(), "pipeline.yaml")
@@ -150,6 +156,7 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 	run(newCfg, "run", "refresh", "--table", "s10")
 	run(newCfg, "run", "refresh", "--table", "sess")
 	run(newCfg, "run", "refresh", "--table", "c10")
+	run(newCfg, "run", "refresh", "--table", "u10")
 	checkRefreshTables(t, lake, all)
 	checkGraphNode(t, newCfg, "gold:g5", 0, 0)   // in the rebuilt windows: not pending any more
 	checkGraphNode(t, newCfg, "gold:g1h", -1, 0) // a derived table keeps its gold: id
@@ -182,8 +189,8 @@ func TestRefreshChangedGoldDefinition(t *testing.T) {
 }
 
 // checkRefreshTables compares gold g5 (10m windows), g1h and s10 (10m every 5m) with a group-by
-// of events over the windows closed by the watermark (the latest event time - 10m), c10
-// (complete mode) with one over every window, both ways; then gold sess.
+// of events over the windows closed by the watermark (the latest event time - 10m), c10 and u10
+// (complete and update modes) with one over every window, both ways; then gold sess.
 func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	t.Helper()
 	var maxAt time.Time
@@ -196,9 +203,10 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 	for _, tc := range []struct {
 		table       string
 		size, slide time.Duration
-		all         bool // complete mode: every window, closed or not
+		all         bool // complete and update modes: every window, closed or not
 	}{{"gold/g5", 10 * time.Minute, 10 * time.Minute, false}, {"gold/g1h", time.Hour, time.Hour, false},
-		{"gold/s10", 10 * time.Minute, 5 * time.Minute, false}, {"gold/c10", 10 * time.Minute, 10 * time.Minute, true}} {
+		{"gold/s10", 10 * time.Minute, 5 * time.Minute, false}, {"gold/c10", 10 * time.Minute, 10 * time.Minute, true},
+		{"gold/u10", 10 * time.Minute, 10 * time.Minute, true}} {
 		want := map[string][2]int64{}
 		for _, e := range events {
 			for start := e.at.Truncate(tc.slide); start.Add(tc.size).After(e.at); start = start.Add(-tc.slide) {
