@@ -18,10 +18,11 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Full refresh of one gold over a source, in append mode (tumbling, sliding or session
-// windows) or complete mode (docs/derived-tables.md, "Refreshing a table"): the way out when
-// its definition changes. In complete mode nothing is late or evicted: the eviction step emits
-// every group, the table the stream's next batch would write, and the state keeps them all. For session windows, the eviction at W settles the sessions it writes, as the
+// Full refresh of one gold over a source (docs/derived-tables.md, "Refreshing a table"): the
+// way out when its definition changes. Below, append mode; in complete mode nothing is late or
+// evicted: the eviction step emits every group, the table the stream's next batch would write,
+// and the state keeps them all; in update mode the table is every window, from a complete
+// mode pass, and the state the open ones, from an update mode pass (refreshPass). For session windows, the eviction at W settles the sessions it writes, as the
 // stream's eviction does, so a later on-time row touching one is routed to merge-late. With the stream stopped at a committed batch N (eviction
 // watermark W), the refresh feeds every silver row (silver as batch N left it) to a fresh
 // aggregation of the config's definition, with no late rows and no eviction, then evicts at
