@@ -29,7 +29,7 @@ func Derive(ctx context.Context, env Env) ([]late.DeriveReport, error) {
 // a derived table from its upstream (late.RefreshDerived), a gold over a source from that
 // source's silver or a gold over a join from the joined table, with the stream's state of the
 // gold rebuilt alike (stream.RefreshGold, stream.RefreshJoinGold: the way out when its
-// definition changes). Session windows and update/complete output modes are refused with
+// definition changes). A running stream, or a batch in flight, is refused with
 // stream.ErrRefreshRefused, saying what to do instead.
 func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
 	var rep RefreshReport
