@@ -27,8 +27,9 @@ func Derive(ctx context.Context, env Env) ([]late.DeriveReport, error) {
 
 // Refresh rebuilds the table name and the derived tables below it, each in one overwrite:
 // a derived table from its upstream (late.RefreshDerived), a gold over a source from that
-// source's silver, with the stream's state of the gold rebuilt alike (stream.RefreshGold:
-// the way out when its definition changes). A gold over a join is refused with
+// source's silver or a gold over a join from the joined table, with the stream's state of the
+// gold rebuilt alike (stream.RefreshGold, stream.RefreshJoinGold: the way out when its
+// definition changes). A running stream, or a batch in flight, is refused with
 // stream.ErrRefreshRefused, saying what to do instead.
 func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
 	var rep RefreshReport
@@ -39,14 +40,6 @@ func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
 		return rep, fmt.Errorf("%w: %s is not a table of the config", late.ErrNotDerived, name)
 	}
 	if !env.Config.IsDerived(*g) {
-		if _, ok := env.Config.JoinByName(env.Config.GoldSource(*g)); ok {
-			return rep, fmt.Errorf("%w: gold %s is over join %s, which refresh does not rebuild yet; after a definition change, "+
-				"do a full refresh of the join (docs/schema-evolution.md)", stream.ErrRefreshRefused, name, env.Config.GoldSource(*g))
-		}
-		q, ok := goldQuery(env, name)
-		if !ok {
-			return rep, fmt.Errorf("jobs: no streaming query holds gold %s", name)
-		}
 		// A serve running the stream would write batches under the old state meanwhile.
 		holder, err := NewLeases(env.Lake, "", time.Minute, env.Clock).Holder(ctx, "stream")
 		if err != nil {
@@ -56,7 +49,16 @@ func Refresh(ctx context.Context, env Env, name string) (RefreshReport, error) {
 			return rep, fmt.Errorf("%w: the stream's lease is held by %s (a serve running it): stop it, then refresh %s",
 				stream.ErrRefreshRefused, holder, name)
 		}
-		gr, err := stream.RefreshGold(ctx, stream.Options{Lake: env.Lake, Query: q, Clock: env.Clock, Logger: env.Logger}, name)
+		var gr stream.RefreshReport
+		if j, ok := specs.Join(env.Config, env.Config.GoldSource(*g)); ok {
+			gr, err = stream.RefreshJoinGold(ctx, stream.JoinOptions{Lake: env.Lake, Join: j, Clock: env.Clock, Logger: env.Logger}, name)
+		} else {
+			q, ok := goldQuery(env, name)
+			if !ok {
+				return rep, fmt.Errorf("jobs: no streaming query holds gold %s", name)
+			}
+			gr, err = stream.RefreshGold(ctx, stream.Options{Lake: env.Lake, Query: q, Clock: env.Clock, Logger: env.Logger}, name)
+		}
 		rep.Gold = &gr
 		if err != nil {
 			return rep, err

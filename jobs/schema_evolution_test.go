@@ -249,7 +249,7 @@ gold:
 // TestDefinitionChangeRefused: a changed gold window, grouping, aggregate or output mode, a
 // changed dedup, a changed join, and a join whose source gained a column are refused at start
 // with stream.ErrDefinitionChanged naming what changed and the ways out (run refresh for a
-// windowed append gold, a full refresh of the query otherwise), never a state error;
+// gold, a full refresh of the query otherwise), never a state error;
 // the definition put back runs again.
 func TestDefinitionChangeRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -260,7 +260,7 @@ func TestDefinitionChangeRefused(t *testing.T) {
 		{"window", map[string]string{"size: 5m}": "size: 10m}"}, []string{"gold events_5m", `window was "tumbling size 5m0s", is now "tumbling size 10m0s"`, "run refresh --table events_5m"}},
 		{"group_by", map[string]string{"group_by: [event_type]": "group_by: []"}, []string{"gold events_5m", `group_by was "event_type", is now ""`, "run refresh --table events_5m"}},
 		{"aggregates", map[string]string{"{fn: count, as: count}": "{fn: count, as: n}"}, []string{`aggregates was "count(*) as count", is now "count(*) as n"`, "run refresh --table events_5m"}},
-		{"output_mode", map[string]string{"output_mode: append": "output_mode: update"}, []string{`output_mode was "append", is now "update"`, "full refresh"}},
+		{"output_mode", map[string]string{"output_mode: append": "output_mode: update"}, []string{`output_mode was "append", is now "update"`, "run refresh --table events_5m"}},
 		{"dedup", map[string]string{"dedup: [event_id]": "dedup: [event_id, event_type]"}, []string{"silver/events", `dedup was "event_id", is now "event_id, event_type"`, "full refresh"}},
 		{"join type", map[string]string{"type: left_outer": "type: inner"}, []string{"join ec", `type was "left_outer", is now "inner"`, "_checkpoints/ec", "full refresh"}},
 		{"join bounds", map[string]string{"upper: 1h": "upper: 2h"}, []string{"join ec", "time was", "full refresh"}},
@@ -297,8 +297,8 @@ func TestDefinitionChangeRefused(t *testing.T) {
 			if !errors.Is(err, stream.ErrDefinitionChanged) {
 				t.Fatalf("stream: error %v, want stream.ErrDefinitionChanged", err)
 			}
-			// A windowed append gold's way out is run refresh (docs/derived-tables.md); the
-			// other parts' a full refresh of the query.
+			// A gold's way out is run refresh (docs/derived-tables.md); the other parts' a
+			// full refresh of the query.
 			for _, w := range append(tc.want, "Ways out") {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)

@@ -121,7 +121,7 @@ func (r *sourceQuery) plan(ctx context.Context) (bool, error) {
 	anyRefreshed := false
 	for i, ap := range p.aggs {
 		var ok bool
-		if refreshed[i], ok, err = refreshedState(ctx, r, i, ap, v); err != nil {
+		if refreshed[i], ok, err = refreshedState(ctx, r.e, r.t.golds[i], ap, v); err != nil {
 			return false, err
 		}
 		anyRefreshed = anyRefreshed || ok

@@ -197,11 +197,8 @@ func queryDefinedTables(q *spec.Query, silverT *table.Table, golds []*table.Tabl
 	ts := []definedTable{silverDefinedTable(q, silverT, refresh)}
 	for i := range q.Gold {
 		g := &q.Gold[i]
-		way := refresh
-		if !g.Window.Session && (g.OutputMode == "" || g.OutputMode == spec.OutputAppend) {
-			way = fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
-				"from silver under the new definition (docs/derived-tables.md)", g.Name)
-		}
+		way := fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
+			"from silver under the new definition (docs/derived-tables.md)", g.Name)
 		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name, def: goldDefinition(g, q.Rules.EventTime), wayOut: way})
 	}
 	return ts
@@ -229,7 +226,9 @@ func joinDefinedTables(j *spec.Join, out *table.Table, golds []*table.Table) []d
 	ts := []definedTable{{t: out, path: j.Table, what: "join " + j.Name, def: joinDefinition(j), wayOut: wayOut}}
 	for i := range j.Gold {
 		g := &j.Gold[i]
-		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name + " over join " + j.Name, def: goldDefinition(g, ""), wayOut: wayOut})
+		way := fmt.Sprintf("stop the stream and run `medallion run refresh --table %s`: it rebuilds the table and the stream's state of it "+
+			"from the joined table %s under the new definition (docs/derived-tables.md)", g.Name, j.Table)
+		ts = append(ts, definedTable{t: golds[i], path: g.Table, what: "gold " + g.Name + " over join " + j.Name, def: goldDefinition(g, ""), wayOut: way})
 	}
 	return ts
 }

@@ -28,12 +28,13 @@
 // while it runs stops before the next batch (ErrInputSchemaChanged). The silver, gold and joined
 // tables record the definition they are written under (PropDefinition); a query whose config
 // changed a definition, or a join whose inputs gained columns, is refused at start with
-// ErrDefinitionChanged, before any state is decoded. The way out for a windowed append gold of a
-// source query is RefreshGold (refresh.go, `run refresh`): with the query stopped, it rebuilds
-// the gold table and that aggregation's state from silver under the new definition in one
-// commit (table.Replace) naming the rebuilt state, written under the checkpoint's refresh/
-// before it; the query restoring that batch takes the state from there and writes a full
-// snapshot next. A kill before the commit leaves table and state as they were.
+// ErrDefinitionChanged, before any state is decoded. The way out for a gold of a source query
+// is RefreshGold (refresh.go, `run refresh`), of a join RefreshJoinGold
+// (refreshjoin.go): with the query stopped, it rebuilds the gold table and that aggregation's
+// state from silver (or the joined table) under the new definition in one commit
+// (table.Replace) naming the rebuilt state, written under the checkpoint's refresh/ before it;
+// the query restoring that batch takes the state from there and writes a full snapshot next.
+// A kill before the commit leaves table and state as they were.
 //
 // One engine runs every query (engine.go): it owns the offsets, commits, state and progress
 // path, the identity checks, the trigger loop, the no-data rule and the txn of every write,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
@@ -26,22 +27,8 @@ func (r *joinQuery) plan(ctx context.Context) (bool, error) {
 	if r.jp != nil {
 		return true, nil
 	}
-	var schemas [2]*txlog.StructType
-	for s := range r.in {
-		snap, err := r.in[s].Log().Snapshot(ctx)
-		if errors.Is(err, txlog.ErrTableNotFound) {
-			r.e.cfg.logger.Info("join waits for its sources' silver tables", "join", r.j.Name, "missing", []string{r.j.Left.Silver, r.j.Right.Silver}[s])
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("stream: join %s: %s silver table: %w", r.j.Name, join.Side(s), err)
-		}
-		if schemas[s], err = snap.Schema(); err != nil {
-			return false, fmt.Errorf("stream: join %s: %s silver schema: %w", r.j.Name, join.Side(s), err)
-		}
-	}
-	p, err := newJoinPlan(r.j, r.spec, schemas)
-	if err != nil {
+	p, err := r.newPlan(ctx)
+	if p == nil || err != nil {
 		return false, err
 	}
 	if err := checkDefinitions(ctx, joinDefinedTables(r.j, r.out, r.golds)); err != nil {
@@ -75,13 +62,47 @@ func (r *joinQuery) plan(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	aggs, aggDeltas, err := restoreAggs(ctx, p.agg.aggs, v, sections, r.e.stateSections, nil)
+	// An aggregation a full refresh rebuilt takes that state (RefreshJoinGold), and the next
+	// batch writes full snapshots: no later restore walks back into the old definition's.
+	refreshed := make([]*gold.Aggregation, len(p.agg.aggs))
+	anyRefreshed := false
+	for i, ap := range p.agg.aggs {
+		var ok bool
+		if refreshed[i], ok, err = refreshedState(ctx, r.e, r.golds[i], ap, v); err != nil {
+			return false, err
+		}
+		anyRefreshed = anyRefreshed || ok
+	}
+	aggs, aggDeltas, err := restoreAggs(ctx, p.agg.aggs, v, sections, r.e.stateSections, refreshed)
 	if err != nil {
 		return false, fmt.Errorf("stream: join %s: %w", r.j.Name, err)
+	}
+	if anyRefreshed {
+		aggDeltas = max(aggDeltas, r.j.State.MinDeltasForSnapshot)
 	}
 	r.jp, r.op, r.wm, r.aggs, r.joinDeltas, r.aggDeltas = p, op, wm, aggs, deltas, aggDeltas
 	r.aggBufs = make([]aggBuffers, len(aggs))
 	return true, nil
+}
+
+// newPlan resolves the join against its two silver tables' schemas: nil, without an error,
+// while one does not exist yet.
+func (r *joinQuery) newPlan(ctx context.Context) (*joinPlan, error) {
+	var schemas [2]*txlog.StructType
+	for s := range r.in {
+		snap, err := r.in[s].Log().Snapshot(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			r.e.cfg.logger.Info("join waits for its sources' silver tables", "join", r.j.Name, "missing", []string{r.j.Left.Silver, r.j.Right.Silver}[s])
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stream: join %s: %s silver table: %w", r.j.Name, join.Side(s), err)
+		}
+		if schemas[s], err = snap.Schema(); err != nil {
+			return nil, fmt.Errorf("stream: join %s: %s silver schema: %w", r.j.Name, join.Side(s), err)
+		}
+	}
+	return newJoinPlan(r.j, r.spec, schemas)
 }
 
 // restoreOperator rebuilds the join state of version v: its nearest full snapshot at or

@@ -18,8 +18,12 @@ import (
 	"github.com/medallion-lake/medallion/txlog"
 )
 
-// Full refresh of one gold over a source (docs/derived-tables.md, "Refreshing a table"): the way
-// out when its definition changes. With the stream stopped at a committed batch N (eviction
+// Full refresh of one gold over a source (docs/derived-tables.md, "Refreshing a table"): the
+// way out when its definition changes. Below, append mode; in complete mode nothing is late or
+// evicted: the eviction step emits every group, the table the stream's next batch would write,
+// and the state keeps them all; in update mode the table is every window, from a complete
+// mode pass, and the state the open ones, from an update mode pass (refreshPass). For session windows, the eviction at W settles the sessions it writes, as the
+// stream's eviction does, so a later on-time row touching one is routed to merge-late. With the stream stopped at a committed batch N (eviction
 // watermark W), the refresh feeds every silver row (silver as batch N left it) to a fresh
 // aggregation of the config's definition, with no late rows and no eviction, then evicts at
 // W. What it emits is the gold table: every window closed by W, over every valid event in it,
@@ -50,7 +54,7 @@ const mergeLateApp = "merge-late:"
 const MergeLateApp = mergeLateApp
 
 // ErrRefreshRefused reports a full refresh that cannot be done exactly now (a batch in
-// flight, a running stream, a kind of aggregation the refresh does not rebuild).
+// flight, a running stream, a join that has not run).
 var ErrRefreshRefused = errors.New("stream: full refresh refused")
 
 // refreshMark is PropRefresh's value: the state of version Batch+1 of aggregation Gold in the
@@ -97,33 +101,16 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 		return rep, fmt.Errorf("stream: query %s has no gold %s", q.Name, name)
 	}
 	g := &q.Gold[gi]
-	switch {
-	case g.Window.Session:
-		return rep, fmt.Errorf("%w: gold %s has session windows, whose state the refresh does not rebuild; do a full refresh of query %s instead "+
-			"(docs/schema-evolution.md)", ErrRefreshRefused, name, q.Name)
-	case g.OutputMode != "" && g.OutputMode != spec.OutputAppend:
-		return rep, fmt.Errorf("%w: gold %s has output_mode %s; only append mode golds are rebuilt by a refresh", ErrRefreshRefused, name, g.OutputMode)
-	}
 	rn, err := New(opts)
 	if err != nil {
 		return rep, err
 	}
 	r := rn.q
-	id, err := r.e.ckpt.ReadQueryID(ctx)
-	if errors.Is(err, checkpoint.ErrNoQuery) {
-		id = ""
-	} else if err != nil {
-		return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
+	id, h, err := refreshHead(ctx, r.e.ckpt, "query "+q.Name, name)
+	if err != nil {
+		return rep, err
 	}
-	var h checkpoint.Head
 	if id != "" {
-		if h, err = r.e.ckpt.ReadHead(ctx); err != nil {
-			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
-		}
-		if h.Last >= 0 && h.Commit == nil {
-			return rep, fmt.Errorf("%w: batch %d of query %s is not committed (the stream is running, or was stopped mid-batch): "+
-				"stop the stream, run `medallion run stream --trigger once` to finish the batch, then refresh %s", ErrRefreshRefused, h.Last, q.Name, name)
-		}
 		rep.Batch = h.Last
 		if h.Entry != nil {
 			rep.WatermarkMs = h.Entry.BatchWatermarkMs
@@ -141,57 +128,37 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 	case err != nil:
 		return rep, fmt.Errorf("stream: refresh %s: silver: %w", name, err)
 	default:
-		if err := refreshCheckSilver(q, id, &h, silverSnap); err != nil {
+		if err := refreshCheckInput("query "+q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h, silverSnap); err != nil {
 			return rep, err
 		}
 	}
-	op, err := gold.NewAggregation(ap.agg)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	out, err := pq.NewBatch(ap.schema)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
-	}
-	a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: p.silver, kinds: p.kinds}
-	if silverSnap != nil {
-		if rep.SilverRows, err = feedSilver(ctx, r.t.silver, silverSnap, p, a, out); err != nil {
-			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
-		}
-	}
-	// The windows batch N closed leave the operator (into out), the open ones stay.
-	a.rows, a.sel, a.selEvt = &silver.Rows{}, nil, nil
-	in := a.input()
-	in.Out = out
 	evict := refreshLowMs
 	if rep.Batch >= 0 {
 		evict = rep.WatermarkMs
 	}
-	res, err := op.ProcessBatch(in, refreshLowMs, evict)
+	in := refreshInput{t: r.t.silver, what: q.Tables.Silver, snap: silverSnap, schema: p.silver, kinds: p.kinds, tc: p.evCol}
+	state, out, err := refreshPass(ctx, in, ap, evict, &rep)
 	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s: %w", name, err)
+		return rep, err
 	}
-	rep.OpenGroups = res.NumRowsTotal
-	state, err := op.AppendSnapshot(nil)
-	if err != nil {
-		return rep, fmt.Errorf("stream: gold %s state: %w", name, err)
-	}
-	return refreshCommit(ctx, r, ap, gi, id, state, out, rep)
+	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g, eventTime: q.Rules.EventTime,
+		gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, state, out, rep)
 }
 
-// refreshCheckSilver refuses a silver table ahead of the checkpoint's last commit (a stream
-// running) or behind it (a restored or damaged table).
-func refreshCheckSilver(q *spec.Query, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
+// refreshCheckInput refuses an input table (silver, or a join's joined table) of query (or
+// join) owner ahead of the checkpoint's last commit (a stream running) or behind it (a
+// restored or damaged table).
+func refreshCheckInput(owner, path, ckpt, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
 	if id == "" {
 		return nil
 	}
 	if v, ok := snap.TxnVersion(id); ok && v > h.Last {
-		return fmt.Errorf("%w: silver %s holds batch %d of query %s, past its last commit %d: the stream is running; stop it first",
-			ErrRefreshRefused, q.Tables.Silver, v, q.Name, h.Last)
+		return fmt.Errorf("%w: %s holds batch %d of %s, past its last commit %d: the stream is running; stop it first",
+			ErrRefreshRefused, path, v, owner, h.Last)
 	}
 	if h.Committed != nil {
-		if m, ok := h.Committed.Tables[q.Tables.Silver]; ok {
-			if err := checkpoint.CheckTable(q.Tables.Silver, q.Tables.Checkpoint, id, snap, m); err != nil {
+		if m, ok := h.Committed.Tables[path]; ok {
+			if err := checkpoint.CheckTable(path, ckpt, id, snap, m); err != nil {
 				return fmt.Errorf("stream: refresh: %w", err)
 			}
 		}
@@ -199,26 +166,30 @@ func refreshCheckSilver(q *spec.Query, id string, h *checkpoint.Head, snap *txlo
 	return nil
 }
 
-// feedSilver feeds every row of silver at snap to a's aggregation, without late rows or
-// eviction, and returns the rows fed.
-func feedSilver(ctx context.Context, t *table.Table, snap *txlog.Snapshot, p *plan, a *aggRun, out *pq.Batch) (int64, error) {
+// feedSilver feeds every row of input table t (what: silver, or a joined table; schema) at snap
+// whose time column tc is not null to a's aggregation, without late rows or eviction, and
+// returns the rows fed.
+func feedSilver(ctx context.Context, t *table.Table, what string, snap *txlog.Snapshot, schema *txlog.StructType, tc int, a *aggRun, out *pq.Batch) (int64, error) {
 	v := snap.Version()
 	var n int64
+	var scratch *pq.Batch
 	for b, err := range t.Scan(ctx, table.ScanOptions{Version: &v}) {
 		if err != nil {
 			return n, err
 		}
-		cols, err := pq.Conform(p.silver, b)
+		cols, err := pq.Conform(schema, b)
 		if err != nil {
-			return n, fmt.Errorf("silver: %w", err)
+			return n, fmt.Errorf("%s: %w", what, err)
 		}
-		sb := &pq.Batch{Schema: p.silver, Columns: cols}
+		sb := &pq.Batch{Schema: schema, Columns: cols}
 		rows := &silver.Rows{Batches: []*pq.Batch{sb}}
-		ev := cols[p.evCol]
+		ev := cols[tc]
 		sel, selEvt := make([]int32, 0, sb.Len()), make([]int64, 0, sb.Len())
 		for i := range sb.Len() {
 			if ev.IsNull(i) {
-				continue // never in silver: the event time is required
+				// Never in silver (the event time is required); in a joined table, the
+				// missing side of a null-extended row, which the stream does not aggregate.
+				continue
 			}
 			rows.Batch, rows.Row = append(rows.Batch, 0), append(rows.Row, int32(i))
 			sel, selEvt = append(sel, int32(len(rows.Row)-1)), append(selEvt, ev.Int64[i])
@@ -226,11 +197,22 @@ func feedSilver(ctx context.Context, t *table.Table, snap *txlog.Snapshot, p *pl
 		a.rows, a.sel, a.selEvt = rows, sel, selEvt
 		in := a.input()
 		in.Out = out
+		if a.ap.complete || a.ap.update {
+			// Complete mode emits every group each batch, update mode the groups it changed,
+			// as the stream does: into a scratch batch; the table's rows come from refreshEvict.
+			if scratch == nil {
+				if scratch, err = pq.NewBatch(out.Schema); err != nil {
+					return n, err
+				}
+			}
+			scratch.Reset()
+			in.Out = scratch
+		}
 		res, err := a.op.ProcessBatch(in, refreshLowMs, refreshLowMs)
 		if err != nil {
 			return n, err
 		}
-		if len(res.LateRows) > 0 || res.NumRowsOutput > 0 {
+		if len(res.LateRows) > 0 || (res.NumRowsOutput > 0 && !a.ap.complete && !a.ap.update) {
 			return n, fmt.Errorf("a refresh pass dropped or emitted rows (%d late, %d out) before its eviction", len(res.LateRows), res.NumRowsOutput)
 		}
 		n += int64(len(sel))
@@ -238,16 +220,27 @@ func feedSilver(ctx context.Context, t *table.Table, snap *txlog.Snapshot, p *pl
 	return n, nil
 }
 
+// refreshTarget is the gold aggregation a refresh replaces: of a source query or of a join.
+type refreshTarget struct {
+	ckpt *checkpoint.Dir
+	// id is the query's id ("": it has none yet, nothing to hand the stream).
+	id         string
+	g          *spec.Aggregation
+	eventTime  string // the query's event time goldDefinition records ("" for a join's)
+	gold, quar *table.Table
+	ap         *aggPlan
+}
+
 // refreshCommit writes the rebuilt state under the checkpoint, then replaces the gold table
 // with out in one commit naming it (PropRefresh).
-func refreshCommit(ctx context.Context, r *sourceQuery, ap *aggPlan, gi int, id string, state []byte, out *pq.Batch, rep RefreshReport) (RefreshReport, error) {
-	gt, name := r.t.golds[gi], r.q.Gold[gi].Name
-	props := goldDefinition(&r.q.Gold[gi], r.q.Rules.EventTime).props()
+func refreshCommit(ctx context.Context, t refreshTarget, state []byte, out *pq.Batch, rep RefreshReport) (RefreshReport, error) {
+	gt, name := t.gold, t.g.Name
+	props := goldDefinition(t.g, t.eventTime).props()
 	var txns []table.AppTxn
-	if id != "" {
+	if t.id != "" {
 		sum := sha256.Sum256(state)
-		mark := refreshMark{QueryID: id, Gold: name, Batch: rep.Batch, State: fmt.Sprintf(checkpoint.RefreshPrefix+"%s-%d-%s", name, rep.Batch, hex.EncodeToString(sum[:8]))}
-		if err := r.e.ckpt.WriteRefresh(ctx, mark.State, state); err != nil {
+		mark := refreshMark{QueryID: t.id, Gold: name, Batch: rep.Batch, State: fmt.Sprintf(checkpoint.RefreshPrefix+"%s-%d-%s", name, rep.Batch, hex.EncodeToString(sum[:8]))}
+		if err := t.ckpt.WriteRefresh(ctx, mark.State, state); err != nil {
 			return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
 		}
 		b, err := json.Marshal(mark)
@@ -255,37 +248,37 @@ func refreshCommit(ctx context.Context, r *sourceQuery, ap *aggPlan, gi int, id 
 			return rep, err
 		}
 		props[PropRefresh] = string(b)
-		qsnap, err := r.t.quars[gi].Latest(ctx)
+		qsnap, err := t.quar.Latest(ctx)
 		switch {
 		case errors.Is(err, txlog.ErrTableNotFound):
 		case err != nil:
 			return rep, fmt.Errorf("stream: refresh %s: quarantine: %w", name, err)
 		default:
-			txns = append(txns, table.AppTxn{AppID: mergeLateApp + id, Version: qsnap.Version()})
+			txns = append(txns, table.AppTxn{AppID: mergeLateApp + t.id, Version: qsnap.Version()})
 		}
 	}
 	snap, err := gt.Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
-		if _, err := gt.Create(ctx, ap.schema, nil, r.q.Tables.TableProps(props)); err != nil && !errors.Is(err, table.ErrTableExists) {
-			return rep, fmt.Errorf("stream: refresh %s: create %s: %w", name, r.q.Gold[gi].Table, err)
+		if _, err := gt.Create(ctx, t.ap.schema, nil, spec.CreateProps(props, t.g.NoChangeDataFeed)); err != nil && !errors.Is(err, table.ErrTableExists) {
+			return rep, fmt.Errorf("stream: refresh %s: create %s: %w", name, t.g.Table, err)
 		}
 		snap, err = gt.Latest(ctx)
 	}
 	if err != nil {
-		return rep, fmt.Errorf("stream: refresh %s: %s: %w", name, r.q.Gold[gi].Table, err)
+		return rep, fmt.Errorf("stream: refresh %s: %s: %w", name, t.g.Table, err)
 	}
 	have, err := snap.Schema()
 	if err != nil {
 		return rep, err
 	}
 	a, _ := txlog.MarshalSchema(have)
-	b, _ := txlog.MarshalSchema(ap.schema)
+	b, _ := txlog.MarshalSchema(t.ap.schema)
 	rep.SchemaChanged = a != b
 	var rows []*pq.Batch
 	if out.Len() > 0 {
 		rows = []*pq.Batch{out}
 	}
-	res, err := gt.Replace(ctx, table.Replace{Snapshot: snap, Schema: ap.schema, Props: props, Rows: rows, Txns: txns})
+	res, err := gt.Replace(ctx, table.Replace{Snapshot: snap, Schema: t.ap.schema, Props: props, Rows: rows, Txns: txns})
 	if err != nil {
 		return rep, fmt.Errorf("stream: refresh %s: %w", name, err)
 	}
@@ -293,10 +286,11 @@ func refreshCommit(ctx context.Context, r *sourceQuery, ap *aggPlan, gi int, id 
 	return rep, nil
 }
 
-// refreshedState is the state of version v of aggregation ap that a full refresh left (see
-// above): ok false when the gold table names none for v.
-func refreshedState(ctx context.Context, r *sourceQuery, gi int, ap *aggPlan, v int64) (*gold.Aggregation, bool, error) {
-	snap, err := r.t.golds[gi].Latest(ctx)
+// refreshedState is the state of version v of aggregation ap, written to gold table gt by
+// the query of engine e, that a full refresh left (see above): ok false when the gold table
+// names none for v.
+func refreshedState(ctx context.Context, e *engine, gt *table.Table, ap *aggPlan, v int64) (*gold.Aggregation, bool, error) {
+	snap, err := gt.Latest(ctx)
 	if errors.Is(err, txlog.ErrTableNotFound) {
 		return nil, false, nil
 	}
@@ -311,20 +305,20 @@ func refreshedState(ctx context.Context, r *sourceQuery, gi int, ap *aggPlan, v 
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return nil, false, fmt.Errorf("stream: gold %s: table property %s: %w", ap.cfg.Name, PropRefresh, err)
 	}
-	if m.QueryID != r.e.queryID || m.Gold != ap.cfg.Name || m.Batch < v-1 {
+	if m.QueryID != e.queryID || m.Gold != ap.cfg.Name || m.Batch < v-1 {
 		return nil, false, nil
 	}
 	if m.Batch > v-1 {
 		// A checkpoint rolled back past the refresh: its state files are the old definition's.
 		return nil, false, fmt.Errorf("%w: gold %s was refreshed at batch %d, but the checkpoint %s restores batch %d, before it: "+
-			"run `medallion run refresh --table %s` again", ErrRefreshRefused, ap.cfg.Name, m.Batch, r.q.Tables.Checkpoint, v-1, ap.cfg.Name)
+			"run `medallion run refresh --table %s` again", ErrRefreshRefused, ap.cfg.Name, m.Batch, e.cfg.checkpoint, v-1, ap.cfg.Name)
 	}
-	b, err := r.e.ckpt.ReadRefresh(ctx, m.State)
+	b, err := e.ckpt.ReadRefresh(ctx, m.State)
 	if err != nil {
-		return nil, false, fmt.Errorf("stream: gold %s: the state its refresh left (under %s): %w", ap.cfg.Name, r.q.Tables.Checkpoint, err)
+		return nil, false, fmt.Errorf("stream: gold %s: the state its refresh left (under %s): %w", ap.cfg.Name, e.cfg.checkpoint, err)
 	}
 	if sum := sha256.Sum256(b); fmt.Sprintf(checkpoint.RefreshPrefix+"%s-%d-%s", m.Gold, m.Batch, hex.EncodeToString(sum[:8])) != m.State {
-		return nil, false, fmt.Errorf("%w: %s under %s does not hold the state its name says", checkpoint.ErrBad, m.State, r.q.Tables.Checkpoint)
+		return nil, false, fmt.Errorf("%w: %s under %s does not hold the state its name says", checkpoint.ErrBad, m.State, e.cfg.checkpoint)
 	}
 	op, err := gold.RestoreAggregation(ap.agg, b)
 	if err != nil {
