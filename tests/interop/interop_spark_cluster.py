@@ -136,7 +136,8 @@ class Cluster:
                 "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
                 "--conf", "spark.cores.max=2", "--conf", "spark.sql.shuffle.partitions=2",
                 "--conf", "spark.default.parallelism=2",
-                "--conf", "spark.databricks.delta.snapshotPartitions=2",
+                "--conf", "spark.databricks.delta.snapshotPartitions=1",
+                "--conf", "spark.sql.codegen.wholeStage=false",
                 "--conf", f"spark.driver.extraJavaOptions={JVM_FLAGS}",
                 "--conf", f"spark.executor.extraJavaOptions={JVM_FLAGS}",
                 str(runner)]
