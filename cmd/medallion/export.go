@@ -435,7 +435,8 @@ func writeSparkSources(b *strings.Builder, views []*config.Pipeline) {
 	pf("    QUERY: {\"bronze\": BRONZE, \"silver\": SILVER, \"rejects\": REJECTS, \"checkpoint\": CHECKPOINT,\n")
 	pf("            \"max_files\": MAX_FILES_PER_TRIGGER, \"max_bytes\": MAX_BYTES_PER_TRIGGER, \"event_time\": EVENT_TIME,\n")
 	pf("            \"watermark\": WATERMARK, \"dedup\": DEDUP, \"trigger\": TRIGGER, \"expectations\": EXPECTATIONS,\n")
-	pf("            \"reject_reason\": reject_reason, \"reject_detail\": reject_detail, \"events\": events},\n")
+	pf("            \"reject_reason\": reject_reason, \"reject_detail\": reject_detail, \"events\": events,\n")
+	pf("            \"dedup_retention_ms\": %d},\n", views[0].Stream.State.DedupRetention.Milliseconds())
 	for i, v := range views[1:] {
 		n := sourceNames(i+1, v)
 		pf("    %s: {\"bronze\": %s, \"silver\": %s, \"rejects\": %s, \"checkpoint\": %s,\n", py(v.Stream.Name),
@@ -443,7 +444,8 @@ func writeSparkSources(b *strings.Builder, views []*config.Pipeline) {
 		pf("        \"max_files\": %s, \"max_bytes\": %s, \"event_time\": %s,\n", n.maxFiles, n.maxBytes, n.eventTime)
 		pf("        \"watermark\": %s, \"dedup\": %s, \"trigger\": %s,\n", n.watermark, n.dedup, py(sparkTrigger(v.Stream.Trigger)))
 		pf("        \"expectations\": %s,\n", strings.ReplaceAll(pyExpectations(v.Expectations), "\n", "\n    "))
-		pf("        \"reject_reason\": reject_reason%[1]s, \"reject_detail\": reject_detail%[1]s, \"events\": events%[1]s},\n", n.suffix)
+		pf("        \"reject_reason\": reject_reason%[1]s, \"reject_detail\": reject_detail%[1]s, \"events\": events%[1]s,\n", n.suffix)
+		pf("        \"dedup_retention_ms\": %d},\n", v.Stream.State.DedupRetention.Milliseconds())
 	}
 	pf("}\n")
 }

@@ -302,15 +302,10 @@ class Job:
             if filter_drops(src.get("transform")):
                 valid = valid.where(filter_keeps(src["transform"]))
             version = self.silver_version(n)
-            fresh = self.dedup(valid, version) if src["dedup"] else valid
-            if self.source in JOIN_INPUTS:
-                # One file per batch, as medallion writes silver: a join reads it file by file
-                # (maxFilesPerTrigger), so its micro-batches, and with them its watermarks and
-                # late rows, are medallion's.
-                fresh = fresh.coalesce(1)
-            fresh = fresh.persist()
+            fresh = (self.dedup(valid, version) if src["dedup"] else valid).persist()
+            files = self.join_input_files(fresh, late_ms) if self.source in JOIN_INPUTS else fresh
             self.ensure(self.silver, valid.schema)
-            self.append(fresh, self.silver, qid, n)
+            self.append(files, self.silver, qid, n)
             silver = spark.read.format("delta").load(self.silver)
             for name in self.names:
                 self.aggregate(name, fresh, silver, n, late_ms, evict_ms)
@@ -321,6 +316,25 @@ class Job:
                 delete(spark, f"{self.ckpt}/{RECORDS}/{old}")
         finally:
             df.unpersist()
+
+    def join_input_files(self, fresh, late_ms):
+        """The batch's silver rows in the files medallion writes them in: a join reads silver
+        file by file (maxFilesPerTrigger), so its micro-batches, and with them its watermarks
+        and late rows, are medallion's only if the files are. medallion writes one file of the
+        rows its dedup state judged, then one of the rows it judged against silver's keys
+        (event time at or before the late watermark less state.dedup_retention), each only when
+        it has rows. A union of the two, one partition each, writes them in that order (a
+        commit lists its files by partition). (medallion cuts a batch of over 65,536 judged rows
+        into 2-4 files; this writes one.)"""
+        if not self.src["dedup"]:
+            return fresh.coalesce(1)
+        cut_us = (late_ms - self.src["dedup_retention_ms"]) * 1000
+        is_old = F.col(f"`{self.src['event_time']}`") <= F.timestamp_micros(F.lit(cut_us))
+        counts = fresh.select(F.count(F.lit(1)).alias("rows"),
+                              F.count(F.when(is_old, 1)).alias("old")).first()
+        if counts["old"] == 0 or counts["old"] == counts["rows"]:
+            return fresh.coalesce(1)
+        return fresh.where(~is_old).coalesce(1).union(fresh.where(is_old).coalesce(1))
 
     def dedup(self, valid, version):
         """First arrival wins: within the batch, the earliest row per key in bronze order; across

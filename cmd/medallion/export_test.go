@@ -207,7 +207,9 @@ gold:
 		`        "max_files": 4, "max_bytes": 0, "event_time": "click_time",`,
 		`        "watermark": "1800 seconds", "dedup": ["click_id"], "trigger": "once",`,
 		`{"name": "ad_is_even", "expect": "ad_id IN ('ad0', 'ad2')", "on_violation": "drop"}`,
-		`"reject_reason": reject_reason_s1, "reject_detail": reject_detail_s1, "events": events_s1},`,
+		`"reject_reason": reject_reason_s1, "reject_detail": reject_detail_s1, "events": events_s1,`,
+		// dedup_retention defaults to the source's watermark (30m): the join input's files.
+		`"dedup_retention_ms": 1800000},`,
 		// its validation: its own event time and required columns, in schema order
 		"def reject_reason_s1():",
 		"return (F.when(F.col(\"`click_time`\").isNull() & F.get_json_object(F.col(\"`_rescued_data`\"), \"$['click_time']\").isNotNull(), F.lit(\"bad_event_time\"))\n" +
