@@ -587,40 +587,30 @@ func (r *jreader) str() ([]byte, bool) {
 			}
 			e := r.s[r.i+1]
 			r.i += 2
-			switch e {
-			case '"', '\\', '/', '\'':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				j := &jsonScan{s: r.s, i: r.i}
-				u, ok := j.hex4()
-				if !ok {
-					return nil, false
-				}
-				r.i = j.i
-				if u >= 0xD800 && u < 0xDC00 && r.i+5 < len(r.s) && r.s[r.i] == '\\' && r.s[r.i+1] == 'u' {
-					j.i = r.i + 2
-					if lo, ok := j.hex4(); ok && lo >= 0xDC00 && lo < 0xE000 {
-						r.i = j.i
-						u = 0x10000 + (u-0xD800)<<10 + (lo - 0xDC00)
-					}
-				}
-				if u >= 0xD800 && u < 0xE000 {
-					u = '?' // a lone surrogate: Java writes it to UTF-8 as ?
-				}
-				out = appendRune(out, u)
-			default:
+			if b, ok := jsonEscape(e); ok {
+				out = append(out, b)
+				continue
+			}
+			if e != 'u' {
 				return nil, false
 			}
+			j := &jsonScan{s: r.s, i: r.i}
+			u, ok := j.hex4()
+			if !ok {
+				return nil, false
+			}
+			r.i = j.i
+			if u >= 0xD800 && u < 0xDC00 && r.i+5 < len(r.s) && r.s[r.i] == '\\' && r.s[r.i+1] == 'u' {
+				j.i = r.i + 2
+				if lo, ok := j.hex4(); ok && lo >= 0xDC00 && lo < 0xE000 {
+					r.i = j.i
+					u = 0x10000 + (u-0xD800)<<10 + (lo - 0xDC00)
+				}
+			}
+			if u >= 0xD800 && u < 0xE000 {
+				u = '?' // a lone surrogate: Java writes it to UTF-8 as ?
+			}
+			out = appendRune(out, u)
 		default:
 			out = append(out, c)
 			r.i++

@@ -193,42 +193,52 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 			}
 			e := j.s[j.i+1]
 			j.i += 2
-			switch e {
-			case '"', '\\', '/', '\'':
-				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r, ok := j.hex4()
+			if b, ok := jsonEscape(e); ok {
+				dst = append(dst, b)
+				continue
+			}
+			if e != 'u' {
+				return nil, false
+			}
+			r, ok := j.hex4()
+			if !ok {
+				return nil, false
+			}
+			if r >= 0xD800 && r < 0xDC00 && j.i+1 < len(j.s) && j.s[j.i] == '\\' && j.s[j.i+1] == 'u' {
+				j.i += 2
+				lo, ok := j.hex4()
 				if !ok {
 					return nil, false
 				}
-				if r >= 0xD800 && r < 0xDC00 && j.i+1 < len(j.s) && j.s[j.i] == '\\' && j.s[j.i+1] == 'u' {
-					j.i += 2
-					lo, ok := j.hex4()
-					if !ok {
-						return nil, false
-					}
-					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-				}
-				dst = utf8.AppendRune(dst, r)
-			default:
-				return nil, false
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 			}
+			dst = utf8.AppendRune(dst, r)
 		default:
 			dst = append(dst, c) // Spark's parser allows raw control characters too
 			j.i++
 		}
 	}
 	return nil, false
+}
+
+// jsonEscape is the byte a one-character escape stands for (\n, \", and \' since single
+// quotes are allowed); false for \u and anything else.
+func jsonEscape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/', '\'':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
 
 func (j *jsonScan) hex4() (rune, bool) {

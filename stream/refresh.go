@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
@@ -91,12 +92,7 @@ const refreshLowMs int64 = math.MinInt64 / 4000
 func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport, error) {
 	rep := RefreshReport{Name: name, Batch: -1}
 	q := &opts.Query
-	gi := -1
-	for i := range q.Gold {
-		if q.Gold[i].Name == name {
-			gi = i
-		}
-	}
+	gi := slices.IndexFunc(q.Gold, func(g spec.Aggregation) bool { return g.Name == name })
 	if gi < 0 {
 		return rep, fmt.Errorf("stream: query %s has no gold %s", q.Name, name)
 	}

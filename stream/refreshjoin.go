@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -35,12 +37,7 @@ import (
 func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (RefreshReport, error) {
 	rep := RefreshReport{Name: name, Batch: -1}
 	j := &opts.Join
-	gi := -1
-	for i := range j.Gold {
-		if j.Gold[i].Name == name {
-			gi = i
-		}
-	}
+	gi := slices.IndexFunc(j.Gold, func(g spec.Aggregation) bool { return g.Name == name })
 	if gi < 0 {
 		return rep, fmt.Errorf("stream: join %s has no gold %s", j.Name, name)
 	}
