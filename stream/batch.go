@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"runtime"
 	"slices"
@@ -59,6 +60,10 @@ type aggStats struct {
 	lateRows, outputRows int64
 	state                []byte // the aggregation's full state after the batch, when this batch writes it
 	delta                []byte // or what the batch changed (gold.AppendDelta)
+	// or, instead of delta, its size and what writes it into the state file (gold.WriteDelta):
+	// a backlog's first delta is as big as the state, and is not held whole beside it.
+	deltaSize  int64
+	writeDelta func(io.Writer) error
 }
 
 func (r *sourceQuery) wantsNoData(newWM, evictWM int64) bool {
@@ -530,8 +535,8 @@ func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStat
 	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, b.evict) })
 	for ai := range aggs {
 		wg.Go(func() {
-			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(state, delta []byte) {
-				states[ai] = aggStats{state: state, delta: delta}
+			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(as aggStats) {
+				states[ai] = aggStats{state: as.state, delta: as.delta, deltaSize: as.deltaSize, writeDelta: as.writeDelta}
 				published[ai] = true
 				statesReady.Done()
 			})
