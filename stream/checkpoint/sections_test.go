@@ -12,12 +12,13 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/objstore/mem"
+	"github.com/medallion-lake/medallion/objstore/s3/s3test"
 )
 
 // TestWriteSectionsStreams: a state file written section by section, one section produced by
 // its Write while the file is stored (in many small writes), holds the bytes of the format as
 // spelled out here (magic, count, each name and section with their lengths, CRC-32), on the
-// memory and the file backends; ReadState reads it back. A Write that fails, or writes other
+// memory, file and S3 backends; ReadState reads it back. A Write that fails, or writes other
 // than its announced size, fails the write and leaves no state file.
 func TestWriteSectionsStreams(t *testing.T) {
 	ctx := context.Background()
@@ -45,12 +46,19 @@ func TestWriteSectionsStreams(t *testing.T) {
 	want = append(want, "empty"...)
 	want = append(want, 0)
 	want = binary.BigEndian.AppendUint32(want, crc32.ChecksumIEEE(want))
-	fileBucket, err := file.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string]objstore.Bucket{"mem": mem.New(), "file": fileBucket} {
+	for name, open := range map[string]func(t *testing.T) objstore.Bucket{
+		"mem": func(*testing.T) objstore.Bucket { return mem.New() },
+		"file": func(t *testing.T) objstore.Bucket {
+			b, err := file.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		"s3": func(t *testing.T) objstore.Bucket { return s3test.NewTestBucket(t) },
+	} {
 		t.Run(name, func(t *testing.T) {
+			b := open(t)
 			d := Open(b)
 			if err := d.WriteSections(ctx, 1, secs); err != nil {
 				t.Fatal(err)
