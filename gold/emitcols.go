@@ -52,7 +52,9 @@ func (a *Aggregation) writeColumns(out *pq.Batch, slots, perm []int32) error {
 		if (i >= 1 && i <= nk) || i == late {
 			continue
 		}
-		a.permBuf.permute(c, from, perm)
+		if err := a.permBuf.permute(c, from, perm); err != nil {
+			return err
+		}
 	}
 	if nk == 0 {
 		return nil
@@ -157,7 +159,7 @@ func gather(dst, src *pq.Column, rows []int32) {
 }
 
 // permute reorders column c's rows from on: new row from+i is old row from+perm[i].
-func (p *permBuffers) permute(c *pq.Column, from int, perm []int32) {
+func (p *permBuffers) permute(c *pq.Column, from int, perm []int32) error {
 	if len(c.Nulls) > 0 {
 		p.bools = permuteSlice(c.Nulls[from:], perm, p.bools)
 	}
@@ -178,13 +180,15 @@ func (p *permBuffers) permute(c *pq.Column, from int, perm []int32) {
 		p.permuteBytes(c, from, perm)
 	case pq.KindStruct:
 		for _, ch := range c.Children {
-			p.permute(ch, from, perm)
+			if err := p.permute(ch, from, perm); err != nil {
+				return err
+			}
 		}
 	case pq.KindList, pq.KindMap:
 		// Sketch quantiles: rebuilt row by row, rare enough not to need more.
 		nc, err := pq.NewColumn(c.Type)
 		if err != nil {
-			panic(fmt.Sprintf("gold: a column's own type: %v", err)) // cannot happen: c was made from it
+			return fmt.Errorf("gold: gold column: %w", err)
 		}
 		for r := range from {
 			nc.AppendFrom(c, r)
@@ -194,6 +198,7 @@ func (p *permBuffers) permute(c *pq.Column, from int, perm []int32) {
 		}
 		*c = *nc
 	}
+	return nil
 }
 
 // permuteSlice reorders s (s[i] = old s[perm[i]]) through tmp, which it returns for reuse.
