@@ -520,11 +520,14 @@ func (d *Dir) WriteSections(ctx context.Context, v int64, secs []Section) error 
 	err := d.b.Put(ctx, StateKey(v), pr, stateSize(secs))
 	pr.CloseWithError(errStateAborted) // an encoder still writing stops: nobody reads it now
 	encErr := <-encoded
-	if encErr != nil && !errors.Is(encErr, errStateAborted) {
+	switch {
+	case encErr != nil && !errors.Is(encErr, errStateAborted):
 		return fmt.Errorf("stream: write checkpoint %s: %w", StateKey(v), encErr)
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("stream: write checkpoint %s: %w", StateKey(v), err)
+	case encErr != nil:
+		// The store took the object without reading it to its end: never a state file.
+		return fmt.Errorf("stream: write checkpoint %s: the store stopped reading before the end", StateKey(v))
 	}
 	return nil
 }
