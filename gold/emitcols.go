@@ -62,6 +62,20 @@ func (a *Aggregation) writeColumns(out *pq.Batch, slots, perm []int32) error {
 	return a.gatherKeys(out.Columns[1:1+nk], perm)
 }
 
+// keepEmitRows bounds the emits whose ordering and permutation buffers are kept for the next
+// batch: a steady stream's emits reuse them, a backlog's (hundreds of thousands of rows, about
+// 40 bytes a row) would keep them on the heap through the batches after.
+const keepEmitRows = 1 << 16
+
+// releaseEmitBuffers drops the buffers of an emit of n rows when it was a large one.
+func (a *Aggregation) releaseEmitBuffers(n int) {
+	if n <= keepEmitRows {
+		return
+	}
+	a.perm, a.rowRank, a.rowBucket, a.sortTmp = nil, nil, nil, nil
+	a.permBuf = permBuffers{}
+}
+
 // appendGroupValues writes group s into every gold column but the keys'.
 func (a *Aggregation) appendGroupValues(out *pq.Batch, s int32) error {
 	cols := out.Columns

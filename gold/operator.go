@@ -717,6 +717,7 @@ func (a *Aggregation) emit(evictUs int64, out *pq.Batch) error {
 		if err := a.writeColumns(out, a.emitSlots, perm); err != nil {
 			return err
 		}
+		a.releaseEmitBuffers(len(a.emitSlots))
 	} else {
 		a.sortSlots(a.emitSlots)
 		for _, s := range a.emitSlots {
