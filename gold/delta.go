@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"slices"
 )
 
@@ -34,17 +35,11 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 			size += a.groupSize(s, false)
 		}
 	}
-	var fp [64]byte
-	header := a.cfg.appendFingerprint(fp[:0])
 	// One buffer of the delta's size (see groupSize): magic, version, fingerprint, two varints,
 	// the groups and the checksum.
-	dst = slices.Grow(dst, len(deltaMagic)+1+len(header)+2*binary.MaxVarintLen64+size+4)
+	dst = slices.Grow(dst, deltaHeaderMax+size+4)
 	start := len(dst)
-	dst = append(dst, deltaMagic...)
-	dst = append(dst, deltaVersion)
-	dst = append(dst, header...)
-	dst = binary.AppendVarint(dst, a.evictedAt)
-	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = a.appendDeltaHeader(dst, n)
 	for _, s := range a.touched {
 		if !a.groups[s].live() {
 			continue // evicted by this very batch: the replayed eviction removes it too
@@ -55,6 +50,96 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 		}
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// deltaHeaderMax bounds a delta's header: magic, version, fingerprint, two varints.
+const deltaHeaderMax = len(deltaMagic) + 1 + 64 + 2*binary.MaxVarintLen64
+
+// appendDeltaHeader appends a delta's header for n groups.
+func (a *Aggregation) appendDeltaHeader(dst []byte, n int) []byte {
+	var fp [64]byte
+	dst = append(dst, deltaMagic...)
+	dst = append(dst, deltaVersion)
+	dst = append(dst, a.cfg.appendFingerprint(fp[:0])...)
+	dst = binary.AppendVarint(dst, a.evictedAt)
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+// DeltaSize is the length of the bytes AppendDelta would append, when it is known without
+// encoding them: ok is false for session windows and for an aggregation that keeps a sketch
+// (a sketch's encoded size is known only once it is encoded).
+func (a *Aggregation) DeltaSize() (size int, ok bool) {
+	if !a.SupportsDelta() {
+		return 0, false
+	}
+	for _, ac := range a.accs {
+		if ac.seen != nil { // a sketch
+			return 0, false
+		}
+	}
+	n := 0
+	for _, s := range a.touched {
+		if a.groups[s].live() {
+			n++
+			size += a.groupSize(s, false)
+		}
+	}
+	var h [deltaHeaderMax]byte
+	return len(a.appendDeltaHeader(h[:0], n)) + size + 4, true
+}
+
+// deltaChunk is how much of a streamed delta is encoded before it is written out.
+const deltaChunk = 256 << 10
+
+// WriteDelta writes to w the bytes AppendDelta would append, size of them (DeltaSize), a
+// chunk at a time: a batch that opens every group (a backlog's first) has a delta as big as
+// the state, and held whole it sat on the stream's memory peak beside the state itself. It
+// only reads the operator (the aggregation holds no sketch: DeltaSize said so), so it may run
+// beside the batch's table writes, but not beside the next ProcessBatch. A size that is not
+// what it wrote is an error: the state file announced it.
+func (a *Aggregation) WriteDelta(w io.Writer, size int) error {
+	if _, ok := a.DeltaSize(); !ok {
+		return fmt.Errorf("gold: this aggregation's delta is not streamed (session windows or sketches)")
+	}
+	n := 0
+	for _, s := range a.touched {
+		if a.groups[s].live() {
+			n++
+		}
+	}
+	buf := make([]byte, 0, min(size, deltaChunk)+deltaHeaderMax+1024)
+	buf = a.appendDeltaHeader(buf, n)
+	var crc uint32
+	written := 0
+	flush := func() error {
+		crc = crc32.Update(crc, crc32.IEEETable, buf)
+		written += len(buf)
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	for _, s := range a.touched {
+		if !a.groups[s].live() {
+			continue
+		}
+		var err error
+		if buf, err = a.appendGroup(buf, s, false); err != nil {
+			return err
+		}
+		if len(buf) >= deltaChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	buf = binary.BigEndian.AppendUint32(buf, crc32.Update(crc, crc32.IEEETable, buf))
+	if err := flush(); err != nil {
+		return err
+	}
+	if written != size {
+		return fmt.Errorf("gold: the state delta is %d bytes, sized %d", written, size)
+	}
+	return nil
 }
 
 // ApplyDelta replays one AppendDelta on the state of the batch before it: the groups take

@@ -96,3 +96,75 @@ func TestDeltaRejects(t *testing.T) {
 		t.Error("session windows wrote a delta")
 	}
 }
+
+// chunkWriter collects what it is given and checks that no write exceeds max bytes by much
+// (the delta is written a chunk at a time, not whole).
+type chunkWriter struct {
+	bytes.Buffer
+	writes, largest int
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	w.writes++
+	w.largest = max(w.largest, len(p))
+	return w.Buffer.Write(p)
+}
+
+// TestWriteDeltaEqualsAppendDelta: the streamed delta (WriteDelta, sized by DeltaSize) is
+// AppendDelta's bytes exactly, batch after batch, for float sums (exact sums, of every width),
+// int sums, min and avg, in deltas small and larger than a chunk, written in several writes;
+// and an aggregation with a sketch is not streamed.
+func TestWriteDeltaEqualsAppendDelta(t *testing.T) {
+	sliding, _ := NewWindowSpec(10*minute, 5*minute, 0)
+	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}, {Fn: Min, Column: 1, Int: true}, {Fn: Sum, Column: 1, Int: true}}
+	op := mustAgg(t, AggConfig{Window: sliding, Mode: Append, NumKeys: 1, Aggs: aggs})
+	rng := rand.New(rand.NewPCG(21, 22))
+	chunked := false
+	for batch := range 6 {
+		in := &Input{Columns: []Column{{}, {}}}
+		rows := 50 + batch*batch*1000
+		for range rows {
+			in.EventTime = append(in.EventTime, int64(batch)*20*minute+rng.Int64N(30*minute))
+			in.Keys.Append(pq.AppendKeyString(nil, "device-"+strconv.Itoa(rng.IntN(20_000))))
+			f := float64(rng.IntN(10_000)) / 100
+			if rng.IntN(50) == 0 {
+				f *= 1e300 // exact sums wider than a double
+			}
+			in.Columns[0].Float64 = append(in.Columns[0].Float64, f)
+			in.Columns[1].Int64 = append(in.Columns[1].Int64, rng.Int64N(1<<40)-1<<39)
+		}
+		if _, err := op.ProcessBatch(in, 0, int64(batch)*20*minute/1000); err != nil {
+			t.Fatal(err)
+		}
+		want, err := op.AppendDelta([]byte("prefix"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = want[len("prefix"):]
+		size, ok := op.DeltaSize()
+		if !ok || size != len(want) {
+			t.Fatalf("batch %d: DeltaSize %d, %v; AppendDelta wrote %d bytes", batch, size, ok, len(want))
+		}
+		var w chunkWriter
+		if err := op.WriteDelta(&w, size); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(w.Bytes(), want) {
+			t.Fatalf("batch %d: WriteDelta's %d bytes differ from AppendDelta's %d", batch, w.Len(), len(want))
+		}
+		if w.largest > deltaChunk+1024 {
+			t.Fatalf("batch %d: a write of %d bytes, chunks are %d", batch, w.largest, deltaChunk)
+		}
+		chunked = chunked || w.writes > 2
+		if err := op.WriteDelta(&chunkWriter{}, size+1); err == nil {
+			t.Fatalf("batch %d: a wrong size was not an error", batch)
+		}
+	}
+	if !chunked {
+		t.Fatal("no delta took more than one chunk: the test compares too little")
+	}
+	sk := mustAgg(t, AggConfig{Window: sliding, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: ApproxCountDistinct, Column: 0}}})
+	if _, ok := sk.DeltaSize(); ok {
+		t.Fatal("a sketch's delta has a size before it is encoded")
+	}
+}

@@ -16,38 +16,61 @@ type rowSortKey struct {
 	rank, row  int32
 }
 
-// sortSlots orders emitted groups by window start, end, then key bytes. The keys are ranked
-// first, each distinct key once, so that the groups sort on integers: with many keys a batch
-// emits several groups a key, and comparing strings group against group cost more than the
-// rest of the emit.
+// sortSlots orders emitted groups by window start, end, then key bytes (orderRows' order).
 func (a *Aggregation) sortSlots(slots []int32) {
-	if len(slots) < 2 {
-		return
+	perm := a.orderRows(slots)
+	tmp := append(slices.Grow(a.sortTmp[:0], len(slots)), slots...)
+	for i, j := range perm {
+		slots[i] = tmp[j]
+	}
+	a.sortTmp = tmp
+}
+
+// orderRows returns perm, the output order of the emitted groups slots: slots[perm[0]],
+// slots[perm[1]], ... are by window start, end, then key bytes. slots may come in any order;
+// in slot order (how collectEvictions lists them) every pass here reads the state
+// sequentially. The keys are ranked first, each distinct key once, so that the groups sort on
+// integers: with many keys a batch emits several groups a key, and comparing strings group
+// against group cost more than the rest of the emit. After it, a.keyIDsBuf holds the batch's
+// emitted keys in rank order and a.rowRank[j] is slots[j]'s key rank. perm is a.perm, valid
+// until the next call.
+func (a *Aggregation) orderRows(slots []int32) []int32 {
+	n := len(slots)
+	perm := slices.Grow(a.perm[:0], n)[:n]
+	ranks := slices.Grow(a.rowRank[:0], n)[:n]
+	a.perm, a.rowRank = perm, ranks
+	a.keyIDsBuf = a.keyIDsBuf[:0]
+	if n == 0 {
+		return perm
 	}
 	if len(a.keyRank) < len(a.keyLocs) {
 		a.keyRank = slices.Grow(a.keyRank[:0], len(a.keyLocs))[:len(a.keyLocs)]
 	}
-	a.keyIDsBuf = a.keyIDsBuf[:0]
-	for _, s := range slots {
-		if k := a.groups[s].key; a.keyRank[k] != -1 {
+	for j, s := range slots {
+		k := a.groups[s].key
+		if a.keyRank[k] != -1 {
 			a.keyRank[k] = -1
 			a.keyIDsBuf = append(a.keyIDsBuf, k)
 		}
+		ranks[j] = k // the key id for now: its rank once the keys are sorted
 	}
 	a.sortKeys(a.keyIDsBuf)
 	for rank, k := range a.keyIDsBuf {
 		a.keyRank[k] = int32(rank)
 	}
-	if a.ends == nil && a.countingSort(slots) {
-		for _, k := range a.keyIDsBuf {
-			a.keyRank[k] = 0
-		}
-		return
+	for j, k := range ranks {
+		ranks[j] = a.keyRank[k]
+	}
+	for _, k := range a.keyIDsBuf {
+		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
+	}
+	if a.ends == nil && a.countingSort(slots, ranks, perm) {
+		return perm
 	}
 	a.rowOrder = a.rowOrder[:0]
-	for _, s := range slots {
+	for j, s := range slots {
 		w := a.window(s)
-		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, a.keyRank[a.groups[s].key], s})
+		a.rowOrder = append(a.rowOrder, rowSortKey{w.Start, w.End, ranks[j], int32(j)})
 	}
 	slices.SortFunc(a.rowOrder, func(x, y rowSortKey) int {
 		if c := cmp.Compare(x.start, y.start); c != 0 {
@@ -59,11 +82,9 @@ func (a *Aggregation) sortSlots(slots []int32) {
 		return cmp.Compare(int64(x.rank), int64(y.rank))
 	})
 	for i, o := range a.rowOrder {
-		slots[i] = o.row
+		perm[i] = o.row
 	}
-	for _, k := range a.keyIDsBuf {
-		a.keyRank[k] = 0 // any value but -1 marks a key not yet ranked
-	}
+	return perm
 }
 
 // keyPrefix is a key id with 8 bytes of its key, big-endian, from where the batch's keys
@@ -120,10 +141,11 @@ func (a *Aggregation) sortKeys(ids []int32) {
 // (the windows its watermark closed), a backlog's first batch a few hundred.
 const maxSortWindows = 4096
 
-// countingSort orders time-window slots by window, then key rank, in two stable counting
-// passes (rank, then window) instead of a comparison sort: the ranks are dense and the
-// windows few. It reports false, leaving slots as they were, when the windows are too many.
-func (a *Aggregation) countingSort(slots []int32) bool {
+// countingSort orders time-window groups (slots, with their key ranks) by window, then key
+// rank, into perm, in two stable counting passes (rank, then window) instead of a comparison
+// sort: the ranks are dense and the windows few. It reports false, perm unset, when the windows
+// are too many.
+func (a *Aggregation) countingSort(slots, ranks, perm []int32) bool {
 	// Time windows start on a grid of the slide: a window's bucket is its distance from the
 	// first start in slides, when the span is at most maxSortWindows slides (no search per
 	// group, which with hundreds of windows cost as much as the passes).
@@ -132,10 +154,13 @@ func (a *Aggregation) countingSort(slots []int32) bool {
 		st := a.groups[s].start
 		lo, hi = min(lo, st), max(hi, st)
 	}
+	buckets := slices.Grow(a.rowBucket[:0], len(slots))[:len(slots)]
+	a.rowBucket = buckets
 	if slide := a.cfg.Window.Slide; slide > 0 && (hi-lo)/slide < maxSortWindows {
-		a.countingPasses(slots, len(a.keyIDsBuf), int((hi-lo)/slide)+1, func(s int32) int {
-			return int((a.groups[s].start - lo) / slide)
-		})
+		for j, s := range slots {
+			buckets[j] = int32((a.groups[s].start - lo) / slide)
+		}
+		a.countingPasses(perm, ranks, buckets, len(a.keyIDsBuf), int((hi-lo)/slide)+1)
 		return true
 	}
 	starts := a.sortStarts[:0]
@@ -154,45 +179,45 @@ func (a *Aggregation) countingSort(slots []int32) bool {
 	}
 	slices.Sort(starts)
 	a.sortStarts = starts
-	a.countingPasses(slots, len(a.keyIDsBuf), len(starts), func(s int32) int {
+	for j, s := range slots {
 		w, _ := slices.BinarySearch(starts, a.groups[s].start)
-		return w
-	})
+		buckets[j] = int32(w)
+	}
+	a.countingPasses(perm, ranks, buckets, len(a.keyIDsBuf), len(starts))
 	return true
 }
 
-// countingPasses sorts slots by key rank (ranks of them), then stably by window (windows of
-// them, numbered by window).
-func (a *Aggregation) countingPasses(slots []int32, ranks, windows int, window func(int32) int) {
-	tmp := slices.Grow(a.sortTmp[:0], len(slots))[:len(slots)]
+// countingPasses fills perm with the rows 0..len(perm)-1 sorted by rank (ranks of them), then
+// stably by bucket (windows of them).
+func (a *Aggregation) countingPasses(perm, rank, bucket []int32, ranks, windows int) {
+	tmp := slices.Grow(a.sortTmp[:0], len(perm))[:len(perm)]
 	a.sortTmp = tmp
 	// Pass 1: by key rank.
 	count := slices.Grow(a.sortCount[:0], ranks+1)[:ranks+1]
 	clear(count)
-	for _, s := range slots {
-		count[a.keyRank[a.groups[s].key]+1]++
+	for _, r := range rank {
+		count[r+1]++
 	}
 	for i := 1; i < len(count); i++ {
 		count[i] += count[i-1]
 	}
-	for _, s := range slots {
-		r := a.keyRank[a.groups[s].key]
-		tmp[count[r]] = s
+	for j, r := range rank {
+		tmp[count[r]] = int32(j)
 		count[r]++
 	}
 	// Pass 2, stable: by window.
 	count = slices.Grow(count[:0], windows+1)[:windows+1]
 	clear(count)
-	for _, s := range tmp {
-		count[window(s)+1]++
+	for _, b := range bucket {
+		count[b+1]++
 	}
 	for i := 1; i < len(count); i++ {
 		count[i] += count[i-1]
 	}
-	for _, s := range tmp {
-		w := window(s)
-		slots[count[w]] = s
-		count[w]++
+	for _, j := range tmp {
+		b := bucket[j]
+		perm[count[b]] = j
+		count[b]++
 	}
 	a.sortCount = count
 }

@@ -211,6 +211,15 @@ type Aggregation struct {
 	sortStarts []int64
 	sortTmp    []int32
 	sortCount  []int32
+	// orderRows' result and buffers: perm the emitted groups' output order, rowRank each
+	// emitted group's key rank, rowBucket its window's bucket (emitorder.go).
+	perm      []int32
+	rowRank   []int32
+	rowBucket []int32
+	// Writing gold's columns in slot order (emitcols.go): the batch's emitted keys decoded
+	// once each, in rank order, and the permutation's scratch.
+	keyStage []*pq.Column
+	permBuf  permBuffers
 }
 
 // NewAggregation validates cfg and returns an empty operator.
@@ -695,19 +704,22 @@ func (a *Aggregation) emit(evictUs int64, out *pq.Batch) error {
 	if a.cfg.Mode == Append {
 		a.emitSlots = append(a.emitSlots, a.evictList...)
 	}
-	a.sortSlots(a.emitSlots)
 	r.NumRowsOutput = int64(len(a.emitSlots))
 	if out != nil {
 		if err := a.checkOut(out); err != nil {
 			return err
 		}
-		a.growOut(out, len(a.emitSlots))
-		for _, s := range a.emitSlots {
-			if err := a.appendColumns(out, s); err != nil {
-				return err
-			}
+		if a.cfg.Mode == Update {
+			slices.Sort(a.emitSlots) // slot order: the state read front to back (emitcols.go)
 		}
+		perm := a.orderRows(a.emitSlots)
+		a.growOut(out, len(a.emitSlots))
+		if err := a.writeColumns(out, a.emitSlots, perm); err != nil {
+			return err
+		}
+		a.releaseEmitBuffers(len(a.emitSlots))
 	} else {
+		a.sortSlots(a.emitSlots)
 		for _, s := range a.emitSlots {
 			a.appendRow(s, a.cfg.Mode != Append)
 		}
@@ -786,40 +798,6 @@ func (a *Aggregation) checkOut(out *pq.Batch) error {
 	}
 	if len(out.Columns) != want {
 		return fmt.Errorf("%w: the gold batch has %d columns, the aggregation writes %d", ErrBadInput, len(out.Columns), want)
-	}
-	return nil
-}
-
-// appendColumns writes group s as one gold row, straight from the state: no row of values in
-// between.
-func (a *Aggregation) appendColumns(out *pq.Batch, s int32) error {
-	cols := out.Columns
-	w := a.window(s)
-	cols[0].AppendStruct()
-	cols[0].Children[0].AppendInt64(w.Start)
-	cols[0].Children[1].AppendInt64(w.End)
-	ci := 1
-	if nk := a.cfg.NumKeys; nk > 0 {
-		if err := pq.AppendKeyColumns(cols[1:1+nk], a.key(a.groups[s].key)); err != nil {
-			return fmt.Errorf("gold: group key: %w", err)
-		}
-		ci += nk
-	}
-	for _, ac := range a.accs {
-		v := ac.value(s, false)
-		n, scratch, err := AppendAggregate(cols[ci:], ac.spec, &v, a.scratch)
-		if err != nil {
-			return err
-		}
-		a.scratch, ci = scratch, ci+n
-	}
-	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
-	for _, ac := range a.accs {
-		if ac.exact {
-			ci++
-			v := AggValue{N: ac.cells.at(s).n, X: *ac.xs.at(s)}
-			a.scratch = AppendExact(cols[ci], &v, a.scratch)
-		}
 	}
 	return nil
 }

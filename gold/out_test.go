@@ -159,3 +159,116 @@ func TestOutWrongShape(t *testing.T) {
 		t.Fatalf("err %v, want ErrBadInput", err)
 	}
 }
+
+// TestOutSlotOrderKeysAndReuse: gold's columns are written in slot order and permuted into
+// output order (emitcols.go). With keys of two parts (a nullable string, a long), a thousand
+// keys whose evicted slots are reused in scrambled order, and one gold batch that keeps the
+// rows of earlier batches (the permutation touches only the new rows), the columns must hold
+// exactly the rows Result.Rows lists, decoded part by part, batch after batch.
+func TestOutSlotOrderKeysAndReuse(t *testing.T) {
+	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}}
+	dbl := txlog.PrimitiveType{Name: txlog.TypeDouble}
+	fields := []txlog.StructField{WindowField(),
+		{Name: "k1", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+		{Name: "k2", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}}
+	named := slices.Clone(aggs)
+	for i, sp := range aggs {
+		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), dbl, dbl)...)
+		named[i].Name = "a" + strconv.Itoa(i)
+	}
+	fields = append(fields, LateRowsField())
+	schema := &txlog.StructType{Fields: append(fields, ExactFields(named)...)}
+	sliding, _ := NewWindowSpec(10*minute, 5*minute, 0)
+	for _, mode := range []Mode{Append, Update} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := AggConfig{Window: sliding, Mode: mode, NumKeys: 2, Aggs: aggs}
+			withRows, withOut := mustAgg(t, cfg), mustAgg(t, cfg)
+			tr, _ := NewWatermarkTracker(PolicyMin, []int64{5 * 60 * 1000}, 0)
+			rng := rand.New(rand.NewPCG(11, 12))
+			gb, _ := pq.NewBatch(schema)
+			want, _ := pq.NewBatch(schema)
+			from := 0
+			for b := range 6 {
+				in := &Input{Columns: []Column{{Float64: nil}}}
+				for range 1000 {
+					in.EventTime = append(in.EventTime, int64(b)*10*minute+rng.Int64N(10*minute))
+					var k []byte
+					if n := rng.IntN(1000); n%97 == 0 {
+						k = pq.AppendKeyNull(k)
+					} else {
+						k = pq.AppendKeyString(k, "dev-"+strconv.Itoa(n))
+					}
+					in.Keys.Append(pq.AppendKeyInt64(k, int64(rng.IntN(3))-1))
+					in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(rng.IntN(1000))/10)
+				}
+				late, evict := tr.BatchWatermarks()
+				tr.Observe(0, in.EventTime, nil)
+				res, err := withRows.ProcessBatch(in, late, evict)
+				if err != nil {
+					t.Fatal(err)
+				}
+				appendOracleRows(t, want, aggs, res.Rows)
+				in.Out = gb
+				if _, err := withOut.ProcessBatch(in, late, evict); err != nil {
+					t.Fatal(err)
+				}
+				if err := gb.Validate(); err != nil {
+					t.Fatalf("batch %d: %v", b, err)
+				}
+				if got, w := rowValues(gb, from), rowValues(want, from); !reflect.DeepEqual(got, w) {
+					t.Fatalf("batch %d: %d rows in the columns, want %d (or they differ)", b, len(got), len(w))
+				}
+				from = want.Len()
+				tr.EndBatch(0)
+			}
+			t.Logf("%d rows emitted", want.Len())
+			if want.Len() < 3_000 {
+				t.Fatalf("%d rows emitted: too few to scramble slots", want.Len())
+			}
+		})
+	}
+}
+
+// appendOracleRows appends rows to gb as the stream rendered Result.Rows: each key decoded
+// into its parts, each aggregate through AppendAggregate.
+func appendOracleRows(t *testing.T, gb *pq.Batch, aggs []AggSpec, rows []OutRow) {
+	for _, row := range rows {
+		gb.Columns[0].AppendStruct()
+		gb.Columns[0].Children[0].AppendInt64(row.Window.Start)
+		gb.Columns[0].Children[1].AppendInt64(row.Window.End)
+		parts, err := pq.DecodeKey(row.Key)
+		if err != nil || len(parts) != 2 {
+			t.Fatalf("key %q: %v %v", row.Key, parts, err)
+		}
+		pq.AppendKeyValue(gb.Columns[1], parts[0])
+		pq.AppendKeyValue(gb.Columns[2], parts[1])
+		ci := 3
+		for i := range aggs {
+			n, _, err := AppendAggregate(gb.Columns[ci:], &aggs[i], &row.Aggs[i], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci += n
+		}
+		gb.Columns[ci].AppendInt64(0)
+		for i := range aggs {
+			if aggs[i].ExactSum() {
+				ci++
+				AppendExact(gb.Columns[ci], &row.Aggs[i], nil)
+			}
+		}
+	}
+}
+
+// rowValues are the rows of b from row from on, boxed.
+func rowValues(b *pq.Batch, from int) [][]any {
+	var out [][]any
+	for i := from; i < b.Len(); i++ {
+		var row []any
+		for _, c := range b.Columns {
+			row = append(row, c.Value(i))
+		}
+		out = append(out, row)
+	}
+	return out
+}

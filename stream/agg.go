@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -43,7 +44,7 @@ type aggRun struct {
 
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
 // its encoded state (or delta) to stateReady as soon as it has it, before the table writes.
-func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(state, delta []byte)) (aggStats, error) {
+func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateReady func(aggStats)) (aggStats, error) {
 	buf := &r.buf
 	a := &aggRun{ap: r.ops.plan.aggs[ai], op: r.ops.aggs[ai], ab: &buf.aggs[ai], schema: r.ops.plan.silver, kinds: r.ops.plan.kinds,
 		rows: &buf.rows, sel: buf.sel, selEvt: buf.selEvt, gold: r.t.golds[ai], quar: r.t.quars[ai],
@@ -54,7 +55,7 @@ func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateRead
 // run feeds the selected rows to the aggregation with the batch's late and eviction
 // watermarks, quarantines its late rows and writes its emitted rows to gold, both with the
 // batch's txn.
-func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, delta []byte)) (aggStats, error) {
+func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)) (aggStats, error) {
 	ap, n, txn, ab := a.ap, b.n, b.txn, a.ab
 	in := a.input()
 	// The emitted rows go straight from the state into gold's columns.
@@ -73,7 +74,13 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 	// The full state only when this batch writes a full snapshot; its delta otherwise.
 	// Into last batch's buffer: the state file that held it is written by now, and a state
 	// of many groups would otherwise grow a new buffer, copy by copy, every batch.
-	if !a.full && a.op.SupportsDelta() {
+	// A delta whose size is known before it is encoded is written straight into the state
+	// file, a chunk at a time (gold.WriteDelta): the state is not changed until the next
+	// batch, which waits for the state file.
+	if size, ok := a.op.DeltaSize(); ok && !a.full {
+		op := a.op
+		as.deltaSize, as.writeDelta = int64(size), func(w io.Writer) error { return op.WriteDelta(w, size) }
+	} else if !a.full && a.op.SupportsDelta() {
 		as.delta, err = a.op.AppendDelta(ab.state[:0])
 		ab.state = as.delta
 	} else {
@@ -83,7 +90,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(state, de
 	if err != nil {
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 	}
-	stateReady(as.state, as.delta)
+	stateReady(as)
 	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"runtime"
 	"slices"
@@ -59,6 +60,10 @@ type aggStats struct {
 	lateRows, outputRows int64
 	state                []byte // the aggregation's full state after the batch, when this batch writes it
 	delta                []byte // or what the batch changed (gold.AppendDelta)
+	// or, instead of delta, its size and what writes it into the state file (gold.WriteDelta):
+	// a backlog's first delta is as big as the state, and is not held whole beside it.
+	deltaSize  int64
+	writeDelta func(io.Writer) error
 }
 
 func (r *sourceQuery) wantsNoData(newWM, evictWM int64) bool {
@@ -160,6 +165,7 @@ func (r *sourceQuery) runBatch(ctx context.Context, b *batchRun, files [][]sourc
 		return batchDone{}, err
 	}
 	readAt := time.Now()
+	defer r.ahead.p.open() // however the batch ends, a gated read-ahead goes on
 	st, err := r.process(ctx, b, batches)
 	if err != nil {
 		return batchDone{}, err
@@ -221,6 +227,28 @@ type prefetch struct {
 	done    chan struct{}
 	batches []*pq.Batch
 	err     error
+	// gate, when set, holds the read back until open: see readAhead.
+	gate     chan struct{}
+	gateOnce sync.Once
+}
+
+// open lets a gated read start; it may be called more than once, and on a nil prefetch.
+func (p *prefetch) open() {
+	if p != nil && p.gate != nil {
+		p.gateOnce.Do(func() { close(p.gate) })
+	}
+}
+
+// growsState reports whether this batch's aggregations start from an empty state: the first
+// batch over a backlog, whose watermark closes nothing, so every group it opens stays, and its
+// state is largest at its end.
+func (r *sourceQuery) growsState() bool {
+	for _, a := range r.ops.aggs {
+		if a.NumGroups() > 0 {
+			return false
+		}
+	}
+	return len(r.ops.aggs) > 0
 }
 
 // readAhead returns the batch's rows, from the prefetch when it read these very files, and
@@ -239,10 +267,25 @@ func (r *sourceQuery) readAhead(ctx context.Context, entry *checkpoint.Offsets, 
 		next, _, err := r.e.in[0].src.NextBatch(ctx, entry.End, until[0], r.e.cfg.limit)
 		if err == nil && len(next) > 0 {
 			p := &prefetch{files: next, done: make(chan struct{})}
+			// A batch that grows the state from nothing holds, at its end, every group it
+			// opened: the next batch's rows, read and decoded beside them, sat on the run's
+			// memory peak (87 MB of 620 at 1M events, 100k keys). Its read waits until the
+			// aggregations are done (writeSinks opens the gate) and overlaps the table writes.
+			if r.growsState() {
+				p.gate = make(chan struct{})
+			}
 			r.ahead.p = p
 			planned := r.ops.plan.bronze
 			go func() {
 				defer close(p.done)
+				if p.gate != nil {
+					select {
+					case <-p.gate:
+					case <-ctx.Done():
+						p.err = ctx.Err()
+						return
+					}
+				}
 				p.batches, p.err = r.read(ctx, p.files, planned)
 			}()
 		}
@@ -530,8 +573,8 @@ func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStat
 	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, b.evict) })
 	for ai := range aggs {
 		wg.Go(func() {
-			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(state, delta []byte) {
-				states[ai] = aggStats{state: state, delta: delta}
+			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(as aggStats) {
+				states[ai] = aggStats{state: as.state, delta: as.delta, deltaSize: as.deltaSize, writeDelta: as.writeDelta}
 				published[ai] = true
 				statesReady.Done()
 			})
@@ -540,8 +583,10 @@ func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStat
 			}
 		})
 	}
+	ahead := r.ahead.p
 	wg.Go(func() {
 		statesReady.Wait()
+		ahead.open() // the aggregations are done: the state will not grow in this batch
 		dedupDone.Wait()
 		if !slices.Contains(published, false) {
 			errs[len(errs)-1] = r.writeState(ctx, b.n, dedupSec, states)

@@ -14,6 +14,7 @@ import (
 	"github.com/medallion-lake/medallion/join"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table/source"
 )
 
@@ -78,8 +79,8 @@ func (r *joinQuery) runBatch(ctx context.Context, b *batchRun, files [][]source.
 	if err := r.runAggs(ctx, b, out, jb); err != nil {
 		return batchDone{}, err
 	}
-	order = aggSections(sections, order, r.jp.agg.aggs, jb.aggs)
-	if err := r.e.ckpt.WriteState(ctx, b.n+1, sections, order); err != nil {
+	secs := aggSections(checkpoint.Sections(sections, order), r.jp.agg.aggs, jb.aggs)
+	if err := r.e.ckpt.WriteSections(ctx, b.n+1, secs); err != nil {
 		return batchDone{}, err
 	}
 	if full {
@@ -303,7 +304,7 @@ func (r *joinQuery) runAggs(ctx context.Context, jbr *batchRun, out *pq.Batch, j
 		a := &aggRun{ap: ap, op: r.aggs[ai], ab: &r.aggBufs[ai], schema: r.jp.agg.silver, kinds: r.jp.agg.kinds,
 			rows: rows, sel: sel, selEvt: evt, gold: r.golds[ai], quar: r.quars[ai], full: full,
 			queryID: r.e.queryID, logger: r.e.cfg.logger}
-		st, err := a.run(ctx, b, func(state, delta []byte) {})
+		st, err := a.run(ctx, b, func(aggStats) {})
 		if err != nil {
 			return fmt.Errorf("stream: join %s: %w", r.j.Name, err)
 		}

@@ -37,36 +37,34 @@ func (r *sourceQuery) encodeDedupSection(st *batchStats, evict int64) dedupSecti
 // writeState writes state version n+1: the idleness bookkeeping, the dedup section and each
 // aggregation's state or delta.
 func (r *sourceQuery) writeState(ctx context.Context, n int64, dedup dedupSection, aggs []aggStats) error {
-	sections := map[string][]byte{"idle": encodeIdle(r.idle.lastDataMs, r.idle.baseWM)}
-	order := []string{"idle"}
+	secs := []checkpoint.Section{{Name: "idle", Data: encodeIdle(r.idle.lastDataMs, r.idle.baseWM)}}
 	if dedup.name != "" {
-		sections[dedup.name] = dedup.data
-		order = append(order, dedup.name)
+		secs = append(secs, checkpoint.Section{Name: dedup.name, Data: dedup.data})
 	}
-	order = aggSections(sections, order, r.ops.plan.aggs, aggs)
+	secs = aggSections(secs, r.ops.plan.aggs, aggs)
 	if r.aggFullSnapshot() {
 		r.state.aggDeltas = 0
 	} else {
 		r.state.aggDeltas++
 	}
-	return r.e.ckpt.WriteState(ctx, n+1, sections, order)
+	return r.e.ckpt.WriteSections(ctx, n+1, secs)
 }
 
-// aggSections adds each aggregation's state or delta to a state file's sections: a full
+// aggSections appends each aggregation's state or delta to a state file's sections: a full
 // snapshot every min_deltas_for_snapshot versions (and always for session windows), the groups
-// the batch touched in between. It returns order with their names appended.
-func aggSections(sections map[string][]byte, order []string, aps []*aggPlan, aggs []aggStats) []string {
+// the batch touched in between, encoded as the file is written when it can be (writeDelta).
+func aggSections(secs []checkpoint.Section, aps []*aggPlan, aggs []aggStats) []checkpoint.Section {
 	for i, ap := range aps {
-		name := secAgg + ap.cfg.Name
-		if aggs[i].delta != nil {
-			name = secAggDelta + ap.cfg.Name
-			sections[name] = aggs[i].delta
-		} else {
-			sections[name] = aggs[i].state
+		switch a := &aggs[i]; {
+		case a.writeDelta != nil:
+			secs = append(secs, checkpoint.Section{Name: secAggDelta + ap.cfg.Name, Size: a.deltaSize, Write: a.writeDelta})
+		case a.delta != nil:
+			secs = append(secs, checkpoint.Section{Name: secAggDelta + ap.cfg.Name, Data: a.delta})
+		default:
+			secs = append(secs, checkpoint.Section{Name: secAgg + ap.cfg.Name, Data: a.state})
 		}
-		order = append(order, name)
 	}
-	return order
+	return secs
 }
 
 // State sections of the dedup operator and of each aggregation (the prefix, then its name):

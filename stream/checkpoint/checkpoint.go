@@ -473,8 +473,61 @@ func (d *Dir) ReadState(ctx context.Context, v int64) (map[string][]byte, error)
 
 // WriteState writes state version v: the sections, in order.
 func (d *Dir) WriteState(ctx context.Context, v int64, sections map[string][]byte, order []string) error {
-	if err := objstore.PutBytes(ctx, d.b, StateKey(v), encodeState(sections, order)); err != nil {
+	return d.WriteSections(ctx, v, Sections(sections, order))
+}
+
+// Section is one named section of a state file: its bytes (Data) or, for a section as big as
+// the state (a backlog's first state delta), its Size and Write, which writes exactly that
+// many bytes while the file is written, so that the section is never held whole.
+type Section struct {
+	Name  string
+	Data  []byte
+	Size  int64
+	Write func(io.Writer) error
+}
+
+func (s *Section) size() int64 {
+	if s.Write != nil {
+		return s.Size
+	}
+	return int64(len(s.Data))
+}
+
+// Sections are the named sections, in order, as Section values.
+func Sections(sections map[string][]byte, order []string) []Section {
+	out := make([]Section, 0, len(order))
+	for _, name := range order {
+		out = append(out, Section{Name: name, Data: sections[name]})
+	}
+	return out
+}
+
+// errStateAborted ends a state file's encoding when the store stopped reading it.
+var errStateAborted = errors.New("stream: the state file's write stopped")
+
+// WriteSections writes state version v: the sections, in order, encoded as the file is
+// stored. The file was encoded whole first, a copy of every section at the moment the state
+// is largest; now no section is copied whole, and one with Write is not held at all. The
+// bytes are what ReadState has always read.
+func (d *Dir) WriteSections(ctx context.Context, v int64, secs []Section) error {
+	pr, pw := io.Pipe()
+	encoded := make(chan error, 1)
+	go func() {
+		err := encodeStateTo(pw, secs)
+		pw.CloseWithError(err)
+		encoded <- err
+	}()
+	err := d.b.Put(ctx, StateKey(v), pr, stateSize(secs))
+	pr.CloseWithError(errStateAborted) // an encoder still writing stops: nobody reads it now
+	encErr := <-encoded
+	switch {
+	case encErr != nil && !errors.Is(encErr, errStateAborted):
+		return fmt.Errorf("stream: write checkpoint %s: %w", StateKey(v), encErr)
+	case err != nil:
 		return fmt.Errorf("stream: write checkpoint %s: %w", StateKey(v), err)
+	case encErr != nil:
+		// The store took the object without reading it to its end: never a state file.
+		return fmt.Errorf("stream: write checkpoint %s: the store stopped reading before the end", StateKey(v))
 	}
 	return nil
 }
@@ -528,20 +581,79 @@ func (d *Dir) Cleanup(ctx context.Context, n int64) error {
 const stateMagic = "MDLSTRM1"
 
 func encodeState(sections map[string][]byte, order []string) []byte {
-	size := len(stateMagic) + binary.MaxVarintLen64 + 4
-	for _, name := range order {
-		size += 2*binary.MaxVarintLen64 + len(name) + len(sections[name])
+	secs := Sections(sections, order)
+	var b bytes.Buffer
+	b.Grow(int(stateSize(secs)))
+	_ = encodeStateTo(&b, secs) // a bytes.Buffer takes every write
+	return b.Bytes()
+}
+
+// stateSize is the length of the state file of secs.
+func stateSize(secs []Section) int64 {
+	n := int64(len(stateMagic)+uvarintLen(uint64(len(secs)))) + 4
+	for i := range secs {
+		l := secs[i].size()
+		n += int64(uvarintLen(uint64(len(secs[i].Name)))+len(secs[i].Name)+uvarintLen(uint64(l))) + l
 	}
-	// Sized once: a full snapshot section can be hundreds of megabytes.
-	dst := append(make([]byte, 0, size), stateMagic...)
-	dst = binary.AppendUvarint(dst, uint64(len(order)))
-	for _, name := range order {
-		dst = binary.AppendUvarint(dst, uint64(len(name)))
-		dst = append(dst, name...)
-		dst = binary.AppendUvarint(dst, uint64(len(sections[name])))
-		dst = append(dst, sections[name]...)
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
+}
+
+// crcWriter passes writes on and keeps the CRC-32 of what passed.
+type crcWriter struct {
+	w   io.Writer
+	crc uint32
+	n   int64
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.crc = crc32.Update(c.crc, crc32.IEEETable, p)
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// encodeStateTo writes the state file of secs to w: magic, section count, each section's name
+// and bytes with their lengths, and the CRC-32 of all that.
+func encodeStateTo(w io.Writer, secs []Section) error {
+	cw := &crcWriter{w: w}
+	var hdr []byte
+	hdr = append(hdr, stateMagic...)
+	hdr = binary.AppendUvarint(hdr, uint64(len(secs)))
+	for i := range secs {
+		sec := &secs[i]
+		hdr = binary.AppendUvarint(hdr, uint64(len(sec.Name)))
+		hdr = append(hdr, sec.Name...)
+		hdr = binary.AppendUvarint(hdr, uint64(sec.size()))
+		if _, err := cw.Write(hdr); err != nil {
+			return err
+		}
+		hdr = hdr[:0]
+		if sec.Write == nil {
+			if _, err := cw.Write(sec.Data); err != nil {
+				return err
+			}
+			continue
+		}
+		at := cw.n
+		if err := sec.Write(cw); err != nil {
+			return fmt.Errorf("section %s: %w", sec.Name, err)
+		}
+		if got := cw.n - at; got != sec.Size {
+			return fmt.Errorf("section %s: %d bytes written, %d announced", sec.Name, got, sec.Size)
+		}
 	}
-	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst))
+	if len(secs) == 0 {
+		if _, err := cw.Write(hdr); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(binary.BigEndian.AppendUint32(nil, cw.crc))
+	return err
 }
 
 func decodeState(key string, b []byte) (map[string][]byte, error) {
