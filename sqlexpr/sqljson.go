@@ -252,19 +252,12 @@ func (j *jsonScan) scalar() bool {
 		j.i++
 	}
 	d := j.i
-	for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-		j.i++
-	}
-	if j.i == d || j.s[d] == '0' && j.i-d > 1 {
+	if n := j.digits(); n == 0 || j.s[d] == '0' && n > 1 {
 		return false
 	}
 	if j.i < len(j.s) && j.s[j.i] == '.' {
 		j.i++
-		f := j.i
-		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-			j.i++
-		}
-		if j.i == f {
+		if j.digits() == 0 {
 			return false
 		}
 	}
@@ -273,15 +266,20 @@ func (j *jsonScan) scalar() bool {
 		if j.i < len(j.s) && (j.s[j.i] == '+' || j.s[j.i] == '-') {
 			j.i++
 		}
-		f := j.i
-		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-			j.i++
-		}
-		if j.i == f {
+		if j.digits() == 0 {
 			return false
 		}
 	}
 	return j.i > start
+}
+
+// digits reads a run of decimal digits and returns how many it read.
+func (j *jsonScan) digits() int {
+	f := j.i
+	for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
+		j.i++
+	}
+	return j.i - f
 }
 
 // appendCompactJSON writes a valid JSON value as Spark's get_json_object writes it back
