@@ -368,7 +368,7 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 			text = p.scratch[s:e]
 		}
 		if p.fields[idx].Kind == KindDate {
-			days, ok := parseDate(text)
+			days, ok := timefmt.ParseDate(text)
 			if !ok {
 				return false, nil
 			}
@@ -528,19 +528,6 @@ func inRange(k Kind, n int64) bool {
 		return n >= math.MinInt8 && n <= math.MaxInt8
 	}
 	return true
-}
-
-func parseDate(b []byte) (int64, bool) {
-	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
-		return 0, false
-	}
-	y, ok1 := digits(b[0:4])
-	m, ok2 := digits(b[5:7])
-	d, ok3 := digits(b[8:10])
-	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > pq.DaysInMonth(y, m) {
-		return 0, false
-	}
-	return pq.DaysFromCivil(y, m, d), true
 }
 
 func bytesToString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

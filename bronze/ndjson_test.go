@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/medallion-lake/medallion/bronze/timefmt"
 )
 
 var testFields = []Field{
@@ -128,7 +130,7 @@ func typeCell(kind Kind, raw json.RawMessage) (oracleCell, bool) {
 		if !isStr {
 			return oracleCell{}, false
 		}
-		d, ok := parseDate([]byte(s))
+		d, ok := timefmt.ParseDate([]byte(s))
 		return oracleCell{valid: true, i: d}, ok
 	case KindDecimal:
 		text := string(raw)

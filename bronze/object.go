@@ -788,7 +788,7 @@ func appendText(c *pq.Column, f Field, v string) bool {
 		}
 		c.AppendInt64(us)
 	case KindDate:
-		days, ok := parseDate([]byte(strings.TrimSpace(v)))
+		days, ok := timefmt.ParseDate([]byte(strings.TrimSpace(v)))
 		if !ok {
 			return false
 		}

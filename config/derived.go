@@ -30,6 +30,18 @@ func (p *Pipeline) UpstreamGold(g Gold) (*Gold, bool) {
 	return p.GoldByName(g.Source)
 }
 
+// RootGold is the gold at the top of g's derived chain, the one a source or a join feeds: g
+// itself when it is not derived. The config must be valid (no cycle).
+func (p *Pipeline) RootGold(g Gold) Gold {
+	for {
+		up, ok := p.UpstreamGold(g)
+		if !ok {
+			return g
+		}
+		g = *up
+	}
+}
+
 // IsDerived reports whether g is kept from another gold's change feed.
 func (p *Pipeline) IsDerived(g Gold) bool {
 	_, ok := p.UpstreamGold(g)

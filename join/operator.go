@@ -217,37 +217,25 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 	semi := o.spec.Type == LeftSemi
 	for i := 0; i < in.Len(); i++ {
 		t := in.EventTime[i]
-		null := in.keyNull(i)
-		if null && !o.spec.Type.preserves(Left) {
-			continue // Spark's inferred `key IS NOT NULL` filter runs before the join
-		}
-		if o.spec.LeftWatermark && t <= lateUs {
-			r.Late[Left] = append(r.Late[Left], int32(i))
+		p, ok := o.admit(Left, in, i, lateUs)
+		if !ok {
 			continue
 		}
-		var k []byte
-		var h uint32
 		found := false
-		if !null {
-			k = in.Keys.Value(i)
-			h = R.hash(k)
-			if id := R.find(k, h); id >= 0 {
-				for rr := R.keys[id].head; rr >= 0; rr = R.rows[rr].next {
-					row := &R.rows[rr]
-					if !o.matches(t, row.t) {
-						continue
-					}
-					found = true
-					if semi {
-						break
-					}
-					o.emit(Pair, in.Rows.Value(i), t, R.payload(rr), row.t)
-					r.Matched++
-					if !row.matched() {
-						row.setMatched()
-						o.flipped[Right] = append(o.flipped[Right], rr)
-					}
-				}
+		for rr := p.head; rr >= 0; rr = R.rows[rr].next {
+			row := &R.rows[rr]
+			if !o.matches(t, row.t) {
+				continue
+			}
+			found = true
+			if semi {
+				break
+			}
+			o.emit(Pair, in.Rows.Value(i), t, R.payload(rr), row.t)
+			r.Matched++
+			if !row.matched() {
+				row.setMatched()
+				o.flipped[Right] = append(o.flipped[Right], rr)
 			}
 		}
 		if semi && found {
@@ -255,7 +243,7 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 			r.Matched++
 			continue
 		}
-		slot, err := L.insert(t, k, h, null, in.Rows.Value(i), found)
+		slot, err := L.insert(t, p.key, p.hash, p.null, in.Rows.Value(i), found)
 		if err != nil {
 			return err
 		}
@@ -263,6 +251,40 @@ func (o *Operator) leftPass(in *Input, lateUs int64) error {
 		r.NumRowsUpdated++
 	}
 	return nil
+}
+
+// probe is an input row's key (null: the row's key is null, nothing to look up) with its
+// hash, and head, the first row under that key in the other side's state (-1: none).
+type probe struct {
+	key  []byte
+	hash uint32
+	null bool
+	head int32
+}
+
+// admit looks row i of side s's input up in the other side's state. ok false: the row takes
+// no part in the batch, because its key is null and the join does not preserve s (Spark's
+// inferred `key IS NOT NULL` filter runs before the join), or it is late (recorded in
+// Late[s]: at or below lateUs on a side with a watermark).
+func (o *Operator) admit(s Side, in *Input, i int, lateUs int64) (p probe, ok bool) {
+	p.null = in.keyNull(i)
+	if p.null && !o.spec.Type.preserves(s) {
+		return p, false
+	}
+	if o.spec.watermark(s) && in.EventTime[i] <= lateUs {
+		o.res.Late[s] = append(o.res.Late[s], int32(i))
+		return p, false
+	}
+	p.head = -1
+	if !p.null {
+		other := o.st[1-s]
+		p.key = in.Keys.Value(i)
+		p.hash = other.hash(p.key)
+		if id := other.find(p.key, p.hash); id >= 0 {
+			p.head = other.keys[id].head
+		}
+	}
+	return p, true
 }
 
 // rightPass (spec §5.2): each on-time right row probes the left state, this batch's rows
@@ -275,49 +297,37 @@ func (o *Operator) rightPass(in *Input, lateUs, srUs int64, srOK bool) error {
 	preserved := o.spec.Type.preserves(Right)
 	for i := 0; i < in.Len(); i++ {
 		t := in.EventTime[i]
-		null := in.keyNull(i)
-		if null && !preserved {
+		p, ok := o.admit(Right, in, i, lateUs)
+		if !ok {
 			continue
 		}
-		if o.spec.RightWatermark && t <= lateUs {
-			r.Late[Right] = append(r.Late[Right], int32(i))
-			continue
-		}
-		var k []byte
-		var h uint32
 		found := false
-		if !null {
-			k = in.Keys.Value(i)
-			h = L.hash(k)
-			if id := L.find(k, h); id >= 0 {
-				for lr := L.keys[id].head; lr >= 0; lr = L.rows[lr].next {
-					row := &L.rows[lr]
-					if !o.matches(row.t, t) {
-						continue
-					}
-					found = true
-					if semi {
-						if row.matched() {
-							continue // a left semi row comes out once
-						}
-						o.emit(SemiLeft, L.payload(lr), row.t, nil, 0)
-					} else {
-						o.emit(Pair, L.payload(lr), row.t, in.Rows.Value(i), t)
-					}
-					r.Matched++
-					if !row.matched() {
-						row.setMatched()
-						if row.seq() < o.startSeq[Left] {
-							o.flipped[Left] = append(o.flipped[Left], lr)
-						}
-					}
+		for lr := p.head; lr >= 0; lr = L.rows[lr].next {
+			row := &L.rows[lr]
+			if !o.matches(row.t, t) {
+				continue
+			}
+			found = true
+			if semi {
+				if row.matched() {
+					continue // a left semi row comes out once
+				}
+				o.emit(SemiLeft, L.payload(lr), row.t, nil, 0)
+			} else {
+				o.emit(Pair, L.payload(lr), row.t, in.Rows.Value(i), t)
+			}
+			r.Matched++
+			if !row.matched() {
+				row.setMatched()
+				if row.seq() < o.startSeq[Left] {
+					o.flipped[Left] = append(o.flipped[Left], lr)
 				}
 			}
 		}
 		if srOK && t <= srUs && (found || !preserved) {
 			continue // evicted by this very batch, with nothing left to emit
 		}
-		slot, err := R.insert(t, k, h, null, in.Rows.Value(i), found)
+		slot, err := R.insert(t, p.key, p.hash, p.null, in.Rows.Value(i), found)
 		if err != nil {
 			return err
 		}

@@ -234,21 +234,11 @@ func (a *agg) valuesOf(b *pq.Batch, i int) ([]gold.AggValue, int64, error) {
 	for si := range a.specs {
 		spec, v, ci := &a.specs[si], &vals[si], a.aggCol[si]
 		v.Fn, v.Int = spec.Fn, spec.Int
-		c := b.Columns[ci]
 		switch spec.Fn {
-		case gold.Count:
-			v.N = intAt(c, i)
-		case gold.Sum, gold.Min, gold.Max:
-			if !c.IsNull(i) {
-				v.N = 1
-				readNumber(c, i, v)
-			}
+		case gold.Count, gold.Sum, gold.Min, gold.Max:
+			readContractAgg(v, b.Columns[ci], nil, nil, i)
 		case gold.Avg:
-			sum, cnt := b.Columns[ci+1], b.Columns[ci+2]
-			v.N = intAt(cnt, i)
-			if !sum.IsNull(i) {
-				readNumber(sum, i, v)
-			}
+			readContractAgg(v, nil, b.Columns[ci+1], b.Columns[ci+2], i)
 		case gold.ApproxCountDistinct, gold.ApproxPercentile:
 			sk := b.Columns[ci+1]
 			if sk.IsNull(i) {
@@ -261,18 +251,52 @@ func (a *agg) valuesOf(b *pq.Batch, i int) ([]gold.AggValue, int64, error) {
 			*v = d
 		}
 		if spec.ExactSum() && v.N > 0 {
-			var enc []byte
-			if xi := a.exactCol[si]; xi >= 0 && !b.Columns[xi].IsNull(i) {
-				enc = b.Columns[xi].BytesAt(i)
+			var exact *pq.Column
+			if xi := a.exactCol[si]; xi >= 0 {
+				exact = b.Columns[xi]
 			}
-			x, err := gold.ReadExact(enc, v.F)
-			if err != nil {
+			if err := readExactSum(v, exact, i); err != nil {
 				return nil, 0, fmt.Errorf("late: gold %s column %s of row %d: %w", a.cfg.Name, gold.ExactColumn(spec.Name), i, err)
 			}
-			v.X = x
 		}
 	}
 	return vals, intAt(b.Columns[a.lateCol], i), nil
+}
+
+// readContractAgg reads row i of one aggregate of the gold row contract into v (Fn and Int
+// set): a count's value; a sum, min or max from val when it is not null, with count 1 (merging
+// only needs to know it saw input); an avg from its _sum and _count columns (val unused).
+// Sketches and a float sum's exact column are read by the callers (readExactSum).
+func readContractAgg(v *gold.AggValue, val, avgSum, avgCount *pq.Column, i int) {
+	switch v.Fn {
+	case gold.Count:
+		v.N = intAt(val, i)
+	case gold.Sum, gold.Min, gold.Max:
+		if !val.IsNull(i) {
+			v.N = 1
+			readNumber(val, i, v)
+		}
+	case gold.Avg:
+		v.N = intAt(avgCount, i)
+		if !avgSum.IsNull(i) {
+			readNumber(avgSum, i, v)
+		}
+	}
+}
+
+// readExactSum sets v.X, the exact sum of a float sum or avg, from row i of its exact column;
+// where that is nil (an older table) or null, it is the exact value of the double (gold.ReadExact).
+func readExactSum(v *gold.AggValue, exact *pq.Column, i int) error {
+	var enc []byte
+	if exact != nil && !exact.IsNull(i) {
+		enc = exact.BytesAt(i)
+	}
+	x, err := gold.ReadExact(enc, v.F)
+	if err != nil {
+		return err
+	}
+	v.X = x
+	return nil
 }
 
 func intAt(c *pq.Column, i int) int64 {

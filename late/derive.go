@@ -69,17 +69,31 @@ type DeriveReport struct {
 // the first failure: a level below a failed one would read an upstream that is behind.
 func DeriveAll(ctx context.Context, opts Options, ds []spec.Derived) ([]DeriveReport, error) {
 	opts.defaults()
+	return deriveEach(ctx, &opts, ds, false, func(*spec.Derived) bool { return true })
+}
+
+// deriveEach runs one pass (whole: a refresh) of each table of ds that pick selects, in the
+// order of ds and each under the conflict retry, stopping at the first failure; the reports
+// of the tables done come back either way.
+func deriveEach(ctx context.Context, opts *Options, ds []spec.Derived, whole bool, pick func(*spec.Derived) bool) ([]DeriveReport, error) {
+	what := "derived table"
+	if whole {
+		what = "refresh derived table"
+	}
 	var out []DeriveReport
 	for i := range ds {
+		if !pick(&ds[i]) {
+			continue
+		}
 		var rep DeriveReport
 		err := opts.retry(ctx, ds[i].Name, func() error {
 			var err error
-			rep, err = deriveOnce(ctx, &opts, &ds[i], false)
+			rep, err = deriveOnce(ctx, opts, &ds[i], whole)
 			return err
 		})
 		out = append(out, rep)
 		if err != nil {
-			return out, fmt.Errorf("late: derived table %s: %w", ds[i].Name, err)
+			return out, fmt.Errorf("late: %s %s: %w", what, ds[i].Name, err)
 		}
 	}
 	return out, nil
@@ -103,25 +117,15 @@ func RefreshDerived(ctx context.Context, opts Options, ds []spec.Derived, name s
 	if !slices.ContainsFunc(ds, func(d spec.Derived) bool { return d.Name == name || d.Upstream == name }) {
 		return nil, fmt.Errorf("%w: %s", ErrNotDerived, name)
 	}
+	// ds lists each table after its upstream, so one pass in order marks every level below.
 	below := map[string]bool{name: true}
-	var out []DeriveReport
-	for i := range ds {
-		if !below[ds[i].Name] && !below[ds[i].Upstream] {
-			continue
+	return deriveEach(ctx, &opts, ds, true, func(d *spec.Derived) bool {
+		if !below[d.Name] && !below[d.Upstream] {
+			return false
 		}
-		below[ds[i].Name] = true
-		var rep DeriveReport
-		err := opts.retry(ctx, ds[i].Name, func() error {
-			var err error
-			rep, err = deriveOnce(ctx, &opts, &ds[i], true)
-			return err
-		})
-		out = append(out, rep)
-		if err != nil {
-			return out, fmt.Errorf("late: refresh derived table %s: %w", ds[i].Name, err)
-		}
-	}
-	return out, nil
+		below[d.Name] = true
+		return true
+	})
 }
 
 // CreateDerived creates the derived tables of ds that do not exist yet, empty, with the

@@ -126,32 +126,19 @@ func (dp *derivePlan) fold(g *derivedGroup, b *pq.Batch, i int) error {
 	for si := range dp.specs {
 		s := &dp.specs[si]
 		v := gold.AggValue{Fn: s.Fn, Int: s.Int}
-		c := b.Column(dp.upAggs[si][0])
-		switch s.Fn {
-		case gold.Count:
-			v.N = intAt(c, i)
-		case gold.Sum, gold.Min, gold.Max:
-			if !c.IsNull(i) {
-				v.N = 1
-				readNumber(c, i, &v)
-			}
-		case gold.Avg:
-			sum, cnt := b.Column(dp.upAggs[si][1]), b.Column(dp.upAggs[si][2])
-			v.N = intAt(cnt, i)
-			if !sum.IsNull(i) {
-				readNumber(sum, i, &v)
-			}
+		if s.Fn == gold.Avg {
+			readContractAgg(&v, nil, b.Column(dp.upAggs[si][1]), b.Column(dp.upAggs[si][2]), i)
+		} else {
+			readContractAgg(&v, b.Column(dp.upAggs[si][0]), nil, nil, i)
 		}
 		if s.ExactSum() && v.N > 0 {
-			var enc []byte
-			if x := dp.upExact[si]; x != "" && !b.Column(x).IsNull(i) {
-				enc = b.Column(x).BytesAt(i)
+			var exact *pq.Column
+			if x := dp.upExact[si]; x != "" {
+				exact = b.Column(x)
 			}
-			x, err := gold.ReadExact(enc, v.F)
-			if err != nil {
+			if err := readExactSum(&v, exact, i); err != nil {
 				return fmt.Errorf("upstream %s column %s: %w", dp.d.Upstream, gold.ExactColumn(dp.upAggs[si][0]), err)
 			}
-			v.X = x
 		}
 		if err := g.vals[si].Merge(&v); err != nil {
 			return err

@@ -299,13 +299,9 @@ func (m *merger) resolve(ctx context.Context, jsnap, qsnap *txlog.Snapshot) erro
 // then counts as pending).
 func previousWatermark(ctx context.Context, b objstore.Bucket, v int64, appID string) int64 {
 	for k := v; k >= 0 && v-k < maxWalkBack; k-- {
-		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(k))
+		actions, err := txlog.ReadActions(ctx, b, k)
 		if err != nil {
-			return -1 // cleaned up: fall back to re-merging every earlier row
-		}
-		actions, err := txlog.ParseActions(data)
-		if err != nil {
-			return -1
+			return -1 // cleaned up (or unreadable): fall back to re-merging every earlier row
 		}
 		for _, a := range actions {
 			ci := a.CommitInfo

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
 	"github.com/medallion-lake/medallion/table"
@@ -311,11 +310,7 @@ func (l *Lookup) ownFiles(ctx context.Context, snap *txlog.Snapshot, n int64) (m
 	}
 	b := l.Table.Log().Bucket()
 	for v := snap.Version(); v >= 0 && v > snap.Version()-1000; v-- {
-		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
-		if err != nil {
-			return nil, fmt.Errorf("silver: commit %d: %w", v, err)
-		}
-		actions, err := txlog.ParseActions(data)
+		actions, err := txlog.ReadActions(ctx, b, v)
 		if err != nil {
 			return nil, fmt.Errorf("silver: commit %d: %w", v, err)
 		}

@@ -66,14 +66,7 @@ func (p *sqlParser) caseExpr(t token) (sqlNode, error) {
 		n.operand = op
 	}
 	for p.accept("when") {
-		w, err := p.parseOr()
-		if err != nil {
-			return nil, err
-		}
-		if !p.accept("then") {
-			return nil, p.errAt(p.peek(), "THEN after the WHEN of CASE")
-		}
-		v, err := p.parseOr()
+		w, v, err := p.parseJoined(p.parseOr, "then", "THEN after the WHEN of CASE")
 		if err != nil {
 			return nil, err
 		}

@@ -393,8 +393,8 @@ func (e *sqlPred) bindContext(ctx context.Context, s *txlog.StructType) (bound, 
 	if err != nil {
 		return nil, err
 	}
-	if root.typ().k != kBool && root.typ().k != kNull {
-		return nil, typeErr(e.root, "a boolean expression, found %s", root.typ())
+	if err := wantBool(e.root, root.typ()); err != nil {
+		return nil, err
 	}
 	b := &boundSQL{root: root, refs: map[string]*colRef{}, usesNow: bd.usesNow}
 	collectCols(e.root, func(c *nCol) {
@@ -514,6 +514,20 @@ func CompileSQL(e Expr, schema *txlog.StructType) (*Program, error) {
 // CompileSQLContext is CompileSQL that stops with ctx's error when ctx ends: it checks ctx
 // every few thousand nodes.
 func CompileSQLContext(ctx context.Context, e Expr, schema *txlog.StructType) (*Program, error) {
+	return compileProgram(ctx, e, schema, wantBool)
+}
+
+// wantBool refuses an expression n of type t that is not a boolean (or an untyped NULL).
+func wantBool(n sqlNode, t sqlType) error {
+	if t.k != kBool && t.k != kNull {
+		return typeErr(n, "a boolean expression, found %s", t)
+	}
+	return nil
+}
+
+// compileProgram binds e, a SQL expression from ParseSQL, to schema as a Program whose type
+// check accepts (it returns the error for any other), stopping with ctx's error when ctx ends.
+func compileProgram(ctx context.Context, e Expr, schema *txlog.StructType, check func(sqlNode, sqlType) error) (*Program, error) {
 	sp, ok := e.(*sqlPred)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s is not a SQL expression from ParseSQL", ErrBadPredicate, e)
@@ -521,11 +535,15 @@ func CompileSQLContext(ctx context.Context, e Expr, schema *txlog.StructType) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, err := sp.bindContext(ctx, schema)
+	bd := &sqlBinder{ctx: ctx, s: schema}
+	root, err := bd.bind(sp.root)
 	if err != nil {
 		return nil, err
 	}
-	return &Program{text: sp.String(), schema: schema, root: b.(*boundSQL).root, usesNow: b.(*boundSQL).usesNow}, nil
+	if err := check(sp.root, root.typ()); err != nil {
+		return nil, err
+	}
+	return &Program{text: sp.String(), schema: schema, root: root, usesNow: bd.usesNow}, nil
 }
 
 // Schema is the schema the program was bound to.

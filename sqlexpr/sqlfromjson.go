@@ -65,6 +65,17 @@ type fjLexer struct {
 	bq  bool // tok was backquoted
 }
 
+// number reads the token as a whole number from lo to hi (what names it in the error) and
+// moves past it.
+func (l *fjLexer) number(lo, hi int, what string) (int, error) {
+	n, err := strconv.Atoi(l.tok)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("expected %s, found %q", what, l.tok)
+	}
+	l.next()
+	return n, nil
+}
+
 func (l *fjLexer) next() bool {
 	for l.i < len(l.s) && (l.s[l.i] == ' ' || l.s[l.i] == '\t' || l.s[l.i] == '\n' || l.s[l.i] == '\r') {
 		l.i++
@@ -197,20 +208,15 @@ func (l *fjLexer) typ() (*fjType, error) {
 		t := sqlType{k: kDecimal, p: 10}
 		if l.tok == "(" {
 			l.next()
-			p, err := strconv.Atoi(l.tok)
-			if err != nil || p < 1 || p > maxSQLDecimal {
-				return nil, fmt.Errorf("expected a decimal precision from 1 to 38, found %q", l.tok)
+			var err error
+			if t.p, err = l.number(1, maxSQLDecimal, "a decimal precision from 1 to 38"); err != nil {
+				return nil, err
 			}
-			t.p = p
-			l.next()
 			if l.tok == "," {
 				l.next()
-				s, err := strconv.Atoi(l.tok)
-				if err != nil || s < 0 || s > p {
-					return nil, fmt.Errorf("expected a decimal scale from 0 to the precision, found %q", l.tok)
+				if t.s, err = l.number(0, t.p, "a decimal scale from 0 to the precision"); err != nil {
+					return nil, err
 				}
-				t.s = s
-				l.next()
 			}
 			if l.tok != ")" {
 				return nil, fmt.Errorf("expected ) after the decimal's precision and scale, found %q", l.tok)

@@ -92,6 +92,14 @@ func (ca *callArgs) litInt(i int, what string) (v int64, null bool, err error) {
 	return l.i[0], false, nil
 }
 
+// optLitInt is litInt of an optional argument i: def when the call does not pass it.
+func (ca *callArgs) optLitInt(i int, what string, def int64) (v int64, null bool, err error) {
+	if len(ca.args) <= i {
+		return def, false, nil
+	}
+	return ca.litInt(i, what)
+}
+
 // litStr is argument i as a string literal (NULL: null).
 func (ca *callArgs) litStr(i int, what string) (s string, null bool, err error) {
 	a, err := ca.str(i)

@@ -92,45 +92,31 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 	}
 	start := j.i
 	switch c := j.s[j.i]; {
-	case c == '{':
-		j.i++
-		for first := true; ; first = false {
-			j.ws()
-			if first && j.i < len(j.s) && j.s[j.i] == '}' {
-				j.i++
-				break
-			}
-			key, ok := j.str(nil)
-			j.ws()
-			if !ok || j.i >= len(j.s) || j.s[j.i] != ':' {
-				j.bad = true
-				return dst, false, false
-			}
-			j.i++
-			if len(steps) > 0 && steps[0].index < 0 && !found && string(key) == steps[0].name {
-				dst, found, isNull = j.value(steps[1:], want, dst)
-			} else {
-				j.value(nil, false, nil)
-			}
-			if j.bad {
-				return dst, false, false
-			}
-			if !j.endOfMember('}') {
-				if j.bad {
-					return dst, false, false
-				}
-				break
-			}
+	case c == '{' || c == '[':
+		// An object and an array are read by one loop: an object's member has its key first.
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
 		}
-	case c == '[':
 		j.i++
 		for k := 0; ; k++ {
 			j.ws()
-			if k == 0 && j.i < len(j.s) && j.s[j.i] == ']' {
+			if k == 0 && j.i < len(j.s) && j.s[j.i] == closer {
 				j.i++
 				break
 			}
-			if len(steps) > 0 && steps[0].index == k {
+			onPath := len(steps) > 0 && steps[0].index == k
+			if c == '{' {
+				key, ok := j.str(nil)
+				j.ws()
+				if !ok || j.i >= len(j.s) || j.s[j.i] != ':' {
+					j.bad = true
+					return dst, false, false
+				}
+				j.i++
+				onPath = len(steps) > 0 && steps[0].index < 0 && !found && string(key) == steps[0].name
+			}
+			if onPath {
 				dst, found, isNull = j.value(steps[1:], want, dst)
 			} else {
 				j.value(nil, false, nil)
@@ -138,7 +124,7 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 			if j.bad {
 				return dst, false, false
 			}
-			if !j.endOfMember(']') {
+			if !j.endOfMember(closer) {
 				if j.bad {
 					return dst, false, false
 				}
@@ -266,19 +252,12 @@ func (j *jsonScan) scalar() bool {
 		j.i++
 	}
 	d := j.i
-	for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-		j.i++
-	}
-	if j.i == d || j.s[d] == '0' && j.i-d > 1 {
+	if n := j.digits(); n == 0 || j.s[d] == '0' && n > 1 {
 		return false
 	}
 	if j.i < len(j.s) && j.s[j.i] == '.' {
 		j.i++
-		f := j.i
-		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-			j.i++
-		}
-		if j.i == f {
+		if j.digits() == 0 {
 			return false
 		}
 	}
@@ -287,15 +266,20 @@ func (j *jsonScan) scalar() bool {
 		if j.i < len(j.s) && (j.s[j.i] == '+' || j.s[j.i] == '-') {
 			j.i++
 		}
-		f := j.i
-		for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
-			j.i++
-		}
-		if j.i == f {
+		if j.digits() == 0 {
 			return false
 		}
 	}
 	return j.i > start
+}
+
+// digits reads a run of decimal digits and returns how many it read.
+func (j *jsonScan) digits() int {
+	f := j.i
+	for j.i < len(j.s) && j.s[j.i] >= '0' && j.s[j.i] <= '9' {
+		j.i++
+	}
+	return j.i - f
 }
 
 // appendCompactJSON writes a valid JSON value as Spark's get_json_object writes it back

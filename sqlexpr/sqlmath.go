@@ -270,19 +270,16 @@ func bindRound(ca *callArgs) (enode, error) {
 	if err != nil {
 		return nil, err
 	}
-	scale := int64(0)
-	if len(ca.args) > 1 {
-		var null bool
-		if scale, null, err = ca.litInt(1, "scale"); err != nil {
-			return nil, err
-		}
-		if null {
-			return nullOf(roundType(x.typ(), 0)), nil
-		}
-		// Beyond 40 digits left of the point every value the types hold rounds to 0: the
-		// bound keeps 10^-scale small.
-		scale = max(scale, -40)
+	scale, null, err := ca.optLitInt(1, "scale", 0)
+	if err != nil {
+		return nil, err
 	}
+	if null {
+		return nullOf(roundType(x.typ(), 0)), nil
+	}
+	// Beyond 40 digits left of the point every value the types hold rounds to 0: the bound
+	// keeps 10^-scale small.
+	scale = max(scale, -40)
 	t := roundType(x.typ(), scale)
 	switch t.k {
 	case kDouble:

@@ -426,6 +426,21 @@ func (p *sqlParser) nested(t token, operand func() (sqlNode, error)) (sqlNode, e
 	return x, err
 }
 
+// parseJoined parses "a KW b", both sides with parse (CASE's WHEN a THEN b, BETWEEN a AND b);
+// a missing kw is an error at the token found instead, expecting what.
+func (p *sqlParser) parseJoined(parse func() (sqlNode, error), kw, what string) (a, b sqlNode, err error) {
+	if a, err = parse(); err != nil {
+		return nil, nil, err
+	}
+	if !p.accept(kw) {
+		return nil, nil, p.errAt(p.peek(), what)
+	}
+	if b, err = parse(); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
 // parseList parses item (, item)* and the ) that closes the list; where names the list in the
 // error for anything else after an item.
 func (p *sqlParser) parseList(item func() (sqlNode, error), where string) ([]sqlNode, error) {
@@ -527,14 +542,7 @@ func (p *sqlParser) parsePredicate() (sqlNode, error) {
 			l = &nIn{x: l, list: list, not: not, at: t.pos}
 		case t2.is("between"):
 			p.i++
-			lo, err := p.parseAdd()
-			if err != nil {
-				return nil, err
-			}
-			if !p.accept("and") {
-				return nil, p.errAt(p.peek(), "AND in BETWEEN ... AND ...")
-			}
-			hi, err := p.parseAdd()
+			lo, hi, err := p.parseJoined(p.parseAdd, "and", "AND in BETWEEN ... AND ...")
 			if err != nil {
 				return nil, err
 			}

@@ -201,17 +201,11 @@ func bindRegexp(ca *callArgs) (enode, error) {
 		}
 		return boolFn(args, func(r int, v []*vec) (bool, bool) { return re.Match(v[0].str(r)), true }), nil
 	case "regexp_extract":
-		idx := int64(1)
-		if len(ca.args) > 2 {
-			var inull bool
-			if idx, inull, err = ca.litInt(2, "group index"); err != nil {
-				return nil, err
-			}
-			if inull {
-				return nullNode(sqlType{k: kString}), nil
-			}
+		idx, inull, err := ca.optLitInt(2, "group index", 1)
+		if err != nil {
+			return nil, err
 		}
-		if null {
+		if null || inull {
 			return nullNode(sqlType{k: kString}), nil
 		}
 		if idx < 0 || idx > int64(re.NumSubexp()) {
@@ -234,19 +228,14 @@ func bindRegexpReplace(ca *callArgs, s enode, re *regexp.Regexp, null bool) (eno
 	if err != nil {
 		return nil, err
 	}
-	pos := int64(1)
-	if len(ca.args) > 3 {
-		var pnull bool
-		if pos, pnull, err = ca.litInt(3, "position"); err != nil {
-			return nil, err
-		}
-		if pnull {
-			null = true
-		} else if pos < 1 {
-			return nil, ca.errf(3, "a position of 1 or more, found %d", pos)
-		}
+	pos, pnull, err := ca.optLitInt(3, "position", 1)
+	if err != nil {
+		return nil, err
 	}
-	if null || rnull {
+	if !pnull && pos < 1 {
+		return nil, ca.errf(3, "a position of 1 or more, found %d", pos)
+	}
+	if null || rnull || pnull {
 		return &litNode{lit: &nLit{t: sqlType{k: kNull}, null: true}, t: sqlType{k: kString}}, nil
 	}
 	parts, err := parseReplacement(rep, re)

@@ -17,27 +17,28 @@ import (
 // string, binary, boolean, date or timestamp; a NULL literal is typed string. An interval
 // (a difference of timestamps) has no column type: ok is false.
 func (p *Program) ResultType() (t txlog.DataType, ok bool) {
-	switch st := p.root.typ(); st.k {
-	case kInt:
-		return txlog.PrimitiveType{Name: txlog.TypeInteger}, true
-	case kLong:
-		return txlog.PrimitiveType{Name: txlog.TypeLong}, true
-	case kDouble:
-		return txlog.PrimitiveType{Name: txlog.TypeDouble}, true
-	case kDecimal:
+	st := p.root.typ()
+	if st.k == kDecimal {
 		return txlog.DecimalType{Precision: st.p, Scale: st.s}, true
-	case kString, kNull:
-		return txlog.PrimitiveType{Name: txlog.TypeString}, true
-	case kBinary:
-		return txlog.PrimitiveType{Name: txlog.TypeBinary}, true
-	case kBool:
-		return txlog.PrimitiveType{Name: txlog.TypeBoolean}, true
-	case kDate:
-		return txlog.PrimitiveType{Name: txlog.TypeDate}, true
-	case kTimestamp:
-		return txlog.PrimitiveType{Name: txlog.TypeTimestamp}, true
+	}
+	if name, ok := storedAs[st.k]; ok {
+		return txlog.PrimitiveType{Name: name}, true
 	}
 	return nil, false
+}
+
+// storedAs is the Delta primitive type a column of each of the engine's kinds is stored as
+// (decimals carry their precision and scale; an interval has none).
+var storedAs = map[sqlKind]string{
+	kInt:       txlog.TypeInteger,
+	kLong:      txlog.TypeLong,
+	kDouble:    txlog.TypeDouble,
+	kString:    txlog.TypeString,
+	kNull:      txlog.TypeString,
+	kBinary:    txlog.TypeBinary,
+	kBool:      txlog.TypeBoolean,
+	kDate:      txlog.TypeDate,
+	kTimestamp: txlog.TypeTimestamp,
 }
 
 // Deterministic reports whether the program's value depends on its rows alone: false when
@@ -122,22 +123,12 @@ func zeroNulls[T any](vals []T, null []bool) {
 // CompileSQLValue binds a parsed SQL expression of any type to schema (CompileSQL asks for a
 // boolean), for EvalColumn: a computed column's expression.
 func CompileSQLValue(ctx context.Context, e Expr, schema *txlog.StructType) (*Program, error) {
-	sp, ok := e.(*sqlPred)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s is not a SQL expression from ParseSQL", ErrBadPredicate, e)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	bd := &sqlBinder{ctx: ctx, s: schema}
-	root, err := bd.bind(sp.root)
-	if err != nil {
-		return nil, err
-	}
-	if root.typ().k == kInterval {
-		return nil, typeErr(sp.root, "a value a column can hold, found %s (subtract timestamps with unix_micros)", root.typ())
-	}
-	return &Program{text: sp.String(), schema: schema, root: root, usesNow: bd.usesNow}, nil
+	return compileProgram(ctx, e, schema, func(n sqlNode, t sqlType) error {
+		if t.k == kInterval {
+			return typeErr(n, "a value a column can hold, found %s (subtract timestamps with unix_micros)", t)
+		}
+		return nil
+	})
 }
 
 // CompileColumn binds e to schema as CompileSQLValue does, for a column a table stores (a

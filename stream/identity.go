@@ -105,11 +105,7 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 // commitHolds reports whether the table's commit of version v exists and carries txn(appID,
 // batch): then the table is at v or later and holds the batch. Any failure to tell is false.
 func commitHolds(ctx context.Context, b objstore.Bucket, v int64, appID string, batch int64) bool {
-	data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
-	if err != nil {
-		return false
-	}
-	actions, err := txlog.ParseActions(data)
+	actions, err := txlog.ReadActions(ctx, b, v)
 	if err != nil {
 		return false
 	}

@@ -92,9 +92,9 @@ const refreshLowMs int64 = math.MinInt64 / 4000
 func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport, error) {
 	rep := RefreshReport{Name: name, Batch: -1}
 	q := &opts.Query
-	gi := slices.IndexFunc(q.Gold, func(g spec.Aggregation) bool { return g.Name == name })
-	if gi < 0 {
-		return rep, fmt.Errorf("stream: query %s has no gold %s", q.Name, name)
+	gi, err := refreshGoldIndex(q.Gold, "query "+q.Name, name)
+	if err != nil {
+		return rep, err
 	}
 	g := &q.Gold[gi]
 	rn, err := New(opts)
@@ -117,23 +117,12 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 		return rep, err
 	}
 	ap := p.aggs[gi]
-	silverSnap, err := r.t.silver.Latest(ctx)
-	switch {
-	case errors.Is(err, txlog.ErrTableNotFound):
-		silverSnap = nil
-	case err != nil:
-		return rep, fmt.Errorf("stream: refresh %s: silver: %w", name, err)
-	default:
-		if err := refreshCheckInput("query "+q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h, silverSnap); err != nil {
-			return rep, err
-		}
-	}
-	evict := refreshLowMs
-	if rep.Batch >= 0 {
-		evict = rep.WatermarkMs
+	silverSnap, err := refreshInputSnap(ctx, r.t.silver, "silver", name, refreshOwner{"query " + q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h})
+	if err != nil {
+		return rep, err
 	}
 	in := refreshInput{t: r.t.silver, what: q.Tables.Silver, snap: silverSnap, schema: p.silver, kinds: p.kinds, tc: p.evCol}
-	state, out, err := refreshPass(ctx, in, ap, evict, &rep)
+	state, out, err := refreshPass(ctx, in, ap, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -141,20 +130,50 @@ func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport,
 		gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, state, out, rep)
 }
 
-// refreshCheckInput refuses an input table (silver, or a join's joined table) of query (or
-// join) owner ahead of the checkpoint's last commit (a stream running) or behind it (a
-// restored or damaged table).
-func refreshCheckInput(owner, path, ckpt, id string, h *checkpoint.Head, snap *txlog.Snapshot) error {
-	if id == "" {
+// refreshGoldIndex is the index of gold name among the aggregations of owner ("query X" or
+// "join X").
+func refreshGoldIndex(golds []spec.Aggregation, owner, name string) (int, error) {
+	gi := slices.IndexFunc(golds, func(g spec.Aggregation) bool { return g.Name == name })
+	if gi < 0 {
+		return -1, fmt.Errorf("stream: %s has no gold %s", owner, name)
+	}
+	return gi, nil
+}
+
+// refreshOwner is the query or join ("query X", "join X") whose input table, at path, a
+// refresh reads, with the checkpoint it is checked against: its prefix, query id (""
+// before the first run) and head.
+type refreshOwner struct {
+	owner, path, ckpt, id string
+	h                     *checkpoint.Head
+}
+
+// refreshInputSnap reads the latest snapshot of a refresh's input table t (what names it in
+// errors: silver, or the joined table) for gold name: nil when it does not exist yet.
+func refreshInputSnap(ctx context.Context, t *table.Table, what, name string, o refreshOwner) (*txlog.Snapshot, error) {
+	snap, err := t.Latest(ctx)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream: refresh %s: %s: %w", name, what, err)
+	}
+	return snap, refreshCheckInput(o, snap)
+}
+
+// refreshCheckInput refuses an input table (silver, or a join's joined table) of o ahead of
+// the checkpoint's last commit (a stream running) or behind it (a restored or damaged table).
+func refreshCheckInput(o refreshOwner, snap *txlog.Snapshot) error {
+	if o.id == "" {
 		return nil
 	}
-	if v, ok := snap.TxnVersion(id); ok && v > h.Last {
+	if v, ok := snap.TxnVersion(o.id); ok && v > o.h.Last {
 		return fmt.Errorf("%w: %s holds batch %d of %s, past its last commit %d: the stream is running; stop it first",
-			ErrRefreshRefused, path, v, owner, h.Last)
+			ErrRefreshRefused, o.path, v, o.owner, o.h.Last)
 	}
-	if h.Committed != nil {
-		if m, ok := h.Committed.Tables[path]; ok {
-			if err := checkpoint.CheckTable(path, ckpt, id, snap, m); err != nil {
+	if o.h.Committed != nil {
+		if m, ok := o.h.Committed.Tables[o.path]; ok {
+			if err := checkpoint.CheckTable(o.path, o.ckpt, o.id, snap, m); err != nil {
 				return fmt.Errorf("stream: refresh: %w", err)
 			}
 		}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
-	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -37,9 +35,9 @@ import (
 func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (RefreshReport, error) {
 	rep := RefreshReport{Name: name, Batch: -1}
 	j := &opts.Join
-	gi := slices.IndexFunc(j.Gold, func(g spec.Aggregation) bool { return g.Name == name })
-	if gi < 0 {
-		return rep, fmt.Errorf("stream: join %s has no gold %s", j.Name, name)
+	gi, err := refreshGoldIndex(j.Gold, "join "+j.Name, name)
+	if err != nil {
+		return rep, err
 	}
 	g := &j.Gold[gi]
 	rn, err := NewJoin(opts)
@@ -68,23 +66,12 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 		return rep, fmt.Errorf("%w: join %s has not run: its sources' silver tables %s and %s must both exist", ErrRefreshRefused, j.Name, j.Left.Silver, j.Right.Silver)
 	}
 	ap := p.agg.aggs[gi]
-	outSnap, err := r.out.Latest(ctx)
-	switch {
-	case errors.Is(err, txlog.ErrTableNotFound):
-		outSnap = nil
-	case err != nil:
-		return rep, fmt.Errorf("stream: refresh %s: joined table %s: %w", name, j.Table, err)
-	default:
-		if err := refreshCheckInput("join "+j.Name, j.Table, j.Checkpoint, id, &h, outSnap); err != nil {
-			return rep, err
-		}
-	}
-	evict := refreshLowMs
-	if rep.Batch >= 0 {
-		evict = rep.WatermarkMs
+	outSnap, err := refreshInputSnap(ctx, r.out, "joined table "+j.Table, name, refreshOwner{"join " + j.Name, j.Table, j.Checkpoint, id, &h})
+	if err != nil {
+		return rep, err
 	}
 	in := refreshInput{t: r.out, what: "joined table " + j.Table, snap: outSnap, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
-	state, out, err := refreshPass(ctx, in, ap, evict, &rep)
+	state, out, err := refreshPass(ctx, in, ap, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -124,12 +111,17 @@ type refreshInput struct {
 	tc     int
 }
 
-// refreshPass feeds every row of in to a fresh aggregation of ap, evicts at evict, and returns
+// refreshPass feeds every row of in to a fresh aggregation of ap, evicts at the watermark of
+// the batch the refresh rebuilds from (rep.Batch; before the first: nothing), and returns
 // the state left and the table's rows: the windows evicted (append), every group (complete).
 // For update mode the table also holds the open windows, which the eviction does not emit: a
 // second pass of the same aggregation in complete mode gives every group for the table, the
 // update mode one the state.
-func refreshPass(ctx context.Context, in refreshInput, ap *aggPlan, evict int64, rep *RefreshReport) ([]byte, *pq.Batch, error) {
+func refreshPass(ctx context.Context, in refreshInput, ap *aggPlan, rep *RefreshReport) ([]byte, *pq.Batch, error) {
+	evict := refreshLowMs
+	if rep.Batch >= 0 {
+		evict = rep.WatermarkMs
+	}
 	run := func(ap *aggPlan, out *pq.Batch) ([]byte, error) {
 		op, err := gold.NewAggregation(ap.agg)
 		if err != nil {

@@ -141,11 +141,7 @@ func (t *Table) OpenChanges(ctx context.Context, from, to int64) (*ChangeFeed, e
 // an error can say where a readable range starts. Any failure reads as not found.
 func (t *Table) feedTurnedOn(ctx context.Context, from, to int64) (int64, bool) {
 	for v := from; v <= to; v++ {
-		data, err := objstore.ReadAll(ctx, t.bucket, txlog.CommitKey(v))
-		if err != nil {
-			return 0, false
-		}
-		actions, err := txlog.ParseActions(data)
+		actions, err := txlog.ReadActions(ctx, t.bucket, v)
 		if err != nil {
 			return 0, false
 		}

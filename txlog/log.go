@@ -101,6 +101,17 @@ func New(b objstore.Bucket, opts Options) *Log {
 	}
 }
 
+// ReadActions reads commit v of the log in b and parses it (ParseActions). A missing commit
+// (log cleanup, or not written yet) is objstore.ErrNotFound; neither error names v, so that
+// callers say which log it is.
+func ReadActions(ctx context.Context, b objstore.Bucket, v int64) ([]Action, error) {
+	data, err := objstore.ReadAll(ctx, b, CommitKey(v))
+	if err != nil {
+		return nil, err
+	}
+	return ParseActions(data)
+}
+
 // Bucket returns the table's bucket.
 func (l *Log) Bucket() objstore.Bucket { return l.bucket }
 

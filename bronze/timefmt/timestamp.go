@@ -79,6 +79,21 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	return secs*1_000_000 + frac, nil
 }
 
+// ParseDate parses a date 'YYYY-MM-DD' (years 0001-9999) into days since the Unix epoch; ok is
+// false for anything else. It allocates nothing, like ParseTimestampMicros.
+func ParseDate(b []byte) (days int64, ok bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digits(b[0:4])
+	m, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	if !(ok1 && ok2 && ok3) || y < 1 || m < 1 || m > 12 || d < 1 || d > pq.DaysInMonth(y, m) {
+		return 0, false
+	}
+	return pq.DaysFromCivil(y, m, d), true
+}
+
 func digits(b []byte) (int, bool) {
 	v := 0
 	for _, c := range b {

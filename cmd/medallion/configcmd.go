@@ -47,6 +47,15 @@ func configPath(cmd *cobra.Command) (string, error) {
 	return path, nil
 }
 
+// commandConfig loads the config of --config (required) with the command's --set overrides.
+func commandConfig(cmd *cobra.Command) (*config.Pipeline, error) {
+	path, err := configPath(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return loadCommandConfig(cmd, path)
+}
+
 // loadCommandConfig loads the config at path with the command's --set overrides (see
 // loadPipelineConfig).
 func loadCommandConfig(cmd *cobra.Command, path string) (*config.Pipeline, error) {

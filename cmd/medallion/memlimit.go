@@ -27,13 +27,8 @@ func defaultMemoryLimit(root fs.FS) int64 {
 
 // memTotal is the machine's memory in bytes, 0 when unknown.
 func memTotal(root fs.FS) int64 {
-	b, err := fs.ReadFile(root, "proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+	for _, line := range readLines(root, "proc/meminfo") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil || kb <= 0 {
 				return 0
@@ -44,6 +39,21 @@ func memTotal(root fs.FS) int64 {
 	return 0
 }
 
+// readLines is the lines of file name under root; none when it cannot be read (then the
+// limit it would give is unknown).
+func readLines(root fs.FS, name string) []string {
+	b, err := fs.ReadFile(root, name)
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
 // unlimited is where a cgroup v1 limit means none (the kernel reports about 2^63 rounded
 // down to a page).
 const unlimited = 1 << 60
@@ -52,14 +62,9 @@ const unlimited = 1 << 60
 // cannot be read. The process's own cgroup directory is tried first, then the hierarchy's
 // root (inside a container the cgroup namespace mounts the container's cgroup there).
 func cgroupLimit(root fs.FS) int64 {
-	b, err := fs.ReadFile(root, "proc/self/cgroup")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
+	for _, line := range readLines(root, "proc/self/cgroup") {
 		// "hierarchy-ID:controller-list:cgroup-path"; v2 is "0::/path".
-		parts := strings.SplitN(sc.Text(), ":", 3)
+		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}

@@ -84,11 +84,7 @@ chooses); logs go to stderr.`,
 		if job.name == "refresh" {
 			cmd.Flags().String("table", "", "the gold or derived table to rebuild (required)")
 			cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-				path, err := configPath(cmd)
-				if err != nil {
-					return err
-				}
-				cfg, err := loadCommandConfig(cmd, path)
+				cfg, err := commandConfig(cmd)
 				if err != nil {
 					return err
 				}

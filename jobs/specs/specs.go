@@ -167,15 +167,7 @@ func Derived(cfg *config.Pipeline) []spec.Derived {
 			r, _ := cfg.RollupOf(*up, g.Name, a)
 			d.Aggregates = append(d.Aggregates, spec.Rollup{Fn: r.Fn, Column: r.Column, As: a.As})
 		}
-		root := *up
-		for {
-			next, ok := cfg.UpstreamGold(root)
-			if !ok {
-				break
-			}
-			root = *next
-		}
-		src := cfg.GoldSource(root)
+		src := cfg.GoldSource(cfg.RootGold(*up))
 		if j, ok := cfg.JoinByName(src); ok {
 			js := joinSpec(cfg, *j)
 			d.Checkpoint, d.Join = j.Checkpoint, &js

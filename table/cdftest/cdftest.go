@@ -62,11 +62,7 @@ func Read(ctx context.Context, b objstore.Bucket, from, to int64) ([]Version, er
 	var parts []string
 	var out []Version
 	for v := int64(0); v <= to; v++ {
-		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
-		if err != nil {
-			return nil, fmt.Errorf("cdftest: version %d: %w", v, err)
-		}
-		actions, err := txlog.ParseActions(data)
+		actions, err := txlog.ReadActions(ctx, b, v)
 		if err != nil {
 			return nil, fmt.Errorf("cdftest: version %d: %w", v, err)
 		}
