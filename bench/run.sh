@@ -13,7 +13,8 @@
 #   --no-micro   skip the go test -bench microbenchmarks
 #   --no-anchors medallion only (no Spark, no delta-rs)
 #   -- FLAGS     passed on to bench/cmd/benchrun, e.g. `-- --export-job=false` to leave out the job
-#                `medallion export spark` prints (twice per file case, about 3x Spark's own job's time)
+#                `medallion export spark` prints (twice per file case: at 100k events 357 + 179 CPU s
+#                beside Spark's own job's 224, bench/RESULTS.md 2026-12-05)
 #   --kafka      also measure Kafka -> bronze on the file cases (issue 19): a broker started with
 #                scripts/kafka.sh, the case's records produced into a topic with `medallion gen`,
 #                our `run ingest` (landing.kind kafka) beside Spark's Kafka source (cases up to
