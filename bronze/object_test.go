@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -316,12 +317,13 @@ func BenchmarkDecodeBlankLines(b *testing.B) {
 // small reads, and still counted exactly; every record and reject keeps its byte offset. Each
 // round is about 7 MB decoded twice (25 CPU s for 40 rounds under -race), and every round already
 // has lines longer than the 256 KiB buffer, runs of every blank kind and both readers: 10 rounds
-// by default, 40 with MEDALLION_LONG=1.
+// by default (5 under -race: one goroutine, nothing for the detector to watch), 40 with
+// MEDALLION_LONG=1.
 func TestDecodeBlankLinesExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 1))
 	blanks := []string{"", " ", "\r", "\t \r", "\v\f", "\u00a0", " \u00a0 \r"}
 	record := `{"event_id":"a","event_time":"2024-05-01T12:07:00Z"}`
-	rounds := 10
+	rounds := testshared.Sized(10, 5)
 	if os.Getenv("MEDALLION_LONG") == "1" {
 		rounds = 40
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
@@ -163,7 +164,8 @@ func TestReplayConvergesAfterFailures(t *testing.T) {
 // (Across worker counts a float sum adds in another order, so only the one-worker runs are
 // compared cell for cell.)
 func TestReplaySlicesAndWorkers(t *testing.T) {
-	base, cfg, srep := pipeline(t, 15, 6000, 6, slidingNumericYAML)
+	// 3000 lines under -race: the sliced runs must still make three passes or more (checked).
+	base, cfg, srep := pipeline(t, 15, int64(testshared.Sized(6000, 3000)), 6, slidingNumericYAML)
 	r := replayRange(silverTimes(t, base), 0.1, 0.9)
 	r.From = r.From.Add(777 * time.Millisecond)
 	type run struct {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -69,7 +70,9 @@ func TestStreamConvergesAfterFailures(t *testing.T) {
 	// package's longest tests, so it overlaps the others instead of ending the run alone.
 	t.Parallel()
 	ctx := context.Background()
-	base := landBronze(t, 7, 3000, 6)
+	// Under -race 1200 lines in the same six files: every fault point is still tried (their
+	// number follows the files and batches, not the rows), each run over fewer rows.
+	base := landBronze(t, 7, int64(testshared.Sized(3000, 1200)), 6)
 	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 2", e2eGold)
 	ref := copyLake(t, base)
 	mustRun(t, ref, cfg, "available-now")
@@ -123,7 +126,9 @@ func TestStreamRandomCrashes(t *testing.T) {
 	// package's longest tests, so it overlaps the others instead of ending the run alone.
 	t.Parallel()
 	ctx := context.Background()
-	base := landBronze(t, 11, 3000, 12)
+	// Under -race 1200 lines in the same twelve files (batches): as in
+	// TestStreamConvergesAfterFailures, the crash points follow the batches, not the rows.
+	base := landBronze(t, 11, int64(testshared.Sized(3000, 1200)), 12)
 	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 1", e2eGold)
 	ref := copyLake(t, base)
 	mustRun(t, ref, cfg, "available-now")

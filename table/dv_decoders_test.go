@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/pq"
@@ -229,7 +230,9 @@ func firstDiff(a, b []uint64) string {
 // container type chosen at random where legal.
 func TestDecodersRoaringRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(25))
-	for it := 0; it < 200; it++ {
+	// 80 bitmaps under -race (a decoder on one goroutine: the detector watches nothing here, it
+	// only slows each iteration); every container kind is drawn in the first few dozen.
+	for it := 0; it < testshared.Sized(200, 80); it++ {
 		set := map[uint64]bool{}
 		force := map[uint16]dvContainer{}
 		for g := rng.Intn(4); g >= 0; g-- {

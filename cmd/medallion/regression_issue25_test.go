@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,7 @@ gold: [{name: g, window: {type: tumbling, size: 5m}, group_by: [device_id], aggr
 	}
 
 	run("run", "ingest", "--config", cfg)
-	scanned := bytes.Count(run("table", "scan", "lake/bronze/events", "--format", "jsonl"), []byte("\n"))
+	scanned := scanLines(t, bin, dir, "table", "scan", "lake/bronze/events", "--format", "jsonl")
 	if scanned != objects {
 		t.Fatalf("table scan printed %d bronze rows, the landing files hold %d JSON objects", scanned, objects)
 	}
@@ -104,5 +105,38 @@ gold: [{name: g, window: {type: tumbling, size: 5m}, group_by: [device_id], aggr
 	if r.NumInputRows != objects || r.NumSilverRows+r.NumValidationRejects+r.NumDuplicatesDropped != objects {
 		t.Fatalf("stream read %d rows (silver %d + rejects %d + duplicates %d), bronze holds %d",
 			r.NumInputRows, r.NumSilverRows, r.NumValidationRejects, r.NumDuplicatesDropped, objects)
+	}
+}
+
+// scanLines runs the binary with its output in a file and counts the file's lines in 1 MiB
+// reads. The scan prints a million rows: held in a growing buffer, under -race, its copies and
+// the detector's bookkeeping of every byte cost several CPU seconds and gigabytes of memory.
+func scanLines(t *testing.T, bin, dir string, args ...string) int {
+	t.Helper()
+	out, err := os.Create(filepath.Join(t.TempDir(), "scan.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("medallion %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	n, buf := 0, make([]byte, 1<<20)
+	for {
+		k, err := out.Read(buf)
+		n += bytes.Count(buf[:k], []byte("\n"))
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

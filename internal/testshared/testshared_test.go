@@ -64,3 +64,18 @@ func TestHelperNeedsShared(t *testing.T) {
 	}
 	Dir(t)
 }
+
+func TestSizedFollowsRaceAndLong(t *testing.T) {
+	t.Setenv("MEDALLION_LONG", "")
+	want := 10
+	if Race {
+		want = 3
+	}
+	if got := Sized(10, 3); got != want {
+		t.Fatalf("Sized(10, 3) = %d with Race=%v, want %d", got, Race, want)
+	}
+	t.Setenv("MEDALLION_LONG", "1")
+	if got := Sized(10, 3); got != 10 {
+		t.Fatalf("Sized(10, 3) = %d with MEDALLION_LONG=1, want the full 10", got)
+	}
+}
