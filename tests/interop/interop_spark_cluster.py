@@ -23,7 +23,8 @@ from pathlib import Path
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Duser.timezone=UTC"
 
 # Runs several exported jobs in one Spark application: argv is JOB.py [args] [-- JOB.py [args]]...
-# It writes what the application ran on (master URL, executors) to $MEDALLION_CLUSTER_REPORT.
+# It writes what the application ran on (master URL, executors) and each job's result to
+# $MEDALLION_CLUSTER_REPORT.
 RUNNER = '''
 import importlib.util, json, os, sys
 
@@ -45,11 +46,11 @@ jobs = [(load(g[0], "job%d" % i), g[1:]) for i, g in enumerate(groups)]
 spark = jobs[0][0].session([])
 try:
     sc = spark.sparkContext
-    for job, args in jobs:
-        job.run(spark, job.parse_args(args))
+    results = [job.run(spark, job.parse_args(args)) for job, args in jobs]
     executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # the driver's block manager too
     with open(os.environ["MEDALLION_CLUSTER_REPORT"], "w") as f:
-        json.dump({"master": sc.master, "executors": executors, "applicationId": sc.applicationId}, f)
+        json.dump({"master": sc.master, "executors": executors, "applicationId": sc.applicationId,
+                   "results": results}, f, default=str)
 finally:
     spark.stop()
 '''
@@ -126,7 +127,8 @@ class Cluster:
 
     def submit(self, jobs: list[list[str]], jars: str, timeout: float = 1200) -> dict:
         """Runs the jobs ([job.py, args...] each) in one application on the cluster; returns
-        what it ran on ({"master", "executors", "applicationId"})."""
+        what it ran on ({"master", "executors", "applicationId"}) and what each job's run()
+        returned, in order ("results")."""
         runner = self.work / "run_jobs.py"
         runner.write_text(RUNNER)
         report = self.work / f"report-{time.monotonic_ns()}.json"
