@@ -1,0 +1,91 @@
+package pq_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// dictSchema: a key drawn from few values (a dictionary), an id (PLAIN) and a key that
+// outgrows the writer's 1 MiB dictionary mid-chunk (dictionary pages, then PLAIN ones).
+var dictSchema = &txlog.StructType{Fields: []txlog.StructField{
+	{Name: "key", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+	{Name: "id", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
+	{Name: "spill", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
+}}
+
+func dictBatch(t *testing.T, rows int) *pq.Batch {
+	t.Helper()
+	b, err := pq.NewBatch(dictSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 400)
+	for i := range rows {
+		if i%97 == 5 {
+			b.Columns[0].AppendNull()
+		} else {
+			b.Columns[0].AppendString(fmt.Sprintf("dev-%d", (i*7919)%300))
+		}
+		b.Columns[1].AppendString(fmt.Sprintf("evt-%08d", i))
+		// Repetitive in the writer's sample (the first 1024 rows), distinct after.
+		b.Columns[2].AppendString(fmt.Sprintf("%s-%d", pad, max(i-1100, i%8)))
+	}
+	return b
+}
+
+// TestColumnDictionary: a string column read from dictionary pages of one dictionary exposes
+// it, row i being entry Index[i] (-1 for a null), over many pages; a PLAIN column and a chunk
+// that fell back to PLAIN expose none; an append or a Reset turns it off.
+func TestColumnDictionary(t *testing.T) {
+	in := dictBatch(t, 9_000)
+	data, _, err := pq.EncodeFile(dictSchema, []*pq.Batch{in}, pq.WriteOptions{PageBufferSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := pq.DecodeFile(strings.NewReader(string(data)), int64(len(data)), dictSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 {
+		t.Fatalf("%d row groups, want 1", len(bs))
+	}
+	b := bs[0]
+	key := b.Columns[0]
+	d := key.Dictionary()
+	if d == nil {
+		t.Fatal("the dictionary-encoded key column exposes no dictionary")
+	}
+	if d.Values.Len > 300 || d.Values.Len < 250 {
+		t.Errorf("dictionary of %d entries, want the 300 distinct values (at most)", d.Values.Len)
+	}
+	for i := range key.Len {
+		e := d.Index[i]
+		if key.IsNull(i) != (e < 0) {
+			t.Fatalf("row %d: null %v, entry %d", i, key.IsNull(i), e)
+		}
+		if e >= 0 && d.Values.StringAt(int(e)) != key.StringAt(i) {
+			t.Fatalf("row %d is %q, its entry %d %q", i, key.StringAt(i), e, d.Values.StringAt(int(e)))
+		}
+		if want := in.Columns[0]; !key.IsNull(i) && key.StringAt(i) != want.StringAt(i) {
+			t.Fatalf("row %d read %q, written %q", i, key.StringAt(i), want.StringAt(i))
+		}
+	}
+	if b.Columns[1].Dictionary() != nil {
+		t.Error("the PLAIN id column exposes a dictionary")
+	}
+	if b.Columns[2].Dictionary() != nil {
+		t.Error("a chunk that fell back to PLAIN pages exposes a dictionary")
+	}
+	key.AppendString("late")
+	if key.Dictionary() != nil {
+		t.Error("a dictionary survives an append")
+	}
+	b.Reset()
+	if key.Dictionary() != nil {
+		t.Error("a dictionary survives Reset")
+	}
+}
