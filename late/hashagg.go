@@ -57,7 +57,19 @@ type hashAgg struct {
 	touchSink  int32
 	// dkid is the key id of each entry of the batch's key dictionary (-1: not seen yet).
 	dkid []int32
+
+	// dense[kid*denseNW + (start-denseLo)/slide] is 1 + the group id of (kid, start), 0 while
+	// unknown: while keys times the windows of the range stay under maxDense, a (row, window)
+	// pair finds its group with one load instead of a hash and a probe (see denseGroups).
+	// denseOff: the range outgrew it (or changed), the hash table alone serves.
+	dense    []int32
+	denseLo  int64
+	denseNW  int64
+	denseOff bool
 }
+
+// maxDense bounds the dense group index: 4M entries, 16 MB.
+const maxDense = 1 << 22
 
 // hslot is an open-addressing entry: the low 32 bits of a hash (home position and a tag that
 // spares most compares) and the id it maps to (< 0: empty).
@@ -321,6 +333,8 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 		h.keyIDs(s, sel)
 	}
 	h.pkid, h.pstart, h.phv, h.rows = h.pkid[:0], h.pstart[:0], h.phv[:0], h.rows[:0]
+	// The groups of a batch's (row, window) pairs: found in the dense index (few keys), or
+	// hashed and looked up a batch at a time.
 	ev, w := s.ev.Int64, h.a.window
 	for k, r := range sel {
 		h.wins = w.Assign(h.wins[:0], ev[r])
@@ -335,10 +349,12 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 		}
 	}
 	h.reserveGroups(len(h.gkey) + len(h.pkid))
-	h.touchSink += touch(h.gslots, h.phv)
 	h.gids = h.gids[:0]
-	for k, hv := range h.phv {
-		h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
+	if !h.denseGroups(wlo, whi) {
+		h.touchSink += touch(h.gslots, h.phv)
+		for k, hv := range h.phv {
+			h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
+		}
 	}
 	for k := range h.st {
 		st := &h.st[k]
@@ -415,6 +431,47 @@ func (h *hashAgg) keyIDsByDictionary(c *pq.Column, d *pq.Dictionary, sel []int32
 			h.kids = append(h.kids, h.dkid[e])
 		}
 	}
+}
+
+// denseGroups sets h.gids to the groups of the batch's pairs (h.pkid, h.pstart, h.phv)
+// through the dense index, adding the groups it does not hold yet through the hash table
+// (which stays the record of every group: merge, lateRows and emit read it). It reports
+// false, having done nothing, when the index is off: every add of one table must give the
+// same window range [wlo, whi], and the keys times its windows must fit in maxDense. At 1k
+// keys and a day of 5-minute windows that is 288k entries, and a group is hashed once
+// rather than once per (row, window) pair: at 1k keys a group gets a dozen pairs per 1M
+// events, a hundred at 10M. At 100k keys the index is off from the start (every pair is
+// about a group of its own anyway).
+func (h *hashAgg) denseGroups(wlo, whi int64) bool {
+	slide := h.a.window.Slide
+	nw := (whi-wlo)/slide + 1
+	switch {
+	case h.denseOff:
+		return false
+	case h.dense == nil:
+		h.denseLo, h.denseNW = wlo, nw
+	case h.denseLo != wlo || h.denseNW != nw:
+		h.denseOff, h.dense = true, nil
+		return false
+	}
+	if nw > maxDense || int64(len(h.khash))*nw > maxDense || (wlo-h.a.window.StartTime)%slide != 0 {
+		h.denseOff, h.dense = true, nil
+		return false
+	}
+	if need := len(h.khash) * int(nw); need > len(h.dense) {
+		h.dense = slices.Grow(h.dense, need-len(h.dense))[:need]
+	}
+	for k, kid := range h.pkid {
+		start := h.pstart[k]
+		i := int64(kid)*nw + (start-wlo)/slide
+		g := h.dense[i] - 1
+		if g < 0 {
+			g = h.groupHashed(kid, start, h.phv[k])
+			h.dense[i] = g + 1
+		}
+		h.gids = append(h.gids, g)
+	}
+	return true
 }
 
 // update folds input rows[k] of c into group gids[k] for every k, one loop per function and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/txlog"
@@ -605,6 +606,66 @@ func BenchmarkReplayAggregate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
+}
+
+// BenchmarkReplayAggregateFewKeys is the engine at 1k keys as a replay runs it: 400k skewed
+// rows grouped by one string key over a 6h range of sliding 10m/5m windows, each 8k-row batch
+// written to Parquet and read back (the key then has a dictionary), added whole and emitted.
+// no-dictionary adds the same batches without it (copied row by row, as a PLAIN key reads).
+func BenchmarkReplayAggregateFewKeys(b *testing.B) {
+	const rows = 400_000
+	const span = int64(6 * time.Hour / time.Microsecond)
+	a := testAggBy(b, spec.Window{Size: 10 * time.Minute, Slide: 5 * time.Minute}, "dev")
+	base := int64(1_700_000_000_000_000) - span/10
+	lo, hi := alignStart(base-span, a.window), alignStart(base+2*span, a.window)
+	var dict, plain []*source
+	for _, bt := range skewedBatches(b, 1, rows, 8192, 1000, span) {
+		data, _, err := pq.EncodeFile(hashAggInput, []*pq.Batch{bt}, pq.WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		read, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), hashAggInput)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rb := range read {
+			s, err := a.source(rb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := a.source(rb.Filter(nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			dict, plain = append(dict, s), append(plain, p)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		srcs []*source
+	}{{"dictionary", dict}, {"no-dictionary", plain}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			start := pqtest.CPUClock() // the process's CPU: the machine is shared, wall is not the measure
+			for b.Loop() {
+				h := newHashAgg(a)
+				for _, s := range tc.srcs {
+					if err := h.add(s, allRows(s.b.Len()), lo, hi); err != nil {
+						b.Fatal(err)
+					}
+				}
+				out, err := pq.NewBatch(a.gold)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.emit(out, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			b.ReportMetric(float64(pqtest.CPUClock()-start)/float64(b.N*rows), "cpu-ns/row")
 		})
 	}
 }
