@@ -89,3 +89,59 @@ func TestColumnDictionary(t *testing.T) {
 		t.Error("a dictionary survives Reset")
 	}
 }
+
+// TestFlatCopyPages: pages of longs, microsecond timestamps and doubles, with and without
+// nulls, over many pages, read back value for value (readFlat copies such pages whole).
+func TestFlatCopyPages(t *testing.T) {
+	schema := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "ts", Type: txlog.PrimitiveType{Name: txlog.TypeTimestamp}},
+		{Name: "n", Type: txlog.PrimitiveType{Name: txlog.TypeLong}, Nullable: true},
+		{Name: "x", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}},
+		{Name: "y", Type: txlog.PrimitiveType{Name: txlog.TypeDouble}, Nullable: true},
+	}}
+	in, err := pq.NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = 5000
+	for i := range rows {
+		in.Columns[0].AppendInt64(1_700_000_000_000_000 + int64(i*i))
+		if i%7 == 3 {
+			in.Columns[1].AppendNull()
+			in.Columns[3].AppendNull()
+		} else {
+			in.Columns[1].AppendInt64(int64(i) * -31)
+			in.Columns[3].AppendFloat64(float64(i) / 3)
+		}
+		in.Columns[2].AppendFloat64(float64(i)*1.5 - 7)
+	}
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{in}, pq.WriteOptions{PageBufferSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := pq.DecodeFile(strings.NewReader(string(data)), int64(len(data)), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := 0
+	for _, b := range bs {
+		for i := range b.Len() {
+			for c, col := range b.Columns {
+				w := in.Columns[c]
+				if col.IsNull(i) != w.IsNull(r) {
+					t.Fatalf("row %d column %d: null %v, written null %v", r, c, col.IsNull(i), w.IsNull(r))
+				}
+				if col.IsNull(i) {
+					continue
+				}
+				if (col.Kind == pq.KindInt64 && col.Int64[i] != w.Int64[r]) || (col.Kind == pq.KindFloat64 && col.Float64[i] != w.Float64[r]) {
+					t.Fatalf("row %d column %d differs from what was written", r, c)
+				}
+			}
+			r++
+		}
+	}
+	if r != rows {
+		t.Fatalf("read %d rows, wrote %d", r, rows)
+	}
+}

@@ -249,6 +249,19 @@ func appendPresent[T int32 | float32](dst, vals []T, idx []int32, indexed bool, 
 func (v *flatValues) appendRange(col *Column, lo, hi int) {
 	n := v.n
 	m := hi - lo
+	switch {
+	case v.indexed:
+	case n.kind == KindInt64 && v.i64 != nil && n.unit == UnitMicros:
+		// A page of longs or microsecond timestamps is the column's values as they are: one
+		// copy, not a conversion per value (the event time of every replay and stream read).
+		col.Int64 = append(col.Int64, v.i64[lo:hi]...)
+		col.markValidN(m)
+		return
+	case n.kind == KindFloat64 && v.f64 != nil:
+		col.Float64 = append(col.Float64, v.f64[lo:hi]...)
+		col.markValidN(m)
+		return
+	}
 	switch n.kind {
 	case KindInt64:
 		scale := int64(1)
@@ -299,12 +312,17 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			}
 		}
 	}
-	if len(col.Nulls) > 0 {
+	col.markValidN(m)
+}
+
+// markValidN counts m present rows just appended to the column's values.
+func (c *Column) markValidN(m int) {
+	if len(c.Nulls) > 0 {
 		for range m {
-			col.Nulls = append(col.Nulls, false)
+			c.Nulls = append(c.Nulls, false)
 		}
 	}
-	col.Len += m
+	c.Len += m
 }
 
 // beginDictionary starts recording the dictionary of a string column about to be read from
