@@ -2,8 +2,13 @@ package pq_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
@@ -143,5 +148,42 @@ func TestFlatCopyPages(t *testing.T) {
 	}
 	if r != rows {
 		t.Fatalf("read %d rows, wrote %d", r, rows)
+	}
+}
+
+// TestDictionaryChoice: a string key of 1k values (about 640 distinct in the writer's
+// 1024-row sample) gets a dictionary; an id column and a binary column as repetitive as the
+// key (gold's exact sums) are written PLAIN.
+func TestDictionaryChoice(t *testing.T) {
+	schema := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "key", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
+		{Name: "id", Type: txlog.PrimitiveType{Name: txlog.TypeString}},
+		{Name: "bin", Type: txlog.PrimitiveType{Name: txlog.TypeBinary}},
+	}}
+	b, err := pq.NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 4000 {
+		k := rng.IntN(1000)
+		b.Columns[0].AppendString(fmt.Sprintf("dev-%d", k))
+		b.Columns[1].AppendString(fmt.Sprintf("evt-%d", i))
+		b.Columns[2].AppendBytes([]byte(fmt.Sprintf("x%d", k)))
+	}
+	data, _, err := pq.EncodeFile(schema, []*pq.Batch{b}, pq.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(strings.NewReader(string(data)), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"key": true, "id": false, "bin": false}
+	for _, c := range f.Metadata().RowGroups[0].Columns {
+		name := c.MetaData.PathInSchema[0]
+		if got := slices.Contains(c.MetaData.Encoding, format.RLEDictionary); got != want[name] {
+			t.Errorf("%s: dictionary %v, want %v (encodings %v)", name, got, want[name], c.MetaData.Encoding)
+		}
 	}
 }
