@@ -440,14 +440,19 @@ func (e *FileEncoder) start(cols []*Column, idx []int) error {
 			continue
 		}
 		clear(seen)
-		n := min(col.Len, dictionarySample)
+		rows := col.Len
 		if idx != nil {
-			n = min(len(idx), dictionarySample)
+			rows = len(idx)
 		}
+		// The sample is spread over the rows, not their head: gold's rows come by window, and
+		// the head of a file that starts with a window of few groups repeats its keys in the
+		// next windows while the file as a whole has a hundred thousand of them.
+		n := min(rows, dictionarySample)
+		step := max(rows/dictionarySample, 1)
 		for k := 0; k < n; k++ {
-			i := k
+			i := k * step
 			if idx != nil {
-				i = idx[k]
+				i = idx[i]
 			}
 			if !col.IsNull(i) {
 				seen[maphash.Bytes(seed, col.BytesAt(i))] = struct{}{}
