@@ -375,6 +375,33 @@ type Column struct {
 	// Children are the struct fields (in schema order), the list element column, or the map
 	// key and value columns.
 	Children []*Column
+
+	// dict is the Parquet dictionary a string column was read through (see Dictionary).
+	dict *Dictionary
+}
+
+// Dictionary is a string column as its Parquet column chunk stored it: row i is entry
+// Index[i] of Values (-1: null), each distinct value once. A reader that handles each
+// distinct value once (a group key's encoding, hash and id) does so per entry instead of per
+// row: at 1k keys a row group of tens of thousands of rows has at most 1k entries.
+type Dictionary struct {
+	Values *Column // KindBytes, of the column's type; entries may repeat or go unused
+	Index  []int32
+	// src is the parquet-go dictionary the pages were read through; valid is cleared by a
+	// page that was not read through src.
+	src   any
+	valid bool
+}
+
+// Dictionary returns the dictionary the column was read through, or nil: the reader sets it
+// only when every row of a top-level string column came from dictionary pages of one
+// dictionary, and an append after the read (which leaves Index short) turns it off. The
+// dictionary is the column's until the column is Reset: read it, do not keep it.
+func (c *Column) Dictionary() *Dictionary {
+	if d := c.dict; d != nil && d.valid && len(d.Index) == c.Len {
+		return d
+	}
+	return nil
 }
 
 // NewColumn returns an empty column of the Delta type.
@@ -424,6 +451,10 @@ func (c *Column) Reset() {
 	c.Bool, c.Decimal, c.Data = c.Bool[:0], c.Decimal[:0], c.Data[:0]
 	if c.Offsets != nil {
 		c.Offsets = c.Offsets[:1]
+	}
+	if d := c.dict; d != nil {
+		d.Values.Reset()
+		d.Index, d.src, d.valid = d.Index[:0], nil, false
 	}
 	for _, ch := range c.Children {
 		ch.Reset()

@@ -2,6 +2,7 @@ package pq
 
 import (
 	"io"
+	"reflect"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -44,6 +45,9 @@ func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 	pages := cc.Pages()
 	defer pages.Close()
 	col.Grow(min(rows, maxPresizeRows), 0)
+	if n.kind == KindBytes {
+		col.beginDictionary()
+	}
 	for {
 		pg, err := pages.ReadPage()
 		if err == io.EOF {
@@ -105,6 +109,9 @@ func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {
 	v, err := n.pageValues(data, indexed, idx, present)
 	if err != nil {
 		return err
+	}
+	if d := col.dict; n.kind == KindBytes && d != nil && d.valid {
+		d.notePage(dict, v, defs, n.def)
 	}
 	if n.kind == KindBytes {
 		size := len(v.data)
@@ -242,6 +249,19 @@ func appendPresent[T int32 | float32](dst, vals []T, idx []int32, indexed bool, 
 func (v *flatValues) appendRange(col *Column, lo, hi int) {
 	n := v.n
 	m := hi - lo
+	switch {
+	case v.indexed:
+	case n.kind == KindInt64 && v.i64 != nil && n.unit == UnitMicros:
+		// A page of longs or microsecond timestamps is the column's values as they are: one
+		// copy, not a conversion per value (the event time of every replay and stream read).
+		col.Int64 = append(col.Int64, v.i64[lo:hi]...)
+		col.markValidN(m)
+		return
+	case n.kind == KindFloat64 && v.f64 != nil:
+		col.Float64 = append(col.Float64, v.f64[lo:hi]...)
+		col.markValidN(m)
+		return
+	}
 	switch n.kind {
 	case KindInt64:
 		scale := int64(1)
@@ -292,10 +312,67 @@ func (v *flatValues) appendRange(col *Column, lo, hi int) {
 			}
 		}
 	}
-	if len(col.Nulls) > 0 {
+	col.markValidN(m)
+}
+
+// markValidN counts m present rows just appended to the column's values.
+func (c *Column) markValidN(m int) {
+	if len(c.Nulls) > 0 {
 		for range m {
-			col.Nulls = append(col.Nulls, false)
+			c.Nulls = append(c.Nulls, false)
 		}
 	}
-	col.Len += m
+	c.Len += m
+}
+
+// beginDictionary starts recording the dictionary of a string column about to be read from
+// one column chunk (see Column.Dictionary); a column that holds rows already gets none.
+func (c *Column) beginDictionary() {
+	if c.dict == nil {
+		c.dict = &Dictionary{Values: &Column{Type: c.Type, Kind: KindBytes, Offsets: []int32{0}}}
+	}
+	d := c.dict
+	d.Values.Reset()
+	d.Index, d.src, d.valid = d.Index[:0], nil, c.Len == 0
+}
+
+// notePage records a page of the chunk: src is its dictionary (nil: the page is not
+// dictionary-encoded, so the chunk has no one dictionary), v its present values, defs its
+// definition levels (empty: no nulls) with def a present value's level. The first page's
+// dictionary is copied once; a page through another one (a corrupt chunk: a chunk has one
+// dictionary page) turns the record off.
+func (d *Dictionary) notePage(src parquet.Dictionary, v *flatValues, defs []byte, def int) {
+	switch {
+	case src == nil || !v.indexed || reflect.ValueOf(src).Kind() != reflect.Pointer:
+		// Compared below by identity: only a pointer compares without a panic and cheaply.
+		d.valid = false
+		return
+	case d.src == nil:
+		d.src = src
+		vals := d.Values
+		if len(v.offs) > 0 {
+			base := v.offs[0]
+			vals.Data = append(vals.Data[:0], v.data[base:v.offs[len(v.offs)-1]]...)
+			for _, o := range v.offs[1:] {
+				vals.Offsets = append(vals.Offsets, int32(o-base))
+			}
+			vals.Len = len(v.offs) - 1
+		}
+	case d.src != any(src):
+		d.valid = false
+		return
+	}
+	if len(defs) == 0 {
+		d.Index = append(d.Index, v.idx...)
+		return
+	}
+	j := 0
+	for _, l := range defs {
+		if int(l) < def {
+			d.Index = append(d.Index, -1)
+			continue
+		}
+		d.Index = append(d.Index, v.idx[j])
+		j++
+	}
 }
