@@ -411,7 +411,7 @@ func fromJSONNode(js enode, names []string, t sqlType) enode {
 		out := dst
 		found := fromJSONField(v[0].str(r), names, func(j *jval) bool {
 			if j.kind == 's' {
-				out = append(dst, j.text...)
+				out = appendJavaUTF8(dst, j.text)
 			} else {
 				out = j.appendJSON(dst)
 			}
@@ -614,7 +614,10 @@ func (r *jreader) str() ([]byte, bool) {
 				}
 			}
 			if u >= 0xD800 && u < 0xE000 {
-				u = '?' // a lone surrogate: Java writes it to UTF-8 as ?
+				// A lone surrogate, kept as get_json_object keeps it (see jsonScan.lone): a
+				// string field writes it as ?, a string field of an object or array escaped.
+				out = appendLoneSurrogate(out, u)
+				continue
 			}
 			out = appendRune(out, u)
 		default:

@@ -74,6 +74,10 @@ type jsonScan struct {
 	s   []byte
 	i   int
 	bad bool
+	// lone is set when str decodes a \u escape of a surrogate that is not half of a pair: Java
+	// keeps such a character in its String (Jackson's generator writes it back as the escape),
+	// and Spark's get_json_object returns NULL for a string value that holds one.
+	lone bool
 }
 
 func (j *jsonScan) ws() {
@@ -132,13 +136,14 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 			}
 		}
 	case c == '"' || c == '\'':
+		j.lone = false
 		s, ok := j.str(nil)
 		if !ok {
 			j.bad = true
 			return dst, false, false
 		}
 		if len(steps) == 0 && want {
-			return append(dst, s...), true, false
+			return append(dst, s...), true, j.lone
 		}
 		return dst, found, false
 	default:
@@ -191,12 +196,24 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 				return nil, false
 			}
 			if r >= 0xD800 && r < 0xDC00 && j.i+1 < len(j.s) && j.s[j.i] == '\\' && j.s[j.i+1] == 'u' {
+				next := j.i
 				j.i += 2
 				lo, ok := j.hex4()
 				if !ok {
 					return nil, false
 				}
-				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				if lo >= 0xDC00 && lo < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				} else {
+					j.i = next // not a pair: the next escape is a character of its own
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				// A lone surrogate, kept as its three-byte (WTF-8) form, which no valid UTF-8
+				// holds, so that appendJacksonString can write it back as Jackson does.
+				dst = appendLoneSurrogate(dst, r)
+				j.lone = true
+				continue
 			}
 			dst = utf8.AppendRune(dst, r)
 		default:
@@ -205,6 +222,31 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// appendLoneSurrogate writes a surrogate (U+D800 to U+DFFF) in its three-byte (WTF-8) form,
+// which no valid UTF-8 holds: the JSON readers keep a lone surrogate so, as Java's String
+// does, until it is written out (appendJacksonString, appendJavaUTF8).
+func appendLoneSurrogate(dst []byte, r rune) []byte {
+	return append(dst, 0xE0|byte(r>>12), 0x80|byte(r>>6&0x3F), 0x80|byte(r&0x3F))
+}
+
+// isLoneSurrogate reports whether s[i:] starts with appendLoneSurrogate's form.
+func isLoneSurrogate(s []byte, i int) bool {
+	return s[i] == 0xED && i+2 < len(s) && s[i+1] >= 0xA0
+}
+
+// appendJavaUTF8 copies s as Java's String writes itself to UTF-8: a lone surrogate as ?.
+func appendJavaUTF8(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		if isLoneSurrogate(s, i) {
+			dst = append(dst, '?')
+			i += 2
+			continue
+		}
+		dst = append(dst, s[i])
+	}
+	return dst
 }
 
 // jsonEscape is the byte a one-character escape stands for (\n, \", and \' since single
@@ -340,12 +382,19 @@ func (j *jsonScan) endOfMember(close byte) bool {
 
 // appendJacksonString quotes s as Jackson 2.15's UTF-8 generator (Spark 3.5's) does: " and \
 // escaped, control characters as \n \t \r \b \f or \u00XX, a character beyond the Basic
-// Multilingual Plane as its UTF-16 surrogate pair (\uD83D\uDE00), everything else as itself.
+// Multilingual Plane as its UTF-16 surrogate pair (\uD83D\uDE00), a lone surrogate as its
+// escape (\uD800), everything else as itself.
 func appendJacksonString(dst, s []byte) []byte {
 	const hex = "0123456789ABCDEF"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if isLoneSurrogate(s, i) {
+			u := rune(c&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F)
+			dst = append(dst, '\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15])
+			i += 2
+			continue
+		}
 		if c >= 0xF0 {
 			if r, n := utf8.DecodeRune(s[i:]); r > 0xFFFF {
 				hi, lo := utf16.EncodeRune(r)
