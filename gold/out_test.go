@@ -34,31 +34,7 @@ func rowsBatch(t testing.TB, schema *txlog.StructType, aggs []AggSpec, rows []Ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range rows {
-		gb.Columns[0].AppendStruct()
-		gb.Columns[0].Children[0].AppendInt64(row.Window.Start)
-		gb.Columns[0].Children[1].AppendInt64(row.Window.End)
-		parts, err := pq.DecodeKey(row.Key)
-		if err != nil || len(parts) != 1 {
-			t.Fatalf("key %q: %v %v", row.Key, parts, err)
-		}
-		pq.AppendKeyValue(gb.Columns[1], parts[0])
-		ci := 2
-		for i := range aggs {
-			n, _, err := AppendAggregate(gb.Columns[ci:], &aggs[i], &row.Aggs[i], nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ci += n
-		}
-		gb.Columns[ci].AppendInt64(0)
-		for i := range aggs {
-			if aggs[i].ExactSum() {
-				ci++
-				AppendExact(gb.Columns[ci], &row.Aggs[i], nil)
-			}
-		}
-	}
+	appendOracleRows(t, gb, aggs, rows, 1)
 	return gb
 }
 
@@ -207,7 +183,7 @@ func TestOutSlotOrderKeysAndReuse(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				appendOracleRows(t, want, aggs, res.Rows)
+				appendOracleRows(t, want, aggs, res.Rows, 2)
 				in.Out = gb
 				if _, err := withOut.ProcessBatch(in, late, evict); err != nil {
 					t.Fatal(err)
@@ -230,19 +206,20 @@ func TestOutSlotOrderKeysAndReuse(t *testing.T) {
 }
 
 // appendOracleRows appends rows to gb as the stream rendered Result.Rows: each key decoded
-// into its parts, each aggregate through AppendAggregate.
-func appendOracleRows(t *testing.T, gb *pq.Batch, aggs []AggSpec, rows []OutRow) {
+// into its keyParts parts, each aggregate through AppendAggregate.
+func appendOracleRows(t testing.TB, gb *pq.Batch, aggs []AggSpec, rows []OutRow, keyParts int) {
 	for _, row := range rows {
 		gb.Columns[0].AppendStruct()
 		gb.Columns[0].Children[0].AppendInt64(row.Window.Start)
 		gb.Columns[0].Children[1].AppendInt64(row.Window.End)
 		parts, err := pq.DecodeKey(row.Key)
-		if err != nil || len(parts) != 2 {
+		if err != nil || len(parts) != keyParts {
 			t.Fatalf("key %q: %v %v", row.Key, parts, err)
 		}
-		pq.AppendKeyValue(gb.Columns[1], parts[0])
-		pq.AppendKeyValue(gb.Columns[2], parts[1])
-		ci := 3
+		for k, part := range parts {
+			pq.AppendKeyValue(gb.Columns[1+k], part)
+		}
+		ci := 1 + keyParts
 		for i := range aggs {
 			n, _, err := AppendAggregate(gb.Columns[ci:], &aggs[i], &row.Aggs[i], nil)
 			if err != nil {
