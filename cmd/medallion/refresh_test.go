@@ -218,32 +218,7 @@ func checkRefreshTables(t *testing.T, lake string, events []refreshEvent) {
 				want[k] = [2]int64{v[0] + 1, v[1] + e.amount}
 			}
 		}
-		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, tc.table), "--format", "jsonl")
-		if err != nil {
-			t.Fatalf("scan %s: %v\n%s", tc.table, err, out)
-		}
-		got := map[string][2]int64{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if line == "" {
-				continue
-			}
-			var row struct {
-				Window struct {
-					Start time.Time `json:"start"`
-				} `json:"window"`
-				Type  string  `json:"event_type"`
-				Count float64 `json:"count"`
-				Total float64 `json:"total"`
-			}
-			if err := json.Unmarshal([]byte(line), &row); err != nil {
-				t.Fatalf("%s: %v: %s", tc.table, err, line)
-			}
-			k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Type
-			if _, dup := got[k]; dup {
-				t.Errorf("%s: two rows for %s", tc.table, k)
-			}
-			got[k] = [2]int64{int64(row.Count), int64(row.Total)}
-		}
+		got := scanCountTotals(t, filepath.Join(lake, tc.table), "event_type")
 		for k, w := range want {
 			if got[k] != w {
 				t.Errorf("%s %s: (count, total) %v, want %v", tc.table, k, got[k], w)
@@ -546,32 +521,7 @@ func checkJoinRefreshTable(t *testing.T, lake string, events, clicks []refreshEv
 			v := want[k]
 			want[k] = [2]int64{v[0] + rows, v[1] + rows*e.amount}
 		}
-		out, err := runGenCLI(t, "table", "scan", filepath.Join(lake, "gold", tc.table), "--format", "jsonl")
-		if err != nil {
-			t.Fatalf("scan %s: %v\n%s", tc.table, err, out)
-		}
-		got := map[string][2]int64{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if line == "" {
-				continue
-			}
-			var row struct {
-				Window struct {
-					Start time.Time `json:"start"`
-				} `json:"window"`
-				Ad    string  `json:"ad_id"`
-				Count float64 `json:"count"`
-				Total float64 `json:"total"`
-			}
-			if err := json.Unmarshal([]byte(line), &row); err != nil {
-				t.Fatalf("%s: %v: %s", tc.table, err, line)
-			}
-			k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + row.Ad
-			if _, dup := got[k]; dup {
-				t.Errorf("%s: two rows for %s", tc.table, k)
-			}
-			got[k] = [2]int64{int64(row.Count), int64(row.Total)}
-		}
+		got := scanCountTotals(t, filepath.Join(lake, "gold", tc.table), "ad_id")
 		if len(want) < 10 {
 			t.Fatalf("%s: the oracle has %d closed windows: the test data no longer exercises it", tc.table, len(want))
 		}
@@ -614,4 +564,44 @@ func TestRefreshGoldOverJoinGraph(t *testing.T) {
 	}
 	checkGraphNode(t, cfg, "join:ec", -1, 2)
 	checkGraphNode(t, cfg, "gold:ec_5m", 0, 2)
+}
+
+// scanCountTotals reads a gold table of count and total per window and key as (count, total)
+// by "window start/key" (keyCol names the key column), failing on a window and key held twice.
+func scanCountTotals(t *testing.T, table, keyCol string) map[string][2]int64 {
+	t.Helper()
+	out, err := runGenCLI(t, "table", "scan", table, "--format", "jsonl")
+	if err != nil {
+		t.Fatalf("scan %s: %v\n%s", table, err, out)
+	}
+	got := map[string][2]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var row struct {
+			Window struct {
+				Start time.Time `json:"start"`
+			} `json:"window"`
+			Count float64 `json:"count"`
+			Total float64 `json:"total"`
+		}
+		var cols map[string]any
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%s: %v: %s", table, err, line)
+		}
+		if err := json.Unmarshal([]byte(line), &cols); err != nil {
+			t.Fatalf("%s: %v: %s", table, err, line)
+		}
+		key, ok := cols[keyCol].(string)
+		if !ok {
+			t.Fatalf("%s: no string %s in %s", table, keyCol, line)
+		}
+		k := row.Window.Start.UTC().Format(time.RFC3339) + "/" + key
+		if _, dup := got[k]; dup {
+			t.Errorf("%s: two rows for %s", table, k)
+		}
+		got[k] = [2]int64{int64(row.Count), int64(row.Total)}
+	}
+	return got
 }
