@@ -17,6 +17,10 @@
 # The server is built with `go install` at a pinned pseudo-version (about 6 minutes on 2 cores the
 # first time, then cached under $MEDALLION_CACHE). That version answers `If-None-Match: *` with 412,
 # which the commit protocol relies on.
+#
+# MinIO refuses every write once its drive is about 99% full (HTTP 507, XMinioStorageFull), which
+# the tests would report as hundreds of unrelated failures; `start` refuses first, naming the data
+# directory, when less than $MEDALLION_MINIO_MIN_FREE_MB (default 4096) MiB is free there.
 set -euo pipefail
 
 MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -29,6 +33,19 @@ PASSWORD="medallion-test-secret"
 WEBHOOK_TOKEN="medallion-test-webhook-token"
 
 log() { echo "minio.sh: $*" >&2; }
+
+# Fails with a clear message when the filesystem of $1 has too little room for MinIO to accept
+# writes (it keeps about 1% of the drive free) plus what a test run writes.
+check_free_space() {
+  local dir=$1 want_mb=${MEDALLION_MINIO_MIN_FREE_MB:-4096} free_kb size_kb
+  read -r size_kb free_kb < <(df -Pk "$dir" | awk 'NR==2 {print $2, $4}')
+  if (( free_kb / 1024 < want_mb )); then
+    log "only $((free_kb / 1024)) MiB free of $((size_kb / 1024)) MiB on the filesystem of $dir:"
+    log "MinIO refuses writes on a nearly full drive (XMinioStorageFull); free space there,"
+    log "point TMPDIR elsewhere, or lower MEDALLION_MINIO_MIN_FREE_MB (now $want_mb)"
+    return 1
+  fi
+}
 
 install() {
   if [[ -x "$BIN" ]]; then
@@ -53,6 +70,7 @@ start() {
   # for the event-driven ingestion test, which listens there; MinIO tolerates it being down.
   webhook="127.0.0.1:$(free_port)"
   data=$(mktemp -d "${TMPDIR:-/tmp}/medallion-minio.XXXXXX")
+  check_free_space "$data" || { rm -rf "$data"; exit 1; }
   MINIO_ROOT_USER="$USER_NAME" MINIO_ROOT_PASSWORD="$PASSWORD" MINIO_BROWSER=off \
     MINIO_UPDATE=off MINIO_CI_CD=1 \
     MINIO_NOTIFY_WEBHOOK_ENABLE_PRIMARY=on \
