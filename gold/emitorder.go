@@ -192,34 +192,36 @@ func (a *Aggregation) countingSort(slots, ranks, perm []int32) bool {
 func (a *Aggregation) countingPasses(perm, rank, bucket []int32, ranks, windows int) {
 	tmp := slices.Grow(a.sortTmp[:0], len(perm))[:len(perm)]
 	a.sortTmp = tmp
-	// Pass 1: by key rank.
-	count := slices.Grow(a.sortCount[:0], ranks+1)[:ranks+1]
+	// Pass 1: by key rank; pass 2, stable: by window.
+	count := countingPass(tmp, nil, rank, ranks, a.sortCount)
+	a.sortCount = countingPass(perm, tmp, bucket, windows, count)
+}
+
+// countingPass is one stable counting-sort pass: it writes the rows of in (the rows
+// 0..len(key)-1 in order when in is nil; else a permutation of them) to out, ordered by
+// key[row] in 0..buckets-1. count is scratch, grown and returned for reuse.
+func countingPass(out, in, key []int32, buckets int, count []int32) []int32 {
+	count = slices.Grow(count[:0], buckets+1)[:buckets+1]
 	clear(count)
-	for _, r := range rank {
-		count[r+1]++
+	for _, k := range key {
+		count[k+1]++
 	}
 	for i := 1; i < len(count); i++ {
 		count[i] += count[i-1]
 	}
-	for j, r := range rank {
-		tmp[count[r]] = int32(j)
-		count[r]++
+	if in == nil {
+		for j, k := range key {
+			out[count[k]] = int32(j)
+			count[k]++
+		}
+		return count
 	}
-	// Pass 2, stable: by window.
-	count = slices.Grow(count[:0], windows+1)[:windows+1]
-	clear(count)
-	for _, b := range bucket {
-		count[b+1]++
+	for _, j := range in {
+		k := key[j]
+		out[count[k]] = j
+		count[k]++
 	}
-	for i := 1; i < len(count); i++ {
-		count[i] += count[i-1]
-	}
-	for _, j := range tmp {
-		b := bucket[j]
-		perm[count[b]] = j
-		count[b]++
-	}
-	a.sortCount = count
+	return count
 }
 
 // growOut reserves n more rows in every gold column (and, in the key columns, the live keys'

@@ -571,64 +571,15 @@ func (r *jreader) value(depth int) *jval {
 }
 
 // str reads a string in double or single quotes, unescaped; raw control characters are
-// refused (Jackson's default), \' is an escape (single quotes are allowed).
+// refused (Jackson's default), \' is an escape (single quotes are allowed). A lone surrogate
+// is kept as get_json_object keeps it (see jsonScan.lone): a string field writes it as ?, a
+// string field of an object or array escaped.
 func (r *jreader) str() ([]byte, bool) {
-	if r.i >= len(r.s) || r.s[r.i] != '"' && r.s[r.i] != '\'' {
-		return nil, false
-	}
-	q := r.s[r.i]
-	r.i++
-	out := []byte{}
-	for r.i < len(r.s) {
-		c := r.s[r.i]
-		switch {
-		case c == q:
-			r.i++
-			return out, true
-		case c < 0x20:
-			return nil, false
-		case c == '\\':
-			if r.i+1 >= len(r.s) {
-				return nil, false
-			}
-			e := r.s[r.i+1]
-			r.i += 2
-			if b, ok := jsonEscape(e); ok {
-				out = append(out, b)
-				continue
-			}
-			if e != 'u' {
-				return nil, false
-			}
-			j := &jsonScan{s: r.s, i: r.i}
-			u, ok := j.hex4()
-			if !ok {
-				return nil, false
-			}
-			r.i = j.i
-			if u >= 0xD800 && u < 0xDC00 && r.i+5 < len(r.s) && r.s[r.i] == '\\' && r.s[r.i+1] == 'u' {
-				j.i = r.i + 2
-				if lo, ok := j.hex4(); ok && lo >= 0xDC00 && lo < 0xE000 {
-					r.i = j.i
-					u = 0x10000 + (u-0xD800)<<10 + (lo - 0xDC00)
-				}
-			}
-			if u >= 0xD800 && u < 0xE000 {
-				// A lone surrogate, kept as get_json_object keeps it (see jsonScan.lone): a
-				// string field writes it as ?, a string field of an object or array escaped.
-				out = appendLoneSurrogate(out, u)
-				continue
-			}
-			out = appendRune(out, u)
-		default:
-			out = append(out, c)
-			r.i++
-		}
-	}
-	return nil, false
+	j := jsonScan{s: r.s, i: r.i}
+	out, ok := j.quoted([]byte{}, false)
+	r.i = j.i
+	return out, ok
 }
-
-func appendRune(dst []byte, u rune) []byte { return append(dst, string(u)...) }
 
 // appendJSON writes v as Jackson's generator copies it (from_json's string fields of
 // non-string values): compact, strings re-escaped, numbers normalized, NaN and the infinities

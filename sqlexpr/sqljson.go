@@ -162,8 +162,13 @@ func (j *jsonScan) value(steps []jsonStep, want bool, dst []byte) (out []byte, f
 }
 
 // str reads a JSON string, unescaped, appended to dst. Spark's parser takes strings and names
-// in single quotes too (where \' is an escape).
-func (j *jsonScan) str(dst []byte) ([]byte, bool) {
+// in single quotes too (where \' is an escape), and raw control characters in them.
+func (j *jsonScan) str(dst []byte) ([]byte, bool) { return j.quoted(dst, true) }
+
+// quoted reads a string in double or single quotes, unescaped, appended to dst; a raw control
+// character in it is refused unless rawControl (get_json_object's parser allows them,
+// from_json's Jackson default does not).
+func (j *jsonScan) quoted(dst []byte, rawControl bool) ([]byte, bool) {
 	if j.i >= len(j.s) || j.s[j.i] != '"' && j.s[j.i] != '\'' {
 		return nil, false
 	}
@@ -178,6 +183,8 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 				dst = []byte{}
 			}
 			return dst, true
+		case c < 0x20 && !rawControl:
+			return nil, false
 		case c == '\\':
 			if j.i+1 >= len(j.s) {
 				return nil, false
@@ -217,7 +224,7 @@ func (j *jsonScan) str(dst []byte) ([]byte, bool) {
 			}
 			dst = utf8.AppendRune(dst, r)
 		default:
-			dst = append(dst, c) // Spark's parser allows raw control characters too
+			dst = append(dst, c)
 			j.i++
 		}
 	}
