@@ -55,6 +55,9 @@ type changeFeed struct {
 
 	enc, enc2 []byte
 	kbuf      [][]byte
+	hs        [][2]uint64 // a batch's row hashes
+	h32       []uint32    // their low 32 bits, for hashtab.Touch
+	sink      uint32      // what the touches read, kept so that they are not optimized away
 	// preIdx and postIdx are the rows of the current read batch and of the current file's
 	// output that rewrote made a pair of, written without a copy by endBatch and endFile.
 	preIdx, postIdx []int
@@ -107,11 +110,38 @@ func (c *changeFeed) presize(n int) {
 	}
 }
 
-// drop notes a dropped row by its hash h and place.
-func (c *changeFeed) drop(h [2]uint64, at rowRef) {
-	c.left++
-	c.drops = append(c.drops, droppedRow{h: h, at: at})
-	c.idx.Insert(uint32(h[0]), uint32(len(c.drops)-1))
+// dropBatch notes the dropped rows of one read batch by their hashes hs and places at. The
+// map holds every row of a replay's range (millions at 100k keys, far larger than the
+// caches): its entries for the whole batch are touched first (hashtab.Touch), so that their
+// cache misses overlap, as the aggregation's look-ups do, instead of one per insert.
+func (c *changeFeed) dropBatch(hs [][2]uint64, at []rowRef) {
+	c.idx.Reserve(len(hs))
+	c.sink += c.idx.Touch(c.low32(hs))
+	for k, h := range hs {
+		c.left++
+		c.drops = append(c.drops, droppedRow{h: h, at: at[k]})
+		c.idx.Insert(uint32(h[0]), uint32(len(c.drops)-1))
+	}
+}
+
+// low32 returns the map's hashes of hs (their low 32 bits) in a scratch slice.
+func (c *changeFeed) low32(hs [][2]uint64) []uint32 {
+	c.h32 = c.h32[:0]
+	for _, h := range hs {
+		c.h32 = append(c.h32, uint32(h[0]))
+	}
+	return c.h32
+}
+
+// touchCancels warms what cancel reads for each of hs: its map entry, then the dropped row
+// the entry names (each a cache miss at random, overlapped over the batch).
+func (c *changeFeed) touchCancels(hs [][2]uint64) {
+	c.sink += c.idx.Touch(c.low32(hs))
+	for _, h32 := range c.h32 {
+		if _, v, ok := c.idx.Find(h32, h32); ok {
+			c.sink += uint32(c.drops[v].at.row)
+		}
+	}
 }
 
 // cancel takes back a dropped row of hash h, reporting whether there was one.
@@ -163,19 +193,23 @@ func (c *changeFeed) endFile(ctx context.Context, out *pq.Batch) error {
 // their hashes (the rewrite's rowMultiset computed them). Once no dropped row is left to cancel
 // or pair with, rows are inserts, written without a copy.
 func (c *changeFeed) written(ctx context.Context, b *pq.Batch, hashes [][2]uint64) error {
+	if c.left > 0 {
+		if hashes == nil {
+			c.hs = c.hs[:0]
+			for i := range b.Len() {
+				c.hs = append(c.hs, c.hash(b, i))
+			}
+			hashes = c.hs
+		}
+		c.touchCancels(hashes)
+	}
 	var inserts []int
 	for i := range b.Len() {
 		if c.left == 0 {
 			inserts = append(inserts, i)
 			continue
 		}
-		var h [2]uint64
-		if hashes != nil {
-			h = hashes[i]
-		} else {
-			h = c.hash(b, i)
-		}
-		if !c.cancel(h) {
+		if !c.cancel(hashes[i]) {
 			c.post.AppendRow(b, i)
 		}
 	}

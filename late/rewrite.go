@@ -191,6 +191,10 @@ type filePass struct {
 	cf      *changeFeed
 	rewrote bool
 	buf     pq.ReadBuffer
+	// dropH and dropAt are the hashes and places of the rows dropped from the current read
+	// batch, handed to the change feed a batch at a time (changeFeed.dropBatch).
+	dropH  [][2]uint64
+	dropAt []rowRef
 }
 
 // file is the rewrite's table.Rewrite.File: it reads f a row group at a time, asks the
@@ -235,7 +239,8 @@ func (p *filePass) file(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch
 					if fi < 0 {
 						fi = p.cf.file(f)
 					}
-					p.cf.drop(h, rowRef{fi, int32(base + i)})
+					p.dropH = append(p.dropH, h)
+					p.dropAt = append(p.dropAt, rowRef{fi, int32(base + i)})
 				}
 			default:
 				p.rewrote = true
@@ -248,6 +253,8 @@ func (p *filePass) file(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch
 			touched = true
 		}
 		if p.cf != nil {
+			p.cf.dropBatch(p.dropH, p.dropAt)
+			p.dropH, p.dropAt = p.dropH[:0], p.dropAt[:0]
 			if err := p.cf.endBatch(ctx, b); err != nil {
 				return false, nil, err
 			}
