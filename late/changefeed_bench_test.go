@@ -57,7 +57,7 @@ func BenchmarkChangeFeedMap(b *testing.B) {
 					cf.dropBatch(hs[i:i+batch], at[i:i+batch])
 				}
 				for i := 0; i < rows; i += batch {
-					if err := cf.written(ctx, out, written[i:i+batch]); err != nil {
+					if _, err := cf.written(ctx, out, written[i:i+batch]); err != nil {
 						b.Fatal(err)
 					}
 				}
