@@ -55,6 +55,10 @@ type changeFeed struct {
 
 	enc, enc2 []byte
 	kbuf      [][]byte
+	hs        [][2]uint64 // a batch's row hashes
+	h32       []uint32    // their low 32 bits, for hashtab.Touch
+	sink      uint32      // what the touches read, kept so that they are not optimized away
+	missed    []int       // written's answer
 	// preIdx and postIdx are the rows of the current read batch and of the current file's
 	// output that rewrote made a pair of, written without a copy by endBatch and endFile.
 	preIdx, postIdx []int
@@ -64,8 +68,9 @@ type changeFeed struct {
 // counted over the file's rows as the table's scan yields them.
 type rowRef struct{ file, row int32 }
 
-// droppedRow is a dropped row's hash and place; at.file is -1 once a written row cancelled
-// it (24 bytes a row: a replay remembers every row of its range).
+// droppedRow is a dropped row's hash and place; once a written row cancelled it, at.file is
+// cancelledFile(file), below zero, so that the row can still be found (writeCancelled) (24
+// bytes a row: a replay remembers every row of its range).
 type droppedRow struct {
 	h  [2]uint64
 	at rowRef
@@ -107,11 +112,38 @@ func (c *changeFeed) presize(n int) {
 	}
 }
 
-// drop notes a dropped row by its hash h and place.
-func (c *changeFeed) drop(h [2]uint64, at rowRef) {
-	c.left++
-	c.drops = append(c.drops, droppedRow{h: h, at: at})
-	c.idx.Insert(uint32(h[0]), uint32(len(c.drops)-1))
+// dropBatch notes the dropped rows of one read batch by their hashes hs and places at. The
+// map holds every row of a replay's range (millions at 100k keys, far larger than the
+// caches): its entries for the whole batch are touched first (hashtab.Touch), so that their
+// cache misses overlap, as the aggregation's look-ups do, instead of one per insert.
+func (c *changeFeed) dropBatch(hs [][2]uint64, at []rowRef) {
+	c.idx.Reserve(len(hs))
+	c.sink += c.idx.Touch(c.low32(hs))
+	for k, h := range hs {
+		c.left++
+		c.drops = append(c.drops, droppedRow{h: h, at: at[k]})
+		c.idx.Insert(uint32(h[0]), uint32(len(c.drops)-1))
+	}
+}
+
+// low32 returns the map's hashes of hs (their low 32 bits) in a scratch slice.
+func (c *changeFeed) low32(hs [][2]uint64) []uint32 {
+	c.h32 = c.h32[:0]
+	for _, h := range hs {
+		c.h32 = append(c.h32, uint32(h[0]))
+	}
+	return c.h32
+}
+
+// touchCancels warms what cancel reads for each of hs: its map entry, then the dropped row
+// the entry names (each a cache miss at random, overlapped over the batch).
+func (c *changeFeed) touchCancels(hs [][2]uint64) {
+	c.sink += c.idx.Touch(c.low32(hs))
+	for _, h32 := range c.h32 {
+		if _, v, ok := c.idx.Find(h32, h32); ok {
+			c.sink += uint32(c.drops[v].at.row)
+		}
+	}
 }
 
 // cancel takes back a dropped row of hash h, reporting whether there was one.
@@ -120,12 +152,75 @@ func (c *changeFeed) cancel(h [2]uint64) bool {
 	for at, v, ok := c.idx.Find(h32, h32); ok; at, v, ok = c.idx.Find(h32, at+1) {
 		if d := &c.drops[v]; d.h == h {
 			c.idx.Delete(h32, v)
-			d.at.file = -1
+			d.at.file = cancelledFile(d.at.file)
 			c.left--
 			return true
 		}
 	}
 	return false
+}
+
+// cancelledFile marks a file index as a cancelled row's (below zero); applied twice it is
+// the index again.
+func cancelledFile(f int32) int32 { return -2 - f }
+
+// writeCancelled hands to write the dropped rows written rows cancelled so far, read back
+// from their files: the written rows equal to them, which the rewrite held back while every
+// row it wrote had an equal among the dropped ones (rewrite.insert). They go to write about
+// emitChunk rows at a time (a batch write does not keep), so that memory holds a chunk and a
+// row group, not a file's rows.
+func (c *changeFeed) writeCancelled(ctx context.Context, write func(*pq.Batch) error) error {
+	byFile := map[int32][]int32{}
+	for _, d := range c.drops {
+		if d.at.file < 0 {
+			f := cancelledFile(d.at.file)
+			byFile[f] = append(byFile[f], d.at.row)
+		}
+	}
+	out, err := pq.NewBatch(c.post.Schema)
+	if err != nil {
+		return err
+	}
+	flush := func(least int) error {
+		if out.Len() < least || out.Len() == 0 {
+			return nil
+		}
+		err := write(out)
+		out.Reset()
+		return err
+	}
+	for _, fi := range slices.Sorted(maps.Keys(byFile)) {
+		rows := byFile[fi]
+		slices.Sort(rows)
+		if err := c.readRows(ctx, fi, rows, out, func() error { return flush(emitChunk) }); err != nil {
+			return err
+		}
+	}
+	return flush(1)
+}
+
+// readRows appends rows (ascending) of file fi, counted as the scan yields them, to out,
+// calling each (when set) after each batch the scan yields.
+func (c *changeFeed) readRows(ctx context.Context, fi int32, rows []int32, out *pq.Batch, each func() error) error {
+	base, k := 0, 0
+	for b, err := range c.scan.Read(ctx, []*txlog.Add{c.files[fi]}) {
+		if err != nil {
+			return err
+		}
+		for ; k < len(rows) && int(rows[k]) < base+b.Len(); k++ {
+			out.AppendRow(b, int(rows[k])-base)
+		}
+		base += b.Len()
+		if each != nil {
+			if err := each(); err != nil {
+				return err
+			}
+		}
+	}
+	if k < len(rows) {
+		return fmt.Errorf("late: file %s has %d rows, fewer than when the rewrite read it", c.files[fi].Path, base)
+	}
+	return nil
 }
 
 // rewrote writes the pair of row i of b rewritten as row j of out, unless they are equal.
@@ -161,28 +256,36 @@ func (c *changeFeed) endFile(ctx context.Context, out *pq.Batch) error {
 
 // written takes the rows of b, written by the rewrite after the files; hashes, when set, are
 // their hashes (the rewrite's rowMultiset computed them). Once no dropped row is left to cancel
-// or pair with, rows are inserts, written without a copy.
-func (c *changeFeed) written(ctx context.Context, b *pq.Batch, hashes [][2]uint64) error {
+// or pair with, rows are inserts, written without a copy. It returns b's rows that cancelled no
+// dropped row, in order (a scratch slice, good until the next call).
+func (c *changeFeed) written(ctx context.Context, b *pq.Batch, hashes [][2]uint64) ([]int, error) {
+	if c.left > 0 {
+		if hashes == nil {
+			c.hs = c.hs[:0]
+			for i := range b.Len() {
+				c.hs = append(c.hs, c.hash(b, i))
+			}
+			hashes = c.hs
+		}
+		c.touchCancels(hashes)
+	}
 	var inserts []int
+	c.missed = c.missed[:0]
 	for i := range b.Len() {
 		if c.left == 0 {
 			inserts = append(inserts, i)
+			c.missed = append(c.missed, i)
 			continue
 		}
-		var h [2]uint64
-		if hashes != nil {
-			h = hashes[i]
-		} else {
-			h = c.hash(b, i)
-		}
-		if !c.cancel(h) {
+		if !c.cancel(hashes[i]) {
 			c.post.AppendRow(b, i)
+			c.missed = append(c.missed, i)
 		}
 	}
 	if len(inserts) == 0 {
-		return nil
+		return c.missed, nil
 	}
-	return c.w.WriteRows(ctx, table.ChangeInsert, b, inserts)
+	return c.missed, c.w.WriteRows(ctx, table.ChangeInsert, b, inserts)
 }
 
 // finish reads back the dropped rows nothing cancelled, pairs them with the written rows held
@@ -260,18 +363,8 @@ func (c *changeFeed) readDropped(ctx context.Context) (*pq.Batch, error) {
 	for _, fi := range slices.Sorted(maps.Keys(byFile)) {
 		rows := byFile[fi]
 		slices.Sort(rows)
-		base, k := 0, 0
-		for b, err := range c.scan.Read(ctx, []*txlog.Add{c.files[fi]}) {
-			if err != nil {
-				return nil, err
-			}
-			for ; k < len(rows) && int(rows[k]) < base+b.Len(); k++ {
-				pre.AppendRow(b, int(rows[k])-base)
-			}
-			base += b.Len()
-		}
-		if k < len(rows) {
-			return nil, fmt.Errorf("late: file %s has %d rows, fewer than when the rewrite read it", c.files[fi].Path, base)
+		if err := c.readRows(ctx, fi, rows, pre, nil); err != nil {
+			return nil, err
 		}
 	}
 	return pre, nil

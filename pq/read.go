@@ -696,11 +696,27 @@ func NewFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, er
 			r.flat[c] = true
 			delete(seen, p.leaf)
 		}
+		if p.flatStruct() && usedOnce(p.leaves, uses) {
+			r.flat[c] = true
+			for _, l := range p.leaves {
+				delete(seen, l)
+			}
+		}
 	}
 	for l := range seen {
 		r.used = append(r.used, l)
 	}
 	return r, nil
+}
+
+// usedOnce reports whether no other plan reads any of leaves.
+func usedOnce(leaves []int, uses map[int]int) bool {
+	for _, l := range leaves {
+		if uses[l] != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func collectLeaves(n *rnode, seen map[int]bool) {
@@ -763,6 +779,12 @@ func (r *fileReader) decodeRowGroup(g int) (*Batch, error) {
 	}
 	for c, p := range r.plans {
 		col := b.Columns[c]
+		if r.flat[c] && p.kind == KindStruct {
+			if err := p.readFlatStruct(rg.ColumnChunks(), col, rows); err != nil {
+				return nil, fmt.Errorf("row group %d: %w", g, err)
+			}
+			continue
+		}
 		if r.flat[c] {
 			if err := p.readFlat(rg.ColumnChunks()[p.leaf], col, rows); err != nil {
 				return nil, fmt.Errorf("row group %d: %w", g, err)

@@ -31,6 +31,27 @@ func (n *rnode) flatReadable() bool {
 	return false
 }
 
+// flatStruct reports whether a top-level struct can be read leaf by leaf with readFlat: every
+// field a primitive leaf flatReadable takes, or absent from the file (always null), and at
+// least one present. Gold's window (start and end timestamps) is such a struct: the assembler
+// built it one parquet.Value per field per row.
+func (n *rnode) flatStruct() bool {
+	if n.kind != KindStruct || n.missing || n.variant || n.repeated || n.probe >= 0 || len(n.children) == 0 {
+		return false
+	}
+	present := false
+	for _, ch := range n.children {
+		if ch.missing {
+			continue
+		}
+		if !ch.flatReadable() {
+			return false
+		}
+		present = true
+	}
+	return present
+}
+
 // Bounds of the reservations made from a row group's claimed size, which a corrupt footer
 // could inflate; appends grow past them as usual when a real chunk is larger.
 const (
@@ -42,6 +63,52 @@ const (
 // values of each page are copied in bulk from its typed buffer (or looked up in the page's
 // dictionary), so no per-row parquet.Value is built.
 func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
+	return n.readFlatLevels(cc, col, rows, nil, 0)
+}
+
+// readFlatStruct decodes a struct flatStruct accepts: each present field's chunk by readFlat
+// (a field is null wherever its level says so, the struct's nulls included, as AppendNull
+// leaves a null struct's fields), the absent fields null, and the struct null where the first
+// present field's definition level is below the struct's.
+func (n *rnode) readFlatStruct(chunks []parquet.ColumnChunk, col *Column, rows int) error {
+	var nulls []bool
+	first := true
+	for k, ch := range n.children {
+		fc := col.Children[k]
+		if ch.missing {
+			for range rows {
+				fc.AppendNull()
+			}
+			continue
+		}
+		var levels *[]bool
+		if first {
+			levels, first = &nulls, false
+		}
+		if err := ch.readFlatLevels(chunks[ch.leaf], fc, rows, levels, n.def); err != nil {
+			return err
+		}
+	}
+	if len(nulls) != rows {
+		return n.fail("has %d levels, the row group %d rows", len(nulls), rows)
+	}
+	for _, null := range nulls {
+		if !null {
+			col.markValid()
+			continue
+		}
+		if len(col.Nulls) < col.Len {
+			col.Nulls = append(col.Nulls, make([]bool, col.Len-len(col.Nulls))...)
+		}
+		col.Nulls = append(col.Nulls, true)
+		col.Len++
+	}
+	return nil
+}
+
+// readFlatLevels is readFlat that also appends to *parent (when set) whether each row's
+// definition level is below parentDef: the enclosing struct is null there.
+func (n *rnode) readFlatLevels(cc parquet.ColumnChunk, col *Column, rows int, parent *[]bool, parentDef int) error {
 	pages := cc.Pages()
 	defer pages.Close()
 	col.Grow(min(rows, maxPresizeRows), 0)
@@ -59,6 +126,9 @@ func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 		if err := n.appendPage(col, pg, rows); err != nil {
 			return err
 		}
+		if parent != nil {
+			*parent = appendParentNulls(*parent, pg, parentDef)
+		}
 		if col.Len > rows {
 			return n.fail("has more than the row group's %d rows", rows)
 		}
@@ -67,6 +137,22 @@ func (n *rnode) readFlat(cc parquet.ColumnChunk, col *Column, rows int) error {
 		return n.fail("has %d values, the row group %d rows", col.Len, rows)
 	}
 	return nil
+}
+
+// appendParentNulls appends, for each row of the page, whether its definition level is below
+// def (appendPage has checked that the page has a level per value, or none: all defined).
+func appendParentNulls(dst []bool, pg parquet.Page, def int) []bool {
+	defs := pg.DefinitionLevels()
+	if len(defs) == 0 {
+		for range pg.NumValues() {
+			dst = append(dst, false)
+		}
+		return dst
+	}
+	for _, d := range defs {
+		dst = append(dst, int(d) < def)
+	}
+	return dst
 }
 
 func (n *rnode) appendPage(col *Column, pg parquet.Page, rows int) error {

@@ -3,6 +3,7 @@ package pq_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -135,4 +136,160 @@ func TestReadFlatTruncated(t *testing.T) {
 	if !errors.Is(err, pq.ErrBadDataFile) {
 		t.Fatalf("err = %v, want ErrBadDataFile", err)
 	}
+}
+
+// flatWindow and flatPair are structs of primitive leaves, read field by field without the
+// assembler (readFlatStruct): an optional struct with optional, dictionary and plain fields,
+// and a required one.
+type flatWindow struct {
+	Start int64   `parquet:"start,timestamp(microsecond)"`
+	End   *int64  `parquet:"end,optional"`
+	Name  *string `parquet:"name,optional,dict"`
+}
+
+type flatPair struct {
+	X float64 `parquet:"x"`
+	Y int32   `parquet:"y,dict"`
+}
+
+type flatStructRow struct {
+	ID int64       `parquet:"id"`
+	W  *flatWindow `parquet:"w,optional"`
+	P  flatPair    `parquet:"p"`
+}
+
+const flatStructSchema = `{"type":"struct","fields":[
+{"name":"id","type":"long","nullable":false,"metadata":{}},
+{"name":"w","type":{"type":"struct","fields":[
+ {"name":"start","type":"timestamp","nullable":false,"metadata":{}},
+ {"name":"gone","type":"long","nullable":true,"metadata":{}},
+ {"name":"end","type":"long","nullable":true,"metadata":{}},
+ {"name":"name","type":"string","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+{"name":"p","type":{"type":"struct","fields":[
+ {"name":"y","type":"long","nullable":false,"metadata":{}},
+ {"name":"x","type":"double","nullable":false,"metadata":{}}]},"nullable":false,"metadata":{}}]}`
+
+// TestReadFlatStructs checks structs of primitive leaves against the rows parquet-go wrote:
+// null structs apart from structs of null fields, a field the file lacks (always null), fields
+// in another order than the file's, a widened field, dictionary and plain pages, several pages
+// and row groups.
+func TestReadFlatStructs(t *testing.T) {
+	const n = 4000
+	words := []string{"alpha", "", "gamma", "é"}
+	rows := make([]flatStructRow, n)
+	for i := range rows {
+		r := &rows[i]
+		r.ID = int64(i)
+		r.P = flatPair{X: float64(i) / 4, Y: int32(i % 7)}
+		if i%5 == 2 {
+			continue // a null window
+		}
+		w := &flatWindow{Start: int64(i) * 1000}
+		if i%3 != 0 {
+			e := int64(i)*1000 + 300
+			w.End = &e
+		}
+		if i%4 != 1 {
+			s := words[i%len(words)]
+			w.Name = &s
+		}
+		r.W = w
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[flatStructRow](&buf, parquet.PageBufferSize(600), parquet.MaxRowsPerRowGroup(1500))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	batches, err := pq.DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), pqtest.MustSchema(t, flatStructSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) < 3 {
+		t.Fatalf("got %d row groups, want at least 3", len(batches))
+	}
+	i := 0
+	for _, b := range batches {
+		if err := b.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < b.Len(); k, i = k+1, i+1 {
+			r := rows[i]
+			id, win, p := b.Columns[0], b.Columns[1], b.Columns[2]
+			if id.Int64[k] != r.ID || p.IsNull(k) || p.Children[0].Int64[k] != int64(r.P.Y) || p.Children[1].Float64[k] != r.P.X {
+				t.Fatalf("row %d: id %d, p (%d, %v), want %+v", i, id.Int64[k], p.Children[0].Int64[k], p.Children[1].Float64[k], r)
+			}
+			start, gone, end, name := win.Children[0], win.Children[1], win.Children[2], win.Children[3]
+			if win.IsNull(k) != (r.W == nil) || !gone.IsNull(k) {
+				t.Fatalf("row %d: window null %v (gone null %v), want %v", i, win.IsNull(k), gone.IsNull(k), r.W == nil)
+			}
+			if r.W == nil {
+				if !start.IsNull(k) || !end.IsNull(k) || !name.IsNull(k) {
+					t.Fatalf("row %d: a null window has a field set", i)
+				}
+				continue
+			}
+			if start.IsNull(k) || start.Int64[k] != r.W.Start {
+				t.Fatalf("row %d: start %d, want %d", i, start.Int64[k], r.W.Start)
+			}
+			if end.IsNull(k) != (r.W.End == nil) || (r.W.End != nil && end.Int64[k] != *r.W.End) {
+				t.Fatalf("row %d: end %d null=%v, want %v", i, end.Int64[k], end.IsNull(k), r.W.End)
+			}
+			if name.IsNull(k) != (r.W.Name == nil) || (r.W.Name != nil && name.StringAt(k) != *r.W.Name) {
+				t.Fatalf("row %d: name %q null=%v, want %v", i, name.StringAt(k), name.IsNull(k), r.W.Name)
+			}
+		}
+	}
+	if i != n {
+		t.Fatalf("read %d rows, want %d", i, n)
+	}
+}
+
+const goldShapeSchema = `{"type":"struct","fields":[
+{"name":"window","type":{"type":"struct","fields":[
+ {"name":"start","type":"timestamp","nullable":true,"metadata":{}},
+ {"name":"end","type":"timestamp","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+{"name":"device_id","type":"string","nullable":true,"metadata":{}},
+{"name":"n","type":"long","nullable":true,"metadata":{}},
+{"name":"total","type":"double","nullable":true,"metadata":{}},
+{"name":"late_rows","type":"long","nullable":true,"metadata":{}}]}`
+
+// BenchmarkDecodeGoldShape decodes a file shaped as a gold table of 100k keys (a window
+// struct, a string key, a count, a sum and late_rows), which a replay reads back whole: the
+// window struct is what the assembler decoded a value at a time before readFlatStruct.
+func BenchmarkDecodeGoldShape(b *testing.B) {
+	const rows = 200_000
+	batch, err := pq.NewBatch(pqtest.MustSchema(b, goldShapeSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := int64(1_764_000_000_000_000)
+	var key []byte
+	for i := range rows {
+		start := base + int64(i/100_000)*300_000_000
+		w := batch.Columns[0]
+		w.Children[0].AppendInt64(start)
+		w.Children[1].AppendInt64(start + 300_000_000)
+		w.AppendStruct()
+		key = fmt.Appendf(key[:0], "device-%06d", (i*7919)%100_000)
+		batch.Columns[1].AppendBytes(key)
+		batch.Columns[2].AppendInt64(int64(i % 37))
+		batch.Columns[3].AppendFloat64(float64(i) * 0.5)
+		batch.Columns[4].AppendInt64(0)
+	}
+	data, _, err := pq.EncodeFile(batch.Schema, []*pq.Batch{batch}, pq.WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu := pqtest.CPUClock()
+	for b.Loop() {
+		if _, err := pq.DecodeFile(bytes.NewReader(data), int64(len(data)), batch.Schema); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// CPU time, not wall: on a shared machine the wall time is mostly the wait for a core.
+	b.ReportMetric(float64((pqtest.CPUClock()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
 }

@@ -88,6 +88,30 @@ func (t *Table[V]) Find(h, from uint32) (at uint32, v V, ok bool) {
 	}
 }
 
+// Touch reads the entry where each of hs starts its probe, in a loop of independent loads, and
+// returns a sum of what it read (only so that the loads are not optimized away): the cache
+// misses of a batch of look-ups or inserts overlap, a dozen at a time, instead of stalling
+// each probe in turn, when the table is far larger than the caches. The probes that follow
+// find their entries in cache, if the table does not grow in between (Reserve first).
+func (t *Table[V]) Touch(hs []uint32) uint32 {
+	if len(t.entries) == 0 {
+		return 0
+	}
+	mask := uint32(len(t.entries) - 1)
+	var x uint32
+	for _, h := range hs {
+		x += t.entries[h&mask].tag
+	}
+	return x
+}
+
+// Reserve grows the table, if need be, so that n more values go in without a rehash.
+func (t *Table[V]) Reserve(n int) {
+	if (t.n+n)*4 > len(t.entries)*3 {
+		t.Resize(max(2*len(t.entries), (t.n+n)*4/3+1))
+	}
+}
+
 // Insert adds v under hash h, growing the table past three quarters full. It does not look
 // for v first: callers insert what a look-up did not find.
 func (t *Table[V]) Insert(h uint32, v V) {

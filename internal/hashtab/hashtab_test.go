@@ -131,6 +131,46 @@ func TestTableGrows(t *testing.T) {
 	}
 }
 
+// TestTableReserve checks that after Reserve(n) the next n inserts never rehash (a batch's
+// Touch would have warmed the wrong entries), at sizes around each growth point, and that the
+// table still answers like the model.
+func TestTableReserve(t *testing.T) {
+	for _, pre := range []int{0, 5, 6, 7, 100, 767, 768, 3000} {
+		for _, n := range []int{1, 2, 9, 500, 5000} {
+			tab := New[int32](0)
+			want := model{}
+			v := int32(0)
+			insert := func() {
+				h := uint32(v) * 2654435761
+				tab.Insert(h, v)
+				want[v] = h
+				v++
+			}
+			for range pre {
+				insert()
+			}
+			tab.Reserve(n)
+			size := tab.Size()
+			hs := make([]uint32, n)
+			for i := range hs {
+				hs[i] = uint32(int(v)+i) * 2654435761
+			}
+			tab.Touch(hs)
+			for range n {
+				insert()
+			}
+			if tab.Size() != size {
+				t.Fatalf("%d values, Reserve(%d): %d entries, then %d after the inserts", pre, n, size, tab.Size())
+			}
+			check(t, &tab, want, pre)
+		}
+	}
+	var empty Table[int32]
+	if empty.Touch([]uint32{1, 2}) != 0 {
+		t.Fatal("Touch of a zero table read something")
+	}
+}
+
 // TestTableValueTypes stores values of another shape (a 64-bit reference) and a struct: the
 // table compares them whole on Delete.
 func TestTableValueTypes(t *testing.T) {
