@@ -209,8 +209,6 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 		return nil
 	}
 	a.collectEvictions(evictUs)
-	for _, s := range a.evictList {
-		a.freeSlot(s)
-	}
+	a.freeEvicted()
 	return nil
 }

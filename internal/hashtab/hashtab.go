@@ -132,6 +132,31 @@ func (t *Table[V]) Delete(h uint32, v V) bool {
 	return true
 }
 
+// Retain keeps the values keep accepts and drops the others in one pass over the entries,
+// at the table's size: the kept entries are set aside, the entries cleared and the kept ones
+// placed again. Dropping most of a table this way reads it front to back where Delete, a value
+// at a time, costs a probe (a cache miss in a large table) and a shift for each value: a
+// stream batch whose watermark closes most of its groups frees them all at once.
+func (t *Table[V]) Retain(keep func(V) bool) {
+	var kept []entry[V]
+	for _, e := range t.entries {
+		if e.tag != 0 && keep(e.val) {
+			kept = append(kept, e)
+		}
+	}
+	clear(t.entries)
+	t.n = 0
+	mask := uint32(len(t.entries) - 1)
+	for _, e := range kept {
+		i := e.tag & mask
+		for t.entries[i].tag != 0 {
+			i = (i + 1) & mask
+		}
+		t.entries[i] = e
+		t.n++
+	}
+}
+
 // Resize rebuilds the table with size entries, rounded up to a power of two and to what holds
 // the values it has at most three quarters full.
 func (t *Table[V]) Resize(size int) {
