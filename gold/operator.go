@@ -198,6 +198,7 @@ type Aggregation struct {
 	lateSeen  map[lateKey]struct{}
 	res       Result
 	evictList []int32
+	evictBits []uint64 // freeEvicted's buffer
 	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
 	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
 	emitSlots   []int32
@@ -333,10 +334,16 @@ func (a *Aggregation) freeEvicted() {
 		}
 		return
 	}
+	// The evicted slots as bits: the index's entries name slots in no order, and a bit set of
+	// a few hundred KB answers for each of them where the groups (16 bytes each) would miss.
+	gone := slices.Grow(a.evictBits[:0], (len(a.groups)+63)/64)[:(len(a.groups)+63)/64]
+	clear(gone)
 	for _, s := range a.evictList {
 		a.releaseSlot(s)
+		gone[s/64] |= 1 << (s % 64)
 	}
-	a.gtab.Retain(func(s int32) bool { return a.groups[s].live() })
+	a.gtab.Retain(func(s int32) bool { return gone[s/64]&(1<<(s%64)) == 0 })
+	a.evictBits = gone
 }
 
 // releaseSlot frees slot s but for its entry in the group index, which the caller removes.
