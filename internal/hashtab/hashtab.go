@@ -132,28 +132,40 @@ func (t *Table[V]) Delete(h uint32, v V) bool {
 	return true
 }
 
-// Retain keeps the values keep accepts and drops the others in one pass over the entries,
-// at the table's size: the kept entries are set aside, the entries cleared and the kept ones
-// placed again. Dropping most of a table this way reads it front to back where Delete, a value
-// at a time, costs a probe (a cache miss in a large table) and a shift for each value: a
-// stream batch whose watermark closes most of its groups frees them all at once.
+// Retain keeps the values keep accepts and drops the others in one walk around the table,
+// in place: each entry is taken out and, if kept, placed again at the first free entry from
+// its home. The walk starts after an entry that is free, which no probe run crosses, so every
+// kept entry's home lies between the start and its own position, all of it already walked:
+// it lands at or before where it was, and what the walk frees later lies after it. Dropping
+// most of a table this way reads it front to back where Delete, a value at a time, costs a
+// probe (a cache miss in a large table) and a shift for each value: a stream batch whose
+// watermark closes most of its groups frees them all at once.
 func (t *Table[V]) Retain(keep func(V) bool) {
-	var kept []entry[V]
-	for _, e := range t.entries {
-		if e.tag != 0 && keep(e.val) {
-			kept = append(kept, e)
-		}
+	size := uint32(len(t.entries))
+	if size == 0 {
+		return
 	}
-	clear(t.entries)
-	t.n = 0
-	mask := uint32(len(t.entries) - 1)
-	for _, e := range kept {
-		i := e.tag & mask
-		for t.entries[i].tag != 0 {
-			i = (i + 1) & mask
+	mask := size - 1
+	start := uint32(0)
+	for t.entries[start].tag != 0 { // a table is never full (Insert grows it at 3/4)
+		start++
+	}
+	for k := uint32(1); k < size; k++ {
+		i := (start + k) & mask
+		e := t.entries[i]
+		if e.tag == 0 {
+			continue
 		}
-		t.entries[i] = e
-		t.n++
+		t.entries[i] = entry[V]{}
+		if !keep(e.val) {
+			t.n--
+			continue
+		}
+		j := e.tag & mask
+		for t.entries[j].tag != 0 {
+			j = (j + 1) & mask
+		}
+		t.entries[j] = e
 	}
 }
 
