@@ -237,6 +237,41 @@ func (a *acc) update(slots, rows []int32, c *Column) error {
 	return nil
 }
 
+// appendBinary appends slot s as AggValue.AppendBinary encodes value(s, false), read straight
+// from the pages: a state delta or snapshot encodes every group it holds, and building an
+// AggValue for each (copying the exact sum, rounding it, then reading its limbs again to encode
+// them) was most of what writing a delta cost. Sketches still go through AggValue.
+func (a *acc) appendBinary(dst []byte, s int32) ([]byte, error) {
+	if a.seen != nil {
+		v := a.value(s, false)
+		return v.AppendBinary(dst)
+	}
+	var flags byte
+	if a.spec.Int {
+		flags |= 1
+	}
+	if a.exact {
+		flags |= 4
+	}
+	dst = append(dst, byte(a.spec.Fn), flags)
+	if !a.wide {
+		dst = binary.AppendVarint(dst, *a.ns.at(s))
+		return append(dst, 0, 0, 0, 0, 0, 0, 0, 0, 0), nil // F 0 (8 bytes), I 0 (a byte)
+	}
+	c := a.cells.at(s)
+	dst = binary.AppendVarint(dst, c.n)
+	switch {
+	case a.exact:
+		return a.xs.at(s).appendSumBinary(dst), nil
+	case a.spec.Int:
+		dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+		return binary.AppendVarint(dst, int64(c.v)), nil
+	default: // a float min or max: the cell holds the double's bits
+		dst = binary.BigEndian.AppendUint64(dst, c.v)
+		return append(dst, 0), nil
+	}
+}
+
 // value is slot s as an AggValue; sketches are shared unless clone is set.
 func (a *acc) value(s int32, clone bool) AggValue {
 	v := AggValue{Fn: a.spec.Fn, Int: a.spec.Int}

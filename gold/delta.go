@@ -69,13 +69,8 @@ func (a *Aggregation) appendDeltaHeader(dst []byte, n int) []byte {
 // encoding them: ok is false for session windows and for an aggregation that keeps a sketch
 // (a sketch's encoded size is known only once it is encoded).
 func (a *Aggregation) DeltaSize() (size int, ok bool) {
-	if !a.SupportsDelta() {
+	if !a.deltaSized() {
 		return 0, false
-	}
-	for _, ac := range a.accs {
-		if ac.seen != nil { // a sketch
-			return 0, false
-		}
 	}
 	n := 0
 	for _, s := range a.touched {
@@ -88,6 +83,20 @@ func (a *Aggregation) DeltaSize() (size int, ok bool) {
 	return len(a.appendDeltaHeader(h[:0], n)) + size + 4, true
 }
 
+// deltaSized says whether DeltaSize knows the delta's size before it is encoded: a time
+// window's, without a sketch.
+func (a *Aggregation) deltaSized() bool {
+	if !a.SupportsDelta() {
+		return false
+	}
+	for _, ac := range a.accs {
+		if ac.seen != nil { // a sketch
+			return false
+		}
+	}
+	return true
+}
+
 // deltaChunk is how much of a streamed delta is encoded before it is written out.
 const deltaChunk = 256 << 10
 
@@ -98,7 +107,9 @@ const deltaChunk = 256 << 10
 // beside the batch's table writes, but not beside the next ProcessBatch. A size that is not
 // what it wrote is an error: the state file announced it.
 func (a *Aggregation) WriteDelta(w io.Writer, size int) error {
-	if _, ok := a.DeltaSize(); !ok {
+	// Not DeltaSize itself: that sizes every group again, a pass as long as the encoding's
+	// reads (the caller already sized it; a wrong size is caught below).
+	if !a.deltaSized() {
 		return fmt.Errorf("gold: this aggregation's delta is not streamed (session windows or sketches)")
 	}
 	n := 0
@@ -209,8 +220,6 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 		return nil
 	}
 	a.collectEvictions(evictUs)
-	for _, s := range a.evictList {
-		a.freeSlot(s)
-	}
+	a.freeEvicted()
 	return nil
 }

@@ -3,6 +3,7 @@ package gold
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -166,5 +167,67 @@ func TestWriteDeltaEqualsAppendDelta(t *testing.T) {
 	sk := mustAgg(t, AggConfig{Window: sliding, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: ApproxCountDistinct, Column: 0}}})
 	if _, ok := sk.DeltaSize(); ok {
 		t.Fatal("a sketch's delta has a size before it is encoded")
+	}
+}
+
+// TestAccAppendBinaryMatchesAggValue: the state's encoder, which reads each group's cells
+// straight from the pages, writes what AggValue.AppendBinary writes for the group's value, for
+// every aggregate function and value kind: empty groups (only nulls), NaN, infinities, -0,
+// subnormals, exact sums wider than a double, integers near the int64 range, sketches.
+func TestAccAppendBinaryMatchesAggValue(t *testing.T) {
+	tumbling, _ := Tumbling(5 * minute)
+	var aggs []AggSpec
+	for _, fn := range []Func{Count, Sum, Avg, Min, Max} {
+		aggs = append(aggs, AggSpec{Fn: fn, Column: 0}, AggSpec{Fn: fn, Column: 1, Int: true})
+	}
+	aggs = append(aggs, AggSpec{Fn: Count, Column: -1}, AggSpec{Fn: ApproxCountDistinct, Column: 0},
+		AggSpec{Fn: ApproxPercentile, Column: 0, Percentiles: []float64{0.5}})
+	op := mustAgg(t, AggConfig{Window: tumbling, Mode: Append, NumKeys: 1, Aggs: aggs})
+	floats := []float64{0, math.Copysign(0, -1), 1.5, -2.25, 1e300, -1e300, 5e-324, math.Inf(1),
+		math.Inf(-1), math.NaN(), 0.1, 1e-310}
+	ints := []int64{0, 1, -1, math.MaxInt64 / 2, math.MinInt64 / 2, 42}
+	rng := rand.New(rand.NewPCG(35, 1))
+	in := &Input{Columns: []Column{{Valid: []bool{}}, {Valid: []bool{}}}}
+	for i := range 4000 {
+		key := rng.IntN(300)
+		in.Keys.Append(pq.AppendKeyString(nil, "k"+strconv.Itoa(key)))
+		in.EventTime = append(in.EventTime, int64(rng.IntN(3))*5*minute+rng.Int64N(5*minute))
+		// Keys 0-19 see only nulls: their sums, averages, minima and maxima are empty.
+		valid := key >= 20 && rng.IntN(10) > 0
+		f := float64(rng.IntN(1000)) / 8
+		if key%7 == 0 || i%97 == 0 {
+			f = floats[rng.IntN(len(floats))]
+		}
+		in.Columns[0].Float64 = append(in.Columns[0].Float64, f)
+		in.Columns[0].Valid = append(in.Columns[0].Valid, valid)
+		in.Columns[1].Int64 = append(in.Columns[1].Int64, ints[rng.IntN(len(ints))]+rng.Int64N(100))
+		in.Columns[1].Valid = append(in.Columns[1].Valid, valid)
+	}
+	if _, err := op.ProcessBatch(in, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for s := range op.groups {
+		if !op.groups[s].live() {
+			continue
+		}
+		for j, ac := range op.accs {
+			v := ac.value(int32(s), false)
+			want, err := v.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ac.appendBinary([]byte("x"), int32(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[1:], want) {
+				t.Fatalf("group %d, aggregate %d (%s, int %v): %x, AggValue encodes %x", s, j, ac.spec.Fn, ac.spec.Int, got[1:], want)
+			}
+			checked++
+		}
+	}
+	if checked < 500*len(aggs) {
+		t.Fatalf("only %d values compared", checked)
 	}
 }

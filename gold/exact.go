@@ -297,7 +297,15 @@ func roundMagnitude(m []uint64, lsb int, sticky, neg bool) float64 {
 	if half && (sticky || q&1 != 0 || anyBelow(m, sh-1)) {
 		q++ // may carry to 2^53 (or from the subnormals to 2^-1022): still exact
 	}
-	return sign * math.Ldexp(float64(q), p)
+	// q·2^p as a double's bits, without math.Ldexp: a normal q in [2^52, 2^53) has the
+	// biased exponent p+1075 and the fraction q-2^52, which is (p+1074)<<52 + q; a subnormal
+	// (p = -1074, q < 2^52) is q itself; and a carry to q = 2^53 (or to 2^52 from the
+	// subnormals) lands in the exponent, up to +Inf's bits when it passes the largest double.
+	b := uint64(p+1074)<<52 + q
+	if neg {
+		b |= 1 << 63
+	}
+	return math.Float64frombits(b)
 }
 
 // bitsAt returns the 64 bits of m from bit pos up.
@@ -353,8 +361,29 @@ func (x *Exact) AppendBinary(dst []byte) []byte {
 	}
 	var buf [exactWideLimbs]uint64
 	l, lsb := x.total(&buf)
+	return appendMagnitude(dst, l, lsb, magnitude(l))
+}
+
+// appendSumBinary appends what AggValue.AppendBinary appends after the count for a float sum
+// or avg whose exact sum is x: the rounded sum's 8 bytes (Float64), the integer part (0) and
+// x's encoding (AppendBinary), from one reading of x's limbs instead of one for each.
+func (x *Exact) appendSumBinary(dst []byte) []byte {
+	if f, ok := x.special(); ok {
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(f))
+		return x.AppendBinary(append(dst, 0))
+	}
+	var buf [exactWideLimbs]uint64
+	l, lsb := x.total(&buf)
+	neg := magnitude(l)
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(roundMagnitude(l, lsb, false, neg)))
+	return appendMagnitude(append(dst, 0), l, lsb, neg)
+}
+
+// appendMagnitude appends the encoding of the finite value ±l·2^lsb (l a magnitude, neg its
+// sign) as AppendBinary writes it.
+func appendMagnitude(dst []byte, l []uint64, lsb int, neg bool) []byte {
 	var f byte
-	if magnitude(l) {
+	if neg {
 		f = exactNeg
 	}
 	low := 0
@@ -375,8 +404,13 @@ func (x *Exact) AppendBinary(dst []byte) []byte {
 	width := top*64 + bits.Len64(l[top]) - z
 	n := (width + 7) / 8
 	dst = binary.AppendUvarint(dst, uint64(n))
-	for k := n - 1; k >= 0; k-- {
-		dst = append(dst, byte(bitsAt(l, z+8*k)))
+	// Byte k of M is bits z+8k.. of l: read them a 64-bit word at a time.
+	for k := n - 1; k >= 0; {
+		j := k / 8
+		w := bitsAt(l, z+64*j)
+		for ; k >= 8*j; k-- {
+			dst = append(dst, byte(w>>(8*(k-8*j))))
+		}
 	}
 	return dst
 }

@@ -150,9 +150,8 @@ func (a *Aggregation) appendGroup(dst []byte, s int32, withEnd bool) ([]byte, er
 // appendValues appends the aggregate values of group s, as snapshots and deltas store them.
 func (a *Aggregation) appendValues(dst []byte, s int32) ([]byte, error) {
 	for _, ac := range a.accs {
-		v := ac.value(s, false)
 		var err error
-		if dst, err = v.AppendBinary(dst); err != nil {
+		if dst, err = ac.appendBinary(dst, s); err != nil {
 			return nil, err
 		}
 	}
