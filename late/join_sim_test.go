@@ -109,6 +109,10 @@ type joinSim struct {
 	// oneSourceLine writes offsets/N with Spark's single-source layout (no silver versions)
 	// instead of one line per side.
 	oneSourceLine bool
+	// writers are the tables the simulated stream writes, kept open from batch to batch as the
+	// stream keeps them: each append refreshes the snapshot from the commits since the last
+	// one (the merges' among them) instead of reading the log from its last checkpoint again.
+	writers map[string]*table.Table
 }
 
 func simJoin(typ string, lower, upper, leftDelay, rightDelay time.Duration) spec.Join {
@@ -168,6 +172,20 @@ func newJoinSimSchemas(t testing.TB, lake objstore.Bucket, j spec.Join, leftSche
 }
 
 func (s *joinSim) open(p string) *table.Table {
+	if tbl, ok := s.writers[p]; ok {
+		return tbl
+	}
+	tbl := table.Open(objstore.WithPrefix(s.lake, p), table.Options{})
+	if s.writers == nil {
+		s.writers = map[string]*table.Table{}
+	}
+	s.writers[p] = tbl
+	return tbl
+}
+
+// read opens table p afresh, for the checks: what they read must not depend on the snapshot
+// the simulated stream's writers kept.
+func (s *joinSim) read(p string) *table.Table {
 	return table.Open(objstore.WithPrefix(s.lake, p), table.Options{})
 }
 
@@ -497,7 +515,7 @@ func (s *joinSim) checkE(what string) {
 		}
 	}
 	got := map[[2]string]int64{}
-	for b, err := range s.open("gold/n_per_ad").Scan(s.ctx, table.ScanOptions{}) {
+	for b, err := range s.read("gold/n_per_ad").Scan(s.ctx, table.ScanOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -562,7 +580,7 @@ func (s *joinSim) joinedRows() []string {
 	s.t.Helper()
 	var out []string
 	nl := len(s.schema[0].Fields)
-	for b, err := range s.open(s.j.Table).Scan(s.ctx, table.ScanOptions{}) {
+	for b, err := range s.read(s.j.Table).Scan(s.ctx, table.ScanOptions{}) {
 		if err != nil {
 			s.t.Fatal(err)
 		}

@@ -10,38 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/medallion-lake/medallion/internal/testshared"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds the real medallion binary once, for tests that need a process: signals, exit
-// codes, stdout and stderr as a scheduler sees them.
+// binary is the real medallion binary, for tests that need a process: signals, exit codes,
+// stdout and stderr as a scheduler sees them. It is built once per test process and linked once
+// per checkout and run (testshared.Binary: the reliability tests of tests/ run the same one).
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "medallion-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "medallion")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build: %v", buildErr)
-	}
-	return binPath
+	return testshared.Binary(t, "./cmd/medallion")
 }
 
 func freeAddr(t *testing.T) string {

@@ -7,7 +7,9 @@
 // that needs it is skipped with a message saying so, or fails when CI=true: CI always has it, so
 // there a missing folder is a broken setup, not a reason to pass.
 //
-// It holds nothing that survives a test run and imports nothing of medallion's.
+// It also builds the medallion binary that the process tests run (Binary), once per checkout
+// and run. It imports nothing of medallion's; what survives a test run is that binary, in a
+// folder under os.TempDir() that is always safe to remove.
 package testshared
 
 import (

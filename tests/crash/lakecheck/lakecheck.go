@@ -4,7 +4,7 @@
 // version of every table, rows as multisets, commit bookkeeping).
 //
 // It is test support only: it never writes to a lake. After a crash of the test itself nothing
-// is left but temporary directories.
+// is left but temporary directories and the binary testshared.Binary keeps for the next run.
 package lakecheck
 
 import (
@@ -19,9 +19,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/medallion-lake/medallion/internal/testshared"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
@@ -31,55 +31,14 @@ import (
 // BinaryEnv names a prebuilt binary to test instead of building one (e.g. a release build).
 const BinaryEnv = "MEDALLION_TEST_BIN"
 
-// Binary builds cmd/medallion once per test process and returns its path, or returns the
-// binary named by BinaryEnv.
+// Binary returns the medallion binary to run: the one named by BinaryEnv, or cmd/medallion
+// built by testshared.Binary (once per test process, linked once per checkout and run).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p
 	}
-	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "medallion-h10-bin")
-		if err != nil {
-			build.err = err
-			return
-		}
-		build.path = filepath.Join(dir, "medallion")
-		// Built in the main module (the tests are a module of their own, replacing medallion with
-		// the checkout beside them), so the binary has exactly the main go.mod's dependencies.
-		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/medallion-lake/medallion").Output()
-		if err != nil {
-			build.err = fmt.Errorf("lakecheck: go list -m: %w", err)
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/medallion")
-		cmd.Dir = strings.TrimSpace(string(root))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("lakecheck: go build in %s: %w\n%s", cmd.Dir, err, out)
-		}
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.path
-}
-
-// Main runs a test package's tests and then removes the binary Binary built: call it from
-// TestMain.
-func Main(m *testing.M) int {
-	code := m.Run()
-	if build.path != "" {
-		_ = os.RemoveAll(filepath.Dir(build.path))
-	}
-	return code
-}
-
-// build is the one binary of a test process; a package-level value because go test runs every
-// test of a package in one process and building per test would cost seconds each.
-var build struct {
-	once sync.Once
-	path string
-	err  error
+	return testshared.Binary(t, "./cmd/medallion")
 }
 
 // Config is the workload every reliability test runs: the DESIGN.md §8 schema plus a device,
