@@ -45,7 +45,7 @@ func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (Refres
 		return rep, err
 	}
 	r := rn.q
-	id, h, err := refreshHead(ctx, r.e.ckpt, j.Name, name)
+	id, h, err := refreshHead(ctx, r.e.ckpt, "join "+j.Name, name)
 	if err != nil {
 		return rep, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -453,6 +454,34 @@ func TestRefreshChangedJoinGoldDefinition(t *testing.T) {
 			} `json:"gold"`
 			Refreshed []any `json:"refreshed"`
 		} `json:"result"`
+	}
+	// A batch of the join begun and not committed (a kill between its offsets and its commit):
+	// the refresh refuses, naming the batch and the join, and goes on once the batch is gone.
+	offsets := filepath.Join(lake, "_checkpoints", "ec", "offsets")
+	batches, err := os.ReadDir(offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastBatch := -1
+	for _, e := range batches {
+		if b, err := strconv.Atoi(e.Name()); err == nil {
+			lastBatch = max(lastBatch, b)
+		}
+	}
+	last, err := os.ReadFile(filepath.Join(offsets, strconv.Itoa(lastBatch)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := filepath.Join(offsets, strconv.Itoa(lastBatch+1))
+	if err := os.WriteFile(begun, last, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runGenCLI(t, "run", "refresh", "--table", "ec_g", "--config", newCfg); err == nil ||
+		!strings.Contains(out+err.Error(), fmt.Sprintf("batch %d of join ec is not committed", lastBatch+1)) {
+		t.Fatalf("refresh over a join's batch not committed: %v\n%s", err, out)
+	}
+	if err := os.Remove(begun); err != nil {
+		t.Fatal(err)
 	}
 	out := run(newCfg, "run", "refresh", "--table", "ec_g")
 	if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &sum); err != nil {
