@@ -484,23 +484,28 @@ def test_invariant_a_on_sparks_tables(run):
                 assert all(r[key] in keys for r in run.spark(f"silver/late_{gold}"))
 
 
+def assert_batch_counts(run, table: str, source: str, size: timedelta, keys) -> None:
+    """Invariant E on a table Spark wrote: its counts per (window end, keys) = source's silver
+    counted over every tumbling window of size that the source's watermark closed."""
+    silver, _, time_col = run.sc.sources[source]
+    wm = datetime.fromtimestamp(run.sc.watermarks[source] / 1000, tz=timezone.utc)
+    want = collections.Counter()
+    for r in run.spark(silver):
+        for end in window_ends(parse_ts(r[time_col]), size, size, timedelta(0)):
+            if end <= wm:
+                want[(end, *[r[k] for k in keys])] += 1
+    got = collections.Counter()
+    for r in run.spark(f"gold/{table}"):
+        got[(parse_ts(r["window"]["end"]), *[r[k] for k in keys])] += r[run.sc.count_col]
+    assert want and got == want, f"{table}: differs from silver's batch count:\n" + \
+        f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
+        f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
+
+
 def test_invariant_e_on_sparks_tables(run):
     """Spark's gold after merge-late = its silver counted over every window the watermark closed."""
     for gold, (source, size, keys) in run.sc.golds.items():
-        silver, _, time_col = run.sc.sources[source]
-        count_col = run.sc.count_col
-        wm = datetime.fromtimestamp(run.sc.watermarks[source] / 1000, tz=timezone.utc)
-        want = collections.Counter()
-        for r in run.spark(silver):
-            for end in window_ends(parse_ts(r[time_col]), size, size, timedelta(0)):
-                if end <= wm:
-                    want[(end, *[r[k] for k in keys])] += 1
-        got = collections.Counter()
-        for r in run.spark(f"gold/{gold}"):
-            got[(parse_ts(r["window"]["end"]), *[r[k] for k in keys])] += r[count_col]
-        assert want and got == want, f"{gold}: gold differs from silver's batch count:\n" + \
-            f"  missing/different: {sorted((k, v) for k, v in want.items() if got.get(k) != v)[:5]}\n" + \
-            f"  unexpected: {sorted((k, v) for k, v in got.items() if want.get(k) != v)[:5]}"
+        assert_batch_counts(run, gold, source, size, keys)
 
 
 def test_one_query_options_need_source(scenarios):
@@ -598,20 +603,8 @@ def test_derived_table_equals_medallions(loop_run):
 def test_invariant_e_on_sparks_derived_table(loop_run):
     """Spark's derived table = its silver counted over every window of the derived size that the
     watermark closed: invariant E one level down."""
-    run = loop_run
-    for name, (upstream, size, keys) in run.sc.derived.items():
-        source = run.sc.golds[upstream][0]
-        silver, _, time_col = run.sc.sources[source]
-        wm = datetime.fromtimestamp(run.sc.watermarks[source] / 1000, tz=timezone.utc)
-        want = collections.Counter()
-        for r in run.spark(silver):
-            for end in window_ends(parse_ts(r[time_col]), size, size, timedelta(0)):
-                if end <= wm:
-                    want[(end, *[r[k] for k in keys])] += 1
-        got = collections.Counter()
-        for r in run.spark(f"gold/{name}"):
-            got[(parse_ts(r["window"]["end"]), *[r[k] for k in keys])] += r[run.sc.count_col]
-        assert want and got == want, f"{name}: {sorted(set(want.items()) ^ set(got.items()))[:5]}"
+    for name, (upstream, size, keys) in loop_run.sc.derived.items():
+        assert_batch_counts(loop_run, name, loop_run.sc.golds[upstream][0], size, keys)
 
 
 def test_spark_replay_equals_medallions_replay(loop_run):
