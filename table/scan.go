@@ -168,9 +168,15 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	}
 	fr.Reuse = buf
 	rowBase := uint64(0)
+	groups := f.Metadata().RowGroups
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if g < len(groups) {
+			if err := tail.fetchChunks(groups[g].Columns, fr.Leaves()); err != nil {
+				return wrap(err)
+			}
 		}
 		data, err := fr.RowGroup(g)
 		if err != nil {

@@ -1,11 +1,16 @@
 package table
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/medallion-lake/medallion/pq"
 )
@@ -126,11 +131,13 @@ func openTail(base io.ReaderAt, path string, size int64, tails *FileTails) (*spa
 
 // spanReaderAt serves reads from byte ranges of the file already loaded (one ranged read
 // each) and sends the others to the object store. Spans are loaded before the reader is
-// shared: concurrent ReadAt calls only look them up.
+// shared (concurrent ReadAt calls only look them up); a row group's column chunks are
+// swapped in between row groups.
 type spanReaderAt struct {
-	base  io.ReaderAt
-	size  int64
-	spans []loadedSpan
+	base   io.ReaderAt
+	size   int64
+	spans  []loadedSpan                 // the file's end, bloom filters
+	chunks atomic.Pointer[[]loadedSpan] // the column chunks of the row group being read
 }
 
 type loadedSpan struct {
@@ -138,11 +145,21 @@ type loadedSpan struct {
 	data []byte
 }
 
-func (r *spanReaderAt) find(off, n int64) []byte {
-	for _, s := range r.spans {
+func findSpan(spans []loadedSpan, off, n int64) []byte {
+	for _, s := range spans {
 		if off >= s.off && off+n <= s.off+int64(len(s.data)) {
 			return s.data[off-s.off : off-s.off+n]
 		}
+	}
+	return nil
+}
+
+func (r *spanReaderAt) find(off, n int64) []byte {
+	if b := findSpan(r.spans, off, n); b != nil {
+		return b
+	}
+	if c := r.chunks.Load(); c != nil {
+		return findSpan(*c, off, n)
 	}
 	return nil
 }
@@ -157,16 +174,86 @@ func (r *spanReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // load reads [off, off+n) in one request unless it is loaded already. The spans slice is
 // copied on append, so that one taken from FileTails is never written to.
 func (r *spanReaderAt) load(off, n int64) error {
-	if off < 0 || n > r.size-off {
-		return fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", pq.ErrBadDataFile, off, n, r.size)
-	}
 	if n <= 0 || r.find(off, n) != nil {
 		return nil
 	}
-	data := make([]byte, n)
-	if _, err := r.base.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+	data, err := r.read(off, n)
+	if err != nil {
 		return err
 	}
 	r.spans = append(r.spans[:len(r.spans):len(r.spans)], loadedSpan{off: off, data: data})
+	return nil
+}
+
+func (r *spanReaderAt) read(off, n int64) ([]byte, error) {
+	if off < 0 || n > r.size-off {
+		return nil, fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", pq.ErrBadDataFile, off, n, r.size)
+	}
+	data := make([]byte, n)
+	if _, err := r.base.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return data, nil
+}
+
+// chunkGap is the most bytes of unread columns between two wanted column chunks that one
+// request reads through rather than ask twice: about what a round trip to S3 costs in
+// transfer time.
+const chunkGap = 1 << 20
+
+// chunkFetchMax bounds the bytes of a row group's wanted chunks fetched ahead (and so held at
+// once); a larger row group is read as parquet-go reads it, a buffer at a time.
+const chunkFetchMax = 32 << 20
+
+// fetchChunks loads the column chunks leaves of one row group (cols, from the footer) in as
+// few requests as chunkGap allows, in place of the previous row group's. parquet-go asks for
+// each chunk on its own (a buffer at a time): on S3 a request per column per row group.
+// Chunks the footer places outside the file are left to the decoder, which reports them.
+func (r *spanReaderAt) fetchChunks(cols []format.ColumnChunk, leaves []int) error {
+	var ranges [][2]int64
+	total := int64(0)
+	for _, l := range leaves {
+		if l < 0 || l >= len(cols) {
+			continue
+		}
+		md := &cols[l].MetaData
+		start := md.DataPageOffset
+		if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+			start = md.DictionaryPageOffset
+		}
+		end := start + md.TotalCompressedSize
+		if start < 0 || md.TotalCompressedSize <= 0 || end > r.size {
+			r.chunks.Store(nil)
+			return nil
+		}
+		ranges = append(ranges, [2]int64{start, end})
+		total += md.TotalCompressedSize
+	}
+	r.chunks.Store(nil)
+	if len(ranges) == 0 || total > chunkFetchMax {
+		return nil
+	}
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	merged := ranges[:1]
+	for _, rg := range ranges[1:] {
+		last := &merged[len(merged)-1]
+		if rg[0]-last[1] <= chunkGap {
+			last[1] = max(last[1], rg[1])
+			continue
+		}
+		merged = append(merged, rg)
+	}
+	var spans []loadedSpan
+	for _, rg := range merged {
+		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
+			continue
+		}
+		data, err := r.read(rg[0], rg[1]-rg[0])
+		if err != nil {
+			return err
+		}
+		spans = append(spans, loadedSpan{off: rg[0], data: data})
+	}
+	r.chunks.Store(&spans)
 	return nil
 }

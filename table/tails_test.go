@@ -199,3 +199,38 @@ func TestOpenTailRejectsBadEnds(t *testing.T) {
 		})
 	}
 }
+
+func TestScanFetchesARowGroupsColumnsInOneRead(t *testing.T) {
+	// Row groups of more than the 64 KiB end read first, so that each needs its own read.
+	for _, rg := range []int{1 << 20, 4000} {
+		t.Run(fmt.Sprint(rg), func(t *testing.T) {
+			tbl, b := bloomTable(t, 12000, rg, nil, false)
+			snap, files := latestFiles(t, tbl)
+			plain, err := tbl.FileScan(snap, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scanRows(t, plain, files)
+			groups := (12000 + rg - 1) / rg
+			for _, cols := range [][]string{nil, {"payload"}, {"id", "score"}} {
+				cb := &countingBucket{Bucket: b}
+				fs, err := Open(cb, Options{}).FileScan(snap, cols, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := scanRows(t, fs, files)
+				// The end, then one read per row group (none for columns within the end):
+				// parquet-go alone asks for every column chunk on its own.
+				if cb.reads > 1+groups || (cols == nil && cb.reads != 1+groups) {
+					t.Errorf("columns %v: %d reads for %d row groups: %v", cols, cb.reads, groups, cb.ranges)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("columns %v: %d rows, want %d", cols, len(got), len(want))
+				}
+				if cols == nil && !reflect.DeepEqual(got, want) {
+					t.Errorf("rows read with chunks fetched ahead differ")
+				}
+			}
+		})
+	}
+}
