@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -642,6 +643,7 @@ type fileReader struct {
 	schema *txlog.StructType
 	plans  []*rnode
 	used   []int
+	leaves []int // every leaf any plan reads, in file order
 	// flat[c] is set when plan c is read by readFlat, whose leaf no other plan reads.
 	flat []bool
 	// reuse, when set, holds the batch the last row group was decoded into, for the next.
@@ -680,6 +682,10 @@ func NewFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, er
 			collectLeaves(p, seen)
 		}
 	}
+	for l := range seen {
+		r.leaves = append(r.leaves, l)
+	}
+	slices.Sort(r.leaves)
 	// A leaf read straight into its column must not also be needed by another plan (two
 	// table fields that match one file column, say by case).
 	uses := map[int]int{}
@@ -708,6 +714,10 @@ func NewFileReader(f *parquet.File, schema *txlog.StructType) (r *fileReader, er
 	}
 	return r, nil
 }
+
+// Leaves returns the file's leaf columns the read takes, in file order: the column chunks of
+// a row group a caller can fetch in one request before RowGroup decodes them.
+func (r *fileReader) Leaves() []int { return r.leaves }
 
 // usedOnce reports whether no other plan reads any of leaves.
 func usedOnce(leaves []int, uses map[int]int) bool {

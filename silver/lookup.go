@@ -30,7 +30,13 @@ type Lookup struct {
 	KeyCols   []int             // the dedup key's columns in Schema
 	EventTime int               // the event-time column in Schema
 	AppID     string            // the txn appId of the stream's silver writes (its query id)
+
+	tails *table.FileTails // the ends of the files the last look-up opened
 }
+
+// lookupTailBudget bounds the file ends a Lookup keeps between batches: the footers and bloom
+// filters of about a hundred silver files of 15k rows.
+const lookupTailBudget = 16 << 20
 
 // Seen returns which of the keys of rows idx (encoded, rows.Keys) silver already holds, reading
 // only files whose event-time range can hold them and leaving out what batch n itself wrote
@@ -68,11 +74,20 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 		return nil, fmt.Errorf("silver: scan: %w", err)
 	}
 	var files []*txlog.Add
+	opened := map[string]bool{}
 	for _, a := range pruner.Files(snap.Files()) {
 		if !skip[a.Path] {
 			files = append(files, a)
+			opened[a.Path] = true
 		}
 	}
+	// The files a batch opens are mostly the ones the last opened (late rows come in bursts
+	// of recent event times): their ends are kept, the others' dropped.
+	if l.tails == nil {
+		l.tails = table.NewFileTails(lookupTailBudget)
+	}
+	l.tails.Keep(func(path string) bool { return opened[path] })
+	fs.Tails = l.tails
 	// Files are read on every core, each worker collecting the keys it found.
 	workers := min(len(files), runtime.GOMAXPROCS(0))
 	found := make([]map[string]bool, workers)

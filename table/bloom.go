@@ -2,10 +2,8 @@ package table
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 
 	"github.com/parquet-go/parquet-go"
@@ -15,11 +13,6 @@ import (
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
 )
-
-// bloomTailBytes is how much of a file's end MayContain reads first: the footer and, for a
-// file of one row group written by us, its bloom filters (written just before the footer)
-// come in the same ranged read.
-const bloomTailBytes = 64 << 10
 
 // MayContain reports, for every row of keys, whether the data file add may hold a row whose
 // values equal that key row's in every column of keys. The columns of keys name top-level
@@ -81,18 +74,11 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batc
 		size = info.Size
 	}
 	store.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
-	ra := &spanReaderAt{base: store, size: size}
-	tail := min(size, bloomTailBytes)
-	if err := ra.load(size-tail, tail); err != nil {
+	ra, err := openTail(store, add.Path, size, s.Tails)
+	if err != nil {
 		return nil, wrap(err)
 	}
-	// parquet-go allocates the footer length it finds before checking it against the file.
-	if size < 12 {
-		return nil, wrap(fmt.Errorf("%w: %d bytes is too short for a Parquet file", pq.ErrBadDataFile, size))
-	}
-	if end := ra.find(size-8, 8); end == nil || int64(binary.LittleEndian.Uint32(end[:4])) > size-12 {
-		return nil, wrap(fmt.Errorf("%w: bad footer length", pq.ErrBadDataFile))
-	}
+	defer func() { s.Tails.put(add.Path, size, ra.spans) }()
 	f, err := pq.OpenParquet(ra, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
@@ -280,51 +266,6 @@ func orCheck(bf parquet.BloomFilter, a, b parquet.Value) (bool, error) {
 	return bf.Check(b)
 }
 
-// spanReaderAt serves reads from byte ranges of the file already loaded (one ranged read
-// each) and sends the others to the object store.
-type spanReaderAt struct {
-	base  io.ReaderAt
-	size  int64
-	spans []loadedSpan
-}
-
-type loadedSpan struct {
-	off  int64
-	data []byte
-}
-
-func (r *spanReaderAt) find(off, n int64) []byte {
-	for _, s := range r.spans {
-		if off >= s.off && off+n <= s.off+int64(len(s.data)) {
-			return s.data[off-s.off : off-s.off+n]
-		}
-	}
-	return nil
-}
-
-func (r *spanReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if b := r.find(off, int64(len(p))); b != nil {
-		return copy(p, b), nil
-	}
-	return r.base.ReadAt(p, off)
-}
-
-// load reads [off, off+n) in one request unless it is loaded already.
-func (r *spanReaderAt) load(off, n int64) error {
-	if off < 0 || n > r.size-off {
-		return fmt.Errorf("%w: range %d+%d is outside the file (%d bytes)", pq.ErrBadDataFile, off, n, r.size)
-	}
-	if n <= 0 || r.find(off, n) != nil {
-		return nil
-	}
-	data := make([]byte, n)
-	if _, err := r.base.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	r.spans = append(r.spans, loadedSpan{off: off, data: data})
-	return nil
-}
-
 // loadFilters loads, in one request, the byte range that spans the bloom filters (header
 // and bits) of the probed columns of one row group, when their writer recorded the lengths.
 // parquet-go writes a row group's filters back to back, so the range holds little else.
@@ -342,7 +283,7 @@ func (r *spanReaderAt) loadFilters(cols []format.ColumnChunk, probes []*bloomPro
 	if lo < 0 {
 		return nil
 	}
-	if hi-lo <= 2*sum+bloomTailBytes {
+	if hi-lo <= 2*sum+tailBytes {
 		return r.loadFilter(lo, hi-lo)
 	}
 	// Far apart (another writer's layout): one read each rather than the pages between.

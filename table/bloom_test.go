@@ -482,18 +482,20 @@ func TestBloomFilterAfterDictionaryFallback(t *testing.T) {
 	}
 }
 
-// countingBucket records the bytes of every ranged read.
+// countingBucket records the bytes of every ranged read, and each read's range.
 type countingBucket struct {
 	objstore.Bucket
 	mu     sync.Mutex
 	reads  int
 	nbytes int64
+	ranges [][2]int64 // offset, length
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	c.mu.Lock()
 	c.reads++
 	c.nbytes += n
+	c.ranges = append(c.ranges, [2]int64{off, n})
 	c.mu.Unlock()
 	return c.Bucket.GetRange(ctx, key, off, n)
 }
@@ -526,7 +528,7 @@ func TestMayContainReadsFooterAndFiltersOnly(t *testing.T) {
 				filters += int64(g.Columns[0].MetaData.BloomFilterLength)
 			}
 			// The tail, plus for each earlier row group its filter (at least 1 KiB).
-			limit := int64(bloomTailBytes) + filters + int64(len(groups))*(1<<10)
+			limit := int64(tailBytes) + filters + int64(len(groups))*(1<<10)
 			t.Logf("file %d bytes, %d row groups, filters %d bytes; read %d bytes in %d requests", len(data), len(groups), filters, cb.nbytes, cb.reads)
 			if cb.nbytes > limit || cb.nbytes*3 > int64(len(data)) {
 				t.Fatalf("read %d bytes of a %d-byte file (footer and filters: <= %d)", cb.nbytes, len(data), limit)

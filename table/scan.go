@@ -24,6 +24,8 @@ type FileScan struct {
 	Filter        *sqlexpr.Predicate // optional; bound to Schema
 	// OpenURL reaches files named by absolute paths outside the table root (nil: none).
 	OpenURL OpenURL
+	// Tails keeps the files' ends between scans that open the same files (nil: none).
+	Tails *FileTails
 }
 
 // projection returns the projected schema and, when a filter reads columns outside it, the
@@ -150,8 +152,13 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		size = info.Size
 	}
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
-	f, err := pq.OpenParquet(ra, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(readBufferSize(size)),
-		parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	tail, err := openTail(ra, add.Path, size, s.Tails)
+	if err != nil {
+		return wrap(err)
+	}
+	s.Tails.put(add.Path, size, tail.spans)
+	f, err := pq.OpenParquet(tail, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(readBufferSize(size)),
+		parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
 	}
@@ -161,9 +168,15 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	}
 	fr.Reuse = buf
 	rowBase := uint64(0)
+	groups := f.Metadata().RowGroups
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if g < len(groups) {
+			if err := tail.fetchChunks(groups[g].Columns, fr.Leaves()); err != nil {
+				return wrap(err)
+			}
 		}
 		data, err := fr.RowGroup(g)
 		if err != nil {
