@@ -178,6 +178,12 @@ func (sh *shredder) rows(cols []*Column, idx []int, lo, hi int) error {
 			}
 			continue
 		}
+		if ok, err := sh.flatStruct(n, col, idx, lo, hi); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		for k := lo; k < hi; k++ {
 			i := k
 			if idx != nil {
@@ -250,10 +256,41 @@ func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			dst[k] = parquet.Value{}
+			dst[k] = nullAt(n)
 		}
 	}
 	return nil
+}
+
+// nullAt is a null value of leaf n: its definition level is that of n's parent, zero for a
+// top-level column and the struct's for a field of a present struct.
+func nullAt(n *wnode) parquet.Value {
+	var v parquet.Value
+	if n.def > 1 {
+		v.SetDefinitionLevel(n.def - 1)
+	}
+	return v
+}
+
+// flatStruct shreds a top-level struct of primitive fields (gold's window) a field at a time
+// through flat, when none of the rows' structs is null: each field's levels then depend on the
+// field alone. It reports false, having done nothing, for other structs and for runs with a
+// null struct, which take the general path a value at a time.
+func (sh *shredder) flatStruct(n *wnode, col *Column, idx []int, lo, hi int) (bool, error) {
+	if n.kind != KindStruct || col.hasNullsIn(idx, lo, hi) {
+		return false, nil
+	}
+	for _, ch := range n.children {
+		if len(ch.children) > 0 || ch.kind == KindStruct {
+			return false, nil
+		}
+	}
+	for k, ch := range n.children {
+		if err := sh.flat(ch, col.Children[k], idx, lo, hi); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // fillValues sets dst[k] to the value of row rows[k] of src, or of row first+k when rows is
@@ -282,7 +319,7 @@ func (sh *shredder) flatDecimal(n *wnode, col *Column, idx []int, lo, hi int) er
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			out = append(out, parquet.Value{})
+			out = append(out, nullAt(n))
 			continue
 		}
 		v := sh.leafValue(n, col, i)
