@@ -69,6 +69,8 @@ func (a *Aggregation) appendAccColumns(cols []*pq.Column, exact *pq.Column, ac *
 	case direct && ac.wide && (ac.spec.Fn == Sum || ac.spec.Fn == Min || ac.spec.Fn == Max):
 		c.Grow(len(slots), 0)
 		if exact != nil {
+			// A sum of amounts encodes in about 10 bytes (the 100k-key stream: 9.8 on average).
+			exact.Grow(len(slots), 10*len(slots))
 			a.appendExactSums(c, exact, ac, slots)
 			return 1, nil
 		}
