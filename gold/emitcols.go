@@ -37,16 +37,14 @@ type permBuffers struct {
 func (a *Aggregation) writeColumns(out *pq.Batch, slots, perm []int32) error {
 	from := out.Len()
 	nk := a.cfg.NumKeys
-	for _, s := range slots {
-		if err := a.appendGroupValues(out, s); err != nil {
-			return err
-		}
-	}
 	late := len(out.Columns) - 1
 	for _, ac := range a.accs {
 		if ac.exact {
 			late--
 		}
+	}
+	if err := a.appendValueColumns(out.Columns, late, slots); err != nil {
+		return err
 	}
 	for i, c := range out.Columns {
 		if (i >= 1 && i <= nk) || i == late {
@@ -74,37 +72,6 @@ func (a *Aggregation) releaseEmitBuffers(n int) {
 	}
 	a.perm, a.rowRank, a.rowBucket, a.sortTmp = nil, nil, nil, nil
 	a.permBuf = permBuffers{}
-}
-
-// appendGroupValues writes group s into every gold column but the keys'.
-func (a *Aggregation) appendGroupValues(out *pq.Batch, s int32) error {
-	cols := out.Columns
-	start := a.groups[s].start
-	end := start + a.cfg.Window.Size
-	if a.ends != nil {
-		end = a.ends[s]
-	}
-	cols[0].AppendStruct()
-	cols[0].Children[0].AppendInt64(start)
-	cols[0].Children[1].AppendInt64(end)
-	ci := 1 + a.cfg.NumKeys
-	for _, ac := range a.accs {
-		v := ac.value(s, false)
-		n, scratch, err := AppendAggregate(cols[ci:], ac.spec, &v, a.scratch)
-		if err != nil {
-			return err
-		}
-		a.scratch, ci = scratch, ci+n
-	}
-	cols[ci].AppendInt64(0) // ColLateRows: the stream's rows absorbed no late row yet
-	for _, ac := range a.accs {
-		if ac.exact {
-			ci++
-			v := AggValue{N: ac.cells.at(s).n, X: *ac.xs.at(s)}
-			a.scratch = AppendExact(cols[ci], &v, a.scratch)
-		}
-	}
-	return nil
 }
 
 // gatherKeys decodes each of the batch's emitted keys once, in rank order, and appends row i's

@@ -20,7 +20,11 @@ func goldSchema(aggs []AggSpec) *txlog.StructType {
 	fields := []txlog.StructField{WindowField(), {Name: "k", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}
 	named := slices.Clone(aggs)
 	for i, sp := range aggs {
-		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), dbl, dbl)...)
+		t := txlog.DataType(dbl)
+		if sp.Int {
+			t = txlog.PrimitiveType{Name: txlog.TypeLong}
+		}
+		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), t, t)...)
 		named[i].Name = "a" + strconv.Itoa(i)
 	}
 	fields = append(fields, LateRowsField())
@@ -55,7 +59,9 @@ func batchValues(b *pq.Batch) [][]any {
 // must hold exactly the rows, in the same order, for every mode and window kind.
 func TestOutMatchesRows(t *testing.T) {
 	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}, {Fn: Min, Column: 0},
-		{Fn: ApproxCountDistinct, Column: 0}, {Fn: ApproxPercentile, Column: 0, Percentiles: []float64{0.5}}}
+		{Fn: ApproxCountDistinct, Column: 0}, {Fn: ApproxPercentile, Column: 0, Percentiles: []float64{0.5}},
+		{Fn: Max, Column: 0}, {Fn: Sum, Column: 1, Int: true}, {Fn: Max, Column: 1, Int: true},
+		{Fn: Sum, Column: 2}, {Fn: Max, Column: 2}}
 	schema := goldSchema(aggs)
 	tumbling, _ := Tumbling(5 * minute)
 	sliding, _ := NewWindowSpec(10*minute, 5*minute, 0)
@@ -76,11 +82,18 @@ func TestOutMatchesRows(t *testing.T) {
 			rng := rand.New(rand.NewPCG(8, 9))
 			emitted := 0
 			for b := range 30 {
-				in := &Input{Columns: []Column{{Float64: nil}}}
+				// The long column is null in a third of the rows; keys k0-k2 have no second
+				// double (their sums of it are null, their exact sums too).
+				in := &Input{Columns: []Column{{Float64: []float64{}}, {Int64: []int64{}}, {Float64: []float64{}}}}
 				for range 200 {
 					in.EventTime = append(in.EventTime, int64(b)*minute+rng.Int64N(3*minute)-rng.Int64N(10*minute))
-					in.Keys.Append(pq.AppendKeyString(nil, "k"+strconv.Itoa(rng.IntN(40))))
+					k := rng.IntN(40)
+					in.Keys.Append(pq.AppendKeyString(nil, "k"+strconv.Itoa(k)))
 					in.Columns[0].Float64 = append(in.Columns[0].Float64, float64(rng.IntN(50)))
+					in.Columns[2].Float64 = append(in.Columns[2].Float64, float64(rng.IntN(50))-0.25)
+					in.Columns[2].Valid = append(in.Columns[2].Valid, k >= 3)
+					in.Columns[1].Int64 = append(in.Columns[1].Int64, rng.Int64N(1000)-500)
+					in.Columns[1].Valid = append(in.Columns[1].Valid, rng.IntN(3) > 0)
 				}
 				late, evict := tr.BatchWatermarks()
 				tr.Observe(0, in.EventTime, nil)
@@ -149,7 +162,11 @@ func TestOutSlotOrderKeysAndReuse(t *testing.T) {
 		{Name: "k2", Type: txlog.PrimitiveType{Name: txlog.TypeLong}}}
 	named := slices.Clone(aggs)
 	for i, sp := range aggs {
-		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), dbl, dbl)...)
+		t := txlog.DataType(dbl)
+		if sp.Int {
+			t = txlog.PrimitiveType{Name: txlog.TypeLong}
+		}
+		fields = append(fields, AggregateFields(sp.Fn, "a"+strconv.Itoa(i), t, t)...)
 		named[i].Name = "a" + strconv.Itoa(i)
 	}
 	fields = append(fields, LateRowsField())

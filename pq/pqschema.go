@@ -59,28 +59,36 @@ var (
 // delta-protocol.md §4 (timestamp INT64 TIMESTAMP(MICROS, UTC), timestamp_ntz not adjusted,
 // decimals as FIXED_LEN_BYTE_ARRAY, standard 3-level lists and maps).
 func ParquetSchema(s *txlog.StructType) (*parquet.Schema, error) {
-	return parquetSchema(s, nil)
+	return parquetSchema(s, nil, nil)
 }
 
 // parquetSchema is ParquetSchema with PLAIN encoding forced on the top-level columns in
-// plain (string columns whose values are mostly distinct: a dictionary would only cost).
-func parquetSchema(s *txlog.StructType, plain map[int]bool) (*parquet.Schema, error) {
-	g, err := groupNode(s, plain)
+// plain (string columns whose values are mostly distinct: a dictionary would only cost) and
+// a dictionary on the integer columns in dict (a top-level integer column, or each integer
+// field of a top-level struct: few distinct values, as gold's windows and counts).
+func parquetSchema(s *txlog.StructType, plain, dict map[int]bool) (*parquet.Schema, error) {
+	g, err := groupNode(s, plain, dict)
 	if err != nil {
 		return nil, err
 	}
 	return parquet.NewSchema("spark_schema", g), nil
 }
 
-func groupNode(s *txlog.StructType, plain map[int]bool) (*orderedGroup, error) {
+func groupNode(s *txlog.StructType, plain, dict map[int]bool) (*orderedGroup, error) {
 	g := &orderedGroup{}
 	for i, f := range s.Fields {
 		n, err := fieldNode(f.Type, f.Nullable)
+		if st, ok := f.Type.(*txlog.StructType); ok && dict[i] && err == nil {
+			n, err = dictStructNode(st, f.Nullable)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("table: column %s: %w", f.Name, err)
 		}
 		if plain[i] {
 			n = plainNode(n, f.Nullable)
+		}
+		if dict[i] {
+			n = dictNode(n, f.Nullable)
 		}
 		if raw, ok := f.Metadata["delta.columnMapping.id"]; ok {
 			if id, err := strconv.Atoi(string(raw)); err == nil {
@@ -139,7 +147,7 @@ func fieldNode(t txlog.DataType, nullable bool) (parquet.Node, error) {
 	case txlog.DecimalType:
 		n = parquet.Decimal(v.Scale, v.Precision, parquet.FixedLenByteArrayType(decimalBytes(v.Precision)))
 	case *txlog.StructType:
-		g, err := groupNode(v, nil)
+		g, err := groupNode(v, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +190,40 @@ func fieldID(f *txlog.StructField) int {
 		return 0
 	}
 	return id
+}
+
+// dictNode re-wraps an integer leaf with RLE_DICTIONARY encoding, keeping its repetition:
+// parquet-go writes integers PLAIN unless told. Other nodes are returned as they are.
+func dictNode(n parquet.Node, nullable bool) parquet.Node {
+	if !n.Leaf() {
+		return n
+	}
+	switch n.Type().Kind() {
+	case parquet.Int32, parquet.Int64:
+	default:
+		return n
+	}
+	leaf := parquet.Encoded(parquet.Leaf(n.Type()), &parquet.RLEDictionary)
+	if nullable {
+		return parquet.Optional(leaf)
+	}
+	return parquet.Required(leaf)
+}
+
+// dictStructNode is the node of a struct whose integer fields are dictionary-encoded.
+func dictStructNode(st *txlog.StructType, nullable bool) (parquet.Node, error) {
+	all := make(map[int]bool, len(st.Fields))
+	for i := range st.Fields {
+		all[i] = true
+	}
+	g, err := groupNode(st, nil, all)
+	if err != nil {
+		return nil, err
+	}
+	if nullable {
+		return parquet.Optional(g), nil
+	}
+	return parquet.Required(g), nil
 }
 
 // plainNode re-wraps a leaf with PLAIN encoding, keeping its repetition.

@@ -2,7 +2,6 @@ package pq
 
 import (
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -178,6 +177,12 @@ func (sh *shredder) rows(cols []*Column, idx []int, lo, hi int) error {
 			}
 			continue
 		}
+		if ok, err := sh.flatStruct(n, col, idx, lo, hi); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		for k := lo; k < hi; k++ {
 			i := k
 			if idx != nil {
@@ -250,10 +255,41 @@ func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			dst[k] = parquet.Value{}
+			dst[k] = nullAt(n)
 		}
 	}
 	return nil
+}
+
+// nullAt is a null value of leaf n: its definition level is that of n's parent, zero for a
+// top-level column and the struct's for a field of a present struct.
+func nullAt(n *wnode) parquet.Value {
+	var v parquet.Value
+	if n.def > 1 {
+		v.SetDefinitionLevel(n.def - 1)
+	}
+	return v
+}
+
+// flatStruct shreds a top-level struct of primitive fields (gold's window) a field at a time
+// through flat, when none of the rows' structs is null: each field's levels then depend on the
+// field alone. It reports false, having done nothing, for other structs and for runs with a
+// null struct, which take the general path a value at a time.
+func (sh *shredder) flatStruct(n *wnode, col *Column, idx []int, lo, hi int) (bool, error) {
+	if n.kind != KindStruct || col.hasNullsIn(idx, lo, hi) {
+		return false, nil
+	}
+	for _, ch := range n.children {
+		if len(ch.children) > 0 || ch.kind == KindStruct {
+			return false, nil
+		}
+	}
+	for k, ch := range n.children {
+		if err := sh.flat(ch, col.Children[k], idx, lo, hi); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // fillValues sets dst[k] to the value of row rows[k] of src, or of row first+k when rows is
@@ -282,7 +318,7 @@ func (sh *shredder) flatDecimal(n *wnode, col *Column, idx []int, lo, hi int) er
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			out = append(out, parquet.Value{})
+			out = append(out, nullAt(n))
 			continue
 		}
 		v := sh.leafValue(n, col, i)
@@ -425,55 +461,14 @@ func NewFileEncoder(schema *txlog.StructType, opts WriteOptions) (*FileEncoder, 
 		stats: newStatsCollector(schema, opts.StatsColumns)}, nil
 }
 
-// dictionarySample is how many rows decide whether a string column gets a dictionary.
-const dictionarySample = 1024
-
 // start opens the Parquet writer once the first rows are known: top-level string columns
 // whose sample is nearly all distinct values (ids) are written PLAIN, the others with a
-// dictionary, falling back to PLAIN when it outgrows 1 MiB.
+// dictionary, falling back to PLAIN when it outgrows 1 MiB; integer columns (and a struct's
+// integer fields) whose sample has few distinct values get a dictionary too.
 func (e *FileEncoder) start(cols []*Column, idx []int) error {
-	plain := map[int]bool{}
-	seen := map[uint64]struct{}{}
-	seed := maphash.MakeSeed()
-	for c, col := range cols {
-		if col.Kind != KindBytes {
-			continue
-		}
-		clear(seen)
-		rows := col.Len
-		if idx != nil {
-			rows = len(idx)
-		}
-		// The sample is spread over the rows, not their head: gold's rows come by window, and
-		// the head of a file that starts with a window of few groups repeats its keys in the
-		// next windows while the file as a whole has a hundred thousand of them.
-		n := min(rows, dictionarySample)
-		step := max(rows/dictionarySample, 1)
-		for k := 0; k < n; k++ {
-			i := k * step
-			if idx != nil {
-				i = idx[i]
-			}
-			if !col.IsNull(i) {
-				seen[maphash.Bytes(seed, col.BytesAt(i))] = struct{}{}
-			}
-		}
-		// Strings: PLAIN for ids, nearly every sampled value distinct. A key column drawn from
-		// 1k values repeats in a 1024-row sample (about 640 distinct) yet has at most 1k entries
-		// for a file's tens of thousands of rows: it gets a dictionary, which readers aggregate
-		// by (Column.Dictionary). From about 4k distinct values on, a sample of 1024 is more than
-		// 7/8 distinct. Binary columns keep the older rule, PLAIN once half the sample is
-		// distinct: gold's exact sums at 100k keys (a group's one or two amounts, in cents)
-		// repeat in a sample, but a file holds tens of thousands of them, and a dictionary of
-		// those cost 9% of a replay's CPU in parquet-go's dictionary inserts.
-		limit := n / 2
-		if p, ok := col.Type.(txlog.PrimitiveType); ok && p.Name == txlog.TypeString {
-			limit = n * 7 / 8
-		}
-		plain[c] = n >= 64 && len(seen) > limit
-	}
+	plain, dict := e.chooseEncodings(cols, idx)
 	e.blooms.forcePlain(plain)
-	ps, err := parquetSchema(e.schema, plain)
+	ps, err := parquetSchema(e.schema, plain, dict)
 	if err != nil {
 		return err
 	}
