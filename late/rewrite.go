@@ -395,7 +395,7 @@ func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Bat
 	}
 	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
 		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st,
-		changes: goldChangeKeys(g.a), rowTags: goldRowTags(g.a)}, nil
+		changes: goldChangeKeys(g.a), rowTags: goldRowTags()}, nil
 }
 
 // goldChangeKeys pairs gold rows by window and group keys: a window merge-late or replay

@@ -20,8 +20,8 @@ import (
 // (window, keys, aggregates) then give every new row the late_rows of the one old row of its
 // window and keys. late_rows of an unchanged window is thus never needed; a window that
 // changed has its old files read, late_rows with them.
-func goldRowTags(a *agg) *table.RowTags {
-	return &table.RowTags{Group: gold.ColWindow, Exclude: []string{a.gold.Fields[a.lateCol].Name}}
+func goldRowTags() *table.RowTags {
+	return &table.RowTags{Group: gold.ColWindow, Exclude: []string{gold.ColLateRows}}
 }
 
 // tagPlan is what a replay learns from gold's tags before it reads any of gold: the windows
@@ -98,7 +98,7 @@ type untrusted struct {
 // (every window of the range may be in an untagged file), replace the range as before.
 func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.Expr) (*tagPlan, error) {
 	a := k.rw.a
-	h, err := table.NewRowHasher(k.rw.snap, a.gold, *goldRowTags(a))
+	h, err := table.NewRowHasher(k.rw.snap, a.gold, *goldRowTags())
 	if err != nil {
 		return nil, err
 	}
