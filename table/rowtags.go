@@ -126,13 +126,24 @@ func (s GroupSums) Add(g int64, hash [2]uint64) {
 	s[g] = [2]uint64{v[0] + hash[0], v[1] + hash[1]}
 }
 
-// fileTag accumulates one data file's tag while it is written.
+// fileTag accumulates one data file's tag while it is written. Rows of one group usually
+// come together (gold is written window by window), so the group at hand is summed apart and
+// added to the map when another begins; once the file has more groups than a tag may hold,
+// rows are only counted.
 type fileTag struct {
-	rows int64
-	sums GroupSums
+	rows     int64
+	sums     GroupSums
+	cur      int64
+	curSum   [2]uint64
+	has      bool // cur holds a group
+	overflow bool
 }
 
 func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
+	t.rows += int64(n)
+	if t.overflow {
+		return
+	}
 	if t.sums == nil {
 		t.sums = GroupSums{}
 	}
@@ -141,16 +152,35 @@ func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 		if idx != nil {
 			i = idx[k]
 		}
-		t.rows++
-		if g, hash, ok := h.Row(cols, i); ok {
-			t.sums.Add(g, hash)
+		g, hash, ok := h.Row(cols, i)
+		if !ok {
+			continue
 		}
+		if !t.has || g != t.cur {
+			t.flush()
+			if len(t.sums) > maxTagGroups {
+				t.overflow = true
+				return
+			}
+			t.cur, t.has = g, true
+		}
+		t.curSum[0] += hash[0]
+		t.curSum[1] += hash[1]
+	}
+}
+
+// flush adds the group at hand to the map.
+func (t *fileTag) flush() {
+	if t.has {
+		t.sums.Add(t.cur, t.curSum)
+		t.has, t.curSum = false, [2]uint64{}
 	}
 }
 
 // value is the tag's text, "" when it holds too many groups to be worth its place in the log.
 func (t *fileTag) value(h *RowHasher) string {
-	if len(t.sums) > maxTagGroups {
+	t.flush()
+	if t.overflow || len(t.sums) > maxTagGroups {
 		return ""
 	}
 	var b strings.Builder
