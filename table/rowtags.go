@@ -1,10 +1,10 @@
 package table
 
 import (
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,26 +126,26 @@ func (s GroupSums) Add(g int64, hash [2]uint64) {
 	s[g] = [2]uint64{v[0] + hash[0], v[1] + hash[1]}
 }
 
-// fileTag accumulates one data file's tag while it is written. Rows of one group usually
-// come together (gold is written window by window), so the group at hand is summed apart and
-// added to the map when another begins; once the file has more groups than a tag may hold,
-// rows are only counted.
+// fileTag accumulates one data file's tag while it is written. A file holds few groups
+// (gold: the windows a batch closed), whose rows come interleaved (gold is written in its
+// groups' slot order): the sums are kept in a short slice searched from the group last hit,
+// not a map; once the file has more groups than a tag may hold, rows are only counted.
 type fileTag struct {
 	rows     int64
-	sums     GroupSums
-	cur      int64
-	curSum   [2]uint64
-	has      bool // cur holds a group
+	groups   []int64
+	sums     [][2]uint64
+	last     int
 	overflow bool
+	index    map[int64]int // groups by value, once there are more than linearGroups
 }
+
+// linearGroups is how many groups fileTag searches one by one before it keeps a map.
+const linearGroups = 16
 
 func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 	t.rows += int64(n)
 	if t.overflow {
 		return
-	}
-	if t.sums == nil {
-		t.sums = GroupSums{}
 	}
 	for k := range n {
 		i := k
@@ -156,38 +156,64 @@ func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 		if !ok {
 			continue
 		}
-		if !t.has || g != t.cur {
-			t.flush()
-			if len(t.sums) > maxTagGroups {
+		j := t.find(g)
+		if j < 0 {
+			if len(t.groups) == maxTagGroups {
 				t.overflow = true
 				return
 			}
-			t.cur, t.has = g, true
+			j = len(t.groups)
+			t.groups, t.sums = append(t.groups, g), append(t.sums, [2]uint64{})
+			if t.index != nil || len(t.groups) > linearGroups {
+				if t.index == nil {
+					t.index = make(map[int64]int, 2*linearGroups)
+					for x, y := range t.groups {
+						t.index[y] = x
+					}
+				}
+				t.index[g] = j
+			}
 		}
-		t.curSum[0] += hash[0]
-		t.curSum[1] += hash[1]
+		t.last = j
+		t.sums[j][0] += hash[0]
+		t.sums[j][1] += hash[1]
 	}
 }
 
-// flush adds the group at hand to the map.
-func (t *fileTag) flush() {
-	if t.has {
-		t.sums.Add(t.cur, t.curSum)
-		t.has, t.curSum = false, [2]uint64{}
+// find returns g's index in t.groups, or -1: the group last hit first, then the others.
+func (t *fileTag) find(g int64) int {
+	if t.last < len(t.groups) && t.groups[t.last] == g {
+		return t.last
 	}
+	if t.index != nil {
+		if j, ok := t.index[g]; ok {
+			return j
+		}
+		return -1
+	}
+	for j, x := range t.groups {
+		if x == g {
+			return j
+		}
+	}
+	return -1
 }
 
 // value is the tag's text, "" when it holds too many groups to be worth its place in the log.
 func (t *fileTag) value(h *RowHasher) string {
-	t.flush()
-	if t.overflow || len(t.sums) > maxTagGroups {
+	if t.overflow {
 		return ""
 	}
+	order := make([]int, len(t.groups))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(t.groups[a], t.groups[b]) })
 	var b strings.Builder
 	b.WriteString(rowTagVersion + " " + h.fp + " " + strconv.FormatInt(t.rows, 10))
-	for _, g := range slices.Sorted(maps.Keys(t.sums)) {
-		s := t.sums[g]
-		fmt.Fprintf(&b, " %d:%016x%016x", g, s[0], s[1])
+	for _, j := range order {
+		s := t.sums[j]
+		fmt.Fprintf(&b, " %d:%016x%016x", t.groups[j], s[0], s[1])
 	}
 	return b.String()
 }
