@@ -173,14 +173,30 @@ func (k *windowAgg) recompute(ctx context.Context, sc *windowScope) (*rewrite, e
 	a, gr, lo, hi := k.rw.a, k.replay, sc.lo, sc.hi
 	rp := replacement{}
 	var err error
-	if canHashAgg(a) {
-		rp.emit = hashWindows(ctx, k.src, a, lo, hi, k.opts.workers(), k.opts.slicePairs(), &gr.InputRows)
-	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, k.src, a, lo, hi); err != nil {
-		return nil, err
-	}
 	s, e := *gr.StartFrom, *gr.StartTo
 	rp.prune = sqlexpr.And(sqlexpr.Ge(gold.ColWindow+".start", s), sqlexpr.Le(gold.ColWindow+".start", e))
 	rp.drop = func(start, _ int64, _ []*pq.Column, _ int) bool { return start >= lo && start <= hi }
+	k.rw.only = nil
+	if canHashAgg(a) {
+		// Gold's tags first: an unchanged range reads no gold and commits nothing; a changed
+		// one reads only the files of its changed windows (and the untagged ones).
+		plan, err := k.planByTags(ctx, lo, hi, rp.prune)
+		if err != nil {
+			return nil, err
+		}
+		if plan != nil && len(plan.changed) == 0 {
+			gr.Unchanged = true
+			gr.Note = "the recomputed windows equal gold's rows of the range by its files' tags: nothing read, nothing committed"
+			return nil, nil
+		}
+		if plan != nil {
+			k.rw.only = func(f *txlog.Add) bool { return plan.keep[f.Path] }
+			rp.drop = func(start, _ int64, _ []*pq.Column, _ int) bool { return plan.changed[start] }
+		}
+		rp.emit = hashWindows(ctx, k.src, a, lo, hi, k.opts.workers(), k.opts.slicePairs(), &gr.InputRows, plan)
+	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, k.src, a, lo, hi); err != nil {
+		return nil, err
+	}
 	rp.desc = fmt.Sprintf("window.start >= '%s' AND window.start <= '%s'", s.Format(time.RFC3339Nano), e.Format(time.RFC3339Nano))
 	return replace(k.rw, rp)
 }

@@ -42,6 +42,13 @@
 // its preserved side), the unpaired being deletes and inserts. Change files are written before
 // the commit like data files, so a killed run leaves none that a reader sees.
 //
+// Row tags (tagplan.go): every gold file the jobs (and the stream) add carries, in its add
+// action, the sums of its rows' hashes by window start (table.RowTagKey). Replay compares the
+// windows it recomputes with them before it reads gold: a range that equals them reads no gold
+// and commits nothing; otherwise only the files of the windows that changed, and the files
+// without a trusted tag, are read and rewritten. A tag is in the add action of its file, so a
+// kill leaves both or neither.
+//
 // Concurrency: both jobs commit at WriteSerializable with copy-on-write of the touched files
 // only. The stream's gold appends are blind appends, which never conflict with them, and they
 // only ever add windows that are still open, which these jobs never touch; merge-late and

@@ -214,30 +214,45 @@ const emitChunk = 1 << 16
 // the slice of its start, so it is whole in one slice: the rows of the slice's last windows
 // are read again by the next slice for the windows that start there. Each source row is
 // counted in *inputRows once, by the slice whose share of the time line holds it.
-func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
+//
+// only, when set, limits the writer to the windows the tags' plan marks changed: the slices
+// without one are not read, and the rows of the others' unchanged windows are not written
+// (gold keeps them); the slices the plan's first pass counted are not counted again.
+func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64, only *tagPlan) emitFunc {
 	return func(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
+		emitTo, flushTo, err := only.filter(a, out, flush)
+		if err != nil {
+			return 0, err
+		}
 		var written int64
 		for k, sl := range cuts {
+			if !only.anyChanged(sl[0], sl[1]) {
+				continue
+			}
 			// The part of the time line whose rows this slice counts.
 			own0, own1 := sl[0], int64(math.MaxInt64)
 			if k+1 < len(cuts) {
 				own1 = cuts[k+1][0]
 			}
-			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, inputRows)
+			rows := inputRows
+			if only != nil && only.counted[sl[0]] {
+				rows = new(int64)
+			}
+			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, rows)
 			if err != nil {
 				return written, err
 			}
-			n, err := h.emit(out, late, flush)
+			n, err := h.emit(emitTo, late, flushTo)
 			written += n
 			if err != nil {
 				return written, err
 			}
-			if err := flush(); err != nil {
+			if err := flushTo(); err != nil {
 				return written, err
 			}
 		}
-		return written, nil
+		return written - only.filtered(), nil
 	}
 }
 

@@ -191,8 +191,10 @@ func TestReplaySlicesAndWorkers(t *testing.T) {
 		if c.pairs > 0 && passes < 3 {
 			t.Errorf("%+v: %d passes over the source: the range was not sliced", c, passes)
 		}
-		if c.pairs < 0 && passes != 1 {
-			t.Errorf("%+v: %d passes over the source, want 1", c, passes)
+		// One slice: read once to hash it against gold's tags (merge-late tagged the files it
+		// wrote) and, since damage changed windows, once more to write them.
+		if c.pairs < 0 && passes != 2 {
+			t.Errorf("%+v: %d passes over the source, want 2", c, passes)
 		}
 		checkInvariantE(t, lake, srep.WatermarkMs)
 		silver := readSilver(t, lake, "silver/events")

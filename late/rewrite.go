@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/sqlexpr"
@@ -86,6 +87,8 @@ type rewrite struct {
 	// changes pairs dropped and written rows into the change feed's updates, for a table
 	// whose feed is on (nil: only equal rows cancel; the rest are deletes and inserts).
 	changes *changeKeys
+	// rowTags, when set, tags the files the rewrite writes (gold: goldRowTags).
+	rowTags *table.RowTags
 }
 
 // prunedFiles binds prune to the table's snapshot and returns it with the files it may
@@ -166,6 +169,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		File:       pass.file,
 		InsertEach: rw.insert(added, cf, unchanged),
 		Changes:    cf.writer(),
+		RowTags:    rw.rowTags,
 		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
 	})
 	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
@@ -373,6 +377,9 @@ type rewriter struct {
 	st writeStats
 	// compare: see rewrite.compare.
 	compare bool
+	// only, when set, narrows the files the prune lets through to those it accepts (a
+	// replay's plan by gold's tags: the files of the windows that changed).
+	only func(*txlog.Add) bool
 }
 
 // rewrite is the change of the gold rows of the files prune lets through (see rewrite).
@@ -383,9 +390,12 @@ func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Bat
 	if err != nil {
 		return nil, err
 	}
+	if g.only != nil {
+		files = slices.DeleteFunc(files, func(f *txlog.Add) bool { return !g.only(f) })
+	}
 	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
 		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st,
-		changes: goldChangeKeys(g.a)}, nil
+		changes: goldChangeKeys(g.a), rowTags: goldRowTags()}, nil
 }
 
 // goldChangeKeys pairs gold rows by window and group keys: a window merge-late or replay

@@ -127,7 +127,7 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 		if ap.update {
 			wr, err = upsert(ctx, a.gold, ap, gb, txn)
 		} else {
-			wr, err = write(ctx, a.gold, []*pq.Batch{gb}, txn, ap.complete)
+			wr, err = writeGold(ctx, a.gold, gb, txn, ap.complete)
 		}
 		if err != nil {
 			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)

@@ -205,3 +205,39 @@ func BenchmarkScanSmallFiles(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*files)/b.Elapsed().Seconds(), "files/s")
 }
+
+// BenchmarkRowTags measures what tagging costs a writer (RowTags: each row encoded and hashed
+// into its file's per-group sums) beside the Parquet encoding it rides on: an Append of 100k
+// event rows to a table in memory, without and with tags (grouped by event time, set to 100
+// runs of 1000 rows, as gold's windows come).
+func BenchmarkRowTags(b *testing.B) {
+	const rows = 100_000
+	batch := pqtest.BenchBatch(b, rows)
+	ts := batch.Column("event_time").Int64
+	for i := range ts {
+		ts[i] = ts[0] + int64(i/1000)*300_000_000
+	}
+	for _, tc := range []struct {
+		name string
+		tags *RowTags
+	}{{"plain", nil}, {"tagged", &RowTags{Group: "event_time", Exclude: []string{"source"}}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			tbl := Open(mem.New(), Options{})
+			if _, err := tbl.Create(ctx, batch.Schema, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := pqtest.CPUClock()
+			for range b.N {
+				if _, err := tbl.Append(ctx, []*pq.Batch{batch}, AppendOptions{RowTags: tc.tags}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportCPU(b, cpu, b.N*rows)
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -31,6 +31,7 @@ type DataWriter struct {
 	dataChange bool
 	now        func() time.Time
 	rules      []boundRule // row rules every written row must satisfy
+	tagger     *RowHasher  // tags every file under RowTagKey when set (SetRowTags)
 	// dir and name prefix every file's key and name ("" and "part": data files; a change
 	// writer's are "_change_data/" and "cdc").
 	dir, name string
@@ -47,6 +48,7 @@ type DataWriter struct {
 
 type openFile struct {
 	enc    *pq.FileEncoder
+	tag    fileTag
 	dir    string
 	values map[string]*string
 	idx    []int
@@ -94,6 +96,9 @@ func (w *DataWriter) SetRowRules(r *RowRules) error {
 	return nil
 }
 
+// SetRowTags makes the writer tag every file it writes with its rows' hashes (RowTagKey).
+func (w *DataWriter) SetRowTags(h *RowHasher) { w.tagger = h }
+
 // Write adds the rows of b, whose schema must match the table's (schema enforcement).
 func (w *DataWriter) Write(ctx context.Context, b *pq.Batch) error {
 	return w.WriteRows(ctx, b, nil)
@@ -132,7 +137,7 @@ func (w *DataWriter) WriteRows(ctx context.Context, b *pq.Batch, rows []int) err
 		if err != nil {
 			return err
 		}
-		return w.writeRows(ctx, "", f, data, rows)
+		return w.writeRows(ctx, "", f, cols, data, rows)
 	}
 	// Group rows by partition from the typed values: no per-row allocation; the values are
 	// serialized once per group.
@@ -177,7 +182,7 @@ func (w *DataWriter) WriteRows(ctx context.Context, b *pq.Batch, rows []int) err
 		if err != nil {
 			return err
 		}
-		if err := w.writeRows(ctx, key, f, data, rows); err != nil {
+		if err := w.writeRows(ctx, key, f, cols, data, rows); err != nil {
 			return err
 		}
 	}
@@ -233,7 +238,9 @@ func appendRawKey(dst []byte, c *pq.Column, r int) []byte {
 }
 
 // writeRows writes rows in slices so that a file rolls over near the target size.
-func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, data []*pq.Column, rows []int) error {
+// cols are the rows' columns in the table schema's order (partition columns included), for
+// the files' tags.
+func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, cols, data []*pq.Column, rows []int) error {
 	n := len(rows)
 	if rows == nil {
 		n = data[0].Len
@@ -253,6 +260,9 @@ func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, dat
 		}
 		if err := f.enc.Write(data, idx); err != nil {
 			return err
+		}
+		if w.tagger != nil {
+			f.tag.add(w.tagger, cols, idx, hi-lo)
 		}
 		if f.enc.Size() >= w.opts.TargetFileSize {
 			if err := w.finish(ctx, key); err != nil {
@@ -304,8 +314,14 @@ func (w *DataWriter) finish(ctx context.Context, key string) error {
 	if values == nil {
 		values = map[string]*string{}
 	}
-	w.adds = append(w.adds, &txlog.Add{Path: path, PartitionValues: values, Size: data.Len(),
-		ModificationTime: w.now().UnixMilli(), DataChange: w.dataChange, Stats: stats})
+	add := &txlog.Add{Path: path, PartitionValues: values, Size: data.Len(),
+		ModificationTime: w.now().UnixMilli(), DataChange: w.dataChange, Stats: stats}
+	if w.tagger != nil {
+		if v := f.tag.value(w.tagger); v != "" {
+			add.Tags = map[string]string{RowTagKey: v}
+		}
+	}
+	w.adds = append(w.adds, add)
 	w.rows += f.enc.Rows
 	w.bytes += data.Len()
 	return nil

@@ -71,6 +71,8 @@ type Rewrite struct {
 	// with the feed on records each row it moves as an update pair there, while its adds and
 	// removes stay dataChange=false for the table's streaming readers.
 	Changes *ChangeWriter
+	// RowTags, when set, tags every file the rewrite writes (see RowTagKey).
+	RowTags *RowTags
 }
 
 // RewriteResult is what a Rewrite did.
@@ -121,6 +123,9 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		return res, err
 	}
 	w.dataChange = !rw.NoDataChange
+	if err := t.setRowTags(w, snap, schema, rw.RowTags); err != nil {
+		return res, err
+	}
 	cf, err := t.rewriteChanges(snap, schema, rw)
 	if err != nil {
 		return res, err

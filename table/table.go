@@ -180,6 +180,8 @@ type AppendOptions struct {
 	// MergeSchema lets Append add the batches' columns that the table lacks (schema
 	// evolution). New columns must be nullable; existing ones keep their types.
 	MergeSchema bool
+	// RowTags, when set, tags every file the append writes (see RowTagKey).
+	RowTags *RowTags
 }
 
 // mergeSchema returns schema plus the top-level columns of the batches it lacks, and whether
@@ -320,6 +322,9 @@ func (t *Table) Append(ctx context.Context, batches []*pq.Batch, opts AppendOpti
 	}
 	w, err := t.newWriter(snap, schema, txlog.WriteAppend)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := t.setRowTags(w, snap, schema, opts.RowTags); err != nil {
 		return Result{}, err
 	}
 	for _, b := range batches {

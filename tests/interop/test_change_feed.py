@@ -321,6 +321,62 @@ def test_invariant_c_from_spark(lake, name, request, spark, spark_feeds):
                            f"extra {sorted((state - want).elements())[:3]}")
 
 
+def _live_tags(path: Path) -> dict[str, dict]:
+    """The tags of the live files, from the JSON commits of the log (the table has no
+    checkpoint of its own yet: medallion writes one every 10 versions, and this has fewer)."""
+    import json
+
+    live: dict[str, dict] = {}
+    for f in sorted((path / "_delta_log").glob("*.json")):
+        for line in f.read_text().splitlines():
+            a = json.loads(line)
+            if "remove" in a:
+                live.pop(a["remove"]["path"], None)
+            if "add" in a:
+                live[a["add"]["path"]] = a["add"].get("tags") or {}
+    return live
+
+
+def _find(obj, name: str):
+    """The objects named name anywhere in a JSON summary."""
+    if isinstance(obj, dict):
+        if obj.get("name") == name:
+            yield obj
+        for v in obj.values():
+            yield from _find(v, name)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _find(v, name)
+
+
+def test_gold_tags_survive_sparks_checkpoint(windows_lake, spark, medallion_bin):
+    """Gold's files carry medallion's row tags (add.tags, a string map). Spark checkpoints the
+    tagged log of gold/tumbling and keeps every tag in add.tags; medallion then reads the log
+    from Spark's checkpoint, and a replay of the range decides from those tags that nothing
+    changed (nothing committed). Runs after the feed tests of the module: a checkpoint changes
+    no row, and the replay commits nothing."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    path = windows_lake / "gold" / "tumbling"
+    ours = _live_tags(path)
+    assert ours and all("medallion.rows" in t for t in ours.values()), f"untagged gold files: {ours}"
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(path)).checkpoint()
+    cps = sorted((path / "_delta_log").glob("*.checkpoint*.parquet"))
+    assert cps, "Spark wrote no checkpoint"
+    adds = [r["add"] for r in pq.read_table(cps[-1], columns=["add"]).to_pylist() if r["add"]]
+    theirs = {a["path"]: dict(a["tags"] or []) for a in adds}
+    assert theirs == ours, "Spark's checkpoint lost or changed add.tags"
+    cfg = windows_lake.parent / "pipeline.yaml"
+    out = json.loads(run_medallion(medallion_bin, "run", "replay", "--config", str(cfg), "--format", "json",
+                                   "--from", "2026-01-10T00:00:00Z", "--to", "2100-01-01T00:00:00Z", timeout=600))
+    for name in ("tumbling", "sliding"):
+        reps = [g for g in _find(out, name) if "inputRows" in g]
+        assert reps and all(g.get("unchanged") and "tags" in g.get("note", "") for g in reps), \
+            f"{name}: replay over Spark's checkpoint: {reps}"
+
+
 def test_deltars_cdf_table_on_minio(deltalake, s3, medallion_bin):
     """The same reading through the object store: delta-rs writes a CDF table on MinIO (an
     append, an update with change files, a delete), and `medallion table changes s3://...`
