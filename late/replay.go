@@ -216,6 +216,7 @@ const emitChunk = 1 << 16
 // counted in *inputRows once, by the slice whose share of the time line holds it.
 func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64) emitFunc {
 	return func(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
+		pool := &aggPool{} // the slices' tables: see aggPool
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
 		var written int64
 		for k, sl := range cuts {
@@ -224,11 +225,15 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 			if k+1 < len(cuts) {
 				own1 = cuts[k+1][0]
 			}
-			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, inputRows)
+			if k+1 == len(cuts) {
+				pool.setLast()
+			}
+			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, inputRows, pool)
 			if err != nil {
 				return written, err
 			}
 			n, err := h.emit(out, late, flush)
+			h.release()
 			written += n
 			if err != nil {
 				return written, err
@@ -243,13 +248,13 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 
 // aggregateSlice aggregates the windows with start in [lo, hi] over the workers' partial
 // tables, merged in worker order; the rows with time in [own0, own1) are added to *rows.
-func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64) (*hashAgg, error) {
+func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64, pool *aggPool) (*hashAgg, error) {
 	parts := make([]*hashAgg, workers)
 	counts := make([]int64, workers)
 	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
 	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
 		if parts[w] == nil {
-			parts[w] = newHashAggSeed(a, seed)
+			parts[w] = newPooledHashAgg(a, seed, pool)
 		}
 		ev := s.ev.Int64
 		for _, r := range sel {
@@ -271,11 +276,12 @@ func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 			h = p
 		default:
 			h.merge(p)
+			p.release()
 		}
 		parts[w] = nil
 	}
 	if h == nil {
-		h = newHashAgg(a)
+		h = newPooledHashAgg(a, seed, pool)
 	}
 	return h, nil
 }
