@@ -836,6 +836,7 @@ type emitter struct {
 	kr      []int32
 	ns      []int64
 	vs      []uint64
+	xs      []gold.Exact
 	starts  []int64
 	scratch []byte
 }
@@ -890,8 +891,16 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 	for _, g := range chunk {
 		e.ns = append(e.ns, st.n[g])
 	}
-	e.vs = e.vs[:0]
-	if st.wide {
+	e.vs, e.xs = e.vs[:0], slices.Grow(e.xs[:0], len(chunk))
+	switch {
+	case st.exact:
+		// Gathered apart from the encoding below, as n and v are: the load of a group's
+		// exact sum inside the loop that encodes it was a miss the loop waited on (at
+		// 100k keys a third of the emission's aggregates).
+		for _, g := range chunk {
+			e.xs = append(e.xs, st.x[g])
+		}
+	case st.wide:
 		for _, g := range chunk {
 			e.vs = append(e.vs, st.v[g])
 		}
@@ -906,7 +915,7 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 		vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
 		switch {
 		case st.exact:
-			vals.X = st.x[chunk[i]]
+			vals.X = e.xs[i]
 			vals.F = vals.X.Float64()
 		case st.wide && st.spec.Int:
 			vals.I = int64(e.vs[i])
