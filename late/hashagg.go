@@ -340,7 +340,6 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 				kid := h.kids[k]
 				h.pkid = append(h.pkid, kid)
 				h.pstart = append(h.pstart, win.Start)
-				h.phv = append(h.phv, h.groupHash(kid, win.Start))
 				h.rows = append(h.rows, r)
 			}
 		}
@@ -348,6 +347,10 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	h.reserveGroups(len(h.gkey) + len(h.pkid))
 	h.gids = h.gids[:0]
 	if !h.denseGroups(wlo, whi) {
+		// Hashed only here: the dense index finds most pairs' groups without a hash.
+		for k, kid := range h.pkid {
+			h.phv = append(h.phv, h.groupHash(kid, h.pstart[k]))
+		}
 		h.touchSink += touch(h.gslots, h.phv)
 		for k, hv := range h.phv {
 			h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
@@ -430,7 +433,7 @@ func (h *hashAgg) keyIDsByDictionary(c *pq.Column, d *pq.Dictionary, sel []int32
 	}
 }
 
-// denseGroups sets h.gids to the groups of the batch's pairs (h.pkid, h.pstart, h.phv)
+// denseGroups sets h.gids to the groups of the batch's pairs (h.pkid, h.pstart)
 // through the dense index, adding the groups it does not hold yet through the hash table
 // (which stays the record of every group: merge, lateRows and emit read it). It reports
 // false, having done nothing, when the index is off: every add of one table must give the
@@ -466,7 +469,7 @@ func (h *hashAgg) denseGroups(wlo, whi int64) bool {
 		i := int64(kid)*nw + (start-wlo)/slide
 		g := h.dense[i] - 1
 		if g < 0 {
-			g = h.groupHashed(kid, start, h.phv[k])
+			g = h.groupHashed(kid, start, h.groupHash(kid, start))
 			h.dense[i] = g + 1
 		}
 		h.gids = append(h.gids, g)
