@@ -27,6 +27,8 @@ import (
 type hashAgg struct {
 	a    *agg
 	seed maphash.Seed
+	// pool serves the large arrays and takes them back on release (nil: made and dropped).
+	pool *aggPool
 
 	// Keys: the encoded group keys (pq.AppendKeyPart of each group_by column) side by
 	// side in arena, key id i at arena[koff[i]:koff[i+1]], with its hash.
@@ -119,40 +121,32 @@ func newHashAgg(a *agg) *hashAgg { return newHashAggSeed(a, maphash.MakeSeed()) 
 
 // newHashAggSeed is newHashAgg hashing keys with seed: partial tables that share theirs
 // merge without hashing the keys again.
-func newHashAggSeed(a *agg, seed maphash.Seed) *hashAgg {
-	h := &hashAgg{a: a, seed: seed, koff: []int{0}}
-	h.kslots = emptySlots(1024)
-	h.gslots = emptySlots(1024)
+func newHashAggSeed(a *agg, seed maphash.Seed) *hashAgg { return newPooledHashAgg(a, seed, nil) }
+
+// newPooledHashAgg is newHashAggSeed taking its arrays from pool (see aggPool): release
+// gives them back.
+func newPooledHashAgg(a *agg, seed maphash.Seed, pool *aggPool) *hashAgg {
+	h := &hashAgg{a: a, seed: seed, pool: pool}
+	h.koff = append(poolTake(pool, (*aggPool).intList, 0), 0)
+	h.arena = poolTake(pool, (*aggPool).byteList, 0)
+	h.khash = poolTake(pool, (*aggPool).uint32s, 0)
+	h.gkey = poolTake(pool, (*aggPool).int32s, 0)
+	h.gstart = poolTake(pool, (*aggPool).int64s, 0)
+	h.kslots = h.newSlots(1024)
+	h.gslots = h.newSlots(1024)
 	for i := range a.specs {
 		sp := &a.specs[i]
-		h.st = append(h.st, aggState{spec: sp, wide: sp.Fn != gold.Count, exact: sp.ExactSum()})
+		st := aggState{spec: sp, wide: sp.Fn != gold.Count, exact: sp.ExactSum()}
+		st.n = poolTake(pool, (*aggPool).int64s, 0)
+		if st.wide {
+			st.v = poolTake(pool, (*aggPool).uint64s, 0)
+		}
+		if st.exact {
+			st.x = poolTake(pool, (*aggPool).exacts, 0)
+		}
+		h.st = append(h.st, st)
 	}
 	return h
-}
-
-func emptySlots(n int) []hslot {
-	s := make([]hslot, n)
-	for i := range s {
-		s[i].id = -1
-	}
-	return s
-}
-
-// rehash moves slots into a table of size entries (a power of two).
-func rehash(slots []hslot, size int) []hslot {
-	out := emptySlots(size)
-	mask := uint32(size - 1)
-	for _, e := range slots {
-		if e.id < 0 {
-			continue
-		}
-		i := e.hash & mask
-		for out[i].id >= 0 {
-			i = (i + 1) & mask
-		}
-		out[i] = e
-	}
-	return out
 }
 
 func (h *hashAgg) key(id int32) []byte { return h.arena[h.koff[id]:h.koff[id+1]] }
@@ -161,7 +155,7 @@ func (h *hashAgg) key(id int32) []byte { return h.arena[h.koff[id]:h.koff[id+1]]
 // when new.
 func (h *hashAgg) internHashed(k []byte, hv uint32) int32 {
 	if (len(h.khash)+1)*4 > len(h.kslots)*3 {
-		h.kslots = rehash(h.kslots, len(h.kslots)*2)
+		h.kslots = h.rehash(h.kslots, len(h.kslots)*2)
 	}
 	mask := uint32(len(h.kslots) - 1)
 	i := hv & mask
@@ -246,7 +240,7 @@ func (h *hashAgg) groupHash(kid int32, start int64) uint32 {
 // when new.
 func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	if (len(h.gkey)+1)*4 > len(h.gslots)*3 {
-		h.gslots = rehash(h.gslots, len(h.gslots)*2)
+		h.gslots = h.rehash(h.gslots, len(h.gslots)*2)
 	}
 	mask := uint32(len(h.gslots) - 1)
 	i := hv & mask
@@ -279,16 +273,17 @@ func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 // least double it: left to append, each array grew by a quarter at a time once large, and
 // the copies of a million groups' arrays were a third of group's time at 100k keys.
 func (h *hashAgg) growGroups(n int) {
-	h.gkey = slices.Grow(h.gkey, n)
-	h.gstart = slices.Grow(h.gstart, n)
+	p := h.pool
+	h.gkey = poolGrow(p, (*aggPool).int32s, h.gkey, n)
+	h.gstart = poolGrow(p, (*aggPool).int64s, h.gstart, n)
 	for k := range h.st {
 		s := &h.st[k]
-		s.n = slices.Grow(s.n, n)
+		s.n = poolGrow(p, (*aggPool).int64s, s.n, n)
 		if s.wide {
-			s.v = slices.Grow(s.v, n)
+			s.v = poolGrow(p, (*aggPool).uint64s, s.v, n)
 		}
 		if s.exact {
-			s.x = slices.Grow(s.x, n)
+			s.x = poolGrow(p, (*aggPool).exacts, s.x, n)
 		}
 	}
 }
@@ -308,17 +303,17 @@ func touch(slots []hslot, hvs []uint32) int32 {
 }
 
 // reserveKeys sizes the key slot table for n keys in all (see reserveGroups).
-func (h *hashAgg) reserveKeys(n int) { h.kslots = reserveSlots(h.kslots, n) }
+func (h *hashAgg) reserveKeys(n int) { h.kslots = h.reserveSlots(h.kslots, n) }
 
 // reserveSlots returns slots, or slots rehashed into a larger power of two, with room for
 // n entries at a load of at most three quarters.
-func reserveSlots(slots []hslot, n int) []hslot {
+func (h *hashAgg) reserveSlots(slots []hslot, n int) []hslot {
 	size := len(slots)
 	for n*4 > size*3 {
 		size *= 2
 	}
 	if size > len(slots) {
-		return rehash(slots, size)
+		return h.rehash(slots, size)
 	}
 	return slots
 }
@@ -345,7 +340,6 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 				kid := h.kids[k]
 				h.pkid = append(h.pkid, kid)
 				h.pstart = append(h.pstart, win.Start)
-				h.phv = append(h.phv, h.groupHash(kid, win.Start))
 				h.rows = append(h.rows, r)
 			}
 		}
@@ -353,6 +347,10 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 	h.reserveGroups(len(h.gkey) + len(h.pkid))
 	h.gids = h.gids[:0]
 	if !h.denseGroups(wlo, whi) {
+		// Hashed only here: the dense index finds most pairs' groups without a hash.
+		for k, kid := range h.pkid {
+			h.phv = append(h.phv, h.groupHash(kid, h.pstart[k]))
+		}
 		h.touchSink += touch(h.gslots, h.phv)
 		for k, hv := range h.phv {
 			h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
@@ -435,7 +433,7 @@ func (h *hashAgg) keyIDsByDictionary(c *pq.Column, d *pq.Dictionary, sel []int32
 	}
 }
 
-// denseGroups sets h.gids to the groups of the batch's pairs (h.pkid, h.pstart, h.phv)
+// denseGroups sets h.gids to the groups of the batch's pairs (h.pkid, h.pstart)
 // through the dense index, adding the groups it does not hold yet through the hash table
 // (which stays the record of every group: merge, lateRows and emit read it). It reports
 // false, having done nothing, when the index is off: every add of one table must give the
@@ -461,14 +459,17 @@ func (h *hashAgg) denseGroups(wlo, whi int64) bool {
 		return false
 	}
 	if need := len(h.khash) * int(nw); need > len(h.dense) {
-		h.dense = slices.Grow(h.dense, need-len(h.dense))[:need]
+		// Doubled up to maxDense (the index turns off past it): grown by what each batch's
+		// new keys need, its copies were most of the bytes a 100k-key slice of a few
+		// windows allocated before the index turned off.
+		h.dense = slices.Grow(h.dense, max(need, min(2*len(h.dense), maxDense))-len(h.dense))[:need]
 	}
 	for k, kid := range h.pkid {
 		start := h.pstart[k]
 		i := int64(kid)*nw + (start-wlo)/slide
 		g := h.dense[i] - 1
 		if g < 0 {
-			g = h.groupHashed(kid, start, h.phv[k])
+			g = h.groupHashed(kid, start, h.groupHash(kid, start))
 			h.dense[i] = g + 1
 		}
 		h.gids = append(h.gids, g)
@@ -605,7 +606,7 @@ func (st *aggState) mergeValue(g int32, o *aggState, og int32) {
 // reserveGroups makes room for n groups in all: the slot table sized once (not doubled and
 // rehashed step by step as the groups arrive) and the per-group arrays grown to hold them.
 func (h *hashAgg) reserveGroups(n int) {
-	h.gslots = reserveSlots(h.gslots, n)
+	h.gslots = h.reserveSlots(h.gslots, n)
 	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
 		// At least double (slices.Grow of a few more would grow a large slice by a quarter).
 		h.growGroups(max(m, len(h.gkey), 1024))
@@ -620,7 +621,8 @@ func (h *hashAgg) merge(o *hashAgg) {
 	h.reserveKeys(len(h.khash) + len(o.khash))
 	// As add does: a step of look-ups at a time, their first slots touched before the probes.
 	const step = 4096
-	kids := make([]int32, len(o.khash))
+	kids := poolMake(h.pool, (*aggPool).int32s, len(o.khash))
+	defer poolPut(h.pool, (*aggPool).int32s, kids)
 	hvs := make([]uint32, 0, step)
 	for k0 := 0; k0 < len(kids); k0 += step {
 		k1 := min(k0+step, len(kids))
@@ -660,25 +662,28 @@ func (h *hashAgg) merge(o *hashAgg) {
 // rank, then stably by window) instead of a comparison sort of every group.
 func (h *hashAgg) order() (ord, byKey, rank []int32) {
 	nk := len(h.khash)
-	byKey = make([]int32, nk)
+	p := h.pool
+	byKey = poolMake(p, (*aggPool).int32s, nk)
 	for i := range byKey {
 		byKey[i] = int32(i)
 	}
 	slices.SortFunc(byKey, func(x, y int32) int { return compareBytes(h.key(x), h.key(y)) })
-	rank = make([]int32, nk)
+	rank = poolMake(p, (*aggPool).int32s, nk)
 	for r, id := range byKey {
 		rank[id] = int32(r)
 	}
 	ng := len(h.gkey)
 	// Pass 1: groups by key rank.
-	cnt := make([]int32, nk+1)
+	cnt := poolMake(p, (*aggPool).int32s, nk+1)
+	clear(cnt)
+	defer poolPut(p, (*aggPool).int32s, cnt)
 	for _, kid := range h.gkey {
 		cnt[rank[kid]+1]++
 	}
 	for i := 1; i <= nk; i++ {
 		cnt[i] += cnt[i-1]
 	}
-	tmp := make([]int32, ng)
+	tmp := poolMake(p, (*aggPool).int32s, ng)
 	for g, kid := range h.gkey {
 		r := rank[kid]
 		tmp[cnt[r]] = int32(g)
@@ -691,19 +696,20 @@ func (h *hashAgg) order() (ord, byKey, rank []int32) {
 	lo := slices.Min(h.gstart)
 	slide := h.a.window.Slide
 	nw := int((slices.Max(h.gstart)-lo)/slide) + 1
-	wc := make([]int32, nw+1)
+	wc := make([]int32, nw+1) // windows: few
 	for _, s := range h.gstart {
 		wc[(s-lo)/slide+1]++
 	}
 	for i := 1; i <= nw; i++ {
 		wc[i] += wc[i-1]
 	}
-	out := make([]int32, ng)
+	out := poolMake(p, (*aggPool).int32s, ng)
 	for _, g := range tmp {
 		w := (h.gstart[g] - lo) / slide
 		out[wc[w]] = g
 		wc[w]++
 	}
+	poolPut(p, (*aggPool).int32s, tmp)
 	return out, byKey, rank
 }
 
@@ -758,6 +764,11 @@ func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error)
 	grow()
 	e.lateOf = h.lateRows(late)
 	ord, byKey, rank := h.order()
+	defer func() {
+		for _, s := range [][]int32{ord, byKey, rank} {
+			poolPut(h.pool, (*aggPool).int32s, s)
+		}
+	}()
 	e.rank = rank
 	// Each key decoded once, not once per window, into compact columns by key rank: within
 	// a window the groups come in rank order, so the gathers walk the columns forward. The
@@ -828,6 +839,7 @@ type emitter struct {
 	kr      []int32
 	ns      []int64
 	vs      []uint64
+	xs      []gold.Exact
 	starts  []int64
 	scratch []byte
 }
@@ -882,8 +894,16 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 	for _, g := range chunk {
 		e.ns = append(e.ns, st.n[g])
 	}
-	e.vs = e.vs[:0]
-	if st.wide {
+	e.vs, e.xs = e.vs[:0], slices.Grow(e.xs[:0], len(chunk))
+	switch {
+	case st.exact:
+		// Gathered apart from the encoding below, as n and v are: the load of a group's
+		// exact sum inside the loop that encodes it was a miss the loop waited on (at
+		// 100k keys a third of the emission's aggregates).
+		for _, g := range chunk {
+			e.xs = append(e.xs, st.x[g])
+		}
+	case st.wide:
 		for _, g := range chunk {
 			e.vs = append(e.vs, st.v[g])
 		}
@@ -898,7 +918,7 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 		vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
 		switch {
 		case st.exact:
-			vals.X = st.x[chunk[i]]
+			vals.X = e.xs[i]
 			vals.F = vals.X.Float64()
 		case st.wide && st.spec.Int:
 			vals.I = int64(e.vs[i])

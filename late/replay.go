@@ -220,6 +220,7 @@ const emitChunk = 1 << 16
 // (gold keeps them); the slices the plan's first pass counted are not counted again.
 func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, slicePairs int64, inputRows *int64, only *tagPlan) emitFunc {
 	return func(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
+		pool := &aggPool{} // the slices' tables: see aggPool
 		cuts := windowSlices(src, a, lo, hi, slicePairs)
 		emitTo, flushTo, err := only.filter(a, out, flush)
 		if err != nil {
@@ -239,11 +240,15 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 			if only != nil && only.counted[sl[0]] {
 				rows = new(int64)
 			}
-			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, rows)
+			if k+1 == len(cuts) {
+				pool.setLast()
+			}
+			h, err := aggregateSlice(ctx, src, a, sl[0], sl[1], workers, own0, own1, rows, pool)
 			if err != nil {
 				return written, err
 			}
 			n, err := h.emit(emitTo, late, flushTo)
+			h.release()
 			written += n
 			if err != nil {
 				return written, err
@@ -258,13 +263,13 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 
 // aggregateSlice aggregates the windows with start in [lo, hi] over the workers' partial
 // tables, merged in worker order; the rows with time in [own0, own1) are added to *rows.
-func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64) (*hashAgg, error) {
+func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64, pool *aggPool) (*hashAgg, error) {
 	parts := make([]*hashAgg, workers)
 	counts := make([]int64, workers)
 	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
 	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
 		if parts[w] == nil {
-			parts[w] = newHashAggSeed(a, seed)
+			parts[w] = newPooledHashAgg(a, seed, pool)
 		}
 		ev := s.ev.Int64
 		for _, r := range sel {
@@ -286,11 +291,12 @@ func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 			h = p
 		default:
 			h.merge(p)
+			p.release()
 		}
 		parts[w] = nil
 	}
 	if h == nil {
-		h = newHashAgg(a)
+		h = newPooledHashAgg(a, seed, pool)
 	}
 	return h, nil
 }

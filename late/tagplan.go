@@ -196,6 +196,7 @@ func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPla
 		return nil
 	}
 	cuts := windowSlices(src, a, p.lo, p.hi, k.opts.slicePairs())
+	pool := &aggPool{} // the slices' tables: see aggPool
 	for n, sl := range cuts {
 		all := true
 		for w := sl[0]; w <= sl[1]; w += p.slide {
@@ -208,15 +209,19 @@ func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPla
 		if n+1 < len(cuts) {
 			own1 = cuts[n+1][0]
 		}
-		agg, err := aggregateSlice(ctx, src, a, sl[0], sl[1], k.opts.workers(), own0, own1, &k.replay.InputRows)
+		if n+1 == len(cuts) {
+			pool.setLast()
+		}
+		agg, err := aggregateSlice(ctx, src, a, sl[0], sl[1], k.opts.workers(), own0, own1, &k.replay.InputRows, pool)
 		if err != nil {
 			return nil, err
 		}
 		p.counted[sl[0]] = true
-		if _, err := agg.emit(out, nil, flush); err != nil {
-			return nil, err
+		if _, err = agg.emit(out, nil, flush); err == nil {
+			err = flush()
 		}
-		if err := flush(); err != nil {
+		agg.release()
+		if err != nil {
 			return nil, err
 		}
 	}
