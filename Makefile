@@ -92,7 +92,8 @@ go-test:
 # standard library and the dependencies once (about 120 CPU s), then the build cache has them.
 # -vet=off: `make check` runs go vet with every analyzer go test would run, over the same
 # packages and their test files, in the same `make test`; go test running a second vet of each
-# changed package is work done twice (about 25 CPU s when every package changed).
+# changed package is work done twice (about 25 CPU s when every package changed). Only the
+# three `//go:build race` files, one constant each, are vetted by go test alone.
 RACE_TEST_FLAGS = -race -vet=off -gcflags=all=-d=checkptr=0 -gcflags=github.com/medallion-lake/medallion/...=-d=checkptr=1
 
 # The two halves of go-test; run alone, they need the servers go-test starts. The timeout only
