@@ -83,17 +83,30 @@ go-test:
 	scripts/minio.sh run -- scripts/kafka.sh run -- sh -c '\
 	  MAKEFLAGS= $(MAKE) --no-print-directory -k -j2 -O go-test-main go-test-tests'
 
+# How go-test builds the test binaries (docs/testing.md, "The Go tests' CPU"):
+# -race, which also turns on the compiler's checkptr instrumentation (unsafe.Pointer rules)
+# in every package but the runtime. Our packages keep it (the hash tables and row encodings use
+# unsafe); the standard library and the dependencies are compiled without it: a check of their
+# own code, not ours, that costs about a tenth of a reflect- or Parquet-heavy test's CPU. (With
+# several -gcflags, the last pattern a package matches wins.) Changing these flags recompiles the
+# standard library and the dependencies once (about 120 CPU s), then the build cache has them.
+# -vet=off: `make check` runs go vet with every analyzer go test would run, over the same
+# packages and their test files, in the same `make test`; go test running a second vet of each
+# changed package is work done twice (about 25 CPU s when every package changed). Only the
+# three `//go:build race` files, one constant each, are vetted by go test alone.
+RACE_TEST_FLAGS = -race -vet=off -gcflags=all=-d=checkptr=0 -gcflags=github.com/medallion-lake/medallion/...=-d=checkptr=1
+
 # The two halves of go-test; run alone, they need the servers go-test starts. The timeout only
 # catches a hang: on a machine loaded by other work (load 30 on 2 cores) the late package alone
 # ran past 30 minutes, so a tighter one fails a healthy run there.
 go-test-main:
 	rc=0; \
-	$(GO) test -race -count=1 -timeout 40m $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS) || rc=1; \
+	$(GO) test $(RACE_TEST_FLAGS) -count=1 -timeout 40m $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS)) $(PKGS) || rc=1; \
 	$(GO) test -count=1 -run "$(ALLOC_TESTS)" ./gold/ || rc=1; \
 	exit $$rc
 
 go-test-tests:
-	if [ -n "$(TEST_PKGS)" ]; then cd tests && $(GO) test -race -count=1 -timeout 40m $(TEST_PKGS); fi
+	if [ -n "$(TEST_PKGS)" ]; then cd tests && $(GO) test $(RACE_TEST_FLAGS) -count=1 -timeout 40m $(TEST_PKGS); fi
 
 # The interop suite: delta-rs and Spark (pinned, installed into a cached virtualenv by the script)
 # read our tables, we read theirs. It starts its own MinIO.
