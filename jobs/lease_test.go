@@ -235,9 +235,13 @@ func TestLeaseOldGenerationsCleanedUp(t *testing.T) {
 	if n := count(); n > keepGenerations+2 {
 		t.Fatalf("%d generations left after 60 runs, want at most %d", n, keepGenerations+2)
 	}
-	// One long run: renewals every 200 ms. A shorter TTL is lost for real on a loaded machine,
-	// where the renewing goroutine may not run for a few hundred milliseconds.
-	l, err := NewLeases(lake, "a", 600*time.Millisecond, nil).Acquire(ctx, "ingest")
+	// One long run: renewals every 200 ms (a third of the TTL, on real timers). The lease's
+	// clock runs at a tenth of real time, so it expires only when the renewing goroutine has
+	// not run for 5 s: a loaded machine (CI at load 40 and more) delays it by hundreds of
+	// milliseconds, which lost the lease on the real clock.
+	start := time.Now()
+	slow := func() time.Time { return start.Add(time.Since(start) / 10) }
+	l, err := NewLeases(lake, "a", 600*time.Millisecond, slow).Acquire(ctx, "ingest")
 	if err != nil {
 		t.Fatal(err)
 	}
