@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from interop_spark_cluster import JVM_FLAGS
+
 # PySpark turns timestamps into naive datetimes in the process time zone; pin it to UTC before
 # any engine is imported so every reader sees the same instants.
 os.environ["TZ"] = "UTC"
@@ -168,9 +170,9 @@ def spark(tmp_path_factory):
         # goes on without the delay).
         .config("spark.sql.streaming.pollingDelay", "250ms")
         # C1 only: on 2 shared cores the C2 compiler threads cost more than they save in a short
-        # run (3 Spark scenarios: 253 s with C2, 70 s without, measured on this machine).
-        .config("spark.driver.extraJavaOptions",
-                "-Duser.timezone=UTC -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        # run (3 Spark scenarios: 253 s with C2, 70 s without, measured on this machine); the
+        # serial collector, and a code cache C1 does not fill (interop_spark_cluster.JVM_FLAGS).
+        .config("spark.driver.extraJavaOptions", JVM_FLAGS)
     )
     if class_path:
         builder = builder.config("spark.driver.extraClassPath", class_path)
