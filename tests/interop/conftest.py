@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from interop_spark_cluster import JVM_FLAGS
+
 # PySpark turns timestamps into naive datetimes in the process time zone; pin it to UTC before
 # any engine is imported so every reader sees the same instants.
 os.environ["TZ"] = "UTC"
@@ -168,9 +170,9 @@ def spark(tmp_path_factory):
         # goes on without the delay).
         .config("spark.sql.streaming.pollingDelay", "250ms")
         # C1 only: on 2 shared cores the C2 compiler threads cost more than they save in a short
-        # run (3 Spark scenarios: 253 s with C2, 70 s without, measured on this machine).
-        .config("spark.driver.extraJavaOptions",
-                "-Duser.timezone=UTC -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        # run (3 Spark scenarios: 253 s with C2, 70 s without, measured on this machine); the
+        # serial collector, and a code cache C1 does not fill (interop_spark_cluster.JVM_FLAGS).
+        .config("spark.driver.extraJavaOptions", JVM_FLAGS)
     )
     if class_path:
         builder = builder.config("spark.driver.extraClassPath", class_path)
@@ -317,35 +319,49 @@ def demo_lake(tmp_path_factory, medallion_bin) -> Path:
 
 
 @pytest.fixture(scope="session")
-def mkdelta_bin(tmp_path_factory) -> Path:
-    """tests/interop/cmd/mkdelta, medallion's writer as a test program (see interop_mkdelta)."""
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "mkdelta"
-    # tests/ is a Go module of its own (it replaces medallion with this checkout): build there.
-    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/mkdelta"],
-                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./interop/cmd/mkdelta (in tests/) failed:\n{proc.stderr}"
-    return out
+def go_programs(tmp_path_factory):
+    """go_programs(name) -> the test program tests/interop/cmd/<name>, built once per session
+    (in tests/, a Go module of its own that replaces medallion with this checkout). With
+    MEDALLION_INTEROP_BIN_DIR set (`make interop` builds every program there in one `go build`
+    before the workers start, instead of one build per program and worker) the program is
+    taken from there."""
+    prebuilt = os.environ.get("MEDALLION_INTEROP_BIN_DIR")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if prebuilt:
+            path = Path(prebuilt) / name
+            assert os.access(path, os.X_OK), f"MEDALLION_INTEROP_BIN_DIR={prebuilt} has no program {name}"
+            return path
+        if name not in built:
+            if shutil.which("go") is None:
+                unavailable("go", "not on PATH")
+            out = tmp_path_factory.mktemp("bin") / name
+            proc = subprocess.run(["go", "build", "-o", str(out), f"./interop/cmd/{name}"],
+                                  cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, f"go build ./interop/cmd/{name} (in tests/) failed:\n{proc.stderr}"
+            built[name] = out
+        return built[name]
+
+    return get
 
 
 @pytest.fixture(scope="session")
-def pqread_bin(tmp_path_factory) -> Path:
+def mkdelta_bin(go_programs) -> Path:
+    """tests/interop/cmd/mkdelta, medallion's writer as a test program (see interop_mkdelta)."""
+    return go_programs("mkdelta")
+
+
+@pytest.fixture(scope="session")
+def pqread_bin(go_programs) -> Path:
     """tests/interop/cmd/pqread, every read path of medallion's table package over one Parquet
-    file (see interop_readerdiff), built once per session; $MEDALLION_PQREAD_BIN uses a binary
-    built beforehand instead (e.g. from an older checkout, to see the test fail there)."""
+    file (see interop_readerdiff); $MEDALLION_PQREAD_BIN uses a binary built beforehand instead
+    (e.g. from an older checkout, to see the test fail there)."""
     prebuilt = os.environ.get("MEDALLION_PQREAD_BIN")
     if prebuilt:
         assert os.access(prebuilt, os.X_OK), f"MEDALLION_PQREAD_BIN={prebuilt} is not an executable"
         return Path(prebuilt)
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "pqread"
-    # tests/ is a Go module of its own (it replaces medallion with this checkout): build there.
-    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/pqread"],
-                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./interop/cmd/pqread (in tests/) failed:\n{proc.stderr}"
-    return out
+    return go_programs("pqread")
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,16 @@ import subprocess
 import time
 from pathlib import Path
 
-# C1 only and the serial collector: on 2 shared cores the JIT's C2 threads and a parallel
-# collector cost more than they save in a short run (the same flags as the session's Spark).
-JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Duser.timezone=UTC"
+# Every Spark JVM of the suite (the session's driver, conftest.py; the cluster's daemons, driver
+# and executors): C1 only and the serial collector, as on 2 shared cores the JIT's C2 threads and a
+# parallel collector cost more than they save in a short run. C1 alone makes the JVM size its code
+# cache as without tiered compilation, 48 MB, which a Spark driver fills (44 of 48 MB used midway
+# through a worker's run): under 10% free the code cache sweeper flushes compiled methods
+# aggressively, walks the cache on every change and the methods it flushed are compiled again
+# (the sweeper thread alone had 12 CPU s of a worker's JVM at 227 s). 240 MB is tiered
+# compilation's default: reserved address space, filled only as far as code is compiled.
+JVM_FLAGS = ("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
+             "-Duser.timezone=UTC")
 
 # Runs several exported jobs in one Spark application: argv is JOB.py [args] [-- JOB.py [args]]...
 # It writes what the application ran on (master URL, executors) and each job's result to
@@ -125,10 +132,11 @@ class Cluster:
                 p.kill()
                 p.wait()
 
-    def submit(self, jobs: list[list[str]], jars: str, timeout: float = 1200) -> dict:
+    def submit(self, jobs: list[list[str]], jars: str, timeout: float = 3600) -> dict:
         """Runs the jobs ([job.py, args...] each) in one application on the cluster; returns
         what it ran on ({"master", "executors", "applicationId"}) and what each job's run()
-        returned, in order ("results")."""
+        returned, in order ("results"). The timeout only catches a hang: at load average 45 to
+        50 test_export_sources' application ran past 20 minutes (twice, side by side)."""
         runner = self.work / "run_jobs.py"
         runner.write_text(RUNNER)
         report = self.work / f"report-{time.monotonic_ns()}.json"

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, unavailable
 
 NOW = "2024-03-02T06:00:00Z"
 NOW_SQL = "TIMESTAMP '2024-03-02 06:00:00'"
@@ -105,14 +103,8 @@ EXPRS = [
 
 
 @pytest.fixture(scope="session")
-def sqleval_bin(tmp_path_factory) -> Path:
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "sqleval"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/sqleval"],
-                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./interop/cmd/sqleval (in tests/) failed:\n{proc.stderr}"
-    return out
+def sqleval_bin(go_programs) -> Path:
+    return go_programs("sqleval")
 
 
 def medallion_answers(sqleval_bin: Path) -> dict[str, list]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -42,7 +41,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, unavailable
 
 TYPES = ["inner", "left_outer", "right_outer", "full_outer", "left_semi"]
 
@@ -127,14 +125,8 @@ def step_files(step: dict) -> list[dict]:
 
 
 @pytest.fixture(scope="session")
-def joindiff_bin(tmp_path_factory) -> Path:
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "joindiff"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/joindiff"],
-                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./interop/cmd/joindiff (in tests/) failed:\n{proc.stderr}"
-    return out
+def joindiff_bin(go_programs) -> Path:
+    return go_programs("joindiff")
 
 
 def medallion_batches(joindiff_bin: Path, wl: dict) -> dict[str, list[dict]]:

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, unavailable
 
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 PATTERNS = [
@@ -122,14 +120,8 @@ def epoch_values(unit: str, rng: random.Random) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def tsparse_bin(tmp_path_factory) -> Path:
-    if shutil.which("go") is None:
-        unavailable("go", "not on PATH")
-    out = tmp_path_factory.mktemp("bin") / "tsparse"
-    proc = subprocess.run(["go", "build", "-o", str(out), "./interop/cmd/tsparse"],
-                          cwd=REPO_ROOT / "tests", capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"go build ./interop/cmd/tsparse (in tests/) failed:\n{proc.stderr}"
-    return out
+def tsparse_bin(go_programs) -> Path:
+    return go_programs("tsparse")
 
 
 def medallion(tsparse_bin: Path, cases: list[dict]) -> list[dict]:

@@ -10,6 +10,7 @@ both committing with conditional put; no commit may be lost."""
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from pathlib import Path
 
 import pytest
@@ -129,14 +130,42 @@ def test_medallion_and_deltars_append_concurrently_on_minio(mkdelta_bin, deltala
     # a retry at the next version, which is what the test is about, so let it retry on.
     retry_on = deltalake.CommitProperties(max_commit_retries=10_000)
 
+    # At load average 30 delta-rs' first commit once came after all 30 of mkdelta's (its thread
+    # and first write start slower than a process committing a row at a time): no race was run.
+    # So each writer commits its first rows as they come, then waits until the other one has
+    # committed above its own first commit before it commits the rest. Whoever committed first
+    # goes on at once (the other's first lies above its own), so neither waits for ever, and the
+    # rest lands above the other's first commit: the commits interleave, and the writers still
+    # race for every version of both phases.
+    jobs: list[concurrent.futures.Future] = []
+
+    def crossed(by_mkdelta: bool) -> bool:
+        ops = [(h["version"], "mkdelta" in str(h.get("engineInfo", "")))
+               for h in deltalake.DeltaTable(url, storage_options=s3["options"]).history()
+               if h["operation"] == "WRITE"]
+        first = min((v for v, mine in ops if mine == by_mkdelta), default=None)
+        return first is not None and any(v > first for v, mine in ops if mine != by_mkdelta)
+
+    def wait_crossed(by_mkdelta: bool) -> None:
+        # No deadline but the writers': one that failed ends the wait (its error is raised below).
+        while not crossed(by_mkdelta) and not any(j.done() and j.exception() for j in jobs):
+            time.sleep(0.05)
+
     def deltars_writer():
-        for r in theirs:
+        for i, r in enumerate(theirs):
+            if i == 3:
+                wait_crossed(False)
             deltalake.write_deltalake(url, pa.Table.from_pylist([r], schema=schema),
                                       mode="append", storage_options=s3["options"],
                                       commit_properties=retry_on)
 
+    def mkdelta_writer(rows):
+        mk.append(url, rows[:3], EVENTS, True)
+        wait_crossed(True)
+        mk.append(url, rows[3:], EVENTS, True)
+
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        jobs = [pool.submit(mk.append, url, ours[k::2], EVENTS, True) for k in range(2)]
+        jobs.extend(pool.submit(mkdelta_writer, ours[k::2]) for k in range(2))
         jobs.append(pool.submit(deltars_writer))
         for j in jobs:
             j.result()
