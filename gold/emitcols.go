@@ -141,7 +141,9 @@ func gather(dst, src *pq.Column, rows []int32) {
 
 // permute reorders column c's rows from on: new row from+i is old row from+perm[i].
 func (p *permBuffers) permute(c *pq.Column, from int, perm []int32) error {
-	if len(c.Nulls) > 0 {
+	// A list is rebuilt row by row below, reading each old row's null flag: its flags must
+	// not be permuted first (a null quantile list became another row's, and an empty list).
+	if len(c.Nulls) > 0 && c.Kind != pq.KindList && c.Kind != pq.KindMap {
 		p.bools = permuteSlice(c.Nulls[from:], perm, p.bools)
 	}
 	switch c.Kind {

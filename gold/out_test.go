@@ -61,7 +61,8 @@ func TestOutMatchesRows(t *testing.T) {
 	aggs := []AggSpec{{Fn: Count, Column: -1}, {Fn: Sum, Column: 0}, {Fn: Avg, Column: 0}, {Fn: Min, Column: 0},
 		{Fn: ApproxCountDistinct, Column: 0}, {Fn: ApproxPercentile, Column: 0, Percentiles: []float64{0.5}},
 		{Fn: Max, Column: 0}, {Fn: Sum, Column: 1, Int: true}, {Fn: Max, Column: 1, Int: true},
-		{Fn: Sum, Column: 2}, {Fn: Max, Column: 2}}
+		{Fn: Sum, Column: 2}, {Fn: Max, Column: 2},
+		{Fn: ApproxPercentile, Column: 2, Percentiles: []float64{0.5, 0.9}}}
 	schema := goldSchema(aggs)
 	tumbling, _ := Tumbling(5 * minute)
 	sliding, _ := NewWindowSpec(10*minute, 5*minute, 0)
@@ -83,7 +84,8 @@ func TestOutMatchesRows(t *testing.T) {
 			emitted := 0
 			for b := range 30 {
 				// The long column is null in a third of the rows; keys k0-k2 have no second
-				// double (their sums of it are null, their exact sums too).
+				// double (their sums of it are null, their exact sums too, and their quantiles
+				// a null list, as Spark's percentile_approx of no values).
 				in := &Input{Columns: []Column{{Float64: []float64{}}, {Int64: []int64{}}, {Float64: []float64{}}}}
 				for range 200 {
 					in.EventTime = append(in.EventTime, int64(b)*minute+rng.Int64N(3*minute)-rng.Int64N(10*minute))
