@@ -329,6 +329,10 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 		}
 		for _, a := range out {
 			a.Tags = map[string]string{OptimizeTargetSizeTag: tag, PackedSizeTag: strconv.FormatInt(packed, 10)}
+			// A bin is one output file: its rows are the bin's, so their row tags add up.
+			if rt := mergedRowTag(bin, a); rt != "" && len(out) == 1 {
+				a.Tags[RowTagKey] = rt
+			}
 			res.BytesAdded += a.Size
 		}
 		adds = append(adds, out...)

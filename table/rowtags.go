@@ -1,10 +1,10 @@
 package table
 
 import (
-	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,16 +204,21 @@ func (t *fileTag) value(h *RowHasher) string {
 	if t.overflow {
 		return ""
 	}
-	order := make([]int, len(t.groups))
-	for j := range order {
-		order[j] = j
+	sums := make(GroupSums, len(t.groups))
+	for j, g := range t.groups {
+		sums[g] = t.sums[j]
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(t.groups[a], t.groups[b]) })
+	return formatRowTag(h.fp, t.rows, sums)
+}
+
+// formatRowTag writes a tag's text: its groups in ascending order.
+func formatRowTag(fp string, rows int64, sums GroupSums) string {
+	groups := slices.Sorted(maps.Keys(sums))
 	var b strings.Builder
-	b.WriteString(rowTagVersion + " " + h.fp + " " + strconv.FormatInt(t.rows, 10))
-	for _, j := range order {
-		s := t.sums[j]
-		fmt.Fprintf(&b, " %d:%016x%016x", t.groups[j], s[0], s[1])
+	b.WriteString(rowTagVersion + " " + fp + " " + strconv.FormatInt(rows, 10))
+	for _, g := range groups {
+		s := sums[g]
+		fmt.Fprintf(&b, " %d:%016x%016x", g, s[0], s[1])
 	}
 	return b.String()
 }
@@ -224,36 +229,79 @@ func (t *fileTag) value(h *RowHasher) string {
 // Anything else (no tag: the file of another writer or an older build; a rewrite by another
 // tool, which writes a new path without our tag) is not trusted, and the file must be read.
 func (h *RowHasher) Trusted(a *txlog.Add) (GroupSums, bool) {
-	v, ok := a.Tags[RowTagKey]
-	if !ok || a.DeletionVector != nil || a.Stats == "" {
+	fp, _, sums, ok := parseRowTag(a)
+	if !ok || fp != h.fp {
 		return nil, false
+	}
+	return sums, true
+}
+
+// parseRowTag reads a's tag: its fingerprint, row count and sums, ok only when the tag is of
+// a known format and still describes the file (its row count is the file's numRecords, and no
+// deletion vector hides rows).
+func parseRowTag(a *txlog.Add) (fp string, rows int64, sums GroupSums, ok bool) {
+	v, found := a.Tags[RowTagKey]
+	if !found || a.DeletionVector != nil {
+		return "", 0, nil, false
 	}
 	parts := strings.Fields(v)
-	if len(parts) < 3 || parts[0] != rowTagVersion || parts[1] != h.fp {
-		return nil, false
+	if len(parts) < 3 || parts[0] != rowTagVersion {
+		return "", 0, nil, false
 	}
 	rows, err := strconv.ParseInt(parts[2], 10, 64)
-	var st struct {
-		NumRecords *int64 `json:"numRecords"`
+	if n, known := numRecords(a); err != nil || !known || n != rows {
+		return "", 0, nil, false
 	}
-	if err != nil || json.Unmarshal([]byte(a.Stats), &st) != nil || st.NumRecords == nil || *st.NumRecords != rows {
-		return nil, false
-	}
-	sums := make(GroupSums, len(parts)-3)
+	sums = make(GroupSums, len(parts)-3)
 	for _, p := range parts[3:] {
-		gs, hs, ok := strings.Cut(p, ":")
-		if !ok || len(hs) != 32 {
-			return nil, false
+		gs, hs, found := strings.Cut(p, ":")
+		if !found || len(hs) != 32 {
+			return "", 0, nil, false
 		}
 		g, err0 := strconv.ParseInt(gs, 10, 64)
 		lo, err1 := strconv.ParseUint(hs[:16], 16, 64)
 		hi, err2 := strconv.ParseUint(hs[16:], 16, 64)
 		if err0 != nil || err1 != nil || err2 != nil {
-			return nil, false
+			return "", 0, nil, false
 		}
 		sums.Add(g, [2]uint64{lo, hi})
 	}
-	return sums, true
+	return parts[1], rows, sums, true
+}
+
+// numRecords is the row count a's stats give (false: no stats, or none there).
+func numRecords(a *txlog.Add) (int64, bool) {
+	var st struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if a.Stats == "" || json.Unmarshal([]byte(a.Stats), &st) != nil || st.NumRecords == nil {
+		return 0, false
+	}
+	return *st.NumRecords, true
+}
+
+// mergedRowTag is the tag of a file that holds exactly the rows of files (optimize's output
+// of one bin), computed from their tags without reading a row: sums add over files. It is ""
+// unless every file's tag still describes it and all share one fingerprint (one table key,
+// one schema, one tag spec), and out's row count is theirs.
+func mergedRowTag(files []*txlog.Add, out *txlog.Add) string {
+	var fp0 string
+	var rows int64
+	merged := GroupSums{}
+	for i, a := range files {
+		fp, n, sums, ok := parseRowTag(a)
+		if !ok || (i > 0 && fp != fp0) {
+			return ""
+		}
+		fp0, rows = fp, rows+n
+		for g, s := range sums {
+			merged.Add(g, s)
+		}
+	}
+	if n, ok := numRecords(out); len(files) == 0 || !ok || n != rows || len(merged) > maxTagGroups {
+		return ""
+	}
+	return formatRowTag(fp0, rows, merged)
 }
 
 // setRowTags makes w tag its files as spec says (nil: no tags).
