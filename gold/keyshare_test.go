@@ -12,7 +12,7 @@ import (
 
 // sharePairConfigs are a tumbling and a sliding aggregation over one key column, as the bench
 // pipeline's two golds are, with a float sum (its exact state) and a count.
-func sharePairConfigs(t *testing.T, mode Mode) []AggConfig {
+func sharePairConfigs(t testing.TB, mode Mode) []AggConfig {
 	tumbling, err := Tumbling(5 * minute)
 	if err != nil {
 		t.Fatal(err)
