@@ -159,6 +159,11 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 	if !a.SupportsDelta() {
 		return fmt.Errorf("%w: a state delta for session windows", ErrBadState)
 	}
+	if a.share != nil {
+		// It would intern keys into the shared table behind the other aggregations' backs:
+		// restore each with a table of its own, then share (ShareKeys).
+		return fmt.Errorf("gold: a state delta applied to an aggregation that shares its key table")
+	}
 	if len(b) < len(deltaMagic)+1+4 || string(b[:len(deltaMagic)]) != deltaMagic {
 		return fmt.Errorf("%w: not an aggregation state delta", ErrBadState)
 	}

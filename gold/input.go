@@ -81,6 +81,10 @@ type Input struct {
 	EventValid []bool
 	// Keys holds each row's encoded group key (AppendKey*); empty for a global aggregation.
 	Keys Binary
+	// KeyIDs and KeyHashes are each row's key id and hash in a shared key table, from
+	// KeyShare.Intern: set for, and only for, an aggregation that shares its key table.
+	KeyIDs    []int32
+	KeyHashes []uint32
 	// Columns are the aggregate inputs, indexed by AggSpec.Column.
 	Columns []Column
 	// SessionGap is an optional per-row gap in µs for session windows (dynamic gap), with its

@@ -153,17 +153,14 @@ type sessItem struct {
 type Aggregation struct {
 	cfg AggConfig
 
-	// Keys live in one arena: keyLocs[id] is where key id's bytes are. Keys are never
-	// rewritten in place (a key removed leaves garbage, compacted into a new arena when it
-	// outgrows the live keys), so the strings that emitted rows alias stay valid. keyIDs
-	// finds a key's id by its bytes (keytab.go).
-	keyIDs     keyIndex
-	keyArena   []byte
-	keyLocs    []keyLoc
-	keyGarbage int
-	keyHash    []uint32
+	// The group keys (keytab.go): the aggregation's own table, or one shared with the
+	// query's other aggregations over the same columns (share: keyshare.go). keyRefs counts
+	// this aggregation's references to each key id; with a shared table, keyDropped lists
+	// the ids whose count fell to 0 in this batch, for the table to free after it.
+	*keyTable
 	keyRefs    []int32
-	freeKeys   []int32
+	share      *KeyShare
+	keyDropped []int32
 
 	// gtab finds a time window's group by key and start (grouptab.go).
 	gtab      groupIndex
@@ -231,7 +228,7 @@ func NewAggregation(cfg AggConfig) (*Aggregation, error) {
 	cfg.Aggs = slices.Clone(cfg.Aggs)
 	a := &Aggregation{
 		cfg:      cfg,
-		keyIDs:   newKeyIndex(),
+		keyTable: newKeyTable(),
 		gtab:     newGroupIndex(),
 		sessions: map[int32][]int32{},
 		lateSeen: map[lateKey]struct{}{},
@@ -254,8 +251,7 @@ func (a *Aggregation) Config() AggConfig { return a.cfg }
 // that live only for a batch (emitted rows, pairs) are not state and are not counted.
 func (a *Aggregation) MemoryUsedBytes() int64 {
 	n := int64(unsafe.Sizeof(*a)) +
-		sliceBytes(a.groups) + a.keyIDs.Bytes() + sliceBytes(a.keyArena) + sliceBytes(a.keyLocs) + sliceBytes(a.keyRefs) +
-		sliceBytes(a.keyHash) + sliceBytes(a.freeKeys) + sliceBytes(a.freeSlots) + a.gtab.Bytes() + sliceBytes(a.ends)
+		sliceBytes(a.groups) + a.keyBytes() + sliceBytes(a.keyRefs) + sliceBytes(a.freeSlots) + a.gtab.Bytes() + sliceBytes(a.ends)
 	for _, ss := range a.sessions {
 		// The map entry (key, slice header, control byte) and the slice it names.
 		n += int64(unsafe.Sizeof(int32(0))+unsafe.Sizeof(ss)+1) + sliceBytes(ss)
@@ -384,6 +380,9 @@ func (a *Aggregation) ProcessBatch(in *Input, lateWM, evictWM int64) (*Result, e
 	}
 	if evictWM < lateWM {
 		return nil, fmt.Errorf("gold: eviction watermark %d is below the late-row watermark %d", evictWM, lateWM)
+	}
+	if err := a.checkKeyIDs(in); err != nil {
+		return nil, err
 	}
 	a.batch++
 	r := &a.res
@@ -558,7 +557,9 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 			}
 			if keyID < 0 {
 				// Runs of one key are common (sorted or single-key inputs); skip the hash then.
-				if lastID >= 0 && bytes.Equal(k, lastKey) {
+				if in.KeyIDs != nil {
+					keyID, keyHash = in.KeyIDs[i], in.KeyHashes[i] // interned by the share
+				} else if lastID >= 0 && bytes.Equal(k, lastKey) {
 					keyID, keyHash = lastID, lastHash
 				} else {
 					keyID, keyHash = a.internKey(k)

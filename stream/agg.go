@@ -38,9 +38,11 @@ type aggRun struct {
 	// full: this batch writes the full state, not a delta.
 	full       bool
 	keyScratch []byte // keyBytes' buffer
-	queryID    string
-	lateAlert  float64
-	logger     *slog.Logger
+	// share is the key table the aggregation shares (nil: its own).
+	share     *keyShare
+	queryID   string
+	lateAlert float64
+	logger    *slog.Logger
 }
 
 // runAgg runs aggregation ai over the batch and writes its quarantine and gold rows. It hands
@@ -50,6 +52,9 @@ func (r *sourceQuery) runAgg(ctx context.Context, b *batchRun, ai int, stateRead
 	a := &aggRun{ap: r.ops.plan.aggs[ai], op: r.ops.aggs[ai], ab: &buf.aggs[ai], schema: r.ops.plan.silver, kinds: r.ops.plan.kinds,
 		rows: &buf.rows, sel: buf.sel, selEvt: buf.selEvt, gold: r.t.golds[ai], quar: r.t.quars[ai],
 		full: r.aggFullSnapshot(), queryID: r.e.queryID, lateAlert: r.q.LateAlertFraction, logger: r.e.cfg.logger}
+	if si := r.ops.shareOf[ai]; si >= 0 {
+		a.share = r.ops.shares[si]
+	}
 	return a.run(ctx, b, stateReady)
 }
 
@@ -138,40 +143,19 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 }
 
 // input builds the aggregation's input from the selected rows (event times, group keys, the
-// aggregated columns) in a.ab and returns it.
+// aggregated columns) in a.ab and returns it. An aggregation that shares its key table takes
+// the keys, ids and hashes its share encoded and interned before the batch's aggregations ran.
 func (a *aggRun) input() *gold.Input {
-	ap, in := a.ap, &a.ab.in
+	in := &a.ab.in
 	in.EventTime = a.selEvt
-	in.Keys.Reset()
-	if len(ap.keyCols) > 0 {
-		in.Keys.Data = slices.Grow(in.Keys.Data, a.keyBytes())
-		in.Keys.Offsets = slices.Grow(in.Keys.Offsets, len(a.sel)+1)
-		for _, j := range a.sel {
-			b := a.rows.Batches[a.rows.Batch[j]]
-			for _, c := range ap.keyCols {
-				in.Keys.Data = pq.AppendKeyPart(in.Keys.Data, b.Columns[c], int(a.rows.Row[j]))
-			}
-			in.Keys.EndValue()
-		}
+	if s := a.share; s != nil {
+		in.Keys, in.KeyIDs, in.KeyHashes = s.keys, s.ids, s.hashes
+	} else {
+		encodeKeys(&in.Keys, a.rows, a.sel, a.ap.keyCols, &a.keyScratch)
+		in.KeyIDs, in.KeyHashes = nil, nil
 	}
 	a.fillColumns()
 	return in
-}
-
-// keyBytes is the encoded size of the selected rows' keys, measured by encoding each part:
-// the buffer then holds exactly the batch's keys. silver.KeyBytesEstimate's 40 bytes a part
-// was about 2.7 times a 100k-key device id's 15, some 20 MB an aggregation that stayed
-// allocated (the buffer is reused) and counted in the live heap the collector's goal doubles.
-func (a *aggRun) keyBytes() int {
-	n := 0
-	for _, j := range a.sel {
-		b := a.rows.Batches[a.rows.Batch[j]]
-		for _, c := range a.ap.keyCols {
-			a.keyScratch = pq.AppendKeyPart(a.keyScratch[:0], b.Columns[c], int(a.rows.Row[j]))
-			n += len(a.keyScratch)
-		}
-	}
-	return n
 }
 
 // aggFullSnapshot says whether this batch writes the aggregations' full states: every

@@ -31,6 +31,8 @@ type batchBuffers struct {
 	old    []int32 // the rows of sel below state's reach, judged against silver's keys
 	selEvt []int64
 	aggs   []aggBuffers // one per aggregation: they run concurrently
+	// keyScratch is the buffer of the shared key tables' key encoding (keyshare.go).
+	keyScratch []byte
 }
 
 // aggBuffers are one aggregation's input columns, reused from batch to batch.
@@ -152,7 +154,12 @@ func (r *sourceQuery) plan(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("stream: %w", err)
 		}
 	}
+	shares, shareOf, err := shareKeys(p.aggs, aggs)
+	if err != nil {
+		return false, err
+	}
 	r.ops.plan, r.ops.tracker, r.ops.dedup, r.ops.aggs = p, tracker, dedup, aggs
+	r.ops.shares, r.ops.shareOf = shares, shareOf
 	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.e.queryID}
 	return true, nil
 }
@@ -571,6 +578,16 @@ func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStat
 	var dedupSec dedupSection
 	var dedupDone sync.WaitGroup
 	dedupDone.Go(func() { dedupSec = r.encodeDedupSection(st, b.evict) })
+	// The shared key tables take the batch's keys before the aggregations start, and free
+	// what none of them refers to once all are done: while they run, they only read them.
+	for _, s := range r.ops.shares {
+		s.intern(aggs, &buf.rows, buf.sel, &buf.keyScratch)
+	}
+	defer func() {
+		for _, s := range r.ops.shares {
+			s.ks.Settle()
+		}
+	}()
 	for ai := range aggs {
 		wg.Go(func() {
 			st.aggs[ai], errs[1+ai] = r.runAgg(ctx, b, ai, func(as aggStats) {

@@ -119,6 +119,10 @@ type operators struct {
 	dedup   *silver.Dedup
 	lookup  *silver.Lookup
 	aggs    []*gold.Aggregation
+	// shares are the key tables aggregations share (keyshare.go); shareOf[i] is aggregation
+	// i's share, or -1.
+	shares  []*keyShare
+	shareOf []int
 }
 
 // idleness is the batch timestamp of the last batch that read rows and the watermark it left,
