@@ -3,6 +3,7 @@ package lakecheck
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // decodeAndMarshal is how Rows rendered a row before canonicalizer: the row's JSON decoded into
 // a map with UseNumber, the dropped keys deleted, the numbers rounded, json.Marshal. It is the
 // oracle canonicalizer must match byte for byte.
-func decodeAndMarshal(t *testing.T, batch *pq.Batch, i int, drop []string) string {
+func decodeAndMarshal(t testing.TB, batch *pq.Batch, i int, drop []string) string {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(pq.AppendJSONRow(nil, batch, i)))
 	dec.UseNumber()
@@ -37,6 +38,84 @@ func decodeAndMarshal(t *testing.T, batch *pq.Batch, i int, drop []string) strin
 // from pq (control characters, HTML characters, U+2028, invalid UTF-8, quotes), keys out of
 // order, dropped columns; random rows besides the hand-picked ones.
 func TestCanonicalRowMatchesDecodeAndMarshal(t *testing.T) {
+	for _, batch := range []*pq.Batch{mixedBatch(t, 400), goldBatch(t, 50)} {
+		for _, drop := range [][]string{nil, {"event_id", "nested"}, {"z_amount", "no-such-column", "late_rows"}} {
+			var c canonicalizer
+			for i := 0; i < batch.Len(); i++ {
+				got, err := c.row(batch, i, drop)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := decodeAndMarshal(t, batch, i, drop); got != want {
+					t.Fatalf("row %d, drop %v:\n got %s\nwant %s", i, drop, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCanonicalRow: the CPU of one row by column and by the decode-and-marshal round trip
+// (compare them under -race, as the crash tests run).
+func BenchmarkCanonicalRow(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch *pq.Batch
+	}{{"gold", goldBatch(b, 400)}, {"mixed", mixedBatch(b, 400)}} {
+		drop := []string{"late_rows", "event_id"}
+		b.Run(bc.name+"/columns", func(b *testing.B) {
+			var c canonicalizer
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.row(bc.batch, i%bc.batch.Len(), drop); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/decode-marshal", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				decodeAndMarshal(b, bc.batch, i%bc.batch.Len(), drop)
+			}
+		})
+	}
+}
+
+// goldBatch is n rows shaped as a gold table's: a window struct, keys, aggregates.
+func goldBatch(t testing.TB, n int) *pq.Batch {
+	t.Helper()
+	schema, err := txlog.ParseSchema(`{"type":"struct","fields":[
+		{"name":"window","type":{"type":"struct","fields":[
+			{"name":"start","type":"timestamp","nullable":true,"metadata":{}},
+			{"name":"end","type":"timestamp","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+		{"name":"event_type","type":"string","nullable":true,"metadata":{}},
+		{"name":"device_id","type":"string","nullable":true,"metadata":{}},
+		{"name":"count","type":"long","nullable":true,"metadata":{}},
+		{"name":"sum_amount","type":"double","nullable":true,"metadata":{}},
+		{"name":"late_rows","type":"long","nullable":true,"metadata":{}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := pq.NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for r := range n {
+		start := int64(1767225600000000 + r*5_000_000)
+		vals := []any{[]pq.Field{{Name: "start", Value: start}, {Name: "end", Value: start + 5_000_000}},
+			fmt.Sprintf("type-%d", rng.IntN(5)), fmt.Sprintf("dev-%d", rng.IntN(50)), rng.Int64N(100),
+			rng.Float64() * 1000, rng.Int64N(3)}
+		for k, v := range vals {
+			if err := batch.Columns[k].AppendValue(v); err != nil {
+				t.Fatalf("column %d: %v", k, err)
+			}
+		}
+	}
+	return batch
+}
+
+// mixedBatch is n rows of every column kind: the first rows walk the lists of tricky values,
+// the rest draw from them, some values null.
+func mixedBatch(t testing.TB, n int) *pq.Batch {
+	t.Helper()
 	schema, err := txlog.ParseSchema(`{"type":"struct","fields":[
 		{"name":"z_amount","type":"double","nullable":true,"metadata":{}},
 		{"name":"event_id","type":"string","nullable":true,"metadata":{}},
@@ -64,7 +143,7 @@ func TestCanonicalRowMatchesDecodeAndMarshal(t *testing.T) {
 	floats := []float64{0, -0.0, 1, 0.1 + 0.2, 1e21, 1e-7, -123.456789012345678, 12345678901234567, math.NaN(),
 		math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64, 3}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for r := 0; r < 400; r++ {
+	for r := 0; r < n; r++ {
 		pick := func(n int) int { // the first rows walk the lists, the rest draw from them
 			if r < 20 {
 				return r % n
@@ -88,16 +167,5 @@ func TestCanonicalRowMatchesDecodeAndMarshal(t *testing.T) {
 			}
 		}
 	}
-	for _, drop := range [][]string{nil, {"event_id", "nested"}, {"z_amount", "no-such-column"}} {
-		var c canonicalizer
-		for i := 0; i < batch.Len(); i++ {
-			got, err := c.row(batch, i, drop)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := decodeAndMarshal(t, batch, i, drop); got != want {
-				t.Fatalf("row %d, drop %v:\n got %s\nwant %s", i, drop, got, want)
-			}
-		}
-	}
+	return batch
 }
