@@ -140,7 +140,7 @@ func mixedBatch(t testing.TB, n int) *pq.Batch {
 	}
 	strs := []string{"", "dev-1", `quote " and \ backslash`, "tab\tnew\nline\r\b\f\x01", "<script>&amp;</script>", "a<b", "x>y", "p&q",
 		"line\u2028sep", "sep\u2029para", "bad \xff\xfe utf8", "ünïcödé 漢字 🙂", "NaN"}
-	floats := []float64{0, -0.0, 1, 0.1 + 0.2, 1e21, 1e-7, -123.456789012345678, 12345678901234567, math.NaN(),
+	floats := []float64{0, math.Copysign(0, -1), 1, 0.1 + 0.2, 1e21, 1e-7, -123.456789012345678, 12345678901234567, math.NaN(),
 		math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64, 3}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for r := 0; r < n; r++ {
