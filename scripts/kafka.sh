@@ -174,9 +174,10 @@ PY
 # (in the order loaded; a list cut short by the stop still archives), `java -Xshare:dump`
 # archives them. Written under a temporary name and renamed: a half-written archive is never used.
 make_archive() {
-  local list="$HOME_DIR/broker.classlist" saved="$STATE" rc=0
+  # Per-process names: two installs at once each write their own and rename it whole.
+  local list="$HOME_DIR/broker.classlist.$$" tmp="$ARCHIVE.$$.tmp" saved="$STATE" rc=0
   log "archiving the broker's classes into $ARCHIVE (once, about 11 CPU s)"
-  rm -f "$list" "$ARCHIVE.tmp"
+  rm -f "$list" "$tmp"
   STATE=$(mktemp "${TMPDIR:-/tmp}/medallion-kafka-state.XXXXXX")
   # In a subshell: a start that fails exits it, not install. A broker that does not start
   # leaves no archive, and the tests then start theirs without one.
@@ -184,12 +185,12 @@ make_archive() {
   stop
   STATE="$saved"
   [[ $rc -eq 0 && -s "$list" ]] || { log "no class list: no archive (the broker starts without one)"; return 0; }
-  if java -Xshare:dump -XX:SharedClassListFile="$list" -XX:SharedArchiveFile="$ARCHIVE.tmp" \
+  if java -Xshare:dump -XX:SharedClassListFile="$list" -XX:SharedArchiveFile="$tmp" \
     -cp "$LIBS/*" >"$HOME_DIR/archive.log" 2>&1; then
-    mv "$ARCHIVE.tmp" "$ARCHIVE"
+    mv -f "$tmp" "$ARCHIVE"
   else
     log "java -Xshare:dump failed (see $HOME_DIR/archive.log): the broker starts without an archive"
-    rm -f "$ARCHIVE.tmp"
+    rm -f "$tmp"
   fi
   rm -f "$list"
 }
