@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,31 +124,150 @@ func tail(s string, n int) string {
 // the last bits of floating-point sums, whose value depends on the order rows were added in.
 func Rows(ctx context.Context, b objstore.Bucket, drop ...string) ([]string, error) {
 	var rows []string
-	var buf []byte
+	var c canonicalizer
 	for batch, err := range table.Open(b, table.Options{}).Scan(ctx, table.ScanOptions{}) {
 		if err != nil {
 			return nil, fmt.Errorf("lakecheck: scan: %w", err)
 		}
 		for i := 0; i < batch.Len(); i++ {
-			buf = pq.AppendJSONRow(buf[:0], batch, i)
-			dec := json.NewDecoder(bytes.NewReader(buf))
-			dec.UseNumber()
-			var m map[string]any
-			if err := dec.Decode(&m); err != nil {
-				return nil, fmt.Errorf("lakecheck: row %q: %w", buf, err)
-			}
-			for _, d := range drop {
-				delete(m, d)
-			}
-			canon, err := json.Marshal(roundNumbers(m))
+			row, err := c.row(batch, i, drop)
 			if err != nil {
 				return nil, err
 			}
-			rows = append(rows, string(canon))
+			rows = append(rows, row)
 		}
 	}
 	sort.Strings(rows)
 	return rows, nil
+}
+
+// canonicalizer renders rows as Rows does. The text is exactly what decoding the row's JSON
+// (pq.AppendJSONRow) into a map with UseNumber, rounding its numbers and json.Marshal give
+// (TestCanonicalRowMatchesDecodeAndMarshal holds the two side by side), built column by
+// column: the checks of the crash and fault tests scan every table of two lakes, and under
+// -race the reflection of the decode-and-marshal round trip was a third of a kill loop's own
+// CPU. A value whose text encoding/json would write differently (a string with an escape or
+// an HTML character, an array, a map) still takes that round trip.
+type canonicalizer struct {
+	order  []int  // the batch's columns in key order, dropped ones left out
+	names  []byte // the keys, rendered
+	nameAt []int  // where each key of order starts in names
+	schema *txlog.StructType
+	drop   []string
+	val    []byte
+}
+
+func (c *canonicalizer) row(batch *pq.Batch, i int, drop []string) (string, error) {
+	if c.schema != batch.Schema || !slices.Equal(c.drop, drop) {
+		if err := c.layout(batch.Schema, drop); err != nil {
+			return "", err
+		}
+	}
+	out := make([]byte, 0, 64*len(c.order))
+	out = append(out, '{')
+	for k, col := range c.order {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, c.names[c.nameAt[k]:c.nameAt[k+1]]...)
+		out = append(out, ':')
+		var err error
+		if out, err = c.value(out, batch.Columns[col], i); err != nil {
+			return "", fmt.Errorf("lakecheck: column %s of row %d: %w", batch.Schema.Fields[col].Name, i, err)
+		}
+	}
+	return string(append(out, '}')), nil
+}
+
+// value appends row i of column col. A struct (gold's window) is an object of its fields in
+// name order, each rendered the same way; any other value goes through appendCanonical.
+func (c *canonicalizer) value(dst []byte, col *pq.Column, i int) ([]byte, error) {
+	st, ok := col.Type.(*txlog.StructType)
+	if !ok || col.Kind == pq.KindNull || col.IsNull(i) {
+		c.val = pq.AppendJSONValue(c.val[:0], col, i)
+		return appendCanonical(dst, c.val)
+	}
+	order := make([]int, len(st.Fields))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(st.Fields[a].Name, st.Fields[b].Name) })
+	dst = append(dst, '{')
+	for n, k := range order {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendCanonical(dst, pq.AppendJSONString(c.val[:0], st.Fields[k].Name)); err != nil {
+			return dst, err
+		}
+		dst = append(dst, ':')
+		if dst, err = c.value(dst, col.Children[k], i); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// layout orders the columns of schema by name (json.Marshal sorts a map's keys so), leaving
+// out those in drop, and renders their keys once.
+func (c *canonicalizer) layout(schema *txlog.StructType, drop []string) error {
+	c.schema, c.drop = schema, slices.Clone(drop)
+	c.order = c.order[:0]
+	for k, f := range schema.Fields {
+		if !slices.Contains(drop, f.Name) {
+			c.order = append(c.order, k)
+		}
+	}
+	slices.SortFunc(c.order, func(a, b int) int { return strings.Compare(schema.Fields[a].Name, schema.Fields[b].Name) })
+	c.names, c.nameAt = c.names[:0], append(c.nameAt[:0], 0)
+	for _, k := range c.order {
+		var err error
+		if c.names, err = appendCanonical(c.names, pq.AppendJSONString(nil, schema.Fields[k].Name)); err != nil {
+			return err
+		}
+		c.nameAt = append(c.nameAt, len(c.names))
+	}
+	return nil
+}
+
+// appendCanonical appends the JSON value text v as json.Marshal writes it back after a decode
+// with UseNumber and roundNumbers.
+func appendCanonical(dst, v []byte) ([]byte, error) {
+	switch {
+	case len(v) == 0:
+		return dst, errors.New("empty value")
+	case v[0] == '"' && marshalsAsIs(v):
+		return append(dst, v...), nil
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+		return append(dst, roundNumber(json.Number(v))...), nil
+	case string(v) == "true" || string(v) == "false" || string(v) == "null":
+		return append(dst, v...), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return dst, fmt.Errorf("value %q: %w", v, err)
+	}
+	out, err := json.Marshal(roundNumbers(x))
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, out...), nil
+}
+
+// marshalsAsIs reports whether the JSON string literal s is what json.Marshal writes for its
+// value: no escape (json.Marshal escapes differently from pq: \b, \u0008), no character it
+// escapes for HTML (<, >, &), no U+2028 or U+2029. pq.AppendJSONValue already writes invalid
+// UTF-8 as U+FFFD, as json.Marshal does.
+func marshalsAsIs(s []byte) bool {
+	for _, c := range s[1 : len(s)-1] {
+		if c == '\\' || c == '<' || c == '>' || c == '&' || c < 0x20 {
+			return false
+		}
+	}
+	return !bytes.Contains(s, []byte("\u2028")) && !bytes.Contains(s, []byte("\u2029"))
 }
 
 func roundNumbers(v any) any {
@@ -161,14 +281,20 @@ func roundNumbers(v any) any {
 			x[i] = roundNumbers(e)
 		}
 	case json.Number:
-		if _, err := x.Int64(); err == nil {
-			return x
-		}
-		if f, err := x.Float64(); err == nil {
-			return json.Number(strconv.FormatFloat(f, 'g', 12, 64))
-		}
+		return roundNumber(x)
 	}
 	return v
+}
+
+// roundNumber keeps an integer as it is and rounds any other number to 12 significant digits.
+func roundNumber(x json.Number) json.Number {
+	if _, err := x.Int64(); err == nil {
+		return x
+	}
+	if f, err := x.Float64(); err == nil {
+		return json.Number(strconv.FormatFloat(f, 'g', 12, 64))
+	}
+	return x
 }
 
 // Column returns the values of one column of every row, as JSON texts.
