@@ -184,14 +184,14 @@ func (k *windowAgg) recompute(ctx context.Context, sc *windowScope) (*rewrite, e
 		if err != nil {
 			return nil, err
 		}
-		if plan != nil && len(plan.changed) == 0 {
+		if plan != nil && plan.none() {
 			gr.Unchanged = true
 			gr.Note = "the recomputed windows equal gold's rows of the range by its files' tags: nothing read, nothing committed"
 			return nil, nil
 		}
 		if plan != nil {
 			k.rw.only = func(f *txlog.Add) bool { return plan.keep[f.Path] }
-			rp.drop = func(start, _ int64, _ []*pq.Column, _ int) bool { return plan.changed[start] }
+			rp.drop = func(start, _ int64, _ []*pq.Column, _ int) bool { return plan.changed(start) }
 		}
 		rp.emit = hashWindows(ctx, k.src, a, lo, hi, k.opts.workers(), k.opts.slicePairs(), &gr.InputRows, plan)
 	} else if gr.InputRows, rp.groups, err = collectWindows(ctx, k.src, a, lo, hi); err != nil {

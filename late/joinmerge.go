@@ -88,7 +88,7 @@ type sideIndex struct {
 	count map[string]int
 }
 
-// span is an inclusive event-time range (µs).
+// span is an inclusive range of times (µs): event times, or window starts (tagPlan).
 type span struct{ lo, hi int64 }
 
 // mergeJoinOnce is one attempt of MergeLateJoin. It returns the range of event times (either

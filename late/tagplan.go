@@ -1,9 +1,11 @@
 package late
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -26,12 +28,17 @@ func goldRowTags() *table.RowTags {
 
 // tagPlan is what a replay learns from gold's tags before it reads any of gold: the windows
 // of [lo, hi] whose recomputation differs from what gold holds (or that a file without a
-// trusted tag may hold), and the files to read for them.
+// trusted tag may hold), and the files to read for them. It is sparse: its size follows gold's
+// files and the windows that hold data, not the range, which may span a century of empty
+// windows (`run replay --from 2000-01-01`).
 type tagPlan struct {
 	lo, hi, slide int64
-	// changed are the window starts to replace; files the candidate files that hold one.
-	changed map[int64]bool
-	keep    map[string]bool // the candidate files' paths to read
+	// bad are the window starts untrusted files may hold, as sorted disjoint spans (spans
+	// closer than a slide merged); diff the window starts, sorted, whose recomputation differs
+	// from the sums of the tags. A window of [lo, hi] in either is to be replaced.
+	bad  []span
+	diff []int64
+	keep map[string]bool // the candidate files' paths to read
 	// counted are the slices (by first window start) whose source rows the first pass
 	// counted, so that the rewrite does not count them again.
 	counted map[int64]bool
@@ -39,18 +46,69 @@ type tagPlan struct {
 	dropped int64
 }
 
+// mergeSpans sorts spans and merges those that overlap or lie within a slide of each other
+// (no window start between them).
+func mergeSpans(spans []span, slide int64) []span {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	var out []span
+	for _, s := range spans {
+		if n := len(out); n > 0 && (s.lo <= out[n-1].hi || out[n-1].hi < math.MaxInt64-slide && s.lo <= out[n-1].hi+slide) {
+			out[n-1].hi = max(out[n-1].hi, s.hi)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// badSpan returns the first bad span that ends at or after w (nil: none).
+func (p *tagPlan) badSpan(w int64) *span {
+	i, _ := slices.BinarySearchFunc(p.bad, w, func(s span, w int64) int { return cmp.Compare(s.hi, w) })
+	if i == len(p.bad) {
+		return nil
+	}
+	return &p.bad[i]
+}
+
+// badCovers reports whether every window start in [first, last] is in a bad span.
+func (p *tagPlan) badCovers(first, last int64) bool {
+	s := p.badSpan(first)
+	return s != nil && s.lo <= first && s.hi >= last
+}
+
+// isBad reports whether an untrusted file may hold window start w.
+func (p *tagPlan) isBad(w int64) bool {
+	s := p.badSpan(w)
+	return s != nil && s.lo <= w
+}
+
+// changed reports whether window start w is one to replace.
+func (p *tagPlan) changed(w int64) bool {
+	if w < p.lo || w > p.hi {
+		return false
+	}
+	_, differs := slices.BinarySearch(p.diff, w)
+	return differs || p.isBad(w)
+}
+
+// none reports whether no window of the range is to be replaced.
+func (p *tagPlan) none() bool { return !p.anyChanged(p.lo, p.hi) }
+
 // anyChanged reports whether a window starting in [first, last] is to be replaced (nil plan:
 // every window is).
 func (p *tagPlan) anyChanged(first, last int64) bool {
 	if p == nil {
 		return true
 	}
-	for w := first; w <= last; w += p.slide {
-		if p.changed[w] {
-			return true
-		}
+	first, last = max(first, p.lo), min(last, p.hi)
+	if first > last {
+		return false
 	}
-	return false
+	if s := p.badSpan(first); s != nil && s.lo <= last {
+		return true
+	}
+	i, _ := slices.BinarySearch(p.diff, first)
+	return i < len(p.diff) && p.diff[i] <= last
 }
 
 // filtered is how many emitted rows filter left out.
@@ -75,7 +133,7 @@ func (p *tagPlan) filter(a *agg, out *pq.Batch, flush func() error) (*pq.Batch, 
 	return tmp, func() error {
 		win := tmp.Columns[a.winCol]
 		for i := range tmp.Len() {
-			if !win.IsNull(i) && p.changed[win.Children[0].Int64[i]] {
+			if !win.IsNull(i) && p.changed(win.Children[0].Int64[i]) {
 				out.AppendRow(tmp, i)
 			} else {
 				p.dropped++
@@ -84,13 +142,6 @@ func (p *tagPlan) filter(a *agg, out *pq.Batch, flush func() error) (*pq.Batch, 
 		tmp.Reset()
 		return flush()
 	}, nil
-}
-
-// untrusted is a file without a trusted tag: its window starts lie in [lo, hi] (all: the
-// file has no statistics of window.start).
-type untrusted struct {
-	lo, hi int64
-	all    bool
 }
 
 // planByTags compares the range's windows recomputed from the source (hashed while emitted,
@@ -108,13 +159,14 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 	}
 	old := table.GroupSums{}
 	fileSums := map[string]table.GroupSums{}
-	var bad []untrusted
+	var bad []span
 	for _, f := range files {
 		sums, ok := h.Trusted(f)
 		if !ok {
-			u := untrusted{all: true}
+			// Its windows lie in the range of its statistics (all, without them).
+			u := span{math.MinInt64, math.MaxInt64}
 			if s, e, ok := windowStartStats(f); ok {
-				u = untrusted{lo: s, hi: e}
+				u = span{s, e}
 			}
 			bad = append(bad, u)
 			continue
@@ -126,37 +178,25 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 			}
 		}
 	}
-	slide := a.window.Slide
-	isBad := func(w int64) bool {
-		for _, u := range bad {
-			if u.all || w >= u.lo && w <= u.hi {
-				return true
-			}
-		}
-		return false
-	}
-	p := &tagPlan{lo: lo, hi: hi, slide: slide, changed: map[int64]bool{}, keep: map[string]bool{}, counted: map[int64]bool{}}
-	anyTrusted := false
-	for w := lo; w <= hi; w += slide {
-		if isBad(w) {
-			p.changed[w] = true
-		} else {
-			anyTrusted = true
-		}
-	}
-	if !anyTrusted {
+	p := &tagPlan{lo: lo, hi: hi, slide: a.window.Slide, bad: mergeSpans(bad, a.window.Slide), keep: map[string]bool{}, counted: map[int64]bool{}}
+	if p.badCovers(lo, hi) {
 		return nil, nil
 	}
 	// The first pass: the windows no untagged file may hold, hashed as gold's writer would.
-	fresh, err := k.hashRange(ctx, h, p, isBad)
+	fresh, err := k.hashRange(ctx, h, p)
 	if err != nil {
 		return nil, err
 	}
-	for w := lo; w <= hi; w += slide {
-		if !p.changed[w] && fresh[w] != old[w] {
-			p.changed[w] = true
+	// Only windows that hold rows, recomputed or in gold, can differ.
+	for _, sums := range []table.GroupSums{fresh, old} {
+		for w := range sums {
+			if w >= lo && w <= hi && fresh[w] != old[w] && !p.isBad(w) {
+				p.diff = append(p.diff, w)
+			}
 		}
 	}
+	slices.Sort(p.diff)
+	p.diff = slices.Compact(p.diff)
 	for _, f := range files {
 		sums, ok := fileSums[f.Path]
 		if !ok {
@@ -164,7 +204,7 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 			continue
 		}
 		for g := range sums {
-			if p.changed[g] {
+			if p.changed(g) {
 				p.keep[f.Path] = true
 				break
 			}
@@ -173,9 +213,9 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 	return p, nil
 }
 
-// hashRange aggregates the slices of [lo, hi] holding a window isBad does not mark, emits
+// hashRange aggregates the slices of [lo, hi] holding a window no bad span covers, emits
 // their rows into a scratch batch and sums their hashes by window start.
-func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPlan, isBad func(int64) bool) (table.GroupSums, error) {
+func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPlan) (table.GroupSums, error) {
 	a, src := k.rw.a, k.src
 	sums := table.GroupSums{}
 	out, err := pq.NewBatch(a.gold)
@@ -198,11 +238,7 @@ func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPla
 	cuts := windowSlices(src, a, p.lo, p.hi, k.opts.slicePairs())
 	pool := &aggPool{} // the slices' tables: see aggPool
 	for n, sl := range cuts {
-		all := true
-		for w := sl[0]; w <= sl[1]; w += p.slide {
-			all = all && isBad(w)
-		}
-		if all {
+		if p.badCovers(sl[0], sl[1]) {
 			continue
 		}
 		own0, own1 := sl[0], int64(math.MaxInt64)
