@@ -105,11 +105,5 @@ func TestReplayCenturyRange(t *testing.T) {
 			t.Errorf("%s: commit %+v, want one for s15 only", g.Name, g.Gold)
 		}
 	}
-	silver := readSilver(t, lake, "silver/events")
-	closed := func(_, end int64) bool { return end <= srep.WatermarkMs*1000 }
-	if n := diffGold("s15", readGold(t, lake, "gold/s15", []string{"device_id"}),
-		batchWindows(silver, 15*time.Second, 5*time.Second, []string{"device_id"}, closed), t5Checks, t.Errorf); n > 0 {
-		t.Fatalf("s15: %d differences from the batch aggregation", n)
-	}
-	checkInvariantE(t, lake, srep.WatermarkMs)
+	checkS15(t, lake, srep.WatermarkMs)
 }

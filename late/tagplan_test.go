@@ -84,13 +84,7 @@ func TestReplayDecidesByTags(t *testing.T) {
 			if after := versions(t, lake); after != before {
 				t.Errorf("t5 and s10 went from versions %v to %v: nothing was wrong there", before, after)
 			}
-			silver := readSilver(t, lake, "silver/events")
-			closed := func(_, end int64) bool { return end <= srep.WatermarkMs*1000 }
-			if n := diffGold("s15", readGold(t, lake, "gold/s15", []string{"device_id"}),
-				batchWindows(silver, 15*time.Second, 5*time.Second, []string{"device_id"}, closed), t5Checks, t.Errorf); n > 0 {
-				t.Fatalf("s15: %d differences from the batch aggregation", n)
-			}
-			checkInvariantE(t, lake, srep.WatermarkMs)
+			checkS15(t, lake, srep.WatermarkMs)
 			vs := checkFeed(t, lake, "gold/s15")
 			if got := cdftest.Counts(vs[len(vs)-1:]); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("the replay's change rows = %v, want %v", got, tc.want)
@@ -175,4 +169,17 @@ func tamperStale(t *testing.T, lake objstore.Bucket, path string, r Range) {
 	if _, err := tx.Commit(ctx, txlog.Operation{Name: "TAG"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkS15 checks gold s15 (15 s windows sliding by 5 s over device_id) against the batch
+// aggregation of silver, and invariant E over every gold.
+func checkS15(t *testing.T, lake objstore.Bucket, watermarkMs int64) {
+	t.Helper()
+	silver := readSilver(t, lake, "silver/events")
+	closed := func(_, end int64) bool { return end <= watermarkMs*1000 }
+	if n := diffGold("s15", readGold(t, lake, "gold/s15", []string{"device_id"}),
+		batchWindows(silver, 15*time.Second, 5*time.Second, []string{"device_id"}, closed), t5Checks, t.Errorf); n > 0 {
+		t.Fatalf("s15: %d differences from the batch aggregation", n)
+	}
+	checkInvariantE(t, lake, watermarkMs)
 }

@@ -34,15 +34,7 @@ func TestOptimizeKeepsRowTags(t *testing.T) {
 			if res.FilesRemoved != 3 || res.FilesAdded != 1 {
 				t.Fatalf("optimize removed %d files and added %d, want 3 and 1", res.FilesRemoved, res.FilesAdded)
 			}
-			snap, err := tbl.Log().Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			schema, _ := snap.Schema()
-			h, err := NewRowHasher(snap, schema, eventTags)
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap, _, h := eventHasher(t, tbl)
 			out := snap.Files()[0]
 			if out.Tags[OptimizeTargetSizeTag] == "" {
 				t.Errorf("optimize's own tags are gone: %v", out.Tags)
@@ -57,15 +49,7 @@ func TestOptimizeKeepsRowTags(t *testing.T) {
 			if !ok {
 				t.Fatalf("the output's tag %q is not trusted", out.Tags[RowTagKey])
 			}
-			want, rows := hashScan(t, tbl, h)
-			if rows != 15 || len(want) != 9 || len(got) != len(want) {
-				t.Fatalf("%d rows and %d groups read back; the tag holds %d groups", rows, len(want), len(got))
-			}
-			for g, s := range want {
-				if got[g] != s {
-					t.Errorf("group %d: the tag says %x, the rows read back hash to %x", g, got[g], s)
-				}
-			}
+			matchScan(t, tbl, h, got, 15, 9)
 		})
 	}
 }

@@ -29,6 +29,39 @@ func hashScan(t *testing.T, tbl *Table, h *RowHasher) (GroupSums, int64) {
 	return sums, rows
 }
 
+// eventHasher returns tbl's snapshot, schema and row hasher for eventTags.
+func eventHasher(t *testing.T, tbl *Table) (*txlog.Snapshot, *txlog.StructType, *RowHasher) {
+	t.Helper()
+	snap, err := tbl.Log().Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewRowHasher(snap, schema, eventTags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, schema, h
+}
+
+// matchScan checks that tag sums got equal the hashes of tbl's rows read back (hashScan),
+// which number rows in groups groups.
+func matchScan(t *testing.T, tbl *Table, h *RowHasher, got GroupSums, rows int64, groups int) {
+	t.Helper()
+	want, n := hashScan(t, tbl, h)
+	if n != rows || len(want) != groups || len(got) != len(want) {
+		t.Fatalf("%d rows and %d groups read back (want %d and %d); the tags hold %d groups", n, len(want), rows, groups, len(got))
+	}
+	for g, s := range want {
+		if got[g] != s {
+			t.Errorf("group %d: the tags sum to %x, the rows read back hash to %x", g, got[g], s)
+		}
+	}
+}
+
 // TestRowTags: the tags an append writes sum, over the files, to the hashes of the rows read
 // back; the excluded column does not move them; and a tag is trusted only as it was written
 // for this table, schema and file.
@@ -40,15 +73,7 @@ func TestRowTags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, _ := snap.Schema()
-	h, err := NewRowHasher(snap, schema, eventTags)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, schema, h := eventHasher(t, tbl)
 	got := GroupSums{}
 	for _, f := range snap.Files() {
 		sums, ok := h.Trusted(f)
@@ -59,15 +84,7 @@ func TestRowTags(t *testing.T) {
 			got.Add(g, s)
 		}
 	}
-	want, rows := hashScan(t, tbl, h)
-	if rows != 12 || len(want) != 11 || len(got) != len(want) {
-		t.Fatalf("%d rows, %d groups read back; the tags hold %d groups", rows, len(want), len(got))
-	}
-	for g, s := range want {
-		if got[g] != s {
-			t.Errorf("group %d: tags sum to %x, the rows read back to %x", g, got[g], s)
-		}
-	}
+	matchScan(t, tbl, h, got, 12, 11)
 	// The excluded column does not enter a row's hash; any other column does.
 	b := events(t, "a", 0, 1)
 	_, h0, _ := h.Row(b.Columns, 0)
