@@ -69,11 +69,7 @@ func TestReplayAfterMergeLateCommitsNothing(t *testing.T) {
 func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, path)
 	schema, err := snap.Schema()
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +136,7 @@ func makeLegacyGold(t testing.TB, lake objstore.Bucket, path string) {
 // goldFields lists the columns of the gold table at path.
 func goldFields(t testing.TB, lake objstore.Bucket, path string) []string {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snap := openSnapshot(t, lake, path)
 	schema, err := snap.Schema()
 	if err != nil {
 		t.Fatal(err)

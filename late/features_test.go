@@ -100,11 +100,7 @@ func TestMergeLateWritesChangeDataFeed(t *testing.T) {
 func tamperGold(t *testing.T, lake objstore.Bucket) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, "gold/t5"), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, "gold/t5")
 	have := map[string]bool{}
 	key := func(b *pq.Batch, i int, start int64) string {
 		return fmt.Sprint(b.Column("event_type").Value(i), b.Column("device_id").Value(i), start)
@@ -206,10 +202,7 @@ func versions(t testing.TB, lake objstore.Bucket) [2]int64 {
 	t.Helper()
 	var out [2]int64
 	for i, p := range []string{"gold/t5", "gold/s10"} {
-		snap, err := table.Open(objstore.WithPrefix(lake, p), table.Options{}).Log().Snapshot(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, snap := openSnapshot(t, lake, p)
 		out[i] = snap.Version()
 	}
 	return out

@@ -476,3 +476,14 @@ func invariantEDiffs(t testing.TB, lake objstore.Bucket, wmMs int64, errorf func
 		diffGold("s10", readGold(t, lake, "gold/s10", []string{"event_type"}),
 			batchWindows(silver, 10*time.Second, 5*time.Second, []string{"event_type"}, closed), s10Checks, errorf)
 }
+
+// openSnapshot opens the table at path in lake and reads its latest snapshot.
+func openSnapshot(t testing.TB, lake objstore.Bucket, path string) (*table.Table, *txlog.Snapshot) {
+	t.Helper()
+	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
+	snap, err := tbl.Log().Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, snap
+}

@@ -85,11 +85,7 @@ func TestReplayHoldsBackEqualRows(t *testing.T) {
 func tamperLatest(t *testing.T, lake objstore.Bucket, path string, r Range, how string) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, path)
 	lo, hi := r.From.UnixMicro(), r.To.UnixMicro()
 	latest := int64(-1 << 62)
 	for b, err := range tbl.Scan(ctx, table.ScanOptions{}) {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/medallion-lake/medallion/objstore"
-	"github.com/medallion-lake/medallion/table"
 )
 
 // TestReplayProgress follows a replay of tumbling, sliding and session aggregations through
@@ -18,10 +15,7 @@ import (
 func TestReplayProgress(t *testing.T) {
 	lake, cfg, _ := pipeline(t, 31, 4000, 6, sessionYAML)
 	r := replayRange(silverTimes(t, lake), 0.3, 0.6)
-	silverSnap, err := table.Open(objstore.WithPrefix(lake, "silver/events"), table.Options{}).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, silverSnap := openSnapshot(t, lake, "silver/events")
 	silverFiles := len(silverSnap.Files())
 
 	var seen []ReplayProgress

@@ -99,11 +99,7 @@ func TestReplayDecidesByTags(t *testing.T) {
 func untag(t *testing.T, lake objstore.Bucket, path string) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, path)
 	tx := tbl.Log().Begin(snap)
 	tagged := 0
 	for _, f := range snap.Files() {
@@ -125,10 +121,7 @@ func untag(t *testing.T, lake objstore.Bucket, path string) {
 // goldFiles are the live files of a gold table.
 func goldFiles(t *testing.T, lake objstore.Bucket, path string) []*txlog.Add {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snap := openSnapshot(t, lake, path)
 	return snap.Files()
 }
 
@@ -144,11 +137,7 @@ func tamperStale(t *testing.T, lake objstore.Bucket, path string, r Range) {
 		before[f.Path] = f
 	}
 	tamperLatest(t, lake, path, r, "drop")
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, path)
 	var old, fresh *txlog.Add
 	for _, f := range snap.Files() {
 		if before[f.Path] == nil {

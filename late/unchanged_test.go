@@ -21,10 +21,7 @@ import (
 // goldVersion is the current version of the table at path.
 func goldVersion(t testing.TB, lake objstore.Bucket, path string) int64 {
 	t.Helper()
-	snap, err := table.Open(objstore.WithPrefix(lake, path), table.Options{}).Log().Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snap := openSnapshot(t, lake, path)
 	return snap.Version()
 }
 
@@ -299,11 +296,7 @@ func BenchmarkRowMultiset(b *testing.B) {
 func bumpCount(t testing.TB, lake objstore.Bucket, path string, lo, hi int64) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := table.Open(objstore.WithPrefix(lake, path), table.Options{})
-	snap, err := tbl.Log().Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, snap := openSnapshot(t, lake, path)
 	schema, err := snap.Schema()
 	if err != nil {
 		t.Fatal(err)
