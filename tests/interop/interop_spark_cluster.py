@@ -30,7 +30,6 @@ JVM_FLAGS = ("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize
              "-Duser.timezone=UTC")
 
 
-
 def local_fs() -> tuple[str, dict[str, str]]:
     """The jar of tests/interop/localfs (MEDALLION_INTEROP_LOCALFS_JAR, built by
     `scripts/interop.sh setup`) and the Spark settings that make it Hadoop's file: file system,
