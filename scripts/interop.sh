@@ -85,6 +85,41 @@ setup_jars() {
   touch "$JARS_DIR/.complete"
 }
 
+# Hadoop's local file system without a child process per call (tests/interop/localfs: chmod and
+# readlink through java.nio, where Hadoop without its native library runs a process: 17,000 of
+# them in test_join_differential alone). Compiled once against pyspark's Hadoop; without javac the
+# suite runs on Hadoop's own local file system, as before.
+LOCALFS_SRC="$ROOT/tests/interop/localfs"
+
+localfs_jar() {
+  local hadoop
+  hadoop=$(compgen -G "$VENV/lib/python*/site-packages/pyspark/jars/hadoop-client-api-*.jar" | head -1)
+  echo "$CACHE/interop-localfs-$( { cat "$LOCALFS_SRC"/*.java; basename "$hadoop"; } | sha256sum | cut -c1-12)/medallion-localfs.jar"
+}
+
+setup_localfs() {
+  local jar dir jars tmp
+  jar=$(localfs_jar)
+  dir=$(dirname "$jar")
+  if [[ -f "$dir/.complete" ]]; then
+    return 0
+  fi
+  if ! command -v javac >/dev/null 2>&1; then
+    log "no javac: Spark keeps Hadoop's local file system (a process per chmod and readlink)"
+    return 0
+  fi
+  jars=$(compgen -G "$VENV/lib/python*/site-packages/pyspark/jars" | head -1)
+  # Built aside and renamed in: a run beside this one sees no jar or a whole one.
+  tmp=$(mktemp -d "$CACHE/.interop-localfs.XXXXXX")
+  mkdir "$tmp/classes"
+  javac -nowarn -d "$tmp/classes" -cp "$jars/*" "$LOCALFS_SRC"/*.java >&2
+  jar cf "$tmp/$(basename "$jar")" -C "$tmp/classes" .
+  rm -rf "$tmp/classes"
+  touch "$tmp/.complete"
+  rm -rf "$dir"
+  mv "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+}
+
 setup() {
   need java "Java 17 for Spark"
   setup_venv
@@ -93,6 +128,7 @@ setup() {
   compgen -G "$VENV/lib/python*/site-packages/pyspark/jars/hadoop-client-api-$HADOOP_AWS_VERSION.jar" \
     >/dev/null || die "pyspark in $VENV does not bundle Hadoop $HADOOP_AWS_VERSION; update HADOOP_AWS_VERSION and AWS_SDK_BUNDLE_VERSION"
   setup_jars
+  setup_localfs
 }
 
 jar_path() {  # jar_path SEPARATOR GROUP:ARTIFACT:VERSION... -> the cached jars, joined
@@ -116,6 +152,9 @@ export PYSPARK_PYTHON=$VENV/bin/python
 export PYSPARK_DRIVER_PYTHON=$VENV/bin/python
 export SPARK_LOCAL_IP=127.0.0.1
 ENV
+  if [[ -f "$(dirname "$(localfs_jar)")/.complete" ]]; then
+    echo "export MEDALLION_INTEROP_LOCALFS_JAR=$(localfs_jar)"
+  fi
 }
 
 cmd="${1:-}"

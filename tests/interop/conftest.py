@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from interop_spark_cluster import JVM_FLAGS
+from interop_spark_cluster import JVM_FLAGS, local_fs
 
 # PySpark turns timestamps into naive datetimes in the process time zone; pin it to UTC before
 # any engine is imported so every reader sees the same instants.
@@ -137,7 +137,8 @@ def spark(tmp_path_factory):
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     # S3A (for spark_s3) only costs a class-path entry until a test touches s3a://: no S3 setting
     # is made here, so the tests on files start exactly as before.
-    class_path = ":".join(s3a_jars())
+    fs_jar, fs_conf = local_fs()  # java.nio, not a process, for chmod and readlink
+    class_path = ":".join(s3a_jars() + ([fs_jar] if fs_jar else []))
     builder = (
         pyspark_sql.SparkSession.builder.master("local[2]").appName("medallion-interop")
         .config("spark.jars", jars)
@@ -176,6 +177,8 @@ def spark(tmp_path_factory):
     )
     if class_path:
         builder = builder.config("spark.driver.extraClassPath", class_path)
+    for key, value in fs_conf.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -29,6 +29,22 @@ from pathlib import Path
 JVM_FLAGS = ("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
              "-Duser.timezone=UTC")
 
+
+def local_fs() -> tuple[str, dict[str, str]]:
+    """The jar of tests/interop/localfs (MEDALLION_INTEROP_LOCALFS_JAR, built by
+    `scripts/interop.sh setup`) and the Spark settings that make it Hadoop's file: file system,
+    or ("", {}) when there is none. Without Hadoop's native library (pyspark ships none), Hadoop's
+    own local file system runs `chmod` for every file it creates and `readlink` for both sides of
+    every FileContext rename, each a new process through the JVM's jspawnhelper: 17,000 of them
+    in test_join_differential alone (checkpoints, state stores, Delta's log), 42 of its 135 CPU s.
+    The replacement does both through java.nio, with the same results."""
+    jar = os.environ.get("MEDALLION_INTEROP_LOCALFS_JAR", "")
+    if not jar or not Path(jar).is_file():
+        return "", {}
+    return jar, {"spark.hadoop.fs.file.impl": "medallion.interop.NioLocalFileSystem",
+                 "spark.hadoop.fs.AbstractFileSystem.file.impl": "medallion.interop.NioLocalFs"}
+
+
 # Runs several exported jobs in one Spark application: argv is JOB.py [args] [-- JOB.py [args]]...
 # It writes what the application ran on (master URL, executors) and each job's result to
 # $MEDALLION_CLUSTER_REPORT.
@@ -149,8 +165,14 @@ class Cluster:
                 "--conf", "spark.databricks.delta.snapshotPartitions=1",
                 "--conf", "spark.sql.codegen.wholeStage=false",
                 "--conf", f"spark.driver.extraJavaOptions={JVM_FLAGS}",
-                "--conf", f"spark.executor.extraJavaOptions={JVM_FLAGS}",
-                str(runner)]
+                "--conf", f"spark.executor.extraJavaOptions={JVM_FLAGS}"]
+        fs_jar, fs_conf = local_fs()
+        if fs_jar:  # on every JVM's class path: the driver's and executors' file: file system
+            fs_conf = {**fs_conf, "spark.driver.extraClassPath": fs_jar,
+                       "spark.executor.extraClassPath": fs_jar}
+        for key, value in fs_conf.items():
+            argv += ["--conf", f"{key}={value}"]
+        argv.append(str(runner))
         for i, job in enumerate(jobs):
             if i:
                 argv.append("--")
