@@ -103,9 +103,6 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 		return as, fmt.Errorf("stream: gold %s state: %w", ap.cfg.Name, err)
 	}
 	stateReady(as)
-	// The state file holds the bytes from here on: the batch's stats, kept until the next
-	// batch ends, do not.
-	as.state, as.delta, as.writeDelta = nil, nil, nil
 	as.res = StateOperatorProgress{
 		OperatorName: "stateStoreSave", NumRowsTotal: res.NumRowsTotal, NumRowsUpdated: res.NumRowsUpdated,
 		AllUpdatesTimeMs: updMs, NumRowsRemoved: res.NumRowsRemoved, NumRowsDroppedByWatermark: res.NumRowsDroppedByWatermark,
