@@ -598,6 +598,9 @@ func (r *sourceQuery) writeSinks(ctx context.Context, b *batchRun, st *batchStat
 			if !published[ai] {
 				statesReady.Done() // it failed before its state, and says why
 			}
+			// states[ai] hands them to the state file: the batch's stats, kept until the
+			// next batch ends, do not keep a full snapshot's bytes.
+			st.aggs[ai].state, st.aggs[ai].delta, st.aggs[ai].writeDelta = nil, nil, nil
 		})
 	}
 	ahead := r.ahead.p

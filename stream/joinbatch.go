@@ -83,6 +83,9 @@ func (r *joinQuery) runBatch(ctx context.Context, b *batchRun, files [][]source.
 	if err := r.e.ckpt.WriteSections(ctx, b.n+1, secs); err != nil {
 		return batchDone{}, err
 	}
+	for i := range jb.aggs { // the state file has them: r.cur does not keep a snapshot's bytes
+		jb.aggs[i].state, jb.aggs[i].delta, jb.aggs[i].writeDelta = nil, nil, nil
+	}
 	if full {
 		r.joinDeltas = 0
 	} else {

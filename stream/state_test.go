@@ -79,3 +79,43 @@ func TestCheckpointRetention(t *testing.T) {
 		t.Fatalf("restart after cleanup: %+v", rep2)
 	}
 }
+
+// TestPeriodicSnapshotBufferReleased: a batch that writes the aggregations' full snapshots
+// (every min_deltas_for_snapshot versions) keeps none of their bytes once the state file is
+// written. The batches between write deltas straight into the file, so a kept buffer would
+// hold the whole state's bytes, unused, for the rest of the run.
+func TestPeriodicSnapshotBufferReleased(t *testing.T) {
+	ctx := context.Background()
+	lake := landBronze(t, 7, 2000, 6)
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]\n  max_files_per_trigger: 1\n  state: {min_deltas_for_snapshot: 2}", e2eGold)
+	r, err := New(Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshots := 0
+	ckpt := checkpoint.Open(objstore.WithPrefix(lake, cfg.Stream.Checkpoint))
+	for v := int64(1); v <= rep.LastBatch+1; v++ {
+		sections, err := ckpt.ReadState(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sections[secAgg+"g5"]) > 0 {
+			snapshots++
+		}
+	}
+	if snapshots < 2 {
+		t.Fatalf("%d full snapshots in %d batches: the periodic snapshot is not exercised", snapshots, rep.LastBatch+1)
+	}
+	for i, ab := range r.q.buf.aggs {
+		if cap(ab.state) != 0 {
+			t.Errorf("aggregation %d keeps a %d-byte state buffer after the run", i, cap(ab.state))
+		}
+		if as := r.q.cur.aggs[i]; as.state != nil || as.delta != nil || as.writeDelta != nil {
+			t.Errorf("aggregation %d: the last batch's stats keep its state (%d bytes) or delta", i, len(as.state))
+		}
+	}
+}
