@@ -337,6 +337,13 @@ func (t *Table) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeRes
 		}
 		adds = append(adds, out...)
 	}
+	return t.commitOptimize(ctx, snap, pred, read, removes, adds, res)
+}
+
+// commitOptimize commits optimize's rewrite of the files read (removes) into adds, as Delta
+// records an OPTIMIZE, and completes res.
+func (t *Table) commitOptimize(ctx context.Context, snap *txlog.Snapshot, pred *sqlexpr.Predicate, read []string,
+	removes []*txlog.Remove, adds []*txlog.Add, res OptimizeResult) (OptimizeResult, error) {
 	tx := t.log.Begin(snap)
 	tx.ReadFiles(read...)
 	tx.Remove(removes...)

@@ -190,37 +190,16 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
 		for i, fd := range read.Fields {
 			if s.isPartition(fd.Name) {
-				col, err := pq.NewColumn(fd.Type)
+				col, err := partitionColumn(&fd, add, n)
 				if err != nil {
 					return wrap(err)
-				}
-				one, err := pq.NewColumn(fd.Type)
-				if err != nil {
-					return wrap(err)
-				}
-				if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
-					return wrap(err)
-				}
-				for r := 0; r < n; r++ {
-					col.AppendFrom(one, 0)
 				}
 				full.Columns[i] = col
 				continue
 			}
 			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
 		}
-		var keep []bool
-		if len(deleted) > 0 {
-			keep = make([]bool, n)
-			for r := range keep {
-				keep[r] = true
-			}
-			for _, d := range deleted {
-				if d >= rowBase && d < rowBase+uint64(n) {
-					keep[d-rowBase] = false
-				}
-			}
-		}
+		keep := undeleted(deleted, rowBase, n)
 		rowBase += uint64(n)
 		if s.Filter != nil {
 			// The filter is bound to the table schema; evaluate it on a view with that layout.
@@ -248,6 +227,43 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 	}
 	return nil
+}
+
+// partitionColumn is partition column fd of add's n rows: its value repeated.
+func partitionColumn(fd *txlog.StructField, add *txlog.Add, n int) (*pq.Column, error) {
+	col, err := pq.NewColumn(fd.Type)
+	if err != nil {
+		return nil, err
+	}
+	one, err := pq.NewColumn(fd.Type)
+	if err != nil {
+		return nil, err
+	}
+	if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, fd)); err != nil {
+		return nil, err
+	}
+	for r := 0; r < n; r++ {
+		col.AppendFrom(one, 0)
+	}
+	return col, nil
+}
+
+// undeleted is which of the n rows from file row rowBase on a deletion vector's deleted rows
+// leave (nil: all of them, no vector).
+func undeleted(deleted []uint64, rowBase uint64, n int) []bool {
+	if len(deleted) == 0 {
+		return nil
+	}
+	keep := make([]bool, n)
+	for r := range keep {
+		keep[r] = true
+	}
+	for _, d := range deleted {
+		if d >= rowBase && d < rowBase+uint64(n) {
+			keep[d-rowBase] = false
+		}
+	}
+	return keep
 }
 
 // tableView lays the columns of b out in the order of the table schema, with empty
