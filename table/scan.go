@@ -190,9 +190,19 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
 		for i, fd := range read.Fields {
 			if s.isPartition(fd.Name) {
-				col, err := partitionColumn(&fd, add, n)
+				col, err := pq.NewColumn(fd.Type)
 				if err != nil {
 					return wrap(err)
+				}
+				one, err := pq.NewColumn(fd.Type)
+				if err != nil {
+					return wrap(err)
+				}
+				if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
+					return wrap(err)
+				}
+				for r := 0; r < n; r++ {
+					col.AppendFrom(one, 0)
 				}
 				full.Columns[i] = col
 				continue
@@ -229,43 +239,6 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	return nil
 }
 
-// partitionColumn is partition column fd of add's n rows: its value repeated.
-func partitionColumn(fd *txlog.StructField, add *txlog.Add, n int) (*pq.Column, error) {
-	col, err := pq.NewColumn(fd.Type)
-	if err != nil {
-		return nil, err
-	}
-	one, err := pq.NewColumn(fd.Type)
-	if err != nil {
-		return nil, err
-	}
-	if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, fd)); err != nil {
-		return nil, err
-	}
-	for r := 0; r < n; r++ {
-		col.AppendFrom(one, 0)
-	}
-	return col, nil
-}
-
-// undeleted is which of the n rows from file row rowBase on a deletion vector's deleted rows
-// leave (nil: all of them, no vector).
-func undeleted(deleted []uint64, rowBase uint64, n int) []bool {
-	if len(deleted) == 0 {
-		return nil
-	}
-	keep := make([]bool, n)
-	for r := range keep {
-		keep[r] = true
-	}
-	for _, d := range deleted {
-		if d >= rowBase && d < rowBase+uint64(n) {
-			keep[d-rowBase] = false
-		}
-	}
-	return keep
-}
-
 // tableView lays the columns of b out in the order of the table schema, with empty
 // placeholders for columns b lacks (the filter never touches those).
 func tableView(schema *txlog.StructType, b *pq.Batch) *pq.Batch {
@@ -292,6 +265,24 @@ func partitionValue(values map[string]*string, f *txlog.StructField) *string {
 		}
 	}
 	return nil
+}
+
+// undeleted is which of the n rows from file row rowBase on a deletion vector's deleted rows
+// leave (nil: all of them, no vector).
+func undeleted(deleted []uint64, rowBase uint64, n int) []bool {
+	if len(deleted) == 0 {
+		return nil
+	}
+	keep := make([]bool, n)
+	for r := range keep {
+		keep[r] = true
+	}
+	for _, d := range deleted {
+		if d >= rowBase && d < rowBase+uint64(n) {
+			keep[d-rowBase] = false
+		}
+	}
+	return keep
 }
 
 // readBufferSize is the read buffer of each column chunk's page reader for a data file of
