@@ -39,6 +39,8 @@ ARCHIVE="$HOME_DIR/broker.jsa"
 EXTRA_JAVA_OPTS="" # make_archive's class list
 
 log() { echo "kafka.sh: $*" >&2; }
+# shellcheck source=scripts/server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server.sh"
 die() { log "$*"; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "missing dependency: $1 ($2)"; }
 
@@ -72,10 +74,6 @@ POM
     || die "mvn could not fetch the broker jars"
   [[ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]] || die "install failed: $LIBS/kafka_2.13-$KAFKA_VERSION.jar missing"
   touch "$HOME_DIR/.complete"
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
 # write_config DIR BPORT CPORT: the broker's properties and its log4j2 file in DIR.
@@ -225,8 +223,6 @@ ENV
   log "Kafka $KAFKA_VERSION listening on 127.0.0.1:$bport (pid $pid, dir $dir)"
 }
 
-state_get() { sed -n "s/^$1=//p" "$STATE"; }
-
 restart() {
   [[ -f "$STATE" ]] || die "no broker state in $STATE: start one first"
   local pid dir bport since
@@ -242,32 +238,9 @@ restart() {
   log "Kafka restarted on 127.0.0.1:$bport (pid $pid)"
 }
 
-stop() {
-  [[ -f "$STATE" ]] || return 0
-  local pid dir
-  pid=$(state_get pid)
-  dir=$(state_get dir)
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-    # SIGTERM is a clean shutdown (2-3 s); the data is deleted anyway, so do not wait longer.
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  [[ -n "$dir" && -d "$dir" ]] && rm -rf "$dir"
-  rm -f "$STATE"
-}
+stop() { stop_server dir; }
 
-run() {
-  [[ "${1:-}" == "--" ]] && shift
-  [[ $# -gt 0 ]] || { log "run needs a command"; exit 2; }
-  STATE=$(mktemp "${TMPDIR:-/tmp}/medallion-kafka-state.XXXXXX")
-  export MEDALLION_KAFKA_STATE="$STATE"
-  trap stop EXIT INT TERM
-  eval "$(start)"
-  local rc=0
-  "$@" || rc=$?
-  return "$rc"
-}
+run() { run_with_server kafka MEDALLION_KAFKA_STATE "$@"; }
 
 case "${1:-}" in
   install) install ;;

@@ -33,6 +33,8 @@ PASSWORD="medallion-test-secret"
 WEBHOOK_TOKEN="medallion-test-webhook-token"
 
 log() { echo "minio.sh: $*" >&2; }
+# shellcheck source=scripts/server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server.sh"
 
 # Fails with a clear message when the filesystem of $1 has too little room for MinIO to accept
 # writes (it keeps about 1% of the drive free) plus what a test run writes.
@@ -56,10 +58,6 @@ install() {
   # Build outside any module so the project's go.mod does not interfere.
   (cd "$(mktemp -d)" && GOFLAGS= GOBIN="$BIN_DIR" go install "github.com/minio/minio@$MINIO_VERSION") >&2
   [[ -x "$BIN" ]] || { log "install failed: $BIN missing"; exit 1; }
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
 start() {
@@ -105,31 +103,9 @@ ENV
   exit 1
 }
 
-stop() {
-  [[ -f "$STATE" ]] || return 0
-  local pid data
-  pid=$(sed -n 's/^pid=//p' "$STATE")
-  data=$(sed -n 's/^data=//p' "$STATE")
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  [[ -n "$data" && -d "$data" ]] && rm -rf "$data"
-  rm -f "$STATE"
-}
+stop() { stop_server data; }
 
-run() {
-  [[ "${1:-}" == "--" ]] && shift
-  [[ $# -gt 0 ]] || { log "run needs a command"; exit 2; }
-  STATE=$(mktemp "${TMPDIR:-/tmp}/medallion-minio-state.XXXXXX")
-  export MEDALLION_MINIO_STATE="$STATE"
-  trap stop EXIT INT TERM
-  eval "$(start)"
-  local rc=0
-  "$@" || rc=$?
-  return "$rc"
-}
+run() { run_with_server minio MEDALLION_MINIO_STATE "$@"; }
 
 case "${1:-}" in
   install) install ;;
