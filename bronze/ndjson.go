@@ -99,6 +99,8 @@ type LineParser struct {
 	// quote, backslash or control character; valid UTF-8): then a key whose raw bytes are
 	// the name followed by a quote is that name, without scanning it as a string.
 	plainName []bool
+	// hours parses default-form timestamps, remembering the last one's date and hour.
+	hours timefmt.HourCache
 }
 
 // NewLineParser builds a parser for the declared fields. Names must be unique.
@@ -423,7 +425,7 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		var us int64
 		var terr error
 		if tp := p.fields[idx].Time; tp == nil {
-			us, terr = timefmt.ParseTimestampMicros(text)
+			us, terr = p.hours.ParseTimestampMicros(text)
 		} else {
 			us, terr = tp.Parse(text)
 		}
