@@ -379,19 +379,8 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		if _, err := p.scanNumber(); err != nil {
 			return false, err
 		}
-		text := p.line[start:p.pos]
-		if p.fields[idx].Kind == KindDouble {
-			if f, ok := exactDecimal(text); ok {
-				v.Valid, v.Float = true, f
-				return true, nil
-			}
-		}
-		bits := 64
-		if p.fields[idx].Kind == KindFloat {
-			bits = 32
-		}
-		f, err := strconv.ParseFloat(bytesToString(text), bits)
-		if err != nil || math.IsInf(f, 0) {
+		f, ok := parseFloat(p.line[start:p.pos], p.fields[idx].Kind)
+		if !ok {
 			return false, nil
 		}
 		v.Valid, v.Float = true, f
@@ -517,6 +506,25 @@ func (p *LineParser) parseBinary(v *Value, c byte) (bool, error) {
 	p.scratch = p.scratch[:start+n]
 	v.Valid, v.strStart, v.strEnd, v.inScratch = true, start, start+n, true
 	return true, nil
+}
+
+// parseFloat converts a scanned JSON number for a double or float column; ok is false when the
+// column cannot hold it.
+func parseFloat(text []byte, k Kind) (float64, bool) {
+	if k == KindDouble {
+		if f, ok := exactDecimal(text); ok {
+			return f, true
+		}
+	}
+	bits := 64
+	if k == KindFloat {
+		bits = 32
+	}
+	f, err := strconv.ParseFloat(bytesToString(text), bits)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
 }
 
 // exactDecimal converts a JSON number without an exponent whose digits, the point left out,
