@@ -95,12 +95,20 @@ type LineParser struct {
 	// of one source list their keys in one order, so the k-th key of this line is checked
 	// against that field's name first, which costs a comparison instead of a map look-up.
 	order []int
+	// plainName[j] is whether field j's name is bytes a JSON string holds as they are (no
+	// quote, backslash or control character; valid UTF-8): then a key whose raw bytes are
+	// the name followed by a quote is that name, without scanning it as a string.
+	plainName []bool
+	// hours parses default-form timestamps, remembering the last one's date and hour.
+	hours timefmt.HourCache
 }
 
 // NewLineParser builds a parser for the declared fields. Names must be unique.
 func NewLineParser(fields []Field) (*LineParser, error) {
-	p := &LineParser{fields: fields, index: make(map[string]int, len(fields)), vals: make([]Value, len(fields))}
+	p := &LineParser{fields: fields, index: make(map[string]int, len(fields)), vals: make([]Value, len(fields)),
+		plainName: make([]bool, len(fields))}
 	for i, f := range fields {
+		p.plainName[i] = isPlainName(f.Name)
 		if _, dup := p.index[f.Name]; dup {
 			return nil, fmt.Errorf("bronze: duplicate column %q", f.Name)
 		}
@@ -139,8 +147,9 @@ func (p *LineParser) Parse(line []byte) error {
 	p.line, p.pos = line, 0
 	p.scratch = p.scratch[:0]
 	p.rescued = p.rescued[:0]
+	// A cell's other fields are read only when it is Valid, and whoever sets Valid sets them.
 	for i := range p.vals {
-		p.vals[i] = Value{}
+		p.vals[i].Valid = false
 	}
 	p.skipSpace()
 	if p.pos >= len(line) {
@@ -170,9 +179,18 @@ func (p *LineParser) Parse(line []byte) error {
 			return p.fail(ReasonInvalidJSON, "expected a quoted key")
 		}
 		keyStart := p.pos
-		kStart, kEnd, kScratch, err := p.scanString()
-		if err != nil {
-			return err
+		idx, declared := p.expectedKey(k)
+		var key []byte
+		if !declared {
+			kStart, kEnd, kScratch, err := p.scanString()
+			if err != nil {
+				return err
+			}
+			if kScratch {
+				key = p.scratch[kStart:kEnd]
+			} else {
+				key = line[kStart:kEnd]
+			}
 		}
 		keyEnd := p.pos
 		p.skipSpace()
@@ -182,18 +200,6 @@ func (p *LineParser) Parse(line []byte) error {
 		p.pos++
 		p.skipSpace()
 		valStart := p.pos
-		var key []byte
-		if kScratch {
-			key = p.scratch[kStart:kEnd]
-		} else {
-			key = line[kStart:kEnd]
-		}
-		idx, declared := -1, false
-		if k < len(p.order) {
-			if j := p.order[k]; j >= 0 && string(key) == p.fields[j].Name {
-				idx, declared = j, true
-			}
-		}
 		if !declared {
 			idx, declared = p.index[string(key)] // no allocation: the compiler special-cases this
 			seen := idx
@@ -217,6 +223,7 @@ func (p *LineParser) Parse(line []byte) error {
 		}
 		fitted := false
 		if declared && fresh {
+			var err error
 			fitted, err = p.parseInto(idx)
 			if err != nil {
 				return err
@@ -248,6 +255,39 @@ func (p *LineParser) Parse(line []byte) error {
 			return p.fail(ReasonInvalidJSON, "expected ',' or '}' after a value")
 		}
 	}
+}
+
+// expectedKey consumes the k-th key of the line when its raw bytes are the name of the field
+// the k-th key of the last line named (LineParser.order) and that name is plain: the string's
+// bytes are the name's and its closing quote follows, so it needs no scan of its own. pos is at
+// the key's opening quote; ok false leaves it there.
+func (p *LineParser) expectedKey(k int) (idx int, ok bool) {
+	if k >= len(p.order) {
+		return -1, false
+	}
+	j := p.order[k]
+	if j < 0 || !p.plainName[j] {
+		return -1, false
+	}
+	name := p.fields[j].Name
+	start := p.pos + 1
+	end := start + len(name)
+	if end >= len(p.line) || p.line[end] != '"' || string(p.line[start:end]) != name {
+		return -1, false
+	}
+	p.pos = end + 1
+	return j, true
+}
+
+// isPlainName reports whether a JSON string holds name's bytes as they are: valid UTF-8, no
+// quote, backslash or control character.
+func isPlainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.ValidString(name)
 }
 
 // maxOrderedKeys bounds the key positions whose field is remembered (LineParser.order).
@@ -339,12 +379,8 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		if _, err := p.scanNumber(); err != nil {
 			return false, err
 		}
-		bits := 64
-		if p.fields[idx].Kind == KindFloat {
-			bits = 32
-		}
-		f, err := strconv.ParseFloat(bytesToString(p.line[start:p.pos]), bits)
-		if err != nil || math.IsInf(f, 0) {
+		f, ok := parseFloat(p.line[start:p.pos], p.fields[idx].Kind)
+		if !ok {
 			return false, nil
 		}
 		v.Valid, v.Float = true, f
@@ -378,7 +414,7 @@ func (p *LineParser) parseInto(idx int) (bool, error) {
 		var us int64
 		var terr error
 		if tp := p.fields[idx].Time; tp == nil {
-			us, terr = timefmt.ParseTimestampMicros(text)
+			us, terr = p.hours.ParseTimestampMicros(text)
 		} else {
 			us, terr = tp.Parse(text)
 		}
@@ -471,6 +507,66 @@ func (p *LineParser) parseBinary(v *Value, c byte) (bool, error) {
 	v.Valid, v.strStart, v.strEnd, v.inScratch = true, start, start+n, true
 	return true, nil
 }
+
+// parseFloat converts a scanned JSON number for a double or float column; ok is false when the
+// column cannot hold it.
+func parseFloat(text []byte, k Kind) (float64, bool) {
+	if k == KindDouble {
+		if f, ok := exactDecimal(text); ok {
+			return f, true
+		}
+	}
+	bits := 64
+	if k == KindFloat {
+		bits = 32
+	}
+	f, err := strconv.ParseFloat(bytesToString(text), bits)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// exactDecimal converts a JSON number without an exponent whose digits, the point left out,
+// are an integer below 2^53 and whose fraction has at most 22 digits (amounts such as 21.96):
+// both that integer and the power of ten are exact doubles, so one division rounds correctly
+// (Clinger's fast path) and gives strconv.ParseFloat's result, bit for bit, without its
+// general reader. ok is false for any other text, which strconv reads.
+func exactDecimal(b []byte) (f float64, ok bool) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	var mant uint64
+	digits, frac, point := 0, 0, false
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c >= '0' && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if point {
+				frac++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || frac > 22 {
+		return 0, false
+	}
+	f = float64(mant) / exactPow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// exactPow10 holds the powers of ten that are exact doubles.
+var exactPow10 = [23]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // isPlainDecimal accepts [+-]digits[.digits][(e|E)[+-]digits] and nothing else (no
 // fractions like "1/2", no hex, no separators).

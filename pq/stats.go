@@ -192,11 +192,22 @@ func minMaxBytes(col *Column, rows []int, first, n int) (int, int) {
 		i := row(k)
 		v := data[offs[i]:offs[i+1]]
 		// A prefix strictly between the extremes' prefixes puts v strictly between them.
-		if p := bytesPrefix(v); p > pmin && p < pmax {
+		p := bytesPrefix(v)
+		if p > pmin && p < pmax {
 			continue
-		} else if p <= pmin && bytes.Compare(v, data[offs[mn]:offs[mn+1]]) < 0 {
-			mn, pmin = i, p
-		} else if p >= pmax && bytes.Compare(v, data[offs[mx]:offs[mx+1]]) > 0 {
+		}
+		if p <= pmin {
+			// A value equal to the least is not above the greatest: one compare, not two,
+			// for a column of one value (bronze's _source_file within an object).
+			c := bytes.Compare(v, data[offs[mn]:offs[mn+1]])
+			if c < 0 {
+				mn, pmin = i, p
+			}
+			if c <= 0 {
+				continue
+			}
+		}
+		if p >= pmax && bytes.Compare(v, data[offs[mx]:offs[mx+1]]) > 0 {
 			mx, pmax = i, p
 		}
 	}

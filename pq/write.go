@@ -246,6 +246,7 @@ func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 	if !col.hasNullsIn(idx, lo, hi) {
 		return nil
 	}
+	null := nullAt(n) // once, not a call a null row: bronze's _rescued_data is all nulls
 	for k := range dst {
 		i := first + k
 		if rows != nil {
@@ -255,7 +256,7 @@ func (sh *shredder) flat(n *wnode, col *Column, idx []int, lo, hi int) error {
 			if !n.optional {
 				return fmt.Errorf("table: column %s is not nullable but row %d is null", n.name, i)
 			}
-			dst[k] = nullAt(n)
+			dst[k] = null
 		}
 	}
 	return nil

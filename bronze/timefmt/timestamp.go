@@ -36,7 +36,13 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	if year < 1 || month < 1 || month > 12 || day < 1 || day > pq.DaysInMonth(year, month) || hour > 23 || minute > 59 || second > 59 {
 		return 0, errBadTimestamp
 	}
-	rest := b[19:]
+	hourSecs := pq.DaysFromCivil(year, month, day)*86400 + int64(hour*3600)
+	return finishTimestamp(b[19:], hourSecs+int64(minute*60+second))
+}
+
+// finishTimestamp reads what follows the seconds of a timestamp (rest: an optional fraction,
+// then an optional offset) whose wall-clock time is secs seconds since the epoch.
+func finishTimestamp(rest []byte, secs int64) (int64, error) {
 	var frac int64
 	if len(rest) > 0 && rest[0] == '.' {
 		n := 1
@@ -74,9 +80,45 @@ func ParseTimestampMicros(b []byte) (int64, error) {
 	default:
 		return 0, errBadTimestamp
 	}
-	days := pq.DaysFromCivil(year, month, day)
-	secs := days*86400 + int64(hour*3600+minute*60+second) - offsetSec
-	return secs*1_000_000 + frac, nil
+	return (secs-offsetSec)*1_000_000 + frac, nil
+}
+
+// HourCache parses timestamps as ParseTimestampMicros does, remembering the date and hour of
+// the last one it parsed: a landing object's event times share them line after line, and a
+// timestamp whose first 13 bytes (YYYY-MM-DDTHH) are the last one's needs only its minutes,
+// seconds, fraction and offset read. The zero value is ready; not safe for concurrent use.
+type HourCache struct {
+	key  [13]byte
+	secs int64 // the key's date and hour in seconds since the epoch (wall clock)
+	ok   bool
+}
+
+// ParseTimestampMicros is the package's ParseTimestampMicros through the cache.
+func (c *HourCache) ParseTimestampMicros(b []byte) (int64, error) {
+	if !c.ok || len(b) < 19 || string(b[:13]) != string(c.key[:]) {
+		us, err := ParseTimestampMicros(b)
+		if err == nil {
+			// Valid, so b[:13] is a valid date and hour: the seconds to the hour are
+			// the value less its minutes, seconds, fraction and offset, computed again.
+			year, _ := digits(b[0:4])
+			month, _ := digits(b[5:7])
+			day, _ := digits(b[8:10])
+			hour, _ := digits(b[11:13])
+			copy(c.key[:], b[:13])
+			c.secs = pq.DaysFromCivil(year, month, day)*86400 + int64(hour*3600)
+			c.ok = true
+		}
+		return us, err
+	}
+	if b[13] != ':' || b[16] != ':' {
+		return 0, errBadTimestamp
+	}
+	minute, ok1 := digits(b[14:16])
+	second, ok2 := digits(b[17:19])
+	if !ok1 || !ok2 || minute > 59 || second > 59 {
+		return 0, errBadTimestamp
+	}
+	return finishTimestamp(b[19:], c.secs+int64(minute*60+second))
 }
 
 // ParseDate parses a date 'YYYY-MM-DD' (years 0001-9999) into days since the Unix epoch; ok is
