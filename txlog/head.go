@@ -22,14 +22,15 @@ func (l *Log) startFrom(prev *Snapshot) *Snapshot {
 	return prev
 }
 
-// advance makes to, a snapshot made from from (nil: a load), the Log's head when it is newer,
-// or when the table went back (restored from an older backup, or created again: to is older
-// than from) and the head is no newer than from.
+// advance makes to, a snapshot made from from, the Log's head when it is newer, or when the
+// table went back (restored from an older backup, or created again: to is older than from)
+// and the head is no newer than from. A snapshot made from nothing (a load, or the commit that
+// creates the table) always does: it is the table as it is, whatever the head was.
 func (l *Log) advance(from, to *Snapshot) {
 	l.headMu.Lock()
 	defer l.headMu.Unlock()
 	wentBack := from != nil && to.version < from.version && l.head != nil && l.head.version <= from.version
-	if l.head == nil || to.version > l.head.version || wentBack {
+	if from == nil || l.head == nil || to.version > l.head.version || wentBack {
 		l.head = to
 	}
 }

@@ -197,3 +197,31 @@ func TestScopeSeesTheWinnerAfterAConflict(t *testing.T) {
 		t.Errorf("refresh after the conflict = version %d (txn %d, %v), want version 1 with the winner's txn 7", s.Version(), v, ok)
 	}
 }
+
+// A table dropped and created again through the same Log: the head is the new table's, not
+// the newer version of the old one, so a refresh from the new table's snapshot stays on it.
+func TestHeadFollowsATableCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := fastLog(b, Options{NoAutoCheckpoint: true})
+	buildHistory(t, l, 5)
+	for info, err := range b.List(ctx, "", objstore.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Delete(ctx, info.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createTable(t, l, true, nil)
+	l.headMu.Lock()
+	head := l.head
+	l.headMu.Unlock()
+	if head.Version() != 0 {
+		t.Errorf("head after the creation = version %d, want the new table's 0", head.Version())
+	}
+	s, err := l.Refresh(ctx, mustSnapshot(t, l))
+	if err != nil || s.Version() != 0 || len(s.Files()) != 0 {
+		t.Fatalf("refresh of the table created again = %v, %v; want version 0 without files", s, err)
+	}
+}
