@@ -23,6 +23,7 @@ import (
 	"github.com/medallion-lake/medallion/report/eventlog"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // The event log (docs/event-log.md) is written from here, never from the engines: a job run's
@@ -291,7 +292,8 @@ func checkpointBatches(ctx context.Context, lake objstore.Bucket, ckpt string) (
 // and before it every batch the event log lacks that the checkpoint still records, in one
 // commit with txn version n.
 func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runID, source, ckpt, queryID string, n int64, data []byte) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventLogTimeout)
+	// One look at the event log's table for the txn check, the creation check and the append.
+	ctx, cancel := context.WithTimeout(txlog.WithSnapshotScope(context.WithoutCancel(ctx)), eventLogTimeout)
 	defer cancel()
 	what := fmt.Sprintf("batch %d of %s", n, source)
 	appID := eventlog.BatchTxnAppID(queryID)

@@ -3,11 +3,13 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -114,6 +116,9 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 		as.res.OperatorName = "sessionWindowStateStoreSaveExec"
 		as.res.CustomMetrics[CustomMetricSessionCorrections] = res.NumCorrectionRows
 	}
+	var quarDone sync.WaitGroup
+	var quarErr error
+	defer quarDone.Wait() // an early return does not leave the quarantine's write running
 	if len(res.LateRows) > 0 {
 		idx := make([]int32, len(res.LateRows))
 		for k, li := range res.LateRows {
@@ -123,11 +128,16 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 		if err != nil {
 			return as, err
 		}
-		qr, err := write(ctx, a.quar, []*pq.Batch{qb}, txn, false)
-		if err != nil {
-			return as, fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
-		}
-		b.marks.wrote(a.quar, qr.Version, qr.Skipped)
+		// The quarantine and gold are independent tables, each committed after its own files
+		// with the batch's txn (a rerun skips the one that has it): their writes go on together.
+		quarDone.Go(func() {
+			qr, err := write(ctx, a.quar, []*pq.Batch{qb}, txn, false)
+			if err != nil {
+				quarErr = fmt.Errorf("stream: quarantine %s: %w", ap.cfg.Name, err)
+				return
+			}
+			b.marks.wrote(a.quar, qr.Version, qr.Skipped)
+		})
 		if f := a.lateAlert; f > 0 && float64(len(res.LateRows)) > f*float64(in.Len()) {
 			a.logger.Warn("late rows above the alert fraction", "gold", ap.cfg.Name, "batch", n,
 				"lateRows", len(res.LateRows), "inputRows", in.Len(), "fraction", f)
@@ -141,11 +151,13 @@ func (a *aggRun) run(ctx context.Context, b *batchRun, stateReady func(aggStats)
 			wr, err = writeGold(ctx, a.gold, gb, txn, ap.complete)
 		}
 		if err != nil {
-			return as, fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err)
+			quarDone.Wait()
+			return as, errors.Join(fmt.Errorf("stream: gold %s: %w", ap.cfg.Name, err), quarErr)
 		}
 		b.marks.wrote(a.gold, wr.Version, wr.Skipped)
 	}
-	return as, nil
+	quarDone.Wait()
+	return as, quarErr
 }
 
 // input builds the aggregation's input from the selected rows (event times, group keys, the

@@ -26,6 +26,7 @@ import (
 	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/table/source"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // query is what the engine drives: one configuration of it.
@@ -287,6 +288,7 @@ func (e *engine) latest(ctx context.Context) ([]int64, error) {
 // step runs the next batch if an input has new data (or, when noData, a no-data batch the
 // watermark asks for) and reports whether it ran one.
 func (e *engine) step(ctx context.Context, until []int64, limit source.ReadLimit, noData bool) (bool, error) {
+	ctx = txlog.WithSnapshotScope(ctx) // one look at each table's log a batch
 	if !slices.ContainsFunc(until, func(v int64) bool { return v >= 0 }) {
 		return false, nil
 	}
@@ -383,6 +385,7 @@ func (e *engine) plan(ctx context.Context) (bool, error) {
 
 // runPending re-runs the uncommitted batch with exactly the files of its recorded offsets.
 func (e *engine) runPending(ctx context.Context) error {
+	ctx = txlog.WithSnapshotScope(ctx) // one look at each table's log a batch
 	entry := e.pos.pending
 	if ok, err := e.plan(ctx); err != nil || !ok {
 		return err

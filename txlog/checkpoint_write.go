@@ -253,8 +253,9 @@ func (l *Log) Checkpoint(ctx context.Context, snap *Snapshot) error {
 }
 
 // afterCommit writes a checkpoint every delta.checkpointInterval versions and cleans up
-// expired log files. Failures are logged: the commit has already succeeded.
-func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata, read *Snapshot) {
+// expired log files. Failures are logged: the commit has already succeeded. snap is the
+// snapshot of version when the commit built it (nil: it is read from the log).
+func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata, read, snap *Snapshot) {
 	if !l.checkpoints || version == 0 {
 		return
 	}
@@ -267,7 +268,10 @@ func (l *Log) afterCommit(ctx context.Context, version int64, m Metadata, read *
 	if version%interval != 0 {
 		return
 	}
-	snap, err := l.committedSnapshot(ctx, version, read)
+	var err error
+	if snap == nil {
+		snap, err = l.committedSnapshot(ctx, version, read)
+	}
 	if err == nil {
 		err = l.Checkpoint(ctx, snap)
 	}

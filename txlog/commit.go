@@ -66,6 +66,9 @@ type Transaction struct {
 	isolation  IsolationLevel
 	txnID      string
 	done       bool
+	// winners are the actions of the commits that won races against this one, in version
+	// order from read's version + 1 (checkWinners), for the snapshot after the commit.
+	winners [][]Action
 }
 
 // Begin starts a transaction on top of read (nil when creating the table).
@@ -380,7 +383,20 @@ func normalizeMetadata(m *Metadata, now time.Time) {
 // reads the winning commits, runs Delta's conflict checks against each, and retries at the next
 // version with jittered backoff. It returns the committed version. On ErrCommitUnknown the
 // commit may have landed: never delete its data files.
+//
+// A commit that lands makes the Log's head (head.go): the snapshot of the new version, built
+// from the snapshot read and the actions written, so that the next Refresh does not read the
+// commit back. One that fails drops the Log's snapshot from a WithSnapshotScope scope, so that
+// the caller's next look sees what made it fail.
 func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) {
+	v, err := tx.commit(ctx, op)
+	if err != nil {
+		scopeOf(ctx).note(tx.log, nil)
+	}
+	return v, err
+}
+
+func (tx *Transaction) commit(ctx context.Context, op Operation) (int64, error) {
 	if tx.done {
 		return -1, fmt.Errorf("%w: transaction already committed", ErrInvalidTransaction)
 	}
@@ -459,7 +475,7 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 		if err == nil {
 			tx.done = true
 			l.logger.Debug("txlog: committed", "version", version, "operation", op.Name, "attempts", attempt)
-			l.afterCommit(ctx, version, m, tx.read)
+			l.afterCommit(ctx, version, m, tx.read, tx.landed(ctx, version, data, now, ict))
 			return version, nil
 		}
 		// Lost the race: check every winner from version to the latest.
@@ -474,7 +490,7 @@ func (tx *Transaction) Commit(ctx context.Context, op Operation) (int64, error) 
 			// An earlier attempt whose put reported an error (and was not yet visible when read
 			// back) did land: committing again would apply the actions twice.
 			tx.done = true
-			l.afterCommit(ctx, mine, m, tx.read)
+			l.afterCommit(ctx, mine, m, tx.read, nil)
 			return mine, nil
 		}
 		lastICT = max(lastICT, ictSeen)
@@ -554,6 +570,9 @@ func (tx *Transaction) checkWinners(ctx context.Context, version int64) (next, l
 		}
 		if err := tx.checkConflict(v, actions); err != nil {
 			return 0, 0, -1, err
+		}
+		if v == tx.read.version+int64(len(tx.winners))+1 {
+			tx.winners = append(tx.winners, actions)
 		}
 		for _, a := range actions {
 			if a.CommitInfo != nil && a.CommitInfo.InCommitTimestamp != nil {

@@ -41,6 +41,9 @@ type Log struct {
 	unsafeCommits    bool
 	fetchParallelism int
 	cleanup          cleanupMark
+
+	headMu sync.Mutex
+	head   *Snapshot // the newest snapshot this Log made (head.go)
 }
 
 // Options configure a Log. The zero value means the defaults, which withDefaults fills in.

@@ -21,10 +21,35 @@ import (
 // which callers that keep snapshots must take as the table's state (ErrTableBehind checks
 // compare against it). A gap right after the commits found ends the refresh there; a full load
 // reports it (ErrNotContiguous).
+//
+// It starts from the Log's head instead of prev when that is newer (the snapshot of a commit
+// this Log wrote: head.go), and within a WithSnapshotScope scope that already knows the
+// latest snapshot it returns that without a request.
 func (l *Log) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	if prev == nil {
-		return l.Snapshot(ctx)
+		snap, err := l.Snapshot(ctx)
+		if err == nil {
+			l.advance(nil, snap)
+			scopeOf(ctx).note(l, snap)
+		}
+		return snap, err
 	}
+	prev = l.startFrom(prev)
+	sc := scopeOf(ctx)
+	if s := sc.known(l, prev); s != nil {
+		return s, nil
+	}
+	snap, err := l.refresh(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	l.advance(prev, snap)
+	sc.note(l, snap)
+	return snap, nil
+}
+
+// refresh is Refresh from prev, asking the store.
+func (l *Log) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	var commits []logFile
 	for v := prev.version + 1; ; v++ {
 		key := CommitKey(v)
