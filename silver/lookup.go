@@ -31,7 +31,17 @@ type Lookup struct {
 	EventTime int               // the event-time column in Schema
 	AppID     string            // the txn appId of the stream's silver writes (its query id)
 
-	tails *table.FileTails // the ends of the files the last look-up opened
+	tails  *table.FileTails   // the ends of the files the last look-up opened
+	groups *table.GroupRanges // the last look-up's row-group pruning, for its counts
+}
+
+// GroupCounts reports the row groups of silver's files the last look-up read and left out by
+// their event-time statistics.
+func (l *Lookup) GroupCounts() (read, skipped int64) {
+	if l.groups == nil {
+		return 0, 0
+	}
+	return l.groups.Counts()
 }
 
 // lookupTailBudget bounds the file ends a Lookup keeps between batches: the footers and bloom
@@ -63,9 +73,10 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	for _, c := range l.KeyCols {
 		cols = append(cols, l.Schema.Fields[c].Name)
 	}
-	// The event times prune files by their stats; the rows are matched on the key alone, so
-	// no row filter runs.
-	pruner, err := l.Table.FileScan(snap, nil, timeClusters(evName, rows.EventTime, idx))
+	// The event times prune files by their stats, and row groups inside them by theirs; the
+	// rows are matched on the key alone, so no row filter runs.
+	clusters := clusterRows(rows.EventTime, idx, time.Minute, maxTimeClusters)
+	pruner, err := l.Table.FileScan(snap, nil, timeClusters(evName, clusters))
 	if err != nil {
 		return nil, fmt.Errorf("silver: scan: %w", err)
 	}
@@ -73,6 +84,10 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	if err != nil {
 		return nil, fmt.Errorf("silver: scan: %w", err)
 	}
+	// Row groups are pruned by finer ranges than files: a range check a row group is a
+	// binary search, where the file predicate is evaluated range by range.
+	fs.Groups = &table.GroupRanges{Column: evName, Ranges: clusterRows(rows.EventTime, idx, time.Second, maxGroupRanges)}
+	l.groups = fs.Groups
 	var files []*txlog.Add
 	opened := map[string]bool{}
 	for _, a := range pruner.Files(snap.Files()) {
@@ -122,16 +137,23 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	return seen, nil
 }
 
-// wantedKeys are the distinct keys a look-up asks for: encoded, and as a batch of the key
-// columns (row j is keys[j]) for the bloom filters silver's files carry on them.
+// wantedKeys are the distinct keys a look-up asks for, with their rows' event times: encoded,
+// and as a batch of the key columns and the event time (row j is keys[j]) for the bloom
+// filters silver's files carry on the keys and the event_time statistics of their row groups.
+// A resend carries the event time of the row it resends, so a key is looked for only in the
+// row groups whose event times can hold its own (FileScan.MayContain with Groups).
 type wantedKeys struct {
 	batch *pq.Batch
 	keys  [][]byte
 }
 
 func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
+	cols := l.KeyCols
+	if !slices.Contains(cols, l.EventTime) {
+		cols = append(slices.Clone(cols), l.EventTime)
+	}
 	keySchema := &txlog.StructType{}
-	for _, c := range l.KeyCols {
+	for _, c := range cols {
 		keySchema.Fields = append(keySchema.Fields, l.Schema.Fields[c])
 	}
 	b, err := pq.NewBatch(keySchema)
@@ -139,15 +161,17 @@ func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
 		return nil, err
 	}
 	w := &wantedKeys{batch: b}
-	view := &pq.Batch{Schema: keySchema, Columns: make([]*pq.Column, len(l.KeyCols))}
+	view := &pq.Batch{Schema: keySchema, Columns: make([]*pq.Column, len(cols))}
 	want := map[string]bool{}
+	var id []byte
 	for _, i := range idx {
-		if want[string(rows.Keys[i])] {
+		id = binary.LittleEndian.AppendUint64(append(id[:0], rows.Keys[i]...), uint64(rows.EventTime[i]))
+		if want[string(id)] {
 			continue
 		}
-		want[string(rows.Keys[i])] = true
+		want[string(id)] = true
 		w.keys = append(w.keys, rows.Keys[i])
-		for k, c := range l.KeyCols {
+		for k, c := range cols {
 			view.Columns[k] = rows.Batches[rows.Batch[i]].Columns[c]
 		}
 		b.AppendRow(view, int(rows.Row[i]))
@@ -277,21 +301,30 @@ func mix64(x uint64) uint64 {
 	return x ^ x>>29
 }
 
-// maxTimeClusters bounds the ranges of timeClusters' predicate.
-const maxTimeClusters = 64
+// maxTimeClusters bounds the ranges of timeClusters' predicate, maxGroupRanges those that
+// prune row groups.
+const (
+	maxTimeClusters = 64
+	maxGroupRanges  = 4096
+)
 
-// timeClusters is a predicate on the event-time column that holds the event times of the
-// rows idx, as the ranges of clusterTimes.
-func timeClusters(col string, evt []int64, idx []int32) sqlexpr.Expr {
+// clusterRows is the event-time ranges (µs, clusterTimes from minGap, at most maxRanges) of
+// the rows idx.
+func clusterRows(evt []int64, idx []int32, minGap time.Duration, maxRanges int) [][2]int64 {
 	times := make([]int64, len(idx))
 	for k, i := range idx {
 		times[k] = evt[i]
 	}
-	var ranges []sqlexpr.Expr
-	for _, r := range clusterTimes(times, int64(time.Minute/time.Microsecond), maxTimeClusters) {
-		ranges = append(ranges, sqlexpr.And(sqlexpr.Ge(col, time.UnixMicro(r[0]).UTC()), sqlexpr.Le(col, time.UnixMicro(r[1]).UTC())))
+	return clusterTimes(times, int64(minGap/time.Microsecond), maxRanges)
+}
+
+// timeClusters is a predicate on the event-time column that holds the times of ranges.
+func timeClusters(col string, ranges [][2]int64) sqlexpr.Expr {
+	var or []sqlexpr.Expr
+	for _, r := range ranges {
+		or = append(or, sqlexpr.And(sqlexpr.Ge(col, time.UnixMicro(r[0]).UTC()), sqlexpr.Le(col, time.UnixMicro(r[1]).UTC())))
 	}
-	return sqlexpr.Or(ranges...)
+	return sqlexpr.Or(or...)
 }
 
 // clusterTimes sorts times (µs, at least one) and cuts them into ranges wherever two

@@ -20,11 +20,16 @@ const bloomBits = 24
 // files that cannot hold their keys. A look-up probes a batch's late keys (hundreds) at once
 // and a file is skipped only when all are ruled out, so the filters get bloomBits a value
 // (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs that
-// rewrite silver's files (optimize) use them too, so compacted files keep the filters.
+// rewrite silver's files (optimize) use them too, so compacted files keep the filters. Row
+// groups are silverGroupRows unless base sets them: the look-up prunes row groups by their
+// event_time statistics, which the stream's writes keep narrow (Writer.Write).
 func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), dedup...)
 	if base.BloomFilterBitsPerValue == 0 {
 		base.BloomFilterBitsPerValue = bloomBits
+	}
+	if base.RowGroupRows == 0 {
+		base.RowGroupRows = silverGroupRows
 	}
 	return base
 }
@@ -38,14 +43,16 @@ type Judged struct {
 // Writer writes a batch's silver rows and validation rejects.
 type Writer struct {
 	Silver, Rejects *table.Table
+
+	fresh, old timeOrder // the batch's rows in event-time order, kept for the next batch
 }
 
 // silverPartRows and silverMaxParts cut a batch's silver rows into parts encoded at once: the
 // Parquet encoding of silver is the largest single cost of a batch, and the aggregations that
 // run beside it leave most of a core to spare. A batch of n rows is min(n/silverPartRows,
-// silverMaxParts) parts (at least one), contiguous runs in arrival order: the files depend on
-// the rows alone, never on the number of cores, so a query that streams silver (a join, with
-// its max_files_per_trigger) sees the same files on every machine.
+// silverMaxParts) parts (at least one), contiguous runs of the rows in event-time order: the
+// files depend on the rows alone, never on the number of cores, so a query that streams silver
+// (a join, with its max_files_per_trigger) sees the same files on every machine.
 const (
 	silverPartRows = 1 << 15
 	silverMaxParts = 4
@@ -59,13 +66,15 @@ type Written struct {
 	SilverSkipped, RejectsSkipped bool
 }
 
-// Write appends the rows sel of the bronze batches, in arrival order, to silver and the
-// validation rejects to the rejects table, all with txn. Rows judged against silver's keys (far below the watermark) go to files
-// of their own, so that every other silver file spans a narrow event-time range and the
-// look-ups of later batches read few files.
+// Write appends the rows sel of the bronze batches to silver and the validation rejects to the
+// rejects table, all with txn. Silver's rows go in event-time order (eventTimeOrder), each part
+// a range of times in row groups of silverGroupRows, so that the look-ups of later batches
+// read the few row groups that hold their rows' times. Rows judged against silver's keys (far
+// below the watermark) go to files of their own, so that every other silver file spans a
+// narrow event-time range.
 func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *pq.Batch, txn *table.AppTxn) (Written, error) {
 	out := Written{Silver: -1, Rejects: -1}
-	fresh := sel.Fresh
+	fresh := w.fresh.eventTimeOrder(rows.EventTime, sel.Fresh)
 	var groups [][]int32
 	if n := len(fresh); n > 0 {
 		parts := max(1, min(n/silverPartRows, silverMaxParts))
@@ -74,11 +83,11 @@ func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *pq.
 		}
 	}
 	if len(sel.Old) > 0 {
-		groups = append(groups, sel.Old)
+		groups = append(groups, w.old.eventTimeOrder(rows.EventTime, sel.Old))
 	}
 	if len(groups) > 0 {
 		res, err := writeParts(ctx, w.Silver, len(groups), txn, func(p int) []Selection {
-			return rows.Select(groups[p])
+			return chunkSelections(rows, groups[p])
 		})
 		if err != nil {
 			return out, fmt.Errorf("silver: %w", err)

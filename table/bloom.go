@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -28,7 +29,9 @@ import (
 // group, not when each value is but never in the same row: within a row group the columns'
 // answers are and-ed, across row groups or-ed.
 //
-// It reads the file's footer and the bloom filters of the probed columns, never their pages:
+// With s.Groups set, only the row groups a scan would read answer: a key only in the others
+// is ruled out; and when keys has s.Groups' column, a key row is ruled out in each row group
+// whose statistics on it exclude its value there (data skipping key by key). It reads the file's footer and the bloom filters of the probed columns, never their pages:
 // one ranged read for a one-row-group file whose filters sit near its end, as ours do.
 // It is safe for concurrent use.
 func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batch) ([]bool, error) {
@@ -39,27 +42,11 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batc
 	}
 	n := keys.Len()
 	out := make([]bool, n)
-	var probes []*bloomProbe
-	for j := range keys.Schema.Fields {
-		kf := &keys.Schema.Fields[j]
-		i := pq.FieldIndexFold(s.Schema, kf.Name)
-		if i < 0 {
-			return nil, wrap(fmt.Errorf("%w: column %s does not exist", pq.ErrSchemaMismatch, kf.Name))
-		}
-		f := &s.Schema.Fields[i]
-		if err := pq.SameType(f.Name, f.Type, kf.Type); err != nil {
-			return nil, wrap(err)
-		}
-		switch keys.Columns[j].Kind {
-		case pq.KindStruct, pq.KindList, pq.KindMap, pq.KindNull:
-			return nil, wrap(fmt.Errorf("column %s has type %s, which has no bloom filter", f.Name, pq.TypeString(f.Type)))
-		}
-		if s.isPartition(f.Name) {
-			continue
-		}
-		probes = append(probes, &bloomProbe{field: f, col: keys.Columns[j]})
+	probes, ranged, err := s.bloomProbes(keys)
+	if err != nil {
+		return nil, wrap(err)
 	}
-	if n == 0 || len(probes) == 0 {
+	if n == 0 || len(probes) == 0 && ranged == nil {
 		for i := range out {
 			out[i] = true
 		}
@@ -88,6 +75,7 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batc
 	}
 	alive := make([]bool, n)
 	meta := f.Metadata()
+	pruneLeaf := s.groupLeaf(f)
 	for g, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -96,11 +84,17 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batc
 		if g >= len(meta.RowGroups) {
 			return nil, wrap(fmt.Errorf("%w: row group %d has no metadata", pq.ErrBadDataFile, g))
 		}
+		if s.Groups != nil && !s.Groups.overlaps(&meta.RowGroups[g], pruneLeaf) {
+			continue // a scan with the same Groups will not read it
+		}
 		if err := ra.loadFilters(meta.RowGroups[g].Columns, probes); err != nil {
 			return nil, wrap(err)
 		}
 		for i := range alive {
 			alive[i] = !out[i]
+		}
+		if ranged != nil {
+			s.Groups.within(&meta.RowGroups[g], pruneLeaf, ranged, alive)
 		}
 		for _, p := range probes {
 			if p.leaf < 0 || p.leaf >= len(chunks) {
@@ -142,6 +136,35 @@ func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batc
 		}
 	}
 	return out, nil
+}
+
+// bloomProbes matches the columns of a MayContain's keys with the table's: the bloom probes,
+// and the column of s.Groups (nil: none), whose values the row groups' statistics rule out.
+func (s *FileScan) bloomProbes(keys *pq.Batch) (probes []*bloomProbe, ranged *pq.Column, err error) {
+	for j := range keys.Schema.Fields {
+		kf := &keys.Schema.Fields[j]
+		i := pq.FieldIndexFold(s.Schema, kf.Name)
+		if i < 0 {
+			return nil, nil, fmt.Errorf("%w: column %s does not exist", pq.ErrSchemaMismatch, kf.Name)
+		}
+		f := &s.Schema.Fields[i]
+		if err := pq.SameType(f.Name, f.Type, kf.Type); err != nil {
+			return nil, nil, err
+		}
+		switch keys.Columns[j].Kind {
+		case pq.KindStruct, pq.KindList, pq.KindMap, pq.KindNull:
+			return nil, nil, fmt.Errorf("column %s has type %s, which has no bloom filter", f.Name, pq.TypeString(f.Type))
+		}
+		if s.isPartition(f.Name) {
+			continue
+		}
+		if s.Groups != nil && strings.EqualFold(f.Name, s.Groups.Column) && keys.Columns[j].Kind == pq.KindInt64 {
+			ranged = keys.Columns[j]
+			continue
+		}
+		probes = append(probes, &bloomProbe{field: f, col: keys.Columns[j]})
+	}
+	return probes, ranged, nil
 }
 
 // bloomProbe is one key column of a MayContain call, matched with the file's leaf.

@@ -26,6 +26,9 @@ type FileScan struct {
 	OpenURL OpenURL
 	// Tails keeps the files' ends between scans that open the same files (nil: none).
 	Tails *FileTails
+	// Groups, when set, leaves out the row groups whose statistics rule out its ranges
+	// (GroupRanges); it filters no rows.
+	Groups *GroupRanges
 }
 
 // projection returns the projected schema and, when a filter reads columns outside it, the
@@ -169,9 +172,14 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	fr.Reuse = buf
 	rowBase := uint64(0)
 	groups := f.Metadata().RowGroups
+	pruneLeaf := s.groupLeaf(f)
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if s.Groups != nil && g < len(groups) && !s.Groups.keep(&groups[g], pruneLeaf) {
+			rowBase += uint64(groups[g].NumRows) // a deletion vector counts the rows skipped
+			continue
 		}
 		if g < len(groups) {
 			if err := tail.fetchChunks(groups[g].Columns, fr.Leaves()); err != nil {
