@@ -68,6 +68,12 @@ type hashAgg struct {
 	denseLo  int64
 	denseNW  int64
 	denseOff bool
+
+	// expect is the (row, window) pairs the source's statistics give this table to add (0:
+	// unknown), seen those added so far, lastPairs those of the last batch and lastGroups
+	// the groups before it: see expectGroups.
+	expect, seen, lastPairs int64
+	lastGroups              int
 }
 
 // maxDense bounds the dense group index: 1M entries, 4 MB a table, so that its loads stay
@@ -84,7 +90,7 @@ type hslot struct {
 
 // aggState is one aggregate for every group: n counts the inputs (count's value), v holds a
 // sum, min or max as int64 or float64 bits (unused for count), x a float sum's or avg's
-// exact sum (v is then unused).
+// exact sum (v is then nil).
 type aggState struct {
 	spec  *gold.AggSpec
 	wide  bool
@@ -138,7 +144,7 @@ func newPooledHashAgg(a *agg, seed maphash.Seed, pool *aggPool) *hashAgg {
 		sp := &a.specs[i]
 		st := aggState{spec: sp, wide: sp.Fn != gold.Count, exact: sp.ExactSum()}
 		st.n = poolTake(pool, (*aggPool).int64s, 0)
-		if st.wide {
+		if st.wide && !st.exact { // an exact sum keeps x, never v
 			st.v = poolTake(pool, (*aggPool).uint64s, 0)
 		}
 		if st.exact {
@@ -258,7 +264,7 @@ func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	for k := range h.st {
 		s := &h.st[k]
 		s.n = append(s.n, 0)
-		if s.wide {
+		if s.wide && !s.exact {
 			s.v = append(s.v, 0)
 		}
 		if s.exact {
@@ -279,7 +285,7 @@ func (h *hashAgg) growGroups(n int) {
 	for k := range h.st {
 		s := &h.st[k]
 		s.n = poolGrow(p, (*aggPool).int64s, s.n, n)
-		if s.wide {
+		if s.wide && !s.exact {
 			s.v = poolGrow(p, (*aggPool).uint64s, s.v, n)
 		}
 		if s.exact {
@@ -344,7 +350,7 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 			}
 		}
 	}
-	h.reserveGroups(len(h.gkey) + len(h.pkid))
+	h.reserveGroups(h.expectGroups(len(h.pkid)))
 	h.gids = h.gids[:0]
 	if !h.denseGroups(wlo, whi) {
 		// Hashed only here: the dense index finds most pairs' groups without a hash.
@@ -750,6 +756,18 @@ func compareBytes(a, b []byte) int {
 // never) after every emitChunk rows; late holds the groups' late_rows (nil: 0 for all). It
 // returns the rows appended.
 func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error) (int64, error) {
+	return h.emitRows(out, late, flush, (*hashAgg).order)
+}
+
+// emitUnordered is emit with the groups in table order (see tableOrder): the same rows, for
+// a caller that only sums their hashes (planByTags), which any order gives alike.
+func (h *hashAgg) emitUnordered(out *pq.Batch, flush func() error) (int64, error) {
+	return h.emitRows(out, nil, flush, (*hashAgg).tableOrder)
+}
+
+// emitRows is emit with the groups ordered by order (ord: the group ids in emission order;
+// byKey: the key ids in the order keyColumns decodes them; rank: each key id's place there).
+func (h *hashAgg) emitRows(out *pq.Batch, late map[string]int64, flush func() error, order func(*hashAgg) (ord, byKey, rank []int32)) (int64, error) {
 	a := h.a
 	e := &emitter{h: h, out: out, unset: h.unsetColumns(out)}
 	var rows int64
@@ -763,7 +781,7 @@ func (h *hashAgg) emit(out *pq.Batch, late map[string]int64, flush func() error)
 	}
 	grow()
 	e.lateOf = h.lateRows(late)
-	ord, byKey, rank := h.order()
+	ord, byKey, rank := order(h)
 	defer func() {
 		for _, s := range [][]int32{ord, byKey, rank} {
 			poolPut(h.pool, (*aggPool).int32s, s)

@@ -267,9 +267,12 @@ func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64
 	parts := make([]*hashAgg, workers)
 	counts := make([]int64, workers)
 	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
+	// Each worker reads about its share of the files: its table is sized for its share.
+	expect := expectedPairs(src, a, lo, hi) / int64(max(workers, 1))
 	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
 		if parts[w] == nil {
 			parts[w] = newPooledHashAgg(a, seed, pool)
+			parts[w].expect = expect
 		}
 		ev := s.ev.Int64
 		for _, r := range sel {
@@ -317,9 +320,9 @@ func windowSlices(src *replaySource, a *agg, lo, hi, maxPairs int64) [][2]int64 
 	end := hi + size
 	nb := (end - lo + slide - 1) / slide
 	rows := make([]float64, nb)
-	for _, f := range src.snap.Files() {
-		recs, t0, t1, ok := timeStats(f, a.evName)
-		if !ok || t1 < lo || t0 >= end {
+	for _, f := range src.fileTimes(a.evName) {
+		recs, t0, t1 := f.recs, f.lo, f.hi
+		if t1 < lo || t0 >= end {
 			continue
 		}
 		span := float64(t1-t0) + 1

@@ -37,6 +37,9 @@ type replaySource struct {
 	nowMs int64
 	// track follows the files and rows read (nil: nobody watches).
 	track *replayTracker
+	// times are the files' statistics for event-time column timesCol (see fileTimes).
+	times    []fileTime
+	timesCol string
 }
 
 // openSource opens silver as of batch upTo (the version holding the batch's txn), or bronze

@@ -213,8 +213,9 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 	return p, nil
 }
 
-// hashRange aggregates the slices of [lo, hi] holding a window no bad span covers, emits
-// their rows into a scratch batch and sums their hashes by window start.
+// hashRange aggregates the slices of [lo, hi] holding a window no bad span covers and sums
+// the hashes of their gold rows by window start (hashSums: from the tables' state, no row
+// built, where it can).
 func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPlan) (table.GroupSums, error) {
 	a, src := k.rw.a, k.src
 	sums := table.GroupSums{}
@@ -248,13 +249,17 @@ func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPla
 		if n+1 == len(cuts) {
 			pool.setLast()
 		}
+		var ok bool
 		agg, err := aggregateSlice(ctx, src, a, sl[0], sl[1], k.opts.workers(), own0, own1, &k.replay.InputRows, pool)
 		if err != nil {
 			return nil, err
 		}
 		p.counted[sl[0]] = true
-		if _, err = agg.emit(out, nil, flush); err == nil {
-			err = flush()
+		if ok, err = agg.hashSums(h, sums); err == nil && !ok {
+			// A window column hashSums does not encode: build the rows and hash them.
+			if _, err = agg.emitUnordered(out, flush); err == nil {
+				err = flush()
+			}
 		}
 		agg.release()
 		if err != nil {

@@ -117,6 +117,14 @@ func (h *RowHasher) Row(cols []*pq.Column, i int) (group int64, hash [2]uint64, 
 	return group, [2]uint64{u.Lo, u.Hi}, true
 }
 
+// Hash is the hash Row gives a row whose encoding (pq.EncodeRow of the hashed columns: every
+// column of the schema but the excluded ones, in schema order) is enc: for a caller that
+// encodes its rows itself rather than build columns only to hash them.
+func (h *RowHasher) Hash(enc []byte) [2]uint64 {
+	u := xxh3.Hash128Seed(enc, h.key)
+	return [2]uint64{u.Lo, u.Hi}
+}
+
 // GroupSums are per-group sums of row hashes.
 type GroupSums map[int64][2]uint64
 

@@ -1,0 +1,133 @@
+package late
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/table"
+)
+
+// Where a hashed gold column's value comes from, for hashSums.
+const (
+	fromNull   = iota // a column nothing fills: null
+	fromWindow        // the group's window (start, end)
+	fromKey           // group-by column idx, from the key's encoding
+	fromAgg           // an aggregate's column idx of the chunk's scratch batch
+	fromZero          // late_rows, 0 in a plan's first pass (were it hashed)
+)
+
+type hashSource struct{ from, idx int }
+
+// hashPlan returns where each column table.RowHasher hashes (every gold column but
+// goldRowTags' excluded ones, in schema order) comes from, and false when a gold row's
+// encoding cannot be built from the table's state as emit would write it (a window column
+// that is not a struct of two int64 fields): the caller then emits rows and hashes them.
+func (h *hashAgg) hashPlan(out *pq.Batch) ([]hashSource, bool) {
+	a := h.a
+	win := out.Columns[a.winCol]
+	if win.Kind != pq.KindStruct || len(win.Children) != 2 ||
+		win.Children[0].Kind != pq.KindInt64 || win.Children[1].Kind != pq.KindInt64 {
+		return nil, false
+	}
+	from := make([]hashSource, len(a.gold.Fields)) // fromNull unless set below
+	from[a.winCol] = hashSource{fromWindow, 0}
+	from[a.lateCol] = hashSource{fromZero, 0}
+	for k, ci := range a.keyCols {
+		from[ci] = hashSource{fromKey, k}
+	}
+	for si := range a.specs {
+		n := 1
+		if a.specs[si].Fn == gold.Avg {
+			n = 3
+		}
+		for k := range n {
+			from[a.aggCol[si]+k] = hashSource{fromAgg, a.aggCol[si] + k}
+		}
+		if ci := a.exactCol[si]; ci >= 0 {
+			from[ci] = hashSource{fromAgg, ci}
+		}
+	}
+	excl := goldRowTags().Exclude
+	var plan []hashSource
+	for i, f := range a.gold.Fields {
+		if !slices.Contains(excl, f.Name) {
+			plan = append(plan, from[i])
+		}
+	}
+	return plan, true
+}
+
+// hashSums adds to sums, by window start, the hash rh gives each group's gold row with
+// late_rows 0 (what hashRange's emitted rows hash to), without building the row: the window
+// is encoded from the group's start, each key's encoding is made once (not once per window
+// of it) and only the aggregates are appended to columns, by the emitter's own code, so
+// that their values are what emit writes. It reports false, having done nothing, when the
+// gold schema's window is not one it encodes (see hashPlan).
+func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, error) {
+	a := h.a
+	out, err := pq.NewBatch(a.gold)
+	if err != nil {
+		return false, err
+	}
+	plan, ok := h.hashPlan(out)
+	if !ok {
+		return false, nil
+	}
+	ord, byKey, rank := h.tableOrder()
+	defer func() {
+		for _, s := range [][]int32{ord, byKey, rank} {
+			poolPut(h.pool, (*aggPool).int32s, s)
+		}
+	}()
+	// keys[k][koffs[k][kid]:koffs[k][kid+1]]: key id kid's encoding of group-by column k.
+	kcols, err := h.keyColumns(out, byKey)
+	if err != nil {
+		return false, err
+	}
+	keys, koffs := make([][]byte, len(kcols)), make([][]int, len(kcols))
+	for k, c := range kcols {
+		koffs[k] = make([]int, 1, c.Len+1)
+		keys[k] = make([]byte, 0, len(c.Data)+c.Len*(1+binary.MaxVarintLen64))
+		for r := range c.Len {
+			keys[k] = pq.EncodeRow(keys[k], kcols[k:k+1], r)
+			koffs[k] = append(koffs[k], len(keys[k]))
+		}
+	}
+	e := &emitter{h: h, out: out}
+	var buf []byte
+	for c0 := 0; c0 < len(ord); c0 += emitChunk {
+		chunk := ord[c0:min(c0+emitChunk, len(ord))]
+		out.Reset()
+		for si := range h.st {
+			if err := e.aggregate(chunk, &h.st[si], si); err != nil {
+				return false, err
+			}
+		}
+		for i, g := range chunk {
+			start, kid := h.gstart[g], h.gkey[g]
+			buf = buf[:0]
+			for _, s := range plan {
+				switch s.from {
+				case fromNull:
+					buf = append(buf, 0)
+				case fromWindow:
+					buf = append(buf, 1, 1)
+					buf = binary.AppendVarint(buf, start)
+					buf = append(buf, 1)
+					buf = binary.AppendVarint(buf, start+a.window.Size)
+				case fromKey:
+					buf = append(buf, keys[s.idx][koffs[s.idx][kid]:koffs[s.idx][kid+1]]...)
+				case fromAgg:
+					buf = pq.EncodeRow(buf, out.Columns[s.idx:s.idx+1], i)
+				case fromZero:
+					buf = append(buf, 1)
+					buf = binary.AppendVarint(buf, 0)
+				}
+			}
+			sums.Add(start, rh.Hash(buf))
+		}
+	}
+	return true, nil
+}
