@@ -196,15 +196,17 @@ type Aggregation struct {
 	res       Result
 	evictList []int32
 	evictBits []uint64 // freeEvicted's buffer
+	touchSink uint32   // what placePairs' read-ahead loads summed, kept so they are not dropped
 	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
 	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
-	emitSlots   []int32
-	keyRank     []int32
-	keyIDsBuf   []int32
-	rowOrder    []rowSortKey
-	aggBuf      []AggValue
-	scratch     []byte
-	keyPrefixes []keyPrefix // sortKeys' buffer
+	emitSlots    []int32
+	keyRank      []int32
+	keyIDsBuf    []int32
+	rowOrder     []rowSortKey
+	aggBuf       []AggValue
+	scratch      []byte
+	keyPrefixes  []keyPrefix // sortKeys' buffers
+	keyPrefixTmp []keyPrefix
 	// countingSort's buffers.
 	sortStarts []int64
 	sortTmp    []int32
@@ -495,9 +497,8 @@ func (a *Aggregation) evictFirst(in *Input) (int, error) {
 	gone := len(a.touched) - len(live)
 	a.touched = live
 	a.pairSlot, a.pairRow = a.pairSlot[:0], a.pairRow[:0]
+	a.placePairs(a.deferred)
 	for _, d := range a.deferred {
-		a.pairSlot = append(a.pairSlot, a.windowSlot(d.start, d.key, d.keyHash))
-		a.pairRow = append(a.pairRow, d.row)
 		a.keyRefs[d.key]-- // the pin windowBatch took; the group now holds the key
 	}
 	a.deferred = a.deferred[:0]
@@ -535,6 +536,8 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 	var lastKey []byte
 	lastID := int32(-1)
 	var lastHash uint32
+	var pendBuf [placeAhead]deferredPair
+	pending := pendBuf[:0]
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
@@ -571,11 +574,14 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 				a.keyRefs[keyID]++
 				continue
 			}
-			s := a.windowSlot(w.Start, keyID, keyHash)
-			a.pairSlot = append(a.pairSlot, s)
-			a.pairRow = append(a.pairRow, int32(i))
+			// Placed placeAhead pairs at a time, in order (placePairs).
+			if pending = append(pending, deferredPair{w.Start, int32(i), keyID, keyHash}); len(pending) == placeAhead {
+				a.placePairs(pending)
+				pending = pending[:0]
+			}
 		}
 	}
+	a.placePairs(pending)
 }
 
 func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {
