@@ -68,7 +68,7 @@ const placeAhead = 32
 // entries of placeAhead pairs are read first, in a loop of independent loads
 // (hashtab.Touch) whose misses overlap, and the look-ups and inserts that follow find them in
 // cache; the table is grown first so that no insert moves them.
-func (a *Aggregation) placePairs(ps []deferredPair) {
+func (a *Aggregation) placePairs(ps []pendingPair) {
 	slide := a.cfg.Window.Slide
 	var hs [placeAhead]uint32
 	for len(ps) > 0 {
