@@ -66,8 +66,9 @@ const placeAhead = 32
 // slot and row to the batch's pairs. At 100k keys nearly every look-up misses the cache: a
 // backlog's batch opens about a group a row, in a group index of several MB. So the index
 // entries of placeAhead pairs are read first, in a loop of independent loads
-// (hashtab.Touch) whose misses overlap, and the look-ups and inserts that follow find them in
-// cache; the table is grown first so that no insert moves them.
+// (hashtab.Touch) whose misses overlap, then the groups they name and the keys' reference
+// counts likewise, and the look-ups and inserts that follow find them in cache; the table is
+// grown first so that no insert moves them.
 func (a *Aggregation) placePairs(ps []pendingPair) {
 	slide := a.cfg.Window.Slide
 	var hs [placeAhead]uint32
@@ -78,7 +79,16 @@ func (a *Aggregation) placePairs(ps []pendingPair) {
 			hs[i] = groupHash(c[i].keyHash, c[i].start, slide)
 		}
 		a.gtab.Reserve(len(c))
-		a.touchSink += a.gtab.Touch(hs[:len(c)])
+		sink := a.gtab.Touch(hs[:len(c)])
+		// Then the group each first candidate names (a look-up that finds its group reads it
+		// to settle the match) and the key's reference count (a new group counts one more).
+		for i := range c {
+			if _, s, ok := a.gtab.Find(hs[i], hs[i]); ok {
+				sink += a.groups[s].touched
+			}
+			sink += uint32(a.keyRefs[c[i].key])
+		}
+		a.touchSink += sink
 		for i := range c {
 			a.pairSlot = append(a.pairSlot, a.windowSlotAt(c[i].start, c[i].key, hs[i]))
 			a.pairRow = append(a.pairRow, c[i].row)
