@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -220,7 +221,8 @@ func BenchmarkBacklogBatches(b *testing.B) {
 		in := &Input{EventTime: make([]int64, rows), Columns: []Column{{Float64: make([]float64, rows)}}}
 		var kb []byte
 		for i := range rows {
-			kb = pq.AppendKeyString(kb[:0], "device-"+strconv.Itoa(rng.IntN(keys)))
+			// Fixed width, as gen writes device ids.
+			kb = pq.AppendKeyString(kb[:0], fmt.Sprintf("device-%05d", rng.IntN(keys)))
 			in.Keys.Append(kb)
 			in.EventTime[i] = from + rng.Int64N(4*60*minute)
 			in.Columns[0].Float64[i] = float64(rng.IntN(10000)) / 100
