@@ -58,8 +58,13 @@ func (a *Aggregation) windowSlotAt(start int64, key int32, h uint32) int32 {
 	return s
 }
 
-// placeAhead is how many pairs placePairs reads the group index for at once.
+// placeAhead is how many pairs placePairs reads the group index for at once, once the index
+// has loadAheadEntries entries.
 const placeAhead = 32
+
+// loadAheadEntries is the index size (8 bytes an entry: 512 KiB, an L2 cache) from which the
+// look-ups of placePairs and KeyShare.Intern load their entries ahead.
+const loadAheadEntries = 1 << 16
 
 // placePairs finds or creates the group of each of ps, in order (so the slots, and the order
 // in which the groups are touched, are windowSlot's one pair at a time), and appends the pair's
@@ -77,6 +82,14 @@ func (a *Aggregation) placePairs(ps []pendingPair) {
 		ps = ps[len(c):]
 		for i := range c {
 			hs[i] = groupHash(c[i].keyHash, c[i].start, slide)
+		}
+		if a.gtab.Size() < loadAheadEntries {
+			// An index this small stays in cache: loading ahead would only cost.
+			for i := range c {
+				a.pairSlot = append(a.pairSlot, a.windowSlotAt(c[i].start, c[i].key, hs[i]))
+				a.pairRow = append(a.pairRow, c[i].row)
+			}
+			continue
 		}
 		a.gtab.Reserve(len(c))
 		sink := a.gtab.Touch(hs[:len(c)])
