@@ -63,8 +63,9 @@ func (a *Aggregation) windowSlotAt(start int64, key int32, h uint32) int32 {
 const placeAhead = 32
 
 // loadAheadEntries is the index size (8 bytes an entry: 512 KiB, an L2 cache) from which the
-// look-ups of placePairs and KeyShare.Intern load their entries ahead.
-const loadAheadEntries = 1 << 16
+// look-ups of placePairs and KeyShare.Intern load their entries ahead. A variable only so that
+// tests can load ahead at any size.
+var loadAheadEntries = 1 << 16
 
 // placePairs finds or creates the group of each of ps, in order (so the slots, and the order
 // in which the groups are touched, are windowSlot's one pair at a time), and appends the pair's

@@ -62,6 +62,26 @@ func TestGroupTableAgainstMap(t *testing.T) {
 // within and across chunks, freed slots reused, the table growing midway and a last short
 // chunk.
 func TestPlacePairsMatchesOneAtATime(t *testing.T) {
+	for _, ahead := range []int{loadAheadEntries, 0} {
+		func() {
+			defer func(n int) { loadAheadEntries = n }(loadAheadEntries)
+			loadAheadEntries = ahead // 0: every index loads ahead
+			testPlacePairs(t)
+		}()
+	}
+}
+
+// TestLoadAheadKeepsState: loading ahead at every index size (the stream does from 64k
+// entries), the compat batches still write the old build's state bytes and a shared key table
+// still matches tables of their own.
+func TestLoadAheadKeepsState(t *testing.T) {
+	defer func(n int) { loadAheadEntries = n }(loadAheadEntries)
+	loadAheadEntries = 0
+	t.Run("compat", TestStateCompatibleWithBeforePages)
+	t.Run("shared", TestSharedKeyTableMatchesOwnTables)
+}
+
+func testPlacePairs(t *testing.T) {
 	spec, _ := NewWindowSpec(10*minute, 5*minute, 0)
 	cfg := AggConfig{Window: spec, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}}}
 	chunked, single := mustAgg(t, cfg), mustAgg(t, cfg)

@@ -608,6 +608,12 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 				}
 				continue
 			}
+			if len(pending) == 0 && a.gtab.Size() < loadAheadEntries {
+				// A small index: placed at once (placePairs would not load ahead).
+				a.pairSlot = append(a.pairSlot, a.windowSlot(w.Start, keyID, keyHash))
+				a.pairRow = append(a.pairRow, int32(i))
+				continue
+			}
 			// Placed placeAhead pairs at a time, in order (placePairs).
 			if pending = append(pending, pendingPair{w.Start, int32(i), keyID, keyHash}); len(pending) == placeAhead {
 				a.placePairs(pending)
