@@ -14,7 +14,8 @@ import (
 
 // TestSortKeysMatchesBytes: sortKeys (8-byte prefixes after the common prefix, bytes on ties)
 // orders keys exactly as comparing their bytes does, for keys sharing long prefixes, keys that
-// are prefixes of others, zero bytes, and runs of keys equal in their 8 prefix bytes.
+// are prefixes of others, zero bytes, and runs of keys equal in their 8 prefix bytes, in
+// batches of keys sorted by comparison and, from radixKeys on, by radix.
 func TestSortKeysMatchesBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for trial := range 200 {
@@ -22,7 +23,11 @@ func TestSortKeysMatchesBytes(t *testing.T) {
 		prefix := strings.Repeat("device-", rng.IntN(3))
 		seen := map[string]bool{}
 		var ids []int32
-		for range 1 + rng.IntN(300) {
+		n := 1 + rng.IntN(300)
+		if trial%4 == 0 {
+			n = radixKeys + rng.IntN(3000) // sorted by radix
+		}
+		for range n {
 			b := []byte(prefix)
 			for range rng.IntN(14) {
 				b = append(b, []byte{0, 1, '0', '1', '9', 0xff}[rng.IntN(6)])

@@ -123,22 +123,60 @@ func (ks *KeyShare) Intern(keys *Binary) (ids []int32, hashes []uint32) {
 	t := ks.t
 	var last []byte
 	lastID, lastHash := int32(-1), uint32(0)
-	for i := range n {
-		k := keys.Value(i)
-		// Runs of one key are common (sorted or single-key inputs); skip the hash then.
-		if lastID < 0 || !bytes.Equal(k, last) {
-			id, h := t.findKey(k)
-			if id < 0 {
-				id = t.addKey(k, h)
-				ks.fresh = append(ks.fresh, id)
-			}
-			last, lastID, lastHash = k, id, h
+	ahead := t.keyIDs.Size() >= loadAheadEntries
+	for from := 0; from < n; from += internAhead {
+		to := min(from+internAhead, n)
+		if ahead {
+			t.loadAhead(keys, from, to, hashes[from:to])
 		}
-		ids[i], hashes[i] = lastID, lastHash
+		for i := from; i < to; i++ {
+			k := keys.Value(i)
+			// Runs of one key are common (sorted or single-key inputs); skip the look-up then.
+			if lastID < 0 || !bytes.Equal(k, last) {
+				var h uint32
+				if ahead {
+					h = hashes[i]
+				} else {
+					h = t.hashKey(k)
+				}
+				id := t.findKeyHashed(k, h)
+				if id < 0 {
+					id = t.addKey(k, h)
+					ks.fresh = append(ks.fresh, id)
+				}
+				last, lastID, lastHash = k, id, h
+			}
+			ids[i], hashes[i] = lastID, lastHash
+		}
 	}
 	ks.growRefs()
 	ks.ids, ks.hashes = ids, hashes
 	return ids, hashes
+}
+
+// internAhead is how many rows' keys Intern loads ahead of their look-ups, once the index has
+// loadAheadEntries entries (below that it stays in cache and loading ahead only costs).
+const internAhead = 32
+
+// loadAhead hashes the keys of rows from..to-1 into hs and reads, in loops of independent
+// loads whose cache misses overlap, the index entries they start at, then the location and
+// first byte of the key each first candidate names: at 100k keys each of those was a miss in
+// turn, the look-up's cost. The index is grown first so that no insert of these keys moves
+// its entries.
+func (t *keyTable) loadAhead(keys *Binary, from, to int, hs []uint32) {
+	for i := from; i < to; i++ {
+		hs[i-from] = t.hashKey(keys.Value(i))
+	}
+	t.keyIDs.Reserve(to - from)
+	sink := t.keyIDs.Touch(hs)
+	for _, h := range hs {
+		if _, id, ok := t.keyIDs.Find(h, h); ok {
+			if l := t.keyLocs[id]; l.n > 0 {
+				sink += uint32(t.keyArena[l.off])
+			}
+		}
+	}
+	t.touchSink += sink
 }
 
 // Settle frees the keys that no aggregation of the share refers to any more: those one of them

@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -62,5 +63,35 @@ func BenchmarkSharedKeys(b *testing.B) {
 				reportCPU(b, c0, b.N*benchBatch)
 			})
 		}
+	}
+}
+
+// BenchmarkKeyShareIntern is KeyShare.Intern alone on a 256k-row batch whose keys (fixed
+// width, as gen writes device ids) the table already holds, at 1k and 100k keys: the look-up
+// a row that the stream pays once a batch for its golds.
+func BenchmarkKeyShareIntern(b *testing.B) {
+	for _, keys := range []int{1_000, 100_000} {
+		b.Run(strconv.Itoa(keys/1000)+"kkeys", func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(6, 6))
+			var in Binary
+			var kb []byte
+			for range 1 << 18 {
+				kb = pq.AppendKeyString(kb[:0], fmt.Sprintf("device-%05d", rng.IntN(keys)))
+				in.Append(kb)
+			}
+			op := mustAgg(b, sharePairConfigs(b, Append)[0])
+			ks, err := ShareKeys([]*Aggregation{op})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ks.Intern(&in) // every key in the table
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := cpuNanos()
+			for range b.N {
+				ks.Intern(&in)
+			}
+			reportCPU(b, c0, b.N*in.Len())
+		})
 	}
 }

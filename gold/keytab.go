@@ -43,6 +43,7 @@ type keyTable struct {
 	keyGarbage int
 	keyHash    []uint32
 	freeKeys   []int32
+	touchSink  uint32 // what loadAhead's loads summed, kept so they are not dropped
 }
 
 func newKeyTable() *keyTable { return &keyTable{keyIDs: newKeyIndex()} }
@@ -65,13 +66,21 @@ func (t *keyTable) key(id int32) string {
 // findKey returns the id of k, or -1, and k's 32-bit hash. The index holds the hash beside
 // the id, so only a matching hash reads a key from the arena.
 func (t *keyTable) findKey(k []byte) (int32, uint32) {
-	h := uint32(maphash.Bytes(t.keyIDs.seed, k))
+	h := t.hashKey(k)
+	return t.findKeyHashed(k, h), h
+}
+
+// hashKey is k's 32-bit hash.
+func (t *keyTable) hashKey(k []byte) uint32 { return uint32(maphash.Bytes(t.keyIDs.seed, k)) }
+
+// findKeyHashed is the id of k, whose hash is h, or -1.
+func (t *keyTable) findKeyHashed(k []byte, h uint32) int32 {
 	for at, id, ok := t.keyIDs.Find(h, h); ok; at, id, ok = t.keyIDs.Find(h, at+1) {
 		if l := t.keyLocs[id]; int(l.n) == len(k) && string(t.keyArena[l.off:l.off+l.n]) == string(k) {
-			return id, h
+			return id
 		}
 	}
-	return -1, h
+	return -1
 }
 
 // addKey adds k, which is not in the table, under hash h and returns its id: a freed id when

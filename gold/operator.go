@@ -186,9 +186,9 @@ type Aggregation struct {
 	winBuf   []Window
 	pairSlot []int32
 	pairRow  []int32
-	// deferred are the (row, window) pairs of a batch that evicts, in windows its watermark
-	// leaves open: they are placed after the closed groups are emitted and freed (evictFirst).
-	deferred  []deferredPair
+	// deferred are the rows of a batch that evicts with windows its watermark leaves open:
+	// those windows are placed after the closed groups are emitted and freed (evictFirst).
+	deferred  []deferredRow
 	items     []sessItem
 	touched   []int32
 	evictedAt int64 // the eviction watermark (µs) of the last batch, for AppendDelta
@@ -196,15 +196,17 @@ type Aggregation struct {
 	res       Result
 	evictList []int32
 	evictBits []uint64 // freeEvicted's buffer
+	touchSink uint32   // what placePairs' read-ahead loads summed, kept so they are not dropped
 	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
 	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
-	emitSlots   []int32
-	keyRank     []int32
-	keyIDsBuf   []int32
-	rowOrder    []rowSortKey
-	aggBuf      []AggValue
-	scratch     []byte
-	keyPrefixes []keyPrefix // sortKeys' buffer
+	emitSlots    []int32
+	keyRank      []int32
+	keyIDsBuf    []int32
+	rowOrder     []rowSortKey
+	aggBuf       []AggValue
+	scratch      []byte
+	keyPrefixes  []keyPrefix // sortKeys' buffers
+	keyPrefixTmp []keyPrefix
 	// countingSort's buffers.
 	sortStarts []int64
 	sortTmp    []int32
@@ -467,19 +469,28 @@ func (a *Aggregation) updatePairs(in *Input) error {
 	return nil
 }
 
-// deferredPair is a row's window that the batch's watermark leaves open, with its key's id
-// and hash, waiting for its group until the closed groups are freed.
-type deferredPair struct {
+// pendingPair is a row's window waiting for its group (placePairs), with the key's id and
+// hash.
+type pendingPair struct {
 	start    int64
 	row, key int32
 	keyHash  uint32
 }
 
+// deferredRow is a row with windows the batch's watermark leaves open, with its key's id and
+// hash: its open windows wait for their groups until the closed groups are freed. A row, not
+// each of its windows, is kept (12 bytes, where a pair took 24 and a sliding window's row
+// defers two or more): the windows are assigned again when they are placed.
+type deferredRow struct {
+	row, key int32
+	keyHash  uint32
+}
+
 // evictFirst runs after the pairs in closed windows are aggregated: it emits and frees the
-// closed groups, then places the deferred pairs (their new groups reuse the freed slots) and
-// aggregates them. Without it, a backlog's second batch held the first batch's groups, all
+// closed groups, then places the deferred rows' open windows (their new groups reuse the
+// freed slots) and aggregates them. Without it, a backlog's second batch held the first batch's groups, all
 // closed by then, beside its own new ones: twice the state at the moment the heap peaks. The
-// result is the same: no deferred pair can reach a closed group, the emitted rows are the
+// result is the same: no open window can reach a closed group, the emitted rows are the
 // same groups with the same values, and the state keeps the same groups (in other slots).
 // It reports the groups updated before the eviction that it evicted.
 func (a *Aggregation) evictFirst(in *Input) (int, error) {
@@ -495,13 +506,34 @@ func (a *Aggregation) evictFirst(in *Input) (int, error) {
 	gone := len(a.touched) - len(live)
 	a.touched = live
 	a.pairSlot, a.pairRow = a.pairSlot[:0], a.pairRow[:0]
+	a.placeDeferred(in)
+	return gone, a.updatePairs(in)
+}
+
+// placeDeferred places the deferred rows' open windows (those ending after the eviction
+// watermark), row by row and in Assign's order within a row: the order in which windowBatch
+// met them, so the groups get the slots they got when the pairs were kept.
+func (a *Aggregation) placeDeferred(in *Input) {
+	spec := a.cfg.Window
+	var pendBuf [placeAhead]pendingPair
+	pending := pendBuf[:0]
 	for _, d := range a.deferred {
-		a.pairSlot = append(a.pairSlot, a.windowSlot(d.start, d.key, d.keyHash))
-		a.pairRow = append(a.pairRow, d.row)
-		a.keyRefs[d.key]-- // the pin windowBatch took; the group now holds the key
+		a.winBuf = spec.Assign(a.winBuf[:0], in.EventTime[d.row])
+		for _, w := range a.winBuf {
+			if w.End <= a.evictedAt {
+				continue // placed by windowBatch, or late
+			}
+			if pending = append(pending, pendingPair{w.Start, d.row, d.key, d.keyHash}); len(pending) == placeAhead {
+				a.placePairs(pending)
+				pending = pending[:0]
+			}
+		}
+	}
+	a.placePairs(pending)
+	for _, d := range a.deferred {
+		a.keyRefs[d.key]-- // the pin windowBatch took; the groups now hold the key
 	}
 	a.deferred = a.deferred[:0]
-	return gone, a.updatePairs(in)
 }
 
 func (a *Aggregation) touch(s int32) {
@@ -522,19 +554,21 @@ func (a *Aggregation) markLate(row int32, start int64, key []byte, rowLate *bool
 	}
 }
 
-// windowBatch places each row's windows in their groups; with deferOpen, a window the
-// eviction watermark leaves open is deferred (evictFirst), its key pinned until it is placed
-// so that freeing the closed groups cannot drop the key.
+// windowBatch places each row's windows in their groups; with deferOpen, a row's windows the
+// eviction watermark leaves open are deferred (evictFirst: the row is kept), its key pinned
+// until they are placed so that freeing the closed groups cannot drop the key.
 func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen bool) {
 	spec := a.cfg.Window
 	a.deferred = a.deferred[:0]
 	if deferOpen {
 		// Sized once for the batch, as the pairs are: grown by append it was copied on the way.
-		a.deferred = slices.Grow(a.deferred, len(in.EventTime)*max(spec.n, 1))
+		a.deferred = slices.Grow(a.deferred, len(in.EventTime))
 	}
 	var lastKey []byte
 	lastID := int32(-1)
 	var lastHash uint32
+	var pendBuf [placeAhead]pendingPair
+	pending := pendBuf[:0]
 	for i, t := range in.EventTime {
 		if in.EventValid != nil && !in.EventValid[i] {
 			continue
@@ -542,7 +576,7 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 		k := in.key(i)
 		keyID := int32(-1)
 		var keyHash uint32
-		rowLate := false
+		rowLate, deferred := false, false
 		if spec.n == 1 {
 			// Tumbling (and size == slide generally): one window, no candidate list.
 			start := spec.lastStart(t)
@@ -567,15 +601,27 @@ func (a *Aggregation) windowBatch(in *Input, lateUs int64, dropLate, deferOpen b
 				}
 			}
 			if deferOpen && w.End > a.evictedAt {
-				a.deferred = append(a.deferred, deferredPair{w.Start, int32(i), keyID, keyHash})
-				a.keyRefs[keyID]++
+				if !deferred {
+					deferred = true
+					a.deferred = append(a.deferred, deferredRow{int32(i), keyID, keyHash})
+					a.keyRefs[keyID]++
+				}
 				continue
 			}
-			s := a.windowSlot(w.Start, keyID, keyHash)
-			a.pairSlot = append(a.pairSlot, s)
-			a.pairRow = append(a.pairRow, int32(i))
+			if len(pending) == 0 && a.gtab.Size() < loadAheadEntries {
+				// A small index: placed at once (placePairs would not load ahead).
+				a.pairSlot = append(a.pairSlot, a.windowSlot(w.Start, keyID, keyHash))
+				a.pairRow = append(a.pairRow, int32(i))
+				continue
+			}
+			// Placed placeAhead pairs at a time, in order (placePairs).
+			if pending = append(pending, pendingPair{w.Start, int32(i), keyID, keyHash}); len(pending) == placeAhead {
+				a.placePairs(pending)
+				pending = pending[:0]
+			}
 		}
 	}
+	a.placePairs(pending)
 }
 
 func (a *Aggregation) sessionBatch(in *Input, lateUs int64, dropLate bool) error {
