@@ -173,18 +173,24 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	rowBase := uint64(0)
 	groups := f.Metadata().RowGroups
 	pruneLeaf := s.groupLeaf(f)
+	keep := func(g int) bool { return s.Groups == nil || s.Groups.keep(&groups[g], pruneLeaf) }
+	// ahead is keep uncounted, for the row groups whose chunks are fetched with an earlier one's.
+	ahead := func(g int) bool { return s.Groups == nil || s.Groups.overlaps(&groups[g], pruneLeaf) }
+	loaded := -1 // the last row group whose chunks tail holds
 	for g := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if s.Groups != nil && g < len(groups) && !s.Groups.keep(&groups[g], pruneLeaf) {
+		if g < len(groups) && !keep(g) {
 			rowBase += uint64(groups[g].NumRows) // a deletion vector counts the rows skipped
 			continue
 		}
-		if g < len(groups) {
-			if err := tail.fetchChunks(groups[g].Columns, fr.Leaves()); err != nil {
+		if g < len(groups) && g > loaded {
+			last, err := tail.fetchChunks(groups, g, ahead, fr.Leaves())
+			if err != nil {
 				return wrap(err)
 			}
+			loaded = max(last, g)
 		}
 		data, err := fr.RowGroup(g)
 		if err != nil {

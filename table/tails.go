@@ -201,15 +201,62 @@ func (r *spanReaderAt) read(off, n int64) ([]byte, error) {
 // transfer time.
 const chunkGap = 1 << 20
 
-// chunkFetchMax bounds the bytes of a row group's wanted chunks fetched ahead (and so held at
-// once); a larger row group is read as parquet-go reads it, a buffer at a time.
+// chunkFetchMax bounds the bytes of wanted chunks fetched ahead (and so held at once); a row
+// group larger than that is read as parquet-go reads it, a buffer at a time.
 const chunkFetchMax = 32 << 20
 
-// fetchChunks loads the column chunks leaves of one row group (cols, from the footer) in as
-// few requests as chunkGap allows, in place of the previous row group's. parquet-go asks for
-// each chunk on its own (a buffer at a time): on S3 a request per column per row group.
-// Chunks the footer places outside the file are left to the decoder, which reports them.
-func (r *spanReaderAt) fetchChunks(cols []format.ColumnChunk, leaves []int) error {
+// fetchChunks loads the wanted column chunks (leaves) of row group first and of the kept row
+// groups after it, as many as chunkFetchMax holds, in as few requests as chunkGap allows, in
+// place of what it loaded before; it returns the last row group loaded (first - 1 when none
+// was: the decoder then reads that group itself). parquet-go asks for each chunk on its own (a
+// buffer at a time): on S3 a request per column per row group, and silver's small row groups
+// (4k rows) would cost a request each. Chunks the footer places outside the file are left to
+// the decoder, which reports them.
+func (r *spanReaderAt) fetchChunks(groups []format.RowGroup, first int, keep func(int) bool, leaves []int) (int, error) {
+	r.chunks.Store(nil)
+	var ranges [][2]int64
+	total, last := int64(0), first-1
+	for g := first; g < len(groups); g++ {
+		if g > first && !keep(g) {
+			continue
+		}
+		rs, n, ok := r.chunkRanges(groups[g].Columns, leaves)
+		if !ok || total+n > chunkFetchMax {
+			break
+		}
+		ranges, total, last = append(ranges, rs...), total+n, g
+	}
+	if len(ranges) == 0 {
+		return first - 1, nil
+	}
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	merged := ranges[:1]
+	for _, rg := range ranges[1:] {
+		end := &merged[len(merged)-1][1]
+		if rg[0]-*end <= chunkGap {
+			*end = max(*end, rg[1])
+			continue
+		}
+		merged = append(merged, rg)
+	}
+	var spans []loadedSpan
+	for _, rg := range merged {
+		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
+			continue
+		}
+		data, err := r.read(rg[0], rg[1]-rg[0])
+		if err != nil {
+			return first - 1, err
+		}
+		spans = append(spans, loadedSpan{off: rg[0], data: data})
+	}
+	r.chunks.Store(&spans)
+	return last, nil
+}
+
+// chunkRanges returns the byte ranges of one row group's wanted chunks and their size; not ok
+// when the footer places one outside the file.
+func (r *spanReaderAt) chunkRanges(cols []format.ColumnChunk, leaves []int) ([][2]int64, int64, bool) {
 	var ranges [][2]int64
 	total := int64(0)
 	for _, l := range leaves {
@@ -223,37 +270,10 @@ func (r *spanReaderAt) fetchChunks(cols []format.ColumnChunk, leaves []int) erro
 		}
 		end := start + md.TotalCompressedSize
 		if start < 0 || md.TotalCompressedSize <= 0 || end > r.size {
-			r.chunks.Store(nil)
-			return nil
+			return nil, 0, false
 		}
 		ranges = append(ranges, [2]int64{start, end})
 		total += md.TotalCompressedSize
 	}
-	r.chunks.Store(nil)
-	if len(ranges) == 0 || total > chunkFetchMax {
-		return nil
-	}
-	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	merged := ranges[:1]
-	for _, rg := range ranges[1:] {
-		last := &merged[len(merged)-1]
-		if rg[0]-last[1] <= chunkGap {
-			last[1] = max(last[1], rg[1])
-			continue
-		}
-		merged = append(merged, rg)
-	}
-	var spans []loadedSpan
-	for _, rg := range merged {
-		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
-			continue
-		}
-		data, err := r.read(rg[0], rg[1]-rg[0])
-		if err != nil {
-			return err
-		}
-		spans = append(spans, loadedSpan{off: rg[0], data: data})
-	}
-	r.chunks.Store(&spans)
-	return nil
+	return ranges, total, true
 }
