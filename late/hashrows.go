@@ -131,3 +131,21 @@ func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, err
 	}
 	return true, nil
 }
+
+// tableOrder is order's counterpart for a caller to whom the rows' order is nothing (hashes
+// summed by window): the groups in id order and the keys in id order, so that no key is
+// compared and no group placed (order's sort of the keys' bytes and its two counting passes
+// were a sixth of the emission that planByTags only hashes, at 100k keys).
+func (h *hashAgg) tableOrder() (ord, byKey, rank []int32) {
+	p := h.pool
+	ord = poolMake(p, (*aggPool).int32s, len(h.gkey))
+	for i := range ord {
+		ord[i] = int32(i)
+	}
+	byKey = poolMake(p, (*aggPool).int32s, len(h.khash))
+	rank = poolMake(p, (*aggPool).int32s, len(h.khash))
+	for i := range byKey {
+		byKey[i], rank[i] = int32(i), int32(i)
+	}
+	return ord, byKey, rank
+}
