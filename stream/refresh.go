@@ -90,44 +90,74 @@ const refreshLowMs int64 = math.MinInt64 / 4000
 // stream of the query must be stopped: a batch in flight, or silver ahead of the last commit,
 // is refused with ErrRefreshRefused.
 func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport, error) {
-	rep := RefreshReport{Name: name, Batch: -1}
-	q := &opts.Query
-	gi, err := refreshGoldIndex(q.Gold, "query "+q.Name, name)
-	if err != nil {
-		return rep, err
-	}
-	g := &q.Gold[gi]
 	rn, err := New(opts)
 	if err != nil {
+		return RefreshReport{Name: name, Batch: -1}, err
+	}
+	return refreshGold(ctx, rn.q, name)
+}
+
+// refreshable is a query (sourceQuery) or a join (joinQuery) as a full refresh of one of its
+// golds sees it: the steps of refreshGold that differ between the two.
+type refreshable interface {
+	// refreshIdentity names it in errors ("query X", "join X") and gives its aggregations, its
+	// checkpoint and that checkpoint's prefix.
+	refreshIdentity() (owner string, golds []spec.Aggregation, ckpt *checkpoint.Dir, prefix string)
+	// refreshWatermarkMs is the eviction watermark of the batch whose offsets are e.
+	refreshWatermarkMs(e *checkpoint.Offsets) int64
+	// refreshPlan plans it and returns gold gi's input (snap not read yet) with the name its
+	// snapshot's errors give it, its aggregation plan and the target of the commit (id not set).
+	refreshPlan(ctx context.Context, gi int) (in refreshInput, snapWhat string, ap *aggPlan, tgt refreshTarget, err error)
+}
+
+// refreshGold rebuilds gold name of r from its input table (silver, or a join's joined table):
+// RefreshGold and RefreshJoinGold once their query is built.
+func refreshGold(ctx context.Context, r refreshable, name string) (RefreshReport, error) {
+	rep := RefreshReport{Name: name, Batch: -1}
+	owner, golds, ckpt, prefix := r.refreshIdentity()
+	gi, err := refreshGoldIndex(golds, owner, name)
+	if err != nil {
 		return rep, err
 	}
-	r := rn.q
-	id, h, err := refreshHead(ctx, r.e.ckpt, "query "+q.Name, name)
+	id, h, err := refreshHead(ctx, ckpt, owner, name)
 	if err != nil {
 		return rep, err
 	}
 	if id != "" {
 		rep.Batch = h.Last
 		if h.Entry != nil {
-			rep.WatermarkMs = h.Entry.BatchWatermarkMs
+			rep.WatermarkMs = r.refreshWatermarkMs(h.Entry)
 		}
 	}
-	p, err := r.newPlan(ctx)
+	in, snapWhat, ap, tgt, err := r.refreshPlan(ctx, gi)
 	if err != nil {
 		return rep, err
 	}
-	ap := p.aggs[gi]
-	silverSnap, err := refreshInputSnap(ctx, r.t.silver, "silver", name, refreshOwner{"query " + q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h})
-	if err != nil {
+	if in.snap, err = refreshInputSnap(ctx, in.t, snapWhat, name, refreshOwner{owner, in.path, prefix, id, &h}); err != nil {
 		return rep, err
 	}
-	in := refreshInput{t: r.t.silver, what: q.Tables.Silver, snap: silverSnap, schema: p.silver, kinds: p.kinds, tc: p.evCol}
 	state, out, err := refreshPass(ctx, in, ap, &rep)
 	if err != nil {
 		return rep, err
 	}
-	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g, eventTime: q.Rules.EventTime,
-		gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, state, out, rep)
+	tgt.id, tgt.g = id, &golds[gi]
+	return refreshCommit(ctx, tgt, state, out, rep)
+}
+
+func (r *sourceQuery) refreshIdentity() (string, []spec.Aggregation, *checkpoint.Dir, string) {
+	return "query " + r.q.Name, r.q.Gold, r.e.ckpt, r.q.Tables.Checkpoint
+}
+
+func (r *sourceQuery) refreshWatermarkMs(e *checkpoint.Offsets) int64 { return e.BatchWatermarkMs }
+
+func (r *sourceQuery) refreshPlan(ctx context.Context, gi int) (refreshInput, string, *aggPlan, refreshTarget, error) {
+	p, err := r.newPlan(ctx)
+	if err != nil {
+		return refreshInput{}, "", nil, refreshTarget{}, err
+	}
+	ap := p.aggs[gi]
+	in := refreshInput{t: r.t.silver, path: r.q.Tables.Silver, what: r.q.Tables.Silver, schema: p.silver, kinds: p.kinds, tc: p.evCol}
+	return in, "silver", ap, refreshTarget{ckpt: r.e.ckpt, eventTime: r.q.Rules.EventTime, gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, nil
 }
 
 // refreshGoldIndex is the index of gold name among the aggregations of owner ("query X" or

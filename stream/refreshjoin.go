@@ -9,6 +9,7 @@ import (
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -33,50 +34,40 @@ import (
 // above). The join must be stopped: a batch in flight, or a joined table ahead of the last
 // commit, is refused with ErrRefreshRefused.
 func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (RefreshReport, error) {
-	rep := RefreshReport{Name: name, Batch: -1}
-	j := &opts.Join
-	gi, err := refreshGoldIndex(j.Gold, "join "+j.Name, name)
-	if err != nil {
-		return rep, err
-	}
-	g := &j.Gold[gi]
 	rn, err := NewJoin(opts)
 	if err != nil {
-		return rep, err
+		return RefreshReport{Name: name, Batch: -1}, err
 	}
-	r := rn.q
-	id, h, err := refreshHead(ctx, r.e.ckpt, "join "+j.Name, name)
-	if err != nil {
-		return rep, err
+	return refreshGold(ctx, rn.q, name)
+}
+
+func (r *joinQuery) refreshIdentity() (string, []spec.Aggregation, *checkpoint.Dir, string) {
+	return "join " + r.j.Name, r.j.Gold, r.e.ckpt, r.j.Checkpoint
+}
+
+// refreshWatermarkMs is the output watermark the batch recorded (or, before the join recorded
+// one, the one its batch watermark gives).
+func (r *joinQuery) refreshWatermarkMs(e *checkpoint.Offsets) int64 {
+	if e.OutputWatermarkMs != nil {
+		return *e.OutputWatermarkMs
 	}
-	if id != "" {
-		rep.Batch = h.Last
-		if h.Entry != nil {
-			rep.WatermarkMs = r.outputWatermark(h.Entry.BatchWatermarkMs)
-			if h.Entry.OutputWatermarkMs != nil {
-				rep.WatermarkMs = *h.Entry.OutputWatermarkMs
-			}
-		}
-	}
+	return r.outputWatermark(e.BatchWatermarkMs)
+}
+
+func (r *joinQuery) refreshPlan(ctx context.Context, gi int) (refreshInput, string, *aggPlan, refreshTarget, error) {
+	j := r.j
 	p, err := r.newPlan(ctx)
 	if err != nil {
-		return rep, err
+		return refreshInput{}, "", nil, refreshTarget{}, err
 	}
 	if p == nil {
-		return rep, fmt.Errorf("%w: join %s has not run: its sources' silver tables %s and %s must both exist", ErrRefreshRefused, j.Name, j.Left.Silver, j.Right.Silver)
+		return refreshInput{}, "", nil, refreshTarget{}, fmt.Errorf("%w: join %s has not run: its sources' silver tables %s and %s must both exist",
+			ErrRefreshRefused, j.Name, j.Left.Silver, j.Right.Silver)
 	}
 	ap := p.agg.aggs[gi]
-	outSnap, err := refreshInputSnap(ctx, r.out, "joined table "+j.Table, name, refreshOwner{"join " + j.Name, j.Table, j.Checkpoint, id, &h})
-	if err != nil {
-		return rep, err
-	}
-	in := refreshInput{t: r.out, what: "joined table " + j.Table, snap: outSnap, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
-	state, out, err := refreshPass(ctx, in, ap, &rep)
-	if err != nil {
-		return rep, err
-	}
-	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g,
-		gold: r.golds[gi], quar: r.quars[gi], ap: ap}, state, out, rep)
+	what := "joined table " + j.Table
+	in := refreshInput{t: r.out, path: j.Table, what: what, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
+	return in, what, ap, refreshTarget{ckpt: r.e.ckpt, gold: r.golds[gi], quar: r.quars[gi], ap: ap}, nil
 }
 
 // refreshHead reads the query id and the head of checkpoint d of query (or join) owner for a
@@ -100,10 +91,11 @@ func refreshHead(ctx context.Context, d *checkpoint.Dir, owner, name string) (st
 	return id, h, nil
 }
 
-// refreshInput is the table a refresh reads: silver, or a join's joined table (what names it;
-// snap nil: it does not exist yet), with its schema, column kinds and the time column.
+// refreshInput is the table a refresh reads: silver, or a join's joined table (at path; what
+// names it; snap nil: it does not exist yet), with its schema, column kinds and the time column.
 type refreshInput struct {
 	t      *table.Table
+	path   string
 	what   string
 	snap   *txlog.Snapshot
 	schema *txlog.StructType
