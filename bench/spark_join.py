@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from sparklocal import TUNED, local_session
 from sparkstop import stop_and_wait
 
 
@@ -31,21 +32,10 @@ def main():
     a = ap.parse_args()
     began = time.time()
 
-    from pyspark.sql import SparkSession, functions as F, types as T
+    from pyspark.sql import functions as F, types as T
 
-    spark = (
-        SparkSession.builder.master("local[2]").appName("medallion-bench-join")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", a.driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .getOrCreate()
-    )
+    spark = local_session("medallion-bench-join", a.driver_memory, TUNED,
+                          {"spark.sql.streaming.numRecentProgressUpdates": "100000"})
     spark.sparkContext.setLogLevel("WARN")
     schema = T.StructType([T.StructField("side", T.StringType()), T.StructField("id", T.LongType()),
                            T.StructField("k", T.LongType()), T.StructField("t_us", T.LongType())])

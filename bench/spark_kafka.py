@@ -15,9 +15,8 @@ includes it.
 """
 import argparse
 import json
-import os
-import sys
 import time
+from sparklocal import DELTA, interop_jars, local_session
 from sparkstop import stop_and_wait
 
 
@@ -31,21 +30,10 @@ def main():
     a = ap.parse_args()
     began = time.time()
 
-    from pyspark.sql import SparkSession, functions as F, types as T
+    from pyspark.sql import functions as F, types as T
 
-    jars = os.environ.get("MEDALLION_INTEROP_JARS", "")
-    if not jars:
-        sys.exit("spark_kafka.py: MEDALLION_INTEROP_JARS is not set (eval \"$(scripts/interop.sh env)\")")
-    spark = (
-        SparkSession.builder.master("local[2]").appName("medallion-bench-kafka")
-        .config("spark.jars", jars + "," + a.kafka_jars)
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.driver.memory", a.driver_memory)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    spark = local_session("medallion-bench-kafka", a.driver_memory, DELTA,
+                          {"spark.jars": interop_jars("spark_kafka.py") + "," + a.kafka_jars})
     spark.sparkContext.setLogLevel("WARN")
     schema = T.StructType([
         T.StructField("event_id", T.StringType()),

@@ -11,8 +11,8 @@ The JVM is a child of this process: it is waited for before exit, so the parent'
 import argparse
 import json
 import os
-import sys
 import time
+from sparklocal import DELTA, TUNED, interop_jars, local_session
 from sparkstop import stop_and_wait
 
 
@@ -26,30 +26,14 @@ def main():
     ap.add_argument("--driver-memory", default="2g")
     a = ap.parse_args()
 
-    from pyspark.sql import SparkSession, functions as F, types as T
+    from pyspark.sql import functions as F, types as T
 
-    jars = os.environ.get("MEDALLION_INTEROP_JARS", "")
-    if not jars:
-        sys.exit("spark_stream.py: MEDALLION_INTEROP_JARS is not set (eval \"$(scripts/interop.sh env)\")")
-    spark = (
-        SparkSession.builder.master("local[2]").appName("medallion-bench")
-        .config("spark.jars", jars)
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.sql.warehouse.dir", os.path.join(a.out, "warehouse"))
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", a.driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        # The usual local tuning: 200 shuffle partitions on 2 cores would be unfair to Spark.
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .getOrCreate()
-    )
+    spark = local_session("medallion-bench", a.driver_memory, DELTA, TUNED, {
+        "spark.jars": interop_jars("spark_stream.py"),
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.warehouse.dir": os.path.join(a.out, "warehouse"),
+        "spark.databricks.delta.snapshotPartitions": "2",
+    })
     spark.sparkContext.setLogLevel("ERROR")
     began = time.time()
 

@@ -177,26 +177,25 @@ func (v *AggValue) Merge(o *AggValue) error {
 		v.N += o.N
 	case ApproxCountDistinct:
 		v.N += o.N
-		if o.HLL == nil {
-			return nil
-		}
-		if v.HLL == nil {
-			v.HLL = o.HLL.Clone()
-			return nil
-		}
-		return v.HLL.Merge(o.HLL)
+		return mergeSketch(&v.HLL, o.HLL, (*hyperloglog.Sketch).Clone, (*hyperloglog.Sketch).Merge)
 	case ApproxPercentile:
 		v.N += o.N
-		if o.DD == nil {
-			return nil
-		}
-		if v.DD == nil {
-			v.DD = o.DD.Copy()
-			return nil
-		}
-		return v.DD.MergeWith(o.DD)
+		return mergeSketch(&v.DD, o.DD, (*ddsketch.DDSketch).Copy, (*ddsketch.DDSketch).MergeWith)
 	}
 	return nil
+}
+
+// mergeSketch merges sketch src into *dst: a nil src (no value seen) adds nothing, a nil *dst
+// takes a copy of src (never src itself: the two values must not share a sketch).
+func mergeSketch[S any](dst **S, src *S, clone func(*S) *S, merge func(*S, *S) error) error {
+	if src == nil {
+		return nil
+	}
+	if *dst == nil {
+		*dst = clone(src)
+		return nil
+	}
+	return merge(*dst, src)
 }
 
 // pickFloat is min or max under Spark's ordering, where NaN is above every number.

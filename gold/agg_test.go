@@ -3,6 +3,7 @@ package gold
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -141,4 +142,32 @@ func FuzzDecodeAggValue(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestMergeIntoEmptyCopiesSketch: a value without a sketch that merges one takes a copy, so
+// that merging more into the source afterwards leaves it as it was (and the other way round).
+func TestMergeIntoEmptyCopiesSketch(t *testing.T) {
+	acd := AggSpec{Fn: ApproxCountDistinct, Column: 0, Name: "acd", RSD: 0.02}
+	pct := AggSpec{Fn: ApproxPercentile, Column: 0, Name: "p", Percentiles: []float64{0.5}, RelativeAccuracy: 0.01}
+	for _, c := range []struct {
+		spec        AggSpec
+		first, more Column
+	}{
+		{acd, Column{Int64: []int64{1, 2, 3}}, Column{Int64: []int64{4, 5, 6}}},
+		{pct, Column{Float64: []float64{1, 2, 3}}, Column{Float64: []float64{100, 200, 300}}},
+	} {
+		src := sketchAgg(t, c.spec, c.first, 3)
+		more := sketchAgg(t, c.spec, c.more, 3)
+		empty := AggValue{Fn: src.Fn, Int: src.Int}
+		if err := empty.Merge(&src); err != nil {
+			t.Fatal(err)
+		}
+		before := fmt.Sprint(empty.Result(&c.spec))
+		if err := src.Merge(&more); err != nil {
+			t.Fatal(err)
+		}
+		if after := fmt.Sprint(empty.Result(&c.spec)); after != before {
+			t.Errorf("%s: the merged-into value changed from %s to %s when its source merged more", c.spec.Fn, before, after)
+		}
+	}
 }

@@ -191,6 +191,8 @@ func TestSQLFunctionValues(t *testing.T) {
 		{"to_date('31/04/2024', 'dd/MM/yyyy')", "NULL", "date"},
 		{"to_timestamp('2024-03-03T10:11:12Z')", "2024-03-03 10:11:12", "timestamp"},
 		{"to_timestamp('2024-03-03T10:11:12+0200', \"yyyy-MM-dd'T'HH:mm:ssZ\")", "2024-03-03 08:11:12", "timestamp"},
+		{"to_date(\"d'2024-03-05\", \"'d'''yyyy-MM-dd\")", "2024-03-05", "date"}, // two quotes inside quoted text: one quote
+		{"to_date(\"'2024-03-05\", \"''yyyy-MM-dd\")", "2024-03-05", "date"},     // two quotes alone: one quote
 		{"timestamp_seconds(1.5D)", "1970-01-01 00:00:01.5", "timestamp"},
 		{"timestamp_millis(9223372036854775807)", "NULL", "timestamp"},
 		{"date_add('2024-01-01', 3)", "2024-01-04", "date"},

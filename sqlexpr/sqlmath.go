@@ -23,6 +23,9 @@ const (
 	toCeil
 )
 
+// roundModeOf is the rounding mode of each function that rounds to a scale or an integer.
+var roundModeOf = map[string]roundMode{"round": halfUp, "bround": halfEven, "floor": toFloor, "ceil": toCeil}
+
 // roundBig rounds v/10^drop to an integer by mode (drop > 0).
 func roundBig(v *big.Int, drop int, mode roundMode) *big.Int {
 	d := pow10big(drop)
@@ -195,10 +198,10 @@ func bindMathCall(ca *callArgs) (enode, bool, error) {
 		}
 		return &signNode{unaryNode: unaryNode{x: a}, abs: true}, true, nil
 	case "round", "bround":
-		e, err := bindRound(ca)
+		e, err := bindRound(ca, roundModeOf[name])
 		return e, true, err
 	case "floor", "ceil":
-		e, err := bindFloorCeil(ca)
+		e, err := bindFloorCeil(ca, roundModeOf[name])
 		return e, true, err
 	case "mod", "pmod":
 		e, err := bindMod(ca)
@@ -261,11 +264,7 @@ func bindMathCall(ca *callArgs) (enode, bool, error) {
 	}), true, nil
 }
 
-func bindRound(ca *callArgs) (enode, error) {
-	mode := halfUp
-	if ca.c.name == "bround" {
-		mode = halfEven
-	}
+func bindRound(ca *callArgs, mode roundMode) (enode, error) {
 	x, err := ca.numeric(0)
 	if err != nil {
 		return nil, err
@@ -327,11 +326,7 @@ func nullOf(t sqlType) enode {
 	return &litNode{lit: &nLit{t: sqlType{k: kNull}, null: true}, t: t}
 }
 
-func bindFloorCeil(ca *callArgs) (enode, error) {
-	mode := toFloor
-	if ca.c.name == "ceil" {
-		mode = toCeil
-	}
+func bindFloorCeil(ca *callArgs, mode roundMode) (enode, error) {
 	x, err := ca.numeric(0)
 	if err != nil {
 		return nil, err

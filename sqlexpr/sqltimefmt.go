@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/medallion-lake/medallion/internal/dtpattern"
 )
 
 // A small subset of Spark's datetime patterns, for to_date, to_timestamp, unix_timestamp and
@@ -27,28 +29,15 @@ func compileDatetimePattern(p string) ([]dtField, error) {
 		c := p[i]
 		switch {
 		case c == '\'':
-			j := i + 1
-			var sb strings.Builder
-			for {
-				if j >= len(p) {
-					return nil, fmt.Errorf("unclosed quote in pattern %q", p)
-				}
-				if p[j] == '\'' {
-					if j+1 < len(p) && p[j+1] == '\'' {
-						sb.WriteByte('\'')
-						j += 2
-						continue
-					}
-					break
-				}
-				sb.WriteByte(p[j])
-				j++
+			text, end, ok := dtpattern.Quoted(p, i)
+			if !ok {
+				return nil, fmt.Errorf("unclosed quote in pattern %q", p)
 			}
-			if j == i+1 {
-				sb.WriteByte('\'') // '' is a quote
+			if end == i+2 {
+				text = "'" // '' is a quote
 			}
-			out = append(out, dtField{lit: sb.String()})
-			i = j + 1
+			out = append(out, dtField{lit: text})
+			i = end
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			j := i
 			for j < len(p) && p[j] == c {

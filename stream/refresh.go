@@ -90,44 +90,177 @@ const refreshLowMs int64 = math.MinInt64 / 4000
 // stream of the query must be stopped: a batch in flight, or silver ahead of the last commit,
 // is refused with ErrRefreshRefused.
 func RefreshGold(ctx context.Context, opts Options, name string) (RefreshReport, error) {
-	rep := RefreshReport{Name: name, Batch: -1}
-	q := &opts.Query
-	gi, err := refreshGoldIndex(q.Gold, "query "+q.Name, name)
-	if err != nil {
-		return rep, err
-	}
-	g := &q.Gold[gi]
 	rn, err := New(opts)
 	if err != nil {
+		return RefreshReport{Name: name, Batch: -1}, err
+	}
+	return refreshGold(ctx, rn.q, name)
+}
+
+// refreshable is a query (sourceQuery) or a join (joinQuery) as a full refresh of one of its
+// golds sees it: the steps of refreshGold that differ between the two.
+type refreshable interface {
+	// refreshIdentity names it in errors ("query X", "join X") and gives its aggregations, its
+	// checkpoint and that checkpoint's prefix.
+	refreshIdentity() (owner string, golds []spec.Aggregation, ckpt *checkpoint.Dir, prefix string)
+	// refreshWatermarkMs is the eviction watermark of the batch whose offsets are e.
+	refreshWatermarkMs(e *checkpoint.Offsets) int64
+	// refreshPlan plans it and returns gold gi's input (snap not read yet) with the name its
+	// snapshot's errors give it, its aggregation plan and the target of the commit (id not set).
+	refreshPlan(ctx context.Context, gi int) (in refreshInput, snapWhat string, ap *aggPlan, tgt refreshTarget, err error)
+}
+
+// refreshGold rebuilds gold name of r from its input table (silver, or a join's joined table):
+// RefreshGold and RefreshJoinGold once their query is built.
+func refreshGold(ctx context.Context, r refreshable, name string) (RefreshReport, error) {
+	rep := RefreshReport{Name: name, Batch: -1}
+	owner, golds, ckpt, prefix := r.refreshIdentity()
+	gi, err := refreshGoldIndex(golds, owner, name)
+	if err != nil {
 		return rep, err
 	}
-	r := rn.q
-	id, h, err := refreshHead(ctx, r.e.ckpt, "query "+q.Name, name)
+	id, h, err := refreshHead(ctx, ckpt, owner, name)
 	if err != nil {
 		return rep, err
 	}
 	if id != "" {
 		rep.Batch = h.Last
 		if h.Entry != nil {
-			rep.WatermarkMs = h.Entry.BatchWatermarkMs
+			rep.WatermarkMs = r.refreshWatermarkMs(h.Entry)
 		}
 	}
-	p, err := r.newPlan(ctx)
+	in, snapWhat, ap, tgt, err := r.refreshPlan(ctx, gi)
 	if err != nil {
 		return rep, err
 	}
-	ap := p.aggs[gi]
-	silverSnap, err := refreshInputSnap(ctx, r.t.silver, "silver", name, refreshOwner{"query " + q.Name, q.Tables.Silver, q.Tables.Checkpoint, id, &h})
-	if err != nil {
+	if in.snap, err = refreshInputSnap(ctx, in.t, snapWhat, name, refreshOwner{owner, in.path, prefix, id, &h}); err != nil {
 		return rep, err
 	}
-	in := refreshInput{t: r.t.silver, what: q.Tables.Silver, snap: silverSnap, schema: p.silver, kinds: p.kinds, tc: p.evCol}
 	state, out, err := refreshPass(ctx, in, ap, &rep)
 	if err != nil {
 		return rep, err
 	}
-	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g, eventTime: q.Rules.EventTime,
-		gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, state, out, rep)
+	tgt.id, tgt.g = id, &golds[gi]
+	return refreshCommit(ctx, tgt, state, out, rep)
+}
+
+func (r *sourceQuery) refreshIdentity() (string, []spec.Aggregation, *checkpoint.Dir, string) {
+	return "query " + r.q.Name, r.q.Gold, r.e.ckpt, r.q.Tables.Checkpoint
+}
+
+func (r *sourceQuery) refreshWatermarkMs(e *checkpoint.Offsets) int64 { return e.BatchWatermarkMs }
+
+func (r *sourceQuery) refreshPlan(ctx context.Context, gi int) (refreshInput, string, *aggPlan, refreshTarget, error) {
+	p, err := r.newPlan(ctx)
+	if err != nil {
+		return refreshInput{}, "", nil, refreshTarget{}, err
+	}
+	ap := p.aggs[gi]
+	in := refreshInput{t: r.t.silver, path: r.q.Tables.Silver, what: r.q.Tables.Silver, schema: p.silver, kinds: p.kinds, tc: p.evCol}
+	return in, "silver", ap, refreshTarget{ckpt: r.e.ckpt, eventTime: r.q.Rules.EventTime, gold: r.t.golds[gi], quar: r.t.quars[gi], ap: ap}, nil
+}
+
+// refreshHead reads the query id and the head of checkpoint d of query (or join) owner for a
+// refresh of gold name: id "" when the query has never run; a batch not committed is refused.
+func refreshHead(ctx context.Context, d *checkpoint.Dir, owner, name string) (string, checkpoint.Head, error) {
+	var h checkpoint.Head
+	id, err := d.ReadQueryID(ctx)
+	if errors.Is(err, checkpoint.ErrNoQuery) {
+		return "", h, nil
+	}
+	if err != nil {
+		return "", h, fmt.Errorf("stream: refresh %s: %w", name, err)
+	}
+	if h, err = d.ReadHead(ctx); err != nil {
+		return "", h, fmt.Errorf("stream: refresh %s: %w", name, err)
+	}
+	if h.Last >= 0 && h.Commit == nil {
+		return "", h, fmt.Errorf("%w: batch %d of %s is not committed (the stream is running, or was stopped mid-batch): "+
+			"stop the stream, run `medallion run stream --trigger once` to finish the batch, then refresh %s", ErrRefreshRefused, h.Last, owner, name)
+	}
+	return id, h, nil
+}
+
+// refreshInput is the table a refresh reads: silver, or a join's joined table (at path; what
+// names it; snap nil: it does not exist yet), with its schema, column kinds and the time column.
+type refreshInput struct {
+	t      *table.Table
+	path   string
+	what   string
+	snap   *txlog.Snapshot
+	schema *txlog.StructType
+	kinds  []pq.Kind
+	tc     int
+}
+
+// refreshPass feeds every row of in to a fresh aggregation of ap, evicts at the watermark of
+// the batch the refresh rebuilds from (rep.Batch; before the first: nothing), and returns
+// the state left and the table's rows: the windows evicted (append), every group (complete).
+// For update mode the table also holds the open windows, which the eviction does not emit: a
+// second pass of the same aggregation in complete mode gives every group for the table, the
+// update mode one the state.
+func refreshPass(ctx context.Context, in refreshInput, ap *aggPlan, rep *RefreshReport) ([]byte, *pq.Batch, error) {
+	evict := refreshLowMs
+	if rep.Batch >= 0 {
+		evict = rep.WatermarkMs
+	}
+	run := func(ap *aggPlan, out *pq.Batch) ([]byte, error) {
+		op, err := gold.NewAggregation(ap.agg)
+		if err != nil {
+			return nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+		}
+		a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: in.schema, kinds: in.kinds}
+		if in.snap != nil {
+			if rep.SilverRows, err = feedSilver(ctx, in.t, in.what, in.snap, in.schema, in.tc, a, out); err != nil {
+				return nil, fmt.Errorf("stream: refresh %s: %w", rep.Name, err)
+			}
+		}
+		return refreshEvict(a, out, evict, rep)
+	}
+	out, err := pq.NewBatch(ap.schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+	}
+	if !ap.update {
+		state, err := run(ap, out)
+		return state, out, err
+	}
+	all := *ap
+	all.agg.Mode, all.update, all.complete = gold.Complete, false, true
+	if _, err := run(&all, out); err != nil {
+		return nil, nil, err
+	}
+	groups := int64(out.Len())
+	scratch, err := pq.NewBatch(ap.schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+	}
+	state, err := run(ap, scratch)
+	if err == nil && scratch.Len() > 0 {
+		err = fmt.Errorf("stream: refresh %s: an update mode eviction emitted %d rows", rep.Name, scratch.Len())
+	}
+	if err == nil && rep.OpenGroups > groups {
+		err = fmt.Errorf("stream: refresh %s: %d groups open, more than the %d of the complete pass", rep.Name, rep.OpenGroups, groups)
+	}
+	return state, out, err
+}
+
+// refreshEvict evicts the windows closed by evict from a's aggregation into out, and returns
+// the state of the open ones.
+func refreshEvict(a *aggRun, out *pq.Batch, evict int64, rep *RefreshReport) ([]byte, error) {
+	a.rows, a.sel, a.selEvt = &silver.Rows{}, nil, nil
+	in := a.input()
+	in.Out = out
+	res, err := a.op.ProcessBatch(in, refreshLowMs, evict)
+	if err != nil {
+		return nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
+	}
+	rep.OpenGroups = res.NumRowsTotal
+	state, err := a.op.AppendSnapshot(nil)
+	if err != nil {
+		return nil, fmt.Errorf("stream: gold %s state: %w", rep.Name, err)
+	}
+	return state, nil
 }
 
 // refreshGoldIndex is the index of gold name among the aggregations of owner ("query X" or

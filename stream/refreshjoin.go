@@ -2,15 +2,10 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/medallion-lake/medallion/gold"
-	"github.com/medallion-lake/medallion/pq"
-	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
-	"github.com/medallion-lake/medallion/table"
-	"github.com/medallion-lake/medallion/txlog"
+	"github.com/medallion-lake/medallion/stream/spec"
 )
 
 // Full refresh of one gold over a join: RefreshGold's argument with the joined table in
@@ -33,150 +28,38 @@ import (
 // above). The join must be stopped: a batch in flight, or a joined table ahead of the last
 // commit, is refused with ErrRefreshRefused.
 func RefreshJoinGold(ctx context.Context, opts JoinOptions, name string) (RefreshReport, error) {
-	rep := RefreshReport{Name: name, Batch: -1}
-	j := &opts.Join
-	gi, err := refreshGoldIndex(j.Gold, "join "+j.Name, name)
-	if err != nil {
-		return rep, err
-	}
-	g := &j.Gold[gi]
 	rn, err := NewJoin(opts)
 	if err != nil {
-		return rep, err
+		return RefreshReport{Name: name, Batch: -1}, err
 	}
-	r := rn.q
-	id, h, err := refreshHead(ctx, r.e.ckpt, "join "+j.Name, name)
-	if err != nil {
-		return rep, err
+	return refreshGold(ctx, rn.q, name)
+}
+
+func (r *joinQuery) refreshIdentity() (string, []spec.Aggregation, *checkpoint.Dir, string) {
+	return "join " + r.j.Name, r.j.Gold, r.e.ckpt, r.j.Checkpoint
+}
+
+// refreshWatermarkMs is the output watermark the batch recorded (or, before the join recorded
+// one, the one its batch watermark gives).
+func (r *joinQuery) refreshWatermarkMs(e *checkpoint.Offsets) int64 {
+	if e.OutputWatermarkMs != nil {
+		return *e.OutputWatermarkMs
 	}
-	if id != "" {
-		rep.Batch = h.Last
-		if h.Entry != nil {
-			rep.WatermarkMs = r.outputWatermark(h.Entry.BatchWatermarkMs)
-			if h.Entry.OutputWatermarkMs != nil {
-				rep.WatermarkMs = *h.Entry.OutputWatermarkMs
-			}
-		}
-	}
+	return r.outputWatermark(e.BatchWatermarkMs)
+}
+
+func (r *joinQuery) refreshPlan(ctx context.Context, gi int) (refreshInput, string, *aggPlan, refreshTarget, error) {
+	j := r.j
 	p, err := r.newPlan(ctx)
 	if err != nil {
-		return rep, err
+		return refreshInput{}, "", nil, refreshTarget{}, err
 	}
 	if p == nil {
-		return rep, fmt.Errorf("%w: join %s has not run: its sources' silver tables %s and %s must both exist", ErrRefreshRefused, j.Name, j.Left.Silver, j.Right.Silver)
+		return refreshInput{}, "", nil, refreshTarget{}, fmt.Errorf("%w: join %s has not run: its sources' silver tables %s and %s must both exist",
+			ErrRefreshRefused, j.Name, j.Left.Silver, j.Right.Silver)
 	}
 	ap := p.agg.aggs[gi]
-	outSnap, err := refreshInputSnap(ctx, r.out, "joined table "+j.Table, name, refreshOwner{"join " + j.Name, j.Table, j.Checkpoint, id, &h})
-	if err != nil {
-		return rep, err
-	}
-	in := refreshInput{t: r.out, what: "joined table " + j.Table, snap: outSnap, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
-	state, out, err := refreshPass(ctx, in, ap, &rep)
-	if err != nil {
-		return rep, err
-	}
-	return refreshCommit(ctx, refreshTarget{ckpt: r.e.ckpt, id: id, g: g,
-		gold: r.golds[gi], quar: r.quars[gi], ap: ap}, state, out, rep)
-}
-
-// refreshHead reads the query id and the head of checkpoint d of query (or join) owner for a
-// refresh of gold name: id "" when the query has never run; a batch not committed is refused.
-func refreshHead(ctx context.Context, d *checkpoint.Dir, owner, name string) (string, checkpoint.Head, error) {
-	var h checkpoint.Head
-	id, err := d.ReadQueryID(ctx)
-	if errors.Is(err, checkpoint.ErrNoQuery) {
-		return "", h, nil
-	}
-	if err != nil {
-		return "", h, fmt.Errorf("stream: refresh %s: %w", name, err)
-	}
-	if h, err = d.ReadHead(ctx); err != nil {
-		return "", h, fmt.Errorf("stream: refresh %s: %w", name, err)
-	}
-	if h.Last >= 0 && h.Commit == nil {
-		return "", h, fmt.Errorf("%w: batch %d of %s is not committed (the stream is running, or was stopped mid-batch): "+
-			"stop the stream, run `medallion run stream --trigger once` to finish the batch, then refresh %s", ErrRefreshRefused, h.Last, owner, name)
-	}
-	return id, h, nil
-}
-
-// refreshInput is the table a refresh reads: silver, or a join's joined table (what names it;
-// snap nil: it does not exist yet), with its schema, column kinds and the time column.
-type refreshInput struct {
-	t      *table.Table
-	what   string
-	snap   *txlog.Snapshot
-	schema *txlog.StructType
-	kinds  []pq.Kind
-	tc     int
-}
-
-// refreshPass feeds every row of in to a fresh aggregation of ap, evicts at the watermark of
-// the batch the refresh rebuilds from (rep.Batch; before the first: nothing), and returns
-// the state left and the table's rows: the windows evicted (append), every group (complete).
-// For update mode the table also holds the open windows, which the eviction does not emit: a
-// second pass of the same aggregation in complete mode gives every group for the table, the
-// update mode one the state.
-func refreshPass(ctx context.Context, in refreshInput, ap *aggPlan, rep *RefreshReport) ([]byte, *pq.Batch, error) {
-	evict := refreshLowMs
-	if rep.Batch >= 0 {
-		evict = rep.WatermarkMs
-	}
-	run := func(ap *aggPlan, out *pq.Batch) ([]byte, error) {
-		op, err := gold.NewAggregation(ap.agg)
-		if err != nil {
-			return nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
-		}
-		a := &aggRun{ap: ap, op: op, ab: &aggBuffers{}, schema: in.schema, kinds: in.kinds}
-		if in.snap != nil {
-			if rep.SilverRows, err = feedSilver(ctx, in.t, in.what, in.snap, in.schema, in.tc, a, out); err != nil {
-				return nil, fmt.Errorf("stream: refresh %s: %w", rep.Name, err)
-			}
-		}
-		return refreshEvict(a, out, evict, rep)
-	}
-	out, err := pq.NewBatch(ap.schema)
-	if err != nil {
-		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
-	}
-	if !ap.update {
-		state, err := run(ap, out)
-		return state, out, err
-	}
-	all := *ap
-	all.agg.Mode, all.update, all.complete = gold.Complete, false, true
-	if _, err := run(&all, out); err != nil {
-		return nil, nil, err
-	}
-	groups := int64(out.Len())
-	scratch, err := pq.NewBatch(ap.schema)
-	if err != nil {
-		return nil, nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
-	}
-	state, err := run(ap, scratch)
-	if err == nil && scratch.Len() > 0 {
-		err = fmt.Errorf("stream: refresh %s: an update mode eviction emitted %d rows", rep.Name, scratch.Len())
-	}
-	if err == nil && rep.OpenGroups > groups {
-		err = fmt.Errorf("stream: refresh %s: %d groups open, more than the %d of the complete pass", rep.Name, rep.OpenGroups, groups)
-	}
-	return state, out, err
-}
-
-// refreshEvict evicts the windows closed by evict from a's aggregation into out, and returns
-// the state of the open ones.
-func refreshEvict(a *aggRun, out *pq.Batch, evict int64, rep *RefreshReport) ([]byte, error) {
-	a.rows, a.sel, a.selEvt = &silver.Rows{}, nil, nil
-	in := a.input()
-	in.Out = out
-	res, err := a.op.ProcessBatch(in, refreshLowMs, evict)
-	if err != nil {
-		return nil, fmt.Errorf("stream: gold %s: %w", rep.Name, err)
-	}
-	rep.OpenGroups = res.NumRowsTotal
-	state, err := a.op.AppendSnapshot(nil)
-	if err != nil {
-		return nil, fmt.Errorf("stream: gold %s state: %w", rep.Name, err)
-	}
-	return state, nil
+	what := "joined table " + j.Table
+	in := refreshInput{t: r.out, path: j.Table, what: what, schema: p.agg.silver, kinds: p.agg.kinds, tc: p.timeCols[gi]}
+	return in, what, ap, refreshTarget{ckpt: r.e.ckpt, gold: r.golds[gi], quar: r.quars[gi], ap: ap}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/medallion-lake/medallion/internal/dtpattern"
 )
 
 // ErrFormat is wrapped by every error New returns for a pattern or unit it refuses,
@@ -285,27 +287,14 @@ func compilePattern(pat string) ([]tsElem, error) {
 				i += 2
 				continue
 			}
-			end := i + 1
-			var sb strings.Builder
-			for {
-				if end >= len(pat) {
-					return nil, fmt.Errorf("%w: pattern %q: unterminated quote", ErrFormat, pat)
-				}
-				if pat[end] == '\'' {
-					if end+1 < len(pat) && pat[end+1] == '\'' {
-						sb.WriteByte('\'')
-						end += 2
-						continue
-					}
-					break
-				}
-				sb.WriteByte(pat[end])
-				end++
+			text, end, ok := dtpattern.Quoted(pat, i)
+			if !ok {
+				return nil, fmt.Errorf("%w: pattern %q: unterminated quote", ErrFormat, pat)
 			}
-			if sb.Len() > 0 {
-				lit(sb.String())
+			if text != "" {
+				lit(text)
 			}
-			i = end + 1
+			i = end
 			continue
 		}
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {

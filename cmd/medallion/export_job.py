@@ -109,6 +109,11 @@ def table_txns(spark, path):
     snap = snapshot(spark, path)
     if snap is None:
         return {}
+    return snapshot_txns(snap)
+
+
+def snapshot_txns(snap):
+    """{appId: version} of the txn actions of a Delta snapshot (a Scala Map read through py4j)."""
     it = snap.transactions().iterator()
     out = {}
     while it.hasNext():

@@ -27,13 +27,7 @@ def table_txns_at(spark, path, version):
     """{appId: version} of the txn actions as of the table's version."""
     jvm = spark._jvm
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    snap = log.getSnapshotAt(int(version), jvm.scala.Option.empty(), jvm.scala.Option.empty())
-    it = snap.transactions().iterator()
-    out = {}
-    while it.hasNext():
-        kv = it.next()
-        out[kv._1()] = kv._2()
-    return out
+    return snapshot_txns(log.getSnapshotAt(int(version), jvm.scala.Option.empty(), jvm.scala.Option.empty()))
 
 
 def silver_as_of(spark, path, qid, up_to):

@@ -23,13 +23,13 @@ const module = "github.com/medallion-lake/medallion"
 //     the config and serves the report (§1 says so), so jobs imports them; §1 lists that row
 //     after jobs, which no code can follow.
 //   - rows for what §1 does not list: internal/testshared, internal/archtest, internal/backoff,
-//     internal/hashtab and internal/textdist (they import nothing of ours), internal/testutil (test helpers that build pipeline configs
+//     internal/hashtab, internal/textdist and internal/dtpattern (they import nothing of ours), internal/testutil (test helpers that build pipeline configs
 //     and tables, so below config), and bench/ under cmd/.
 var ranks = []struct {
 	row     string
 	folders []string
 }{
-	{"internal", []string{"internal/testshared", "internal/archtest", "internal/backoff", "internal/hashtab", "internal/textdist"}},
+	{"internal", []string{"internal/testshared", "internal/archtest", "internal/backoff", "internal/hashtab", "internal/textdist", "internal/dtpattern"}},
 	{"objstore", []string{"objstore"}},
 	{"txlog", []string{"txlog"}},
 	{"pq", []string{"pq"}}, // pq/pqtest too: test batches and schemas, built on pq alone
