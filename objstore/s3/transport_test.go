@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,6 +307,44 @@ func TestStorageFullIsNotRetried(t *testing.T) {
 		}
 		if err := objstore.PutBytes(context.Background(), b, "part-1.parquet", []byte("v")); !errors.Is(err, objstore.ErrStorageFull) {
 			t.Errorf("%d %s: put = %v, want ErrStorageFull", tc.status, tc.code, err)
+		}
+	}
+}
+
+// TestBodiesUnsignedOnLoopback: over plain HTTP to this machine a body goes out as
+// UNSIGNED-PAYLOAD (no SHA-256 pass over it), the request itself still signed; the store
+// takes it and the bytes read back.
+func TestBodiesUnsignedOnLoopback(t *testing.T) {
+	ctx := context.Background()
+	ft := &faultyTransport{}
+	b := newFaulty(t, ft)
+	want := bytes.Repeat([]byte("payload "), 1000)
+	if err := b.Put(ctx, "put", bytes.NewReader(want), int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIfAbsent(ctx, "put-if-absent", bytes.NewReader(want), int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, "pipe", io.MultiReader(bytes.NewReader(want)), int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	ft.mu.Lock()
+	sent := slices.Clone(ft.headers) // the three puts, before any read
+	ft.mu.Unlock()
+	if len(sent) != 3 {
+		t.Fatalf("%d requests for three puts, want 3", len(sent))
+	}
+	for i, h := range sent {
+		if got := h.Get("X-Amz-Content-Sha256"); got != "UNSIGNED-PAYLOAD" {
+			t.Errorf("put %d went out with X-Amz-Content-Sha256 %q, want UNSIGNED-PAYLOAD on a loopback endpoint", i, got)
+		}
+		if h.Get("Authorization") == "" {
+			t.Errorf("put %d went out without a signature", i)
+		}
+	}
+	for _, key := range []string{"put", "put-if-absent", "pipe"} {
+		if got, err := objstore.ReadAll(ctx, b, key); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v; want the %d put", key, len(got), err, len(want))
 		}
 	}
 }
