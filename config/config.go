@@ -69,7 +69,8 @@ type Pipeline struct {
 	// as the heap nears it, the garbage collector runs more often instead of letting the heap
 	// grow to twice the live data. The GOMEMLIMIT environment variable, when set, wins.
 	// Default 0: the command sets 3/4 of the least of its cgroup's memory limit and the
-	// machine's memory (docs/config.md).
+	// machine's memory, and (GOGC unset) keeps the collector's headroom to a quarter of a
+	// large live heap (docs/config.md).
 	MemoryLimit ByteSize `yaml:"memory_limit"`
 	// Landing is where raw event files arrive.
 	Landing Landing `yaml:"landing"`

@@ -273,18 +273,21 @@ func loadPipelineConfig(ctx context.Context, path string, sets []string) (*confi
 	return cfg, nil
 }
 
-// applyMemoryLimit sets Go's soft memory limit to limit bytes, or when limit is 0 to
-// defaultMemoryLimit (from the cgroup's and the machine's memory under root), unless
-// GOMEMLIMIT is set in the environment, which the runtime has applied already and which wins
-// (GOMEMLIMIT=off turns the default off).
-func applyMemoryLimit(limit int64, env func(string) (string, bool), root fs.FS) {
+// applyMemoryLimit sets Go's soft memory limit to limit bytes, unless GOMEMLIMIT is set in
+// the environment, which the runtime has applied already and which wins (GOMEMLIMIT=off turns
+// the default off). When limit is 0 the limit follows the live heap (heapHeadroom: a quarter
+// above its largest, at least 512 MiB) up to defaultMemoryLimit (from the cgroup's and the
+// machine's memory under root); it returns that watch, nil for a fixed limit.
+func applyMemoryLimit(limit int64, env func(string) (string, bool), root fs.FS) *heapHeadroom {
 	if _, set := env("GOMEMLIMIT"); set {
-		return
-	}
-	if limit <= 0 {
-		limit = defaultMemoryLimit(root)
+		return nil
 	}
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
+		return nil
 	}
+	h := &heapHeadroom{floor: headroomFloor, ceiling: defaultMemoryLimit(root),
+		setLimit: debug.SetMemoryLimit, liveHeap: liveHeapBytes}
+	h.watch()
+	return h
 }

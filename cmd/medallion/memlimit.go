@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"io/fs"
 	"path"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // defaultMemoryLimit is the soft memory limit a command takes when neither memory_limit nor
@@ -105,4 +108,104 @@ func hasController(list, c string) bool {
 		}
 	}
 	return false
+}
+
+// heapHeadroom keeps Go's soft memory limit a quarter above the largest live heap the process
+// has had, from a floor up to a ceiling (defaultMemoryLimit). Go's collector lets the heap
+// grow to twice the live data; a stream's live data is about the same at every phase of a
+// batch (its state, the batch in flight, its emitted rows: 700-780 MB at 10M events and 100k
+// keys, bench/ANALYSIS.md), so half its peak RSS was the collector's headroom. Near the limit
+// the collector runs more often instead. A limit that follows the live heap the job turns out
+// to have: a fixed one would be too low for a large job (a collection every few MB) or too
+// high for a small one (no effect). A soft limit rather than GOGC=25: the limit counts the
+// memory the runtime has not returned yet, GOGC does not (GOGC=25 held the heap goal to 972
+// MB and RSS still reached 1168). Below the floor the collector keeps its default headroom:
+// there memory is not the constraint and more collections would only cost CPU. The watch runs
+// after every collection (a finalizer re-armed each cycle), so the limit follows the state
+// as it grows, also within a batch.
+type heapHeadroom struct {
+	floor, ceiling int64
+	setLimit       func(int64) int64 // debug.SetMemoryLimit
+	liveHeap       func() uint64     // the live heap the last collection marked
+	mu             sync.Mutex        // observe runs on the finalizers' goroutine
+	peak           uint64
+	limit          int64
+	stopped        bool
+}
+
+// headroomFloor is the least limit the headroom sets: below it a process keeps the
+// collector's default headroom (the heap up to twice its live data).
+const headroomFloor = 512 << 20
+
+// limitFor is the soft limit for a process whose largest live heap so far is peak bytes:
+// peak and a quarter, at least the floor, at most the ceiling (when there is one).
+func (h *heapHeadroom) limitFor(peak uint64) int64 {
+	limit := max(int64(peak)+int64(peak)/4, h.floor)
+	if h.ceiling > 0 {
+		limit = min(limit, h.ceiling)
+	}
+	return limit
+}
+
+// observe takes the live heap a collection left and raises the limit on a new peak. The
+// limit never falls: a job whose live data shrank for a phase will grow it again.
+func (h *heapHeadroom) observe(live uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || live <= h.peak && h.limit != 0 {
+		return
+	}
+	h.peak = max(h.peak, live)
+	if limit := h.limitFor(h.peak); limit != h.limit {
+		h.limit = limit
+		h.setLimit(limit)
+	}
+}
+
+// gcSentinel is garbage from birth: its finalizer runs once after the next collection.
+type gcSentinel struct{ h *heapHeadroom }
+
+// watch observes the live heap after every collection from now on, until stop.
+func (h *heapHeadroom) watch() {
+	h.observe(h.liveHeap())
+	h.arm()
+}
+
+func (h *heapHeadroom) arm() {
+	runtime.SetFinalizer(&gcSentinel{h: h}, func(s *gcSentinel) {
+		s.h.observe(s.h.liveHeap())
+		if !s.h.isStopped() {
+			s.h.arm()
+		}
+	})
+}
+
+// stop ends the watch at the next collection and leaves the limit where it is.
+func (h *heapHeadroom) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+}
+
+func (h *heapHeadroom) isStopped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped
+}
+
+// current is the limit last set.
+func (h *heapHeadroom) current() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.limit
+}
+
+// liveHeapBytes is the heap the last collection found live (runtime/metrics).
+func liveHeapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }

@@ -4,7 +4,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 )
@@ -84,11 +87,81 @@ func TestDefaultMemoryLimit(t *testing.T) {
 			}
 		})
 	}
-	// With memory_limit unset and no GOMEMLIMIT the default is what the process gets.
+	// With memory_limit unset and no GOMEMLIMIT the limit follows the live heap: the floor
+	// for this test's small heap (the default above is its ceiling).
 	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
 	debug.SetMemoryLimit(math.MaxInt64)
-	applyMemoryLimit(0, func(string) (string, bool) { return "", false }, fstest.MapFS{"proc/meminfo": meminfo})
-	if got := debug.SetMemoryLimit(-1); got != 18*gib {
-		t.Errorf("memory limit %d with memory_limit unset, want the default %d", got, 18*gib)
+	h := applyMemoryLimit(0, func(string) (string, bool) { return "", false }, fstest.MapFS{"proc/meminfo": meminfo})
+	if h == nil {
+		t.Fatal("no headroom watch with memory_limit and GOMEMLIMIT unset")
+	}
+	h.stop()
+	if got := debug.SetMemoryLimit(-1); got != headroomFloor || h.ceiling != 18*gib {
+		t.Errorf("memory limit %d under a ceiling of %d with memory_limit unset, want the floor %d under the default %d",
+			got, h.ceiling, headroomFloor, 18*gib)
+	}
+	if h := applyMemoryLimit(900<<20, func(string) (string, bool) { return "", false }, fstest.MapFS{}); h != nil {
+		h.stop()
+		t.Error("a headroom watch with memory_limit set")
+	}
+}
+
+// TestHeadroomLimit: the limit is 1.25x the largest live heap, at least the floor, at most
+// the ceiling, and never falls.
+func TestHeadroomLimit(t *testing.T) {
+	const mib = 1 << 20
+	var set []int64
+	h := &heapHeadroom{floor: 512 * mib, ceiling: 2048 * mib, setLimit: func(l int64) int64 { set = append(set, l); return 0 }}
+	for _, tc := range []struct {
+		live uint64
+		want int64
+	}{
+		{0, 512 * mib}, {100 * mib, 512 * mib}, {400 * mib, 512 * mib}, {600 * mib, 750 * mib},
+		{300 * mib, 750 * mib}, {800 * mib, 1000 * mib}, {1800 * mib, 2048 * mib}, {700 * mib, 2048 * mib},
+	} {
+		h.observe(tc.live)
+		if got := h.current(); got != tc.want {
+			t.Errorf("after a live heap of %d MiB the limit is %d MiB, want %d", tc.live/mib, got/mib, tc.want/mib)
+		}
+	}
+	if want := []int64{512 * mib, 750 * mib, 1000 * mib, 2048 * mib}; !slices.Equal(set, want) {
+		t.Errorf("limits set %v, want %v (only on a change)", set, want)
+	}
+}
+
+// TestHeadroomFollowsCollections: the watch raises the limit after a collection from the live
+// heap it left, and not after stop.
+func TestHeadroomFollowsCollections(t *testing.T) {
+	var live atomic.Uint64
+	live.Store(100 << 20)
+	set := make(chan int64, 100)
+	h := &heapHeadroom{floor: 512 << 20, liveHeap: live.Load,
+		setLimit: func(l int64) int64 { set <- l; return 0 }}
+	h.watch()
+	if got := <-set; got != 512<<20 {
+		t.Fatalf("first limit %d for a 100 MiB heap, want the floor", got)
+	}
+	// Each collection's live heap, one after another: the watch re-arms itself.
+	for _, gib := range []uint64{2, 4} {
+		live.Store(gib << 30)
+		var got int64
+		for i := 0; i < 1000 && got == 0; i++ {
+			runtime.GC()
+			select {
+			case got = <-set:
+			default:
+			}
+		}
+		if want := int64(gib<<30) / 4 * 5; got != want {
+			t.Fatalf("limit after a collection left %d GiB live: %d, want %d", gib, got, want)
+		}
+	}
+	h.stop()
+	live.Store(8 << 30)
+	for range 5 {
+		runtime.GC()
+	}
+	if h.current() != 5<<30 || len(set) != 0 {
+		t.Errorf("after stop the watch set the limit again (%d, %d pending)", h.current(), len(set))
 	}
 }
