@@ -21,8 +21,9 @@ const bloomBits = 24
 // and a file is skipped only when all are ruled out, so the filters get bloomBits a value
 // (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs that
 // rewrite silver's files (optimize) use them too, so compacted files keep the filters. Row
-// groups are silverGroupRows unless base sets them: the look-up prunes row groups by their
-// event_time statistics, which the stream's writes keep narrow (Writer.Write).
+// groups are silverGroupRows and pages silverPageBytes unless base sets them: the look-up
+// prunes row groups by their event_time statistics and pages by the page index, which the
+// stream's writes keep narrow (Writer.Write).
 func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), dedup...)
 	if base.BloomFilterBitsPerValue == 0 {
@@ -30,6 +31,9 @@ func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	}
 	if base.RowGroupRows == 0 {
 		base.RowGroupRows = silverGroupRows
+	}
+	if base.PageBufferSize == 0 {
+		base.PageBufferSize = silverPageBytes
 	}
 	return base
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -160,7 +161,13 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		return wrap(err)
 	}
 	s.Tails.put(add.Path, size, tail.spans)
-	f, err := pq.OpenParquet(tail, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(readBufferSize(size)),
+	bufSize := readBufferSize(size)
+	if s.Groups != nil {
+		// Pages are read a few at a time (pageRows); each buffer fill must stay within the
+		// bytes fetchPages loaded around them.
+		bufSize = pageReadBuffer
+	}
+	f, err := pq.OpenParquet(tail, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(bufSize),
 		parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
@@ -173,6 +180,13 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	rowBase := uint64(0)
 	groups := f.Metadata().RowGroups
 	pruneLeaf := s.groupLeaf(f)
+	pages := pruneLeaf >= 0 && len(dataSchema.Fields) > 0
+	if pages {
+		if err := tail.loadPageIndex(groups, append(slices.Clone(fr.Leaves()), pruneLeaf)); err != nil {
+			return wrap(err)
+		}
+		s.Tails.put(add.Path, size, tail.spans)
+	}
 	keep := func(g int) bool { return s.Groups == nil || s.Groups.keep(&groups[g], pruneLeaf) }
 	// ahead is keep uncounted, for the row groups whose chunks are fetched with an earlier one's.
 	ahead := func(g int) bool { return s.Groups == nil || s.Groups.overlaps(&groups[g], pruneLeaf) }
@@ -185,6 +199,23 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			rowBase += uint64(groups[g].NumRows) // a deletion vector counts the rows skipped
 			continue
 		}
+		// rows, when set, are the row ranges of the group whose pages the look-up reads.
+		var rows [][2]int64
+		if pages && g < len(groups) {
+			if pr, ok := s.Groups.pageRows(f, g, pruneLeaf); ok {
+				if len(pr) == 0 {
+					rowBase += uint64(groups[g].NumRows)
+					continue
+				}
+				if err := tail.fetchPages(f, g, pr, fr.Leaves(), int64(bufSize)); err != nil {
+					return wrap(err)
+				}
+				loaded = g
+				if pr[0][0] > 0 || pr[0][1] < groups[g].NumRows {
+					rows = pr
+				}
+			}
+		}
 		if g < len(groups) && g > loaded {
 			last, err := tail.fetchChunks(groups, g, ahead, fr.Leaves())
 			if err != nil {
@@ -192,7 +223,12 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			}
 			loaded = max(last, g)
 		}
-		data, err := fr.RowGroup(g)
+		var data *pq.Batch
+		if rows != nil {
+			data, err = fr.RowGroupRows(g, rows)
+		} else {
+			data, err = fr.RowGroup(g)
+		}
 		if err != nil {
 			return wrap(err)
 		}
@@ -224,6 +260,10 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
 		}
 		keep := undeleted(deleted, rowBase, n)
+		if rows != nil {
+			keep = undeletedRows(deleted, rowBase, rows)
+			n = int(groups[g].NumRows)
+		}
 		rowBase += uint64(n)
 		if s.Filter != nil {
 			// The filter is bound to the table schema; evaluate it on a view with that layout.
@@ -298,6 +338,22 @@ func undeleted(deleted []uint64, rowBase uint64, n int) []bool {
 	}
 	return keep
 }
+
+// undeletedRows is undeleted for the rows ranges (within the row group from file row rowBase
+// on) of a batch read page by page.
+func undeletedRows(deleted []uint64, rowBase uint64, rows [][2]int64) []bool {
+	if len(deleted) == 0 {
+		return nil
+	}
+	var keep []bool
+	for _, r := range rows {
+		keep = append(keep, undeleted(deleted, rowBase+uint64(r[0]), int(r[1]-r[0]))...)
+	}
+	return keep
+}
+
+// pageReadBuffer is the page reader's buffer in a scan that reads pages by the page index.
+const pageReadBuffer = 64 << 10
 
 // readBufferSize is the read buffer of each column chunk's page reader for a data file of
 // size bytes. parquet-go gives every column chunk its own buffer of the configured size
