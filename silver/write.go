@@ -72,8 +72,8 @@ type Written struct {
 
 // Write appends the rows sel of the bronze batches to silver and the validation rejects to the
 // rejects table, all with txn. Silver's rows go in event-time order (eventTimeOrder), each part
-// a range of times in row groups of silverGroupRows, so that the look-ups of later batches
-// read the few row groups that hold their rows' times. Rows judged against silver's keys (far
+// a range of times in row groups of silverGroupRows (pages of silverPageBytes), so that the
+// look-ups of later batches read the few pages that hold their rows' times. Rows judged against silver's keys (far
 // below the watermark) go to files of their own, so that every other silver file spans a
 // narrow event-time range.
 func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *pq.Batch, txn *table.AppTxn) (Written, error) {

@@ -101,6 +101,21 @@ func (g *GroupRanges) pageRows(f *parquet.File, rg, leaf int) (rows [][2]int64, 
 	return rows, true
 }
 
+// fetchGroupPages selects the rows of row group g of f whose pages of leaf meet s.Groups'
+// ranges and loads those pages of leaves (fetchPages): ok is false when the group has no
+// usable page index (the caller fetches and reads it whole), and rows empty when no page
+// meets the ranges.
+func (s *FileScan) fetchGroupPages(tail *spanReaderAt, f *parquet.File, g, leaf int, leaves []int, readAhead int64) (rows [][2]int64, ok bool, err error) {
+	rows, ok = s.Groups.pageRows(f, g, leaf)
+	if !ok || len(rows) == 0 {
+		return rows, ok, nil
+	}
+	if err := tail.fetchPages(f, g, rows, leaves, readAhead); err != nil {
+		return nil, false, err
+	}
+	return rows, true, nil
+}
+
 // meets reports whether [lo, hi] meets one of g's ranges.
 func (g *GroupRanges) meets(lo, hi int64) bool {
 	// The first range that ends at or after lo is the only one that can start by hi.

@@ -134,26 +134,15 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	// Every read of the file goes through ra, which tells a failing store from a bad file.
 	ra := &storeReaderAt{}
 	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
-	var deleted []uint64
-	if add.DeletionVector != nil {
-		var err error
-		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
-			return wrap(err)
-		}
+	deleted, size, err := s.fileFacts(ctx, add)
+	if err != nil {
+		return wrap(err)
 	}
 	dataSchema := &txlog.StructType{}
 	for _, f := range read.Fields {
 		if !s.isPartition(f.Name) {
 			dataSchema.Fields = append(dataSchema.Fields, f)
 		}
-	}
-	size := add.Size
-	if size <= 0 {
-		info, err := s.Bucket.Stat(ctx, add.Path)
-		if err != nil {
-			return wrap(err)
-		}
-		size = info.Size
 	}
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
 	tail, err := openTail(ra, add.Path, size, s.Tails)
@@ -202,14 +191,15 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		// rows, when set, are the row ranges of the group whose pages the look-up reads.
 		var rows [][2]int64
 		if pages && g < len(groups) {
-			if pr, ok := s.Groups.pageRows(f, g, pruneLeaf); ok {
-				if len(pr) == 0 {
-					rowBase += uint64(groups[g].NumRows)
-					continue
-				}
-				if err := tail.fetchPages(f, g, pr, fr.Leaves(), int64(bufSize)); err != nil {
-					return wrap(err)
-				}
+			pr, ok, err := s.fetchGroupPages(tail, f, g, pruneLeaf, fr.Leaves(), int64(bufSize))
+			if err != nil {
+				return wrap(err)
+			}
+			if ok && len(pr) == 0 {
+				rowBase += uint64(groups[g].NumRows)
+				continue
+			}
+			if ok {
 				loaded = g
 				if pr[0][0] > 0 || pr[0][1] < groups[g].NumRows {
 					rows = pr
@@ -237,27 +227,9 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			// Only partition columns: no decoded column tells the row count.
 			n = int(f.RowGroups()[g].NumRows())
 		}
-		full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
-		for i, fd := range read.Fields {
-			if s.isPartition(fd.Name) {
-				col, err := pq.NewColumn(fd.Type)
-				if err != nil {
-					return wrap(err)
-				}
-				one, err := pq.NewColumn(fd.Type)
-				if err != nil {
-					return wrap(err)
-				}
-				if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
-					return wrap(err)
-				}
-				for r := 0; r < n; r++ {
-					col.AppendFrom(one, 0)
-				}
-				full.Columns[i] = col
-				continue
-			}
-			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
+		full, err := s.withPartitions(add, read, dataSchema, data, n)
+		if err != nil {
+			return wrap(err)
 		}
 		keep := undeleted(deleted, rowBase, n)
 		if rows != nil {
@@ -265,24 +237,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			n = int(groups[g].NumRows)
 		}
 		rowBase += uint64(n)
-		if s.Filter != nil {
-			// The filter is bound to the table schema; evaluate it on a view with that layout.
-			match := s.Filter.Eval(tableView(s.Schema, full))
-			if keep == nil {
-				keep = match
-			} else {
-				for r := range keep {
-					keep[r] = keep[r] && match[r]
-				}
-			}
-		}
-		result := full
-		if keep != nil {
-			result = full.Filter(keep)
-		}
-		if len(out.Fields) != len(read.Fields) {
-			result = &pq.Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
-		}
+		result := s.filtered(full, keep, out)
 		if result.Len() == 0 {
 			continue
 		}
@@ -291,6 +246,77 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 	}
 	return nil
+}
+
+// filtered returns the rows of full (of the read schema) that keep (nil: all) and the
+// filter keep, as out.
+func (s *FileScan) filtered(full *pq.Batch, keep []bool, out *txlog.StructType) *pq.Batch {
+	if s.Filter != nil {
+		// The filter is bound to the table schema; evaluate it on a view with that layout.
+		match := s.Filter.Eval(tableView(s.Schema, full))
+		if keep == nil {
+			keep = match
+		} else {
+			for r := range keep {
+				keep[r] = keep[r] && match[r]
+			}
+		}
+	}
+	result := full
+	if keep != nil {
+		result = full.Filter(keep)
+	}
+	if len(out.Fields) != len(full.Schema.Fields) {
+		result = &pq.Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
+	}
+	return result
+}
+
+// fileFacts returns the rows add's deletion vector deletes and the file's size (its add's,
+// or the store's when the add has none).
+func (s *FileScan) fileFacts(ctx context.Context, add *txlog.Add) (deleted []uint64, size int64, err error) {
+	if add.DeletionVector != nil {
+		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
+			return nil, 0, err
+		}
+	}
+	size = add.Size
+	if size <= 0 {
+		info, err := s.Bucket.Stat(ctx, add.Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		size = info.Size
+	}
+	return deleted, size, nil
+}
+
+// withPartitions lays the n rows data decoded (of dataSchema) out as read, with the
+// partition columns filled from add's partition values.
+func (s *FileScan) withPartitions(add *txlog.Add, read, dataSchema *txlog.StructType, data *pq.Batch, n int) (*pq.Batch, error) {
+	full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
+	for i, fd := range read.Fields {
+		if !s.isPartition(fd.Name) {
+			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
+			continue
+		}
+		col, err := pq.NewColumn(fd.Type)
+		if err != nil {
+			return nil, err
+		}
+		one, err := pq.NewColumn(fd.Type)
+		if err != nil {
+			return nil, err
+		}
+		if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
+			return nil, err
+		}
+		for r := 0; r < n; r++ {
+			col.AppendFrom(one, 0)
+		}
+		full.Columns[i] = col
+	}
+	return full, nil
 }
 
 // tableView lays the columns of b out in the order of the table schema, with empty
