@@ -44,6 +44,15 @@ func (l *Lookup) GroupCounts() (read, skipped int64) {
 	return l.groups.Counts()
 }
 
+// PageCounts reports the event_time pages, inside the row groups the last look-up read, that
+// it read and left out by the page index.
+func (l *Lookup) PageCounts() (read, skipped int64) {
+	if l.groups == nil {
+		return 0, 0
+	}
+	return l.groups.PageCounts()
+}
+
 // lookupTailBudget bounds the file ends a Lookup keeps between batches: the footers and bloom
 // filters of about a hundred silver files of 15k rows.
 const lookupTailBudget = 16 << 20

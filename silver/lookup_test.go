@@ -61,10 +61,10 @@ type lookupRow struct {
 // micro-batch two read batches in arrival order, 3% of their rows hours late), then looks up
 // resends of old rows from all over the run among new keys of an old burst. Every resend is
 // found and no new key is (the oracle is a map of what was written), and the look-up reads
-// few of silver's row groups: without the writer's event-time order every row group holds
-// late rows that widen its range to hours, and without the scan's pruning every row group of
-// a candidate file is read.
-func TestLookupReadsOnlyRowGroupsOfItsTimes(t *testing.T) {
+// few of silver's pages: without the writer's event-time order every row group and page holds
+// late rows that widen its range to hours, and without the scan's pruning by row group and
+// by page every page of a candidate file is read.
+func TestLookupReadsOnlyPagesOfItsTimes(t *testing.T) {
 	ctx := context.Background()
 	const sec = int64(1_000_000)
 	b := mem.New()
@@ -131,11 +131,13 @@ func TestLookupReadsOnlyRowGroupsOfItsTimes(t *testing.T) {
 			t.Fatalf("key %s (time %d): seen %v, want %v", x.id, x.t, seen[string(rows.Keys[i])], want)
 		}
 	}
-	read, skipped := l.GroupCounts()
-	total := (batches*2*perRead + silverGroupRows - 1) / silverGroupRows
-	t.Logf("row groups read %d, left out %d (silver has about %d)", read, skipped, total)
-	if read == 0 || read > int64(total)/3 {
-		t.Fatalf("the look-up read %d row groups and left out %d; want at least one and at most a third of about %d", read, skipped, total)
+	groupsRead, groupsSkipped := l.GroupCounts()
+	read, skipped := l.PageCounts()
+	// An event_time page holds about silverPageBytes/8 rows.
+	total := batches * 2 * perRead / (silverPageBytes / 8)
+	t.Logf("row groups read %d, left out %d; pages read %d, left out %d (silver has about %d)", groupsRead, groupsSkipped, read, skipped, total)
+	if read == 0 || read > int64(total)/4 {
+		t.Fatalf("the look-up read %d pages and left out %d; want at least one and at most a quarter of about %d", read, skipped, total)
 	}
 }
 

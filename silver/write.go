@@ -21,8 +21,9 @@ const bloomBits = 24
 // and a file is skipped only when all are ruled out, so the filters get bloomBits a value
 // (about 0.01% false positives, 3 bytes a row) rather than the 1% default. Other jobs that
 // rewrite silver's files (optimize) use them too, so compacted files keep the filters. Row
-// groups are silverGroupRows unless base sets them: the look-up prunes row groups by their
-// event_time statistics, which the stream's writes keep narrow (Writer.Write).
+// groups are silverGroupRows and pages silverPageBytes unless base sets them: the look-up
+// prunes row groups by their event_time statistics and pages by the page index, which the
+// stream's writes keep narrow (Writer.Write).
 func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	base.BloomFilterColumns = append(slices.Clone(base.BloomFilterColumns), dedup...)
 	if base.BloomFilterBitsPerValue == 0 {
@@ -30,6 +31,9 @@ func WriteOptions(dedup []string, base pq.WriteOptions) pq.WriteOptions {
 	}
 	if base.RowGroupRows == 0 {
 		base.RowGroupRows = silverGroupRows
+	}
+	if base.PageBufferSize == 0 {
+		base.PageBufferSize = silverPageBytes
 	}
 	return base
 }
@@ -68,8 +72,8 @@ type Written struct {
 
 // Write appends the rows sel of the bronze batches to silver and the validation rejects to the
 // rejects table, all with txn. Silver's rows go in event-time order (eventTimeOrder), each part
-// a range of times in row groups of silverGroupRows, so that the look-ups of later batches
-// read the few row groups that hold their rows' times. Rows judged against silver's keys (far
+// a range of times in row groups of silverGroupRows (pages of silverPageBytes), so that the
+// look-ups of later batches read the few pages that hold their rows' times. Rows judged against silver's keys (far
 // below the watermark) go to files of their own, so that every other silver file spans a
 // narrow event-time range.
 func (w *Writer) Write(ctx context.Context, rows *Rows, sel Judged, rejects *pq.Batch, txn *table.AppTxn) (Written, error) {

@@ -1,9 +1,7 @@
 package table
 
 import (
-	"cmp"
 	"encoding/binary"
-	"slices"
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
@@ -24,7 +22,8 @@ type GroupRanges struct {
 	Column string     // the column, as named in the table's schema
 	Ranges [][2]int64 // inclusive [lo, hi] ranges of its values, ascending and disjoint
 
-	read, skipped atomic.Int64
+	read, skipped           atomic.Int64
+	pagesRead, pagesSkipped atomic.Int64
 }
 
 // Counts reports the row groups the scans with g read and left out so far.
@@ -67,12 +66,7 @@ func (g *GroupRanges) keep(rg *format.RowGroup, leaf int) bool {
 
 func (g *GroupRanges) overlaps(rg *format.RowGroup, leaf int) bool {
 	lo, hi, ok := int64Bounds(rg, leaf)
-	if !ok {
-		return true
-	}
-	// The first range that ends at or after lo is the only one that can start by hi.
-	k, _ := slices.BinarySearchFunc(g.Ranges, lo, func(r [2]int64, v int64) int { return cmp.Compare(r[1], v) })
-	return k < len(g.Ranges) && g.Ranges[k][0] <= hi
+	return !ok || g.meets(lo, hi)
 }
 
 // groupLeaf is the leaf of f that s.Groups prunes on (-1: none).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -133,12 +134,9 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	// Every read of the file goes through ra, which tells a failing store from a bad file.
 	ra := &storeReaderAt{}
 	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
-	var deleted []uint64
-	if add.DeletionVector != nil {
-		var err error
-		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
-			return wrap(err)
-		}
+	deleted, size, err := s.fileFacts(ctx, add)
+	if err != nil {
+		return wrap(err)
 	}
 	dataSchema := &txlog.StructType{}
 	for _, f := range read.Fields {
@@ -146,21 +144,19 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			dataSchema.Fields = append(dataSchema.Fields, f)
 		}
 	}
-	size := add.Size
-	if size <= 0 {
-		info, err := s.Bucket.Stat(ctx, add.Path)
-		if err != nil {
-			return wrap(err)
-		}
-		size = info.Size
-	}
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
 	tail, err := openTail(ra, add.Path, size, s.Tails)
 	if err != nil {
 		return wrap(err)
 	}
 	s.Tails.put(add.Path, size, tail.spans)
-	f, err := pq.OpenParquet(tail, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(readBufferSize(size)),
+	bufSize := readBufferSize(size)
+	if s.Groups != nil {
+		// Pages are read a few at a time (pageRows); each buffer fill must stay within the
+		// bytes fetchPages loaded around them.
+		bufSize = pageReadBuffer
+	}
+	f, err := pq.OpenParquet(tail, size, parquet.FileReadMode(parquet.ReadModeAsync), parquet.ReadBufferSize(bufSize),
 		parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return wrap(fmt.Errorf("%w: %v", pq.ErrBadDataFile, err))
@@ -173,6 +169,13 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 	rowBase := uint64(0)
 	groups := f.Metadata().RowGroups
 	pruneLeaf := s.groupLeaf(f)
+	pages := pruneLeaf >= 0 && len(dataSchema.Fields) > 0
+	if pages {
+		if err := tail.loadPageIndex(groups, append(slices.Clone(fr.Leaves()), pruneLeaf)); err != nil {
+			return wrap(err)
+		}
+		s.Tails.put(add.Path, size, tail.spans)
+	}
 	keep := func(g int) bool { return s.Groups == nil || s.Groups.keep(&groups[g], pruneLeaf) }
 	// ahead is keep uncounted, for the row groups whose chunks are fetched with an earlier one's.
 	ahead := func(g int) bool { return s.Groups == nil || s.Groups.overlaps(&groups[g], pruneLeaf) }
@@ -185,6 +188,24 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			rowBase += uint64(groups[g].NumRows) // a deletion vector counts the rows skipped
 			continue
 		}
+		// rows, when set, are the row ranges of the group whose pages the look-up reads.
+		var rows [][2]int64
+		if pages && g < len(groups) {
+			pr, ok, err := s.fetchGroupPages(tail, f, g, pruneLeaf, fr.Leaves(), int64(bufSize))
+			if err != nil {
+				return wrap(err)
+			}
+			if ok && len(pr) == 0 {
+				rowBase += uint64(groups[g].NumRows)
+				continue
+			}
+			if ok {
+				loaded = g
+				if pr[0][0] > 0 || pr[0][1] < groups[g].NumRows {
+					rows = pr
+				}
+			}
+		}
 		if g < len(groups) && g > loaded {
 			last, err := tail.fetchChunks(groups, g, ahead, fr.Leaves())
 			if err != nil {
@@ -192,7 +213,12 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			}
 			loaded = max(last, g)
 		}
-		data, err := fr.RowGroup(g)
+		var data *pq.Batch
+		if rows != nil {
+			data, err = fr.RowGroupRows(g, rows)
+		} else {
+			data, err = fr.RowGroup(g)
+		}
 		if err != nil {
 			return wrap(err)
 		}
@@ -201,48 +227,17 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 			// Only partition columns: no decoded column tells the row count.
 			n = int(f.RowGroups()[g].NumRows())
 		}
-		full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
-		for i, fd := range read.Fields {
-			if s.isPartition(fd.Name) {
-				col, err := pq.NewColumn(fd.Type)
-				if err != nil {
-					return wrap(err)
-				}
-				one, err := pq.NewColumn(fd.Type)
-				if err != nil {
-					return wrap(err)
-				}
-				if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
-					return wrap(err)
-				}
-				for r := 0; r < n; r++ {
-					col.AppendFrom(one, 0)
-				}
-				full.Columns[i] = col
-				continue
-			}
-			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
+		full, err := s.withPartitions(add, read, dataSchema, data, n)
+		if err != nil {
+			return wrap(err)
 		}
 		keep := undeleted(deleted, rowBase, n)
+		if rows != nil {
+			keep = undeletedRows(deleted, rowBase, rows)
+			n = int(groups[g].NumRows)
+		}
 		rowBase += uint64(n)
-		if s.Filter != nil {
-			// The filter is bound to the table schema; evaluate it on a view with that layout.
-			match := s.Filter.Eval(tableView(s.Schema, full))
-			if keep == nil {
-				keep = match
-			} else {
-				for r := range keep {
-					keep[r] = keep[r] && match[r]
-				}
-			}
-		}
-		result := full
-		if keep != nil {
-			result = full.Filter(keep)
-		}
-		if len(out.Fields) != len(read.Fields) {
-			result = &pq.Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
-		}
+		result := s.filtered(full, keep, out)
 		if result.Len() == 0 {
 			continue
 		}
@@ -251,6 +246,77 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 	}
 	return nil
+}
+
+// filtered returns the rows of full (of the read schema) that keep (nil: all) and the
+// filter keep, as out.
+func (s *FileScan) filtered(full *pq.Batch, keep []bool, out *txlog.StructType) *pq.Batch {
+	if s.Filter != nil {
+		// The filter is bound to the table schema; evaluate it on a view with that layout.
+		match := s.Filter.Eval(tableView(s.Schema, full))
+		if keep == nil {
+			keep = match
+		} else {
+			for r := range keep {
+				keep[r] = keep[r] && match[r]
+			}
+		}
+	}
+	result := full
+	if keep != nil {
+		result = full.Filter(keep)
+	}
+	if len(out.Fields) != len(full.Schema.Fields) {
+		result = &pq.Batch{Schema: out, Columns: result.Columns[:len(out.Fields)]}
+	}
+	return result
+}
+
+// fileFacts returns the rows add's deletion vector deletes and the file's size (its add's,
+// or the store's when the add has none).
+func (s *FileScan) fileFacts(ctx context.Context, add *txlog.Add) (deleted []uint64, size int64, err error) {
+	if add.DeletionVector != nil {
+		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
+			return nil, 0, err
+		}
+	}
+	size = add.Size
+	if size <= 0 {
+		info, err := s.Bucket.Stat(ctx, add.Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		size = info.Size
+	}
+	return deleted, size, nil
+}
+
+// withPartitions lays the n rows data decoded (of dataSchema) out as read, with the
+// partition columns filled from add's partition values.
+func (s *FileScan) withPartitions(add *txlog.Add, read, dataSchema *txlog.StructType, data *pq.Batch, n int) (*pq.Batch, error) {
+	full := &pq.Batch{Schema: read, Columns: make([]*pq.Column, len(read.Fields))}
+	for i, fd := range read.Fields {
+		if !s.isPartition(fd.Name) {
+			full.Columns[i] = data.Columns[dataSchema.FieldIndex(fd.Name)]
+			continue
+		}
+		col, err := pq.NewColumn(fd.Type)
+		if err != nil {
+			return nil, err
+		}
+		one, err := pq.NewColumn(fd.Type)
+		if err != nil {
+			return nil, err
+		}
+		if err := pq.AppendPartitionValue(fd.Type, one, partitionValue(add.PartitionValues, &fd)); err != nil {
+			return nil, err
+		}
+		for r := 0; r < n; r++ {
+			col.AppendFrom(one, 0)
+		}
+		full.Columns[i] = col
+	}
+	return full, nil
 }
 
 // tableView lays the columns of b out in the order of the table schema, with empty
@@ -298,6 +364,22 @@ func undeleted(deleted []uint64, rowBase uint64, n int) []bool {
 	}
 	return keep
 }
+
+// undeletedRows is undeleted for the rows ranges (within the row group from file row rowBase
+// on) of a batch read page by page.
+func undeletedRows(deleted []uint64, rowBase uint64, rows [][2]int64) []bool {
+	if len(deleted) == 0 {
+		return nil
+	}
+	var keep []bool
+	for _, r := range rows {
+		keep = append(keep, undeleted(deleted, rowBase+uint64(r[0]), int(r[1]-r[0]))...)
+	}
+	return keep
+}
+
+// pageReadBuffer is the page reader's buffer in a scan that reads pages by the page index.
+const pageReadBuffer = 64 << 10
 
 // readBufferSize is the read buffer of each column chunk's page reader for a data file of
 // size bytes. parquet-go gives every column chunk its own buffer of the configured size

@@ -210,7 +210,7 @@ const chunkFetchMax = 32 << 20
 // place of what it loaded before; it returns the last row group loaded (first - 1 when none
 // was: the decoder then reads that group itself). parquet-go asks for each chunk on its own (a
 // buffer at a time): on S3 a request per column per row group, and silver's small row groups
-// (4k rows) would cost a request each. Chunks the footer places outside the file are left to
+// (4k rows in session 18) would cost a request each. Chunks the footer places outside the file are left to
 // the decoder, which reports them.
 func (r *spanReaderAt) fetchChunks(groups []format.RowGroup, first int, keep func(int) bool, leaves []int) (int, error) {
 	r.chunks.Store(nil)
