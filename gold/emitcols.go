@@ -27,15 +27,13 @@ type permBuffers struct {
 	dec   []pq.Decimal128
 	offs  []int32
 	data  []byte
-	sums  []exactSum // appendExactSums' slot-order scratch (with data)
 }
 
 // writeColumns appends the emitted groups slots to out in output order: slots[perm[i]] is row
 // i. The window, aggregate and exact columns are written in slot order and permuted; the late
 // rows column is all zeros and needs no permutation; the key columns are gathered from the
 // batch's emitted keys decoded once each (orderRows left them in a.keyIDsBuf, and each
-// group's rank in a.rowRank); a float sum and its exact sum are written in output order
-// straight away (appendExactSums).
+// group's rank in a.rowRank).
 func (a *Aggregation) writeColumns(out *pq.Batch, slots, perm []int32) error {
 	from := out.Len()
 	nk := a.cfg.NumKeys
@@ -45,16 +43,11 @@ func (a *Aggregation) writeColumns(out *pq.Batch, slots, perm []int32) error {
 			late--
 		}
 	}
-	ordered := a.orderedCols[:0]
-	for range out.Columns {
-		ordered = append(ordered, false)
-	}
-	a.orderedCols = ordered
-	if err := a.appendValueColumns(out.Columns, late, slots, perm, ordered); err != nil {
+	if err := a.appendValueColumns(out.Columns, late, slots); err != nil {
 		return err
 	}
 	for i, c := range out.Columns {
-		if (i >= 1 && i <= nk) || i == late || ordered[i] {
+		if (i >= 1 && i <= nk) || i == late {
 			continue
 		}
 		if err := a.permBuf.permute(c, from, perm); err != nil {

@@ -221,8 +221,6 @@ type Aggregation struct {
 	// once each, in rank order, and the permutation's scratch.
 	keyStage []*pq.Column
 	permBuf  permBuffers
-	// orderedCols flags the gold columns appendValueColumns wrote in output order already.
-	orderedCols []bool
 }
 
 // NewAggregation validates cfg and returns an empty operator.
