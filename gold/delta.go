@@ -40,7 +40,11 @@ func (a *Aggregation) AppendDelta(dst []byte) ([]byte, error) {
 	dst = slices.Grow(dst, deltaHeaderMax+size+4)
 	start := len(dst)
 	dst = a.appendDeltaHeader(dst, n)
-	for _, s := range a.touched {
+	ahead := a.readsAhead()
+	for i, s := range a.touched {
+		if ahead && i%groupsAhead == 0 {
+			a.loadGroupsAhead(a.touched[i:min(i+groupsAhead, len(a.touched))], true)
+		}
 		if !a.groups[s].live() {
 			continue // evicted by this very batch: the replayed eviction removes it too
 		}
@@ -73,7 +77,11 @@ func (a *Aggregation) DeltaSize() (size int, ok bool) {
 		return 0, false
 	}
 	n := 0
-	for _, s := range a.touched {
+	ahead := a.readsAhead()
+	for i, s := range a.touched {
+		if ahead && i%groupsAhead == 0 {
+			a.loadGroupsAhead(a.touched[i:min(i+groupsAhead, len(a.touched))], false)
+		}
 		if a.groups[s].live() {
 			n++
 			size += a.groupSize(s, false)
@@ -129,7 +137,11 @@ func (a *Aggregation) WriteDelta(w io.Writer, size int) error {
 		buf = buf[:0]
 		return err
 	}
-	for _, s := range a.touched {
+	ahead := a.readsAhead()
+	for i, s := range a.touched {
+		if ahead && i%groupsAhead == 0 {
+			a.loadGroupsAhead(a.touched[i:min(i+groupsAhead, len(a.touched))], true)
+		}
 		if !a.groups[s].live() {
 			continue
 		}
@@ -227,4 +239,50 @@ func (a *Aggregation) ApplyDelta(b []byte) error {
 	a.collectEvictions(evictUs)
 	a.freeEvicted()
 	return nil
+}
+
+// groupsAhead is how many groups a state delta or snapshot reads ahead of encoding them.
+const groupsAhead = 32
+
+// readsAhead says whether the key table is large enough for encoding the state to read its
+// groups' keys ahead (below loadAheadEntries they stay in cache and loading ahead only costs).
+func (a *Aggregation) readsAhead() bool { return a.keyIDs.Size() >= loadAheadEntries }
+
+// loadGroupsAhead reads, in loops of independent loads whose cache misses overlap, what
+// encoding the groups slots reads at random: at 100k keys a group's key location and then the
+// key's bytes were each a miss, one after the other, and they were most of what a delta's
+// group cost to size and to write (appendGroup waited on them one group at a time). Then each
+// aggregate's values of the groups, which a snapshot's order (by window and key) and a delta's
+// updated groups also visit out of slot order. keyBytes: the keys' bytes too (sizing a group
+// needs only their lengths). What it loads is summed into deltaSink so that the loads stay.
+func (a *Aggregation) loadGroupsAhead(slots []int32, keyBytes bool) {
+	var locs [groupsAhead]keyLoc
+	n := 0
+	for _, s := range slots {
+		if k := a.groups[s].key; k >= 0 {
+			locs[n] = a.keyLocs[k]
+			n++
+		}
+	}
+	var sink uint32
+	for _, l := range locs[:n] {
+		if keyBytes && l.n > 0 {
+			sink += uint32(a.keyArena[l.off])
+		} else {
+			sink += l.n
+		}
+	}
+	for _, ac := range a.accs {
+		for _, s := range slots {
+			switch {
+			case ac.exact:
+				sink += uint32(ac.xs.at(s).fast[0])
+			case ac.wide:
+				sink += uint32(ac.cells.at(s).n)
+			default:
+				sink += uint32(*ac.ns.at(s))
+			}
+		}
+	}
+	a.deltaSink += sink
 }

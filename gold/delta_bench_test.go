@@ -2,8 +2,10 @@ package gold
 
 import (
 	"io"
+	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -13,7 +15,8 @@ import (
 // delta holds every group (256k events over 100k keys and 4 hours, a sliding 10m/5m count and
 // float sum, so exact sums: about 500k groups), as the stream does after each batch:
 // DeltaSize, then WriteDelta into the state file (io.Discard here, so only the encoding is
-// measured). "size" is DeltaSize alone. cpu-ns/group is the CPU a delta's group costs.
+// measured). "size" is DeltaSize alone; "one-by-one" without reading the groups ahead.
+// cpu-ns/group is the CPU a delta's group costs.
 func BenchmarkStateDelta(b *testing.B) {
 	const keys, rows = 100_000, 1 << 18
 	spec, _ := NewWindowSpec(10*minute, 5*minute, 0)
@@ -31,8 +34,14 @@ func BenchmarkStateDelta(b *testing.B) {
 	if _, err := op.ProcessBatch(in, 0, 0); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"size", "size+write"} {
+	for _, mode := range []string{"size", "size+write", "size/one-by-one", "size+write/one-by-one"} {
 		b.Run(mode, func(b *testing.B) {
+			if strings.HasSuffix(mode, "/one-by-one") {
+				// Without reading the groups ahead (loadGroupsAhead), as below loadAheadEntries.
+				defer func(n int) { loadAheadEntries = n }(loadAheadEntries)
+				loadAheadEntries = math.MaxInt
+				mode = strings.TrimSuffix(mode, "/one-by-one")
+			}
 			b.ReportAllocs()
 			c0 := cpuNanos()
 			for i := 0; i < b.N; i++ {

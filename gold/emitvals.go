@@ -1,7 +1,6 @@
 package gold
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -103,7 +102,12 @@ func (a *Aggregation) appendAccColumns(cols []*pq.Column, exact *pq.Column, ac *
 }
 
 // appendExactSums appends a float sum's double to c and its exact encoding to exact (both null
-// for a group without input), as appendNumber and AppendExact write value(s).
+// for a group without input), as appendNumber and AppendExact write value(s). The encoding goes
+// straight into exact's bytes (AppendBytes(nil) then closes the row over them): encoded into a
+// scratch first, each sum's bytes were copied once more on their way out. Writing the rows in
+// output order from a slot-order scratch instead, to save the permutation's two copies as
+// well, cost 8% more (BenchmarkEmitColumns): the permutation's copies are bulk ones, and
+// the rows appended one at a time in random order cost more than they do.
 func (a *Aggregation) appendExactSums(c, exact *pq.Column, ac *acc, slots []int32) {
 	for _, s := range slots {
 		if ac.cells.at(s).n == 0 {
@@ -111,9 +115,9 @@ func (a *Aggregation) appendExactSums(c, exact *pq.Column, ac *acc, slots []int3
 			exact.AppendNull()
 			continue
 		}
-		// The double's 8 bytes, a zero byte (the integer part), then the exact encoding.
-		a.scratch = ac.xs.at(s).appendSumBinary(a.scratch[:0])
-		c.AppendFloat64(math.Float64frombits(binary.BigEndian.Uint64(a.scratch)))
-		exact.AppendBytes(a.scratch[9:])
+		var f float64
+		f, exact.Data = ac.xs.at(s).appendRounded(exact.Data)
+		c.AppendFloat64(f)
+		exact.AppendBytes(nil)
 	}
 }

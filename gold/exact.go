@@ -368,15 +368,23 @@ func (x *Exact) AppendBinary(dst []byte) []byte {
 // or avg whose exact sum is x: the rounded sum's 8 bytes (Float64), the integer part (0) and
 // x's encoding (AppendBinary), from one reading of x's limbs instead of one for each.
 func (x *Exact) appendSumBinary(dst []byte) []byte {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	f, dst := x.appendRounded(dst)
+	binary.BigEndian.PutUint64(dst[at:], math.Float64bits(f))
+	return dst
+}
+
+// appendRounded appends x's encoding (AppendBinary) and returns x rounded to a float64
+// (Float64), from one reading of x's limbs.
+func (x *Exact) appendRounded(dst []byte) (float64, []byte) {
 	if f, ok := x.special(); ok {
-		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(f))
-		return x.AppendBinary(append(dst, 0))
+		return f, x.AppendBinary(dst)
 	}
 	var buf [exactWideLimbs]uint64
 	l, lsb := x.total(&buf)
 	neg := magnitude(l)
-	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(roundMagnitude(l, lsb, false, neg)))
-	return appendMagnitude(append(dst, 0), l, lsb, neg)
+	return roundMagnitude(l, lsb, false, neg), appendMagnitude(dst, l, lsb, neg)
 }
 
 // appendMagnitude appends the encoding of the finite value ±l·2^lsb (l a magnitude, neg its

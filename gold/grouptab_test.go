@@ -79,6 +79,9 @@ func TestLoadAheadKeepsState(t *testing.T) {
 	loadAheadEntries = 0
 	t.Run("compat", TestStateCompatibleWithBeforePages)
 	t.Run("shared", TestSharedKeyTableMatchesOwnTables)
+	// The state's encodings read their groups ahead too (loadGroupsAhead).
+	t.Run("delta", TestDeltaReplayEqualsSnapshot)
+	t.Run("write-delta", TestWriteDeltaEqualsAppendDelta)
 }
 
 func testPlacePairs(t *testing.T) {

@@ -197,6 +197,7 @@ type Aggregation struct {
 	evictList []int32
 	evictBits []uint64 // freeEvicted's buffer
 	touchSink uint32   // what placePairs' read-ahead loads summed, kept so they are not dropped
+	deltaSink uint32   // likewise for loadGroupsAhead (a state's encoding, which may run beside the next aggregation's)
 	// Ordering the emitted groups: emitSlots are they, keyRank a key's place among the
 	// batch's emitted keys (by bytes), keyIDsBuf each such key once, rowOrder the sort keys.
 	emitSlots    []int32
