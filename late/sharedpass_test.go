@@ -1,0 +1,94 @@
+package late
+
+import (
+	"context"
+	"slices"
+
+	"github.com/medallion-lake/medallion/objstore"
+	"testing"
+)
+
+// TestReplayReadsSourceOnceForEveryGold: in a replay of several golds, the first pass of t5
+// (tumbling) also computes s15's (sliding, the same slide), so s15 reads silver only when
+// its changed windows must be written (s10's sketches read for themselves). The shared pass
+// changes nothing else: each gold ends as a replay of it alone leaves it, with the same
+// input rows and the same decision (unchanged, or the same windows rewritten), whether gold
+// was as recomputed or damaged first, in one slice on one worker or in many on two.
+func TestReplayReadsSourceOnceForEveryGold(t *testing.T) {
+	base, cfg, _ := pipeline(t, 41, 3000, 5, slidingNumericYAML)
+	if _, err := MergeLate(context.Background(), opts(base, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	r := replayRange(silverTimes(t, base), 0.1, 0.9)
+	golds := []string{"t5", "s15"}
+	type run struct {
+		damaged bool
+		pairs   int64
+		workers int
+	}
+	for _, c := range []run{{false, -1, 1}, {true, -1, 1}, {false, 400, 2}, {true, 400, 2}} {
+		damaged := c.damaged
+		prepare := func() objstore.Bucket {
+			lake := cloneLake(t, base)
+			if damaged {
+				for _, g := range golds {
+					damage(t, lake, "gold/"+g, r.From.UnixMicro(), r.To.UnixMicro())
+				}
+			}
+			return lake
+		}
+		// Each gold alone: nothing to share with.
+		alone := map[string]ReplayGoldReport{}
+		aloneState := map[string][]string{}
+		for _, g := range golds {
+			lake := prepare()
+			o := opts(lake, cfg)
+			o.Gold, o.Workers, o.SlicePairs = g, c.workers, c.pairs
+			rep, err := Replay(context.Background(), o, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alone[g], aloneState[g] = rep.Gold[0], goldState(t, lake, "gold/"+g)
+		}
+		lake := prepare()
+		o := opts(lake, cfg)
+		o.Workers, o.SlicePairs = c.workers, c.pairs
+		passes := map[string]int{}
+		o.Progress = func(p ReplayProgress) { passes[p.Gold] = max(passes[p.Gold], p.Pass) }
+		rep, err := Replay(context.Background(), o, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Undamaged, gold is as recomputed: t5 reads once for both, s15 not at all. Damaged,
+		// each also reads once more to write its changed windows.
+		want := map[string]int{"t5": 1, "s15": 0}
+		switch {
+		case damaged && c.pairs < 0:
+			want = map[string]int{"t5": 2, "s15": 1}
+		case c.pairs > 0: // passes a slice: only s15's absence when gold is whole is known
+			want = map[string]int{}
+			if !damaged {
+				want["s15"] = 0
+			}
+		}
+		if c.pairs > 0 && passes["t5"] < 3 {
+			t.Errorf("%+v: t5 read the source %d times: the range was not sliced", c, passes["t5"])
+		}
+		for _, g := range rep.Gold {
+			if w, ok := want[g.Name]; ok && passes[g.Name] != w {
+				t.Errorf("%+v: %s read the source %d times, want %d", c, g.Name, passes[g.Name], w)
+			}
+			a, ok := alone[g.Name]
+			if !ok {
+				continue
+			}
+			if g.InputRows == 0 || g.InputRows != a.InputRows || g.Unchanged != a.Unchanged || g.Unchanged == damaged ||
+				(g.Gold == nil) != (a.Gold == nil) || (g.Gold != nil && (g.Gold.Inserted != a.Gold.Inserted || g.Gold.Deleted != a.Gold.Deleted)) {
+				t.Errorf("%+v: %s: %+v (commit %+v); alone %+v (commit %+v)", c, g.Name, g, g.Gold, a, a.Gold)
+			}
+			if got := goldState(t, lake, "gold/"+g.Name); !slices.Equal(got, aloneState[g.Name]) {
+				t.Errorf("%+v: %s differs from its replay alone", c, g.Name)
+			}
+		}
+	}
+}
