@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/spec"
 	"testing"
 )
 
@@ -90,5 +91,39 @@ func TestReplayReadsSourceOnceForEveryGold(t *testing.T) {
 				t.Errorf("%+v: %s differs from its replay alone", c, g.Name)
 			}
 		}
+	}
+}
+
+// BenchmarkReplaySharedRead: a replay of t5 and s15 (s10 left out: its sketches read for
+// themselves) with gold as recomputed, so that the first pass is all of it: "together" reads
+// silver once for both (replayShare), "alone" replays each gold in a run of its own, as every
+// gold read silver before.
+func BenchmarkReplaySharedRead(b *testing.B) {
+	base, cfg, _ := pipeline(b, 31, 20_000, 8, slidingNumericYAML)
+	if _, err := MergeLate(context.Background(), opts(base, cfg)); err != nil {
+		b.Fatal(err)
+	}
+	r := replayRange(silverTimes(b, base), 0.1, 0.9)
+	for _, mode := range []string{"together", "alone"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			runs := [][]string{{""}, {"t5", "s15"}}[map[string]int{"together": 0, "alone": 1}[mode]]
+			for b.Loop() {
+				for _, g := range runs {
+					o := opts(base, cfg)
+					o.Query.Gold = slices.DeleteFunc(o.Query.Gold, func(g spec.Aggregation) bool { return g.Name == "s10" })
+					o.Gold = g
+					rep, err := Replay(context.Background(), o, r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, gr := range rep.Gold {
+						if !gr.Unchanged {
+							b.Fatalf("%s: %+v, want unchanged", gr.Name, gr)
+						}
+					}
+				}
+			}
+		})
 	}
 }
