@@ -197,14 +197,29 @@ func (k *windowAgg) peer(ctx context.Context, g *spec.Aggregation, lo int64) *pa
 		return nil
 	}
 	h, err := table.NewRowHasher(gsnap, b.gold, *goldRowTags())
-	if err != nil {
-		return nil
+	if err != nil || !canPlanByTags(h, gsnap.Files()) {
+		return nil // the sums would go unused
 	}
 	id, err := goldHashID(gsnap, b.gold)
 	if err != nil {
 		return nil
 	}
 	return &passTarget{name: g.Name, a: b, h: h, lo: blo, hi: bhi, hashID: id}
+}
+
+// canPlanByTags reports whether a replay of the gold of files may use its first pass: a file
+// with neither a trusted tag nor statistics may hold any window, so planByTags gives up
+// before its first pass (a gold written before the tags, until a replay rewrites it).
+func canPlanByTags(h *table.RowHasher, files []*txlog.Add) bool {
+	for _, f := range files {
+		if _, ok := h.Trusted(f); ok {
+			continue
+		}
+		if _, _, ok := windowStartStats(f); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sharedHashRange is hashRange for several golds over one read of the source: the union of

@@ -6,6 +6,8 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/spec"
+	"github.com/medallion-lake/medallion/table"
+	"github.com/medallion-lake/medallion/txlog"
 	"testing"
 )
 
@@ -91,6 +93,33 @@ func TestReplayReadsSourceOnceForEveryGold(t *testing.T) {
 				t.Errorf("%+v: %s differs from its replay alone", c, g.Name)
 			}
 		}
+	}
+}
+
+// TestCanPlanByTags: a gold's first pass is computed for it only when its replay can use it:
+// every file trusted, or untrusted with window statistics (planByTags then still hashes the
+// windows they cannot hold); one file with neither makes every window one to replace.
+func TestCanPlanByTags(t *testing.T) {
+	lake, _, _ := pipeline(t, 7, 500, 2, "")
+	_, snap := openSnapshot(t, lake, "gold/t5")
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := table.NewRowHasher(snap, schema, *goldRowTags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := snap.Files()
+	if len(files) == 0 || !canPlanByTags(h, files) {
+		t.Fatalf("the stream's %d tagged files: want a plan by tags", len(files))
+	}
+	stats := &txlog.Add{Path: "x.parquet", Stats: `{"numRecords":1,"minValues":{"window":{"start":"2024-05-01T08:00:00Z"}},"maxValues":{"window":{"start":"2024-05-01T08:05:00Z"}}}`}
+	if !canPlanByTags(h, append(slices.Clone(files), stats)) {
+		t.Error("an untagged file with window statistics: want a plan by tags")
+	}
+	if canPlanByTags(h, append(slices.Clone(files), &txlog.Add{Path: "y.parquet"})) {
+		t.Error("an untagged file without statistics: want no plan by tags")
 	}
 }
 
