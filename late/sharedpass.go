@@ -242,7 +242,8 @@ func sharedHashRange(ctx context.Context, src *replaySource, ts []*passTarget, w
 	}
 	pairs := slicePairs
 	if pairs > 0 {
-		pairs = max(1, slicePairs*widest.a.window.Size/sizes)
+		// In floats: a year-long window in µs times the budget overflows an int64.
+		pairs = max(1, int64(float64(slicePairs)*float64(widest.a.window.Size)/float64(sizes)))
 	}
 	cuts := windowSlices(src, widest.a, jlo, jhi, pairs)
 	parts := make([]*slicePartials, len(ts))
