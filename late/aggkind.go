@@ -145,22 +145,29 @@ func (k *windowAgg) find(ctx context.Context) (*windowScope, bool, error) {
 
 // findRange widens the range to whole windows and keeps those the stream has emitted.
 func (k *windowAgg) findRange() (*windowScope, bool, error) {
-	a, gr := k.rw.a, k.replay
-	size, slide := a.window.Size, a.window.Slide
-	from, to := k.r.From.UnixMicro(), k.r.To.UnixMicro()
-	// Whole windows: every window with start in (from - size, to).
-	lo := alignStart(from-size, a.window) + slide
-	hi := alignStart(to-1, a.window)
-	// Only windows the stream has emitted (end <= its committed eviction watermark): the
-	// others are still open in its state and it will emit them itself.
-	hi = min(hi, alignStart(k.st.evictMs*1000-size, a.window))
-	if hi < lo {
+	gr := k.replay
+	lo, hi, ok := windowRange(k.rw.a, k.r, k.st.evictMs)
+	if !ok {
 		gr.Note = "no window of the range has been emitted by the stream yet"
 		return nil, false, nil
 	}
 	s, e := time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
 	gr.StartFrom, gr.StartTo = &s, &e
 	return &windowScope{lo: lo, hi: hi}, true, nil
+}
+
+// windowRange returns the starts [lo, hi] of the whole windows of r that the stream has
+// emitted (false: none).
+func windowRange(a *agg, r Range, evictMs int64) (lo, hi int64, ok bool) {
+	size, slide := a.window.Size, a.window.Slide
+	from, to := r.From.UnixMicro(), r.To.UnixMicro()
+	// Whole windows: every window with start in (from - size, to).
+	lo = alignStart(from-size, a.window) + slide
+	hi = alignStart(to-1, a.window)
+	// Only windows the stream has emitted (end <= its committed eviction watermark): the
+	// others are still open in its state and it will emit them itself.
+	hi = min(hi, alignStart(evictMs*1000-size, a.window))
+	return lo, hi, hi >= lo
 }
 
 func (k *windowAgg) recompute(ctx context.Context, sc *windowScope) (*rewrite, error) {

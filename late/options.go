@@ -52,6 +52,9 @@ type Options struct {
 
 	// track carries Progress's figures down to the source reads of a replay (nil: no hook).
 	track *replayTracker
+	// share carries the first passes one read of silver computed for later golds of a
+	// replay (nil: each gold reads for itself).
+	share *replayShare
 }
 
 func (o *Options) defaults() {

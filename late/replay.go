@@ -155,6 +155,7 @@ func Replay(ctx context.Context, opts Options, r Range) (ReplayReport, error) {
 	// An unknown Gold is eachGold's error to report; the tracker only needs the count.
 	golds, _ := opts.golds()
 	opts.track = newReplayTracker(opts.Progress, len(golds))
+	opts.share = newReplayShare(golds)
 	var err error
 	rep.QueryID, err = opts.eachGold(ctx, "replay", func(g *spec.Aggregation, st streamState) error {
 		opts.track.startGold(g.Name)
@@ -237,7 +238,7 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 				own1 = cuts[k+1][0]
 			}
 			rows := inputRows
-			if only != nil && only.counted[sl[0]] {
+			if only != nil && (only.countedAll || only.counted[sl[0]]) {
 				rows = new(int64)
 			}
 			if k+1 == len(cuts) {
@@ -264,44 +265,74 @@ func hashWindows(ctx context.Context, src *replaySource, a *agg, lo, hi int64, w
 // aggregateSlice aggregates the windows with start in [lo, hi] over the workers' partial
 // tables, merged in worker order; the rows with time in [own0, own1) are added to *rows.
 func aggregateSlice(ctx context.Context, src *replaySource, a *agg, lo, hi int64, workers int, own0, own1 int64, rows *int64, pool *aggPool) (*hashAgg, error) {
-	parts := make([]*hashAgg, workers)
-	counts := make([]int64, workers)
-	seed := maphash.MakeSeed() // shared: the partial tables merge without hashing keys again
-	// Each worker reads about its share of the files: its table is sized for its share.
-	expect := expectedPairs(src, a, lo, hi) / int64(max(workers, 1))
+	p := newSlicePartials(src, a, lo, hi, workers, pool)
 	err := src.readBatches(ctx, a, lo, hi+a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
-		if parts[w] == nil {
-			parts[w] = newPooledHashAgg(a, seed, pool)
-			parts[w].expect = expect
-		}
-		ev := s.ev.Int64
-		for _, r := range sel {
-			if t := ev[r]; t >= own0 && t < own1 {
-				counts[w]++
-			}
-		}
-		return parts[w].add(s, sel, lo, hi)
+		return p.add(w, s, sel, own0, own1)
 	})
 	if err != nil {
 		return nil, err
 	}
-	var h *hashAgg
-	for w, p := range parts {
-		*rows += counts[w]
-		switch {
-		case p == nil:
-		case h == nil:
-			h = p
-		default:
-			h.merge(p)
-			p.release()
+	return p.merged(rows), nil
+}
+
+// slicePartials is one aggregation's share of a slice's read: a partial table for each
+// worker over the windows with start in [lo, hi], and each worker's count of the rows it
+// owns.
+type slicePartials struct {
+	a      *agg
+	lo, hi int64
+	parts  []*hashAgg
+	counts []int64
+	seed   maphash.Seed // shared: the partial tables merge without hashing keys again
+	expect int64
+	pool   *aggPool
+}
+
+func newSlicePartials(src *replaySource, a *agg, lo, hi int64, workers int, pool *aggPool) *slicePartials {
+	// Each worker reads about its share of the files: its table is sized for its share.
+	expect := expectedPairs(src, a, lo, hi) / int64(max(workers, 1))
+	return &slicePartials{a: a, lo: lo, hi: hi, parts: make([]*hashAgg, workers), counts: make([]int64, workers),
+		seed: maphash.MakeSeed(), expect: expect, pool: pool}
+}
+
+// add folds worker w's batch rows sel into its table and counts those with time in
+// [own0, own1).
+func (p *slicePartials) add(w int, s *source, sel []int32, own0, own1 int64) error {
+	if p.parts[w] == nil && p.lo <= p.hi {
+		p.parts[w] = newPooledHashAgg(p.a, p.seed, p.pool)
+		p.parts[w].expect = p.expect
+	}
+	ev := s.ev.Int64
+	for _, r := range sel {
+		if t := ev[r]; t >= own0 && t < own1 {
+			p.counts[w]++
 		}
-		parts[w] = nil
+	}
+	if p.lo > p.hi { // a shared read's slice may hold rows, but no window, of this one
+		return nil
+	}
+	return p.parts[w].add(s, sel, p.lo, p.hi)
+}
+
+// merged folds the workers' tables together in worker order, adding their counts to *rows.
+func (p *slicePartials) merged(rows *int64) *hashAgg {
+	var h *hashAgg
+	for w, part := range p.parts {
+		*rows += p.counts[w]
+		switch {
+		case part == nil:
+		case h == nil:
+			h = part
+		default:
+			h.merge(part)
+			part.release()
+		}
+		p.parts[w] = nil
 	}
 	if h == nil {
-		h = newPooledHashAgg(a, seed, pool)
+		h = newPooledHashAgg(p.a, p.seed, p.pool)
 	}
-	return h, nil
+	return h
 }
 
 // windowSlices cuts the window starts lo, lo+slide, ..., hi into consecutive slices [first,

@@ -126,10 +126,17 @@ func (s *replaySource) read(ctx context.Context, a *agg, lo, hi int64, fn func(s
 // one worker, since its deduplication keeps the first arrival. With reuse, each batch's
 // buffers are decoded into again for the next one, so fn must not keep a batch's rows.
 func (s *replaySource) readBatches(ctx context.Context, a *agg, lo, hi int64, workers int, reuse bool, fn func(w int, s *source, sel []int32) error) error {
+	return s.readBatchesFor(ctx, a, nil, lo, hi, workers, reuse, fn)
+}
+
+// readBatchesFor is readBatches that also reads the columns the aggregations also read, so
+// that fn can bind them (agg.source) to each batch (s.b) as well: one read of the source
+// for several aggregations.
+func (s *replaySource) readBatchesFor(ctx context.Context, a *agg, also []*agg, lo, hi int64, workers int, reuse bool, fn func(w int, s *source, sel []int32) error) error {
 	if s.bronze {
 		workers = 1
 	}
-	r, err := s.newSourceRead(a, lo, hi)
+	r, err := s.newSourceRead(a, also, lo, hi)
 	if err != nil {
 		return err
 	}
@@ -182,10 +189,14 @@ type sourceRead struct {
 	mu        sync.Mutex // guards the tracker and the first error
 }
 
-// newSourceRead plans a pass over the rows with lo <= event time < hi.
-func (s *replaySource) newSourceRead(a *agg, lo, hi int64) (*sourceRead, error) {
+// newSourceRead plans a pass over the rows with lo <= event time < hi, reading the columns
+// of a and of also.
+func (s *replaySource) newSourceRead(a *agg, also []*agg, lo, hi int64) (*sourceRead, error) {
 	r := &sourceRead{s: s, a: a, lo: lo, hi: hi, seen: map[string]bool{}}
 	r.cols = append(append([]string{a.evName}, a.keyNames...), a.inCols...)
+	for _, b := range also {
+		r.cols = append(append(append(r.cols, b.evName), b.keyNames...), b.inCols...)
+	}
 	var required []string
 	if s.bronze {
 		required, r.dedup = s.q.Rules.Required, s.q.Dedup

@@ -42,6 +42,9 @@ type tagPlan struct {
 	// counted are the slices (by first window start) whose source rows the first pass
 	// counted, so that the rewrite does not count them again.
 	counted map[int64]bool
+	// countedAll: the first pass counted the rows of every slice (a read shared with other
+	// golds: see replayShare).
+	countedAll bool
 	// dropped counts the emitted rows filter left out.
 	dropped int64
 }
@@ -183,7 +186,7 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 		return nil, nil
 	}
 	// The first pass: the windows no untagged file may hold, hashed as gold's writer would.
-	fresh, err := k.hashRange(ctx, h, p)
+	fresh, err := k.freshSums(ctx, h, p)
 	if err != nil {
 		return nil, err
 	}
@@ -218,24 +221,7 @@ func (k *windowAgg) planByTags(ctx context.Context, lo, hi int64, prune sqlexpr.
 // built, where it can).
 func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPlan) (table.GroupSums, error) {
 	a, src := k.rw.a, k.src
-	sums := table.GroupSums{}
-	out, err := pq.NewBatch(a.gold)
-	if err != nil {
-		return nil, err
-	}
-	flush := func() error {
-		cols, err := pq.Conform(a.gold, out)
-		if err != nil {
-			return err
-		}
-		for i := range out.Len() {
-			if g, hash, ok := h.Row(cols, i); ok {
-				sums.Add(g, hash)
-			}
-		}
-		out.Reset()
-		return nil
-	}
+	t := &passTarget{a: a, h: h, sums: table.GroupSums{}}
 	cuts := windowSlices(src, a, p.lo, p.hi, k.opts.slicePairs())
 	pool := &aggPool{} // the slices' tables: see aggPool
 	for n, sl := range cuts {
@@ -249,24 +235,18 @@ func (k *windowAgg) hashRange(ctx context.Context, h *table.RowHasher, p *tagPla
 		if n+1 == len(cuts) {
 			pool.setLast()
 		}
-		var ok bool
 		agg, err := aggregateSlice(ctx, src, a, sl[0], sl[1], k.opts.workers(), own0, own1, &k.replay.InputRows, pool)
 		if err != nil {
 			return nil, err
 		}
 		p.counted[sl[0]] = true
-		if ok, err = agg.hashSums(h, sums); err == nil && !ok {
-			// A window column hashSums does not encode: build the rows and hash them.
-			if _, err = agg.emitUnordered(out, flush); err == nil {
-				err = flush()
-			}
-		}
+		err = t.sum(agg)
 		agg.release()
 		if err != nil {
 			return nil, err
 		}
 	}
-	return sums, nil
+	return t.sums, nil
 }
 
 // windowStartStats reads the range of window.start from a gold file's statistics.
