@@ -276,7 +276,7 @@ func loadPipelineConfig(ctx context.Context, path string, sets []string) (*confi
 // applyMemoryLimit sets Go's soft memory limit to limit bytes, unless GOMEMLIMIT is set in
 // the environment, which the runtime has applied already and which wins (GOMEMLIMIT=off turns
 // the default off). When limit is 0 the limit follows the live heap (heapHeadroom: a quarter
-// above its largest, at least 512 MiB) up to defaultMemoryLimit (from the cgroup's and the
+// above its largest, at least 900 MiB) up to defaultMemoryLimit (from the cgroup's and the
 // machine's memory under root); it returns that watch, nil for a fixed limit.
 func applyMemoryLimit(limit int64, env func(string) (string, bool), root fs.FS) *heapHeadroom {
 	if _, set := env("GOMEMLIMIT"); set {

@@ -134,8 +134,14 @@ type heapHeadroom struct {
 }
 
 // headroomFloor is the least limit the headroom sets: below it a process keeps the
-// collector's default headroom (the heap up to twice its live data).
-const headroomFloor = 512 << 20
+// collector's default headroom (the heap up to twice its live data). It is the Go heap of a
+// process kept within 1 GB (issue 35's aim for a stream with no setting), less about 100 MB
+// for what is not heap (stacks, the runtime's own structures, memory not yet returned): a
+// job whose heap fits in it pays no collection for the headroom, and one whose live data
+// outgrows it keeps a quarter above that. A stream at 10M events and 1k keys (about 1.1 GB
+// peak RSS with the default headroom) paid 1.22x its CPU for 625 MB under a floor of 512 MiB,
+// and 1.06x for 945 MB under this one (bench/ANALYSIS.md, session 19).
+const headroomFloor = 900 << 20
 
 // limitFor is the soft limit for a process whose largest live heap so far is peak bytes:
 // peak and a quarter, at least the floor, at most the ceiling (when there is one).
