@@ -41,35 +41,8 @@ const flatSchema = `{"type":"struct","fields":[
 
 func TestReadFlatLayouts(t *testing.T) {
 	const n = 5000
-	words := []string{"alpha", "", "gamma", "delta-delta", "é"}
-	rows := make([]flatRow, n)
-	for i := range rows {
-		r := &rows[i]
-		if i%7 != 3 {
-			l, d := int64(i%13)-6, float64(i%5)*1.5
-			r.L, r.D = &l, &d
-		}
-		if i%11 != 0 {
-			s := words[i%len(words)]
-			r.S = &s
-		}
-		if i%3 != 0 {
-			p := words[(i/3)%len(words)] + "-plain"
-			r.P = &p
-		}
-		r.I, r.F = int32(i%9), float32(i%4)/4
-		r.Ms, r.Ns = int64(i)*1001-2000, int64(i)*999_999-5_000_500
-		r.LI, r.FD = int32(-i), float32(i)/8
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[flatRow](&buf, parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(1800),
-		parquet.DataPageVersion(1))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	rows := flatRows(n, func(_ int, word string) string { return word + "-plain" }, -2000, -5_000_500)
+	buf := writeFlat(t, rows)
 	schema := pqtest.MustSchema(t, flatSchema)
 	batches, err := pq.DecodeFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), schema)
 	if err != nil {
@@ -292,4 +265,47 @@ func BenchmarkDecodeGoldShape(b *testing.B) {
 	}
 	// CPU time, not wall: on a shared machine the wall time is mostly the wait for a core.
 	b.ReportMetric(float64((pqtest.CPUClock()-cpu).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
+}
+
+// flatRows is n rows in every layout readFlat takes: nulls in l, d, s and p at different
+// strides, repeated values for the dictionaries, p's plain strings from plain(i, word), and
+// timestamps from msBase and nsBase.
+func flatRows(n int, plain func(i int, word string) string, msBase, nsBase int64) []flatRow {
+	words := []string{"alpha", "", "gamma", "delta-delta", "é"}
+	rows := make([]flatRow, n)
+	for i := range rows {
+		r := &rows[i]
+		if i%7 != 3 {
+			l, d := int64(i%13)-6, float64(i%5)*1.5
+			r.L, r.D = &l, &d
+		}
+		if i%11 != 0 {
+			s := words[i%len(words)]
+			r.S = &s
+		}
+		if i%3 != 0 {
+			p := plain(i, words[(i/3)%len(words)])
+			r.P = &p
+		}
+		r.I, r.F = int32(i%9), float32(i%4)/4
+		r.Ms, r.Ns = int64(i)*1001+msBase, int64(i)*999_999+nsBase
+		r.LI, r.FD = int32(-i), float32(i)/8
+	}
+	return rows
+}
+
+// writeFlat writes rows as Parquet in small pages (512 bytes) and row groups of 1800 rows, so
+// that a few thousand rows make many pages and several groups.
+func writeFlat(t testing.TB, rows []flatRow) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[flatRow](&buf, parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(1800),
+		parquet.DataPageVersion(1))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
 }

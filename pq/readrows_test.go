@@ -17,33 +17,8 @@ import (
 // that start and end inside pages, span several, and cover the group.
 func TestRowGroupRowsMatchesTheWholeGroup(t *testing.T) {
 	const n = 5000
-	words := []string{"alpha", "", "gamma", "delta-delta", "é"}
-	rows := make([]flatRow, n)
-	for i := range rows {
-		r := &rows[i]
-		if i%7 != 3 {
-			l, d := int64(i%13)-6, float64(i%5)*1.5
-			r.L, r.D = &l, &d
-		}
-		if i%11 != 0 {
-			s := words[i%len(words)]
-			r.S = &s
-		}
-		if i%3 != 0 {
-			p := fmt.Sprintf("%s-%d", words[(i/3)%len(words)], i)
-			r.P = &p
-		}
-		r.I, r.F, r.Ms, r.Ns, r.LI, r.FD = int32(i%9), float32(i%4)/4, int64(i)*1001, int64(i)*999_999, int32(-i), float32(i)/8
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[flatRow](&buf, parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(1800),
-		parquet.DataPageVersion(1))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	rows := flatRows(n, func(i int, word string) string { return fmt.Sprintf("%s-%d", word, i) }, 0, 0)
+	buf := writeFlat(t, rows)
 	schema := pqtest.MustSchema(t, flatSchema)
 	rangeSets := [][][2]int64{
 		{{0, 1}},

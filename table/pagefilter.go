@@ -194,16 +194,7 @@ func (r *spanReaderAt) loadRanges(ranges [][2]int64, gap int64) error {
 	if len(ranges) == 0 {
 		return nil
 	}
-	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	merged := ranges[:1]
-	for _, rg := range ranges[1:] {
-		end := &merged[len(merged)-1][1]
-		if rg[0]-*end <= gap {
-			*end = max(*end, rg[1])
-			continue
-		}
-		merged = append(merged, rg)
-	}
+	merged := coalesceRanges(ranges, gap)
 	var spans []loadedSpan
 	for _, rg := range merged {
 		if rg[0] < 0 || rg[1] > r.size || rg[0] >= rg[1] {

@@ -229,16 +229,7 @@ func (r *spanReaderAt) fetchChunks(groups []format.RowGroup, first int, keep fun
 	if len(ranges) == 0 {
 		return first - 1, nil
 	}
-	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	merged := ranges[:1]
-	for _, rg := range ranges[1:] {
-		end := &merged[len(merged)-1][1]
-		if rg[0]-*end <= chunkGap {
-			*end = max(*end, rg[1])
-			continue
-		}
-		merged = append(merged, rg)
-	}
+	merged := coalesceRanges(ranges, chunkGap)
 	var spans []loadedSpan
 	for _, rg := range merged {
 		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
@@ -276,4 +267,21 @@ func (r *spanReaderAt) chunkRanges(cols []format.ColumnChunk, leaves []int) ([][
 		total += md.TotalCompressedSize
 	}
 	return ranges, total, true
+}
+
+// coalesceRanges sorts byte ranges ([start, end)) and joins those whose gap is at most gap
+// bytes, so that each run costs one read: a request is dearer than the bytes between two
+// ranges. ranges must not be empty; it is sorted in place and its array reused.
+func coalesceRanges(ranges [][2]int64, gap int64) [][2]int64 {
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	merged := ranges[:1]
+	for _, rg := range ranges[1:] {
+		end := &merged[len(merged)-1][1]
+		if rg[0]-*end <= gap {
+			*end = max(*end, rg[1])
+			continue
+		}
+		merged = append(merged, rg)
+	}
+	return merged
 }
