@@ -464,10 +464,7 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 		if err != nil {
 			return fmt.Errorf("s3: %s %s: %w", op, key, err)
 		}
-		if ifAbsent {
-			return b.putSmallIfAbsent(ctx, key, k, body)
-		}
-		return b.putObject(ctx, putTarget{op, key, k, false}, bytes.NewReader(body), size)
+		return b.putBuffered(ctx, putTarget{op, key, k, ifAbsent}, body)
 	}
 	first, err := readPart(r, b.partSize)
 	if err != nil {
@@ -477,12 +474,18 @@ func (b *Bucket) put(ctx context.Context, op, key string, r io.Reader, size int6
 		if size >= 0 && int64(len(first)) != size {
 			return fmt.Errorf("s3: %s %s: read %d bytes, caller announced %d", op, key, len(first), size)
 		}
-		if ifAbsent {
-			return b.putSmallIfAbsent(ctx, key, k, first)
-		}
-		return b.putObject(ctx, putTarget{op, key, k, false}, bytes.NewReader(first), int64(len(first)))
+		return b.putBuffered(ctx, putTarget{op, key, k, ifAbsent}, first)
 	}
 	return b.putMultipart(ctx, putTarget{op, key, k, ifAbsent}, first, r, size)
+}
+
+// putBuffered sends a body held whole in memory in one request: a create-if-absent through
+// putSmallIfAbsent, anything else as a plain PUT.
+func (b *Bucket) putBuffered(ctx context.Context, t putTarget, body []byte) error {
+	if t.ifAbsent {
+		return b.putSmallIfAbsent(ctx, t.key, t.k, body)
+	}
+	return b.putObject(ctx, t, bytes.NewReader(body), int64(len(body)))
 }
 
 // readExactly reads a body announced as size bytes, and fails when r holds fewer or more.
