@@ -188,27 +188,3 @@ func (r *spanReaderAt) fetchPages(f *parquet.File, g int, rows [][2]int64, leave
 	}
 	return r.loadRanges(ranges, pageGap)
 }
-
-// loadRanges reads byte ranges, merged where less than gap apart, as the chunks served next.
-func (r *spanReaderAt) loadRanges(ranges [][2]int64, gap int64) error {
-	if len(ranges) == 0 {
-		return nil
-	}
-	merged := coalesceRanges(ranges, gap)
-	var spans []loadedSpan
-	for _, rg := range merged {
-		if rg[0] < 0 || rg[1] > r.size || rg[0] >= rg[1] {
-			return nil // the decoder reports it
-		}
-		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
-			continue
-		}
-		data, err := r.read(rg[0], rg[1]-rg[0])
-		if err != nil {
-			return err
-		}
-		spans = append(spans, loadedSpan{off: rg[0], data: data})
-	}
-	r.chunks.Store(&spans)
-	return nil
-}

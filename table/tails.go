@@ -229,19 +229,9 @@ func (r *spanReaderAt) fetchChunks(groups []format.RowGroup, first int, keep fun
 	if len(ranges) == 0 {
 		return first - 1, nil
 	}
-	merged := coalesceRanges(ranges, chunkGap)
-	var spans []loadedSpan
-	for _, rg := range merged {
-		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
-			continue
-		}
-		data, err := r.read(rg[0], rg[1]-rg[0])
-		if err != nil {
-			return first - 1, err
-		}
-		spans = append(spans, loadedSpan{off: rg[0], data: data})
+	if err := r.loadRanges(ranges, chunkGap); err != nil {
+		return first - 1, err
 	}
-	r.chunks.Store(&spans)
 	return last, nil
 }
 
@@ -267,6 +257,30 @@ func (r *spanReaderAt) chunkRanges(cols []format.ColumnChunk, leaves []int) ([][
 		total += md.TotalCompressedSize
 	}
 	return ranges, total, true
+}
+
+// loadRanges reads byte ranges, merged where less than gap apart, as the chunks served next.
+func (r *spanReaderAt) loadRanges(ranges [][2]int64, gap int64) error {
+	if len(ranges) == 0 {
+		return nil
+	}
+	merged := coalesceRanges(ranges, gap)
+	var spans []loadedSpan
+	for _, rg := range merged {
+		if rg[0] < 0 || rg[1] > r.size || rg[0] >= rg[1] {
+			return nil // the decoder reports it
+		}
+		if findSpan(r.spans, rg[0], rg[1]-rg[0]) != nil {
+			continue
+		}
+		data, err := r.read(rg[0], rg[1]-rg[0])
+		if err != nil {
+			return err
+		}
+		spans = append(spans, loadedSpan{off: rg[0], data: data})
+	}
+	r.chunks.Store(&spans)
+	return nil
 }
 
 // coalesceRanges sorts byte ranges ([start, end)) and joins those whose gap is at most gap
