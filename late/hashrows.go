@@ -97,6 +97,17 @@ func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, err
 	}
 	e := &emitter{h: h, out: out}
 	var buf []byte
+	// The hashes summed by window in a slice indexed by the window's place among the
+	// table's (starts are slide apart), added to sums once a window: a map update per
+	// group was a tenth of hashSums at 100k keys.
+	var lo int64
+	var acc [][2]uint64
+	var seen []bool
+	if len(h.gstart) > 0 {
+		lo = slices.Min(h.gstart)
+		nw := (slices.Max(h.gstart)-lo)/a.window.Slide + 1
+		acc, seen = make([][2]uint64, nw), make([]bool, nw)
+	}
 	for c0 := 0; c0 < len(ord); c0 += emitChunk {
 		chunk := ord[c0:min(c0+emitChunk, len(ord))]
 		out.Reset()
@@ -126,7 +137,13 @@ func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, err
 					buf = binary.AppendVarint(buf, 0)
 				}
 			}
-			sums.Add(start, rh.Hash(buf))
+			w, hv := (start-lo)/a.window.Slide, rh.Hash(buf)
+			acc[w], seen[w] = [2]uint64{acc[w][0] + hv[0], acc[w][1] + hv[1]}, true
+		}
+	}
+	for w, ok := range seen {
+		if ok {
+			sums.Add(lo+int64(w)*a.window.Slide, acc[w])
 		}
 	}
 	return true, nil
