@@ -4,11 +4,11 @@ import (
 	"hash/maphash"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/pq/pqtest"
 	"github.com/medallion-lake/medallion/stream/spec"
 )
 
@@ -45,14 +45,7 @@ func TestHashAggKeysFrom(t *testing.T) {
 					}
 				}
 				oracleIn = append(oracleIn, b.Filter(keep))
-				ls, err := lead.source(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps, err := peer.source(b)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ls, ps := bindBoth(t, lead, peer, b)
 				switch k % 5 {
 				case 3: // the lead skips this batch: its key ids are the last batch's
 					own++
@@ -78,20 +71,68 @@ func TestHashAggKeysFrom(t *testing.T) {
 			if own == 0 {
 				t.Fatal("no batch was keyed by the table itself")
 			}
-			got := renderHash(t, p)
-			slices.Sort(got)
-			want := oracleRows(oracleIn, peer.window.Size, peer.window.Slide, peer.window.StartTime, lo, hi)
-			if len(want) < 5000 {
-				t.Fatalf("the oracle has %d groups: the test proves little", len(want))
-			}
-			if !slices.Equal(got, want) {
-				for i := range min(len(got), len(want)) {
-					if got[i] != want[i] {
-						t.Fatalf("row %d: engine %s, oracle %s", i, got[i], want[i])
-					}
+			wantOracleRows(t, renderHash(t, p), oracleRows(oracleIn, peer.window.Size, peer.window.Slide, peer.window.StartTime, lo, hi), 5000)
+		})
+	}
+}
+
+// bindBoth binds batch bt to the aggregations l and p, as a shared read binds it to each gold.
+func bindBoth(t testing.TB, l, p *agg, bt *pq.Batch) (*source, *source) {
+	t.Helper()
+	ls, err := l.source(bt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := p.source(bt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls, ps
+}
+
+// BenchmarkHashAggKeysFrom is the later gold of a shared read at 100k keys (sliding 15m/5m
+// beside a tumbling 5m lead, both by dev and zone, 200k skewed rows): its table keyed by
+// itself ("own", as before) against taking the lead's key ids ("from"). Only the later
+// gold's adds are timed; cpu-ns/row is the process's CPU (the machine is shared).
+func BenchmarkHashAggKeysFrom(b *testing.B) {
+	const rows = 200_000
+	lead := testAgg(b, spec.Window{Size: 5 * time.Minute, Slide: 5 * time.Minute})
+	peer := testAgg(b, spec.Window{Size: 15 * time.Minute, Slide: 5 * time.Minute})
+	batches := skewedBatches(b, 3, rows, 8192, 100_000, int64(24*time.Hour/time.Microsecond))
+	lo, hi := int64(math.MinInt64/2), int64(math.MaxInt64/2)
+	type bound struct {
+		l, p *source
+		sel  []int32
+	}
+	var in []bound
+	for _, bt := range batches {
+		ls, ps := bindBoth(b, lead, peer, bt)
+		in = append(in, bound{ls, ps, allRows(bt.Len())})
+	}
+	for _, from := range []bool{false, true} {
+		b.Run(map[bool]string{false: "own", true: "from"}[from], func(b *testing.B) {
+			b.ReportAllocs()
+			var cpu time.Duration
+			for b.Loop() {
+				l := newHashAgg(lead)
+				p := newHashAggSeed(peer, l.seed)
+				if from {
+					p.keysFrom = l
 				}
-				t.Fatalf("%d engine rows, %d oracle rows", len(got), len(want))
+				for _, x := range in {
+					b.StopTimer()
+					if err := l.add(x.l, x.sel, lo, hi); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					start := pqtest.CPUClock()
+					if err := p.add(x.p, x.sel, lo, hi); err != nil {
+						b.Fatal(err)
+					}
+					cpu += pqtest.CPUClock() - start
+				}
 			}
+			b.ReportMetric(float64(cpu)/float64(b.N*rows), "cpu-ns/row")
 		})
 	}
 }
