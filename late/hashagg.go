@@ -59,6 +59,17 @@ type hashAgg struct {
 	touchSink  int32
 	// dkid is the key id of each entry of the batch's key dictionary (-1: not seen yet).
 	dkid []int32
+	// keyB and keySel are the batch and rows kids was last found for.
+	keyB   *pq.Batch
+	keySel []int32
+
+	// keysFrom (nil: none) is a table fed the same batches just before this one, grouping
+	// by the same columns (another gold of a shared read, see sharedHashRange): a batch it
+	// has found the key ids of takes them through xlate (keysFrom's key id -> this table's,
+	// -1: not yet interned here) instead of encoding, hashing and probing every row's key
+	// again. Both tables then hold the same keys; only their ids may differ.
+	keysFrom *hashAgg
+	xlate    []int32
 
 	// dense[kid*denseNW + (start-denseLo)/slide] is 1 + the group id of (kid, start), 0 while
 	// unknown: while keys times the windows of the range stay within maxDense, a (row, window)
@@ -330,11 +341,17 @@ func (h *hashAgg) reserveSlots(slots []hslot, n int) []hslot {
 // cache misses (see touch); the tables are sized for the batch first, so no rehash moves the
 // slots between the touch and the probes.
 func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
-	if d := dictionaryKey(s, len(sel)); d != nil {
-		h.keyIDsByDictionary(s.keys[0], d, sel)
-	} else {
-		h.keyIDs(s, sel)
+	switch f := h.keysFrom; {
+	case f != nil && f.keyB == s.b && sameRows(f.keySel, sel):
+		h.keyIDsFrom(f)
+	default:
+		if d := dictionaryKey(s, len(sel)); d != nil {
+			h.keyIDsByDictionary(s.keys[0], d, sel)
+		} else {
+			h.keyIDs(s, sel)
+		}
 	}
+	h.keyB, h.keySel = s.b, sel
 	h.pkid, h.pstart, h.phv, h.rows = h.pkid[:0], h.pstart[:0], h.phv[:0], h.rows[:0]
 	// The groups of a batch's (row, window) pairs: found in the dense index (few keys), or
 	// hashed and looked up a batch at a time.

@@ -286,6 +286,10 @@ type slicePartials struct {
 	seed   maphash.Seed // shared: the partial tables merge without hashing keys again
 	expect int64
 	pool   *aggPool
+	// keysFrom (nil: none): the partials of another aggregation fed each batch just before
+	// these, grouping by the same columns; each worker's table takes its key ids from that
+	// worker's table there (hashAgg.keysFrom).
+	keysFrom *slicePartials
 }
 
 func newSlicePartials(src *replaySource, a *agg, lo, hi int64, workers int, pool *aggPool) *slicePartials {
@@ -301,6 +305,9 @@ func (p *slicePartials) add(w int, s *source, sel []int32, own0, own1 int64) err
 	if p.parts[w] == nil && p.lo <= p.hi {
 		p.parts[w] = newPooledHashAgg(p.a, p.seed, p.pool)
 		p.parts[w].expect = p.expect
+		if p.keysFrom != nil {
+			p.parts[w].keysFrom = p.keysFrom.parts[w]
+		}
 	}
 	ev := s.ev.Int64
 	for _, r := range sel {

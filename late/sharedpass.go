@@ -2,7 +2,9 @@ package late
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/medallion-lake/medallion/pq"
@@ -257,6 +259,10 @@ func sharedHashRange(ctx context.Context, src *replaySource, ts []*passTarget, w
 				t.pool.setLast()
 			}
 			parts[i] = newSlicePartials(src, t.a, max(sl[0], t.lo), min(sl[1], t.hi), workers, t.pool)
+			if i > 0 && slices.Equal(t.a.keyNames, ts[0].a.keyNames) {
+				// The lead's key ids serve this gold, and with its seed their hashes too.
+				parts[i].keysFrom, parts[i].seed = parts[0], parts[0].seed
+			}
 		}
 		err := src.readBatchesFor(ctx, ts[0].a, also, sl[0], sl[1]+widest.a.window.Size, workers, true, func(w int, s *source, sel []int32) error {
 			for i, t := range ts {
@@ -276,14 +282,30 @@ func sharedHashRange(ctx context.Context, src *replaySource, ts []*passTarget, w
 		if err != nil {
 			return err
 		}
-		for i, t := range ts {
-			agg := parts[i].merged(&t.rows)
-			err := t.sum(agg)
-			agg.release()
-			if err != nil {
-				return err
-			}
+		if err := sumTargets(ts, parts, workers); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sumTargets merges each target's partial tables and hashes its groups, the targets on up to
+// workers goroutines at once: each target's merge and hashSums touch only its own tables,
+// pool and sums, and run one after the other they left a core idle for about half of a
+// 100k-key replay (merging 15%, hashing 34%, ANALYSIS.md session 19).
+func sumTargets(ts []*passTarget, parts []*slicePartials, workers int) error {
+	errs := make([]error, len(ts))
+	sem := make(chan struct{}, max(workers, 1))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			agg := parts[i].merged(&t.rows)
+			errs[i] = t.sum(agg)
+			agg.release()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
