@@ -127,6 +127,39 @@ func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
 	}
 }
 
+// TestMayContainThenReadShareTheFileEndOverBudget: with a budget too small for the file's end
+// (the look-up's, once it opens more files than it keeps), the read after MayContain still
+// finds the end MayContain loaded, and nothing is kept after the read.
+func TestMayContainThenReadShareTheFileEndOverBudget(t *testing.T) {
+	tbl, b := bloomTable(t, 30000, 1<<20, []string{"id"}, false)
+	snap, files := latestFiles(t, tbl)
+	cb := &countingBucket{Bucket: b}
+	fs, err := Open(cb, Options{}).FileScan(snap, []string{"id"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.Tails = NewFileTails(100)
+	ctx := context.Background()
+	keys := keyBatch(t, tbl, "id", []any{bloomID(7)})
+	if _, err := fs.MayContain(ctx, files[0], keys); err != nil {
+		t.Fatal(err)
+	}
+	cb.reset()
+	first := scanRows(t, fs, files[:1])
+	if n := cb.touching(files[0].Size-8, 8); n != 0 {
+		t.Errorf("the read after MayContain read the file's end again: %v", cb.ranges)
+	}
+	cb.reset()
+	again := scanRows(t, fs, files[:1])
+	if n := cb.touching(files[0].Size-8, 8); n != 1 || fs.Tails.Bytes() != 0 {
+		t.Errorf("a second read touched the file's end %d times with %d bytes kept; want once (nothing held after a read): %v",
+			n, fs.Tails.Bytes(), cb.ranges)
+	}
+	if !reflect.DeepEqual(again, first) {
+		t.Error("rows read through the held end differ from a plain read's")
+	}
+}
+
 func TestFileTailsBudgetAndKeep(t *testing.T) {
 	tbl, b := bloomTable(t, 1000, 1<<20, []string{"id"}, false)
 	if _, err := tbl.Append(context.Background(), []*pq.Batch{bloomRows(t, 1000, 1000)}, AppendOptions{}); err != nil {
