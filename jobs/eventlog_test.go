@@ -265,19 +265,26 @@ func TestEventLogExactlyOnceAcrossKill(t *testing.T) {
 	}
 	env.Events.recordBatches(ctx, env.Lake, "again", "events", env.Config.Stream.Checkpoint, queryID, []loggedBatch{{n: last, data: data}})
 
+	checkOneRowPerBatch(t, env, all)
+}
+
+// checkOneRowPerBatch checks that the event log has exactly one row for each of batches and
+// none for another batch.
+func checkOneRowPerBatch(t *testing.T, env Env, batches []int64) {
+	t.Helper()
 	counts := map[int64]int{}
 	for _, e := range readEvents(t, env) {
 		if e.EventType == eventlog.TypeBatch {
 			counts[*e.BatchID]++
 		}
 	}
-	for _, n := range all {
+	for _, n := range batches {
 		if counts[n] != 1 {
 			t.Errorf("batch %d has %d rows, want exactly 1 (rows per batch: %v)", n, counts[n], counts)
 		}
 	}
-	if len(counts) != len(all) {
-		t.Errorf("rows for batches %v, want those of the checkpoint %v", counts, all)
+	if len(counts) != len(batches) {
+		t.Errorf("rows for batches %v, want those of the checkpoint %v", counts, batches)
 	}
 }
 
@@ -355,20 +362,7 @@ func TestEventLogOffTheBatchPath(t *testing.T) {
 		t.Fatalf("the stream did not commit batch %d while the event log's append was held", files-1)
 	}
 	batches := progressBatches(t, env) // one a file, and the one the watermark's advance runs
-	counts := map[int64]int{}
-	for _, e := range readEvents(t, env) {
-		if e.EventType == eventlog.TypeBatch {
-			counts[*e.BatchID]++
-		}
-	}
-	for _, n := range batches {
-		if counts[n] != 1 {
-			t.Errorf("batch %d has %d rows, want exactly 1 (rows per batch: %v)", n, counts[n], counts)
-		}
-	}
-	if len(counts) != len(batches) {
-		t.Errorf("rows for batches %v, want those of the checkpoint %v", counts, batches)
-	}
+	checkOneRowPerBatch(t, env, batches)
 	t.Logf("%d event log commits for %d batches and a run row", held.commits, len(batches))
 	// The table's creation, an append a batch and the run's row would be two commits more
 	// than batches: batches 1 and 2, queued while batch 0's append was held, share one.

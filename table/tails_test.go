@@ -89,7 +89,10 @@ func TestScanOpensAFileWithOneReadOfItsEnd(t *testing.T) {
 	}
 }
 
-func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
+// bloomScanCounted is a scan of id over a one-file table of 30k rows with bloom filters on id,
+// its reads counted, with FileTails of budget bytes.
+func bloomScanCounted(t *testing.T, budget int64) (*Table, *FileScan, []*txlog.Add, *countingBucket) {
+	t.Helper()
 	tbl, b := bloomTable(t, 30000, 1<<20, []string{"id"}, false)
 	snap, files := latestFiles(t, tbl)
 	cb := &countingBucket{Bucket: b}
@@ -97,7 +100,12 @@ func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs.Tails = NewFileTails(1 << 20)
+	fs.Tails = NewFileTails(budget)
+	return tbl, fs, files, cb
+}
+
+func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
+	tbl, fs, files, cb := bloomScanCounted(t, 1<<20)
 	ctx := context.Background()
 	keys := keyBatch(t, tbl, "id", []any{bloomAbsent(1), bloomID(7)})
 	may, err := fs.MayContain(ctx, files[0], keys)
@@ -131,14 +139,7 @@ func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
 // (the look-up's, once it opens more files than it keeps), the read after MayContain still
 // finds the end MayContain loaded, and nothing is kept after the read.
 func TestMayContainThenReadShareTheFileEndOverBudget(t *testing.T) {
-	tbl, b := bloomTable(t, 30000, 1<<20, []string{"id"}, false)
-	snap, files := latestFiles(t, tbl)
-	cb := &countingBucket{Bucket: b}
-	fs, err := Open(cb, Options{}).FileScan(snap, []string{"id"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs.Tails = NewFileTails(100)
+	tbl, fs, files, cb := bloomScanCounted(t, 100)
 	ctx := context.Background()
 	keys := keyBatch(t, tbl, "id", []any{bloomID(7)})
 	if _, err := fs.MayContain(ctx, files[0], keys); err != nil {
