@@ -53,12 +53,6 @@ func (l *Lookup) PageCounts() (read, skipped int64) {
 	return l.groups.PageCounts()
 }
 
-// lookupReadersPerCore is how many silver files a look-up reads at once for each core. On S3
-// a file's reads are 3-20 serial requests of a few ms each and the look-up's CPU is a fraction
-// of that; four a core kept requests about 1.4 at a time at 10M events on MinIO; more files at
-// once hold more pages (a row group's wanted pages each, a few hundred KB).
-const lookupReadersPerCore = 4
-
 // lookupTailBudget bounds the file ends a Lookup keeps between batches: the footers and bloom
 // filters of about a hundred silver files of 15k rows.
 const lookupTailBudget = 16 << 20
@@ -118,10 +112,8 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	}
 	l.tails.Keep(func(path string) bool { return opened[path] })
 	fs.Tails = l.tails
-	// Files are read lookupReadersPerCore to a core, each worker collecting the keys it found:
-	// a file costs a few round trips (its end, its page index, its pages) that are mostly
-	// waiting on the store, so one worker a core left the cores idle between them.
-	workers := min(len(files), lookupReadersPerCore*runtime.GOMAXPROCS(0))
+	// Files are read on every core, each worker collecting the keys it found.
+	workers := min(len(files), runtime.GOMAXPROCS(0))
 	found := make([]map[string]bool, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64

@@ -3,16 +3,10 @@ package silver
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/table"
@@ -180,97 +174,5 @@ func TestEventTimeOrder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("n=%d: the order differs from a stable sort by 1.024 ms ticks", n)
 		}
-	}
-}
-
-// gatedRanges holds every ranged read of a data file until want of them are in flight at
-// once (or the test gives up), and records the most in flight.
-type gatedRanges struct {
-	objstore.Bucket
-	want     int
-	mu       sync.Mutex
-	inFlight int
-	most     int
-	open     chan struct{} // closed once want reads were in flight together
-	opened   bool
-	giveUp   <-chan struct{}
-}
-
-func (g *gatedRanges) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	if strings.HasSuffix(key, ".parquet") {
-		g.mu.Lock()
-		g.inFlight++
-		g.most = max(g.most, g.inFlight)
-		if g.inFlight == g.want && !g.opened {
-			g.opened = true
-			close(g.open)
-		}
-		g.mu.Unlock()
-		select {
-		case <-g.open:
-		case <-g.giveUp:
-		}
-		defer func() { g.mu.Lock(); g.inFlight--; g.mu.Unlock() }()
-	}
-	return g.Bucket.GetRange(ctx, key, off, n)
-}
-
-// TestLookupReadsFilesConcurrently looks up one resend from each of twelve silver files on a
-// store that answers no ranged read of a data file until six are asked for at once: on S3 a
-// file is a few serial round trips, so a look-up reading one file a core waits on them with
-// the cores idle. With a worker a core (2 here) it never gets six in flight, and the test
-// gives up after a minute (a guard against a hang, not a measured time). Every resend is found
-// and no new key is.
-func TestLookupReadsFilesConcurrently(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	ctx := context.Background()
-	const sec = int64(1_000_000)
-	giveUp := make(chan struct{})
-	g := &gatedRanges{Bucket: mem.New(), want: 6, open: make(chan struct{}), giveUp: giveUp}
-	silver := table.Open(g, table.Options{Write: WriteOptions([]string{"id"}, pq.WriteOptions{})})
-	if _, err := silver.Create(ctx, lookupSchema, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	noRejects, err := pq.NewBatch(lookupSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Writer{Silver: silver, Rejects: table.Open(mem.New(), table.Options{})}
-	const files = 12
-	var probe []lookupRow
-	for n := range files {
-		var rs []lookupRow
-		for k := range 500 {
-			rs = append(rs, lookupRow{id: fmt.Sprintf("f%02d-%04d", n, k), t: int64(n)*3600*sec + int64(k)*sec})
-		}
-		probe = append(probe, rs[n*7], lookupRow{id: fmt.Sprintf("new%02d", n), t: rs[n*7].t})
-		rows := lookupRows(t, [][]lookupRow{rs})
-		fresh := make([]int32, rows.Len())
-		for i := range fresh {
-			fresh[i] = int32(i)
-		}
-		if _, err := w.Write(ctx, rows, Judged{Fresh: fresh}, noRejects, &table.AppTxn{AppID: "q", Version: int64(n)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows := lookupRows(t, [][]lookupRow{probe})
-	idx := make([]int32, rows.Len())
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	timer := time.AfterFunc(time.Minute, func() { close(giveUp) })
-	defer timer.Stop()
-	l := &Lookup{Table: silver, Schema: lookupSchema, KeyCols: []int{0}, EventTime: 1, AppID: "q"}
-	seen, err := l.Seen(ctx, files, rows, idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, x := range probe {
-		if want := !strings.HasPrefix(x.id, "new"); seen[string(rows.Keys[i])] != want {
-			t.Fatalf("key %s: seen %v, want %v", x.id, seen[string(rows.Keys[i])], want)
-		}
-	}
-	if g.most < g.want {
-		t.Fatalf("at most %d ranged reads of data files in flight at once; want %d (files read one a core)", g.most, g.want)
 	}
 }
