@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -195,7 +196,13 @@ func runCounts(e *eventlog.Event, summary any) {
 	}
 }
 
-// batchRecorder is the stream Listener that logs each batch (then tells next, when set).
+// batchRecorder is the stream Listener that logs each batch (then tells next, when set). It
+// appends off the batch's path: OnProgress queues the batch's progress and returns, and one
+// goroutine at a time appends what is queued, every batch queued meanwhile in the same commit.
+// On S3 an append is four serial round trips (two HEADs of the log, the data file, the commit)
+// that each batch waited for. A kill loses at most the queued rows, which the catch-up logs as
+// it logs the rows a kill between a batch's commit and its append lost before; flush waits for
+// the queue, so that a run's batches are logged by the time its own row is.
 type batchRecorder struct {
 	ctx    context.Context
 	events *EventLog
@@ -204,6 +211,19 @@ type batchRecorder struct {
 	source string
 	ckpt   string
 	next   stream.Listener
+
+	mu       sync.Mutex
+	queryID  string
+	queued   []loggedBatch // in batch order
+	draining bool
+	idle     sync.WaitGroup // held while a drain runs
+}
+
+// loggedBatch is a batch to log: its id and its progress JSON (nil: read it from the
+// checkpoint).
+type loggedBatch struct {
+	n    int64
+	data []byte
 }
 
 func (r *batchRecorder) OnProgress(p *stream.Progress) {
@@ -215,17 +235,47 @@ func (r *batchRecorder) OnProgress(p *stream.Progress) {
 		r.events.failed(fmt.Sprintf("batch %d of %s", p.BatchID, r.source), err)
 		return
 	}
-	r.events.recordBatches(r.ctx, r.lake, r.runID, r.source, r.ckpt, p.ID, p.BatchID, data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queryID = p.ID // one query's, as the checkpoint is
+	r.queued = append(r.queued, loggedBatch{n: p.BatchID, data: data})
+	if !r.draining {
+		r.draining = true
+		r.idle.Add(1)
+		go r.drain()
+	}
 }
 
+// drain appends the queued batches until the queue is empty.
+func (r *batchRecorder) drain() {
+	defer r.idle.Done()
+	for {
+		r.mu.Lock()
+		batches, queryID := r.queued, r.queryID
+		r.queued = nil
+		if len(batches) == 0 {
+			r.draining = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		r.events.recordBatches(r.ctx, r.lake, r.runID, r.source, r.ckpt, queryID, batches)
+	}
+}
+
+// flush waits until every batch queued so far is appended (or its append failed).
+func (r *batchRecorder) flush() { r.idle.Wait() }
+
 // streamListener wraps next with the batch recorder of the query (source: its name, ckpt: its
-// checkpoint), after catching up on batches an earlier, killed run did not log.
-func (e Env) streamListener(ctx context.Context, source, ckpt string, next stream.Listener) stream.Listener {
+// checkpoint), after catching up on batches an earlier, killed run did not log. flush, called
+// when the query's run ends, waits for the batches' rows.
+func (e Env) streamListener(ctx context.Context, source, ckpt string, next stream.Listener) (listener stream.Listener, flush func()) {
 	if e.Events == nil {
-		return next
+		return next, func() {}
 	}
 	e.Events.catchUp(ctx, e.Lake, source, ckpt)
-	return &batchRecorder{ctx: ctx, events: e.Events, lake: e.Lake, runID: e.runID, source: source, ckpt: ckpt, next: next}
+	r := &batchRecorder{ctx: ctx, events: e.Events, lake: e.Lake, runID: e.runID, source: source, ckpt: ckpt, next: next}
+	return r, r.flush
 }
 
 // catchUp logs the batches the checkpoint has committed but the event log lacks (the rows a
@@ -250,7 +300,7 @@ func (l *EventLog) catchUp(ctx context.Context, lake objstore.Bucket, source, ck
 	if len(known) == 0 {
 		return
 	}
-	l.recordBatches(ctx, lake, "", source, ckpt, queryID, known[len(known)-1].n, nil)
+	l.recordBatches(ctx, lake, "", source, ckpt, queryID, []loggedBatch{{n: known[len(known)-1].n}})
 }
 
 // knownBatch is a batch the checkpoint records: its id and its commit file's time.
@@ -288,13 +338,14 @@ func checkpointBatches(ctx context.Context, lake objstore.Bucket, ckpt string) (
 	return out, nil
 }
 
-// recordBatches appends batch n (its progress JSON: data; nil: read it from the checkpoint),
-// and before it every batch the event log lacks that the checkpoint still records, in one
-// commit with txn version n.
-func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runID, source, ckpt, queryID string, n int64, data []byte) {
+// recordBatches appends batches (in order; run runID's, with their progress JSON, or one
+// without: the catch-up's), and before them every batch the event log lacks that the
+// checkpoint still records, in one commit with txn version the last batch's id.
+func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runID, source, ckpt, queryID string, batches []loggedBatch) {
 	// One look at the event log's table for the txn check, the creation check and the append.
 	ctx, cancel := context.WithTimeout(txlog.WithSnapshotScope(context.WithoutCancel(ctx)), eventLogTimeout)
 	defer cancel()
+	n := batches[len(batches)-1].n
 	what := fmt.Sprintf("batch %d of %s", n, source)
 	appID := eventlog.BatchTxnAppID(queryID)
 	logged, ok, err := l.log.TxnVersion(ctx, appID)
@@ -303,26 +354,30 @@ func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runI
 		return
 	}
 	if ok && logged >= n {
-		return // a batch run again after a kill: logged already
+		return // batches run again after a kill: logged already
 	}
-	todo := []knownBatch{{n: n}}
-	if !ok || logged < n-1 || data == nil {
+	todo := slices.DeleteFunc(slices.Clone(batches), func(b loggedBatch) bool { return ok && b.n <= logged })
+	committed := map[int64]time.Time{} // of the batches the checkpoint lists, when it was listed
+	if !ok || !followEachOther(logged, todo) {
 		known, err := checkpointBatches(ctx, lake, ckpt)
 		if err != nil {
 			l.failed(what, err)
 			return
 		}
-		todo = slices.DeleteFunc(known, func(b knownBatch) bool { return b.n > n || (ok && b.n <= logged) })
-		if data != nil && (len(todo) == 0 || todo[len(todo)-1].n != n) {
-			todo = append(todo, knownBatch{n: n})
+		for _, b := range known {
+			committed[b.n] = b.committed
+			if b.n <= n && (!ok || b.n > logged) && !slices.ContainsFunc(todo, func(t loggedBatch) bool { return t.n == b.n }) {
+				todo = append(todo, loggedBatch{n: b.n})
+			}
 		}
+		slices.SortFunc(todo, func(a, b loggedBatch) int { return cmp.Compare(a.n, b.n) })
 	}
 	dir := checkpoint.Open(objstore.WithPrefix(lake, ckpt))
 	var events []eventlog.Event
 	for _, b := range todo {
-		progress, rid := data, runID
-		if b.n != n || data == nil {
-			progress, rid = nil, "" // logged after the run that ran it
+		progress, rid := b.data, runID
+		if progress == nil {
+			rid = "" // logged after the run that ran it
 			p, err := dir.ReadProgress(ctx, b.n)
 			if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 				l.failed(what, err)
@@ -333,7 +388,7 @@ func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runI
 		var evs []eventlog.Event
 		if progress == nil {
 			// Committed, but killed before its progress file: the row says what is known.
-			evs = []eventlog.Event{lostBatchEvent(source, queryID, b)}
+			evs = []eventlog.Event{lostBatchEvent(source, queryID, knownBatch{n: b.n, committed: committed[b.n]})}
 		} else if evs, err = batchEvents(rid, source, queryID, path.Join(ckpt, checkpoint.ProgressKey(b.n)), progress); err != nil {
 			l.failed(what, err)
 			return
@@ -343,6 +398,17 @@ func (l *EventLog) recordBatches(ctx context.Context, lake objstore.Bucket, runI
 	if _, err := l.log.Append(ctx, events, &eventlog.Txn{AppID: appID, Version: n}); err != nil {
 		l.failed(what, err)
 	}
+}
+
+// followEachOther reports whether batches, each with its progress, are the ones after logged,
+// one after the other: then nothing between needs the checkpoint's listing.
+func followEachOther(logged int64, batches []loggedBatch) bool {
+	for i, b := range batches {
+		if b.data == nil || b.n != logged+1+int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // lostBatchEvent is the row of a batch committed by a run killed before it wrote the batch's

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,21 +263,111 @@ func TestEventLogExactlyOnceAcrossKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Events.recordBatches(ctx, env.Lake, "again", "events", env.Config.Stream.Checkpoint, queryID, last, data)
+	env.Events.recordBatches(ctx, env.Lake, "again", "events", env.Config.Stream.Checkpoint, queryID, []loggedBatch{{n: last, data: data}})
 
+	checkOneRowPerBatch(t, env, all)
+}
+
+// checkOneRowPerBatch checks that the event log has exactly one row for each of batches and
+// none for another batch.
+func checkOneRowPerBatch(t *testing.T, env Env, batches []int64) {
+	t.Helper()
 	counts := map[int64]int{}
 	for _, e := range readEvents(t, env) {
 		if e.EventType == eventlog.TypeBatch {
 			counts[*e.BatchID]++
 		}
 	}
-	for _, n := range all {
+	for _, n := range batches {
 		if counts[n] != 1 {
 			t.Errorf("batch %d has %d rows, want exactly 1 (rows per batch: %v)", n, counts[n], counts)
 		}
 	}
-	if len(counts) != len(all) {
-		t.Errorf("rows for batches %v, want those of the checkpoint %v", counts, all)
+	if len(counts) != len(batches) {
+		t.Errorf("rows for batches %v, want those of the checkpoint %v", counts, batches)
+	}
+}
+
+// heldEventLog holds every commit of the event log until the stream has committed its batch
+// last (its commit file in the checkpoint), or the test gives up; it counts the event log's
+// commits.
+type heldEventLog struct {
+	objstore.Bucket
+	last    string // the checkpoint's commit file of the stream's last batch
+	done    chan struct{}
+	once    sync.Once
+	giveUp  <-chan struct{}
+	mu      sync.Mutex
+	commits int
+	gaveUp  bool // a commit went through because the test gave up waiting
+}
+
+func (h *heldEventLog) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasPrefix(key, config.DefaultEventLog+"/_delta_log/") && strings.HasSuffix(key, ".json") {
+		gaveUp := false
+		select {
+		case <-h.done:
+		case <-h.giveUp:
+			gaveUp = true
+		}
+		h.mu.Lock()
+		h.commits++
+		h.gaveUp = h.gaveUp || gaveUp
+		h.mu.Unlock()
+	}
+	err := h.Bucket.PutIfAbsent(ctx, key, r, size)
+	if key == h.last && err == nil {
+		h.once.Do(func() { close(h.done) })
+	}
+	return err
+}
+
+// TestEventLogOffTheBatchPath: the stream runs its batches while the event log's commits are
+// held (on S3 an append is four round trips each batch waited for), and the batches the
+// held append did not take are logged together in the next commit, each exactly once, by the
+// time the run returns. A recorder that appends on the batch's path never gets past the first
+// batch while the commit is held: the test gives up on it after a minute (a guard against a
+// hang, not a measured time).
+func TestEventLogOffTheBatchPath(t *testing.T) {
+	ctx := context.Background()
+	cfg := testPipeline(t, t.TempDir(), "")
+	for k, v := range map[string]string{"landing.max_files_per_trigger": "1", "stream.max_files_per_trigger": "1"} {
+		if err := cfg.Override(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := NewEnv(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Lake.Close() })
+	const files = 4
+	for i := range files {
+		landEvents(t, env, fmt.Sprintf("landing/events/%d.json", i), 10*i, 10)
+	}
+	if _, err := Ingest(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	giveUp := make(chan struct{})
+	timer := time.AfterFunc(time.Minute, func() { close(giveUp) })
+	defer timer.Stop()
+	held := &heldEventLog{Bucket: env.Lake, done: make(chan struct{}), giveUp: giveUp,
+		last: path.Join(env.Config.Stream.Checkpoint, "commits", fmt.Sprint(files-1))}
+	env.Lake = held
+	env.Events = NewEventLog(env)
+	if _, err := RunLogged(ctx, env, "stream", "", streamJob); err != nil {
+		t.Fatal(err)
+	}
+	if held.gaveUp {
+		t.Fatalf("the stream did not commit batch %d while the event log's append was held", files-1)
+	}
+	batches := progressBatches(t, env) // one a file, and the one the watermark's advance runs
+	checkOneRowPerBatch(t, env, batches)
+	t.Logf("%d event log commits for %d batches and a run row", held.commits, len(batches))
+	// The table's creation, an append a batch and the run's row would be two commits more
+	// than batches: batches 1 and 2, queued while batch 0's append was held, share one.
+	if held.commits > len(batches)+1 {
+		t.Errorf("the event log took %d commits (its creation, %d batches, a run row); want at most %d", held.commits, len(batches), len(batches)+1)
 	}
 }
 

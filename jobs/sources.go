@@ -160,7 +160,8 @@ func StreamJoin(ctx context.Context, env Env, name string, trigger config.Trigge
 	if err := ensureJoinInputs(ctx, env, j); err != nil {
 		return stream.JoinReport{Name: name}, err
 	}
-	listener = env.streamListener(ctx, j.Name, j.Checkpoint, listener)
+	listener, flush := env.streamListener(ctx, j.Name, j.Checkpoint, listener)
+	defer flush()
 	r, err := stream.NewJoin(stream.JoinOptions{Lake: env.Lake, Join: j, Trigger: specs.Trigger(trigger), Clock: env.Clock,
 		Logger: env.Logger, Listener: listener})
 	if err != nil {

@@ -25,7 +25,8 @@ func Stream(ctx context.Context, env Env, trigger config.Trigger, listener strea
 		return stream.Report{}, err
 	}
 	q := specs.Query(env.Config)
-	listener = env.streamListener(ctx, q.Name, q.Tables.Checkpoint, listener)
+	listener, flush := env.streamListener(ctx, q.Name, q.Tables.Checkpoint, listener)
+	defer flush()
 	r, err := stream.New(stream.Options{
 		Lake:     env.Lake,
 		Query:    q,

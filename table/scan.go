@@ -150,6 +150,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		return wrap(err)
 	}
 	s.Tails.put(add.Path, size, tail.spans)
+	defer s.Tails.done(add.Path, size)
 	bufSize := readBufferSize(size)
 	if s.Groups != nil {
 		// Pages are read a few at a time (pageRows); each buffer fill must stay within the

@@ -30,12 +30,17 @@ const tailBytes = 64 << 10
 // entry is keyed by path and size, so a kept end is the file's. The cache holds at most its
 // byte budget: it admits a file's end while there is room and drops what the caller says it
 // no longer opens (Keep), rather than evicting the least recently used, which under a
-// repeated sweep over more files than fit would keep none of them. Safe for concurrent use.
+// repeated sweep over more files than fit would keep none of them. An end that does not fit
+// is held apart until the file's read is over (or the next Keep, for a file the bloom filters
+// ruled out): the look-up's bloom check and its read of the same file, one after the other,
+// then load it once, where a full budget had them read it twice (674 of a 10M/1k stream's
+// 6,066 silver GETs on MinIO). Safe for concurrent use.
 type FileTails struct {
 	mu      sync.Mutex
 	budget  int64
 	used    int64
 	entries map[tailKey][]loadedSpan
+	over    map[tailKey][]loadedSpan // ends put while the budget was full, until their read is over
 }
 
 type tailKey struct {
@@ -45,16 +50,18 @@ type tailKey struct {
 
 // NewFileTails returns an empty cache that holds at most budget bytes of file ends.
 func NewFileTails(budget int64) *FileTails {
-	return &FileTails{budget: budget, entries: map[tailKey][]loadedSpan{}}
+	return &FileTails{budget: budget, entries: map[tailKey][]loadedSpan{}, over: map[tailKey][]loadedSpan{}}
 }
 
-// Keep drops every entry whose path open does not report as still wanted.
+// Keep drops every entry whose path open does not report as still wanted, and every end held
+// apart.
 func (t *FileTails) Keep(open func(path string) bool) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	clear(t.over)
 	for k, spans := range t.entries {
 		if !open(k.path) {
 			t.used -= spansBytes(spans)
@@ -79,10 +86,14 @@ func (t *FileTails) get(path string, size int64) []loadedSpan {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.entries[tailKey{path, size}]
+	if spans, ok := t.entries[tailKey{path, size}]; ok {
+		return spans
+	}
+	return t.over[tailKey{path, size}]
 }
 
-// put keeps spans as the file's end (replacing what was kept), when the budget has room.
+// put keeps spans as the file's end (replacing what was kept), when the budget has room, and
+// holds them apart, until done, when it has not.
 func (t *FileTails) put(path string, size int64, spans []loadedSpan) {
 	if t == nil || len(spans) == 0 {
 		return
@@ -93,10 +104,22 @@ func (t *FileTails) put(path string, size int64, spans []loadedSpan) {
 	defer t.mu.Unlock()
 	old := spansBytes(t.entries[k])
 	if t.used-old+n > t.budget {
+		t.over[k] = spans
 		return
 	}
+	delete(t.over, k)
 	t.used += n - old
 	t.entries[k] = spans
+}
+
+// done drops the file's end held apart: its read is over.
+func (t *FileTails) done(path string, size int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.over, tailKey{path, size})
 }
 
 func spansBytes(spans []loadedSpan) int64 {

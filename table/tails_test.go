@@ -89,7 +89,10 @@ func TestScanOpensAFileWithOneReadOfItsEnd(t *testing.T) {
 	}
 }
 
-func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
+// bloomScanCounted is a scan of id over a one-file table of 30k rows with bloom filters on id,
+// its reads counted, with FileTails of budget bytes.
+func bloomScanCounted(t *testing.T, budget int64) (*Table, *FileScan, []*txlog.Add, *countingBucket) {
+	t.Helper()
 	tbl, b := bloomTable(t, 30000, 1<<20, []string{"id"}, false)
 	snap, files := latestFiles(t, tbl)
 	cb := &countingBucket{Bucket: b}
@@ -97,7 +100,12 @@ func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs.Tails = NewFileTails(1 << 20)
+	fs.Tails = NewFileTails(budget)
+	return tbl, fs, files, cb
+}
+
+func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
+	tbl, fs, files, cb := bloomScanCounted(t, 1<<20)
 	ctx := context.Background()
 	keys := keyBatch(t, tbl, "id", []any{bloomAbsent(1), bloomID(7)})
 	may, err := fs.MayContain(ctx, files[0], keys)
@@ -124,6 +132,32 @@ func TestMayContainThenReadShareTheFileEnd(t *testing.T) {
 	}
 	if cb.reads != 0 {
 		t.Errorf("a cached probe made %d reads (the first made %d): %v", cb.reads, probeReads, cb.ranges)
+	}
+}
+
+// TestMayContainThenReadShareTheFileEndOverBudget: with a budget too small for the file's end
+// (the look-up's, once it opens more files than it keeps), the read after MayContain still
+// finds the end MayContain loaded, and nothing is kept after the read.
+func TestMayContainThenReadShareTheFileEndOverBudget(t *testing.T) {
+	tbl, fs, files, cb := bloomScanCounted(t, 100)
+	ctx := context.Background()
+	keys := keyBatch(t, tbl, "id", []any{bloomID(7)})
+	if _, err := fs.MayContain(ctx, files[0], keys); err != nil {
+		t.Fatal(err)
+	}
+	cb.reset()
+	first := scanRows(t, fs, files[:1])
+	if n := cb.touching(files[0].Size-8, 8); n != 0 {
+		t.Errorf("the read after MayContain read the file's end again: %v", cb.ranges)
+	}
+	cb.reset()
+	again := scanRows(t, fs, files[:1])
+	if n := cb.touching(files[0].Size-8, 8); n != 1 || fs.Tails.Bytes() != 0 {
+		t.Errorf("a second read touched the file's end %d times with %d bytes kept; want once (nothing held after a read): %v",
+			n, fs.Tails.Bytes(), cb.ranges)
+	}
+	if !reflect.DeepEqual(again, first) {
+		t.Error("rows read through the held end differ from a plain read's")
 	}
 }
 
