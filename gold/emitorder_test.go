@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"bytes"
 	"cmp"
 	"math/rand/v2"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/medallion-lake/medallion/pq"
+	"github.com/medallion-lake/medallion/txlog"
 )
 
 // TestSortKeysMatchesBytes: sortKeys (8-byte prefixes after the common prefix, bytes on ties)
@@ -145,4 +147,51 @@ func TestEmitGrowsOutOnce(t *testing.T) {
 		t.Fatalf("emitting %d rows allocated %d bytes for columns that hold %d", keys, allocated, held)
 	}
 	t.Logf("emit allocated %d bytes, the columns hold %d", allocated, held)
+}
+
+// TestPermuteBytes: permuteBytes moves values of every length, short ones (fixed-size copies)
+// beside longer ones, nulls and empty values, to where a naive permutation puts them, and
+// leaves the rows before from alone.
+func TestPermuteBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c, err := pq.NewColumn(txlog.PrimitiveType{Name: txlog.TypeBinary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals [][]byte
+	for i := range 300 {
+		v := make([]byte, rng.IntN(3*shortBytes))
+		for k := range v {
+			v[k] = byte(rng.Uint32())
+		}
+		if i%17 == 0 {
+			v = nil
+			c.AppendNull()
+		} else {
+			c.AppendBytes(v)
+		}
+		vals = append(vals, v)
+	}
+	const from = 7
+	perm := make([]int32, len(vals)-from)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	var p permBuffers
+	if err := p.permute(c, from, perm); err != nil {
+		t.Fatal(err)
+	}
+	for i := range vals {
+		want := vals[i]
+		if i >= from {
+			want = vals[from+int(perm[i-from])]
+		}
+		if got := c.BytesAt(i); !bytes.Equal(got, want) || c.IsNull(i) != (want == nil) {
+			t.Fatalf("row %d: %x (null %v), want %x", i, got, c.IsNull(i), want)
+		}
+	}
+	if int(c.Offsets[len(vals)]) != len(c.Data) {
+		t.Errorf("data holds %d bytes, the offsets end at %d", len(c.Data), c.Offsets[len(vals)])
+	}
 }

@@ -78,6 +78,26 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes the rest of the contents to w a chunk at a time, with no copy: the file
+// backend stores an encoded data file with a write(2) a chunk.
+func (r *chunkReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	pos := int64(0)
+	for _, ch := range r.c.chunks {
+		end := pos + int64(len(ch))
+		if r.off < end {
+			k, err := w.Write(ch[r.off-pos:])
+			total += int64(k)
+			r.off += int64(k)
+			if err != nil {
+				return total, err
+			}
+		}
+		pos = end
+	}
+	return total, nil
+}
+
 func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekStart:

@@ -54,3 +54,43 @@ func TestChunkBuffer(t *testing.T) {
 		}
 	}
 }
+
+// writeFunc is an io.Writer made of a function.
+type writeFunc func(p []byte) (int, error)
+
+func (f writeFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestChunkReaderWriteTo: after a seek, WriteTo writes the rest of the contents, one write a
+// chunk (the first from the seek's offset), which is how the file backend stores a data file
+// without copying it; io.Copy then uses it.
+func TestChunkReaderWriteTo(t *testing.T) {
+	var c chunkBuffer
+	want := make([]byte, 3*minChunk+17)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	for p := want; len(p) > 0; p = p[min(len(p), 1000):] {
+		_, _ = c.Write(p[:min(len(p), 1000)])
+	}
+	r := c.Reader()
+	const off = minChunk + 5
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	var sizes []int
+	w := writeFunc(func(p []byte) (int, error) {
+		got, sizes = append(got, p...), append(sizes, len(p))
+		return len(p), nil
+	})
+	n, err := io.Copy(w, r)
+	if err != nil || n != int64(len(want)-off) || !bytes.Equal(got, want[off:]) {
+		t.Fatalf("io.Copy after Seek(%d): %d bytes, %v, equal %v", off, n, err, bytes.Equal(got, want[off:]))
+	}
+	if len(sizes) != len(c.chunks)-1 || sizes[0] != len(c.chunks[1])-5 {
+		t.Errorf("writes %v for chunks of %d bytes, want one a chunk from chunk 1", sizes, len(c.chunks[0]))
+	}
+	if n, err := r.(io.WriterTo).WriteTo(w); n != 0 || err != nil {
+		t.Errorf("WriteTo at the end: %d, %v", n, err)
+	}
+}

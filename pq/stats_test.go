@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,76 @@ func TestMinMaxBytesAgainstSort(t *testing.T) {
 		if got, exp := string(col.BytesAt(mx)), slices.Max(want); got != exp {
 			t.Fatalf("round %d: max %q, want %q (of %q)", round, got, exp, want)
 		}
+	}
+}
+
+// TestStatsFromFooterRowGroups: the integer and string min/max that come from the file's
+// column chunk statistics span every row group, skip nulls (a row group whose values are all
+// null, a column of nulls only), and match the values' own least and greatest.
+func TestStatsFromFooterRowGroups(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	s := &txlog.StructType{Fields: []txlog.StructField{
+		{Name: "l", Type: txlog.PrimitiveType{Name: txlog.TypeLong}, Nullable: true},
+		{Name: "i", Type: txlog.PrimitiveType{Name: txlog.TypeInteger}, Nullable: true},
+		{Name: "s", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+		{Name: "n", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true},
+	}}
+	b, err := pq.NewBatch(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows, group = 3000, 700
+	var ls, is []int64
+	var ss []string
+	for r := range rows {
+		if rng.IntN(10) == 0 {
+			b.Columns[0].AppendNull()
+		} else {
+			v := rng.Int64() - rng.Int64()
+			ls = append(ls, v)
+			b.Columns[0].AppendInt64(v)
+		}
+		if r < group || rng.IntN(10) == 0 { // the first row group's i: all null
+			b.Columns[1].AppendNull()
+		} else {
+			v := int32(rng.Uint32())
+			is = append(is, int64(v))
+			b.Columns[1].AppendInt32(v)
+		}
+		v := make([]byte, rng.IntN(6))
+		for k := range v {
+			v[k] = byte('a' + rng.IntN(26))
+		}
+		ss = append(ss, string(v))
+		b.Columns[2].AppendString(string(v))
+		b.Columns[3].AppendNull()
+	}
+	_, stats, err := pq.EncodeFile(s, []*pq.Batch{b}, pq.WriteOptions{RowGroupRows: group})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Min   map[string]any   `json:"minValues"`
+		Max   map[string]any   `json:"maxValues"`
+		Nulls map[string]int64 `json:"nullCount"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stats))
+	dec.UseNumber()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	num := func(v int64) any { return json.Number(strconv.FormatInt(v, 10)) }
+	want := map[string][2]any{
+		"l": {num(slices.Min(ls)), num(slices.Max(ls))},
+		"i": {num(slices.Min(is)), num(slices.Max(is))},
+		"s": {slices.Min(ss), slices.Max(ss)},
+	}
+	for name, mm := range want {
+		if got.Min[name] != mm[0] || got.Max[name] != mm[1] {
+			t.Errorf("%s: min %v max %v, want %v %v", name, got.Min[name], got.Max[name], mm[0], mm[1])
+		}
+	}
+	if _, ok := got.Min["n"]; ok || got.Nulls["n"] != rows || got.Nulls["l"] != int64(rows-len(ls)) || got.Nulls["i"] != int64(rows-len(is)) {
+		t.Errorf("nulls %v, min of n %v; want n all null, l %d, i %d", got.Nulls, got.Min["n"], rows-len(ls), rows-len(is))
 	}
 }

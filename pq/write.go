@@ -458,8 +458,14 @@ func NewFileEncoder(schema *txlog.StructType, opts WriteOptions) (*FileEncoder, 
 	if err != nil {
 		return nil, err
 	}
-	return &FileEncoder{schema: schema, opts: opts, sh: sh, Ext: ext, codec: codec, blooms: blooms,
-		stats: newStatsCollector(schema, opts.StatsColumns)}, nil
+	stats := newStatsCollector(schema, opts.StatsColumns)
+	stats.fromFooter(func(field int) int {
+		if p := sh.plans[field]; len(p.children) == 0 {
+			return p.leaf
+		}
+		return -1
+	})
+	return &FileEncoder{schema: schema, opts: opts, sh: sh, Ext: ext, codec: codec, blooms: blooms, stats: stats}, nil
 }
 
 // start opens the Parquet writer once the first rows are known: top-level string columns
@@ -554,6 +560,7 @@ func (e *FileEncoder) Finish() (*chunkBuffer, string, error) {
 	if err := e.w.Close(); err != nil {
 		return nil, "", fmt.Errorf("table: close parquet: %w", err)
 	}
+	e.stats.readFooter(e.w.File().Metadata().RowGroups)
 	return &e.buf, e.stats.json(e.Rows), nil
 }
 

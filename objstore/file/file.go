@@ -237,7 +237,7 @@ func (b *Bucket) writeTemp(ctx context.Context, key string, r io.Reader, size in
 		_ = b.root.Remove(name)
 		return "", fmt.Errorf("file: put %s: %w", key, err)
 	}
-	n, err := io.Copy(f, ctxReader{ctx: ctx, r: r})
+	n, err := copyBody(ctx, f, r)
 	if err != nil {
 		return fail(err)
 	}
@@ -254,17 +254,34 @@ func (b *Bucket) writeTemp(ctx context.Context, key string, r io.Reader, size in
 	return name, nil
 }
 
-// ctxReader stops a long copy when the context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+// copyBuffer is the piece size of a copy from a reader that cannot write itself out: a state
+// file comes through a pipe in 256 KiB chunks (gold.WriteDelta), and os.File.ReadFrom copied
+// each through 32 KiB pieces, a pipe hand-off and a write(2) apiece.
+const copyBuffer = 256 << 10
+
+// copyBody copies r to f, stopping when the context ends. A reader that writes itself out (an
+// encoded data file's chunks, a bytes.Reader) hands its bytes to write(2) as they are; any
+// other is read into one buffer of copyBuffer bytes.
+func copyBody(ctx context.Context, f io.Writer, r io.Reader) (int64, error) {
+	w := ctxWriter{ctx: ctx, w: f}
+	if wt, ok := r.(io.WriterTo); ok {
+		return wt.WriteTo(w)
+	}
+	return io.CopyBuffer(w, r, make([]byte, copyBuffer))
 }
 
-func (c ctxReader) Read(p []byte) (int, error) {
+// ctxWriter stops a long copy when the context ends. It has no ReadFrom, so that io.CopyBuffer
+// uses the caller's buffer and not os.File's 32 KiB pieces.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	return c.w.Write(p)
 }
 
 // place moves the finished temp file to key with move (rename or link), creating parent
