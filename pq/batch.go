@@ -729,7 +729,7 @@ func (b *Batch) AppendRange(src *Batch, lo, hi int) {
 
 // appendRange copies rows [lo, hi) of src (same type) onto c, equal to appendFrom row by row.
 // Flat columns copy their value buffers whole, nulls' slots included, and then set those
-// slots as AppendNull would; lists, maps and a struct's nulls go row by row.
+// slots as AppendNull would; lists, maps and a struct with nulls go row by row.
 func (c *Column) appendRange(src *Column, lo, hi int) {
 	if hi <= lo {
 		return
@@ -737,17 +737,17 @@ func (c *Column) appendRange(src *Column, lo, hi int) {
 	nulls := lo < len(src.Nulls) && src.hasNullsIn(nil, lo, min(hi, len(src.Nulls)))
 	switch c.Kind {
 	case KindInt64:
-		c.Int64 = append(c.Int64, src.Int64[lo:hi]...)
+		c.Int64 = appendRun(c.Int64, src, lo, hi, src.Int64)
 	case KindInt32:
-		c.Int32 = append(c.Int32, src.Int32[lo:hi]...)
+		c.Int32 = appendRun(c.Int32, src, lo, hi, src.Int32)
 	case KindFloat64:
-		c.Float64 = append(c.Float64, src.Float64[lo:hi]...)
+		c.Float64 = appendRun(c.Float64, src, lo, hi, src.Float64)
 	case KindFloat32:
-		c.Float32 = append(c.Float32, src.Float32[lo:hi]...)
+		c.Float32 = appendRun(c.Float32, src, lo, hi, src.Float32)
 	case KindBool:
-		c.Bool = append(c.Bool, src.Bool[lo:hi]...)
+		c.Bool = appendRun(c.Bool, src, lo, hi, src.Bool)
 	case KindDecimal:
-		c.Decimal = append(c.Decimal, src.Decimal[lo:hi]...)
+		c.Decimal = appendRun(c.Decimal, src, lo, hi, src.Decimal)
 	case KindBytes:
 		from, to := src.Offsets[lo], src.Offsets[hi]
 		shift := int32(len(c.Data)) - from
@@ -781,44 +781,38 @@ func (c *Column) appendRange(src *Column, lo, hi int) {
 	}
 	base := c.Len
 	c.Len += hi - lo
-	if nulls {
-		c.clearNullSlots(base)
+	if nulls && c.Kind == KindBytes {
+		c.dropNullBytes(base)
 	}
 }
 
-// clearNullSlots gives the null rows from row base on the value AppendNull gives them (zero,
-// or no bytes), whatever src held there.
-func (c *Column) clearNullSlots(base int) {
-	cut := int32(0) // bytes dropped so far (KindBytes)
+// appendRun appends vals[lo:hi] to dst, the null rows of src among them as the zero value
+// AppendNull gives them, whatever src held there.
+func appendRun[T any](dst []T, src *Column, lo, hi int, vals []T) []T {
+	n := len(dst)
+	dst = append(dst, vals[lo:hi]...)
+	var zero T
+	for r := lo; r < min(hi, len(src.Nulls)); r++ {
+		if src.Nulls[r] {
+			dst[n+r-lo] = zero
+		}
+	}
+	return dst
+}
+
+// dropNullBytes gives the null rows of a bytes column from row base on no bytes, as
+// AppendNull does, whatever src held there.
+func (c *Column) dropNullBytes(base int) {
+	cut := int32(0) // bytes dropped so far
 	for r := base; r < c.Len; r++ {
-		if c.Kind == KindBytes {
-			// Offsets[r] is final already; Offsets[r+1] is still src's, shifted by cut.
-			s, e := c.Offsets[r], c.Offsets[r+1]-cut
-			if c.Nulls[r] && e > s {
-				c.Data = append(c.Data[:s], c.Data[e:]...)
-				cut += e - s
-				e = s
-			}
-			c.Offsets[r+1] = e
-			continue
+		// Offsets[r] is final already; Offsets[r+1] is still src's, shifted by cut.
+		s, e := c.Offsets[r], c.Offsets[r+1]-cut
+		if c.Nulls[r] && e > s {
+			c.Data = append(c.Data[:s], c.Data[e:]...)
+			cut += e - s
+			e = s
 		}
-		if !c.Nulls[r] {
-			continue
-		}
-		switch c.Kind {
-		case KindInt64:
-			c.Int64[r] = 0
-		case KindInt32:
-			c.Int32[r] = 0
-		case KindFloat64:
-			c.Float64[r] = 0
-		case KindFloat32:
-			c.Float32[r] = 0
-		case KindBool:
-			c.Bool[r] = false
-		case KindDecimal:
-			c.Decimal[r] = Decimal128{}
-		}
+		c.Offsets[r+1] = e
 	}
 }
 
