@@ -78,3 +78,41 @@ func BenchmarkGroupIndex(b *testing.B) {
 		}
 	})
 }
+
+// TestGroupIndexFinds: every group is found by its window and keys, in any order of windows
+// (a window met again after another), and a row of no group finds none.
+func TestGroupIndexFinds(t *testing.T) {
+	schema := &txlog.StructType{Fields: []txlog.StructField{{Name: "k", Type: txlog.PrimitiveType{Name: txlog.TypeString}, Nullable: true}}}
+	kb, err := pq.NewBatch(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb.Columns[0].AppendString("a")
+	kb.Columns[0].AppendString("b")
+	kb.Columns[0].AppendNull()
+	wins := []gold.Window{{Start: 0, End: 10}, {Start: 5, End: 15}, {Start: 10, End: 20}}
+	var groups []*group
+	want := map[[3]int64]*group{}
+	for w, win := range wins {
+		for i := range kb.Len() {
+			if (w+i)%2 == 0 { // a and null in windows 0 and 2, b in window 1
+				g := &group{key: string(groupKey(nil, win.Start, win.End, kb.Columns, i)), win: win}
+				groups = append(groups, g)
+				want[[3]int64{win.Start, win.End, int64(i)}] = g
+			}
+		}
+	}
+	x := newGroupIndex(groups)
+	var key []byte
+	for _, w := range []int{0, 1, 0, 2, 2, 1, 0} {
+		for i := range kb.Len() {
+			win := wins[w]
+			if got := x.find(&key, win.Start, win.End, kb.Columns, i); got != want[[3]int64{win.Start, win.End, int64(i)}] {
+				t.Fatalf("window %v row %d: found %v", win, i, got)
+			}
+		}
+	}
+	if got := x.find(&key, 0, 15, kb.Columns, 0); got != nil {
+		t.Fatalf("a window no group has: found %v", got)
+	}
+}
