@@ -2,6 +2,7 @@ package late
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/medallion-lake/medallion/gold"
@@ -87,24 +88,28 @@ func TestGroupIndexFinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb.Columns[0].AppendString("a")
-	kb.Columns[0].AppendString("b")
 	kb.Columns[0].AppendNull()
-	wins := []gold.Window{{Start: 0, End: 10}, {Start: 5, End: 15}, {Start: 10, End: 20}}
+	for k := range 2 * listMax {
+		kb.Columns[0].AppendString(fmt.Sprint("k", k))
+	}
+	// Windows 0 and 2 hold more groups than a list keeps, 1 and 3 fewer; window 3's groups
+	// come in two runs (groups out of window order).
+	wins := []gold.Window{{Start: 0, End: 10}, {Start: 5, End: 15}, {Start: 10, End: 20}, {Start: 15, End: 25}}
 	var groups []*group
 	want := map[[3]int64]*group{}
 	for w, win := range wins {
 		for i := range kb.Len() {
-			if (w+i)%2 == 0 { // a and null in windows 0 and 2, b in window 1
+			if w%2 == 0 && i%2 == 0 || w == 1 && i < 3 || w == 3 && (i == 1 || i == 5) {
 				g := &group{key: string(groupKey(nil, win.Start, win.End, kb.Columns, i)), win: win}
 				groups = append(groups, g)
 				want[[3]int64{win.Start, win.End, int64(i)}] = g
 			}
 		}
 	}
+	groups = slices.Concat(groups[len(groups)-1:], groups[:len(groups)-1]) // window 3 split
 	x := newGroupIndex(groups)
 	var key []byte
-	for _, w := range []int{0, 1, 0, 2, 2, 1, 0} {
+	for _, w := range []int{0, 1, 0, 2, 3, 2, 1, 0, 3} {
 		for i := range kb.Len() {
 			win := wins[w]
 			if got := x.find(&key, win.Start, win.End, kb.Columns, i); got != want[[3]int64{win.Start, win.End, int64(i)}] {

@@ -124,26 +124,52 @@ func upsert(rw *rewriter, groups []*group, txn *table.AppTxn) (*rewrite, error) 
 }
 
 // groupIndex finds the group of a gold row among a merge's groups, window first. Gold files
-// hold a window's rows together, so the small map of the window in hand stays in the caches
-// from one gold row to the next; one map of every group (a quarter of a million at 100k keys)
+// hold a window's rows together, so the groups of the window in hand stay in the caches from
+// one gold row to the next; one map of every group (a quarter of a million at 100k keys)
 // missed them on about every gold row read: a quarter of merge-late's CPU at 10M events.
 type groupIndex struct {
-	byWin map[gold.Window]map[string]*group // by window, then by the key's groupKey encoding
-	// win and last are the window looked up last and its map (nil: no group there).
-	win  gold.Window
-	last map[string]*group
-	ok   bool // win and last are set
+	byWin map[gold.Window]winGroups
+	// win and cur are the window looked up last and its groups.
+	win gold.Window
+	cur winGroups
+	ok  bool // win and cur are set
 }
 
+// winGroups are one window's groups: a few in a list, more in a map by their groupKey.
+type winGroups struct {
+	list []*group
+	m    map[string]*group
+}
+
+// listMax is the most groups a window keeps in a list, searched one by one.
+const listMax = 8
+
+// newGroupIndex indexes groups, which collector.groups orders by window: each window's list
+// is then a slice of groups, and only windows with more than listMax groups allocate a map.
 func newGroupIndex(groups []*group) *groupIndex {
-	x := &groupIndex{byWin: map[gold.Window]map[string]*group{}}
-	for _, g := range groups {
-		m := x.byWin[g.win]
-		if m == nil {
-			m = map[string]*group{}
-			x.byWin[g.win] = m
+	x := &groupIndex{byWin: map[gold.Window]winGroups{}}
+	for i := 0; i < len(groups); {
+		j := i + 1
+		for j < len(groups) && groups[j].win == groups[i].win {
+			j++
 		}
-		m[g.key] = g
+		wg := x.byWin[groups[i].win]
+		if wg.list == nil {
+			wg.list = groups[i:j:j]
+		} else {
+			wg.list = append(wg.list, groups[i:j]...) // groups out of window order
+		}
+		x.byWin[groups[i].win] = wg
+		i = j
+	}
+	for w, wg := range x.byWin {
+		if len(wg.list) > listMax {
+			wg.m = make(map[string]*group, len(wg.list))
+			for _, g := range wg.list {
+				wg.m[g.key] = g
+			}
+			x.byWin[w] = wg
+		}
 	}
 	return x
 }
@@ -152,13 +178,21 @@ func newGroupIndex(groups []*group) *groupIndex {
 // is a scratch buffer for its encoding.
 func (x *groupIndex) find(key *[]byte, start, end int64, keys []*pq.Column, i int) *group {
 	if w := (gold.Window{Start: start, End: end}); !x.ok || w != x.win {
-		x.win, x.last, x.ok = w, x.byWin[w], true
+		x.win, x.cur, x.ok = w, x.byWin[w], true
 	}
-	if x.last == nil {
+	if x.cur.list == nil {
 		return nil // the common case: a window no late row reached
 	}
 	*key = groupKey((*key)[:0], start, end, keys, i)
-	return x.last[string(*key)]
+	if x.cur.m != nil {
+		return x.cur.m[string(*key)]
+	}
+	for _, g := range x.cur.list {
+		if g.key == string(*key) {
+			return g
+		}
+	}
+	return nil
 }
 
 // Quarantine column names: the stream's tables define them.
