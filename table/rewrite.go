@@ -140,19 +140,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	// reading and deciding, encoding and hashing are each about half of a rewrite's CPU, so
 	// a copy-on-write of many files keeps both cores busy.
 	err = pipeFiles(ctx, rw.Candidates, func(ctx context.Context, f *txlog.Add) (decided, error) {
-		d := decided{f: f}
-		d.read = func() ([]*pq.Batch, error) {
-			if d.old == nil {
-				var err error
-				if d.old, err = fs.ReadFile(ctx, f); err != nil {
-					return nil, err
-				}
-			}
-			return d.old, nil
-		}
-		var err error
-		d.replace, d.rows, err = rw.File(ctx, f, func() ([]*pq.Batch, error) { return d.read() })
-		return d, err
+		return decideFile(ctx, fs, rw, f)
 	}, func(d decided) error {
 		if !d.replace {
 			return nil
@@ -259,8 +247,23 @@ type decided struct {
 	f       *txlog.Add
 	replace bool
 	rows    []*pq.Batch
-	old     []*pq.Batch
 	read    func() ([]*pq.Batch, error)
+}
+
+// decideFile asks rw.File about f, whose rows are read once for File and the change rows.
+func decideFile(ctx context.Context, fs *FileScan, rw Rewrite, f *txlog.Add) (decided, error) {
+	var old []*pq.Batch
+	read := func() ([]*pq.Batch, error) {
+		if old == nil {
+			var err error
+			if old, err = fs.ReadFile(ctx, f); err != nil {
+				return nil, err
+			}
+		}
+		return old, nil
+	}
+	replace, rows, err := rw.File(ctx, f, read)
+	return decided{f: f, replace: replace, rows: rows, read: read}, err
 }
 
 // pipeFiles calls decide on each file in order in a goroutine of its own and write on each
