@@ -59,8 +59,8 @@ type changeFeed struct {
 	h32       []uint32    // their low 32 bits, for hashtab.Touch
 	sink      uint32      // what the touches read, kept so that they are not optimized away
 	missed    []int       // written's answer
-	// preIdx and postIdx are the rows of the current read batch and of the current file's
-	// output that rewrote made a pair of, written without a copy by endBatch and endFile.
+	// preIdx and postIdx are the rows of the current read batch and of the rows written for
+	// it that rewrote made a pair of, written without a copy by endBatch and endPost.
 	preIdx, postIdx []int
 }
 
@@ -244,8 +244,8 @@ func (c *changeFeed) endBatch(ctx context.Context, b *pq.Batch) error {
 	return err
 }
 
-// endFile writes the post-images in out, a file's rows written in its place.
-func (c *changeFeed) endFile(ctx context.Context, out *pq.Batch) error {
+// endPost writes the post-images in out, the rows written in place of a batch read from a file.
+func (c *changeFeed) endPost(ctx context.Context, out *pq.Batch) error {
 	if len(c.postIdx) == 0 {
 		return nil
 	}

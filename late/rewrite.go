@@ -195,6 +195,8 @@ type filePass struct {
 	cf      *changeFeed
 	rewrote bool
 	buf     pq.ReadBuffer
+	// rep takes the row a row function writes in place of one (see file).
+	rep *pq.Batch
 	// dropH and dropAt are the hashes and places of the rows dropped from the current read
 	// batch, handed to the change feed a batch at a time (changeFeed.dropBatch).
 	dropH  [][2]uint64
@@ -205,72 +207,124 @@ type filePass struct {
 // rewrite's row function what becomes of each row, and returns the file's rows to write in
 // its place when any row changed.
 func (p *filePass) file(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch, error)) (bool, []*pq.Batch, error) {
-	out, err := pq.NewBatch(p.rw.schema)
-	if err != nil {
-		return false, nil, err
+	if p.rep == nil {
+		var err error
+		if p.rep, err = pq.NewBatch(p.rw.schema); err != nil {
+			return false, nil, err
+		}
 	}
+	var outs []*pq.Batch
 	touched := false
 	fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
-	// A row group at a time into one buffer (kept rows are copied into out), not the
-	// whole file at once: gold files reach the 128 MB target, several times that
-	// decoded, and a replay drops nearly all of their rows.
+	// A row group at a time into one buffer, not the whole file at once: gold files reach
+	// the 128 MB target, several times that decoded, and a replay drops nearly all of their
+	// rows. The rows to write are a batch per row group, each sized for it once.
 	for b, err := range p.whole.ReadWith(ctx, []*txlog.Add{f}, &p.buf) {
 		if err != nil {
 			return false, nil, fmt.Errorf("late: %s: read %s: %w", p.rw.what, f.Path, err)
 		}
-		row, err := p.rw.rows(b)
+		out, t, err := p.batch(ctx, f, b, &fi, base)
 		if err != nil {
 			return false, nil, err
 		}
-		for i := range b.Len() {
-			act, err := row(out, i)
-			if err != nil {
-				return false, nil, err
-			}
-			switch act {
-			case keepRow:
-				out.AppendRow(b, i)
-				continue
-			case dropRow:
-				var h [2]uint64
-				if p.old != nil {
-					h = p.old.add(b, i)
-				}
-				if p.cf != nil {
-					if p.old == nil {
-						h = p.cf.hash(b, i)
-					}
-					if fi < 0 {
-						fi = p.cf.file(f)
-					}
-					p.dropH = append(p.dropH, h)
-					p.dropAt = append(p.dropAt, rowRef{fi, int32(base + i)})
-				}
-			default:
-				p.rewrote = true
-				if p.cf != nil {
-					if err := p.cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
-						return false, nil, err
-					}
-				}
-			}
-			touched = true
-		}
-		if p.cf != nil {
-			p.cf.dropBatch(p.dropH, p.dropAt)
-			p.dropH, p.dropAt = p.dropH[:0], p.dropAt[:0]
-			if err := p.cf.endBatch(ctx, b); err != nil {
-				return false, nil, err
-			}
+		touched = touched || t
+		if out.Len() > 0 {
+			outs = append(outs, out)
 		}
 		base += b.Len()
 	}
+	return touched, outs, nil
+}
+
+// batch decides for the rows of b, a batch read from f after its first base rows, and returns
+// the rows to write for them and whether any changed. fi is f's index in the change feed
+// (below zero until a row of f is dropped).
+func (p *filePass) batch(ctx context.Context, f *txlog.Add, b *pq.Batch, fi *int32, base int) (*pq.Batch, bool, error) {
+	out, err := pq.NewBatch(p.rw.schema)
+	if err != nil {
+		return nil, false, err
+	}
+	row, err := p.rw.rows(b)
+	if err != nil {
+		return nil, false, err
+	}
+	// Kept rows are most of a merge's (all but its late windows): they are copied to out in
+	// runs (from kept on), each when a row that is not kept ends it; out is sized for all of
+	// b at the first run (a replay, which drops every row, sizes nothing). The row function
+	// writes a replacing row to rep, moved to out after the run before it.
+	kept, sized, touched := -1, false, false
+	appendKept := func(to int) {
+		if !sized {
+			for k, c := range out.Columns {
+				c.Grow(b.Len(), len(b.Columns[k].Data))
+			}
+			sized = true
+		}
+		out.AppendRange(b, kept, to)
+		kept = -1
+	}
+	for i := range b.Len() {
+		act, err := row(p.rep, i)
+		if err != nil {
+			return nil, false, err
+		}
+		if act == keepRow && p.rep.Len() == 0 {
+			if kept < 0 {
+				kept = i
+			}
+			continue
+		}
+		if kept >= 0 {
+			appendKept(i)
+		}
+		if p.rep.Len() > 0 {
+			out.AppendRange(p.rep, 0, p.rep.Len())
+			p.rep.Reset()
+		}
+		switch act {
+		case keepRow:
+			out.AppendRow(b, i)
+			continue
+		case dropRow:
+			var h [2]uint64
+			if p.old != nil {
+				h = p.old.add(b, i)
+			}
+			if p.cf != nil {
+				if p.old == nil {
+					h = p.cf.hash(b, i)
+				}
+				if *fi < 0 {
+					*fi = p.cf.file(f)
+				}
+				p.dropH = append(p.dropH, h)
+				p.dropAt = append(p.dropAt, rowRef{*fi, int32(base + i)})
+			}
+		default:
+			p.rewrote = true
+			if p.cf != nil {
+				if err := p.cf.rewrote(ctx, b, i, out, out.Len()-1); err != nil {
+					return nil, false, err
+				}
+			}
+		}
+		touched = true
+	}
+	if kept >= 0 {
+		appendKept(b.Len())
+	}
 	if p.cf != nil {
-		if err := p.cf.endFile(ctx, out); err != nil {
-			return false, nil, err
+		p.cf.dropBatch(p.dropH, p.dropAt)
+		p.dropH, p.dropAt = p.dropH[:0], p.dropAt[:0]
+		if err := p.cf.endBatch(ctx, b); err != nil {
+			return nil, false, err
+		}
+		// The pre-images above and their post-images here: a batch's pairs, in row order.
+		if err := p.cf.endPost(ctx, out); err != nil {
+			return nil, false, err
 		}
 	}
-	return touched, []*pq.Batch{out}, nil
+	return out, touched, nil
 }
 
 // changeFeed is the rewrite's change feed writer, nil when the table's feed is off.

@@ -134,39 +134,35 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 	var read []string
 	for _, f := range rw.Candidates {
 		read = append(read, f.Path)
-		res.FilesRead++
-		var rows0 []*pq.Batch // the file's rows, when read
-		readFile := func() ([]*pq.Batch, error) {
-			if rows0 == nil {
-				var err error
-				rows0, err = fs.ReadFile(ctx, f)
-				if err != nil {
-					return nil, err
-				}
-			}
-			return rows0, nil
+	}
+	res.FilesRead = len(rw.Candidates)
+	// File decides for the next file while the rows of the last are encoded and written:
+	// reading and deciding, encoding and hashing are each about half of a rewrite's CPU, so
+	// a copy-on-write of many files keeps both cores busy.
+	err = pipeFiles(ctx, rw.Candidates, func(ctx context.Context, f *txlog.Add) (decided, error) {
+		return decideFile(ctx, fs, rw, f)
+	}, func(d decided) error {
+		if !d.replace {
+			return nil
 		}
-		replace, rows, err := rw.File(ctx, f, readFile)
-		if err != nil {
-			return res, err
-		}
-		if !replace {
-			continue
-		}
-		if err := writeAll(ctx, w, rows); err != nil {
-			return res, err
+		if err := writeAll(ctx, w, d.rows); err != nil {
+			return err
 		}
 		if cf.diff != nil {
-			old, err := readFile()
+			old, err := d.read()
 			if err != nil {
-				return res, err
+				return err
 			}
-			if err := cf.diff.file(old, rows); err != nil {
-				return res, err
+			if err := cf.diff.file(old, d.rows); err != nil {
+				return err
 			}
 		}
-		res.Removed = append(res.Removed, t.RemoveOf(f, !rw.NoDataChange))
-		res.BytesRemoved += f.Size
+		res.Removed = append(res.Removed, t.RemoveOf(d.f, !rw.NoDataChange))
+		res.BytesRemoved += d.f.Size
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if rw.Insert != nil {
 		rows, err := rw.Insert()
@@ -244,6 +240,70 @@ func (t *Table) commitRewrite(ctx context.Context, rw Rewrite, res RewriteResult
 		tx.SetTxn(x.AppID, x.Version)
 	}
 	return tx.Commit(ctx, rw.Operation(res))
+}
+
+// decided is File's answer for one candidate f; read returns its rows (read once).
+type decided struct {
+	f       *txlog.Add
+	replace bool
+	rows    []*pq.Batch
+	read    func() ([]*pq.Batch, error)
+}
+
+// decideFile asks rw.File about f, whose rows are read once for File and the change rows.
+func decideFile(ctx context.Context, fs *FileScan, rw Rewrite, f *txlog.Add) (decided, error) {
+	var old []*pq.Batch
+	read := func() ([]*pq.Batch, error) {
+		if old == nil {
+			var err error
+			if old, err = fs.ReadFile(ctx, f); err != nil {
+				return nil, err
+			}
+		}
+		return old, nil
+	}
+	replace, rows, err := rw.File(ctx, f, read)
+	return decided{f: f, replace: replace, rows: rows, read: read}, err
+}
+
+// pipeFiles calls decide on each file in order in a goroutine of its own and write on each
+// answer in order in the caller's, one answer ahead: decide for file k+1 runs while write
+// takes file k. The first error stops both and is returned.
+func pipeFiles(ctx context.Context, files []*txlog.Add, decide func(context.Context, *txlog.Add) (decided, error), write func(decided) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan decided, 1)
+	var derr error
+	go func() {
+		defer close(ch)
+		for _, f := range files {
+			d, err := decide(ctx, f)
+			if err != nil {
+				derr = err
+				return
+			}
+			select {
+			case ch <- d:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var werr error
+	for d := range ch {
+		if werr == nil {
+			if werr = write(d); werr != nil {
+				cancel() // the decider stops at its next send; the loop drains what it sent
+			}
+		}
+	}
+	if werr != nil {
+		return werr
+	}
+	if derr != nil {
+		return derr
+	}
+	return ctx.Err()
 }
 
 func writeAll(ctx context.Context, w *DataWriter, rows []*pq.Batch) error {
