@@ -388,15 +388,11 @@ func (e *sqlPred) bind(s *txlog.StructType) (bound, error) {
 }
 
 func (e *sqlPred) bindContext(ctx context.Context, s *txlog.StructType) (bound, error) {
-	bd := &sqlBinder{ctx: ctx, s: s}
-	root, err := bd.bind(e.root)
+	root, usesNow, err := e.bindChecked(ctx, s, wantBool)
 	if err != nil {
 		return nil, err
 	}
-	if err := wantBool(e.root, root.typ()); err != nil {
-		return nil, err
-	}
-	b := &boundSQL{root: root, refs: map[string]*colRef{}, usesNow: bd.usesNow}
+	b := &boundSQL{root: root, refs: map[string]*colRef{}, usesNow: usesNow}
 	collectCols(e.root, func(c *nCol) {
 		name := strings.Join(c.path, ".")
 		b.refs[name] = &colRef{name: name, path: make([]int, len(c.path))}
@@ -535,15 +531,25 @@ func compileProgram(ctx context.Context, e Expr, schema *txlog.StructType, check
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bd := &sqlBinder{ctx: ctx, s: schema}
-	root, err := bd.bind(sp.root)
+	root, usesNow, err := sp.bindChecked(ctx, schema, check)
 	if err != nil {
 		return nil, err
 	}
-	if err := check(sp.root, root.typ()); err != nil {
-		return nil, err
+	return &Program{text: sp.String(), schema: schema, root: root, usesNow: usesNow}, nil
+}
+
+// bindChecked binds e's tree to s (stopping with ctx's error when ctx ends) and refuses a
+// result whose type check does not accept: the one binding step of a predicate and of a
+// Program. usesNow says whether the tree reads current_timestamp().
+func (e *sqlPred) bindChecked(ctx context.Context, s *txlog.StructType, check func(sqlNode, sqlType) error) (root enode, usesNow bool, err error) {
+	bd := &sqlBinder{ctx: ctx, s: s}
+	if root, err = bd.bind(e.root); err != nil {
+		return nil, false, err
 	}
-	return &Program{text: sp.String(), schema: schema, root: root, usesNow: bd.usesNow}, nil
+	if err := check(e.root, root.typ()); err != nil {
+		return nil, false, err
+	}
+	return root, bd.usesNow, nil
 }
 
 // Schema is the schema the program was bound to.

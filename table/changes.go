@@ -506,7 +506,8 @@ func (f *ChangeFeed) changeBatch(b *pq.Batch, typ ChangeType, vc VersionChanges)
 	return out, nil
 }
 
-// concat joins batches of the feed's schema into one; one batch is returned as is.
+// concat joins batches of the feed's schema into one; one batch is returned as is. Each part
+// is copied whole with Batch.AppendRange (flat kinds slice by slice, nested ones row by row).
 func (f *ChangeFeed) concat(parts []*pq.Batch) (*pq.Batch, error) {
 	if len(parts) == 1 {
 		return parts[0], nil
@@ -516,56 +517,9 @@ func (f *ChangeFeed) concat(parts []*pq.Batch) (*pq.Batch, error) {
 		return nil, err
 	}
 	for _, p := range parts {
-		for i, c := range out.Columns {
-			appendColumn(c, p.Columns[i])
-		}
+		out.AppendRange(p, 0, p.Len())
 	}
 	return out, nil
-}
-
-// appendColumn appends every row of src to dst (same type): flat kinds slice by slice, nested
-// ones row by row.
-func appendColumn(dst, src *pq.Column) {
-	if len(src.Nulls) > 0 || len(dst.Nulls) > 0 {
-		if dst.Kind == pq.KindStruct || dst.Kind == pq.KindList || dst.Kind == pq.KindMap || dst.Kind == pq.KindNull {
-			for r := 0; r < src.Len; r++ {
-				dst.AppendFrom(src, r)
-			}
-			return
-		}
-		dst.Nulls = append(dst.Nulls, make([]bool, dst.Len-len(dst.Nulls))...)
-		if len(src.Nulls) > 0 {
-			dst.Nulls = append(dst.Nulls, src.Nulls[:src.Len]...)
-		} else {
-			dst.Nulls = append(dst.Nulls, make([]bool, src.Len)...)
-		}
-	}
-	switch dst.Kind {
-	case pq.KindInt64:
-		dst.Int64 = append(dst.Int64, src.Int64[:src.Len]...)
-	case pq.KindInt32:
-		dst.Int32 = append(dst.Int32, src.Int32[:src.Len]...)
-	case pq.KindFloat64:
-		dst.Float64 = append(dst.Float64, src.Float64[:src.Len]...)
-	case pq.KindFloat32:
-		dst.Float32 = append(dst.Float32, src.Float32[:src.Len]...)
-	case pq.KindBool:
-		dst.Bool = append(dst.Bool, src.Bool[:src.Len]...)
-	case pq.KindDecimal:
-		dst.Decimal = append(dst.Decimal, src.Decimal[:src.Len]...)
-	case pq.KindBytes:
-		base, first := int32(len(dst.Data)), src.Offsets[0]
-		dst.Data = append(dst.Data, src.Data[first:src.Offsets[src.Len]]...)
-		for r := 1; r <= src.Len; r++ {
-			dst.Offsets = append(dst.Offsets, base+src.Offsets[r]-first)
-		}
-	default:
-		for r := 0; r < src.Len; r++ {
-			dst.AppendFrom(src, r)
-		}
-		return
-	}
-	dst.Len += src.Len
 }
 
 // rowSet loads a deletion vector as the set of row indexes it marks.
