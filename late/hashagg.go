@@ -636,49 +636,6 @@ func (h *hashAgg) reserveGroups(n int) {
 	}
 }
 
-// merge folds every group of o (a partial table over other rows) into h.
-func (h *hashAgg) merge(o *hashAgg) {
-	// At most every group of o is new: one resize for all of them. (The partial tables of
-	// a replay hold mostly different windows, so little of this room is wasted.)
-	h.reserveGroups(len(h.gkey) + len(o.gkey))
-	h.reserveKeys(len(h.khash) + len(o.khash))
-	// As add does: a step of look-ups at a time, their first slots touched before the probes.
-	const step = 4096
-	kids := poolMake(h.pool, (*aggPool).int32s, len(o.khash))
-	defer poolPut(h.pool, (*aggPool).int32s, kids)
-	hvs := make([]uint32, 0, step)
-	for k0 := 0; k0 < len(kids); k0 += step {
-		k1 := min(k0+step, len(kids))
-		hvs = hvs[:0]
-		for id := k0; id < k1; id++ {
-			if o.seed == h.seed {
-				hvs = append(hvs, o.khash[id])
-			} else {
-				hvs = append(hvs, uint32(maphash.Bytes(h.seed, o.key(int32(id)))))
-			}
-		}
-		h.touchSink += touch(h.kslots, hvs)
-		for k, hv := range hvs {
-			kids[k0+k] = h.internHashed(o.key(int32(k0+k)), hv)
-		}
-	}
-	for g0 := 0; g0 < len(o.gkey); g0 += step {
-		g1 := min(g0+step, len(o.gkey))
-		hvs = hvs[:0]
-		for og := g0; og < g1; og++ {
-			hvs = append(hvs, h.groupHash(kids[o.gkey[og]], o.gstart[og]))
-		}
-		h.touchSink += touch(h.gslots, hvs)
-		for k, hv := range hvs {
-			og := g0 + k
-			g := h.groupHashed(kids[o.gkey[og]], o.gstart[og], hv)
-			for i := range h.st {
-				h.st[i].mergeValue(g, &o.st[i], int32(og))
-			}
-		}
-	}
-}
-
 // order returns the group ids by window start, then by encoded key bytes (the order the
 // collector wrote), and the key ids by those bytes (byKey) with each key id's place in it
 // (rank): the keys are sorted once, and the groups placed with two counting passes (by key
