@@ -905,6 +905,13 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 	if ci := a.exactCol[si]; ci >= 0 {
 		xc = e.out.Columns[ci]
 	}
+	if st.exact && st.spec.Fn == gold.Sum && xc != nil {
+		// A float sum's double and exact encoding from one reading of its limbs.
+		for i, n := range e.ns {
+			gold.AppendExactSum(cols[0], xc, n, &e.xs[i])
+		}
+		return nil
+	}
 	var vals gold.AggValue
 	for i, n := range e.ns {
 		vals = gold.AggValue{Fn: st.spec.Fn, Int: st.spec.Int, N: n}
