@@ -21,7 +21,7 @@ func (h *hashAgg) mergeGroups(o *hashAgg, ogs []int32) {
 	defer poolPut(h.pool, (*aggPool).int32s, kids)
 	okeys := h.mergedKeys(o, ogs, kids)
 	h.reserveKeys(len(h.khash) + len(okeys))
-	hvs := make([]uint32, 0, step)
+	hvs, gs := make([]uint32, 0, step), make([]int32, 0, step)
 	for k0 := 0; k0 < len(okeys); k0 += step {
 		ids := okeys[k0:min(k0+step, len(okeys))]
 		hvs = hvs[:0]
@@ -49,11 +49,15 @@ func (h *hashAgg) mergeGroups(o *hashAgg, ogs []int32) {
 			hvs = append(hvs, h.groupHash(kids[o.gkey[og]], o.gstart[og]))
 		}
 		h.touchSink += touch(h.gslots, hvs)
+		gs = gs[:0]
 		for k, hv := range hvs {
 			og := at(g0 + k)
-			g := h.groupHashed(kids[o.gkey[og]], o.gstart[og], hv)
+			gs = append(gs, h.groupHashed(kids[o.gkey[og]], o.gstart[og], hv))
+		}
+		h.fillStates()
+		for k, g := range gs {
 			for i := range h.st {
-				h.st[i].mergeValue(g, &o.st[i], og)
+				h.st[i].mergeValue(g, &o.st[i], at(g0+k))
 			}
 		}
 	}
