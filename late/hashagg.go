@@ -272,24 +272,44 @@ func (h *hashAgg) groupHashed(kid int32, start int64, hv uint32) int32 {
 	g := int32(len(h.gkey))
 	h.gkey = append(h.gkey, kid)
 	h.gstart = append(h.gstart, start)
-	for k := range h.st {
-		s := &h.st[k]
-		s.n = append(s.n, 0)
-		if s.wide && !s.exact {
-			s.v = append(s.v, 0)
-		}
-		if s.exact {
-			s.x = append(s.x, gold.Exact{})
-		}
-	}
 	h.gslots[i] = hslot{hv, g}
 	return g
+}
+
+// fillStates gives the groups groupHashed added since the last call their aggregate state,
+// zero: in bulk, after a batch's look-ups, not a group at a time inside them (appending a
+// 40-byte exact sum, a pointer in it, per new group was a quarter of groupHashed at 100k
+// keys, where a group is about a pair). Every reader of the state calls it first.
+func (h *hashAgg) fillStates() {
+	n := len(h.gkey)
+	for k := range h.st {
+		s := &h.st[k]
+		s.n = zeroTo(s.n, n)
+		if s.wide && !s.exact {
+			s.v = zeroTo(s.v, n)
+		}
+		if s.exact {
+			s.x = zeroTo(s.x, n)
+		}
+	}
+}
+
+// zeroTo returns a extended to length n (when shorter) with zero entries.
+func zeroTo[T any](a []T, n int) []T {
+	m := len(a)
+	if n <= m {
+		return a
+	}
+	a = slices.Grow(a, n-m)[:n]
+	clear(a[m:])
+	return a
 }
 
 // growGroups makes room for n more groups in every per-group array at once. Callers at
 // least double it: left to append, each array grew by a quarter at a time once large, and
 // the copies of a million groups' arrays were a third of group's time at 100k keys.
 func (h *hashAgg) growGroups(n int) {
+	h.fillStates() // every per-group array the same length, grown alike
 	p := h.pool
 	h.gkey = poolGrow(p, (*aggPool).int32s, h.gkey, n)
 	h.gstart = poolGrow(p, (*aggPool).int64s, h.gstart, n)
@@ -379,6 +399,7 @@ func (h *hashAgg) add(s *source, sel []int32, wlo, whi int64) error {
 			h.gids = append(h.gids, h.groupHashed(h.pkid[k], h.pstart[k], hv))
 		}
 	}
+	h.fillStates()
 	for k := range h.st {
 		st := &h.st[k]
 		var c *pq.Column
@@ -633,49 +654,6 @@ func (h *hashAgg) reserveGroups(n int) {
 	if m := n - len(h.gkey); m > cap(h.gkey)-len(h.gkey) {
 		// At least double (slices.Grow of a few more would grow a large slice by a quarter).
 		h.growGroups(max(m, len(h.gkey), 1024))
-	}
-}
-
-// merge folds every group of o (a partial table over other rows) into h.
-func (h *hashAgg) merge(o *hashAgg) {
-	// At most every group of o is new: one resize for all of them. (The partial tables of
-	// a replay hold mostly different windows, so little of this room is wasted.)
-	h.reserveGroups(len(h.gkey) + len(o.gkey))
-	h.reserveKeys(len(h.khash) + len(o.khash))
-	// As add does: a step of look-ups at a time, their first slots touched before the probes.
-	const step = 4096
-	kids := poolMake(h.pool, (*aggPool).int32s, len(o.khash))
-	defer poolPut(h.pool, (*aggPool).int32s, kids)
-	hvs := make([]uint32, 0, step)
-	for k0 := 0; k0 < len(kids); k0 += step {
-		k1 := min(k0+step, len(kids))
-		hvs = hvs[:0]
-		for id := k0; id < k1; id++ {
-			if o.seed == h.seed {
-				hvs = append(hvs, o.khash[id])
-			} else {
-				hvs = append(hvs, uint32(maphash.Bytes(h.seed, o.key(int32(id)))))
-			}
-		}
-		h.touchSink += touch(h.kslots, hvs)
-		for k, hv := range hvs {
-			kids[k0+k] = h.internHashed(o.key(int32(k0+k)), hv)
-		}
-	}
-	for g0 := 0; g0 < len(o.gkey); g0 += step {
-		g1 := min(g0+step, len(o.gkey))
-		hvs = hvs[:0]
-		for og := g0; og < g1; og++ {
-			hvs = append(hvs, h.groupHash(kids[o.gkey[og]], o.gstart[og]))
-		}
-		h.touchSink += touch(h.gslots, hvs)
-		for k, hv := range hvs {
-			og := g0 + k
-			g := h.groupHashed(kids[o.gkey[og]], o.gstart[og], hv)
-			for i := range h.st {
-				h.st[i].mergeValue(g, &o.st[i], int32(og))
-			}
-		}
 	}
 }
 
@@ -947,6 +925,13 @@ func (e *emitter) aggregate(chunk []int32, st *aggState, si int) error {
 	xc := (*pq.Column)(nil)
 	if ci := a.exactCol[si]; ci >= 0 {
 		xc = e.out.Columns[ci]
+	}
+	if st.exact && st.spec.Fn == gold.Sum && xc != nil {
+		// A float sum's double and exact encoding from one reading of its limbs.
+		for i, n := range e.ns {
+			gold.AppendExactSum(cols[0], xc, n, &e.xs[i])
+		}
+		return nil
 	}
 	var vals gold.AggValue
 	for i, n := range e.ns {

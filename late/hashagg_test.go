@@ -45,12 +45,18 @@ func testAgg(t testing.TB, w spec.Window) *agg { return testAggBy(t, w, "dev", "
 // testAggBy is testAgg grouping by keys (of dev and zone, in that order).
 func testAggBy(t testing.TB, w spec.Window, keys ...string) *agg {
 	t.Helper()
+	return testAggOf(t, w, hashAggFns, keys...)
+}
+
+// testAggOf is testAggBy computing fns (of hashAggFns' columns).
+func testAggOf(t testing.TB, w spec.Window, fns []spec.Aggregate, keys ...string) *agg {
+	t.Helper()
 	dbl, long := txlog.PrimitiveType{Name: txlog.TypeDouble}, txlog.PrimitiveType{Name: txlog.TypeLong}
 	fields := []txlog.StructField{gold.WindowField()}
 	for _, k := range keys {
 		fields = append(fields, *hashAggInput.Field(k))
 	}
-	for _, f := range hashAggFns {
+	for _, f := range fns {
 		fn, err := gold.ParseFunc(f.Fn)
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +69,7 @@ func testAggBy(t testing.TB, w spec.Window, keys ...string) *agg {
 	}
 	goldSchema := &txlog.StructType{Fields: append(fields, gold.LateRowsField())}
 	q := &spec.Query{Rules: silver.Rules{EventTime: "ts"}}
-	a, err := resolve(q, &spec.Aggregation{Name: "g", Window: w, GroupBy: keys, Aggregates: hashAggFns}, hashAggInput, goldSchema)
+	a, err := resolve(q, &spec.Aggregation{Name: "g", Window: w, GroupBy: keys, Aggregates: fns}, hashAggInput, goldSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,11 @@ func (h *hashAgg) hashPlan(out *pq.Batch) ([]hashSource, bool) {
 // that their values are what emit writes. It reports false, having done nothing, when the
 // gold schema's window is not one it encodes (see hashPlan).
 func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, error) {
+	return h.hashGroups(rh, sums, nil)
+}
+
+// hashGroups is hashSums for groups only (nil: every group of h).
+func (h *hashAgg) hashGroups(rh *table.RowHasher, sums table.GroupSums, groups []int32) (bool, error) {
 	a := h.a
 	out, err := pq.NewBatch(a.gold)
 	if err != nil {
@@ -109,8 +114,11 @@ func (h *hashAgg) hashSums(rh *table.RowHasher, sums table.GroupSums) (bool, err
 		nw := (slices.Max(h.gstart)-lo)/a.window.Slide + 1
 		acc, seen = make([][2]uint64, nw), make([]bool, nw)
 	}
-	for c0 := 0; c0 < len(ord); c0 += emitChunk {
-		chunk := ord[c0:min(c0+emitChunk, len(ord))]
+	if groups == nil {
+		groups = ord
+	}
+	for c0 := 0; c0 < len(groups); c0 += emitChunk {
+		chunk := groups[c0:min(c0+emitChunk, len(groups))]
 		out.Reset()
 		for si := range h.st {
 			if err := e.aggregate(chunk, &h.st[si], si); err != nil {

@@ -301,9 +301,7 @@ func sumTargets(ts []*passTarget, parts []*slicePartials, workers int) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			agg := parts[i].merged(&t.rows)
-			errs[i] = t.sum(agg)
-			agg.release()
+			errs[i] = t.sumParts(parts[i])
 		})
 	}
 	wg.Wait()

@@ -141,6 +141,7 @@ func (s *replaySource) readBatchesFor(ctx context.Context, a *agg, also []*agg, 
 		return err
 	}
 	r.workers, r.reuse, r.fn = max(workers, 1), reuse, fn
+	r.shareFiles()
 	// The files the statistics let through, read one at a time (in the same order) so that
 	// progress can count them, a pass's total known before its first file.
 	s.track.startPass(len(r.files))
@@ -184,6 +185,7 @@ type sourceRead struct {
 	transform bool
 	seen      map[string]bool // bronze: the dedup keys kept so far
 	workers   int
+	share     []int // worker w reads files[share[w]:share[w+1]]
 	reuse     bool
 	fn        func(w int, s *source, sel []int32) error
 	mu        sync.Mutex // guards the tracker and the first error
@@ -269,10 +271,10 @@ func (r *sourceRead) work(ctx context.Context, w int) error {
 	if r.reuse {
 		buf = &pq.ReadBuffer{}
 	}
-	// Worker w reads files w, w+workers, ...: a fixed share, so that each worker's
-	// partial aggregates (and the order of a float sum's additions) are the same in every
-	// run, and replaying twice writes the same values.
-	for f := w; f < len(r.files); f += r.workers {
+	// Worker w reads files share[w] to share[w+1]: a fixed share (see shareFiles), so that
+	// each worker's partial aggregates (and the order of a float sum's additions) are the
+	// same in every run, and replaying twice writes the same values.
+	for f := r.share[w]; f < r.share[w+1]; f++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -346,4 +348,56 @@ func (r *sourceRead) selectRows(b *pq.Batch, src *source, tr *silver.Transformer
 		sel = append(sel, int32(i))
 	}
 	return sel, key, nil
+}
+
+// shareFiles orders silver's files by their first event time and gives each worker a run of
+// consecutive files holding about its share of the rows (bronze: one worker, in arrival
+// order). Files were dealt out in path order (random UUIDs), so every worker saw every
+// window and each of a 100k-key replay's groups (about a row each) was looked up again to
+// merge the workers' tables; in time order the workers' windows meet only where their runs
+// meet and where late rows reach back (see sumOwned).
+func (r *sourceRead) shareFiles() {
+	n := len(r.files)
+	r.share = make([]int, r.workers+1)
+	r.share[r.workers] = n
+	if r.workers == 1 || r.s.bronze {
+		return
+	}
+	type fileTime struct {
+		f        *txlog.Add
+		recs, lo int64
+		ok       bool
+	}
+	ft := make([]fileTime, n)
+	var total int64
+	for i, f := range r.files {
+		recs, lo, _, ok := timeStats(f, r.a.evName)
+		ft[i] = fileTime{f, recs, lo, ok}
+		total += max(recs, 1)
+	}
+	// Files without statistics last, in path order (the sort is stable).
+	slices.SortStableFunc(ft, func(x, y fileTime) int {
+		if x.ok != y.ok {
+			if x.ok {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(x.lo, y.lo)
+	})
+	var seen int64
+	w := 1
+	for i, t := range ft {
+		r.files[i] = t.f
+		// Worker w starts at the first file past w shares of the rows (a file without a
+		// count weighs one row: the split stays by count).
+		for w < r.workers && seen*int64(r.workers) >= total*int64(w) {
+			r.share[w] = i
+			w++
+		}
+		seen += max(t.recs, 1)
+	}
+	for ; w < r.workers; w++ {
+		r.share[w] = n
+	}
 }
