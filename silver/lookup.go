@@ -154,6 +154,7 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 type wantedKeys struct {
 	batch *pq.Batch
 	keys  [][]byte
+	times []int64 // keys[j]'s event time (µs)
 }
 
 func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
@@ -180,6 +181,7 @@ func (l *Lookup) wanted(rows *Rows, idx []int32) (*wantedKeys, error) {
 		}
 		want[string(id)] = true
 		w.keys = append(w.keys, rows.Keys[i])
+		w.times = append(w.times, rows.EventTime[i])
 		for k, c := range cols {
 			view.Columns[k] = rows.Batches[rows.Batch[i]].Columns[c]
 		}
@@ -201,12 +203,20 @@ func (l *Lookup) match(ctx context.Context, fs *table.FileScan, f *txlog.Add, w 
 	// among thousands of wanted keys, when the file has bloom filters.
 	var key []byte
 	set := newKeySet(countTrue(may))
+	var times []int64
 	for j, m := range may {
 		if m {
 			set.add(w.keys[j], firstHash(w.batch.Columns[0], j, &key))
+			times = append(times, w.times[j])
 		}
 	}
-	for b, err := range fs.ReadWith(ctx, []*txlog.Add{f}, rb) {
+	// The file is read only around the times of the keys its bloom filters may hold, not of
+	// every wanted key: the pages its other keys' times meet cannot hold a match.
+	scan := *fs
+	if fs.Groups != nil {
+		scan.Groups = fs.Groups.Narrowed(clusterTimes(times, int64(time.Second/time.Microsecond), maxGroupRanges))
+	}
+	for b, err := range scan.ReadWith(ctx, []*txlog.Add{f}, rb) {
 		if err != nil {
 			return err
 		}
