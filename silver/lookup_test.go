@@ -141,6 +141,59 @@ func TestLookupReadsOnlyPagesOfItsTimes(t *testing.T) {
 	}
 }
 
+// TestLookupReadsAFileAroundItsOwnKeys looks up one resend among new keys whose times spread
+// over the same stretch of silver: the file that holds the resend is read only around the
+// resend's time (the keys its bloom filters may hold), not around every wanted key's, so a
+// page or two of it, where reading the pages of every key's time read most of the file.
+func TestLookupReadsAFileAroundItsOwnKeys(t *testing.T) {
+	ctx := context.Background()
+	const sec = int64(1_000_000)
+	silver := table.Open(mem.New(), table.Options{Write: WriteOptions([]string{"id"}, pq.WriteOptions{})})
+	if _, err := silver.Create(ctx, lookupSchema, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	noRejects, err := pq.NewBatch(lookupSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Writer{Silver: silver, Rejects: table.Open(mem.New(), table.Options{})}
+	var written []lookupRow
+	for i := range 60_000 {
+		written = append(written, lookupRow{id: fmt.Sprintf("e%07d", i), t: int64(i) * sec / 10})
+	}
+	rows := lookupRows(t, [][]lookupRow{written})
+	fresh := make([]int32, rows.Len())
+	for i := range fresh {
+		fresh[i] = int32(i)
+	}
+	if _, err := w.Write(ctx, rows, Judged{Fresh: fresh}, noRejects, &table.AppTxn{AppID: "q", Version: 0}); err != nil {
+		t.Fatal(err)
+	}
+	resend := written[30_000]
+	probe := []lookupRow{resend}
+	for k := range 200 {
+		probe = append(probe, lookupRow{id: fmt.Sprintf("new%04d", k), t: int64(k) * 30 * sec})
+	}
+	rows = lookupRows(t, [][]lookupRow{probe})
+	idx := make([]int32, rows.Len())
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	l := &Lookup{Table: silver, Schema: lookupSchema, KeyCols: []int{0}, EventTime: 1, AppID: "q"}
+	seen, err := l.Seen(ctx, 1, rows, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || !seen[string(rows.Keys[0])] {
+		t.Fatalf("seen %d keys (the resend: %v), want the resend only", len(seen), seen[string(rows.Keys[0])])
+	}
+	read, skipped := l.PageCounts()
+	t.Logf("pages read %d, left out %d", read, skipped)
+	if read == 0 || read > 2 {
+		t.Fatalf("the look-up read %d event_time pages (left out %d); want one or two, around the resend", read, skipped)
+	}
+}
+
 // TestEventTimeOrder checks the radix sort against a stable comparison sort on the same
 // 1.024 ms ticks, across a span that needs several radix digits.
 func TestEventTimeOrder(t *testing.T) {

@@ -24,10 +24,27 @@ type GroupRanges struct {
 
 	read, skipped           atomic.Int64
 	pagesRead, pagesSkipped atomic.Int64
+	counts                  *GroupRanges // where the counts go (nil: g itself); see Narrowed
 }
 
 // Counts reports the row groups the scans with g read and left out so far.
 func (g *GroupRanges) Counts() (read, skipped int64) { return g.read.Load(), g.skipped.Load() }
+
+// Narrowed returns ranges on g's column (ascending, disjoint) whose scans count into g: a
+// scan of one file that knows which of g's values that file may hold (its bloom filters
+// said) reads only the row groups and pages around those, while g's counts stay those of
+// every file.
+func (g *GroupRanges) Narrowed(ranges [][2]int64) *GroupRanges {
+	return &GroupRanges{Column: g.Column, Ranges: ranges, counts: g.tally()}
+}
+
+// tally is the GroupRanges whose counters g's scans add to.
+func (g *GroupRanges) tally() *GroupRanges {
+	if g.counts != nil {
+		return g.counts
+	}
+	return g
+}
 
 // leaf finds g's column among f's leaves: its index, or -1 when the file's statistics on it
 // cannot be compared with int64 values in the table's unit.
@@ -57,10 +74,10 @@ func (g *GroupRanges) leaf(schema *txlog.StructType, f *parquet.File) int {
 // statistics of leaf (-1: no usable statistics, so yes), and counts the answer.
 func (g *GroupRanges) keep(rg *format.RowGroup, leaf int) bool {
 	if !g.overlaps(rg, leaf) {
-		g.skipped.Add(1)
+		g.tally().skipped.Add(1)
 		return false
 	}
-	g.read.Add(1)
+	g.tally().read.Add(1)
 	return true
 }
 

@@ -96,8 +96,8 @@ func (g *GroupRanges) pageRows(f *parquet.File, rg, leaf int) (rows [][2]int64, 
 			rows = append(rows, [2]int64{lo, hi})
 		}
 	}
-	g.pagesRead.Add(read)
-	g.pagesSkipped.Add(skipped)
+	g.tally().pagesRead.Add(read)
+	g.tally().pagesSkipped.Add(skipped)
 	return rows, true
 }
 

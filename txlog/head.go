@@ -31,8 +31,16 @@ func (l *Log) advance(from, to *Snapshot) {
 	defer l.headMu.Unlock()
 	wentBack := from != nil && to.version < from.version && l.head != nil && l.head.version <= from.version
 	if from == nil || l.head == nil || to.version > l.head.version || wentBack {
-		l.head = to
+		l.head, l.headOwn = to, false
 	}
+}
+
+// wroteHead reports whether prev is the Log's head and the snapshot of a commit the Log wrote:
+// a table its writer alone commits to has no newer version then, as a rule.
+func (l *Log) wroteHead(prev *Snapshot) bool {
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	return l.headOwn && l.head == prev
 }
 
 // committed builds the snapshot of version, which this transaction has just written as data:
@@ -135,6 +143,9 @@ func (tx *Transaction) landed(ctx context.Context, version int64, data []byte, n
 		return nil
 	}
 	tx.log.advance(tx.read, snap)
+	tx.log.headMu.Lock()
+	tx.log.headOwn = tx.log.head == snap
+	tx.log.headMu.Unlock()
 	scopeOf(ctx).note(tx.log, snap)
 	return snap
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
@@ -223,5 +224,66 @@ func TestHeadFollowsATableCreatedAgain(t *testing.T) {
 	s, err := l.Refresh(ctx, mustSnapshot(t, l))
 	if err != nil || s.Version() != 0 || len(s.Files()) != 0 {
 		t.Fatalf("refresh of the table created again = %v, %v; want version 0 without files", s, err)
+	}
+}
+
+// pairedStats holds a stat of commit next until a stat of commit known has begun (or a
+// second passed, which it counts as a look made one request after the other).
+type pairedStats struct {
+	objstore.Bucket
+	known, next int64
+	began       chan struct{}
+	serial      atomic.Int64
+}
+
+func (p *pairedStats) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	switch key {
+	case CommitKey(p.known):
+		select {
+		case <-p.began:
+		default:
+			close(p.began)
+		}
+	case CommitKey(p.next):
+		select {
+		case <-p.began:
+		case <-time.After(time.Second):
+			p.serial.Add(1)
+		}
+	}
+	return p.Bucket.Stat(ctx, key)
+}
+
+// After its own commit a writer's look asks for the next version and for its own together (one
+// round trip), and still finds a table restored behind it; a look from a snapshot it did not
+// write asks as before.
+func TestRefreshAfterOwnCommitAsksOnce(t *testing.T) {
+	ctx := context.Background()
+	m := mem.New()
+	p := &pairedStats{Bucket: m, known: 1, next: 2, began: make(chan struct{})}
+	l := fastLog(p, Options{NoAutoCheckpoint: true})
+	createTable(t, l, true, nil)
+	snap := appendRound(t, ctx, l, mustSnapshot(t, l), 1) // commits version 1
+	got, err := l.Refresh(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version() != 1 || p.serial.Load() != 0 {
+		t.Fatalf("refresh after the own commit: version %d, %d looks one request after the other; want 1 and 0", got.Version(), p.serial.Load())
+	}
+	// Restored behind the writer: version 1 is gone, and the look after the next own commit
+	// (version 2, then deleted with 1) reloads the table.
+	appendRound(t, ctx, l, got, 2)
+	for _, v := range []int64{2, 1} {
+		if err := m.Delete(ctx, CommitKey(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.known, p.next, p.began = 2, 3, make(chan struct{})
+	if got, err = l.Refresh(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Version() != 0 || p.serial.Load() != 0 {
+		t.Fatalf("refresh after a restore: version %d (%d serial looks), want 0", got.Version(), p.serial.Load())
 	}
 }

@@ -42,8 +42,9 @@ type Log struct {
 	fetchParallelism int
 	cleanup          cleanupMark
 
-	headMu sync.Mutex
-	head   *Snapshot // the newest snapshot this Log made (head.go)
+	headMu  sync.Mutex
+	head    *Snapshot // the newest snapshot this Log made (head.go)
+	headOwn bool      // head is the snapshot of a commit this Log wrote
 }
 
 // Options configure a Log. The zero value means the defaults, which withDefaults fills in.
