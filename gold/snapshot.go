@@ -27,34 +27,10 @@ func readableVersion(v byte) bool { return v == 1 || v == 2 }
 // runner can store state version N+1 and a restore fails loudly on corruption or on a changed
 // aggregation.
 func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
-	// Sort copies of the sort keys, not slot numbers: the comparisons then read one
-	// contiguous slice instead of chasing each slot into the groups and keys.
-	type entry struct {
-		start, end int64
-		key        string
-		slot       int32
-	}
-	entries := make([]entry, 0, a.live)
-	for s := range a.groups {
-		if g := &a.groups[s]; g.live() {
-			w := a.window(int32(s))
-			entries = append(entries, entry{w.Start, w.End, a.key(g.key), int32(s)})
-		}
-	}
-	slices.SortFunc(entries, func(x, y entry) int {
-		if c := cmp.Compare(x.start, y.start); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.end, y.end); c != 0 {
-			return c
-		}
-		return strings.Compare(x.key, y.key)
-	})
-	slots := make([]int32, len(entries))
+	slots := a.snapshotOrder()
 	size := 0
-	for i, e := range entries {
-		slots[i] = e.slot
-		size += a.groupSize(e.slot, true)
+	for _, s := range slots {
+		size += a.groupSize(s, true)
 	}
 	var fp [64]byte
 	header := a.cfg.appendFingerprint(fp[:0])
@@ -75,6 +51,58 @@ func (a *Aggregation) AppendSnapshot(dst []byte) ([]byte, error) {
 		dst = a.appendSettled(dst)
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])), nil
+}
+
+// snapshotOrder returns the live groups' slots in the order a snapshot stores them: by
+// window, then key. The keys are ranked first, each distinct key once, and the groups sorted
+// by window and rank: comparing two groups then reads two integers from a contiguous slice
+// where it read both keys' bytes, at random in the key arena, for most comparisons (at 100k
+// keys a million groups share a few windows: the sort was 0.65 s of a 10M-event backlog).
+func (a *Aggregation) snapshotOrder() []int32 {
+	type entry struct {
+		start, end int64
+		rank, slot int32
+	}
+	rank := a.keyRanks()
+	entries := make([]entry, 0, a.live)
+	for s := range a.groups {
+		if g := &a.groups[s]; g.live() {
+			w := a.window(int32(s))
+			entries = append(entries, entry{w.Start, w.End, rank[g.key], int32(s)})
+		}
+	}
+	slices.SortFunc(entries, func(x, y entry) int {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.end, y.end); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.rank, y.rank)
+	})
+	slots := make([]int32, len(entries))
+	for i, e := range entries {
+		slots[i] = e.slot
+	}
+	return slots
+}
+
+// keyRanks returns, indexed by key id, the rank of every key a live group holds among those
+// keys in byte order (interned keys are distinct, so no two ids share a rank).
+func (a *Aggregation) keyRanks() []int32 {
+	rank := make([]int32, len(a.keyLocs))
+	ids := make([]int32, 0, min(int(a.live), len(a.keyLocs)))
+	for s := range a.groups {
+		if k := a.groups[s].key; k >= 0 && rank[k] == 0 {
+			rank[k] = 1
+			ids = append(ids, k)
+		}
+	}
+	slices.SortFunc(ids, func(x, y int32) int { return strings.Compare(a.key(x), a.key(y)) })
+	for i, k := range ids {
+		rank[k] = int32(i)
+	}
+	return rank
 }
 
 // groupSize is the number of bytes appendGroup appends for group s (for a sketch, its last

@@ -2,7 +2,12 @@ package gold
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -121,4 +126,79 @@ func FuzzRestoreAggregation(f *testing.F) {
 			t.Fatalf("error %v is not ErrBadState", err)
 		}
 	})
+}
+
+// TestSnapshotOrderByWindowAndKey checks the order snapshots store groups in (snapshotOrder,
+// which sorts by key rank) against a sort on the keys' bytes, on slots reused in a random
+// order by evictions and on keys that are prefixes of one another, for time and session
+// windows, with a key table of the aggregation's own and one shared by two aggregations.
+func TestSnapshotOrderByWindowAndKey(t *testing.T) {
+	w, _ := NewWindowSpec(10*minute, 5*minute, 0)
+	cfgs := map[string]AggConfig{
+		"sliding": {Window: w, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}}},
+		"session": {Session: &SessionSpec{Gap: 3 * minute}, Mode: Append, NumKeys: 1, Aggs: []AggSpec{{Fn: Count, Column: -1}}},
+	}
+	keys := []string{"", "a", "ab", "abc", "b", "ba", "a\x00", "zz", "device-10", "device-9", "device-100"}
+	for name, cfg := range cfgs {
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s shared=%v", name, shared), func(t *testing.T) {
+				a, other := mustAgg(t, cfg), mustAgg(t, cfg)
+				var ks *KeyShare
+				if shared {
+					var err error
+					if ks, err = ShareKeys([]*Aggregation{a, other}); err != nil {
+						t.Skip(err)
+					}
+				}
+				rng := rand.New(rand.NewPCG(7, 7))
+				evict := int64(0)
+				for batch := range 6 {
+					in := &Input{}
+					for range 200 {
+						in.EventTime = append(in.EventTime, int64(batch)*20*minute+rng.Int64N(40*minute))
+						in.Keys.Append([]byte(keys[rng.IntN(len(keys))]))
+					}
+					if ks != nil {
+						in.KeyIDs, in.KeyHashes = ks.Intern(&in.Keys)
+					}
+					if _, err := a.ProcessBatch(in, evict, evict); err != nil {
+						t.Fatal(err)
+					}
+					if ks != nil {
+						ks.Settle()
+					}
+					evict = int64(batch) * 20 * minute / 1000 // ms
+					checkSnapshotOrder(t, a)
+				}
+			})
+		}
+	}
+}
+
+func checkSnapshotOrder(t *testing.T, a *Aggregation) {
+	t.Helper()
+	type group struct {
+		start, end int64
+		key        string
+	}
+	var want []group
+	for s := range a.groups {
+		if a.groups[s].live() {
+			w := a.window(int32(s))
+			want = append(want, group{w.Start, w.End, a.key(a.groups[s].key)})
+		}
+	}
+	slices.SortFunc(want, func(x, y group) int {
+		return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.end, y.end), strings.Compare(x.key, y.key))
+	})
+	slots := a.snapshotOrder()
+	if len(slots) != len(want) || len(want) == 0 {
+		t.Fatalf("%d slots in the snapshot order, %d live groups", len(slots), len(want))
+	}
+	for i, s := range slots {
+		w := a.window(s)
+		if got := (group{w.Start, w.End, a.key(a.groups[s].key)}); got != want[i] {
+			t.Fatalf("group %d of the snapshot is %+v, want %+v", i, got, want[i])
+		}
+	}
 }

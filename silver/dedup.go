@@ -7,6 +7,7 @@ package silver
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -581,15 +582,10 @@ func (d *Dedup) AppendSnapshot(dst []byte) []byte {
 	start := len(dst)
 	dst = append(dst, "MDLDEDUP"...)
 	dst = append(dst, 1, byte(d.cfg.Mode))
-	type entry struct {
-		key string
-		at  int64
-	}
-	entries := make([]entry, 0, d.Len())
-	for _, sh := range d.shards {
-		sh.each(func(k string, at int64) { entries = append(entries, entry{k, at}) })
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	entries, keyBytes := d.sortedKeys()
+	// One buffer for the whole snapshot (grown by doubling, 25 MB at 700k keys was copied
+	// over and over): each key's bytes, its length and time as varints at most.
+	dst = slices.Grow(dst, binary.MaxVarintLen64*(1+2*len(entries))+keyBytes+4)
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
 	for _, e := range entries {
 		dst = binary.AppendUvarint(dst, uint64(len(e.key)))
@@ -597,6 +593,58 @@ func (d *Dedup) AppendSnapshot(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, e.at)
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:]))
+}
+
+// keyEntry is a key in state and its time, with the 8 bytes that order it first (sortedKeys).
+type keyEntry struct {
+	prefix uint64
+	key    string
+	at     int64
+}
+
+// sortedKeys returns the keys in state in byte order, as snapshots list them, and their total
+// length. Each is sorted by its 8 bytes after the prefix all keys share (big-endian,
+// zero-padded: the same order as the bytes'), then by its bytes when those tie: ids such as
+// "evt-" and 16 hex digits differ there, so most comparisons read two integers from the slice
+// instead of both keys' bytes at random in the shards (0.52 s of a 10M-event backlog's
+// periodic snapshot at 700k keys).
+func (d *Dedup) sortedKeys() (entries []keyEntry, keyBytes int) {
+	entries = make([]keyEntry, 0, d.Len())
+	for _, sh := range d.shards {
+		sh.each(func(k string, at int64) { entries = append(entries, keyEntry{key: k, at: at}) })
+	}
+	shared := 0
+	if len(entries) > 0 {
+		first := entries[0].key
+		shared = len(first)
+		for _, e := range entries[1:] {
+			shared = commonPrefix(first[:shared], e.key)
+		}
+	}
+	for i := range entries {
+		keyBytes += len(entries[i].key)
+		var b [8]byte
+		copy(b[:], entries[i].key[shared:])
+		entries[i].prefix = binary.BigEndian.Uint64(b[:])
+	}
+	slices.SortFunc(entries, func(a, b keyEntry) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key[shared:], b.key[shared:])
+	})
+	return entries, keyBytes
+}
+
+// commonPrefix is the length of the longest prefix a and b share.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // RestoreDedup rebuilds a Dedup from AppendSnapshot bytes.
