@@ -139,10 +139,12 @@ func (s GroupSums) Add(g int64, hash [2]uint64) {
 // groups' slot order): the sums are kept in a short slice searched from the group last hit,
 // not a map; once the file has more groups than a tag may hold, rows are only counted.
 type fileTag struct {
-	rows     int64
-	groups   []int64
-	sums     [][2]uint64
-	last     int
+	rows   int64
+	groups []int64
+	sums   [][2]uint64
+	last   int
+	// overflow: the file gets no tag (more groups than a tag may hold, or sums handed to
+	// WriteTagged that did not match its rows' groups).
 	overflow bool
 	index    map[int64]int // groups by value, once there are more than linearGroups
 }
@@ -164,28 +166,38 @@ func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 		if !ok {
 			continue
 		}
-		j := t.find(g)
+		j := t.slot(g)
 		if j < 0 {
-			if len(t.groups) == maxTagGroups {
-				t.overflow = true
-				return
-			}
-			j = len(t.groups)
-			t.groups, t.sums = append(t.groups, g), append(t.sums, [2]uint64{})
-			if t.index != nil || len(t.groups) > linearGroups {
-				if t.index == nil {
-					t.index = make(map[int64]int, 2*linearGroups)
-					for x, y := range t.groups {
-						t.index[y] = x
-					}
-				}
-				t.index[g] = j
-			}
+			return
 		}
-		t.last = j
 		t.sums[j][0] += hash[0]
 		t.sums[j][1] += hash[1]
 	}
+}
+
+// slot returns g's index in t.groups, adding the group when it is new and last it; -1 once
+// the file has more groups than a tag may hold (overflow).
+func (t *fileTag) slot(g int64) int {
+	j := t.find(g)
+	if j < 0 {
+		if len(t.groups) == maxTagGroups {
+			t.overflow = true
+			return -1
+		}
+		j = len(t.groups)
+		t.groups, t.sums = append(t.groups, g), append(t.sums, [2]uint64{})
+		if t.index != nil || len(t.groups) > linearGroups {
+			if t.index == nil {
+				t.index = make(map[int64]int, 2*linearGroups)
+				for x, y := range t.groups {
+					t.index[y] = x
+				}
+			}
+			t.index[g] = j
+		}
+	}
+	t.last = j
+	return j
 }
 
 // find returns g's index in t.groups, or -1: the group last hit first, then the others.
