@@ -79,9 +79,5 @@ func (t *fileTags) added(rep *pq.Batch) {
 	if t.sums == nil {
 		return
 	}
-	for i := range rep.Len() {
-		if g, h, ok := t.h.Row(t.rep, i); ok {
-			t.sums.Add(g, h)
-		}
-	}
+	t.h.SumRows(t.sums, t.rep, rep.Len())
 }

@@ -66,11 +66,7 @@ func TestMergeLateTagsMatchRows(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i := range b.Len() {
-					if w, hash, ok := h.Row(cols, i); ok {
-						hashed.Add(w, hash)
-					}
-				}
+				h.SumRows(hashed, cols, b.Len())
 			}
 			if len(hashed) != len(tagged) {
 				t.Errorf("%s %s: %d windows tagged, %d read back", g.Name, f.Path, len(tagged), len(hashed))

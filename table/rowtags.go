@@ -125,6 +125,15 @@ func (h *RowHasher) Hash(enc []byte) [2]uint64 {
 	return [2]uint64{u.Lo, u.Hi}
 }
 
+// SumRows adds the hashes of the first n rows of cols (as Row takes them) to sums.
+func (h *RowHasher) SumRows(sums GroupSums, cols []*pq.Column, n int) {
+	for i := range n {
+		if g, hash, ok := h.Row(cols, i); ok {
+			sums.Add(g, hash)
+		}
+	}
+}
+
 // GroupSums are per-group sums of row hashes.
 type GroupSums map[int64][2]uint64
 
@@ -162,17 +171,21 @@ func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 		if idx != nil {
 			i = idx[k]
 		}
-		g, hash, ok := h.Row(cols, i)
-		if !ok {
-			continue
-		}
-		j := t.slot(g)
-		if j < 0 {
+		if g, hash, ok := h.Row(cols, i); ok && !t.addSum(g, hash) {
 			return
 		}
-		t.sums[j][0] += hash[0]
-		t.sums[j][1] += hash[1]
 	}
+}
+
+// addSum adds s to group g's sum; false once the file has more groups than a tag may hold.
+func (t *fileTag) addSum(g int64, s [2]uint64) bool {
+	j := t.slot(g)
+	if j < 0 {
+		return false
+	}
+	t.sums[j][0] += s[0]
+	t.sums[j][1] += s[1]
+	return true
 }
 
 // slot returns g's index in t.groups, adding the group when it is new and last it; -1 once

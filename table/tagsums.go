@@ -50,15 +50,9 @@ func (x *tagHint) settle(t *fileTag) {
 		if !ok {
 			t.overflow = true
 		}
-		if t.overflow {
+		if t.overflow || !t.addSum(g, s) {
 			return
 		}
-		j := t.slot(g)
-		if j < 0 {
-			return
-		}
-		t.sums[j][0] += s[0]
-		t.sums[j][1] += s[1]
 	}
 }
 
