@@ -159,6 +159,13 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		cf.presize(candidateRows(rw.candidates))
 	}
 	pass.old, pass.cf = old, cf
+	if rw.rowTags != nil && !rw.compare {
+		// A merge keeps most rows of the files it rewrites: their tag sums come from the old
+		// files' tags (a replay, which compares, drops every row and takes none).
+		if err := pass.keepTags(); err != nil {
+			return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+		}
+	}
 	res, err := rw.t.Rewrite(ctx, table.Rewrite{Snapshot: rw.snap, Read: rw.read, Candidates: rw.candidates, Txn: rw.txn,
 		// The stream's appends are blind and only add rows these rewrites never touch (gold:
 		// windows still open; a joined table: rows of no candidate): WriteSerializable lets
@@ -170,6 +177,7 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 		InsertEach: rw.insert(added, cf, unchanged),
 		Changes:    cf.writer(),
 		RowTags:    rw.rowTags,
+		FileTags:   pass.fileTags,
 		Operation:  func(res table.RewriteResult) txlog.Operation { return rw.op(res, st) },
 	})
 	st.FilesRead, st.FilesAdded, st.FilesRemoved = res.FilesRead, len(res.Added), len(res.Removed)
@@ -201,6 +209,7 @@ type filePass struct {
 	// batch, handed to the change feed a batch at a time (changeFeed.dropBatch).
 	dropH  [][2]uint64
 	dropAt []rowRef
+	tags   fileTags
 }
 
 // file is the rewrite's table.Rewrite.File: it reads f a row group at a time, asks the
@@ -215,6 +224,7 @@ func (p *filePass) file(ctx context.Context, f *txlog.Add, _ func() ([]*pq.Batch
 	}
 	var outs []*pq.Batch
 	touched := false
+	p.tags.start(f)
 	fi, base := int32(-1), 0 // f's index in cf, and the file's rows before b
 	// A row group at a time into one buffer, not the whole file at once: gold files reach
 	// the 128 MB target, several times that decoded, and a replay drops nearly all of their
@@ -248,6 +258,9 @@ func (p *filePass) batch(ctx context.Context, f *txlog.Add, b *pq.Batch, fi *int
 	if err != nil {
 		return nil, false, err
 	}
+	if err := p.tags.beginBatch(b, p.rep); err != nil {
+		return nil, false, err
+	}
 	// Kept rows are most of a merge's (all but its late windows): they are copied to out in
 	// runs (from kept on), each when a row that is not kept ends it; out is sized for all of
 	// b at the first run (a replay, which drops every row, sizes nothing). The row function
@@ -278,8 +291,12 @@ func (p *filePass) batch(ctx context.Context, f *txlog.Add, b *pq.Batch, fi *int
 			appendKept(i)
 		}
 		if p.rep.Len() > 0 {
+			p.tags.added(p.rep)
 			out.AppendRange(p.rep, 0, p.rep.Len())
 			p.rep.Reset()
+		}
+		if act != keepRow {
+			p.tags.removed(i)
 		}
 		switch act {
 		case keepRow:

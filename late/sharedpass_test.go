@@ -6,7 +6,6 @@ import (
 
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream/spec"
-	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 	"testing"
 )
@@ -102,14 +101,7 @@ func TestReplayReadsSourceOnceForEveryGold(t *testing.T) {
 func TestCanPlanByTags(t *testing.T) {
 	lake, _, _ := pipeline(t, 7, 500, 2, "")
 	_, snap := openSnapshot(t, lake, "gold/t5")
-	schema, err := snap.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := table.NewRowHasher(snap, schema, *goldRowTags())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := snapHasher(t, snap)
 	files := snap.Files()
 	if len(files) == 0 || !canPlanByTags(h, files) {
 		t.Fatalf("the stream's %d tagged files: want a plan by tags", len(files))

@@ -49,6 +49,7 @@ type DataWriter struct {
 type openFile struct {
 	enc    *pq.FileEncoder
 	tag    fileTag
+	hint   *tagHint // the sums of the rows WriteTagged is writing, settled into tag at its end
 	dir    string
 	values map[string]*string
 	idx    []int
@@ -261,10 +262,20 @@ func (w *DataWriter) writeRows(ctx context.Context, key string, f *openFile, col
 		if err := f.enc.Write(data, idx); err != nil {
 			return err
 		}
-		if w.tagger != nil {
+		switch {
+		case f.hint != nil:
+			f.tag.rows += int64(hi - lo)
+			f.hint.scan(w.tagger, cols, idx, hi-lo)
+		case w.tagger != nil:
 			f.tag.add(w.tagger, cols, idx, hi-lo)
 		}
 		if f.enc.Size() >= w.opts.TargetFileSize {
+			if f.hint != nil {
+				if err := f.hint.split(w.tagger, &f.tag, w.schema, cols, rows, hi, n); err != nil {
+					return err
+				}
+				f.hint = nil
+			}
 			if err := w.finish(ctx, key); err != nil {
 				return err
 			}

@@ -73,6 +73,11 @@ type Rewrite struct {
 	Changes *ChangeWriter
 	// RowTags, when set, tags every file the rewrite writes (see RowTagKey).
 	RowTags *RowTags
+	// FileTags, when set with RowTags, is asked right after File replaced f, in File's
+	// goroutine, for the sums of the row hashes of the rows File returned (DataWriter's
+	// WriteTagged); false: the writer hashes them. A File that keeps most of f's rows has
+	// their sums from f's tag and need hash only the rows it changed.
+	FileTags func(f *txlog.Add) (GroupSums, bool)
 }
 
 // RewriteResult is what a Rewrite did.
@@ -145,7 +150,7 @@ func (t *Table) Rewrite(ctx context.Context, rw Rewrite) (RewriteResult, error) 
 		if !d.replace {
 			return nil
 		}
-		if err := writeAll(ctx, w, d.rows); err != nil {
+		if err := w.WriteTagged(ctx, d.rows, d.sums); err != nil {
 			return err
 		}
 		if cf.diff != nil {
@@ -248,6 +253,7 @@ type decided struct {
 	replace bool
 	rows    []*pq.Batch
 	read    func() ([]*pq.Batch, error)
+	sums    GroupSums // the row tag sums of rows (Rewrite.FileTags), nil: hashed as written
 }
 
 // decideFile asks rw.File about f, whose rows are read once for File and the change rows.
@@ -263,7 +269,13 @@ func decideFile(ctx context.Context, fs *FileScan, rw Rewrite, f *txlog.Add) (de
 		return old, nil
 	}
 	replace, rows, err := rw.File(ctx, f, read)
-	return decided{f: f, replace: replace, rows: rows, read: read}, err
+	d := decided{f: f, replace: replace, rows: rows, read: read}
+	if err == nil && replace && rw.FileTags != nil && rw.RowTags != nil {
+		if sums, ok := rw.FileTags(f); ok {
+			d.sums = sums
+		}
+	}
+	return d, err
 }
 
 // pipeFiles calls decide on each file in order in a goroutine of its own and write on each

@@ -125,6 +125,15 @@ func (h *RowHasher) Hash(enc []byte) [2]uint64 {
 	return [2]uint64{u.Lo, u.Hi}
 }
 
+// SumRows adds the hashes of the first n rows of cols (as Row takes them) to sums.
+func (h *RowHasher) SumRows(sums GroupSums, cols []*pq.Column, n int) {
+	for i := range n {
+		if g, hash, ok := h.Row(cols, i); ok {
+			sums.Add(g, hash)
+		}
+	}
+}
+
 // GroupSums are per-group sums of row hashes.
 type GroupSums map[int64][2]uint64
 
@@ -139,10 +148,12 @@ func (s GroupSums) Add(g int64, hash [2]uint64) {
 // groups' slot order): the sums are kept in a short slice searched from the group last hit,
 // not a map; once the file has more groups than a tag may hold, rows are only counted.
 type fileTag struct {
-	rows     int64
-	groups   []int64
-	sums     [][2]uint64
-	last     int
+	rows   int64
+	groups []int64
+	sums   [][2]uint64
+	last   int
+	// overflow: the file gets no tag (more groups than a tag may hold, or sums handed to
+	// WriteTagged that did not match its rows' groups).
 	overflow bool
 	index    map[int64]int // groups by value, once there are more than linearGroups
 }
@@ -160,32 +171,46 @@ func (t *fileTag) add(h *RowHasher, cols []*pq.Column, idx []int, n int) {
 		if idx != nil {
 			i = idx[k]
 		}
-		g, hash, ok := h.Row(cols, i)
-		if !ok {
-			continue
+		if g, hash, ok := h.Row(cols, i); ok && !t.addSum(g, hash) {
+			return
 		}
-		j := t.find(g)
-		if j < 0 {
-			if len(t.groups) == maxTagGroups {
-				t.overflow = true
-				return
-			}
-			j = len(t.groups)
-			t.groups, t.sums = append(t.groups, g), append(t.sums, [2]uint64{})
-			if t.index != nil || len(t.groups) > linearGroups {
-				if t.index == nil {
-					t.index = make(map[int64]int, 2*linearGroups)
-					for x, y := range t.groups {
-						t.index[y] = x
-					}
-				}
-				t.index[g] = j
-			}
-		}
-		t.last = j
-		t.sums[j][0] += hash[0]
-		t.sums[j][1] += hash[1]
 	}
+}
+
+// addSum adds s to group g's sum; false once the file has more groups than a tag may hold.
+func (t *fileTag) addSum(g int64, s [2]uint64) bool {
+	j := t.slot(g)
+	if j < 0 {
+		return false
+	}
+	t.sums[j][0] += s[0]
+	t.sums[j][1] += s[1]
+	return true
+}
+
+// slot returns g's index in t.groups, adding the group when it is new and last it; -1 once
+// the file has more groups than a tag may hold (overflow).
+func (t *fileTag) slot(g int64) int {
+	j := t.find(g)
+	if j < 0 {
+		if len(t.groups) == maxTagGroups {
+			t.overflow = true
+			return -1
+		}
+		j = len(t.groups)
+		t.groups, t.sums = append(t.groups, g), append(t.sums, [2]uint64{})
+		if t.index != nil || len(t.groups) > linearGroups {
+			if t.index == nil {
+				t.index = make(map[int64]int, 2*linearGroups)
+				for x, y := range t.groups {
+					t.index[y] = x
+				}
+			}
+			t.index[g] = j
+		}
+	}
+	t.last = j
+	return j
 }
 
 // find returns g's index in t.groups, or -1: the group last hit first, then the others.
