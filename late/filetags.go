@@ -70,7 +70,7 @@ func (t *fileTags) removed(i int) {
 		return
 	}
 	if g, h, ok := t.h.Row(t.read, i); ok {
-		t.sums.Add(g, [2]uint64{-h[0], -h[1]})
+		t.sums.Sub(g, h)
 	}
 }
 

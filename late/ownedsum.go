@@ -107,10 +107,10 @@ func windowOwners(parts []*hashAgg) (lo int64, owner []int) {
 			first = false
 		}
 	}
-	nw := int((hi-lo)/slide) + 1
 	if first {
 		return 0, nil
 	}
+	nw := int((hi-lo)/slide) + 1
 	counts := make([][]int32, len(parts))
 	for i, h := range parts {
 		counts[i] = make([]int32, nw)

@@ -355,7 +355,7 @@ func (r *sourceRead) selectRows(b *pq.Batch, src *source, tr *silver.Transformer
 // order). Files were dealt out in path order (random UUIDs), so every worker saw every
 // window and each of a 100k-key replay's groups (about a row each) was looked up again to
 // merge the workers' tables; in time order the workers' windows meet only where their runs
-// meet and where late rows reach back (see sumOwned).
+// meet and where late rows reach back (see passTarget.sumParts).
 func (r *sourceRead) shareFiles() {
 	n := len(r.files)
 	r.share = make([]int, r.workers+1)

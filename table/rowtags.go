@@ -143,6 +143,9 @@ func (s GroupSums) Add(g int64, hash [2]uint64) {
 	s[g] = [2]uint64{v[0] + hash[0], v[1] + hash[1]}
 }
 
+// Sub takes hash, added before, off group g's sum.
+func (s GroupSums) Sub(g int64, hash [2]uint64) { s.Add(g, [2]uint64{-hash[0], -hash[1]}) }
+
 // fileTag accumulates one data file's tag while it is written. A file holds few groups
 // (gold: the windows a batch closed), whose rows come interleaved (gold is written in its
 // groups' slot order): the sums are kept in a short slice searched from the group last hit,

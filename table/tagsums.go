@@ -62,7 +62,7 @@ func (x *tagHint) settle(t *fileTag) {
 func (x *tagHint) split(h *RowHasher, t *fileTag, schema *txlog.StructType, cols []*pq.Column, idx []int, done, n int) error {
 	sub := func(cols []*pq.Column, i int) {
 		if g, hash, ok := h.Row(cols, i); ok {
-			x.sums.Add(g, [2]uint64{-hash[0], -hash[1]})
+			x.sums.Sub(g, hash)
 		}
 	}
 	for k := done; k < n; k++ {
