@@ -45,9 +45,10 @@ func checkLostID(ctx context.Context, ckpt objstore.Bucket, what string) error {
 }
 
 // checkCommitted refuses to run when bronze or rejects lacks the txn of the last batch the
-// checkpoint calls committed, or is at a version below the one that batch committed at.
-// Batches commit to the tables in batch order, so the last one stands for all. It reads one
-// commit record and each table's snapshot, which the run's commits reuse (x.snapshot).
+// checkpoint calls committed, or is at a version below the one that batch committed at, or
+// a RESTORE after that version took it back before it. Batches commit to the tables in batch
+// order, so the last one stands for all. It reads one commit record, each table's snapshot,
+// which the run's commits reuse (x.snapshot), and the commits after the recorded version.
 func (x *Ingester) checkCommitted(ctx context.Context, st *state, what string) error {
 	last := int64(-1)
 	for id := range st.committed {
@@ -89,6 +90,14 @@ func (x *Ingester) checkCommitted(ctx context.Context, st *state, what string) e
 			}
 			return fmt.Errorf("bronze: %w: table %s has %s of %s, but %s/%s recorded batch %d committed (at version %d); %s",
 				ErrTableBehind, t.path, has, st.appID, what, commitKey(last), last, t.version, behindHint)
+		}
+		r, err := t.tbl.Log().RestoredPast(ctx, t.version)
+		if err != nil {
+			return fmt.Errorf("bronze: %s: %w", t.path, err)
+		}
+		if r != nil {
+			return fmt.Errorf("bronze: %w: %s; %s/%s recorded batch %d committed at its version %d; %s (docs/recovery.md)",
+				ErrTableBehind, r.Describe(t.path), what, commitKey(last), last, t.version, r.UndoHint())
 		}
 	}
 	return nil

@@ -328,7 +328,7 @@ func openReplay(ctx context.Context, opts *Options, g *spec.Aggregation, st stre
 	}
 	if !src.bronze {
 		// Silver without a batch the stream committed would replace gold's windows with less.
-		if err := st.check(opts.Query.Tables.Silver, src.latest); err != nil {
+		if err := st.check(ctx, opts.Query.Tables.Silver, src.t.Log(), src.latest); err != nil {
 			return nil, err
 		}
 	}

@@ -27,13 +27,23 @@ type streamState struct {
 }
 
 // check refuses a table (by its path) that is behind what the stream's last commit recorded
-// of it; snap is its latest snapshot, which the caller reads anyway.
-func (st streamState) check(path string, snap *txlog.Snapshot) error {
+// of it; snap is its latest snapshot, which the caller reads anyway, log its log. A RESTORE
+// after the recorded commit that took the table back before it is refused too, and with apps
+// (merge-late's own txn in its output), one that took it back before the last commit carrying
+// their txn: merge-late would otherwise take its lost rows for merged.
+func (st streamState) check(ctx context.Context, path string, log *txlog.Log, snap *txlog.Snapshot, apps ...string) error {
 	m, ok := st.tables[path]
 	if !ok {
 		return nil
 	}
 	if err := checkpoint.CheckTable(path, st.ckpt, st.queryID, snap, m); err != nil {
+		return fmt.Errorf("late: %w", err)
+	}
+	r, err := log.RestoredPast(ctx, m.Version, apps...)
+	if err != nil {
+		return fmt.Errorf("late: %s: %w", path, err)
+	}
+	if err := checkpoint.CheckRestored(path, st.ckpt, m, r); err != nil {
 		return fmt.Errorf("late: %w", err)
 	}
 	return nil

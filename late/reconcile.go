@@ -109,7 +109,7 @@ func openDelta(ctx context.Context, opts *Options, st streamState, dt deltaTable
 	if d.qSnap, found, err = dt.snapshot(ctx, d.q, dt.qWhat, "quarantine"); err != nil || !found {
 		return d, deltaNoQuarantine, err
 	}
-	if err := errors.Join(st.check(dt.out, d.outSnap), st.check(dt.quarantine, d.qSnap)); err != nil {
+	if err := errors.Join(st.check(ctx, dt.out, d.out.Log(), d.outSnap, d.appID), st.check(ctx, dt.quarantine, d.q.Log(), d.qSnap)); err != nil {
 		if dt.checkWrap != "" {
 			err = fmt.Errorf("%s: %w", dt.checkWrap, err)
 		}

@@ -4,10 +4,12 @@ package stream
 // writes, the last batch whose txn(query id, batch) it holds and the version that commit made
 // (checkpoint.Commit.Tables). A run starts only when every table is at least there, and when
 // every table the query reads as a stream is at least at the version its offsets read: a
-// deleted _delta_log entry or a bucket restored from an older backup stops the query with
+// deleted _delta_log entry, a bucket restored from an older backup, or a RESTORE commit that
+// took a written table back before its recorded commit stops the query with
 // checkpoint.ErrTableBehind instead of losing rows or counting them twice. The checks use the
-// checkpoint's last entries, the latest bronze snapshot every run loads, and one small read of
-// each written table's recorded commit, once per run, never per batch.
+// checkpoint's last entries, the latest bronze snapshot every run loads, and for each written
+// table one small read of its recorded commit and one of each commit after it, once per run,
+// never per batch.
 
 import (
 	"context"
@@ -78,24 +80,32 @@ func (m *tableMarks) over(prev map[string]checkpoint.TableMark) map[string]check
 // checked (the query no longer writes it). The usual case costs one small read a table: the
 // recorded commit is there and carries the recorded txn (commitHolds); only when it does not
 // (a table gone back; a recorded version that is a lower bound; a commit removed by log
-// cleanup) is the table's snapshot loaded to decide.
+// cleanup) is the table's snapshot loaded to decide. Then a listing of the commits after the
+// recorded one, and a read of each, finds a RESTORE that took the table back before it (a new
+// version that keeps every txn, so neither check above sees it).
 func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]checkpoint.TableMark, byPath map[string]*table.Table) error {
 	for p, m := range marks {
 		t := byPath[p]
 		if t == nil {
 			continue
 		}
-		if commitHolds(ctx, t.Bucket(), m.Version, queryID, m.Batch) {
-			continue
+		if !commitHolds(ctx, t.Bucket(), m.Version, queryID, m.Batch) {
+			snap, err := t.Latest(ctx)
+			if errors.Is(err, txlog.ErrTableNotFound) {
+				snap, err = nil, nil
+			}
+			if err != nil {
+				return fmt.Errorf("stream: table %s: %w", p, err)
+			}
+			if err := checkpoint.CheckTable(p, ckpt, queryID, snap, m); err != nil {
+				return fmt.Errorf("stream: %w", err)
+			}
 		}
-		snap, err := t.Latest(ctx)
-		if errors.Is(err, txlog.ErrTableNotFound) {
-			snap, err = nil, nil
-		}
+		r, err := t.Log().RestoredPast(ctx, m.Version)
 		if err != nil {
 			return fmt.Errorf("stream: table %s: %w", p, err)
 		}
-		if err := checkpoint.CheckTable(p, ckpt, queryID, snap, m); err != nil {
+		if err := checkpoint.CheckRestored(p, ckpt, m, r); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
 	}

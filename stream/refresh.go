@@ -291,12 +291,13 @@ func refreshInputSnap(ctx context.Context, t *table.Table, what, name string, o 
 	if err != nil {
 		return nil, fmt.Errorf("stream: refresh %s: %s: %w", name, what, err)
 	}
-	return snap, refreshCheckInput(o, snap)
+	return snap, refreshCheckInput(ctx, o, t.Log(), snap)
 }
 
 // refreshCheckInput refuses an input table (silver, or a join's joined table) of o ahead of
-// the checkpoint's last commit (a stream running) or behind it (a restored or damaged table).
-func refreshCheckInput(o refreshOwner, snap *txlog.Snapshot) error {
+// the checkpoint's last commit (a stream running) or behind it (a restored or damaged table,
+// or a RESTORE that took it back: log is its log).
+func refreshCheckInput(ctx context.Context, o refreshOwner, log *txlog.Log, snap *txlog.Snapshot) error {
 	if o.id == "" {
 		return nil
 	}
@@ -307,6 +308,13 @@ func refreshCheckInput(o refreshOwner, snap *txlog.Snapshot) error {
 	if o.h.Committed != nil {
 		if m, ok := o.h.Committed.Tables[o.path]; ok {
 			if err := checkpoint.CheckTable(o.path, o.ckpt, o.id, snap, m); err != nil {
+				return fmt.Errorf("stream: refresh: %w", err)
+			}
+			r, err := log.RestoredPast(ctx, m.Version)
+			if err != nil {
+				return fmt.Errorf("stream: refresh: %s: %w", o.path, err)
+			}
+			if err := checkpoint.CheckRestored(o.path, o.ckpt, m, r); err != nil {
 				return fmt.Errorf("stream: refresh: %w", err)
 			}
 		}

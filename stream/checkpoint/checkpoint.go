@@ -193,6 +193,24 @@ func CheckTable(what, ckpt, queryID string, snap *txlog.Snapshot, m TableMark) e
 	return nil
 }
 
+// CheckRestored refuses a table that a RESTORE took back to before a commit the checkpoint
+// recorded (r, from txlog.Log.RestoredPast; nil: none): the table's version and txn are past
+// the record, but the rows of the commits the restore undid are gone.
+func CheckRestored(what, ckpt string, m TableMark, r *txlog.Restore) error {
+	if r == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; checkpoint %s recorded batch %d at its version %d; %s",
+		ErrTableBehind, r.Describe(what), ckpt, m.Batch, m.Version, RestoredHint(r))
+}
+
+// RestoredHint is the way out of a restore that undid recorded commits: undo it, or rebuild
+// the table.
+func RestoredHint(r *txlog.Restore) string {
+	return r.UndoHint() + "; a gold or derived table may instead be rebuilt from its input with medallion run " +
+		"refresh --table NAME --config F (docs/recovery.md, \"A table was restored\")"
+}
+
 // CheckRead compares the latest version of a table the query reads as a stream (-1: the
 // table does not exist) with the offset a batch of the checkpoint read it up to.
 func CheckRead(what, ckpt, offsetsKey string, latest int64, end *source.Offset) error {

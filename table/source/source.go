@@ -225,9 +225,11 @@ func (s *Source) commitFiles(ctx context.Context, v int64) ([]*txlog.Add, error)
 		return nil, fmt.Errorf("source: source commit %d: %w", v, err)
 	}
 	var adds []*txlog.Add
-	removed := false
+	removed, restore := false, false
 	for _, a := range actions {
 		switch {
+		case a.CommitInfo != nil && a.CommitInfo.Operation == txlog.OperationRestore:
+			restore = true
 		case a.Add != nil && a.Add.DataChange:
 			adds = append(adds, a.Add)
 		case a.Remove != nil && a.Remove.DataChange:
@@ -238,6 +240,10 @@ func (s *Source) commitFiles(ctx context.Context, v int64) ([]*txlog.Add, error)
 	case !removed:
 	case len(adds) == 0 && (s.opts.IgnoreDeletes || s.opts.IgnoreChanges):
 	case len(adds) > 0 && s.opts.IgnoreChanges:
+	case restore:
+		return nil, fmt.Errorf("%w: version %d is a RESTORE that takes back rows the stream has read; a stream cannot "+
+			"un-read them, and ignoring the change would count the rows it brings back again (docs/recovery.md, "+
+			"\"A table was restored\")", ErrDataRemoved, v)
 	default:
 		return nil, fmt.Errorf("%w: version %d removes data files; set stream.ignore_deletes (deletes only) or stream.ignore_changes to go on", ErrDataRemoved, v)
 	}
