@@ -92,6 +92,12 @@ func openMerge(ctx context.Context, opts *Options, g *spec.Aggregation, st strea
 		return nil, fmt.Errorf("late: quarantine %s has no %s column", g.Quarantine, colLateWatermark)
 	}
 	adds, err := addedFiles(ctx, d.q.Bucket(), gr.FromVersion+1, gr.ToVersion)
+	if errors.Is(err, errCommitCleanedUp) {
+		// Replay runs merge-late first and would stop here too; refresh rebuilds gold from
+		// silver, which holds the late rows, and records the quarantine as merged.
+		return nil, fmt.Errorf("late: quarantine %s: %w: rebuild gold from silver with `medallion run refresh --table %s --config F` "+
+			"(docs/derived-tables.md), then merge-late goes on from there", g.Name, err, g.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("late: quarantine %s: %w", g.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -373,7 +374,9 @@ func (m *merger) readQuarantine(ctx context.Context, qt *table.Table, qsnap *txl
 	var fresh []*txlog.Add
 	if rep.ToVersion > rep.FromVersion {
 		var err error
-		if fresh, err = addedFiles(ctx, qt.Bucket(), rep.FromVersion+1, rep.ToVersion); err != nil {
+		if fresh, err = addedFiles(ctx, qt.Bucket(), rep.FromVersion+1, rep.ToVersion); errors.Is(err, errCommitCleanedUp) {
+			return out, fmt.Errorf("late: join %s quarantine: %w: run replay over its range", j.Name, err)
+		} else if err != nil {
 			return out, fmt.Errorf("late: join %s quarantine: %w", j.Name, err)
 		}
 	}

@@ -153,6 +153,10 @@ func quarantineBehind(q, target, appID string, has, merged int64) error {
 		"docs/recovery.md), then run merge-late", checkpoint.ErrTableBehind, q, has, target, appID, merged)
 }
 
+// errCommitCleanedUp: log cleanup removed a quarantine commit before merge-late read it. Each
+// caller names its way out, which differs between an aggregation and a join.
+var errCommitCleanedUp = errors.New("is no longer in the log (cleaned up before it was merged)")
+
 // addedFiles lists the files the commits from..to (inclusive) added with dataChange: the rows
 // those versions appended (compactions, with dataChange false, only move rows already seen).
 func addedFiles(ctx context.Context, b objstore.Bucket, from, to int64) ([]*txlog.Add, error) {
@@ -160,7 +164,7 @@ func addedFiles(ctx context.Context, b objstore.Bucket, from, to int64) ([]*txlo
 	for v := max(from, 0); v <= to; v++ {
 		data, err := objstore.ReadAll(ctx, b, txlog.CommitKey(v))
 		if errors.Is(err, objstore.ErrNotFound) {
-			return nil, fmt.Errorf("commit %d is no longer in the log (cleaned up before it was merged): run replay over its range", v)
+			return nil, fmt.Errorf("commit %d %w", v, errCommitCleanedUp)
 		}
 		if err != nil {
 			return nil, err

@@ -14,7 +14,10 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -117,6 +120,22 @@ func TestErrorHint(t *testing.T) {
 		}
 		if got := errorHint(c.err); !strings.HasPrefix(got, c.hint) || (c.hint == "") != (got == "") {
 			t.Errorf("errorHint(%v) = %q, want %q...", c.err, got, c.hint)
+		}
+	}
+}
+
+// TestRecoveryErrorsKeepTheWayOut: a job that refuses to go on because a table or its files
+// went away (a vacuum past the stream's position, a table behind its checkpoint) ends its
+// error with the way out, which the one-line error must not cut off.
+func TestRecoveryErrorsKeepTheWayOut(t *testing.T) {
+	long := strings.Repeat("version 9: part-00000-bf292ed7-f5fc-4522-bc66-06766ebaab6c-c000.snappy.parquet; ", 5)
+	for _, err := range []error{
+		fmt.Errorf("%w: 5 files added by bronze versions 9: %s. To recover: the way out", stream.ErrBronzeFilesMissing, long),
+		fmt.Errorf("stream: %w: table silver/events %s; the way out", checkpoint.ErrTableBehind, long),
+		fmt.Errorf("ingest: %w: bronze/events %s; the way out", bronze.ErrTableBehind, long),
+	} {
+		if got := shortError(err); !strings.HasSuffix(got, "the way out") {
+			t.Errorf("shortError cut the way out off: %q", got)
 		}
 	}
 }

@@ -1,0 +1,47 @@
+package late
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/medallion-lake/medallion/txlog"
+)
+
+// TestQuarantineCleanedUpNamesRefresh: when log cleanup removed quarantine commits merge-late
+// has not merged yet (merge-late stopped for longer than delta.logRetentionDuration, or
+// another tool shortened it), merge-late and replay both refuse; the way out they name must
+// be one that works. Replay runs merge-late first and stops at the same commit, so it cannot
+// be the way out; refresh rebuilds gold from silver and records the quarantine as merged.
+func TestQuarantineCleanedUpNamesRefresh(t *testing.T) {
+	ctx := context.Background()
+	lake, cfg, _ := pipeline(t, 7, 3000, 6, "")
+	q := cfg.Gold[0].Quarantine
+	qt, snap := openSnapshot(t, lake, q)
+	if snap.Version() < 1 {
+		t.Fatalf("quarantine %s at version %d: the workload quarantined nothing", q, snap.Version())
+	}
+	if err := qt.Log().Checkpoint(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(0); v < snap.Version(); v++ {
+		if err := qt.Bucket().Delete(ctx, txlog.CommitKey(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := opts(lake, cfg)
+	o.Gold = cfg.Gold[0].Name
+	_, err := MergeLate(ctx, o)
+	if err == nil || !strings.Contains(err.Error(), "no longer in the log") {
+		t.Fatalf("merge-late: %v, want the cleaned-up commit refused", err)
+	}
+	want := "medallion run refresh --table " + cfg.Gold[0].Name
+	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "run replay over its range") {
+		t.Errorf("merge-late's error %q does not name %q (replay stops at the same commit)", err, want)
+	}
+	_, err = Replay(ctx, o, Range{From: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("replay: %v, want the refusal naming %q", err, want)
+	}
+}
