@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -100,6 +102,40 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 		}
 	}
 	return nil
+}
+
+// checkMainMoved refuses to start when the table every other written table's rows come from
+// (main: silver, or a join's joined table) holds none of the query's batches while a table
+// fed from it (derived: the golds and quarantines) does: main's path changed in the config.
+// The query would go on writing a new, partial main table, and what reads main as the whole
+// (replay from silver, refresh, the exact dedup of old resends) would take it for everything:
+// a replay then deletes gold's windows that the old table held. Marks are cumulative, so a
+// query that ever wrote a derived table wrote main too; a checkpoint without marks (written
+// before they existed) is not checked.
+func checkMainMoved(ckpt string, marks map[string]checkpoint.TableMark, main string, derived, written []string) error {
+	if _, ok := marks[main]; ok || len(marks) == 0 {
+		return nil
+	}
+	var fed, gone []string
+	for _, p := range derived {
+		if _, ok := marks[p]; ok {
+			fed = append(fed, p)
+		}
+	}
+	if len(fed) == 0 {
+		return nil
+	}
+	for p := range marks {
+		if !slices.Contains(written, p) {
+			gone = append(gone, p)
+		}
+	}
+	slices.Sort(gone)
+	return fmt.Errorf("%w: table %s holds none of the batches checkpoint %s recorded, which wrote %s from it; "+
+		"its path changed in the config (the checkpoint recorded tables the config no longer names: %v)? "+
+		"Put the old path back; a query's tables cannot move. To start over on new tables, give the query a new "+
+		"checkpoint and new silver, quarantine and gold paths together (docs/schema-evolution.md)",
+		checkpoint.ErrTableBehind, main, ckpt, strings.Join(fed, ", "), gone)
 }
 
 // commitHolds reports whether the table's commit of version v exists and carries txn(appID,

@@ -206,6 +206,10 @@ func NewJoin(opts JoinOptions) (*JoinRunner, error) {
 		written[g.Table], written[g.Quarantine] = gt, qt
 	}
 	r.e = newEngine(cfg, r, inputs, written)
+	r.e.main = j.Table
+	for _, g := range j.Gold {
+		r.e.derived = append(r.e.derived, g.Table, g.Quarantine)
+	}
 	r.report = JoinReport{Name: j.Name, Gold: []GoldReport{}}
 	return &JoinRunner{e: r.e, q: r}, nil
 }

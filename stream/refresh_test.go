@@ -3,9 +3,11 @@ package stream
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/medallion-lake/medallion/jobs/specs"
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/objstore/mem"
 )
@@ -29,5 +31,90 @@ func TestRefreshJoinGoldRefusals(t *testing.T) {
 	}
 	for o, err := range lake.List(ctx, "", objstore.ListOptions{}) {
 		t.Errorf("the refused refresh wrote %s (%v)", o.Key, err)
+	}
+}
+
+// TestStreamGoldAddedToARunningQueryNamesRefresh: a gold added to the config of a query that
+// already ran has no state in the checkpoint. The refusal names `run refresh --table` (which
+// builds it from silver, so the next batches go on) and not a new checkpoint, which would read
+// bronze again into the existing tables and count every row twice.
+func TestStreamGoldAddedToARunningQueryNamesRefresh(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	g5 := `
+  - name: g5
+    table: gold/g5
+    quarantine: silver/late_g5
+    window: {type: tumbling, size: 5s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`
+	g10 := `
+  - name: g10
+    table: gold/g10
+    quarantine: silver/late_g10
+    window: {type: tumbling, size: 10s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`
+	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]", g5), "available-now")
+
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]", g5+g10)
+	appendBronze(t, lake, []ev{{ID: "c", Type: "click", Amount: 1, T: hm("00:00:25")}})
+	_, err := runStream(t, lake, cfg, "available-now")
+	if err == nil || !strings.Contains(err.Error(), "medallion run refresh --table g10") || strings.Contains(err.Error(), "needs a new checkpoint") {
+		t.Fatalf("err = %v, want a refusal naming `medallion run refresh --table g10`", err)
+	}
+	opts := Options{Lake: lake, Query: specs.Query(cfg), Clock: runStreamClock}
+	if _, err := RefreshGold(ctx, opts, "g10"); err != nil {
+		t.Fatalf("refresh of the added gold: %v", err)
+	}
+	mustRun(t, lake, cfg, "available-now")
+	if got, want := goldCounts(t, lake, "gold/g10"), []string{"00:00=1", "00:00=1"}; !slices.Equal(got, want) {
+		t.Errorf("gold/g10 after the refresh and the next batch = %v, want %v", got, want)
+	}
+}
+
+// TestStreamRefusesSilverMovedUnderItsCheckpoint: silver's path changed in the config of a
+// query that already wrote silver and gold. Going on would start a new, partial silver that
+// replay (and refresh, and the exact dedup of old resends) take for the whole: a replay then
+// deletes gold's windows. The run is refused before it writes, naming the new path and the old
+// one the checkpoint recorded.
+func TestStreamRefusesSilverMovedUnderItsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]", `
+  - name: g5
+    table: gold/g5
+    quarantine: silver/late_g5
+    window: {type: tumbling, size: 5s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`)
+	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	mustRun(t, lake, cfg, "available-now")
+	if got := goldCounts(t, lake, "gold/g5"); len(got) != 1 {
+		t.Fatalf("gold/g5 = %v, want the first window", got)
+	}
+
+	appendBronze(t, lake, []ev{{ID: "c", Type: "click", Amount: 1, T: hm("00:00:25")}})
+	q := specs.Query(cfg)
+	q.Tables.Silver = "silver/events_v2"
+	r, err := New(Options{Lake: lake, Query: q, Clock: runStreamClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "table silver/events_v2 holds none of the batches") || !strings.Contains(err.Error(), "[silver/events]") {
+		t.Fatalf("err = %v, want a refusal naming silver/events_v2 and the recorded silver/events", err)
+	}
+	for o, err := range lake.List(ctx, "silver/events_v2/", objstore.ListOptions{}) {
+		t.Errorf("the refused run wrote %s (%v)", o.Key, err)
+	}
+	// The old path back: the query goes on.
+	mustRun(t, lake, cfg, "available-now")
+	if got := goldCounts(t, lake, "gold/g5"); len(got) != 2 {
+		t.Errorf("gold/g5 = %v, want two windows", got)
 	}
 }

@@ -162,6 +162,10 @@ func New(opts Options) (*Runner, error) {
 	sq.t.silverW = silver.Writer{Silver: sq.t.silver, Rejects: sq.t.rejects}
 	src := source.New(objstore.WithPrefix(cfg.lake, q.Tables.Bronze), q.Source)
 	sq.e = newEngine(cfg, sq, []input{{src: src, path: q.Tables.Bronze, label: "stream: bronze"}}, written)
+	sq.e.main = q.Tables.Silver
+	for _, g := range q.Gold {
+		sq.e.derived = append(sq.e.derived, g.Table, g.Quarantine)
+	}
 	sq.report.Gold = []GoldReport{} // [] in the summary when no batch ran, not null
 	return &Runner{e: sq.e, q: sq}, nil
 }
