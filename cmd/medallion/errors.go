@@ -23,6 +23,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore/file"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/stream"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
@@ -56,8 +57,10 @@ func shortError(err error) string {
 	s = strings.Join(strings.Fields(s), " ")
 	// A failed expectation's message ends with the violating row, which the user needs whole
 	// (silver bounds it); so do a table rule's; a refused schema or definition change, and a
-	// refusal by a table feature, end with the ways out (docs/table-features.md).
+	// refusal by a table feature, end with the ways out (docs/table-features.md), and so does a
+	// table behind its checkpoint (the recover command, docs/recovery.md).
 	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) && !errors.Is(err, bronze.ErrSchemaChange) &&
+		!errors.Is(err, checkpoint.ErrTableBehind) && !errors.Is(err, bronze.ErrTableBehind) &&
 		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, stream.ErrRefreshRefused) && !errors.Is(err, table.ErrIncompatibleSchema) &&
 		!errors.Is(err, txlog.ErrUnsupportedFeature) && !errors.Is(err, table.ErrRowRuleViolated) {
 		s = s[:maxErrorLen] + "…"

@@ -14,7 +14,9 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/medallion-lake/medallion/bronze"
 	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/stream/checkpoint"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -117,6 +119,23 @@ func TestErrorHint(t *testing.T) {
 		}
 		if got := errorHint(c.err); !strings.HasPrefix(got, c.hint) || (c.hint == "") != (got == "") {
 			t.Errorf("errorHint(%v) = %q, want %q...", c.err, got, c.hint)
+		}
+	}
+}
+
+// TestShortErrorKeepsTheRecoveryWayOut: a table behind its checkpoint (the stream's, the
+// ingest's) is refused with the recover command at the end of a message longer than the cap;
+// the one line an operator reads must keep it, as it keeps a refused definition change's.
+func TestShortErrorKeepsTheRecoveryWayOut(t *testing.T) {
+	stream := fmt.Errorf("run stream: stream: %w", checkpoint.CheckTable("silver/events", "_checkpoints/events", "4f0c", nil, checkpoint.TableMark{Batch: 4, Version: 5}))
+	ingest := fmt.Errorf("bronze: %w: table bronze/events does not exist, but _checkpoints/events/ingest/commits/3 recorded batch 3 committed at its version 4; %s",
+		bronze.ErrTableBehind, strings.Repeat("a long hint ", 30)+"medallion recover rollback --ingest")
+	for _, err := range []error{stream, ingest} {
+		if len(err.Error()) <= maxErrorLen {
+			t.Fatalf("%v: not longer than the cap, the test shows nothing", err)
+		}
+		if got := shortError(err); !strings.Contains(got, "medallion recover rollback") {
+			t.Errorf("shortError cut the way out: %q", got)
 		}
 	}
 }
