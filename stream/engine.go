@@ -493,6 +493,9 @@ func (e *engine) checkIdentity(ctx context.Context, h checkpoint.Head) error {
 			}
 		}
 	}
+	if h.Last < 0 && e.main != "" {
+		return wrap(checkFreshQuery(ctx, e.cfg.checkpoint, h.QueryID, append([]string{e.main}, e.derived...), e.byPath))
+	}
 	if h.Committed == nil {
 		return nil
 	}

@@ -138,6 +138,43 @@ func checkMainMoved(ckpt string, marks map[string]checkpoint.TableMark, main str
 		checkpoint.ErrTableBehind, main, ckpt, strings.Join(fed, ", "), gone)
 }
 
+// checkFreshQuery refuses the first batch of a new query (a checkpoint without batches) when a
+// table it would write already holds another query's batches: the checkpoint was deleted or
+// stream.checkpoint points somewhere new. The new query would read its input from the start
+// into those tables and count every row twice. Only the tables one query owns are checked
+// (main and derived), not the rejects table that sources share.
+func checkFreshQuery(ctx context.Context, ckpt, queryID string, paths []string, byPath map[string]*table.Table) error {
+	for _, p := range paths {
+		t := byPath[p]
+		if t == nil {
+			continue
+		}
+		snap, err := t.Latest(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("stream: table %s: %w", p, err)
+		}
+		var other []string
+		for app := range snap.Txns() {
+			if !strings.Contains(app, queryID) {
+				other = append(other, app)
+			}
+		}
+		if len(other) == 0 {
+			continue
+		}
+		slices.Sort(other)
+		return fmt.Errorf("%w: table %s holds the batches of another query (txn %s), but checkpoint %s has none: "+
+			"a new query (%s) would read its input from the start into it and count every row twice. "+
+			"Put the query's checkpoint back (stream.checkpoint as it was; a lost metadata file: medallion recover "+
+			"query-id), or start over on new tables: new silver, quarantine and gold paths with the new checkpoint "+
+			"(docs/recovery.md)", checkpoint.ErrTableBehind, p, strings.Join(other, ", "), ckpt, queryID)
+	}
+	return nil
+}
+
 // commitHolds reports whether the table's commit of version v exists and carries txn(appID,
 // batch): then the table is at v or later and holds the batch. Any failure to tell is false.
 func commitHolds(ctx context.Context, b objstore.Bucket, v int64, appID string, batch int64) bool {

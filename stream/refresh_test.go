@@ -118,3 +118,51 @@ func TestStreamRefusesSilverMovedUnderItsCheckpoint(t *testing.T) {
 		t.Errorf("gold/g5 = %v, want two windows", got)
 	}
 }
+
+// TestStreamRefusesANewCheckpointOverAnotherQuerysTables: stream.checkpoint pointed at a new
+// folder (or the old one deleted) while silver and gold hold the old query's batches. A new
+// query would read bronze from the start into them: every row twice in silver, every window
+// twice in gold. Its first batch is refused before it writes, naming the table.
+func TestStreamRefusesANewCheckpointOverAnotherQuerysTables(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]", `
+  - name: g5
+    table: gold/g5
+    quarantine: silver/late_g5
+    window: {type: tumbling, size: 5s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`)
+	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	mustRun(t, lake, cfg, "available-now")
+	silverBefore := tableRows(t, lake, "silver/events")
+
+	q := specs.Query(cfg)
+	q.Tables.Checkpoint = "_checkpoints/events2"
+	r, err := New(Options{Lake: lake, Query: q, Clock: runStreamClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "holds the batches of another query") || !strings.Contains(err.Error(), "silver/events") {
+		t.Fatalf("err = %v, want a refusal naming silver/events", err)
+	}
+	if got := tableRows(t, lake, "silver/events"); !slices.Equal(got, silverBefore) {
+		t.Errorf("silver after the refused run: %d rows, want %d", len(got), len(silverBefore))
+	}
+	// New tables with the new checkpoint: a fresh start is allowed.
+	q.Tables.Silver = "silver2/events"
+	for i := range q.Gold {
+		q.Gold[i].Table, q.Gold[i].Quarantine = "gold2/"+q.Gold[i].Name, "silver2/late_"+q.Gold[i].Name
+	}
+	if r, err = New(Options{Lake: lake, Query: q, Clock: runStreamClock}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatalf("a new checkpoint on new tables: %v", err)
+	}
+	if got := tableRows(t, lake, "silver2/events"); len(got) != 2 {
+		t.Errorf("silver2/events = %d rows, want 2", len(got))
+	}
+}
