@@ -112,6 +112,14 @@ func TestStreamRefusesSilverMovedUnderItsCheckpoint(t *testing.T) {
 	for o, err := range lake.List(ctx, "silver/events_v2/", objstore.ListOptions{}) {
 		t.Errorf("the refused run wrote %s (%v)", o.Key, err)
 	}
+	// The same path with a trailing slash is the same table, not a move.
+	q.Tables.Silver = "silver/events/"
+	if r, err = New(Options{Lake: lake, Query: q, Clock: runStreamClock}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatalf("silver/events/ for silver/events: %v", err)
+	}
 	// The old path back: the query goes on.
 	mustRun(t, lake, cfg, "available-now")
 	if got := goldCounts(t, lake, "gold/g5"); len(got) != 2 {
