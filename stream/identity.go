@@ -175,8 +175,8 @@ func checkFreshQuery(ctx context.Context, ckpt, queryID string, paths []string, 
 		return fmt.Errorf("%w: table %s holds the batches of another query (txn %s), but checkpoint %s has none: "+
 			"a new query (%s) would read its input from the start into it and count every row twice. "+
 			"Put the query's checkpoint back (stream.checkpoint as it was; a lost metadata file: medallion recover "+
-			"query-id), or start over on new tables: new silver, quarantine and gold paths with the new checkpoint "+
-			"(docs/recovery.md)", checkpoint.ErrTableBehind, p, strings.Join(other, ", "), ckpt, queryID)
+			"query-id), or start over on new tables: new silver, quarantine and gold paths with the new checkpoint, "+
+			"into which you copy the old checkpoint's ingest/ folder so that ingest goes on (docs/recovery.md)", checkpoint.ErrTableBehind, p, strings.Join(other, ", "), ckpt, queryID)
 	}
 	return nil
 }
