@@ -150,6 +150,8 @@ type engine struct {
 	// join's joined table), derived those tables' paths (checkMainMoved).
 	main    string
 	derived []string
+	// golds are the gold tables' paths and recorded definitions (checkGoldMoved).
+	golds []goldAt
 
 	pos position
 	// planned: the query is planned and its operators restored.
@@ -500,7 +502,11 @@ func (e *engine) checkIdentity(ctx context.Context, h checkpoint.Head) error {
 		return nil
 	}
 	if e.main != "" {
-		if err := checkMainMoved(e.cfg.checkpoint, h.Committed.Tables, e.main, e.derived, slices.Collect(maps.Keys(e.byPath))); err != nil {
+		written := slices.Collect(maps.Keys(e.byPath))
+		if err := checkMainMoved(e.cfg.checkpoint, h.Committed.Tables, e.main, e.derived, written); err != nil {
+			return wrap(fmt.Errorf("stream: %w", err))
+		}
+		if err := checkGoldMoved(ctx, e.cfg.lake, e.cfg.checkpoint, h.Committed.Tables, e.golds, written, e.byPath); err != nil {
 			return wrap(fmt.Errorf("stream: %w", err))
 		}
 	}

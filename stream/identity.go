@@ -144,6 +144,72 @@ func checkMainMoved(ckpt string, marks map[string]checkpoint.TableMark, main str
 		checkpoint.ErrTableBehind, main, ckpt, strings.Join(fed, ", "), gone)
 }
 
+// goldAt is a gold table of a query as checkGoldMoved sees it: its name, its path and the
+// definition its table records (PropDefinition).
+type goldAt struct {
+	name, path, def string
+}
+
+// checkGoldMoved refuses to start when a gold's table path changed in the config while its
+// name and definition stayed: the stream would go on from its state into a new, empty table,
+// which then holds only the windows closed from now on, and merge-late would fold late rows
+// into windows it lacks. It is told from a gold that never emitted a row (also not recorded)
+// by a recorded table the config no longer names whose definition is the gold's, and a
+// configured table without rows. It reads tables only in that case.
+func checkGoldMoved(ctx context.Context, lake objstore.Bucket, ckpt string, marks map[string]checkpoint.TableMark, golds []goldAt, written []string,
+	byPath map[string]*table.Table) error {
+	same := func(p string) string { return strings.TrimSuffix(p, "/") }
+	recorded := map[string]bool{}
+	for p := range marks {
+		recorded[same(p)] = true
+	}
+	var gone []string
+	for p := range marks {
+		if !slices.ContainsFunc(written, func(w string) bool { return same(w) == same(p) }) {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(gone)
+	defs := map[string]string{} // a gone table's recorded definition, read once
+	for _, g := range golds {
+		if recorded[same(g.path)] {
+			continue
+		}
+		if t := byPath[g.path]; t != nil {
+			snap, err := t.Latest(ctx)
+			if err != nil && !errors.Is(err, txlog.ErrTableNotFound) {
+				return fmt.Errorf("table %s: %w", g.path, err)
+			}
+			if err == nil && len(snap.Files()) > 0 {
+				continue // rows of its own: a refresh built it
+			}
+		}
+		for _, o := range gone {
+			d, ok := defs[o]
+			if !ok {
+				snap, err := table.Open(objstore.WithPrefix(lake, o), table.Options{}).Latest(ctx)
+				if err == nil {
+					d = snap.Metadata().Configuration[PropDefinition]
+				} else if !errors.Is(err, txlog.ErrTableNotFound) {
+					return fmt.Errorf("table %s: %w", o, err)
+				}
+				defs[o] = d
+			}
+			if d != "" && d == g.def {
+				return fmt.Errorf("%w: gold %s's table %s holds no rows, but checkpoint %s recorded batches written to %s, "+
+					"a table of the same definition that the config no longer names: its path changed in the config? "+
+					"The stream would go on from its state into the new table, which would hold only the windows closed from now on. "+
+					"Put the old path back, or build the new table from silver: stop the stream and run `medallion run refresh --table %s`",
+					checkpoint.ErrTableBehind, g.name, g.path, ckpt, o, g.name)
+			}
+		}
+	}
+	return nil
+}
+
 // checkFreshQuery refuses the first batch of a new query (a checkpoint without batches) when a
 // table it would write already holds another query's batches: the checkpoint was deleted or
 // stream.checkpoint points somewhere new. The new query would read its input from the start

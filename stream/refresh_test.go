@@ -174,3 +174,45 @@ func TestStreamRefusesANewCheckpointOverAnotherQuerysTables(t *testing.T) {
 		t.Errorf("silver2/events = %d rows, want 2", len(got))
 	}
 }
+
+// TestStreamRefusesGoldMovedUnderItsCheckpoint: a gold's table path changed in the config, its
+// name and definition the same. The stream went on from its state into a new, empty table that
+// held only the windows closed from then on. It is refused naming both paths; `run refresh`
+// builds the new table from silver, and the stream then goes on into it.
+func TestStreamRefusesGoldMovedUnderItsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	gold := func(path string) string {
+		return `
+  - name: g5
+    table: ` + path + `
+    quarantine: silver/late_g5
+    window: {type: tumbling, size: 5s}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+  - name: g10
+    table: gold/g10
+    quarantine: silver/late_g10
+    window: {type: tumbling, size: 1h}
+    group_by: [event_type]
+    aggregates: [{fn: count, as: count}]
+`
+	}
+	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]", gold("gold/g5")), "available-now")
+
+	moved := parseConfig(t, "2s", "  dedup: [event_id]", gold("gold/g5_v2"))
+	appendBronze(t, lake, []ev{{ID: "c", Type: "click", Amount: 1, T: hm("00:00:25")}})
+	_, err := runStream(t, lake, moved, "available-now")
+	if err == nil || !strings.Contains(err.Error(), "gold g5's table gold/g5_v2 holds no rows") || !strings.Contains(err.Error(), "written to gold/g5,") {
+		t.Fatalf("err = %v, want a refusal naming gold/g5_v2 and gold/g5", err)
+	}
+	// g10 never emitted (its hour is open): not recorded, and not taken for a moved table.
+	if _, err := RefreshGold(ctx, Options{Lake: lake, Query: specs.Query(moved), Clock: runStreamClock}, "g5"); err != nil {
+		t.Fatalf("refresh of the moved gold: %v", err)
+	}
+	mustRun(t, lake, moved, "available-now")
+	if got := goldCounts(t, lake, "gold/g5_v2"); len(got) != 2 {
+		t.Errorf("gold/g5_v2 after the refresh = %v, want two windows", got)
+	}
+}
