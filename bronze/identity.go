@@ -55,7 +55,7 @@ func (x *Ingester) checkCommitted(ctx context.Context, st *state, what string) e
 		last = max(last, id)
 	}
 	if last < 0 {
-		return nil
+		return x.checkFresh(ctx, st, what)
 	}
 	data, err := objstore.ReadAll(ctx, x.ckpt, commitKey(last))
 	if err != nil {
@@ -101,6 +101,35 @@ func (x *Ingester) checkCommitted(ctx context.Context, st *state, what string) e
 		}
 	}
 	return nil
+}
+
+// checkFresh refuses the first batch of a new ingest checkpoint when bronze holds another
+// ingest's batches: the checkpoint was deleted or stream.checkpoint points somewhere new, and
+// every landing object would go into bronze a second time. Rejects is not checked: sources
+// share it.
+func (x *Ingester) checkFresh(ctx context.Context, st *state, what string) error {
+	snap, err := x.snapshot(ctx, x.bronze)
+	if errors.Is(err, txlog.ErrTableNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bronze: open %s: %w", x.opts.BronzePath, err)
+	}
+	var other []string
+	for app := range snap.Txns() {
+		if strings.HasPrefix(app, ingestAppPrefix) && app != st.appID {
+			other = append(other, app)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	slices.Sort(other)
+	return fmt.Errorf("bronze: %w: table %s holds the batches of another ingest (txn %s), but %s has none: a new "+
+		"ingest would write every landing object into it again. Put the checkpoint back (stream.checkpoint as it was; "+
+		"a lost metadata.json: medallion recover query-id --config F --query SOURCE --ingest), or start over on new "+
+		"tables: new bronze, silver, quarantine and gold paths with the new checkpoint (docs/recovery.md)",
+		ErrTableBehind, x.opts.BronzePath, strings.Join(other, ", "), what)
 }
 
 const behindHint = "a _delta_log entry was deleted or the table restored from an older backup. Put the missing entries " +

@@ -142,6 +142,39 @@ func TestIngestRefusesLostID(t *testing.T) {
 	sameSet(t, tableLines(t, lake), want)
 }
 
+// TestIngestRefusesANewCheckpointOverAnotherIngestsBronze: the whole ingest checkpoint gone
+// (deleted, or stream.checkpoint pointed somewhere new) while bronze holds its batches. A new
+// id would write every landing object into bronze a second time; the run is refused with the
+// lake unchanged, and the old checkpoint back makes the next run add nothing.
+func TestIngestRefusesANewCheckpointOverAnotherIngestsBronze(t *testing.T) {
+	ctx := context.Background()
+	lake, want := ingestedLake(t)
+	before := objectSizes(t, lake)
+	opts := ingestOptions()
+	opts.CheckpointPath = "_checkpoints/ingest2"
+	x, err := NewIngester(lake, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = x.Run(ctx)
+	if !errors.Is(err, ErrTableBehind) || !strings.Contains(err.Error(), "bronze/events holds the batches of another ingest") {
+		t.Fatalf("ingest on a new checkpoint: %v, want a refusal naming bronze/events", err)
+	}
+	for k, size := range objectSizes(t, lake) {
+		if _, ok := before[k]; !ok && !strings.HasPrefix(k, "_checkpoints/ingest2/") {
+			t.Errorf("the refused run wrote %s (%d bytes)", k, size)
+		}
+	}
+	x, err = NewIngester(lake, ingestOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := x.Run(ctx); err != nil || rep.Files != 0 {
+		t.Fatalf("run on the old checkpoint: %+v %v, want nothing new", rep, err)
+	}
+	sameSet(t, tableLines(t, lake), want)
+}
+
 // TestKafkaIngestRefusesTableBehind: the Kafka ingest has the same checks as the file ingest
 // (reproduction 3 on a Kafka landing): bronze's last commit deleted is refused, and the
 // rollback re-reads the lost batch's offset ranges into bronze, every record exactly once.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -145,6 +146,12 @@ type engine struct {
 	// the names commits/N records them under (identity.go).
 	byPath map[string]*table.Table
 	paths  map[*table.Table]string
+	// main is the path of the table the query's other tables are fed from (silver, or a
+	// join's joined table), derived those tables' paths (checkMainMoved).
+	main    string
+	derived []string
+	// golds are the gold tables' paths and recorded definitions (checkGoldMoved).
+	golds []goldAt
 
 	pos position
 	// planned: the query is planned and its operators restored.
@@ -488,8 +495,20 @@ func (e *engine) checkIdentity(ctx context.Context, h checkpoint.Head) error {
 			}
 		}
 	}
+	if h.Last < 0 && e.main != "" {
+		return wrap(checkFreshQuery(ctx, e.cfg.checkpoint, h.QueryID, append([]string{e.main}, e.derived...), e.byPath))
+	}
 	if h.Committed == nil {
 		return nil
+	}
+	if e.main != "" {
+		written := slices.Collect(maps.Keys(e.byPath))
+		if err := checkMainMoved(e.cfg.checkpoint, h.Committed.Tables, e.main, e.derived, written); err != nil {
+			return wrap(fmt.Errorf("stream: %w", err))
+		}
+		if err := checkGoldMoved(ctx, e.cfg.lake, e.cfg.checkpoint, h.Committed.Tables, e.golds, written, e.byPath); err != nil {
+			return wrap(fmt.Errorf("stream: %w", err))
+		}
 	}
 	return wrap(checkWritten(ctx, e.cfg.checkpoint, h.QueryID, h.Committed.Tables, e.byPath))
 }

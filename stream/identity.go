@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/medallion-lake/medallion/objstore"
@@ -108,6 +110,149 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 		if err := checkpoint.CheckRestored(p, ckpt, m, r); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkMainMoved refuses to start when the table every other written table's rows come from
+// (main: silver, or a join's joined table) holds none of the query's batches while a table
+// fed from it (derived: the golds and quarantines) does: main's path changed in the config.
+// The query would go on writing a new, partial main table, and what reads main as the whole
+// (replay from silver, refresh, the exact dedup of old resends) would take it for everything:
+// a replay then deletes gold's windows that the old table held. Marks are cumulative, so a
+// query that ever wrote a derived table wrote main too; a checkpoint without marks (written
+// before they existed) is not checked.
+func checkMainMoved(ckpt string, marks map[string]checkpoint.TableMark, main string, derived, written []string) error {
+	// "silver/events/" is the table "silver/events": a trailing slash is not a move.
+	same := func(p string) string { return strings.TrimSuffix(p, "/") }
+	recorded := map[string]bool{}
+	for p := range marks {
+		recorded[same(p)] = true
+	}
+	if recorded[same(main)] || len(marks) == 0 {
+		return nil
+	}
+	var fed, gone []string
+	for _, p := range derived {
+		if recorded[same(p)] {
+			fed = append(fed, p)
+		}
+	}
+	if len(fed) == 0 {
+		return nil
+	}
+	for p := range marks {
+		if !slices.ContainsFunc(written, func(w string) bool { return same(w) == same(p) }) {
+			gone = append(gone, p)
+		}
+	}
+	slices.Sort(gone)
+	return fmt.Errorf("%w: table %s holds none of the batches checkpoint %s recorded, which wrote %s from it; "+
+		"its path changed in the config (the checkpoint recorded tables the config no longer names: %v)? "+
+		"Put the old path back; a query's tables cannot move. To start over on new tables, give the query a new "+
+		"checkpoint and new silver, quarantine and gold paths together (docs/schema-evolution.md)",
+		checkpoint.ErrTableBehind, main, ckpt, strings.Join(fed, ", "), gone)
+}
+
+// goldAt is a gold table of a query as checkGoldMoved sees it: its name, its path and the
+// definition its table records (PropDefinition).
+type goldAt struct {
+	name, path, def string
+}
+
+// checkGoldMoved refuses to start when a gold's table path changed in the config while its
+// name and definition stayed: the stream would go on from its state into a new, empty table,
+// which then holds only the windows closed from now on, and merge-late would fold late rows
+// into windows it lacks. It is told from a gold that never emitted a row (also not recorded)
+// by a recorded table the config no longer names whose definition is the gold's, and a
+// configured table without rows. It reads tables only in that case.
+func checkGoldMoved(ctx context.Context, lake objstore.Bucket, ckpt string, marks map[string]checkpoint.TableMark, golds []goldAt, written []string,
+	byPath map[string]*table.Table) error {
+	same := func(p string) string { return strings.TrimSuffix(p, "/") }
+	recorded := map[string]bool{}
+	for p := range marks {
+		recorded[same(p)] = true
+	}
+	var gone []string
+	for p := range marks {
+		if !slices.ContainsFunc(written, func(w string) bool { return same(w) == same(p) }) {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(gone)
+	defs := map[string]string{} // a gone table's recorded definition, read once
+	for _, g := range golds {
+		if recorded[same(g.path)] {
+			continue
+		}
+		if t := byPath[g.path]; t != nil {
+			snap, err := t.Latest(ctx)
+			if err != nil && !errors.Is(err, txlog.ErrTableNotFound) {
+				return fmt.Errorf("table %s: %w", g.path, err)
+			}
+			if err == nil && len(snap.Files()) > 0 {
+				continue // rows of its own: a refresh built it
+			}
+		}
+		for _, o := range gone {
+			d, ok := defs[o]
+			if !ok {
+				snap, err := table.Open(objstore.WithPrefix(lake, o), table.Options{}).Latest(ctx)
+				if err == nil {
+					d = snap.Metadata().Configuration[PropDefinition]
+				} else if !errors.Is(err, txlog.ErrTableNotFound) {
+					return fmt.Errorf("table %s: %w", o, err)
+				}
+				defs[o] = d
+			}
+			if d != "" && d == g.def {
+				return fmt.Errorf("%w: gold %s's table %s holds no rows, but checkpoint %s recorded batches written to %s, "+
+					"a table of the same definition that the config no longer names: its path changed in the config? "+
+					"The stream would go on from its state into the new table, which would hold only the windows closed from now on. "+
+					"Put the old path back, or build the new table from silver: stop the stream and run `medallion run refresh --table %s`",
+					checkpoint.ErrTableBehind, g.name, g.path, ckpt, o, g.name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkFreshQuery refuses the first batch of a new query (a checkpoint without batches) when a
+// table it would write already holds another query's batches: the checkpoint was deleted or
+// stream.checkpoint points somewhere new. The new query would read its input from the start
+// into those tables and count every row twice. Only the tables one query owns are checked
+// (main and derived), not the rejects table that sources share.
+func checkFreshQuery(ctx context.Context, ckpt, queryID string, paths []string, byPath map[string]*table.Table) error {
+	for _, p := range paths {
+		t := byPath[p]
+		if t == nil {
+			continue
+		}
+		snap, err := t.Latest(ctx)
+		if errors.Is(err, txlog.ErrTableNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("stream: table %s: %w", p, err)
+		}
+		var other []string
+		for app := range snap.Txns() {
+			if !strings.Contains(app, queryID) {
+				other = append(other, app)
+			}
+		}
+		if len(other) == 0 {
+			continue
+		}
+		slices.Sort(other)
+		return fmt.Errorf("%w: table %s holds the batches of another query (txn %s), but checkpoint %s has none: "+
+			"a new query (%s) would read its input from the start into it and count every row twice. "+
+			"Put the query's checkpoint back (stream.checkpoint as it was; a lost metadata file: medallion recover "+
+			"query-id), or start over on new tables: new silver, quarantine and gold paths with the new checkpoint, "+
+			"into which you copy the old checkpoint's ingest/ folder so that ingest goes on (docs/recovery.md)", checkpoint.ErrTableBehind, p, strings.Join(other, ", "), ckpt, queryID)
 	}
 	return nil
 }

@@ -54,9 +54,12 @@ func missingFilesError(snap *txlog.Snapshot, missing []source.IndexedFile, cause
 	var fix []string
 	fix = append(fix, "restore the files (bucket versioning or a backup) and run the stream again")
 	if compacted || !deleted {
-		fix = append(fix, "or start the stream over on a new stream.checkpoint with new gold tables "+
-			"(it reads the current bronze snapshot, compacted files included, and silver's dedup drops the rows it already holds; "+
-			"without stream.dedup, silver would hold them twice), then recompute gold from silver with `medallion run replay`")
+		// Not the old silver: a new query's dedup starts empty and does not look its first
+		// batches' keys up in silver, so silver would hold every row twice (and the stream
+		// refuses a new checkpoint over tables that hold the old query's batches).
+		fix = append(fix, "or start the stream over on a new stream.checkpoint with new silver, quarantine and gold tables "+
+			"(copy the old checkpoint's ingest/ folder into the new one, so that ingest goes on where it was; the new query "+
+			"reads the current bronze snapshot, compacted files included)")
 	}
 	if deleted {
 		fix = append(fix, "rows deleted from bronze are gone for good: stream.ignore_deletes skips a delete commit, "+

@@ -75,7 +75,7 @@ func TestVacuumedBronzeFilesNamed(t *testing.T) {
 				t.Errorf("the error does not name %s of version %d: %s", path, v, msg)
 			}
 		}
-		for _, want := range []string{"compacted", "rows are still in bronze", "stream.checkpoint", "replay", "jobs.vacuum.retain"} {
+		for _, want := range []string{"compacted", "rows are still in bronze", "stream.checkpoint", "new silver", "ingest/", "jobs.vacuum.retain"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("the error does not say %q: %s", want, msg)
 			}

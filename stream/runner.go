@@ -162,6 +162,11 @@ func New(opts Options) (*Runner, error) {
 	sq.t.silverW = silver.Writer{Silver: sq.t.silver, Rejects: sq.t.rejects}
 	src := source.New(objstore.WithPrefix(cfg.lake, q.Tables.Bronze), q.Source)
 	sq.e = newEngine(cfg, sq, []input{{src: src, path: q.Tables.Bronze, label: "stream: bronze"}}, written)
+	sq.e.main = q.Tables.Silver
+	for i, g := range q.Gold {
+		sq.e.derived = append(sq.e.derived, g.Table, g.Quarantine)
+		sq.e.golds = append(sq.e.golds, goldAt{name: g.Name, path: g.Table, def: goldDefinition(&q.Gold[i], q.Rules.EventTime).props()[PropDefinition]})
+	}
 	sq.report.Gold = []GoldReport{} // [] in the summary when no batch ran, not null
 	return &Runner{e: sq.e, q: sq}, nil
 }

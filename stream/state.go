@@ -166,7 +166,15 @@ func restoreAggs(ctx context.Context, aps []*aggPlan, v int64, sections map[stri
 				return nil
 			},
 			missing: func(v int64) error {
-				return fmt.Errorf("%w: %s has no state for gold %s (an aggregation added to a running query needs a new checkpoint)", checkpoint.ErrBad, checkpoint.StateKey(v), ap.cfg.Name)
+				// A gold added is a change of the query's definition, and its way out is the
+				// refresh, not a new checkpoint: the query's tables hold its batches' txns under
+				// the old query id, so a new id would read bronze again into them and count
+				// every row twice.
+				return fmt.Errorf("%w: gold %s was added to a query that already ran: %s has no state for it. "+
+					"Stop the stream and run `medallion run refresh --table %s`: it builds the table and the stream's state of it "+
+					"from what the query already wrote; do not point the query at a new checkpoint, which would read "+
+					"bronze again into the existing tables and count its rows twice (docs/schema-evolution.md)",
+					ErrDefinitionChanged, ap.cfg.Name, checkpoint.StateKey(v), ap.cfg.Name)
 			},
 		}
 		var deltas int

@@ -133,7 +133,12 @@ func TestRecoveryErrorsKeepTheWayOut(t *testing.T) {
 		fmt.Errorf("%w: 5 files added by bronze versions 9: %s. To recover: the way out", stream.ErrBronzeFilesMissing, long),
 		fmt.Errorf("stream: %w: table silver/events %s; the way out", checkpoint.ErrTableBehind, long),
 		fmt.Errorf("ingest: %w: bronze/events %s; the way out", bronze.ErrTableBehind, long),
+		// The stream's own refusal, whose recover command comes after the cap.
+		fmt.Errorf("run stream: stream: %w; the way out", checkpoint.CheckTable("silver/events", "_checkpoints/events", "4f0c", nil, checkpoint.TableMark{Batch: 4, Version: 5})),
 	} {
+		if len(err.Error()) <= maxErrorLen {
+			t.Fatalf("%v: not longer than the cap, the test shows nothing", err)
+		}
 		if got := shortError(err); !strings.HasSuffix(got, "the way out") {
 			t.Errorf("shortError cut the way out off: %q", got)
 		}
