@@ -216,6 +216,12 @@ func TestRecoveryConverges(t *testing.T) {
 	}
 	// undo holds, per subtest, how to take its damage back where that is the recovery.
 	undo := map[string]func(){}
+	// restoreBack restores the table at path to back versions before its latest, with the
+	// restore's undo (a restore to the version before it) as the subtest's recovery.
+	restoreBack := func(t *testing.T, env Env, path string, back int64) {
+		restored := restoreTable(t, env.Lake, path, latestVersion(t, env.Lake, path)-back)
+		undo[t.Name()] = func() { restoreTable(t, env.Lake, path, restored-1) }
+	}
 	// rebuiltGold names the cases whose recovery rebuilds gold (a refresh): its late_rows
 	// count only the rows merge-late adds after it (docs/derived-tables.md), so they are not
 	// compared.
@@ -304,11 +310,7 @@ func TestRecoveryConverges(t *testing.T) {
 				}
 			}},
 		{"silver restored",
-			func(t *testing.T, env Env) {
-				v := latestVersion(t, env.Lake, "silver/events")
-				restored := restoreTable(t, env.Lake, "silver/events", v-2)
-				undo[t.Name()] = func() { restoreTable(t, env.Lake, "silver/events", restored-1) }
-			},
+			func(t *testing.T, env Env) { restoreBack(t, env, "silver/events", 2) },
 			func(t *testing.T, env Env) {
 				if _, err := Stream(ctx, env, config.Trigger{}, nil); !errors.Is(err, checkpoint.ErrTableBehind) || !strings.Contains(err.Error(), "RESTORE") {
 					t.Fatalf("stream: %v, want ErrTableBehind naming the restore", err)
@@ -334,11 +336,7 @@ func TestRecoveryConverges(t *testing.T) {
 				}
 			}},
 		{"gold restored to before the stream's batches",
-			func(t *testing.T, env Env) {
-				v := latestVersion(t, env.Lake, "gold/events_5s")
-				restored := restoreTable(t, env.Lake, "gold/events_5s", v-3)
-				undo[t.Name()] = func() { restoreTable(t, env.Lake, "gold/events_5s", restored-1) }
-			},
+			func(t *testing.T, env Env) { restoreBack(t, env, "gold/events_5s", 3) },
 			func(t *testing.T, env Env) {
 				if _, err := Stream(ctx, env, config.Trigger{}, nil); !errors.Is(err, checkpoint.ErrTableBehind) {
 					t.Fatalf("stream: %v, want ErrTableBehind", err)

@@ -41,23 +41,8 @@ func TestRefreshJoinGoldRefusals(t *testing.T) {
 func TestStreamGoldAddedToARunningQueryNamesRefresh(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
-	g5 := `
-  - name: g5
-    table: gold/g5
-    quarantine: silver/late_g5
-    window: {type: tumbling, size: 5s}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-`
-	g10 := `
-  - name: g10
-    table: gold/g10
-    quarantine: silver/late_g10
-    window: {type: tumbling, size: 10s}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-`
-	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	g5, g10 := typeCountGold("g5", "gold/g5", "5s"), typeCountGold("g10", "gold/g10", "10s")
+	landTwoWindows(t, lake)
 	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]", g5), "available-now")
 
 	cfg := parseConfig(t, "2s", "  dedup: [event_id]", g5+g10)
@@ -84,15 +69,8 @@ func TestStreamGoldAddedToARunningQueryNamesRefresh(t *testing.T) {
 func TestStreamRefusesSilverMovedUnderItsCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
-	cfg := parseConfig(t, "2s", "  dedup: [event_id]", `
-  - name: g5
-    table: gold/g5
-    quarantine: silver/late_g5
-    window: {type: tumbling, size: 5s}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-`)
-	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]", typeCountGold("g5", "gold/g5", "5s"))
+	landTwoWindows(t, lake)
 	mustRun(t, lake, cfg, "available-now")
 	if got := goldCounts(t, lake, "gold/g5"); len(got) != 1 {
 		t.Fatalf("gold/g5 = %v, want the first window", got)
@@ -134,15 +112,8 @@ func TestStreamRefusesSilverMovedUnderItsCheckpoint(t *testing.T) {
 func TestStreamRefusesANewCheckpointOverAnotherQuerysTables(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
-	cfg := parseConfig(t, "2s", "  dedup: [event_id]", `
-  - name: g5
-    table: gold/g5
-    quarantine: silver/late_g5
-    window: {type: tumbling, size: 5s}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-`)
-	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	cfg := parseConfig(t, "2s", "  dedup: [event_id]", typeCountGold("g5", "gold/g5", "5s"))
+	landTwoWindows(t, lake)
 	mustRun(t, lake, cfg, "available-now")
 	silverBefore := tableRows(t, lake, "silver/events")
 
@@ -182,23 +153,8 @@ func TestStreamRefusesANewCheckpointOverAnotherQuerysTables(t *testing.T) {
 func TestStreamRefusesGoldMovedUnderItsCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
-	gold := func(path string) string {
-		return `
-  - name: g5
-    table: ` + path + `
-    quarantine: silver/late_g5
-    window: {type: tumbling, size: 5s}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-  - name: g10
-    table: gold/g10
-    quarantine: silver/late_g10
-    window: {type: tumbling, size: 1h}
-    group_by: [event_type]
-    aggregates: [{fn: count, as: count}]
-`
-	}
-	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
+	gold := func(path string) string { return typeCountGold("g5", path, "5s") + typeCountGold("g10", "gold/g10", "1h") }
+	landTwoWindows(t, lake)
 	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]", gold("gold/g5")), "available-now")
 
 	moved := parseConfig(t, "2s", "  dedup: [event_id]", gold("gold/g5_v2"))
@@ -215,4 +171,18 @@ func TestStreamRefusesGoldMovedUnderItsCheckpoint(t *testing.T) {
 	if got := goldCounts(t, lake, "gold/g5_v2"); len(got) != 2 {
 		t.Errorf("gold/g5_v2 after the refresh = %v, want two windows", got)
 	}
+}
+
+// typeCountGold is the config of a gold named name, written to table (its quarantine
+// silver/late_<name>), counting each event_type's rows in tumbling windows of size.
+func typeCountGold(name, table, size string) string {
+	return "\n  - name: " + name + "\n    table: " + table + "\n    quarantine: silver/late_" + name +
+		"\n    window: {type: tumbling, size: " + size + "}\n    group_by: [event_type]\n    aggregates: [{fn: count, as: count}]\n"
+}
+
+// landTwoWindows appends two clicks 11 s apart to bronze: with a 2 s watermark the first
+// closes a 5 s window and the second holds the watermark past it.
+func landTwoWindows(t *testing.T, lake objstore.Bucket) {
+	t.Helper()
+	appendBronze(t, lake, []ev{{ID: "a", Type: "click", Amount: 1, T: hm("00:00:01")}, {ID: "b", Type: "click", Amount: 1, T: hm("00:00:12")}})
 }
