@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medallion-lake/medallion/objstore"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -44,4 +46,42 @@ func TestQuarantineCleanedUpNamesRefresh(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("replay: %v, want the refusal naming %q", err, want)
 	}
+}
+
+// TestReplayAfterMergedQuarantineCleanedUp: merge-late has merged every quarantine row, then
+// the quarantine got a commit without rows (here the table property that shortens its log
+// retention) and log cleanup removed the commits up to it, the version gold's txn records
+// among them. Merge-late commits nothing without rows, so gold's txn keeps naming the removed
+// version; replay must go on from the quarantine merge-late has just read, not refuse.
+func TestReplayAfterMergedQuarantineCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	lake, cfg, srep := pipeline(t, 11, 5000, 6, "")
+	o := opts(lake, cfg)
+	if _, err := MergeLate(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range cfg.Gold {
+		if g.Quarantine == "" {
+			continue
+		}
+		qt := table.Open(objstore.WithPrefix(lake, g.Quarantine), table.Options{})
+		if _, err := qt.Evolve(ctx, nil, map[string]string{txlog.PropLogRetentionDuration: "interval 1 hour"}); err != nil {
+			t.Fatal(err)
+		}
+		_, snap := openSnapshot(t, lake, g.Quarantine)
+		if err := qt.Log().Checkpoint(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		for v := int64(0); v < snap.Version(); v++ {
+			if err := qt.Bucket().Delete(ctx, txlog.CommitKey(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := replayRange(silverTimes(t, lake), 0.3, 0.6)
+	damage(t, lake, "gold/t5", r.From.UnixMicro(), r.To.UnixMicro())
+	if _, err := Replay(ctx, o, r); err != nil {
+		t.Fatalf("replay after the merged quarantine's log cleanup: %v", err)
+	}
+	checkInvariantE(t, lake, srep.WatermarkMs)
 }

@@ -148,7 +148,8 @@ func (o *Options) eachGold(ctx context.Context, what string, fn func(*spec.Aggre
 	}
 	for _, g := range golds {
 		if err := o.retry(ctx, g.Name, func() error { return fn(g, st) }); err != nil {
-			return st.queryID, err
+			// A data file gone is said once with its ways out, not under each caller's prefix.
+			return st.queryID, table.Explained(err)
 		}
 	}
 	return st.queryID, nil

@@ -64,7 +64,9 @@ func perRow(row func(out, b *pq.Batch, i int) (rowAction, error)) func(b *pq.Bat
 // commits nothing.
 type rewrite struct {
 	// what names the table in errors ("gold NAME", "join NAME (table PATH)").
-	what   string
+	what string
+	// gone is the way out of a data file of the table gone from storage ("": none named).
+	gone   string
 	t      *table.Table
 	snap   *txlog.Snapshot
 	schema *txlog.StructType
@@ -184,7 +186,11 @@ func (rw *rewrite) run(ctx context.Context) (writeStats, error) {
 	st.ChangeRows, st.ChangeFiles = res.ChangeRows.Total(), len(res.ChangeFiles)
 	st.BytesAdded, st.BytesRemoved = res.BytesWritten, res.BytesRemoved
 	if err != nil {
-		return *st, fmt.Errorf("late: %s: %w", rw.what, err)
+		err = fmt.Errorf("late: %s: %w", rw.what, err)
+		if rw.gone != "" {
+			err = table.ExplainMissing(err, "late: "+rw.what, rw.gone)
+		}
+		return *st, err
 	}
 	st.Version, st.skipped = res.Version, res.Skipped
 	if res.Unchanged {
@@ -464,7 +470,7 @@ func (g *rewriter) rewrite(prune sqlexpr.Expr, row func(out *pq.Batch, b *pq.Bat
 	if g.only != nil {
 		files = slices.DeleteFunc(files, func(f *txlog.Add) bool { return !g.only(f) })
 	}
-	return &rewrite{what: what, t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
+	return &rewrite{what: what, gone: goldFileGone(g.a.cfg.Name), t: g.t, snap: g.snap, schema: g.a.gold, read: pred, candidates: files,
 		rows: perRow(row), extra: extra, txn: txn, op: mergeMetrics(op), compare: g.compare, st: &g.st,
 		changes: goldChangeKeys(g.a), rowTags: goldRowTags()}, nil
 }

@@ -282,7 +282,7 @@ func (r *sourceRead) work(ctx context.Context, w int) error {
 		var rows int64
 		for b, err := range fs.ReadWith(ctx, []*txlog.Add{add}, buf) {
 			if err != nil {
-				return fmt.Errorf("late: read source %s: %w", add.Path, err)
+				return r.s.fileGone(fmt.Errorf("late: read source %s: %w", add.Path, err))
 			}
 			if tr != nil {
 				if b, err = tr.Apply(b, time.UnixMilli(r.s.nowMs)); err != nil {
@@ -400,4 +400,24 @@ func (r *sourceRead) shareFiles() {
 	for ; w < r.workers; w++ {
 		r.share[w] = n
 	}
+}
+
+// fileGone is err, when a data file of the source is gone from storage, said with the ways
+// out: silver's rows are in bronze, bronze's in silver (docs/recovery.md).
+func (s *replaySource) fileGone(err error) error {
+	if s.bronze {
+		return table.ExplainMissing(err, "late: bronze "+s.q.Tables.Bronze, "restore it from the bucket's versioning or a backup, "+
+			"or replay from silver (--source silver) (docs/recovery.md)")
+	}
+	return table.ExplainMissing(err, "late: silver "+s.q.Tables.Silver, silverFileGone)
+}
+
+// silverFileGone is the way out of a silver data file gone from storage.
+const silverFileGone = "restore it from the bucket's versioning or a backup; a replay from bronze (--source bronze) " +
+	"recomputes gold's windows from the rows bronze still holds (docs/recovery.md, \"A data file is gone\")"
+
+// goldFileGone is the way out of a data file of gold name gone from storage.
+func goldFileGone(name string) string {
+	return "restore it from the bucket's versioning or a backup, or rebuild gold from silver with " +
+		"`medallion run refresh --table " + name + " --config F` (docs/recovery.md)"
 }

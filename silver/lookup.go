@@ -30,6 +30,7 @@ type Lookup struct {
 	KeyCols   []int             // the dedup key's columns in Schema
 	EventTime int               // the event-time column in Schema
 	AppID     string            // the txn appId of the stream's silver writes (its query id)
+	Path      string            // silver's table path, for errors
 
 	tails  *table.FileTails   // the ends of the files the last look-up opened
 	groups *table.GroupRanges // the last look-up's row-group pruning, for its counts
@@ -139,7 +140,10 @@ func (l *Lookup) Seen(ctx context.Context, n int64, rows *Rows, idx []int32) (ma
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("silver: dedup look-up: %w", err)
+		// Without the file the look-up cannot tell a resend from a new row: the way out
+		// is the file, or silver built anew from bronze.
+		return nil, table.ExplainMissing(fmt.Errorf("silver: dedup look-up: %w", err), "silver "+l.Path+": dedup look-up",
+			"restore it from the bucket's versioning or a backup (docs/recovery.md, \"A data file is gone\")")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

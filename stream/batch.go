@@ -160,7 +160,8 @@ func (r *sourceQuery) plan(ctx context.Context) (bool, error) {
 	}
 	r.ops.plan, r.ops.tracker, r.ops.dedup, r.ops.aggs = p, tracker, dedup, aggs
 	r.ops.shares, r.ops.shareOf = shares, shareOf
-	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.e.queryID}
+	r.ops.lookup = &silver.Lookup{Table: r.t.silver, Schema: p.silver, KeyCols: p.dedup, EventTime: p.evCol, AppID: r.e.queryID,
+		Path: r.q.Tables.Silver}
 	return true, nil
 }
 

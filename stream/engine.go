@@ -203,6 +203,7 @@ func (e *engine) run(ctx context.Context) (err error) {
 			e.q.reset()
 		}
 	}()
+	defer func() { err = e.concurrentRun(err) }()
 	if err := e.start(ctx); err != nil {
 		return err
 	}
@@ -639,4 +640,22 @@ func filesThrough(ctx context.Context, src *source.Source, start, end *source.Of
 		}
 	}
 	return files, nil
+}
+
+// ErrConcurrentRun reports a run whose commit lost to another process's commit of this query's
+// own batch: two processes run the query on one checkpoint at once.
+var ErrConcurrentRun = errors.New("another process is running query")
+
+// concurrentRun is err, when a table refused this run's commit because a commit carrying this
+// query's own txn won (only a run of the query on this checkpoint commits it), said so with
+// the way out. Every other error, other conflicts included, is returned as it is.
+func (e *engine) concurrentRun(err error) error {
+	var tc *txlog.TxnConflictError
+	if e.queryID == "" || !errors.As(err, &tc) || tc.AppID != e.queryID {
+		return err
+	}
+	return fmt.Errorf("%s: %w %s (checkpoint %s): it committed batch %d while this run did; stop one of them and run "+
+		"the query from one place (serve's lease keeps a second serve from running it, not a `run stream` by hand: "+
+		"docs/operating.md): %w",
+		e.cfg.prefix, ErrConcurrentRun, e.cfg.name, e.cfg.checkpoint, tc.TxnVersion, err)
 }

@@ -36,7 +36,9 @@ import (
 // It is safe for concurrent use.
 func (s *FileScan) MayContain(ctx context.Context, add *txlog.Add, keys *pq.Batch) ([]bool, error) {
 	store := &storeReaderAt{} // tells a failing store from a bad file
-	wrap := func(err error) error { return fmt.Errorf("table: bloom look-up %s: %w", add.Path, store.blame(err)) }
+	wrap := func(err error) error {
+		return missingFile(add.Path, fmt.Errorf("table: bloom look-up %s: %w", add.Path, store.blame(err)))
+	}
 	if err := keys.Validate(); err != nil {
 		return nil, wrap(err)
 	}

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -133,9 +134,15 @@ func (s *FileScan) ReadFile(ctx context.Context, add *txlog.Add) ([]*pq.Batch, e
 func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlog.StructType, buf *pq.ReadBuffer, yield func(*pq.Batch) bool) error {
 	// Every read of the file goes through ra, which tells a failing store from a bad file.
 	ra := &storeReaderAt{}
-	wrap := func(err error) error { return fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)) }
+	wrap := func(err error) error {
+		return missingFile(add.Path, fmt.Errorf("table: read %s: %w", add.Path, ra.blame(err)))
+	}
 	deleted, size, err := s.fileFacts(ctx, add)
 	if err != nil {
+		if errors.As(err, new(*deletionVectorError)) {
+			// A deletion vector gone is not the data file gone.
+			return fmt.Errorf("table: read %s: %w", add.Path, err)
+		}
 		return wrap(err)
 	}
 	dataSchema := &txlog.StructType{}
@@ -278,7 +285,7 @@ func (s *FileScan) filtered(full *pq.Batch, keep []bool, out *txlog.StructType) 
 func (s *FileScan) fileFacts(ctx context.Context, add *txlog.Add) (deleted []uint64, size int64, err error) {
 	if add.DeletionVector != nil {
 		if deleted, err = LoadDeletionVectorFrom(ctx, s.Bucket, s.OpenURL, add.DeletionVector); err != nil {
-			return nil, 0, err
+			return nil, 0, &deletionVectorError{err}
 		}
 	}
 	size = add.Size

@@ -607,7 +607,7 @@ func (tx *Transaction) checkConflict(v int64, actions []Action) error {
 			}
 		case a.Txn != nil:
 			if _, ok := tx.txns[a.Txn.AppID]; ok {
-				return fmt.Errorf("%w: version %d committed txn appId %q", ErrConcurrentTransaction, v, a.Txn.AppID)
+				return &TxnConflictError{Version: v, AppID: a.Txn.AppID, TxnVersion: a.Txn.Version}
 			}
 		case a.Add != nil:
 			if !a.Add.DataChange || !(tx.readWhole || len(tx.readPreds) > 0) {

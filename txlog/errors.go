@@ -43,6 +43,20 @@ var (
 	ErrConcurrentTransaction = fmt.Errorf("%w: concurrent transaction", ErrConflict)
 )
 
+// TxnConflictError is the ErrConcurrentTransaction of a winner that committed a txn for an
+// appId this transaction commits too: as a rule the same job's batch, written by another
+// process running the job, which the caller can tell by the appId.
+type TxnConflictError struct {
+	Version    int64  // the winner's table version
+	AppID      string // the txn's appId
+	TxnVersion int64  // the winner's txn version (a stream's batch)
+}
+
+func (e *TxnConflictError) Error() string {
+	return fmt.Sprintf("%v: version %d committed txn appId %q", ErrConcurrentTransaction, e.Version, e.AppID)
+}
+func (e *TxnConflictError) Unwrap() error { return ErrConcurrentTransaction }
+
 // ErrCommitUnknown reports that a commit's outcome could not be determined (the put failed and
 // the version could not be read back). The commit may have landed; never delete its data files.
 var ErrCommitUnknown = errors.New("txlog: commit outcome unknown")

@@ -59,11 +59,13 @@ func shortError(err error) string {
 	// (silver bounds it); so do a table rule's; a refused schema or definition change, and a
 	// refusal by a table feature, end with the ways out (docs/table-features.md); so do the
 	// refusals of a table or bronze files gone from under a checkpoint (docs/recovery.md; the
-	// missing files' list is bounded).
+	// missing files' list is bounded), of a data file gone from storage (one file named) and of
+	// a second process running a stream (one conflict named).
 	if len(s) > maxErrorLen && !errors.Is(err, silver.ErrExpectationFailed) && !errors.Is(err, bronze.ErrSchemaChange) &&
 		!errors.Is(err, stream.ErrDefinitionChanged) && !errors.Is(err, stream.ErrRefreshRefused) && !errors.Is(err, table.ErrIncompatibleSchema) &&
 		!errors.Is(err, txlog.ErrUnsupportedFeature) && !errors.Is(err, table.ErrRowRuleViolated) &&
-		!errors.Is(err, stream.ErrBronzeFilesMissing) && !errors.Is(err, checkpoint.ErrTableBehind) && !errors.Is(err, bronze.ErrTableBehind) {
+		!errors.Is(err, stream.ErrBronzeFilesMissing) && !errors.Is(err, checkpoint.ErrTableBehind) && !errors.Is(err, bronze.ErrTableBehind) &&
+		!errors.Is(err, table.ErrDataFileGone) && !errors.Is(err, stream.ErrConcurrentRun) {
 		s = s[:maxErrorLen] + "…"
 	}
 	return s

@@ -18,6 +18,7 @@ import (
 	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/stream"
 	"github.com/medallion-lake/medallion/stream/checkpoint"
+	"github.com/medallion-lake/medallion/table"
 	"github.com/medallion-lake/medallion/txlog"
 )
 
@@ -135,6 +136,13 @@ func TestRecoveryErrorsKeepTheWayOut(t *testing.T) {
 		fmt.Errorf("ingest: %w: bronze/events %s; the way out", bronze.ErrTableBehind, long),
 		// The stream's own refusal, whose recover command comes after the cap.
 		fmt.Errorf("run stream: stream: %w; the way out", checkpoint.CheckTable("silver/events", "_checkpoints/events", "4f0c", nil, checkpoint.TableMark{Batch: 4, Version: 5})),
+		// A data file gone from storage: the file and the ways out, after the cap with a long
+		// gold name.
+		fmt.Errorf("run merge-late: %w", table.ExplainMissing(&table.MissingFileError{Path: "part-00000-bf292ed7-f5fc-4522-bc66-06766ebaab6c-c000.snappy.parquet",
+			Err: fmt.Errorf("table: read: %w", objstore.ErrNotFound)}, "late: gold "+strings.Repeat("events_by_device_", 6),
+			"restore it from the bucket's versioning or a backup, or rebuild gold from silver: the way out")),
+		// A second process running the stream: the conflict, after the way out, may be cut.
+		fmt.Errorf("run stream: stream %s: %w events (checkpoint _checkpoints/events): the way out", long, stream.ErrConcurrentRun),
 	} {
 		if len(err.Error()) <= maxErrorLen {
 			t.Fatalf("%v: not longer than the cap, the test shows nothing", err)

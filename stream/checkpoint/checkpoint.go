@@ -297,6 +297,11 @@ func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if found != "" {
+			// Metadata is created before any batch file: when it is there now, another first
+			// run created it after our read and went on to its first batch, and this is its id.
+			if data, err = objstore.ReadAll(ctx, d.b, "metadata"); err == nil {
+				return parseQueryID(data)
+			}
 			return "", fmt.Errorf("%w: metadata is missing but %s exists. Recover the id (it is in the progress "+
 				"files and the tables' txn): medallion recover query-id --config F --query NAME (docs/recovery.md)",
 				ErrQueryIDLost, found)
@@ -306,6 +311,11 @@ func (d *Dir) ReadQueryID(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("stream: read checkpoint metadata: %w", err)
 	}
+	return parseQueryID(data)
+}
+
+// parseQueryID reads the query id of metadata's contents.
+func parseQueryID(data []byte) (string, error) {
 	var m struct {
 		ID string `json:"id"`
 	}

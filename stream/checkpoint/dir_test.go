@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"testing"
 
@@ -160,5 +161,44 @@ func TestCheckRead(t *testing.T) {
 		if errors.Is(err, ErrTableBehind) != tc.behind {
 			t.Errorf("end %+v, latest %d: %v, want behind %v", tc.end, tc.latest, err, tc.behind)
 		}
+	}
+}
+
+// racingFirstRun is a bucket where another process's first run creates the checkpoint (its
+// metadata, then offsets/0) right after this process found no metadata.
+type racingFirstRun struct {
+	objstore.Bucket
+	other *Dir
+	done  bool
+}
+
+func (b *racingFirstRun) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	r, err := b.Bucket.Get(ctx, key)
+	if key == "metadata" && errors.Is(err, objstore.ErrNotFound) && !b.done {
+		b.done = true
+		if _, err := b.other.QueryID(ctx); err != nil {
+			return nil, err
+		}
+		if _, err := b.other.WriteOffsets(ctx, 0, &Offsets{}); err != nil {
+			return nil, err
+		}
+	}
+	return r, err
+}
+
+// TestFirstRunsRaceToOneID: two first runs of one query at once; the one that read no
+// metadata just before the other created it and wrote its first batch takes the other's id,
+// not a lost id ("recover query-id", which has nothing to recover).
+func TestFirstRunsRaceToOneID(t *testing.T) {
+	ctx := context.Background()
+	lake := mem.New()
+	other := Open(lake)
+	d := Open(&racingFirstRun{Bucket: lake, other: other})
+	id, err := d.QueryID(ctx)
+	if err != nil {
+		t.Fatalf("QueryID racing another first run: %v", err)
+	}
+	if want, err := other.ReadQueryID(ctx); err != nil || id != want {
+		t.Fatalf("QueryID %q, the other run's %q (%v)", id, want, err)
 	}
 }
