@@ -2,11 +2,13 @@ package late
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/medallion-lake/medallion/gold"
+	"github.com/medallion-lake/medallion/objstore"
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/silver"
 	"github.com/medallion-lake/medallion/sqlexpr"
@@ -235,6 +237,13 @@ func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *ag
 	var wins []gold.Window
 	var kb []byte
 	for b, err := range fs.Read(ctx, adds) {
+		if errors.Is(err, objstore.ErrNotFound) {
+			// A VACUUM (after an OPTIMIZE of the quarantine) removed a file of rows not merged
+			// yet. Replay runs merge-late first and stops here too; the rows are in silver.
+			return lr, fmt.Errorf("late: read quarantine %s: %w: a file of late rows not merged yet is gone (a VACUUM "+
+				"removed it); rebuild gold from silver, which holds them, with `medallion run refresh --table %s --config F` "+
+				"(docs/derived-tables.md), then merge-late goes on from there", g.Name, err, g.Name)
+		}
 		if err != nil {
 			return lr, fmt.Errorf("late: read quarantine %s: %w", g.Name, err)
 		}
