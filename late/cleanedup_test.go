@@ -85,3 +85,28 @@ func TestReplayAfterMergedQuarantineCleanedUp(t *testing.T) {
 	}
 	checkInvariantE(t, lake, srep.WatermarkMs)
 }
+
+// TestQuarantineFileVacuumedNamesRefresh: Spark's OPTIMIZE of the quarantine and a VACUUM RETAIN
+// 0 HOURS removed the files of rows merge-late had not merged yet. merge-late and replay
+// failed with "objstore: object not found" and no way out; the rows are in silver, so refresh
+// is the one.
+func TestQuarantineFileVacuumedNamesRefresh(t *testing.T) {
+	ctx := context.Background()
+	lake, cfg, _ := pipeline(t, 7, 3000, 6, "")
+	qt, snap := openSnapshot(t, lake, cfg.Gold[0].Quarantine)
+	for _, a := range snap.Files() {
+		if err := qt.Bucket().Delete(ctx, a.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := opts(lake, cfg)
+	o.Gold = cfg.Gold[0].Name
+	want := "medallion run refresh --table " + cfg.Gold[0].Name
+	if _, err := MergeLate(ctx, o); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("merge-late: %v, want the refusal naming %q", err, want)
+	}
+	_, err := Replay(ctx, o, Range{From: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("replay: %v, want the refusal naming %q", err, want)
+	}
+}

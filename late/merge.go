@@ -236,6 +236,8 @@ func readLate(ctx context.Context, qt *table.Table, qsnap *txlog.Snapshot, a *ag
 	var kb []byte
 	for b, err := range fs.Read(ctx, adds) {
 		if err != nil {
+			// A file of late rows gone (a VACUUM after an OPTIMIZE of the quarantine, a lifecycle
+			// rule): replay runs merge-late first and stops here too; the rows are in silver.
 			return lr, table.ExplainMissing(fmt.Errorf("late: read quarantine %s: %w", g.Name, err), "late: quarantine "+g.Name,
 				"restore it from the bucket's versioning or a backup, or rebuild gold from silver (which holds the late rows) with "+
 					"`medallion run refresh --table "+g.Name+" --config F`, which records the quarantine as merged (docs/recovery.md)")

@@ -2,6 +2,7 @@ package late
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/pq"
@@ -55,6 +56,16 @@ func resolve(q *spec.Query, g *spec.Aggregation, in, goldSchema *txlog.StructTyp
 		a.window = w
 	}
 	kindOf := func(what, name string) (pq.Kind, error) {
+		// Under column mapping another engine may have renamed the column (the field whose
+		// physical name is still name): the rows written before hold its values there, and a
+		// column of that name added since is NULL in them. Replay rebuilt gold from those NULLs.
+		for _, o := range in.Fields {
+			if !strings.EqualFold(o.Name, name) && strings.EqualFold(o.PhysicalName(), name) {
+				return 0, fmt.Errorf("late: gold %s: %s column %q of the input is its column %q, renamed by another engine "+
+					"(its column mapping physical name is still %s): rename it back (ALTER TABLE ... RENAME COLUMN %s TO %s, "+
+					"after dropping a column %s added since)", g.Name, what, name, o.Name, o.PhysicalName(), o.Name, name, name)
+			}
+		}
 		f := in.Field(name)
 		if f == nil {
 			return 0, fmt.Errorf("late: gold %s: %s column %q is not in the input schema", g.Name, what, name)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/medallion-lake/medallion/gold"
 	"github.com/medallion-lake/medallion/objstore"
@@ -155,6 +156,9 @@ func createMissing(ctx context.Context, ts []outTable) error {
 			return fmt.Errorf("stream: open table %s: %w", o.path, err)
 		}
 		if o.evolve {
+			if err := checkRenamed(ctx, o); err != nil {
+				return err
+			}
 			// A widening reaches silver only through bronze, which widens only what the
 			// config lets it (or another engine did): follow it.
 			// A column the table has and the input lacks is a computed column removed from the
@@ -163,6 +167,40 @@ func createMissing(ctx context.Context, ts []outTable) error {
 				return fmt.Errorf("stream: table %s cannot take the columns of its input: %w; "+
 					"see docs/schema-evolution.md for the ways out", o.path, err)
 			}
+		}
+	}
+	return nil
+}
+
+// checkRenamed refuses a table that follows its input when another engine renamed one of its
+// columns (Spark's ALTER TABLE RENAME COLUMN under column mapping): the input's column is then
+// missing by name but still the physical name of the renamed field. Taken for a new column, the
+// rows written before the rename have it NULL (or, once someone added it back as the old error
+// advised, replay and refresh aggregated them as NULL: gold lost their values without an error).
+func checkRenamed(ctx context.Context, o outTable) error {
+	snap, err := o.t.Latest(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: open table %s: %w", o.path, err)
+	}
+	if mode := snap.Metadata().Configuration["delta.columnMapping.mode"]; mode != "name" && mode != "id" {
+		return nil
+	}
+	have, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("stream: table %s: %w", o.path, err)
+	}
+	for _, in := range o.schema.Fields {
+		for _, f := range have.Fields {
+			if strings.EqualFold(f.Name, in.Name) || !strings.EqualFold(f.PhysicalName(), in.Name) {
+				continue
+			}
+			added := ""
+			if have.FieldIndex(in.Name) >= 0 {
+				added = fmt.Sprintf(", after dropping the column %s added since (ALTER TABLE ... DROP COLUMN %s)", in.Name, in.Name)
+			}
+			return fmt.Errorf("stream: table %s: column %s of its input is the table's column %s, renamed by another engine "+
+				"(its column mapping physical name is still %s): the rows written before hold its values under %s; "+
+				"rename it back: ALTER TABLE ... RENAME COLUMN %s TO %s%s", o.path, in.Name, f.Name, f.PhysicalName(), f.Name, f.Name, in.Name, added)
 		}
 	}
 	return nil

@@ -2,8 +2,10 @@ package table
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/medallion-lake/medallion/pq"
 	"github.com/medallion-lake/medallion/txlog"
@@ -31,11 +33,22 @@ type Replace struct {
 // change exactly, as Delta infers it for an overwrite.
 func (t *Table) Replace(ctx context.Context, rp Replace) (Result, error) {
 	snap := rp.Snapshot
-	schemaJSON, err := txlog.MarshalSchema(rp.Schema)
+	schema := rp.Schema
+	if mode := snap.Metadata().Configuration["delta.columnMapping.mode"]; mode == "name" || mode == "id" {
+		// Readers of a column-mapped table find each column by its physical name (or id), and a
+		// commit must give every field both: the new schema takes them from the old field of
+		// the same name. Without them a refresh of a gold that Spark had column-mapped was
+		// refused for a column the table already has. A new field gets none, and the commit
+		// refuses it.
+		if old, err := snap.Schema(); err == nil {
+			schema = keepColumnMapping(schema, old)
+		}
+	}
+	schemaJSON, err := txlog.MarshalSchema(schema)
 	if err != nil {
 		return Result{}, fmt.Errorf("table: replace: %w", err)
 	}
-	w, err := t.newWriter(snap, rp.Schema, txlog.WriteChange)
+	w, err := t.newWriter(snap, schema, txlog.WriteChange)
 	if err != nil {
 		return Result{}, fmt.Errorf("table: replace: %w", err)
 	}
@@ -76,4 +89,34 @@ func (t *Table) Replace(ctx context.Context, rp Replace) (Result, error) {
 		return Result{}, fmt.Errorf("table: replace: %w", err)
 	}
 	return Result{Version: v, Added: adds, RowsWritten: w.Rows(), BytesWritten: w.Bytes()}, nil
+}
+
+// keepColumnMapping is s with the column mapping metadata (id, physical name) of old's fields
+// of the same name, nested structs too, as Delta matches names: without regard to case.
+func keepColumnMapping(s, old *txlog.StructType) *txlog.StructType {
+	out := &txlog.StructType{Fields: make([]txlog.StructField, len(s.Fields))}
+	for i, f := range s.Fields {
+		f.Metadata = maps.Clone(f.Metadata)
+		for _, o := range old.Fields {
+			if !strings.EqualFold(o.Name, f.Name) {
+				continue
+			}
+			for k, v := range o.Metadata {
+				if strings.HasPrefix(k, "delta.columnMapping.") {
+					if f.Metadata == nil {
+						f.Metadata = map[string]json.RawMessage{}
+					}
+					f.Metadata[k] = v
+				}
+			}
+			if st, ok := f.Type.(*txlog.StructType); ok {
+				if ot, ok := o.Type.(*txlog.StructType); ok {
+					f.Type = keepColumnMapping(st, ot)
+				}
+			}
+			break
+		}
+		out.Fields[i] = f
+	}
+	return out
 }

@@ -96,3 +96,55 @@ func TestReplaceChangesSchemaAndRows(t *testing.T) {
 		t.Errorf("a partial replace-all commit: %v", err)
 	}
 }
+
+// TestReplaceKeepsColumnMapping: a table Spark column-mapped (mode name) is replaced under a
+// schema without mapping metadata, as `run refresh` builds a gold's: each column keeps its id
+// and physical name, the new rows are written under the physical names, and readers see them.
+// Before, the commit was refused ("column window has no delta.columnMapping.id"), and a gold
+// Spark had column-mapped could not be refreshed.
+func TestReplaceKeepsColumnMapping(t *testing.T) {
+	ctx := context.Background()
+	type row struct {
+		A int64  `parquet:"col-aaa"`
+		B string `parquet:"col-bbb"`
+	}
+	b := mem.New()
+	handTable(t, b, `{"minReaderVersion":2,"minWriterVersion":5}`, `{"type":"struct","fields":[
+{"name":"user_id","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-aaa"}},
+{"name":"name","type":"string","nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-bbb"}}]}`,
+		map[string]string{"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
+		handFile{path: "part-0.parquet", data: parquetOf(t, []row{{1, "ann"}})})
+	tbl := Open(b, Options{})
+	before, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := pqtest.MustSchema(t, `{"type":"struct","fields":[{"name":"user_id","type":"long","nullable":true,"metadata":{}},{"name":"name","type":"string","nullable":true,"metadata":{}}]}`)
+	rows, err := pq.NewBatch(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Columns[0].AppendInt64(2)
+	rows.Columns[1].AppendString("bob")
+	if _, err := tbl.Replace(ctx, Replace{Snapshot: before, Schema: plain, Rows: []*pq.Batch{rows}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := scanJSON(t, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`{"user_id":2,"name":"bob"}`}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	snap, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := snap.Schema()
+	if s.Fields[0].PhysicalName() != "col-aaa" || s.Fields[1].PhysicalName() != "col-bbb" {
+		t.Errorf("physical names %s, %s after replace, want col-aaa, col-bbb", s.Fields[0].PhysicalName(), s.Fields[1].PhysicalName())
+	}
+	if len(plain.Fields[0].Metadata) != 0 {
+		t.Errorf("the caller's schema changed: %v", plain.Fields[0].Metadata)
+	}
+}

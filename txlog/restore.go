@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,7 +118,7 @@ func (l *Log) RestoredPast(ctx context.Context, v int64, apps ...string) (*Resto
 			if b.replace {
 				return nil, nil
 			}
-			to, err := l.restoreTarget(ctx, b.info)
+			to, err := l.restoreTarget(ctx, b.version, b.info)
 			if err != nil {
 				return nil, fmt.Errorf("txlog: the restore at version %d: %w", b.version, err)
 			}
@@ -135,11 +136,11 @@ func (l *Log) RestoredPast(ctx context.Context, v int64, apps ...string) (*Resto
 	return undid(past)
 }
 
-// restoreTarget is the version a RESTORE commit took the table back to: its "version"
-// parameter (Spark and delta-rs write it as a string), else the version its time names
-// (delta-rs's "datetime" in ms, Spark's "timestamp"), as time travel resolves it; -1 when it
-// names neither in a form this reads, or the time is before every commit left in the log.
-func (l *Log) restoreTarget(ctx context.Context, ci *CommitInfo) (int64, error) {
+// restoreTarget is the version the RESTORE commit at version r took the table back to: its
+// "version" parameter (delta-rs writes it as a string, Spark as a number), else the version its
+// time names (delta-rs's "datetime" in ms, Spark's "timestamp"), as time travel resolves it; -1
+// when it names neither in a form this reads, or the time is before every commit left in the log.
+func (l *Log) restoreTarget(ctx context.Context, r int64, ci *CommitInfo) (int64, error) {
 	param := func(name string) (string, bool) {
 		raw, ok := ci.OperationParameters[name]
 		if !ok || string(raw) == "null" {
@@ -164,9 +165,12 @@ func (l *Log) restoreTarget(ctx context.Context, ci *CommitInfo) (int64, error) 
 		}
 		at = time.UnixMilli(ms)
 	} else if s, ok := param("timestamp"); ok {
-		t, err := parseRestoreTime(s)
+		t, zoned, err := parseRestoreTime(s)
 		if err != nil {
 			return -1, nil
+		}
+		if !zoned {
+			return l.restoreTargetByFiles(ctx, r, t)
 		}
 		at = t
 	} else {
@@ -183,14 +187,109 @@ func (l *Log) restoreTarget(ctx context.Context, ci *CommitInfo) (int64, error) 
 	return versions[i], nil
 }
 
-// parseRestoreTime reads the timestamp Spark records for RESTORE ... TO TIMESTAMP AS OF: the
-// SQL text as given, a date or a date and time, in UTC.
-func parseRestoreTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
+// maxZoneOffset bounds how far from UTC any time zone's wall clock is (UTC-12 to UTC+14).
+const maxZoneOffset = 14 * time.Hour
+
+// restoreTargetByFiles finds the target of the RESTORE commit at version r whose timestamp
+// parameter has no zone. Spark records java.sql.Timestamp.toString: the wall clock of the
+// driver JVM's default zone, which the log does not record. Taken as UTC, a restore by a
+// Spark in Europe/Berlin resolves an hour late, past the version it took the table back to,
+// and the jobs went on over a table that had lost batches. The candidates are the versions the
+// time names in some zone; the target is the one whose files the restore brought back (the
+// latest, when several hold the same files: they hold the same rows). -1 when none does.
+func (l *Log) restoreTargetByFiles(ctx context.Context, r int64, wall time.Time) (int64, error) {
+	versions, times, _, err := l.commitTimes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	resolve := func(at time.Time) int {
+		i := sort.Search(len(times), func(i int) bool { return times[i] > at.UnixMilli() }) - 1
+		for i >= 0 && versions[i] >= r {
+			i--
+		}
+		return i
+	}
+	lo, hi := resolve(wall.Add(-maxZoneOffset)), resolve(wall.Add(maxZoneOffset))
+	if hi < 0 {
+		return -1, nil
+	}
+	if lo == hi {
+		return versions[hi], nil
+	}
+	lo = max(lo, 0)
+	restored, err := l.SnapshotAt(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	want := map[string]bool{}
+	for _, a := range restored.Files() {
+		want[restoreFileKey(a.Path, a.DeletionVector)] = true
+	}
+	start, err := l.SnapshotAt(ctx, versions[lo])
+	if err != nil {
+		return 0, err
+	}
+	have := map[string]bool{}
+	for _, a := range start.Files() {
+		have[restoreFileKey(a.Path, a.DeletionVector)] = true
+	}
+	match := int64(-1)
+	if maps.Equal(have, want) {
+		match = versions[lo]
+	}
+	files, err := l.list(ctx, CommitKey(versions[lo]))
+	if err != nil {
+		return 0, err
+	}
+	var commits []logFile
+	for _, f := range files {
+		if f.kind == kindCommit && f.version > versions[lo] && f.version <= versions[hi] {
+			commits = append(commits, f)
 		}
 	}
-	return time.Time{}, fmt.Errorf("txlog: restore timestamp %q is not a date or a time", s)
+	sort.Slice(commits, func(i, j int) bool { return commits[i].version < commits[j].version })
+	datas, err := l.fetchFiles(ctx, commits)
+	if err != nil {
+		return 0, err
+	}
+	for i, data := range datas {
+		actions, err := ParseActions(data)
+		if err != nil {
+			return 0, fmt.Errorf("txlog: %s: %w", commits[i].key, err)
+		}
+		for _, a := range actions {
+			if a.Remove != nil {
+				delete(have, restoreFileKey(a.Remove.Path, a.Remove.DeletionVector))
+			}
+			if a.Add != nil {
+				have[restoreFileKey(a.Add.Path, a.Add.DeletionVector)] = true
+			}
+		}
+		if maps.Equal(have, want) {
+			match = commits[i].version
+		}
+	}
+	return match, nil
+}
+
+// restoreFileKey is a live file's identity: its path and deletion vector, as the protocol
+// keys the reconciliation of add and remove actions.
+func restoreFileKey(path string, dv *DeletionVector) string {
+	return path + "\x00" + dv.UniqueID()
+}
+
+// parseRestoreTime reads the timestamp Spark records for RESTORE ... TO TIMESTAMP AS OF: the
+// JVM's wall clock (java.sql.Timestamp.toString), a date or a date and time; zoned says whether
+// it names its zone.
+func parseRestoreTime(s string) (t time.Time, zoned bool, err error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, false, nil
+		}
+	}
+	return time.Time{}, false, fmt.Errorf("txlog: restore timestamp %q is not a date or a time", s)
 }

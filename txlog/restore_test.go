@@ -13,9 +13,10 @@ import (
 // txn(app, version) (app ""), or a commit of another tool's operation with its parameters,
 // written as delta-rs and Spark write them (strings).
 type restoreStep struct {
-	app    string
-	op     string
-	params map[string]any
+	app     string
+	op      string
+	params  map[string]any
+	removes []string // the files the restore removes: f1 when nil
 }
 
 func appendBy(app string) restoreStep { return restoreStep{app: app} }
@@ -94,13 +95,52 @@ func TestRestoredPastByTime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		commitStep(t, l, 4, restoreStep{op: OperationRestore, params: params})
+		commitStep(t, l, 4, restoreStep{op: OperationRestore, params: params, removes: []string{"f2", "f3"}})
 		got, err := l.RestoredPast(ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := (&Restore{Version: 4, To: 1, Past: 2}); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%v: RestoredPast(2) = %+v, want %+v", params, got, want)
+		}
+	}
+}
+
+// A Spark whose JVM runs in another zone than UTC records TO TIMESTAMP AS OF as its own wall
+// clock, without the zone: read as UTC, a restore to before the recorded version by a Spark in
+// Europe/Berlin (UTC+1) named a version an hour later, after it, and the jobs went on.
+func TestRestoredPastByZonelessWallClock(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		wall    string // Europe/Berlin
+		removes []string
+		want    *Restore
+	}{
+		{"2026-12-01 12:30:00", []string{"f2", "f3"}, &Restore{Version: 4, To: 1, Past: 2}},
+		{"2026-12-01 12:30:00.000", []string{"f2", "f3"}, &Restore{Version: 4, To: 1, Past: 2}},
+		{"2026-12-01 13:30:00", []string{"f3"}, nil},
+		// Files no candidate held: not a restore this can place, so it counts as one before.
+		{"2026-12-01 12:30:00", []string{"f1"}, &Restore{Version: 4, To: -1, Past: 2}},
+	} {
+		b := mem.New()
+		l := fastLog(b, Options{NoAutoCheckpoint: true})
+		createTable(t, l, false, nil)
+		for v := 1; v <= 3; v++ {
+			commitStep(t, l, v, appendBy("q"))
+		}
+		for v := int64(0); v <= 3; v++ {
+			if err := b.SetModTime(CommitKey(v), start.Add(time.Duration(v)*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commitStep(t, l, 4, restoreStep{op: OperationRestore, params: map[string]any{"version": nil, "timestamp": c.wall}, removes: c.removes})
+		got, err := l.RestoredPast(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s removing %v: RestoredPast(2) = %+v, want %+v", c.wall, c.removes, got, c.want)
 		}
 	}
 }
@@ -112,7 +152,13 @@ func commitStep(t *testing.T, l *Log, v int, s restoreStep) {
 	op := Operation{Name: "WRITE"}
 	if s.op != "" {
 		op = Operation{Name: s.op, Parameters: s.params}
-		tx.Remove(&Remove{Path: "f1", DataChange: true})
+		removes := s.removes
+		if removes == nil {
+			removes = []string{"f1"}
+		}
+		for _, path := range removes {
+			tx.Remove(&Remove{Path: path, DataChange: true})
+		}
 	} else {
 		tx.Add(fileAdd(fmt.Sprintf("f%d", v), ""))
 		tx.SetTxn(s.app, int64(v))
