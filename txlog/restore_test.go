@@ -84,17 +84,7 @@ func TestRestoredPastByTime(t *testing.T) {
 		{"datetime": fmt.Sprint(start.Add(90 * time.Minute).UnixMilli())},
 		{"timestamp": "2026-12-01 11:30:00"},
 	} {
-		b := mem.New()
-		l := fastLog(b, Options{NoAutoCheckpoint: true})
-		createTable(t, l, false, nil)
-		for v := 1; v <= 3; v++ {
-			commitStep(t, l, v, appendBy("q"))
-		}
-		for v := int64(0); v <= 3; v++ {
-			if err := b.SetModTime(CommitKey(v), start.Add(time.Duration(v)*time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		l := hourlyLog(t, start)
 		commitStep(t, l, 4, restoreStep{op: OperationRestore, params: params, removes: []string{"f2", "f3"}})
 		got, err := l.RestoredPast(ctx, 2)
 		if err != nil {
@@ -123,17 +113,7 @@ func TestRestoredPastByZonelessWallClock(t *testing.T) {
 		// Files no candidate held: not a restore this can place, so it counts as one before.
 		{"2026-12-01 12:30:00", []string{"f1"}, &Restore{Version: 4, To: -1, Past: 2}},
 	} {
-		b := mem.New()
-		l := fastLog(b, Options{NoAutoCheckpoint: true})
-		createTable(t, l, false, nil)
-		for v := 1; v <= 3; v++ {
-			commitStep(t, l, v, appendBy("q"))
-		}
-		for v := int64(0); v <= 3; v++ {
-			if err := b.SetModTime(CommitKey(v), start.Add(time.Duration(v)*time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		l := hourlyLog(t, start)
 		commitStep(t, l, 4, restoreStep{op: OperationRestore, params: map[string]any{"version": nil, "timestamp": c.wall}, removes: c.removes})
 		got, err := l.RestoredPast(ctx, 2)
 		if err != nil {
@@ -166,4 +146,22 @@ func commitStep(t *testing.T, l *Log, v int, s restoreStep) {
 	if got, err := tx.Commit(ctx, op); err != nil || got != int64(v) {
 		t.Fatalf("commit %d: %d, %v", v, got, err)
 	}
+}
+
+// hourlyLog is a table of versions 0 to 3 committed an hour apart from start, versions 1 to 3
+// each an append carrying txn(q).
+func hourlyLog(t *testing.T, start time.Time) *Log {
+	t.Helper()
+	b := mem.New()
+	l := fastLog(b, Options{NoAutoCheckpoint: true})
+	createTable(t, l, false, nil)
+	for v := 1; v <= 3; v++ {
+		commitStep(t, l, v, appendBy("q"))
+	}
+	for v := int64(0); v <= 3; v++ {
+		if err := b.SetModTime(CommitKey(v), start.Add(time.Duration(v)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
 }
