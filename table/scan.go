@@ -145,12 +145,7 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 		return wrap(err)
 	}
-	dataSchema := &txlog.StructType{}
-	for _, f := range read.Fields {
-		if !s.isPartition(f.Name) {
-			dataSchema.Fields = append(dataSchema.Fields, f)
-		}
-	}
+	dataSchema := s.dataSchema(read)
 	ra.base = objstore.NewReaderAt(ctx, s.Bucket, add.Path, size)
 	tail, err := openTail(ra, add.Path, size, s.Tails)
 	if err != nil {
@@ -254,6 +249,17 @@ func (s *FileScan) readFile(ctx context.Context, add *txlog.Add, out, read *txlo
 		}
 	}
 	return nil
+}
+
+// dataSchema is read without the partition columns, which the data files do not hold.
+func (s *FileScan) dataSchema(read *txlog.StructType) *txlog.StructType {
+	out := &txlog.StructType{}
+	for _, f := range read.Fields {
+		if !s.isPartition(f.Name) {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
 }
 
 // filtered returns the rows of full (of the read schema) that keep (nil: all) and the
