@@ -153,7 +153,9 @@ func TestStreamRefusesANewCheckpointOverAnotherQuerysTables(t *testing.T) {
 func TestStreamRefusesGoldMovedUnderItsCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	lake := mem.New()
-	gold := func(path string) string { return typeCountGold("g5", path, "5s") + typeCountGold("g10", "gold/g10", "1h") }
+	gold := func(path string) string {
+		return typeCountGold("g5", path, "5s") + typeCountGold("g10", "gold/g10", "1h")
+	}
 	landTwoWindows(t, lake)
 	mustRun(t, lake, parseConfig(t, "2s", "  dedup: [event_id]", gold("gold/g5")), "available-now")
 
