@@ -61,22 +61,8 @@ var replaceOperations = []string{"CREATE OR REPLACE TABLE AS SELECT", "CREATE OR
 // Commits after v that log cleanup removed are not seen. The cost is one listing and a read
 // of each commit after v, which callers pay once per run.
 func (l *Log) RestoredPast(ctx context.Context, v int64, apps ...string) (*Restore, error) {
-	files, err := l.list(ctx, CommitKey(v))
-	if err != nil {
-		return nil, err
-	}
-	var commits []logFile
-	for _, f := range files {
-		if f.kind == kindCommit && f.version > v {
-			commits = append(commits, f)
-		}
-	}
-	if len(commits) == 0 {
-		return nil, nil
-	}
-	sort.Slice(commits, func(i, j int) bool { return commits[i].version < commits[j].version })
-	datas, err := l.fetchFiles(ctx, commits)
-	if err != nil {
+	versions, commits, err := l.commitsAfter(ctx, v, -1)
+	if err != nil || len(commits) == 0 {
 		return nil, err
 	}
 	type barrier struct {
@@ -86,26 +72,22 @@ func (l *Log) RestoredPast(ctx context.Context, v int64, apps ...string) (*Resto
 	}
 	var barriers []barrier
 	past := v
-	for i, data := range datas {
-		actions, err := ParseActions(data)
-		if err != nil {
-			return nil, fmt.Errorf("txlog: %s: %w", commits[i].key, err)
-		}
+	for i, actions := range commits {
 		for _, a := range actions {
 			if a.Txn != nil && slices.Contains(apps, a.Txn.AppID) {
-				past = commits[i].version
+				past = versions[i]
 			}
 			if ci := a.CommitInfo; ci != nil {
 				switch {
 				case ci.Operation == OperationRestore:
-					barriers = append(barriers, barrier{version: commits[i].version, info: ci})
+					barriers = append(barriers, barrier{version: versions[i], info: ci})
 				case slices.Contains(replaceOperations, ci.Operation):
-					barriers = append(barriers, barrier{version: commits[i].version, replace: true})
+					barriers = append(barriers, barrier{version: versions[i], replace: true})
 				}
 			}
 		}
 	}
-	latest := commits[len(commits)-1].version
+	latest := versions[len(versions)-1]
 	// undid walks back from the latest version: does the table still hold the commit of
 	// version since?
 	undid := func(since int64) (*Restore, error) {
@@ -237,26 +219,11 @@ func (l *Log) restoreTargetByFiles(ctx context.Context, r int64, wall time.Time)
 	if maps.Equal(have, want) {
 		match = versions[lo]
 	}
-	files, err := l.list(ctx, CommitKey(versions[lo]))
+	between, commits, err := l.commitsAfter(ctx, versions[lo], versions[hi])
 	if err != nil {
 		return 0, err
 	}
-	var commits []logFile
-	for _, f := range files {
-		if f.kind == kindCommit && f.version > versions[lo] && f.version <= versions[hi] {
-			commits = append(commits, f)
-		}
-	}
-	sort.Slice(commits, func(i, j int) bool { return commits[i].version < commits[j].version })
-	datas, err := l.fetchFiles(ctx, commits)
-	if err != nil {
-		return 0, err
-	}
-	for i, data := range datas {
-		actions, err := ParseActions(data)
-		if err != nil {
-			return 0, fmt.Errorf("txlog: %s: %w", commits[i].key, err)
-		}
+	for i, actions := range commits {
 		for _, a := range actions {
 			if a.Remove != nil {
 				delete(have, restoreFileKey(a.Remove.Path, a.Remove.DeletionVector))
@@ -266,10 +233,38 @@ func (l *Log) restoreTargetByFiles(ctx context.Context, r int64, wall time.Time)
 			}
 		}
 		if maps.Equal(have, want) {
-			match = commits[i].version
+			match = between[i]
 		}
 	}
 	return match, nil
+}
+
+// commitsAfter reads the commits after version from, up to to (-1: the latest), in version
+// order: their versions and their actions.
+func (l *Log) commitsAfter(ctx context.Context, from, to int64) ([]int64, [][]Action, error) {
+	files, err := l.list(ctx, CommitKey(from))
+	if err != nil {
+		return nil, nil, err
+	}
+	var commits []logFile
+	for _, f := range files {
+		if f.kind == kindCommit && f.version > from && (to < 0 || f.version <= to) {
+			commits = append(commits, f)
+		}
+	}
+	sort.Slice(commits, func(i, j int) bool { return commits[i].version < commits[j].version })
+	datas, err := l.fetchFiles(ctx, commits)
+	if err != nil {
+		return nil, nil, err
+	}
+	versions, out := make([]int64, len(commits)), make([][]Action, len(commits))
+	for i, data := range datas {
+		if out[i], err = ParseActions(data); err != nil {
+			return nil, nil, fmt.Errorf("txlog: %s: %w", commits[i].key, err)
+		}
+		versions[i] = commits[i].version
+	}
+	return versions, out, nil
 }
 
 // restoreFileKey is a live file's identity: its path and deletion vector, as the protocol
