@@ -39,11 +39,7 @@ func (st streamState) check(ctx context.Context, path string, log *txlog.Log, sn
 	if err := checkpoint.CheckTable(path, st.ckpt, st.queryID, snap, m); err != nil {
 		return fmt.Errorf("late: %w", err)
 	}
-	r, err := log.RestoredPast(ctx, m.Version, apps...)
-	if err != nil {
-		return fmt.Errorf("late: %s: %w", path, err)
-	}
-	if err := checkpoint.CheckRestored(path, st.ckpt, m, r); err != nil {
+	if err := checkpoint.CheckRestored(ctx, path, st.ckpt, log, m, apps...); err != nil {
 		return fmt.Errorf("late: %w", err)
 	}
 	return nil

@@ -103,11 +103,7 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 				return fmt.Errorf("stream: %w", err)
 			}
 		}
-		r, err := t.Log().RestoredPast(ctx, m.Version)
-		if err != nil {
-			return fmt.Errorf("stream: table %s: %w", p, err)
-		}
-		if err := checkpoint.CheckRestored(p, ckpt, m, r); err != nil {
+		if err := checkpoint.CheckRestored(ctx, p, ckpt, t.Log(), m); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
 	}
@@ -123,35 +119,42 @@ func checkWritten(ctx context.Context, ckpt, queryID string, marks map[string]ch
 // query that ever wrote a derived table wrote main too; a checkpoint without marks (written
 // before they existed) is not checked.
 func checkMainMoved(ckpt string, marks map[string]checkpoint.TableMark, main string, derived, written []string) error {
-	// "silver/events/" is the table "silver/events": a trailing slash is not a move.
-	same := func(p string) string { return strings.TrimSuffix(p, "/") }
-	recorded := map[string]bool{}
-	for p := range marks {
-		recorded[same(p)] = true
-	}
-	if recorded[same(main)] || len(marks) == 0 {
+	recorded, gone := recordedTables(marks, written)
+	if recorded[samePath(main)] || len(marks) == 0 {
 		return nil
 	}
-	var fed, gone []string
+	var fed []string
 	for _, p := range derived {
-		if recorded[same(p)] {
+		if recorded[samePath(p)] {
 			fed = append(fed, p)
 		}
 	}
 	if len(fed) == 0 {
 		return nil
 	}
-	for p := range marks {
-		if !slices.ContainsFunc(written, func(w string) bool { return same(w) == same(p) }) {
-			gone = append(gone, p)
-		}
-	}
-	slices.Sort(gone)
 	return fmt.Errorf("%w: table %s holds none of the batches checkpoint %s recorded, which wrote %s from it; "+
 		"its path changed in the config (the checkpoint recorded tables the config no longer names: %v)? "+
 		"Put the old path back; a query's tables cannot move. To start over on new tables, give the query a new "+
 		"checkpoint and new silver, quarantine and gold paths together (docs/schema-evolution.md)",
 		checkpoint.ErrTableBehind, main, ckpt, strings.Join(fed, ", "), gone)
+}
+
+// samePath is a table path as the identity checks compare them: "silver/events/" is the
+// table "silver/events", a trailing slash is not a move.
+func samePath(p string) string { return strings.TrimSuffix(p, "/") }
+
+// recordedTables are the table paths the checkpoint's marks name (by samePath), and gone,
+// sorted, those of them the query no longer writes.
+func recordedTables(marks map[string]checkpoint.TableMark, written []string) (recorded map[string]bool, gone []string) {
+	recorded = map[string]bool{}
+	for p := range marks {
+		recorded[samePath(p)] = true
+		if !slices.ContainsFunc(written, func(w string) bool { return samePath(w) == samePath(p) }) {
+			gone = append(gone, p)
+		}
+	}
+	slices.Sort(gone)
+	return recorded, gone
 }
 
 // goldAt is a gold table of a query as checkGoldMoved sees it: its name, its path and the
@@ -168,24 +171,13 @@ type goldAt struct {
 // configured table without rows. It reads tables only in that case.
 func checkGoldMoved(ctx context.Context, lake objstore.Bucket, ckpt string, marks map[string]checkpoint.TableMark, golds []goldAt, written []string,
 	byPath map[string]*table.Table) error {
-	same := func(p string) string { return strings.TrimSuffix(p, "/") }
-	recorded := map[string]bool{}
-	for p := range marks {
-		recorded[same(p)] = true
-	}
-	var gone []string
-	for p := range marks {
-		if !slices.ContainsFunc(written, func(w string) bool { return same(w) == same(p) }) {
-			gone = append(gone, p)
-		}
-	}
+	recorded, gone := recordedTables(marks, written)
 	if len(gone) == 0 {
 		return nil
 	}
-	slices.Sort(gone)
 	defs := map[string]string{} // a gone table's recorded definition, read once
 	for _, g := range golds {
-		if recorded[same(g.path)] {
+		if recorded[samePath(g.path)] {
 			continue
 		}
 		if t := byPath[g.path]; t != nil {

@@ -310,11 +310,7 @@ func refreshCheckInput(ctx context.Context, o refreshOwner, log *txlog.Log, snap
 			if err := checkpoint.CheckTable(o.path, o.ckpt, o.id, snap, m); err != nil {
 				return fmt.Errorf("stream: refresh: %w", err)
 			}
-			r, err := log.RestoredPast(ctx, m.Version)
-			if err != nil {
-				return fmt.Errorf("stream: refresh: %s: %w", o.path, err)
-			}
-			if err := checkpoint.CheckRestored(o.path, o.ckpt, m, r); err != nil {
+			if err := checkpoint.CheckRestored(ctx, o.path, o.ckpt, log, m); err != nil {
 				return fmt.Errorf("stream: refresh: %w", err)
 			}
 		}

@@ -193,10 +193,15 @@ func CheckTable(what, ckpt, queryID string, snap *txlog.Snapshot, m TableMark) e
 	return nil
 }
 
-// CheckRestored refuses a table that a RESTORE took back to before a commit the checkpoint
-// recorded (r, from txlog.Log.RestoredPast; nil: none): the table's version and txn are past
-// the record, but the rows of the commits the restore undid are gone.
-func CheckRestored(what, ckpt string, m TableMark, r *txlog.Restore) error {
+// CheckRestored refuses a table (log) that a RESTORE took back to before the commit the
+// checkpoint recorded, or before the last commit after it carrying a txn of apps
+// (txlog.Log.RestoredPast): the table's version and txn are past the record, but the rows of
+// the commits the restore undid are gone.
+func CheckRestored(ctx context.Context, what, ckpt string, log *txlog.Log, m TableMark, apps ...string) error {
+	r, err := log.RestoredPast(ctx, m.Version, apps...)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", what, err)
+	}
 	if r == nil {
 		return nil
 	}
